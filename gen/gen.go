@@ -1,0 +1,103 @@
+// Package gen is the library behind cmd/kernelgen: it loads the typed specs under specs/ with
+// go/packages, checks them into a Model (naming and C↔Go type mapping live there), proves the
+// model against the real C headers, and emits generated/ with jennifer.
+//
+// The layers follow go-gl/glow: Load decodes and validates, the Model owns every decision, and
+// the emitters only print it.
+package gen
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// Options configure one generation run.
+type Options struct {
+	// Root is the module root; specs and outputs are relative to it.
+	Root string
+	// Prove compiles the ABI proof against the linked headers (needs a C compiler).
+	Prove bool
+	// CC is the C compiler command for the proof ("cc" when empty).
+	CC string
+}
+
+// Binding is one spec package and where its bindings go.
+type Binding struct {
+	Spec   string // pattern relative to the root, e.g. "./specs/ggml"
+	OutDir string // relative to the root
+	Target Target
+	Lib    Library
+}
+
+// Bindings lists what toy generates bindings for.
+var Bindings = []Binding{{
+	Spec:   "./specs/ggml",
+	OutDir: "generated/ggmlc",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/ggmlc",
+		PkgName:    "ggmlc",
+		Source:     "specs/ggml",
+		Link:       GGML.GoPackage,
+	},
+	Lib: GGML,
+}}
+
+// Output is everything one run generates: file contents by directory (relative to the root),
+// and what could not be bound.
+type Output struct {
+	Dirs    map[string]map[string][]byte
+	Unbound []Unbound
+	Summary []string
+}
+
+// Generate loads, proves and emits every binding, without writing anything.
+func Generate(opts Options) (*Output, error) {
+	out := &Output{Dirs: map[string]map[string][]byte{}}
+	cc := opts.CC
+	if cc == "" {
+		cc = "cc"
+	}
+	for _, b := range Bindings {
+		m, err := Load(opts.Root, b.Spec)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Prove {
+			inc, err := FindHeaders(opts.Root, b.Lib)
+			if err != nil {
+				return nil, err
+			}
+			if err := Prove(m, b.Lib, inc, cc); err != nil {
+				return nil, err
+			}
+		}
+		files, err := EmitBindings(m, b.Target)
+		if err != nil {
+			return nil, err
+		}
+		out.Dirs[b.OutDir] = files
+		out.Unbound = append(out.Unbound, m.Unbound...)
+		values := 0
+		for _, e := range m.Enums {
+			values += len(e.Values)
+		}
+		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values), %d unbound",
+			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, len(m.Unbound)))
+	}
+	return out, nil
+}
+
+// Write writes out under root, touching only files whose bytes change.
+func (o *Output) Write(root string) ([]string, error) {
+	var changed []string
+	for dir, files := range o.Dirs {
+		c, err := WriteFiles(filepath.Join(root, dir), files)
+		for _, n := range c {
+			changed = append(changed, filepath.ToSlash(filepath.Join(dir, n)))
+		}
+		if err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}

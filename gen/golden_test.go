@@ -1,0 +1,89 @@
+package gen
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/txtar"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden with what the generator emits now")
+
+// TestGolden runs every testdata/golden/*.txtar: the files under spec/ form a spec package;
+// the other files are what EmitBindings must produce from it, byte for byte, or, for a file
+// named "error", the error Load must return.
+func TestGolden(t *testing.T) {
+	cases, err := filepath.Glob("testdata/golden/*.txtar")
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	for _, path := range cases {
+		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			require.NoError(t, err)
+			work := filepath.Join("testdata", "work-"+name)
+			require.NoError(t, os.RemoveAll(work))
+			require.NoError(t, os.MkdirAll(work, 0o755))
+			t.Cleanup(func() { os.RemoveAll(work) })
+			want := map[string][]byte{}
+			for _, f := range ar.Files {
+				if rest, ok := strings.CutPrefix(f.Name, "spec/"); ok {
+					require.NoError(t, os.WriteFile(filepath.Join(work, rest), f.Data, 0o644))
+				} else {
+					want[f.Name] = f.Data
+				}
+			}
+			got := map[string][]byte{}
+			m, err := Load(root, "./gen/"+filepath.ToSlash(work))
+			if err != nil {
+				msg := strings.ReplaceAll(err.Error(), "gen/"+filepath.ToSlash(work)+"/", "spec/")
+				got["error"] = []byte(msg + "\n")
+			} else {
+				got, err = EmitBindings(m, Target{ImportPath: "example.com/golden/" + name, PkgName: "golden",
+					Source: "spec", Link: GGML.GoPackage})
+				require.NoError(t, err)
+			}
+			if *update {
+				var files []txtar.File
+				for _, f := range ar.Files {
+					if strings.HasPrefix(f.Name, "spec/") {
+						files = append(files, f)
+					}
+				}
+				names := make([]string, 0, len(got))
+				for n := range got {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					files = append(files, txtar.File{Name: n, Data: got[n]})
+				}
+				ar.Files = files
+				require.NoError(t, os.WriteFile(path, txtar.Format(ar), 0o644))
+				return
+			}
+			for n, w := range want {
+				g, ok := got[n]
+				if !ok {
+					t.Errorf("%s: the generator produced no %s (run go test ./gen -update to accept)", path, n)
+					continue
+				}
+				if string(g) != string(w) {
+					t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, firstDifference(g, w))
+				}
+			}
+			for n := range got {
+				if _, ok := want[n]; !ok {
+					t.Errorf("%s: the generator produced %s, which the golden file lacks (run go test ./gen -update)", path, n)
+				}
+			}
+		})
+	}
+}

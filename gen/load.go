@@ -1,0 +1,628 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// PrimitivesPkg is the import path of the spec language's primitive types (Const, Ptr, Int, ...).
+const PrimitivesPkg = "github.com/toyml/toy/specs/spec"
+
+// Load reads the spec package matched by pattern (relative to dir, the module root) and returns
+// its validated model. Every problem is reported with its file:line, all at once.
+func Load(dir, pattern string) (*Model, error) {
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
+			packages.NeedTypes | packages.NeedTypesInfo,
+		Dir:   dir,
+		Tests: false,
+	}
+	pkgs, err := packages.Load(cfg, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("kernelgen: loading %s: %w", pattern, err)
+	}
+	if len(pkgs) != 1 {
+		return nil, fmt.Errorf("kernelgen: %s matched %d packages, want 1", pattern, len(pkgs))
+	}
+	pkg := pkgs[0]
+	if len(pkg.Errors) > 0 {
+		var msgs []string
+		for _, e := range pkg.Errors {
+			pos := e.Pos
+			if rel, err := filepath.Rel(dir, pos); err == nil && !strings.HasPrefix(rel, "..") {
+				pos = filepath.ToSlash(rel)
+			}
+			msgs = append(msgs, pos+": "+e.Msg)
+		}
+		return nil, fmt.Errorf("kernelgen: spec %s does not compile:\n\t%s", pattern, strings.Join(msgs, "\n\t"))
+	}
+	l := &loader{dir: dir, pkg: pkg, m: &Model{SpecPkg: pkg.PkgPath},
+		handles: map[string]*Handle{}, structs: map[string]*Struct{}, enums: map[string]*Enum{}}
+	l.load()
+	if len(l.errs) > 0 {
+		return nil, l.err()
+	}
+	return l.m, nil
+}
+
+type loader struct {
+	dir     string
+	pkg     *packages.Package
+	m       *Model
+	errs    []posError
+	handles map[string]*Handle
+	structs map[string]*Struct
+	enums   map[string]*Enum
+}
+
+type posError struct {
+	pos token.Position
+	msg string
+}
+
+func (l *loader) err() error {
+	sort.SliceStable(l.errs, func(i, j int) bool {
+		a, b := l.errs[i].pos, l.errs[j].pos
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Line < b.Line
+	})
+	var errs []error
+	for _, e := range l.errs {
+		errs = append(errs, fmt.Errorf("%s:%d: %s", e.pos.Filename, e.pos.Line, e.msg))
+	}
+	return errors.Join(errs...)
+}
+
+func (l *loader) errorf(pos token.Pos, format string, args ...any) {
+	l.errs = append(l.errs, posError{l.position(pos), fmt.Sprintf(format, args...)})
+}
+
+func (l *loader) position(pos token.Pos) token.Position {
+	p := l.pkg.Fset.Position(pos)
+	if rel, err := filepath.Rel(l.dir, p.Filename); err == nil {
+		p.Filename = filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// directive is one //kernelgen:NAME ARGS line.
+type directive struct {
+	name string
+	args []string
+	pos  token.Pos
+}
+
+func directives(groups ...*ast.CommentGroup) []directive {
+	var ds []directive
+	for _, g := range groups {
+		if g == nil {
+			continue
+		}
+		for _, c := range g.List {
+			rest, ok := strings.CutPrefix(c.Text, "//kernelgen:")
+			if !ok {
+				continue
+			}
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				ds = append(ds, directive{pos: c.Pos()})
+				continue
+			}
+			ds = append(ds, directive{name: f[0], args: f[1:], pos: c.Pos()})
+		}
+	}
+	return ds
+}
+
+// keyValues splits "key=value" arguments, rejecting keys not in allowed.
+func (l *loader) keyValues(d directive, args []string, allowed ...string) map[string]string {
+	kv := map[string]string{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || v == "" {
+			l.errorf(d.pos, "kernelgen:%s: argument %q is not key=value", d.name, a)
+			continue
+		}
+		known := false
+		for _, al := range allowed {
+			known = known || al == k
+		}
+		if !known {
+			l.errorf(d.pos, "kernelgen:%s: unknown key %q (known: %s)", d.name, k, strings.Join(allowed, ", "))
+			continue
+		}
+		kv[k] = v
+	}
+	return kv
+}
+
+func doc(g *ast.CommentGroup) string {
+	if g == nil {
+		return ""
+	}
+	return strings.TrimSpace(g.Text())
+}
+
+func (l *loader) files() []*ast.File {
+	files := append([]*ast.File(nil), l.pkg.Syntax...)
+	sort.Slice(files, func(i, j int) bool {
+		return l.pkg.Fset.Position(files[i].Pos()).Filename < l.pkg.Fset.Position(files[j].Pos()).Filename
+	})
+	return files
+}
+
+type pendingFields struct {
+	fields *[]*Field // nil for a kernelgen:fields type, whose handle is looked up later
+	st     *ast.StructType
+	owner  string
+	pos    token.Pos
+}
+
+type pendingIface struct {
+	spec             *ast.TypeSpec
+	iface            *ast.InterfaceType
+	prefix, goprefix string
+}
+
+func (l *loader) load() {
+	var fields []pendingFields
+	var ifaces []pendingIface
+	var consts []*ast.GenDecl
+	for _, f := range l.files() {
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				l.errorf(d.Pos(), "specs declare no functions; put %s in an interface", d.Name.Name)
+			case *ast.GenDecl:
+				switch d.Tok {
+				case token.IMPORT:
+				case token.VAR:
+					l.errorf(d.Pos(), "specs declare no variables")
+				case token.CONST:
+					consts = append(consts, d)
+				case token.TYPE:
+					for _, s := range d.Specs {
+						ts := s.(*ast.TypeSpec)
+						dg := ts.Doc
+						if dg == nil && len(d.Specs) == 1 {
+							dg = d.Doc
+						}
+						pf, pi := l.typeDecl(ts, dg)
+						if pf != nil {
+							fields = append(fields, *pf)
+						}
+						if pi != nil {
+							ifaces = append(ifaces, *pi)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, pf := range fields {
+		l.fields(pf)
+	}
+	for _, d := range consts {
+		l.constDecl(d)
+	}
+	for _, e := range l.m.Enums {
+		if len(e.Values) == 0 {
+			l.errs = append(l.errs, posError{e.Pos, fmt.Sprintf("enum %s declares no constants", e.GoName)})
+		}
+	}
+	goNames := map[string]token.Position{}
+	for _, h := range l.m.Handles {
+		goNames[h.GoName] = h.Pos
+	}
+	for _, pi := range ifaces {
+		l.iface(pi, goNames)
+	}
+	for _, e := range l.m.Enums {
+		if e.NameFunc == "" {
+			continue
+		}
+		f := l.findFunc(e.NameFunc)
+		if f == nil || len(f.Params) != 1 || f.Params[0].Type.Enum != e || f.Result == nil || f.Result.Kind != KindString {
+			l.errs = append(l.errs, posError{e.Pos, fmt.Sprintf("enum %s: name=%s must be a bound function of (%s) string", e.GoName, e.NameFunc, e.GoName)})
+		}
+	}
+}
+
+func (l *loader) findFunc(goName string) *Func {
+	for _, f := range l.m.Funcs {
+		if f.GoName == goName {
+			return f
+		}
+	}
+	return nil
+}
+
+func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingFields, *pendingIface) {
+	name := ts.Name.Name
+	ds := directives(dg)
+	if len(ds) != 1 {
+		l.errorf(ts.Pos(), "type %s needs exactly one kernelgen directive (handle, fields, struct, enum or functions), has %d", name, len(ds))
+		return nil, nil
+	}
+	d := ds[0]
+	pos := l.position(ts.Pos())
+	if doc(dg) == "" {
+		l.errorf(ts.Pos(), "type %s has no doc comment (it becomes the Go documentation)", name)
+	}
+	switch d.name {
+	case "handle":
+		h := &Handle{GoName: name, Doc: doc(dg), Pos: pos}
+		spec := strings.Join(d.args, " ")
+		if td, st, ok := strings.Cut(spec, "="); ok {
+			h.Typedef, h.Struct = strings.TrimSpace(td), strings.TrimSpace(st)
+			if !isCIdent(h.Typedef) {
+				l.errorf(d.pos, "kernelgen:handle: %q is not a C typedef name", h.Typedef)
+			}
+		} else {
+			h.Struct = spec
+		}
+		if !isStructTag(h.Struct) {
+			l.errorf(d.pos, "kernelgen:handle wants `struct NAME` or `TYPEDEF = struct NAME`, got %q", spec)
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok || len(st.Fields.List) > 0 {
+			l.errorf(ts.Pos(), "handle %s must be declared as struct{} (declare its C layout in a kernelgen:fields type)", name)
+			return nil, nil
+		}
+		l.handles[name] = h
+		l.m.Handles = append(l.m.Handles, h)
+	case "fields":
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok || len(st.Fields.List) == 0 || len(d.args) != 1 {
+			l.errorf(ts.Pos(), "kernelgen:fields HANDLE belongs on a struct type with fields")
+			return nil, nil
+		}
+		return &pendingFields{owner: d.args[0], st: st, pos: d.pos}, nil
+	case "struct":
+		s := &Struct{GoName: name, Doc: doc(dg), CName: strings.Join(d.args, " "), Pos: pos}
+		if !isStructTag(s.CName) {
+			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, got %q", s.CName)
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok || len(st.Fields.List) == 0 {
+			l.errorf(ts.Pos(), "struct %s must be a struct type with fields", name)
+			return nil, nil
+		}
+		l.structs[name] = s
+		l.m.Structs = append(l.m.Structs, s)
+		return &pendingFields{fields: &s.Fields, st: st, owner: name}, nil
+	case "enum":
+		e := &Enum{GoName: name, Doc: doc(dg), Pos: pos}
+		var rest []string
+		for _, a := range d.args {
+			if strings.Contains(a, "=") {
+				rest = append(rest, a)
+			} else {
+				e.CType = strings.TrimSpace(e.CType + " " + a)
+			}
+		}
+		kv := l.keyValues(d, rest, "prefix", "name")
+		e.Prefix, e.NameFunc = kv["prefix"], kv["name"]
+		if e.CType != "int" && !strings.HasPrefix(e.CType, "enum ") {
+			l.errorf(d.pos, "kernelgen:enum wants `enum NAME` or `int`, got %q", e.CType)
+		}
+		if e.Prefix == "" {
+			l.errorf(d.pos, "kernelgen:enum needs prefix=")
+		}
+		obj := l.pkg.TypesInfo.Defs[ts.Name]
+		basic, ok := obj.Type().Underlying().(*types.Basic)
+		if !ok || basic.Info()&types.IsInteger == 0 {
+			l.errorf(ts.Pos(), "enum %s must have an integer underlying type", name)
+		} else {
+			e.GoBase = basic.Name()
+		}
+		l.enums[name] = e
+		l.m.Enums = append(l.m.Enums, e)
+	case "functions":
+		it, ok := ts.Type.(*ast.InterfaceType)
+		if !ok {
+			l.errorf(ts.Pos(), "kernelgen:functions belongs on an interface type")
+			return nil, nil
+		}
+		kv := l.keyValues(d, d.args, "prefix", "goprefix")
+		return nil, &pendingIface{ts, it, kv["prefix"], kv["goprefix"]}
+	default:
+		l.errorf(d.pos, "unknown directive kernelgen:%s on type %s", d.name, name)
+	}
+	return nil, nil
+}
+
+func isStructTag(s string) bool {
+	name, ok := strings.CutPrefix(s, "struct ")
+	return ok && isCIdent(name)
+}
+
+func isCIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *loader) fields(pf pendingFields) {
+	if pf.fields == nil {
+		h := l.handles[pf.owner]
+		if h == nil {
+			l.errorf(pf.pos, "kernelgen:fields %s: no such handle", pf.owner)
+			return
+		}
+		if len(h.Fields) > 0 {
+			l.errorf(pf.pos, "kernelgen:fields %s: the handle's fields are already declared", pf.owner)
+			return
+		}
+		pf.fields = &h.Fields
+	}
+	for _, f := range pf.st.Fields.List {
+		ds := directives(f.Doc, f.Comment)
+		cname := ""
+		for _, d := range ds {
+			if d.name != "c" || len(d.args) != 1 || !isCIdent(d.args[0]) {
+				l.errorf(d.pos, "fields take only kernelgen:c NAME")
+				continue
+			}
+			cname = d.args[0]
+		}
+		if len(f.Names) == 0 {
+			l.errorf(f.Pos(), "%s: embedded fields are not allowed", pf.owner)
+			continue
+		}
+		typ := l.resolve(l.pkg.TypesInfo.TypeOf(f.Type), f.Type.Pos(), "field")
+		for _, n := range f.Names {
+			fl := &Field{GoName: n.Name, CName: cname, Doc: doc(f.Doc), Type: typ, Pos: l.position(n.Pos())}
+			if fl.CName == "" {
+				if n.Name == "_" {
+					l.errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
+				}
+				fl.CName = Snake(n.Name)
+			}
+			*pf.fields = append(*pf.fields, fl)
+		}
+	}
+}
+
+func (l *loader) constDecl(d *ast.GenDecl) {
+	for _, s := range d.Specs {
+		vs := s.(*ast.ValueSpec)
+		ds := directives(vs.Doc, vs.Comment)
+		for _, n := range vs.Names {
+			obj := l.pkg.TypesInfo.Defs[n].(*types.Const)
+			named, ok := obj.Type().(*types.Named)
+			var e *Enum
+			if ok {
+				e = l.enums[named.Obj().Name()]
+			}
+			if e == nil || named.Obj().Pkg() != l.pkg.Types {
+				l.errorf(n.Pos(), "constant %s must have a declared enum type", n.Name)
+				continue
+			}
+			v, exact := constant.Int64Val(obj.Val())
+			if !exact {
+				l.errorf(n.Pos(), "constant %s does not fit in int64", n.Name)
+				continue
+			}
+			ev := &EnumValue{GoName: n.Name, Doc: doc(vs.Doc), Value: v, Pos: l.position(n.Pos())}
+			for _, d := range ds {
+				if d.name != "c" || len(d.args) != 1 || !isCIdent(d.args[0]) {
+					l.errorf(d.pos, "constants take only kernelgen:c NAME")
+					continue
+				}
+				ev.CName = d.args[0]
+			}
+			if ev.CName == "" {
+				cn, ok := EnumConstCName(n.Name, e.GoName, e.Prefix)
+				if !ok {
+					l.errorf(n.Pos(), "constant %s must start with its type's name %s, or carry kernelgen:c NAME", n.Name, e.GoName)
+					continue
+				}
+				ev.CName = cn
+			}
+			e.Values = append(e.Values, ev)
+		}
+	}
+}
+
+func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
+	for _, m := range pi.iface.Methods.List {
+		if len(m.Names) != 1 {
+			l.errorf(m.Pos(), "interface %s: embedded interfaces are not allowed", pi.spec.Name.Name)
+			continue
+		}
+		name := m.Names[0].Name
+		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: doc(m.Doc), Pos: l.position(m.Pos())}
+		if fn.Doc == "" {
+			l.errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
+		}
+		for _, d := range directives(m.Doc, m.Comment) {
+			switch {
+			case d.name == "c" && len(d.args) == 1 && isCIdent(d.args[0]):
+				fn.CName = d.args[0]
+			case d.name == "optional" && len(d.args) == 0:
+				fn.Optional = true
+			default:
+				l.errorf(d.pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional)", strings.TrimSpace("kernelgen:"+d.name+" "+strings.Join(d.args, " ")), name)
+			}
+		}
+		if prev, dup := goNames[fn.GoName]; dup {
+			l.errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", fn.GoName, prev.Filename, prev.Line)
+			continue
+		}
+		goNames[fn.GoName] = fn.Pos
+		sig := l.pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
+		if sig.Variadic() {
+			l.errorf(m.Pos(), "method %s: variadic functions cannot be bound", name)
+			continue
+		}
+		for i := 0; i < sig.Params().Len(); i++ {
+			p := sig.Params().At(i)
+			pname := p.Name()
+			if pname == "" || pname == "_" {
+				pname = fmt.Sprintf("p%d", i)
+			}
+			if cKeywords[pname] {
+				l.errorf(m.Pos(), "method %s: parameter name %s is a C keyword", name, pname)
+			}
+			fn.Params = append(fn.Params, &Param{Name: pname, Type: l.resolve(p.Type(), m.Pos(), "param")})
+		}
+		switch sig.Results().Len() {
+		case 0:
+		case 1:
+			fn.Result = l.resolve(sig.Results().At(0).Type(), m.Pos(), "result")
+		default:
+			l.errorf(m.Pos(), "method %s: at most one result", name)
+		}
+		l.m.Funcs = append(l.m.Funcs, fn)
+	}
+}
+
+// resolve maps a Go type of the spec onto a spec Type; where is "param", "result" or "field".
+// It never returns nil: on error it records the problem and returns a placeholder.
+func (l *loader) resolve(t types.Type, pos token.Pos, where string) *Type {
+	typ, msg := l.resolveType(t, where)
+	if msg != "" {
+		l.errorf(pos, "%s type %s: %s", where, types.TypeString(t, l.qualifier), msg)
+		return &Type{Kind: KindBool}
+	}
+	return typ
+}
+
+func (l *loader) qualifier(p *types.Package) string {
+	if p == l.pkg.Types || p.Path() == PrimitivesPkg {
+		return ""
+	}
+	return p.Name()
+}
+
+func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
+	const outside = "is outside the mapping table (docs/SPECS.md)"
+	switch t := t.(type) {
+	case *types.Basic:
+		switch t.Kind() {
+		case types.Bool:
+			return &Type{Kind: KindBool}, ""
+		case types.String:
+			return &Type{Kind: KindString}, ""
+		}
+		if _, ok := numberCTypes[t.Name()]; ok {
+			return &Type{Kind: KindNumber, Num: t.Name()}, ""
+		}
+		return nil, outside
+	case *types.Named:
+		obj := t.Obj()
+		if obj.Pkg() != nil && obj.Pkg().Path() == PrimitivesPkg {
+			switch obj.Name() {
+			case "Const":
+				inner, msg := l.resolveType(t.TypeArgs().At(0), where)
+				if msg != "" {
+					return nil, msg
+				}
+				switch inner.Kind {
+				case KindHandle, KindPtr, KindNumSlice:
+					inner.Const = true
+					return inner, ""
+				}
+				return nil, "Const takes a handle, Ptr or a number slice"
+			case "Ptr":
+				return &Type{Kind: KindPtr}, ""
+			case "Int":
+				return &Type{Kind: KindInt}, ""
+			case "Size":
+				return &Type{Kind: KindSize}, ""
+			case "Char":
+				if where != "element" {
+					return nil, "Char is allowed only as the element of an array field"
+				}
+				return &Type{Kind: KindChar}, ""
+			}
+			return nil, outside
+		}
+		if obj.Pkg() != l.pkg.Types {
+			return nil, outside
+		}
+		if h := l.handles[obj.Name()]; h != nil {
+			return &Type{Kind: KindHandle, Handle: h}, ""
+		}
+		if e := l.enums[obj.Name()]; e != nil {
+			return &Type{Kind: KindEnum, Enum: e}, ""
+		}
+		if s := l.structs[obj.Name()]; s != nil {
+			if where != "param" {
+				return nil, "structs are passed by value as parameters only (no nesting, no results)"
+			}
+			return &Type{Kind: KindStruct, Struct: s}, ""
+		}
+		return nil, "is not a declared handle, enum or struct"
+	case *types.Pointer:
+		if n, ok := t.Elem().(*types.Named); ok && where == "field" {
+			if h := l.handles[n.Obj().Name()]; h != nil && n.Obj().Pkg() == l.pkg.Types {
+				return &Type{Kind: KindHandlePtr, Handle: h}, ""
+			}
+		}
+		return nil, "pointers are allowed only to handles, in struct fields"
+	case *types.Slice:
+		if where == "field" || where == "result" {
+			return nil, "slices are allowed only as parameters"
+		}
+		elem, msg := l.resolveType(t.Elem(), "element")
+		if msg != "" {
+			return nil, msg
+		}
+		switch elem.Kind {
+		case KindString:
+			return &Type{Kind: KindStringSlice}, ""
+		case KindHandle:
+			if elem.Const {
+				return nil, "slices of const handles are not supported"
+			}
+			return &Type{Kind: KindHandleSlice, Handle: elem.Handle}, ""
+		case KindNumber:
+			return &Type{Kind: KindNumSlice, Elem: elem}, ""
+		}
+		return nil, "slices hold strings, handles or fixed-size numbers (int8..uint64, float32, float64)"
+	case *types.Array:
+		if where != "field" {
+			return nil, "arrays are allowed only in struct fields"
+		}
+		elem, msg := l.resolveType(t.Elem(), "element")
+		if msg != "" {
+			return nil, msg
+		}
+		switch elem.Kind {
+		case KindHandle, KindNumber, KindInt, KindSize, KindChar, KindEnum:
+		default:
+			return nil, "array elements must be handles, numbers or Char"
+		}
+		return &Type{Kind: KindArray, Elem: elem, Len: int(t.Len())}, ""
+	}
+	return nil, outside
+}
+
+var cKeywords = map[string]bool{}
+
+func init() {
+	for _, k := range strings.Fields(`auto bool break case char const continue default do double else enum extern float
+		for goto if inline int long register restrict return short signed sizeof static struct switch typedef union
+		unsigned void volatile while _Bool _Complex _Alignas _Alignof _Atomic _Generic _Noreturn _Static_assert _Thread_local`) {
+		cKeywords[k] = true
+	}
+}

@@ -1,0 +1,88 @@
+package gen
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSnake(t *testing.T) {
+	for in, want := range map[string]string{
+		"Add":          "add",
+		"MulMat":       "mul_mat",
+		"MulMatID":     "mul_mat_id",
+		"NewTensor1D":  "new_tensor_1d",
+		"View4D":       "view_4d",
+		"GetValU8":     "get_val_u8",
+		"GetValF32":    "get_val_f32",
+		"RMSNorm":      "rms_norm",
+		"SoftMaxExt":   "soft_max_ext",
+		"GGUFInit":     "gguf_init",
+		"Q4_K":         "q4_k",
+		"BF16":         "bf16",
+		"IQ2_XXS":      "iq2_xxs",
+		"CrossEntropy": "cross_entropy",
+		"GeluErf":      "gelu_erf",
+		"Conv2D":       "conv_2d",
+		"already_low":  "already_low",
+	} {
+		assert.Equal(t, want, Snake(in), in)
+	}
+}
+
+func TestEnumConstCName(t *testing.T) {
+	for _, c := range []struct{ konst, typ, prefix, want string }{
+		{"TypeF32", "Type", "GGML_TYPE_", "GGML_TYPE_F32"},
+		{"TypeQ4_K", "Type", "GGML_TYPE_", "GGML_TYPE_Q4_K"},
+		{"OpMulMat", "Op", "GGML_OP_", "GGML_OP_MUL_MAT"},
+		{"OpCrossEntropyLossBack", "Op", "GGML_OP_", "GGML_OP_CROSS_ENTROPY_LOSS_BACK"},
+		{"StatusAllocFailed", "Status", "GGML_STATUS_", "GGML_STATUS_ALLOC_FAILED"},
+		{"RopeModeNeox", "RopeMode", "GGML_ROPE_TYPE_", "GGML_ROPE_TYPE_NEOX"},
+	} {
+		got, ok := EnumConstCName(c.konst, c.typ, c.prefix)
+		assert.True(t, ok, c.konst)
+		assert.Equal(t, c.want, got, c.konst)
+	}
+	_, ok := EnumConstCName("Weird", "Type", "GGML_TYPE_")
+	assert.False(t, ok)
+	_, ok = EnumConstCName("Type", "Type", "GGML_TYPE_")
+	assert.False(t, ok, "the bare type name is no constant")
+}
+
+func TestCType(t *testing.T) {
+	tensor := &Handle{GoName: "Tensor", Struct: "struct ggml_tensor"}
+	backend := &Handle{GoName: "Backend", Struct: "struct ggml_backend", Typedef: "ggml_backend_t"}
+	typ := &Enum{GoName: "Type", CType: "enum ggml_type"}
+	rope := &Enum{GoName: "RopeMode", CType: "int"}
+	i64 := &Type{Kind: KindNumber, Num: "int64"}
+	for _, c := range []struct {
+		t          *Type
+		name, c, g string
+	}{
+		{&Type{Kind: KindHandle, Handle: tensor}, "a", "struct ggml_tensor *a", "Tensor"},
+		{&Type{Kind: KindHandle, Handle: tensor, Const: true}, "a", "const struct ggml_tensor *a", "Tensor"},
+		{&Type{Kind: KindHandle, Handle: backend}, "b", "ggml_backend_t b", "Backend"},
+		{&Type{Kind: KindHandle, Handle: backend, Const: true}, "b", "const struct ggml_backend *b", "Backend"},
+		{&Type{Kind: KindHandleSlice, Handle: backend}, "bs", "ggml_backend_t *bs", "[]Backend"},
+		{&Type{Kind: KindHandleSlice, Handle: tensor}, "ts", "struct ggml_tensor **ts", "[]Tensor"},
+		{&Type{Kind: KindHandlePtr, Handle: tensor}, "", "struct ggml_tensor **", "*Tensor"},
+		{&Type{Kind: KindEnum, Enum: typ}, "t", "enum ggml_type t", "Type"},
+		{&Type{Kind: KindEnum, Enum: rope}, "mode", "int mode", "RopeMode"},
+		{&Type{Kind: KindInt}, "n", "int n", "int"},
+		{&Type{Kind: KindSize}, "", "size_t", "int"},
+		{i64, "x", "int64_t x", "int64"},
+		{&Type{Kind: KindNumber, Num: "float32"}, "x", "float x", "float32"},
+		{&Type{Kind: KindNumber, Num: "float64"}, "x", "double x", "float64"},
+		{&Type{Kind: KindString}, "s", "const char *s", "string"},
+		{&Type{Kind: KindStringSlice}, "s", "const char **s", "[]string"},
+		{&Type{Kind: KindPtr}, "p", "void *p", "unsafe.Pointer"},
+		{&Type{Kind: KindPtr, Const: true}, "p", "const void *p", "unsafe.Pointer"},
+		{&Type{Kind: KindNumSlice, Elem: i64, Const: true}, "ne", "const int64_t *ne", "[]int64"},
+		{&Type{Kind: KindArray, Elem: i64, Len: 4}, "ne", "int64_t ne[4]", "[4]int64"},
+		{&Type{Kind: KindArray, Elem: &Type{Kind: KindHandle, Handle: tensor}, Len: 10}, "src", "struct ggml_tensor *src[10]", "[10]Tensor"},
+		{&Type{Kind: KindArray, Elem: &Type{Kind: KindChar}, Len: 64}, "name", "char name[64]", "[64]byte"},
+	} {
+		assert.Equal(t, c.c, c.t.CType(c.name))
+		assert.Equal(t, c.g, c.t.GoString())
+	}
+}

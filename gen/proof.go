@@ -1,0 +1,174 @@
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// Library describes the linked C library the proof checks against.
+type Library struct {
+	// GoPackage is the import path of the cgo package that compiles the library.
+	GoPackage string
+	// IncludeRel is the header directory relative to that package's directory.
+	IncludeRel string
+	// Headers are included, in order, by the proof.
+	Headers []string
+}
+
+// GGML is the ggml that toy links: the cgo package inside the ollama module.
+var GGML = Library{
+	GoPackage:  "github.com/ollama/ollama/ml/backend/ggml/ggml/src",
+	IncludeRel: "../include",
+	Headers:    []string{"ggml.h", "ggml-alloc.h", "ggml-backend.h", "ggml-cpu.h", "ggml-opt.h", "gguf.h"},
+}
+
+// FindHeaders locates lib's header directory through go/packages, from the module at dir, so the
+// proof always reads the headers of the exact module version the build links.
+func FindHeaders(dir string, lib Library) (string, error) {
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles, Dir: dir}, lib.GoPackage)
+	if err != nil {
+		return "", fmt.Errorf("kernelgen: finding %s: %w", lib.GoPackage, err)
+	}
+	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 || len(pkgs[0].GoFiles) == 0 {
+		return "", fmt.Errorf("kernelgen: cannot locate the Go package %s from %s (is it in go.mod?)", lib.GoPackage, dir)
+	}
+	inc := filepath.Join(filepath.Dir(pkgs[0].GoFiles[0]), lib.IncludeRel)
+	for _, h := range lib.Headers {
+		if _, err := os.Stat(filepath.Join(inc, h)); err != nil {
+			return "", fmt.Errorf("kernelgen: header %s not found beside %s: %w", h, lib.GoPackage, err)
+		}
+	}
+	return inc, nil
+}
+
+// Prove checks m against the real headers in includeDir: every function must be declared there
+// (optional ones that are not are moved to m.Unbound), and a C file that includes the headers,
+// re-declares every prototype and asserts every enum value and struct layout must compile with
+// -Werror. cc is the C compiler command.
+func Prove(m *Model, lib Library, includeDir, cc string) error {
+	var text strings.Builder
+	for _, h := range lib.Headers {
+		b, err := os.ReadFile(filepath.Join(includeDir, h))
+		if err != nil {
+			return fmt.Errorf("kernelgen: %w", err)
+		}
+		text.Write(b)
+	}
+	headers := text.String()
+	var kept []*Func
+	var missing []string
+	for _, f := range m.Funcs {
+		if regexp.MustCompile(`\b` + regexp.QuoteMeta(f.CName) + `\s*\(`).MatchString(headers) {
+			kept = append(kept, f)
+			continue
+		}
+		if f.Optional {
+			m.Unbound = append(m.Unbound, Unbound{Name: f.CName, Pos: fmt.Sprintf("%s:%d", f.Pos.Filename, f.Pos.Line),
+				Reason: "optional, and the linked headers do not declare it"})
+			continue
+		}
+		missing = append(missing, fmt.Sprintf("%s:%d: %s is not declared in %s", f.Pos.Filename, f.Pos.Line, f.CName, strings.Join(lib.Headers, ", ")))
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("kernelgen: proof failed:\n\t%s", strings.Join(missing, "\n\t"))
+	}
+	m.Funcs = kept
+
+	src := ProofSource(m, lib)
+	tmp, err := os.MkdirTemp("", "kernelgen-proof-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, "proof.c")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		return err
+	}
+	args := append(strings.Fields(cc), "-std=c11", "-fsyntax-only", "-Wall", "-Werror", "-I", includeDir, file)
+	cmd := exec.Command(args[0], args[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kernelgen: the bindings disagree with the headers in %s (%s: %v):\n%s", includeDir, cc, err, ProofErrors(out.String(), src))
+	}
+	return nil
+}
+
+// ProofErrors keeps the compiler's error lines, which name the spec position (through #line
+// directives and the assertion texts).
+func ProofErrors(out, src string) string {
+	var keep []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "error") {
+			keep = append(keep, "\t"+strings.TrimSpace(line))
+		}
+	}
+	if len(keep) == 0 {
+		return out
+	}
+	return strings.Join(keep, "\n")
+}
+
+// ProofSource is the C file the proof compiles.
+func ProofSource(m *Model, lib Library) string {
+	var b strings.Builder
+	b.WriteString("// kernelgen ABI proof: the real headers, then every assumption the bindings make.\n")
+	for _, h := range lib.Headers {
+		fmt.Fprintf(&b, "#include \"%s\"\n", h)
+	}
+	b.WriteString("#include <stddef.h>\n\n")
+	for _, h := range m.Handles {
+		if h.Typedef != "" {
+			fmt.Fprintf(&b, "typedef %s * %s; // %s:%d\n", h.Struct, h.Typedef, h.Pos.Filename, h.Pos.Line)
+		}
+	}
+	for _, e := range m.Enums {
+		if e.CType != "int" {
+			fmt.Fprintf(&b, "_Static_assert(sizeof(%s) == %d, \"%s:%d: %s is not %d bytes\");\n",
+				e.CType, goBaseSize(e.GoBase), e.Pos.Filename, e.Pos.Line, e.CType, goBaseSize(e.GoBase))
+		}
+		for _, v := range e.Values {
+			fmt.Fprintf(&b, "_Static_assert(%s == %d, \"%s:%d: %s is not %d\");\n", v.CName, v.Value, v.Pos.Filename, v.Pos.Line, v.CName, v.Value)
+		}
+	}
+	for _, s := range structDefs(m) {
+		twin := "struct kernelgen_twin_" + strings.TrimPrefix(s.tag, "struct ")
+		fmt.Fprintf(&b, "\n%s {\n", twin)
+		for _, f := range s.fields {
+			fmt.Fprintf(&b, "\t%s;\n", f.Type.CType(f.CName))
+		}
+		b.WriteString("};\n")
+		fmt.Fprintf(&b, "_Static_assert(sizeof(%s) == sizeof(%s), \"%s:%d: %s has another size\");\n", s.tag, twin, s.pos.Filename, s.pos.Line, s.tag)
+		for _, f := range s.fields {
+			at := fmt.Sprintf("%s:%d", f.Pos.Filename, f.Pos.Line)
+			fmt.Fprintf(&b, "_Static_assert(offsetof(%s, %s) == offsetof(%s, %s), \"%s: %s.%s is at another offset\");\n", s.tag, f.CName, twin, f.CName, at, s.tag, f.CName)
+			fmt.Fprintf(&b, "_Static_assert(__builtin_types_compatible_p(__typeof__(((%s *)0)->%s), __typeof__(((%s *)0)->%s)), \"%s: %s.%s has another type\");\n",
+				s.tag, f.CName, twin, f.CName, at, s.tag, f.CName)
+		}
+	}
+	b.WriteString("\n")
+	// #line makes the compiler report a mismatched prototype at its spec position.
+	for _, f := range m.Funcs {
+		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, Prototype(f))
+	}
+	return b.String()
+}
+
+func goBaseSize(base string) int {
+	switch base {
+	case "int8", "uint8":
+		return 1
+	case "int16", "uint16":
+		return 2
+	case "int32", "uint32":
+		return 4
+	}
+	return 8
+}

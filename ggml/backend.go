@@ -1,0 +1,186 @@
+package ggml
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/toyml/toy/generated/ggmlc"
+)
+
+// Backend computes graphs on one device. The backend kind is fixed when the binary is built
+// (BackendKind); NewBackend opens it.
+type Backend struct {
+	b       ggmlc.Backend
+	threads int
+}
+
+// NewCPUBackend opens the CPU backend with the given number of threads (0: one per core).
+func NewCPUBackend(threads int) (*Backend, error) {
+	if err := linkCheck(); err != nil {
+		return nil, fmt.Errorf("ggml: the linked library disagrees with the bindings: %w", err)
+	}
+	if threads < 0 {
+		return nil, fmt.Errorf("ggml: %d threads", threads)
+	}
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	b := ggmlc.BackendCPUInit()
+	if b.IsNil() {
+		return nil, fmt.Errorf("ggml: the CPU backend failed to start")
+	}
+	ggmlc.BackendCPUSetNThreads(b, threads)
+	return &Backend{b: b, threads: threads}, nil
+}
+
+// Raw is the underlying binding handle.
+func (b *Backend) Raw() ggmlc.Backend { return b.b }
+
+// Name is the backend's name ("CPU").
+func (b *Backend) Name() string { return ggmlc.BackendName(b.b) }
+
+// Threads is the number of threads a CPU backend computes with.
+func (b *Backend) Threads() int { return b.threads }
+
+// SetThreads changes the number of threads of a CPU backend.
+func (b *Backend) SetThreads(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("ggml: %d threads", n)
+	}
+	if !ggmlc.BackendIsCPU(b.b) {
+		return fmt.Errorf("ggml: %s is not a CPU backend", b.Name())
+	}
+	ggmlc.BackendCPUSetNThreads(b.b, n)
+	b.threads = n
+	return nil
+}
+
+// Close frees the backend. It is safe to call more than once.
+func (b *Backend) Close() error {
+	if b == nil || b.b.IsNil() {
+		return nil
+	}
+	ggmlc.BackendFree(b.b)
+	b.b = ggmlc.Backend{}
+	return nil
+}
+
+// Buffer is backend memory holding the data of a context's tensors.
+type Buffer struct {
+	buf ggmlc.BackendBuffer
+}
+
+// Alloc places every tensor of ctx that has no memory yet in one new buffer of the backend
+// (weights, optimizer state, persistent inputs). The buffer is marked as holding weights, so a
+// scheduler keeps ops next to it.
+func (b *Backend) Alloc(ctx *Context) (*Buffer, error) {
+	if b.b.IsNil() || ctx.c.IsNil() {
+		return nil, ErrClosed
+	}
+	if ctx.err != nil {
+		return nil, ctx.err
+	}
+	if ggmlc.GetFirstTensor(ctx.c).IsNil() {
+		return nil, fmt.Errorf("ggml: Alloc: the context has no tensors")
+	}
+	buf := ggmlc.BackendAllocCtxTensors(ctx.c, b.b)
+	if buf.IsNil() {
+		return nil, fmt.Errorf("ggml: Alloc: the backend could not allocate %d bytes", ggmlc.BackendAllocCtxTensorsFromBuftSize(ctx.c, ggmlc.BackendGetDefaultBufferType(b.b)))
+	}
+	ggmlc.BackendBufferSetUsage(buf, ggmlc.BackendBufferUsageWeights)
+	return &Buffer{buf: buf}, nil
+}
+
+// Size is the buffer's size in bytes.
+func (buf *Buffer) Size() int { return ggmlc.BackendBufferGetSize(buf.buf) }
+
+// Clear sets every byte of the buffer to value.
+func (buf *Buffer) Clear(value byte) { ggmlc.BackendBufferClear(buf.buf, value) }
+
+// Close frees the buffer; its tensors lose their memory. Safe to call more than once.
+func (buf *Buffer) Close() error {
+	if buf == nil || buf.buf.IsNil() {
+		return nil
+	}
+	ggmlc.BackendBufferFree(buf.buf)
+	buf.buf = ggmlc.BackendBuffer{}
+	return nil
+}
+
+// Allocator places the intermediate tensors of graphs in one reusable backend buffer, reusing
+// memory between nodes whose lifetimes do not overlap (ggml's graph allocator).
+type Allocator struct {
+	ga ggmlc.GraphAllocator
+	b  *Backend
+}
+
+// NewAllocator makes a graph allocator for the backend's default buffer type.
+func (b *Backend) NewAllocator() (*Allocator, error) {
+	if b.b.IsNil() {
+		return nil, ErrClosed
+	}
+	ga := ggmlc.GallocrNew(ggmlc.BackendGetDefaultBufferType(b.b))
+	if ga.IsNil() {
+		return nil, fmt.Errorf("ggml: cannot make a graph allocator")
+	}
+	return &Allocator{ga: ga, b: b}, nil
+}
+
+// Reserve sizes the allocator's buffer for the worst case g, so later graphs of the same shape
+// allocate without growing it.
+func (a *Allocator) Reserve(g *Graph) error {
+	if !ggmlc.GallocrReserve(a.ga, g.g) {
+		return fmt.Errorf("ggml: Allocator.Reserve: out of memory for a graph of %d nodes", g.Len())
+	}
+	return nil
+}
+
+// Alloc gives every tensor of g that has no memory a place in the allocator's buffer.
+func (a *Allocator) Alloc(g *Graph) error {
+	if g.Len() == 0 {
+		return fmt.Errorf("ggml: Allocator.Alloc: the graph is empty")
+	}
+	if !ggmlc.GallocrAllocGraph(a.ga, g.g) {
+		return fmt.Errorf("ggml: Allocator.Alloc: out of memory for a graph of %d nodes", g.Len())
+	}
+	return nil
+}
+
+// Size is the allocator's buffer size in bytes.
+func (a *Allocator) Size() int { return ggmlc.GallocrGetBufferSize(a.ga, 0) }
+
+// Close frees the allocator and its buffer. Safe to call more than once.
+func (a *Allocator) Close() error {
+	if a == nil || a.ga.IsNil() {
+		return nil
+	}
+	ggmlc.GallocrFree(a.ga)
+	a.ga = ggmlc.GraphAllocator{}
+	return nil
+}
+
+// Compute runs the graph on the backend. Every tensor it reads must have memory (weights from
+// Alloc, the rest from an Allocator).
+func (b *Backend) Compute(g *Graph) error {
+	if b.b.IsNil() {
+		return ErrClosed
+	}
+	if g.Len() == 0 {
+		return fmt.Errorf("ggml: Compute: the graph is empty")
+	}
+	for i := 0; i < g.Len(); i++ {
+		n := ggmlc.GraphNode(g.g, i)
+		if n.Buffer().IsNil() && n.Data() == nil {
+			return fmt.Errorf("ggml: Compute: node %d (%s) has no memory; allocate the graph first", i, ggmlc.OpName(n.Op()))
+		}
+		for _, s := range n.Src() {
+			if !s.IsNil() && s.Data() == nil {
+				return fmt.Errorf("ggml: Compute: an operand of node %d (%s) has no memory", i, ggmlc.OpName(n.Op()))
+			}
+		}
+	}
+	if st := ggmlc.BackendGraphCompute(b.b, g.g); st != ggmlc.StatusSuccess {
+		return fmt.Errorf("ggml: Compute: %s", ggmlc.StatusToString(st))
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package ggml
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/toyml/toy/generated/ggmlc"
+)
+
+// ErrClosed is returned when a closed Context, Backend or file is used.
+var ErrClosed = errors.New("ggml: use after Close")
+
+var linkCheck = sync.OnceValue(ggmlc.CheckLinked)
+
+// ContextOptions size a Context. ggml contexts are fixed-size arenas: every tensor, view and op
+// result takes one slot of tensor metadata, so MaxTensors bounds what a graph may build.
+type ContextOptions struct {
+	// MaxTensors is the number of tensor objects (inputs, views and op results) it can hold.
+	MaxTensors int
+	// Graphs is the number of graphs it can hold, each of GraphSize nodes (Grads: with
+	// gradient slots).
+	Graphs    int
+	GraphSize int
+	Grads     bool
+}
+
+// Context owns tensor metadata; the data of its tensors lives in backend buffers
+// (Backend.Alloc for weights, an Allocator for graphs). It is not safe for concurrent use.
+// Close frees it; tensors from it must not be used afterwards.
+type Context struct {
+	c   ggmlc.Context
+	err error
+}
+
+// NewContext makes a Context with room for what opts asks.
+func NewContext(opts ContextOptions) (*Context, error) {
+	if err := linkCheck(); err != nil {
+		return nil, fmt.Errorf("ggml: the linked library disagrees with the bindings: %w", err)
+	}
+	if opts.MaxTensors < 0 || opts.Graphs < 0 || opts.GraphSize < 0 {
+		return nil, fmt.Errorf("ggml: negative context size in %+v", opts)
+	}
+	if opts.Graphs > 0 && opts.GraphSize <= 0 {
+		opts.GraphSize = DefaultGraphSize
+	}
+	// One extra tensor slot keeps a little headroom for ggml's own bookkeeping.
+	mem := (opts.MaxTensors+1)*ggmlc.TensorOverhead() + opts.Graphs*ggmlc.GraphOverheadCustom(opts.GraphSize, opts.Grads)
+	c := ggmlc.Init(ggmlc.InitParams{MemSize: mem, NoAlloc: true})
+	if c.IsNil() {
+		return nil, fmt.Errorf("ggml: cannot allocate a context of %d bytes", mem)
+	}
+	return &Context{c: c}, nil
+}
+
+// DefaultGraphSize is ggml's default number of nodes in a graph (GGML_DEFAULT_GRAPH_SIZE).
+const DefaultGraphSize = 2048
+
+// Close frees the context. It is safe to call more than once.
+func (c *Context) Close() error {
+	if c == nil || c.c.IsNil() {
+		return nil
+	}
+	ggmlc.Free(c.c)
+	c.c = ggmlc.Context{}
+	c.err = ErrClosed
+	return nil
+}
+
+// Err is the first error recorded while building in this context.
+func (c *Context) Err() error { return c.err }
+
+// setErr records the first error and returns the invalid tensor ops hand back.
+func (c *Context) setErr(op string, err error) *Tensor {
+	if c.err == nil {
+		c.err = fmt.Errorf("ggml: %s: %w", op, err)
+	}
+	return nil
+}
+
+// Free is the number of bytes left in the context's arena.
+func (c *Context) Free() int {
+	if c.c.IsNil() {
+		return 0
+	}
+	return ggmlc.GetMemSize(c.c) - ggmlc.UsedMem(c.c)
+}
+
+// room checks that n more tensor objects fit.
+func (c *Context) room(n int) error {
+	if c.c.IsNil() {
+		return ErrClosed
+	}
+	if need, free := n*ggmlc.TensorOverhead(), c.Free(); need > free {
+		return fmt.Errorf("context is full: %d more tensors need %d bytes, %d are free (raise ContextOptions.MaxTensors)", n, need, free)
+	}
+	return nil
+}
+
+// wrap turns a result of the bindings into a Tensor of this context.
+func (c *Context) wrap(t ggmlc.Tensor) *Tensor {
+	if t.IsNil() {
+		return nil
+	}
+	return &Tensor{ctx: c, t: t}
+}
+
+// NewTensor makes a tensor of type typ and shape ne (1 to 4 dimensions, ne[0] innermost).
+func (c *Context) NewTensor(typ Type, ne ...int64) *Tensor {
+	if err := checkShape(typ, ne); err != nil {
+		return c.setErr("NewTensor", err)
+	}
+	if err := c.room(1); err != nil {
+		return c.setErr("NewTensor", err)
+	}
+	return c.wrap(ggmlc.NewTensor(c.c, typ, len(ne), ne))
+}
+
+// maxElements bounds a tensor's element count so sizes never overflow.
+const maxElements = int64(1) << 50
+
+func checkShape(typ Type, ne []int64) error {
+	if !ValidType(typ) {
+		return fmt.Errorf("invalid type %v", typ)
+	}
+	if len(ne) < 1 || len(ne) > 4 {
+		return fmt.Errorf("a tensor has 1 to 4 dimensions, not %d", len(ne))
+	}
+	n := int64(1)
+	for i, d := range ne {
+		if d <= 0 {
+			return fmt.Errorf("dimension %d is %d; dimensions are positive (shape %v)", i, d, ne)
+		}
+		if n > maxElements/d {
+			return fmt.Errorf("shape %v has too many elements", ne)
+		}
+		n *= d
+	}
+	if ne[0]%int64(BlockSize(typ)) != 0 {
+		return fmt.Errorf("a %s row holds a multiple of %d elements; shape %v", TypeName(typ), BlockSize(typ), ne)
+	}
+	return nil
+}
+
+// Tensors lists the tensors of the context in creation order.
+func (c *Context) Tensors() []*Tensor {
+	var ts []*Tensor
+	if c.c.IsNil() {
+		return nil
+	}
+	for t := ggmlc.GetFirstTensor(c.c); !t.IsNil(); t = ggmlc.GetNextTensor(c.c, t) {
+		ts = append(ts, c.wrap(t))
+	}
+	return ts
+}
+
+// Lookup finds a tensor of the context by name, or returns nil.
+func (c *Context) Lookup(name string) *Tensor {
+	if c.c.IsNil() {
+		return nil
+	}
+	return c.wrap(ggmlc.GetTensor(c.c, name))
+}

@@ -1,0 +1,267 @@
+package ggml
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/toyml/toy/generated/ggmlc"
+)
+
+// Tensor is a tensor of a Context: an input, a weight, a view or the result of an op. A nil
+// *Tensor is the invalid tensor that failed ops return; see Context.Err.
+type Tensor struct {
+	ctx *Context
+	t   ggmlc.Tensor
+}
+
+// MaxNameLen is the longest tensor name ggml stores (GGML_MAX_NAME less the NUL).
+const MaxNameLen = 63
+
+// Raw is the underlying binding handle, for code that drives ggmlc directly.
+func (t *Tensor) Raw() ggmlc.Tensor { return t.t }
+
+// Context is the context the tensor belongs to.
+func (t *Tensor) Context() *Context { return t.ctx }
+
+// Name is the tensor's name ("" if unnamed).
+func (t *Tensor) Name() string { return t.t.Name() }
+
+// SetName names the tensor and returns it; a name longer than MaxNameLen bytes is an error
+// recorded on the context.
+func (t *Tensor) SetName(name string) *Tensor {
+	if t == nil {
+		return nil
+	}
+	if len(name) > MaxNameLen {
+		return t.ctx.setErr("SetName", fmt.Errorf("name %q is %d bytes; at most %d fit", name, len(name), MaxNameLen))
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == 0 {
+			return t.ctx.setErr("SetName", fmt.Errorf("name %q contains a NUL byte", name))
+		}
+	}
+	ggmlc.SetName(t.t, name)
+	return t
+}
+
+// Type is the element type.
+func (t *Tensor) Type() Type { return t.t.Type() }
+
+// Ne is the shape in all four dimensions (unused ones are 1).
+func (t *Tensor) Ne() [4]int64 { return t.t.Ne() }
+
+// Nb is the stride in bytes of each dimension.
+func (t *Tensor) Nb() [4]int { return t.t.Nb() }
+
+// Shape is the shape without trailing dimensions of 1 (at least one dimension).
+func (t *Tensor) Shape() []int64 {
+	ne := t.Ne()
+	n := 4
+	for n > 1 && ne[n-1] == 1 {
+		n--
+	}
+	return append([]int64(nil), ne[:n]...)
+}
+
+// Len is the number of elements.
+func (t *Tensor) Len() int64 { return ggmlc.Nelements(t.t) }
+
+// Rows is the number of rows (elements / ne[0]).
+func (t *Tensor) Rows() int64 { return ggmlc.Nrows(t.t) }
+
+// Bytes is the size of the tensor's data in bytes.
+func (t *Tensor) Bytes() int { return ggmlc.Nbytes(t.t) }
+
+// IsContiguous reports whether the elements are stored densely in order.
+func (t *Tensor) IsContiguous() bool { return ggmlc.IsContiguous(t.t) }
+
+// Op is the operation that computes the tensor (OpNone for inputs and weights).
+func (t *Tensor) Op() ggmlc.Op { return t.t.Op() }
+
+// Src is the i-th operand of the op that computes the tensor, or nil.
+func (t *Tensor) Src(i int) *Tensor {
+	if i < 0 || i >= len(t.t.Src()) {
+		return nil
+	}
+	return t.ctx.wrap(t.t.Src()[i])
+}
+
+// Flag setters: an input is placed first and never overwritten by the allocator, an output is
+// kept after compute, a param gets a gradient, a loss is what the backward pass differentiates.
+
+// SetInput marks the tensor as a graph input and returns it.
+func (t *Tensor) SetInput() *Tensor {
+	if t != nil {
+		ggmlc.SetInput(t.t)
+	}
+	return t
+}
+
+// SetOutput marks the tensor as a graph output and returns it.
+func (t *Tensor) SetOutput() *Tensor {
+	if t != nil {
+		ggmlc.SetOutput(t.t)
+	}
+	return t
+}
+
+// SetParam marks the tensor as a trainable parameter and returns it. Only leaves (tensors no op
+// computes) can be parameters.
+func (t *Tensor) SetParam() *Tensor {
+	if t == nil {
+		return nil
+	}
+	if t.Op() != ggmlc.OpNone {
+		return t.ctx.setErr("SetParam", fmt.Errorf("%s is computed by %s; only leaves can be parameters", t.describe(), ggmlc.OpName(t.Op())))
+	}
+	ggmlc.SetParam(t.t)
+	return t
+}
+
+// SetLoss marks the tensor as the loss and returns it; it must be an F32 scalar.
+func (t *Tensor) SetLoss() *Tensor {
+	if t == nil {
+		return nil
+	}
+	if t.Type() != F32 || t.Len() != 1 {
+		return t.ctx.setErr("SetLoss", fmt.Errorf("the loss must be an f32 scalar, not %s", t.describe()))
+	}
+	ggmlc.SetLoss(t.t)
+	return t
+}
+
+// IsParam reports whether the tensor is marked as a parameter.
+func (t *Tensor) IsParam() bool { return t.t.Flags()&int32(ggmlc.TensorFlagParam) != 0 }
+
+// describe names a tensor in error messages: `"name" f32 [4 3]`.
+func (t *Tensor) describe() string {
+	if t == nil {
+		return "<invalid tensor>"
+	}
+	name := ""
+	if n := t.Name(); n != "" {
+		name = fmt.Sprintf("%q ", n)
+	}
+	return fmt.Sprintf("%s%s %v", name, TypeName(t.Type()), t.Shape())
+}
+
+// String describes the tensor: name, type and shape.
+func (t *Tensor) String() string { return t.describe() }
+
+// HasMemory reports whether the tensor's data has been placed in a buffer.
+func (t *Tensor) HasMemory() bool {
+	return t != nil && !t.t.Buffer().IsNil() && t.t.Data() != nil
+}
+
+// checkIO validates a copy of n bytes at byte offset off into or out of the tensor.
+func (t *Tensor) checkIO(op string, off, n int) error {
+	if t == nil {
+		return fmt.Errorf("ggml: %s: invalid tensor", op)
+	}
+	if t.ctx.c.IsNil() {
+		return fmt.Errorf("ggml: %s: %w", op, ErrClosed)
+	}
+	if !t.HasMemory() {
+		return fmt.Errorf("ggml: %s: %s has no memory yet (allocate its context on a backend, or allocate its graph)", op, t.describe())
+	}
+	if !t.IsContiguous() {
+		return fmt.Errorf("ggml: %s: %s is not contiguous", op, t.describe())
+	}
+	if off < 0 || n < 0 || off+n > t.Bytes() {
+		return fmt.Errorf("ggml: %s: bytes [%d, %d) are outside %s (%d bytes)", op, off, off+n, t.describe(), t.Bytes())
+	}
+	return nil
+}
+
+func (t *Tensor) write(p unsafe.Pointer, off, n int) {
+	if n == 0 {
+		return
+	}
+	ggmlc.BackendTensorSet(t.t, p, off, n)
+}
+
+func (t *Tensor) read(p unsafe.Pointer, off, n int) {
+	if n == 0 {
+		return
+	}
+	ggmlc.BackendTensorGet(t.t, p, off, n)
+}
+
+// SetBytes copies raw data (in the tensor's own type's layout) into the tensor.
+func (t *Tensor) SetBytes(data []byte) error {
+	if err := t.checkIO("SetBytes", 0, len(data)); err != nil {
+		return err
+	}
+	if len(data) != t.Bytes() {
+		return fmt.Errorf("ggml: SetBytes: %d bytes for %s, which holds %d", len(data), t.describe(), t.Bytes())
+	}
+	if len(data) > 0 {
+		t.write(unsafe.Pointer(&data[0]), 0, len(data))
+	}
+	return nil
+}
+
+// ReadBytes copies the tensor's raw data out.
+func (t *Tensor) ReadBytes() ([]byte, error) {
+	if err := t.checkIO("ReadBytes", 0, 0); err != nil {
+		return nil, err
+	}
+	out := make([]byte, t.Bytes())
+	if len(out) > 0 {
+		t.read(unsafe.Pointer(&out[0]), 0, len(out))
+	}
+	return out, nil
+}
+
+// SetF32 copies values into an F32 tensor; len(values) must equal its element count.
+func (t *Tensor) SetF32(values []float32) error { return setTyped(t, "SetF32", F32, values) }
+
+// F32 copies an F32 tensor's values out.
+func (t *Tensor) F32() ([]float32, error) { return getTyped[float32](t, "F32", F32) }
+
+// SetI32 copies values into an I32 tensor; len(values) must equal its element count.
+func (t *Tensor) SetI32(values []int32) error { return setTyped(t, "SetI32", I32, values) }
+
+// I32 copies an I32 tensor's values out.
+func (t *Tensor) I32() ([]int32, error) { return getTyped[int32](t, "I32", I32) }
+
+// SetF16 copies IEEE half-precision bit patterns into an F16 tensor.
+func (t *Tensor) SetF16(bits []uint16) error { return setTyped(t, "SetF16", F16, bits) }
+
+func setTyped[E float32 | int32 | uint16](t *Tensor, op string, typ Type, values []E) error {
+	if t == nil {
+		return fmt.Errorf("ggml: %s: invalid tensor", op)
+	}
+	if t.Type() != typ {
+		return fmt.Errorf("ggml: %s: %s is not %s", op, t.describe(), TypeName(typ))
+	}
+	if int64(len(values)) != t.Len() {
+		return fmt.Errorf("ggml: %s: %d values for %s, which holds %d", op, len(values), t.describe(), t.Len())
+	}
+	n := len(values) * int(unsafe.Sizeof(values[0]))
+	if err := t.checkIO(op, 0, n); err != nil {
+		return err
+	}
+	if n > 0 {
+		t.write(unsafe.Pointer(&values[0]), 0, n)
+	}
+	return nil
+}
+
+func getTyped[E float32 | int32 | uint16](t *Tensor, op string, typ Type) ([]E, error) {
+	if t == nil {
+		return nil, fmt.Errorf("ggml: %s: invalid tensor", op)
+	}
+	if t.Type() != typ {
+		return nil, fmt.Errorf("ggml: %s: %s is not %s", op, t.describe(), TypeName(typ))
+	}
+	out := make([]E, t.Len())
+	n := len(out) * int(unsafe.Sizeof(E(0)))
+	if err := t.checkIO(op, 0, n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		t.read(unsafe.Pointer(&out[0]), 0, n)
+	}
+	return out, nil
+}

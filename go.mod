@@ -1,0 +1,16 @@
+module github.com/toyml/toy
+
+go 1.26.8
+
+require (
+	github.com/dave/jennifer v1.7.1
+	github.com/ollama/ollama v0.17.4
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/tools v0.52.0
+)
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)
