@@ -33,9 +33,9 @@ export CGO_CXXFLAGS := -O3 $(ARCH_FLAGS)
 ifeq ($(target),cpu)
   TAGS :=
 else ifneq ($(filter $(target),cuda metal),)
-  TAGS := -tags $(target)
+  $(error target '$(target)' is declared but not built yet: only target=cpu exists today (see docs/BUILD.md))
 else
-  $(error unknown target '$(target)': use cpu, cuda or metal)
+  $(error unknown target '$(target)': use cpu (cuda and metal are planned))
 endif
 
 FUZZTIME ?= 15s

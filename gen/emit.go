@@ -302,10 +302,13 @@ func emitStruct(f *jen.File, s *Struct) {
 	docLines(f, s.Doc)
 	var fields, values []jen.Code
 	for _, fl := range s.Fields {
-		field := jen.Id(fl.GoName).Add(goType(fl.Type))
+		field := jen.Null()
 		if fl.Doc != "" {
-			field = jen.Comment(fl.Doc).Line().Add(field)
+			for _, line := range strings.Split(fl.Doc, "\n") {
+				field.Comment(line).Line()
+			}
 		}
+		field.Id(fl.GoName).Add(goType(fl.Type))
 		fields = append(fields, field)
 		if fl.GoName != "_" {
 			values = append(values, jen.Id(cgoField(fl.CName)).Op(":").Add(toC(jen.Id("s").Dot(fl.GoName), fl.Type)))
@@ -356,7 +359,7 @@ func argument(p *Param) (jen.Code, []jen.Code) {
 		}
 	case KindStringSlice:
 		return jen.Id(c), []jen.Code{
-			jen.Id(c + "s").Op(":=").Make(jen.Index().Op("*").Add(cQual("char")), jen.Len(x)),
+			jen.Id(c+"s").Op(":=").Make(jen.Index().Op("*").Add(cQual("char")), jen.Len(x)),
 			jen.For(jen.List(jen.Id("i"), jen.Id("s")).Op(":=").Range().Add(x)).Block(
 				jen.Id(c+"s").Index(jen.Id("i")).Op("=").Add(cQual("CString")).Call(jen.Id("s")),
 				jen.Defer().Add(cQual("free")).Call(jen.Qual("unsafe", "Pointer").Call(jen.Id(c+"s").Index(jen.Id("i"))))),

@@ -42,6 +42,16 @@ var Bindings = []Binding{{
 	Lib: GGML,
 }}
 
+// Configs lists the engine spec packages and where their configs go.
+var Configs = []struct {
+	Spec, OutDir string
+	Target       ConfigTarget
+}{{
+	Spec:   "./specs/engines",
+	OutDir: "generated/config",
+	Target: ConfigTarget{ImportPath: "github.com/toyml/toy/generated/config", PkgName: "config", Source: "specs/engines"},
+}}
+
 // Output is everything one run generates: file contents by directory (relative to the root),
 // and what could not be bound.
 type Output struct {
@@ -83,6 +93,18 @@ func Generate(opts Options) (*Output, error) {
 		}
 		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values), %d unbound",
 			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, len(m.Unbound)))
+	}
+	for _, c := range Configs {
+		cs, err := LoadConfigs(opts.Root, c.Spec)
+		if err != nil {
+			return nil, err
+		}
+		files, err := EmitConfigs(cs, c.Target)
+		if err != nil {
+			return nil, err
+		}
+		out.Dirs[c.OutDir] = files
+		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d configs", c.Spec, c.OutDir, len(cs)))
 	}
 	return out, nil
 }

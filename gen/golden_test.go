@@ -18,7 +18,35 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // the other files are what EmitBindings must produce from it, byte for byte, or, for a file
 // named "error", the error Load must return.
 func TestGolden(t *testing.T) {
-	cases, err := filepath.Glob("testdata/golden/*.txtar")
+	golden(t, "testdata/golden/*.txtar", func(root, pkg, name string) (map[string][]byte, error) {
+		m, err := Load(root, pkg)
+		if err != nil {
+			return nil, err
+		}
+		files, err := EmitBindings(m, Target{ImportPath: "example.com/golden/" + name, PkgName: "golden",
+			Source: "spec", Link: GGML.GoPackage})
+		require.NoError(t, err)
+		return files, nil
+	})
+}
+
+// TestGoldenConfig does the same for engine configs (testdata/golden-config).
+func TestGoldenConfig(t *testing.T) {
+	golden(t, "testdata/golden-config/*.txtar", func(root, pkg, name string) (map[string][]byte, error) {
+		cs, err := LoadConfigs(root, pkg)
+		if err != nil {
+			return nil, err
+		}
+		files, err := EmitConfigs(cs, ConfigTarget{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "spec"})
+		require.NoError(t, err)
+		return files, nil
+	})
+}
+
+// golden runs every txtar matching glob through generate: the files under spec/ form a spec
+// package, the others are the expected output (or, in a file named "error", the expected error).
+func golden(t *testing.T, glob string, generate func(root, pkg, name string) (map[string][]byte, error)) {
+	cases, err := filepath.Glob(glob)
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
 	root, err := filepath.Abs("..")
@@ -40,15 +68,10 @@ func TestGolden(t *testing.T) {
 					want[f.Name] = f.Data
 				}
 			}
-			got := map[string][]byte{}
-			m, err := Load(root, "./gen/"+filepath.ToSlash(work))
+			got, err := generate(root, "./gen/"+filepath.ToSlash(work), name)
 			if err != nil {
 				msg := strings.ReplaceAll(err.Error(), "gen/"+filepath.ToSlash(work)+"/", "spec/")
-				got["error"] = []byte(msg + "\n")
-			} else {
-				got, err = EmitBindings(m, Target{ImportPath: "example.com/golden/" + name, PkgName: "golden",
-					Source: "spec", Link: GGML.GoPackage})
-				require.NoError(t, err)
+				got = map[string][]byte{"error": []byte(msg + "\n")}
 			}
 			if *update {
 				var files []txtar.File

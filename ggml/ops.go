@@ -59,6 +59,38 @@ func needContiguous(ts ...*Tensor) error {
 	return nil
 }
 
+// needRows checks that each row is dense (nb[0] is the element size), which most CPU kernels
+// assume without checking.
+func needRows(ts ...*Tensor) error {
+	for _, t := range ts {
+		if t.Ne()[0] != 1 && t.Nb()[0] != ggmlc.TypeSize(t.Type()) {
+			return fmt.Errorf("%s has strided rows (use Cont first)", t.describe())
+		}
+	}
+	return nil
+}
+
+// needContiguous1 is ggml_is_contiguous_1: dense rows, and dimensions 2 and 3 dense over
+// dimension 1 (which may be strided), as ggml's unary ops require.
+func needContiguous1(t *Tensor) error {
+	ne, nb := t.Ne(), t.Nb()
+	next := ggmlc.TypeSize(t.Type())
+	if ne[0] != 1 && nb[0] != next {
+		return fmt.Errorf("%s has strided rows (use Cont first)", t.describe())
+	}
+	next *= int(ne[0])
+	for i := 1; i < 4; i++ {
+		if ne[i] == 1 {
+			continue
+		}
+		if i > 1 && nb[i] != next {
+			return fmt.Errorf("%s is permuted beyond its rows (use Cont first)", t.describe())
+		}
+		next = int(ne[i]) * nb[i]
+	}
+	return nil
+}
+
 func all(errs ...func() error) func() error {
 	return func() error {
 		for _, e := range errs {
@@ -93,25 +125,50 @@ func (c *Context) binary(name string, a, b *Tensor, f func(ggmlc.Context, ggmlc.
 		if err := needFloat(a, b); err != nil {
 			return err
 		}
+		if b.Type() != a.Type() && b.Type() != F32 {
+			return fmt.Errorf("cannot combine %s with %s (b must be f32 or of a's type)", a.describe(), b.describe())
+		}
+		if err := needRows(a); err != nil {
+			return err
+		}
+		if needRows(b) != nil && a.Ne() != b.Ne() {
+			return fmt.Errorf("%s has strided rows and is broadcast (use Cont first)", b.describe())
+		}
 		return canRepeat(b, a)
 	}, func() ggmlc.Tensor { return f(c.c, a.t, b.t) })
 }
 
 func (c *Context) unary(name string, a *Tensor, f func(ggmlc.Context, ggmlc.Tensor) ggmlc.Tensor) *Tensor {
-	return c.op(name, []*Tensor{a}, 1, func() error { return needFloat(a) },
-		func() ggmlc.Tensor { return f(c.c, a.t) })
+	return c.op(name, []*Tensor{a}, 1, func() error {
+		if err := needFloat(a); err != nil {
+			return err
+		}
+		return needRows(a)
+	}, func() ggmlc.Tensor { return f(c.c, a.t) })
 }
 
-// rowwise is a unary op that also needs contiguous rows (ggml_is_contiguous_1).
+// scaled is SCALE, whose builder asserts ggml_is_padded_1d.
+func (c *Context) scaled(name string, a *Tensor, f func(ggmlc.Context, ggmlc.Tensor) ggmlc.Tensor) *Tensor {
+	return c.op(name, []*Tensor{a}, 1, func() error {
+		if err := needFloat(a); err != nil {
+			return err
+		}
+		ne, nb := a.Ne(), a.Nb()
+		if nb[0] != ggmlc.TypeSize(a.Type()) || nb[2] != nb[1]*int(ne[1]) || nb[3] != nb[2]*int(ne[2]) {
+			return fmt.Errorf("%s is strided beyond dimension 1 (use Cont first)", a.describe())
+		}
+		return nil
+	}, func() ggmlc.Tensor { return f(c.c, a.t) })
+}
+
+// rowwise is a unary op that also needs contiguous rows (ggml_is_contiguous_1, asserted by
+// ggml_unary_impl and by the CPU kernels of SQR, SQRT and LOG).
 func (c *Context) rowwise(name string, a *Tensor, f func(ggmlc.Context, ggmlc.Tensor) ggmlc.Tensor) *Tensor {
 	return c.op(name, []*Tensor{a}, 1, func() error {
 		if err := needFloat(a); err != nil {
 			return err
 		}
-		if a.Nb()[0] != ggmlc.TypeSize(a.Type()) {
-			return fmt.Errorf("%s has strided rows (use Cont first)", a.describe())
-		}
-		return nil
+		return needContiguous1(a)
 	}, func() ggmlc.Tensor { return f(c.c, a.t) })
 }
 
@@ -142,12 +199,12 @@ func (c *Context) Add1(a, b *Tensor) *Tensor {
 
 // Scale is s*a.
 func (c *Context) Scale(a *Tensor, s float32) *Tensor {
-	return c.unary("Scale", a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return ggmlc.Scale(ctx, a, s) })
+	return c.scaled("Scale", a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return ggmlc.Scale(ctx, a, s) })
 }
 
 // ScaleBias is s*a + b.
 func (c *Context) ScaleBias(a *Tensor, s, b float32) *Tensor {
-	return c.unary("ScaleBias", a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return ggmlc.ScaleBias(ctx, a, s, b) })
+	return c.scaled("ScaleBias", a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return ggmlc.ScaleBias(ctx, a, s, b) })
 }
 
 // Clamp limits every element of a to [lo, hi].
@@ -156,18 +213,21 @@ func (c *Context) Clamp(a *Tensor, lo, hi float32) *Tensor {
 		if lo > hi {
 			return fmt.Errorf("empty range [%g, %g]", lo, hi)
 		}
-		return needFloat(a)
+		if err := needFloat(a); err != nil {
+			return err
+		}
+		return needRows(a)
 	}, func() ggmlc.Tensor { return ggmlc.Clamp(c.c, a.t, lo, hi) })
 }
 
 // Sqr is a².
-func (c *Context) Sqr(a *Tensor) *Tensor { return c.unary("Sqr", a, ggmlc.Sqr) }
+func (c *Context) Sqr(a *Tensor) *Tensor { return c.rowwise("Sqr", a, ggmlc.Sqr) }
 
 // Sqrt is √a.
-func (c *Context) Sqrt(a *Tensor) *Tensor { return c.unary("Sqrt", a, ggmlc.Sqrt) }
+func (c *Context) Sqrt(a *Tensor) *Tensor { return c.rowwise("Sqrt", a, ggmlc.Sqrt) }
 
 // Log is the natural logarithm of a.
-func (c *Context) Log(a *Tensor) *Tensor { return c.unary("Log", a, ggmlc.Log) }
+func (c *Context) Log(a *Tensor) *Tensor { return c.rowwise("Log", a, ggmlc.Log) }
 
 // Exp is eᵃ.
 func (c *Context) Exp(a *Tensor) *Tensor { return c.rowwise("Exp", a, ggmlc.Exp) }
@@ -253,7 +313,7 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 		if !ValidType(a.Type()) || !isFloat(b.Type()) {
 			return fmt.Errorf("b %s must be a float type", b.describe())
 		}
-		return nil
+		return needRows(b)
 	}, func() ggmlc.Tensor { return ggmlc.MulMat(c.c, a.t, b.t) })
 }
 
@@ -286,10 +346,14 @@ func (c *Context) OutProd(a, b *Tensor) *Tensor {
 }
 
 // SwigluSplit is silu(g)·u, the SwiGLU form that has a backward.
-func (c *Context) SwigluSplit(g, u *Tensor) *Tensor { return c.glu("SwigluSplit", g, u, ggmlc.SwigluSplit) }
+func (c *Context) SwigluSplit(g, u *Tensor) *Tensor {
+	return c.glu("SwigluSplit", g, u, ggmlc.SwigluSplit)
+}
 
 // GegluSplit is gelu(g)·u. It has no backward.
-func (c *Context) GegluSplit(g, u *Tensor) *Tensor { return c.glu("GegluSplit", g, u, ggmlc.GegluSplit) }
+func (c *Context) GegluSplit(g, u *Tensor) *Tensor {
+	return c.glu("GegluSplit", g, u, ggmlc.GegluSplit)
+}
 
 func (c *Context) glu(name string, g, u *Tensor, f func(ggmlc.Context, ggmlc.Tensor, ggmlc.Tensor) ggmlc.Tensor) *Tensor {
 	return c.op(name, []*Tensor{g, u}, 1, func() error {
@@ -354,7 +418,10 @@ func (c *Context) DiagMaskInf(a *Tensor, nPast int) *Tensor {
 		if nPast < 0 {
 			return fmt.Errorf("nPast %d is negative", nPast)
 		}
-		return needFloat(a)
+		if err := needFloat(a); err != nil {
+			return err
+		}
+		return needContiguous(a)
 	}, func() ggmlc.Tensor { return ggmlc.DiagMaskInf(c.c, a.t, nPast) })
 }
 
@@ -474,7 +541,12 @@ func (c *Context) Concat(a, b *Tensor, dim int) *Tensor {
 
 // Repeat tiles a to the shape of like.
 func (c *Context) Repeat(a, like *Tensor) *Tensor {
-	return c.op("Repeat", []*Tensor{a, like}, 1, func() error { return canRepeat(a, like) },
+	return c.op("Repeat", []*Tensor{a, like}, 1, func() error {
+		if err := needRows(a); err != nil {
+			return err
+		}
+		return canRepeat(a, like)
+	},
 		func() ggmlc.Tensor { return ggmlc.Repeat(c.c, a.t, like.t) })
 }
 
@@ -484,7 +556,10 @@ func (c *Context) Argmax(a *Tensor) *Tensor {
 		if ne := a.Ne(); ne[2] != 1 || ne[3] != 1 {
 			return fmt.Errorf("%s is not a matrix", a.describe())
 		}
-		return needType(a, F32, "input")
+		if err := needType(a, F32, "input"); err != nil {
+			return err
+		}
+		return needRows(a)
 	}, func() ggmlc.Tensor { return ggmlc.Argmax(c.c, a.t) })
 }
 
@@ -494,7 +569,12 @@ func (c *Context) Argsort(a *Tensor, descending bool) *Tensor {
 	if descending {
 		order = ggmlc.SortOrderDesc
 	}
-	return c.op("Argsort", []*Tensor{a}, 1, func() error { return needType(a, F32, "input") },
+	return c.op("Argsort", []*Tensor{a}, 1, func() error {
+		if err := needType(a, F32, "input"); err != nil {
+			return err
+		}
+		return needRows(a)
+	},
 		func() ggmlc.Tensor { return ggmlc.Argsort(c.c, a.t, order) })
 }
 
@@ -505,7 +585,10 @@ func (c *Context) TopK(a *Tensor, k int) *Tensor {
 		if k <= 0 || int64(k) > a.Ne()[0] {
 			return fmt.Errorf("k %d: want 1..%d for %s", k, a.Ne()[0], a.describe())
 		}
-		return needType(a, F32, "input")
+		if err := needType(a, F32, "input"); err != nil {
+			return err
+		}
+		return needRows(a)
 	}, func() ggmlc.Tensor { return ggmlc.TopK(c.c, a.t, k) })
 }
 
@@ -520,7 +603,7 @@ func (c *Context) GetRows(a, rows *Tensor) *Tensor {
 		if an[2] != rn[1] || an[3] != rn[2] || rn[3] != 1 {
 			return fmt.Errorf("indices %s do not fit %s", rows.describe(), a.describe())
 		}
-		return nil
+		return needRows(a)
 	}, func() ggmlc.Tensor { return ggmlc.GetRows(c.c, a.t, rows.t) })
 }
 
@@ -554,6 +637,9 @@ func (c *Context) CrossEntropyLoss(logits, labels *Tensor) *Tensor {
 		if err := needType(labels, F32, "labels"); err != nil {
 			return err
 		}
+		if err := needRows(logits, labels); err != nil {
+			return err
+		}
 		return sameShape(logits, labels)
 	}, func() ggmlc.Tensor { return ggmlc.CrossEntropyLoss(c.c, logits.t, labels.t) })
 }
@@ -578,7 +664,8 @@ func (c *Context) OptStepAdamW(w, grad, m, v, params *Tensor) *Tensor {
 		if params.Len() != 7 {
 			return fmt.Errorf("AdamW parameters %s: want 7 elements", params.describe())
 		}
-		return nil
+		// The kernel walks grad, m and v with w's strides.
+		return needContiguous(w, grad, m, v, params)
 	}, func() ggmlc.Tensor { return ggmlc.OptStepAdamW(c.c, w.t, grad.t, m.t, v.t, params.t) })
 }
 

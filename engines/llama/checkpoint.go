@@ -1,0 +1,179 @@
+package llama
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// Arch is the GGUF general.architecture of this engine's checkpoints.
+const Arch = "llama"
+
+// KV is one GGUF metadata key and value.
+type KV = config.KV
+
+// Save writes the model as a GGUF checkpoint llama.cpp can load: the configuration under
+// llama.cpp's keys, extra metadata (the tokenizer, general.name, ...) and every weight. The
+// write is atomic.
+func (m *Model) Save(path string, extra []KV) error {
+	w, err := ggml.NewGGUFWriter()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	kvs := []KV{
+		{Key: "general.architecture", Value: Arch},
+		{Key: "general.file_type", Value: uint32(0)}, // all f32
+		{Key: "llama.rope.dimension_count", Value: uint32(HeadDim(m.Cfg))},
+	}
+	kvs = append(kvs, m.Cfg.ToGGUF()...)
+	kvs = append(kvs, extra...)
+	for _, kv := range kvs {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			return fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+	}
+	for _, t := range m.all {
+		if err := w.AddTensor(t); err != nil {
+			return fmt.Errorf("checkpoint %s: %w", path, err)
+		}
+	}
+	return w.WriteFile(path)
+}
+
+// Metadata reads every metadata value of an open GGUF file into a map.
+func Metadata(f *ggml.GGUF) (map[string]any, error) {
+	values := map[string]any{}
+	for _, k := range f.Keys() {
+		v, err := f.Value(k)
+		if err != nil {
+			return nil, err
+		}
+		values[k] = v
+	}
+	return values, nil
+}
+
+// ConfigFromGGUF reads the model configuration of a llama checkpoint; a file of another
+// architecture is refused.
+func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
+	values, err := Metadata(f)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	if arch, _ := values["general.architecture"].(string); arch != Arch {
+		return Config{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, Arch)
+	}
+	c := config.DefaultLlama()
+	if err := c.FromGGUF(values); err != nil {
+		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
+	}
+	_, hasOutput := f.Tensor("output.weight")
+	c.TiedOutput = !hasOutput
+	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
+	if err := Validate(c); err != nil {
+		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
+	}
+	return c, values, nil
+}
+
+// Load reads a llama checkpoint onto backend b. Every tensor the configuration implies must be
+// present, f32, with the right shape; otherwise nothing is loaded and the error names the file
+// and the tensor.
+func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	c, values, err := ConfigFromGGUF(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := New(c, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := readTensors(f, m.all, ""); err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, values, nil
+}
+
+// readTensors checks, then fills, every tensor of ts from the file, where the file's tensor is
+// named prefix + the tensor's name.
+func readTensors(f *ggml.GGUF, ts []*ggml.Tensor, prefix string) error {
+	for _, t := range ts {
+		info, ok := f.Tensor(prefix + t.Name())
+		switch {
+		case !ok:
+			return fmt.Errorf("checkpoint %s: tensor %q is missing", f.Path(), prefix+t.Name())
+		case info.Type != t.Type():
+			return fmt.Errorf("checkpoint %s: tensor %q is %s, want %s", f.Path(), info.Name, ggml.TypeName(info.Type), ggml.TypeName(t.Type()))
+		case info.Ne != t.Ne():
+			return fmt.Errorf("checkpoint %s: tensor %q has shape %v, want %v", f.Path(), info.Name, info.Ne, t.Ne())
+		}
+	}
+	for _, t := range ts {
+		data, err := f.ReadTensorData(prefix + t.Name())
+		if err != nil {
+			return err
+		}
+		if err := t.SetBytes(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveState writes the optimizer state — both AdamW moments of every weight — and extra
+// metadata (the step, the schedule, the data position) to a GGUF file beside the checkpoint.
+func (tr *Trainer) SaveState(path string, extra []KV) error {
+	w, err := ggml.NewGGUFWriter()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	kvs := append([]KV{{Key: "general.architecture", Value: "toy.optimizer"}}, extra...)
+	for _, kv := range kvs {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			return fmt.Errorf("optimizer state %s: %w", path, err)
+		}
+	}
+	for _, t := range tr.m.all {
+		mv := tr.moments[t]
+		for _, x := range mv {
+			if err := w.AddTensor(x); err != nil {
+				return fmt.Errorf("optimizer state %s: %w", path, err)
+			}
+		}
+	}
+	return w.WriteFile(path)
+}
+
+// LoadState restores the AdamW moments written by SaveState and returns the file's metadata.
+func (tr *Trainer) LoadState(path string) (map[string]any, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	values, err := Metadata(f)
+	if err != nil {
+		return nil, err
+	}
+	if arch, _ := values["general.architecture"].(string); arch != "toy.optimizer" {
+		return nil, fmt.Errorf("optimizer state %s: not a toy optimizer file (architecture %q)", path, arch)
+	}
+	var ts []*ggml.Tensor
+	for _, t := range tr.m.all {
+		mv := tr.moments[t]
+		ts = append(ts, mv[0], mv[1])
+	}
+	if err := readTensors(f, ts, ""); err != nil {
+		return nil, err
+	}
+	return values, nil
+}

@@ -1,0 +1,170 @@
+package llama
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/internal/gguffile"
+)
+
+func adamParams(step int) (decay, noDecay [7]float32) {
+	decay = [7]float32{3e-3, 0.9, 0.95, 1e-8, 0.1,
+		float32(1 / (1 - math.Pow(0.9, float64(step+1)))), float32(1 / (1 - math.Pow(0.95, float64(step+1))))}
+	noDecay = decay
+	noDecay[4] = 0
+	return decay, noDecay
+}
+
+// TestResumeIsBitForBit trains 6 steps straight, and 3 steps, a checkpoint (weights and
+// optimizer state), a fresh model and trainer loaded from it, then 3 more: the losses and the
+// final weights are identical to the bit.
+func TestResumeIsBitForBit(t *testing.T) {
+	be := newBackend(t)
+	c := tinyConfig(t, false, true)
+	c.InitScale = 0.1
+	batches := make([][][]int32, 6)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range batches {
+		batches[i] = randomSeqs(rng, 2, 6, c.Vocab)
+	}
+	run := func(m *Model, tr *Trainer, from, to int) []float32 {
+		var losses []float32
+		for s := from; s < to; s++ {
+			d, nd := adamParams(s)
+			loss, err := tr.Step(batches[s], d, nd)
+			require.NoError(t, err)
+			losses = append(losses, loss)
+		}
+		return losses
+	}
+
+	m1, err := New(c, be)
+	require.NoError(t, err)
+	defer m1.Close()
+	require.NoError(t, m1.Init())
+	tr1, err := NewTrainer(m1, 6, 2)
+	require.NoError(t, err)
+	defer tr1.Close()
+	straight := run(m1, tr1, 0, 6)
+
+	m2, err := New(c, be)
+	require.NoError(t, err)
+	require.NoError(t, m2.Init())
+	tr2, err := NewTrainer(m2, 6, 2)
+	require.NoError(t, err)
+	first := run(m2, tr2, 0, 3)
+	dir := t.TempDir()
+	model, state := filepath.Join(dir, "model.gguf"), filepath.Join(dir, "optimizer.gguf")
+	require.NoError(t, m2.Save(model, []KV{{Key: "general.name", Value: "tiny"}}))
+	require.NoError(t, tr2.SaveState(state, []KV{{Key: "toy.train.step", Value: uint32(3)}}))
+	tr2.Close()
+	m2.Close()
+
+	m3, meta, err := Load(model, be)
+	require.NoError(t, err)
+	defer m3.Close()
+	assert.Equal(t, "tiny", meta["general.name"])
+	assert.Equal(t, c, m3.Cfg)
+	tr3, err := NewTrainer(m3, 6, 2)
+	require.NoError(t, err)
+	defer tr3.Close()
+	sm, err := tr3.LoadState(state)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(3), sm["toy.train.step"])
+	second := run(m3, tr3, 3, 6)
+
+	assert.Equal(t, straight, append(first, second...))
+	for i, w := range m1.Weights() {
+		a, err := w.F32()
+		require.NoError(t, err)
+		b, err := m3.Weights()[i].F32()
+		require.NoError(t, err)
+		require.Equal(t, a, b, w.Name())
+	}
+}
+
+// TestCheckpointIsLlamaCpp reads a saved checkpoint with the independent Go reader and checks
+// llama.cpp's keys and tensor names and shapes.
+func TestCheckpointIsLlamaCpp(t *testing.T) {
+	be := newBackend(t)
+	m, err := New(tinyConfig(t, true, false), be)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Init())
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, m.Save(path, nil))
+	f, err := gguffile.ReadFile(path)
+	require.NoError(t, err)
+	for key, want := range map[string]any{
+		"general.architecture":                   "llama",
+		"llama.embedding_length":                 uint32(8),
+		"llama.block_count":                      uint32(2),
+		"llama.attention.head_count":             uint32(4),
+		"llama.attention.head_count_kv":          uint32(2),
+		"llama.feed_forward_length":              uint32(12),
+		"llama.context_length":                   uint32(8),
+		"llama.rope.dimension_count":             uint32(2),
+		"llama.attention.layer_norm_rms_epsilon": float32(1e-5),
+	} {
+		got, ok := f.Get(key)
+		require.True(t, ok, key)
+		assert.Equal(t, want, got, key)
+	}
+	emb, ok := f.Tensor("token_embd.weight")
+	require.True(t, ok)
+	assert.Equal(t, []int64{8, 11}, emb.Shape())
+	_, ok = f.Tensor("output.weight")
+	assert.False(t, ok, "tied output has no output.weight")
+	q, ok := f.Tensor("blk.1.attn_k.weight")
+	require.True(t, ok)
+	assert.Equal(t, []int64{8, 4}, q.Shape())
+}
+
+// TestLoadRefusesForeignAndBroken checks that a checkpoint of another architecture, a truncated
+// file and a file with a misshapen tensor are refused with errors naming the problem.
+func TestLoadRefusesForeignAndBroken(t *testing.T) {
+	be := newBackend(t)
+	dir := t.TempDir()
+	var w gguffile.Writer
+	require.NoError(t, w.AddKV("general.architecture", "gpt2"))
+	foreign := filepath.Join(dir, "gpt2.gguf")
+	require.NoError(t, w.WriteFile(foreign))
+	_, _, err := Load(foreign, be)
+	assert.ErrorContains(t, err, `architecture "gpt2"`)
+
+	m, err := New(tinyConfig(t, true, false), be)
+	require.NoError(t, err)
+	defer m.Close()
+	good := filepath.Join(dir, "good.gguf")
+	require.NoError(t, m.Save(good, nil))
+	raw, err := os.ReadFile(good)
+	require.NoError(t, err)
+	cut := filepath.Join(dir, "cut.gguf")
+	require.NoError(t, os.WriteFile(cut, raw[:len(raw)-40], 0o644))
+	_, _, err = Load(cut, be)
+	assert.ErrorContains(t, err, "cut.gguf")
+
+	f, err := gguffile.ReadFile(good)
+	require.NoError(t, err)
+	var bad gguffile.Writer
+	for _, kv := range f.KVs {
+		require.NoError(t, bad.AddKV(kv.Key, kv.Value))
+	}
+	for _, ti := range f.Tensors {
+		ne := ti.Shape()
+		if ti.Name == "blk.0.ffn_up.weight" {
+			ne = []int64{ne[1], ne[0]}
+		}
+		require.NoError(t, bad.AddTensor(ti.Name, ti.Type, ne, raw[f.DataOffset+int64(ti.Offset):f.DataOffset+int64(ti.Offset)+ti.Size]))
+	}
+	misshapen := filepath.Join(dir, "misshapen.gguf")
+	require.NoError(t, bad.WriteFile(misshapen))
+	_, _, err = Load(misshapen, be)
+	assert.ErrorContains(t, err, `tensor "blk.0.ffn_up.weight" has shape`)
+}

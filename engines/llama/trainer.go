@@ -1,0 +1,243 @@
+package llama
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// Trainer runs training steps of a Model on batches of B sequences of T tokens. The graph —
+// forward, cross-entropy, backward and one AdamW step per weight — is built and allocated once;
+// each Step only uploads the batch and the optimizer parameters and computes it, so memory
+// stays flat however many steps run.
+type Trainer struct {
+	m    *Model
+	T, B int
+
+	state     *ggml.Context // inputs, AdamW moments, the loss-gradient seed
+	stateBuf  *ggml.Buffer
+	tokens    *ggml.Tensor // i32 [T·B]
+	pos       *ggml.Tensor // i32 [T]
+	mask      *ggml.Tensor // f32 [T, T, 1, B]
+	labels    *ggml.Tensor // f32 [vocab, T·B]
+	decay     *ggml.Tensor // f32 [7]: AdamW parameters for matrices
+	noDecay   *ggml.Tensor // f32 [7]: for embeddings, norms and biases
+	lossSeed  *ggml.Tensor // f32 scalar 1: d loss / d loss
+	moments   map[*ggml.Tensor][2]*ggml.Tensor
+	gctx      *ggml.Context
+	graph     *ggml.Graph
+	alloc     *ggml.Allocator
+	loss      *ggml.Tensor
+	maskBuf   []float32
+	labelsBuf []float32
+	// Sep, when ≥ 0, is the token after which a new document starts in a packed sequence:
+	// attention does not cross it (block-causal mask).
+	Sep int32
+	// keepGrads keeps every weight's gradient readable after a step (tests).
+	keepGrads bool
+}
+
+// NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context).
+func NewTrainer(m *Model, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false) }
+
+func newTrainer(m *Model, T, B int, keepGrads bool) (*Trainer, error) {
+	c := m.Cfg
+	if T < 1 || T > c.Context {
+		return nil, fmt.Errorf("llama: sequence length %d is outside 1..%d (the model's context)", T, c.Context)
+	}
+	if B < 1 {
+		return nil, fmt.Errorf("llama: batch size %d", B)
+	}
+	if int64(B)*int64(c.NHeads) > 1024 {
+		// ggml's CUDA backend sends larger batched matmuls to the CPU; keep one limit everywhere.
+		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, c.NHeads)
+	}
+	tr := &Trainer{m: m, T: T, B: B, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
+	if err := tr.build(); err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return tr, nil
+}
+
+func (tr *Trainer) build() error {
+	m, c := tr.m, tr.m.Cfg
+	T, B, N := int64(tr.T), int64(tr.B), int64(tr.T*tr.B)
+	var err error
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 8 + 2*len(m.all)}); err != nil {
+		return err
+	}
+	s := tr.state
+	tr.tokens = s.NewTensor(ggml.I32, N).SetName("in.tokens")
+	tr.pos = s.NewTensor(ggml.I32, T).SetName("in.positions")
+	tr.mask = s.NewTensor(ggml.F32, T, T, 1, B).SetName("in.mask")
+	tr.labels = s.NewTensor(ggml.F32, int64(c.Vocab), N).SetName("in.labels")
+	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
+	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
+	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
+	for _, w := range m.all {
+		ne := w.Shape()
+		tr.moments[w] = [2]*ggml.Tensor{
+			s.NewTensor(ggml.F32, ne...).SetName("adamw.m." + w.Name()),
+			s.NewTensor(ggml.F32, ne...).SetName("adamw.v." + w.Name()),
+		}
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if tr.stateBuf, err = m.backend.Alloc(s); err != nil {
+		return err
+	}
+	tr.stateBuf.Clear(0)
+	pos := make([]int32, T)
+	for i := range pos {
+		pos[i] = int32(i)
+	}
+	if err := tr.pos.SetI32(pos); err != nil {
+		return err
+	}
+	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
+		return err
+	}
+
+	size := m.graphSize()
+	if tr.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true}); err != nil {
+		return err
+	}
+	g := tr.gctx
+	for _, w := range m.all {
+		w.SetParam()
+	}
+	logits := m.Forward(g, tr.tokens, tr.pos, tr.mask, tr.T, tr.B)
+	tr.loss = g.CrossEntropyLoss(logits, tr.labels).SetName("loss").SetLoss().SetOutput()
+	if tr.graph, err = g.NewGraph(size, true); err != nil {
+		return err
+	}
+	if err := tr.graph.Expand(tr.loss); err != nil {
+		return err
+	}
+	accs := make([]*ggml.Tensor, tr.graph.Len())
+	accs[tr.graph.Len()-1] = tr.lossSeed // the loss is the last forward node
+	if err := tr.graph.BuildBackward(accs); err != nil {
+		return err
+	}
+	for _, w := range m.all {
+		params := tr.noDecay
+		if m.IsMatrix(w) {
+			params = tr.decay
+		}
+		mv := tr.moments[w]
+		grad := tr.graph.Grad(w)
+		if tr.keepGrads {
+			grad.SetOutput()
+		}
+		step := g.OptStepAdamW(w, grad, mv[0], mv[1], params)
+		if err := tr.graph.Expand(step); err != nil {
+			return err
+		}
+	}
+	if tr.alloc, err = m.backend.NewAllocator(); err != nil {
+		return err
+	}
+	if err := tr.alloc.Alloc(tr.graph); err != nil {
+		return err
+	}
+	// Reset zeroes the moments of every AdamW node and seeds the loss gradient; the moments
+	// live in stateBuf, so a checkpoint can restore them after this.
+	tr.graph.Reset()
+	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
+		return err
+	}
+	tr.maskBuf = make([]float32, T*T*B)
+	tr.labelsBuf = make([]float32, int64(c.Vocab)*N)
+	return nil
+}
+
+// Close frees the trainer's graph and optimizer state (not the model).
+func (tr *Trainer) Close() error {
+	tr.alloc.Close()
+	if tr.gctx != nil {
+		tr.gctx.Close()
+	}
+	tr.stateBuf.Close()
+	if tr.state != nil {
+		tr.state.Close()
+	}
+	return nil
+}
+
+// Moments returns the AdamW first and second moments of weight w.
+func (tr *Trainer) Moments(w *ggml.Tensor) (m, v *ggml.Tensor) {
+	mv := tr.moments[w]
+	return mv[0], mv[1]
+}
+
+// ComputeBytes is the size of the graph's compute buffer.
+func (tr *Trainer) ComputeBytes() int { return tr.alloc.Size() }
+
+// upload sets the batch inputs: seqs holds B sequences of T+1 ids (inputs [:T], targets [1:]).
+func (tr *Trainer) upload(seqs [][]int32) error {
+	c := tr.m.Cfg
+	if len(seqs) != tr.B {
+		return fmt.Errorf("llama: %d sequences for a batch of %d", len(seqs), tr.B)
+	}
+	ids := make([]int32, 0, tr.T*tr.B)
+	for s, seq := range seqs {
+		if len(seq) != tr.T+1 {
+			return fmt.Errorf("llama: sequence %d has %d ids, want %d (T+1)", s, len(seq), tr.T+1)
+		}
+		for i, id := range seq {
+			if id < 0 || int(id) >= c.Vocab {
+				return fmt.Errorf("llama: sequence %d, position %d: id %d is outside the vocabulary (0..%d)", s, i, id, c.Vocab-1)
+			}
+		}
+		ids = append(ids, seq[:tr.T]...)
+	}
+	clear(tr.labelsBuf)
+	for s, seq := range seqs {
+		for i := 0; i < tr.T; i++ {
+			tr.labelsBuf[(s*tr.T+i)*c.Vocab+int(seq[i+1])] = 1
+		}
+	}
+	BlockCausalMask(tr.maskBuf, ids, tr.T, tr.B, tr.Sep)
+	if err := tr.tokens.SetI32(ids); err != nil {
+		return err
+	}
+	if err := tr.mask.SetF32(tr.maskBuf); err != nil {
+		return err
+	}
+	return tr.labels.SetF32(tr.labelsBuf)
+}
+
+// Step trains on one batch — B sequences of T+1 ids — with the given AdamW parameters (the
+// 7 floats of ggml's step, one set for matrices and one, without weight decay, for the rest)
+// and returns the batch's loss before the update.
+func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, error) {
+	if err := tr.upload(seqs); err != nil {
+		return 0, err
+	}
+	if err := tr.decay.SetF32(decay[:]); err != nil {
+		return 0, err
+	}
+	if err := tr.noDecay.SetF32(noDecay[:]); err != nil {
+		return 0, err
+	}
+	if err := tr.m.backend.Compute(tr.graph); err != nil {
+		return 0, err
+	}
+	loss, err := tr.loss.F32()
+	if err != nil {
+		return 0, err
+	}
+	return loss[0], nil
+}
+
+// grad returns the gradient of the last step's loss with respect to weight w, for a trainer
+// made with keepGrads.
+func (tr *Trainer) grad(w *ggml.Tensor) ([]float32, error) {
+	g := tr.graph.Grad(w)
+	if g == nil {
+		return nil, fmt.Errorf("llama: %s has no gradient", w.Name())
+	}
+	return g.F32()
+}

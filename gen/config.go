@@ -1,0 +1,305 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// Config is an engine configuration declared in specs/engines: a struct whose fields carry their
+// JSON name, GGUF key, default and bounds in struct tags.
+type Config struct {
+	GoName  string
+	Doc     string
+	Fields  []*ConfigField
+	Presets []*Preset
+	Pos     token.Position
+}
+
+// ConfigField is one parameter of a Config.
+type ConfigField struct {
+	GoName string
+	Doc    string
+	Kind   string // "int", "float32", "bool" or "string"
+	JSON   string
+	GGUF   string // the GGUF key
+	// Default is the default value as written in the tag; Min/Max bound numbers (nil when
+	// absent); Enum lists a string's allowed values; MultipleOf names (by JSON name) a field
+	// this one must be a multiple of.
+	Default    string
+	Min, Max   *float64
+	Enum       []string
+	MultipleOf string
+	Pos        token.Position
+}
+
+// Preset is a named set of values for some fields of a Config.
+type Preset struct {
+	Name   string
+	Values []PresetValue // in the order written
+	Pos    token.Position
+}
+
+// PresetValue is one field=value of a Preset.
+type PresetValue struct {
+	Field *ConfigField
+	Value string
+}
+
+var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof"}
+
+// LoadConfigs reads the engine spec package matched by pattern (relative to dir).
+func LoadConfigs(dir, pattern string) ([]*Config, error) {
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
+		Dir:  dir,
+	}
+	pkgs, err := packages.Load(cfg, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("kernelgen: loading %s: %w", pattern, err)
+	}
+	if len(pkgs) != 1 {
+		return nil, fmt.Errorf("kernelgen: %s matched %d packages, want 1", pattern, len(pkgs))
+	}
+	if len(pkgs[0].Errors) > 0 {
+		return nil, fmt.Errorf("kernelgen: spec %s does not compile: %v", pattern, pkgs[0].Errors[0])
+	}
+	l := &loader{dir: dir, pkg: pkgs[0], m: &Model{}}
+	var out []*Config
+	for _, f := range l.files() {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				l.errorf(decl.Pos(), "engine specs declare only config struct types")
+				continue
+			}
+			if gd.Tok == token.IMPORT {
+				continue
+			}
+			if gd.Tok != token.TYPE {
+				l.errorf(gd.Pos(), "engine specs declare only config struct types")
+				continue
+			}
+			for _, s := range gd.Specs {
+				ts := s.(*ast.TypeSpec)
+				dg := ts.Doc
+				if dg == nil && len(gd.Specs) == 1 {
+					dg = gd.Doc
+				}
+				if c := l.config(ts, dg); c != nil {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	if len(l.errs) > 0 {
+		return nil, l.err()
+	}
+	return out, nil
+}
+
+func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
+	c := &Config{GoName: ts.Name.Name, Doc: doc(dg), Pos: l.position(ts.Pos())}
+	if c.Doc == "" {
+		l.errorf(ts.Pos(), "config %s has no doc comment", c.GoName)
+	}
+	var presetDirs []directive
+	isConfig := false
+	for _, d := range directives(dg) {
+		switch d.name {
+		case "config":
+			isConfig = true
+		case "preset":
+			presetDirs = append(presetDirs, d)
+		default:
+			l.errorf(d.pos, "unknown directive kernelgen:%s on config %s (known: config, preset)", d.name, c.GoName)
+		}
+	}
+	if !isConfig {
+		l.errorf(ts.Pos(), "type %s needs kernelgen:config", c.GoName)
+		return nil
+	}
+	st, ok := ts.Type.(*ast.StructType)
+	if !ok {
+		l.errorf(ts.Pos(), "config %s must be a struct", c.GoName)
+		return nil
+	}
+	byJSON := map[string]*ConfigField{}
+	byGGUF := map[string]bool{}
+	for _, f := range st.Fields.List {
+		if len(f.Names) != 1 {
+			l.errorf(f.Pos(), "config %s: declare one field per line", c.GoName)
+			continue
+		}
+		cf := l.configField(f)
+		if cf == nil {
+			continue
+		}
+		if byJSON[cf.JSON] != nil {
+			l.errorf(f.Pos(), "json name %q is used twice", cf.JSON)
+		}
+		if byGGUF[cf.GGUF] {
+			l.errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
+		}
+		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
+		c.Fields = append(c.Fields, cf)
+	}
+	for _, cf := range c.Fields {
+		if cf.MultipleOf != "" {
+			other := byJSON[cf.MultipleOf]
+			if other == nil || other.Kind != "int" || cf.Kind != "int" {
+				l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("multipleof %q must name another int field", cf.MultipleOf)})
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, d := range presetDirs {
+		if len(d.args) < 1 {
+			l.errorf(d.pos, "kernelgen:preset needs a name")
+			continue
+		}
+		p := &Preset{Name: d.args[0], Pos: l.position(d.pos)}
+		if seen[p.Name] {
+			l.errorf(d.pos, "preset %q is declared twice", p.Name)
+		}
+		seen[p.Name] = true
+		for _, a := range d.args[1:] {
+			k, v, ok := strings.Cut(a, "=")
+			f := byJSON[k]
+			if !ok || f == nil {
+				l.errorf(d.pos, "preset %s: %q is not field=value with a field of %s", p.Name, a, c.GoName)
+				continue
+			}
+			if msg := f.check(v); msg != "" {
+				l.errorf(d.pos, "preset %s: %s=%s: %s", p.Name, k, v, msg)
+				continue
+			}
+			p.Values = append(p.Values, PresetValue{f, v})
+		}
+		c.Presets = append(c.Presets, p)
+	}
+	return c
+}
+
+func (l *loader) configField(f *ast.Field) *ConfigField {
+	name := f.Names[0].Name
+	cf := &ConfigField{GoName: name, Doc: doc(f.Doc), Pos: l.position(f.Pos())}
+	if cf.Doc == "" {
+		l.errorf(f.Pos(), "field %s has no doc comment", name)
+	}
+	switch t := l.pkg.TypesInfo.TypeOf(f.Type).(type) {
+	case *types.Basic:
+		switch t.Kind() {
+		case types.Int, types.Float32, types.Bool, types.String:
+			cf.Kind = t.Name()
+		}
+	}
+	if cf.Kind == "" {
+		l.errorf(f.Pos(), "field %s: config fields are int, float32, bool or string", name)
+		return nil
+	}
+	if f.Tag == nil {
+		l.errorf(f.Pos(), "field %s needs a tag with json, gguf and default", name)
+		return nil
+	}
+	raw, _ := strconv.Unquote(f.Tag.Value)
+	tag := reflect.StructTag(raw)
+	for _, part := range strings.Fields(raw) {
+		key, _, _ := strings.Cut(part, ":")
+		known := false
+		for _, k := range configTagKeys {
+			known = known || k == key
+		}
+		if !known {
+			l.errorf(f.Pos(), "field %s: unknown tag key %q (known: %s)", name, key, strings.Join(configTagKeys, ", "))
+		}
+	}
+	var ok bool
+	if cf.JSON, ok = tag.Lookup("json"); !ok || cf.JSON == "" {
+		l.errorf(f.Pos(), "field %s: missing json tag", name)
+	}
+	if cf.GGUF, ok = tag.Lookup("gguf"); !ok || cf.GGUF == "" {
+		l.errorf(f.Pos(), "field %s: missing gguf tag", name)
+	}
+	num := func(key string) *float64 {
+		s, ok := tag.Lookup(key)
+		if !ok {
+			return nil
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || cf.Kind == "bool" || cf.Kind == "string" {
+			l.errorf(f.Pos(), "field %s: %s:%q is not a bound for a %s", name, key, s, cf.Kind)
+			return nil
+		}
+		return &v
+	}
+	cf.Min, cf.Max = num("min"), num("max")
+	if e, ok := tag.Lookup("enum"); ok {
+		if cf.Kind != "string" {
+			l.errorf(f.Pos(), "field %s: enum is for strings", name)
+		}
+		cf.Enum = strings.Split(e, ",")
+	}
+	cf.MultipleOf = tag.Get("multipleof")
+	d, ok := tag.Lookup("default")
+	if !ok {
+		l.errorf(f.Pos(), "field %s: missing default", name)
+		return nil
+	}
+	cf.Default = d
+	if msg := cf.check(d); msg != "" {
+		l.errorf(f.Pos(), "field %s: default %q: %s", name, d, msg)
+	}
+	return cf
+}
+
+// check reports what is wrong with s as a value of the field ("" if nothing).
+func (f *ConfigField) check(s string) string {
+	var v float64
+	switch f.Kind {
+	case "int":
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return "not an int"
+		}
+		v = float64(i)
+	case "float32":
+		x, err := strconv.ParseFloat(s, 32)
+		if err != nil {
+			return "not a float32"
+		}
+		v = x
+	case "bool":
+		if _, err := strconv.ParseBool(s); err != nil {
+			return "not a bool"
+		}
+		return ""
+	case "string":
+		if len(f.Enum) > 0 {
+			for _, e := range f.Enum {
+				if e == s {
+					return ""
+				}
+			}
+			return fmt.Sprintf("not one of %s", strings.Join(f.Enum, ", "))
+		}
+		return ""
+	}
+	if f.Min != nil && v < *f.Min {
+		return fmt.Sprintf("below the minimum %g", *f.Min)
+	}
+	if f.Max != nil && v > *f.Max {
+		return fmt.Sprintf("above the maximum %g", *f.Max)
+	}
+	return ""
+}
+
+// configSource names the spec for generated headers.
+func configSource(pattern string) string { return filepath.ToSlash(strings.TrimPrefix(pattern, "./")) }

@@ -1,0 +1,150 @@
+package ggml
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/generated/ggmlc"
+)
+
+// The benchmarks behind docs/PERFORMANCE.md (`make bench`). ggml computes with GOMAXPROCS
+// threads, so `-cpu 1,2` varies them. Sub-benchmarks are named type/m x n x k with an ASCII x
+// (BenchmarkMulMat/q8_0/4096x512x14336) so that -bench patterns are easy to type.
+
+// benchShapes are the m×n×k shapes of the performance targets: a small GEMM, llama.cpp's square
+// 4096³, a 7B-class FFN down-projection over a 512-token batch, and a SmolLM2-class projection.
+var benchShapes = [][3]int{{1024, 1024, 256}, {4096, 4096, 4096}, {4096, 512, 14336}, {576, 1536, 256}}
+
+func BenchmarkMulMat(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	for _, typ := range []Type{F32, F16, Q8_0} {
+		for _, s := range benchShapes {
+			m, n, k := s[0], s[1], s[2]
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", TypeName(typ), m, n, k), func(b *testing.B) {
+				mm, err := newBenchMatMul(be, typ, m, n, k, 1)
+				require.NoError(b, err)
+				defer mm.Close()
+				require.NoError(b, mm.compute()) // warm-up
+				for b.Loop() {
+					if err := mm.compute(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				flops := 2 * float64(m) * float64(n) * float64(k)
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkGraphBuild1000 is the binding overhead of building (not computing) a graph of 1,000
+// nodes: ns/op is the time per graph.
+func BenchmarkGraphBuild1000(b *testing.B) {
+	for b.Loop() {
+		if err := benchBuildGraph(1000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMeasureMatMul checks that the benchmark graph computes A·B (against float64 in Go, from
+// A's values as stored) and that MeasureMatMul reports a sane throughput.
+func TestMeasureMatMul(t *testing.T) {
+	be, err := NewCPUBackend(2)
+	require.NoError(t, err)
+	defer be.Close()
+
+	// The first shape takes ggml's tinyBLAS (llamafile) path, the odd ones its generic
+	// vec_dot path; n = 1 is a GEMV.
+	for _, s := range [][3]int{{64, 48, 256}, {37, 5, 96}, {19, 1, 64}} {
+		m, n, k := s[0], s[1], s[2]
+		for _, typ := range []Type{F32, F16, Q8_0} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", TypeName(typ), m, n, k), func(t *testing.T) {
+				mm, err := newBenchMatMul(be, typ, m, n, k, 7)
+				require.NoError(t, err)
+				defer mm.Close()
+				require.NoError(t, mm.compute())
+
+				raw, err := mm.a.ReadBytes()
+				require.NoError(t, err)
+				a := benchDequantize(t, typ, raw)
+				bv, err := mm.b.F32()
+				require.NoError(t, err)
+				out, err := mm.out.F32()
+				require.NoError(t, err)
+				require.Equal(t, [4]int64{int64(m), int64(n), 1, 1}, mm.out.Ne())
+
+				// ggml converts B to the weight's dot type (f16, q8_0) before the dot products;
+				// allow for that rounding relative to Σ|a·b|.
+				tol := map[Type]float64{F32: 1e-4, F16: 2e-3, Q8_0: 2e-2}[typ]
+				for j := 0; j < n; j++ {
+					for i := 0; i < m; i++ {
+						var want, mag float64
+						for l := 0; l < k; l++ {
+							p := float64(a[i*k+l]) * float64(bv[j*k+l])
+							want += p
+							mag += math.Abs(p)
+						}
+						got := float64(out[j*m+i])
+						if math.Abs(got-want) > tol*mag+1e-6 {
+							t.Fatalf("out[%d,%d] = %g, want %g (Σ|a·b| = %g)", i, j, got, want, mag)
+						}
+					}
+				}
+			})
+		}
+	}
+
+	r, err := MeasureMatMul(be, Q8_0, 128, 64, 256, 20*time.Millisecond)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, r.Reps, 2)
+	require.Greater(t, r.GFLOPS(), 0.0)
+	require.Equal(t, "128×64×256", r.Shape())
+	require.Equal(t, 2, r.Threads)
+	require.Equal(t, "CPU", r.Backend)
+	require.LessOrEqual(t, r.Best, r.Seconds)
+	require.GreaterOrEqual(t, r.BestGFLOPS(), r.GFLOPS())
+
+	_, err = MeasureMatMul(be, Q8_0, 8, 8, 48, time.Millisecond)
+	require.ErrorContains(t, err, "block size")
+	_, err = MeasureMatMul(be, I32, 8, 8, 32, time.Millisecond)
+	require.ErrorContains(t, err, "cannot make a weight")
+
+	d, err := MeasureGraphBuild(100)
+	require.NoError(t, err)
+	require.Greater(t, d, time.Duration(0))
+}
+
+// benchDequantize turns the raw data of an f32, f16 or q8_0 tensor into float32.
+func benchDequantize(t *testing.T, typ Type, raw []byte) []float32 {
+	var out []float32
+	switch typ {
+	case F32:
+		for i := 0; i < len(raw); i += 4 {
+			out = append(out, math.Float32frombits(binary.LittleEndian.Uint32(raw[i:])))
+		}
+	case F16:
+		for i := 0; i < len(raw); i += 2 {
+			out = append(out, ggmlc.Fp16ToFp32(binary.LittleEndian.Uint16(raw[i:])))
+		}
+	case Q8_0: // blocks of an f16 scale and 32 int8 quants
+		require.Equal(t, 34, TypeSize(Q8_0))
+		for i := 0; i < len(raw); i += 34 {
+			d := ggmlc.Fp16ToFp32(binary.LittleEndian.Uint16(raw[i:]))
+			for _, q := range raw[i+2 : i+34] {
+				out = append(out, d*float32(int8(q)))
+			}
+		}
+	default:
+		t.Fatalf("no dequantizer for %s", TypeName(typ))
+	}
+	return out
+}

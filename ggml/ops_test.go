@@ -1,0 +1,595 @@
+package ggml
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/internal/reference"
+)
+
+// Forward tests of every op of the package against internal/reference, on random inputs of
+// odd sizes. Tolerances are relative with an absolute floor (see near); the comments give
+// the largest errors observed (go test -v logs them) and why an op needs more than float32
+// rounding.
+
+type ref = reference.Tensor
+
+func TestBinaryOpsBroadcast(t *testing.T) {
+	ops := []struct {
+		name string
+		op   func(c *Context, a, b *Tensor) *Tensor
+		ref  func(a, b ref) ref
+	}{
+		{"Add", (*Context).Add, reference.Add},
+		{"Sub", (*Context).Sub, reference.Sub},
+		{"Mul", (*Context).Mul, reference.Mul},
+		{"Div", (*Context).Div, reference.Div},
+	}
+	shapes := [][]int{{7, 5, 3, 2}, {7, 1, 3, 1}, {7, 5, 1, 2}, {7, 1, 1, 1}, {1, 5, 3, 2}, {1, 1, 1, 1}}
+	for _, o := range ops {
+		for _, bs := range shapes {
+			t.Run(fmt.Sprintf("%s/b%v", o.name, bs), func(t *testing.T) {
+				h := newHarness(t)
+				a, b := h.rand(-2, 2, 7, 5, 3, 2), h.randAway(0.5, 2, bs...)
+				got := h.eval(o.op(h.c, h.in(a), h.in(b)))
+				near(t, o.name, o.ref(a, b), got, tight, 1)
+			})
+		}
+	}
+}
+
+func TestScalarOps(t *testing.T) {
+	h := newHarness(t)
+	a := h.rand(-3, 3, 7, 5, 3)
+	s := h.rand(-1, 1, 1)
+	x := h.in(a)
+	add1 := h.c.Add1(x, h.in(s))
+	scale := h.c.Scale(x, -0.37)
+	sb := h.c.ScaleBias(x, 1.7, -0.25)
+	clamp := h.c.Clamp(x, -1.25, 0.5)
+	h.run(add1, scale, sb, clamp)
+	near(t, "Add1", reference.Add1(a, s.Data[0]), h.out(add1), tight, 1)
+	near(t, "Scale", reference.Scale(a, -0.37), h.out(scale), tight, 1)
+	near(t, "ScaleBias", reference.ScaleBias(a, 1.7, -0.25), h.out(sb), tight, 1)
+	near(t, "Clamp", reference.Clamp(a, -1.25, 0.5), h.out(clamp), 0, 1)
+}
+
+func TestUnaryOps(t *testing.T) {
+	cases := []struct {
+		name   string
+		lo, hi float64
+		op     func(c *Context, a *Tensor) *Tensor
+		ref    func(ref) ref
+		tol    float64
+	}{
+		{"Sqr", -3, 3, (*Context).Sqr, reference.Sqr, tight},
+		{"Sqrt", 0.01, 9, (*Context).Sqrt, reference.Sqrt, tight},
+		{"Log", 0.01, 9, (*Context).Log, reference.Log, tight},
+		{"Exp", -4, 4, (*Context).Exp, reference.Exp, tight},
+		{"Neg", -3, 3, (*Context).Neg, reference.Neg, 0},
+		{"Abs", -3, 3, (*Context).Abs, reference.Abs, 0},
+		{"Softplus", -8, 25, (*Context).Softplus, reference.Softplus, tight},
+		{"Silu", -8, 8, (*Context).Silu, reference.Silu, tight},
+		{"Relu", -3, 3, (*Context).Relu, reference.Relu, 0},
+		{"Tanh", -4, 4, (*Context).Tanh, reference.Tanh, tight},
+		{"Sigmoid", -8, 8, (*Context).Sigmoid, reference.Sigmoid, tight},
+		// ggml_gelu and ggml_gelu_quick go through FP16 tables on the CPU; the CPU models
+		// reproduce them (observed max err 0, or one ulp of tanhf/expf).
+		{"Gelu", -12, 12, (*Context).Gelu, reference.GeluTanhCPU, tight},
+		{"GeluQuick", -8, 8, (*Context).GeluQuick, reference.GeluQuickCPU, tight},
+		// ggml_gelu_erf runs in float32 without a table; below about -5 its 1+erf cancels
+		// (an absolute error of ~1e-7, well inside the floor).
+		{"GeluErf", -8, 8, (*Context).GeluErf, reference.GeluErf, tight},
+		// GeluComposite is the exact tanh GELU built from ops with a backward; it differs from
+		// the float64 formula only by float32 rounding (observed 1e-7).
+		{"GeluComposite", -8, 8, (*Context).GeluComposite, reference.GeluTanh, tight},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.rand(tc.lo, tc.hi, 7, 5, 3)
+			near(t, tc.name, tc.ref(a), h.eval(tc.op(h.c, h.in(a))), tc.tol, 1)
+		})
+	}
+	// ggml_gelu differs from the exact GELU by its FP16 table: at most ~2e-3 absolute.
+	t.Run("GeluVsExact", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.rand(-6, 6, 7, 5, 3)
+		near(t, "Gelu vs GeluTanh", reference.GeluTanh(a), h.eval(h.c.Gelu(h.in(a))), 3e-3, 1)
+	})
+}
+
+func TestReductions(t *testing.T) {
+	h := newHarness(t)
+	a := h.rand(-2, 2, 7, 5, 3, 2)
+	x := h.in(a)
+	sum, rows, mean := h.c.Sum(x), h.c.SumRows(x), h.c.Mean(x)
+	h.run(sum, rows, mean)
+	near(t, "Sum", reference.FromData([]float64{reference.Sum(a)}, 1), h.out(sum), tight, 1)
+	near(t, "SumRows", reference.SumRows(a), h.out(rows), tight, 1)
+	near(t, "Mean", reference.Mean(a), h.out(mean), tight, 1)
+}
+
+func TestNorms(t *testing.T) {
+	h := newHarness(t)
+	a := h.rand(-2, 3, 13, 5, 3)
+	x := h.in(a)
+	const eps = 1e-5
+	norm, ln, rms := h.c.Norm(x, eps), h.c.LayerNormComposite(x, eps), h.c.RMSNorm(x, eps)
+	h.run(norm, ln, rms)
+	near(t, "Norm", reference.Norm(a, eps), h.out(norm), 1e-5, 1)
+	near(t, "LayerNormComposite", reference.Norm(a, eps), h.out(ln), 1e-5, 1)
+	near(t, "RMSNorm", reference.RMSNorm(a, eps), h.out(rms), 1e-5, 1)
+}
+
+func TestMulMatF32(t *testing.T) {
+	for _, s := range []struct{ a, b []int }{
+		{[]int{13, 7}, []int{13, 5}},
+		{[]int{13, 7, 3}, []int{13, 5, 3}},
+		{[]int{13, 7, 2, 1}, []int{13, 5, 4, 3}}, // a broadcast over dims 2 and 3 (GQA-style)
+		{[]int{13, 7, 1, 3}, []int{13, 1, 2, 3}}, // a matrix-vector product per batch
+	} {
+		t.Run(fmt.Sprint(s.a, s.b), func(t *testing.T) {
+			h := newHarness(t)
+			a, b := h.rand(-1, 1, s.a...), h.rand(-1, 1, s.b...)
+			near(t, "MulMat f32", reference.MulMat(a, b), h.eval(h.c.MulMat(h.in(a), h.in(b))), 1e-5, 1)
+		})
+	}
+}
+
+// An f16 a makes the CPU convert b to f16 too, so the reference multiplies the fp16-rounded
+// inputs; what is left is float32 accumulation (observed 5e-8).
+func TestMulMatF16(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.rand(-1, 1, 13, 7, 2), h.rand(-1, 1, 13, 5, 4)
+	want := reference.MulMat(a.Map(reference.RoundF16), b.Map(reference.RoundF16))
+	near(t, "MulMat f16", want, h.eval(h.c.MulMat(h.inF16(a), h.in(b))), 1e-5, 1)
+}
+
+// Q8_0 and Q4_0 weights quantized by ggml (ggml_quantize_chunk, which must match the
+// reference quantizers byte for byte). Both multiply against b quantized to Q8_0, which the
+// reference models, leaving float32 rounding (observed 4e-7). Against the unquantized product
+// the error is the quantization itself: documented as ≤6e-2 (Q8_0) and ≤6e-1 (Q4_0) relative
+// to max(|x|, 1) for k = 96 and inputs in [-1, 1] (observed 3.1e-2 and 3.8e-1).
+func TestMulMatQuantized(t *testing.T) {
+	const k, m, n = 96, 7, 5
+	for _, q := range []struct {
+		typ        Type
+		quant      func([]float32) []byte
+		dequant    func([]byte) []float32
+		loose      float64
+		name       string
+		blockBytes int
+	}{
+		{Q8_0, reference.QuantizeQ8_0, reference.DequantizeQ8_0, 6e-2, "q8_0", 34},
+		{Q4_0, reference.QuantizeQ4_0, reference.DequantizeQ4_0, 6e-1, "q4_0", 18},
+	} {
+		t.Run(q.name, func(t *testing.T) {
+			h := newHarness(t)
+			a, b := h.rand(-1, 1, k, m), h.rand(-1, 1, k, n, 3)
+			raw := make([]byte, m*k/32*q.blockBytes)
+			written := ggmlc.QuantizeChunk(q.typ, a.ToF32(), unsafe.Pointer(&raw[0]), 0, m, k, nil)
+			require.Equal(t, len(raw), written)
+			require.Equal(t, q.quant(a.ToF32()), raw, "ggml's quantizer and the reference disagree")
+			aq := reference.FromF32(q.dequant(raw), k, m)
+			bq := reference.FromF32(reference.DequantizeQ8_0(reference.QuantizeQ8_0(b.ToF32())), k, n, 3)
+			got := h.eval(h.c.MulMat(h.inBytes(q.typ, raw, k, m), h.in(b)))
+			near(t, "MulMat "+q.name+" vs modelled", reference.MulMat(aq, bq), got, 1e-5, 1)
+			near(t, "MulMat "+q.name+" vs exact", reference.MulMat(a, b), got, q.loose, 1)
+		})
+	}
+}
+
+func TestMulMatID(t *testing.T) {
+	for _, nb1 := range []int{2, 1} {
+		t.Run(fmt.Sprint("b.ne1=", nb1), func(t *testing.T) {
+			h := newHarness(t)
+			const k, m, e, nUsed, T = 9, 7, 4, 2, 5
+			ex, b := h.rand(-1, 1, k, m, e), h.rand(-1, 1, k, nb1, T)
+			ids := make([]int32, nUsed*T)
+			for tok := 0; tok < T; tok++ {
+				p := h.rng.Perm(e)
+				for j := 0; j < nUsed; j++ {
+					ids[j+nUsed*tok] = int32(p[j])
+				}
+			}
+			got := h.eval(h.c.MulMatID(h.in(ex), h.in(b), h.inI32(ids, nUsed, T)))
+			near(t, "MulMatID", reference.MulMatID(ex, b, ids, nUsed, T), got, 1e-5, 1)
+		})
+	}
+}
+
+func TestOutProd(t *testing.T) {
+	for _, s := range []struct{ a, b []int }{
+		{[]int{7, 5}, []int{3, 5}},
+		{[]int{7, 5, 2}, []int{3, 5, 4}},
+	} {
+		h := newHarness(t)
+		a, b := h.rand(-1, 1, s.a...), h.rand(-1, 1, s.b...)
+		near(t, fmt.Sprint("OutProd ", s.a, s.b), reference.OutProd(a, b), h.eval(h.c.OutProd(h.in(a), h.in(b))), 1e-5, 1)
+	}
+}
+
+func TestGLU(t *testing.T) {
+	h := newHarness(t)
+	g, u := h.rand(-6, 6, 7, 5, 3), h.rand(-2, 2, 7, 5, 3)
+	gi, ui := h.in(g), h.in(u)
+	sw, ge := h.c.SwigluSplit(gi, ui), h.c.GegluSplit(gi, ui)
+	h.run(sw, ge)
+	near(t, "SwigluSplit", reference.SwigluSplit(g, u), h.out(sw), tight, 1)
+	near(t, "GegluSplit", reference.GegluSplitCPU(g, u), h.out(ge), tight, 1)
+}
+
+func TestSoftMax(t *testing.T) {
+	const n0, n1, n2, n3 = 9, 5, 3, 2
+	causal := reference.CausalMask(n0, n1+2, 3) // two spare mask rows: ne1 ≥ a.ne1 is enough
+	soft := func(h *harness, ne ...int) ref {   // a causal mask plus random biases in [-2, 0]
+		m := h.rand(-2, 0, ne...)
+		for i := range m.Data {
+			m.Data[i] += causal.Data[i%len(causal.Data)]
+		}
+		return m
+	}
+	t.Run("plain", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.rand(-4, 4, n0, n1, n2, n3)
+		near(t, "SoftMax", reference.SoftMax(a), h.eval(h.c.SoftMax(h.in(a))), 1e-6, 1)
+	})
+	for _, tc := range []struct {
+		name    string
+		maskNe  []int
+		f16     bool
+		maxBias float64
+	}{
+		{"mask f32", []int{n0, n1 + 2}, false, 0},
+		{"mask f16", []int{n0, n1 + 2}, true, 0},
+		{"mask per head", []int{n0, n1, n2}, false, 0},
+		{"ALiBi", []int{n0, n1 + 2}, false, 8},
+		{"ALiBi f16 mask per head", []int{n0, n1, n2, 1}, true, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a, mask := h.rand(-4, 4, n0, n1, n2, n3), soft(h, tc.maskNe...)
+			var mi *Tensor
+			if tc.f16 {
+				mi, mask = h.inF16(mask), mask.Map(reference.RoundF16)
+			} else {
+				mi = h.in(mask)
+			}
+			const scale = 0.7
+			got := h.eval(h.c.SoftMaxExt(h.in(a), mi, scale, float32(tc.maxBias)))
+			near(t, "SoftMaxExt "+tc.name, reference.SoftMaxExt(a, &mask, scale, tc.maxBias), got, 1e-6, 1)
+		})
+	}
+	t.Run("DiagMaskInf", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.rand(-4, 4, 6, 5, 3)
+		near(t, "DiagMaskInf", reference.DiagMaskInf(a, 1), h.eval(h.c.DiagMaskInf(h.in(a), 1)), 0, 1)
+	})
+}
+
+func TestRopeExt(t *testing.T) {
+	const hd, heads, tokens = 10, 3, 5
+	pos := []int32{3, 0, 7, 1, 12}
+	base := Rope{FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
+	with := func(f func(*Rope)) Rope { r := base; f(&r); return r }
+	cases := []struct {
+		name string
+		r    Rope
+		ff   []float64
+	}{
+		{"normal", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNormal }), nil},
+		{"neox", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNeox }), nil},
+		{"normal partial", with(func(r *Rope) { r.Dims, r.Mode = 6, RopeNormal }), nil},
+		{"neox partial", with(func(r *Rope) { r.Dims, r.Mode = 6, RopeNeox }), nil},
+		{"neox freq scale", with(func(r *Rope) { r.Dims, r.Mode, r.FreqScale, r.FreqBase = hd, RopeNeox, 0.25, 500 }), nil},
+		{"normal YaRN", with(func(r *Rope) {
+			r.Dims, r.Mode, r.FreqScale, r.ExtFactor, r.OrigCtx, r.FreqBase = hd, RopeNormal, 0.25, 1, 64, 500
+		}), nil},
+		{"neox YaRN partial attn", with(func(r *Rope) {
+			r.Dims, r.Mode, r.FreqScale, r.ExtFactor, r.OrigCtx, r.AttnFactor = 8, RopeNeox, 0.5, 0.5, 32, 1.3
+		}), nil},
+		{"neox freq factors", with(func(r *Rope) { r.Dims, r.Mode = 8, RopeNeox }), []float64{1, 1.5, 2, 4, 9}},
+		{"normal freq factors", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNormal }), []float64{1, 1.5, 2, 4, 8}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.rand(-2, 2, hd, heads, tokens)
+			var ffT *Tensor
+			if tc.ff != nil {
+				ffT = h.in(reference.FromData(tc.ff, len(tc.ff)))
+			}
+			got := h.eval(h.c.RopeExt(h.in(a), h.inI32(pos, tokens), ffT, tc.r))
+			p := reference.RopeParams{
+				NDims: tc.r.Dims, Mode: int(tc.r.Mode), NCtxOrig: tc.r.OrigCtx,
+				FreqBase: float64(tc.r.FreqBase), FreqScale: float64(tc.r.FreqScale), ExtFactor: float64(tc.r.ExtFactor),
+				AttnFactor: float64(tc.r.AttnFactor), BetaFast: float64(tc.r.BetaFast), BetaSlow: float64(tc.r.BetaSlow),
+				FreqFactors: tc.ff,
+			}
+			// ggml builds the angles in float32: ~|p|·i·6e-8 rad, so 1e-5 at positions ≤ 12.
+			near(t, "RopeExt "+tc.name, p.Apply(a, pos), got, 1e-5, 1)
+		})
+	}
+}
+
+// FlashAttnExt with f32 q and f16 k/v (one set with SetF16, one converted by Cast), an f16
+// causal mask and GQA (4 query heads on 2 kv heads). The CPU rounds q to f16 for the k dot
+// products and accumulates v in an fp16 buffer: documented tolerance 2e-3 absolute on O(1)
+// outputs (observed ~4e-4).
+func TestFlashAttnExt(t *testing.T) {
+	const d, nq, nkv, H, Hkv = 8, 5, 7, 4, 2
+	for _, tc := range []struct {
+		name             string
+		cast             bool
+		maxBias, softcap float64
+	}{
+		{"SetF16", false, 0, 0},
+		{"Cast", true, 0, 0},
+		{"ALiBi softcap", false, 8, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			q, k, v := h.rand(-1, 1, d, nq, H), h.rand(-1, 1, d, nkv, Hkv), h.rand(-1, 1, d, nkv, Hkv)
+			mask := reference.CausalMask(nkv, nq, nkv-nq)
+			for i := range mask.Data {
+				if !math.IsInf(mask.Data[i], -1) {
+					mask.Data[i] = reference.RoundF16(-h.rng.Float64())
+				}
+			}
+			var ki, vi *Tensor
+			if tc.cast {
+				ki, vi = h.c.Cast(h.in(k), F16), h.c.Cast(h.in(v), F16)
+			} else {
+				ki, vi = h.inF16(k), h.inF16(v)
+			}
+			scale := 1 / math.Sqrt(d)
+			got := h.eval(h.c.FlashAttnExt(h.in(q), ki, vi, h.inF16(mask), float32(scale), float32(tc.maxBias), float32(tc.softcap)))
+			r16 := reference.RoundF16
+			want := reference.FlashAttnExt(q.Map(r16), k.Map(r16), v.Map(r16), &mask, scale, tc.maxBias, tc.softcap)
+			near(t, "FlashAttnExt "+tc.name, want, got, 2e-3, 1)
+		})
+	}
+}
+
+func TestConcat(t *testing.T) {
+	an := []int{7, 5, 3, 2}
+	for dim := 0; dim < 4; dim++ {
+		t.Run(fmt.Sprint("dim", dim), func(t *testing.T) {
+			h := newHarness(t)
+			bn := slices.Clone(an)
+			bn[dim] = []int{4, 2, 2, 1}[dim]
+			a, b := h.rand(-1, 1, an...), h.rand(-1, 1, bn...)
+			near(t, fmt.Sprint("Concat dim ", dim), reference.Concat(a, b, dim), h.eval(h.c.Concat(h.in(a), h.in(b), dim)), 0, 1)
+		})
+	}
+}
+
+func TestRepeat(t *testing.T) {
+	for _, s := range []struct{ a, to []int }{
+		{[]int{7, 1, 3, 1}, []int{7, 5, 3, 2}},
+		{[]int{7, 5, 3}, []int{14, 5, 6, 2}},
+		{[]int{1, 1}, []int{3, 5, 2}},
+	} {
+		h := newHarness(t)
+		a := h.rand(-1, 1, s.a...)
+		like := h.c.NewTensor(F32, ne64(reference.New(s.to...).Ne)...)
+		near(t, fmt.Sprint("Repeat ", s.a, "→", s.to), reference.Repeat(a, s.to...), h.eval(h.c.Repeat(h.in(a), like)), 0, 1)
+	}
+}
+
+func TestSorting(t *testing.T) {
+	t.Run("Argmax", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.distinct(11, 5)
+		require.Equal(t, reference.Argmax(a), h.outI32(h.evalI32(h.c.Argmax(h.in(a)))))
+	})
+	for _, desc := range []bool{false, true} {
+		t.Run(fmt.Sprint("Argsort desc=", desc), func(t *testing.T) {
+			h := newHarness(t)
+			a := h.distinct(9, 4, 3)
+			order := reference.SortAsc
+			if desc {
+				order = reference.SortDesc
+			}
+			require.Equal(t, reference.Argsort(a, order), h.outI32(h.evalI32(h.c.Argsort(h.in(a), desc))))
+		})
+	}
+	t.Run("TopK", func(t *testing.T) {
+		h := newHarness(t)
+		const n, rows, k = 13, 4, 5
+		a := h.distinct(n, rows, 3)
+		top := h.evalI32(h.c.TopK(h.in(a), k))
+		require.Equal(t, [4]int64{k, rows, 3, 1}, top.Ne())
+		got, want := h.outI32(top), reference.Argsort(a, reference.SortDesc)
+		for r := 0; r < rows*3; r++ {
+			g := slices.Clone(got[r*k : (r+1)*k])
+			w := slices.Clone(want[r*n : r*n+k])
+			slices.Sort(g)
+			slices.Sort(w)
+			require.Equal(t, w, g, "row %d", r)
+		}
+	})
+}
+
+// evalI32 runs x and returns it (for outI32).
+func (h *harness) evalI32(x *Tensor) *Tensor {
+	h.t.Helper()
+	h.run(x)
+	return x
+}
+
+func TestGetRows(t *testing.T) {
+	t.Run("2-D", func(t *testing.T) {
+		h := newHarness(t)
+		a, rows := h.rand(-1, 1, 7, 9), []int32{3, 0, 8, 3, 5}
+		near(t, "GetRows", reference.GetRows(a, rows), h.eval(h.c.GetRows(h.in(a), h.inI32(rows, 5))), 0, 1)
+	})
+	t.Run("f16 table", func(t *testing.T) {
+		h := newHarness(t)
+		a, rows := h.rand(-1, 1, 7, 9), []int32{8, 1, 1}
+		want := reference.GetRows(a.Map(reference.RoundF16), rows)
+		near(t, "GetRows f16", want, h.eval(h.c.GetRows(h.inF16(a), h.inI32(rows, 3))), 0, 1)
+	})
+	t.Run("batched", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.rand(-1, 1, 7, 9, 3, 2)
+		rows := make([]int32, 4*3*2)
+		for i := range rows {
+			rows[i] = int32(h.rng.IntN(9))
+		}
+		got := h.eval(h.c.GetRows(h.in(a), h.inI32(rows, 4, 3, 2)))
+		near(t, "GetRows batched", reference.GetRows(a, rows, 4, 3, 2), got, 0, 1)
+	})
+}
+
+func TestSetRows(t *testing.T) {
+	setRows := func(dst, src ref, idx []int32) ref {
+		out := dst.Clone()
+		for i, r := range idx {
+			copy(out.Row(int(r), 0, 0), src.Row(i, 0, 0))
+		}
+		return out
+	}
+	idx := []int32{6, 1, 3, 8}
+	t.Run("f32", func(t *testing.T) {
+		h := newHarness(t)
+		dst, src := h.rand(-1, 1, 7, 9), h.rand(-1, 1, 7, 4)
+		got := h.eval(h.c.SetRows(h.in(dst), h.in(src), h.inI32(idx, 4)))
+		near(t, "SetRows f32", setRows(dst, src, idx), got, 0, 1)
+	})
+	t.Run("f16 i64", func(t *testing.T) {
+		h := newHarness(t)
+		dst, src := h.rand(-1, 1, 7, 9), h.rand(-1, 1, 7, 4)
+		raw := make([]byte, 8*len(idx))
+		for i, v := range idx {
+			*(*int64)(unsafe.Pointer(&raw[8*i])) = int64(v)
+		}
+		set := h.c.SetRows(h.inF16(dst), h.in(src), h.inBytes(I64, raw, 4))
+		got := h.eval(h.c.Cast(set, F32))
+		want := setRows(dst, src, idx).Map(reference.RoundF16)
+		near(t, "SetRows f16", want, got, 0, 1)
+	})
+}
+
+func TestCrossEntropyLoss(t *testing.T) {
+	h := newHarness(t)
+	logits, labels := h.rand(-3, 3, 11, 6), h.rand(0, 1, 11, 6)
+	for r := 0; r < 6; r++ { // each label row is a distribution
+		row := labels.Row(r, 0, 0)
+		s := reference.Sum(reference.FromData(row, len(row)))
+		for i := range row {
+			row[i] /= s
+		}
+	}
+	got := h.eval(h.c.CrossEntropyLoss(h.in(logits), h.in(labels)))
+	near(t, "CrossEntropyLoss", reference.FromData([]float64{reference.CrossEntropyLoss(logits, labels)}, 1), got, 1e-5, 1)
+}
+
+func TestOptStepAdamW(t *testing.T) {
+	h := newHarness(t)
+	w, g, m, v := h.rand(-1, 1, 7, 5), h.rand(-1, 1, 7, 5), h.rand(-0.1, 0.1, 7, 5), h.rand(0, 0.01, 7, 5)
+	const lr, b1, b2, eps, wd, iter = 1e-2, 0.9, 0.999, 1e-8, 0.1, 3
+	b1h, b2h := reference.AdamWBiasCorrection(b1, b2, iter)
+	params := reference.FromData([]float64{lr, b1, b2, eps, wd, b1h, b2h}, 7)
+	wi, mi, vi := h.param(w), h.in(m), h.in(v)
+	h.run(h.c.OptStepAdamW(wi, h.in(g), mi, vi, h.in(params)))
+	wr, mr, vr := w.Clone(), m.Clone(), v.Clone()
+	reference.AdamWStep(wr.Data, g.Data, mr.Data, vr.Data, lr, b1, b2, eps, wd, b1h, b2h)
+	near(t, "OptStepAdamW w", wr, h.out(wi), 1e-6, 1)
+	near(t, "OptStepAdamW m", mr, h.out(mi), 1e-6, 1)
+	near(t, "OptStepAdamW v", vr, h.out(vi), 1e-6, 1)
+}
+
+func TestAcc(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.rand(-1, 1, 7, 5, 3), h.rand(-1, 1, 3, 2, 2)
+	ai := h.in(a)
+	nb := ai.Nb()
+	// b lands at element (2, 1, 1) of a, with rows one apart (case 1) or two apart (case 2).
+	acc1 := h.c.Acc(ai, h.in(b), nb[1], nb[2], nb[3], 4*(2+7*1+35*1))
+	acc2 := h.c.Acc(ai, h.in(b), 2*nb[1], nb[2], nb[3], 4*(2+7*1+35*1))
+	h.run(acc1, acc2)
+	for _, tc := range []struct {
+		stride int
+		got    *Tensor
+	}{{1, acc1}, {2, acc2}} {
+		want := a.Clone()
+		for i2 := 0; i2 < 2; i2++ {
+			for i1 := 0; i1 < 2; i1++ {
+				for i0 := 0; i0 < 3; i0++ {
+					want.Data[want.Index(2+i0, 1+tc.stride*i1, 1+i2)] += b.At(i0, i1, i2)
+				}
+			}
+		}
+		near(t, fmt.Sprint("Acc row stride ", tc.stride), want, h.out(tc.got), tight, 1)
+	}
+}
+
+func TestLayoutOps(t *testing.T) {
+	h := newHarness(t)
+	a := h.rand(-1, 1, 7, 5, 3, 2)
+	x := h.in(a)
+	reshape := h.c.Reshape(x, 15, 14)
+	flat := h.c.View(x, []int64{10}, nil, 4*5)
+	nb := x.Nb()
+	view := h.c.Cont(h.c.View(x, []int64{3, 2, 2}, []int{2 * nb[1], nb[2]}, 4*(1+7*1)))
+	view4 := h.c.Cont(h.c.View(x, []int64{4, 3, 2, 1}, []int{nb[1], nb[3], nb[3]}, 4*(3+7*2)))
+	transpose := h.c.Cont(h.c.Transpose(x))
+	axes := [][4]int{{0, 2, 1, 3}, {1, 2, 0, 3}, {2, 0, 1, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}}
+	perms := make([]*Tensor, len(axes))
+	for i, ax := range axes {
+		perms[i] = h.c.Cont(h.c.Permute(x, ax))
+	}
+	dup := h.c.Dup(x)
+	h.run(append([]*Tensor{reshape, flat, view, view4, transpose, dup}, perms...)...)
+
+	near(t, "Reshape", a.Reshape(15, 14), h.out(reshape), 0, 1)
+	near(t, "View 1-D", reference.FromData(a.Data[5:15], 10), h.out(flat), 0, 1)
+	wantView := reference.New(3, 2, 2)
+	for i2 := 0; i2 < 2; i2++ {
+		for i1 := 0; i1 < 2; i1++ {
+			for i0 := 0; i0 < 3; i0++ {
+				wantView.Set(a.At(1+i0, 1+2*i1, i2), i0, i1, i2)
+			}
+		}
+	}
+	near(t, "View 3-D strided", wantView, h.out(view), 0, 1)
+	wantView4 := reference.New(4, 3, 2, 1)
+	for i1 := 0; i1 < 3; i1++ {
+		for i0 := 0; i0 < 4; i0++ {
+			for i2 := 0; i2 < 2; i2++ {
+				// dims 2 and 3 step over whole i3 blocks of a (nb[3]), starting at (3, 2, 0, 0)
+				wantView4.Set(a.At(3+i0, 2+i1, 0, i2), i0, i1, i2, 0)
+			}
+		}
+	}
+	near(t, "View 4-D", wantView4, h.out(view4), 0, 1)
+	near(t, "Transpose+Cont", reference.Transpose(a), h.out(transpose), 0, 1)
+	near(t, "Dup", a, h.out(dup), 0, 1)
+	for i, ax := range axes {
+		near(t, fmt.Sprint("Permute", ax, "+Cont"), reference.Permute(a, ax[0], ax[1], ax[2], ax[3]), h.out(perms[i]), 0, 1)
+	}
+}
+
+func TestCopyAndCast(t *testing.T) {
+	h := newHarness(t)
+	a := h.rand(-100, 100, 7, 5, 3)
+	x := h.in(a)
+	f16 := h.c.Cpy(x, h.c.NewTensor(F16, 7, 5, 3))
+	round := h.c.Cpy(f16, h.c.NewTensor(F32, 7, 5, 3))
+	cast := h.c.Cast(h.c.Cast(x, F16), F32)
+	bf := h.c.Cast(h.c.Cast(x, BF16), F32)
+	into2D := h.c.Cpy(x, h.c.NewTensor(F32, 15, 7)) // a copy may reshape
+	h.run(round, cast, bf, into2D)
+	near(t, "Cpy f32→f16→f32", a.Map(reference.RoundF16), h.out(round), 0, 1)
+	near(t, "Cast f32→f16→f32", a.Map(reference.RoundF16), h.out(cast), 0, 1)
+	near(t, "Cast f32→bf16→f32", a.Map(reference.RoundBF16), h.out(bf), 0, 1)
+	near(t, "Cpy reshaping", a.Reshape(15, 7), h.out(into2D), 0, 1)
+}

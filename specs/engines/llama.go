@@ -1,0 +1,52 @@
+// Package engines declares the typed parameters of toy's model engines. cmd/kernelgen turns each
+// struct marked //kernelgen:config into a runtime config type in generated/config, with
+// defaults, presets, Validate, GGUF conversion and JSON. See docs/SPECS.md.
+package engines
+
+// Llama is the configuration of a LLaMA/SmolLM2 sequence model: its shape, its rotary position
+// embedding and the options of training it. GGUF keys follow llama.cpp, so checkpoints load in
+// llama.cpp and ollama; options only toy uses are stored under toy.*.
+//
+//kernelgen:config
+//kernelgen:preset smollm2-135m vocab=49152 d_model=576 d_ff=1536 n_heads=9 n_kv_heads=3 n_layers=30 context=2048 rope_base=100000 rms_eps=1e-5 tied_output=true
+//kernelgen:preset smollm2-360m vocab=49152 d_model=960 d_ff=2560 n_heads=15 n_kv_heads=5 n_layers=32 context=2048 rope_base=100000 rms_eps=1e-5 tied_output=true
+//kernelgen:preset smollm2-1.7b vocab=49152 d_model=2048 d_ff=8192 n_heads=32 n_kv_heads=32 n_layers=24 context=2048 rope_base=130000 rms_eps=1e-5 tied_output=true
+//kernelgen:preset demo vocab=2048 d_model=192 d_ff=512 n_heads=6 n_kv_heads=2 n_layers=4 context=256 rope_base=10000 rms_eps=1e-5 tied_output=true
+//kernelgen:preset tiny vocab=64 d_model=32 d_ff=64 n_heads=4 n_kv_heads=2 n_layers=2 context=32 rope_base=10000 rms_eps=1e-5 tied_output=true
+type Llama struct {
+	// Vocab is the number of tokens.
+	Vocab int `json:"vocab" gguf:"llama.vocab_size" default:"49152" min:"2" max:"1048576"`
+	// DModel is the width of the residual stream (embedding length).
+	DModel int `json:"d_model" gguf:"llama.embedding_length" default:"576" min:"1" max:"65536" multipleof:"n_heads"`
+	// DFF is the hidden width of the SwiGLU feed-forward block.
+	DFF int `json:"d_ff" gguf:"llama.feed_forward_length" default:"1536" min:"1" max:"262144"`
+	// NHeads is the number of attention (query) heads.
+	NHeads int `json:"n_heads" gguf:"llama.attention.head_count" default:"9" min:"1" max:"1024" multipleof:"n_kv_heads"`
+	// NKVHeads is the number of key/value heads (grouped-query attention when fewer than NHeads).
+	NKVHeads int `json:"n_kv_heads" gguf:"llama.attention.head_count_kv" default:"3" min:"1" max:"1024"`
+	// NLayers is the number of transformer blocks.
+	NLayers int `json:"n_layers" gguf:"llama.block_count" default:"30" min:"1" max:"1024"`
+	// Context is the longest sequence the model is trained for.
+	Context int `json:"context" gguf:"llama.context_length" default:"2048" min:"1" max:"1048576"`
+	// RopeBase is the base θ of the rotary embedding's frequencies.
+	RopeBase float32 `json:"rope_base" gguf:"llama.rope.freq_base" default:"10000" min:"1"`
+	// RopeScaling stretches positions beyond the trained context: none, linear or yarn.
+	RopeScaling string `json:"rope_scaling" gguf:"llama.rope.scaling.type" default:"none" enum:"none,linear,yarn"`
+	// RopeScaleFactor is the context extension factor for linear and YaRN scaling.
+	RopeScaleFactor float32 `json:"rope_scale_factor" gguf:"llama.rope.scaling.factor" default:"1" min:"1" max:"1024"`
+	// RopeOrigContext is the context the model was first trained with (YaRN).
+	RopeOrigContext int `json:"rope_orig_context" gguf:"llama.rope.scaling.original_context_length" default:"0" min:"0" max:"1048576"`
+	// RMSEps is the epsilon of RMSNorm.
+	RMSEps float32 `json:"rms_eps" gguf:"llama.attention.layer_norm_rms_epsilon" default:"1e-5" min:"0" max:"0.1"`
+	// TiedOutput shares the token embedding with the output projection (no output.weight).
+	TiedOutput bool `json:"tied_output" gguf:"toy.llama.tied_output" default:"true"`
+	// QKVBias adds a bias to the query, key and value projections (as Qwen2 does).
+	QKVBias bool `json:"qkv_bias" gguf:"toy.llama.qkv_bias" default:"false"`
+	// WeightType is the element type of the trained matrices: f32 (ggml's backward and AdamW
+	// step are f32 only).
+	WeightType string `json:"weight_type" gguf:"toy.llama.weight_type" default:"f32" enum:"f32"`
+	// InitScale is the standard deviation of the random initial weights.
+	InitScale float32 `json:"init_scale" gguf:"toy.llama.init_scale" default:"0.02" min:"0" max:"1"`
+	// Seed makes the random initialisation reproducible.
+	Seed int `json:"seed" gguf:"toy.llama.seed" default:"1" min:"0"`
+}
