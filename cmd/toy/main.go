@@ -6,8 +6,13 @@
 //
 // Commands:
 //
+//	train     train a LLaMA/SmolLM2-shaped model from scratch
+//	tokenizer train a byte-level BPE tokenizer (tokenizer train)
+//	tokenize  turn text into a token corpus
+//	plot      draw a run's loss curves to a PNG
 //	version   print the backend, the linked ggml and the SIMD it was compiled for
 //	bench     measure matrix-multiply throughput and graph-building overhead
+//	          (bench train: training throughput and memory of a model shape)
 //	help      print this help
 //
 // The backend (cpu, cuda, metal) is fixed when toy is built: `make` builds for cpu.
@@ -32,8 +37,12 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"train", "train a LLaMA/SmolLM2-shaped model from scratch (default: a demo model on Go's source)", runTrain},
+		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
+		{"tokenize", "turn text into a token corpus for train -corpus", runTokenize},
+		{"plot", "draw a run's loss curves to a PNG", runPlot},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "measure matrix-multiply throughput (GFLOP/s) and graph-building overhead", runBench},
+		{"bench", "matmul GFLOP/s and graph-building overhead; 'bench train': training tokens/s and memory", benchCommand},
 	}
 }
 
@@ -69,6 +78,14 @@ func run(args []string) int {
 	fmt.Fprintf(os.Stderr, "toy: unknown command %q\n\n", args[0])
 	usage(os.Stderr)
 	return 2
+}
+
+// benchCommand dispatches `toy bench` (matrix multiply) and `toy bench train`.
+func benchCommand(args []string) error {
+	if len(args) > 0 && args[0] == "train" {
+		return runBenchTrain(args[1:])
+	}
+	return runBench(args)
 }
 
 func runVersion(args []string) error {

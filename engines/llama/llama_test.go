@@ -212,3 +212,39 @@ func TestBadInput(t *testing.T) {
 	_, err = New(bad, be)
 	assert.ErrorContains(t, err, "not a multiple of n_heads")
 }
+
+// TestEvaluatorMatchesReference checks the forward-only graph's loss against the float64
+// reference, and that Greedy picks the reference's argmax.
+func TestEvaluatorMatchesReference(t *testing.T) {
+	be := newBackend(t)
+	rng := rand.New(rand.NewPCG(31, 32))
+	m, err := New(tinyConfig(t, false, true), be)
+	require.NoError(t, err)
+	defer m.Close()
+	ref := randomize(t, m, rng)
+	e, err := NewEvaluator(m, 6, 2)
+	require.NoError(t, err)
+	defer e.Close()
+	seqs := randomSeqs(rng, 2, 6, m.Cfg.Vocab)
+	loss, err := e.Loss(seqs)
+	require.NoError(t, err)
+	assert.InDelta(t, ref.loss(seqs, -1), float64(loss), 1e-4)
+
+	g, err := NewEvaluator(m, 6, 1)
+	require.NoError(t, err)
+	defer g.Close()
+	prompt := seqs[0][:3]
+	out, err := g.Greedy(prompt, 3, -1)
+	require.NoError(t, err)
+	require.Len(t, out, 6)
+	for i := 3; i < 6; i++ {
+		lg := ref.logits(out[:i], -1)[i-1]
+		best := 0
+		for id := range lg {
+			if lg[id] > lg[best] {
+				best = id
+			}
+		}
+		assert.Equal(t, int32(best), out[i], "token %d", i)
+	}
+}

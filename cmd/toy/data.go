@@ -1,0 +1,209 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toyml/toy/engines/data"
+	"github.com/toyml/toy/engines/plot"
+	"github.com/toyml/toy/engines/recipes"
+	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/ggml"
+)
+
+// readTexts reads the files named (directories are walked), or the Go standard library's
+// source when none is named, up to maxBytes (0: no limit).
+func readTexts(paths []string, maxBytes int64) ([][]byte, error) {
+	if len(paths) == 0 {
+		root, err := data.GoRoot()
+		if err != nil {
+			return nil, err
+		}
+		train, held, err := data.GoSource(root, maxBytes)
+		if err != nil {
+			return nil, err
+		}
+		var out [][]byte
+		for _, d := range append(train, held...) {
+			out = append(out, d.Text)
+		}
+		return out, nil
+	}
+	var out [][]byte
+	var total int64
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			if maxBytes > 0 && total >= maxBytes {
+				return filepath.SkipAll
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			out = append(out, b)
+			total += int64(len(b))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no text to read")
+	}
+	return out, nil
+}
+
+func runTokenizer(args []string) error {
+	if len(args) == 0 || args[0] != "train" {
+		return fmt.Errorf("usage: toy tokenizer train [flags] [text files or directories]")
+	}
+	fs := flag.NewFlagSet("tokenizer train", flag.ContinueOnError)
+	vocab := fs.Int("vocab", 2048, "vocabulary size (special and byte tokens included)")
+	out := fs.String("o", "tokenizer.gguf", "output GGUF file (tokenizer.ggml.* keys, as llama.cpp reads them)")
+	maxBytes := fs.Int64("max-text-bytes", 6<<20, "read at most this much text (0: all)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy tokenizer train [flags] [text files or directories]
+
+Trains a byte-level BPE tokenizer (GPT-2 pre-tokenization, <|endoftext|> as BOS/EOS) on the
+text (default: the Go standard library's source) and writes it as GGUF tokenizer metadata.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	texts, err := readTexts(fs.Args(), *maxBytes)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	tok, err := tokenizer.Train(func(yield func([]byte) bool) {
+		for _, t := range texts {
+			if !yield(t) {
+				return
+			}
+		}
+	}, *vocab, tokenizer.TrainOptions{})
+	if err != nil {
+		return err
+	}
+	w, err := ggml.NewGGUFWriter()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if err := w.Set("general.architecture", "toy.tokenizer"); err != nil {
+		return err
+	}
+	for _, kv := range tok.GGUF() {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			return err
+		}
+	}
+	if err := w.WriteFile(*out); err != nil {
+		return err
+	}
+	fmt.Printf("trained %d tokens on %d texts in %.1fs: %s\n", tok.VocabSize(), len(texts), time.Since(t0).Seconds(), *out)
+	return nil
+}
+
+func runTokenize(args []string) error {
+	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+	tokPath := fs.String("tokenizer", "", "GGUF file holding the tokenizer (a checkpoint or `toy tokenizer train` output)")
+	out := fs.String("o", "corpus.tok", "output token corpus")
+	maxBytes := fs.Int64("max-text-bytes", 0, "read at most this much text (0: all)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy tokenize -tokenizer FILE [flags] [text files or directories]
+
+Turns text (default: the Go standard library's source) into a token corpus for toy train
+-corpus: a header (magic "TOYTOKS\n", version, token width, vocabulary size, count) and the ids,
+little-endian. Each text ends with the end-of-text token.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tokPath == "" {
+		return errors.New("-tokenizer is required (make one with toy tokenizer train)")
+	}
+	tok, err := recipes.LoadTokenizer(*tokPath)
+	if err != nil {
+		return err
+	}
+	texts, err := readTexts(fs.Args(), *maxBytes)
+	if err != nil {
+		return err
+	}
+	width := 2
+	if tok.VocabSize() > 1<<16 {
+		width = 4
+	}
+	w, err := data.NewWriter(*out, width, tok.VocabSize())
+	if err != nil {
+		return err
+	}
+	for _, t := range texts {
+		ids := tok.Encode(string(t), tokenizer.EncodeOptions{})
+		if eos := tok.EOS(); eos >= 0 {
+			ids = append(ids, eos)
+		}
+		if err := w.Write(ids); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	n := w.Count()
+	if err := w.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("%d tokens from %d texts: %s\n", n, len(texts), *out)
+	return nil
+}
+
+func runPlot(args []string) error {
+	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
+	out := fs.String("o", "", "output PNG (default: <run>/loss.png)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: toy plot [-o FILE.png] runs/<id>\n\nDraws the run's training and held-out loss curves to a PNG.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("name one run directory")
+	}
+	dir := fs.Arg(0)
+	events, err := runs.ReadEvents(filepath.Join(dir, runs.EventsFile))
+	if err != nil && len(events) == 0 {
+		return err
+	}
+	train, held := plot.FromEvents(events)
+	if *out == "" {
+		*out = filepath.Join(dir, "loss.png")
+	}
+	err = runs.AtomicWriteFile(*out, func(w io.Writer) error {
+		return plot.LossPNG(w, train, held, plot.Options{Title: "loss of " + filepath.Base(dir)})
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d training and %d held-out points: %s\n", len(train), len(held), *out)
+	return nil
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/toyml/toy/engines/recipes"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/config"
+)
+
+func runTrain(args []string) error {
+	s := recipes.DefaultScratch()
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	preset := fs.String("preset", "demo", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
+	layers := fs.Int("layers", 0, "override the preset's number of layers")
+	dModel := fs.Int("d-model", 0, "override the preset's width")
+	dFF := fs.Int("d-ff", 0, "override the preset's feed-forward width")
+	heads := fs.Int("heads", 0, "override the preset's attention heads")
+	kvHeads := fs.Int("kv-heads", 0, "override the preset's key/value heads")
+	vocab := fs.Int("vocab", 0, "tokenizer vocabulary size to train (default: the preset's)")
+	ctxLen := fs.Int("context", 0, "override the preset's context length")
+	fs.StringVar(&s.Text, "text", "", "a text file or directory to train on (default: the Go standard library's source)")
+	fs.StringVar(&s.Corpus, "corpus", "", "a token corpus made by `toy tokenize` (needs -tokenizer)")
+	fs.StringVar(&s.Tokenizer, "tokenizer", "", "a GGUF file holding the tokenizer (a checkpoint or `toy tokenizer train` output)")
+	fs.Int64Var(&s.MaxTextBytes, "max-text-bytes", s.MaxTextBytes, "read at most this much text (0: all)")
+	fs.IntVar(&s.Steps, "steps", s.Steps, "optimizer steps")
+	tokens := fs.Int64("tokens", 0, "train on about this many tokens instead of -steps")
+	fs.IntVar(&s.Batch, "batch", s.Batch, "sequences per step")
+	fs.IntVar(&s.SeqLen, "seq", s.SeqLen, "tokens per sequence (at most the context)")
+	fs.StringVar(&s.Schedule, "schedule", s.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
+	fs.Float64Var(&s.LR, "lr", s.LR, "peak learning rate")
+	fs.Float64Var(&s.MinLR, "min-lr", s.MinLR, "final learning rate of the cosine schedule")
+	fs.IntVar(&s.Warmup, "warmup", s.Warmup, "warmup steps")
+	fs.Float64Var(&s.AdamW.WeightDecay, "weight-decay", s.AdamW.WeightDecay, "AdamW weight decay (matrices only)")
+	fs.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the initial weights and the batch order")
+	fs.IntVar(&s.Threads, "t", s.Threads, "CPU threads")
+	fs.IntVar(&s.EvalEvery, "eval-every", s.EvalEvery, "steps between held-out evaluations (0: at the end only)")
+	fs.IntVar(&s.EvalBatches, "eval-batches", s.EvalBatches, "batches per held-out evaluation")
+	fs.IntVar(&s.SaveEvery, "save-every", s.SaveEvery, "steps between checkpoints (0: at the end only)")
+	fs.StringVar(&s.RunsDir, "runs", s.RunsDir, "directory for run bundles")
+	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options (-steps may set a new total)")
+	fs.BoolVar(&s.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	fs.IntVar(&s.SampleTokens, "sample", s.SampleTokens, "tokens of greedy sample to print at the end (0: none)")
+	fs.StringVar(&s.SamplePrompt, "prompt", s.SamplePrompt, "prompt of the final sample")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy train [flags]
+
+Trains a LLaMA/SmolLM2-shaped model from scratch and saves it as a GGUF checkpoint that
+llama.cpp and ollama can load. With no flags it trains the demo model on the Go standard
+library's source for about two minutes on two cores, then prints a greedy sample.
+
+Each run writes runs/<id>/: events.jsonl (schema toy/v1), train.tok and heldout.tok (the
+tokenized data), and weights/model.gguf plus weights/optimizer.gguf. Ctrl-C saves a checkpoint
+and exits; -resume runs/<id> continues it bit for bit.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see toy train -h)", fs.Arg(0))
+	}
+	m, err := config.LlamaPreset(*preset)
+	if err != nil {
+		return err
+	}
+	for _, o := range []struct {
+		v   int
+		dst *int
+	}{{*layers, &m.NLayers}, {*dModel, &m.DModel}, {*dFF, &m.DFF}, {*heads, &m.NHeads}, {*kvHeads, &m.NKVHeads}, {*vocab, &m.Vocab}, {*ctxLen, &m.Context}} {
+		if o.v != 0 {
+			*o.dst = o.v
+		}
+	}
+	s.Model = m
+	if s.Resume != "" {
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "steps" {
+				s.ResumeSteps = s.Steps
+			}
+		})
+	}
+	if *tokens > 0 {
+		s.Steps = int(max(1, *tokens/int64(s.Batch*s.SeqLen)))
+	}
+	if s.SeqLen > s.Model.Context {
+		s.SeqLen = s.Model.Context
+	}
+	s.Out = os.Stdout
+	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		s.Interactive = true
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := s.Run(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Interrupted {
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+// Package tokenizer is a byte-level BPE tokenizer compatible with llama.cpp's
+// "gpt2" tokenizer model (the one GPT-2, LLaMA 3, Qwen 2 and SmolLM2 use).
+//
+// A model trained by toy stores its tokenizer in the GGUF checkpoint under
+// llama.cpp's keys (tokenizer.ggml.*); other GGUF runtimes (llama.cpp,
+// ollama) then tokenize exactly as toy does. The package trains such a
+// vocabulary (Train), encodes and decodes text with it, writes it as GGUF
+// key-value pairs (Tokenizer.GGUF) and loads it, or any other gpt2-model
+// vocabulary, back from them (FromGGUF).
+//
+// # Byte level
+//
+// As in GPT-2, every byte is first mapped to a printable rune: the 188
+// printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ') to themselves and the other
+// 68 to U+0100 + n in byte order (so ' ' is 'Ġ' and '\n' is 'Ċ'). Normal
+// tokens and merges are stored in that mapped form (MapBytes, UnmapBytes).
+// Control and user-defined tokens are stored as their raw text, as llama.cpp
+// expects.
+//
+// # Pre-tokenizers
+//
+// Before BPE the text is split into chunks that merges never cross. The
+// split is chosen by llama.cpp's tokenizer.ggml.pre value, mapped to regexes
+// as llama.cpp's src/llama-vocab.cpp does (PreTokenizerByName,
+// PreTokenizerNames).
+//
+// "gpt-2" (also "phi-2", "mpt", "olmo", "jais", "jina-es", ...) is GPT-2's
+// regex:
+//
+//	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//
+// "llama3" (also "llama-bpe", "llama-v3", "falcon3", "pixtral", ..., and
+// "dbrx", "smaug-bpe") is LLaMA 3's:
+//
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// For all of these but "dbrx" and "smaug-bpe" llama.cpp also sets
+// ignore_merges (a chunk that is a whole token is emitted as that token
+// without running the merges) and defaults add_bos to true; so does this
+// package.
+//
+// "qwen2" (also "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan") is
+// LLaMA 3's regex with single digits (\p{N} for \p{N}{1,3}).
+//
+// "smollm" (also "starcoder", "refact", "command-r", "codeshell", "exaone",
+// "minerva-7b") splits off every digit on its own (\p{N}), then runs
+// GPT-2's regex on the pieces in between. SmolLM and SmolLM2 GGUF files carry
+// this name: llama.cpp gives LLAMA_VOCAB_PRE_TYPE_SMOLLM the same regexes as
+// STARCODER, which is what their Hugging Face pre-tokenizer
+// (Digits(individual_digits) then ByteLevel) does.
+//
+// "default" (and a missing or empty pre) is llama.cpp's fallback, four
+// regexes in turn:
+//
+//	[\p{P}\$\+<=>\^~\|]+
+//	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+//	\p{N}+
+//	[0-9][0-9][0-9]
+//
+// They are written by hand (Go's regexp has no lookahead) and follow
+// llama.cpp: a later regex only splits the pieces of an earlier one, text
+// no match covers stays a piece of its own, \s is Unicode White_Space,
+// \p{L}, \p{N} and \p{P} are Unicode's categories. One deliberate
+// difference: llama.cpp replaces bytes that are not valid UTF-8 by U+FFFD
+// before splitting; here each such byte stays itself and is classed like
+// U+FFFD (neither letter, digit nor space), so chunks fall at the same places
+// and encoding stays lossless. Character classes come from Go's unicode
+// tables, which may trail llama.cpp's by a Unicode version for newly
+// assigned characters.
+//
+// # Encoding and decoding
+//
+// Within a chunk the merges are applied lowest rank first, leftmost first on
+// ties, as llama.cpp does. A symbol the merges leave that is not a token is
+// emitted byte by byte (a trained vocabulary holds all 256 byte tokens).
+// Control, unknown and user-defined tokens are matched verbatim in the text
+// before pre-tokenization, longest first: user-defined ones always, control
+// ones only with EncodeOptions.ParseSpecial (llama.cpp's parse_special).
+// Decoding maps normal tokens back to bytes; invalid UTF-8 is kept as is.
+// Control tokens decode to their text only with DecodeOptions.Special.
+// llama.cpp's clean_spaces option of detokenization is not applied.
+//
+// # Training
+//
+// Train pre-tokenizes the texts ("gpt-2" by default), counts the distinct
+// chunks, starts from the special tokens (ids 0, 1, ...) and the 256 byte
+// tokens and repeatedly merges the most frequent adjacent pair until the
+// vocabulary has the requested size or no pair occurs often enough. Pair
+// counts are kept up to date incrementally, so a merge touches only the
+// distinct chunks that hold the pair. The result depends only on the input:
+// ties are broken by the pair's bytes.
+package tokenizer

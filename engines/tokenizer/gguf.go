@@ -1,0 +1,209 @@
+package tokenizer
+
+import (
+	"fmt"
+	"math"
+)
+
+// KV is one GGUF metadata key-value pair. Value is a string, []string,
+// []int32, uint32 or bool, the Go types of the GGUF types llama.cpp reads for
+// these keys.
+type KV struct {
+	Key   string
+	Value any
+}
+
+// GGUF keys of a tokenizer, as llama.cpp names them.
+const (
+	KeyModel     = "tokenizer.ggml.model"
+	KeyPre       = "tokenizer.ggml.pre"
+	KeyTokens    = "tokenizer.ggml.tokens"
+	KeyTokenType = "tokenizer.ggml.token_type"
+	KeyMerges    = "tokenizer.ggml.merges"
+	KeyBOS       = "tokenizer.ggml.bos_token_id"
+	KeyEOS       = "tokenizer.ggml.eos_token_id"
+	KeyUNK       = "tokenizer.ggml.unknown_token_id"
+	KeyPAD       = "tokenizer.ggml.padding_token_id"
+	KeyAddBOS    = "tokenizer.ggml.add_bos_token"
+	KeyAddEOS    = "tokenizer.ggml.add_eos_token"
+)
+
+// Model is the tokenizer.ggml.model value of byte-level BPE.
+const Model = "gpt2"
+
+// GGUF returns the tokenizer as the GGUF key-value pairs llama.cpp reads:
+// model "gpt2", pre, tokens, token types, merges, the special ids that are
+// set and the add_bos/add_eos flags.
+func (t *Tokenizer) GGUF() []KV {
+	types := make([]int32, len(t.v.Types))
+	for i, ty := range t.v.Types {
+		types[i] = int32(ty)
+	}
+	kvs := []KV{
+		{KeyModel, Model},
+		{KeyPre, t.pre.name},
+		{KeyTokens, append([]string(nil), t.v.Tokens...)},
+		{KeyTokenType, types},
+		{KeyMerges, append([]string(nil), t.v.Merges...)},
+	}
+	for _, id := range []struct {
+		key string
+		id  int32
+	}{{KeyBOS, t.v.BOS}, {KeyEOS, t.v.EOS}, {KeyUNK, t.v.UNK}, {KeyPAD, t.v.PAD}} {
+		if id.id >= 0 {
+			kvs = append(kvs, KV{id.key, uint32(id.id)})
+		}
+	}
+	kvs = append(kvs, KV{KeyAddBOS, t.v.AddBOS}, KV{KeyAddEOS, t.v.AddEOS})
+	return kvs
+}
+
+// FromGGUF loads a gpt2-model vocabulary from GGUF metadata; get returns the
+// value of a key as a GGUF reader gives it (string, []string, []int32, an
+// integer type, bool). tokenizer.ggml.model ("gpt2"), tokens and merges are
+// required; pre defaults to "default" and token types to normal, as in
+// llama.cpp. The special ids are those the file sets (none otherwise); add_bos
+// defaults to llama.cpp's default for the pre-tokenizer.
+func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
+	model, err := ggufString(get, KeyModel, true)
+	if err != nil {
+		return nil, err
+	}
+	if model != Model {
+		return nil, fmt.Errorf("tokenizer: %s is %q, only %q (byte-level BPE) is supported", KeyModel, model, Model)
+	}
+	v := Vocab{BOS: -1, EOS: -1, UNK: -1, PAD: -1}
+	if v.Pre, err = ggufString(get, KeyPre, false); err != nil {
+		return nil, err
+	}
+	pre, err := lookupPre(v.Pre)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: %w", KeyPre, err)
+	}
+	v.AddBOS = pre.addBOS
+	if v.Tokens, err = ggufStrings(get, KeyTokens, true); err != nil {
+		return nil, err
+	}
+	if v.Merges, err = ggufStrings(get, KeyMerges, true); err != nil {
+		return nil, err
+	}
+	if x, ok := get(KeyTokenType); ok {
+		types, ok := x.([]int32)
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: %s is %T, want []int32", KeyTokenType, x)
+		}
+		if len(types) != len(v.Tokens) {
+			return nil, fmt.Errorf("tokenizer: %s has %d entries for %d tokens", KeyTokenType, len(types), len(v.Tokens))
+		}
+		v.Types = make([]TokenType, len(types))
+		for i, ty := range types {
+			v.Types[i] = TokenType(ty)
+		}
+	}
+	for _, id := range []struct {
+		key string
+		dst *int32
+	}{{KeyBOS, &v.BOS}, {KeyEOS, &v.EOS}, {KeyUNK, &v.UNK}, {KeyPAD, &v.PAD}} {
+		x, ok := get(id.key)
+		if !ok {
+			continue
+		}
+		n, ok := ggufInt(x)
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: %s is %T, want an integer", id.key, x)
+		}
+		if n < 0 || n >= int64(len(v.Tokens)) {
+			return nil, fmt.Errorf("tokenizer: %s is %d, not a token id (vocabulary of %d)", id.key, n, len(v.Tokens))
+		}
+		*id.dst = int32(n)
+	}
+	for _, f := range []struct {
+		key string
+		dst *bool
+	}{{KeyAddBOS, &v.AddBOS}, {KeyAddEOS, &v.AddEOS}} {
+		x, ok := get(f.key)
+		if !ok {
+			continue
+		}
+		b, ok := x.(bool)
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: %s is %T, want bool", f.key, x)
+		}
+		*f.dst = b
+	}
+	// A flag without its token (as llama.cpp would assert on).
+	if v.AddBOS && v.BOS < 0 {
+		return nil, fmt.Errorf("tokenizer: BOS is to be added but %s is missing", KeyBOS)
+	}
+	if v.AddEOS && v.EOS < 0 {
+		return nil, fmt.Errorf("tokenizer: EOS is to be added but %s is missing", KeyEOS)
+	}
+	return New(v)
+}
+
+// FromKVs is FromGGUF over a list of key-value pairs, such as GGUF returns.
+func FromKVs(kvs []KV) (*Tokenizer, error) {
+	m := make(map[string]any, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return FromGGUF(func(k string) (any, bool) { v, ok := m[k]; return v, ok })
+}
+
+func ggufString(get func(string) (any, bool), key string, required bool) (string, error) {
+	x, ok := get(key)
+	if !ok {
+		if required {
+			return "", fmt.Errorf("tokenizer: %s is missing", key)
+		}
+		return "", nil
+	}
+	s, ok := x.(string)
+	if !ok {
+		return "", fmt.Errorf("tokenizer: %s is %T, want string", key, x)
+	}
+	return s, nil
+}
+
+func ggufStrings(get func(string) (any, bool), key string, required bool) ([]string, error) {
+	x, ok := get(key)
+	if !ok {
+		if required {
+			return nil, fmt.Errorf("tokenizer: %s is missing", key)
+		}
+		return nil, nil
+	}
+	s, ok := x.([]string)
+	if !ok {
+		return nil, fmt.Errorf("tokenizer: %s is %T, want []string", key, x)
+	}
+	return s, nil
+}
+
+// ggufInt converts a GGUF integer scalar to int64.
+func ggufInt(x any) (int64, bool) {
+	switch n := x.(type) {
+	case uint8:
+		return int64(n), true
+	case int8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case uint64:
+		if n > math.MaxInt64 {
+			return math.MaxInt64, true
+		}
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
+}

@@ -1,0 +1,515 @@
+package tokenizer
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// TokenType is the type of a token, as in tokenizer.ggml.token_type.
+//
+// Normal tokens (and undefined and byte ones, which a gpt2 vocabulary does
+// not normally hold) are byte-level text that merges build. Control,
+// unknown and user-defined tokens are raw text matched verbatim in the input;
+// unused tokens are never produced and decode to nothing.
+type TokenType int32
+
+// Token types (llama.cpp's llama_token_type).
+const (
+	TypeUndefined   TokenType = 0
+	TypeNormal      TokenType = 1
+	TypeUnknown     TokenType = 2
+	TypeControl     TokenType = 3
+	TypeUserDefined TokenType = 4
+	TypeUnused      TokenType = 5
+	TypeByte        TokenType = 6
+)
+
+// special reports whether tokens of type t are matched verbatim in the text
+// instead of being built by merges.
+func (t TokenType) special() bool {
+	return t == TypeControl || t == TypeUserDefined || t == TypeUnknown
+}
+
+// Vocab is the content of a gpt2-model vocabulary, in the form GGUF stores
+// it.
+type Vocab struct {
+	// Pre is the tokenizer.ggml.pre value that selects the pre-tokenizer
+	// ("" is "default").
+	Pre string
+	// Tokens are the token strings: normal tokens in byte-level (mapped)
+	// form, control and user-defined tokens as raw text.
+	Tokens []string
+	// Types are the token types, one per token; nil means all normal.
+	Types []TokenType
+	// Merges are the merges in rank order, each "a b" with a and b tokens
+	// in mapped form.
+	Merges []string
+	// BOS, EOS, UNK and PAD are token ids, -1 for none.
+	BOS, EOS, UNK, PAD int32
+	// AddBOS and AddEOS say whether EncodeOptions.AddSpecial adds BOS and
+	// EOS.
+	AddBOS, AddEOS bool
+}
+
+// merge is what a pair of symbols merges into.
+type merge struct {
+	rank int32
+	sym  int32
+}
+
+// Tokenizer is a byte-level BPE tokenizer. It is safe for concurrent use.
+type Tokenizer struct {
+	v   Vocab
+	pre preTok
+
+	ids      map[string]int32 // token string (as stored) → id
+	bpeTok   map[string]int32 // raw bytes of merge-built tokens → id
+	pieces   []string         // raw bytes each token decodes to
+	specials []int32          // tokens matched verbatim, longest first
+
+	// BPE works on symbols: 0..255 are the bytes, the others are strings
+	// that merges build. symTok is a symbol's token id (-1 if not a token).
+	symTok  []int32
+	symRaw  []string
+	merges  map[uint64]merge
+	byteTok [256]int32
+}
+
+func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
+
+// New builds a tokenizer from a vocabulary. It checks that the token types
+// match the tokens, that tokens are unique, that each merge is two tokens
+// joined by a space and that the special ids are tokens.
+func New(v Vocab) (*Tokenizer, error) {
+	pre, err := lookupPre(v.Pre)
+	if err != nil {
+		return nil, err
+	}
+	n := len(v.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("tokenizer: empty vocabulary")
+	}
+	if int64(n) > 1<<31-1 {
+		return nil, fmt.Errorf("tokenizer: %d tokens are too many", n)
+	}
+	if v.Types == nil {
+		v.Types = make([]TokenType, n)
+		for i := range v.Types {
+			v.Types[i] = TypeNormal
+		}
+	} else if len(v.Types) != n {
+		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(v.Types), n)
+	}
+	t := &Tokenizer{
+		v:      v,
+		pre:    pre,
+		ids:    make(map[string]int32, n),
+		bpeTok: make(map[string]int32, n),
+		pieces: make([]string, n),
+		merges: make(map[uint64]merge, len(v.Merges)),
+	}
+	for i, s := range v.Tokens {
+		if s == "" {
+			return nil, fmt.Errorf("tokenizer: token %d is empty", i)
+		}
+		if j, dup := t.ids[s]; dup {
+			return nil, fmt.Errorf("tokenizer: token %q appears twice, ids %d and %d", s, j, i)
+		}
+		t.ids[s] = int32(i)
+		typ := v.Types[i]
+		if typ.special() {
+			t.pieces[i] = s
+			t.specials = append(t.specials, int32(i))
+			continue
+		}
+		raw, ok := UnmapBytes(s)
+		if !ok {
+			// Not byte-level text: merges cannot build it; it decodes to
+			// its text.
+			t.pieces[i] = s
+			continue
+		}
+		t.pieces[i] = raw
+		if typ != TypeUnused {
+			t.bpeTok[raw] = int32(i)
+		}
+	}
+	// Longest first; ties by id, for a fixed order.
+	slices.SortStableFunc(t.specials, func(a, b int32) int {
+		return len(v.Tokens[b]) - len(v.Tokens[a])
+	})
+	for _, id := range []struct {
+		name string
+		id   int32
+	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"PAD", v.PAD}} {
+		if id.id < -1 || id.id >= int32(n) {
+			return nil, fmt.Errorf("tokenizer: %s id %d is not a token (vocabulary of %d)", id.name, id.id, n)
+		}
+	}
+	if v.AddBOS && v.BOS < 0 {
+		return nil, fmt.Errorf("tokenizer: AddBOS without a BOS token")
+	}
+	if v.AddEOS && v.EOS < 0 {
+		return nil, fmt.Errorf("tokenizer: AddEOS without an EOS token")
+	}
+
+	// Symbols: the 256 bytes, then whatever merges build.
+	symID := make(map[string]int32, len(v.Merges)+256)
+	sym := func(raw string) int32 {
+		if s, ok := symID[raw]; ok {
+			return s
+		}
+		s := int32(len(t.symRaw))
+		symID[raw] = s
+		t.symRaw = append(t.symRaw, raw)
+		tok, ok := t.bpeTok[raw]
+		if !ok {
+			tok = -1
+		}
+		t.symTok = append(t.symTok, tok)
+		return s
+	}
+	for b := 0; b < 256; b++ {
+		sym(string([]byte{byte(b)}))
+		t.byteTok[b] = t.symTok[b]
+	}
+	for rank, m := range v.Merges {
+		// As llama.cpp: split at the first space after the first byte.
+		k := -1
+		if len(m) > 1 {
+			k = strings.IndexByte(m[1:], ' ')
+		}
+		if k < 0 {
+			return nil, fmt.Errorf("tokenizer: merge %d %q is not two tokens separated by a space", rank, m)
+		}
+		a, b := m[:k+1], m[k+2:]
+		if _, ok := t.ids[a]; !ok {
+			return nil, fmt.Errorf("tokenizer: merge %d %q: %q is not a token", rank, m, a)
+		}
+		if _, ok := t.ids[b]; !ok {
+			return nil, fmt.Errorf("tokenizer: merge %d %q: %q is not a token", rank, m, b)
+		}
+		ra, okA := UnmapBytes(a)
+		rb, okB := UnmapBytes(b)
+		if !okA || !okB {
+			continue // not byte-level text: can never apply
+		}
+		sa, sb := sym(ra), sym(rb)
+		key := pairKey(sa, sb)
+		if _, dup := t.merges[key]; dup {
+			continue // the first rank wins, as in llama.cpp
+		}
+		t.merges[key] = merge{rank: int32(rank), sym: sym(ra + rb)}
+	}
+	return t, nil
+}
+
+// Vocab returns the tokenizer's vocabulary. The slices are shared; do not
+// modify them.
+func (t *Tokenizer) Vocab() Vocab { return t.v }
+
+// VocabSize returns the number of tokens.
+func (t *Tokenizer) VocabSize() int { return len(t.v.Tokens) }
+
+// Pre returns the tokenizer.ggml.pre value of the pre-tokenizer.
+func (t *Tokenizer) Pre() string { return t.pre.name }
+
+// BOS returns the id of the beginning-of-sequence token, -1 if none.
+func (t *Tokenizer) BOS() int32 { return t.v.BOS }
+
+// EOS returns the id of the end-of-sequence token, -1 if none.
+func (t *Tokenizer) EOS() int32 { return t.v.EOS }
+
+// Token returns the string of token id as stored (mapped form for normal
+// tokens), or "" if id is out of range.
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.v.Tokens) {
+		return ""
+	}
+	return t.v.Tokens[id]
+}
+
+// TokenType returns the type of token id, TypeUndefined if out of range.
+func (t *Tokenizer) TokenType(id int32) TokenType {
+	if id < 0 || int(id) >= len(t.v.Types) {
+		return TypeUndefined
+	}
+	return t.v.Types[id]
+}
+
+// ID returns the id of the token whose stored string is s.
+func (t *Tokenizer) ID(s string) (int32, bool) {
+	id, ok := t.ids[s]
+	return id, ok
+}
+
+// EncodeOptions control Encode.
+type EncodeOptions struct {
+	// AddSpecial adds the BOS and EOS tokens as the vocabulary's AddBOS and
+	// AddEOS say (llama.cpp's add_special).
+	AddSpecial bool
+	// ParseSpecial matches control tokens (such as "<|endoftext|>") in the
+	// text and emits them as themselves (llama.cpp's parse_special).
+	// User-defined tokens are always matched.
+	ParseSpecial bool
+}
+
+// Encode returns the token ids of text. text may hold any bytes: invalid
+// UTF-8 is encoded byte by byte. A byte that no token stands for is encoded
+// as the UNK token if the vocabulary has one and dropped otherwise (a
+// trained vocabulary holds all 256 bytes).
+func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
+	out := make([]int32, 0, len(text)/3+2)
+	if opts.AddSpecial && t.v.AddBOS {
+		out = append(out, t.v.BOS)
+	}
+	e := encoder{t: t}
+	t.partition(text, opts.ParseSpecial, func(frag string, special int32) {
+		if special >= 0 {
+			out = append(out, special)
+			return
+		}
+		out = e.encodeText(out, frag)
+	})
+	if opts.AddSpecial && t.v.AddEOS {
+		out = append(out, t.v.EOS)
+	}
+	return out
+}
+
+// partition splits text at the special tokens in it, longest first, and
+// calls f for each fragment in order: with special = -1 for ordinary text
+// and with the token id for a special token.
+func (t *Tokenizer) partition(text string, parseSpecial bool, f func(frag string, special int32)) {
+	type frag struct {
+		s  string
+		id int32
+	}
+	frags := []frag{{text, -1}}
+	for _, id := range t.specials {
+		if !parseSpecial && t.v.Types[id] != TypeUserDefined {
+			continue
+		}
+		tok := t.v.Tokens[id]
+		var next []frag
+		changed := false
+		for _, fr := range frags {
+			if fr.id >= 0 || !strings.Contains(fr.s, tok) {
+				next = append(next, fr)
+				continue
+			}
+			changed = true
+			s := fr.s
+			for {
+				k := strings.Index(s, tok)
+				if k < 0 {
+					break
+				}
+				if k > 0 {
+					next = append(next, frag{s[:k], -1})
+				}
+				next = append(next, frag{tok, id})
+				s = s[k+len(tok):]
+			}
+			if s != "" {
+				next = append(next, frag{s, -1})
+			}
+		}
+		if changed {
+			frags = next
+		}
+	}
+	for _, fr := range frags {
+		f(fr.s, fr.id)
+	}
+}
+
+// encoder holds the buffers of encoding.
+type encoder struct {
+	t    *Tokenizer
+	sp   splitter
+	syms []symbol
+	q    pairQueue
+}
+
+type symbol struct {
+	sym        int32
+	prev, next int32
+}
+
+// encodeText appends the tokens of ordinary text to out.
+func (e *encoder) encodeText(out []int32, text string) []int32 {
+	ends := e.sp.split(e.t.pre.stages, text)
+	prev := 0
+	for _, end := range ends {
+		out = e.encodeChunk(out, text[prev:end])
+		prev = end
+	}
+	return out
+}
+
+// encodeChunk appends the tokens of one pre-tokenized chunk to out.
+func (e *encoder) encodeChunk(out []int32, chunk string) []int32 {
+	t := e.t
+	if len(chunk) == 1 || t.pre.ignoreMerges {
+		if id, ok := t.bpeTok[chunk]; ok {
+			return append(out, id)
+		}
+	}
+	syms := e.syms[:0]
+	for i := 0; i < len(chunk); i++ {
+		syms = append(syms, symbol{sym: int32(chunk[i]), prev: int32(i - 1), next: int32(i + 1)})
+	}
+	syms[len(syms)-1].next = -1
+	q := e.q[:0]
+	for i := 0; i+1 < len(syms); i++ {
+		if m, ok := t.merges[pairKey(syms[i].sym, syms[i+1].sym)]; ok {
+			q.push(bigram{rank: m.rank, left: int32(i), right: int32(i + 1), ls: syms[i].sym, rs: syms[i+1].sym, into: m.sym})
+		}
+	}
+	for len(q) > 0 {
+		b := q.pop()
+		l, r := &syms[b.left], &syms[b.right]
+		// Outdated: one side has been merged since.
+		if l.sym != b.ls || r.sym != b.rs || l.next != b.right {
+			continue
+		}
+		l.sym = b.into
+		l.next = r.next
+		if r.next >= 0 {
+			syms[r.next].prev = b.left
+		}
+		r.sym = -1
+		if l.prev >= 0 {
+			p := &syms[l.prev]
+			if m, ok := t.merges[pairKey(p.sym, l.sym)]; ok {
+				q.push(bigram{rank: m.rank, left: l.prev, right: b.left, ls: p.sym, rs: l.sym, into: m.sym})
+			}
+		}
+		if l.next >= 0 {
+			nx := &syms[l.next]
+			if m, ok := t.merges[pairKey(l.sym, nx.sym)]; ok {
+				q.push(bigram{rank: m.rank, left: b.left, right: l.next, ls: l.sym, rs: nx.sym, into: m.sym})
+			}
+		}
+	}
+	for i := int32(0); i >= 0; i = syms[i].next {
+		s := syms[i].sym
+		if tok := t.symTok[s]; tok >= 0 {
+			out = append(out, tok)
+			continue
+		}
+		// Not a token: emit its bytes.
+		for _, c := range []byte(t.symRaw[s]) {
+			if tok := t.byteTok[c]; tok >= 0 {
+				out = append(out, tok)
+			} else if t.v.UNK >= 0 {
+				out = append(out, t.v.UNK)
+			}
+		}
+	}
+	e.syms, e.q = syms, q
+	return out
+}
+
+// bigram is a candidate merge of symbols left and right.
+type bigram struct {
+	rank        int32
+	left, right int32
+	ls, rs      int32 // the symbols when queued
+	into        int32
+}
+
+// pairQueue is a binary min-heap of bigrams by rank, then position.
+type pairQueue []bigram
+
+func (b bigram) before(c bigram) bool {
+	if b.rank != c.rank {
+		return b.rank < c.rank
+	}
+	return b.left < c.left
+}
+
+func (q *pairQueue) push(b bigram) {
+	*q = append(*q, b)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].before(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *pairQueue) pop() bigram {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h = h[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*q = h
+	return top
+}
+
+// DecodeOptions control Decode.
+type DecodeOptions struct {
+	// Special renders control and unknown tokens as their text; without it
+	// they decode to nothing (llama.cpp's special flag of token_to_piece).
+	Special bool
+}
+
+// Piece returns the bytes token id decodes to.
+func (t *Tokenizer) Piece(id int32, opts DecodeOptions) (string, error) {
+	if id < 0 || int(id) >= len(t.pieces) {
+		return "", fmt.Errorf("tokenizer: token id %d out of range [0, %d)", id, len(t.pieces))
+	}
+	switch t.v.Types[id] {
+	case TypeControl, TypeUnknown:
+		if !opts.Special {
+			return "", nil
+		}
+	case TypeUnused:
+		return "", nil
+	}
+	return t.pieces[id], nil
+}
+
+// Decode returns the text of ids: the bytes of the tokens, concatenated.
+// The result need not be valid UTF-8 (a token may hold part of a
+// character).
+func (t *Tokenizer) Decode(ids []int32, opts DecodeOptions) (string, error) {
+	var sb strings.Builder
+	for _, id := range ids {
+		p, err := t.Piece(id, opts)
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(p)
+	}
+	return sb.String(), nil
+}
+
+// String describes the tokenizer briefly.
+func (t *Tokenizer) String() string {
+	return "gpt2 BPE tokenizer, pre " + strconv.Quote(t.pre.name) + ", " +
+		strconv.Itoa(len(t.v.Tokens)) + " tokens, " + strconv.Itoa(len(t.v.Merges)) + " merges"
+}
