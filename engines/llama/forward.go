@@ -50,7 +50,7 @@ func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B 
 		q = ctx.Reshape(ctx.Cont(ctx.Permute(q, [4]int{0, 2, 1, 3})), hd, t, H*b)
 		k = ctx.Reshape(ctx.Cont(ctx.Permute(k, [4]int{0, 2, 1, 3})), hd, t, Hkv*b)
 		vt := ctx.Reshape(ctx.Cont(ctx.Permute(v, [4]int{1, 2, 0, 3})), t, hd, Hkv*b) // vᵀ per head
-		kq := ctx.Reshape(ctx.MulMat(k, q), t, t, H, b)                                 // [keys, queries, H, B]
+		kq := ctx.Reshape(ctx.MulMat(k, q), t, t, H, b)                               // [keys, queries, H, B]
 		kq = ctx.Reshape(ctx.SoftMaxExt(kq, mask, scale, 0), t, t, H*b)
 		o := ctx.Reshape(ctx.MulMat(vt, kq), hd, t, H, b) // [hd, queries, H, B]
 		o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), d, t*b)

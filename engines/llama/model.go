@@ -163,6 +163,8 @@ func (m *Model) Init() error {
 	return nil
 }
 
-func hasSuffix(s, suffix string) bool { return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix }
-func isNorm(name string) bool        { return hasSuffix(name, "norm.weight") }
-func isBias(name string) bool        { return hasSuffix(name, ".bias") }
+func hasSuffix(s, suffix string) bool {
+	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
+}
+func isNorm(name string) bool { return hasSuffix(name, "norm.weight") }
+func isBias(name string) bool { return hasSuffix(name, ".bias") }
