@@ -6,7 +6,7 @@
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
 #   make check-generated  fail if generated/ differs from a fresh generation
 #   make bench            the Go benchmarks behind docs/PERFORMANCE.md
-#   make demo             the main job on its built-in default
+#   make demo             the main job on its default: train the demo model on Go's source (~2 min)
 #   make clean
 #
 # ggml's cgo package passes no -march, so without these flags its kernels are scalar (about 16x
@@ -66,7 +66,7 @@ bench:
 	$(GO) test $(TAGS) -run '^$$' -bench . -benchtime 3x ./ggml
 
 demo: build
-	./bin/toy bench
+	./bin/toy train
 
 clean:
 	rm -rf bin

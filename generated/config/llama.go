@@ -151,7 +151,7 @@ func (c Llama) Validate() error {
 		errs = append(errs, fmt.Errorf("vocab %d is below the minimum 2", c.Vocab))
 	}
 	if c.Vocab > 1048576 {
-		errs = append(errs, fmt.Errorf("vocab %d is above the maximum 1.048576e+06", c.Vocab))
+		errs = append(errs, fmt.Errorf("vocab %d is above the maximum 1048576", c.Vocab))
 	}
 	if c.DModel < 1 {
 		errs = append(errs, fmt.Errorf("d_model %d is below the minimum 1", c.DModel))
@@ -193,7 +193,7 @@ func (c Llama) Validate() error {
 		errs = append(errs, fmt.Errorf("context %d is below the minimum 1", c.Context))
 	}
 	if c.Context > 1048576 {
-		errs = append(errs, fmt.Errorf("context %d is above the maximum 1.048576e+06", c.Context))
+		errs = append(errs, fmt.Errorf("context %d is above the maximum 1048576", c.Context))
 	}
 	if c.RopeBase < float32(1) {
 		errs = append(errs, fmt.Errorf("rope_base %g is below the minimum 1", c.RopeBase))
@@ -219,7 +219,7 @@ func (c Llama) Validate() error {
 		errs = append(errs, fmt.Errorf("rope_orig_context %d is below the minimum 0", c.RopeOrigContext))
 	}
 	if c.RopeOrigContext > 1048576 {
-		errs = append(errs, fmt.Errorf("rope_orig_context %d is above the maximum 1.048576e+06", c.RopeOrigContext))
+		errs = append(errs, fmt.Errorf("rope_orig_context %d is above the maximum 1048576", c.RopeOrigContext))
 	}
 	if c.RMSEps < float32(0) {
 		errs = append(errs, fmt.Errorf("rms_eps %g is below the minimum 0", c.RMSEps))
