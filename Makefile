@@ -59,8 +59,8 @@ vet:
 
 test:
 	$(GO) test $(TAGS) ./...
-	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
+	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 2s
 
 bench:
 	$(GO) test $(TAGS) -run '^$$' -bench . -benchtime 3x ./ggml

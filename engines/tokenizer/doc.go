@@ -1,5 +1,7 @@
 // Package tokenizer is a byte-level BPE tokenizer compatible with llama.cpp's
-// "gpt2" tokenizer model (the one GPT-2, LLaMA 3, Qwen 2 and SmolLM2 use).
+// "gpt2" tokenizer model (the one GPT-2, LLaMA 3, Qwen 2 and SmolLM2 use),
+// and a SentencePiece BPE tokenizer compatible with its "llama" model (LLaMA
+// 1 and 2, Mistral 7B v0.1, TinyLlama), chosen by Vocab.Model.
 //
 // A model trained by toy stores its tokenizer in the GGUF checkpoint under
 // llama.cpp's keys (tokenizer.ggml.*); other GGUF runtimes (llama.cpp,
@@ -79,6 +81,32 @@
 // Decoding maps normal tokens back to bytes; invalid UTF-8 is kept as is.
 // Control tokens decode to their text only with DecodeOptions.Special.
 // llama.cpp's clean_spaces option of detokenization is not applied.
+//
+// # SentencePiece (the "llama" model)
+//
+// A "llama" vocabulary stores normal tokens with each space as "▁" (U+2581),
+// the 256 byte tokens as "<0x00>".."<0xFF>" (type byte) and a score per
+// token (tokenizer.ggml.scores). Encoding follows llama.cpp's
+// llm_tokenizer_spm: the text is split at special tokens as above; each piece
+// of ordinary text gets a leading space if tokenizer.ggml.add_space_prefix is
+// set (the default) and it is the first piece or follows a special token; its
+// spaces become "▁"; it is cut into UTF-8 characters (by the length the lead
+// byte announces, as llama.cpp does, so a stray lead byte takes the next
+// bytes with it); then adjacent symbols are merged, the pair whose
+// concatenation is the token of highest score first (leftmost on ties),
+// while any pair is a token. A symbol left that is no token is emitted byte
+// by byte as its "<0xNN>" tokens (or the token that is the byte itself; UNK
+// or nothing where there is none, where llama.cpp would throw). Merges and
+// the pre-tokenizer are not used. An empty text encodes to nothing (BOS
+// alone with AddSpecial, BOS being added by default).
+//
+// Decoding turns "▁" back into spaces and byte tokens into their bytes; with
+// add_space_prefix one leading space of the first token is removed, as
+// llama.cpp's detokenize does. So decoding undoes encoding for text without
+// special tokens that is valid UTF-8 and holds no "▁" of its own. A special
+// token followed by text does not round-trip (the text gains a space), nor
+// does a BOS (llama.cpp removes the space only from the first token, and
+// DecodeOptions.RemoveSpecial, like its remove_special, then keeps it).
 //
 // # Training
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // KV is one GGUF metadata key-value pair. Value is a string, []string,
-// []int32, uint32 or bool, the Go types of the GGUF types llama.cpp reads for
+// []int32, []float32, uint32 or bool, the Go types of the GGUF types llama.cpp reads for
 // these keys.
 type KV struct {
 	Key   string
@@ -20,31 +20,41 @@ const (
 	KeyTokens    = "tokenizer.ggml.tokens"
 	KeyTokenType = "tokenizer.ggml.token_type"
 	KeyMerges    = "tokenizer.ggml.merges"
+	KeyScores    = "tokenizer.ggml.scores"
 	KeyBOS       = "tokenizer.ggml.bos_token_id"
 	KeyEOS       = "tokenizer.ggml.eos_token_id"
 	KeyUNK       = "tokenizer.ggml.unknown_token_id"
 	KeyPAD       = "tokenizer.ggml.padding_token_id"
 	KeyAddBOS    = "tokenizer.ggml.add_bos_token"
 	KeyAddEOS    = "tokenizer.ggml.add_eos_token"
+	// KeyAddSpacePrefix is read and written as a bool.
+	KeyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
 )
 
 // Model is the tokenizer.ggml.model value of byte-level BPE.
 const Model = "gpt2"
 
 // GGUF returns the tokenizer as the GGUF key-value pairs llama.cpp reads:
-// model "gpt2", pre, tokens, token types, merges, the special ids that are
-// set and the add_bos/add_eos flags.
+// model ("gpt2" or "llama"), pre (llama: only if set), tokens, scores (if
+// set), token types, merges (gpt2; llama: only if set), the special ids that
+// are set, the add_bos/add_eos flags and add_space_prefix (llama; gpt2: only
+// if true).
 func (t *Tokenizer) GGUF() []KV {
 	types := make([]int32, len(t.v.Types))
 	for i, ty := range t.v.Types {
 		types[i] = int32(ty)
 	}
-	kvs := []KV{
-		{KeyModel, Model},
-		{KeyPre, t.pre.name},
-		{KeyTokens, append([]string(nil), t.v.Tokens...)},
-		{KeyTokenType, types},
-		{KeyMerges, append([]string(nil), t.v.Merges...)},
+	kvs := []KV{{KeyModel, t.v.Model}}
+	if !t.spm || t.v.Pre != "" {
+		kvs = append(kvs, KV{KeyPre, t.pre.name})
+	}
+	kvs = append(kvs, KV{KeyTokens, append([]string(nil), t.v.Tokens...)})
+	if t.v.Scores != nil {
+		kvs = append(kvs, KV{KeyScores, append([]float32(nil), t.v.Scores...)})
+	}
+	kvs = append(kvs, KV{KeyTokenType, types})
+	if !t.spm || t.v.Merges != nil {
+		kvs = append(kvs, KV{KeyMerges, append([]string(nil), t.v.Merges...)})
 	}
 	for _, id := range []struct {
 		key string
@@ -55,37 +65,70 @@ func (t *Tokenizer) GGUF() []KV {
 		}
 	}
 	kvs = append(kvs, KV{KeyAddBOS, t.v.AddBOS}, KV{KeyAddEOS, t.v.AddEOS})
+	if t.spm || t.v.AddSpacePrefix {
+		kvs = append(kvs, KV{KeyAddSpacePrefix, t.v.AddSpacePrefix})
+	}
 	return kvs
 }
 
-// FromGGUF loads a gpt2-model vocabulary from GGUF metadata; get returns the
-// value of a key as a GGUF reader gives it (string, []string, []int32, an
-// integer type, bool). tokenizer.ggml.model ("gpt2"), tokens and merges are
-// required; pre defaults to "default" and token types to normal, as in
-// llama.cpp. The special ids are those the file sets (none otherwise); add_bos
-// defaults to llama.cpp's default for the pre-tokenizer.
+// FromGGUF loads a vocabulary from GGUF metadata; get returns the value of a
+// key as a GGUF reader gives it (string, []string, []int32, []float32, an
+// integer type, bool). tokenizer.ggml.model ("gpt2" or "llama") and tokens
+// are required, and for gpt2 merges; token types default to normal and
+// scores to none, as in llama.cpp.
+//
+// gpt2: pre defaults to "default"; the special ids are those the file sets
+// (none otherwise); add_bos defaults to llama.cpp's default for the
+// pre-tokenizer; add_space_prefix to false.
+//
+// llama: pre and merges are not used (merges are not read); BOS, EOS and UNK
+// default to 1, 2 and 0, add_bos to true, add_eos to false and
+// add_space_prefix to true, as in llama.cpp.
 func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 	model, err := ggufString(get, KeyModel, true)
 	if err != nil {
 		return nil, err
 	}
-	if model != Model {
-		return nil, fmt.Errorf("tokenizer: %s is %q, only %q (byte-level BPE) is supported", KeyModel, model, Model)
+	if model != ModelGPT2 && model != ModelLlama {
+		return nil, fmt.Errorf("tokenizer: %s is %q, only %q (byte-level BPE) and %q (SentencePiece) are supported",
+			KeyModel, model, ModelGPT2, ModelLlama)
 	}
-	v := Vocab{BOS: -1, EOS: -1, UNK: -1, PAD: -1}
+	v := Vocab{Model: model, BOS: -1, EOS: -1, UNK: -1, PAD: -1}
 	if v.Pre, err = ggufString(get, KeyPre, false); err != nil {
 		return nil, err
 	}
-	pre, err := lookupPre(v.Pre)
-	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %s: %w", KeyPre, err)
-	}
-	v.AddBOS = pre.addBOS
 	if v.Tokens, err = ggufStrings(get, KeyTokens, true); err != nil {
 		return nil, err
 	}
-	if v.Merges, err = ggufStrings(get, KeyMerges, true); err != nil {
-		return nil, err
+	if model == ModelGPT2 {
+		pre, err := lookupPre(v.Pre)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %s: %w", KeyPre, err)
+		}
+		v.AddBOS = pre.addBOS
+		if v.Merges, err = ggufStrings(get, KeyMerges, true); err != nil {
+			return nil, err
+		}
+	} else {
+		v.AddBOS, v.AddSpacePrefix = true, true
+		for _, d := range []struct {
+			dst *int32
+			id  int32
+		}{{&v.UNK, 0}, {&v.BOS, 1}, {&v.EOS, 2}} {
+			if int(d.id) < len(v.Tokens) {
+				*d.dst = d.id
+			}
+		}
+	}
+	if x, ok := get(KeyScores); ok {
+		scores, ok := x.([]float32)
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: %s is %T, want []float32", KeyScores, x)
+		}
+		if len(scores) != len(v.Tokens) {
+			return nil, fmt.Errorf("tokenizer: %s has %d entries for %d tokens", KeyScores, len(scores), len(v.Tokens))
+		}
+		v.Scores = scores
 	}
 	if x, ok := get(KeyTokenType); ok {
 		types, ok := x.([]int32)
@@ -120,7 +163,7 @@ func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 	for _, f := range []struct {
 		key string
 		dst *bool
-	}{{KeyAddBOS, &v.AddBOS}, {KeyAddEOS, &v.AddEOS}} {
+	}{{KeyAddBOS, &v.AddBOS}, {KeyAddEOS, &v.AddEOS}, {KeyAddSpacePrefix, &v.AddSpacePrefix}} {
 		x, ok := get(f.key)
 		if !ok {
 			continue

@@ -9,10 +9,12 @@ import (
 
 // TokenType is the type of a token, as in tokenizer.ggml.token_type.
 //
-// Normal tokens (and undefined and byte ones, which a gpt2 vocabulary does
-// not normally hold) are byte-level text that merges build. Control,
-// unknown and user-defined tokens are raw text matched verbatim in the input;
-// unused tokens are never produced and decode to nothing.
+// In a gpt2 vocabulary, normal tokens (and undefined and byte ones, which a
+// gpt2 vocabulary does not normally hold) are byte-level text that merges
+// build. In a llama vocabulary, byte tokens are "<0xNN>" and decode to the
+// byte, and undefined ones decode to nothing. Control, unknown and
+// user-defined tokens are raw text matched verbatim in the input; unused
+// tokens are never produced by gpt2 merges and decode to nothing.
 type TokenType int32
 
 // Token types (llama.cpp's llama_token_type).
@@ -32,25 +34,40 @@ func (t TokenType) special() bool {
 	return t == TypeControl || t == TypeUserDefined || t == TypeUnknown
 }
 
-// Vocab is the content of a gpt2-model vocabulary, in the form GGUF stores
-// it.
+// Vocab is the content of a vocabulary, in the form GGUF stores it.
 type Vocab struct {
+	// Model is the tokenizer.ggml.model value: ModelGPT2 (byte-level BPE,
+	// the default when empty; New sets it) or ModelLlama (SentencePiece
+	// BPE with byte fallback).
+	Model string
 	// Pre is the tokenizer.ggml.pre value that selects the pre-tokenizer
-	// ("" is "default").
+	// ("" is "default"). The llama model has no pre-tokenizer: Pre is only
+	// kept, as llama.cpp ignores it.
 	Pre string
-	// Tokens are the token strings: normal tokens in byte-level (mapped)
-	// form, control and user-defined tokens as raw text.
+	// Tokens are the token strings. gpt2: normal tokens in byte-level
+	// (mapped) form, control and user-defined tokens as raw text. llama:
+	// normal tokens with spaces as "▁" (U+2581), byte tokens as "<0xNN>",
+	// control and user-defined tokens as raw text.
 	Tokens []string
 	// Types are the token types, one per token; nil means all normal.
 	Types []TokenType
+	// Scores are the token scores (tokenizer.ggml.scores), one per token,
+	// or nil. The llama model merges into the token of highest score (nil
+	// scores are all 0); gpt2 does not use them.
+	Scores []float32
 	// Merges are the merges in rank order, each "a b" with a and b tokens
-	// in mapped form.
+	// in mapped form (gpt2; the llama model does not use them).
 	Merges []string
 	// BOS, EOS, UNK and PAD are token ids, -1 for none.
 	BOS, EOS, UNK, PAD int32
 	// AddBOS and AddEOS say whether EncodeOptions.AddSpecial adds BOS and
 	// EOS.
 	AddBOS, AddEOS bool
+	// AddSpacePrefix (tokenizer.ggml.add_space_prefix) makes the llama
+	// model put a space before the text and after each special token, and
+	// makes Decode remove the leading space of the first token (also for
+	// gpt2, as llama.cpp does; gpt2 encoding ignores it).
+	AddSpacePrefix bool
 }
 
 // merge is what a pair of symbols merges into.
@@ -59,10 +76,14 @@ type merge struct {
 	sym  int32
 }
 
-// Tokenizer is a byte-level BPE tokenizer. It is safe for concurrent use.
+// Tokenizer is a byte-level BPE (gpt2) or SentencePiece BPE (llama)
+// tokenizer. It is safe for concurrent use.
 type Tokenizer struct {
 	v   Vocab
 	pre preTok
+	spm bool // the llama model (spm.go)
+
+	scores []float32 // llama: token scores, zeros if the vocabulary has none
 
 	ids      map[string]int32 // token string (as stored) → id
 	bpeTok   map[string]int32 // raw bytes of merge-built tokens → id
@@ -71,21 +92,33 @@ type Tokenizer struct {
 
 	// BPE works on symbols: 0..255 are the bytes, the others are strings
 	// that merges build. symTok is a symbol's token id (-1 if not a token).
-	symTok  []int32
-	symRaw  []string
-	merges  map[uint64]merge
+	symTok []int32
+	symRaw []string
+	merges map[uint64]merge
+	// byteTok is the token of each byte (-1 if none): its symbol's token for
+	// gpt2, the byte-fallback token for llama.
 	byteTok [256]int32
 }
 
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // New builds a tokenizer from a vocabulary. It checks that the token types
-// match the tokens, that tokens are unique, that each merge is two tokens
-// joined by a space and that the special ids are tokens.
+// and scores match the tokens, that tokens are unique, that each merge is two
+// tokens joined by a space (gpt2), that byte tokens are "<0xNN>" (llama) and
+// that the special ids are tokens.
 func New(v Vocab) (*Tokenizer, error) {
-	pre, err := lookupPre(v.Pre)
-	if err != nil {
-		return nil, err
+	var pre preTok
+	switch v.Model {
+	case "", ModelGPT2:
+		v.Model = ModelGPT2
+		var err error
+		if pre, err = lookupPre(v.Pre); err != nil {
+			return nil, err
+		}
+	case ModelLlama:
+		pre = preTok{name: v.Pre}
+	default:
+		return nil, fmt.Errorf("tokenizer: unknown model %q, want %q or %q", v.Model, ModelGPT2, ModelLlama)
 	}
 	n := len(v.Tokens)
 	if n == 0 {
@@ -102,9 +135,13 @@ func New(v Vocab) (*Tokenizer, error) {
 	} else if len(v.Types) != n {
 		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(v.Types), n)
 	}
+	if v.Scores != nil && len(v.Scores) != n {
+		return nil, fmt.Errorf("tokenizer: %d token scores for %d tokens", len(v.Scores), n)
+	}
 	t := &Tokenizer{
 		v:      v,
 		pre:    pre,
+		spm:    v.Model == ModelLlama,
 		ids:    make(map[string]int32, n),
 		bpeTok: make(map[string]int32, n),
 		pieces: make([]string, n),
@@ -123,6 +160,9 @@ func New(v Vocab) (*Tokenizer, error) {
 			t.pieces[i] = s
 			t.specials = append(t.specials, int32(i))
 			continue
+		}
+		if t.spm {
+			continue // pieces: initSPM
 		}
 		raw, ok := UnmapBytes(s)
 		if !ok {
@@ -153,6 +193,12 @@ func New(v Vocab) (*Tokenizer, error) {
 	}
 	if v.AddEOS && v.EOS < 0 {
 		return nil, fmt.Errorf("tokenizer: AddEOS without an EOS token")
+	}
+	if t.spm {
+		if err := t.initSPM(); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 
 	// Symbols: the 256 bytes, then whatever merges build.
@@ -213,8 +259,12 @@ func (t *Tokenizer) Vocab() Vocab { return t.v }
 // VocabSize returns the number of tokens.
 func (t *Tokenizer) VocabSize() int { return len(t.v.Tokens) }
 
-// Pre returns the tokenizer.ggml.pre value of the pre-tokenizer.
+// Pre returns the tokenizer.ggml.pre value of the pre-tokenizer (for the
+// llama model, the vocabulary's Pre, which it does not use).
 func (t *Tokenizer) Pre() string { return t.pre.name }
+
+// Model returns the tokenizer.ggml.model value: ModelGPT2 or ModelLlama.
+func (t *Tokenizer) Model() string { return t.v.Model }
 
 // BOS returns the id of the beginning-of-sequence token, -1 if none.
 func (t *Tokenizer) BOS() int32 { return t.v.BOS }
@@ -222,8 +272,8 @@ func (t *Tokenizer) BOS() int32 { return t.v.BOS }
 // EOS returns the id of the end-of-sequence token, -1 if none.
 func (t *Tokenizer) EOS() int32 { return t.v.EOS }
 
-// Token returns the string of token id as stored (mapped form for normal
-// tokens), or "" if id is out of range.
+// Token returns the string of token id as stored (mapped form for gpt2
+// normal tokens), or "" if id is out of range.
 func (t *Tokenizer) Token(id int32) string {
 	if id < 0 || int(id) >= len(t.v.Tokens) {
 		return ""
@@ -261,6 +311,9 @@ type EncodeOptions struct {
 // as the UNK token if the vocabulary has one and dropped otherwise (a
 // trained vocabulary holds all 256 bytes).
 func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
+	if t.spm {
+		return t.encodeSPM(text, opts)
+	}
 	out := make([]int32, 0, len(text)/3+2)
 	if opts.AddSpecial && t.v.AddBOS {
 		out = append(out, t.v.BOS)
@@ -473,11 +526,18 @@ func (q *pairQueue) pop() bigram {
 // DecodeOptions control Decode.
 type DecodeOptions struct {
 	// Special renders control and unknown tokens as their text; without it
-	// they decode to nothing (llama.cpp's special flag of token_to_piece).
+	// they decode to nothing (llama.cpp's special flag of token_to_piece,
+	// unparse_special of detokenize).
 	Special bool
+	// RemoveSpecial drops a leading BOS token if the vocabulary adds BOS and
+	// a trailing EOS token if it adds EOS (llama.cpp's remove_special of
+	// detokenize). As in llama.cpp, a dropped BOS also keeps the leading
+	// space that AddSpacePrefix would remove.
+	RemoveSpecial bool
 }
 
-// Piece returns the bytes token id decodes to.
+// Piece returns the bytes token id decodes to (without Decode's removal of
+// a leading space).
 func (t *Tokenizer) Piece(id int32, opts DecodeOptions) (string, error) {
 	if id < 0 || int(id) >= len(t.pieces) {
 		return "", fmt.Errorf("tokenizer: token id %d out of range [0, %d)", id, len(t.pieces))
@@ -495,13 +555,29 @@ func (t *Tokenizer) Piece(id int32, opts DecodeOptions) (string, error) {
 
 // Decode returns the text of ids: the bytes of the tokens, concatenated.
 // The result need not be valid UTF-8 (a token may hold part of a
-// character).
+// character). As llama.cpp's detokenize, with AddSpacePrefix it removes one
+// leading space from the first token's text (the first token after a BOS
+// dropped by RemoveSpecial keeps it).
 func (t *Tokenizer) Decode(ids []int32, opts DecodeOptions) (string, error) {
+	removeSpace := t.v.AddSpacePrefix
+	if opts.RemoveSpecial {
+		if t.v.AddBOS && len(ids) > 0 && ids[0] == t.v.BOS {
+			removeSpace = false
+			ids = ids[1:]
+		}
+		if t.v.AddEOS && len(ids) > 0 && ids[len(ids)-1] == t.v.EOS {
+			ids = ids[:len(ids)-1]
+		}
+	}
 	var sb strings.Builder
 	for _, id := range ids {
 		p, err := t.Piece(id, opts)
 		if err != nil {
 			return "", err
+		}
+		if removeSpace {
+			p = strings.TrimPrefix(p, " ")
+			removeSpace = false
 		}
 		sb.WriteString(p)
 	}
@@ -510,6 +586,9 @@ func (t *Tokenizer) Decode(ids []int32, opts DecodeOptions) (string, error) {
 
 // String describes the tokenizer briefly.
 func (t *Tokenizer) String() string {
+	if t.spm {
+		return "llama SentencePiece tokenizer, " + strconv.Itoa(len(t.v.Tokens)) + " tokens"
+	}
 	return "gpt2 BPE tokenizer, pre " + strconv.Quote(t.pre.name) + ", " +
 		strconv.Itoa(len(t.v.Tokens)) + " tokens, " + strconv.Itoa(len(t.v.Merges)) + " merges"
 }
