@@ -1,0 +1,37 @@
+// Package sample turns a model's logits into tokens and a chat into a
+// prompt: the pieces a text-generation loop needs around the forward pass.
+//
+// # Sampling
+//
+// Sampler is a llama.cpp-style sampler chain over one row of logits, driven
+// by Params and a seeded PCG generator (math/rand/v2), so that a given seed
+// reproduces the same tokens. The chain runs in this order:
+//
+//	repetition penalty → top-k → temperature → softmax → top-p → min-p → draw
+//
+// Temperature 0 is greedy decoding: the first index of the largest
+// (penalised) logit. NaN logits count as -Inf; a -Inf token is never chosen
+// unless every logit is -Inf or NaN, in which case token 0 is returned.
+//
+// # Stop strings
+//
+// Stopper watches streamed text for stop strings. It is fed decoded pieces
+// one at a time, returns what is safe to print and holds back any suffix that
+// may still grow into a stop string, so the stop string itself is never
+// printed.
+//
+// # Chat templates
+//
+// Template renders a conversation of Messages into a prompt, for the two
+// families toy runs: ChatML (SmolLM2, Qwen; the ChatML, SmolLM2 and Qwen25
+// values) and Gemma. DetectTemplate recognises a GGUF tokenizer.chat_template
+// by its markers, as llama.cpp's llm_chat_detect_template does, and
+// TemplateByName looks one up by name.
+//
+// The rendered prompt contains the special tokens as text ("<|im_start|>",
+// "<start_of_turn>"), so it must be encoded with the tokenizer's
+// ParseSpecial option. It never contains a BOS token: Gemma's jinja template
+// starts by writing bos_token, but Gemma GGUF files set
+// tokenizer.ggml.add_bos_token, so encoding with AddSpecial adds the BOS
+// token once; writing "<bos>" here as well would give two.
+package sample

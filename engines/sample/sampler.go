@@ -1,0 +1,325 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Params configures a Sampler. The zero value is not valid (TopP and
+// RepeatPenalty must be 1 to be off); start from DefaultParams or
+// GreedyParams.
+type Params struct {
+	// Temperature divides the logits before the softmax; 0 means greedy
+	// decoding (argmax), which ignores TopK, TopP, MinP and Seed.
+	Temperature float64
+	// TopK keeps the K most likely tokens; 0 turns it off.
+	TopK int
+	// TopP keeps the smallest set of most likely tokens whose probabilities
+	// sum to at least TopP (nucleus sampling); 1 turns it off.
+	TopP float64
+	// MinP drops tokens whose probability is below MinP times that of the
+	// most likely token; 0 turns it off.
+	MinP float64
+	// RepeatPenalty penalises tokens seen in the last RepeatLastN tokens of
+	// the history: positive logits are divided by it, negative ones
+	// multiplied by it (each distinct token once). 1 turns it off.
+	RepeatPenalty float64
+	// RepeatLastN is how many of the most recent history tokens the penalty
+	// looks at: 0 turns the penalty off, -1 uses the whole history.
+	RepeatLastN int
+	// Seed seeds the PCG generator used for the draws.
+	Seed uint64
+}
+
+// DefaultParams returns llama.cpp's default sampling settings: temperature
+// 0.8, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty (over a
+// window of 64 tokens when enabled) and seed 0.
+func DefaultParams() Params {
+	return Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64}
+}
+
+// GreedyParams returns settings for greedy decoding with every filter off.
+func GreedyParams() Params {
+	return Params{TopP: 1, RepeatPenalty: 1}
+}
+
+// Validate reports every out-of-range setting, or nil when p is usable.
+func (p Params) Validate() error {
+	var errs []error
+	if math.IsNaN(p.Temperature) || math.IsInf(p.Temperature, 0) || p.Temperature < 0 {
+		errs = append(errs, fmt.Errorf("sample: temperature %v must be a finite number >= 0 (0 = greedy)", p.Temperature))
+	}
+	if p.TopK < 0 {
+		errs = append(errs, fmt.Errorf("sample: top-k %d must be >= 0 (0 = off)", p.TopK))
+	}
+	if !(p.TopP > 0 && p.TopP <= 1) {
+		errs = append(errs, fmt.Errorf("sample: top-p %v must be in (0, 1] (1 = off)", p.TopP))
+	}
+	if !(p.MinP >= 0 && p.MinP <= 1) {
+		errs = append(errs, fmt.Errorf("sample: min-p %v must be in [0, 1] (0 = off)", p.MinP))
+	}
+	if !(p.RepeatPenalty > 0) || math.IsInf(p.RepeatPenalty, 1) {
+		errs = append(errs, fmt.Errorf("sample: repeat penalty %v must be a finite number > 0 (1 = off)", p.RepeatPenalty))
+	}
+	if p.RepeatLastN < -1 {
+		errs = append(errs, fmt.Errorf("sample: repeat-last-n %d must be >= -1 (0 = off, -1 = whole history)", p.RepeatLastN))
+	}
+	return errors.Join(errs...)
+}
+
+// Sampler draws tokens from logits according to its Params. It keeps
+// scratch buffers between calls and is not safe for concurrent use.
+type Sampler struct {
+	p    Params
+	rng  *rand.Rand
+	work []float32
+	cand []candidate
+	seen map[int32]struct{}
+}
+
+// candidate is a token that is still in the running, with its logit (after
+// penalty and temperature) and its probability once the softmax has run.
+type candidate struct {
+	id    int32
+	logit float64
+	p     float64
+}
+
+// pcgStream is the PCG stream constant paired with Params.Seed.
+const pcgStream = 0x9e3779b97f4a7c15
+
+// NewSampler returns a Sampler for p. It panics if p.Validate fails; check
+// user-supplied parameters with Validate first.
+func NewSampler(p Params) *Sampler {
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	return &Sampler{
+		p:    p,
+		rng:  rand.New(rand.NewPCG(p.Seed, pcgStream)),
+		seen: make(map[int32]struct{}),
+	}
+}
+
+// Params returns the sampler's parameters.
+func (s *Sampler) Params() Params { return s.p }
+
+// Sample picks the next token from one row of logits (one value per
+// vocabulary entry). history holds the tokens generated or read so far,
+// oldest first, for the repetition penalty; it may be nil. logits and
+// history are not modified. Sample returns -1 only for an empty row.
+func (s *Sampler) Sample(logits []float32, history []int32) int32 {
+	if len(logits) == 0 {
+		return -1
+	}
+	w := s.penalize(logits, history)
+	if s.p.Temperature == 0 {
+		return argmax(w)
+	}
+	cand := s.filter(w)
+	if len(cand) == 0 {
+		return 0
+	}
+	return s.draw(cand)
+}
+
+// penalize copies logits into the scratch row with NaN mapped to -Inf and
+// the repetition penalty applied.
+func (s *Sampler) penalize(logits []float32, history []int32) []float32 {
+	w := append(s.work[:0], logits...)
+	s.work = w
+	for i, v := range w {
+		if v != v {
+			w[i] = float32(math.Inf(-1))
+		}
+	}
+	pen := float32(s.p.RepeatPenalty)
+	if pen == 1 || s.p.RepeatLastN == 0 || len(history) == 0 {
+		return w
+	}
+	window := history
+	if n := s.p.RepeatLastN; n > 0 && n < len(window) {
+		window = window[len(window)-n:]
+	}
+	clear(s.seen)
+	for _, t := range window {
+		if t < 0 || int(t) >= len(w) {
+			continue
+		}
+		if _, ok := s.seen[t]; ok {
+			continue
+		}
+		s.seen[t] = struct{}{}
+		if w[t] > 0 {
+			w[t] /= pen
+		} else {
+			w[t] *= pen
+		}
+	}
+	return w
+}
+
+// argmax returns the first index of the largest value, skipping NaN; 0 when
+// every value is NaN.
+func argmax(w []float32) int32 {
+	best := -1
+	for i, v := range w {
+		if v != v {
+			continue
+		}
+		if best < 0 || v > w[best] {
+			best = i
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	return int32(best)
+}
+
+// better orders candidates by descending logit, ties by ascending token id.
+func better(a, b candidate) bool {
+	return a.logit > b.logit || (a.logit == b.logit && a.id < b.id)
+}
+
+func cmpCandidates(a, b candidate) int {
+	switch {
+	case better(a, b):
+		return -1
+	case better(b, a):
+		return 1
+	}
+	return 0
+}
+
+// filter runs top-k, temperature, softmax, top-p and min-p over the
+// (penalised) row and returns the surviving candidates with their
+// probabilities, which need not sum to 1. It returns nothing when every
+// logit is -Inf.
+func (s *Sampler) filter(w []float32) []candidate {
+	cand := s.cand[:0]
+	posInf := slices.ContainsFunc(w, func(v float32) bool { return math.IsInf(float64(v), 1) })
+	for i, v := range w {
+		switch {
+		case posInf:
+			// Only the +Inf tokens remain, equally likely.
+			if math.IsInf(float64(v), 1) {
+				cand = append(cand, candidate{id: int32(i)})
+			}
+		case !math.IsInf(float64(v), -1):
+			cand = append(cand, candidate{id: int32(i), logit: float64(v)})
+		}
+	}
+	s.cand = cand
+	if len(cand) == 0 {
+		return cand
+	}
+
+	sorted := false
+	if k := s.p.TopK; k > 0 && k < len(cand) {
+		cand = topK(cand, k)
+		sorted = true
+	}
+
+	// Temperature and softmax together: exp((l - max) / T) never overflows,
+	// however small T is.
+	maxLogit := math.Inf(-1)
+	for _, c := range cand {
+		maxLogit = max(maxLogit, c.logit)
+	}
+	t := s.p.Temperature
+	sum := 0.0
+	for i := range cand {
+		cand[i].logit = (cand[i].logit - maxLogit) / t
+		cand[i].p = math.Exp(cand[i].logit)
+		sum += cand[i].p
+	}
+	for i := range cand {
+		cand[i].p /= sum
+	}
+
+	if s.p.TopP < 1 {
+		if !sorted {
+			slices.SortFunc(cand, cmpCandidates)
+		}
+		cum := 0.0
+		for i, c := range cand {
+			cum += c.p
+			if cum >= s.p.TopP {
+				cand = cand[:i+1]
+				break
+			}
+		}
+	}
+
+	if s.p.MinP > 0 {
+		maxP := 0.0
+		for _, c := range cand {
+			maxP = max(maxP, c.p)
+		}
+		limit := s.p.MinP * maxP
+		cand = slices.DeleteFunc(cand, func(c candidate) bool { return c.p < limit })
+	}
+	return cand
+}
+
+// topK moves the k best candidates to the front of cand, best first, and
+// returns them. It keeps a min-heap of the best k seen so far (worst at the
+// root), so it costs O(n log k) rather than a full sort.
+func topK(cand []candidate, k int) []candidate {
+	h := cand[:k]
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+	for _, c := range cand[k:] {
+		if better(c, h[0]) {
+			h[0] = c
+			siftDown(h, 0)
+		}
+	}
+	slices.SortFunc(h, cmpCandidates)
+	return h
+}
+
+// siftDown restores the heap property (parent worse than children) below i.
+func siftDown(h []candidate, i int) {
+	for {
+		worst := i
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(h) && better(h[worst], h[c]) {
+				worst = c
+			}
+		}
+		if worst == i {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
+}
+
+// draw picks one candidate with probability proportional to its p.
+func (s *Sampler) draw(cand []candidate) int32 {
+	total := 0.0
+	for _, c := range cand {
+		total += c.p
+	}
+	u := s.rng.Float64() * total
+	for _, c := range cand {
+		u -= c.p
+		if u < 0 {
+			return c.id
+		}
+	}
+	// Rounding left u just short of zero: take the last token that had any
+	// chance.
+	for i := len(cand) - 1; i > 0; i-- {
+		if cand[i].p > 0 {
+			return cand[i].id
+		}
+	}
+	return cand[0].id
+}

@@ -1,0 +1,281 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	// Role is RoleSystem, RoleUser or RoleAssistant.
+	Role string
+	// Content is the turn's text.
+	Content string
+}
+
+// The roles a Message may have.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Errors returned (wrapped) by Template.Apply, DetectTemplate and
+// TemplateByName.
+var (
+	ErrEmptyConversation = errors.New("sample: empty conversation")
+	ErrUnknownRole       = errors.New("sample: unknown role")
+	ErrUnknownTemplate   = errors.New("sample: unknown chat template")
+)
+
+// format is a chat template family.
+type format int
+
+const (
+	formatNone format = iota
+	formatChatML
+	formatGemma
+)
+
+// Template renders conversations in one chat format. Use the ChatML,
+// SmolLM2, Qwen25 and Gemma values, DetectTemplate or TemplateByName; the
+// zero value renders nothing and Apply fails with ErrUnknownTemplate.
+type Template struct {
+	// Name identifies the template ("chatml", "smollm2", "qwen2.5",
+	// "gemma").
+	Name string
+	// DefaultSystem, for ChatML templates, is the system message inserted
+	// when the conversation does not start with one, as the SmolLM2 and
+	// Qwen2.5 templates do. Empty means none. Gemma ignores it.
+	DefaultSystem string
+
+	format format
+}
+
+// ChatML is the plain ChatML format:
+//
+//	<|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
+var ChatML = Template{Name: "chatml", format: formatChatML}
+
+// SmolLM2 is ChatML with SmolLM2-Instruct's default system message.
+var SmolLM2 = Template{
+	Name:          "smollm2",
+	DefaultSystem: "You are a helpful AI assistant named SmolLM, trained by Hugging Face",
+	format:        formatChatML,
+}
+
+// Qwen25 is ChatML with Qwen2.5-Instruct's default system message (the
+// template's behaviour without tools).
+var Qwen25 = Template{
+	Name:          "qwen2.5",
+	DefaultSystem: "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+	format:        formatChatML,
+}
+
+// Gemma is the Gemma (2) format:
+//
+//	<start_of_turn>user\ncontent<end_of_turn>\n<start_of_turn>model\n
+//
+// Contents are trimmed of surrounding white space, the assistant role is
+// written "model", and turns must alternate user/assistant starting with
+// user, as the jinja template demands. Gemma has no system role: a leading
+// system message is prepended to the first user turn, separated by a blank
+// line (as llama.cpp and the Gemma 3 template do); a system message
+// anywhere else is an error.
+var Gemma = Template{Name: "gemma", format: formatGemma}
+
+// TemplateByName returns the template called name: "chatml", "smollm2",
+// "qwen2.5" (or "qwen") or "gemma".
+func TemplateByName(name string) (Template, error) {
+	switch strings.ToLower(name) {
+	case "chatml":
+		return ChatML, nil
+	case "smollm2":
+		return SmolLM2, nil
+	case "qwen2.5", "qwen":
+		return Qwen25, nil
+	case "gemma":
+		return Gemma, nil
+	}
+	return Template{}, fmt.Errorf("%w %q (known: chatml, smollm2, qwen2.5, gemma)", ErrUnknownTemplate, name)
+}
+
+// DetectTemplate recognises a jinja chat template (a GGUF file's
+// tokenizer.chat_template) by its markers, as llama.cpp's
+// llm_chat_detect_template does: "<|im_start|>" means ChatML and
+// "<start_of_turn>" means Gemma. For ChatML it also picks up a default
+// system message written as a string literal
+// ('<|im_start|>system\n...<|im_end|>'), returning SmolLM2 or Qwen25 when
+// it is theirs and ChatML with DefaultSystem set otherwise.
+func DetectTemplate(jinja string) (Template, error) {
+	switch {
+	case strings.TrimSpace(jinja) == "":
+		return Template{}, fmt.Errorf("%w: empty template", ErrUnknownTemplate)
+	case strings.Contains(jinja, "<|im_start|>"):
+		sys := chatMLDefaultSystem(jinja)
+		for _, t := range []Template{SmolLM2, Qwen25} {
+			if sys == t.DefaultSystem {
+				return t, nil
+			}
+		}
+		t := ChatML
+		t.DefaultSystem = sys
+		return t, nil
+	case strings.Contains(jinja, "<start_of_turn>"):
+		return Gemma, nil
+	}
+	return Template{}, fmt.Errorf("%w: no ChatML or Gemma markers", ErrUnknownTemplate)
+}
+
+// chatMLDefaultSystem finds the first quoted literal
+// '<|im_start|>system\nTEXT<|im_end|>' whose TEXT is plain text (no
+// quotes, braces, '+' or escapes other than \n) and returns TEXT, or "".
+func chatMLDefaultSystem(src string) string {
+	const open = "<|im_start|>system"
+	for off := 0; ; {
+		i := strings.Index(src[off:], open)
+		if i < 0 {
+			return ""
+		}
+		i += off
+		off = i + len(open)
+		if i == 0 || (src[i-1] != '\'' && src[i-1] != '"') {
+			continue
+		}
+		rest := src[off:]
+		switch {
+		case strings.HasPrefix(rest, `\n`):
+			rest = rest[2:]
+		case strings.HasPrefix(rest, "\n"):
+			rest = rest[1:]
+		default:
+			continue
+		}
+		j := strings.Index(rest, "<|im_end|>")
+		if j <= 0 {
+			continue
+		}
+		text := strings.ReplaceAll(rest[:j], `\n`, "\n")
+		if strings.ContainsAny(text, "'\"{}+\\") {
+			continue
+		}
+		return text
+	}
+}
+
+// EndOfTurn returns the text of the token that ends a turn: "<|im_end|>"
+// for ChatML, "<end_of_turn>" for Gemma.
+func (t Template) EndOfTurn() string {
+	switch t.format {
+	case formatChatML:
+		return "<|im_end|>"
+	case formatGemma:
+		return "<end_of_turn>"
+	}
+	return ""
+}
+
+// StopStrings returns the strings that end the assistant's reply when the
+// output is decoded with special tokens: the end-of-turn marker and the
+// start-of-turn marker (in case the model opens a new turn without closing
+// its own). Use them with NewStopper.
+func (t Template) StopStrings() []string {
+	switch t.format {
+	case formatChatML:
+		return []string{"<|im_end|>", "<|im_start|>"}
+	case formatGemma:
+		return []string{"<end_of_turn>", "<start_of_turn>"}
+	}
+	return nil
+}
+
+// String returns the template's name.
+func (t Template) String() string { return t.Name }
+
+// Apply renders msgs as a prompt. With addGenerationPrompt it appends the
+// opening of an assistant turn for the model to complete. The prompt holds
+// no BOS token (see the package documentation). Apply fails on an empty
+// conversation, a role other than system, user or assistant, and
+// conversations the format cannot express.
+func (t Template) Apply(msgs []Message, addGenerationPrompt bool) (string, error) {
+	if t.format == formatNone {
+		return "", fmt.Errorf("%w: zero Template", ErrUnknownTemplate)
+	}
+	if len(msgs) == 0 {
+		return "", ErrEmptyConversation
+	}
+	for i, m := range msgs {
+		switch m.Role {
+		case RoleSystem, RoleUser, RoleAssistant:
+		default:
+			return "", fmt.Errorf("%w %q in message %d (want system, user or assistant)", ErrUnknownRole, m.Role, i)
+		}
+	}
+	if t.format == formatGemma {
+		return applyGemma(msgs, addGenerationPrompt)
+	}
+	return t.applyChatML(msgs, addGenerationPrompt), nil
+}
+
+func (t Template) applyChatML(msgs []Message, addGenerationPrompt bool) string {
+	var b strings.Builder
+	turn := func(role, content string) {
+		b.WriteString("<|im_start|>")
+		b.WriteString(role)
+		b.WriteString("\n")
+		b.WriteString(content)
+		b.WriteString("<|im_end|>\n")
+	}
+	if t.DefaultSystem != "" && msgs[0].Role != RoleSystem {
+		turn(RoleSystem, t.DefaultSystem)
+	}
+	for _, m := range msgs {
+		turn(m.Role, m.Content)
+	}
+	if addGenerationPrompt {
+		b.WriteString("<|im_start|>assistant\n")
+	}
+	return b.String()
+}
+
+func applyGemma(msgs []Message, addGenerationPrompt bool) (string, error) {
+	system := ""
+	if msgs[0].Role == RoleSystem {
+		system = strings.TrimSpace(msgs[0].Content)
+		msgs = msgs[1:]
+		if len(msgs) == 0 {
+			return "", fmt.Errorf("sample: gemma: a system message needs a user message after it")
+		}
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		if m.Role == RoleSystem {
+			return "", fmt.Errorf("sample: gemma: a system message is only supported as the first message")
+		}
+		want := RoleUser
+		if i%2 == 1 {
+			want = RoleAssistant
+		}
+		if m.Role != want {
+			return "", fmt.Errorf("sample: gemma: roles must alternate user/assistant/user/...; got %s for turn %d", m.Role, i)
+		}
+		role := "user"
+		if m.Role == RoleAssistant {
+			role = "model"
+		}
+		content := strings.TrimSpace(m.Content)
+		if i == 0 && system != "" {
+			content = system + "\n\n" + content
+		}
+		b.WriteString("<start_of_turn>")
+		b.WriteString(role)
+		b.WriteString("\n")
+		b.WriteString(content)
+		b.WriteString("<end_of_turn>\n")
+	}
+	if addGenerationPrompt {
+		b.WriteString("<start_of_turn>model\n")
+	}
+	return b.String(), nil
+}
