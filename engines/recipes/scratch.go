@@ -63,10 +63,10 @@ type Scratch struct {
 func DefaultScratch() Scratch {
 	m, _ := config.LlamaPreset("demo")
 	return Scratch{
-		Model: m, MaxTextBytes: 6 << 20, Steps: 400, Batch: 2, SeqLen: 128,
-		Schedule: "cosine", LR: 2e-3, MinLR: 2e-4, Warmup: 30, AdamW: train.FromScratch(),
-		Seed: 1, Threads: 2, EvalEvery: 100, EvalBatches: 8, SaveEvery: 0, RunsDir: "runs",
-		SampleTokens: 64, SamplePrompt: "func ", ProgressEvery: 25,
+		Model: m, MaxTextBytes: 6 << 20, Steps: 800, Batch: 4, SeqLen: 128,
+		Schedule: "cosine", LR: 2e-3, MinLR: 2e-4, Warmup: 40, AdamW: train.FromScratch(),
+		Seed: 1, Threads: 2, EvalEvery: 200, EvalBatches: 8, SaveEvery: 0, RunsDir: "runs",
+		SampleTokens: 64, SamplePrompt: "func ", ProgressEvery: 50,
 	}
 }
 

@@ -126,7 +126,7 @@ func (t *Tokenizer) encodeSPM(text string, opts EncodeOptions) []int32 {
 type spmSession struct {
 	buf  []byte
 	syms []spmSymbol
-	q    spmQueue
+	q    minHeap[spmBigram]
 }
 
 // spmSymbol is a run of text[start:start+n]; n is 0 once merged into the
@@ -226,45 +226,4 @@ func (b spmBigram) before(c spmBigram) bool {
 		return b.score > c.score
 	}
 	return b.left < c.left
-}
-
-// spmQueue is a binary heap of bigrams, the first by before on top.
-type spmQueue []spmBigram
-
-func (q *spmQueue) push(b spmBigram) {
-	*q = append(*q, b)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *spmQueue) pop() spmBigram {
-	h := *q
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h[r].before(h[l]) {
-			m = r
-		}
-		if !h[m].before(h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
 }

@@ -384,7 +384,7 @@ type encoder struct {
 	t    *Tokenizer
 	sp   splitter
 	syms []symbol
-	q    pairQueue
+	q    minHeap[bigram]
 }
 
 type symbol struct {
@@ -475,52 +475,12 @@ type bigram struct {
 	into        int32
 }
 
-// pairQueue is a binary min-heap of bigrams by rank, then position.
-type pairQueue []bigram
-
+// before orders bigrams by rank, then position.
 func (b bigram) before(c bigram) bool {
 	if b.rank != c.rank {
 		return b.rank < c.rank
 	}
 	return b.left < c.left
-}
-
-func (q *pairQueue) push(b bigram) {
-	*q = append(*q, b)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *pairQueue) pop() bigram {
-	h := *q
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h[r].before(h[l]) {
-			m = r
-		}
-		if !h[m].before(h[i]) {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	*q = h
-	return top
 }
 
 // DecodeOptions control Decode.
