@@ -3,6 +3,7 @@ module github.com/toyml/toy
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/dave/jennifer v1.7.1
 	github.com/ollama/ollama v0.17.4
 	github.com/stretchr/testify v1.12.1

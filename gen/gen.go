@@ -106,6 +106,9 @@ func Generate(opts Options) (*Output, error) {
 		out.Dirs[c.OutDir] = files
 		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d configs", c.Spec, c.OutDir, len(cs)))
 	}
+	if err := generateKernels(opts, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -10,6 +10,7 @@
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
 //	tokenize  turn text into a token corpus
 //	plot      draw a run's loss curves to a PNG
+//	kernels   list the compiled-in kernel table and resolve a GGUF model against it
 //	version   print the backend, the linked ggml and the SIMD it was compiled for
 //	bench     measure matrix-multiply throughput and graph-building overhead
 //	          (bench train: training throughput and memory of a model shape)
@@ -41,6 +42,7 @@ func commands() []command {
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
 		{"tokenize", "turn text into a token corpus for train -corpus", runTokenize},
 		{"plot", "draw a run's loss curves to a PNG", runPlot},
+		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
 		{"bench", "matmul GFLOP/s and graph-building overhead; 'bench train': training tokens/s and memory", benchCommand},
 	}

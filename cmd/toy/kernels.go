@@ -1,0 +1,198 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/toyml/toy/engines/kernelrt"
+	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/ggml"
+)
+
+// runKernels is `toy kernels [flags] [GGUF]`: the compiled-in kernel targets, their modules and
+// kernels and the models they declare; given a GGUF file, the entry that resolves for it and the
+// start-up audit of its kernel lookups.
+func runKernels(args []string) error { return kernelsMain(args, os.Stdout, os.Stderr) }
+
+func kernelsMain(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	modelName := fs.String("model-name", "", "a name that breaks ties between model entries (matched against their match_names)")
+	allow := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "report unresolved kernel lookups instead of failing")
+	cc := fs.String("compute-capability", "", "check each GPU target's arch against this compute capability (e.g. 9.0); this build does not query the device")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: toy kernels [flags] [model.gguf]\n\n"+
+			"Lists the kernel targets compiled into this build (cpu always; cuda and metal with their build\n"+
+			"tags), their modules, kernels and model declarations. Given a GGUF file it resolves the model\n"+
+			"entry (general.architecture, <arch>.embedding_length, general.name) and audits the kernel\n"+
+			"lookups toy's dispatch makes.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return fmt.Errorf("kernels: at most one GGUF file")
+	}
+	var dev *kernelrt.Capability
+	if *cc != "" {
+		c, err := kernelrt.ParseCapability(*cc)
+		if err != nil {
+			return fmt.Errorf("kernels: -compute-capability: %w", err)
+		}
+		dev = &c
+	}
+	targets := kernels.Compiled()
+	for _, t := range targets {
+		printTarget(stdout, t)
+	}
+	for _, twin := range []func() (*kernels.Target, error){kernels.CUDASm90a, kernels.CUDASm80, kernels.Metal} {
+		if _, err := twin(); err != nil {
+			fmt.Fprintf(stdout, "(%v)\n", err)
+			break
+		}
+	}
+	var failed []string
+	if dev != nil {
+		fmt.Fprintf(stdout, "\narch preflight for compute capability %s:\n", dev)
+		for _, t := range targets {
+			if t.Arch == "" {
+				fmt.Fprintf(stdout, "  %s: skipped (no arch)\n", t.Name)
+				continue
+			}
+			if err := kernelrt.Preflight(t, *dev); err != nil {
+				fmt.Fprintf(stdout, "  %s: %v\n", t.Name, err)
+			} else {
+				fmt.Fprintf(stdout, "  %s: %s runs on %s\n", t.Name, t.Arch, dev)
+			}
+		}
+	}
+	if fs.NArg() == 0 {
+		return nil
+	}
+	ref, err := ggufRef(fs.Arg(0), *modelName)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%s: model type %s, hidden size %d, names %q\n", fs.Arg(0), ref.ModelType, ref.HiddenSize, ref.Names)
+	for _, t := range targets {
+		m, err := kernelrt.Resolve(t, ref)
+		if err != nil {
+			fmt.Fprintf(stdout, "  %s: %v\n", t.Name, err)
+			failed = append(failed, t.Name)
+			continue
+		}
+		fmt.Fprintf(stdout, "  %s: resolves to %s\n", t.Name, m.Name)
+		printModel(stdout, "    ", t, m)
+		r := kernelrt.Audit(t, m, kernelrt.DispatchNeeds(t.Backend))
+		if len(r.Lines()) == 0 {
+			fmt.Fprintf(stdout, "    audit: no kernel lookups (ggml's kernels are compiled in)\n")
+		}
+		for _, l := range r.Lines() {
+			fmt.Fprintf(stdout, "    audit: %s\n", l)
+		}
+		if err := r.Err(*allow); err != nil {
+			fmt.Fprintf(stdout, "    %v\n", err)
+			failed = append(failed, t.Name)
+		} else if len(r.Unresolved) > 0 {
+			fmt.Fprintf(stdout, "    audit: %d unresolved lookups allowed by --dangerously-allow-unresolved-kernel-lookups\n", len(r.Unresolved))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("kernels: %s: no usable entry on %s", fs.Arg(0), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func printTarget(w io.Writer, t *kernels.Target) {
+	arch := "no arch"
+	if t.Arch != "" {
+		arch = fmt.Sprintf("arch %s (%s)", t.Arch, t.ArchBase)
+	}
+	fmt.Fprintf(w, "target %s: backend %s, %s\n", t.Name, t.Backend, arch)
+	if t.Description != "" {
+		fmt.Fprintf(w, "  %s\n", t.Description)
+	}
+	if len(t.Link) > 0 {
+		fmt.Fprintf(w, "  links: %s\n", strings.Join(t.Link, "; "))
+	}
+	if len(t.Modules) == 0 {
+		fmt.Fprintf(w, "  modules: none\n")
+	}
+	for _, m := range t.Modules {
+		from := ""
+		if m.Compiler != "" {
+			from = ", built by " + m.Compiler
+		}
+		fmt.Fprintf(w, "  module %s (%s%s, %d bytes): %s\n", m.Name, m.Source, from, len(m.Blob), strings.Join(m.Kernels, ", "))
+	}
+	for i := range t.Models {
+		m := &t.Models[i]
+		var types []string
+		for _, ty := range m.Types {
+			if ty.HiddenSize == 0 {
+				types = append(types, ty.ModelType+"/*")
+			} else {
+				types = append(types, fmt.Sprintf("%s/%d", ty.ModelType, ty.HiddenSize))
+			}
+		}
+		fmt.Fprintf(w, "  model %s: %s; match names %s\n", m.Name, strings.Join(types, ", "), strings.Join(m.MatchNames, ", "))
+	}
+}
+
+func printModel(w io.Writer, indent string, t *kernels.Target, m *kernels.Model) {
+	for _, p := range m.Presets {
+		fmt.Fprintf(w, "%ssampling %s: temperature %g, top-k %d, top-p %g, min-p %g, repeat penalty %g (last %d), seed %d\n",
+			indent, p.Name, p.Temperature, p.TopK, p.TopP, p.MinP, p.RepeatPenalty, p.RepeatLastN, p.Seed)
+	}
+	if b := m.Behaviour; b != nil {
+		fmt.Fprintf(w, "%sbehaviour: add BOS %v, add EOS %v, chat template %q, stop %q\n", indent, b.AddBOS, b.AddEOS, b.ChatTemplate, b.Stop)
+	}
+	if d := m.DFlash; d != nil {
+		fmt.Fprintf(w, "%sdflash: draft %s, gamma %d, window %d, mask token %d, target layers %v\n",
+			indent, d.DraftModel, d.Gamma, d.WindowSize, d.MaskTokenID, d.TargetLayerIDs)
+	}
+	var mods []string
+	for _, i := range m.Modules {
+		mods = append(mods, t.Modules[i].Source)
+	}
+	if len(mods) > 0 {
+		fmt.Fprintf(w, "%smodules: %s\n", indent, strings.Join(mods, ", "))
+	}
+}
+
+// ggufRef reads what resolution needs from a GGUF file's metadata.
+func ggufRef(path, modelName string) (kernelrt.Ref, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return kernelrt.Ref{}, fmt.Errorf("kernels: %w", err)
+	}
+	defer f.Close()
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		return kernelrt.Ref{}, fmt.Errorf("kernels: %s: no general.architecture: %w", path, err)
+	}
+	ref := kernelrt.Ref{ModelType: arch, Names: []string{path, modelName}}
+	if v, err := f.Value(arch + ".embedding_length"); err == nil {
+		switch x := v.(type) {
+		case uint32:
+			ref.HiddenSize = int(x)
+		case int32:
+			ref.HiddenSize = int(x)
+		case uint64:
+			ref.HiddenSize = int(x)
+		case int64:
+			ref.HiddenSize = int(x)
+		default:
+			return ref, fmt.Errorf("kernels: %s: %s.embedding_length is a %T, not an integer", path, arch, v)
+		}
+	}
+	if name, err := f.String("general.name"); err == nil {
+		ref.Names = append(ref.Names, name)
+	}
+	return ref, nil
+}

@@ -1,0 +1,191 @@
+package kernelrt
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/generated/kernels"
+)
+
+func table() *kernels.Target {
+	return &kernels.Target{
+		Name: "test",
+		Modules: []kernels.Module{
+			{Name: "sampling", Dir: "common", Kernels: []string{"argmax_f32", "sample_f32"}},
+			{Name: "adamw", Dir: "common", Kernels: []string{"adamw_f32"}},
+			{Name: "sampling", Dir: "llama", Kernels: []string{"argmax_f32"}},
+		},
+		Models: []kernels.Model{
+			{Name: "llama", MatchNames: []string{"llama"}, Types: []kernels.ModelType{{ModelType: "llama"}},
+				Modules: []int{1, 2}, Shadowed: []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}},
+			{Name: "smollm2", MatchNames: []string{"smollm2", "smollm"}, Types: []kernels.ModelType{{ModelType: "llama", HiddenSize: 576}},
+				Modules: []int{0, 1}},
+			{Name: "smol-tune", MatchNames: []string{"smollm2-tune"}, Types: []kernels.ModelType{{ModelType: "llama", HiddenSize: 576}},
+				Modules: []int{0, 1}},
+			{Name: "qwen-a", MatchNames: []string{"qwen"}, Types: []kernels.ModelType{{ModelType: "qwen2"}}},
+			{Name: "qwen-b", MatchNames: []string{"qwen"}, Types: []kernels.ModelType{{ModelType: "qwen2"}}},
+			{Name: "gemma", Types: []kernels.ModelType{{ModelType: "gemma2", HiddenSize: 2304}}},
+		},
+	}
+}
+
+func TestResolve(t *testing.T) {
+	tb := table()
+	for _, c := range []struct {
+		name string
+		ref  Ref
+		want string // model name, or a regexp the error must match when it starts with "!"
+	}{
+		{"wildcard when no exact size is declared", Ref{ModelType: "llama", HiddenSize: 4096}, "llama"},
+		{"the wildcard ignores names", Ref{ModelType: "llama", HiddenSize: 4096, Names: []string{"/m/SmolLM2.gguf"}}, "llama"},
+		{"exact beats wildcard", Ref{ModelType: "llama", HiddenSize: 576, Names: []string{"SmolLM2-135M-Instruct"}}, "smollm2"},
+		{"tie broken by match names, case-insensitive", Ref{ModelType: "llama", HiddenSize: 576, Names: []string{"", "x/SMOLLM2-TUNE-v1.gguf"}}, "smol-tune"},
+		{"tie without a matching name", Ref{ModelType: "llama", HiddenSize: 576, Names: []string{"model.gguf"}}, `!declared exactly by smollm2 .* and smol-tune .*none of their match names occurs`},
+		{"exact size hides the wildcard even when names do not match", Ref{ModelType: "llama", HiddenSize: 576, Names: []string{"llama"}}, `!declared exactly`},
+		{"equal matches are ambiguous", Ref{ModelType: "qwen2", HiddenSize: 896, Names: []string{"qwen2.5-0.5b"}}, `!declared as a wildcard by qwen-a .* and qwen-b .*more than one matches equally well`},
+		{"single exact candidate needs no names", Ref{ModelType: "gemma2", HiddenSize: 2304}, "gemma"},
+		{"unknown type", Ref{ModelType: "gpt2", HiddenSize: 768}, `!declares no model for model type "gpt2" with hidden size 768 \(declared: gemma2/2304 \(gemma\), llama/\* \(llama\)`},
+		{"declared size but not this one, no wildcard", Ref{ModelType: "gemma2", HiddenSize: 3584}, `!declares no model for model type "gemma2"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := Resolve(tb, c.ref)
+			if pat, ok := strings.CutPrefix(c.want, "!"); ok {
+				require.Error(t, err)
+				assert.Regexp(t, regexp.MustCompile(pat), err.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, m.Name)
+		})
+	}
+}
+
+func TestAudit(t *testing.T) {
+	tb := table()
+	needs := DispatchNeeds(kernels.BackendCUDA)
+	require.NotEmpty(t, needs)
+
+	smol := &tb.Models[1]
+	r := Audit(tb, smol, needs)
+	assert.Equal(t, needs, r.Resolved)
+	assert.Empty(t, r.Unresolved)
+	require.NoError(t, r.Err(false))
+
+	// llama's own sampling.cu replaced common's and dropped sample_f32.
+	llama := &tb.Models[0]
+	r = Audit(tb, llama, needs)
+	assert.Equal(t, []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}, r.Shadowed)
+	assert.Equal(t, []Lookup{{"sampling", "sample_f32"}}, r.Unresolved)
+	err := r.Err(false)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrUnresolved))
+	assert.Contains(t, err.Error(), "sampling.sample_f32")
+	assert.Contains(t, err.Error(), "--dangerously-allow-unresolved-kernel-lookups")
+	assert.NoError(t, r.Err(true), "the dangerous flag lets it run")
+	assert.Contains(t, strings.Join(r.Lines(), "\n"), "module sampling: dropped by shadowing: sample_f32")
+
+	// Declared expected-absent: not an error, and the reason is reported.
+	llama.ExpectedAbsent = []kernels.ExpectedAbsent{{Lookup: "sampling.sample_f32", Reason: "greedy only"}}
+	r = Audit(tb, llama, needs)
+	assert.Empty(t, r.Unresolved)
+	assert.Equal(t, []Absent{{Lookup{"sampling", "sample_f32"}, "greedy only"}}, r.ExpectedAbsent)
+	assert.NoError(t, r.Err(false))
+
+	// A model without modules (cpu) needs nothing on cpu.
+	assert.Empty(t, DispatchNeeds(kernels.BackendCPU))
+}
+
+func TestArchCompatible(t *testing.T) {
+	for _, c := range []struct {
+		arch string
+		dev  Capability
+		ok   bool
+	}{
+		{"sm_90a", Capability{9, 0}, true},
+		{"sm_90a", Capability{10, 0}, false},
+		{"sm_90a", Capability{8, 9}, false},
+		{"sm_90", Capability{9, 0}, true},
+		{"sm_90", Capability{12, 1}, true},
+		{"sm_90", Capability{8, 9}, false},
+		{"sm_80", Capability{8, 6}, true},
+		{"sm_80", Capability{7, 5}, false},
+		{"sm_100f", Capability{10, 3}, true},
+		{"sm_100f", Capability{10, 0}, true},
+		{"sm_103f", Capability{10, 0}, false},
+		{"sm_100f", Capability{12, 0}, false},
+		{"sm_121f", Capability{12, 1}, true},
+		{"sm_121a", Capability{12, 0}, false},
+	} {
+		ok, reason, err := ArchCompatible(c.arch, c.dev)
+		require.NoError(t, err, c.arch)
+		assert.Equal(t, c.ok, ok, "%s on %s", c.arch, c.dev)
+		assert.Equal(t, c.ok, reason == "", "%s on %s: %s", c.arch, c.dev, reason)
+	}
+	for _, bad := range []string{"", "sm90", "sm_9", "gfx1151", "sm_90x", "sm_"} {
+		_, _, err := ArchCompatible(bad, Capability{9, 0})
+		assert.Error(t, err, bad)
+	}
+	c, suffix, err := ParseArch("sm_121f")
+	require.NoError(t, err)
+	assert.Equal(t, Capability{12, 1}, c)
+	assert.Equal(t, byte('f'), suffix)
+}
+
+func TestPreflight(t *testing.T) {
+	assert.NoError(t, Preflight(&kernels.Target{Name: "cpu"}, Capability{}), "an empty arch is skipped")
+	h := &kernels.Target{Name: "cuda-sm90a", Arch: "sm_90a"}
+	assert.NoError(t, Preflight(h, Capability{9, 0}))
+	err := Preflight(h, Capability{8, 9})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "runs only on compute capability 9.0, not 8.9")
+	_, err = ParseCapability("9")
+	assert.Error(t, err)
+	cc, err := ParseCapability("12.1")
+	require.NoError(t, err)
+	assert.Equal(t, Capability{12, 1}, cc)
+}
+
+// TestCompiledTables checks the real tables of this build: each names a target, its models
+// resolve their own declarations, and every kernel a table names is an entry of its embedded
+// blob (.entry in PTX; a kernel function in Metal source).
+func TestCompiledTables(t *testing.T) {
+	ts := kernels.Compiled()
+	require.NotEmpty(t, ts)
+	for _, tb := range ts {
+		for _, m := range tb.Models {
+			for _, ty := range m.Types {
+				size := ty.HiddenSize
+				if size == 0 {
+					size = 123457 // a size no entry declares, so the wildcard applies
+				}
+				got, err := Resolve(tb, Ref{ModelType: ty.ModelType, HiddenSize: size, Names: m.MatchNames})
+				require.NoError(t, err, "%s/%s %v", tb.Name, m.Name, ty)
+				assert.Equal(t, m.Name, got.Name, "%s: %v", tb.Name, ty)
+			}
+			for _, i := range m.Modules {
+				require.Less(t, i, len(tb.Modules))
+			}
+		}
+		for _, mod := range tb.Modules {
+			if tb.Backend == kernels.BackendCPU {
+				assert.Empty(t, mod.Blob)
+				continue
+			}
+			require.NotEmpty(t, mod.Blob, "%s: module %s has no blob", tb.Name, mod.Source)
+			for _, k := range mod.Kernels {
+				var re *regexp.Regexp
+				if tb.Backend == kernels.BackendCUDA {
+					re = regexp.MustCompile(`(?m)^\s*(\.visible\s+)?\.entry\s+` + regexp.QuoteMeta(k) + `\s*\(`)
+				} else {
+					re = regexp.MustCompile(`kernel\s+void\s+` + regexp.QuoteMeta(k) + `\s*\(`)
+				}
+				assert.Regexp(t, re, mod.Blob, "%s: kernel %s is not an entry of %s's blob", tb.Name, k, mod.Source)
+			}
+		}
+	}
+}

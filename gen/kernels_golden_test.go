@@ -1,0 +1,83 @@
+package gen
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/txtar"
+)
+
+// TestGoldenKernels runs every testdata/golden-kernels/*.txtar: the files under kernels/ form a
+// kernels/ tree; the others are what EmitKernels must produce from it, byte for byte (all but
+// kernels.go, whose shared types the freshness test covers), or, in a file named "error", the
+// error LoadKernels must return.
+func TestGoldenKernels(t *testing.T) {
+	cases, err := filepath.Glob("testdata/golden-kernels/*.txtar")
+	require.NoError(t, err)
+	require.NotEmpty(t, cases)
+	for _, path := range cases {
+		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			ar, err := txtar.ParseFile(path)
+			require.NoError(t, err)
+			work := t.TempDir()
+			want := map[string][]byte{}
+			for _, f := range ar.Files {
+				if strings.HasPrefix(f.Name, "kernels/") {
+					p := filepath.Join(work, filepath.FromSlash(f.Name))
+					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+					require.NoError(t, os.WriteFile(p, f.Data, 0o644))
+				} else {
+					want[f.Name] = f.Data
+				}
+			}
+			got := map[string][]byte{}
+			ts, err := LoadKernels(work, "kernels")
+			if err == nil {
+				got, err = EmitKernels(ts, KernelsTarget{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "kernels"})
+				delete(got, "kernels.go")
+			}
+			if err != nil {
+				got = map[string][]byte{"error": []byte(err.Error() + "\n")}
+			}
+			if *update {
+				var files []txtar.File
+				for _, f := range ar.Files {
+					if strings.HasPrefix(f.Name, "kernels/") {
+						files = append(files, f)
+					}
+				}
+				names := make([]string, 0, len(got))
+				for n := range got {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				for _, n := range names {
+					files = append(files, txtar.File{Name: n, Data: got[n]})
+				}
+				ar.Files = files
+				require.NoError(t, os.WriteFile(path, txtar.Format(ar), 0o644))
+				return
+			}
+			for n, w := range want {
+				g, ok := got[n]
+				if !ok {
+					t.Errorf("%s: the generator produced no %s (run go test ./gen -update to accept)", path, n)
+					continue
+				}
+				if string(g) != string(w) {
+					t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, firstDifference(g, w))
+				}
+			}
+			for n := range got {
+				if _, ok := want[n]; !ok {
+					t.Errorf("%s: the generator produced %s, which the golden file lacks (run go test ./gen -update)", path, n)
+				}
+			}
+		})
+	}
+}

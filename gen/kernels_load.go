@@ -1,0 +1,806 @@
+package gen
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/toyml/toy/engines/sample"
+)
+
+// The kernel-table inputs live under kernels/ (see kernels/README.md):
+//
+//	kernels/<hw>/HARDWARE.toml        [hardware]: backend, arch (verbatim), compilers, link needs
+//	kernels/<hw>/common/*.cu|*.metal  sources every model of the target shares
+//	kernels/<hw>/<model>/MODEL.toml   that model's declarations
+//	kernels/<hw>/<model>/*.cu|*.metal that model's own sources (replacing a common/ namesake whole)
+//
+// A CUDA source's compiled PTX sits beside it (name.ptx, written by scripts/build-ptx.sh, first
+// line "// toy-ptx: source-sha256=<hex> compiler=<name>"); the generator refuses a missing or
+// stale one, so go generate needs no CUDA compiler. A Metal source is its own blob (Metal
+// compiles source at run time).
+
+// KTarget is one hardware target: a directory under kernels/ with a HARDWARE.toml.
+type KTarget struct {
+	Dir         string // directory name under kernels/, e.g. "cuda-sm90a"
+	GoName      string // "CUDASm90a"
+	Backend     string // cpu, cuda or metal
+	Arch        string // verbatim, e.g. "sm_90a"; empty for cpu
+	ArchBase    string // Arch with its a/f suffix stripped, e.g. "sm_90"
+	Description string
+	Compilers   []KCompiler
+	Link        []string
+	Modules     []*KModule // common/ first, then by model directory; each sorted by name
+	Models      []*KModel  // by directory name
+}
+
+// KCompiler is one compiler a target's kernels may be built with, in order of preference.
+type KCompiler struct {
+	Name  string   `toml:"name"`
+	Flags []string `toml:"flags"`
+}
+
+// KModule is one kernel source file and its blob.
+type KModule struct {
+	Name     string // file base name without extension: the name lookups use
+	Dir      string // "common" or the model's directory
+	Source   string // path under kernels/, slash-separated
+	Blob     string // path under kernels/ of the blob ("" when the target has none)
+	BlobData []byte
+	Compiler string // what produced the blob: "nvcc", "clang", "source" (Metal) or ""
+	Kernels  []string
+	GoName   string // "Sampling" (common) or "LlamaSampling"
+	Index    int    // position in KTarget.Modules
+}
+
+// KModel is one kernels/<hw>/<model>/ directory.
+type KModel struct {
+	Dir            string
+	GoName         string
+	Pos            string // kernels/<hw>/<model>/MODEL.toml
+	Description    string
+	MatchNames     []string
+	Types          []KModelType
+	Presets        []KPreset
+	Behaviour      *KBehaviour
+	DFlash         *KDFlash
+	ExpectedAbsent []KAbsent
+	Modules        []*KModule // the effective set: common/ with the model's own files replacing namesakes
+	Shadowed       []KShadow
+}
+
+// KModelType is one (model_type, hidden_size) the model declares; HiddenSize 0 is the wildcard.
+type KModelType struct {
+	ModelType  string
+	HiddenSize int
+	Line       int
+}
+
+// KPreset is one sampling preset, with sample.DefaultParams filling keys it leaves out.
+type KPreset struct {
+	Name          string
+	Temperature   float64
+	TopK          int
+	TopP          float64
+	MinP          float64
+	RepeatPenalty float64
+	RepeatLastN   int
+	Seed          uint64
+}
+
+// KBehaviour is how toy runs the model.
+type KBehaviour struct {
+	AddBOS, AddEOS bool
+	ChatTemplate   string
+	Stop           []string
+}
+
+// KDFlash pairs the model with a DFlash drafter.
+type KDFlash struct {
+	DraftModel     string
+	Gamma          int
+	WindowSize     int
+	MaskTokenID    int
+	TargetLayerIDs []int
+}
+
+// KAbsent is a kernel lookup ("module.kernel") that may fail to resolve, and why.
+type KAbsent struct {
+	Lookup, Reason string
+}
+
+// KShadow records the kernels of a common/ module that a model's namesake dropped.
+type KShadow struct {
+	Module  string
+	Kernels []string
+}
+
+// The TOML shapes. Optional scalars are pointers so absence is visible.
+type hardwareFile struct {
+	Hardware struct {
+		Backend     string      `toml:"backend"`
+		Arch        string      `toml:"arch"`
+		Description string      `toml:"description"`
+		Compilers   []KCompiler `toml:"compilers"`
+		Link        []string    `toml:"link"`
+	} `toml:"hardware"`
+}
+
+type modelFile struct {
+	Model struct {
+		Description string   `toml:"description"`
+		MatchNames  []string `toml:"match_names"`
+	} `toml:"model"`
+	ModelTypes []struct {
+		ModelType  string `toml:"model_type"`
+		HiddenSize *int   `toml:"hidden_size"`
+	} `toml:"model_types"`
+	Sampling map[string]struct {
+		Temperature   *float64 `toml:"temperature"`
+		TopK          *int     `toml:"top_k"`
+		TopP          *float64 `toml:"top_p"`
+		MinP          *float64 `toml:"min_p"`
+		RepeatPenalty *float64 `toml:"repeat_penalty"`
+		RepeatLastN   *int     `toml:"repeat_last_n"`
+		Seed          *int64   `toml:"seed"`
+	} `toml:"sampling"`
+	Behaviour *struct {
+		AddBOS       *bool    `toml:"add_bos"`
+		AddEOS       *bool    `toml:"add_eos"`
+		ChatTemplate string   `toml:"chat_template"`
+		Stop         []string `toml:"stop"`
+	} `toml:"behaviour"`
+	DFlash *struct {
+		DraftModel     string `toml:"draft_model"`
+		Gamma          *int   `toml:"gamma"`
+		WindowSize     *int   `toml:"window_size"`
+		MaskTokenID    *int   `toml:"mask_token_id"`
+		TargetLayerIDs []int  `toml:"target_layer_ids"`
+	} `toml:"dflash"`
+	ExpectedAbsent map[string]string `toml:"expected_absent"`
+}
+
+// kerr collects errors that name file:line, reported sorted.
+type kerr struct{ errs []string }
+
+func (k *kerr) at(file string, line int, format string, args ...any) {
+	pos := file
+	if line > 0 {
+		pos = fmt.Sprintf("%s:%d", file, line)
+	}
+	k.errs = append(k.errs, pos+": "+fmt.Sprintf(format, args...))
+}
+
+func (k *kerr) err() error {
+	if len(k.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(k.errs, func(i, j int) bool { return lessPos(k.errs[i], k.errs[j]) })
+	return errors.New(strings.Join(k.errs, "\n"))
+}
+
+// lessPos orders "file:line: msg" by file, then line number, then text.
+func lessPos(a, b string) bool {
+	fa, la, ra := splitPos(a)
+	fb, lb, rb := splitPos(b)
+	if fa != fb {
+		return fa < fb
+	}
+	if la != lb {
+		return la < lb
+	}
+	return ra < rb
+}
+
+func splitPos(s string) (string, int, string) {
+	head, rest, _ := strings.Cut(s, ": ")
+	file, line := head, 0
+	if i := strings.LastIndexByte(head, ':'); i >= 0 {
+		if _, err := fmt.Sscanf(head[i+1:], "%d", &line); err == nil {
+			file = head[:i]
+		}
+	}
+	return file, line, rest
+}
+
+// LoadKernels reads every target under root/dir (normally "kernels") into a checked model.
+// Errors name file:line (paths relative to root) and are all reported at once.
+func LoadKernels(root, dir string) ([]*KTarget, error) {
+	entries, err := os.ReadDir(filepath.Join(root, dir))
+	if err != nil {
+		return nil, err
+	}
+	ke := &kerr{}
+	var targets []*KTarget
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		t := loadTarget(root, dir, e.Name(), ke)
+		if t != nil {
+			targets = append(targets, t)
+		}
+	}
+	for _, t := range targets {
+		checkCollisions(t, ke)
+	}
+	if err := ke.err(); err != nil {
+		return nil, err
+	}
+	return targets, nil
+}
+
+var (
+	dirName   = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+	identName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	cudaArch  = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+)
+
+func loadTarget(root, dir, name string, ke *kerr) *KTarget {
+	rel := dir + "/" + name
+	hwPath := rel + "/HARDWARE.toml"
+	var hf hardwareFile
+	if !decodeStrict(root, hwPath, &hf, ke) {
+		return nil
+	}
+	if !dirName.MatchString(name) {
+		ke.at(rel, 0, "a target directory is named in lower case letters, digits and dashes")
+		return nil
+	}
+	h := hf.Hardware
+	t := &KTarget{Dir: name, GoName: goNameOf(name), Backend: h.Backend, Arch: h.Arch,
+		ArchBase: StripArchSuffix(h.Arch), Description: h.Description, Compilers: h.Compilers, Link: h.Link}
+	lines := keyLines(root, hwPath)
+	switch h.Backend {
+	case "cpu":
+		if h.Arch != "" {
+			ke.at(hwPath, lines["hardware.arch"], "a cpu target has no arch (got %q)", h.Arch)
+		}
+	case "cuda":
+		if !cudaArch.MatchString(h.Arch) {
+			ke.at(hwPath, lines["hardware.arch"], "a cuda arch is written sm_XY with an optional a or f suffix (got %q)", h.Arch)
+		}
+	case "metal":
+	default:
+		ke.at(hwPath, lines["hardware.backend"], "backend %q: want cpu, cuda or metal", h.Backend)
+	}
+	for _, c := range h.Compilers {
+		if c.Name == "" {
+			ke.at(hwPath, lines["hardware.compilers.name"], "a compiler needs a name")
+		}
+	}
+	subs, err := os.ReadDir(filepath.Join(root, rel))
+	if err != nil {
+		ke.at(rel, 0, "%v", err)
+		return nil
+	}
+	var common []*KModule
+	if st, err := os.Stat(filepath.Join(root, rel, "common")); err == nil && st.IsDir() {
+		common = loadModules(root, rel, "common", t, ke)
+	}
+	t.Modules = append(t.Modules, common...)
+	for _, s := range subs {
+		if !s.IsDir() {
+			if s.Name() != "HARDWARE.toml" {
+				ke.at(rel+"/"+s.Name(), 0, "unexpected file: a target holds HARDWARE.toml, common/ and model directories")
+			}
+			continue
+		}
+		if s.Name() == "common" {
+			continue
+		}
+		m := loadModel(root, rel, s.Name(), ke)
+		if m == nil {
+			continue
+		}
+		own := loadModules(root, rel, s.Name(), t, ke)
+		t.Modules = append(t.Modules, own...)
+		byName := map[string]*KModule{}
+		for _, o := range own {
+			byName[o.Name] = o
+		}
+		for _, c := range common {
+			o, ok := byName[c.Name]
+			if !ok {
+				m.Modules = append(m.Modules, c)
+				continue
+			}
+			var dropped []string
+			for _, k := range c.Kernels {
+				if !contains(o.Kernels, k) {
+					dropped = append(dropped, k)
+				}
+			}
+			m.Shadowed = append(m.Shadowed, KShadow{Module: c.Name, Kernels: dropped})
+		}
+		m.Modules = append(m.Modules, own...)
+		sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Name < m.Modules[j].Name })
+		checkAbsent(root, m, ke)
+		t.Models = append(t.Models, m)
+	}
+	for i, mod := range t.Modules {
+		mod.Index = i
+	}
+	return t
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// goNameOf turns "cuda-sm90a" into "CUDASm90a" and "smollm2" into "Smollm2".
+func goNameOf(s string) string {
+	var b strings.Builder
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+		switch part {
+		case "cpu", "cuda", "gpu":
+			b.WriteString(strings.ToUpper(part))
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+// StripArchSuffix removes an arch's a/f suffix: sm_90a → sm_90, sm_121f → sm_121.
+func StripArchSuffix(arch string) string {
+	if strings.HasPrefix(arch, "sm_") && (strings.HasSuffix(arch, "a") || strings.HasSuffix(arch, "f")) {
+		return arch[:len(arch)-1]
+	}
+	return arch
+}
+
+var (
+	cudaKernel  = regexp.MustCompile(`(?m)^\s*extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	metalKernel = regexp.MustCompile(`(?m)^\s*(?:\[\[\s*kernel\s*\]\]|kernel)\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+	ptxEntry    = regexp.MustCompile(`(?m)^\s*(?:\.visible\s+)?\.entry\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
+	ptxHeader   = regexp.MustCompile(`^// toy-ptx: source-sha256=([0-9a-f]{64}) compiler=([a-z0-9._+-]+)\n`)
+)
+
+// loadModules reads the kernel sources of kernels/<hw>/<sub>/.
+func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
+	dir := rel + "/" + sub
+	files, err := os.ReadDir(filepath.Join(root, dir))
+	if err != nil {
+		ke.at(dir, 0, "%v", err)
+		return nil
+	}
+	var mods []*KModule
+	sources := map[string]bool{}
+	for _, f := range files {
+		n := f.Name()
+		if f.IsDir() {
+			ke.at(dir+"/"+n, 0, "unexpected directory")
+			continue
+		}
+		ext := filepath.Ext(n)
+		base := strings.TrimSuffix(n, ext)
+		switch {
+		case n == "MODEL.toml" && sub != "common":
+			continue
+		case ext == ".ptx" && t.Backend == "cuda":
+			continue // checked with its source
+		case ext == ".cu" && t.Backend == "cuda", ext == ".metal" && t.Backend == "metal":
+		default:
+			ke.at(dir+"/"+n, 0, "unexpected file in a %s target (sources are %s)", t.Backend, map[string]string{"cuda": "*.cu with their *.ptx", "metal": "*.metal", "cpu": "none: ggml's kernels are compiled in"}[t.Backend])
+			continue
+		}
+		if !identName.MatchString(base) {
+			ke.at(dir+"/"+n, 0, "a kernel source's name must be an identifier")
+			continue
+		}
+		sources[base] = true
+		src, err := os.ReadFile(filepath.Join(root, dir, n))
+		if err != nil {
+			ke.at(dir+"/"+n, 0, "%v", err)
+			continue
+		}
+		m := &KModule{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base)}
+		if sub != "common" {
+			m.GoName = goNameOf(sub) + m.GoName
+		}
+		re := cudaKernel
+		if t.Backend == "metal" {
+			re = metalKernel
+		}
+		for _, sm := range re.FindAllSubmatch(src, -1) {
+			m.Kernels = append(m.Kernels, string(sm[1]))
+		}
+		if len(m.Kernels) == 0 {
+			ke.at(m.Source, 0, "declares no kernels (want extern \"C\" __global__ void name( for CUDA, kernel void name( for Metal)")
+		}
+		switch t.Backend {
+		case "metal":
+			m.BlobData, m.Blob, m.Compiler = src, m.Source, "source"
+		case "cuda":
+			m.Blob = dir + "/" + base + ".ptx"
+			ptx, err := os.ReadFile(filepath.Join(root, dir, base+".ptx"))
+			if err != nil {
+				ke.at(m.Source, 0, "no %s.ptx beside it: run scripts/build-ptx.sh", base)
+				break
+			}
+			h := ptxHeader.FindSubmatch(ptx)
+			sum := sha256.Sum256(src)
+			switch {
+			case h == nil:
+				ke.at(m.Blob, 1, "want a first line \"// toy-ptx: source-sha256=<hex> compiler=<name>\" (written by scripts/build-ptx.sh)")
+			case string(h[1]) != hex.EncodeToString(sum[:]):
+				ke.at(m.Blob, 1, "stale: built from another version of %s.cu; run scripts/build-ptx.sh", base)
+			default:
+				m.Compiler = string(h[2])
+			}
+			m.BlobData = ptx
+			var entries []string
+			for _, sm := range ptxEntry.FindAllSubmatch(ptx, -1) {
+				entries = append(entries, string(sm[1]))
+			}
+			for _, k := range m.Kernels {
+				if !contains(entries, k) {
+					ke.at(m.Blob, 0, "kernel %s of %s.cu is not an .entry of the PTX", k, base)
+				}
+			}
+		}
+		mods = append(mods, m)
+	}
+	if t.Backend == "cuda" {
+		for _, f := range files {
+			if base, ok := strings.CutSuffix(f.Name(), ".ptx"); ok && !sources[base] {
+				ke.at(dir+"/"+f.Name(), 0, "no %s.cu for this PTX", base)
+			}
+		}
+	}
+	sort.Slice(mods, func(i, j int) bool { return mods[i].Name < mods[j].Name })
+	return mods
+}
+
+func loadModel(root, rel, name string, ke *kerr) *KModel {
+	dir := rel + "/" + name
+	path := dir + "/MODEL.toml"
+	if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+		ke.at(dir, 0, "a model directory needs a MODEL.toml")
+		return nil
+	}
+	if !dirName.MatchString(name) {
+		ke.at(dir, 0, "a model directory is named in lower case letters, digits and dashes")
+		return nil
+	}
+	var mf modelFile
+	if !decodeStrict(root, path, &mf, ke) {
+		return nil
+	}
+	lines := keyLines(root, path)
+	m := &KModel{Dir: name, GoName: goNameOf(name), Pos: path, Description: mf.Model.Description}
+	for _, n := range mf.Model.MatchNames {
+		if strings.TrimSpace(n) == "" {
+			ke.at(path, lines["model.match_names"], "an empty match name matches everything")
+			continue
+		}
+		m.MatchNames = append(m.MatchNames, strings.ToLower(n))
+	}
+	if len(mf.ModelTypes) == 0 {
+		ke.at(path, 0, "declares no [[model_types]]")
+	}
+	typeLines := lines.all("model_types.model_type")
+	seen := map[KModelType]bool{}
+	for i, mt := range mf.ModelTypes {
+		line := 0
+		if i < len(typeLines) {
+			line = typeLines[i]
+		}
+		if mt.ModelType == "" {
+			ke.at(path, line, "[[model_types]] entry %d has no model_type", i+1)
+			continue
+		}
+		kt := KModelType{ModelType: mt.ModelType, Line: line}
+		if mt.HiddenSize != nil {
+			if *mt.HiddenSize <= 0 {
+				ke.at(path, line, "hidden_size %d must be positive (leave it out for a wildcard)", *mt.HiddenSize)
+				continue
+			}
+			kt.HiddenSize = *mt.HiddenSize
+		}
+		key := KModelType{ModelType: kt.ModelType, HiddenSize: kt.HiddenSize}
+		if seen[key] {
+			ke.at(path, line, "model type %s is declared twice", describeType(kt))
+		}
+		seen[key] = true
+		m.Types = append(m.Types, kt)
+	}
+	names := make([]string, 0, len(mf.Sampling))
+	for n := range mf.Sampling {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := mf.Sampling[n]
+		d := sample.DefaultParams()
+		p := KPreset{Name: n, Temperature: d.Temperature, TopK: d.TopK, TopP: d.TopP, MinP: d.MinP,
+			RepeatPenalty: d.RepeatPenalty, RepeatLastN: d.RepeatLastN}
+		setIf(&p.Temperature, s.Temperature)
+		setIf(&p.TopK, s.TopK)
+		setIf(&p.TopP, s.TopP)
+		setIf(&p.MinP, s.MinP)
+		setIf(&p.RepeatPenalty, s.RepeatPenalty)
+		setIf(&p.RepeatLastN, s.RepeatLastN)
+		if s.Seed != nil {
+			if *s.Seed < 0 {
+				ke.at(path, lines["sampling."+n+".seed"], "preset %s: seed must be >= 0", n)
+			}
+			p.Seed = uint64(*s.Seed)
+		}
+		if !identName.MatchString(n) {
+			ke.at(path, lines.first("sampling."+n), "preset name %q must be an identifier", n)
+		}
+		sp := sample.Params{Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP, MinP: p.MinP,
+			RepeatPenalty: p.RepeatPenalty, RepeatLastN: p.RepeatLastN, Seed: p.Seed}
+		if err := sp.Validate(); err != nil {
+			ke.at(path, lines.first("sampling."+n), "preset %s: %s", n, strings.ReplaceAll(err.Error(), "\n", "; "))
+		}
+		m.Presets = append(m.Presets, p)
+	}
+	if b := mf.Behaviour; b != nil {
+		kb := &KBehaviour{ChatTemplate: b.ChatTemplate, Stop: b.Stop}
+		if b.AddBOS == nil || b.AddEOS == nil {
+			ke.at(path, lines.first("behaviour"), "[behaviour] needs add_bos and add_eos")
+		} else {
+			kb.AddBOS, kb.AddEOS = *b.AddBOS, *b.AddEOS
+		}
+		if b.ChatTemplate != "" {
+			if _, err := sample.TemplateByName(b.ChatTemplate); err != nil {
+				ke.at(path, lines["behaviour.chat_template"], "%v", err)
+			}
+		}
+		for _, s := range b.Stop {
+			if s == "" {
+				ke.at(path, lines["behaviour.stop"], "an empty stop string")
+			}
+		}
+		m.Behaviour = kb
+	}
+	if d := mf.DFlash; d != nil {
+		kd := &KDFlash{DraftModel: d.DraftModel, Gamma: 16, TargetLayerIDs: d.TargetLayerIDs}
+		setIf(&kd.Gamma, d.Gamma)
+		setIf(&kd.WindowSize, d.WindowSize)
+		setIf(&kd.MaskTokenID, d.MaskTokenID)
+		if d.DraftModel == "" {
+			ke.at(path, lines.first("dflash"), "[dflash] needs draft_model")
+		}
+		if kd.Gamma <= 0 {
+			ke.at(path, lines["dflash.gamma"], "[dflash] gamma %d must be positive", kd.Gamma)
+		}
+		if kd.WindowSize < 0 || kd.MaskTokenID < 0 {
+			ke.at(path, lines.first("dflash"), "[dflash] window_size and mask_token_id must be >= 0")
+		}
+		for _, id := range kd.TargetLayerIDs {
+			if id < 0 {
+				ke.at(path, lines["dflash.target_layer_ids"], "[dflash] target layer id %d must be >= 0", id)
+			}
+		}
+		m.DFlash = kd
+	}
+	lookups := make([]string, 0, len(mf.ExpectedAbsent))
+	for l := range mf.ExpectedAbsent {
+		lookups = append(lookups, l)
+	}
+	sort.Strings(lookups)
+	for _, l := range lookups {
+		reason := strings.TrimSpace(mf.ExpectedAbsent[l])
+		line := lines["expected_absent."+l]
+		if reason == "" {
+			ke.at(path, line, "expected-absent lookup %s has no reason", l)
+		}
+		mod, k, ok := strings.Cut(l, ".")
+		if !ok || !identName.MatchString(mod) || !identName.MatchString(k) {
+			ke.at(path, line, "expected-absent lookup %q is not module.kernel", l)
+		}
+		m.ExpectedAbsent = append(m.ExpectedAbsent, KAbsent{Lookup: l, Reason: reason})
+	}
+	return m
+}
+
+// checkAbsent refuses an expected-absent entry that in fact resolves: it would hide nothing.
+func checkAbsent(root string, m *KModel, ke *kerr) {
+	lines := keyLines(root, m.Pos)
+	for _, a := range m.ExpectedAbsent {
+		mod, k, _ := strings.Cut(a.Lookup, ".")
+		for _, x := range m.Modules {
+			if x.Name == mod && contains(x.Kernels, k) {
+				ke.at(m.Pos, lines["expected_absent."+a.Lookup], "expected-absent lookup %s resolves (in %s)", a.Lookup, x.Source)
+			}
+		}
+	}
+}
+
+func setIf[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func describeType(t KModelType) string {
+	if t.HiddenSize == 0 {
+		return fmt.Sprintf("(%s, any hidden size)", t.ModelType)
+	}
+	return fmt.Sprintf("(%s, %d)", t.ModelType, t.HiddenSize)
+}
+
+// checkCollisions refuses two models of a target that declare the same (model_type,
+// hidden_size) when either has no match_names to break the tie.
+func checkCollisions(t *KTarget, ke *kerr) {
+	for i, a := range t.Models {
+		for _, b := range t.Models[i+1:] {
+			if len(a.MatchNames) > 0 && len(b.MatchNames) > 0 {
+				continue
+			}
+			for _, ta := range a.Types {
+				for _, tb := range b.Types {
+					if ta.ModelType == tb.ModelType && ta.HiddenSize == tb.HiddenSize {
+						ke.at(b.Pos, tb.Line, "model type %s is also declared by %s:%d, and %s has no match_names to break the tie",
+							describeType(tb), a.Pos, ta.Line, map[bool]string{true: a.Dir, false: b.Dir}[len(a.MatchNames) == 0])
+					}
+				}
+			}
+		}
+	}
+}
+
+// decodeStrict decodes root/path into v, reporting a syntax or type error at its line and every
+// key v does not know at the line that sets it. It returns false when v could not be decoded;
+// unknown keys are reported and the rest of the file is still checked.
+func decodeStrict(root, path string, v any, ke *kerr) bool {
+	data, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		ke.at(path, 0, "%v", err)
+		return false
+	}
+	md, err := toml.Decode(string(data), v)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			ke.at(path, pe.Position.Line, "%s", pe.Message)
+		} else {
+			ke.at(path, 0, "%v", err)
+		}
+		return false
+	}
+	lines := keyLines(root, path)
+	for _, k := range md.Undecoded() {
+		// A key under an unknown table is reported once, with its table.
+		if len(k) > 1 && isUndecoded(md, k[:len(k)-1]) {
+			continue
+		}
+		name := strings.Join(k, ".")
+		ke.at(path, lines.first(name), "unknown key %s", name)
+	}
+	return true
+}
+
+func isUndecoded(md toml.MetaData, k toml.Key) bool {
+	for _, u := range md.Undecoded() {
+		if strings.Join(u, ".") == strings.Join(k, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+// keyLineMap maps a dotted key path to the lines that set it, in order.
+type keyLineMap map[string]int
+
+func (m keyLineMap) first(k string) int { return m[k] }
+
+func (m keyLineMap) all(k string) []int {
+	var out []int
+	for i := 0; ; i++ {
+		l, ok := m[fmt.Sprintf("%s#%d", k, i)]
+		if !ok {
+			return out
+		}
+		out = append(out, l)
+	}
+}
+
+var (
+	tomlTable = regexp.MustCompile(`^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$`)
+	tomlKey   = regexp.MustCompile(`^\s*((?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+)(?:\s*\.\s*(?:"[^"]*"|'[^']*'|[A-Za-z0-9_-]+))*)\s*=`)
+)
+
+// keyLines scans a TOML file for the line of each table header and key (BurntSushi/toml keeps
+// positions private). key is the dotted path without quotes; key#i is its i-th occurrence.
+func keyLines(root, path string) keyLineMap {
+	m := keyLineMap{}
+	data, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		return m
+	}
+	add := func(k string, line int) {
+		if _, ok := m[k]; !ok {
+			m[k] = line
+		}
+		for i := 0; ; i++ {
+			if _, ok := m[fmt.Sprintf("%s#%d", k, i)]; !ok {
+				m[fmt.Sprintf("%s#%d", k, i)] = line
+				break
+			}
+		}
+	}
+	table := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	inMulti := false
+	for line := 1; sc.Scan(); line++ {
+		text := sc.Text()
+		if strings.Count(text, `"""`)%2 == 1 || strings.Count(text, `'''`)%2 == 1 {
+			inMulti = !inMulti
+			if !inMulti {
+				continue
+			}
+		}
+		if inMulti && !tomlKey.MatchString(text) {
+			continue
+		}
+		if t := tomlTable.FindStringSubmatch(text); t != nil && !strings.Contains(text, "=") {
+			table = unquoteKey(t[1])
+			add(table, line)
+			continue
+		}
+		if k := tomlKey.FindStringSubmatch(text); k != nil {
+			full := unquoteKey(k[1])
+			if table != "" {
+				full = table + "." + full
+			}
+			add(full, line)
+		}
+	}
+	return m
+}
+
+func unquoteKey(s string) string {
+	var parts []string
+	for _, p := range splitDotted(s) {
+		p = strings.TrimSpace(p)
+		p = strings.Trim(p, `"'`)
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// splitDotted splits a dotted key at dots outside quotes.
+func splitDotted(s string) []string {
+	var parts []string
+	var cur strings.Builder
+	quote := rune(0)
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote = r
+			cur.WriteRune(r)
+		case r == '.':
+			parts = append(parts, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	return append(parts, cur.String())
+}

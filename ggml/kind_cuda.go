@@ -1,0 +1,5 @@
+//go:build cuda
+
+package ggml
+
+const gpuKind = "cuda"

@@ -1,0 +1,5 @@
+//go:build metal && !cuda
+
+package ggml
+
+const gpuKind = "metal"
