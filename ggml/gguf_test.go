@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/generated/ggmlc"
 	"github.com/toyml/toy/internal/gguffile"
 	"github.com/toyml/toy/internal/reference"
 )
@@ -211,6 +212,10 @@ func TestQuantizeMatchesReference(t *testing.T) {
 	assert.ErrorContains(t, err, "multiple of 32")
 	_, err = Quantize(Q8_0, src[:100], 96)
 	assert.ErrorContains(t, err, "do not form rows")
+	_, err = Quantize(ggmlc.TypeQ8_K, src[:256], 256)
+	assert.ErrorContains(t, err, "no quantizer for q8_K")
+	_, err = Quantize(I32, src[:96], 96)
+	assert.ErrorContains(t, err, "no quantizer")
 }
 
 func TestGGUFBadInput(t *testing.T) {

@@ -13,6 +13,10 @@ type Graph struct {
 	ctx   *Context
 	g     ggmlc.Graph
 	size  int
+	// members are the tensors Expand has put in the graph, and leafs how many of them are
+	// leaves: Expand counts only what is new against the graph's size.
+	members map[ggmlc.Tensor]bool
+	leafs   int
 	grads bool
 }
 
@@ -31,7 +35,7 @@ func (c *Context) NewGraph(size int, grads bool) (*Graph, error) {
 	if need, free := ggmlc.GraphOverheadCustom(size, grads), c.Free(); need > free {
 		return nil, fmt.Errorf("ggml: NewGraph: a graph of %d nodes needs %d bytes, the context has %d free (raise ContextOptions.Graphs or GraphSize)", size, need, free)
 	}
-	return &Graph{ctx: c, g: ggmlc.NewGraphCustom(c.c, size, grads), size: size, grads: grads}, nil
+	return &Graph{ctx: c, g: ggmlc.NewGraphCustom(c.c, size, grads), size: size, grads: grads, members: map[ggmlc.Tensor]bool{}}, nil
 }
 
 // Raw is the underlying binding handle.
@@ -57,29 +61,42 @@ func (g *Graph) Expand(t *Tensor) error {
 	if t == nil {
 		return fmt.Errorf("ggml: Graph.Expand: invalid tensor")
 	}
-	if n := countNew(g, t); g.Len()+n > g.size {
-		return fmt.Errorf("ggml: Graph.Expand: %d nodes exceed the graph's size %d", g.Len()+n, g.size)
+	added, nodes, leafs := g.newMembers(t)
+	if g.Len()+nodes > g.size || g.leafs+leafs > g.size {
+		return fmt.Errorf("ggml: Graph.Expand: %d nodes and %d leaves exceed the graph's size %d", g.Len()+nodes, g.leafs+leafs, g.size)
 	}
 	ggmlc.BuildForwardExpand(g.g, t.t)
+	for _, x := range added {
+		g.members[x] = true
+	}
+	g.leafs += leafs
 	return nil
 }
 
-// countNew bounds how many nodes expanding t could add: the nodes reachable from t. It walks
-// in Go so that a graph that would overflow is refused before ggml aborts.
-func countNew(g *Graph, t *Tensor) int {
+// newMembers walks, in Go, what expanding t would add to the graph — the tensors reachable from
+// t that it does not hold yet — and counts them as ggml does: a tensor no op computes and that
+// is not a param is a leaf, anything else a node. So a graph that would overflow is refused
+// before ggml aborts, and each tensor is walked once over all Expands.
+func (g *Graph) newMembers(t *Tensor) (added []ggmlc.Tensor, nodes, leafs int) {
 	seen := map[ggmlc.Tensor]bool{}
 	var walk func(ggmlc.Tensor)
 	walk = func(x ggmlc.Tensor) {
-		if x.IsNil() || seen[x] {
+		if x.IsNil() || seen[x] || g.members[x] {
 			return
 		}
 		seen[x] = true
+		added = append(added, x)
 		for _, s := range x.Src() {
 			walk(s)
 		}
+		if x.Op() == ggmlc.OpNone && x.Flags()&int32(ggmlc.TensorFlagParam) == 0 {
+			leafs++
+		} else {
+			nodes++
+		}
 	}
 	walk(t.t)
-	return len(seen)
+	return added, nodes, leafs
 }
 
 // BuildBackward appends the backward pass for the loss (marked with SetLoss) to a graph made
