@@ -31,6 +31,8 @@ type ContextOptions struct {
 type Context struct {
 	c   ggmlc.Context
 	err error
+	// memSize is the arena's size; tensorOverhead is what one tensor object takes of it.
+	memSize, tensorOverhead int
 }
 
 // NewContext makes a Context with room for what opts asks.
@@ -50,7 +52,12 @@ func NewContext(opts ContextOptions) (*Context, error) {
 	if c.IsNil() {
 		return nil, fmt.Errorf("ggml: cannot allocate a context of %d bytes", mem)
 	}
-	return &Context{c: c}, nil
+	return wrapContext(c), nil
+}
+
+// wrapContext makes a Context of a ggml context the bindings created.
+func wrapContext(c ggmlc.Context) *Context {
+	return &Context{c: c, memSize: ggmlc.GetMemSize(c), tensorOverhead: ggmlc.TensorOverhead()}
 }
 
 // DefaultGraphSize is ggml's default number of nodes in a graph (GGML_DEFAULT_GRAPH_SIZE).
@@ -83,7 +90,7 @@ func (c *Context) Free() int {
 	if c.c.IsNil() {
 		return 0
 	}
-	return ggmlc.GetMemSize(c.c) - ggmlc.UsedMem(c.c)
+	return c.memSize - ggmlc.UsedMem(c.c)
 }
 
 // room checks that n more tensor objects fit.
@@ -91,7 +98,7 @@ func (c *Context) room(n int) error {
 	if c.c.IsNil() {
 		return ErrClosed
 	}
-	if need, free := n*ggmlc.TensorOverhead(), c.Free(); need > free {
+	if need, free := n*c.tensorOverhead, c.Free(); need > free {
 		return fmt.Errorf("context is full: %d more tensors need %d bytes, %d are free (raise ContextOptions.MaxTensors)", n, need, free)
 	}
 	return nil

@@ -48,7 +48,7 @@ func OpenGGUF(path string) (*GGUF, error) {
 	if g.IsNil() {
 		return nil, fmt.Errorf("gguf %s: ggml could not read the file", path)
 	}
-	file := &GGUF{path: path, g: g, meta: &Context{c: meta}, index: map[string]int{}}
+	file := &GGUF{path: path, g: g, meta: wrapContext(meta), index: map[string]int{}}
 	if n := ggmlc.GGUFGetNKv(g); n != int64(len(f.KVs)) {
 		file.Close()
 		return nil, fmt.Errorf("gguf %s: ggml reads %d keys where the validator read %d", path, n, len(f.KVs))

@@ -10,14 +10,14 @@ import (
 // Graph is a computation graph built in a Context: the forward pass and, when it was made with
 // gradients, the backward pass.
 type Graph struct {
-	ctx   *Context
-	g     ggmlc.Graph
-	size  int
+	ctx  *Context
+	g    ggmlc.Graph
+	size int
 	// members are the tensors Expand has put in the graph, and leafs how many of them are
 	// leaves: Expand counts only what is new against the graph's size.
 	members map[ggmlc.Tensor]bool
 	leafs   int
-	grads bool
+	grads   bool
 }
 
 // NewGraph makes an empty graph of at most size nodes in c; grads reserves gradient slots for
@@ -63,28 +63,28 @@ func (g *Graph) Expand(t *Tensor) error {
 	}
 	added, nodes, leafs := g.newMembers(t)
 	if g.Len()+nodes > g.size || g.leafs+leafs > g.size {
+		for _, x := range added {
+			delete(g.members, x)
+		}
 		return fmt.Errorf("ggml: Graph.Expand: %d nodes and %d leaves exceed the graph's size %d", g.Len()+nodes, g.leafs+leafs, g.size)
 	}
 	ggmlc.BuildForwardExpand(g.g, t.t)
-	for _, x := range added {
-		g.members[x] = true
-	}
 	g.leafs += leafs
 	return nil
 }
 
-// newMembers walks, in Go, what expanding t would add to the graph — the tensors reachable from
-// t that it does not hold yet — and counts them as ggml does: a tensor no op computes and that
-// is not a param is a leaf, anything else a node. So a graph that would overflow is refused
-// before ggml aborts, and each tensor is walked once over all Expands.
+// newMembers adds to g.members, in Go, what expanding t adds to the graph — the tensors
+// reachable from t that it does not hold yet — and counts them as ggml does: a tensor no op
+// computes and that is not a param is a leaf, anything else a node. So a graph that would
+// overflow is refused before ggml aborts (the caller then removes added), and each tensor is
+// walked once over all Expands.
 func (g *Graph) newMembers(t *Tensor) (added []ggmlc.Tensor, nodes, leafs int) {
-	seen := map[ggmlc.Tensor]bool{}
 	var walk func(ggmlc.Tensor)
 	walk = func(x ggmlc.Tensor) {
-		if x.IsNil() || seen[x] || g.members[x] {
+		if x.IsNil() || g.members[x] {
 			return
 		}
-		seen[x] = true
+		g.members[x] = true
 		added = append(added, x)
 		for _, s := range x.Src() {
 			walk(s)
