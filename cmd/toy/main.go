@@ -6,6 +6,9 @@
 //
 // Commands:
 //
+//	generate  run a GGUF model on a prompt
+//	perplexity perplexity of a text, as llama.cpp computes it
+//	inspect   print a GGUF file's metadata and tensor table
 //	train     train a LLaMA/SmolLM2-shaped model from scratch
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
 //	tokenize  turn text into a token corpus
@@ -27,6 +30,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -39,12 +43,15 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "train a LLaMA/SmolLM2-shaped model from scratch (default: a demo model on Go's source)", runTrain},
+		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
+		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
+		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
 		{"tokenize", "turn text into a token corpus for train -corpus", runTokenize},
 		{"plot", "draw a run's loss curves to a PNG", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "matmul GFLOP/s and graph-building overhead; 'bench train': training tokens/s and memory", benchCommand},
+		{"bench", "matmul GFLOP/s; 'bench -m MODEL': prompt/generation t/s; 'bench train': training t/s and memory", benchCommand},
 	}
 }
 
@@ -86,6 +93,11 @@ func run(args []string) int {
 func benchCommand(args []string) error {
 	if len(args) > 0 && args[0] == "train" {
 		return runBenchTrain(args[1:])
+	}
+	for _, a := range args {
+		if a == "-m" || strings.HasPrefix(a, "-m=") || a == "--m" {
+			return runBenchModel(args)
+		}
 	}
 	return runBench(args)
 }

@@ -3,6 +3,8 @@ package llama
 import (
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toyml/toy/generated/config"
@@ -55,4 +57,39 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.ReportMetric(float64(T)/sec, "tokens/s")
 	b.ReportMetric(6*float64(m.Params())*float64(T)/sec/1e9, "GFLOP/s")
 	b.ReportMetric(float64(tr.ComputeBytes())/(1<<20), "compute-MiB")
+}
+
+// TestBenchSmolLM2 measures Bench on SmolLM2-135M-shaped checkpoints with random weights (f32,
+// f16, q8_0) on 2 threads, as llama-bench's pp128/tg128. It runs only when TOY_BENCH_SMOLLM2
+// names a directory to keep the checkpoints in (they take a while to write).
+func TestBenchSmolLM2(t *testing.T) {
+	dir := os.Getenv("TOY_BENCH_SMOLLM2")
+	if dir == "" {
+		t.Skip("set TOY_BENCH_SMOLLM2=<dir> to run")
+	}
+	types := []ggml.Type{ggml.F32, ggml.F16, ggml.Q8_0}
+	if s := os.Getenv("TOY_BENCH_TYPES"); s != "" {
+		types = nil
+		for _, name := range strings.Split(s, ",") {
+			for _, typ := range []ggml.Type{ggml.F32, ggml.F16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_K} {
+				if ggml.TypeName(typ) == name {
+					types = append(types, typ)
+				}
+			}
+		}
+	}
+	fa := os.Getenv("TOY_BENCH_FA") == "1"
+	for _, typ := range types {
+		path := filepath.Join(dir, "smollm2-135m-random-"+ggml.TypeName(typ)+".gguf")
+		if _, err := os.Stat(path); err != nil {
+			if err := WriteRandomGGUF(path, SmolLM2Architecture(), typ, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := BenchStats(path, 128, 128, 2, BenchOptions{Reps: 3, Decoder: DecoderOptions{FlashAttention: fa}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v (load %v, warm-up %v)", r, r.LoadTime, r.FirstGraphTime)
+	}
 }

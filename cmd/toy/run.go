@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/ggml"
+)
+
+// decoderFlags are the flags every command that runs a model shares.
+type decoderFlags struct {
+	model       string
+	threads     int
+	ctx         int
+	kvType      string
+	flashAttn   bool
+	ctxFull     string
+	noMmap      bool
+	batchPrompt int
+}
+
+func (d *decoderFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.model, "m", "", "GGUF model file (required)")
+	fs.IntVar(&d.threads, "t", 2, "CPU threads")
+	fs.IntVar(&d.ctx, "c", 0, "context size: positions the KV cache holds (0: the model's)")
+	fs.StringVar(&d.kvType, "kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
+	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention")
+	fs.StringVar(&d.ctxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
+	fs.BoolVar(&d.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
+	fs.IntVar(&d.batchPrompt, "b", 256, "prompt tokens per graph")
+}
+
+func (d *decoderFlags) options() (llama.DecoderOptions, error) {
+	o := llama.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
+	switch d.kvType {
+	case "f16":
+		o.KVType = llama.KVF16
+	case "q8_0":
+		o.KVType = llama.KVQ8_0
+	case "f32":
+		o.KVType = llama.KVF32
+	default:
+		return o, fmt.Errorf("-kv-type %q: want f16, q8_0 or f32", d.kvType)
+	}
+	switch d.ctxFull {
+	case "error":
+		o.ContextFull = llama.ContextError
+	case "shift":
+		o.ContextFull = llama.ContextShift
+	default:
+		return o, fmt.Errorf("-ctx-full %q: want error or shift", d.ctxFull)
+	}
+	return o, nil
+}
+
+// open loads the model, its tokenizer and a decoder.
+func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
+	if d.model == "" {
+		return nil, nil, nil, errors.New("-m MODEL is required")
+	}
+	opts, err := d.options()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+	if err != nil {
+		m.Close()
+		return nil, nil, nil, fmt.Errorf("%s: %w", d.model, err)
+	}
+	dec, err := llama.NewDecoder(m, opts)
+	if err != nil {
+		m.Close()
+		return nil, nil, nil, err
+	}
+	return m, tok, dec, nil
+}
+
+func runGenerate(args []string) error {
+	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	var d decoderFlags
+	d.register(fs)
+	p := sample.DefaultParams()
+	prompt := fs.String("p", "", "prompt")
+	n := fs.Int("n", 128, "tokens to generate")
+	fs.Float64Var(&p.Temperature, "temp", p.Temperature, "temperature (0: greedy)")
+	fs.IntVar(&p.TopK, "top-k", p.TopK, "top-k sampling (0: off)")
+	fs.Float64Var(&p.TopP, "top-p", p.TopP, "top-p sampling (1: off)")
+	fs.Float64Var(&p.MinP, "min-p", p.MinP, "min-p sampling (0: off)")
+	fs.Float64Var(&p.RepeatPenalty, "repeat-penalty", p.RepeatPenalty, "repetition penalty (1: off)")
+	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalty looks back over (-1: all)")
+	fs.Uint64Var(&p.Seed, "seed", 0, "random seed")
+	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
+	system := fs.String("system", "", "system message (with -chat)")
+	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
+	var stops stringList
+	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy generate -m MODEL -p PROMPT [flags]
+
+Runs a GGUF model (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3, MoE families) and streams its
+continuation of the prompt. --temp 0 is greedy. With -chat the prompt is a user message
+wrapped in the model's chat template (ChatML for SmolLM2 and Qwen, Gemma's for Gemma).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	m, tok, dec, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	defer dec.Close()
+
+	text, parseSpecial := *prompt, false
+	if *chat {
+		tmpl, err := chatTemplate(m, *templateName)
+		if err != nil {
+			return err
+		}
+		var msgs []sample.Message
+		if *system != "" {
+			msgs = append(msgs, sample.Message{Role: sample.RoleSystem, Content: *system})
+		}
+		msgs = append(msgs, sample.Message{Role: sample.RoleUser, Content: *prompt})
+		if text, err = tmpl.Apply(msgs, true); err != nil {
+			return err
+		}
+		parseSpecial = true
+		stops = append(stops, tmpl.StopStrings()...)
+	}
+	ids := tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: parseSpecial})
+	if len(ids) == 0 {
+		return errors.New("the prompt encodes to no tokens (give -p)")
+	}
+	logits, err := dec.Prompt(ids)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	if !*chat {
+		fmt.Fprint(out, *prompt)
+	}
+	s := sample.NewSampler(p)
+	stopper := sample.NewStopper(stops...)
+	history := append([]int32(nil), ids...)
+	for i := 0; i < *n; i++ {
+		next := s.Sample(logits, history)
+		if next == tok.EOS() && tok.EOS() >= 0 {
+			break
+		}
+		history = append(history, next)
+		piece, err := tok.Piece(next, tokenizer.DecodeOptions{})
+		if err != nil {
+			return err
+		}
+		safe, stopped := stopper.Feed(piece)
+		fmt.Fprint(out, safe)
+		out.Flush()
+		if stopped {
+			break
+		}
+		if logits, err = dec.Next(next); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(out, stopper.Flush())
+	fmt.Fprintln(out)
+	return nil
+}
+
+// chatTemplate picks the template named, or the one the model's tokenizer.chat_template holds.
+func chatTemplate(m *llama.GGUFModel, name string) (sample.Template, error) {
+	if name != "" {
+		return sample.TemplateByName(name)
+	}
+	jinja, _ := m.Meta["tokenizer.chat_template"].(string)
+	if jinja == "" {
+		return sample.Template{}, errors.New("the model has no tokenizer.chat_template; name one with -template")
+	}
+	return sample.DetectTemplate(jinja)
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// runPerplexity computes perplexity as llama.cpp's perplexity tool does: the text is split
+// into non-overlapping chunks of the context size (each starting with BOS when the vocabulary
+// adds one), and the second half of each chunk is scored.
+func runPerplexity(args []string) error {
+	fs := flag.NewFlagSet("perplexity", flag.ContinueOnError)
+	var d decoderFlags
+	d.register(fs)
+	file := fs.String("f", "", "text file (required)")
+	chunks := fs.Int("chunks", 0, "score at most this many chunks (0: all)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: toy perplexity -m MODEL -f TEXT -c CTX [flags]\n\nPerplexity the way llama.cpp computes it: non-overlapping chunks of CTX tokens, the second half\nof each chunk scored.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("-f TEXT is required")
+	}
+	text, err := os.ReadFile(*file)
+	if err != nil {
+		return err
+	}
+	m, tok, dec, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	defer dec.Close()
+	nctx := dec.MaxContext()
+	ids := tok.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	total := len(ids) / nctx
+	if *chunks > 0 && *chunks < total {
+		total = *chunks
+	}
+	if total == 0 {
+		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
+	}
+	addBOS := tok.Vocab().AddBOS && tok.BOS() >= 0
+	first := nctx / 2
+	nll, count := 0.0, 0
+	for c := 0; c < total; c++ {
+		chunk := append([]int32(nil), ids[c*nctx:(c+1)*nctx]...)
+		if addBOS {
+			chunk[0] = tok.BOS()
+		}
+		dec.Reset()
+		logits, err := dec.Logits(chunk)
+		if err != nil {
+			return err
+		}
+		for j := first; j < nctx-1; j++ {
+			nll += -logSoftmax(logits[j], chunk[j+1])
+			count++
+		}
+		fmt.Printf("[%d]%.4f,", c+1, math.Exp(nll/float64(count)))
+	}
+	fmt.Printf("\nFinal estimate: PPL = %.4f over %d chunks of %d tokens (%d scored)\n", math.Exp(nll/float64(count)), total, nctx, count)
+	return nil
+}
+
+func logSoftmax(row []float32, target int32) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	sum := 0.0
+	for _, v := range row {
+		sum += math.Exp(float64(v) - mx)
+	}
+	return float64(row[target]) - mx - math.Log(sum)
+}
+
+func runInspect(args []string) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	full := fs.Bool("full", false, "print arrays in full")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: toy inspect [-full] MODEL.gguf\n\nPrints a GGUF file's metadata and tensor table.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("name one GGUF file")
+	}
+	f, err := ggml.OpenGGUF(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fmt.Printf("%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", f.Path(), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
+	keys := f.Keys()
+	for _, k := range keys {
+		v, err := f.Value(k)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-48s %s\n", k, showValue(v, *full))
+	}
+	ts := f.Tensors()
+	byType := map[string]int64{}
+	var total int64
+	fmt.Printf("\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
+	for _, t := range ts {
+		fmt.Printf("  %-40s %-6s %-24s %12d %12d\n", t.Name, ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
+		byType[ggml.TypeName(t.Type)] += t.Size
+		total += t.Size
+	}
+	var types []string
+	for t := range byType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	fmt.Printf("\n  %.1f MiB of tensor data:", float64(total)/(1<<20))
+	for _, t := range types {
+		fmt.Printf(" %s %.1f MiB", t, float64(byType[t])/(1<<20))
+	}
+	fmt.Println()
+	return nil
+}
+
+func showValue(v any, full bool) string {
+	s := fmt.Sprint(v)
+	switch x := v.(type) {
+	case string:
+		s = fmt.Sprintf("%q", x)
+	case []string:
+		if len(x) > 8 && !full {
+			return fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8])
+		}
+	}
+	if len(s) > 160 && !full {
+		return s[:157] + "..."
+	}
+	return s
+}
+
+// runBenchModel is `toy bench -m MODEL`: prompt processing and generation speed like
+// llama-bench.
+func runBenchModel(args []string) error {
+	fs := flag.NewFlagSet("bench -m", flag.ContinueOnError)
+	model := fs.String("m", "", "GGUF model file")
+	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")
+	tg := fs.Int("n", 32, "generated tokens (one at a time)")
+	threads := fs.Int("t", 2, "CPU threads")
+	reps := fs.Int("r", 5, "repetitions")
+	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
+	fa := fs.Bool("fa", false, "flash attention")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: toy bench -m MODEL [-p 128] [-n 32] [-t 2]\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
+	opts, err := d.options()
+	if err != nil {
+		return err
+	}
+	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
+	if err != nil {
+		return err
+	}
+	fmt.Println(res)
+	return nil
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// capture runs f with os.Stdout redirected and returns what it printed.
+func capture(t *testing.T, f func() int) (string, int) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	old := os.Stdout
+	os.Stdout = w
+	code := f()
+	os.Stdout = old
+	w.Close()
+	out, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return string(out), code
+}
+
+// tinyCheckpoint saves a small random llama model with a trained tokenizer, as toy train does.
+func tinyCheckpoint(t *testing.T) string {
+	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
+	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
+	require.NoError(t, err)
+	c, err := config.LlamaPreset("tiny")
+	require.NoError(t, err)
+	c.Vocab, c.Context = tok.VocabSize(), 64
+	be, err := ggml.NewCPUBackend(1)
+	require.NoError(t, err)
+	defer be.Close()
+	m, err := llama.New(c, be)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Init())
+	var kvs []llama.KV
+	for _, kv := range tok.GGUF() {
+		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+	}
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	require.NoError(t, m.Save(path, kvs))
+	return path
+}
+
+func TestGenerateInspectPerplexity(t *testing.T) {
+	model := tinyCheckpoint(t)
+	gen := func() (string, int) {
+		return capture(t, func() int {
+			return run([]string{"generate", "-m", model, "-p", "func main", "-n", "12", "--temp", "0", "-t", "1"})
+		})
+	}
+	out1, code := gen()
+	require.Equal(t, 0, code)
+	assert.True(t, strings.HasPrefix(out1, "func main"), out1)
+	out2, _ := gen()
+	assert.Equal(t, out1, out2, "greedy generation is deterministic")
+
+	out, code := capture(t, func() int { return run([]string{"inspect", model}) })
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `general.architecture                             "llama"`)
+	assert.Contains(t, out, "blk.1.ffn_down.weight")
+
+	text := filepath.Join(t.TempDir(), "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("if err != nil { return err }\n", 30)), 0o644))
+	out, code = capture(t, func() int {
+		return run([]string{"perplexity", "-m", model, "-f", text, "-c", "32", "-t", "1"})
+	})
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "Final estimate: PPL = ")
+
+	// Bad input: errors, not crashes.
+	_, code = capture(t, func() int { return run([]string{"generate", "-m", filepath.Join(t.TempDir(), "none.gguf"), "-p", "x"}) })
+	assert.Equal(t, 1, code)
+	_, code = capture(t, func() int { return run([]string{"generate", "-m", model, "-p", "x", "--temp", "-1"}) })
+	assert.Equal(t, 1, code)
+	_, code = capture(t, func() int { return run([]string{"perplexity", "-m", model, "-f", text, "-c", "4096"}) })
+	assert.Equal(t, 1, code)
+}

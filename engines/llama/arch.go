@@ -1,0 +1,519 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/ggml"
+)
+
+// FFNKind is the activation of the gated feed-forward block.
+type FFNKind int
+
+const (
+	// FFNSwiGLU is down(silu(gate·x) ⊙ up·x): llama, qwen2, qwen3 and their MoE experts.
+	FFNSwiGLU FFNKind = iota
+	// FFNGeGLU is down(gelu_tanh(gate·x) ⊙ up·x): gemma2, gemma3.
+	FFNGeGLU
+)
+
+// QKNormKind says how queries and keys are normalised before RoPE.
+type QKNormKind int
+
+const (
+	// QKNormNone leaves them as projected.
+	QKNormNone QKNormKind = iota
+	// QKNormHeadRMS applies an RMSNorm over each head's vector with a learned [head size]
+	// weight (attn_q_norm / attn_k_norm): qwen3, qwen3moe, gemma3.
+	QKNormHeadRMS
+)
+
+// Architecture is the inference-time shape and behaviour of a GGUF checkpoint, detected from
+// its metadata (general.architecture and the "<arch>.*" keys as llama.cpp names them) and
+// from which tensors it has. Every flag here is what the decoder builds its graph from.
+type Architecture struct {
+	// Name is general.architecture: llama, qwen2, qwen3, gemma2, gemma3, qwen2moe, qwen3moe.
+	Name string
+
+	Vocab   int // rows of token_embd.weight
+	DModel  int // <arch>.embedding_length
+	NLayers int // <arch>.block_count
+	DFF     int // <arch>.feed_forward_length (dense FFN; 0 in a pure-MoE model)
+	Context int // <arch>.context_length: the trained context, the decoder's default
+
+	NHeads   int // <arch>.attention.head_count
+	NKVHeads int // <arch>.attention.head_count_kv (default NHeads)
+	// HeadDimK and HeadDimV are the per-head sizes of queries/keys and values:
+	// <arch>.attention.key_length / value_length, default DModel/NHeads. qwen3 and gemma
+	// have heads whose size is not DModel/NHeads.
+	HeadDimK, HeadDimV int
+
+	RMSEps float32 // <arch>.attention.layer_norm_rms_epsilon
+
+	// RoPE: Mode is RopeNormal (adjacent pairs; llama, whose converter permutes Q and K for it)
+	// or RopeNeox (halves; qwen*, gemma*). RopeDims (<arch>.rope.dimension_count, default
+	// HeadDimK) leading elements of each head rotate. RopeBase is <arch>.rope.freq_base;
+	// RopeScale multiplies positions (1/<arch>.rope.scaling.factor with linear scaling).
+	RopeMode  ggmlc.RopeMode
+	RopeDims  int
+	RopeBase  float32
+	RopeScale float32
+	// RopeBaseLocal and RopeScaleLocal apply to sliding-window layers when they differ from
+	// global ones (gemma3: base 10000, no scaling); otherwise they equal RopeBase/RopeScale.
+	RopeBaseLocal, RopeScaleLocal float32
+	// RopeFreqs is true when the file has rope_freqs.weight (llama 3 frequency factors).
+	RopeFreqs bool
+
+	// TiedOutput: the file has no output.weight; the logits use token_embd.weight.
+	TiedOutput bool
+	// QKVBias: attn_q/k/v have biases (qwen2, qwen2moe; detected from attn_q.bias).
+	QKVBias bool
+	// QKNorm: per-head RMS norms of queries and keys before RoPE (detected from attn_q_norm).
+	QKNorm QKNormKind
+	// PostNorms: RMSNorms of the attention output (post_attention_norm) and the FFN output
+	// (post_ffw_norm) before they join the residual stream (gemma2, gemma3).
+	PostNorms bool
+	// EmbedScale multiplies the token embeddings (√DModel for gemma; 1 otherwise).
+	EmbedScale float32
+	// FFN is the activation of the feed-forward blocks.
+	FFN FFNKind
+
+	// QueryScale multiplies q·k before the softmax: 1/√HeadDimK (gemma2/3 27B: 1/√(d/H), as
+	// llama.cpp), or 1/√<arch>.attention.query_pre_attn_scalar when the file has that key.
+	QueryScale float32
+	// AttnSoftcap (<arch>.attn_logit_softcapping; gemma2) caps attention logits to
+	// cap·tanh(s/cap) after scaling; FinalSoftcap (<arch>.final_logit_softcapping) does the
+	// same to the output logits. 0: none.
+	AttnSoftcap, FinalSoftcap float32
+
+	// SlidingWindow (<arch>.attention.sliding_window) is the number of most recent positions a
+	// query of a sliding-window layer sees (itself included); 0: every layer is global.
+	// SlidingPattern says which layers slide: layer i does when SlidingPattern is 0 (every
+	// layer: mistral-style) or i%SlidingPattern < SlidingPattern-1 (gemma2: 2, alternate
+	// layers starting with layer 0; gemma3: 6, five of every six).
+	SlidingWindow  int
+	SlidingPattern int
+
+	// Mixture of experts: NExperts (<arch>.expert_count) experts of width ExpertFFN
+	// (<arch>.expert_feed_forward_length), NExpertsUsed (<arch>.expert_used_count) per
+	// token, chosen by the top-k of the softmax of the router logits (ffn_gate_inp);
+	// NormTopK renormalises the k chosen weights to sum to 1 (qwen3moe, mixtral-style llama;
+	// not qwen2moe). SharedExpertFFN is the width of an always-on shared expert scaled by
+	// sigmoid(ffn_gate_inp_shexp·x) (qwen2moe), 0 if none.
+	NExperts, NExpertsUsed, ExpertFFN int
+	NormTopK                          bool
+	SharedExpertFFN                   int
+}
+
+// IsSliding reports whether layer il uses the sliding window.
+func (a *Architecture) IsSliding(il int) bool {
+	if a.SlidingWindow <= 0 {
+		return false
+	}
+	if a.SlidingPattern <= 1 {
+		return true
+	}
+	return il%a.SlidingPattern < a.SlidingPattern-1
+}
+
+// IsMoE reports whether the feed-forward blocks are mixtures of experts.
+func (a *Architecture) IsMoE() bool { return a.NExperts > 0 }
+
+// rope is the RoPE of layer il.
+func (a *Architecture) rope(il int) ggml.Rope {
+	r := ggml.Rope{Dims: a.RopeDims, Mode: a.RopeMode, FreqBase: a.RopeBase, FreqScale: a.RopeScale,
+		AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: a.Context}
+	if a.IsSliding(il) {
+		r.FreqBase, r.FreqScale = a.RopeBaseLocal, a.RopeScaleLocal
+	}
+	return r
+}
+
+// archTraits are what an architecture name implies beyond its metadata.
+type archTraits struct {
+	mode           ggmlc.RopeMode
+	ffn            FFNKind
+	embedScale     bool // √d
+	postNorms      bool // required post_attention_norm / post_ffw_norm
+	qkNorm         bool // required attn_q_norm / attn_k_norm
+	bias           bool // required attn_{q,k,v}.bias
+	slidingPattern int  // -1: no sliding window; 0: every layer when the key is present
+	localRopeBase  float32
+	moe            bool // required experts
+	sharedExpert   bool
+	normTopK       bool
+	tiedDefault    bool
+}
+
+// SupportedArchitectures lists the general.architecture values the decoder runs.
+func SupportedArchitectures() []string {
+	var names []string
+	for n := range traits {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+var traits = map[string]archTraits{
+	"llama":    {mode: ggml.RopeNormal, slidingPattern: 0, normTopK: true},
+	"qwen2":    {mode: ggml.RopeNeox, bias: true, slidingPattern: -1},
+	"qwen3":    {mode: ggml.RopeNeox, qkNorm: true, slidingPattern: -1},
+	"qwen2moe": {mode: ggml.RopeNeox, bias: true, moe: true, sharedExpert: true, slidingPattern: -1},
+	"qwen3moe": {mode: ggml.RopeNeox, qkNorm: true, moe: true, normTopK: true, slidingPattern: -1},
+	"gemma2": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true,
+		slidingPattern: 2},
+	"gemma3": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true, qkNorm: true,
+		slidingPattern: 6, localRopeBase: 10000},
+}
+
+// meta reads typed metadata of one file, recording the first error.
+type meta struct {
+	f    *ggml.GGUF
+	arch string
+	err  error
+}
+
+func (m *meta) fail(format string, args ...any) {
+	if m.err == nil {
+		m.err = fmt.Errorf("gguf %s: "+format, append([]any{m.f.Path()}, args...)...)
+	}
+}
+
+func (m *meta) value(key string) (any, bool) {
+	v, err := m.f.Value(m.arch + "." + key)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// int reads an integer key of any integer type (or a uniform per-layer array of them).
+func (m *meta) int(key string, def int, required bool) int {
+	v, ok := m.value(key)
+	if !ok {
+		if required {
+			m.fail("metadata key %q is missing", m.arch+"."+key)
+		}
+		return def
+	}
+	n, ok := asInt(v)
+	if !ok {
+		m.fail("metadata key %q holds %T, want an integer", m.arch+"."+key, v)
+		return def
+	}
+	if n < 0 || n > math.MaxInt32 {
+		m.fail("metadata key %q is %d, out of range", m.arch+"."+key, n)
+		return def
+	}
+	return int(n)
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case uint8:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	case int32:
+		return int64(x), true
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(x), true
+	case int64:
+		return x, true
+	case []uint32, []int32, []uint64, []int64, []uint16, []int16, []uint8, []int8:
+		// A per-layer array: accepted when every layer agrees.
+		var first int64
+		n := 0
+		same := true
+		each(x, func(e int64) {
+			if n == 0 {
+				first = e
+			} else if e != first {
+				same = false
+			}
+			n++
+		})
+		return first, same && n > 0
+	}
+	return 0, false
+}
+
+func each(v any, f func(int64)) {
+	switch x := v.(type) {
+	case []uint32:
+		for _, e := range x {
+			f(int64(e))
+		}
+	case []int32:
+		for _, e := range x {
+			f(int64(e))
+		}
+	case []uint64:
+		for _, e := range x {
+			f(int64(e))
+		}
+	case []int64:
+		for _, e := range x {
+			f(e)
+		}
+	case []uint16:
+		for _, e := range x {
+			f(int64(e))
+		}
+	case []int16:
+		for _, e := range x {
+			f(int64(e))
+		}
+	case []uint8:
+		for _, e := range x {
+			f(int64(e))
+		}
+	case []int8:
+		for _, e := range x {
+			f(int64(e))
+		}
+	}
+}
+
+func (m *meta) float(key string, def float32) float32 {
+	v, ok := m.value(key)
+	if !ok {
+		return def
+	}
+	switch x := v.(type) {
+	case float32:
+		return x
+	case float64:
+		return float32(x)
+	}
+	if n, ok := asInt(v); ok {
+		return float32(n)
+	}
+	m.fail("metadata key %q holds %T, want a number", m.arch+"."+key, v)
+	return def
+}
+
+func (m *meta) str(key string) string {
+	v, ok := m.value(key)
+	if !ok {
+		return ""
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// DetectArchitecture reads the architecture of an open GGUF file from its metadata and
+// tensors. An unknown architecture or inconsistent metadata is an error naming the file.
+func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
+	name, err := f.String("general.architecture")
+	if err != nil {
+		return Architecture{}, fmt.Errorf("gguf %s: no general.architecture: %w", f.Path(), err)
+	}
+	tr, ok := traits[name]
+	if !ok {
+		return Architecture{}, fmt.Errorf("gguf %s: unknown architecture %q (supported: %s)", f.Path(), name, strings.Join(SupportedArchitectures(), ", "))
+	}
+	m := &meta{f: f, arch: name}
+	a := Architecture{Name: name, RopeMode: tr.mode, FFN: tr.ffn, PostNorms: tr.postNorms, EmbedScale: 1}
+	a.DModel = m.int("embedding_length", 0, true)
+	a.NLayers = m.int("block_count", 0, true)
+	a.NHeads = m.int("attention.head_count", 0, true)
+	a.NKVHeads = m.int("attention.head_count_kv", a.NHeads, false)
+	a.Context = m.int("context_length", 2048, false)
+	a.DFF = m.int("feed_forward_length", 0, !tr.moe)
+	if m.err != nil {
+		return a, m.err
+	}
+	if a.DModel <= 0 || a.NLayers <= 0 || a.NHeads <= 0 || a.NKVHeads <= 0 || a.Context <= 0 {
+		return a, fmt.Errorf("gguf %s: embedding_length %d, block_count %d, head_count %d, head_count_kv %d and context_length %d must be positive", f.Path(), a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context)
+	}
+	if a.NHeads%a.NKVHeads != 0 {
+		return a, fmt.Errorf("gguf %s: head_count %d is not a multiple of head_count_kv %d", f.Path(), a.NHeads, a.NKVHeads)
+	}
+	def := 0
+	if a.DModel%a.NHeads == 0 {
+		def = a.DModel / a.NHeads
+	}
+	a.HeadDimK = m.int("attention.key_length", def, def == 0)
+	a.HeadDimV = m.int("attention.value_length", a.HeadDimK, false)
+	a.RMSEps = m.float("attention.layer_norm_rms_epsilon", 1e-5)
+	a.RopeDims = m.int("rope.dimension_count", a.HeadDimK, false)
+	a.RopeBase = m.float("rope.freq_base", 10000)
+	a.RopeScale = 1
+	switch typ := m.str("rope.scaling.type"); typ {
+	case "", "none":
+	case "linear":
+		if f := m.float("rope.scaling.factor", 1); f > 0 {
+			a.RopeScale = 1 / f
+		}
+	default:
+		m.fail("rope scaling %q is not supported (none or linear)", typ)
+	}
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+	if tr.localRopeBase > 0 {
+		a.RopeBaseLocal, a.RopeScaleLocal = tr.localRopeBase, 1
+	}
+	if tr.embedScale {
+		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
+	}
+	a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
+	if (name == "gemma2" && a.NLayers == 46) || (name == "gemma3" && a.NLayers == 62) {
+		// The 27B models scale queries by 1/√(d/H), as llama.cpp does for them.
+		a.QueryScale = float32(1 / math.Sqrt(float64(a.DModel/a.NHeads)))
+	}
+	if s := m.float("attention.query_pre_attn_scalar", 0); s > 0 {
+		a.QueryScale = float32(1 / math.Sqrt(float64(s)))
+	}
+	a.AttnSoftcap = m.float("attn_logit_softcapping", 0)
+	a.FinalSoftcap = m.float("final_logit_softcapping", 0)
+	if tr.slidingPattern >= 0 {
+		a.SlidingWindow = m.int("attention.sliding_window", 0, false)
+		a.SlidingPattern = tr.slidingPattern
+	}
+	a.NExperts = m.int("expert_count", 0, tr.moe)
+	if a.NExperts > 0 {
+		a.NExpertsUsed = m.int("expert_used_count", 0, true)
+		a.ExpertFFN = m.int("expert_feed_forward_length", a.DFF, a.DFF == 0)
+		a.NormTopK = tr.normTopK
+		if tr.sharedExpert {
+			a.SharedExpertFFN = m.int("expert_shared_feed_forward_length", 0, false)
+		}
+	}
+	if m.err != nil {
+		return a, m.err
+	}
+
+	// Tensors decide the optional parts.
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok {
+		return a, fmt.Errorf("gguf %s: tensor %q is missing", f.Path(), "token_embd.weight")
+	}
+	a.Vocab = int(emb.Ne[1])
+	if v := m.int("vocab_size", a.Vocab, false); v != a.Vocab {
+		return a, fmt.Errorf("gguf %s: vocab_size %d, but token_embd.weight has %d rows", f.Path(), v, a.Vocab)
+	}
+	_, hasOut := f.Tensor("output.weight")
+	a.TiedOutput = !hasOut
+	_, a.QKVBias = f.Tensor("blk.0.attn_q.bias")
+	if _, ok := f.Tensor("blk.0.attn_q_norm.weight"); ok || tr.qkNorm {
+		a.QKNorm = QKNormHeadRMS
+	}
+	if _, ok := f.Tensor("blk.0.post_attention_norm.weight"); ok {
+		a.PostNorms = true
+	}
+	_, a.RopeFreqs = f.Tensor("rope_freqs.weight")
+	if tr.bias {
+		a.QKVBias = true // then required
+	}
+	if !tr.moe && a.NExperts > 0 {
+		// llama with experts (mixtral-style): softmax, top-k, renormalised.
+		if _, ok := f.Tensor("blk.0.ffn_gate_inp.weight"); !ok {
+			a.NExperts, a.NExpertsUsed, a.ExpertFFN = 0, 0, 0
+		}
+	}
+	return a, a.validate(f.Path())
+}
+
+// validate checks the shape parameters against each other and the decoder's limits.
+func (a *Architecture) validate(path string) error {
+	switch {
+	case a.HeadDimK <= 0 || a.HeadDimV <= 0:
+		return fmt.Errorf("gguf %s: head sizes %d (keys) and %d (values) must be positive", path, a.HeadDimK, a.HeadDimV)
+	case a.RopeDims <= 0 || a.RopeDims%2 != 0 || a.RopeDims > a.HeadDimK:
+		return fmt.Errorf("gguf %s: rope.dimension_count %d must be even and at most the head size %d", path, a.RopeDims, a.HeadDimK)
+	case a.Vocab <= 0:
+		return fmt.Errorf("gguf %s: empty vocabulary", path)
+	case a.NExperts > 0 && (a.NExpertsUsed <= 0 || a.NExpertsUsed > a.NExperts || a.ExpertFFN <= 0):
+		return fmt.Errorf("gguf %s: %d experts, %d used per token, width %d: want 1 ≤ used ≤ experts and a positive width", path, a.NExperts, a.NExpertsUsed, a.ExpertFFN)
+	case a.NExperts == 0 && a.DFF <= 0:
+		return fmt.Errorf("gguf %s: feed_forward_length %d must be positive", path, a.DFF)
+	case a.RopeBase <= 0 || a.RopeBaseLocal <= 0:
+		return fmt.Errorf("gguf %s: rope.freq_base %g must be positive", path, a.RopeBase)
+	case a.AttnSoftcap < 0 || a.FinalSoftcap < 0:
+		return fmt.Errorf("gguf %s: negative soft-cap", path)
+	}
+	return nil
+}
+
+// tensorSpec is one tensor the architecture needs: its name and shape (ne, innermost first).
+type tensorSpec struct {
+	name     string
+	ne       []int64
+	optional bool
+	matrix   bool // multiplied with MulMat/MulMatID/GetRows (any computable type)
+}
+
+// tensorSpecs lists every tensor of the architecture, in llama.cpp's order and names.
+func (a *Architecture) tensorSpecs() []tensorSpec {
+	d, v := int64(a.DModel), int64(a.Vocab)
+	qd, kd, vd := int64(a.NHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
+	od := int64(a.NHeads * a.HeadDimV)
+	specs := []tensorSpec{{name: "token_embd.weight", ne: []int64{d, v}, matrix: true}}
+	if a.RopeFreqs {
+		specs = append(specs, tensorSpec{name: "rope_freqs.weight", ne: []int64{int64(a.RopeDims / 2)}})
+	}
+	for i := 0; i < a.NLayers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		add := func(name string, matrix bool, ne ...int64) {
+			specs = append(specs, tensorSpec{name: p + name, ne: ne, matrix: matrix})
+		}
+		add("attn_norm.weight", false, d)
+		add("attn_q.weight", true, d, qd)
+		add("attn_k.weight", true, d, kd)
+		add("attn_v.weight", true, d, vd)
+		if a.QKVBias {
+			add("attn_q.bias", false, qd)
+			add("attn_k.bias", false, kd)
+			add("attn_v.bias", false, vd)
+		}
+		if a.QKNorm == QKNormHeadRMS {
+			add("attn_q_norm.weight", false, int64(a.HeadDimK))
+			add("attn_k_norm.weight", false, int64(a.HeadDimK))
+		}
+		add("attn_output.weight", true, od, d)
+		if a.PostNorms {
+			add("post_attention_norm.weight", false, d)
+		}
+		add("ffn_norm.weight", false, d)
+		if a.IsMoE() {
+			e, ff := int64(a.NExperts), int64(a.ExpertFFN)
+			add("ffn_gate_inp.weight", true, d, e)
+			add("ffn_gate_exps.weight", true, d, ff, e)
+			add("ffn_up_exps.weight", true, d, ff, e)
+			add("ffn_down_exps.weight", true, ff, d, e)
+			if a.SharedExpertFFN > 0 {
+				sf := int64(a.SharedExpertFFN)
+				add("ffn_gate_inp_shexp.weight", true, d)
+				add("ffn_gate_shexp.weight", true, d, sf)
+				add("ffn_up_shexp.weight", true, d, sf)
+				add("ffn_down_shexp.weight", true, sf, d)
+			}
+		} else {
+			ff := int64(a.DFF)
+			add("ffn_gate.weight", true, d, ff)
+			add("ffn_up.weight", true, d, ff)
+			add("ffn_down.weight", true, ff, d)
+		}
+		if a.PostNorms {
+			add("post_ffw_norm.weight", false, d)
+		}
+	}
+	specs = append(specs, tensorSpec{name: "output_norm.weight", ne: []int64{d}})
+	if !a.TiedOutput {
+		specs = append(specs, tensorSpec{name: "output.weight", ne: []int64{d, v}, matrix: true})
+	}
+	return specs
+}

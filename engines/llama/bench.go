@@ -1,0 +1,172 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// BenchOptions tune Bench.
+type BenchOptions struct {
+	// Decoder configures the decoder measured (its Threads, Batch and MaxContext are set by
+	// Bench: the given threads, one batch for the whole prompt, prompt+generation positions).
+	Decoder DecoderOptions
+	// Reps is the number of timed repetitions of each test (default 5), after one warm-up.
+	Reps int
+	// NoMmap reads the weights instead of mapping them.
+	NoMmap bool
+	// Seed seeds the random tokens.
+	Seed uint64
+}
+
+// BenchStat is one test's throughput over the repetitions.
+type BenchStat struct {
+	Mean, StdDev float64   // tokens per second
+	Samples      []float64 // tokens per second of each repetition
+}
+
+func (s BenchStat) String() string { return fmt.Sprintf("%.2f ± %.2f t/s", s.Mean, s.StdDev) }
+
+func stat(samples []float64) BenchStat {
+	s := BenchStat{Samples: samples}
+	for _, v := range samples {
+		s.Mean += v
+	}
+	s.Mean /= float64(len(samples))
+	if len(samples) > 1 {
+		for _, v := range samples {
+			s.StdDev += (v - s.Mean) * (v - s.Mean)
+		}
+		s.StdDev = math.Sqrt(s.StdDev / float64(len(samples)-1))
+	}
+	return s
+}
+
+// BenchResult is what Bench measured, as llama-bench reports it.
+type BenchResult struct {
+	Path                     string
+	Arch                     string
+	WeightType               ggml.Type
+	Params, Bytes            int64
+	Mapped                   bool
+	Threads                  int
+	KVType                   KVCacheType
+	FlashAttention           bool
+	PromptTokens, GenTokens  int
+	PP, TG                   BenchStat
+	LoadTime, FirstGraphTime time.Duration
+}
+
+func (r BenchResult) String() string {
+	fa := 0
+	if r.FlashAttention {
+		fa = 1
+	}
+	return fmt.Sprintf("%s %s %.1fM params %.1f MiB (mapped %v), %d threads, kv %s, fa %d: pp%d %s, tg%d %s",
+		r.Arch, ggml.TypeName(r.WeightType), float64(r.Params)/1e6, float64(r.Bytes)/(1<<20), r.Mapped, r.Threads,
+		r.KVType, fa, r.PromptTokens, r.PP, r.GenTokens, r.TG)
+}
+
+// Bench measures the checkpoint at path as llama-bench does: pp is the throughput of
+// processing promptTokens random tokens as one batch from an empty cache, tg that of
+// generating genTokens tokens one at a time from an empty cache; each is repeated
+// opts.Reps times after a warm-up, and the means are returned (BenchStats has the rest).
+func Bench(path string, promptTokens, genTokens, threads int, opts BenchOptions) (ppTokensPerS, tgTokensPerS float64, err error) {
+	r, err := BenchStats(path, promptTokens, genTokens, threads, opts)
+	return r.PP.Mean, r.TG.Mean, err
+}
+
+// BenchStats is Bench with every statistic: mean ± standard deviation of each test.
+func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOptions) (BenchResult, error) {
+	if promptTokens < 0 || genTokens < 0 || promptTokens+genTokens == 0 {
+		return BenchResult{}, fmt.Errorf("llama: bench of %d prompt and %d generated tokens", promptTokens, genTokens)
+	}
+	if threads <= 0 {
+		return BenchResult{}, fmt.Errorf("llama: bench with %d threads", threads)
+	}
+	if opts.Reps == 0 {
+		opts.Reps = 5
+	}
+	if opts.Reps < 1 {
+		return BenchResult{}, fmt.Errorf("llama: %d repetitions", opts.Reps)
+	}
+	start := time.Now()
+	m, err := OpenModel(path, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+	if err != nil {
+		return BenchResult{}, err
+	}
+	defer m.Close()
+	r := BenchResult{Path: path, Arch: m.Arch.Name, WeightType: m.WeightType(), Params: m.Params(), Bytes: m.WeightBytes(),
+		Mapped: m.Mapped(), Threads: threads, KVType: opts.Decoder.KVType, FlashAttention: opts.Decoder.FlashAttention,
+		PromptTokens: promptTokens, GenTokens: genTokens, LoadTime: time.Since(start)}
+	do := opts.Decoder
+	do.Threads = 0 // the model's backend already has them
+	do.Batch = max(promptTokens, 1)
+	do.MaxContext = max(promptTokens+genTokens, 1)
+	d, err := NewDecoder(m, do)
+	if err != nil {
+		return r, err
+	}
+	defer d.Close()
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
+	vocab := m.Arch.Vocab
+	tokens := func(n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = int32(rng.IntN(vocab))
+		}
+		return out
+	}
+	pp := func() (float64, error) {
+		d.Reset()
+		toks := tokens(promptTokens)
+		t0 := time.Now()
+		if _, err := d.Prompt(toks); err != nil {
+			return 0, err
+		}
+		return float64(promptTokens) / time.Since(t0).Seconds(), nil
+	}
+	tg := func() (float64, error) {
+		d.Reset()
+		toks := tokens(genTokens)
+		t0 := time.Now()
+		for _, tok := range toks {
+			if _, err := d.Next(tok); err != nil {
+				return 0, err
+			}
+		}
+		return float64(genTokens) / time.Since(t0).Seconds(), nil
+	}
+	run := func(f func() (float64, error)) (BenchStat, error) {
+		t0 := time.Now()
+		if _, err := f(); err != nil { // warm-up: builds the graphs, faults the mapping in
+			return BenchStat{}, err
+		}
+		if r.FirstGraphTime == 0 {
+			r.FirstGraphTime = time.Since(t0)
+		}
+		var samples []float64
+		for i := 0; i < opts.Reps; i++ {
+			v, err := f()
+			if err != nil {
+				return BenchStat{}, err
+			}
+			samples = append(samples, v)
+		}
+		return stat(samples), nil
+	}
+	if promptTokens > 0 {
+		if r.PP, err = run(pp); err != nil {
+			return r, err
+		}
+	}
+	if genTokens > 0 {
+		if r.TG, err = run(tg); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,715 @@
+package llama
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/ggml"
+)
+
+// KVCacheType is the element type of the decoder's key/value cache.
+type KVCacheType int
+
+const (
+	// KVF16 stores keys and values as f16 (the default, as llama.cpp).
+	KVF16 KVCacheType = iota
+	// KVQ8_0 stores them as q8_0 (half of f16's memory); it needs flash attention, whose
+	// kernel reads block-quantized keys and values, and head sizes that are multiples of 32.
+	KVQ8_0
+	// KVF32 stores them as f32: exact, for checking against a reference.
+	KVF32
+)
+
+func (k KVCacheType) ggmlType() ggml.Type {
+	switch k {
+	case KVQ8_0:
+		return ggml.Q8_0
+	case KVF32:
+		return ggml.F32
+	}
+	return ggml.F16
+}
+
+func (k KVCacheType) String() string { return ggml.TypeName(k.ggmlType()) }
+
+// ContextPolicy says what a decoder does when its context is full.
+type ContextPolicy int
+
+const (
+	// ContextError refuses input that does not fit (ErrContextFull); nothing is processed.
+	ContextError ContextPolicy = iota
+	// ContextShift drops the oldest half of the context and goes on: the most recent
+	// MaxContext/2 tokens are processed again from position 0 (recomputed, not re-roped),
+	// then the new input follows them.
+	ContextShift
+)
+
+// ErrContextFull is returned (wrapped) when input does not fit the context under ContextError.
+var ErrContextFull = errors.New("context full")
+
+// DecoderOptions configure a Decoder.
+type DecoderOptions struct {
+	// MaxContext is the number of positions the KV cache holds (default: the model's trained
+	// context, Architecture.Context; the cache takes 2·layers·MaxContext·kv-width elements).
+	MaxContext int
+	// KVType is the cache's element type (default f16). q8_0 needs FlashAttention.
+	KVType KVCacheType
+	// FlashAttention uses ggml's fused attention (FlashAttnExt, f16 mask) instead of the
+	// unfused k·q, f32 softmax with an f32 mask, v·p.
+	FlashAttention bool
+	// Threads is the number of CPU threads (0: those of the model's backend).
+	Threads int
+	// ContextFull is the policy when the context is full (default ContextError).
+	ContextFull ContextPolicy
+	// Batch is the number of prompt tokens one graph processes (default 256).
+	Batch int
+}
+
+// kvBucket is the granularity of the attended cache length: a graph attends to the cache
+// positions used so far rounded up to it, with the unused ones masked, so decoding reuses one
+// graph for kvBucket steps.
+const kvBucket = 256
+
+// maxCachedGraphs bounds the multi-token graphs a decoder keeps (one-token decode graphs,
+// one per cache-length bucket, are all kept).
+const maxCachedGraphs = 4
+
+// Decoder runs a GGUFModel over a growing token sequence with a key/value cache: Prompt feeds
+// tokens in batches, Next one token per step, each returning the logits of the last token;
+// Logits returns those of every position (for perplexity). Built graphs are cached per
+// (tokens per step, cache-length bucket), so a decode step only sets its inputs and computes.
+// A Decoder is not safe for concurrent use.
+type Decoder struct {
+	m       *GGUFModel
+	opts    DecoderOptions
+	maxCtx  int
+	bucket  int
+	backend *ggml.Backend
+	ownBE   bool
+
+	cacheCtx *ggml.Context
+	cacheBuf *ggml.Buffer
+	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, maxCtx] per layer
+	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, maxCtx]; unfused: [maxCtx, HeadDimV·NKVHeads]
+
+	graphs  map[graphKey]*stepGraph
+	clock   int64
+	history []int32   // the tokens whose keys and values are in the cache, by position
+	out     []float32 // the logits Prompt and Next return
+}
+
+// graphKey identifies a cached graph: n tokens per step, attending to kvLen cache positions,
+// returning the logits of every token (all) or only the last one.
+type graphKey struct {
+	n, kvLen int
+	all      bool
+}
+
+// stepGraph is one built and allocated graph with its inputs.
+type stepGraph struct {
+	key     graphKey
+	ctx     *ggml.Context
+	graph   *ggml.Graph
+	alloc   *ggml.Allocator
+	tokens  *ggml.Tensor // i32 [n]
+	pos     *ggml.Tensor // i32 [n]: positions, also the cache rows written
+	vIdx    *ggml.Tensor // i32 [n·C]: element rows of the transposed V cache (unfused)
+	mask    *ggml.Tensor // [kvLen, n]: f32 (unfused) or f16 (flash)
+	maskSWA *ggml.Tensor // the same for sliding-window layers, or nil
+	logits  *ggml.Tensor
+	lastUse int64
+	posBuf  []int32
+	vIdxBuf []int32
+	maskF32 []float32
+	maskF16 []uint16
+	swaF32  []float32
+	swaF16  []uint16
+	checked bool // computed once through Backend.Compute
+}
+
+// NewDecoder prepares a decoder of m: it allocates the KV cache (zeroed) and checks opts.
+func NewDecoder(m *GGUFModel, opts DecoderOptions) (*Decoder, error) {
+	a := &m.Arch
+	if opts.MaxContext == 0 {
+		opts.MaxContext = a.Context
+	}
+	if opts.Batch == 0 {
+		opts.Batch = 256
+	}
+	switch {
+	case opts.MaxContext < 1:
+		return nil, fmt.Errorf("llama: decoder context %d: want at least 1", opts.MaxContext)
+	case opts.Batch < 1:
+		return nil, fmt.Errorf("llama: decoder batch %d: want at least 1", opts.Batch)
+	case opts.Threads < 0:
+		return nil, fmt.Errorf("llama: %d threads", opts.Threads)
+	case opts.KVType < KVF16 || opts.KVType > KVF32:
+		return nil, fmt.Errorf("llama: unknown KV cache type %d", opts.KVType)
+	case opts.ContextFull != ContextError && opts.ContextFull != ContextShift:
+		return nil, fmt.Errorf("llama: unknown context policy %d", opts.ContextFull)
+	}
+	kvt := opts.KVType.ggmlType()
+	if ggml.IsQuantized(kvt) {
+		if !opts.FlashAttention {
+			return nil, fmt.Errorf("llama: a %s KV cache needs flash attention (without it, values are stored transposed, which block types cannot be)", kvt.String())
+		}
+		if bs := ggml.BlockSize(kvt); a.HeadDimK%bs != 0 || a.HeadDimV%bs != 0 {
+			return nil, fmt.Errorf("llama: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
+		}
+	}
+	if c := int64(a.NKVHeads * a.HeadDimV); !opts.FlashAttention && int64(opts.MaxContext)*c > math.MaxInt32 {
+		return nil, fmt.Errorf("llama: a context of %d with %d-wide values is too large for the unfused attention's cache indices (use flash attention)", opts.MaxContext, c)
+	}
+	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, backend: m.backend, graphs: map[graphKey]*stepGraph{}}
+	if opts.Threads > 0 && opts.Threads != m.backend.Threads() {
+		be, err := ggml.NewBackend(opts.Threads)
+		if err != nil {
+			return nil, err
+		}
+		d.backend, d.ownBE = be, true
+	}
+	if err := d.allocCache(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Decoder) allocCache() error {
+	a := &d.m.Arch
+	var err error
+	if d.cacheCtx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * a.NLayers}); err != nil {
+		return err
+	}
+	typ := d.opts.KVType.ggmlType()
+	ctx, n := d.cacheCtx, int64(d.maxCtx)
+	kw, vw := int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
+	for il := 0; il < a.NLayers; il++ {
+		d.kCache = append(d.kCache, ctx.NewTensor(typ, kw, n).SetName(fmt.Sprintf("cache_k_l%d", il)))
+		if d.opts.FlashAttention {
+			d.vCache = append(d.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
+		} else {
+			d.vCache = append(d.vCache, ctx.NewTensor(typ, n, vw).SetName(fmt.Sprintf("cache_v_l%d", il)))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d.cacheBuf, err = d.backend.Alloc(ctx); err != nil {
+		return err
+	}
+	// Masked cache rows are still multiplied (by zero weights): they must hold numbers.
+	d.cacheBuf.Clear(0)
+	return nil
+}
+
+// Close frees the cache, the graphs and the decoder's backend (not the model).
+func (d *Decoder) Close() error {
+	for k, g := range d.graphs {
+		g.close()
+		delete(d.graphs, k)
+	}
+	d.cacheBuf.Close()
+	if d.cacheCtx != nil {
+		d.cacheCtx.Close()
+	}
+	if d.ownBE {
+		d.backend.Close()
+		d.ownBE = false
+	}
+	return nil
+}
+
+func (g *stepGraph) close() {
+	g.alloc.Close()
+	g.ctx.Close()
+}
+
+// Pos is the number of positions used: the tokens in the cache.
+func (d *Decoder) Pos() int { return len(d.history) }
+
+// MaxContext is the number of positions the cache holds.
+func (d *Decoder) MaxContext() int { return d.maxCtx }
+
+// History is the tokens in the cache, oldest first.
+func (d *Decoder) History() []int32 { return append([]int32(nil), d.history...) }
+
+// Reset empties the cache (the graphs stay built).
+func (d *Decoder) Reset() { d.history = d.history[:0] }
+
+// Prompt appends tokens to the context, in batches of DecoderOptions.Batch, and returns the
+// logits of the last one (Vocab values). The slice belongs to the decoder and is overwritten by
+// its next Prompt or Next: copy it to keep it.
+func (d *Decoder) Prompt(tokens []int32) ([]float32, error) { return d.process(tokens, false) }
+
+// Next appends one token and returns the logits that follow it, in the decoder's slice as
+// Prompt does.
+func (d *Decoder) Next(token int32) ([]float32, error) { return d.process([]int32{token}, false) }
+
+// Logits empties the cache, runs tokens from position 0 and returns the logits after every
+// token: row i (Vocab values) predicts token i+1.
+func (d *Decoder) Logits(tokens []int32) ([][]float32, error) {
+	d.Reset()
+	if d.opts.ContextFull == ContextError && len(tokens) > d.maxCtx {
+		return nil, fmt.Errorf("llama: %d tokens do not fit a context of %d: %w", len(tokens), d.maxCtx, ErrContextFull)
+	}
+	flat, err := d.process(tokens, true)
+	if err != nil {
+		return nil, err
+	}
+	v := d.m.Arch.Vocab
+	rows := make([][]float32, len(tokens))
+	for i := range rows {
+		rows[i] = flat[i*v : (i+1)*v : (i+1)*v]
+	}
+	return rows, nil
+}
+
+func (d *Decoder) process(tokens []int32, all bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("llama: no tokens to process")
+	}
+	v := d.m.Arch.Vocab
+	for i, t := range tokens {
+		if t < 0 || int(t) >= v {
+			return nil, fmt.Errorf("llama: token %d (at %d) is outside the vocabulary 0..%d", t, i, v-1)
+		}
+	}
+	if d.opts.ContextFull == ContextError && len(d.history)+len(tokens) > d.maxCtx {
+		return nil, fmt.Errorf("llama: %d positions used and %d more tokens do not fit a context of %d: %w", len(d.history), len(tokens), d.maxCtx, ErrContextFull)
+	}
+	var out []float32
+	for len(tokens) > 0 {
+		if len(d.history) == d.maxCtx {
+			if err := d.shift(); err != nil {
+				return nil, err
+			}
+		}
+		n := min(len(tokens), d.opts.Batch, d.maxCtx-len(d.history))
+		lg, err := d.eval(tokens[:n], all)
+		if err != nil {
+			return nil, err
+		}
+		if all {
+			out = append(out, lg...)
+		} else {
+			out = lg
+		}
+		tokens = tokens[n:]
+	}
+	return out, nil
+}
+
+// shift keeps the most recent half of the context: it empties the cache and processes those
+// tokens again from position 0.
+func (d *Decoder) shift() error {
+	keep := append([]int32(nil), d.history[len(d.history)-d.maxCtx/2:]...)
+	d.Reset()
+	for len(keep) > 0 {
+		n := min(len(keep), d.opts.Batch)
+		if _, err := d.eval(keep[:n], false); err != nil {
+			return err
+		}
+		keep = keep[n:]
+	}
+	return nil
+}
+
+// eval runs one graph over tokens at the next positions.
+func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
+	n, p0 := len(tokens), len(d.history)
+	kvLen := min((p0+n+d.bucket-1)/d.bucket*d.bucket, d.maxCtx)
+	g, err := d.graphFor(graphKey{n: n, kvLen: kvLen, all: all})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.setInputs(d, tokens, p0); err != nil {
+		return nil, err
+	}
+	if err := d.compute(g); err != nil {
+		return nil, err
+	}
+	d.history = append(d.history, tokens...)
+	if all {
+		return g.logits.F32()
+	}
+	if d.out == nil {
+		d.out = make([]float32, d.m.Arch.Vocab)
+	}
+	return d.out, g.logits.ReadF32Into(d.out)
+}
+
+// compute runs g: through Backend.Compute, which checks that every node has memory, the first
+// time, and straight through the binding afterwards (the graph and its memory do not change;
+// the check costs about 0.1 ms a step, as much as a small model's step takes).
+func (d *Decoder) compute(g *stepGraph) error {
+	if !g.checked {
+		if err := d.backend.Compute(g.graph); err != nil {
+			return err
+		}
+		g.checked = true
+		return nil
+	}
+	if st := ggmlc.BackendGraphCompute(d.backend.Raw(), g.graph.Raw()); st != ggmlc.StatusSuccess {
+		return fmt.Errorf("llama: compute: %s", ggmlc.StatusToString(st))
+	}
+	return nil
+}
+
+func (g *stepGraph) setInputs(d *Decoder, tokens []int32, p0 int) error {
+	a := &d.m.Arch
+	n, kvLen := len(tokens), g.key.kvLen
+	if err := g.tokens.SetI32(tokens); err != nil {
+		return err
+	}
+	for i := range g.posBuf {
+		g.posBuf[i] = int32(p0 + i)
+	}
+	if err := g.pos.SetI32(g.posBuf); err != nil {
+		return err
+	}
+	if g.vIdx != nil {
+		c := a.NKVHeads * a.HeadDimV
+		for t := 0; t < n; t++ {
+			row := g.vIdxBuf[t*c : (t+1)*c]
+			for ch := range row {
+				row[ch] = int32(ch*d.maxCtx + p0 + t)
+			}
+		}
+		if err := g.vIdx.SetI32(g.vIdxBuf); err != nil {
+			return err
+		}
+	}
+	set := func(mask *ggml.Tensor, f32 []float32, f16 []uint16, window int) error {
+		if f16 != nil {
+			fillMaskF16(f16, p0, n, kvLen, window)
+			return mask.SetF16(f16)
+		}
+		fillMask(f32, p0, n, kvLen, window)
+		return mask.SetF32(f32)
+	}
+	if g.mask != nil {
+		if err := set(g.mask, g.maskF32, g.maskF16, 0); err != nil {
+			return err
+		}
+	}
+	if g.maskSWA != nil {
+		return set(g.maskSWA, g.swaF32, g.swaF16, a.SlidingWindow)
+	}
+	return nil
+}
+
+// visible reports whether the query at position q sees the key at position k: causal, and
+// within the window (the last window positions, itself included) when window > 0.
+func visible(q, k, window int) bool {
+	return k <= q && (window <= 0 || q-k < window)
+}
+
+// fillMask writes the [kvLen, n] f32 mask of n queries at positions p0.. : 0 where visible,
+// -∞ elsewhere (cache rows not yet written included).
+func fillMask(mask []float32, p0, n, kvLen, window int) {
+	inf := float32(math.Inf(-1))
+	for t := 0; t < n; t++ {
+		row := mask[t*kvLen : (t+1)*kvLen]
+		for k := range row {
+			if visible(p0+t, k, window) {
+				row[k] = 0
+			} else {
+				row[k] = inf
+			}
+		}
+	}
+}
+
+// f16NegInf is -∞ in IEEE half precision.
+const f16NegInf = 0xFC00
+
+func fillMaskF16(mask []uint16, p0, n, kvLen, window int) {
+	for t := 0; t < n; t++ {
+		row := mask[t*kvLen : (t+1)*kvLen]
+		for k := range row {
+			if visible(p0+t, k, window) {
+				row[k] = 0
+			} else {
+				row[k] = f16NegInf
+			}
+		}
+	}
+}
+
+// graphFor returns the cached graph of key, building it (and evicting the least recently
+// used multi-token graph when there are too many) if needed.
+func (d *Decoder) graphFor(key graphKey) (*stepGraph, error) {
+	d.clock++
+	if g, ok := d.graphs[key]; ok {
+		g.lastUse = d.clock
+		return g, nil
+	}
+	if key.n > 1 || key.all {
+		var oldest *stepGraph
+		count := 0
+		for _, g := range d.graphs {
+			if g.key.n > 1 || g.key.all {
+				count++
+				if oldest == nil || g.lastUse < oldest.lastUse {
+					oldest = g
+				}
+			}
+		}
+		if count >= maxCachedGraphs {
+			oldest.close()
+			delete(d.graphs, oldest.key)
+		}
+	}
+	g, err := d.build(key)
+	if err != nil {
+		return nil, err
+	}
+	g.lastUse = d.clock
+	d.graphs[key] = g
+	return g, nil
+}
+
+// graphSize bounds the nodes of one step's graph.
+func (d *Decoder) graphSize() int {
+	a := &d.m.Arch
+	perLayer := 64
+	if a.IsMoE() {
+		perLayer += 32 + 2*a.NExpertsUsed
+	}
+	return 64 + perLayer*a.NLayers
+}
+
+// build makes, allocates and returns the graph of key.
+func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
+	a := &d.m.Arch
+	size := d.graphSize()
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size + 16, Graphs: 1, GraphSize: size})
+	if err != nil {
+		return nil, err
+	}
+	g = &stepGraph{key: key, ctx: ctx}
+	defer func() {
+		if err != nil {
+			g.close()
+			g = nil
+		}
+	}()
+	n, kvLen := int64(key.n), int64(key.kvLen)
+	g.tokens = ctx.NewTensor(ggml.I32, n).SetName("inp_tokens").SetInput()
+	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
+	g.posBuf = make([]int32, n)
+	maskType := ggml.F32
+	if d.opts.FlashAttention {
+		maskType = ggml.F16
+	}
+	hasGlobal, hasSWA := false, false
+	for il := 0; il < a.NLayers; il++ {
+		hasSWA = hasSWA || a.IsSliding(il)
+		hasGlobal = hasGlobal || !a.IsSliding(il)
+	}
+	// One mask for the global layers, one for the sliding-window ones: only those used.
+	if hasGlobal {
+		g.mask = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask").SetInput()
+	}
+	if hasSWA {
+		g.maskSWA = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask_swa").SetInput()
+	}
+	if d.opts.FlashAttention {
+		if hasGlobal {
+			g.maskF16 = make([]uint16, kvLen*n)
+		}
+		if hasSWA {
+			g.swaF16 = make([]uint16, kvLen*n)
+		}
+	} else {
+		if hasGlobal {
+			g.maskF32 = make([]float32, kvLen*n)
+		}
+		if hasSWA {
+			g.swaF32 = make([]float32, kvLen*n)
+		}
+		c := int64(a.NKVHeads * a.HeadDimV)
+		g.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
+		g.vIdxBuf = make([]int32, n*c)
+	}
+	g.logits = d.forward(ctx, g, key).SetOutput()
+	if g.graph, err = ctx.NewGraph(size, false); err != nil {
+		return g, err
+	}
+	if err = g.graph.Expand(g.logits); err != nil {
+		return g, fmt.Errorf("llama: building the %s graph: %w", a.Name, err)
+	}
+	if g.alloc, err = d.backend.NewAllocator(); err != nil {
+		return g, err
+	}
+	if err = g.alloc.Alloc(g.graph); err != nil {
+		return g, err
+	}
+	return g, nil
+}
+
+// forward builds the logits of one step in ctx (errors are recorded on ctx).
+func (d *Decoder) forward(ctx *ggml.Context, g *stepGraph, key graphKey) *ggml.Tensor {
+	m, a := d.m, &d.m.Arch
+	n := int64(key.n)
+	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
+	norm := func(x, w *ggml.Tensor) *ggml.Tensor { return ctx.Mul(ctx.RMSNorm(x, a.RMSEps), w) }
+	// lastCol views the last column of a [w, n] matrix.
+	lastCol := func(x *ggml.Tensor) *ggml.Tensor {
+		if x == nil {
+			return nil
+		}
+		nb := x.Nb()
+		return ctx.View(x, []int64{x.Ne()[0], 1}, []int{nb[1]}, int(n-1)*nb[1])
+	}
+
+	x := ctx.GetRows(m.tokEmbd, g.tokens) // [d, n]
+	if a.EmbedScale != 1 {
+		x = ctx.Scale(x, a.EmbedScale)
+	}
+	for il, l := range m.layers {
+		h := norm(x, l.attnNorm)
+		q, k, v := ctx.MulMat(l.wq, h), ctx.MulMat(l.wk, h), ctx.MulMat(l.wv, h)
+		if l.bq != nil {
+			q, k, v = ctx.Add(q, l.bq), ctx.Add(k, l.bk), ctx.Add(v, l.bv)
+		}
+		q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
+		if l.qNorm != nil {
+			q, k = norm(q, l.qNorm), norm(k, l.kNorm)
+		}
+		r := a.rope(il)
+		q = ctx.RopeExt(q, g.pos, m.ropeFreqs, r)
+		k = ctx.RopeExt(k, g.pos, m.ropeFreqs, r)
+		mask := g.mask
+		if a.IsSliding(il) {
+			mask = g.maskSWA
+		}
+		o := d.attention(ctx, g, il, q, k, v, mask, key)
+		o = ctx.MulMat(l.wo, o)
+		if il == len(m.layers)-1 && !key.all && n > 1 {
+			// Only the last token's logits are wanted: finish the last block for it alone.
+			o, x = lastCol(o), lastCol(x)
+		}
+		if l.postAttnNorm != nil {
+			o = norm(o, l.postAttnNorm)
+		}
+		x = ctx.Add(x, o)
+		h = norm(x, l.ffnNorm)
+		var f *ggml.Tensor
+		if a.IsMoE() {
+			f = d.moe(ctx, l, h)
+		} else {
+			f = d.ffn(ctx, l.gate, l.up, l.down, h)
+		}
+		if l.postFFNNorm != nil {
+			f = norm(f, l.postFFNNorm)
+		}
+		x = ctx.Add(x, f)
+	}
+	x = norm(x, m.outNorm)
+	out := m.output
+	if out == nil {
+		out = m.tokEmbd
+	}
+	logits := ctx.MulMat(out, x)
+	if c := a.FinalSoftcap; c > 0 {
+		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
+	}
+	return logits
+}
+
+// attention stores the step's keys and values in layer il's cache and attends the queries q
+// [HeadDimK, H, n] over the first kvLen cache positions. It returns [HeadDimV·H, n].
+func (d *Decoder) attention(ctx *ggml.Context, g *stepGraph, il int, q, k, v, mask *ggml.Tensor, key graphKey) *ggml.Tensor {
+	a := &d.m.Arch
+	n, kvLen := int64(key.n), int64(key.kvLen)
+	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
+	kc, vc := d.kCache[il], d.vCache[il]
+	typ := kc.Type()
+	rowK, _ := ggml.RowSize(typ, hdk*Hkv)
+	headK, _ := ggml.RowSize(typ, hdk)
+	// Write the new keys at their positions, and read the cache through the write so that the
+	// graph orders the two.
+	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), g.pos)
+	K := ctx.View(kAll, []int64{hdk, kvLen, Hkv}, []int{rowK, headK}, 0)
+	Q := ctx.Permute(q, [4]int{0, 2, 1, 3}) // [hdk, n, H]
+	softcap := a.AttnSoftcap
+
+	if d.opts.FlashAttention {
+		rowV, _ := ggml.RowSize(typ, hdv*Hkv)
+		headV, _ := ggml.RowSize(typ, hdv)
+		vAll := ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), g.pos)
+		V := ctx.View(vAll, []int64{hdv, kvLen, Hkv}, []int{rowV, headV}, 0)
+		o := ctx.FlashAttnExt(Q, K, V, mask, a.QueryScale, 0, softcap) // [hdv, H, n]
+		return ctx.Reshape(o, hdv*H, n)
+	}
+	// Unfused: V is cached transposed ([positions, channels]) so that v·p reads rows; each
+	// new value element is a one-element row written at channel·maxCtx + position.
+	es := ggml.TypeSize(typ)
+	c := hdv * Hkv
+	vAll := ctx.SetRows(ctx.Reshape(vc, 1, int64(d.maxCtx)*c), ctx.Reshape(v, 1, c*n), g.vIdx)
+	V := ctx.View(vAll, []int64{kvLen, hdv, Hkv}, []int{d.maxCtx * es, int(hdv) * d.maxCtx * es}, 0)
+	kq := ctx.MulMat(K, Q) // [kvLen, n, H]
+	scale := a.QueryScale
+	if softcap > 0 {
+		kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
+		scale = 1
+	}
+	kq = ctx.SoftMaxExt(kq, mask, scale, 0)
+	o := ctx.MulMat(V, kq) // [hdv, n, H]
+	o = ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3}))
+	return ctx.Reshape(o, hdv*H, n)
+}
+
+// ffn is the gated feed-forward block down(act(gate·h) ⊙ up·h).
+func (d *Decoder) ffn(ctx *ggml.Context, gate, up, down, h *ggml.Tensor) *ggml.Tensor {
+	gt, u := ctx.MulMat(gate, h), ctx.MulMat(up, h)
+	if d.m.Arch.FFN == FFNGeGLU {
+		return ctx.MulMat(down, ctx.GegluSplit(gt, u))
+	}
+	return ctx.MulMat(down, ctx.SwigluSplit(gt, u))
+}
+
+// moe is the mixture-of-experts block: softmax over the router logits, the top NExpertsUsed
+// experts (their weights renormalised when NormTopK), each a SwiGLU FFN through MulMatID, the
+// weighted sum of their outputs; plus the gated shared expert when there is one.
+func (d *Decoder) moe(ctx *ggml.Context, l blockWeights, h *ggml.Tensor) *ggml.Tensor {
+	a := &d.m.Arch
+	dm, E, K := int64(a.DModel), int64(a.NExperts), int64(a.NExpertsUsed)
+	n := h.Ne()[1]
+	probs := ctx.SoftMax(ctx.MulMat(l.router, h)) // [E, n]
+	sel := ctx.TopK(probs, int(K))                // [K, n]
+	w := ctx.GetRows(ctx.Reshape(probs, 1, E, n), sel)
+	if a.NormTopK {
+		w2 := ctx.Reshape(w, K, n)
+		w = ctx.Reshape(ctx.Div(w2, ctx.SumRows(w2)), 1, K, n)
+	}
+	h3 := ctx.Reshape(h, dm, 1, n)
+	up := ctx.MulMatID(l.upExps, h3, sel)   // [ff, K, n]
+	gt := ctx.MulMatID(l.gateExps, h3, sel) // [ff, K, n]
+	act := ctx.SwigluSplit(gt, up)
+	experts := ctx.Mul(ctx.MulMatID(l.downExps, act, sel), w) // [d, K, n]
+	var out *ggml.Tensor
+	if experts != nil {
+		nb := experts.Nb()
+		for i := int64(0); i < K; i++ {
+			e := ctx.View(experts, []int64{dm, n}, []int{nb[2]}, int(i)*nb[1])
+			if out == nil {
+				out = e
+			} else {
+				out = ctx.Add(out, e)
+			}
+		}
+		if K == 1 {
+			out = ctx.Cont(out)
+		}
+	}
+	if l.shGateInp != nil {
+		sh := d.ffn(ctx, l.shGate, l.shUp, l.shDown, h)
+		out = ctx.Add(out, ctx.Mul(sh, ctx.Sigmoid(ctx.MulMat(l.shGateInp, h))))
+	}
+	return out
+}

@@ -1,0 +1,621 @@
+package llama
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/gguffile"
+)
+
+// tinyArch returns a small model of each supported architecture (and variant), with every
+// derived field set as DetectArchitecture derives it, so that detection can be checked by
+// equality. Head sizes are 32 so that q8_0 caches and q8_0/q4_0 weights fit.
+func tinyArch(variant string) Architecture {
+	base := func(name string, d, H, Hkv, hd int) Architecture {
+		a := Architecture{Name: name, Vocab: 48, DModel: d, NLayers: 2, DFF: 96, Context: 64,
+			NHeads: H, NKVHeads: Hkv, HeadDimK: hd, HeadDimV: hd, RMSEps: 1e-5,
+			RopeMode: ggml.RopeNeox, RopeDims: hd, RopeBase: 10000, RopeScale: 1, EmbedScale: 1,
+			QueryScale: float32(1 / math.Sqrt(float64(hd)))}
+		if t := traits[name]; t.slidingPattern > 0 {
+			a.SlidingPattern = t.slidingPattern
+		}
+		return a
+	}
+	finish := func(a Architecture) Architecture {
+		a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+		if lb := traits[a.Name].localRopeBase; lb > 0 {
+			a.RopeBaseLocal, a.RopeScaleLocal = lb, 1
+		}
+		return a
+	}
+	switch variant {
+	case "llama": // GQA, untied, llama-3-style frequency factors, partial rotary, linear scaling
+		a := base("llama", 128, 4, 2, 32)
+		a.RopeMode, a.RopeFreqs, a.RopeDims, a.RopeScale, a.RopeBase = ggml.RopeNormal, true, 16, 0.5, 500000
+		return finish(a)
+	case "smollm2": // tied, GQA 3:1 as SmolLM2
+		a := base("llama", 96, 3, 1, 32)
+		a.RopeMode, a.TiedOutput, a.RopeBase = ggml.RopeNormal, true, 100000
+		return finish(a)
+	case "mistral": // llama with a sliding window on every layer
+		a := base("llama", 128, 4, 2, 32)
+		a.RopeMode, a.SlidingWindow = ggml.RopeNormal, 3
+		return finish(a)
+	case "qwen2":
+		a := base("qwen2", 128, 4, 2, 32)
+		a.QKVBias, a.TiedOutput, a.RopeBase = true, true, 1000000
+		return finish(a)
+	case "qwen3": // head size 32 ≠ d/H = 16
+		a := base("qwen3", 64, 4, 2, 32)
+		a.QKNorm = QKNormHeadRMS
+		return finish(a)
+	case "gemma2":
+		a := base("gemma2", 64, 2, 1, 32)
+		a.FFN, a.PostNorms, a.TiedOutput = FFNGeGLU, true, true
+		a.EmbedScale = float32(math.Sqrt(64))
+		a.AttnSoftcap, a.FinalSoftcap = 2, 3
+		a.SlidingWindow = 3
+		a.NLayers = 3
+		a.QueryScale = float32(1 / math.Sqrt(24))
+		return finish(a)
+	case "gemma3":
+		a := base("gemma3", 64, 2, 1, 32)
+		a.FFN, a.PostNorms, a.TiedOutput, a.QKNorm = FFNGeGLU, true, true, QKNormHeadRMS
+		a.EmbedScale = float32(math.Sqrt(64))
+		a.SlidingWindow, a.NLayers = 3, 7
+		a.RopeBase, a.RopeScale = 1000000, 0.25
+		return finish(a)
+	case "qwen3moe":
+		a := base("qwen3moe", 64, 4, 2, 32)
+		a.QKNorm, a.DFF = QKNormHeadRMS, 0
+		a.NExperts, a.NExpertsUsed, a.ExpertFFN, a.NormTopK = 4, 2, 64, true
+		return finish(a)
+	case "qwen2moe":
+		a := base("qwen2moe", 64, 4, 2, 16)
+		a.QKVBias, a.DFF = true, 0
+		a.NExperts, a.NExpertsUsed, a.ExpertFFN, a.SharedExpertFFN = 4, 2, 32, 64
+		return finish(a)
+	}
+	panic("unknown variant " + variant)
+}
+
+var allVariants = []string{"llama", "smollm2", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe"}
+
+// writeTiny writes the variant with random weights of type typ and returns its path.
+func writeTiny(t testing.TB, a Architecture, typ ggml.Type, seed uint64) string {
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%s.gguf", a.Name, ggml.TypeName(typ)))
+	_, err := writeRandomGGUF(path, a, typ, seed, 1, false)
+	require.NoError(t, err)
+	return path
+}
+
+// loadedWeights reads every weight of m back as float64, dequantizing with ggml's own
+// dequantizer (GetRows), so that the reference computes with exactly the weights the file
+// holds.
+func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, s := range m.Arch.tensorSpecs() {
+		w := m.weights.Tensor(s.name)
+		require.NotNil(t, w, s.name)
+		var vals []float32
+		if w.Type() == ggml.F32 {
+			var err error
+			vals, err = w.F32()
+			require.NoError(t, err)
+		} else {
+			vals = dequantize(t, m.backend, w)
+		}
+		f := make([]float64, len(vals))
+		for i, v := range vals {
+			f[i] = float64(v)
+		}
+		out[s.name] = f
+	}
+	return out
+}
+
+func dequantize(t testing.TB, be *ggml.Backend, w *ggml.Tensor) []float32 {
+	raw, err := w.ReadBytes()
+	require.NoError(t, err)
+	ne0, rows := w.Ne()[0], w.Rows()
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2})
+	require.NoError(t, err)
+	defer ctx.Close()
+	src := ctx.NewTensor(w.Type(), ne0, rows)
+	idx := ctx.NewTensor(ggml.I32, rows)
+	buf, err := be.Alloc(ctx)
+	require.NoError(t, err)
+	defer buf.Close()
+	require.NoError(t, src.SetBytes(raw))
+	ids := make([]int32, rows)
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	require.NoError(t, idx.SetI32(ids))
+	g, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 4, Graphs: 1, GraphSize: 8})
+	require.NoError(t, err)
+	defer g.Close()
+	out := g.GetRows(src, idx).SetOutput()
+	graph, err := g.NewGraph(8, false)
+	require.NoError(t, err)
+	require.NoError(t, graph.Expand(out))
+	al, err := be.NewAllocator()
+	require.NoError(t, err)
+	defer al.Close()
+	require.NoError(t, al.Alloc(graph))
+	require.NoError(t, be.Compute(graph))
+	vals, err := out.F32()
+	require.NoError(t, err)
+	return vals
+}
+
+// relErr is the largest absolute difference over every row, relative to the largest
+// reference magnitude.
+func relErr(got [][]float32, want [][]float64) float64 {
+	diff, scale := 0.0, 0.0
+	for i := range want {
+		for j, w := range want[i] {
+			diff = math.Max(diff, math.Abs(float64(got[i][j])-w))
+			scale = math.Max(scale, math.Abs(w))
+		}
+	}
+	return diff / scale
+}
+
+func argmax32(x []float32) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func argmax64(x []float64) int32 {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+func randomTokens(rng *rand.Rand, n, vocab int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(rng.IntN(vocab))
+	}
+	return out
+}
+
+func openTiny(t testing.TB, path string, opts ModelOptions) *GGUFModel {
+	if opts.Backend == nil && opts.Threads == 0 {
+		opts.Threads = 1 // tiny models gain nothing from more, and the machine is shared
+	}
+	m, err := OpenModel(path, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func newDecoder(t testing.TB, m *GGUFModel, opts DecoderOptions, bucket int) *Decoder {
+	d, err := NewDecoder(m, opts)
+	require.NoError(t, err)
+	if bucket > 0 {
+		d.bucket = bucket
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// stepErr runs the prompt seq[:split] and then the rest token by token, and returns the error
+// of every logits row against the reference.
+func stepErr(t *testing.T, d *Decoder, seq []int32, split int, ref [][]float64) float64 {
+	d.Reset()
+	var got [][]float32
+	lg, err := d.Prompt(seq[:split])
+	require.NoError(t, err)
+	got = append(got, append([]float32(nil), lg...))
+	for _, tok := range seq[split:] {
+		lg, err := d.Next(tok)
+		require.NoError(t, err)
+		got = append(got, append([]float32(nil), lg...))
+	}
+	return relErr(got, ref[split-1:])
+}
+
+// TestDecoderMatchesReference writes a tiny GGUF of every supported architecture with f32
+// weights, loads it (memory-mapped), checks the detected architecture, and compares the
+// decoder's logits against the float64 reference: at every position of a prompt (Logits), and
+// for a prompt fed in batches followed by token-by-token decoding across cache-length buckets,
+// with the unfused and the flash attention (f32 cache), and greedy generation.
+func TestDecoderMatchesReference(t *testing.T) {
+	const T = 11
+	for _, variant := range allVariants {
+		t.Run(variant, func(t *testing.T) {
+			a := tinyArch(variant)
+			path := writeTiny(t, a, ggml.F32, 1)
+			m := openTiny(t, path, ModelOptions{})
+			assert.True(t, m.Mapped(), "weights are memory-mapped")
+			assert.Equal(t, a, m.Arch, "detected architecture")
+			ref := &refInfer{a: m.Arch, w: loadedWeights(t, m)}
+			rng := rand.New(rand.NewPCG(2, uint64(len(variant))))
+			seq := randomTokens(rng, T, a.Vocab)
+			want := ref.logits(seq)
+
+			// ggml's CPU GELU reads an f16 table: where an input lies near an f16 rounding
+			// boundary, float rounding differences flip it by one f16 step (2⁻¹¹ relative).
+			tol := 1e-4
+			if a.FFN == FFNGeGLU {
+				tol = 1e-3
+			}
+			for _, fa := range []bool{false, true} {
+				name := map[bool]string{false: "unfused", true: "flash"}[fa]
+				d := newDecoder(t, m, DecoderOptions{KVType: KVF32, FlashAttention: fa, Batch: 3}, 4)
+				got, err := d.Logits(seq)
+				require.NoError(t, err)
+				e := relErr(got, want)
+				assert.Less(t, e, tol, "%s Logits: relative error %.3g", name, e)
+				s := stepErr(t, d, seq, 5, want)
+				assert.Less(t, s, tol, "%s prompt+steps: relative error %.3g", name, s)
+				t.Logf("%-8s %-7s max relative error: all positions %.2e, prompt+decode %.2e", variant, name, e, s)
+			}
+
+			// Greedy decoding: the reference's argmax at each step.
+			d := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 4)
+			prompt := seq[:3]
+			lg, err := d.Prompt(prompt)
+			require.NoError(t, err)
+			out := append([]int32(nil), prompt...)
+			for i := 0; i < 6; i++ {
+				tok := argmax32(lg)
+				out = append(out, tok)
+				if lg, err = d.Next(tok); err != nil {
+					t.Fatal(err)
+				}
+			}
+			refOut := append([]int32(nil), prompt...)
+			for i := 0; i < 6; i++ {
+				r := ref.logits(refOut)
+				refOut = append(refOut, argmax64(r[len(r)-1]))
+			}
+			assert.Equal(t, refOut, out, "greedy tokens")
+		})
+	}
+}
+
+// kvTolerance are the documented error bounds (max |Δlogit| / max |logit|) of the cache
+// types against the float64 reference with f32 weights, measured on the tiny models and
+// given a margin of about 3×.
+var kvTolerance = map[string]float64{
+	"f16 unfused": 5e-3,
+	"f16 flash":   5e-3,
+	"q8_0 flash":  3e-2,
+}
+
+// TestDecoderKVCaches checks the f16 cache (unfused and flash) and the q8_0 cache (flash)
+// against the reference within kvTolerance.
+func TestDecoderKVCaches(t *testing.T) {
+	const T = 11
+	for _, variant := range []string{"llama", "qwen3", "gemma2", "qwen3moe"} {
+		t.Run(variant, func(t *testing.T) {
+			a := tinyArch(variant)
+			m := openTiny(t, writeTiny(t, a, ggml.F32, 3), ModelOptions{})
+			ref := &refInfer{a: m.Arch, w: loadedWeights(t, m)}
+			seq := randomTokens(rand.New(rand.NewPCG(4, 4)), T, a.Vocab)
+			want := ref.logits(seq)
+			for _, c := range []struct {
+				name string
+				kv   KVCacheType
+				fa   bool
+			}{{"f16 unfused", KVF16, false}, {"f16 flash", KVF16, true}, {"q8_0 flash", KVQ8_0, true}} {
+				d := newDecoder(t, m, DecoderOptions{KVType: c.kv, FlashAttention: c.fa, Batch: 4}, 4)
+				got, err := d.Logits(seq)
+				require.NoError(t, err)
+				e := relErr(got, want)
+				s := stepErr(t, d, seq, 4, want)
+				t.Logf("%-8s %-12s max relative error: all positions %.2e, prompt+decode %.2e", variant, c.name, e, s)
+				assert.Less(t, e, kvTolerance[c.name], c.name)
+				assert.Less(t, s, kvTolerance[c.name], c.name)
+			}
+		})
+	}
+}
+
+// weightTolerance are the documented error bounds of quantized weights against the reference
+// computed with the same (dequantized) weights: what remains is ggml rounding the activations
+// for its dot products — to f16 for f16 weights, bf16 for bf16, q8_0 (q8_K for k-quants) for
+// block-quantized ones — and for gemma the GELU table. Measured worst cases over 8 seeds of
+// the tiny models: f16 1.3e-3, q8_0 3.2e-2, q4_0 2.8e-2 (gemma3); bounds about 2× that.
+var weightTolerance = map[ggml.Type]float64{
+	ggml.F16:  3e-3,
+	ggml.BF16: 2e-2,
+	ggml.Q8_0: 6e-2,
+	ggml.Q4_0: 6e-2,
+	ggml.Q4_1: 6e-2,
+	ggml.Q5_0: 6e-2,
+	ggml.Q4_K: 6e-2,
+	ggml.Q6_K: 6e-2,
+}
+
+// TestQuantizedWeights loads f16, bf16, q8_0, q4_0, q4_1, q5_0 (and, on a model wide enough for
+// 256-element super-blocks, q4_K and q6_K) checkpoints, keeping the file's type, and checks the
+// logits against the reference run on the dequantized weights, within weightTolerance; it
+// also reports the error against the original f32 weights (the quantization error itself).
+func TestQuantizedWeights(t *testing.T) {
+	const T = 9
+	for _, c := range []struct {
+		variant string
+		types   []ggml.Type
+	}{
+		{"llama", []ggml.Type{ggml.F16, ggml.BF16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_1, ggml.Q5_0}},
+		{"qwen3moe", []ggml.Type{ggml.Q8_0, ggml.Q4_0}},
+		{"gemma2", []ggml.Type{ggml.Q8_0}},
+		{"wide", []ggml.Type{ggml.Q4_K, ggml.Q6_K}},
+	} {
+		a := tinyArch("smollm2")
+		if c.variant == "wide" {
+			a.DModel, a.DFF, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims = 256, 256, 8, 4, 32, 32, 32
+		} else {
+			a = tinyArch(c.variant)
+		}
+		f32path := filepath.Join(t.TempDir(), "f32.gguf")
+		orig, err := writeRandomGGUF(f32path, a, ggml.F32, 5, 1, true)
+		require.NoError(t, err)
+		origW := map[string][]float64{}
+		for k, v := range orig {
+			f := make([]float64, len(v))
+			for i, x := range v {
+				f[i] = float64(x)
+			}
+			origW[k] = f
+		}
+		seq := randomTokens(rand.New(rand.NewPCG(6, 6)), T, a.Vocab)
+		wantOrig := (&refInfer{a: a, w: origW}).logits(seq)
+		for _, typ := range c.types {
+			t.Run(c.variant+"/"+ggml.TypeName(typ), func(t *testing.T) {
+				path := writeTiny(t, a, typ, 5)
+				m := openTiny(t, path, ModelOptions{})
+				assert.Equal(t, typ, m.WeightType(), "the file's type is kept")
+				want := (&refInfer{a: m.Arch, w: loadedWeights(t, m)}).logits(seq)
+				d := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 0)
+				got, err := d.Logits(seq)
+				require.NoError(t, err)
+				e, eo := relErr(got, want), relErr(got, wantOrig)
+				t.Logf("%-8s %-5s max relative error vs dequantized weights %.2e, vs original f32 weights %.2e", c.variant, ggml.TypeName(typ), e, eo)
+				assert.Less(t, e, weightTolerance[typ])
+			})
+		}
+	}
+}
+
+// TestContextFull checks both policies: ContextError refuses what does not fit (processing
+// nothing), ContextShift keeps the last half and goes on as if the sequence had started there.
+func TestContextFull(t *testing.T) {
+	a := tinyArch("qwen2")
+	m := openTiny(t, writeTiny(t, a, ggml.F32, 7), ModelOptions{})
+	ref := &refInfer{a: m.Arch, w: loadedWeights(t, m)}
+	seq := randomTokens(rand.New(rand.NewPCG(8, 8)), 12, a.Vocab)
+
+	d := newDecoder(t, m, DecoderOptions{KVType: KVF32, MaxContext: 8}, 4)
+	_, err := d.Prompt(seq[:8])
+	require.NoError(t, err)
+	_, err = d.Next(seq[8])
+	assert.True(t, errors.Is(err, ErrContextFull), "%v", err)
+	assert.Equal(t, 8, d.Pos(), "nothing was processed")
+	_, err = d.Logits(seq[:9])
+	assert.True(t, errors.Is(err, ErrContextFull), "%v", err)
+
+	s := newDecoder(t, m, DecoderOptions{KVType: KVF32, MaxContext: 8, ContextFull: ContextShift, Batch: 3}, 4)
+	_, err = s.Prompt(seq[:8])
+	require.NoError(t, err)
+	got, err := s.Next(seq[8])
+	require.NoError(t, err)
+	assert.Equal(t, 5, s.Pos(), "the last 4 tokens kept, then the new one")
+	assert.Equal(t, seq[4:9], s.History())
+	want := ref.logits(seq[4:9])
+	assert.Less(t, relErr([][]float32{got}, want[4:]), 1e-4)
+	// A prompt longer than the context slides through it.
+	got, err = s.Prompt(seq)
+	require.NoError(t, err)
+	want = ref.logits(s.History())
+	assert.Less(t, relErr([][]float32{got}, want[len(want)-1:]), 1e-4)
+}
+
+// TestReadNotMapped checks that the weights read into memory (no mmap) give the same logits,
+// to the bit, as the mapped ones.
+func TestReadNotMapped(t *testing.T) {
+	a := tinyArch("qwen3")
+	path := writeTiny(t, a, ggml.Q8_0, 9)
+	mapped := openTiny(t, path, ModelOptions{})
+	read := openTiny(t, path, ModelOptions{NoMmap: true})
+	assert.True(t, mapped.Mapped())
+	assert.False(t, read.Mapped())
+	seq := randomTokens(rand.New(rand.NewPCG(1, 9)), 7, a.Vocab)
+	a1, err := newDecoder(t, mapped, DecoderOptions{}, 0).Logits(seq)
+	require.NoError(t, err)
+	a2, err := newDecoder(t, read, DecoderOptions{}, 0).Logits(seq)
+	require.NoError(t, err)
+	assert.Equal(t, a1, a2)
+}
+
+// rewrite copies the GGUF at src to a new file, letting edit change its metadata and tensors.
+func rewrite(t *testing.T, src string, editKV func(kv gguffile.KV) (gguffile.KV, bool), editTensor func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool)) string {
+	raw, err := os.ReadFile(src)
+	require.NoError(t, err)
+	f, err := gguffile.ReadFile(src)
+	require.NoError(t, err)
+	var w gguffile.Writer
+	for _, kv := range f.KVs {
+		if editKV != nil {
+			var keep bool
+			if kv, keep = editKV(kv); !keep {
+				continue
+			}
+		}
+		require.NoError(t, w.AddKV(kv.Key, kv.Value))
+	}
+	for _, ti := range f.Tensors {
+		data := raw[f.DataOffset+int64(ti.Offset) : f.DataOffset+int64(ti.Offset)+ti.Size]
+		name, ne, typ := ti.Name, ti.Shape(), ti.Type
+		if editTensor != nil {
+			var keep bool
+			if name, ne, data, typ, keep = editTensor(ti, data); !keep {
+				continue
+			}
+		}
+		require.NoError(t, w.AddTensor(name, typ, ne, data))
+	}
+	out := filepath.Join(t.TempDir(), "edited.gguf")
+	require.NoError(t, w.WriteFile(out))
+	return out
+}
+
+// TestBadCheckpoints checks that broken files are refused with an error naming the file and
+// the problem, never an abort.
+func TestBadCheckpoints(t *testing.T) {
+	a := tinyArch("qwen2")
+	good := writeTiny(t, a, ggml.F32, 11)
+	keepT := func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool) {
+		return ti.Name, ti.Shape(), data, ti.Type, true
+	}
+	open := func(path string) error {
+		m, err := OpenModel(path, ModelOptions{Threads: 1})
+		if err == nil {
+			m.Close()
+		}
+		return err
+	}
+
+	raw, err := os.ReadFile(good)
+	require.NoError(t, err)
+	cut := filepath.Join(t.TempDir(), "cut.gguf")
+	require.NoError(t, os.WriteFile(cut, raw[:len(raw)-100], 0o644))
+	assert.ErrorContains(t, open(cut), "cut.gguf")
+
+	magic := filepath.Join(t.TempDir(), "magic.gguf")
+	bad := append([]byte("GGUX"), raw[4:]...)
+	require.NoError(t, os.WriteFile(magic, bad, 0o644))
+	assert.ErrorContains(t, open(magic), "magic.gguf")
+
+	unknown := rewrite(t, good, func(kv gguffile.KV) (gguffile.KV, bool) {
+		if kv.Key == "general.architecture" {
+			kv.Value = "mamba"
+		}
+		return kv, true
+	}, keepT)
+	err = open(unknown)
+	assert.ErrorContains(t, err, `unknown architecture "mamba"`)
+	assert.ErrorContains(t, err, "edited.gguf")
+
+	noKey := rewrite(t, good, func(kv gguffile.KV) (gguffile.KV, bool) { return kv, kv.Key != "qwen2.block_count" }, keepT)
+	assert.ErrorContains(t, open(noKey), `"qwen2.block_count" is missing`)
+
+	missing := rewrite(t, good, nil, func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool) {
+		return ti.Name, ti.Shape(), data, ti.Type, ti.Name != "blk.1.attn_k.bias"
+	})
+	err = open(missing)
+	assert.ErrorContains(t, err, `tensor "blk.1.attn_k.bias" is missing`)
+	assert.ErrorContains(t, err, "edited.gguf")
+
+	misshapen := rewrite(t, good, nil, func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool) {
+		ne := ti.Shape()
+		if ti.Name == "blk.0.ffn_up.weight" {
+			ne = []int64{ne[1], ne[0]}
+		}
+		return ti.Name, ne, data, ti.Type, true
+	})
+	assert.ErrorContains(t, open(misshapen), `tensor "blk.0.ffn_up.weight" has shape [96 128], want [128 96]`)
+
+	f16norm := rewrite(t, good, nil, func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool) {
+		if ti.Name == "output_norm.weight" {
+			h := make([]byte, len(data)/2)
+			for i := 0; i < len(h)/2; i++ {
+				binary.LittleEndian.PutUint16(h[2*i:], f32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))))
+			}
+			return ti.Name, ti.Shape(), h, uint32(ggml.F16), true
+		}
+		return ti.Name, ti.Shape(), data, ti.Type, true
+	})
+	assert.ErrorContains(t, open(f16norm), `tensor "output_norm.weight" has type f16, want f32`)
+
+	m := openTiny(t, good, ModelOptions{})
+	_, err = NewDecoder(m, DecoderOptions{KVType: KVQ8_0})
+	assert.ErrorContains(t, err, "needs flash attention")
+	d := newDecoder(t, m, DecoderOptions{}, 0)
+	_, err = d.Prompt([]int32{1, int32(a.Vocab)})
+	assert.ErrorContains(t, err, "outside the vocabulary")
+	_, err = d.Prompt(nil)
+	assert.Error(t, err)
+}
+
+// TestDetectFlags spells out the flags detected for each architecture.
+func TestDetectFlags(t *testing.T) {
+	for _, variant := range []string{"gemma2", "gemma3", "mistral", "qwen3moe"} {
+		a := tinyArch(variant)
+		var sliding []string
+		for il := 0; il < a.NLayers; il++ {
+			if a.IsSliding(il) {
+				sliding = append(sliding, fmt.Sprint(il))
+			}
+		}
+		switch variant {
+		case "gemma2":
+			assert.Equal(t, "0 2", strings.Join(sliding, " "))
+		case "gemma3":
+			assert.Equal(t, "0 1 2 3 4 6", strings.Join(sliding, " "))
+			assert.Equal(t, float32(10000), a.rope(0).FreqBase)
+			assert.Equal(t, float32(1000000), a.rope(5).FreqBase)
+			assert.Equal(t, float32(0.25), a.rope(5).FreqScale)
+			assert.Equal(t, float32(1), a.rope(6).FreqScale)
+		case "mistral":
+			assert.Equal(t, "0 1", strings.Join(sliding, " "))
+		case "qwen3moe":
+			assert.Empty(t, sliding)
+			assert.True(t, a.IsMoE())
+		}
+	}
+}
+
+// TestBenchRuns runs the benchmark helper on a tiny model.
+func TestBenchRuns(t *testing.T) {
+	path := writeTiny(t, tinyArch("smollm2"), ggml.F16, 1)
+	r, err := BenchStats(path, 16, 8, 1, BenchOptions{Reps: 2})
+	require.NoError(t, err)
+	assert.Greater(t, r.PP.Mean, 0.0)
+	assert.Greater(t, r.TG.Mean, 0.0)
+	assert.Len(t, r.TG.Samples, 2)
+	t.Log(r)
+}
+
+// TestDecodesTrainedCheckpoint saves a model of the training engine and decodes it: the
+// decoder's logits match the training engine's own float64 reference.
+func TestDecodesTrainedCheckpoint(t *testing.T) {
+	be := newBackend(t)
+	c := tinyConfig(t, false, true)
+	tm, err := New(c, be)
+	require.NoError(t, err)
+	defer tm.Close()
+	ref := randomize(t, tm, rand.New(rand.NewPCG(41, 42)))
+	path := filepath.Join(t.TempDir(), "trained.gguf")
+	require.NoError(t, tm.Save(path, nil))
+	m := openTiny(t, path, ModelOptions{})
+	assert.Equal(t, ArchitectureFromConfig(c), m.Arch)
+	seq := randomTokens(rand.New(rand.NewPCG(43, 44)), c.Context, c.Vocab)
+	got, err := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 0).Logits(seq)
+	require.NoError(t, err)
+	assert.Less(t, relErr(got, ref.logits(seq, -1)), 1e-5)
+}

@@ -1,0 +1,206 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/ggml"
+)
+
+// ModelOptions tune OpenModel.
+type ModelOptions struct {
+	// Backend computes the model; nil opens a CPU backend of Threads threads (0: one per
+	// core) that the model owns.
+	Backend *ggml.Backend
+	Threads int
+	// NoMmap reads the weights into memory instead of memory-mapping the file.
+	NoMmap bool
+}
+
+// GGUFModel is an inference model loaded from a GGUF checkpoint of one of the supported
+// architectures (SupportedArchitectures): its detected Architecture and its weights, each of
+// the file's own type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, the k-quants, ...) and,
+// on the CPU, memory-mapped from the file rather than copied. Decoders run it.
+type GGUFModel struct {
+	Arch Architecture
+	// Meta is every metadata key of the file (the tokenizer included).
+	Meta map[string]any
+
+	path       string
+	backend    *ggml.Backend
+	ownBackend bool
+	weights    *ggml.MappedGGUF
+
+	tokEmbd, outNorm, output, ropeFreqs *ggml.Tensor
+	layers                              []blockWeights
+}
+
+// blockWeights are one transformer block's tensors; the optional ones are nil when the
+// architecture has no such part.
+type blockWeights struct {
+	attnNorm, wq, wk, wv, wo, bq, bk, bv, qNorm, kNorm, postAttnNorm *ggml.Tensor
+	ffnNorm, gate, up, down, postFFNNorm                             *ggml.Tensor
+	router, gateExps, upExps, downExps                               *ggml.Tensor
+	shGateInp, shGate, shUp, shDown                                  *ggml.Tensor
+}
+
+// computable reports whether ggml's CPU backend multiplies (and gathers rows of) weights of
+// type t: the float types and every block-quantized weight type.
+func computable(t ggml.Type) bool {
+	switch t {
+	case ggml.I8, ggml.I16, ggml.I32, ggml.I64, ggml.F64, ggmlc.TypeQ8_1, ggmlc.TypeQ8_K:
+		return false
+	}
+	return ggml.ValidType(t)
+}
+
+// OpenModel loads the GGUF checkpoint at path. The architecture is detected from the file;
+// every tensor it implies must be present with llama.cpp's name and shape and a type ggml can
+// compute with (norms and biases f32). A truncated or malformed file, an unknown architecture,
+// a missing, misshapen or mistyped tensor are errors naming the file and the problem.
+func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	a, err := DetectArchitecture(f)
+	if err != nil {
+		return nil, err
+	}
+	specs := a.tensorSpecs()
+	for _, s := range specs {
+		info, ok := f.Tensor(s.name)
+		if !ok {
+			if s.optional {
+				continue
+			}
+			return nil, fmt.Errorf("gguf %s: %s: tensor %q is missing", path, a.Name, s.name)
+		}
+		want := [4]int64{1, 1, 1, 1}
+		copy(want[:], s.ne)
+		if info.Ne != want {
+			return nil, fmt.Errorf("gguf %s: %s: tensor %q has shape %v, want %v", path, a.Name, s.name, trimShape(info.Ne), s.ne)
+		}
+		if s.matrix && !computable(info.Type) {
+			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, which ggml cannot multiply", path, s.name, ggml.TypeName(info.Type))
+		}
+		if !s.matrix && info.Type != ggml.F32 {
+			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, want f32 (norms and biases)", path, s.name, ggml.TypeName(info.Type))
+		}
+	}
+	values, err := Metadata(f)
+	if err != nil {
+		return nil, err
+	}
+	m := &GGUFModel{Arch: a, Meta: values, path: path, backend: opts.Backend}
+	if m.backend == nil {
+		if m.backend, err = ggml.NewBackend(opts.Threads); err != nil {
+			return nil, err
+		}
+		m.ownBackend = true
+	}
+	if m.weights, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
+		m.Close()
+		return nil, err
+	}
+	w := m.weights.Tensor
+	m.tokEmbd, m.outNorm, m.output = w("token_embd.weight"), w("output_norm.weight"), w("output.weight")
+	if a.RopeFreqs {
+		m.ropeFreqs = w("rope_freqs.weight")
+	}
+	for i := 0; i < a.NLayers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		opt := func(name string) *ggml.Tensor { return w(p + name) }
+		l := blockWeights{
+			attnNorm: opt("attn_norm.weight"), wq: opt("attn_q.weight"), wk: opt("attn_k.weight"),
+			wv: opt("attn_v.weight"), wo: opt("attn_output.weight"), ffnNorm: opt("ffn_norm.weight"),
+		}
+		if a.QKVBias {
+			l.bq, l.bk, l.bv = opt("attn_q.bias"), opt("attn_k.bias"), opt("attn_v.bias")
+		}
+		if a.QKNorm == QKNormHeadRMS {
+			l.qNorm, l.kNorm = opt("attn_q_norm.weight"), opt("attn_k_norm.weight")
+		}
+		if a.PostNorms {
+			l.postAttnNorm, l.postFFNNorm = opt("post_attention_norm.weight"), opt("post_ffw_norm.weight")
+		}
+		if a.IsMoE() {
+			l.router, l.gateExps, l.upExps, l.downExps = opt("ffn_gate_inp.weight"), opt("ffn_gate_exps.weight"), opt("ffn_up_exps.weight"), opt("ffn_down_exps.weight")
+			if a.SharedExpertFFN > 0 {
+				l.shGateInp, l.shGate, l.shUp, l.shDown = opt("ffn_gate_inp_shexp.weight"), opt("ffn_gate_shexp.weight"), opt("ffn_up_shexp.weight"), opt("ffn_down_shexp.weight")
+			}
+		} else {
+			l.gate, l.up, l.down = opt("ffn_gate.weight"), opt("ffn_up.weight"), opt("ffn_down.weight")
+		}
+		m.layers = append(m.layers, l)
+	}
+	return m, nil
+}
+
+func trimShape(ne [4]int64) []int64 {
+	n := 4
+	for n > 1 && ne[n-1] == 1 {
+		n--
+	}
+	return append([]int64(nil), ne[:n]...)
+}
+
+// Path is the checkpoint's path.
+func (m *GGUFModel) Path() string { return m.path }
+
+// Mapped reports whether the weights are memory-mapped from the file (not copied).
+func (m *GGUFModel) Mapped() bool { return m.weights != nil && m.weights.Mapped() }
+
+// WeightBytes is the size of the weights in memory.
+func (m *GGUFModel) WeightBytes() int64 { return m.weights.Bytes() }
+
+// Backend is the backend the model computes on.
+func (m *GGUFModel) Backend() *ggml.Backend { return m.backend }
+
+// WeightType is the type of the attention query projection of the first block, the type
+// a checkpoint is usually named by.
+func (m *GGUFModel) WeightType() ggml.Type { return m.layers[0].wq.Type() }
+
+// Params is the number of weights.
+func (m *GGUFModel) Params() int64 {
+	var n int64
+	for _, s := range m.Arch.tensorSpecs() {
+		if t := m.weights.Tensor(s.name); t != nil {
+			n += t.Len()
+		}
+	}
+	return n
+}
+
+// Close unmaps the weights and closes the backend the model opened. Decoders of the model
+// must be closed first.
+func (m *GGUFModel) Close() error {
+	if m == nil {
+		return nil
+	}
+	err := m.weights.Close()
+	m.weights = nil
+	if m.ownBackend {
+		m.backend.Close()
+		m.ownBackend = false
+	}
+	return err
+}
+
+// ArchitectureFromConfig is the inference architecture of a model of the training engine's
+// configuration c (arch "llama", RoPE mode NORMAL).
+func ArchitectureFromConfig(c Config) Architecture {
+	hd := c.DModel / c.NHeads
+	a := Architecture{Name: Arch, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
+		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
+		RMSEps: c.RMSEps, RopeMode: ggml.RopeNormal, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias, EmbedScale: 1,
+		QueryScale: float32(1 / math.Sqrt(float64(hd)))}
+	if c.RopeScaling == "linear" && c.RopeScaleFactor > 0 {
+		a.RopeScale = 1 / c.RopeScaleFactor
+	}
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+	return a
+}
