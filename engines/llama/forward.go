@@ -29,6 +29,12 @@ func (m *Model) rope() ggml.Rope {
 // (0 where query j may attend key i, -∞ elsewhere: causal, and block-causal across packed
 // documents). Attention is unfused, so the graph has a backward. Errors are recorded on ctx.
 func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int) *ggml.Tensor {
+	return m.forward(ctx, tokens, pos, mask, T, B, ctx.MulMat)
+}
+
+// forward is Forward with the weight products made by linear(w, x), so the trainer can see
+// (and differentiate itself) every weight matrix's product.
+func (m *Model) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
 	c := m.Cfg
 	hd, H, Hkv := int64(HeadDim(c)), int64(c.NHeads), int64(c.NKVHeads)
 	t, b, d := int64(T), int64(B), int64(c.DModel)
@@ -38,7 +44,7 @@ func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B 
 	x := ctx.GetRows(m.TokEmbd, tokens) // [d, T·B]
 	for _, l := range m.Layers {
 		h := ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.AttnNorm)
-		q, k, v := ctx.MulMat(l.Wq, h), ctx.MulMat(l.Wk, h), ctx.MulMat(l.Wv, h)
+		q, k, v := linear(l.Wq, h), linear(l.Wk, h), linear(l.Wv, h)
 		if l.Bq != nil {
 			q, k, v = ctx.Add(q, l.Bq), ctx.Add(k, l.Bk), ctx.Add(v, l.Bv)
 		}
@@ -54,17 +60,17 @@ func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B 
 		kq = ctx.Reshape(ctx.SoftMaxExt(kq, mask, scale, 0), t, t, H*b)
 		o := ctx.Reshape(ctx.MulMat(vt, kq), hd, t, H, b) // [hd, queries, H, B]
 		o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), d, t*b)
-		x = ctx.Add(x, ctx.MulMat(l.Wo, o))
+		x = ctx.Add(x, linear(l.Wo, o))
 
 		h = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.FFNNorm)
-		x = ctx.Add(x, ctx.MulMat(l.Down, ctx.SwigluSplit(ctx.MulMat(l.Gate, h), ctx.MulMat(l.Up, h))))
+		x = ctx.Add(x, linear(l.Down, ctx.SwigluSplit(linear(l.Gate, h), linear(l.Up, h))))
 	}
 	x = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), m.OutNorm)
 	out := m.Output
 	if out == nil {
 		out = m.TokEmbd
 	}
-	return ctx.MulMat(out, x)
+	return linear(out, x)
 }
 
 // BlockCausalMask fills mask ([T·T·B] floats, layout [key, query, 1, sequence]) for B

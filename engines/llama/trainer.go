@@ -35,9 +35,14 @@ type Trainer struct {
 	Sep int32
 	// keepGrads keeps every weight's gradient readable after a step (tests).
 	keepGrads bool
+	// weightGrads holds the gradient tensor of each weight matrix, which the trainer computes
+	// itself (see build).
+	weightGrads map[*ggml.Tensor]*ggml.Tensor
 }
 
-// NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context).
+// NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context). Its
+// weights end up marked as params; a second trainer of the same model is correct but loses the
+// GEMM weight gradients (ggml has no way to clear the flag), so train a model with one trainer.
 func NewTrainer(m *Model, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false) }
 
 func newTrainer(m *Model, T, B int, keepGrads bool) (*Trainer, error) {
@@ -105,10 +110,27 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	g := tr.gctx
-	for _, w := range m.all {
-		w.SetParam()
+	// ggml's autodiff differentiates a matmul with ggml_out_prod for both operands, whose CPU
+	// kernel runs at a fraction of the GEMM's speed. So the weight matrices are left out of
+	// autodiff (not params while the backward pass is built) and their gradients are built
+	// here as GEMMs: for z = W·x, dL/dW = MulMat(xᵀ, (dL/dz)ᵀ). The gradient with respect to x
+	// still comes from autodiff. A matrix that is also used otherwise (the tied embedding) stays
+	// in autodiff.
+	type product struct{ w, x, z *ggml.Tensor }
+	var products []product
+	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
+		z := g.MulMat(w, x)
+		if m.IsMatrix(w) {
+			products = append(products, product{w, x, z})
+		}
+		return z
 	}
-	logits := m.Forward(g, tr.tokens, tr.pos, tr.mask, tr.T, tr.B)
+	for _, w := range m.all {
+		if !m.IsMatrix(w) {
+			w.SetParam()
+		}
+	}
+	logits := m.forward(g, tr.tokens, tr.pos, tr.mask, tr.T, tr.B, linear)
 	tr.loss = g.CrossEntropyLoss(logits, tr.labels).SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
 		return err
@@ -121,13 +143,25 @@ func (tr *Trainer) build() error {
 	if err := tr.graph.BuildBackward(accs); err != nil {
 		return err
 	}
+	tr.weightGrads = map[*ggml.Tensor]*ggml.Tensor{}
+	for _, p := range products {
+		gz := tr.graph.Grad(p.z)
+		if gz == nil {
+			return fmt.Errorf("llama: the output of %s has no gradient", p.w.Name())
+		}
+		tr.weightGrads[p.w] = g.MulMat(g.Cont(g.Transpose(p.x)), g.Cont(g.Transpose(gz)))
+		p.w.SetParam() // the AdamW step updates params only
+	}
 	for _, w := range m.all {
 		params := tr.noDecay
 		if m.IsMatrix(w) {
 			params = tr.decay
 		}
 		mv := tr.moments[w]
-		grad := tr.graph.Grad(w)
+		grad := tr.weightGrads[w]
+		if grad == nil {
+			grad = tr.graph.Grad(w)
+		}
 		if tr.keepGrads {
 			grad.SetOutput()
 		}
@@ -235,7 +269,10 @@ func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, err
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer
 // made with keepGrads.
 func (tr *Trainer) grad(w *ggml.Tensor) ([]float32, error) {
-	g := tr.graph.Grad(w)
+	g := tr.weightGrads[w]
+	if g == nil {
+		g = tr.graph.Grad(w)
+	}
 	if g == nil {
 		return nil, fmt.Errorf("llama: %s has no gradient", w.Name())
 	}
