@@ -60,12 +60,9 @@ func golden(t *testing.T, glob string, generate func(root, pkg, name string) (ma
 			require.NoError(t, os.RemoveAll(work))
 			require.NoError(t, os.MkdirAll(work, 0o755))
 			t.Cleanup(func() { os.RemoveAll(work) })
-			want := map[string][]byte{}
 			for _, f := range ar.Files {
 				if rest, ok := strings.CutPrefix(f.Name, "spec/"); ok {
 					require.NoError(t, os.WriteFile(filepath.Join(work, rest), f.Data, 0o644))
-				} else {
-					want[f.Name] = f.Data
 				}
 			}
 			got, err := generate(root, "./gen/"+filepath.ToSlash(work), name)
@@ -73,40 +70,53 @@ func golden(t *testing.T, glob string, generate func(root, pkg, name string) (ma
 				msg := strings.ReplaceAll(err.Error(), "gen/"+filepath.ToSlash(work)+"/", "spec/")
 				got = map[string][]byte{"error": []byte(msg + "\n")}
 			}
-			if *update {
-				var files []txtar.File
-				for _, f := range ar.Files {
-					if strings.HasPrefix(f.Name, "spec/") {
-						files = append(files, f)
-					}
-				}
-				names := make([]string, 0, len(got))
-				for n := range got {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
-					files = append(files, txtar.File{Name: n, Data: got[n]})
-				}
-				ar.Files = files
-				require.NoError(t, os.WriteFile(path, txtar.Format(ar), 0o644))
-				return
-			}
-			for n, w := range want {
-				g, ok := got[n]
-				if !ok {
-					t.Errorf("%s: the generator produced no %s (run go test ./gen -update to accept)", path, n)
-					continue
-				}
-				if string(g) != string(w) {
-					t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, firstDifference(g, w))
-				}
-			}
-			for n := range got {
-				if _, ok := want[n]; !ok {
-					t.Errorf("%s: the generator produced %s, which the golden file lacks (run go test ./gen -update)", path, n)
-				}
-			}
+			compareGolden(t, path, ar, "spec/", got)
 		})
+	}
+}
+
+// compareGolden checks got against the archive's expected files (those not under inputDir), or
+// with -update rewrites the archive with got.
+func compareGolden(t *testing.T, path string, ar *txtar.Archive, inputDir string, got map[string][]byte) {
+	t.Helper()
+	if *update {
+		var files []txtar.File
+		for _, f := range ar.Files {
+			if strings.HasPrefix(f.Name, inputDir) {
+				files = append(files, f)
+			}
+		}
+		names := make([]string, 0, len(got))
+		for n := range got {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			files = append(files, txtar.File{Name: n, Data: got[n]})
+		}
+		ar.Files = files
+		require.NoError(t, os.WriteFile(path, txtar.Format(ar), 0o644))
+		return
+	}
+	want := map[string][]byte{}
+	for _, f := range ar.Files {
+		if !strings.HasPrefix(f.Name, inputDir) {
+			want[f.Name] = f.Data
+		}
+	}
+	for n, w := range want {
+		g, ok := got[n]
+		if !ok {
+			t.Errorf("%s: the generator produced no %s (run go test ./gen -update to accept)", path, n)
+			continue
+		}
+		if string(g) != string(w) {
+			t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, firstDifference(g, w))
+		}
+	}
+	for n := range got {
+		if _, ok := want[n]; !ok {
+			t.Errorf("%s: the generator produced %s, which the golden file lacks (run go test ./gen -update)", path, n)
+		}
 	}
 }

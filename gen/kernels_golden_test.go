@@ -3,7 +3,6 @@ package gen
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -25,14 +24,11 @@ func TestGoldenKernels(t *testing.T) {
 			ar, err := txtar.ParseFile(path)
 			require.NoError(t, err)
 			work := t.TempDir()
-			want := map[string][]byte{}
 			for _, f := range ar.Files {
 				if strings.HasPrefix(f.Name, "kernels/") {
 					p := filepath.Join(work, filepath.FromSlash(f.Name))
 					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 					require.NoError(t, os.WriteFile(p, f.Data, 0o644))
-				} else {
-					want[f.Name] = f.Data
 				}
 			}
 			got := map[string][]byte{}
@@ -44,40 +40,7 @@ func TestGoldenKernels(t *testing.T) {
 			if err != nil {
 				got = map[string][]byte{"error": []byte(err.Error() + "\n")}
 			}
-			if *update {
-				var files []txtar.File
-				for _, f := range ar.Files {
-					if strings.HasPrefix(f.Name, "kernels/") {
-						files = append(files, f)
-					}
-				}
-				names := make([]string, 0, len(got))
-				for n := range got {
-					names = append(names, n)
-				}
-				sort.Strings(names)
-				for _, n := range names {
-					files = append(files, txtar.File{Name: n, Data: got[n]})
-				}
-				ar.Files = files
-				require.NoError(t, os.WriteFile(path, txtar.Format(ar), 0o644))
-				return
-			}
-			for n, w := range want {
-				g, ok := got[n]
-				if !ok {
-					t.Errorf("%s: the generator produced no %s (run go test ./gen -update to accept)", path, n)
-					continue
-				}
-				if string(g) != string(w) {
-					t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, firstDifference(g, w))
-				}
-			}
-			for n := range got {
-				if _, ok := want[n]; !ok {
-					t.Errorf("%s: the generator produced %s, which the golden file lacks (run go test ./gen -update)", path, n)
-				}
-			}
+			compareGolden(t, path, ar, "kernels/", got)
 		})
 	}
 }
