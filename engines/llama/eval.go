@@ -14,17 +14,12 @@ type Evaluator struct {
 	T, B      int
 	state     *ggml.Context
 	stateBuf  *ggml.Buffer
-	tokens    *ggml.Tensor
-	pos       *ggml.Tensor
-	mask      *ggml.Tensor
-	labels    *ggml.Tensor
+	in        *batchInputs
 	gctx      *ggml.Context
 	graph     *ggml.Graph
 	alloc     *ggml.Allocator
 	logits    *ggml.Tensor
 	loss      *ggml.Tensor
-	maskBuf   []float32
-	labelsBuf []float32
 	// Sep is the document separator of the block-causal mask (-1: plain causal).
 	Sep int32
 }
@@ -44,35 +39,27 @@ func NewEvaluator(m *Model, T, B int) (*Evaluator, error) {
 
 func (e *Evaluator) build() error {
 	m, c := e.m, e.m.Cfg
-	T, B, N := int64(e.T), int64(e.B), int64(e.T*e.B)
 	var err error
 	if e.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 4}); err != nil {
 		return err
 	}
 	s := e.state
-	e.tokens = s.NewTensor(ggml.I32, N)
-	e.pos = s.NewTensor(ggml.I32, T)
-	e.mask = s.NewTensor(ggml.F32, T, T, 1, B)
-	e.labels = s.NewTensor(ggml.F32, int64(c.Vocab), N)
+	e.in = newBatchInputs(s, e.T, e.B, c.Vocab)
 	if err := s.Err(); err != nil {
 		return err
 	}
 	if e.stateBuf, err = m.backend.Alloc(s); err != nil {
 		return err
 	}
-	pos := make([]int32, T)
-	for i := range pos {
-		pos[i] = int32(i)
-	}
-	if err := e.pos.SetI32(pos); err != nil {
+	if err := e.in.setPositions(); err != nil {
 		return err
 	}
 	size := m.graphSize()
 	if e.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size}); err != nil {
 		return err
 	}
-	e.logits = m.Forward(e.gctx, e.tokens, e.pos, e.mask, e.T, e.B).SetOutput()
-	e.loss = e.gctx.CrossEntropyLoss(e.logits, e.labels).SetOutput()
+	e.logits = m.Forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B).SetOutput()
+	e.loss = e.gctx.CrossEntropyLoss(e.logits, e.in.labels).SetOutput()
 	if e.graph, err = e.gctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -85,8 +72,6 @@ func (e *Evaluator) build() error {
 	if err := e.alloc.Alloc(e.graph); err != nil {
 		return err
 	}
-	e.maskBuf = make([]float32, T*T*B)
-	e.labelsBuf = make([]float32, int64(c.Vocab)*N)
 	return nil
 }
 
@@ -105,34 +90,7 @@ func (e *Evaluator) Close() error {
 
 // run computes the graph for B sequences of T+1 ids (targets are ids[1:]).
 func (e *Evaluator) run(seqs [][]int32) error {
-	c := e.m.Cfg
-	if len(seqs) != e.B {
-		return fmt.Errorf("llama: %d sequences for a batch of %d", len(seqs), e.B)
-	}
-	ids := make([]int32, 0, e.T*e.B)
-	clear(e.labelsBuf)
-	for s, seq := range seqs {
-		if len(seq) != e.T+1 {
-			return fmt.Errorf("llama: sequence %d has %d ids, want %d (T+1)", s, len(seq), e.T+1)
-		}
-		for i, id := range seq {
-			if id < 0 || int(id) >= c.Vocab {
-				return fmt.Errorf("llama: sequence %d, position %d: id %d is outside the vocabulary (0..%d)", s, i, id, c.Vocab-1)
-			}
-		}
-		ids = append(ids, seq[:e.T]...)
-		for i := 0; i < e.T; i++ {
-			e.labelsBuf[(s*e.T+i)*c.Vocab+int(seq[i+1])] = 1
-		}
-	}
-	BlockCausalMask(e.maskBuf, ids, e.T, e.B, e.Sep)
-	if err := e.tokens.SetI32(ids); err != nil {
-		return err
-	}
-	if err := e.mask.SetF32(e.maskBuf); err != nil {
-		return err
-	}
-	if err := e.labels.SetF32(e.labelsBuf); err != nil {
+	if err := e.in.upload(seqs, e.Sep); err != nil {
 		return err
 	}
 	return e.m.backend.Compute(e.graph)

@@ -201,11 +201,11 @@ func TestBadInput(t *testing.T) {
 	defer tr.Close()
 	var p [7]float32
 	_, err = tr.Step(randomSeqs(rand.New(rand.NewPCG(1, 1)), 1, 4, c.Vocab), p, p)
-	assert.ErrorContains(t, err, "1 sequences for a batch of 2")
+	assert.ErrorContains(t, err, "a batch of 1 sequences of 4 tokens for a graph of 2 × 4")
 	seqs := randomSeqs(rand.New(rand.NewPCG(1, 1)), 2, 4, c.Vocab)
 	seqs[1][3] = int32(c.Vocab)
 	_, err = tr.Step(seqs, p, p)
-	assert.ErrorContains(t, err, "sequence 1, position 3: id 11 is outside the vocabulary")
+	assert.ErrorContains(t, err, "sequence 1 position 3: token id 11 is outside [0, 11)")
 
 	bad := c
 	bad.NHeads = 3

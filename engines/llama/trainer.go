@@ -16,10 +16,7 @@ type Trainer struct {
 
 	state     *ggml.Context // inputs, AdamW moments, the loss-gradient seed
 	stateBuf  *ggml.Buffer
-	tokens    *ggml.Tensor // i32 [T·B]
-	pos       *ggml.Tensor // i32 [T]
-	mask      *ggml.Tensor // f32 [T, T, 1, B]
-	labels    *ggml.Tensor // f32 [vocab, T·B]
+	in        *batchInputs
 	decay     *ggml.Tensor // f32 [7]: AdamW parameters for matrices
 	noDecay   *ggml.Tensor // f32 [7]: for embeddings, norms and biases
 	lossSeed  *ggml.Tensor // f32 scalar 1: d loss / d loss
@@ -28,8 +25,6 @@ type Trainer struct {
 	graph     *ggml.Graph
 	alloc     *ggml.Allocator
 	loss      *ggml.Tensor
-	maskBuf   []float32
-	labelsBuf []float32
 	// Sep, when ≥ 0, is the token after which a new document starts in a packed sequence:
 	// attention does not cross it (block-causal mask).
 	Sep int32
@@ -67,16 +62,12 @@ func newTrainer(m *Model, T, B int, keepGrads bool) (*Trainer, error) {
 
 func (tr *Trainer) build() error {
 	m, c := tr.m, tr.m.Cfg
-	T, B, N := int64(tr.T), int64(tr.B), int64(tr.T*tr.B)
 	var err error
 	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 8 + 2*len(m.all)}); err != nil {
 		return err
 	}
 	s := tr.state
-	tr.tokens = s.NewTensor(ggml.I32, N).SetName("in.tokens")
-	tr.pos = s.NewTensor(ggml.I32, T).SetName("in.positions")
-	tr.mask = s.NewTensor(ggml.F32, T, T, 1, B).SetName("in.mask")
-	tr.labels = s.NewTensor(ggml.F32, int64(c.Vocab), N).SetName("in.labels")
+	tr.in = newBatchInputs(s, tr.T, tr.B, c.Vocab)
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
@@ -94,11 +85,7 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	tr.stateBuf.Clear(0)
-	pos := make([]int32, T)
-	for i := range pos {
-		pos[i] = int32(i)
-	}
-	if err := tr.pos.SetI32(pos); err != nil {
+	if err := tr.in.setPositions(); err != nil {
 		return err
 	}
 	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
@@ -130,8 +117,8 @@ func (tr *Trainer) build() error {
 			w.SetParam()
 		}
 	}
-	logits := m.forward(g, tr.tokens, tr.pos, tr.mask, tr.T, tr.B, linear)
-	tr.loss = g.CrossEntropyLoss(logits, tr.labels).SetName("loss").SetLoss().SetOutput()
+	logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
+	tr.loss = g.CrossEntropyLoss(logits, tr.in.labels).SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
 		return err
 	}
@@ -182,8 +169,6 @@ func (tr *Trainer) build() error {
 	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
 		return err
 	}
-	tr.maskBuf = make([]float32, T*T*B)
-	tr.labelsBuf = make([]float32, int64(c.Vocab)*N)
 	return nil
 }
 
@@ -209,45 +194,11 @@ func (tr *Trainer) Moments(w *ggml.Tensor) (m, v *ggml.Tensor) {
 // ComputeBytes is the size of the graph's compute buffer.
 func (tr *Trainer) ComputeBytes() int { return tr.alloc.Size() }
 
-// upload sets the batch inputs: seqs holds B sequences of T+1 ids (inputs [:T], targets [1:]).
-func (tr *Trainer) upload(seqs [][]int32) error {
-	c := tr.m.Cfg
-	if len(seqs) != tr.B {
-		return fmt.Errorf("llama: %d sequences for a batch of %d", len(seqs), tr.B)
-	}
-	ids := make([]int32, 0, tr.T*tr.B)
-	for s, seq := range seqs {
-		if len(seq) != tr.T+1 {
-			return fmt.Errorf("llama: sequence %d has %d ids, want %d (T+1)", s, len(seq), tr.T+1)
-		}
-		for i, id := range seq {
-			if id < 0 || int(id) >= c.Vocab {
-				return fmt.Errorf("llama: sequence %d, position %d: id %d is outside the vocabulary (0..%d)", s, i, id, c.Vocab-1)
-			}
-		}
-		ids = append(ids, seq[:tr.T]...)
-	}
-	clear(tr.labelsBuf)
-	for s, seq := range seqs {
-		for i := 0; i < tr.T; i++ {
-			tr.labelsBuf[(s*tr.T+i)*c.Vocab+int(seq[i+1])] = 1
-		}
-	}
-	BlockCausalMask(tr.maskBuf, ids, tr.T, tr.B, tr.Sep)
-	if err := tr.tokens.SetI32(ids); err != nil {
-		return err
-	}
-	if err := tr.mask.SetF32(tr.maskBuf); err != nil {
-		return err
-	}
-	return tr.labels.SetF32(tr.labelsBuf)
-}
-
 // Step trains on one batch — B sequences of T+1 ids — with the given AdamW parameters (the
 // 7 floats of ggml's step, one set for matrices and one, without weight decay, for the rest)
 // and returns the batch's loss before the update.
 func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, error) {
-	if err := tr.upload(seqs); err != nil {
+	if err := tr.in.upload(seqs, tr.Sep); err != nil {
 		return 0, err
 	}
 	if err := tr.decay.SetF32(decay[:]); err != nil {
