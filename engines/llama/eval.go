@@ -10,16 +10,16 @@ import (
 // Evaluator computes the forward pass of a Model — logits and the cross-entropy loss — for B
 // sequences of T tokens, without a backward pass. Its graph is built once and reused.
 type Evaluator struct {
-	m         *Model
-	T, B      int
-	state     *ggml.Context
-	stateBuf  *ggml.Buffer
-	in        *batchInputs
-	gctx      *ggml.Context
-	graph     *ggml.Graph
-	alloc     *ggml.Allocator
-	logits    *ggml.Tensor
-	loss      *ggml.Tensor
+	m        *Model
+	T, B     int
+	state    *ggml.Context
+	stateBuf *ggml.Buffer
+	in       *batchInputs
+	gctx     *ggml.Context
+	graph    *ggml.Graph
+	alloc    *ggml.Allocator
+	logits   *ggml.Tensor
+	loss     *ggml.Tensor
 	// Sep is the document separator of the block-causal mask (-1: plain causal).
 	Sep int32
 }

@@ -14,17 +14,17 @@ type Trainer struct {
 	m    *Model
 	T, B int
 
-	state     *ggml.Context // inputs, AdamW moments, the loss-gradient seed
-	stateBuf  *ggml.Buffer
-	in        *batchInputs
-	decay     *ggml.Tensor // f32 [7]: AdamW parameters for matrices
-	noDecay   *ggml.Tensor // f32 [7]: for embeddings, norms and biases
-	lossSeed  *ggml.Tensor // f32 scalar 1: d loss / d loss
-	moments   map[*ggml.Tensor][2]*ggml.Tensor
-	gctx      *ggml.Context
-	graph     *ggml.Graph
-	alloc     *ggml.Allocator
-	loss      *ggml.Tensor
+	state    *ggml.Context // inputs, AdamW moments, the loss-gradient seed
+	stateBuf *ggml.Buffer
+	in       *batchInputs
+	decay    *ggml.Tensor // f32 [7]: AdamW parameters for matrices
+	noDecay  *ggml.Tensor // f32 [7]: for embeddings, norms and biases
+	lossSeed *ggml.Tensor // f32 scalar 1: d loss / d loss
+	moments  map[*ggml.Tensor][2]*ggml.Tensor
+	gctx     *ggml.Context
+	graph    *ggml.Graph
+	alloc    *ggml.Allocator
+	loss     *ggml.Tensor
 	// Sep, when ≥ 0, is the token after which a new document starts in a packed sequence:
 	// attention does not cross it (block-causal mask).
 	Sep int32
