@@ -26,6 +26,8 @@ type decoderFlags struct {
 	ctxFull     string
 	noMmap      bool
 	batchPrompt int
+	loras       stringList
+	loraScale   float64
 }
 
 func (d *decoderFlags) register(fs *flag.FlagSet) {
@@ -37,6 +39,8 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.ctxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
 	fs.BoolVar(&d.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
 	fs.IntVar(&d.batchPrompt, "b", 256, "prompt tokens per graph")
+	fs.Var(&d.loras, "lora", "apply a LoRA adapter GGUF (llama.cpp's format; repeatable)")
+	fs.Float64Var(&d.loraScale, "lora-scale", 1, "scale of the LoRA adapters")
 }
 
 func (d *decoderFlags) options() (llama.DecoderOptions, error) {
@@ -71,7 +75,11 @@ func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.De
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap})
+	var loras []llama.LoRA
+	for _, p := range d.loras {
+		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
+	}
+	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap, LoRA: loras})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -572,7 +572,7 @@ func (d *Decoder) forward(ctx *ggml.Context, g *stepGraph, key graphKey) *ggml.T
 	}
 	for il, l := range m.layers {
 		h := norm(x, l.attnNorm)
-		q, k, v := ctx.MulMat(l.wq, h), ctx.MulMat(l.wk, h), ctx.MulMat(l.wv, h)
+		q, k, v := d.mm(ctx, l.wq, h), d.mm(ctx, l.wk, h), d.mm(ctx, l.wv, h)
 		if l.bq != nil {
 			q, k, v = ctx.Add(q, l.bq), ctx.Add(k, l.bk), ctx.Add(v, l.bv)
 		}
@@ -588,7 +588,7 @@ func (d *Decoder) forward(ctx *ggml.Context, g *stepGraph, key graphKey) *ggml.T
 			mask = g.maskSWA
 		}
 		o := d.attention(ctx, g, il, q, k, v, mask, key)
-		o = ctx.MulMat(l.wo, o)
+		o = d.mm(ctx, l.wo, o)
 		if il == len(m.layers)-1 && !key.all && n > 1 {
 			// Only the last token's logits are wanted: finish the last block for it alone.
 			o, x = lastCol(o), lastCol(x)
@@ -614,7 +614,7 @@ func (d *Decoder) forward(ctx *ggml.Context, g *stepGraph, key graphKey) *ggml.T
 	if out == nil {
 		out = m.tokEmbd
 	}
-	logits := ctx.MulMat(out, x)
+	logits := d.mm(ctx, out, x)
 	if c := a.FinalSoftcap; c > 0 {
 		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
 	}
@@ -666,11 +666,11 @@ func (d *Decoder) attention(ctx *ggml.Context, g *stepGraph, il int, q, k, v, ma
 
 // ffn is the gated feed-forward block down(act(gate·h) ⊙ up·h).
 func (d *Decoder) ffn(ctx *ggml.Context, gate, up, down, h *ggml.Tensor) *ggml.Tensor {
-	gt, u := ctx.MulMat(gate, h), ctx.MulMat(up, h)
+	gt, u := d.mm(ctx, gate, h), d.mm(ctx, up, h)
 	if d.m.Arch.FFN == FFNGeGLU {
-		return ctx.MulMat(down, ctx.GegluSplit(gt, u))
+		return d.mm(ctx, down, ctx.GegluSplit(gt, u))
 	}
-	return ctx.MulMat(down, ctx.SwigluSplit(gt, u))
+	return d.mm(ctx, down, ctx.SwigluSplit(gt, u))
 }
 
 // moe is the mixture-of-experts block: softmax over the router logits, the top NExpertsUsed

@@ -16,6 +16,8 @@ type ModelOptions struct {
 	Threads int
 	// NoMmap reads the weights into memory instead of memory-mapping the file.
 	NoMmap bool
+	// LoRA adapters to apply (in order) to the weights, as llama.cpp does at run time.
+	LoRA []LoRA
 }
 
 // GGUFModel is an inference model loaded from a GGUF checkpoint of one of the supported
@@ -31,6 +33,8 @@ type GGUFModel struct {
 	backend    *ggml.Backend
 	ownBackend bool
 	weights    *ggml.MappedGGUF
+	adapters   []*ggml.MappedGGUF          // LoRA adapter files
+	lora       map[*ggml.Tensor][]loraTerm // their updates, by weight
 
 	tokEmbd, outNorm, output, ropeFreqs *ggml.Tensor
 	layers                              []blockWeights
@@ -136,6 +140,12 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 		m.layers = append(m.layers, l)
 	}
+	for _, ad := range opts.LoRA {
+		if err := m.loadLoRA(ad, opts); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -182,6 +192,10 @@ func (m *GGUFModel) Close() error {
 	}
 	err := m.weights.Close()
 	m.weights = nil
+	for _, a := range m.adapters {
+		a.Close()
+	}
+	m.adapters, m.lora = nil, nil
 	if m.ownBackend {
 		m.backend.Close()
 		m.ownBackend = false
