@@ -101,12 +101,6 @@ Flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := s.Run(ctx)
-	if err != nil {
-		return err
-	}
-	if res.Interrupted {
-		return nil
-	}
-	return nil
+	_, err = s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
+	return err
 }
