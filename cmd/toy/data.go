@@ -121,7 +121,7 @@ Flags:
 
 func runTokenize(args []string) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
-	tokPath := fs.String("tokenizer", "", "GGUF file holding the tokenizer (a checkpoint or `toy tokenizer train` output)")
+	tokPath := fs.String("tokenizer", "", "GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
 	out := fs.String("o", "corpus.tok", "output token corpus")
 	maxBytes := fs.Int64("max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.Usage = func() {

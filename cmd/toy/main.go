@@ -58,9 +58,9 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "toy trains and runs small transformer models on ggml (backend: %s).\n\nUsage:\n\n  toy <command> [flags]\n\nCommands:\n\n", ggml.BackendKind)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "  %-9s %s\n\nRun 'toy <command> -h' for a command's flags.\n", "help", "print this help")
+	fmt.Fprintf(w, "  %-11s %s\n\nRun 'toy <command> -h' for a command's flags.\n", "help", "print this help")
 }
 
 func main() {
