@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -38,23 +37,19 @@ func readTexts(paths []string, maxBytes int64) ([][]byte, error) {
 	var out [][]byte
 	var total int64
 	for _, p := range paths {
-		err := filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
+		left := int64(0)
+		if maxBytes > 0 {
+			if left = maxBytes - total; left <= 0 {
+				break
 			}
-			if maxBytes > 0 && total >= maxBytes {
-				return filepath.SkipAll
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			out = append(out, b)
-			total += int64(len(b))
-			return nil
-		})
+		}
+		docs, err := data.ReadTexts(p, left)
 		if err != nil {
 			return nil, err
+		}
+		for _, d := range docs {
+			out = append(out, d.Text)
+			total += int64(len(d.Text))
 		}
 	}
 	if len(out) == 0 {

@@ -174,3 +174,34 @@ func Join(docs []Document, sep []byte) []byte {
 	}
 	return b.Bytes()
 }
+
+// ReadTexts reads the file at path, or every regular file below the directory at path in
+// lexical order, as documents (paths relative to path, forward slashes), stopping once
+// maxBytes have been read (0: no bound).
+func ReadTexts(path string, maxBytes int64) ([]Document, error) {
+	var docs []Document
+	var total int64
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return err
+		}
+		if maxBytes > 0 && total >= maxBytes {
+			return filepath.SkipAll
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(path, p)
+		if err != nil || rel == "." {
+			rel = filepath.Base(p)
+		}
+		docs = append(docs, Document{Path: filepath.ToSlash(rel), Text: b})
+		total += int64(len(b))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data: reading %s: %w", path, err)
+	}
+	return docs, nil
+}

@@ -183,3 +183,23 @@ func TestGoSourceRealGoRoot(t *testing.T) {
 	assert.Equal(t, Join(train, []byte{0}), Join(train2, []byte{0}))
 	assert.Equal(t, Join(held, nil), Join(held2, nil))
 }
+
+func TestReadTexts(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+	for name, text := range map[string]string{"b.txt": "bbbb", "a.txt": "aa", "sub/c.txt": "cccccc"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644))
+	}
+	docs, err := ReadTexts(dir, 0)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.txt", "b.txt", "sub/c.txt"}, paths(docs))
+	docs, err = ReadTexts(dir, 5)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a.txt", "b.txt"}, paths(docs), "stops once the bound is reached")
+	one, err := ReadTexts(filepath.Join(dir, "b.txt"), 0)
+	require.NoError(t, err)
+	require.Len(t, one, 1)
+	assert.Equal(t, "b.txt", one[0].Path)
+	_, err = ReadTexts(filepath.Join(dir, "none"), 0)
+	assert.ErrorContains(t, err, "none")
+}

@@ -223,26 +223,9 @@ func (s *Scratch) texts() (trainDocs, heldDocs []data.Document, err error) {
 		}
 		return data.GoSource(root, s.MaxTextBytes)
 	}
-	var docs []data.Document
-	var total int64
-	err = filepath.WalkDir(s.Text, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if s.MaxTextBytes > 0 && total >= s.MaxTextBytes {
-			return filepath.SkipAll
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(s.Text, path)
-		docs = append(docs, data.Document{Path: filepath.ToSlash(rel), Text: b})
-		total += int64(len(b))
-		return nil
-	})
+	docs, err := data.ReadTexts(s.Text, s.MaxTextBytes)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", s.Text, err)
+		return nil, nil, err
 	}
 	if len(docs) == 0 {
 		return nil, nil, fmt.Errorf("%s holds no text", s.Text)
