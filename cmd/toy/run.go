@@ -10,9 +10,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -111,6 +113,8 @@ func runGenerate(args []string) error {
 	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalty looks back over (-1: all)")
 	fs.Uint64Var(&p.Seed, "seed", 0, "random seed")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
+	modelName := fs.String("model-name", "", "a name to match the model against the kernel table's entries (besides its path and general.name)")
+	allowUnresolved := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "run even when a kernel lookup the model needs does not resolve")
 	system := fs.String("system", "", "system message (with -chat)")
 	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
 	var stops stringList
@@ -132,15 +136,34 @@ Flags:
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := p.Validate(); err != nil {
-		return err
-	}
 	m, tok, dec, err := d.open()
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	defer dec.Close()
+	// The compiled-in kernel table's entry for the model supplies the defaults: the sampling
+	// preset "default" for every sampling flag not given, stop strings, BOS and chat template.
+	entry, err := resolveEntry(m, d.model, *modelName, *allowUnresolved)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if entry != nil {
+		applyPreset(&p, entry, set)
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	addBOS := tok.Vocab().AddBOS
+	if entry != nil && entry.Behaviour != nil {
+		addBOS = entry.Behaviour.AddBOS
+		stops = append(stops, entry.Behaviour.Stop...)
+		if *templateName == "" {
+			*templateName = entry.Behaviour.ChatTemplate
+		}
+	}
 
 	text, parseSpecial := *prompt, false
 	if *chat {
@@ -159,7 +182,10 @@ Flags:
 		parseSpecial = true
 		stops = append(stops, tmpl.StopStrings()...)
 	}
-	ids := tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: parseSpecial})
+	ids := tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: parseSpecial})
+	if addBOS && tok.BOS() >= 0 {
+		ids = append([]int32{tok.BOS()}, ids...)
+	}
 	if len(ids) == 0 {
 		return errors.New("the prompt encodes to no tokens (give -p)")
 	}
@@ -385,4 +411,58 @@ func runBenchModel(args []string) error {
 	}
 	fmt.Println(res)
 	return nil
+}
+
+// resolveEntry finds the compiled-in kernel table's entry for the model and audits the kernel
+// lookups the model needs on this build's backend. A model the table does not declare runs with
+// toy's defaults (nil entry), after a note on standard error.
+func resolveEntry(m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (*kernels.Model, error) {
+	var target *kernels.Target
+	for _, t := range kernels.Compiled() {
+		if string(t.Backend) == ggml.BackendKind {
+			target = t
+		}
+	}
+	if target == nil {
+		return nil, nil
+	}
+	name, _ := m.Meta["general.name"].(string)
+	ref := kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
+	entry, err := kernelrt.Resolve(target, ref)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "toy: %v; using toy's defaults\n", err)
+		return nil, nil
+	}
+	if err := kernelrt.Audit(target, entry, kernelrt.DispatchNeeds(target.Backend)).Err(allowUnresolved); err != nil {
+		return nil, err
+	}
+	return entry, nil
+}
+
+// applyPreset takes every sampling parameter the user did not set from the entry's "default"
+// preset.
+func applyPreset(p *sample.Params, entry *kernels.Model, set map[string]bool) {
+	for _, pr := range entry.Presets {
+		if pr.Name != "default" {
+			continue
+		}
+		if !set["temp"] {
+			p.Temperature = pr.Temperature
+		}
+		if !set["top-k"] {
+			p.TopK = pr.TopK
+		}
+		if !set["top-p"] {
+			p.TopP = pr.TopP
+		}
+		if !set["min-p"] {
+			p.MinP = pr.MinP
+		}
+		if !set["repeat-penalty"] && pr.RepeatPenalty > 0 {
+			p.RepeatPenalty = pr.RepeatPenalty
+		}
+		if !set["repeat-last-n"] && pr.RepeatLastN != 0 {
+			p.RepeatLastN = pr.RepeatLastN
+		}
+	}
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -89,4 +91,17 @@ func TestGenerateInspectPerplexity(t *testing.T) {
 	assert.Equal(t, 1, code)
 	_, code = capture(t, func() int { return run([]string{"perplexity", "-m", model, "-f", text, "-c", "4096"}) })
 	assert.Equal(t, 1, code)
+}
+
+// TestPresetDefaults checks that the table entry's default preset fills exactly the sampling
+// flags the user did not give.
+func TestPresetDefaults(t *testing.T) {
+	entry := &kernels.Model{Presets: []kernels.Preset{{Name: "greedy"}, {Name: "default", Temperature: 0.2, TopK: 0, TopP: 0.9, MinP: 0, RepeatPenalty: 1.1, RepeatLastN: 32}}}
+	p := sample.DefaultParams()
+	applyPreset(&p, entry, map[string]bool{"top-p": true})
+	assert.Equal(t, 0.2, p.Temperature)
+	assert.Equal(t, 0, p.TopK)
+	assert.Equal(t, sample.DefaultParams().TopP, p.TopP, "set by the user: kept")
+	assert.Equal(t, 1.1, p.RepeatPenalty)
+	assert.Equal(t, 32, p.RepeatLastN)
 }
