@@ -82,18 +82,21 @@ Flags:
 		}
 	}
 	s.Model = m
-	if s.Resume != "" {
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "steps" {
-				s.ResumeSteps = s.Steps
-			}
-		})
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if s.Resume != "" && set["steps"] {
+		s.ResumeSteps = s.Steps
 	}
 	if *tokens > 0 {
 		s.Steps = int(max(1, *tokens/int64(s.Batch*s.SeqLen)))
 	}
-	if s.SeqLen > s.Model.Context {
+	// Defaults the user did not set follow the shape and length they chose; what they set
+	// explicitly is checked as given.
+	if !set["seq"] && s.SeqLen > s.Model.Context {
 		s.SeqLen = s.Model.Context
+	}
+	if !set["warmup"] && s.Warmup >= s.Steps {
+		s.Warmup = s.Steps / 10
 	}
 	s.Out = os.Stdout
 	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {

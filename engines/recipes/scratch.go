@@ -221,31 +221,43 @@ func (s *Scratch) texts() (trainDocs, heldDocs []data.Document, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return data.GoSource(root, s.MaxTextBytes)
-	}
-	docs, err := data.ReadTexts(s.Text, s.MaxTextBytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(docs) == 0 {
-		return nil, nil, fmt.Errorf("%s holds no text", s.Text)
-	}
-	if len(docs) == 1 { // one file: hold out its last 5%
-		t := docs[0].Text
-		cut := len(t) - len(t)/20
-		return []data.Document{{Path: docs[0].Path, Text: t[:cut]}}, []data.Document{{Path: docs[0].Path, Text: t[cut:]}}, nil
-	}
-	for _, d := range docs {
-		if data.IsHeldOut(d.Path) {
-			heldDocs = append(heldDocs, d)
-		} else {
-			trainDocs = append(trainDocs, d)
+		if trainDocs, heldDocs, err = data.GoSource(root, s.MaxTextBytes); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		docs, err := data.ReadTexts(s.Text, s.MaxTextBytes)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, d := range docs {
+			if data.IsHeldOut(d.Path) {
+				heldDocs = append(heldDocs, d)
+			} else {
+				trainDocs = append(trainDocs, d)
+			}
 		}
 	}
-	if len(heldDocs) == 0 {
-		heldDocs, trainDocs = trainDocs[len(trainDocs)-1:], trainDocs[:len(trainDocs)-1]
+	return ensureHeldOut(trainDocs, heldDocs, s.Text)
+}
+
+// ensureHeldOut makes sure both parts hold text when the hash split left the held-out part
+// empty (a small corpus): the last training document moves over, or, for a single document, its
+// last 5%.
+func ensureHeldOut(trainDocs, heldDocs []data.Document, source string) ([]data.Document, []data.Document, error) {
+	switch {
+	case len(heldDocs) > 0:
+		return trainDocs, heldDocs, nil
+	case len(trainDocs) > 1:
+		return trainDocs[:len(trainDocs)-1], trainDocs[len(trainDocs)-1:], nil
+	case len(trainDocs) == 1:
+		d := trainDocs[0]
+		cut := len(d.Text) - len(d.Text)/20
+		return []data.Document{{Path: d.Path, Text: d.Text[:cut]}}, []data.Document{{Path: d.Path, Text: d.Text[cut:]}}, nil
 	}
-	return trainDocs, heldDocs, nil
+	if source == "" {
+		source = "the Go source corpus"
+	}
+	return nil, nil, fmt.Errorf("%s holds no text", source)
 }
 
 // writeTokens tokenizes docs (each followed by the end-of-text token) into a token file.

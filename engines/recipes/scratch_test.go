@@ -7,11 +7,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/generated/config"
@@ -153,4 +155,18 @@ func TestScratchRefusesBadOptions(t *testing.T) {
 	s.Resume = t.TempDir()
 	_, err = s.Run(context.Background())
 	assert.Error(t, err)
+}
+
+func TestEnsureHeldOut(t *testing.T) {
+	doc := func(p, text string) data.Document { return data.Document{Path: p, Text: []byte(text)} }
+	tr, he, err := ensureHeldOut([]data.Document{doc("a", "x"), doc("b", "y")}, nil, "dir")
+	require.NoError(t, err)
+	assert.Equal(t, "a", tr[0].Path)
+	assert.Equal(t, "b", he[0].Path)
+	tr, he, err = ensureHeldOut([]data.Document{doc("a", strings.Repeat("z", 100))}, nil, "file")
+	require.NoError(t, err)
+	assert.Len(t, tr[0].Text, 95)
+	assert.Len(t, he[0].Text, 5)
+	_, _, err = ensureHeldOut(nil, nil, "empty-dir")
+	assert.ErrorContains(t, err, "empty-dir holds no text")
 }
