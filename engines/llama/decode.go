@@ -384,10 +384,10 @@ func (g *stepGraph) setInputs(d *Decoder, tokens []int32, p0 int) error {
 	}
 	set := func(mask *ggml.Tensor, f32 []float32, f16 []uint16, window int) error {
 		if f16 != nil {
-			fillMaskF16(f16, p0, n, kvLen, window)
+			fillMask(f16, p0, n, kvLen, window, 0, f16NegInf)
 			return mask.SetF16(f16)
 		}
-		fillMask(f32, p0, n, kvLen, window)
+		fillMask(f32, p0, n, kvLen, window, 0, float32(math.Inf(-1)))
 		return mask.SetF32(f32)
 	}
 	if g.mask != nil {
@@ -407,17 +407,17 @@ func visible(q, k, window int) bool {
 	return k <= q && (window <= 0 || q-k < window)
 }
 
-// fillMask writes the [kvLen, n] f32 mask of n queries at positions p0.. : 0 where visible,
-// -∞ elsewhere (cache rows not yet written included).
-func fillMask(mask []float32, p0, n, kvLen, window int) {
-	inf := float32(math.Inf(-1))
+// fillMask writes the [kvLen, n] mask of n queries at positions p0.. : zero where visible,
+// negInf elsewhere (cache rows not yet written included). It fills the f32 mask of the unfused
+// path and the f16 one of flash attention alike.
+func fillMask[E float32 | uint16](mask []E, p0, n, kvLen, window int, zero, negInf E) {
 	for t := 0; t < n; t++ {
 		row := mask[t*kvLen : (t+1)*kvLen]
 		for k := range row {
 			if visible(p0+t, k, window) {
-				row[k] = 0
+				row[k] = zero
 			} else {
-				row[k] = inf
+				row[k] = negInf
 			}
 		}
 	}
@@ -425,19 +425,6 @@ func fillMask(mask []float32, p0, n, kvLen, window int) {
 
 // f16NegInf is -∞ in IEEE half precision.
 const f16NegInf = 0xFC00
-
-func fillMaskF16(mask []uint16, p0, n, kvLen, window int) {
-	for t := 0; t < n; t++ {
-		row := mask[t*kvLen : (t+1)*kvLen]
-		for k := range row {
-			if visible(p0+t, k, window) {
-				row[k] = 0
-			} else {
-				row[k] = f16NegInf
-			}
-		}
-	}
-}
 
 // graphFor returns the cached graph of key, building it (and evicting the least recently
 // used multi-token graph when there are too many) if needed.

@@ -199,13 +199,7 @@ func (s *spmSession) tokenize(t *Tokenizer, out []int32, text []byte) []int32 {
 		}
 		// Byte fallback. (llama.cpp would throw for a byte without a
 		// token; here it is UNK, or dropped.)
-		for _, c := range piece {
-			if id := t.byteTok[c]; id >= 0 {
-				out = append(out, id)
-			} else if t.v.UNK >= 0 {
-				out = append(out, t.v.UNK)
-			}
-		}
+		out = t.appendBytes(out, string(piece))
 	}
 	s.syms, s.q = syms, q
 	return out

@@ -455,15 +455,22 @@ func (e *encoder) encodeChunk(out []int32, chunk string) []int32 {
 			continue
 		}
 		// Not a token: emit its bytes.
-		for _, c := range []byte(t.symRaw[s]) {
-			if tok := t.byteTok[c]; tok >= 0 {
-				out = append(out, tok)
-			} else if t.v.UNK >= 0 {
-				out = append(out, t.v.UNK)
-			}
-		}
+		out = t.appendBytes(out, t.symRaw[s])
 	}
 	e.syms, e.q = syms, q
+	return out
+}
+
+// appendBytes appends the byte tokens of s, the last resort of both models: a byte without a
+// token becomes UNK, or is dropped when there is none (llama.cpp would throw).
+func (t *Tokenizer) appendBytes(out []int32, s string) []int32 {
+	for i := 0; i < len(s); i++ {
+		if id := t.byteTok[s[i]]; id >= 0 {
+			out = append(out, id)
+		} else if t.v.UNK >= 0 {
+			out = append(out, t.v.UNK)
+		}
+	}
 	return out
 }
 
