@@ -17,8 +17,19 @@ type Target struct {
 	// Source names the spec for the header line, e.g. "specs/ggml".
 	Source string
 	// Link is the import path of the cgo package that compiles the C library; the bindings
-	// import it for its side effect of linking.
+	// import it for its side effect of linking. Empty for a Dynamic library.
 	Link string
+	// Dynamic, when set, makes the bindings load the library with dlopen at run time (Load)
+	// instead of linking it, so a binary builds without the library or its headers.
+	Dynamic *Dynamic
+}
+
+// Dynamic describes a C library the bindings dlopen.
+type Dynamic struct {
+	// Sonames are tried in order by the generated Load.
+	Sonames []string
+	// What names the library in errors, e.g. "the CUDA driver".
+	What string
 }
 
 // Header is the first line of every generated file, in Go's standard form.
@@ -28,6 +39,14 @@ func Header(source string) string {
 
 // EmitBindings renders the bindings of m as Go files, by file name.
 func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
+	if t.Dynamic != nil {
+		for _, fn := range m.Funcs {
+			switch fn.GoName {
+			case "Load", "Loaded", "Sonames":
+				return nil, fmt.Errorf("kernelgen: %s:%d: %s is reserved in bindings of a dlopened library (rename the method)", fn.Pos.Filename, fn.Pos.Line, fn.GoName)
+			}
+		}
+	}
 	files := map[string][]byte{}
 	b, err := render(emitCgo(m, t))
 	if err != nil {
@@ -112,6 +131,94 @@ func Preamble(m *Model) string {
 	return b.String()
 }
 
+// DynamicPreamble is the C text of bindings that dlopen their library: the same types as
+// Preamble, then per function a pointer (kg_p_NAME) that kg_resolve fills with dlsym and a
+// static trampoline (kg_NAME) the Go side calls.
+func DynamicPreamble(m *Model) string {
+	full := Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums})
+	var b strings.Builder
+	b.WriteString("#cgo LDFLAGS: -ldl\n#include <dlfcn.h>\n")
+	b.WriteString(full)
+	for _, f := range m.Funcs {
+		ptr := *f
+		ptr.CName = "(*" + dynPointer(f) + ")"
+		tramp := *f
+		tramp.CName = dynCall(f)
+		var args []string
+		for _, p := range f.Params {
+			args = append(args, p.Name)
+		}
+		ret := "return "
+		if f.Result == nil {
+			ret = ""
+		}
+		fmt.Fprintf(&b, "static %s;\nstatic %s { %s%s(%s); }\n", Prototype(&ptr), Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+	}
+	b.WriteString("\n// kg_resolve fills every function pointer from the library handle h; it returns NULL, or the\n// name of the first symbol the library lacks.\nstatic const char *kg_resolve(void *h) {\n")
+	for _, f := range m.Funcs {
+		fmt.Fprintf(&b, "\tif (!(*(void **)(&%s) = dlsym(h, \"%s\"))) return \"%s\";\n", dynPointer(f), f.CName, f.CName)
+	}
+	b.WriteString("\treturn NULL;\n}\n")
+	b.WriteString("static void *kg_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }\n")
+	b.WriteString("static const char *kg_dlerror(void) { const char *e = dlerror(); return e ? e : \"unknown dlopen error\"; }\n")
+	return b.String()
+}
+
+func dynPointer(f *Func) string { return "kg_p_" + f.CName }
+func dynCall(f *Func) string    { return "kg_" + f.CName }
+
+// emitLoad writes Load, Loaded and the guard every bound function calls first.
+func emitLoad(f *jen.File, t Target) {
+	d := t.Dynamic
+	var names []jen.Code
+	for _, n := range d.Sonames {
+		names = append(names, jen.Lit(n))
+	}
+	f.Comment("Sonames are the library names Load passes to dlopen, in order.")
+	f.Var().Id("Sonames").Op("=").Index().String().Values(names...)
+	f.Line()
+	f.Var().Defs(
+		jen.Id("loadOnce").Qual("sync", "Once"),
+		jen.Id("loadErr").Error(),
+		jen.Id("loaded").Qual("sync/atomic", "Bool"),
+	)
+	f.Line()
+	docLines(f, fmt.Sprintf("Load opens %s (the first of Sonames that dlopen finds) and resolves every\n"+
+		"bound function. It runs once; later calls return the first call's result.", d.What))
+	f.Func().Id("Load").Params().Error().Block(
+		jen.Id("loadOnce").Dot("Do").Call(jen.Func().Params().Block(
+			jen.Var().Id("tried").Index().String(),
+			jen.For(jen.List(jen.Id("_"), jen.Id("name")).Op(":=").Range().Id("Sonames")).Block(
+				jen.Id("c").Op(":=").Add(cQual("CString")).Call(jen.Id("name")),
+				jen.Id("h").Op(":=").Add(cQual("kg_dlopen")).Call(jen.Id("c")),
+				cQual("free").Call(jen.Qual("unsafe", "Pointer").Call(jen.Id("c"))),
+				jen.If(jen.Id("h").Op("==").Nil()).Block(
+					jen.Id("tried").Op("=").Append(jen.Id("tried"), cQual("GoString").Call(cQual("kg_dlerror").Call())),
+					jen.Continue(),
+				),
+				jen.If(jen.Id("missing").Op(":=").Add(cQual("kg_resolve")).Call(jen.Id("h")), jen.Id("missing").Op("!=").Nil()).Block(
+					jen.Id("loadErr").Op("=").Qual("fmt", "Errorf").Call(jen.Lit(t.PkgName+": %s lacks %s: "+d.What+" is too old for toy"),
+						jen.Id("name"), cQual("GoString").Call(jen.Id("missing"))),
+					jen.Return(),
+				),
+				jen.Id("loaded").Dot("Store").Call(jen.True()),
+				jen.Return(),
+			),
+			jen.Id("loadErr").Op("=").Qual("fmt", "Errorf").Call(jen.Lit(t.PkgName+": cannot load "+d.What+": %s"),
+				jen.Qual("strings", "Join").Call(jen.Id("tried"), jen.Lit("; "))),
+		)),
+		jen.Return(jen.Id("loadErr")),
+	)
+	f.Line()
+	f.Comment("Loaded reports whether Load has succeeded.")
+	f.Func().Id("Loaded").Params().Bool().Block(jen.Return(jen.Id("loaded").Dot("Load").Call()))
+	f.Line()
+	f.Func().Id("mustBeLoaded").Params().Block(
+		jen.If(jen.Op("!").Id("loaded").Dot("Load").Call()).Block(
+			jen.Panic(jen.Lit(t.PkgName + ": a function was called before Load succeeded"))))
+	f.Line()
+}
+
 type structDef struct {
 	tag    string
 	fields []*Field
@@ -190,11 +297,23 @@ func goType(t *Type) *jen.Statement {
 
 func emitCgo(m *Model, t Target) *jen.File {
 	f := newFile(t)
-	f.PackageComment(fmt.Sprintf("Package %s is the cgo binding of the C library, generated by cmd/kernelgen from %s.\n"+
-		"Every prototype, enum value and struct layout below was proven against the real headers\n"+
-		"when it was generated. Use the idiomatic layer over it rather than this package.", t.PkgName, t.Source))
-	f.CgoPreamble(Preamble(m))
-	f.Anon(t.Link)
+	if t.Dynamic != nil {
+		f.PackageComment(fmt.Sprintf("Package %s is the cgo binding of %s, generated by cmd/kernelgen from %s.\n"+
+			"The library is not linked: Load opens it with dlopen (%s) and resolves every\n"+
+			"function, so a binary builds without it and its headers, and a machine without it gets an\n"+
+			"error from Load rather than a failure to start. Every other function requires a successful\n"+
+			"Load. The prototypes are proven against the real headers wherever they are installed (see\n"+
+			"abiproof/). Use the idiomatic layer over it rather than this package.",
+			t.PkgName, t.Dynamic.What, t.Source, strings.Join(t.Dynamic.Sonames, ", ")))
+		f.CgoPreamble(DynamicPreamble(m))
+		emitLoad(f, t)
+	} else {
+		f.PackageComment(fmt.Sprintf("Package %s is the cgo binding of the C library, generated by cmd/kernelgen from %s.\n"+
+			"Every prototype, enum value and struct layout below was proven against the real headers\n"+
+			"when it was generated. Use the idiomatic layer over it rather than this package.", t.PkgName, t.Source))
+		f.CgoPreamble(Preamble(m))
+		f.Anon(t.Link)
+	}
 	for _, h := range m.Handles {
 		emitHandle(f, h)
 	}
@@ -202,7 +321,7 @@ func emitCgo(m *Model, t Target) *jen.File {
 		emitStruct(f, s)
 	}
 	for _, fn := range m.Funcs {
-		emitFunc(f, fn)
+		emitFunc(f, fn, t.Dynamic)
 	}
 	return f
 }
@@ -270,6 +389,8 @@ func fromC(x *jen.Statement, t *Type) *jen.Statement {
 		return jen.Int().Call(x)
 	case KindNumber:
 		return jen.Id(t.Num).Call(x)
+	case KindULLong:
+		return jen.Uint64().Call(x)
 	case KindString:
 		return cQual("GoString").Call(x)
 	case KindPtr:
@@ -292,7 +413,7 @@ func toC(x *jen.Statement, t *Type) *jen.Statement {
 		return x.Dot("c").Call()
 	case KindPtr:
 		return x
-	case KindEnum, KindBool, KindInt, KindNumber, KindSize:
+	case KindEnum, KindBool, KindInt, KindNumber, KindSize, KindULLong:
 		return cgoType(t.cgoName()).Call(x)
 	}
 	panic(fmt.Sprintf("gen: cannot convert kind %d to C without temporaries", t.Kind))
@@ -321,29 +442,51 @@ func emitStruct(f *jen.File, s *Struct) {
 	f.Line()
 }
 
-func emitFunc(f *jen.File, fn *Func) {
+func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 	docLines(f, fn.Doc)
 	f.Comment("")
 	f.Commentf("C: %s.", Prototype(fn))
-	var params, args, prelude []jen.Code
+	var params, args, prelude, post []jen.Code
 	for _, p := range fn.Params {
 		params = append(params, jen.Id(p.Name).Add(goType(p.Type)))
 		arg, pre := argument(p)
 		args = append(args, arg)
 		prelude = append(prelude, pre...)
+		post = append(post, outCopy(p)...)
 	}
-	call := cQual(fn.CName).Call(args...)
 	var body []jen.Code
+	callee := fn.CName
+	if dyn != nil {
+		callee = dynCall(fn)
+		body = append(body, jen.Id("mustBeLoaded").Call())
+	}
+	call := cQual(callee).Call(args...)
 	body = append(body, prelude...)
 	var result jen.Code = jen.Null()
-	if fn.Result == nil {
+	switch {
+	case fn.Result == nil:
 		body = append(body, call)
-	} else {
+		body = append(body, post...)
+	case len(post) == 0:
 		result = goType(fn.Result)
 		body = append(body, jen.Return(fromC(call, fn.Result)))
+	default:
+		result = goType(fn.Result)
+		body = append(body, jen.Id("kgResult").Op(":=").Add(call))
+		body = append(body, post...)
+		body = append(body, jen.Return(fromC(jen.Id("kgResult"), fn.Result)))
 	}
 	f.Func().Id(fn.GoName).Params(params...).Add(result).Block(body...)
 	f.Line()
+}
+
+// outCopy copies an out-parameter's C temporary back into the Go variable after the call.
+func outCopy(p *Param) []jen.Code {
+	if p.Type.Kind != KindOut {
+		return nil
+	}
+	return []jen.Code{jen.If(jen.Id(p.Name).Op("!=").Nil()).Block(
+		jen.Op("*").Id(p.Name).Op("=").Add(fromC(jen.Id("c_"+p.Name), p.Type.Elem)))}
 }
 
 // argument converts parameter p for the C call, with any temporaries it needs.
@@ -365,6 +508,13 @@ func argument(p *Param) (jen.Code, []jen.Code) {
 				jen.Defer().Add(cQual("free")).Call(jen.Qual("unsafe", "Pointer").Call(jen.Id(c+"s").Index(jen.Id("i"))))),
 			jen.Var().Id(c).Op("**").Add(cQual("char")),
 			jen.If(jen.Len(jen.Id(c + "s")).Op(">").Lit(0)).Block(jen.Id(c).Op("=").Op("&").Id(c + "s").Index(jen.Lit(0))),
+		}
+	case KindOut:
+		return jen.Op("&").Id(c), []jen.Code{jen.Var().Id(c).Add(cgoType(t.Elem.cgoName()))}
+	case KindPtrSlice:
+		return jen.Id(c), []jen.Code{
+			jen.Var().Id(c).Op("*").Qual("unsafe", "Pointer"),
+			jen.If(jen.Len(x).Op(">").Lit(0)).Block(jen.Id(c).Op("=").Op("&").Add(x.Clone()).Index(jen.Lit(0))),
 		}
 	case KindHandleSlice, KindNumSlice:
 		var elem *jen.Statement

@@ -7,6 +7,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 )
@@ -40,7 +41,25 @@ var Bindings = []Binding{{
 		Link:       GGML.GoPackage,
 	},
 	Lib: GGML,
+}, {
+	Spec:   "./specs/cuda",
+	OutDir: "generated/cudadrv",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/cudadrv",
+		PkgName:    "cudadrv",
+		Source:     "specs/cuda",
+		Dynamic:    &Dynamic{Sonames: []string{"libcuda.so.1", "libcuda.so"}, What: "the CUDA driver (libcuda)"},
+	},
+	Lib: CUDADriver,
 }}
+
+// CUDADriver is the CUDA driver API's header, found where a CUDA toolkit is installed. Without
+// one the bindings are generated unproven here; the proof file they carry
+// (generated/cudadrv/abiproof) is compiled by scripts/gpu-check.sh on a machine with the toolkit.
+var CUDADriver = Library{
+	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
+	Headers:    []string{"cuda.h"},
+}
 
 // Configs lists the engine spec packages and where their configs go.
 var Configs = []struct {
@@ -72,27 +91,40 @@ func Generate(opts Options) (*Output, error) {
 		if err != nil {
 			return nil, err
 		}
+		proven := "proven"
 		if opts.Prove {
 			inc, err := FindHeaders(opts.Root, b.Lib)
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrNoHeaders) && b.Target.Dynamic != nil:
+				proven = "not proven here (" + err.Error() + ")"
+			case err != nil:
 				return nil, err
+			default:
+				if err := Prove(m, b.Lib, inc, cc); err != nil {
+					return nil, err
+				}
 			}
-			if err := Prove(m, b.Lib, inc, cc); err != nil {
-				return nil, err
-			}
+		} else {
+			proven = "not proven (-prove=false)"
 		}
 		files, err := EmitBindings(m, b.Target)
 		if err != nil {
 			return nil, err
 		}
 		out.Dirs[b.OutDir] = files
+		if b.Target.Dynamic != nil {
+			// The proof travels with bindings whose headers may be absent where they are generated.
+			out.Dirs[b.OutDir+"/abiproof"] = map[string][]byte{
+				"proof.c": []byte("// " + Header(b.Target.Source) + "\n" + ProofSource(m, b.Lib)),
+			}
+		}
 		out.Unbound = append(out.Unbound, m.Unbound...)
 		values := 0
 		for _, e := range m.Enums {
 			values += len(e.Values)
 		}
-		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values), %d unbound",
-			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, len(m.Unbound)))
+		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values), %d unbound; %s",
+			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, len(m.Unbound), proven))
 	}
 	for _, c := range Configs {
 		cs, err := LoadConfigs(opts.Root, c.Spec)

@@ -16,15 +16,19 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // TestGolden runs every testdata/golden/*.txtar: the files under spec/ form a spec package;
 // the other files are what EmitBindings must produce from it, byte for byte, or, for a file
-// named "error", the error Load must return.
+// named "error", the error Load must return. A case named dynamic_* binds a library the
+// bindings dlopen.
 func TestGolden(t *testing.T) {
 	golden(t, "testdata/golden/*.txtar", func(root, pkg, name string) (map[string][]byte, error) {
 		m, err := Load(root, pkg)
 		if err != nil {
 			return nil, err
 		}
-		files, err := EmitBindings(m, Target{ImportPath: "example.com/golden/" + name, PkgName: "golden",
-			Source: "spec", Link: GGML.GoPackage})
+		target := Target{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "spec", Link: GGML.GoPackage}
+		if strings.HasPrefix(name, "dynamic_") {
+			target.Link, target.Dynamic = "", &Dynamic{Sonames: []string{"libexample.so.1", "libexample.so"}, What: "the example library"}
+		}
+		files, err := EmitBindings(m, target)
 		require.NoError(t, err)
 		return files, nil
 	})

@@ -548,9 +548,11 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 				return &Type{Kind: KindInt}, ""
 			case "Size":
 				return &Type{Kind: KindSize}, ""
+			case "ULLong":
+				return &Type{Kind: KindULLong}, ""
 			case "Char":
 				if where != "element" {
-					return nil, "Char is allowed only as the element of an array field"
+					return nil, "Char is allowed only as the element of an array field or a slice parameter"
 				}
 				return &Type{Kind: KindChar}, ""
 			}
@@ -578,7 +580,23 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 				return &Type{Kind: KindHandlePtr, Handle: h}, ""
 			}
 		}
-		return nil, "pointers are allowed only to handles, in struct fields"
+		if where == "param" {
+			elem, msg := l.resolveType(t.Elem(), "out")
+			if msg != "" {
+				return nil, msg
+			}
+			switch elem.Kind {
+			case KindHandle, KindEnum, KindInt, KindSize, KindULLong, KindNumber:
+				if elem.Const {
+					return nil, "an out-parameter cannot point to a const handle"
+				}
+				return &Type{Kind: KindOut, Elem: elem}, ""
+			case KindString:
+				return &Type{Kind: KindOut, Elem: elem}, ""
+			}
+			return nil, "out-parameters (*T) point to a handle, an enum, Int, Size, ULLong, a number or string"
+		}
+		return nil, "pointers are allowed only to handles in struct fields, and as out-parameters"
 	case *types.Slice:
 		if where == "field" || where == "result" {
 			return nil, "slices are allowed only as parameters"
@@ -595,10 +613,15 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 				return nil, "slices of const handles are not supported"
 			}
 			return &Type{Kind: KindHandleSlice, Handle: elem.Handle}, ""
-		case KindNumber:
+		case KindNumber, KindChar:
 			return &Type{Kind: KindNumSlice, Elem: elem}, ""
+		case KindPtr:
+			if elem.Const {
+				return nil, "slices of Const[Ptr] are not supported"
+			}
+			return &Type{Kind: KindPtrSlice}, ""
 		}
-		return nil, "slices hold strings, handles or fixed-size numbers (int8..uint64, float32, float64)"
+		return nil, "slices hold strings, handles, Ptr, Char or fixed-size numbers (int8..uint64, float32, float64)"
 	case *types.Array:
 		if where != "field" {
 			return nil, "arrays are allowed only in struct fields"

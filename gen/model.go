@@ -122,7 +122,10 @@ const (
 	KindPtr                     // spec.Ptr: void *
 	KindNumSlice                // []T of a number type
 	KindArray                   // [N]T (fields only)
-	KindChar                    // spec.Char (array elements only)
+	KindChar                    // spec.Char (array and slice elements only)
+	KindULLong                  // spec.ULLong: unsigned long long
+	KindOut                     // *T: an out-parameter C writes one value into (params only)
+	KindPtrSlice                // []spec.Ptr: void ** (params only)
 )
 
 // Type is a resolved spec type.
@@ -133,7 +136,7 @@ type Type struct {
 	Enum   *Enum
 	Struct *Struct
 	Num    string // Go name of a number type: "int64", "float32", ...
-	Elem   *Type  // KindArray, KindNumSlice
+	Elem   *Type  // KindArray, KindNumSlice, KindOut
 	Len    int    // KindArray
 }
 
@@ -203,6 +206,15 @@ func (t *Type) cBase() string {
 		return constq(t.Const) + t.Elem.cBase() + " *"
 	case KindChar:
 		return "char"
+	case KindULLong:
+		return "unsigned long long"
+	case KindOut:
+		if e := t.Elem.cBase(); e[len(e)-1] == '*' {
+			return e + "*"
+		}
+		return t.Elem.cBase() + " *"
+	case KindPtrSlice:
+		return "void **"
 	}
 	panic(fmt.Sprintf("gen: no C type for kind %d", t.Kind))
 }
@@ -238,6 +250,12 @@ func (t *Type) GoString() string {
 		return fmt.Sprintf("[%d]%s", t.Len, t.Elem.GoString())
 	case KindChar:
 		return "byte"
+	case KindULLong:
+		return "uint64"
+	case KindOut:
+		return "*" + t.Elem.GoString()
+	case KindPtrSlice:
+		return "[]unsafe.Pointer"
 	}
 	panic(fmt.Sprintf("gen: no Go type for kind %d", t.Kind))
 }
@@ -265,6 +283,10 @@ func (t *Type) cgoName() string {
 		return "C.size_t"
 	case KindChar:
 		return "C.char"
+	case KindULLong:
+		return "C.ulonglong"
+	case KindString:
+		return "*C.char"
 	}
 	panic(fmt.Sprintf("gen: no cgo name for kind %d", t.Kind))
 }

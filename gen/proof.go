@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,8 +15,12 @@ import (
 
 // Library describes the linked C library the proof checks against.
 type Library struct {
-	// GoPackage is the import path of the cgo package that compiles the library.
+	// GoPackage is the import path of the cgo package that compiles the library; empty for a
+	// library found through HeaderDirs.
 	GoPackage string
+	// HeaderDirs are searched, in order, for a library with no Go package (environment
+	// variables are expanded; an unset one drops its entry).
+	HeaderDirs []string
 	// IncludeRel is the header directory relative to that package's directory.
 	IncludeRel string
 	// Headers are included, in order, by the proof.
@@ -32,6 +37,9 @@ var GGML = Library{
 // FindHeaders locates lib's header directory through go/packages, from the module at dir, so the
 // proof always reads the headers of the exact module version the build links.
 func FindHeaders(dir string, lib Library) (string, error) {
+	if lib.GoPackage == "" {
+		return findHeaderDir(lib)
+	}
 	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles, Dir: dir}, lib.GoPackage)
 	if err != nil {
 		return "", fmt.Errorf("kernelgen: finding %s: %w", lib.GoPackage, err)
@@ -46,6 +54,33 @@ func FindHeaders(dir string, lib Library) (string, error) {
 		}
 	}
 	return inc, nil
+}
+
+// ErrNoHeaders is what FindHeaders returns when a library's headers are not installed here.
+var ErrNoHeaders = errors.New("headers not installed")
+
+func findHeaderDir(lib Library) (string, error) {
+	var tried []string
+	for _, d := range lib.HeaderDirs {
+		if v, ok := strings.CutPrefix(d, "$"); ok {
+			name, _, _ := strings.Cut(v, "/")
+			if os.Getenv(name) == "" {
+				continue
+			}
+		}
+		d = os.ExpandEnv(d)
+		tried = append(tried, d)
+		ok := true
+		for _, h := range lib.Headers {
+			if _, err := os.Stat(filepath.Join(d, h)); err != nil {
+				ok = false
+			}
+		}
+		if ok {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("kernelgen: %s not found in %s: %w", strings.Join(lib.Headers, ", "), strings.Join(tried, ", "), ErrNoHeaders)
 }
 
 // Prove checks m against the real headers in includeDir: every function must be declared there
@@ -63,21 +98,15 @@ func Prove(m *Model, lib Library, includeDir, cc string) error {
 	}
 	headers := text.String()
 	var kept []*Func
-	var missing []string
 	for _, f := range m.Funcs {
-		if regexp.MustCompile(`\b` + regexp.QuoteMeta(f.CName) + `\s*\(`).MatchString(headers) {
+		// Required functions are checked by the compile (ProofSource takes their addresses);
+		// an optional one is bound only if the header text declares it.
+		if !f.Optional || regexp.MustCompile(`\b`+regexp.QuoteMeta(f.CName)+`\s*\(`).MatchString(headers) {
 			kept = append(kept, f)
 			continue
 		}
-		if f.Optional {
-			m.Unbound = append(m.Unbound, Unbound{Name: f.CName, Pos: fmt.Sprintf("%s:%d", f.Pos.Filename, f.Pos.Line),
-				Reason: "optional, and the linked headers do not declare it"})
-			continue
-		}
-		missing = append(missing, fmt.Sprintf("%s:%d: %s is not declared in %s", f.Pos.Filename, f.Pos.Line, f.CName, strings.Join(lib.Headers, ", ")))
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("kernelgen: proof failed:\n\t%s", strings.Join(missing, "\n\t"))
+		m.Unbound = append(m.Unbound, Unbound{Name: f.CName, Pos: fmt.Sprintf("%s:%d", f.Pos.Filename, f.Pos.Line),
+			Reason: "optional, and the linked headers do not declare it"})
 	}
 	m.Funcs = kept
 
@@ -153,7 +182,13 @@ func ProofSource(m *Model, lib Library) string {
 				s.tag, f.CName, twin, f.CName, at, s.tag, f.CName)
 		}
 	}
-	b.WriteString("\n")
+	// Taking each function's address before the re-declarations fails on a function the headers
+	// do not declare (an undeclared identifier), also when a header #defines NAME to NAME_v2.
+	b.WriteString("\nvoid *kernelgen_declared[] = {\n")
+	for _, f := range m.Funcs {
+		fmt.Fprintf(&b, "#line %d \"%s\"\n\t(void *)&%s,\n", f.Pos.Line, f.Pos.Filename, f.CName)
+	}
+	b.WriteString("};\n\n")
 	// #line makes the compiler report a mismatched prototype at its spec position.
 	for _, f := range m.Funcs {
 		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, Prototype(f))

@@ -18,5 +18,9 @@ type Int int32
 // Size is C's `size_t`; int on the Go side.
 type Size uint64
 
-// Char is C's `char`, allowed only as the element of an array field (`char name[64]`).
+// ULLong is C's `unsigned long long`; uint64 on the Go side (CUDA's CUdeviceptr).
+type ULLong uint64
+
+// Char is C's `char`, allowed only as the element of an array field (`char name[64]`) or of a
+// slice parameter (`[]Char` is `char *`, a buffer C writes into).
 type Char byte
