@@ -168,8 +168,13 @@ func (b *Backend) Compute(g *Graph) error {
 	if g.Len() == 0 {
 		return fmt.Errorf("ggml: Compute: the graph is empty")
 	}
+	// A GPU backend aborts the process on an op it cannot run: ask it first.
+	checkSupport := !ggmlc.BackendIsCPU(b.b)
 	for i := 0; i < g.Len(); i++ {
 		n := ggmlc.GraphNode(g.g, i)
+		if checkSupport && !ggmlc.BackendSupportsOp(b.b, n) {
+			return fmt.Errorf("ggml: Compute: the %s backend cannot compute node %d (%s of %s)", b.Name(), i, ggmlc.OpName(n.Op()), ggmlc.TypeName(n.Type()))
+		}
 		if n.Buffer().IsNil() && n.Data() == nil {
 			return fmt.Errorf("ggml: Compute: node %d (%s) has no memory; allocate the graph first", i, ggmlc.OpName(n.Op()))
 		}

@@ -36,7 +36,7 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	be, err := NewCPUBackend(testThreads)
+	be, err := NewBackend(testThreads) // the build's backend: -tags cuda runs the op tests on the GPU
 	require.NoError(t, err)
 	w, err := NewContext(ContextOptions{MaxTensors: 64})
 	require.NoError(t, err)

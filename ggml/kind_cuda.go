@@ -2,4 +2,84 @@
 
 package ggml
 
-const gpuKind = "cuda"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/toyml/toy/generated/ggmlc"
+)
+
+// BackendKind is the backend this binary was built for: "cuda" here.
+const BackendKind = "cuda"
+
+// CUDALibraryEnv names the environment variable that points at ggml's CUDA backend library
+// (libggml-cuda.so); without it the library is looked for beside the executable.
+const CUDALibraryEnv = "TOY_GGML_CUDA"
+
+// CUDALibraryName is the file name of ggml's CUDA backend library.
+const CUDALibraryName = "libggml-cuda.so"
+
+// cudaLibraryPath finds libggml-cuda.so: $TOY_GGML_CUDA (a file, or a directory holding it),
+// then the executable's directory and its lib/ subdirectory.
+func cudaLibraryPath() (string, error) {
+	var tried []string
+	try := func(p string) bool {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			p = filepath.Join(p, CUDALibraryName)
+		}
+		tried = append(tried, p)
+		fi, err := os.Stat(p)
+		return err == nil && !fi.IsDir()
+	}
+	if env := os.Getenv(CUDALibraryEnv); env != "" {
+		if try(env) {
+			return tried[len(tried)-1], nil
+		}
+		return "", fmt.Errorf("ggml: $%s is %s, which holds no %s", CUDALibraryEnv, env, CUDALibraryName)
+	}
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		for _, p := range []string{filepath.Join(dir, CUDALibraryName), filepath.Join(dir, "lib", CUDALibraryName)} {
+			if try(p) {
+				return p, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("ggml: this binary was built for cuda, but ggml's CUDA backend library was not found (looked for %v); make target=cuda builds it beside bin/toy, or set $%s", tried, CUDALibraryEnv)
+}
+
+// loadCUDA loads and registers the CUDA backend library once per process.
+var loadCUDA = sync.OnceValues(func() (ggmlc.BackendReg, error) {
+	path, err := cudaLibraryPath()
+	if err != nil {
+		return ggmlc.BackendReg{}, err
+	}
+	reg := ggmlc.BackendLoad(path)
+	if reg.IsNil() {
+		return reg, fmt.Errorf("ggml: could not load ggml's CUDA backend from %s (ggml printed why above: a missing CUDA runtime library, or no driver)", path)
+	}
+	return reg, nil
+})
+
+// NewBackend opens the backend this binary was built for: ggml's CUDA backend on the first
+// CUDA device, loaded from libggml-cuda.so (built by make target=cuda from the same ggml
+// sources this binary links). threads is unused by the GPU.
+func NewBackend(threads int) (*Backend, error) {
+	if err := linkCheck(); err != nil {
+		return nil, fmt.Errorf("ggml: the linked library disagrees with the bindings: %w", err)
+	}
+	reg, err := loadCUDA()
+	if err != nil {
+		return nil, err
+	}
+	if ggmlc.BackendRegDevCount(reg) == 0 {
+		return nil, fmt.Errorf("ggml: the CUDA backend found no CUDA device")
+	}
+	b := ggmlc.BackendDevInit(ggmlc.BackendRegDevGet(reg, 0), "")
+	if b.IsNil() {
+		return nil, fmt.Errorf("ggml: the CUDA backend failed to start on %s", ggmlc.BackendDevDescription(ggmlc.BackendRegDevGet(reg, 0)))
+	}
+	return &Backend{b: b, threads: threads}, nil
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# gpu-check.sh runs toy's CUDA checks on a machine with an NVIDIA GPU, from prebuilt test
+# binaries (make gpu-tests writes them to bin/gpu; the machine needs no Go), and prints one
+# table: kernel, cases, max relative error against the CPU reference, time per call.
+#
+#   scripts/gpu-check.sh [DIR]      DIR holds cuda.test and ggml.test (default bin/gpu)
+#
+# 1. the ABI proof of the CUDA driver bindings (generated/cudadrv/abiproof/proof.c) compiled
+#    against the installed cuda.h, when there is one;
+# 2. toy's own kernels (package cuda: argmax, sampling, AdamW) against their float64 references;
+# 3. when ggml's CUDA backend library is there ($TOY_GGML_CUDA, or DIR/libggml-cuda.so), ggml's
+#    op tests (package ggml) on the GPU against internal/reference.
+# It exits non-zero if any check fails. Keep it to one short run: device time is scarce.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir="${1:-bin/gpu}"
+fail=0
+rows=()
+row() { rows+=("$(printf '%-22s %-6s %-12s %-12s %s' "$@")"); }
+
+echo "gpu-check: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
+
+# 1. The ABI proof.
+inc=""
+for d in "${CUDA_PATH:-}" "${CUDA_HOME:-}" /usr/local/cuda; do
+  if [ -n "$d" ] && [ -f "$d/include/cuda.h" ]; then inc="$d/include"; break; fi
+done
+if [ -n "$inc" ]; then
+  if out=$(${CC:-cc} -std=c11 -fsyntax-only -Wall -Werror -I "$inc" generated/cudadrv/abiproof/proof.c 2>&1); then
+    row "abi-proof (cuda.h)" "-" "-" "-" "specs/cuda proven against $inc/cuda.h"
+  else
+    echo "$out"; fail=1
+    row "abi-proof (cuda.h)" "-" "FAIL" "-" "see the compiler errors above"
+  fi
+else
+  row "abi-proof (cuda.h)" "-" "skipped" "-" "no cuda.h found"
+fi
+
+# 2. toy's kernels.
+if [ -x "$dir/cuda.test" ]; then
+  log=$(mktemp)
+  "$dir/cuda.test" -test.v -test.timeout 300s -test.run 'Test(OpenWithoutDevice|PickTarget|SampleRef|Argmax|Sample|SampleValidates|AdamW)$' >"$log" 2>&1
+  rc=$?
+  grep -E '^\s*(cuda_test.go:[0-9]+: device|--- (FAIL|SKIP))' "$log" | sed 's/^ *//'
+  while IFS= read -r line; do
+    k=$(sed -n 's/.*kernel=\([^ ]*\).*/\1/p' <<<"$line")
+    c=$(sed -n 's/.*cases=\([^ ]*\).*/\1/p' <<<"$line")
+    e=$(sed -n 's/.*maxrel=\([^ ]*\).*/\1/p' <<<"$line")
+    t=$(sed -n 's/.*time_us=\([^ ]*\).*/\1/p' <<<"$line")
+    rest=$(sed -n 's/.*time_us=[^ ]* //p' <<<"$line")
+    row "$k" "$c" "$e" "${t} us" "$rest"
+  done < <(grep -o 'gpu-check: .*' "$log")
+  if [ $rc -ne 0 ]; then fail=1; echo "--- package cuda failed:"; grep -v '^=== RUN' "$log" | tail -40; fi
+  grep -q -- '--- SKIP: TestArgmax' "$log" && { row "toy kernels" "-" "skipped" "-" "no device: $(grep -o 'no CUDA device here.*' "$log" | head -1)"; fail=1; }
+  rm -f "$log"
+else
+  row "toy kernels" "-" "missing" "-" "$dir/cuda.test not found (make gpu-tests)"; fail=1
+fi
+
+# 3. ggml's CUDA backend.
+lib="${TOY_GGML_CUDA:-$dir/libggml-cuda.so}"
+if [ -x "$dir/ggml.test" ] && [ -f "$lib" ]; then
+  log=$(mktemp)
+  TOY_GGML_CUDA="$lib" "$dir/ggml.test" -test.v -test.timeout 300s \
+    -test.run "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|UnaryOps|Reductions|Norms|MulMatF32|MulMatF16|MulMatQuantized|GLU|SoftMax|RopeExt|FlashAttnExt|GetRows|SetRows|CrossEntropyLoss|OptStepAdamW|CopyAndCast)$}" >"$log" 2>&1
+  rc=$?
+  while IFS= read -r line; do
+    name=$(awk '{print $3}' <<<"$line"); res=$(awk '{print $2}' <<<"$line"); secs=$(grep -o '([0-9.]*s)' <<<"$line")
+    row "ggml ${name#Test}" "-" "${res%:}" "$secs" "CUDA backend vs internal/reference, the test's own tolerance"
+  done < <(grep -E '^--- (PASS|FAIL|SKIP): Test[A-Za-z0-9]+ ' "$log")
+  if [ $rc -ne 0 ]; then fail=1; echo "--- package ggml on CUDA failed:"; grep -E 'Error|expected|actual|panic|FAIL|ggml' "$log" | head -60; fi
+  rm -f "$log"
+else
+  row "ggml CUDA backend" "-" "skipped" "-" "no $dir/ggml.test or $lib (scripts/build-ggml-cuda.sh)"
+fi
+
+echo
+printf '%-22s %-6s %-12s %-12s %s\n' kernel cases "max rel err" "time/call" notes
+for r in "${rows[@]}"; do echo "$r"; done
+exit $fail
