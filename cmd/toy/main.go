@@ -51,7 +51,7 @@ func commands() []command {
 		{"plot", "draw a run's loss curves to a PNG", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "matmul GFLOP/s; 'bench -m MODEL': prompt/generation t/s; 'bench train': training t/s and memory", benchCommand},
+		{"bench", "matmul GFLOP/s; 'bench -m MODEL' or '-random PRESET': prompt/generation t/s; 'bench train': training t/s and memory", benchCommand},
 	}
 }
 
@@ -89,13 +89,14 @@ func run(args []string) int {
 	return 2
 }
 
-// benchCommand dispatches `toy bench` (matrix multiply) and `toy bench train`.
+// benchCommand dispatches `toy bench` (matrix multiply), `toy bench -m MODEL` or
+// `toy bench -random PRESET` (a model's prompt and generation speed) and `toy bench train`.
 func benchCommand(args []string) error {
 	if len(args) > 0 && args[0] == "train" {
 		return runBenchTrain(args[1:])
 	}
 	for _, a := range args {
-		if a == "-m" || strings.HasPrefix(a, "-m=") || a == "--m" {
+		if a == "-m" || strings.HasPrefix(a, "-m=") || a == "--m" || a == "-random" || strings.HasPrefix(a, "-random=") {
 			return runBenchModel(args)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 )
@@ -393,12 +395,37 @@ func runBenchModel(args []string) error {
 	reps := fs.Int("r", 5, "repetitions")
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
 	fa := fs.Bool("fa", false, "flash attention")
+	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
+	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: toy bench -m MODEL [-p 128] [-n 32] [-t 2]\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "usage: toy bench -m MODEL [-p 128] [-n 32] [-t 2]\n       toy bench -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *random != "" {
+		if *model != "" {
+			return fmt.Errorf("-m and -random exclude each other")
+		}
+		c, err := config.LlamaPreset(*random)
+		if err != nil {
+			return err
+		}
+		types, err := parseBenchTypes(*randomType)
+		if err != nil || len(types) != 1 {
+			return fmt.Errorf("-random-type %q: want one weight type", *randomType)
+		}
+		dir, err := os.MkdirTemp("", "toy-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*model = filepath.Join(dir, *random+".gguf")
+		fmt.Fprintf(os.Stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), *random)
+		if err := llama.WriteRandomGGUF(*model, llama.ArchitectureFromConfig(c), types[0], 1); err != nil {
+			return err
+		}
 	}
 	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
 	opts, err := d.options()
