@@ -17,6 +17,8 @@
 # built the committed PTX). A compiler that refuses the declared flags is an error: nothing falls
 # back to another arch. clang (16) cannot emit sm_90a-only features, so the sm_90a target's clang
 # flags ask for sm_90, and the header says so.
+# The clang flags also pin the PTX ISA version (--cuda-feature=+ptxNN): clang otherwise raises it
+# to suit any CUDA toolkit it finds, and the bytes would depend on the machine.
 #
 #   scripts/build-ptx.sh           build all
 set -euo pipefail

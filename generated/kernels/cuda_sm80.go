@@ -69,7 +69,7 @@ var tableCUDASm80 = Target{
 		Flags: []string{"-ptx", "-O3", "-arch=sm_80"},
 		Name:  "nvcc",
 	}, {
-		Flags: []string{"-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-O3", "--cuda-gpu-arch=sm_80", "-S"},
+		Flags: []string{"-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-O3", "--cuda-gpu-arch=sm_80", "--cuda-feature=+ptx70", "-S"},
 		Name:  "clang",
 	}},
 	Description: "NVIDIA Ampere (A100, A30; compute capability 8.0 and later through PTX JIT)",

@@ -69,7 +69,7 @@ var tableCUDASm90a = Target{
 		Flags: []string{"-ptx", "-O3", "-arch=sm_90a"},
 		Name:  "nvcc",
 	}, {
-		Flags: []string{"-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-O3", "--cuda-gpu-arch=sm_90", "-S"},
+		Flags: []string{"-x", "cuda", "--cuda-device-only", "-nocudainc", "-nocudalib", "-O3", "--cuda-gpu-arch=sm_90", "--cuda-feature=+ptx78", "-S"},
 		Name:  "clang",
 	}},
 	Description: "NVIDIA Hopper (H100, H200; compute capability 9.0)",
