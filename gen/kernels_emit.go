@@ -153,7 +153,8 @@ func emitKernelTypes(f *jen.File) {
 		field{"Name", "Name is the source's base name, the module part of a lookup.", jen.String()},
 		field{"Dir", "Dir is \"common\" or the model directory the source belongs to.", jen.String()},
 		field{"Source", "Source is the path under kernels/.", jen.String()},
-		field{"Compiler", "Compiler produced Blob (nvcc, clang; source for Metal); empty without a blob.", jen.String()},
+		field{"Compiler", "Compiler produced Blob, with its version (clang-16.0.6, nvcc-12.4.131; source for Metal); empty without a blob.", jen.String()},
+		field{"PTXTarget", "PTXTarget is the PTX's .target (sm_90 for the sm_90a target's clang-built PTX); empty but for cuda.", jen.String()},
 		field{"Blob", "Blob is the embedded PTX (cuda) or source (metal); empty for cpu.", jen.String()},
 		field{"Kernels", "Kernels are the entry points, indexed by the target's typed kernel identifiers within the module.", jen.Index().String()},
 	)
@@ -357,6 +358,9 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 						jen.Id("Source"): jen.Lit(m.Source), jen.Id("Kernels"): strs(m.Kernels)}
 					if m.BlobData != nil {
 						md[jen.Id("Compiler")] = jen.Lit(m.Compiler)
+						if m.PTXTarget != "" {
+							md[jen.Id("PTXTarget")] = jen.Lit(m.PTXTarget)
+						}
 						md[jen.Id("Blob")] = jen.Id(private + "Blob" + m.GoName)
 					}
 					g.Line().Id(t.GoName + m.GoName).Op(":").Values(md)

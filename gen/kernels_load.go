@@ -26,8 +26,10 @@ import (
 //	kernels/<hw>/<model>/*.cu|*.metal that model's own sources (replacing a common/ namesake whole)
 //
 // A CUDA source's compiled PTX sits beside it (name.ptx, written by scripts/build-ptx.sh, first
-// line "// toy-ptx: source-sha256=<hex> compiler=<name>"); the generator refuses a missing or
-// stale one, so go generate needs no CUDA compiler. A Metal source is its own blob (Metal
+// line "// toy-ptx: source-sha256=<hex> compiler=<name>-<version> target=<sm_XY>"); the generator
+// refuses a missing or stale one, one whose recorded target is not its .target line, and one
+// whose target cannot run everywhere the target's arch does, so go generate needs no CUDA
+// compiler. A Metal source is its own blob (Metal
 // compiles source at run time).
 
 // KTarget is one hardware target: a directory under kernels/ with a HARDWARE.toml.
@@ -52,15 +54,16 @@ type KCompiler struct {
 
 // KModule is one kernel source file and its blob.
 type KModule struct {
-	Name     string // file base name without extension: the name lookups use
-	Dir      string // "common" or the model's directory
-	Source   string // path under kernels/, slash-separated
-	Blob     string // path under kernels/ of the blob ("" when the target has none)
-	BlobData []byte
-	Compiler string // what produced the blob: "nvcc", "clang", "source" (Metal) or ""
-	Kernels  []string
-	GoName   string // "Sampling" (common) or "LlamaSampling"
-	Index    int    // position in KTarget.Modules
+	Name      string // file base name without extension: the name lookups use
+	Dir       string // "common" or the model's directory
+	Source    string // path under kernels/, slash-separated
+	Blob      string // path under kernels/ of the blob ("" when the target has none)
+	BlobData  []byte
+	Compiler  string // what produced the blob: "clang-16.0.6", "nvcc-12.4.131", "source" (Metal) or ""
+	PTXTarget string // the PTX's .target as its header records it, e.g. "sm_90"; "" but for cuda
+	Kernels   []string
+	GoName    string // "Sampling" (common) or "LlamaSampling"
+	Index     int    // position in KTarget.Modules
 }
 
 // KModel is one kernels/<hw>/<model>/ directory.
@@ -369,8 +372,40 @@ var (
 	cudaKernel  = regexp.MustCompile(`(?m)^\s*extern\s+"C"\s+__global__\s+(?:__launch_bounds__\([^)]*\)\s+)?void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 	metalKernel = regexp.MustCompile(`(?m)^\s*(?:\[\[\s*kernel\s*\]\]|kernel)\s+void\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
 	ptxEntry    = regexp.MustCompile(`(?m)^\s*(?:\.visible\s+)?\.entry\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*\(`)
-	ptxHeader   = regexp.MustCompile(`^// toy-ptx: source-sha256=([0-9a-f]{64}) compiler=([a-z0-9._+-]+)\n`)
+	ptxHeader   = regexp.MustCompile(`^// toy-ptx: source-sha256=([0-9a-f]{64}) compiler=([a-z][a-z0-9+]*-[0-9][0-9.]*) target=(sm_[0-9]{2,3}[af]?)\n`)
+	ptxTarget   = regexp.MustCompile(`(?m)^\s*\.target\s+(sm_[0-9]{2,3}[af]?)\b`)
 )
+
+// ptxRunsOn says whether PTX built for ptx runs on every device that code for arch runs on (both
+// sm_XY with an optional a or f suffix): an a suffix (sm_90a) runs only on its own compute
+// capability, an f suffix (sm_100f) on its major version from its minor on, and no suffix on its
+// capability and every later one, through the driver's PTX JIT. So sm_90 PTX suits sm_90a and
+// sm_80 PTX suits sm_86, but sm_90 PTX does not suit sm_80, nor sm_90a PTX sm_90.
+func ptxRunsOn(ptx, arch string) bool {
+	pv, ps := splitArch(ptx)
+	av, as := splitArch(arch)
+	switch ps {
+	case 'a':
+		return as == 'a' && pv == av
+	case 'f':
+		return as != 0 && pv/10 == av/10 && pv <= av
+	}
+	return pv <= av
+}
+
+// splitArch reads sm_90a as (90, 'a') and sm_121 as (121, 0); the caller has matched cudaArch.
+func splitArch(arch string) (int, byte) {
+	rest := strings.TrimPrefix(arch, "sm_")
+	var suffix byte
+	if n := len(rest); n > 0 && (rest[n-1] == 'a' || rest[n-1] == 'f') {
+		suffix, rest = rest[n-1], rest[:n-1]
+	}
+	v := 0
+	for _, c := range rest {
+		v = v*10 + int(c-'0')
+	}
+	return v, suffix
+}
 
 // loadModules reads the kernel sources of kernels/<hw>/<sub>/.
 func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
@@ -438,11 +473,20 @@ func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
 			sum := sha256.Sum256(src)
 			switch {
 			case h == nil:
-				ke.at(m.Blob, 1, "want a first line \"// toy-ptx: source-sha256=<hex> compiler=<name>\" (written by scripts/build-ptx.sh)")
+				ke.at(m.Blob, 1, "want a first line \"// toy-ptx: source-sha256=<hex> compiler=<name>-<version> target=<sm_XY>\" (written by scripts/build-ptx.sh)")
 			case string(h[1]) != hex.EncodeToString(sum[:]):
 				ke.at(m.Blob, 1, "stale: built from another version of %s.cu; run scripts/build-ptx.sh", base)
 			default:
-				m.Compiler = string(h[2])
+				m.Compiler, m.PTXTarget = string(h[2]), string(h[3])
+				if dt := ptxTarget.FindSubmatch(ptx); dt == nil || string(dt[1]) != m.PTXTarget {
+					got := "none"
+					if dt != nil {
+						got = string(dt[1])
+					}
+					ke.at(m.Blob, 1, "the header records target=%s but the PTX's .target is %s", m.PTXTarget, got)
+				} else if cudaArch.MatchString(t.Arch) && !ptxRunsOn(m.PTXTarget, t.Arch) {
+					ke.at(m.Blob, 1, "%s PTX does not run everywhere the target's arch %s does (check the %s flags in HARDWARE.toml)", m.PTXTarget, t.Arch, strings.SplitN(m.Compiler, "-", 2)[0])
+				}
 			}
 			m.BlobData = ptx
 			var entries []string

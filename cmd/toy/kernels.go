@@ -127,6 +127,9 @@ func printTarget(w io.Writer, t *kernels.Target) {
 		from := ""
 		if m.Compiler != "" {
 			from = ", built by " + m.Compiler
+			if m.PTXTarget != "" {
+				from += " for " + m.PTXTarget
+			}
 		}
 		fmt.Fprintf(w, "  module %s (%s%s, %d bytes): %s\n", m.Name, m.Source, from, len(m.Blob), strings.Join(m.Kernels, ", "))
 	}

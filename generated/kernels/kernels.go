@@ -63,8 +63,10 @@ type Module struct {
 	Dir string
 	// Source is the path under kernels/.
 	Source string
-	// Compiler produced Blob (nvcc, clang; source for Metal); empty without a blob.
+	// Compiler produced Blob, with its version (clang-16.0.6, nvcc-12.4.131; source for Metal); empty without a blob.
 	Compiler string
+	// PTXTarget is the PTX's .target (sm_90 for the sm_90a target's clang-built PTX); empty but for cuda.
+	PTXTarget string
 	// Blob is the embedded PTX (cuda) or source (metal); empty for cpu.
 	Blob string
 	// Kernels are the entry points, indexed by the target's typed kernel identifiers within the module.
