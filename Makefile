@@ -4,7 +4,7 @@
 #   make target=cuda      build PTX, embed it, build ggml's CUDA backend (needs nvcc and cmake)
 #                         into bin/libggml-cuda.so, and bin/toy with -tags cuda beside it
 #   make portable=1       build for any x86-64-v3 (AVX2/FMA/F16C) machine instead of this one
-#   make ptx              compile kernels/cuda*/**/*.cu to PTX (nvcc, else clang's NVPTX back end)
+#   make ptx              rebuild the committed PTX of kernels/cuda*/ with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
 #   make test             the test suite (what CI runs), including a short fuzz of the GGUF reader
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
@@ -46,17 +46,22 @@ endif
 
 FUZZTIME ?= 15s
 
-.PHONY: all build ptx ggml-cuda gpu-tests test generate check-generated vet bench demo clean
+.PHONY: all build ptx cuda-ptx ggml-cuda gpu-tests test generate check-generated vet bench demo clean
 
 all: build
 
+# A cuda build compiles the kernels with the best compiler here (nvcc, else clang-16) and embeds
+# them; with nvcc that replaces the committed clang-16 PTX (make ptx restores it).
 ifeq ($(target),cuda)
-build: ptx generate ggml-cuda
+build: cuda-ptx generate ggml-cuda
 endif
 build:
 	$(GO) build $(TAGS) -o bin/toy ./cmd/toy
 
 ptx:
+	COMPILER=clang CLANG=clang-16 scripts/build-ptx.sh
+
+cuda-ptx:
 	scripts/build-ptx.sh
 
 ggml-cuda:

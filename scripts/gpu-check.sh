@@ -10,7 +10,8 @@
 # 2. toy's own kernels (package cuda: argmax, sampling, AdamW) against their float64 references;
 # 3. when ggml's CUDA backend library is there ($TOY_GGML_CUDA, or DIR/libggml-cuda.so), ggml's
 #    op tests (package ggml) on the GPU against internal/reference.
-# It exits non-zero if any check fails. Keep it to one short run: device time is scarce.
+# GPU_CHECK_PARTS selects parts (default "proof kernels ggml"). It exits non-zero if any check
+# fails. Keep it to one short run: device time is scarce.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:-bin/gpu}"
@@ -20,12 +21,16 @@ row() { rows+=("$(printf '%-22s %-6s %-12s %-12s %s' "$@")"); }
 
 echo "gpu-check: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
+parts=" ${GPU_CHECK_PARTS:-proof kernels ggml} "
+part() { [[ "$parts" == *" $1 "* ]]; }
+
 # 1. The ABI proof.
 inc=""
 for d in "${CUDA_PATH:-}" "${CUDA_HOME:-}" /usr/local/cuda; do
   if [ -n "$d" ] && [ -f "$d/include/cuda.h" ]; then inc="$d/include"; break; fi
 done
-if [ -n "$inc" ]; then
+if ! part proof; then :
+elif [ -n "$inc" ]; then
   if out=$(${CC:-cc} -std=c11 -fsyntax-only -Wall -Werror -I "$inc" generated/cudadrv/abiproof/proof.c 2>&1); then
     row "abi-proof (cuda.h)" "-" "-" "-" "specs/cuda proven against $inc/cuda.h"
   else
@@ -37,7 +42,8 @@ else
 fi
 
 # 2. toy's kernels.
-if [ -x "$dir/cuda.test" ]; then
+if ! part kernels; then :
+elif [ -x "$dir/cuda.test" ]; then
   log=$(mktemp)
   "$dir/cuda.test" -test.v -test.timeout 300s -test.run 'Test(OpenWithoutDevice|PickTarget|SampleRef|Argmax|Sample|SampleValidates|AdamW)$' >"$log" 2>&1
   rc=$?
@@ -59,7 +65,8 @@ fi
 
 # 3. ggml's CUDA backend.
 lib="${TOY_GGML_CUDA:-$dir/libggml-cuda.so}"
-if [ -x "$dir/ggml.test" ] && [ -f "$lib" ]; then
+if ! part ggml; then :
+elif [ -x "$dir/ggml.test" ] && [ -f "$lib" ]; then
   log=$(mktemp)
   TOY_GGML_CUDA="$lib" "$dir/ggml.test" -test.v -test.timeout 300s \
     -test.run "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|UnaryOps|Reductions|Norms|MulMatF32|MulMatF16|MulMatQuantized|GLU|SoftMax|RopeExt|FlashAttnExt|GetRows|SetRows|CrossEntropyLoss|OptStepAdamW|CopyAndCast)$}" >"$log" 2>&1
