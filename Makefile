@@ -70,6 +70,7 @@ ggml-cuda:
 gpu-tests:
 	$(GO) test -c -tags cuda -o bin/gpu/cuda.test ./cuda
 	$(GO) test -c -tags cuda -o bin/gpu/ggml.test ./ggml
+	$(GO) test -c -tags cuda -o bin/gpu/llama.test ./engines/llama
 	$(GO) build -tags cuda -o bin/gpu/toy ./cmd/toy
 
 generate:

@@ -1,11 +1,16 @@
 package ggml
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/toyml/toy/generated/ggmlc"
 )
+
+// ErrUnsupported is wrapped by Compute's error when the backend cannot run an op of the graph
+// (a GPU backend lacks some ops, types or shapes the CPU has).
+var ErrUnsupported = errors.New("the backend does not support this operation")
 
 // Backend computes graphs on one device. The backend kind is fixed when the binary is built
 // (BackendKind); NewBackend opens it.
@@ -173,7 +178,7 @@ func (b *Backend) Compute(g *Graph) error {
 	for i := 0; i < g.Len(); i++ {
 		n := ggmlc.GraphNode(g.g, i)
 		if checkSupport && !ggmlc.BackendSupportsOp(b.b, n) {
-			return fmt.Errorf("ggml: Compute: the %s backend cannot compute node %d (%s of %s)", b.Name(), i, ggmlc.OpName(n.Op()), ggmlc.TypeName(n.Type()))
+			return fmt.Errorf("ggml: Compute: the %s backend cannot compute node %d (%s of %s): %w", b.Name(), i, ggmlc.OpName(n.Op()), ggmlc.TypeName(n.Type()), ErrUnsupported)
 		}
 		if n.Buffer().IsNil() && n.Data() == nil {
 			return fmt.Errorf("ggml: Compute: node %d (%s) has no memory; allocate the graph first", i, ggmlc.OpName(n.Op()))

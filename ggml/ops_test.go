@@ -92,9 +92,17 @@ func TestUnaryOps(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			ref := tc.ref
+			if !onCPU {
+				// ggml's CUDA GELUs compute the formulas in float32, without the CPU's FP16 tables.
+				ref = map[string]func(reference.Tensor) reference.Tensor{"Gelu": reference.GeluTanh, "GeluQuick": reference.GeluQuick}[tc.name]
+				if ref == nil {
+					ref = tc.ref
+				}
+			}
 			h := newHarness(t)
 			a := h.rand(tc.lo, tc.hi, 7, 5, 3)
-			near(t, tc.name, tc.ref(a), h.eval(tc.op(h.c, h.in(a))), tc.tol, 1)
+			near(t, tc.name, ref(a), h.eval(tc.op(h.c, h.in(a))), tc.tol, 1)
 		})
 	}
 	// ggml_gelu differs from the exact GELU by its FP16 table: at most ~2e-3 absolute.
@@ -128,6 +136,11 @@ func TestNorms(t *testing.T) {
 	near(t, "RMSNorm", reference.RMSNorm(a, eps), h.out(rms), 1e-5, 1)
 }
 
+// mulMatTol bounds f32 and f16 products. On CUDA, ggml rounds the inputs of small f32
+// products to a tensor-core format, and f16 products accumulate or store in f16: observed
+// 5.7e-4 (f32, 13×7×5) and 3.9e-4 (f16) on an H200; elsewhere 2e-7.
+var mulMatTol = map[bool]float64{true: 1e-5, false: 2e-3}[onCPU]
+
 func TestMulMatF32(t *testing.T) {
 	for _, s := range []struct{ a, b []int }{
 		{[]int{13, 7}, []int{13, 5}},
@@ -138,7 +151,7 @@ func TestMulMatF32(t *testing.T) {
 		t.Run(fmt.Sprint(s.a, s.b), func(t *testing.T) {
 			h := newHarness(t)
 			a, b := h.rand(-1, 1, s.a...), h.rand(-1, 1, s.b...)
-			near(t, "MulMat f32", reference.MulMat(a, b), h.eval(h.c.MulMat(h.in(a), h.in(b))), 1e-5, 1)
+			near(t, "MulMat f32", reference.MulMat(a, b), h.eval(h.c.MulMat(h.in(a), h.in(b))), mulMatTol, 1)
 		})
 	}
 }
@@ -149,7 +162,7 @@ func TestMulMatF16(t *testing.T) {
 	h := newHarness(t)
 	a, b := h.rand(-1, 1, 13, 7, 2), h.rand(-1, 1, 13, 5, 4)
 	want := reference.MulMat(a.Map(reference.RoundF16), b.Map(reference.RoundF16))
-	near(t, "MulMat f16", want, h.eval(h.c.MulMat(h.inF16(a), h.in(b))), 1e-5, 1)
+	near(t, "MulMat f16", want, h.eval(h.c.MulMat(h.inF16(a), h.in(b))), mulMatTol, 1)
 }
 
 // Q8_0 and Q4_0 weights quantized by ggml (ggml_quantize_chunk, which must match the
@@ -180,7 +193,12 @@ func TestMulMatQuantized(t *testing.T) {
 			aq := reference.FromF32(q.dequant(raw), k, m)
 			bq := reference.FromF32(reference.DequantizeQ8_0(reference.QuantizeQ8_0(b.ToF32())), k, n, 3)
 			got := h.eval(h.c.MulMat(h.inBytes(q.typ, raw, k, m), h.in(b)))
-			near(t, "MulMat "+q.name+" vs modelled", reference.MulMat(aq, bq), got, 1e-5, 1)
+			// The model is the CPU's: activations quantized to Q8_0. CUDA quantizes them to Q8_1
+			// for its integer kernels (Q4_0 here; observed 4.3e-2 against this model), or
+			// dequantizes the weights for cuBLAS (Q8_0: 4.4e-7).
+			if onCPU || q.typ == Q8_0 {
+				near(t, "MulMat "+q.name+" vs modelled", reference.MulMat(aq, bq), got, 1e-5, 1)
+			}
 			near(t, "MulMat "+q.name+" vs exact", reference.MulMat(a, b), got, q.loose, 1)
 		})
 	}
@@ -223,7 +241,11 @@ func TestGLU(t *testing.T) {
 	sw, ge := h.c.SwigluSplit(gi, ui), h.c.GegluSplit(gi, ui)
 	h.run(sw, ge)
 	near(t, "SwigluSplit", reference.SwigluSplit(g, u), h.out(sw), tight, 1)
-	near(t, "GegluSplit", reference.GegluSplitCPU(g, u), h.out(ge), tight, 1)
+	gegluRef := reference.GegluSplitCPU
+	if !onCPU {
+		gegluRef = reference.GegluSplit // float32 GELU without the CPU's FP16 table
+	}
+	near(t, "GegluSplit", gegluRef(g, u), h.out(ge), tight, 1)
 }
 
 func TestSoftMax(t *testing.T) {
@@ -270,7 +292,17 @@ func TestSoftMax(t *testing.T) {
 	t.Run("DiagMaskInf", func(t *testing.T) {
 		h := newHarness(t)
 		a := h.rand(-4, 4, 6, 5, 3)
-		near(t, "DiagMaskInf", reference.DiagMaskInf(a, 1), h.eval(h.c.DiagMaskInf(h.in(a), 1)), 0, 1)
+		got := h.eval(h.c.DiagMaskInf(h.in(a), 1))
+		if !onCPU {
+			// CUDA masks with -FLT_MAX, which softmax treats as -Inf.
+			got = got.Map(func(v float64) float64 {
+				if v <= -math.MaxFloat32 {
+					return math.Inf(-1)
+				}
+				return v
+			})
+		}
+		near(t, "DiagMaskInf", reference.DiagMaskInf(a, 1), got, 0, 1)
 	})
 }
 

@@ -3,14 +3,17 @@
 # binaries (make gpu-tests writes them to bin/gpu; the machine needs no Go), and prints one
 # table: kernel, cases, max relative error against the CPU reference, time per call.
 #
-#   scripts/gpu-check.sh [DIR]      DIR holds cuda.test and ggml.test (default bin/gpu)
+#   scripts/gpu-check.sh [DIR]      DIR holds cuda.test, ggml.test and llama.test (default bin/gpu)
 #
 # 1. the ABI proof of the CUDA driver bindings (generated/cudadrv/abiproof/proof.c) compiled
 #    against the installed cuda.h, when there is one;
 # 2. toy's own kernels (package cuda: argmax, sampling, AdamW) against their float64 references;
 # 3. when ggml's CUDA backend library is there ($TOY_GGML_CUDA, or DIR/libggml-cuda.so), ggml's
-#    op tests (package ggml) on the GPU against internal/reference.
-# GPU_CHECK_PARTS selects parts (default "proof kernels ggml"). It exits non-zero if any check
+#    op tests (package ggml) on the GPU against internal/reference, and
+# 4. the decoder (package engines/llama) on the GPU against its float64 reference, per
+#    architecture, KV cache and weight type.
+# GPU_CHECK_PARTS selects parts (default "proof kernels ggml llama"); GPU_CHECK_LOGS names a
+# directory that keeps each part's whole test log. It exits non-zero if any check
 # fails. Keep it to one short run: device time is scarce.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +24,10 @@ row() { rows+=("$(printf '%-22s %-6s %-12s %-12s %s' "$@")"); }
 
 echo "gpu-check: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
-parts=" ${GPU_CHECK_PARTS:-proof kernels ggml} "
+parts=" ${GPU_CHECK_PARTS:-proof kernels ggml llama} "
+logs="${GPU_CHECK_LOGS:-}"
+[ -n "$logs" ] && mkdir -p "$logs"
+keep() { [ -n "$logs" ] && cp "$1" "$logs/$2.log"; rm -f "$1"; }
 part() { [[ "$parts" == *" $1 "* ]]; }
 
 # 1. The ABI proof.
@@ -58,7 +64,7 @@ elif [ -x "$dir/cuda.test" ]; then
   done < <(grep -o 'gpu-check: .*' "$log")
   if [ $rc -ne 0 ]; then fail=1; echo "--- package cuda failed:"; grep -v '^=== RUN' "$log" | tail -40; fi
   grep -q -- '--- SKIP: TestArgmax' "$log" && { row "toy kernels" "-" "skipped" "-" "no device: $(grep -o 'no CUDA device here.*' "$log" | head -1)"; fail=1; }
-  rm -f "$log"
+  keep "$log" kernels
 else
   row "toy kernels" "-" "missing" "-" "$dir/cuda.test not found (make gpu-tests)"; fail=1
 fi
@@ -75,10 +81,31 @@ elif [ -x "$dir/ggml.test" ] && [ -f "$lib" ]; then
     name=$(awk '{print $3}' <<<"$line"); res=$(awk '{print $2}' <<<"$line"); secs=$(grep -o '([0-9.]*s)' <<<"$line")
     row "ggml ${name#Test}" "-" "${res%:}" "$secs" "CUDA backend vs internal/reference, the test's own tolerance"
   done < <(grep -E '^--- (PASS|FAIL|SKIP): Test[A-Za-z0-9]+ ' "$log")
-  if [ $rc -ne 0 ]; then fail=1; echo "--- package ggml on CUDA failed:"; grep -E 'Error|expected|actual|panic|FAIL|ggml' "$log" | head -60; fi
-  rm -f "$log"
+  echo "--- ggml ops on CUDA, worst error per comparison:"
+  grep -E 'max err|cannot compute|Error:|panic' "$log" | sed 's/^ *//' | head -120
+  [ $rc -ne 0 ] && fail=1
+  keep "$log" ggml
 else
   row "ggml CUDA backend" "-" "skipped" "-" "no $dir/ggml.test or $lib (scripts/build-ggml-cuda.sh)"
+fi
+
+# 4. The decoder on ggml's CUDA backend.
+if ! part llama; then :
+elif [ -x "$dir/llama.test" ] && [ -f "$lib" ]; then
+  log=$(mktemp)
+  TOY_GGML_CUDA="$lib" "$dir/llama.test" -test.v -test.timeout 300s \
+    -test.run "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights)$}" >"$log" 2>&1
+  rc=$?
+  while IFS= read -r line; do
+    name=$(awk '{print $3}' <<<"$line"); res=$(awk '{print $2}' <<<"$line"); secs=$(grep -o '([0-9.]*s)' <<<"$line")
+    row "llama ${name#Test}" "-" "${res%:}" "$secs" "decoder on CUDA vs the float64 reference"
+  done < <(grep -E '^--- (PASS|FAIL|SKIP): Test[A-Za-z0-9]+ ' "$log")
+  echo "--- decoder on CUDA, errors against the float64 reference:"
+  grep -E 'relative error|Error:|cannot compute|panic' "$log" | sed 's/^ *//' | head -120
+  [ $rc -ne 0 ] && fail=1
+  keep "$log" llama
+else
+  row "llama decoder" "-" "skipped" "-" "no $dir/llama.test or $lib"
 fi
 
 echo

@@ -223,6 +223,17 @@ func newDecoder(t testing.TB, m *GGUFModel, opts DecoderOptions, bucket int) *De
 
 // stepErr runs the prompt seq[:split] and then the rest token by token, and returns the error
 // of every logits row against the reference.
+// unsupportedHere reports (and logs) whether err says that the build's GPU backend lacks an op
+// the test needs (ggml's CUDA flash attention has no f32 K/V; its TOP_K for mixture-of-experts
+// routing is missing in this ggml): the case is then left out, on that backend only.
+func unsupportedHere(t *testing.T, err error) bool {
+	if ggml.BackendKind != "cpu" && errors.Is(err, ggml.ErrUnsupported) {
+		t.Logf("left out on %s: %v", ggml.BackendKind, err)
+		return true
+	}
+	return false
+}
+
 func stepErr(t *testing.T, d *Decoder, seq []int32, split int, ref [][]float64) float64 {
 	d.Reset()
 	var got [][]float32
@@ -249,7 +260,7 @@ func TestDecoderMatchesReference(t *testing.T) {
 			a := tinyArch(variant)
 			path := writeTiny(t, a, ggml.F32, 1)
 			m := openTiny(t, path, ModelOptions{})
-			assert.True(t, m.Mapped(), "weights are memory-mapped")
+			assert.Equal(t, ggml.BackendKind == "cpu", m.Mapped(), "weights are memory-mapped on the CPU, read into device memory elsewhere")
 			assert.Equal(t, a, m.Arch, "detected architecture")
 			ref := &refInfer{a: m.Arch, w: loadedWeights(t, m)}
 			rng := rand.New(rand.NewPCG(2, uint64(len(variant))))
@@ -266,6 +277,9 @@ func TestDecoderMatchesReference(t *testing.T) {
 				name := map[bool]string{false: "unfused", true: "flash"}[fa]
 				d := newDecoder(t, m, DecoderOptions{KVType: KVF32, FlashAttention: fa, Batch: 3}, 4)
 				got, err := d.Logits(seq)
+				if unsupportedHere(t, err) {
+					continue
+				}
 				require.NoError(t, err)
 				e := relErr(got, want)
 				assert.Less(t, e, tol, "%s Logits: relative error %.3g", name, e)
@@ -278,6 +292,9 @@ func TestDecoderMatchesReference(t *testing.T) {
 			d := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 4)
 			prompt := seq[:3]
 			lg, err := d.Prompt(prompt)
+			if unsupportedHere(t, err) {
+				return
+			}
 			require.NoError(t, err)
 			out := append([]int32(nil), prompt...)
 			for i := 0; i < 6; i++ {
@@ -324,6 +341,9 @@ func TestDecoderKVCaches(t *testing.T) {
 			}{{"f16 unfused", KVF16, false}, {"f16 flash", KVF16, true}, {"q8_0 flash", KVQ8_0, true}} {
 				d := newDecoder(t, m, DecoderOptions{KVType: c.kv, FlashAttention: c.fa, Batch: 4}, 4)
 				got, err := d.Logits(seq)
+				if unsupportedHere(t, err) {
+					continue
+				}
 				require.NoError(t, err)
 				e := relErr(got, want)
 				s := stepErr(t, d, seq, 4, want)
@@ -393,6 +413,9 @@ func TestQuantizedWeights(t *testing.T) {
 				want := (&refInfer{a: m.Arch, w: loadedWeights(t, m)}).logits(seq)
 				d := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 0)
 				got, err := d.Logits(seq)
+				if unsupportedHere(t, err) {
+					return
+				}
 				require.NoError(t, err)
 				e, eo := relErr(got, want), relErr(got, wantOrig)
 				t.Logf("%-8s %-5s max relative error vs dequantized weights %.2e, vs original f32 weights %.2e", c.variant, ggml.TypeName(typ), e, eo)
