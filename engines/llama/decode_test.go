@@ -100,9 +100,9 @@ func writeTiny(t testing.TB, a Architecture, typ ggml.Type, seed uint64) string 
 	return path
 }
 
-// loadedWeights reads every weight of m back as float64, dequantizing with ggml's own
+// loadedWeights reads every weight of m back as float64, dequantizing with ggml's own CPU
 // dequantizer (GetRows), so that the reference computes with exactly the weights the file
-// holds.
+// holds, whatever backend the model runs on.
 func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, s := range m.Arch.tensorSpecs() {
@@ -114,7 +114,7 @@ func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
 			vals, err = w.F32()
 			require.NoError(t, err)
 		} else {
-			vals = dequantize(t, m.backend, w)
+			vals = dequantize(t, w)
 		}
 		f := make([]float64, len(vals))
 		for i, v := range vals {
@@ -125,9 +125,12 @@ func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
 	return out
 }
 
-func dequantize(t testing.TB, be *ggml.Backend, w *ggml.Tensor) []float32 {
+func dequantize(t testing.TB, w *ggml.Tensor) []float32 {
 	raw, err := w.ReadBytes()
 	require.NoError(t, err)
+	be, err := ggml.NewCPUBackend(1)
+	require.NoError(t, err)
+	defer be.Close()
 	ne0, rows := w.Ne()[0], w.Rows()
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2})
 	require.NoError(t, err)
