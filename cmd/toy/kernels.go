@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -22,7 +23,7 @@ func kernelsMain(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	modelName := fs.String("model-name", "", "a name that breaks ties between model entries (matched against their match_names)")
 	allow := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "report unresolved kernel lookups instead of failing")
-	cc := fs.String("compute-capability", "", "check each GPU target's arch against this compute capability (e.g. 9.0); this build does not query the device")
+	cc := fs.String("compute-capability", "", "check each GPU target's arch against this compute capability (e.g. 9.0); default: device 0's, in a cuda build on a machine with one")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: toy kernels [flags] [model.gguf]\n\n"+
 			"Lists the kernel targets compiled into this build (cpu always; cuda and metal with their build\n"+
@@ -45,6 +46,18 @@ func kernelsMain(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("kernels: -compute-capability: %w", err)
 		}
 		dev = &c
+	}
+	if dev == nil && ggml.BackendKind == "cuda" {
+		// A cuda build asks the driver: the preflight then judges the real device.
+		if d, err := cuda.Open(0); err != nil {
+			fmt.Fprintf(stdout, "no CUDA device for the arch preflight: %v\n\n", err)
+		} else {
+			c := d.Capability()
+			dev = &c
+			fmt.Fprintf(stdout, "device 0: %s, compute capability %s, %d MiB, driver CUDA %d.%d; toy's kernels run from target %s\n\n",
+				d.Name(), c, d.Memory()>>20, d.DriverVersion()/1000, d.DriverVersion()%1000/10, d.Target().Name)
+			d.Close()
+		}
 	}
 	targets := kernels.Compiled()
 	for _, t := range targets {
