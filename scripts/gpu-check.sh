@@ -11,8 +11,10 @@
 # 3. when ggml's CUDA backend library is there ($TOY_GGML_CUDA, or DIR/libggml-cuda.so), ggml's
 #    op tests (package ggml) on the GPU against internal/reference, and
 # 4. the decoder (package engines/llama) on the GPU against its float64 reference, per
-#    architecture, KV cache and weight type.
-# GPU_CHECK_PARTS selects parts (default "proof kernels ggml llama"); GPU_CHECK_LOGS names a
+#    architecture, KV cache and weight type, and
+# 5. training on the GPU: whole-model gradients against finite differences, one AdamW step
+#    against plain Go, the evaluator against the reference.
+# GPU_CHECK_PARTS selects parts (default "proof kernels ggml llama train"); GPU_CHECK_LOGS names a
 # directory that keeps each part's whole test log. It exits non-zero if any check
 # fails. Keep it to one short run: device time is scarce.
 set -uo pipefail
@@ -24,7 +26,7 @@ row() { rows+=("$(printf '%-22s %-6s %-12s %-12s %s' "$@")"); }
 
 echo "gpu-check: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
-parts=" ${GPU_CHECK_PARTS:-proof kernels ggml llama} "
+parts=" ${GPU_CHECK_PARTS:-proof kernels ggml llama train} "
 logs="${GPU_CHECK_LOGS:-}"
 [ -n "$logs" ] && mkdir -p "$logs"
 keep() { [ -n "$logs" ] && cp "$1" "$logs/$2.log"; rm -f "$1"; }
@@ -89,24 +91,27 @@ else
   row "ggml CUDA backend" "-" "skipped" "-" "no $dir/ggml.test or $lib (scripts/build-ggml-cuda.sh)"
 fi
 
-# 4. The decoder on ggml's CUDA backend.
-if ! part llama; then :
-elif [ -x "$dir/llama.test" ] && [ -f "$lib" ]; then
+# 4 and 5. The decoder and training on ggml's CUDA backend (package engines/llama).
+llama_part() { # part name, test regexp, note
+  if ! part "$1"; then return; fi
+  if [ ! -x "$dir/llama.test" ] || [ ! -f "$lib" ]; then
+    row "$1" "-" "skipped" "-" "no $dir/llama.test or $lib"; return
+  fi
+  local log rc
   log=$(mktemp)
-  TOY_GGML_CUDA="$lib" "$dir/llama.test" -test.v -test.timeout 300s \
-    -test.run "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights)$}" >"$log" 2>&1
+  TOY_GGML_CUDA="$lib" "$dir/llama.test" -test.v -test.timeout 300s -test.run "$2" >"$log" 2>&1
   rc=$?
   while IFS= read -r line; do
     name=$(awk '{print $3}' <<<"$line"); res=$(awk '{print $2}' <<<"$line"); secs=$(grep -o '([0-9.]*s)' <<<"$line")
-    row "llama ${name#Test}" "-" "${res%:}" "$secs" "decoder on CUDA vs the float64 reference"
+    row "$1 ${name#Test}" "-" "${res%:}" "$secs" "$3"
   done < <(grep -E '^--- (PASS|FAIL|SKIP): Test[A-Za-z0-9]+ ' "$log")
-  echo "--- decoder on CUDA, errors against the float64 reference:"
-  grep -E 'relative error|Error:|cannot compute|panic' "$log" | sed 's/^ *//' | head -120
+  echo "--- $1 on CUDA, errors against the references:"
+  grep -E 'relative error|max err|Error:|cannot compute|panic' "$log" | sed 's/^ *//' | head -120
   [ $rc -ne 0 ] && fail=1
-  keep "$log" llama
-else
-  row "llama decoder" "-" "skipped" "-" "no $dir/llama.test or $lib"
-fi
+  keep "$log" "$1"
+}
+llama_part llama "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights)$}" "decoder on CUDA vs the float64 reference"
+llama_part train "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
 
 echo
 printf '%-22s %-6s %-12s %-12s %s\n' kernel cases "max rel err" "time/call" notes

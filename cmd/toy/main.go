@@ -19,7 +19,8 @@
 //	          (bench train: training throughput and memory of a model shape)
 //	help      print this help
 //
-// The backend (cpu, cuda, metal) is fixed when toy is built: `make` builds for cpu.
+// The backend (cpu, cuda, metal) is fixed when toy is built: `make` builds for cpu, `make
+// target=cuda` for NVIDIA GPUs (docs/CUDA.md); metal is declared but not built.
 package main
 
 import (
