@@ -94,10 +94,13 @@ type Decoder struct {
 	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, maxCtx] per layer
 	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, maxCtx]; unfused: [maxCtx, HeadDimV·NKVHeads]
 
-	graphs  map[graphKey]*stepGraph
-	clock   int64
-	history []int32   // the tokens whose keys and values are in the cache, by position
-	out     []float32 // the logits Prompt and Next return
+	graphs map[graphKey]*stepGraph
+	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
+	// which ggml's CUDA backend lacks in this version.
+	sortTopK bool
+	clock    int64
+	history  []int32   // the tokens whose keys and values are in the cache, by position
+	out      []float32 // the logits Prompt and Next return
 }
 
 // graphKey identifies a cached graph: n tokens per step, attending to kvLen cache positions,
@@ -162,7 +165,8 @@ func NewDecoder(m *GGUFModel, opts DecoderOptions) (*Decoder, error) {
 	if c := int64(a.NKVHeads * a.HeadDimV); !opts.FlashAttention && int64(opts.MaxContext)*c > math.MaxInt32 {
 		return nil, fmt.Errorf("llama: a context of %d with %d-wide values is too large for the unfused attention's cache indices (use flash attention)", opts.MaxContext, c)
 	}
-	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, backend: m.backend, graphs: map[graphKey]*stepGraph{}}
+	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, backend: m.backend, graphs: map[graphKey]*stepGraph{},
+		sortTopK: ggml.BackendKind != "cpu"}
 	if opts.Threads > 0 && opts.Threads != m.backend.Threads() {
 		be, err := ggml.NewBackend(opts.Threads)
 		if err != nil {
@@ -660,6 +664,19 @@ func (d *Decoder) ffn(ctx *ggml.Context, gate, up, down, h *ggml.Tensor) *ggml.T
 	return d.mm(ctx, down, ctx.SwigluSplit(gt, u))
 }
 
+// topK is the indices of the k largest router probabilities of each token: ggml's TOP_K, or
+// the first k of a descending argsort (the same experts, in order) where the backend lacks it.
+func (d *Decoder) topK(ctx *ggml.Context, probs *ggml.Tensor, k int64) *ggml.Tensor {
+	if !d.sortTopK {
+		return ctx.TopK(probs, int(k))
+	}
+	sorted := ctx.Argsort(probs, true)
+	if sorted == nil {
+		return nil // the context holds the error
+	}
+	return ctx.View(sorted, []int64{k, sorted.Ne()[1]}, []int{sorted.Nb()[1]}, 0)
+}
+
 // moe is the mixture-of-experts block: softmax over the router logits, the top NExpertsUsed
 // experts (their weights renormalised when NormTopK), each a SwiGLU FFN through MulMatID, the
 // weighted sum of their outputs; plus the gated shared expert when there is one.
@@ -668,7 +685,7 @@ func (d *Decoder) moe(ctx *ggml.Context, l blockWeights, h *ggml.Tensor) *ggml.T
 	dm, E, K := int64(a.DModel), int64(a.NExperts), int64(a.NExpertsUsed)
 	n := h.Ne()[1]
 	probs := ctx.SoftMax(ctx.MulMat(l.router, h)) // [E, n]
-	sel := ctx.TopK(probs, int(K))                // [K, n]
+	sel := d.topK(ctx, probs, K)                  // [K, n]
 	w := ctx.GetRows(ctx.Reshape(probs, 1, E, n), sel)
 	if a.NormTopK {
 		w2 := ctx.Reshape(w, K, n)

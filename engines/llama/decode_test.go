@@ -645,3 +645,31 @@ func TestDecodesTrainedCheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, relErr(got, ref.logits(seq, -1)), 1e-5)
 }
+
+// TestSortedTopK: the argsort route to the experts (used where the backend lacks TOP_K, as
+// ggml's CUDA backend does) gives the logits of the TOP_K route.
+func TestSortedTopK(t *testing.T) {
+	for _, variant := range []string{"qwen3moe", "qwen2moe"} {
+		t.Run(variant, func(t *testing.T) {
+			a := tinyArch(variant)
+			m := openTiny(t, writeTiny(t, a, ggml.F32, 7), ModelOptions{})
+			seq := randomTokens(rand.New(rand.NewPCG(8, 8)), 9, a.Vocab)
+			var logits [2][][]float32
+			for i, sorted := range []bool{false, true} {
+				d := newDecoder(t, m, DecoderOptions{KVType: KVF32, Batch: 4}, 4)
+				d.sortTopK = sorted
+				got, err := d.Logits(seq)
+				require.NoError(t, err)
+				logits[i] = got
+			}
+			want := make([][]float64, len(logits[0]))
+			for i, row := range logits[0] {
+				want[i] = make([]float64, len(row))
+				for j, v := range row {
+					want[i][j] = float64(v)
+				}
+			}
+			assert.Less(t, relErr(logits[1], want), 1e-6)
+		})
+	}
+}
