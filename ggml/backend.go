@@ -164,6 +164,12 @@ func (a *Allocator) Close() error {
 	return nil
 }
 
+// Supports reports whether the backend can compute the op node t, which may be built in any
+// context and needs no memory: a GPU backend lacks some ops, types and shapes the CPU has.
+func (b *Backend) Supports(t *Tensor) bool {
+	return t != nil && !b.b.IsNil() && ggmlc.BackendSupportsOp(b.b, t.t)
+}
+
 // Compute runs the graph on the backend. Every tensor it reads must have memory (weights from
 // Alloc, the rest from an Allocator).
 func (b *Backend) Compute(g *Graph) error {

@@ -557,7 +557,7 @@ func (d *Decoder) forward(ctx *ggml.Context, g *stepGraph, key graphKey) *ggml.T
 		return ctx.View(x, []int64{x.Ne()[0], 1}, []int{nb[1]}, int(n-1)*nb[1])
 	}
 
-	x := ctx.GetRows(m.tokEmbd, g.tokens) // [d, n]
+	x := ctx.GetRows(m.embLookup, g.tokens) // [d, n]
 	if a.EmbedScale != 1 {
 		x = ctx.Scale(x, a.EmbedScale)
 	}

@@ -10,14 +10,18 @@ import (
 
 // ModelOptions tune OpenModel.
 type ModelOptions struct {
-	// Backend computes the model; nil opens a CPU backend of Threads threads (0: one per
-	// core) that the model owns.
+	// Backend computes the model; nil opens the build's backend (ggml.NewBackend: the CPU
+	// with Threads threads, 0 for one per core; the GPU in a cuda build), which the model owns.
 	Backend *ggml.Backend
 	Threads int
 	// NoMmap reads the weights into memory instead of memory-mapping the file.
 	NoMmap bool
 	// LoRA adapters to apply (in order) to the weights, as llama.cpp does at run time.
 	LoRA []LoRA
+
+	// f16Embeddings makes the decoder gather from an f16 copy of token_embd even where the
+	// backend can gather its type (tests of the path GPU backends take).
+	f16Embeddings bool
 }
 
 // GGUFModel is an inference model loaded from a GGUF checkpoint of one of the supported
@@ -38,6 +42,12 @@ type GGUFModel struct {
 
 	tokEmbd, outNorm, output, ropeFreqs *ggml.Tensor
 	layers                              []blockWeights
+
+	// embLookup is the table token embeddings are gathered from: tokEmbd, or an f16 copy of it
+	// (in embCtx/embBuf) where the backend cannot gather tokEmbd's type (prepareEmbeddings).
+	embLookup *ggml.Tensor
+	embCtx    *ggml.Context
+	embBuf    *ggml.Buffer
 }
 
 // blockWeights are one transformer block's tensors; the optional ones are nil when the
@@ -140,6 +150,10 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 		m.layers = append(m.layers, l)
 	}
+	if err := m.prepareEmbeddings(opts.f16Embeddings); err != nil {
+		m.Close()
+		return nil, err
+	}
 	for _, ad := range opts.LoRA {
 		if err := m.loadLoRA(ad, opts); err != nil {
 			m.Close()
@@ -192,6 +206,9 @@ func (m *GGUFModel) Close() error {
 	}
 	err := m.weights.Close()
 	m.weights = nil
+	m.embBuf.Close()
+	m.embCtx.Close()
+	m.embBuf, m.embCtx, m.embLookup = nil, nil, nil
 	for _, a := range m.adapters {
 		a.Close()
 	}
