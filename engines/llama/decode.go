@@ -96,7 +96,7 @@ type Decoder struct {
 
 	graphs map[graphKey]*stepGraph
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
-	// which ggml's CUDA backend lacks in this version.
+	// where the backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
 	clock    int64
 	history  []int32   // the tokens whose keys and values are in the cache, by position
@@ -165,8 +165,16 @@ func NewDecoder(m *GGUFModel, opts DecoderOptions) (*Decoder, error) {
 	if c := int64(a.NKVHeads * a.HeadDimV); !opts.FlashAttention && int64(opts.MaxContext)*c > math.MaxInt32 {
 		return nil, fmt.Errorf("llama: a context of %d with %d-wide values is too large for the unfused attention's cache indices (use flash attention)", opts.MaxContext, c)
 	}
-	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, backend: m.backend, graphs: map[graphKey]*stepGraph{},
-		sortTopK: ggml.BackendKind != "cpu"}
+	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, backend: m.backend, graphs: map[graphKey]*stepGraph{}}
+	if a.IsMoE() {
+		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
+			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.sortTopK = !hasTopK
+	}
 	if opts.Threads > 0 && opts.Threads != m.backend.Threads() {
 		be, err := ggml.NewBackend(opts.Threads)
 		if err != nil {

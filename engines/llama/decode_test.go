@@ -126,41 +126,14 @@ func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
 	return out
 }
 
+// dequantize is w's values as ggml's CPU dequantizer gives them (dequantizeOnCPU).
 func dequantize(t testing.TB, w *ggml.Tensor) []float32 {
-	raw, err := w.ReadBytes()
+	raw, err := dequantizeOnCPU(w, ggml.F32)
 	require.NoError(t, err)
-	be, err := ggml.NewCPUBackend(1)
-	require.NoError(t, err)
-	defer be.Close()
-	ne0, rows := w.Ne()[0], w.Rows()
-	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2})
-	require.NoError(t, err)
-	defer ctx.Close()
-	src := ctx.NewTensor(w.Type(), ne0, rows)
-	idx := ctx.NewTensor(ggml.I32, rows)
-	buf, err := be.Alloc(ctx)
-	require.NoError(t, err)
-	defer buf.Close()
-	require.NoError(t, src.SetBytes(raw))
-	ids := make([]int32, rows)
-	for i := range ids {
-		ids[i] = int32(i)
+	vals := make([]float32, len(raw)/4)
+	for i := range vals {
+		vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 	}
-	require.NoError(t, idx.SetI32(ids))
-	g, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 4, Graphs: 1, GraphSize: 8})
-	require.NoError(t, err)
-	defer g.Close()
-	out := g.GetRows(src, idx).SetOutput()
-	graph, err := g.NewGraph(8, false)
-	require.NoError(t, err)
-	require.NoError(t, graph.Expand(out))
-	al, err := be.NewAllocator()
-	require.NoError(t, err)
-	defer al.Close()
-	require.NoError(t, al.Alloc(graph))
-	require.NoError(t, be.Compute(graph))
-	vals, err := out.F32()
-	require.NoError(t, err)
 	return vals
 }
 

@@ -6,6 +6,22 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
+// supports reports whether the model's backend can compute the op that build makes in a
+// scratch context (its operands need no memory): the decoder asks before it builds graphs that
+// a GPU backend would refuse.
+func (m *GGUFModel) supports(build func(ctx *ggml.Context) *ggml.Tensor) (bool, error) {
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 4})
+	if err != nil {
+		return false, err
+	}
+	defer ctx.Close()
+	probe := build(ctx)
+	if probe == nil {
+		return false, ctx.Err()
+	}
+	return m.backend.Supports(probe), nil
+}
+
 // prepareEmbeddings chooses the table the decoder gathers token embeddings from: token_embd
 // itself where the backend can gather rows of its type, else (or with force) an f16 copy made
 // once on the CPU and placed on the backend. ggml's CUDA backend cannot gather k-quant rows,
@@ -13,19 +29,16 @@ import (
 // output uses, take them. The copy costs 2 bytes per embedding value on the device.
 func (m *GGUFModel) prepareEmbeddings(force bool) error {
 	m.embLookup = m.tokEmbd
-	probeCtx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2})
+	ok, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
+		return ctx.GetRows(m.tokEmbd, ctx.NewTensor(ggml.I32, 1))
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("gguf %s: token_embd.weight: %w", m.path, err)
 	}
-	defer probeCtx.Close()
-	probe := probeCtx.GetRows(m.tokEmbd, probeCtx.NewTensor(ggml.I32, 1))
-	if probe == nil {
-		return fmt.Errorf("gguf %s: token_embd.weight: %w", m.path, probeCtx.Err())
-	}
-	if !force && m.backend.Supports(probe) {
+	if ok && !force {
 		return nil
 	}
-	bits, err := dequantizeToF16(m.tokEmbd)
+	bits, err := dequantizeOnCPU(m.tokEmbd, ggml.F16)
 	if err != nil {
 		return fmt.Errorf("gguf %s: converting token_embd.weight (%s) to f16 for the %s backend: %w", m.path, ggml.TypeName(m.tokEmbd.Type()), m.backend.Name(), err)
 	}
@@ -47,15 +60,14 @@ func (m *GGUFModel) prepareEmbeddings(force bool) error {
 	return nil
 }
 
-// dequantizeToF16 converts a 2-D weight of any type to f16 with ggml's CPU kernels (GetRows of
-// every row, then a cast), returning the raw f16 data.
-func dequantizeToF16(w *ggml.Tensor) ([]byte, error) {
+// dequantizeOnCPU converts a weight of any type and shape to f32, or with to = F16 on to f16,
+// with ggml's CPU kernels (GetRows of every row, then a cast), returning the raw data.
+func dequantizeOnCPU(w *ggml.Tensor, to ggml.Type) ([]byte, error) {
 	raw, err := w.ReadBytes()
 	if err != nil {
 		return nil, err
 	}
-	ne := w.Ne()
-	rows := int(ne[1])
+	ne0, rows := w.Ne()[0], w.Rows()
 	cpu, err := ggml.NewCPUBackend(0)
 	if err != nil {
 		return nil, err
@@ -66,7 +78,7 @@ func dequantizeToF16(w *ggml.Tensor) ([]byte, error) {
 		return nil, err
 	}
 	defer in.Close()
-	src, idx := in.NewTensor(w.Type(), ne[0], ne[1]), in.NewTensor(ggml.I32, ne[1])
+	src, idx := in.NewTensor(w.Type(), ne0, rows), in.NewTensor(ggml.I32, rows)
 	if err := in.Err(); err != nil {
 		return nil, err
 	}
@@ -90,7 +102,10 @@ func dequantizeToF16(w *ggml.Tensor) ([]byte, error) {
 		return nil, err
 	}
 	defer gc.Close()
-	out := gc.Cast(gc.GetRows(src, idx), ggml.F16)
+	out := gc.GetRows(src, idx)
+	if to != ggml.F32 {
+		out = gc.Cast(out, to)
+	}
 	g, err := gc.NewGraph(4, false)
 	if err != nil {
 		return nil, err
