@@ -14,6 +14,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"sync"
@@ -373,7 +374,7 @@ func (d *Device) launch(fn cudadrv.Function, what string, grid, block int, args 
 		case int64:
 			vals[i] = uint64(v)
 		case float32:
-			vals[i] = uint64(float32bits(v))
+			vals[i] = uint64(math.Float32bits(v))
 		default:
 			return fmt.Errorf("cuda: %s: argument %d has type %T", what, i, a)
 		}

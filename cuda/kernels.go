@@ -5,8 +5,6 @@ import (
 	"math"
 )
 
-func float32bits(f float32) uint32 { return math.Float32bits(f) }
-
 // blockFor is the thread-block size for a one-block kernel over n elements: the smallest power
 // of two ≥ n, from 32 up to the kernels' limit of 1024.
 func blockFor(n int) int {

@@ -22,32 +22,21 @@ const CUDALibraryEnv = "TOY_GGML_CUDA"
 const CUDALibraryName = "libggml-cuda.so"
 
 // cudaLibraryPath finds libggml-cuda.so: $TOY_GGML_CUDA (a file, or a directory holding it),
-// then the executable's directory and its lib/ subdirectory.
+// else the executable's directory or its lib/ subdirectory.
 func cudaLibraryPath() (string, error) {
-	var tried []string
-	try := func(p string) bool {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			p = filepath.Join(p, CUDALibraryName)
-		}
-		tried = append(tried, p)
-		fi, err := os.Stat(p)
-		return err == nil && !fi.IsDir()
-	}
+	var candidates []string
 	if env := os.Getenv(CUDALibraryEnv); env != "" {
-		if try(env) {
-			return tried[len(tried)-1], nil
-		}
-		return "", fmt.Errorf("ggml: $%s is %s, which holds no %s", CUDALibraryEnv, env, CUDALibraryName)
-	}
-	if exe, err := os.Executable(); err == nil {
+		candidates = []string{env, filepath.Join(env, CUDALibraryName)}
+	} else if exe, err := os.Executable(); err == nil {
 		dir := filepath.Dir(exe)
-		for _, p := range []string{filepath.Join(dir, CUDALibraryName), filepath.Join(dir, "lib", CUDALibraryName)} {
-			if try(p) {
-				return p, nil
-			}
+		candidates = []string{filepath.Join(dir, CUDALibraryName), filepath.Join(dir, "lib", CUDALibraryName)}
+	}
+	for _, p := range candidates {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
 		}
 	}
-	return "", fmt.Errorf("ggml: this binary was built for cuda, but ggml's CUDA backend library was not found (looked for %v); make target=cuda builds it beside bin/toy, or set $%s", tried, CUDALibraryEnv)
+	return "", fmt.Errorf("ggml: this binary was built for cuda, but ggml's CUDA backend library was not found (looked for %v); make target=cuda builds it beside bin/toy, or set $%s", candidates, CUDALibraryEnv)
 }
 
 // loadCUDA loads and registers the CUDA backend library once per process.
