@@ -71,47 +71,29 @@ else
   row "toy kernels" "-" "missing" "-" "$dir/cuda.test not found (make gpu-tests)"; fail=1
 fi
 
-# 3. ggml's CUDA backend.
+# 3-5. Go tests on ggml's CUDA backend: one row per test, then the errors they logged.
 lib="${TOY_GGML_CUDA:-$dir/libggml-cuda.so}"
-if ! part ggml; then :
-elif [ -x "$dir/ggml.test" ] && [ -f "$lib" ]; then
-  log=$(mktemp)
-  TOY_GGML_CUDA="$lib" "$dir/ggml.test" -test.v -test.timeout 300s \
-    -test.run "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|UnaryOps|Reductions|Norms|MulMatF32|MulMatF16|MulMatQuantized|GLU|SoftMax|RopeExt|FlashAttnExt|GetRows|SetRows|CrossEntropyLoss|OptStepAdamW|CopyAndCast)$}" >"$log" 2>&1
-  rc=$?
-  while IFS= read -r line; do
-    name=$(awk '{print $3}' <<<"$line"); res=$(awk '{print $2}' <<<"$line"); secs=$(grep -o '([0-9.]*s)' <<<"$line")
-    row "ggml ${name#Test}" "-" "${res%:}" "$secs" "CUDA backend vs internal/reference, the test's own tolerance"
-  done < <(grep -E '^--- (PASS|FAIL|SKIP): Test[A-Za-z0-9]+ ' "$log")
-  echo "--- ggml ops on CUDA, worst error per comparison:"
-  grep -E 'max err|cannot compute|Error:|panic' "$log" | sed 's/^ *//' | head -120
-  [ $rc -ne 0 ] && fail=1
-  keep "$log" ggml
-else
-  row "ggml CUDA backend" "-" "skipped" "-" "no $dir/ggml.test or $lib (scripts/build-ggml-cuda.sh)"
-fi
-
-# 4 and 5. The decoder and training on ggml's CUDA backend (package engines/llama).
-llama_part() { # part name, test regexp, note
+backend_part() { # part name, test binary, test regexp, note
   if ! part "$1"; then return; fi
-  if [ ! -x "$dir/llama.test" ] || [ ! -f "$lib" ]; then
-    row "$1" "-" "skipped" "-" "no $dir/llama.test or $lib"; return
+  if [ ! -x "$dir/$2" ] || [ ! -f "$lib" ]; then
+    row "$1" "-" "skipped" "-" "no $dir/$2 or $lib (scripts/build-ggml-cuda.sh)"; return
   fi
   local log rc
   log=$(mktemp)
-  TOY_GGML_CUDA="$lib" "$dir/llama.test" -test.v -test.timeout 300s -test.run "$2" >"$log" 2>&1
+  TOY_GGML_CUDA="$lib" "$dir/$2" -test.v -test.timeout 300s -test.run "$3" >"$log" 2>&1
   rc=$?
   while IFS= read -r line; do
     name=$(awk '{print $3}' <<<"$line"); res=$(awk '{print $2}' <<<"$line"); secs=$(grep -o '([0-9.]*s)' <<<"$line")
-    row "$1 ${name#Test}" "-" "${res%:}" "$secs" "$3"
+    row "$1 ${name#Test}" "-" "${res%:}" "$secs" "$4"
   done < <(grep -E '^--- (PASS|FAIL|SKIP): Test[A-Za-z0-9]+ ' "$log")
   echo "--- $1 on CUDA, errors against the references:"
   grep -E 'relative error|max err|Error:|cannot compute|panic' "$log" | sed 's/^ *//' | head -120
   [ $rc -ne 0 ] && fail=1
   keep "$log" "$1"
 }
-llama_part llama "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights)$}" "decoder on CUDA vs the float64 reference"
-llama_part train "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
+backend_part ggml ggml.test "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|UnaryOps|Reductions|Norms|MulMatF32|MulMatF16|MulMatQuantized|GLU|SoftMax|RopeExt|FlashAttnExt|GetRows|SetRows|CrossEntropyLoss|OptStepAdamW|CopyAndCast)$}" "CUDA backend vs internal/reference, the test's own tolerance"
+backend_part llama llama.test "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights|SortedTopK|F16Embeddings)$}" "decoder on CUDA vs the float64 reference"
+backend_part train llama.test "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
 
 echo
 printf '%-22s %-6s %-12s %-12s %s\n' kernel cases "max rel err" "time/call" notes
