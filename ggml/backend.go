@@ -148,6 +148,7 @@ func (a *Allocator) Alloc(g *Graph) error {
 	if !ggmlc.GallocrAllocGraph(a.ga, g.g) {
 		return fmt.Errorf("ggml: Allocator.Alloc: out of memory for a graph of %d nodes", g.Len())
 	}
+	g.checkedOn = ggmlc.Backend{}
 	return nil
 }
 
@@ -171,7 +172,9 @@ func (b *Backend) Supports(t *Tensor) bool {
 }
 
 // Compute runs the graph on the backend. Every tensor it reads must have memory (weights from
-// Alloc, the rest from an Allocator).
+// Alloc, the rest from an Allocator). The first Compute of a graph on a backend checks every
+// node (memory, and the backend's support for the op); later ones skip that walk until the
+// graph changes, so a graph reused every step (a decoder's, a trainer's) pays for it once.
 func (b *Backend) Compute(g *Graph) error {
 	if b.b.IsNil() {
 		return ErrClosed
@@ -179,6 +182,20 @@ func (b *Backend) Compute(g *Graph) error {
 	if g.Len() == 0 {
 		return fmt.Errorf("ggml: Compute: the graph is empty")
 	}
+	if g.checkedOn != b.b {
+		if err := b.check(g); err != nil {
+			return err
+		}
+		g.checkedOn = b.b
+	}
+	if st := ggmlc.BackendGraphCompute(b.b, g.g); st != ggmlc.StatusSuccess {
+		return fmt.Errorf("ggml: Compute: %s", ggmlc.StatusToString(st))
+	}
+	return nil
+}
+
+// check refuses a graph with a node that has no memory or that the backend cannot compute.
+func (b *Backend) check(g *Graph) error {
 	// A GPU backend aborts the process on an op it cannot run: ask it first.
 	checkSupport := !ggmlc.BackendIsCPU(b.b)
 	for i := 0; i < g.Len(); i++ {
@@ -194,9 +211,6 @@ func (b *Backend) Compute(g *Graph) error {
 				return fmt.Errorf("ggml: Compute: an operand of node %d (%s) has no memory", i, ggmlc.OpName(n.Op()))
 			}
 		}
-	}
-	if st := ggmlc.BackendGraphCompute(b.b, g.g); st != ggmlc.StatusSuccess {
-		return fmt.Errorf("ggml: Compute: %s", ggmlc.StatusToString(st))
 	}
 	return nil
 }

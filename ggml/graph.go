@@ -18,6 +18,9 @@ type Graph struct {
 	members map[ggmlc.Tensor]bool
 	leafs   int
 	grads   bool
+	// checkedOn is the backend a Compute last checked the graph for; the check is repeated
+	// only after the graph changes (Expand, BuildBackward) or on another backend.
+	checkedOn ggmlc.Backend
 }
 
 // NewGraph makes an empty graph of at most size nodes in c; grads reserves gradient slots for
@@ -70,6 +73,7 @@ func (g *Graph) Expand(t *Tensor) error {
 	}
 	ggmlc.BuildForwardExpand(g.g, t.t)
 	g.leafs += leafs
+	g.checkedOn = ggmlc.Backend{}
 	return nil
 }
 
@@ -149,6 +153,7 @@ func (g *Graph) BuildBackward(gradAccs []*Tensor) error {
 		}
 	}
 	ggmlc.BuildBackwardExpand(g.ctx.c, g.g, accs)
+	g.checkedOn = ggmlc.Backend{}
 	for i := 0; i < g.Len(); i++ {
 		t := ggmlc.GraphNode(g.g, i)
 		switch t.Op() {

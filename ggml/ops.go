@@ -430,7 +430,7 @@ type Rope struct {
 	// Dims is the number of leading elements of each head that rotate (even, ≤ head size).
 	Dims int
 	// Mode is RopeNormal (adjacent pairs, as llama.cpp's llama) or RopeNeox (halves).
-	Mode ggmlc.RopeMode
+	Mode RopeMode
 	// FreqBase is θ's base (10000 for LLaMA); FreqScale divides positions (linear scaling is
 	// 1/factor).
 	FreqBase, FreqScale float32
@@ -439,6 +439,9 @@ type Rope struct {
 	ExtFactor, AttnFactor, BetaFast, BetaSlow float32
 	OrigCtx                                   int
 }
+
+// RopeMode says which elements of a head RoPE rotates together.
+type RopeMode = ggmlc.RopeMode
 
 // RoPE modes.
 const (

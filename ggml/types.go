@@ -24,6 +24,8 @@ const (
 	Q4_K = ggmlc.TypeQ4_K
 	Q5_K = ggmlc.TypeQ5_K
 	Q6_K = ggmlc.TypeQ6_K
+	Q8_1 = ggmlc.TypeQ8_1 // ggml's intermediate for dot products; no tensor is stored in it
+	Q8_K = ggmlc.TypeQ8_K // likewise, for the k-quants
 	I8   = ggmlc.TypeI8
 	I16  = ggmlc.TypeI16
 	I32  = ggmlc.TypeI32

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/toyml/toy/generated/ggmlc"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -56,11 +55,17 @@ type Architecture struct {
 	// RoPE: Mode is RopeNormal (adjacent pairs; llama, whose converter permutes Q and K for it)
 	// or RopeNeox (halves; qwen*, gemma*). RopeDims (<arch>.rope.dimension_count, default
 	// HeadDimK) leading elements of each head rotate. RopeBase is <arch>.rope.freq_base;
-	// RopeScale multiplies positions (1/<arch>.rope.scaling.factor with linear scaling).
-	RopeMode  ggmlc.RopeMode
+	// RopeScale multiplies positions (1/<arch>.rope.scaling.factor with linear or YaRN
+	// scaling).
+	RopeMode  ggml.RopeMode
 	RopeDims  int
 	RopeBase  float32
 	RopeScale float32
+	// RopeYaRN: <arch>.rope.scaling.type is yarn, whose ramp between interpolated and
+	// extrapolated frequencies spans the dimensions that rotate fewer than 32 and more than 1
+	// times over RopeOrigCtx (<arch>.rope.scaling.original_context_length; 0: Context).
+	RopeYaRN    bool
+	RopeOrigCtx int
 	// RopeBaseLocal and RopeScaleLocal apply to sliding-window layers when they differ from
 	// global ones (gemma3: base 10000, no scaling); otherwise they equal RopeBase/RopeScale.
 	RopeBaseLocal, RopeScaleLocal float32
@@ -122,19 +127,26 @@ func (a *Architecture) IsSliding(il int) bool {
 // IsMoE reports whether the feed-forward blocks are mixtures of experts.
 func (a *Architecture) IsMoE() bool { return a.NExperts > 0 }
 
-// rope is the RoPE of layer il.
+// rope is the RoPE of layer il: the one RoPE builder of training and decoding.
 func (a *Architecture) rope(il int) ggml.Rope {
 	r := ggml.Rope{Dims: a.RopeDims, Mode: a.RopeMode, FreqBase: a.RopeBase, FreqScale: a.RopeScale,
-		AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: a.Context}
-	if a.IsSliding(il) {
-		r.FreqBase, r.FreqScale = a.RopeBaseLocal, a.RopeScaleLocal
+		AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: a.RopeOrigCtx}
+	if a.RopeYaRN {
+		r.ExtFactor = 1
+	}
+	if r.OrigCtx == 0 {
+		r.OrigCtx = a.Context
+	}
+	if a.IsSliding(il) && (a.RopeBaseLocal != a.RopeBase || a.RopeScaleLocal != a.RopeScale) {
+		// Local layers with their own RoPE (gemma3) do not scale.
+		r.FreqBase, r.FreqScale, r.ExtFactor = a.RopeBaseLocal, a.RopeScaleLocal, 0
 	}
 	return r
 }
 
 // archTraits are what an architecture name implies beyond its metadata.
 type archTraits struct {
-	mode           ggmlc.RopeMode
+	mode           ggml.RopeMode
 	ffn            FFNKind
 	embedScale     bool // √d
 	postNorms      bool // required post_attention_norm / post_ffw_norm
@@ -355,12 +367,18 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	a.RopeScale = 1
 	switch typ := m.str("rope.scaling.type"); typ {
 	case "", "none":
-	case "linear":
-		if f := m.float("rope.scaling.factor", 1); f > 0 {
-			a.RopeScale = 1 / f
+	case "linear", "yarn":
+		f := m.float("rope.scaling.factor", 1)
+		if !(f > 0) || math.IsInf(float64(f), 0) {
+			m.fail("rope.scaling.factor %g: want a positive finite factor", f)
+		}
+		a.RopeScale = 1 / f
+		if typ == "yarn" {
+			a.RopeYaRN = true
+			a.RopeOrigCtx = m.int("rope.scaling.original_context_length", 0, false)
 		}
 	default:
-		m.fail("rope scaling %q is not supported (none or linear)", typ)
+		m.fail("rope scaling %q is not supported (none, linear or yarn)", typ)
 	}
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
 	if tr.localRopeBase > 0 {
@@ -427,6 +445,61 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	return a, a.validate(f.Path())
 }
 
+// metadata is the architecture as the "<arch>.*" GGUF keys DetectArchitecture reads back
+// (the tensors carry the rest: vocabulary, tied output, biases, QK norms).
+func (a *Architecture) metadata() []KV {
+	p := a.Name + "."
+	kvs := []KV{
+		{Key: p + "context_length", Value: uint32(a.Context)},
+		{Key: p + "embedding_length", Value: uint32(a.DModel)},
+		{Key: p + "block_count", Value: uint32(a.NLayers)},
+		{Key: p + "attention.head_count", Value: uint32(a.NHeads)},
+		{Key: p + "attention.head_count_kv", Value: uint32(a.NKVHeads)},
+		{Key: p + "attention.key_length", Value: uint32(a.HeadDimK)},
+		{Key: p + "attention.value_length", Value: uint32(a.HeadDimV)},
+		{Key: p + "attention.layer_norm_rms_epsilon", Value: a.RMSEps},
+		{Key: p + "rope.freq_base", Value: a.RopeBase},
+		{Key: p + "rope.dimension_count", Value: uint32(a.RopeDims)},
+		{Key: p + "vocab_size", Value: uint32(a.Vocab)},
+	}
+	add := func(key string, v any) { kvs = append(kvs, KV{Key: p + key, Value: v}) }
+	if a.DFF > 0 {
+		add("feed_forward_length", uint32(a.DFF))
+	}
+	switch {
+	case a.RopeYaRN:
+		add("rope.scaling.type", "yarn")
+		add("rope.scaling.factor", 1/a.RopeScale)
+		if a.RopeOrigCtx > 0 {
+			add("rope.scaling.original_context_length", uint32(a.RopeOrigCtx))
+		}
+	case a.RopeScale != 1 && a.RopeScale > 0:
+		add("rope.scaling.type", "linear")
+		add("rope.scaling.factor", 1/a.RopeScale)
+	}
+	if a.SlidingWindow > 0 {
+		add("attention.sliding_window", uint32(a.SlidingWindow))
+	}
+	if a.AttnSoftcap > 0 {
+		add("attn_logit_softcapping", a.AttnSoftcap)
+	}
+	if a.FinalSoftcap > 0 {
+		add("final_logit_softcapping", a.FinalSoftcap)
+	}
+	if def := float32(1 / math.Sqrt(float64(a.HeadDimK))); a.QueryScale > 0 && math.Abs(float64(a.QueryScale-def)) > 1e-7 {
+		add("attention.query_pre_attn_scalar", float32(1/(float64(a.QueryScale)*float64(a.QueryScale))))
+	}
+	if a.NExperts > 0 {
+		add("expert_count", uint32(a.NExperts))
+		add("expert_used_count", uint32(a.NExpertsUsed))
+		add("expert_feed_forward_length", uint32(a.ExpertFFN))
+		if a.SharedExpertFFN > 0 {
+			add("expert_shared_feed_forward_length", uint32(a.SharedExpertFFN))
+		}
+	}
+	return kvs
+}
+
 // validate checks the shape parameters against each other and the decoder's limits.
 func (a *Architecture) validate(path string) error {
 	switch {
@@ -444,76 +517,139 @@ func (a *Architecture) validate(path string) error {
 		return fmt.Errorf("gguf %s: rope.freq_base %g must be positive", path, a.RopeBase)
 	case a.AttnSoftcap < 0 || a.FinalSoftcap < 0:
 		return fmt.Errorf("gguf %s: negative soft-cap", path)
+	case !(a.RMSEps >= 0) || math.IsInf(float64(a.RMSEps), 0):
+		// ggml asserts eps ≥ 0 (and aborts the process) in RMSNorm.
+		return fmt.Errorf("gguf %s: layer_norm_rms_epsilon %g: want a finite value ≥ 0", path, a.RMSEps)
 	}
 	return nil
 }
 
-// tensorSpec is one tensor the architecture needs: its name and shape (ne, innermost first).
+// tensorRole is what a tensor is for: it decides the types a file may store it in, how the
+// training engine initialises it and whether weight decay applies.
+type tensorRole int
+
+const (
+	// roleEmbedding is token_embd: gathered per token, and the output projection when tied.
+	roleEmbedding tensorRole = iota
+	// roleMatrix is a projection, multiplied with MulMat (or MulMatID for experts).
+	roleMatrix
+	// roleResidualOut is a projection whose output joins the residual stream (attn_output,
+	// ffn_down): initialised smaller, as GPT-2 does.
+	roleResidualOut
+	// roleNorm is a norm's scale.
+	roleNorm
+	// roleBias is a projection's bias.
+	roleBias
+	// roleRopeFreqs is rope_freqs: llama 3's RoPE frequency factors.
+	roleRopeFreqs
+)
+
+// multiplied reports whether tensors of the role are multiplied or gathered, and so may be
+// stored in any type ggml computes with; the others are f32.
+func (r tensorRole) multiplied() bool {
+	return r == roleEmbedding || r == roleMatrix || r == roleResidualOut
+}
+
+// isMatrix reports whether the role is a projection: weight decay applies to it, and the
+// trainer computes its gradient as a GEMM.
+func (r tensorRole) isMatrix() bool { return r == roleMatrix || r == roleResidualOut }
+
+// tensorSpec is one tensor the architecture needs: its name, its shape (ne, innermost first),
+// its role and the slot of a weights struct it binds to.
 type tensorSpec struct {
-	name     string
-	ne       []int64
-	optional bool
-	matrix   bool // multiplied with MulMat/MulMatID/GetRows (any computable type)
+	name string
+	ne   []int64
+	role tensorRole
+	slot **ggml.Tensor
 }
 
 // tensorSpecs lists every tensor of the architecture, in llama.cpp's order and names.
-func (a *Architecture) tensorSpecs() []tensorSpec {
+func (a *Architecture) tensorSpecs() []tensorSpec { return a.tensorTable(&weights{}) }
+
+// tensorTable is the architecture's one tensor table: every tensor, in llama.cpp's order and
+// names, each bound to its slot in w (whose layers it sizes). The training model, the GGUF
+// loader, the checkpoint writer and the random-model writer all read it.
+func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 	d, v := int64(a.DModel), int64(a.Vocab)
 	qd, kd, vd := int64(a.NHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
 	od := int64(a.NHeads * a.HeadDimV)
-	specs := []tensorSpec{{name: "token_embd.weight", ne: []int64{d, v}, matrix: true}}
-	if a.RopeFreqs {
-		specs = append(specs, tensorSpec{name: "rope_freqs.weight", ne: []int64{int64(a.RopeDims / 2)}})
+	var specs []tensorSpec
+	add := func(slot **ggml.Tensor, name string, role tensorRole, ne ...int64) {
+		specs = append(specs, tensorSpec{name: name, ne: ne, role: role, slot: slot})
 	}
-	for i := 0; i < a.NLayers; i++ {
-		p := fmt.Sprintf("blk.%d.", i)
-		add := func(name string, matrix bool, ne ...int64) {
-			specs = append(specs, tensorSpec{name: p + name, ne: ne, matrix: matrix})
-		}
-		add("attn_norm.weight", false, d)
-		add("attn_q.weight", true, d, qd)
-		add("attn_k.weight", true, d, kd)
-		add("attn_v.weight", true, d, vd)
+	add(&w.tokEmbd, "token_embd.weight", roleEmbedding, d, v)
+	if a.RopeFreqs {
+		add(&w.ropeFreqs, "rope_freqs.weight", roleRopeFreqs, int64(a.RopeDims/2))
+	}
+	w.layers = make([]blockWeights, a.NLayers)
+	for i := range w.layers {
+		l, p := &w.layers[i], fmt.Sprintf("blk.%d.", i)
+		add(&l.attnNorm, p+"attn_norm.weight", roleNorm, d)
+		add(&l.wq, p+"attn_q.weight", roleMatrix, d, qd)
+		add(&l.wk, p+"attn_k.weight", roleMatrix, d, kd)
+		add(&l.wv, p+"attn_v.weight", roleMatrix, d, vd)
 		if a.QKVBias {
-			add("attn_q.bias", false, qd)
-			add("attn_k.bias", false, kd)
-			add("attn_v.bias", false, vd)
+			add(&l.bq, p+"attn_q.bias", roleBias, qd)
+			add(&l.bk, p+"attn_k.bias", roleBias, kd)
+			add(&l.bv, p+"attn_v.bias", roleBias, vd)
 		}
 		if a.QKNorm == QKNormHeadRMS {
-			add("attn_q_norm.weight", false, int64(a.HeadDimK))
-			add("attn_k_norm.weight", false, int64(a.HeadDimK))
+			add(&l.qNorm, p+"attn_q_norm.weight", roleNorm, int64(a.HeadDimK))
+			add(&l.kNorm, p+"attn_k_norm.weight", roleNorm, int64(a.HeadDimK))
 		}
-		add("attn_output.weight", true, od, d)
+		add(&l.wo, p+"attn_output.weight", roleResidualOut, od, d)
 		if a.PostNorms {
-			add("post_attention_norm.weight", false, d)
+			add(&l.postAttnNorm, p+"post_attention_norm.weight", roleNorm, d)
 		}
-		add("ffn_norm.weight", false, d)
+		add(&l.ffnNorm, p+"ffn_norm.weight", roleNorm, d)
 		if a.IsMoE() {
 			e, ff := int64(a.NExperts), int64(a.ExpertFFN)
-			add("ffn_gate_inp.weight", true, d, e)
-			add("ffn_gate_exps.weight", true, d, ff, e)
-			add("ffn_up_exps.weight", true, d, ff, e)
-			add("ffn_down_exps.weight", true, ff, d, e)
+			add(&l.router, p+"ffn_gate_inp.weight", roleMatrix, d, e)
+			add(&l.gateExps, p+"ffn_gate_exps.weight", roleMatrix, d, ff, e)
+			add(&l.upExps, p+"ffn_up_exps.weight", roleMatrix, d, ff, e)
+			add(&l.downExps, p+"ffn_down_exps.weight", roleResidualOut, ff, d, e)
 			if a.SharedExpertFFN > 0 {
 				sf := int64(a.SharedExpertFFN)
-				add("ffn_gate_inp_shexp.weight", true, d)
-				add("ffn_gate_shexp.weight", true, d, sf)
-				add("ffn_up_shexp.weight", true, d, sf)
-				add("ffn_down_shexp.weight", true, sf, d)
+				add(&l.shGateInp, p+"ffn_gate_inp_shexp.weight", roleMatrix, d)
+				add(&l.shGate, p+"ffn_gate_shexp.weight", roleMatrix, d, sf)
+				add(&l.shUp, p+"ffn_up_shexp.weight", roleMatrix, d, sf)
+				add(&l.shDown, p+"ffn_down_shexp.weight", roleResidualOut, sf, d)
 			}
 		} else {
 			ff := int64(a.DFF)
-			add("ffn_gate.weight", true, d, ff)
-			add("ffn_up.weight", true, d, ff)
-			add("ffn_down.weight", true, ff, d)
+			add(&l.gate, p+"ffn_gate.weight", roleMatrix, d, ff)
+			add(&l.up, p+"ffn_up.weight", roleMatrix, d, ff)
+			add(&l.down, p+"ffn_down.weight", roleResidualOut, ff, d)
 		}
 		if a.PostNorms {
-			add("post_ffw_norm.weight", false, d)
+			add(&l.postFFNNorm, p+"post_ffw_norm.weight", roleNorm, d)
 		}
 	}
-	specs = append(specs, tensorSpec{name: "output_norm.weight", ne: []int64{d}})
+	add(&w.outNorm, "output_norm.weight", roleNorm, d)
 	if !a.TiedOutput {
-		specs = append(specs, tensorSpec{name: "output.weight", ne: []int64{d, v}, matrix: true})
+		add(&w.output, "output.weight", roleMatrix, d, v)
 	}
 	return specs
+}
+
+// ArchitectureFromConfig is the architecture of a model of the training engine's
+// configuration c: arch "llama", RoPE mode NORMAL, with c's RoPE scaling (linear or YaRN).
+func ArchitectureFromConfig(c Config) Architecture {
+	hd := c.DModel / c.NHeads
+	a := Architecture{Name: Arch, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
+		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
+		RMSEps: c.RMSEps, RopeMode: ggml.RopeNormal, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias, EmbedScale: 1,
+		QueryScale: float32(1 / math.Sqrt(float64(hd)))}
+	if c.RopeScaling != "none" && c.RopeScaleFactor > 0 {
+		a.RopeScale = 1 / c.RopeScaleFactor
+		if c.RopeScaling == "yarn" {
+			a.RopeYaRN = true
+			if c.RopeOrigContext > 0 {
+				a.RopeOrigCtx = c.RopeOrigContext
+			}
+		}
+	}
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+	return a
 }

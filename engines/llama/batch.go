@@ -13,7 +13,7 @@ import (
 type batchInputs struct {
 	T, B, vocab int
 	tokens      *ggml.Tensor // i32 [T·B]
-	pos         *ggml.Tensor // i32 [T]
+	pos         *ggml.Tensor // i32 [T·B]: each token's position in its sequence
 	mask        *ggml.Tensor // f32 [T, T, 1, B]
 	labels      *ggml.Tensor // f32 [vocab, T·B]
 	maskBuf     []float32
@@ -26,7 +26,7 @@ func newBatchInputs(s *ggml.Context, T, B, vocab int) *batchInputs {
 	return &batchInputs{
 		T: T, B: B, vocab: vocab,
 		tokens:    s.NewTensor(ggml.I32, n).SetName("in.tokens"),
-		pos:       s.NewTensor(ggml.I32, t).SetName("in.positions"),
+		pos:       s.NewTensor(ggml.I32, n).SetName("in.positions"),
 		mask:      s.NewTensor(ggml.F32, t, t, 1, b).SetName("in.mask"),
 		labels:    s.NewTensor(ggml.F32, int64(vocab), n).SetName("in.labels"),
 		maskBuf:   make([]float32, T*T*B),
@@ -34,11 +34,11 @@ func newBatchInputs(s *ggml.Context, T, B, vocab int) *batchInputs {
 	}
 }
 
-// setPositions writes the positions 0..T-1, once the tensors are allocated.
+// setPositions writes the positions 0..T-1 of each sequence, once the tensors are allocated.
 func (in *batchInputs) setPositions() error {
-	pos := make([]int32, in.T)
+	pos := make([]int32, in.T*in.B)
 	for i := range pos {
-		pos[i] = int32(i)
+		pos[i] = int32(i % in.T)
 	}
 	return in.pos.SetI32(pos)
 }

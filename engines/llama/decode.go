@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/toyml/toy/generated/ggmlc"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -129,7 +128,6 @@ type stepGraph struct {
 	maskF16 []uint16
 	swaF32  []float32
 	swaF16  []uint16
-	checked bool // computed once through Backend.Compute
 }
 
 // NewDecoder prepares a decoder of m: it allocates the KV cache (zeroed) and checks opts.
@@ -340,7 +338,7 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 	if err := g.setInputs(d, tokens, p0); err != nil {
 		return nil, err
 	}
-	if err := d.compute(g); err != nil {
+	if err := d.backend.Compute(g.graph); err != nil {
 		return nil, err
 	}
 	d.history = append(d.history, tokens...)
@@ -351,23 +349,6 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 		d.out = make([]float32, d.m.Arch.Vocab)
 	}
 	return d.out, g.logits.ReadF32Into(d.out)
-}
-
-// compute runs g: through Backend.Compute, which checks that every node has memory, the first
-// time, and straight through the binding afterwards (the graph and its memory do not change;
-// the check costs about 0.1 ms a step, as much as a small model's step takes).
-func (d *Decoder) compute(g *stepGraph) error {
-	if !g.checked {
-		if err := d.backend.Compute(g.graph); err != nil {
-			return err
-		}
-		g.checked = true
-		return nil
-	}
-	if st := ggmlc.BackendGraphCompute(d.backend.Raw(), g.graph.Raw()); st != ggmlc.StatusSuccess {
-		return fmt.Errorf("llama: compute: %s", ggmlc.StatusToString(st))
-	}
-	return nil
 }
 
 func (g *stepGraph) setInputs(d *Decoder, tokens []int32, p0 int) error {
@@ -534,7 +515,16 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 		g.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
 		g.vIdxBuf = make([]int32, n*c)
 	}
-	g.logits = d.forward(ctx, g, key).SetOutput()
+	f := forwardPass{ctx: ctx, a: a, w: &d.m.weights, pos: g.pos, lastOnly: !key.all, sortTopK: d.sortTopK,
+		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
+		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+			mask := g.mask
+			if a.IsSliding(il) {
+				mask = g.maskSWA
+			}
+			return d.attention(ctx, g, il, q, k, v, mask, key)
+		}}
+	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
 		return g, err
 	}
@@ -548,76 +538,6 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 		return g, err
 	}
 	return g, nil
-}
-
-// forward builds the logits of one step in ctx (errors are recorded on ctx).
-func (d *Decoder) forward(ctx *ggml.Context, g *stepGraph, key graphKey) *ggml.Tensor {
-	m, a := d.m, &d.m.Arch
-	n := int64(key.n)
-	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
-	norm := func(x, w *ggml.Tensor) *ggml.Tensor { return ctx.Mul(ctx.RMSNorm(x, a.RMSEps), w) }
-	// lastCol views the last column of a [w, n] matrix.
-	lastCol := func(x *ggml.Tensor) *ggml.Tensor {
-		if x == nil {
-			return nil
-		}
-		nb := x.Nb()
-		return ctx.View(x, []int64{x.Ne()[0], 1}, []int{nb[1]}, int(n-1)*nb[1])
-	}
-
-	x := ctx.GetRows(m.embLookup, g.tokens) // [d, n]
-	if a.EmbedScale != 1 {
-		x = ctx.Scale(x, a.EmbedScale)
-	}
-	for il, l := range m.layers {
-		h := norm(x, l.attnNorm)
-		q, k, v := d.mm(ctx, l.wq, h), d.mm(ctx, l.wk, h), d.mm(ctx, l.wv, h)
-		if l.bq != nil {
-			q, k, v = ctx.Add(q, l.bq), ctx.Add(k, l.bk), ctx.Add(v, l.bv)
-		}
-		q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
-		if l.qNorm != nil {
-			q, k = norm(q, l.qNorm), norm(k, l.kNorm)
-		}
-		r := a.rope(il)
-		q = ctx.RopeExt(q, g.pos, m.ropeFreqs, r)
-		k = ctx.RopeExt(k, g.pos, m.ropeFreqs, r)
-		mask := g.mask
-		if a.IsSliding(il) {
-			mask = g.maskSWA
-		}
-		o := d.attention(ctx, g, il, q, k, v, mask, key)
-		o = d.mm(ctx, l.wo, o)
-		if il == len(m.layers)-1 && !key.all && n > 1 {
-			// Only the last token's logits are wanted: finish the last block for it alone.
-			o, x = lastCol(o), lastCol(x)
-		}
-		if l.postAttnNorm != nil {
-			o = norm(o, l.postAttnNorm)
-		}
-		x = ctx.Add(x, o)
-		h = norm(x, l.ffnNorm)
-		var f *ggml.Tensor
-		if a.IsMoE() {
-			f = d.moe(ctx, l, h)
-		} else {
-			f = d.ffn(ctx, l.gate, l.up, l.down, h)
-		}
-		if l.postFFNNorm != nil {
-			f = norm(f, l.postFFNNorm)
-		}
-		x = ctx.Add(x, f)
-	}
-	x = norm(x, m.outNorm)
-	out := m.output
-	if out == nil {
-		out = m.tokEmbd
-	}
-	logits := d.mm(ctx, out, x)
-	if c := a.FinalSoftcap; c > 0 {
-		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
-	}
-	return logits
 }
 
 // attention stores the step's keys and values in layer il's cache and attends the queries q
@@ -663,65 +583,11 @@ func (d *Decoder) attention(ctx *ggml.Context, g *stepGraph, il int, q, k, v, ma
 	return ctx.Reshape(o, hdv*H, n)
 }
 
-// ffn is the gated feed-forward block down(act(gate·h) ⊙ up·h).
-func (d *Decoder) ffn(ctx *ggml.Context, gate, up, down, h *ggml.Tensor) *ggml.Tensor {
-	gt, u := d.mm(ctx, gate, h), d.mm(ctx, up, h)
-	if d.m.Arch.FFN == FFNGeGLU {
-		return d.mm(ctx, down, ctx.GegluSplit(gt, u))
+// mm is the product W·x plus the low-rank updates of any LoRA adapters of W.
+func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
+	y := ctx.MulMat(w, x)
+	for _, t := range d.m.lora[w] {
+		y = ctx.Add(y, ctx.Scale(ctx.MulMat(t.b, ctx.MulMat(t.a, x)), t.scale))
 	}
-	return d.mm(ctx, down, ctx.SwigluSplit(gt, u))
-}
-
-// topK is the indices of the k largest router probabilities of each token: ggml's TOP_K, or
-// the first k of a descending argsort (the same experts, in order) where the backend lacks it.
-func (d *Decoder) topK(ctx *ggml.Context, probs *ggml.Tensor, k int64) *ggml.Tensor {
-	if !d.sortTopK {
-		return ctx.TopK(probs, int(k))
-	}
-	sorted := ctx.Argsort(probs, true)
-	if sorted == nil {
-		return nil // the context holds the error
-	}
-	return ctx.View(sorted, []int64{k, sorted.Ne()[1]}, []int{sorted.Nb()[1]}, 0)
-}
-
-// moe is the mixture-of-experts block: softmax over the router logits, the top NExpertsUsed
-// experts (their weights renormalised when NormTopK), each a SwiGLU FFN through MulMatID, the
-// weighted sum of their outputs; plus the gated shared expert when there is one.
-func (d *Decoder) moe(ctx *ggml.Context, l blockWeights, h *ggml.Tensor) *ggml.Tensor {
-	a := &d.m.Arch
-	dm, E, K := int64(a.DModel), int64(a.NExperts), int64(a.NExpertsUsed)
-	n := h.Ne()[1]
-	probs := ctx.SoftMax(ctx.MulMat(l.router, h)) // [E, n]
-	sel := d.topK(ctx, probs, K)                  // [K, n]
-	w := ctx.GetRows(ctx.Reshape(probs, 1, E, n), sel)
-	if a.NormTopK {
-		w2 := ctx.Reshape(w, K, n)
-		w = ctx.Reshape(ctx.Div(w2, ctx.SumRows(w2)), 1, K, n)
-	}
-	h3 := ctx.Reshape(h, dm, 1, n)
-	up := ctx.MulMatID(l.upExps, h3, sel)   // [ff, K, n]
-	gt := ctx.MulMatID(l.gateExps, h3, sel) // [ff, K, n]
-	act := ctx.SwigluSplit(gt, up)
-	experts := ctx.Mul(ctx.MulMatID(l.downExps, act, sel), w) // [d, K, n]
-	var out *ggml.Tensor
-	if experts != nil {
-		nb := experts.Nb()
-		for i := int64(0); i < K; i++ {
-			e := ctx.View(experts, []int64{dm, n}, []int{nb[2]}, int(i)*nb[1])
-			if out == nil {
-				out = e
-			} else {
-				out = ctx.Add(out, e)
-			}
-		}
-		if K == 1 {
-			out = ctx.Cont(out)
-		}
-	}
-	if l.shGateInp != nil {
-		sh := d.ffn(ctx, l.shGate, l.shUp, l.shDown, h)
-		out = ctx.Add(out, ctx.Mul(sh, ctx.Sigmoid(ctx.MulMat(l.shGateInp, h))))
-	}
-	return out
+	return y
 }

@@ -107,7 +107,7 @@ func writeTiny(t testing.TB, a Architecture, typ ggml.Type, seed uint64) string 
 func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
 	out := map[string][]float64{}
 	for _, s := range m.Arch.tensorSpecs() {
-		w := m.weights.Tensor(s.name)
+		w := m.mapped.Tensor(s.name)
 		require.NotNil(t, w, s.name)
 		var vals []float32
 		if w.Type() == ggml.F32 {
@@ -601,23 +601,44 @@ func TestBenchRuns(t *testing.T) {
 	t.Log(r)
 }
 
-// TestDecodesTrainedCheckpoint saves a model of the training engine and decodes it: the
-// decoder's logits match the training engine's own float64 reference.
+// TestDecodesTrainedCheckpoint saves a model of the training engine — without RoPE scaling,
+// with linear and with YaRN scaling — and decodes it: the decoder's logits match the training
+// engine's own float64 reference and its training forward (the Evaluator's graph).
 func TestDecodesTrainedCheckpoint(t *testing.T) {
 	be := newBackend(t)
-	c := tinyConfig(t, false, true)
-	tm, err := New(c, be)
-	require.NoError(t, err)
-	defer tm.Close()
-	ref := randomize(t, tm, rand.New(rand.NewPCG(41, 42)))
-	path := filepath.Join(t.TempDir(), "trained.gguf")
-	require.NoError(t, tm.Save(path, nil))
-	m := openTiny(t, path, ModelOptions{})
-	assert.Equal(t, ArchitectureFromConfig(c), m.Arch)
-	seq := randomTokens(rand.New(rand.NewPCG(43, 44)), c.Context, c.Vocab)
-	got, err := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 0).Logits(seq)
-	require.NoError(t, err)
-	assert.Less(t, relErr(got, ref.logits(seq, -1)), 1e-5)
+	for _, scaling := range []string{"none", "linear", "yarn"} {
+		t.Run(scaling, func(t *testing.T) {
+			c := tinyConfig(t, false, true)
+			scaleRope(&c, scaling)
+			tm, err := New(c, be)
+			require.NoError(t, err)
+			defer tm.Close()
+			ref := randomize(t, tm, rand.New(rand.NewPCG(41, 42)))
+			path := filepath.Join(t.TempDir(), "trained.gguf")
+			require.NoError(t, tm.Save(path, nil))
+			m := openTiny(t, path, ModelOptions{})
+			assert.Equal(t, ArchitectureFromConfig(c), m.Arch)
+			seq := randomTokens(rand.New(rand.NewPCG(43, 44)), c.Context, c.Vocab)
+			got, err := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 0).Logits(seq)
+			require.NoError(t, err)
+			assert.Less(t, relErr(got, ref.logits(seq, -1)), 1e-5, "against the float64 reference")
+
+			ev, err := NewEvaluator(tm, c.Context, 1)
+			require.NoError(t, err)
+			defer ev.Close()
+			_, err = ev.Loss([][]int32{append(append([]int32(nil), seq...), 0)})
+			require.NoError(t, err)
+			flat, err := ev.logits.F32()
+			require.NoError(t, err)
+			train := make([][]float64, len(seq))
+			for i := range train {
+				for _, v := range flat[i*c.Vocab : (i+1)*c.Vocab] {
+					train[i] = append(train[i], float64(v))
+				}
+			}
+			assert.Less(t, relErr(got, train), 1e-5, "against the training forward")
+		})
+	}
 }
 
 // TestSortedTopK: the argsort route to the experts (used where the backend lacks TOP_K, as

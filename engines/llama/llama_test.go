@@ -20,6 +20,15 @@ func tinyConfig(t *testing.T, tied, bias bool) Config {
 	return c
 }
 
+// scaleRope gives c RoPE scaling of the kind given: a factor of 4 and, for YaRN, an original
+// context of 4 (half of tinyConfig's), so most positions lie beyond it.
+func scaleRope(c *Config, kind string) {
+	c.RopeScaling = kind
+	if kind != "none" {
+		c.RopeScaleFactor, c.RopeOrigContext = 4, 4
+	}
+}
+
 func newBackend(t *testing.T) *ggml.Backend {
 	be, err := ggml.NewCPUBackend(2)
 	require.NoError(t, err)
@@ -47,7 +56,7 @@ func randomize(t *testing.T, m *Model, rng *rand.Rand) *refModel {
 		f := make([]float64, len(vals))
 		for i := range vals {
 			vals[i] = float32(rng.NormFloat64() * 0.5)
-			if isNorm(w.Name()) {
+			if m.roles[w] == roleNorm {
 				vals[i] += 1
 			}
 			f[i] = float64(vals[i])
@@ -68,10 +77,14 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		tied, bias bool
-	}{{"tied", true, false}, {"untied", false, false}, {"tied+bias", true, true}, {"untied+bias", false, true}} {
+		scaling    string
+	}{{"tied", true, false, "none"}, {"untied", false, false, "none"}, {"tied+bias", true, true, "none"},
+		{"untied+bias", false, true, "none"}, {"linear", true, false, "linear"}, {"yarn", false, true, "yarn"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, 12))
-			m, err := New(tinyConfig(t, tc.tied, tc.bias), be)
+			c := tinyConfig(t, tc.tied, tc.bias)
+			scaleRope(&c, tc.scaling)
+			m, err := New(c, be)
 			require.NoError(t, err)
 			defer m.Close()
 			ref := randomize(t, m, rng)
@@ -246,5 +259,34 @@ func TestEvaluatorMatchesReference(t *testing.T) {
 			}
 		}
 		assert.Equal(t, int32(best), out[i], "token %d", i)
+	}
+}
+
+// TestInitIsSeeded: the same Cfg.Seed gives the same initial weights, another seed other ones
+// in every random tensor.
+func TestInitIsSeeded(t *testing.T) {
+	be := newBackend(t)
+	initial := func(seed int) map[string][]float32 {
+		c := tinyConfig(t, false, true)
+		c.Seed = seed
+		m, err := New(c, be)
+		require.NoError(t, err)
+		defer m.Close()
+		require.NoError(t, m.Init())
+		out := map[string][]float32{}
+		for _, w := range m.Weights() {
+			if r := m.roles[w]; r == roleNorm || r == roleBias {
+				continue // constant: 1 and 0
+			}
+			out[w.Name()], err = w.F32()
+			require.NoError(t, err)
+		}
+		return out
+	}
+	a, b, c := initial(3), initial(3), initial(4)
+	require.NotEmpty(t, a)
+	assert.Equal(t, a, b)
+	for name := range a {
+		assert.NotEqual(t, a[name], c[name], name)
 	}
 }

@@ -2,9 +2,7 @@ package llama
 
 import (
 	"fmt"
-	"math"
 
-	"github.com/toyml/toy/generated/ggmlc"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -36,34 +34,23 @@ type GGUFModel struct {
 	path       string
 	backend    *ggml.Backend
 	ownBackend bool
-	weights    *ggml.MappedGGUF
+	mapped     *ggml.MappedGGUF
 	adapters   []*ggml.MappedGGUF          // LoRA adapter files
 	lora       map[*ggml.Tensor][]loraTerm // their updates, by weight
 
-	tokEmbd, outNorm, output, ropeFreqs *ggml.Tensor
-	layers                              []blockWeights
+	weights
 
-	// embLookup is the table token embeddings are gathered from: tokEmbd, or an f16 copy of it
-	// (in embCtx/embBuf) where the backend cannot gather tokEmbd's type (prepareEmbeddings).
-	embLookup *ggml.Tensor
-	embCtx    *ggml.Context
-	embBuf    *ggml.Buffer
-}
-
-// blockWeights are one transformer block's tensors; the optional ones are nil when the
-// architecture has no such part.
-type blockWeights struct {
-	attnNorm, wq, wk, wv, wo, bq, bk, bv, qNorm, kNorm, postAttnNorm *ggml.Tensor
-	ffnNorm, gate, up, down, postFFNNorm                             *ggml.Tensor
-	router, gateExps, upExps, downExps                               *ggml.Tensor
-	shGateInp, shGate, shUp, shDown                                  *ggml.Tensor
+	// embCtx and embBuf hold the f16 copy of token_embd made where the backend cannot gather
+	// token_embd's type (prepareEmbeddings).
+	embCtx *ggml.Context
+	embBuf *ggml.Buffer
 }
 
 // computable reports whether ggml's CPU backend multiplies (and gathers rows of) weights of
 // type t: the float types and every block-quantized weight type.
 func computable(t ggml.Type) bool {
 	switch t {
-	case ggml.I8, ggml.I16, ggml.I32, ggml.I64, ggml.F64, ggmlc.TypeQ8_1, ggmlc.TypeQ8_K:
+	case ggml.I8, ggml.I16, ggml.I32, ggml.I64, ggml.F64, ggml.Q8_1, ggml.Q8_K:
 		return false
 	}
 	return ggml.ValidType(t)
@@ -83,13 +70,11 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs := a.tensorSpecs()
+	m := &GGUFModel{Arch: a, path: path, backend: opts.Backend}
+	specs := a.tensorTable(&m.weights)
 	for _, s := range specs {
 		info, ok := f.Tensor(s.name)
 		if !ok {
-			if s.optional {
-				continue
-			}
 			return nil, fmt.Errorf("gguf %s: %s: tensor %q is missing", path, a.Name, s.name)
 		}
 		want := [4]int64{1, 1, 1, 1}
@@ -97,58 +82,30 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		if info.Ne != want {
 			return nil, fmt.Errorf("gguf %s: %s: tensor %q has shape %v, want %v", path, a.Name, s.name, trimShape(info.Ne), s.ne)
 		}
-		if s.matrix && !computable(info.Type) {
+		if s.role.multiplied() && !computable(info.Type) {
 			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, which ggml cannot multiply", path, s.name, ggml.TypeName(info.Type))
 		}
-		if !s.matrix && info.Type != ggml.F32 {
-			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, want f32 (norms and biases)", path, s.name, ggml.TypeName(info.Type))
+		if !s.role.multiplied() && info.Type != ggml.F32 {
+			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, want f32 (norms, biases and RoPE factors)", path, s.name, ggml.TypeName(info.Type))
 		}
 	}
 	values, err := Metadata(f)
 	if err != nil {
 		return nil, err
 	}
-	m := &GGUFModel{Arch: a, Meta: values, path: path, backend: opts.Backend}
+	m.Meta = values
 	if m.backend == nil {
 		if m.backend, err = ggml.NewBackend(opts.Threads); err != nil {
 			return nil, err
 		}
 		m.ownBackend = true
 	}
-	if m.weights, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
+	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
 		m.Close()
 		return nil, err
 	}
-	w := m.weights.Tensor
-	m.tokEmbd, m.outNorm, m.output = w("token_embd.weight"), w("output_norm.weight"), w("output.weight")
-	if a.RopeFreqs {
-		m.ropeFreqs = w("rope_freqs.weight")
-	}
-	for i := 0; i < a.NLayers; i++ {
-		p := fmt.Sprintf("blk.%d.", i)
-		opt := func(name string) *ggml.Tensor { return w(p + name) }
-		l := blockWeights{
-			attnNorm: opt("attn_norm.weight"), wq: opt("attn_q.weight"), wk: opt("attn_k.weight"),
-			wv: opt("attn_v.weight"), wo: opt("attn_output.weight"), ffnNorm: opt("ffn_norm.weight"),
-		}
-		if a.QKVBias {
-			l.bq, l.bk, l.bv = opt("attn_q.bias"), opt("attn_k.bias"), opt("attn_v.bias")
-		}
-		if a.QKNorm == QKNormHeadRMS {
-			l.qNorm, l.kNorm = opt("attn_q_norm.weight"), opt("attn_k_norm.weight")
-		}
-		if a.PostNorms {
-			l.postAttnNorm, l.postFFNNorm = opt("post_attention_norm.weight"), opt("post_ffw_norm.weight")
-		}
-		if a.IsMoE() {
-			l.router, l.gateExps, l.upExps, l.downExps = opt("ffn_gate_inp.weight"), opt("ffn_gate_exps.weight"), opt("ffn_up_exps.weight"), opt("ffn_down_exps.weight")
-			if a.SharedExpertFFN > 0 {
-				l.shGateInp, l.shGate, l.shUp, l.shDown = opt("ffn_gate_inp_shexp.weight"), opt("ffn_gate_shexp.weight"), opt("ffn_up_shexp.weight"), opt("ffn_down_shexp.weight")
-			}
-		} else {
-			l.gate, l.up, l.down = opt("ffn_gate.weight"), opt("ffn_up.weight"), opt("ffn_down.weight")
-		}
-		m.layers = append(m.layers, l)
+	for _, s := range specs {
+		*s.slot = m.mapped.Tensor(s.name)
 	}
 	if err := m.prepareEmbeddings(opts.f16Embeddings); err != nil {
 		m.Close()
@@ -175,10 +132,10 @@ func trimShape(ne [4]int64) []int64 {
 func (m *GGUFModel) Path() string { return m.path }
 
 // Mapped reports whether the weights are memory-mapped from the file (not copied).
-func (m *GGUFModel) Mapped() bool { return m.weights != nil && m.weights.Mapped() }
+func (m *GGUFModel) Mapped() bool { return m.mapped != nil && m.mapped.Mapped() }
 
 // WeightBytes is the size of the weights in memory.
-func (m *GGUFModel) WeightBytes() int64 { return m.weights.Bytes() }
+func (m *GGUFModel) WeightBytes() int64 { return m.mapped.Bytes() }
 
 // Backend is the backend the model computes on.
 func (m *GGUFModel) Backend() *ggml.Backend { return m.backend }
@@ -191,7 +148,7 @@ func (m *GGUFModel) WeightType() ggml.Type { return m.layers[0].wq.Type() }
 func (m *GGUFModel) Params() int64 {
 	var n int64
 	for _, s := range m.Arch.tensorSpecs() {
-		if t := m.weights.Tensor(s.name); t != nil {
+		if t := m.mapped.Tensor(s.name); t != nil {
 			n += t.Len()
 		}
 	}
@@ -204,8 +161,8 @@ func (m *GGUFModel) Close() error {
 	if m == nil {
 		return nil
 	}
-	err := m.weights.Close()
-	m.weights = nil
+	err := m.mapped.Close()
+	m.mapped = nil
 	m.embBuf.Close()
 	m.embCtx.Close()
 	m.embBuf, m.embCtx, m.embLookup = nil, nil, nil
@@ -218,20 +175,4 @@ func (m *GGUFModel) Close() error {
 		m.ownBackend = false
 	}
 	return err
-}
-
-// ArchitectureFromConfig is the inference architecture of a model of the training engine's
-// configuration c (arch "llama", RoPE mode NORMAL).
-func ArchitectureFromConfig(c Config) Architecture {
-	hd := c.DModel / c.NHeads
-	a := Architecture{Name: Arch, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
-		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
-		RMSEps: c.RMSEps, RopeMode: ggml.RopeNormal, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
-		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias, EmbedScale: 1,
-		QueryScale: float32(1 / math.Sqrt(float64(hd)))}
-	if c.RopeScaling == "linear" && c.RopeScaleFactor > 0 {
-		a.RopeScale = 1 / c.RopeScaleFactor
-	}
-	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
-	return a
 }

@@ -138,12 +138,3 @@ func (m *GGUFModel) matrices() map[string]*ggml.Tensor {
 	}
 	return out
 }
-
-// mm is the product W·x plus the low-rank updates of any adapters of W.
-func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
-	y := ctx.MulMat(w, x)
-	for _, t := range d.m.lora[w] {
-		y = ctx.Add(y, ctx.Scale(ctx.MulMat(t.b, ctx.MulMat(t.a, x)), t.scale))
-	}
-	return y
-}

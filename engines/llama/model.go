@@ -25,25 +25,18 @@ import (
 // Config is the engine's configuration, generated from specs/engines.
 type Config = config.Llama
 
-// Layer holds one transformer block's weights. Biases are nil without QKVBias.
-type Layer struct {
-	AttnNorm, Wq, Wk, Wv, Wo *ggml.Tensor
-	Bq, Bk, Bv               *ggml.Tensor
-	FFNNorm, Gate, Up, Down  *ggml.Tensor
-}
-
-// Model is a LLaMA model whose weights live in one backend buffer.
+// Model is a LLaMA model being trained: f32 weights in one backend buffer, laid out by the
+// architecture's tensor table (the one GGUFModel loads) and run by the same forward pass.
 type Model struct {
-	Cfg      Config
-	TokEmbd  *ggml.Tensor // [d_model, vocab]
-	OutNorm  *ggml.Tensor // [d_model]
-	Output   *ggml.Tensor // [d_model, vocab]; nil when the output is tied to TokEmbd
-	Layers   []Layer
-	backend  *ggml.Backend
-	ctx      *ggml.Context
-	buf      *ggml.Buffer
-	all      []*ggml.Tensor // every weight, in GGUF order
-	matrices map[*ggml.Tensor]bool
+	Cfg Config
+	// Arch is the architecture Cfg describes (ArchitectureFromConfig).
+	Arch    Architecture
+	w       weights
+	backend *ggml.Backend
+	ctx     *ggml.Context
+	buf     *ggml.Buffer
+	all     []*ggml.Tensor // every weight, in GGUF order
+	roles   map[*ggml.Tensor]tensorRole
 }
 
 // HeadDim is the size of one attention head.
@@ -65,45 +58,23 @@ func New(c Config, b *ggml.Backend) (*Model, error) {
 	if err := Validate(c); err != nil {
 		return nil, err
 	}
-	n := 3 + c.NLayers*12
-	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: n})
+	m := &Model{Cfg: c, Arch: ArchitectureFromConfig(c), backend: b, roles: map[*ggml.Tensor]tensorRole{}}
+	specs := m.Arch.tensorTable(&m.w)
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: len(specs)})
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: c, backend: b, ctx: ctx, matrices: map[*ggml.Tensor]bool{}}
-	d, v, ff := int64(c.DModel), int64(c.Vocab), int64(c.DFF)
-	kv := int64(c.NKVHeads * HeadDim(c))
-	mk := func(name string, matrix bool, ne ...int64) *ggml.Tensor {
-		t := ctx.NewTensor(ggml.F32, ne...).SetName(name)
-		if t != nil {
-			m.all = append(m.all, t)
-			m.matrices[t] = matrix
+	m.ctx = ctx
+	for _, s := range specs {
+		t := ctx.NewTensor(ggml.F32, s.ne...).SetName(s.name)
+		if t == nil {
+			break // the context holds the error
 		}
-		return t
+		*s.slot = t
+		m.all = append(m.all, t)
+		m.roles[t] = s.role
 	}
-	m.TokEmbd = mk("token_embd.weight", false, d, v)
-	for i := 0; i < c.NLayers; i++ {
-		p := fmt.Sprintf("blk.%d.", i)
-		l := Layer{
-			AttnNorm: mk(p+"attn_norm.weight", false, d),
-			Wq:       mk(p+"attn_q.weight", true, d, d),
-			Wk:       mk(p+"attn_k.weight", true, d, kv),
-			Wv:       mk(p+"attn_v.weight", true, d, kv),
-			Wo:       mk(p+"attn_output.weight", true, d, d),
-		}
-		if c.QKVBias {
-			l.Bq, l.Bk, l.Bv = mk(p+"attn_q.bias", false, d), mk(p+"attn_k.bias", false, kv), mk(p+"attn_v.bias", false, kv)
-		}
-		l.FFNNorm = mk(p+"ffn_norm.weight", false, d)
-		l.Gate = mk(p+"ffn_gate.weight", true, d, ff)
-		l.Up = mk(p+"ffn_up.weight", true, d, ff)
-		l.Down = mk(p+"ffn_down.weight", true, ff, d)
-		m.Layers = append(m.Layers, l)
-	}
-	m.OutNorm = mk("output_norm.weight", false, d)
-	if !c.TiedOutput {
-		m.Output = mk("output.weight", true, d, v)
-	}
+	m.w.embLookup = m.w.tokEmbd
 	if err := ctx.Err(); err != nil {
 		ctx.Close()
 		return nil, err
@@ -126,7 +97,7 @@ func (m *Model) Weights() []*ggml.Tensor { return append([]*ggml.Tensor(nil), m.
 
 // IsMatrix reports whether w is a weight matrix (which weight decay applies to), as opposed
 // to an embedding, a norm or a bias.
-func (m *Model) IsMatrix(w *ggml.Tensor) bool { return m.matrices[w] }
+func (m *Model) IsMatrix(w *ggml.Tensor) bool { return m.roles[w].isMatrix() }
 
 // Params is the number of trainable parameters.
 func (m *Model) Params() int64 {
@@ -137,24 +108,25 @@ func (m *Model) Params() int64 {
 	return n
 }
 
-// Init fills the weights with a seeded random initialisation: matrices and embeddings from
-// N(0, InitScale²) — the output projections of each block scaled by 1/√(2·layers), as GPT-2
-// does — norms at 1 and biases at 0. The same seed gives the same weights.
+// Init fills the weights with a random initialisation seeded by Cfg.Seed: matrices and
+// embeddings from N(0, InitScale²) — the output projections of each block scaled by
+// 1/√(2·layers), as GPT-2 does — norms at 1 and biases at 0. The same seed gives the same
+// weights.
 func (m *Model) Init() error {
 	rng := rand.New(rand.NewPCG(uint64(m.Cfg.Seed), 0x746f79))
 	resid := 1 / math.Sqrt(2*float64(m.Cfg.NLayers))
 	for _, t := range m.all {
 		vals := make([]float32, t.Len())
 		std := float64(m.Cfg.InitScale)
-		switch name := t.Name(); {
-		case isNorm(name):
+		switch m.roles[t] {
+		case roleNorm:
 			for i := range vals {
 				vals[i] = 1
 			}
 			std = 0
-		case isBias(name):
+		case roleBias:
 			std = 0
-		case hasSuffix(name, "attn_output.weight"), hasSuffix(name, "ffn_down.weight"):
+		case roleResidualOut:
 			std *= resid
 		}
 		if std > 0 {
@@ -168,9 +140,3 @@ func (m *Model) Init() error {
 	}
 	return nil
 }
-
-func hasSuffix(s, suffix string) bool {
-	return len(s) >= len(suffix) && s[len(s)-len(suffix):] == suffix
-}
-func isNorm(name string) bool { return hasSuffix(name, "norm.weight") }
-func isBias(name string) bool { return hasSuffix(name, ".bias") }

@@ -46,49 +46,7 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 		return nil, fmt.Errorf("gguf %s: invalid weight type %v", path, weightType)
 	}
 	var w gguffile.Writer
-	p := a.Name + "."
-	kvs := []gguffile.KV{
-		{Key: "general.architecture", Value: a.Name},
-		{Key: "general.name", Value: "toy random " + a.Name},
-		{Key: p + "context_length", Value: uint32(a.Context)},
-		{Key: p + "embedding_length", Value: uint32(a.DModel)},
-		{Key: p + "block_count", Value: uint32(a.NLayers)},
-		{Key: p + "attention.head_count", Value: uint32(a.NHeads)},
-		{Key: p + "attention.head_count_kv", Value: uint32(a.NKVHeads)},
-		{Key: p + "attention.key_length", Value: uint32(a.HeadDimK)},
-		{Key: p + "attention.value_length", Value: uint32(a.HeadDimV)},
-		{Key: p + "attention.layer_norm_rms_epsilon", Value: a.RMSEps},
-		{Key: p + "rope.freq_base", Value: a.RopeBase},
-		{Key: p + "rope.dimension_count", Value: uint32(a.RopeDims)},
-		{Key: p + "vocab_size", Value: uint32(a.Vocab)},
-	}
-	if a.DFF > 0 {
-		kvs = append(kvs, gguffile.KV{Key: p + "feed_forward_length", Value: uint32(a.DFF)})
-	}
-	if a.RopeScale != 1 && a.RopeScale > 0 {
-		kvs = append(kvs, gguffile.KV{Key: p + "rope.scaling.type", Value: "linear"},
-			gguffile.KV{Key: p + "rope.scaling.factor", Value: 1 / a.RopeScale})
-	}
-	if a.SlidingWindow > 0 {
-		kvs = append(kvs, gguffile.KV{Key: p + "attention.sliding_window", Value: uint32(a.SlidingWindow)})
-	}
-	if a.AttnSoftcap > 0 {
-		kvs = append(kvs, gguffile.KV{Key: p + "attn_logit_softcapping", Value: a.AttnSoftcap})
-	}
-	if a.FinalSoftcap > 0 {
-		kvs = append(kvs, gguffile.KV{Key: p + "final_logit_softcapping", Value: a.FinalSoftcap})
-	}
-	if def := float32(1 / math.Sqrt(float64(a.HeadDimK))); a.QueryScale > 0 && math.Abs(float64(a.QueryScale-def)) > 1e-7 {
-		kvs = append(kvs, gguffile.KV{Key: p + "attention.query_pre_attn_scalar", Value: float32(1 / (float64(a.QueryScale) * float64(a.QueryScale)))})
-	}
-	if a.NExperts > 0 {
-		kvs = append(kvs, gguffile.KV{Key: p + "expert_count", Value: uint32(a.NExperts)},
-			gguffile.KV{Key: p + "expert_used_count", Value: uint32(a.NExpertsUsed)},
-			gguffile.KV{Key: p + "expert_feed_forward_length", Value: uint32(a.ExpertFFN)})
-		if a.SharedExpertFFN > 0 {
-			kvs = append(kvs, gguffile.KV{Key: p + "expert_shared_feed_forward_length", Value: uint32(a.SharedExpertFFN)})
-		}
-	}
+	kvs := append([]KV{{Key: "general.architecture", Value: a.Name}, {Key: "general.name", Value: "toy random " + a.Name}}, a.metadata()...)
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return nil, fmt.Errorf("gguf %s: %w", path, err)
@@ -106,23 +64,23 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 		}
 		vals := make([]float32, n)
 		name := s.name
-		switch {
-		case name == "rope_freqs.weight":
+		switch s.role {
+		case roleRopeFreqs:
 			for i := range vals {
 				vals[i] = float32(1 + 3*rng.Float64())
 			}
-		case strings.HasSuffix(name, "norm.weight"):
+		case roleNorm:
 			for i := range vals {
 				vals[i] = float32(1 + 0.2*scale*rng.NormFloat64())
 			}
-		case strings.HasSuffix(name, ".bias"):
+		case roleBias:
 			for i := range vals {
 				vals[i] = float32(0.2 * scale * rng.NormFloat64())
 			}
 		default:
 			std := scale / math.Sqrt(float64(s.ne[0]))
 			switch {
-			case name == "token_embd.weight":
+			case s.role == roleEmbedding:
 				std = scale / float64(a.EmbedScale)
 			case strings.HasSuffix(name, "ffn_gate_inp.weight"):
 				std *= 4 // decisive routing: top-k rarely hangs on a near tie
@@ -132,7 +90,7 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 			}
 		}
 		typ := ggml.F32
-		if s.matrix && len(s.ne) >= 2 && s.ne[0]%int64(ggml.BlockSize(weightType)) == 0 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
+		if s.role.multiplied() && len(s.ne) >= 2 && s.ne[0]%int64(ggml.BlockSize(weightType)) == 0 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
 			typ = weightType
 		}
 		var data []byte

@@ -2,6 +2,8 @@ package llama
 
 import (
 	"math"
+
+	"github.com/toyml/toy/internal/reference"
 )
 
 // refModel is a plain float64 LLaMA forward, written from the architecture's definition and
@@ -43,17 +45,31 @@ func (r *refModel) rmsnorm(x []float64, name string) []float64 {
 	return y
 }
 
-// rope rotates adjacent pairs of each head (llama.cpp's mode 0) by pos·base^(-2i/hd).
+// rope rotates adjacent pairs of each head (llama.cpp's mode 0) by pos·base^(-2i/hd), with the
+// configuration's linear or YaRN scaling applied by internal/reference's ggml_rope_ext.
 func (r *refModel) rope(x []float64, heads int, pos int) {
 	hd := HeadDim(r.c)
-	for h := 0; h < heads; h++ {
-		for i := 0; i < hd/2; i++ {
-			theta := float64(pos) * math.Pow(float64(r.c.RopeBase), -2*float64(i)/float64(hd))
-			a, b := x[h*hd+2*i], x[h*hd+2*i+1]
-			x[h*hd+2*i] = a*math.Cos(theta) - b*math.Sin(theta)
-			x[h*hd+2*i+1] = a*math.Sin(theta) + b*math.Cos(theta)
+	if r.c.RopeScaling == "none" {
+		for h := 0; h < heads; h++ {
+			for i := 0; i < hd/2; i++ {
+				theta := float64(pos) * math.Pow(float64(r.c.RopeBase), -2*float64(i)/float64(hd))
+				a, b := x[h*hd+2*i], x[h*hd+2*i+1]
+				x[h*hd+2*i] = a*math.Cos(theta) - b*math.Sin(theta)
+				x[h*hd+2*i+1] = a*math.Sin(theta) + b*math.Cos(theta)
+			}
+		}
+		return
+	}
+	p := reference.RopeParams{NDims: hd, Mode: reference.RopeNormal, NCtxOrig: r.c.Context,
+		FreqBase: float64(r.c.RopeBase), FreqScale: 1 / float64(r.c.RopeScaleFactor), AttnFactor: 1,
+		BetaFast: 32, BetaSlow: 1}
+	if r.c.RopeScaling == "yarn" {
+		p.ExtFactor = 1
+		if r.c.RopeOrigContext > 0 {
+			p.NCtxOrig = r.c.RopeOrigContext
 		}
 	}
+	copy(x, p.Apply(reference.FromData(x, hd, heads, 1), []int32{int32(pos)}).Data)
 }
 
 // logits returns the logits of every position of one sequence (block-causal at sep).

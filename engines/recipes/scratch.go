@@ -141,6 +141,11 @@ func (s *Scratch) prepare() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	if s.Resume != "" {
 		return s.reopen()
 	}
+	// One seed makes the run: the initial weights and the order of the batches.
+	if s.Seed > math.MaxInt64 {
+		return nil, nil, 0, fmt.Errorf("seed %d: want at most %d", s.Seed, int64(math.MaxInt64))
+	}
+	s.Model.Seed = int(s.Seed)
 	if err := s.Validate(); err != nil {
 		return nil, nil, 0, err
 	}

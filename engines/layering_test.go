@@ -1,0 +1,52 @@
+// Package engines holds toy's model engines and training kit in its subpackages; this file
+// only checks their layering.
+package engines
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rawBindings are the generated binding packages only the Go layers over them (ggml/, cuda/)
+// may import.
+var rawBindings = []string{"github.com/toyml/toy/generated/ggmlc", "github.com/toyml/toy/generated/cudadrv"}
+
+// TestEnginesUseTheGgmlLayer: no file of engines/ or cmd/ (tests included) imports the raw
+// bindings; they go through ggml/ (and cuda/), whose checks turn ggml's aborts into errors.
+func TestEnginesUseTheGgmlLayer(t *testing.T) {
+	fset := token.NewFileSet()
+	var bad []string
+	files := 0
+	for _, root := range []string{".", "../cmd"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			files++
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, raw := range rawBindings {
+					if p == raw {
+						bad = append(bad, path+" imports "+p)
+					}
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	assert.Greater(t, files, 50, "the walk found the engines' sources")
+	assert.Empty(t, bad, "use the ggml layer (ggml/) instead")
+}

@@ -1,0 +1,208 @@
+package llama
+
+import (
+	"github.com/toyml/toy/ggml"
+)
+
+// weights are a model's tensors by their part in the transformer. The training Model and the
+// GGUFModel hold the same struct, bound from the architecture's one tensor table
+// (Architecture.tensorTable), and the same forward pass (forwardPass) reads it.
+type weights struct {
+	tokEmbd, outNorm, output, ropeFreqs *ggml.Tensor
+	layers                              []blockWeights
+	// embLookup is the table token embeddings are gathered from: tokEmbd, or a copy of it in a
+	// type the backend can gather (GGUFModel.prepareEmbeddings).
+	embLookup *ggml.Tensor
+}
+
+// blockWeights are one transformer block's tensors; the optional ones are nil when the
+// architecture has no such part.
+type blockWeights struct {
+	attnNorm, wq, wk, wv, wo, bq, bk, bv, qNorm, kNorm, postAttnNorm *ggml.Tensor
+	ffnNorm, gate, up, down, postFFNNorm                             *ggml.Tensor
+	router, gateExps, upExps, downExps                               *ggml.Tensor
+	shGateInp, shGate, shUp, shDown                                  *ggml.Tensor
+}
+
+// forwardPass builds the forward graph of the transformer every model family shares: token
+// embeddings, blocks of (norm, attention with RoPE, residual, norm, feed-forward, residual)
+// and the output head, with the architecture's choices (biases, QK norms, post norms, GeGLU
+// or SwiGLU, experts, soft-caps). Training and decoding differ only in the hooks: how a weight
+// multiplies (linear) and how queries attend (attend). A decode step is the training forward
+// with a key/value cache.
+type forwardPass struct {
+	ctx *ggml.Context
+	a   *Architecture
+	w   *weights
+	// pos holds the i32 position of each of the n tokens.
+	pos *ggml.Tensor
+	// linear is W·x: the trainer sees each product (to differentiate it itself), the decoder
+	// adds LoRA updates.
+	linear func(w, x *ggml.Tensor) *ggml.Tensor
+	// attend takes layer il's roped queries q [HeadDimK, H, n] and keys k [HeadDimK, Hkv, n]
+	// and the values v [HeadDimV·Hkv, n], and returns the attention output [HeadDimV·H, n].
+	attend func(il int, q, k, v *ggml.Tensor) *ggml.Tensor
+	// lastOnly computes the logits of the last token only.
+	lastOnly bool
+	// sortTopK routes experts by a descending argsort instead of ggml's TOP_K, where the
+	// backend lacks it (ggml's CUDA backend in this version).
+	sortTopK bool
+}
+
+// norm is the architecture's normalisation with learned scale w.
+func (f *forwardPass) norm(x, w *ggml.Tensor) *ggml.Tensor {
+	return f.ctx.Mul(f.ctx.RMSNorm(x, f.a.RMSEps), w)
+}
+
+// logits builds the logits [Vocab, n] (or [Vocab, 1] with lastOnly) of the i32 tokens [n].
+// Errors are recorded on the context.
+func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
+	ctx, a, w := f.ctx, f.a, f.w
+	n := tokens.Len()
+	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
+	x := ctx.GetRows(w.embLookup, tokens) // [d, n]
+	if a.EmbedScale != 1 {
+		x = ctx.Scale(x, a.EmbedScale)
+	}
+	for il := range w.layers {
+		l := &w.layers[il]
+		h := f.norm(x, l.attnNorm)
+		q, k, v := f.linear(l.wq, h), f.linear(l.wk, h), f.linear(l.wv, h)
+		if l.bq != nil {
+			q, k, v = ctx.Add(q, l.bq), ctx.Add(k, l.bk), ctx.Add(v, l.bv)
+		}
+		q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
+		if l.qNorm != nil {
+			q, k = f.norm(q, l.qNorm), f.norm(k, l.kNorm)
+		}
+		r := a.rope(il)
+		q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
+		k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
+		o := f.linear(l.wo, f.attend(il, q, k, v))
+		if f.lastOnly && il == len(w.layers)-1 && n > 1 {
+			// Only the last token's logits are wanted: finish the last block for it alone.
+			o, x = f.lastColumn(o, n), f.lastColumn(x, n)
+		}
+		if l.postAttnNorm != nil {
+			o = f.norm(o, l.postAttnNorm)
+		}
+		x = ctx.Add(x, o)
+		h = f.norm(x, l.ffnNorm)
+		var y *ggml.Tensor
+		if a.IsMoE() {
+			y = f.moe(l, h)
+		} else {
+			y = f.ffn(l.gate, l.up, l.down, h)
+		}
+		if l.postFFNNorm != nil {
+			y = f.norm(y, l.postFFNNorm)
+		}
+		x = ctx.Add(x, y)
+	}
+	x = f.norm(x, w.outNorm)
+	out := w.output
+	if out == nil {
+		out = w.tokEmbd
+	}
+	logits := f.linear(out, x)
+	if c := a.FinalSoftcap; c > 0 {
+		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
+	}
+	return logits
+}
+
+// lastColumn views the last column of a [w, n] matrix.
+func (f *forwardPass) lastColumn(x *ggml.Tensor, n int64) *ggml.Tensor {
+	if x == nil {
+		return nil // the context holds the error
+	}
+	nb := x.Nb()
+	return f.ctx.View(x, []int64{x.Ne()[0], 1}, []int{nb[1]}, int(n-1)*nb[1])
+}
+
+// ffn is the gated feed-forward block down(act(gate·h) ⊙ up·h).
+func (f *forwardPass) ffn(gate, up, down, h *ggml.Tensor) *ggml.Tensor {
+	g, u := f.linear(gate, h), f.linear(up, h)
+	if f.a.FFN == FFNGeGLU {
+		return f.linear(down, f.ctx.GegluSplit(g, u))
+	}
+	return f.linear(down, f.ctx.SwigluSplit(g, u))
+}
+
+// topK is the indices of the k largest router probabilities of each token: ggml's TOP_K, or
+// the first k of a descending argsort (the same experts, in order) with sortTopK.
+func (f *forwardPass) topK(probs *ggml.Tensor, k int64) *ggml.Tensor {
+	if !f.sortTopK {
+		return f.ctx.TopK(probs, int(k))
+	}
+	sorted := f.ctx.Argsort(probs, true)
+	if sorted == nil {
+		return nil // the context holds the error
+	}
+	return f.ctx.View(sorted, []int64{k, sorted.Ne()[1]}, []int{sorted.Nb()[1]}, 0)
+}
+
+// moe is the mixture-of-experts block: softmax over the router logits, the top NExpertsUsed
+// experts (their weights renormalised when NormTopK), each a SwiGLU FFN through MulMatID, the
+// weighted sum of their outputs; plus the gated shared expert when there is one.
+func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
+	ctx, a := f.ctx, f.a
+	dm, E, K := int64(a.DModel), int64(a.NExperts), int64(a.NExpertsUsed)
+	n := h.Ne()[1]
+	probs := ctx.SoftMax(ctx.MulMat(l.router, h)) // [E, n]
+	sel := f.topK(probs, K)                       // [K, n]
+	w := ctx.GetRows(ctx.Reshape(probs, 1, E, n), sel)
+	if a.NormTopK {
+		w2 := ctx.Reshape(w, K, n)
+		w = ctx.Reshape(ctx.Div(w2, ctx.SumRows(w2)), 1, K, n)
+	}
+	h3 := ctx.Reshape(h, dm, 1, n)
+	up := ctx.MulMatID(l.upExps, h3, sel)   // [ff, K, n]
+	gt := ctx.MulMatID(l.gateExps, h3, sel) // [ff, K, n]
+	act := ctx.SwigluSplit(gt, up)
+	experts := ctx.Mul(ctx.MulMatID(l.downExps, act, sel), w) // [d, K, n]
+	var out *ggml.Tensor
+	if experts != nil {
+		nb := experts.Nb()
+		for i := int64(0); i < K; i++ {
+			e := ctx.View(experts, []int64{dm, n}, []int{nb[2]}, int(i)*nb[1])
+			if out == nil {
+				out = e
+			} else {
+				out = ctx.Add(out, e)
+			}
+		}
+		if K == 1 {
+			out = ctx.Cont(out)
+		}
+	}
+	if l.shGateInp != nil {
+		sh := f.ffn(l.shGate, l.shUp, l.shDown, h)
+		out = ctx.Add(out, ctx.Mul(sh, ctx.Sigmoid(ctx.MulMat(l.shGateInp, h))))
+	}
+	return out
+}
+
+// attendPacked is the attention of B packed sequences of T tokens (n = T·B, sequence-major)
+// under a mask [T, T, 1, B] (0 where a query may attend a key, -∞ elsewhere): unfused
+// (k·q, softmax, v·p), so the graph has a backward. The batch is folded into the head
+// dimension ([hd, T, heads·B]) so that the GQA broadcast of keys and values over query heads
+// stays within ggml's backward (GGML-NOTES §1.1).
+func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
+	t, b := int64(T), int64(B)
+	return func(_ int, q, k, v *ggml.Tensor) *ggml.Tensor {
+		q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hdk, H, t, b), [4]int{0, 2, 1, 3})), hdk, t, H*b)
+		k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hdk, Hkv, t, b), [4]int{0, 2, 1, 3})), hdk, t, Hkv*b)
+		vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hdv, Hkv, t, b), [4]int{1, 2, 0, 3})), t, hdv, Hkv*b) // vᵀ per head
+		kq := ctx.MulMat(k, q)                                                                                      // [keys, queries, H·B]
+		scale := a.QueryScale
+		if c := a.AttnSoftcap; c > 0 {
+			kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
+			scale = 1
+		}
+		kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, t, t, H, b), mask, scale, 0), t, t, H*b)
+		o := ctx.Reshape(ctx.MulMat(vt, kq), hdv, t, H, b) // [hdv, queries, H, B]
+		return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, t*b)
+	}
+}
