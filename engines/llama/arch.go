@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -225,79 +226,25 @@ func (m *meta) int(key string, def int, required bool) int {
 }
 
 func asInt(v any) (int64, bool) {
-	switch x := v.(type) {
-	case uint8:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case uint16:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case uint32:
-		return int64(x), true
-	case int32:
-		return int64(x), true
-	case uint64:
-		if x > math.MaxInt64 {
+	r := reflect.ValueOf(v)
+	switch r.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return r.Int(), true
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int64(r.Uint()), r.Uint() <= math.MaxInt64
+	case reflect.Slice:
+		// A per-layer array of integers: accepted when every layer agrees.
+		if r.Len() == 0 {
 			return 0, false
 		}
-		return int64(x), true
-	case int64:
-		return x, true
-	case []uint32, []int32, []uint64, []int64, []uint16, []int16, []uint8, []int8:
-		// A per-layer array: accepted when every layer agrees.
-		var first int64
-		n := 0
-		same := true
-		each(x, func(e int64) {
-			if n == 0 {
-				first = e
-			} else if e != first {
-				same = false
-			}
-			n++
-		})
-		return first, same && n > 0
+		first, ok := asInt(r.Index(0).Interface())
+		for i := 1; ok && i < r.Len(); i++ {
+			e, eok := asInt(r.Index(i).Interface())
+			ok = eok && e == first
+		}
+		return first, ok
 	}
 	return 0, false
-}
-
-func each(v any, f func(int64)) {
-	switch x := v.(type) {
-	case []uint32:
-		for _, e := range x {
-			f(int64(e))
-		}
-	case []int32:
-		for _, e := range x {
-			f(int64(e))
-		}
-	case []uint64:
-		for _, e := range x {
-			f(int64(e))
-		}
-	case []int64:
-		for _, e := range x {
-			f(e)
-		}
-	case []uint16:
-		for _, e := range x {
-			f(int64(e))
-		}
-	case []int16:
-		for _, e := range x {
-			f(int64(e))
-		}
-	case []uint8:
-		for _, e := range x {
-			f(int64(e))
-		}
-	case []int8:
-		for _, e := range x {
-			f(int64(e))
-		}
-	}
 }
 
 func (m *meta) float(key string, def float32) float32 {
