@@ -80,7 +80,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		want := [4]int64{1, 1, 1, 1}
 		copy(want[:], s.ne)
 		if info.Ne != want {
-			return nil, fmt.Errorf("gguf %s: %s: tensor %q has shape %v, want %v", path, a.Name, s.name, trimShape(info.Ne), s.ne)
+			return nil, fmt.Errorf("gguf %s: %s: tensor %q has shape %v, want %v", path, a.Name, s.name, info.Ne[:info.NDims], s.ne)
 		}
 		if s.role.multiplied() && !computable(info.Type) {
 			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, which ggml cannot multiply", path, s.name, ggml.TypeName(info.Type))
@@ -118,14 +118,6 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 	}
 	return m, nil
-}
-
-func trimShape(ne [4]int64) []int64 {
-	n := 4
-	for n > 1 && ne[n-1] == 1 {
-		n--
-	}
-	return append([]int64(nil), ne[:n]...)
 }
 
 // Path is the checkpoint's path.

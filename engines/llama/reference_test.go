@@ -2,6 +2,7 @@ package llama
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/toyml/toy/internal/reference"
 )
@@ -89,7 +90,7 @@ func (r *refModel) logits(seq []int32, sep int32) [][]float64 {
 		x[p] = append([]float64(nil), r.w["token_embd.weight"][int(id)*d:int(id+1)*d]...)
 	}
 	for l := 0; l < c.NLayers; l++ {
-		pre := "blk." + itoa(l) + "."
+		pre := "blk." + strconv.Itoa(l) + "."
 		q, k, v := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for p := range x {
 			h := r.rmsnorm(x[p], pre+"attn_norm.weight")
@@ -177,11 +178,4 @@ func (r *refModel) loss(seqs [][]int32, sep int32) float64 {
 		}
 	}
 	return total / float64(n)
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }
