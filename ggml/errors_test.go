@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,6 +51,12 @@ func TestOpErrors(t *testing.T) {
 		{"RMSNorm of a transposed view", func(h *harness) *Tensor {
 			return h.c.RMSNorm(h.c.Transpose(h.w.NewTensor(F32, 7, 5)), 1e-5)
 		}, "strided rows"},
+		{"RMSNorm negative eps", func(h *harness) *Tensor {
+			return h.c.RMSNorm(h.w.NewTensor(F32, 7, 5), -1e-5)
+		}, "eps -1e-05"},
+		{"Norm NaN eps", func(h *harness) *Tensor {
+			return h.c.Norm(h.w.NewTensor(F32, 7, 5), float32(math.NaN()))
+		}, "eps NaN"},
 		{"GetRows f32 indices", func(h *harness) *Tensor {
 			return h.c.GetRows(h.w.NewTensor(F32, 7, 9), h.w.NewTensor(F32, 5))
 		}, "must be i32"},

@@ -2,6 +2,7 @@ package ggml
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/toyml/toy/generated/ggmlc"
 )
@@ -282,7 +283,7 @@ func (c *Context) Mean(a *Tensor) *Tensor { return c.unary("Mean", a, ggmlc.Mean
 // Norm normalizes each row to mean 0 and variance 1 (LayerNorm without the affine). It has no
 // backward (see LayerNormComposite).
 func (c *Context) Norm(a *Tensor, eps float32) *Tensor {
-	return c.unary("Norm", a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return ggmlc.Norm(ctx, a, eps) })
+	return c.normed("Norm", a, eps, ggmlc.Norm)
 }
 
 // LayerNormComposite is Norm built from ops that have a backward: rms_norm(x - mean(x)).
@@ -296,7 +297,16 @@ func (c *Context) LayerNormComposite(x *Tensor, eps float32) *Tensor {
 
 // RMSNorm scales each row by the inverse of its root mean square: x/√(mean(x²)+eps).
 func (c *Context) RMSNorm(a *Tensor, eps float32) *Tensor {
-	return c.unary("RMSNorm", a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return ggmlc.RMSNorm(ctx, a, eps) })
+	return c.normed("RMSNorm", a, eps, ggmlc.RMSNorm)
+}
+
+// normed is a norm op. ggml's kernels assert eps ≥ 0 when they run (aborting the process), so
+// a negative, NaN or infinite eps is refused while the graph is built.
+func (c *Context) normed(name string, a *Tensor, eps float32, f func(ggmlc.Context, ggmlc.Tensor, float32) ggmlc.Tensor) *Tensor {
+	if !(eps >= 0) || math.IsInf(float64(eps), 1) {
+		return c.op(name, []*Tensor{a}, 1, func() error { return fmt.Errorf("eps %g: want a finite value ≥ 0", eps) }, nil)
+	}
+	return c.unary(name, a, func(ctx ggmlc.Context, a ggmlc.Tensor) ggmlc.Tensor { return f(ctx, a, eps) })
 }
 
 // MulMat multiplies a [k, m, …] by b [k, n, …] into [m, n, …]: out[i,j] = Σ a[:,i]·b[:,j].

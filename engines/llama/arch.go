@@ -460,8 +460,8 @@ func (a *Architecture) validate(path string) error {
 		return fmt.Errorf("gguf %s: %d experts, %d used per token, width %d: want 1 ≤ used ≤ experts and a positive width", path, a.NExperts, a.NExpertsUsed, a.ExpertFFN)
 	case a.NExperts == 0 && a.DFF <= 0:
 		return fmt.Errorf("gguf %s: feed_forward_length %d must be positive", path, a.DFF)
-	case a.RopeBase <= 0 || a.RopeBaseLocal <= 0:
-		return fmt.Errorf("gguf %s: rope.freq_base %g must be positive", path, a.RopeBase)
+	case !(a.RopeBase > 0) || !(a.RopeBaseLocal > 0) || math.IsInf(float64(a.RopeBase), 0) || math.IsInf(float64(a.RopeBaseLocal), 0):
+		return fmt.Errorf("gguf %s: rope.freq_base %g must be positive and finite", path, a.RopeBase)
 	case a.AttnSoftcap < 0 || a.FinalSoftcap < 0:
 		return fmt.Errorf("gguf %s: negative soft-cap", path)
 	case !(a.RMSEps >= 0) || math.IsInf(float64(a.RMSEps), 0):

@@ -342,13 +342,26 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 		return nil, err
 	}
 	d.history = append(d.history, tokens...)
+	var out []float32
 	if all {
-		return g.logits.F32()
+		if out, err = g.logits.F32(); err != nil {
+			return nil, err
+		}
+	} else {
+		if d.out == nil {
+			d.out = make([]float32, d.m.Arch.Vocab)
+		}
+		if err := g.logits.ReadF32Into(d.out); err != nil {
+			return nil, err
+		}
+		out = d.out
 	}
-	if d.out == nil {
-		d.out = make([]float32, d.m.Arch.Vocab)
+	for i, v := range out {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, fmt.Errorf("llama: %s: the logits of token %d hold %g: the model's weights or metadata have non-finite values", d.m.path, p0+i/d.m.Arch.Vocab, v)
+		}
 	}
-	return d.out, g.logits.ReadF32Into(d.out)
+	return out, nil
 }
 
 func (g *stepGraph) setInputs(d *Decoder, tokens []int32, p0 int) error {

@@ -552,6 +552,28 @@ func TestBadCheckpoints(t *testing.T) {
 	})
 	assert.ErrorContains(t, open(f16norm), `tensor "output_norm.weight" has type f16, want f32`)
 
+	setKey := func(key string, v any) string {
+		return rewrite(t, good, func(kv gguffile.KV) (gguffile.KV, bool) {
+			if kv.Key == key {
+				kv.Value = v
+			}
+			return kv, true
+		}, keepT)
+	}
+	assert.ErrorContains(t, open(setKey("qwen2.attention.layer_norm_rms_epsilon", float32(-1e-6))), "layer_norm_rms_epsilon -1e-06")
+	assert.ErrorContains(t, open(setKey("qwen2.rope.freq_base", float32(math.NaN()))), "rope.freq_base NaN")
+
+	// A NaN weight makes non-finite logits: an error, not empty output.
+	nanNorm := rewrite(t, good, nil, func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool) {
+		if ti.Name == "blk.1.ffn_norm.weight" {
+			data = append([]byte(nil), data...)
+			binary.LittleEndian.PutUint32(data, math.Float32bits(float32(math.NaN())))
+		}
+		return ti.Name, ti.Shape(), data, ti.Type, true
+	})
+	_, err = newDecoder(t, openTiny(t, nanNorm, ModelOptions{}), DecoderOptions{}, 0).Prompt([]int32{1, 2, 3})
+	assert.ErrorContains(t, err, "non-finite")
+
 	m := openTiny(t, good, ModelOptions{})
 	_, err = NewDecoder(m, DecoderOptions{KVType: KVQ8_0})
 	assert.ErrorContains(t, err, "needs flash attention")

@@ -20,6 +20,12 @@ const (
 
 // ReadFile reads and validates the GGUF file at path; see Read.
 func ReadFile(path string) (*File, error) {
+	// Opening a FIFO (or a device) for reading can block forever: look before opening.
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, &Error{Path: path, Offset: -1, Msg: "not a regular file"}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
