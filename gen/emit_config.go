@@ -73,9 +73,11 @@ func emitConfigHelpers(f *jen.File) {
 	f.Comment("float32Value is a float32 flag.")
 	f.Type().Id("float32Value").Float32()
 	f.Line()
+	f.Comment("String formats v as the shortest decimal that reads back as the same float32.")
 	f.Func().Params(jen.Id("v").Op("*").Id("float32Value")).Id("String").Params().String().Block(
 		jen.Return(jen.Qual("strconv", "FormatFloat").Call(jen.Float64().Call(jen.Op("*").Id("v")), jen.LitRune('g'), jen.Lit(-1), jen.Lit(32))))
 	f.Line()
+	f.Comment("Set parses s as a float32.")
 	f.Func().Params(jen.Id("v").Op("*").Id("float32Value")).Id("Set").Params(jen.Id("s").String()).Error().Block(
 		jen.List(jen.Id("x"), jen.Id("err")).Op(":=").Qual("strconv", "ParseFloat").Call(jen.Id("s"), jen.Lit(32)),
 		jen.If(jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Qual("errors", "New").Call(jen.Lit("not a number")))),

@@ -43,10 +43,12 @@ func asInt(v any) (int, bool) {
 // float32Value is a float32 flag.
 type float32Value float32
 
+// String formats v as the shortest decimal that reads back as the same float32.
 func (v *float32Value) String() string {
 	return strconv.FormatFloat(float64(*v), 'g', -1, 32)
 }
 
+// Set parses s as a float32.
 func (v *float32Value) Set(s string) error {
 	x, err := strconv.ParseFloat(s, 32)
 	if err != nil {
