@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -37,8 +39,36 @@ type ConfigField struct {
 	Min, Max   *float64
 	Enum       []string
 	MultipleOf string
-	Pos        token.Position
+	// EnumType names the string type of an enum field (config name + field name, e.g.
+	// LlamaRopeScaling) and EnumConsts its constants, one per value of Enum (LlamaRopeScalingNone).
+	EnumType   string
+	EnumConsts []string
+	// Flag is the command-line flag's name, the JSON name with '_' → '-' ("" for a field tagged
+	// flag:"-"); Alias is an extra name of the same flag ("" for none).
+	Flag, Alias string
+	Pos         token.Position
 }
+
+// EnumConst is the Go constant of the enum value v ("" if v is not one of the field's values).
+func (f *ConfigField) EnumConst(v string) string {
+	for i, e := range f.Enum {
+		if e == v {
+			return f.EnumConsts[i]
+		}
+	}
+	return ""
+}
+
+// GoType is the field's Go type: its enum type or its kind.
+func (f *ConfigField) GoType() string {
+	if f.EnumType != "" {
+		return f.EnumType
+	}
+	return f.Kind
+}
+
+// Usage is the help text of the field's flag: its doc comment on one line.
+func (f *ConfigField) Usage() string { return strings.Join(strings.Fields(f.Doc), " ") }
 
 // Preset is a named set of values for some fields of a Config.
 type Preset struct {
@@ -53,7 +83,7 @@ type PresetValue struct {
 	Value string
 }
 
-var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof"}
+var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias"}
 
 // LoadConfigs reads the engine spec package matched by pattern (relative to dir).
 func LoadConfigs(dir, pattern string) ([]*Config, error) {
@@ -106,7 +136,7 @@ func LoadConfigs(dir, pattern string) ([]*Config, error) {
 }
 
 func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
-	c := &Config{GoName: ts.Name.Name, Doc: doc(dg), Pos: l.position(ts.Pos())}
+	c := &Config{GoName: ts.Name.Name, Doc: GoDoc(ts.Name.Name, ts.Name.Name, doc(dg)), Pos: l.position(ts.Pos())}
 	if c.Doc == "" {
 		l.errorf(ts.Pos(), "config %s has no doc comment", c.GoName)
 	}
@@ -142,6 +172,9 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		if cf == nil {
 			continue
 		}
+		if len(cf.Enum) > 0 {
+			l.enumNames(c, cf)
+		}
 		if byJSON[cf.JSON] != nil {
 			l.errorf(f.Pos(), "json name %q is used twice", cf.JSON)
 		}
@@ -150,6 +183,19 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		}
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
 		c.Fields = append(c.Fields, cf)
+	}
+	flags := map[string]*ConfigField{}
+	for _, cf := range c.Fields {
+		for _, name := range []string{cf.Flag, cf.Alias} {
+			if name == "" {
+				continue
+			}
+			if other := flags[name]; other != nil {
+				l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("field %s: flag -%s is already the flag of %s", cf.GoName, name, other.GoName)})
+				continue
+			}
+			flags[name] = cf
+		}
 	}
 	for _, cf := range c.Fields {
 		if cf.MultipleOf != "" {
@@ -190,7 +236,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 
 func (l *loader) configField(f *ast.Field) *ConfigField {
 	name := f.Names[0].Name
-	cf := &ConfigField{GoName: name, Doc: doc(f.Doc), Pos: l.position(f.Pos())}
+	cf := &ConfigField{GoName: name, Doc: GoDoc(name, name, doc(f.Doc)), Pos: l.position(f.Pos())}
 	if cf.Doc == "" {
 		l.errorf(f.Pos(), "field %s has no doc comment", name)
 	}
@@ -212,7 +258,11 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 	raw, _ := strconv.Unquote(f.Tag.Value)
 	tag := reflect.StructTag(raw)
 	for _, part := range strings.Fields(raw) {
-		key, _, _ := strings.Cut(part, ":")
+		key, val, _ := strings.Cut(part, ":")
+		if _, err := strconv.Unquote(val); err != nil || !strings.HasPrefix(val, `"`) || key == "" {
+			l.errorf(f.Pos(), "field %s: malformed tag %q (want key:\"value\" pairs separated by spaces, values without spaces)", name, part)
+			continue
+		}
 		known := false
 		for _, k := range configTagKeys {
 			known = known || k == key
@@ -248,6 +298,23 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 		cf.Enum = strings.Split(e, ",")
 	}
 	cf.MultipleOf = tag.Get("multipleof")
+	cf.Flag = strings.ReplaceAll(cf.JSON, "_", "-")
+	if v, ok := tag.Lookup("flag"); ok {
+		if v != "-" {
+			l.errorf(f.Pos(), "field %s: flag:%q: the only value is \"-\" (no flag; the flag's name is the json name)", name, v)
+		}
+		cf.Flag = ""
+	}
+	if v, ok := tag.Lookup("alias"); ok {
+		switch {
+		case cf.Flag == "":
+			l.errorf(f.Pos(), "field %s: alias:%q on a field with no flag", name, v)
+		case !isFlagName(v):
+			l.errorf(f.Pos(), "field %s: alias:%q is not a flag name (letters, digits and '-', not first)", name, v)
+		default:
+			cf.Alias = v
+		}
+	}
 	d, ok := tag.Lookup("default")
 	if !ok {
 		l.errorf(f.Pos(), "field %s: missing default", name)
@@ -258,6 +325,49 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 		l.errorf(f.Pos(), "field %s: default %q: %s", name, d, msg)
 	}
 	return cf
+}
+
+// isFlagName reports whether s can name a flag: ASCII letters, digits and '-', starting with a
+// letter or digit.
+func isFlagName(s string) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case r == '-' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// enumNames names the Go type and constants of the enum field cf of config c: LlamaRopeScaling
+// and LlamaRopeScalingNone for the value "none" of Llama.RopeScaling.
+func (l *loader) enumNames(c *Config, cf *ConfigField) {
+	cf.EnumType = c.GoName + cf.GoName
+	seen := map[string]string{}
+	for _, v := range cf.Enum {
+		id := enumValueName(v)
+		if id == "" {
+			l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("field %s: enum value %q has no letter or digit to name its constant", cf.GoName, v)})
+		} else if prev, dup := seen[id]; dup {
+			l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("field %s: enum values %q and %q both name the constant %s", cf.GoName, prev, v, cf.EnumType+id)})
+		}
+		seen[id] = v
+		cf.EnumConsts = append(cf.EnumConsts, cf.EnumType+id)
+	}
+}
+
+// enumValueName turns an enum value into the suffix of its constant's name: its runs of letters
+// and digits, each with an upper-case first letter (yarn → Yarn, f32 → F32, q4_k → Q4K).
+func enumValueName(v string) string {
+	var b strings.Builder
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		r, size := utf8.DecodeRuneInString(part)
+		b.WriteRune(unicode.ToUpper(r))
+		b.WriteString(part[size:])
+	}
+	return b.String()
 }
 
 // check reports what is wrong with s as a value of the field ("" if nothing).

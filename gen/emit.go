@@ -58,6 +58,9 @@ func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
 	}
 	files["enums.go"] = b
 	files["UNBOUND.md"] = unboundReport(m, t)
+	if err := checkFiles(files, specPositions(m)); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
 
@@ -126,7 +129,7 @@ func Preamble(m *Model) string {
 	}
 	b.WriteString("\n")
 	for _, f := range m.Funcs {
-		fmt.Fprintf(&b, "%s;\n", Prototype(f))
+		fmt.Fprintf(&b, "%s;\n", layoutProto(f, f.Wide()))
 	}
 	return b.String()
 }
@@ -152,7 +155,11 @@ func DynamicPreamble(m *Model) string {
 		if f.Result == nil {
 			ret = ""
 		}
-		fmt.Fprintf(&b, "static %s;\nstatic %s { %s%s(%s); }\n", Prototype(&ptr), Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+		if f.Wide() {
+			fmt.Fprintf(&b, "static %s;\nstatic %s\n{\n\t%s%s(%s);\n}\n", layoutProto(&ptr, true), layoutProto(&tramp, true), ret, dynPointer(f), strings.Join(args, ", "))
+		} else {
+			fmt.Fprintf(&b, "static %s;\nstatic %s { %s%s(%s); }\n", Prototype(&ptr), Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+		}
 	}
 	b.WriteString("\n// kg_resolve fills every function pointer from the library handle h; it returns NULL, or the\n// name of the first symbol the library lacks.\nstatic const char *kg_resolve(void *h) {\n")
 	for _, f := range m.Funcs {
@@ -241,7 +248,11 @@ func structDefs(m *Model) []structDef {
 }
 
 // Prototype is the C declaration of f: "struct ggml_tensor * ggml_add(struct ggml_context * ctx, ...)".
-func Prototype(f *Func) string {
+func Prototype(f *Func) string { return prototype(f, "") }
+
+// prototype is Prototype with the parameters one per line after indent when indent is not
+// empty (the layout of a Wide function).
+func prototype(f *Func, indent string) string {
 	ret := "void"
 	if f.Result != nil {
 		ret = f.Result.CType("")
@@ -253,7 +264,37 @@ func Prototype(f *Func) string {
 	if len(ps) == 0 {
 		ps = []string{"void"}
 	}
-	return join(ret, f.CName) + "(" + strings.Join(ps, ", ") + ")"
+	if indent == "" {
+		return join(ret, f.CName) + "(" + strings.Join(ps, ", ") + ")"
+	}
+	return join(ret, f.CName) + "(\n" + indent + strings.Join(ps, ",\n"+indent) + ")"
+}
+
+// layoutProto is f's prototype in the layout f.Wide() asks for; wide is passed separately for
+// the renamed copies of DynamicPreamble, which keep their original's layout.
+func layoutProto(f *Func, wide bool) string {
+	if wide {
+		return prototype(f, "\t")
+	}
+	return Prototype(f)
+}
+
+// oneEach lays out the elements of a list one per line when there are more than a few, so that a
+// generated literal reads like hand-written Go and no line runs long.
+func oneEach(items []jen.Code) []jen.Code {
+	if len(items) <= 4 {
+		return items
+	}
+	return perLine(items)
+}
+
+// perLine lays out the elements of a list one per line.
+func perLine(items []jen.Code) []jen.Code {
+	out := make([]jen.Code, 0, len(items)+1)
+	for _, it := range items {
+		out = append(out, jen.Line().Add(it))
+	}
+	return append(out, jen.Line())
 }
 
 // cgo renames C fields that are Go keywords with a leading underscore.
@@ -445,7 +486,15 @@ func emitStruct(f *jen.File, s *Struct) {
 func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 	docLines(f, fn.Doc)
 	f.Comment("")
-	f.Commentf("C: %s.", Prototype(fn))
+	if fn.Wide() {
+		f.Comment("C:")
+		f.Comment("")
+		for _, line := range strings.Split(prototype(fn, "\t"), "\n") {
+			f.Comment("\t" + line)
+		}
+	} else {
+		f.Commentf("C: %s.", Prototype(fn))
+	}
 	var params, args, prelude, post []jen.Code
 	for _, p := range fn.Params {
 		params = append(params, jen.Id(p.Name).Add(goType(p.Type)))
@@ -459,6 +508,9 @@ func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 	if dyn != nil {
 		callee = dynCall(fn)
 		body = append(body, jen.Id("mustBeLoaded").Call())
+	}
+	if fn.Wide() {
+		params, args = perLine(params), perLine(args)
 	}
 	call := cQual(callee).Call(args...)
 	body = append(body, prelude...)
@@ -605,7 +657,7 @@ func emitCheckLinked(f *jen.File, m *Model) {
 				rows = append(rows, jen.Values(jen.Id(v.GoName), jen.Lit(suffix)))
 			}
 			g.For(jen.List(jen.Id("_"), jen.Id("c")).Op(":=").Range().Index().Struct(
-				jen.Id("v").Id(e.GoName), jen.Id("want").String()).Values(rows...)).Block(
+				jen.Id("v").Id(e.GoName), jen.Id("want").String()).Values(oneEach(rows)...)).Block(
 				jen.If(jen.Id("got").Op(":=").Id(e.NameFunc).Call(jen.Id("c").Dot("v")),
 					jen.Op("!").Qual("strings", "EqualFold").Call(jen.Id("got"), jen.Id("c").Dot("want"))).Block(
 					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"go/token"
 	"strconv"
 	"strings"
 
@@ -36,6 +37,21 @@ func EmitConfigs(cs []*Config, t ConfigTarget) (map[string][]byte, error) {
 		}
 		files[strings.ToLower(c.GoName)+".go"] = b
 	}
+	pos := map[string]token.Position{}
+	for _, c := range cs {
+		pos[c.GoName] = c.Pos
+		for _, fl := range c.Fields {
+			if fl.EnumType != "" {
+				pos[fl.EnumType] = fl.Pos
+				for _, n := range fl.EnumConsts {
+					pos[n] = fl.Pos
+				}
+			}
+		}
+	}
+	if err := checkFiles(files, pos); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
 
@@ -54,6 +70,21 @@ func emitConfigHelpers(f *jen.File) {
 		jen.Return(jen.Lit(0), jen.False()),
 	)
 	f.Line()
+	f.Comment("float32Value is a float32 flag.")
+	f.Type().Id("float32Value").Float32()
+	f.Line()
+	f.Comment("String formats v as the shortest decimal that reads back as the same float32.")
+	f.Func().Params(jen.Id("v").Op("*").Id("float32Value")).Id("String").Params().String().Block(
+		jen.Return(jen.Qual("strconv", "FormatFloat").Call(jen.Float64().Call(jen.Op("*").Id("v")), jen.LitRune('g'), jen.Lit(-1), jen.Lit(32))))
+	f.Line()
+	f.Comment("Set parses s as a float32.")
+	f.Func().Params(jen.Id("v").Op("*").Id("float32Value")).Id("Set").Params(jen.Id("s").String()).Error().Block(
+		jen.List(jen.Id("x"), jen.Id("err")).Op(":=").Qual("strconv", "ParseFloat").Call(jen.Id("s"), jen.Lit(32)),
+		jen.If(jen.Id("err").Op("!=").Nil()).Block(jen.Return(jen.Qual("errors", "New").Call(jen.Lit("not a number")))),
+		jen.Op("*").Id("v").Op("=").Id("float32Value").Call(jen.Id("x")),
+		jen.Return(jen.Nil()),
+	)
+	f.Line()
 	f.Comment("asFloat32 accepts GGUF float32 and float64.")
 	f.Func().Id("asFloat32").Params(jen.Id("v").Any()).Params(jen.Float32(), jen.Bool()).Block(
 		jen.Switch(jen.Id("x").Op(":=").Id("v").Assert(jen.Type())).Block(
@@ -65,6 +96,9 @@ func emitConfigHelpers(f *jen.File) {
 }
 
 func literal(f *ConfigField, s string) jen.Code {
+	if f.EnumType != "" {
+		return jen.Id(f.EnumConst(s))
+	}
 	switch f.Kind {
 	case "int":
 		v, _ := strconv.ParseInt(s, 10, 64)
@@ -86,24 +120,29 @@ func emitConfig(f *jen.File, c *Config) {
 			for _, line := range strings.Split(fl.Doc, "\n") {
 				g.Comment(line)
 			}
-			g.Id(fl.GoName).Id(fl.Kind).Tag(map[string]string{"json": fl.JSON})
+			g.Id(fl.GoName).Id(fl.GoType()).Tag(map[string]string{"json": fl.JSON})
 		}
 	})
 	f.Line()
+	for _, fl := range c.Fields {
+		if fl.EnumType != "" {
+			emitConfigEnum(f, c, fl)
+		}
+	}
 	f.Commentf("Default%s returns every field at its default.", c.GoName)
+	var defaults []jen.Code
+	for _, fl := range c.Fields {
+		defaults = append(defaults, jen.Id(fl.GoName).Op(":").Add(literal(fl, fl.Default)))
+	}
 	f.Func().Id("Default" + c.GoName).Params().Id(c.GoName).Block(
-		jen.Return(jen.Id(c.GoName).Values(jen.DictFunc(func(d jen.Dict) {
-			for _, fl := range c.Fields {
-				d[jen.Id(fl.GoName)] = literal(fl, fl.Default)
-			}
-		}))))
+		jen.Return(jen.Id(c.GoName).Values(perLine(defaults)...)))
 	f.Line()
 	var names []jen.Code
 	for _, p := range c.Presets {
 		names = append(names, jen.Lit(p.Name))
 	}
 	f.Commentf("%sPresetNames lists the presets in the order the spec declares them.", c.GoName)
-	f.Func().Id(c.GoName + "PresetNames").Params().Index().String().Block(jen.Return(jen.Index().String().Values(names...)))
+	f.Func().Id(c.GoName + "PresetNames").Params().Index().String().Block(jen.Return(jen.Index().String().Values(oneEach(names)...)))
 	f.Line()
 	f.Commentf("%sPreset returns the defaults overlaid with the named preset.", c.GoName)
 	f.Func().Id(c.GoName+"Preset").Params(jen.Id("name").String()).Params(jen.Id(c.GoName), jen.Error()).Block(
@@ -125,6 +164,106 @@ func emitConfig(f *jen.File, c *Config) {
 	f.Line()
 	emitValidate(f, c)
 	emitGGUF(f, c)
+	emitFlags(f, c)
+}
+
+// emitConfigEnum writes the string type of an enum field, its constants, and String and Set,
+// which make a pointer to it a flag.Value that refuses values the spec does not list.
+func emitConfigEnum(f *jen.File, c *Config, fl *ConfigField) {
+	choices := strings.Join(fl.Enum, ", ")
+	f.Commentf("%s is the type of %s.%s, one of %s.", fl.EnumType, c.GoName, fl.GoName, choices)
+	f.Type().Id(fl.EnumType).String()
+	f.Line()
+	f.Commentf("The values of %s, in the order the spec lists them.", fl.EnumType)
+	f.Const().DefsFunc(func(g *jen.Group) {
+		for i, v := range fl.Enum {
+			g.Id(fl.EnumConsts[i]).Id(fl.EnumType).Op("=").Lit(v)
+		}
+	})
+	f.Line()
+	f.Comment("String returns v as JSON, GGUF and the command line write it.")
+	f.Func().Params(jen.Id("v").Id(fl.EnumType)).Id("String").Params().String().Block(jen.Return(jen.String().Call(jen.Id("v"))))
+	f.Line()
+	var cases []jen.Code
+	for _, n := range fl.EnumConsts {
+		cases = append(cases, jen.Id(n))
+	}
+	docLines(f, fmt.Sprintf("Set sets v to s, refusing any value but %s; with String it makes a\n*%s a flag.Value.", choices, fl.EnumType))
+	f.Func().Params(jen.Id("v").Op("*").Id(fl.EnumType)).Id("Set").Params(jen.Id("s").String()).Error().Block(
+		jen.Switch(jen.Id("x").Op(":=").Id(fl.EnumType).Call(jen.Id("s")), jen.Id("x")).Block(
+			jen.Case(cases...).Block(
+				jen.Op("*").Id("v").Op("=").Id("x"),
+				jen.Return(jen.Nil()),
+			),
+		),
+		jen.Return(jen.Qual("fmt", "Errorf").Call(jen.Lit(fl.JSON+" %q is not one of "+choices), jen.Id("s"))),
+	)
+	f.Line()
+}
+
+// emitFlags writes the flag binding of c: a flag per field (and alias), registered with the
+// spec's defaults, and Apply, which copies the flags that were set onto a configuration.
+func emitFlags(f *jen.File, c *Config) {
+	typ := c.GoName + "Flags"
+	docLines(f, fmt.Sprintf("%s are the command-line flags of a %s configuration: one per field, named by its\n"+
+		"JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.", typ, c.GoName))
+	f.Type().Id(typ).Struct(
+		jen.Id("fs").Op("*").Qual("flag", "FlagSet"),
+		jen.Comment("v holds the flags' values, the spec's defaults until parsed."),
+		jen.Id("v").Id(c.GoName),
+	)
+	f.Line()
+	docLines(f, fmt.Sprintf("New%s registers the flags on fs. The defaults shown are the spec's defaults.", typ))
+	f.Func().Id("New" + typ).Params(jen.Id("fs").Op("*").Qual("flag", "FlagSet")).Op("*").Id(typ).BlockFunc(func(g *jen.Group) {
+		g.Id("f").Op(":=").Op("&").Id(typ).Values(jen.Id("fs").Op(":").Id("fs"), jen.Id("v").Op(":").Id("Default"+c.GoName).Call())
+		for _, fl := range c.Fields {
+			if fl.Flag == "" {
+				continue
+			}
+			ptr := jen.Op("&").Id("f").Dot("v").Dot(fl.GoName)
+			def := jen.Id("f").Dot("v").Dot(fl.GoName)
+			register := func(name, usage string) {
+				switch {
+				case fl.EnumType != "":
+					g.Id("fs").Dot("Var").Call(ptr.Clone(), jen.Lit(name), jen.Lit(usage))
+				case fl.Kind == "int":
+					g.Id("fs").Dot("IntVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
+				case fl.Kind == "float32":
+					g.Id("fs").Dot("Var").Call(jen.Parens(jen.Op("*").Id("float32Value")).Call(ptr.Clone()), jen.Lit(name), jen.Lit(usage))
+				case fl.Kind == "bool":
+					g.Id("fs").Dot("BoolVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
+				default:
+					g.Id("fs").Dot("StringVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
+				}
+			}
+			register(fl.Flag, fl.Usage())
+			if fl.Alias != "" {
+				register(fl.Alias, "alias of -"+fl.Flag)
+			}
+		}
+		g.Return(jen.Id("f"))
+	})
+	f.Line()
+	docLines(f, "Apply copies onto c the value of every flag that was set on the command line (fs.Visit),\n"+
+		"leaving the others (e.g. a preset's values) alone, and returns c.Validate().")
+	f.Func().Params(jen.Id("f").Op("*").Id(typ)).Id("Apply").Params(jen.Id("c").Op("*").Id(c.GoName)).Error().Block(
+		jen.Id("f").Dot("fs").Dot("Visit").Call(jen.Func().Params(jen.Id("fl").Op("*").Qual("flag", "Flag")).Block(
+			jen.Switch(jen.Id("fl").Dot("Name")).BlockFunc(func(g *jen.Group) {
+				for _, fl := range c.Fields {
+					if fl.Flag == "" {
+						continue
+					}
+					names := []jen.Code{jen.Lit(fl.Flag)}
+					if fl.Alias != "" {
+						names = append(names, jen.Lit(fl.Alias))
+					}
+					g.Case(names...).Id("c").Dot(fl.GoName).Op("=").Id("f").Dot("v").Dot(fl.GoName)
+				}
+			}),
+		)),
+		jen.Return(jen.Id("c").Dot("Validate").Call()),
+	)
+	f.Line()
 }
 
 func emitValidate(f *jen.File, c *Config) {
@@ -158,8 +297,8 @@ func emitValidate(f *jen.File, c *Config) {
 			}
 			if len(fl.Enum) > 0 {
 				var cases []jen.Code
-				for _, e := range fl.Enum {
-					cases = append(cases, jen.Lit(e))
+				for _, n := range fl.EnumConsts {
+					cases = append(cases, jen.Id(n))
 				}
 				g.Switch(x.Clone()).Block(
 					jen.Case(cases...),
@@ -183,12 +322,19 @@ func emitGGUF(f *jen.File, c *Config) {
 	f.Comment("ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.")
 	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("ToGGUF").Params().Index().Id("KV").Block(
 		jen.Return(jen.Index().Id("KV").ValuesFunc(func(g *jen.Group) {
+			var kvs []jen.Code
 			for _, fl := range c.Fields {
 				var v jen.Code = jen.Id("c").Dot(fl.GoName)
-				if fl.Kind == "int" {
+				switch {
+				case fl.Kind == "int":
 					v = jen.Uint32().Call(jen.Id("c").Dot(fl.GoName))
+				case fl.EnumType != "":
+					v = jen.String().Call(jen.Id("c").Dot(fl.GoName))
 				}
-				g.Values(jen.Lit(fl.GGUF), v)
+				kvs = append(kvs, jen.Values(jen.Lit(fl.GGUF), v))
+			}
+			for _, kv := range oneEach(kvs) {
+				g.Add(kv)
 			}
 		})))
 	f.Line()
@@ -209,7 +355,7 @@ func emitGGUF(f *jen.File, c *Config) {
 			}
 			g.If(jen.List(jen.Id("v"), jen.Id("ok")).Op(":=").Id("values").Index(jen.Lit(fl.GGUF)), jen.Id("ok")).Block(
 				jen.If(jen.List(jen.Id("x"), jen.Id("ok")).Op(":=").Add(conv), jen.Id("ok")).Block(
-					jen.Id("c").Dot(fl.GoName).Op("=").Id("x"),
+					jen.Id("c").Dot(fl.GoName).Op("=").Add(fromGGUF(fl)),
 				).Else().Block(
 					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(
 						jen.Lit(fl.GGUF+": %T is not a "+fl.Kind), jen.Id("v"))),
@@ -217,4 +363,12 @@ func emitGGUF(f *jen.File, c *Config) {
 		}
 		g.Return(jen.Qual("errors", "Join").Call(jen.Id("errs").Op("...")))
 	})
+}
+
+// fromGGUF converts x, the GGUF value of fl after its type assertion, to the field's type.
+func fromGGUF(fl *ConfigField) jen.Code {
+	if fl.EnumType != "" {
+		return jen.Id(fl.EnumType).Call(jen.Id("x"))
+	}
+	return jen.Id("x")
 }

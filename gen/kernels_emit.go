@@ -71,6 +71,9 @@ func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 			files[blobFile(t, m)] = append([]byte(marker), m.BlobData...)
 		}
 	}
+	if err := checkFiles(files, nil); err != nil {
+		return nil, err
+	}
 	return files, nil
 }
 
@@ -246,7 +249,7 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 	if len(t.Modules) > 0 {
 		f.Const().DefsFunc(func(g *jen.Group) {
 			for i, m := range t.Modules {
-				g.Comment(m.Source)
+				g.Commentf("%s is the module built from %s.", t.GoName+m.GoName, m.Source)
 				g.Id(t.GoName + m.GoName).Id(modType).Op("=").Lit(i)
 			}
 		})
@@ -275,9 +278,9 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 		modNames = append(modNames, jen.Lit(m.Name))
 	}
 	f.Var().Defs(
-		jen.Id(private+"ModuleNames").Op("=").Index(jen.Op("...")).String().Values(modNames...),
-		jen.Id(private+"KernelNames").Op("=").Index(jen.Op("...")).String().Values(kernNames...),
-		jen.Id(private+"KernelModules").Op("=").Index(jen.Op("...")).Id(modType).Values(kernMods...),
+		jen.Id(private+"ModuleNames").Op("=").Index(jen.Op("...")).String().Values(oneEach(modNames)...),
+		jen.Id(private+"KernelNames").Op("=").Index(jen.Op("...")).String().Values(oneEach(kernNames)...),
+		jen.Id(private+"KernelModules").Op("=").Index(jen.Op("...")).Id(modType).Values(oneEach(kernMods)...),
 	)
 	f.Line()
 	f.Commentf("%sModules lists every module of target %s.", t.GoName, t.Dir)

@@ -262,7 +262,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 	}
 	switch d.name {
 	case "handle":
-		h := &Handle{GoName: name, Doc: doc(dg), Pos: pos}
+		h := &Handle{GoName: name, Doc: GoDoc(name, name, doc(dg)), Pos: pos}
 		spec := strings.Join(d.args, " ")
 		if td, st, ok := strings.Cut(spec, "="); ok {
 			h.Typedef, h.Struct = strings.TrimSpace(td), strings.TrimSpace(st)
@@ -290,7 +290,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		}
 		return &pendingFields{owner: d.args[0], st: st, pos: d.pos}, nil
 	case "struct":
-		s := &Struct{GoName: name, Doc: doc(dg), CName: strings.Join(d.args, " "), Pos: pos}
+		s := &Struct{GoName: name, Doc: GoDoc(name, name, doc(dg)), CName: strings.Join(d.args, " "), Pos: pos}
 		if !isStructTag(s.CName) {
 			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, got %q", s.CName)
 		}
@@ -303,7 +303,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		l.m.Structs = append(l.m.Structs, s)
 		return &pendingFields{fields: &s.Fields, st: st, owner: name}, nil
 	case "enum":
-		e := &Enum{GoName: name, Doc: doc(dg), Pos: pos}
+		e := &Enum{GoName: name, Doc: GoDoc(name, name, doc(dg)), Pos: pos}
 		var rest []string
 		for _, a := range d.args {
 			if strings.Contains(a, "=") {
@@ -389,7 +389,7 @@ func (l *loader) fields(pf pendingFields) {
 		}
 		typ := l.resolve(l.pkg.TypesInfo.TypeOf(f.Type), f.Type.Pos(), "field")
 		for _, n := range f.Names {
-			fl := &Field{GoName: n.Name, CName: cname, Doc: doc(f.Doc), Type: typ, Pos: l.position(n.Pos())}
+			fl := &Field{GoName: n.Name, CName: cname, Doc: GoDoc(n.Name, n.Name, doc(f.Doc)), Type: typ, Pos: l.position(n.Pos())}
 			if fl.CName == "" {
 				if n.Name == "_" {
 					l.errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
@@ -421,7 +421,7 @@ func (l *loader) constDecl(d *ast.GenDecl) {
 				l.errorf(n.Pos(), "constant %s does not fit in int64", n.Name)
 				continue
 			}
-			ev := &EnumValue{GoName: n.Name, Doc: doc(vs.Doc), Value: v, Pos: l.position(n.Pos())}
+			ev := &EnumValue{GoName: n.Name, Doc: GoDoc(n.Name, n.Name, doc(vs.Doc)), Value: v, Pos: l.position(n.Pos())}
 			for _, d := range ds {
 				if d.name != "c" || len(d.args) != 1 || !isCIdent(d.args[0]) {
 					l.errorf(d.pos, "constants take only kernelgen:c NAME")
@@ -449,7 +449,7 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			continue
 		}
 		name := m.Names[0].Name
-		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: doc(m.Doc), Pos: l.position(m.Pos())}
+		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: GoDoc(pi.goprefix+name, name, doc(m.Doc)), Pos: l.position(m.Pos())}
 		if fn.Doc == "" {
 			l.errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 		}

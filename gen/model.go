@@ -97,6 +97,13 @@ type Func struct {
 	Pos      token.Position
 }
 
+// wideProto is the length of a C prototype beyond which a function is Wide.
+const wideProto = 160
+
+// Wide reports whether f's parameters are laid out one per line wherever the generated code
+// lists them (its C prototype, its doc, its Go signature and its call), so no line runs long.
+func (f *Func) Wide() bool { return len(Prototype(f)) > wideProto }
+
 // Param is a function parameter.
 type Param struct {
 	Name string

@@ -6,6 +6,11 @@ fields with defaults, presets, Validate, GGUF conversion and JSON tags.
 */
 package config
 
+import (
+	"errors"
+	"strconv"
+)
+
 // KV is one GGUF metadata key and its value, as the GGUF writer takes it.
 type KV struct {
 	Key   string
@@ -33,6 +38,24 @@ func asInt(v any) (int, bool) {
 		return int(x), x <= 4611686018427387904
 	}
 	return 0, false
+}
+
+// float32Value is a float32 flag.
+type float32Value float32
+
+// String formats v as the shortest decimal that reads back as the same float32.
+func (v *float32Value) String() string {
+	return strconv.FormatFloat(float64(*v), 'g', -1, 32)
+}
+
+// Set parses s as a float32.
+func (v *float32Value) Set(s string) error {
+	x, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		return errors.New("not a number")
+	}
+	*v = float32Value(x)
+	return nil
 }
 
 // asFloat32 accepts GGUF float32 and float64.

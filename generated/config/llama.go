@@ -4,6 +4,7 @@ package config
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"strings"
@@ -30,7 +31,7 @@ type Llama struct {
 	// RopeBase is the base θ of the rotary embedding's frequencies.
 	RopeBase float32 `json:"rope_base"`
 	// RopeScaling stretches positions beyond the trained context: none, linear or yarn.
-	RopeScaling string `json:"rope_scaling"`
+	RopeScaling LlamaRopeScaling `json:"rope_scaling"`
 	// RopeScaleFactor is the context extension factor for linear and YaRN scaling.
 	RopeScaleFactor float32 `json:"rope_scale_factor"`
 	// RopeOrigContext is the context the model was first trained with (YaRN).
@@ -43,39 +44,95 @@ type Llama struct {
 	QKVBias bool `json:"qkv_bias"`
 	// WeightType is the element type of the trained matrices: f32 (ggml's backward and AdamW
 	// step are f32 only).
-	WeightType string `json:"weight_type"`
+	WeightType LlamaWeightType `json:"weight_type"`
 	// InitScale is the standard deviation of the random initial weights.
 	InitScale float32 `json:"init_scale"`
 	// Seed makes the random initialisation reproducible.
 	Seed int `json:"seed"`
 }
 
+// LlamaRopeScaling is the type of Llama.RopeScaling, one of none, linear, yarn.
+type LlamaRopeScaling string
+
+// The values of LlamaRopeScaling, in the order the spec lists them.
+const (
+	LlamaRopeScalingNone   LlamaRopeScaling = "none"
+	LlamaRopeScalingLinear LlamaRopeScaling = "linear"
+	LlamaRopeScalingYarn   LlamaRopeScaling = "yarn"
+)
+
+// String returns v as JSON, GGUF and the command line write it.
+func (v LlamaRopeScaling) String() string {
+	return string(v)
+}
+
+// Set sets v to s, refusing any value but none, linear, yarn; with String it makes a
+// *LlamaRopeScaling a flag.Value.
+func (v *LlamaRopeScaling) Set(s string) error {
+	switch x := LlamaRopeScaling(s); x {
+	case LlamaRopeScalingNone, LlamaRopeScalingLinear, LlamaRopeScalingYarn:
+		*v = x
+		return nil
+	}
+	return fmt.Errorf("rope_scaling %q is not one of none, linear, yarn", s)
+}
+
+// LlamaWeightType is the type of Llama.WeightType, one of f32.
+type LlamaWeightType string
+
+// The values of LlamaWeightType, in the order the spec lists them.
+const (
+	LlamaWeightTypeF32 LlamaWeightType = "f32"
+)
+
+// String returns v as JSON, GGUF and the command line write it.
+func (v LlamaWeightType) String() string {
+	return string(v)
+}
+
+// Set sets v to s, refusing any value but f32; with String it makes a
+// *LlamaWeightType a flag.Value.
+func (v *LlamaWeightType) Set(s string) error {
+	switch x := LlamaWeightType(s); x {
+	case LlamaWeightTypeF32:
+		*v = x
+		return nil
+	}
+	return fmt.Errorf("weight_type %q is not one of f32", s)
+}
+
 // DefaultLlama returns every field at its default.
 func DefaultLlama() Llama {
 	return Llama{
-		Context:         2048,
-		DFF:             1536,
+		Vocab:           49152,
 		DModel:          576,
-		InitScale:       float32(0.02),
+		DFF:             1536,
 		NHeads:          9,
 		NKVHeads:        3,
 		NLayers:         30,
-		QKVBias:         false,
-		RMSEps:          float32(1e-05),
+		Context:         2048,
 		RopeBase:        float32(10000),
-		RopeOrigContext: 0,
+		RopeScaling:     LlamaRopeScalingNone,
 		RopeScaleFactor: float32(1),
-		RopeScaling:     "none",
-		Seed:            1,
+		RopeOrigContext: 0,
+		RMSEps:          float32(1e-05),
 		TiedOutput:      true,
-		Vocab:           49152,
-		WeightType:      "f32",
+		QKVBias:         false,
+		WeightType:      LlamaWeightTypeF32,
+		InitScale:       float32(0.02),
+		Seed:            1,
 	}
 }
 
 // LlamaPresetNames lists the presets in the order the spec declares them.
 func LlamaPresetNames() []string {
-	return []string{"smollm2-135m", "smollm2-360m", "smollm2-1.7b", "demo", "tiny"}
+	return []string{
+		"smollm2-135m",
+		"smollm2-360m",
+		"smollm2-1.7b",
+		"demo",
+		"tiny",
+	}
 }
 
 // LlamaPreset returns the defaults overlaid with the named preset.
@@ -202,7 +259,7 @@ func (c Llama) Validate() error {
 		errs = append(errs, fmt.Errorf("rope_base is NaN"))
 	}
 	switch c.RopeScaling {
-	case "none", "linear", "yarn":
+	case LlamaRopeScalingNone, LlamaRopeScalingLinear, LlamaRopeScalingYarn:
 	default:
 		errs = append(errs, fmt.Errorf("rope_scaling %q is not one of none, linear, yarn", c.RopeScaling))
 	}
@@ -231,7 +288,7 @@ func (c Llama) Validate() error {
 		errs = append(errs, fmt.Errorf("rms_eps is NaN"))
 	}
 	switch c.WeightType {
-	case "f32":
+	case LlamaWeightTypeF32:
 	default:
 		errs = append(errs, fmt.Errorf("weight_type %q is not one of f32", c.WeightType))
 	}
@@ -252,7 +309,25 @@ func (c Llama) Validate() error {
 
 // ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.
 func (c Llama) ToGGUF() []KV {
-	return []KV{{"llama.vocab_size", uint32(c.Vocab)}, {"llama.embedding_length", uint32(c.DModel)}, {"llama.feed_forward_length", uint32(c.DFF)}, {"llama.attention.head_count", uint32(c.NHeads)}, {"llama.attention.head_count_kv", uint32(c.NKVHeads)}, {"llama.block_count", uint32(c.NLayers)}, {"llama.context_length", uint32(c.Context)}, {"llama.rope.freq_base", c.RopeBase}, {"llama.rope.scaling.type", c.RopeScaling}, {"llama.rope.scaling.factor", c.RopeScaleFactor}, {"llama.rope.scaling.original_context_length", uint32(c.RopeOrigContext)}, {"llama.attention.layer_norm_rms_epsilon", c.RMSEps}, {"toy.llama.tied_output", c.TiedOutput}, {"toy.llama.qkv_bias", c.QKVBias}, {"toy.llama.weight_type", c.WeightType}, {"toy.llama.init_scale", c.InitScale}, {"toy.llama.seed", uint32(c.Seed)}}
+	return []KV{
+		{"llama.vocab_size", uint32(c.Vocab)},
+		{"llama.embedding_length", uint32(c.DModel)},
+		{"llama.feed_forward_length", uint32(c.DFF)},
+		{"llama.attention.head_count", uint32(c.NHeads)},
+		{"llama.attention.head_count_kv", uint32(c.NKVHeads)},
+		{"llama.block_count", uint32(c.NLayers)},
+		{"llama.context_length", uint32(c.Context)},
+		{"llama.rope.freq_base", c.RopeBase},
+		{"llama.rope.scaling.type", string(c.RopeScaling)},
+		{"llama.rope.scaling.factor", c.RopeScaleFactor},
+		{"llama.rope.scaling.original_context_length", uint32(c.RopeOrigContext)},
+		{"llama.attention.layer_norm_rms_epsilon", c.RMSEps},
+		{"toy.llama.tied_output", c.TiedOutput},
+		{"toy.llama.qkv_bias", c.QKVBias},
+		{"toy.llama.weight_type", string(c.WeightType)},
+		{"toy.llama.init_scale", c.InitScale},
+		{"toy.llama.seed", uint32(c.Seed)},
+	}
 }
 
 // FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),
@@ -318,7 +393,7 @@ func (c *Llama) FromGGUF(values map[string]any) error {
 	}
 	if v, ok := values["llama.rope.scaling.type"]; ok {
 		if x, ok := v.(string); ok {
-			c.RopeScaling = x
+			c.RopeScaling = LlamaRopeScaling(x)
 		} else {
 			errs = append(errs, fmt.Errorf("llama.rope.scaling.type: %T is not a string", v))
 		}
@@ -360,7 +435,7 @@ func (c *Llama) FromGGUF(values map[string]any) error {
 	}
 	if v, ok := values["toy.llama.weight_type"]; ok {
 		if x, ok := v.(string); ok {
-			c.WeightType = x
+			c.WeightType = LlamaWeightType(x)
 		} else {
 			errs = append(errs, fmt.Errorf("toy.llama.weight_type: %T is not a string", v))
 		}
@@ -380,4 +455,77 @@ func (c *Llama) FromGGUF(values map[string]any) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// LlamaFlags are the command-line flags of a Llama configuration: one per field, named by its
+// JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.
+type LlamaFlags struct {
+	fs *flag.FlagSet
+	// v holds the flags' values, the spec's defaults until parsed.
+	v Llama
+}
+
+// NewLlamaFlags registers the flags on fs. The defaults shown are the spec's defaults.
+func NewLlamaFlags(fs *flag.FlagSet) *LlamaFlags {
+	f := &LlamaFlags{fs: fs, v: DefaultLlama()}
+	fs.IntVar(&f.v.Vocab, "vocab", f.v.Vocab, "Vocab is the number of tokens.")
+	fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, "DModel is the width of the residual stream (embedding length).")
+	fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, "DFF is the hidden width of the SwiGLU feed-forward block.")
+	fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, "NHeads is the number of attention (query) heads.")
+	fs.IntVar(&f.v.NKVHeads, "n-kv-heads", f.v.NKVHeads, "NKVHeads is the number of key/value heads (grouped-query attention when fewer than NHeads).")
+	fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, "NLayers is the number of transformer blocks.")
+	fs.IntVar(&f.v.Context, "context", f.v.Context, "Context is the longest sequence the model is trained for.")
+	fs.IntVar(&f.v.Context, "c", f.v.Context, "alias of -context")
+	fs.Var((*float32Value)(&f.v.RopeBase), "rope-base", "RopeBase is the base θ of the rotary embedding's frequencies.")
+	fs.Var(&f.v.RopeScaling, "rope-scaling", "RopeScaling stretches positions beyond the trained context: none, linear or yarn.")
+	fs.Var((*float32Value)(&f.v.RopeScaleFactor), "rope-scale-factor", "RopeScaleFactor is the context extension factor for linear and YaRN scaling.")
+	fs.IntVar(&f.v.RopeOrigContext, "rope-orig-context", f.v.RopeOrigContext, "RopeOrigContext is the context the model was first trained with (YaRN).")
+	fs.Var((*float32Value)(&f.v.RMSEps), "rms-eps", "RMSEps is the epsilon of RMSNorm.")
+	fs.BoolVar(&f.v.TiedOutput, "tied-output", f.v.TiedOutput, "TiedOutput shares the token embedding with the output projection (no output.weight).")
+	fs.BoolVar(&f.v.QKVBias, "qkv-bias", f.v.QKVBias, "QKVBias adds a bias to the query, key and value projections (as Qwen2 does).")
+	fs.Var(&f.v.WeightType, "weight-type", "WeightType is the element type of the trained matrices: f32 (ggml's backward and AdamW step are f32 only).")
+	fs.Var((*float32Value)(&f.v.InitScale), "init-scale", "InitScale is the standard deviation of the random initial weights.")
+	return f
+}
+
+// Apply copies onto c the value of every flag that was set on the command line (fs.Visit),
+// leaving the others (e.g. a preset's values) alone, and returns c.Validate().
+func (f *LlamaFlags) Apply(c *Llama) error {
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "vocab":
+			c.Vocab = f.v.Vocab
+		case "d-model":
+			c.DModel = f.v.DModel
+		case "d-ff":
+			c.DFF = f.v.DFF
+		case "n-heads":
+			c.NHeads = f.v.NHeads
+		case "n-kv-heads":
+			c.NKVHeads = f.v.NKVHeads
+		case "n-layers":
+			c.NLayers = f.v.NLayers
+		case "context", "c":
+			c.Context = f.v.Context
+		case "rope-base":
+			c.RopeBase = f.v.RopeBase
+		case "rope-scaling":
+			c.RopeScaling = f.v.RopeScaling
+		case "rope-scale-factor":
+			c.RopeScaleFactor = f.v.RopeScaleFactor
+		case "rope-orig-context":
+			c.RopeOrigContext = f.v.RopeOrigContext
+		case "rms-eps":
+			c.RMSEps = f.v.RMSEps
+		case "tied-output":
+			c.TiedOutput = f.v.TiedOutput
+		case "qkv-bias":
+			c.QKVBias = f.v.QKVBias
+		case "weight-type":
+			c.WeightType = f.v.WeightType
+		case "init-scale":
+			c.InitScale = f.v.InitScale
+		}
+	})
+	return c.Validate()
 }

@@ -107,8 +107,33 @@ static enum cudaError_enum (*kg_p_cuMemcpyHtoD_v2)(unsigned long long dst, const
 static enum cudaError_enum kg_cuMemcpyHtoD_v2(unsigned long long dst, const void *src, size_t size) { return kg_p_cuMemcpyHtoD_v2(dst, src, size); }
 static enum cudaError_enum (*kg_p_cuMemcpyDtoH_v2)(void *dst, unsigned long long src, size_t size);
 static enum cudaError_enum kg_cuMemcpyDtoH_v2(void *dst, unsigned long long src, size_t size) { return kg_p_cuMemcpyDtoH_v2(dst, src, size); }
-static enum cudaError_enum (*kg_p_cuLaunchKernel)(CUfunction fn, uint32_t gridX, uint32_t gridY, uint32_t gridZ, uint32_t blockX, uint32_t blockY, uint32_t blockZ, uint32_t sharedMem, CUstream stream, void **params, void **extra);
-static enum cudaError_enum kg_cuLaunchKernel(CUfunction fn, uint32_t gridX, uint32_t gridY, uint32_t gridZ, uint32_t blockX, uint32_t blockY, uint32_t blockZ, uint32_t sharedMem, CUstream stream, void **params, void **extra) { return kg_p_cuLaunchKernel(fn, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream, params, extra); }
+static enum cudaError_enum (*kg_p_cuLaunchKernel)(
+	CUfunction fn,
+	uint32_t gridX,
+	uint32_t gridY,
+	uint32_t gridZ,
+	uint32_t blockX,
+	uint32_t blockY,
+	uint32_t blockZ,
+	uint32_t sharedMem,
+	CUstream stream,
+	void **params,
+	void **extra);
+static enum cudaError_enum kg_cuLaunchKernel(
+	CUfunction fn,
+	uint32_t gridX,
+	uint32_t gridY,
+	uint32_t gridZ,
+	uint32_t blockX,
+	uint32_t blockY,
+	uint32_t blockZ,
+	uint32_t sharedMem,
+	CUstream stream,
+	void **params,
+	void **extra)
+{
+	return kg_p_cuLaunchKernel(fn, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMem, stream, params, extra);
+}
 static enum cudaError_enum (*kg_p_cuStreamSynchronize)(CUstream stream);
 static enum cudaError_enum kg_cuStreamSynchronize(CUstream stream) { return kg_p_cuStreamSynchronize(stream); }
 
@@ -477,8 +502,33 @@ func MemcpyDtoH(dst unsafe.Pointer, src uint64, size int) Result {
 // threads with sharedMem bytes of dynamic shared memory. params holds one address per
 // kernel parameter, pointing at its value; extra must be nil.
 //
-// C: enum cudaError_enum cuLaunchKernel(CUfunction fn, uint32_t gridX, uint32_t gridY, uint32_t gridZ, uint32_t blockX, uint32_t blockY, uint32_t blockZ, uint32_t sharedMem, CUstream stream, void **params, void **extra).
-func LaunchKernel(fn Function, gridX uint32, gridY uint32, gridZ uint32, blockX uint32, blockY uint32, blockZ uint32, sharedMem uint32, stream Stream, params []unsafe.Pointer, extra []unsafe.Pointer) Result {
+// C:
+//
+//	enum cudaError_enum cuLaunchKernel(
+//		CUfunction fn,
+//		uint32_t gridX,
+//		uint32_t gridY,
+//		uint32_t gridZ,
+//		uint32_t blockX,
+//		uint32_t blockY,
+//		uint32_t blockZ,
+//		uint32_t sharedMem,
+//		CUstream stream,
+//		void **params,
+//		void **extra)
+func LaunchKernel(
+	fn Function,
+	gridX uint32,
+	gridY uint32,
+	gridZ uint32,
+	blockX uint32,
+	blockY uint32,
+	blockZ uint32,
+	sharedMem uint32,
+	stream Stream,
+	params []unsafe.Pointer,
+	extra []unsafe.Pointer,
+) Result {
 	mustBeLoaded()
 	var c_params *unsafe.Pointer
 	if len(params) > 0 {
@@ -488,7 +538,19 @@ func LaunchKernel(fn Function, gridX uint32, gridY uint32, gridZ uint32, blockX 
 	if len(extra) > 0 {
 		c_extra = &extra[0]
 	}
-	return Result(C.kg_cuLaunchKernel(fn.p, C.uint32_t(gridX), C.uint32_t(gridY), C.uint32_t(gridZ), C.uint32_t(blockX), C.uint32_t(blockY), C.uint32_t(blockZ), C.uint32_t(sharedMem), stream.p, c_params, c_extra))
+	return Result(C.kg_cuLaunchKernel(
+		fn.p,
+		C.uint32_t(gridX),
+		C.uint32_t(gridY),
+		C.uint32_t(gridZ),
+		C.uint32_t(blockX),
+		C.uint32_t(blockY),
+		C.uint32_t(blockZ),
+		C.uint32_t(sharedMem),
+		stream.p,
+		c_params,
+		c_extra,
+	))
 }
 
 // StreamSynchronize waits until the stream's work is done.

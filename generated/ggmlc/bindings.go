@@ -389,8 +389,21 @@ ggml_backend_reg_t ggml_backend_load(const char *path);
 void ggml_backend_unload(ggml_backend_reg_t reg);
 void ggml_backend_load_all(void);
 void ggml_backend_load_all_from_path(const char *dirPath);
-ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends, ggml_backend_buffer_type_t *bufts, int nBackends, size_t graphSize, bool parallel, bool opOffload);
-ggml_backend_sched_t ggml_backend_sched_new_ext(ggml_backend_t *backends, ggml_backend_buffer_type_t *bufts, int nBackends, size_t graphSize, bool parallel, bool opOffload, bool allocBuffers);
+ggml_backend_sched_t ggml_backend_sched_new(
+	ggml_backend_t *backends,
+	ggml_backend_buffer_type_t *bufts,
+	int nBackends,
+	size_t graphSize,
+	bool parallel,
+	bool opOffload);
+ggml_backend_sched_t ggml_backend_sched_new_ext(
+	ggml_backend_t *backends,
+	ggml_backend_buffer_type_t *bufts,
+	int nBackends,
+	size_t graphSize,
+	bool parallel,
+	bool opOffload,
+	bool allocBuffers);
 void ggml_backend_sched_free(ggml_backend_sched_t s);
 void ggml_backend_sched_set_batch_size(ggml_backend_sched_t s, int batchSize);
 bool ggml_backend_sched_reserve(ggml_backend_sched_t s, struct ggml_cgraph *measureGraph);
@@ -632,7 +645,17 @@ struct ggml_tensor *ggml_reshape_4d(struct ggml_context *ctx, struct ggml_tensor
 struct ggml_tensor *ggml_view_1d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, size_t offset);
 struct ggml_tensor *ggml_view_2d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1, size_t nb1, size_t offset);
 struct ggml_tensor *ggml_view_3d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, size_t nb1, size_t nb2, size_t offset);
-struct ggml_tensor *ggml_view_4d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset);
+struct ggml_tensor *ggml_view_4d(
+	struct ggml_context *ctx,
+	struct ggml_tensor *a,
+	int64_t ne0,
+	int64_t ne1,
+	int64_t ne2,
+	int64_t ne3,
+	size_t nb1,
+	size_t nb2,
+	size_t nb3,
+	size_t offset);
 struct ggml_tensor *ggml_permute(struct ggml_context *ctx, struct ggml_tensor *a, int axis0, int axis1, int axis2, int axis3);
 struct ggml_tensor *ggml_transpose(struct ggml_context *ctx, struct ggml_tensor *a);
 struct ggml_tensor *ggml_set(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, size_t nb1, size_t nb2, size_t nb3, size_t offset);
@@ -662,13 +685,58 @@ struct ggml_tensor *ggml_soft_max_ext(struct ggml_context *ctx, struct ggml_tens
 void ggml_soft_max_add_sinks(struct ggml_tensor *a, struct ggml_tensor *sinks);
 struct ggml_tensor *ggml_soft_max_ext_back(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, float scale, float maxBias);
 struct ggml_tensor *ggml_rope(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int nDims, int mode);
-struct ggml_tensor *ggml_rope_ext(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, struct ggml_tensor *c, int nDims, int mode, int nCtxOrig, float freqBase, float freqScale, float extFactor, float attnFactor, float betaFast, float betaSlow);
-struct ggml_tensor *ggml_rope_ext_back(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, struct ggml_tensor *c, int nDims, int mode, int nCtxOrig, float freqBase, float freqScale, float extFactor, float attnFactor, float betaFast, float betaSlow);
-struct ggml_tensor *ggml_flash_attn_ext(struct ggml_context *ctx, struct ggml_tensor *q, struct ggml_tensor *k, struct ggml_tensor *v, struct ggml_tensor *mask, float scale, float maxBias, float logitSoftcap);
+struct ggml_tensor *ggml_rope_ext(
+	struct ggml_context *ctx,
+	struct ggml_tensor *a,
+	struct ggml_tensor *b,
+	struct ggml_tensor *c,
+	int nDims,
+	int mode,
+	int nCtxOrig,
+	float freqBase,
+	float freqScale,
+	float extFactor,
+	float attnFactor,
+	float betaFast,
+	float betaSlow);
+struct ggml_tensor *ggml_rope_ext_back(
+	struct ggml_context *ctx,
+	struct ggml_tensor *a,
+	struct ggml_tensor *b,
+	struct ggml_tensor *c,
+	int nDims,
+	int mode,
+	int nCtxOrig,
+	float freqBase,
+	float freqScale,
+	float extFactor,
+	float attnFactor,
+	float betaFast,
+	float betaSlow);
+struct ggml_tensor *ggml_flash_attn_ext(
+	struct ggml_context *ctx,
+	struct ggml_tensor *q,
+	struct ggml_tensor *k,
+	struct ggml_tensor *v,
+	struct ggml_tensor *mask,
+	float scale,
+	float maxBias,
+	float logitSoftcap);
 void ggml_flash_attn_ext_set_prec(struct ggml_tensor *a, enum ggml_prec prec);
 enum ggml_prec ggml_flash_attn_ext_get_prec(const struct ggml_tensor *a);
 void ggml_flash_attn_ext_add_sinks(struct ggml_tensor *a, struct ggml_tensor *sinks);
-struct ggml_tensor *ggml_im2col(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, bool is2D, enum ggml_type dstType);
+struct ggml_tensor *ggml_im2col(
+	struct ggml_context *ctx,
+	struct ggml_tensor *a,
+	struct ggml_tensor *b,
+	int s0,
+	int s1,
+	int p0,
+	int p1,
+	int d0,
+	int d1,
+	bool is2D,
+	enum ggml_type dstType);
 struct ggml_tensor *ggml_conv_1d(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int s0, int p0, int d0);
 struct ggml_tensor *ggml_conv_transpose_1d(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int s0, int p0, int d0);
 struct ggml_tensor *ggml_conv_2d(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1);
@@ -680,7 +748,13 @@ struct ggml_tensor *ggml_interpolate(struct ggml_context *ctx, struct ggml_tenso
 struct ggml_tensor *ggml_timestep_embedding(struct ggml_context *ctx, struct ggml_tensor *timesteps, int dim, int maxPeriod);
 struct ggml_tensor *ggml_cross_entropy_loss(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b);
 struct ggml_tensor *ggml_cross_entropy_loss_back(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, struct ggml_tensor *c);
-struct ggml_tensor *ggml_opt_step_adamw(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *grad, struct ggml_tensor *m, struct ggml_tensor *v, struct ggml_tensor *params);
+struct ggml_tensor *ggml_opt_step_adamw(
+	struct ggml_context *ctx,
+	struct ggml_tensor *a,
+	struct ggml_tensor *grad,
+	struct ggml_tensor *m,
+	struct ggml_tensor *v,
+	struct ggml_tensor *params);
 struct ggml_tensor *ggml_opt_step_sgd(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *grad, struct ggml_tensor *params);
 struct ggml_cgraph *ggml_new_graph(struct ggml_context *ctx);
 struct ggml_cgraph *ggml_new_graph_custom(struct ggml_context *ctx, size_t size, bool grads);
@@ -1029,35 +1103,35 @@ func (s GGUFInitParams) c() C.struct_gguf_init_params {
 	return C.struct_gguf_init_params{no_alloc: C.bool(s.NoAlloc), ctx: (**C.struct_ggml_context)(unsafe.Pointer(s.Ctx))}
 }
 
-// CPUInit makes a CPU backend (4 threads until CPUSetNThreads).
+// BackendCPUInit makes a CPU backend (4 threads until CPUSetNThreads).
 //
 // C: ggml_backend_t ggml_backend_cpu_init(void).
 func BackendCPUInit() Backend {
 	return Backend{C.ggml_backend_cpu_init()}
 }
 
-// IsCPU reports whether be is a CPU backend.
+// BackendIsCPU reports whether be is a CPU backend.
 //
 // C: bool ggml_backend_is_cpu(ggml_backend_t be).
 func BackendIsCPU(be Backend) bool {
 	return bool(C.ggml_backend_is_cpu(be.p))
 }
 
-// CPUSetNThreads sets the number of threads the CPU backend be computes with.
+// BackendCPUSetNThreads sets the number of threads the CPU backend be computes with.
 //
 // C: void ggml_backend_cpu_set_n_threads(ggml_backend_t be, int nThreads).
 func BackendCPUSetNThreads(be Backend, nThreads int) {
 	C.ggml_backend_cpu_set_n_threads(be.p, C.int(nThreads))
 }
 
-// CPUBufferType is the buffer type of host memory for the CPU backend.
+// BackendCPUBufferType is the buffer type of host memory for the CPU backend.
 //
 // C: ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type(void).
 func BackendCPUBufferType() BufferType {
 	return BufferType{C.ggml_backend_cpu_buffer_type()}
 }
 
-// CPUBufferFromPtr wraps size bytes of caller-owned host memory at ptr (e.g. an mmapped
+// BackendCPUBufferFromPtr wraps size bytes of caller-owned host memory at ptr (e.g. an mmapped
 // file) as a CPU buffer without copying; the memory must outlive the buffer.
 //
 // C: ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void *ptr, size_t size).
@@ -1065,56 +1139,56 @@ func BackendCPUBufferFromPtr(ptr unsafe.Pointer, size int) BackendBuffer {
 	return BackendBuffer{C.ggml_backend_cpu_buffer_from_ptr(ptr, C.size_t(size))}
 }
 
-// Name is be's name (e.g. "CPU", "CUDA0").
+// BackendName is be's name (e.g. "CPU", "CUDA0").
 //
 // C: const char *ggml_backend_name(ggml_backend_t be).
 func BackendName(be Backend) string {
 	return C.GoString(C.ggml_backend_name(be.p))
 }
 
-// Free releases be.
+// BackendFree releases be.
 //
 // C: void ggml_backend_free(ggml_backend_t be).
 func BackendFree(be Backend) {
 	C.ggml_backend_free(be.p)
 }
 
-// GetDefaultBufferType is the buffer type be computes from (its device memory).
+// BackendGetDefaultBufferType is the buffer type be computes from (its device memory).
 //
 // C: ggml_backend_buffer_type_t ggml_backend_get_default_buffer_type(ggml_backend_t be).
 func BackendGetDefaultBufferType(be Backend) BufferType {
 	return BufferType{C.ggml_backend_get_default_buffer_type(be.p)}
 }
 
-// AllocBuffer allocates a buffer of size bytes of be's default buffer type, or returns nil.
+// BackendAllocBuffer allocates a buffer of size bytes of be's default buffer type, or returns nil.
 //
 // C: ggml_backend_buffer_t ggml_backend_alloc_buffer(ggml_backend_t be, size_t size).
 func BackendAllocBuffer(be Backend, size int) BackendBuffer {
 	return BackendBuffer{C.ggml_backend_alloc_buffer(be.p, C.size_t(size))}
 }
 
-// GetAlignment is the alignment of be's default buffer type in bytes.
+// BackendGetAlignment is the alignment of be's default buffer type in bytes.
 //
 // C: size_t ggml_backend_get_alignment(ggml_backend_t be).
 func BackendGetAlignment(be Backend) int {
 	return int(C.ggml_backend_get_alignment(be.p))
 }
 
-// GetMaxSize is the largest buffer be's default buffer type can allocate.
+// BackendGetMaxSize is the largest buffer be's default buffer type can allocate.
 //
 // C: size_t ggml_backend_get_max_size(ggml_backend_t be).
 func BackendGetMaxSize(be Backend) int {
 	return int(C.ggml_backend_get_max_size(be.p))
 }
 
-// GetDevice is the device be runs on.
+// BackendGetDevice is the device be runs on.
 //
 // C: ggml_backend_dev_t ggml_backend_get_device(ggml_backend_t be).
 func BackendGetDevice(be Backend) Device {
 	return Device{C.ggml_backend_get_device(be.p)}
 }
 
-// GraphCompute computes every node of g on be and waits for the result. All tensors of g
+// BackendGraphCompute computes every node of g on be and waits for the result. All tensors of g
 // must be allocated in buffers be can use.
 //
 // C: enum ggml_status ggml_backend_graph_compute(ggml_backend_t be, struct ggml_cgraph *g).
@@ -1122,28 +1196,28 @@ func BackendGraphCompute(be Backend, g Graph) Status {
 	return Status(C.ggml_backend_graph_compute(be.p, g.p))
 }
 
-// Synchronize waits until all queued work on be is done.
+// BackendSynchronize waits until all queued work on be is done.
 //
 // C: void ggml_backend_synchronize(ggml_backend_t be).
 func BackendSynchronize(be Backend) {
 	C.ggml_backend_synchronize(be.p)
 }
 
-// SupportsOp reports whether be can compute the node op.
+// BackendSupportsOp reports whether be can compute the node op.
 //
 // C: bool ggml_backend_supports_op(ggml_backend_t be, const struct ggml_tensor *op).
 func BackendSupportsOp(be Backend, op Tensor) bool {
 	return bool(C.ggml_backend_supports_op(be.p, op.p))
 }
 
-// SupportsBuft reports whether be can compute on tensors in buffers of type buft.
+// BackendSupportsBuft reports whether be can compute on tensors in buffers of type buft.
 //
 // C: bool ggml_backend_supports_buft(ggml_backend_t be, ggml_backend_buffer_type_t buft).
 func BackendSupportsBuft(be Backend, buft BufferType) bool {
 	return bool(C.ggml_backend_supports_buft(be.p, buft.p))
 }
 
-// OffloadOp reports whether be wants to compute op even though its weights live elsewhere
+// BackendOffloadOp reports whether be wants to compute op even though its weights live elsewhere
 // (e.g. large batches on a GPU).
 //
 // C: bool ggml_backend_offload_op(ggml_backend_t be, const struct ggml_tensor *op).
@@ -1151,7 +1225,7 @@ func BackendOffloadOp(be Backend, op Tensor) bool {
 	return bool(C.ggml_backend_offload_op(be.p, op.p))
 }
 
-// TensorSet copies size bytes from host memory at data into t's data at byte offset;
+// BackendTensorSet copies size bytes from host memory at data into t's data at byte offset;
 // t must be allocated in a buffer.
 //
 // C: void ggml_backend_tensor_set(struct ggml_tensor *t, const void *data, size_t offset, size_t size).
@@ -1159,7 +1233,7 @@ func BackendTensorSet(t Tensor, data unsafe.Pointer, offset int, size int) {
 	C.ggml_backend_tensor_set(t.p, data, C.size_t(offset), C.size_t(size))
 }
 
-// TensorGet copies size bytes of t's data from byte offset into host memory at data;
+// BackendTensorGet copies size bytes of t's data from byte offset into host memory at data;
 // t must be allocated in a buffer.
 //
 // C: void ggml_backend_tensor_get(const struct ggml_tensor *t, void *data, size_t offset, size_t size).
@@ -1167,35 +1241,35 @@ func BackendTensorGet(t Tensor, data unsafe.Pointer, offset int, size int) {
 	C.ggml_backend_tensor_get(t.p, data, C.size_t(offset), C.size_t(size))
 }
 
-// TensorMemset sets size bytes of t's data at byte offset to value.
+// BackendTensorMemset sets size bytes of t's data at byte offset to value.
 //
 // C: void ggml_backend_tensor_memset(struct ggml_tensor *t, uint8_t value, size_t offset, size_t size).
 func BackendTensorMemset(t Tensor, value uint8, offset int, size int) {
 	C.ggml_backend_tensor_memset(t.p, C.uint8_t(value), C.size_t(offset), C.size_t(size))
 }
 
-// TensorSetAsync is TensorSet queued on be; data must stay valid until Synchronize.
+// BackendTensorSetAsync is TensorSet queued on be; data must stay valid until Synchronize.
 //
 // C: void ggml_backend_tensor_set_async(ggml_backend_t be, struct ggml_tensor *t, const void *data, size_t offset, size_t size).
 func BackendTensorSetAsync(be Backend, t Tensor, data unsafe.Pointer, offset int, size int) {
 	C.ggml_backend_tensor_set_async(be.p, t.p, data, C.size_t(offset), C.size_t(size))
 }
 
-// TensorGetAsync is TensorGet queued on be; data is valid after Synchronize.
+// BackendTensorGetAsync is TensorGet queued on be; data is valid after Synchronize.
 //
 // C: void ggml_backend_tensor_get_async(ggml_backend_t be, const struct ggml_tensor *t, void *data, size_t offset, size_t size).
 func BackendTensorGetAsync(be Backend, t Tensor, data unsafe.Pointer, offset int, size int) {
 	C.ggml_backend_tensor_get_async(be.p, t.p, data, C.size_t(offset), C.size_t(size))
 }
 
-// TensorCopy copies the data of src into dst (same shape), across backends if needed.
+// BackendTensorCopy copies the data of src into dst (same shape), across backends if needed.
 //
 // C: void ggml_backend_tensor_copy(struct ggml_tensor *src, struct ggml_tensor *dst).
 func BackendTensorCopy(src Tensor, dst Tensor) {
 	C.ggml_backend_tensor_copy(src.p, dst.p)
 }
 
-// TensorCopyAsync copies src (on backendSrc) into dst (on backendDst) after the work
+// BackendTensorCopyAsync copies src (on backendSrc) into dst (on backendDst) after the work
 // queued on backendSrc; backendDst waits for it.
 //
 // C: void ggml_backend_tensor_copy_async(ggml_backend_t backendSrc, ggml_backend_t backendDst, struct ggml_tensor *src, struct ggml_tensor *dst).
@@ -1203,21 +1277,21 @@ func BackendTensorCopyAsync(backendSrc Backend, backendDst Backend, src Tensor, 
 	C.ggml_backend_tensor_copy_async(backendSrc.p, backendDst.p, src.p, dst.p)
 }
 
-// TensorAlloc places t's data at addr inside buf (which must contain it) and initializes t.
+// BackendTensorAlloc places t's data at addr inside buf (which must contain it) and initializes t.
 //
 // C: enum ggml_status ggml_backend_tensor_alloc(ggml_backend_buffer_t buf, struct ggml_tensor *t, void *addr).
 func BackendTensorAlloc(buf BackendBuffer, t Tensor, addr unsafe.Pointer) Status {
 	return Status(C.ggml_backend_tensor_alloc(buf.p, t.p, addr))
 }
 
-// ViewInit sets up the data of the view t from its view source, which must be allocated.
+// BackendViewInit sets up the data of the view t from its view source, which must be allocated.
 //
 // C: enum ggml_status ggml_backend_view_init(struct ggml_tensor *t).
 func BackendViewInit(t Tensor) Status {
 	return Status(C.ggml_backend_view_init(t.p))
 }
 
-// AllocCtxTensors allocates one buffer of be's default type holding every tensor of ctx
+// BackendAllocCtxTensors allocates one buffer of be's default type holding every tensor of ctx
 // that has no data yet, and places them in it; it returns nil on failure (or when there is
 // nothing to allocate).
 //
@@ -1226,14 +1300,14 @@ func BackendAllocCtxTensors(ctx Context, be Backend) BackendBuffer {
 	return BackendBuffer{C.ggml_backend_alloc_ctx_tensors(ctx.p, be.p)}
 }
 
-// AllocCtxTensorsFromBuft is AllocCtxTensors with buffers of type buft.
+// BackendAllocCtxTensorsFromBuft is AllocCtxTensors with buffers of type buft.
 //
 // C: ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(struct ggml_context *ctx, ggml_backend_buffer_type_t buft).
 func BackendAllocCtxTensorsFromBuft(ctx Context, buft BufferType) BackendBuffer {
 	return BackendBuffer{C.ggml_backend_alloc_ctx_tensors_from_buft(ctx.p, buft.p)}
 }
 
-// AllocCtxTensorsFromBuftSize is the size of the buffer AllocCtxTensorsFromBuft would
+// BackendAllocCtxTensorsFromBuftSize is the size of the buffer AllocCtxTensorsFromBuft would
 // allocate.
 //
 // C: size_t ggml_backend_alloc_ctx_tensors_from_buft_size(struct ggml_context *ctx, ggml_backend_buffer_type_t buft).
@@ -1241,126 +1315,126 @@ func BackendAllocCtxTensorsFromBuftSize(ctx Context, buft BufferType) int {
 	return int(C.ggml_backend_alloc_ctx_tensors_from_buft_size(ctx.p, buft.p))
 }
 
-// BuftName is the name of buft (e.g. "CPU", "CUDA0").
+// BackendBuftName is the name of buft (e.g. "CPU", "CUDA0").
 //
 // C: const char *ggml_backend_buft_name(ggml_backend_buffer_type_t buft).
 func BackendBuftName(buft BufferType) string {
 	return C.GoString(C.ggml_backend_buft_name(buft.p))
 }
 
-// BuftAllocBuffer allocates a buffer of size bytes of type buft, or returns nil.
+// BackendBuftAllocBuffer allocates a buffer of size bytes of type buft, or returns nil.
 //
 // C: ggml_backend_buffer_t ggml_backend_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size).
 func BackendBuftAllocBuffer(buft BufferType, size int) BackendBuffer {
 	return BackendBuffer{C.ggml_backend_buft_alloc_buffer(buft.p, C.size_t(size))}
 }
 
-// BuftGetAlignment is the alignment of buft's buffers in bytes.
+// BackendBuftGetAlignment is the alignment of buft's buffers in bytes.
 //
 // C: size_t ggml_backend_buft_get_alignment(ggml_backend_buffer_type_t buft).
 func BackendBuftGetAlignment(buft BufferType) int {
 	return int(C.ggml_backend_buft_get_alignment(buft.p))
 }
 
-// BuftGetMaxSize is the largest buffer buft can allocate.
+// BackendBuftGetMaxSize is the largest buffer buft can allocate.
 //
 // C: size_t ggml_backend_buft_get_max_size(ggml_backend_buffer_type_t buft).
 func BackendBuftGetMaxSize(buft BufferType) int {
 	return int(C.ggml_backend_buft_get_max_size(buft.p))
 }
 
-// BuftGetAllocSize is the bytes t needs in a buffer of type buft (Nbytes plus any padding).
+// BackendBuftGetAllocSize is the bytes t needs in a buffer of type buft (Nbytes plus any padding).
 //
 // C: size_t ggml_backend_buft_get_alloc_size(ggml_backend_buffer_type_t buft, const struct ggml_tensor *t).
 func BackendBuftGetAllocSize(buft BufferType, t Tensor) int {
 	return int(C.ggml_backend_buft_get_alloc_size(buft.p, t.p))
 }
 
-// BuftIsHost reports whether buft's buffers are host memory the CPU can read directly.
+// BackendBuftIsHost reports whether buft's buffers are host memory the CPU can read directly.
 //
 // C: bool ggml_backend_buft_is_host(ggml_backend_buffer_type_t buft).
 func BackendBuftIsHost(buft BufferType) bool {
 	return bool(C.ggml_backend_buft_is_host(buft.p))
 }
 
-// BuftGetDevice is the device buft's buffers live on.
+// BackendBuftGetDevice is the device buft's buffers live on.
 //
 // C: ggml_backend_dev_t ggml_backend_buft_get_device(ggml_backend_buffer_type_t buft).
 func BackendBuftGetDevice(buft BufferType) Device {
 	return Device{C.ggml_backend_buft_get_device(buft.p)}
 }
 
-// BufferName is the name of buf's buffer type.
+// BackendBufferName is the name of buf's buffer type.
 //
 // C: const char *ggml_backend_buffer_name(ggml_backend_buffer_t buf).
 func BackendBufferName(buf BackendBuffer) string {
 	return C.GoString(C.ggml_backend_buffer_name(buf.p))
 }
 
-// BufferFree releases buf; its tensors must not be used afterwards.
+// BackendBufferFree releases buf; its tensors must not be used afterwards.
 //
 // C: void ggml_backend_buffer_free(ggml_backend_buffer_t buf).
 func BackendBufferFree(buf BackendBuffer) {
 	C.ggml_backend_buffer_free(buf.p)
 }
 
-// BufferGetBase is the address of buf's first byte (a device address for GPU buffers).
+// BackendBufferGetBase is the address of buf's first byte (a device address for GPU buffers).
 //
 // C: void *ggml_backend_buffer_get_base(ggml_backend_buffer_t buf).
 func BackendBufferGetBase(buf BackendBuffer) unsafe.Pointer {
 	return unsafe.Pointer(C.ggml_backend_buffer_get_base(buf.p))
 }
 
-// BufferGetSize is buf's size in bytes.
+// BackendBufferGetSize is buf's size in bytes.
 //
 // C: size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buf).
 func BackendBufferGetSize(buf BackendBuffer) int {
 	return int(C.ggml_backend_buffer_get_size(buf.p))
 }
 
-// BufferInitTensor lets buf's backend set up t, whose data was just placed in buf.
+// BackendBufferInitTensor lets buf's backend set up t, whose data was just placed in buf.
 //
 // C: enum ggml_status ggml_backend_buffer_init_tensor(ggml_backend_buffer_t buf, struct ggml_tensor *t).
 func BackendBufferInitTensor(buf BackendBuffer, t Tensor) Status {
 	return Status(C.ggml_backend_buffer_init_tensor(buf.p, t.p))
 }
 
-// BufferGetAlignment is the alignment of buf in bytes.
+// BackendBufferGetAlignment is the alignment of buf in bytes.
 //
 // C: size_t ggml_backend_buffer_get_alignment(ggml_backend_buffer_t buf).
 func BackendBufferGetAlignment(buf BackendBuffer) int {
 	return int(C.ggml_backend_buffer_get_alignment(buf.p))
 }
 
-// BufferGetMaxSize is the largest tensor buf can hold.
+// BackendBufferGetMaxSize is the largest tensor buf can hold.
 //
 // C: size_t ggml_backend_buffer_get_max_size(ggml_backend_buffer_t buf).
 func BackendBufferGetMaxSize(buf BackendBuffer) int {
 	return int(C.ggml_backend_buffer_get_max_size(buf.p))
 }
 
-// BufferGetAllocSize is the bytes t needs in buf.
+// BackendBufferGetAllocSize is the bytes t needs in buf.
 //
 // C: size_t ggml_backend_buffer_get_alloc_size(ggml_backend_buffer_t buf, const struct ggml_tensor *t).
 func BackendBufferGetAllocSize(buf BackendBuffer, t Tensor) int {
 	return int(C.ggml_backend_buffer_get_alloc_size(buf.p, t.p))
 }
 
-// BufferClear sets every byte of buf to value.
+// BackendBufferClear sets every byte of buf to value.
 //
 // C: void ggml_backend_buffer_clear(ggml_backend_buffer_t buf, uint8_t value).
 func BackendBufferClear(buf BackendBuffer, value uint8) {
 	C.ggml_backend_buffer_clear(buf.p, C.uint8_t(value))
 }
 
-// BufferIsHost reports whether buf is host memory the CPU can read directly.
+// BackendBufferIsHost reports whether buf is host memory the CPU can read directly.
 //
 // C: bool ggml_backend_buffer_is_host(ggml_backend_buffer_t buf).
 func BackendBufferIsHost(buf BackendBuffer) bool {
 	return bool(C.ggml_backend_buffer_is_host(buf.p))
 }
 
-// BufferSetUsage tells the scheduler what buf holds; mark weights with
+// BackendBufferSetUsage tells the scheduler what buf holds; mark weights with
 // BackendBufferUsageWeights so their ops run next to them.
 //
 // C: void ggml_backend_buffer_set_usage(ggml_backend_buffer_t buf, enum ggml_backend_buffer_usage usage).
@@ -1368,42 +1442,42 @@ func BackendBufferSetUsage(buf BackendBuffer, usage BackendBufferUsage) {
 	C.ggml_backend_buffer_set_usage(buf.p, C.enum_ggml_backend_buffer_usage(usage))
 }
 
-// BufferGetUsage is what buf holds, as set by BufferSetUsage.
+// BackendBufferGetUsage is what buf holds, as set by BufferSetUsage.
 //
 // C: enum ggml_backend_buffer_usage ggml_backend_buffer_get_usage(ggml_backend_buffer_t buf).
 func BackendBufferGetUsage(buf BackendBuffer) BackendBufferUsage {
 	return BackendBufferUsage(C.ggml_backend_buffer_get_usage(buf.p))
 }
 
-// BufferGetType is buf's buffer type.
+// BackendBufferGetType is buf's buffer type.
 //
 // C: ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buf).
 func BackendBufferGetType(buf BackendBuffer) BufferType {
 	return BufferType{C.ggml_backend_buffer_get_type(buf.p)}
 }
 
-// BufferReset lets buf's backend drop per-tensor state (e.g. before reusing the memory).
+// BackendBufferReset lets buf's backend drop per-tensor state (e.g. before reusing the memory).
 //
 // C: void ggml_backend_buffer_reset(ggml_backend_buffer_t buf).
 func BackendBufferReset(buf BackendBuffer) {
 	C.ggml_backend_buffer_reset(buf.p)
 }
 
-// DevCount is the number of registered devices.
+// BackendDevCount is the number of registered devices.
 //
 // C: size_t ggml_backend_dev_count(void).
 func BackendDevCount() int {
 	return int(C.ggml_backend_dev_count())
 }
 
-// DevGet is registered device index (0 ≤ index < DevCount).
+// BackendDevGet is registered device index (0 ≤ index < DevCount).
 //
 // C: ggml_backend_dev_t ggml_backend_dev_get(size_t index).
 func BackendDevGet(index int) Device {
 	return Device{C.ggml_backend_dev_get(C.size_t(index))}
 }
 
-// DevByName finds the device with the given name (e.g. "CPU", "CUDA0"), or returns nil.
+// BackendDevByName finds the device with the given name (e.g. "CPU", "CUDA0"), or returns nil.
 //
 // C: ggml_backend_dev_t ggml_backend_dev_by_name(const char *name).
 func BackendDevByName(name string) Device {
@@ -1412,42 +1486,42 @@ func BackendDevByName(name string) Device {
 	return Device{C.ggml_backend_dev_by_name(c_name)}
 }
 
-// DevByType is the first device of type typ, or nil.
+// BackendDevByType is the first device of type typ, or nil.
 //
 // C: ggml_backend_dev_t ggml_backend_dev_by_type(enum ggml_backend_dev_type typ).
 func BackendDevByType(typ DeviceType) Device {
 	return Device{C.ggml_backend_dev_by_type(C.enum_ggml_backend_dev_type(typ))}
 }
 
-// DevName is dev's short name (e.g. "CPU", "CUDA0").
+// BackendDevName is dev's short name (e.g. "CPU", "CUDA0").
 //
 // C: const char *ggml_backend_dev_name(ggml_backend_dev_t dev).
 func BackendDevName(dev Device) string {
 	return C.GoString(C.ggml_backend_dev_name(dev.p))
 }
 
-// DevDescription describes dev (e.g. the CPU or GPU model).
+// BackendDevDescription describes dev (e.g. the CPU or GPU model).
 //
 // C: const char *ggml_backend_dev_description(ggml_backend_dev_t dev).
 func BackendDevDescription(dev Device) string {
 	return C.GoString(C.ggml_backend_dev_description(dev.p))
 }
 
-// DevType is the kind of dev.
+// BackendDevType is the kind of dev.
 //
 // C: enum ggml_backend_dev_type ggml_backend_dev_type(ggml_backend_dev_t dev).
 func BackendDevType(dev Device) DeviceType {
 	return DeviceType(C.ggml_backend_dev_type(dev.p))
 }
 
-// DevBackendReg is the registration that provides dev.
+// BackendDevBackendReg is the registration that provides dev.
 //
 // C: ggml_backend_reg_t ggml_backend_dev_backend_reg(ggml_backend_dev_t dev).
 func BackendDevBackendReg(dev Device) BackendReg {
 	return BackendReg{C.ggml_backend_dev_backend_reg(dev.p)}
 }
 
-// DevInit makes a backend on dev; params are backend-specific options ("" for none).
+// BackendDevInit makes a backend on dev; params are backend-specific options ("" for none).
 //
 // C: ggml_backend_t ggml_backend_dev_init(ggml_backend_dev_t dev, const char *params).
 func BackendDevInit(dev Device, params string) Backend {
@@ -1456,21 +1530,21 @@ func BackendDevInit(dev Device, params string) Backend {
 	return Backend{C.ggml_backend_dev_init(dev.p, c_params)}
 }
 
-// DevReset resets dev (ollama addition; e.g. releases a GPU context).
+// BackendDevReset resets dev (ollama addition; e.g. releases a GPU context).
 //
 // C: void ggml_backend_dev_reset(ggml_backend_dev_t dev).
 func BackendDevReset(dev Device) {
 	C.ggml_backend_dev_reset(dev.p)
 }
 
-// DevBufferType is the buffer type of dev's memory.
+// BackendDevBufferType is the buffer type of dev's memory.
 //
 // C: ggml_backend_buffer_type_t ggml_backend_dev_buffer_type(ggml_backend_dev_t dev).
 func BackendDevBufferType(dev Device) BufferType {
 	return BufferType{C.ggml_backend_dev_buffer_type(dev.p)}
 }
 
-// DevHostBufferType is a host buffer type dev transfers from quickly (pinned memory), or
+// BackendDevHostBufferType is a host buffer type dev transfers from quickly (pinned memory), or
 // nil.
 //
 // C: ggml_backend_buffer_type_t ggml_backend_dev_host_buffer_type(ggml_backend_dev_t dev).
@@ -1478,7 +1552,7 @@ func BackendDevHostBufferType(dev Device) BufferType {
 	return BufferType{C.ggml_backend_dev_host_buffer_type(dev.p)}
 }
 
-// DevBufferFromHostPtr wraps size bytes of host memory at ptr as a buffer dev can use,
+// BackendDevBufferFromHostPtr wraps size bytes of host memory at ptr as a buffer dev can use,
 // without copying (if dev supports it), with tensors up to maxTensorSize bytes.
 //
 // C: ggml_backend_buffer_t ggml_backend_dev_buffer_from_host_ptr(ggml_backend_dev_t dev, void *ptr, size_t size, size_t maxTensorSize).
@@ -1486,21 +1560,21 @@ func BackendDevBufferFromHostPtr(dev Device, ptr unsafe.Pointer, size int, maxTe
 	return BackendBuffer{C.ggml_backend_dev_buffer_from_host_ptr(dev.p, ptr, C.size_t(size), C.size_t(maxTensorSize))}
 }
 
-// DevSupportsOp reports whether dev can compute the node op.
+// BackendDevSupportsOp reports whether dev can compute the node op.
 //
 // C: bool ggml_backend_dev_supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op).
 func BackendDevSupportsOp(dev Device, op Tensor) bool {
 	return bool(C.ggml_backend_dev_supports_op(dev.p, op.p))
 }
 
-// DevSupportsBuft reports whether dev can compute on tensors in buffers of type buft.
+// BackendDevSupportsBuft reports whether dev can compute on tensors in buffers of type buft.
 //
 // C: bool ggml_backend_dev_supports_buft(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft).
 func BackendDevSupportsBuft(dev Device, buft BufferType) bool {
 	return bool(C.ggml_backend_dev_supports_buft(dev.p, buft.p))
 }
 
-// DevOffloadOp reports whether dev wants to compute op even though its weights live
+// BackendDevOffloadOp reports whether dev wants to compute op even though its weights live
 // elsewhere.
 //
 // C: bool ggml_backend_dev_offload_op(ggml_backend_dev_t dev, const struct ggml_tensor *op).
@@ -1508,21 +1582,21 @@ func BackendDevOffloadOp(dev Device, op Tensor) bool {
 	return bool(C.ggml_backend_dev_offload_op(dev.p, op.p))
 }
 
-// RegCount is the number of registered backends.
+// BackendRegCount is the number of registered backends.
 //
 // C: size_t ggml_backend_reg_count(void).
 func BackendRegCount() int {
 	return int(C.ggml_backend_reg_count())
 }
 
-// RegGet is registered backend index (0 ≤ index < RegCount).
+// BackendRegGet is registered backend index (0 ≤ index < RegCount).
 //
 // C: ggml_backend_reg_t ggml_backend_reg_get(size_t index).
 func BackendRegGet(index int) BackendReg {
 	return BackendReg{C.ggml_backend_reg_get(C.size_t(index))}
 }
 
-// RegByName finds the registered backend with the given name (e.g. "CUDA"), or returns
+// BackendRegByName finds the registered backend with the given name (e.g. "CUDA"), or returns
 // nil.
 //
 // C: ggml_backend_reg_t ggml_backend_reg_by_name(const char *name).
@@ -1532,28 +1606,28 @@ func BackendRegByName(name string) BackendReg {
 	return BackendReg{C.ggml_backend_reg_by_name(c_name)}
 }
 
-// RegName is reg's name (e.g. "CPU", "CUDA").
+// BackendRegName is reg's name (e.g. "CPU", "CUDA").
 //
 // C: const char *ggml_backend_reg_name(ggml_backend_reg_t reg).
 func BackendRegName(reg BackendReg) string {
 	return C.GoString(C.ggml_backend_reg_name(reg.p))
 }
 
-// RegDevCount is the number of devices reg provides.
+// BackendRegDevCount is the number of devices reg provides.
 //
 // C: size_t ggml_backend_reg_dev_count(ggml_backend_reg_t reg).
 func BackendRegDevCount(reg BackendReg) int {
 	return int(C.ggml_backend_reg_dev_count(reg.p))
 }
 
-// RegDevGet is device index of reg.
+// BackendRegDevGet is device index of reg.
 //
 // C: ggml_backend_dev_t ggml_backend_reg_dev_get(ggml_backend_reg_t reg, size_t index).
 func BackendRegDevGet(reg BackendReg, index int) Device {
 	return Device{C.ggml_backend_reg_dev_get(reg.p, C.size_t(index))}
 }
 
-// InitByName makes a backend on the device with the given name; params are
+// BackendInitByName makes a backend on the device with the given name; params are
 // backend-specific options ("" for none). It returns nil if there is no such device.
 //
 // C: ggml_backend_t ggml_backend_init_by_name(const char *name, const char *params).
@@ -1565,7 +1639,7 @@ func BackendInitByName(name string, params string) Backend {
 	return Backend{C.ggml_backend_init_by_name(c_name, c_params)}
 }
 
-// InitByType makes a backend on the first device of type typ, or returns nil.
+// BackendInitByType makes a backend on the first device of type typ, or returns nil.
 //
 // C: ggml_backend_t ggml_backend_init_by_type(enum ggml_backend_dev_type typ, const char *params).
 func BackendInitByType(typ DeviceType, params string) Backend {
@@ -1574,14 +1648,14 @@ func BackendInitByType(typ DeviceType, params string) Backend {
 	return Backend{C.ggml_backend_init_by_type(C.enum_ggml_backend_dev_type(typ), c_params)}
 }
 
-// InitBest makes a backend on the first GPU, else the first integrated GPU, else the CPU.
+// BackendInitBest makes a backend on the first GPU, else the first integrated GPU, else the CPU.
 //
 // C: ggml_backend_t ggml_backend_init_best(void).
 func BackendInitBest() Backend {
 	return Backend{C.ggml_backend_init_best()}
 }
 
-// Load loads a backend from the shared library at path (e.g. libggml-cuda.so, built from
+// BackendLoad loads a backend from the shared library at path (e.g. libggml-cuda.so, built from
 // the same ggml sources) and registers it; it returns nil and logs on failure.
 //
 // C: ggml_backend_reg_t ggml_backend_load(const char *path).
@@ -1591,21 +1665,21 @@ func BackendLoad(path string) BackendReg {
 	return BackendReg{C.ggml_backend_load(c_path)}
 }
 
-// Unload unregisters reg and unloads its library.
+// BackendUnload unregisters reg and unloads its library.
 //
 // C: void ggml_backend_unload(ggml_backend_reg_t reg).
 func BackendUnload(reg BackendReg) {
 	C.ggml_backend_unload(reg.p)
 }
 
-// LoadAll loads every known backend library found in the default locations.
+// BackendLoadAll loads every known backend library found in the default locations.
 //
 // C: void ggml_backend_load_all(void).
 func BackendLoadAll() {
 	C.ggml_backend_load_all()
 }
 
-// LoadAllFromPath loads the best variant of every known backend library in dirPath.
+// BackendLoadAllFromPath loads the best variant of every known backend library in dirPath.
 //
 // C: void ggml_backend_load_all_from_path(const char *dirPath).
 func BackendLoadAllFromPath(dirPath string) {
@@ -1614,13 +1688,28 @@ func BackendLoadAllFromPath(dirPath string) {
 	C.ggml_backend_load_all_from_path(c_dirPath)
 }
 
-// SchedNew makes a scheduler over nBackends backends, earlier ones preferred; the last
+// BackendSchedNew makes a scheduler over nBackends backends, earlier ones preferred; the last
 // must be the CPU. bufts gives each backend's compute buffer type (nil for their
 // defaults), graphSize the most nodes a graph may have. parallel keeps several copies of
 // inputs for pipelining; opOffload lets a GPU compute ops whose weights live on the CPU.
 //
-// C: ggml_backend_sched_t ggml_backend_sched_new(ggml_backend_t *backends, ggml_backend_buffer_type_t *bufts, int nBackends, size_t graphSize, bool parallel, bool opOffload).
-func BackendSchedNew(backends []Backend, bufts []BufferType, nBackends int, graphSize int, parallel bool, opOffload bool) Scheduler {
+// C:
+//
+//	ggml_backend_sched_t ggml_backend_sched_new(
+//		ggml_backend_t *backends,
+//		ggml_backend_buffer_type_t *bufts,
+//		int nBackends,
+//		size_t graphSize,
+//		bool parallel,
+//		bool opOffload)
+func BackendSchedNew(
+	backends []Backend,
+	bufts []BufferType,
+	nBackends int,
+	graphSize int,
+	parallel bool,
+	opOffload bool,
+) Scheduler {
 	var c_backends *C.ggml_backend_t
 	if len(backends) > 0 {
 		c_backends = (*C.ggml_backend_t)(unsafe.Pointer(&backends[0]))
@@ -1629,14 +1718,38 @@ func BackendSchedNew(backends []Backend, bufts []BufferType, nBackends int, grap
 	if len(bufts) > 0 {
 		c_bufts = (*C.ggml_backend_buffer_type_t)(unsafe.Pointer(&bufts[0]))
 	}
-	return Scheduler{C.ggml_backend_sched_new(c_backends, c_bufts, C.int(nBackends), C.size_t(graphSize), C.bool(parallel), C.bool(opOffload))}
+	return Scheduler{C.ggml_backend_sched_new(
+		c_backends,
+		c_bufts,
+		C.int(nBackends),
+		C.size_t(graphSize),
+		C.bool(parallel),
+		C.bool(opOffload),
+	)}
 }
 
-// SchedNewExt is SchedNew with allocBuffers false to defer allocating compute buffers
+// BackendSchedNewExt is SchedNew with allocBuffers false to defer allocating compute buffers
 // (ollama addition).
 //
-// C: ggml_backend_sched_t ggml_backend_sched_new_ext(ggml_backend_t *backends, ggml_backend_buffer_type_t *bufts, int nBackends, size_t graphSize, bool parallel, bool opOffload, bool allocBuffers).
-func BackendSchedNewExt(backends []Backend, bufts []BufferType, nBackends int, graphSize int, parallel bool, opOffload bool, allocBuffers bool) Scheduler {
+// C:
+//
+//	ggml_backend_sched_t ggml_backend_sched_new_ext(
+//		ggml_backend_t *backends,
+//		ggml_backend_buffer_type_t *bufts,
+//		int nBackends,
+//		size_t graphSize,
+//		bool parallel,
+//		bool opOffload,
+//		bool allocBuffers)
+func BackendSchedNewExt(
+	backends []Backend,
+	bufts []BufferType,
+	nBackends int,
+	graphSize int,
+	parallel bool,
+	opOffload bool,
+	allocBuffers bool,
+) Scheduler {
 	var c_backends *C.ggml_backend_t
 	if len(backends) > 0 {
 		c_backends = (*C.ggml_backend_t)(unsafe.Pointer(&backends[0]))
@@ -1645,17 +1758,25 @@ func BackendSchedNewExt(backends []Backend, bufts []BufferType, nBackends int, g
 	if len(bufts) > 0 {
 		c_bufts = (*C.ggml_backend_buffer_type_t)(unsafe.Pointer(&bufts[0]))
 	}
-	return Scheduler{C.ggml_backend_sched_new_ext(c_backends, c_bufts, C.int(nBackends), C.size_t(graphSize), C.bool(parallel), C.bool(opOffload), C.bool(allocBuffers))}
+	return Scheduler{C.ggml_backend_sched_new_ext(
+		c_backends,
+		c_bufts,
+		C.int(nBackends),
+		C.size_t(graphSize),
+		C.bool(parallel),
+		C.bool(opOffload),
+		C.bool(allocBuffers),
+	)}
 }
 
-// SchedFree releases s and its compute buffers.
+// BackendSchedFree releases s and its compute buffers.
 //
 // C: void ggml_backend_sched_free(ggml_backend_sched_t s).
 func BackendSchedFree(s Scheduler) {
 	C.ggml_backend_sched_free(s.p)
 }
 
-// SchedSetBatchSize hints the batch size, which decides when ops are offloaded (ollama
+// BackendSchedSetBatchSize hints the batch size, which decides when ops are offloaded (ollama
 // addition).
 //
 // C: void ggml_backend_sched_set_batch_size(ggml_backend_sched_t s, int batchSize).
@@ -1663,7 +1784,7 @@ func BackendSchedSetBatchSize(s Scheduler, batchSize int) {
 	C.ggml_backend_sched_set_batch_size(s.p, C.int(batchSize))
 }
 
-// SchedReserve sizes s's compute buffers for the worst-case graph measureGraph without
+// BackendSchedReserve sizes s's compute buffers for the worst-case graph measureGraph without
 // computing it; it returns false if allocation fails.
 //
 // C: bool ggml_backend_sched_reserve(ggml_backend_sched_t s, struct ggml_cgraph *measureGraph).
@@ -1671,49 +1792,49 @@ func BackendSchedReserve(s Scheduler, measureGraph Graph) bool {
 	return bool(C.ggml_backend_sched_reserve(s.p, measureGraph.p))
 }
 
-// SchedGetNBackends is the number of backends of s.
+// BackendSchedGetNBackends is the number of backends of s.
 //
 // C: int ggml_backend_sched_get_n_backends(ggml_backend_sched_t s).
 func BackendSchedGetNBackends(s Scheduler) int {
 	return int(C.ggml_backend_sched_get_n_backends(s.p))
 }
 
-// SchedGetBackend is backend i of s.
+// BackendSchedGetBackend is backend i of s.
 //
 // C: ggml_backend_t ggml_backend_sched_get_backend(ggml_backend_sched_t s, int i).
 func BackendSchedGetBackend(s Scheduler, i int) Backend {
 	return Backend{C.ggml_backend_sched_get_backend(s.p, C.int(i))}
 }
 
-// SchedGetNSplits is the number of parts the last graph was split into.
+// BackendSchedGetNSplits is the number of parts the last graph was split into.
 //
 // C: int ggml_backend_sched_get_n_splits(ggml_backend_sched_t s).
 func BackendSchedGetNSplits(s Scheduler) int {
 	return int(C.ggml_backend_sched_get_n_splits(s.p))
 }
 
-// SchedGetNCopies is the number of input copies s keeps (more than 1 when parallel).
+// BackendSchedGetNCopies is the number of input copies s keeps (more than 1 when parallel).
 //
 // C: int ggml_backend_sched_get_n_copies(ggml_backend_sched_t s).
 func BackendSchedGetNCopies(s Scheduler) int {
 	return int(C.ggml_backend_sched_get_n_copies(s.p))
 }
 
-// SchedGetBufferType is the compute buffer type s uses for be.
+// BackendSchedGetBufferType is the compute buffer type s uses for be.
 //
 // C: ggml_backend_buffer_type_t ggml_backend_sched_get_buffer_type(ggml_backend_sched_t s, ggml_backend_t be).
 func BackendSchedGetBufferType(s Scheduler, be Backend) BufferType {
 	return BufferType{C.ggml_backend_sched_get_buffer_type(s.p, be.p)}
 }
 
-// SchedGetBufferSize is the size of s's compute buffer for be.
+// BackendSchedGetBufferSize is the size of s's compute buffer for be.
 //
 // C: size_t ggml_backend_sched_get_buffer_size(ggml_backend_sched_t s, ggml_backend_t be).
 func BackendSchedGetBufferSize(s Scheduler, be Backend) int {
 	return int(C.ggml_backend_sched_get_buffer_size(s.p, be.p))
 }
 
-// SchedGetAttemptedBufferSize is the compute buffer size s last tried to allocate for be,
+// BackendSchedGetAttemptedBufferSize is the compute buffer size s last tried to allocate for be,
 // even if that failed (ollama addition).
 //
 // C: size_t ggml_backend_sched_get_attempted_buffer_size(ggml_backend_sched_t s, ggml_backend_t be).
@@ -1721,28 +1842,28 @@ func BackendSchedGetAttemptedBufferSize(s Scheduler, be Backend) int {
 	return int(C.ggml_backend_sched_get_attempted_buffer_size(s.p, be.p))
 }
 
-// SchedSetTensorBackend pins node to be (call after SchedReset, before allocating).
+// BackendSchedSetTensorBackend pins node to be (call after SchedReset, before allocating).
 //
 // C: void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t s, struct ggml_tensor *node, ggml_backend_t be).
 func BackendSchedSetTensorBackend(s Scheduler, node Tensor, be Backend) {
 	C.ggml_backend_sched_set_tensor_backend(s.p, node.p, be.p)
 }
 
-// SchedGetTensorBackend is the backend node was assigned to, or nil.
+// BackendSchedGetTensorBackend is the backend node was assigned to, or nil.
 //
 // C: ggml_backend_t ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t s, struct ggml_tensor *node).
 func BackendSchedGetTensorBackend(s Scheduler, node Tensor) Backend {
 	return Backend{C.ggml_backend_sched_get_tensor_backend(s.p, node.p)}
 }
 
-// SchedSplitGraph assigns g's nodes to backends and splits it, without allocating.
+// BackendSchedSplitGraph assigns g's nodes to backends and splits it, without allocating.
 //
 // C: void ggml_backend_sched_split_graph(ggml_backend_sched_t s, struct ggml_cgraph *g).
 func BackendSchedSplitGraph(s Scheduler, g Graph) {
 	C.ggml_backend_sched_split_graph(s.p, g.p)
 }
 
-// SchedAllocGraph assigns, splits and allocates g so inputs can be set before compute; it
+// BackendSchedAllocGraph assigns, splits and allocates g so inputs can be set before compute; it
 // returns false if allocation fails.
 //
 // C: bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t s, struct ggml_cgraph *g).
@@ -1750,28 +1871,28 @@ func BackendSchedAllocGraph(s Scheduler, g Graph) bool {
 	return bool(C.ggml_backend_sched_alloc_graph(s.p, g.p))
 }
 
-// SchedGraphCompute computes g (allocating it first if needed) and waits for the result.
+// BackendSchedGraphCompute computes g (allocating it first if needed) and waits for the result.
 //
 // C: enum ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t s, struct ggml_cgraph *g).
 func BackendSchedGraphCompute(s Scheduler, g Graph) Status {
 	return Status(C.ggml_backend_sched_graph_compute(s.p, g.p))
 }
 
-// SchedGraphComputeAsync starts computing g; SchedSynchronize waits for it.
+// BackendSchedGraphComputeAsync starts computing g; SchedSynchronize waits for it.
 //
 // C: enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t s, struct ggml_cgraph *g).
 func BackendSchedGraphComputeAsync(s Scheduler, g Graph) Status {
 	return Status(C.ggml_backend_sched_graph_compute_async(s.p, g.p))
 }
 
-// SchedSynchronize waits until all of s's backends are done.
+// BackendSchedSynchronize waits until all of s's backends are done.
 //
 // C: void ggml_backend_sched_synchronize(ggml_backend_sched_t s).
 func BackendSchedSynchronize(s Scheduler) {
 	C.ggml_backend_sched_synchronize(s.p)
 }
 
-// SchedReset drops all assignments and allocations of the previous graph (its tensors'
+// BackendSchedReset drops all assignments and allocations of the previous graph (its tensors'
 // data becomes invalid); call it before allocating a new graph.
 //
 // C: void ggml_backend_sched_reset(ggml_backend_sched_t s).
@@ -1779,7 +1900,7 @@ func BackendSchedReset(s Scheduler) {
 	C.ggml_backend_sched_reset(s.p)
 }
 
-// New makes a graph allocator for buffers of type buft (e.g.
+// GallocrNew makes a graph allocator for buffers of type buft (e.g.
 // BackendGetDefaultBufferType(be)).
 //
 // C: ggml_gallocr_t ggml_gallocr_new(ggml_backend_buffer_type_t buft).
@@ -1787,7 +1908,7 @@ func GallocrNew(buft BufferType) GraphAllocator {
 	return GraphAllocator{C.ggml_gallocr_new(buft.p)}
 }
 
-// NewN makes a graph allocator with nBufs buffers, one per buffer type in bufts.
+// GallocrNewN makes a graph allocator with nBufs buffers, one per buffer type in bufts.
 //
 // C: ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t *bufts, int nBufs).
 func GallocrNewN(bufts []BufferType, nBufs int) GraphAllocator {
@@ -1798,14 +1919,14 @@ func GallocrNewN(bufts []BufferType, nBufs int) GraphAllocator {
 	return GraphAllocator{C.ggml_gallocr_new_n(c_bufts, C.int(nBufs))}
 }
 
-// Free releases ga and its buffers.
+// GallocrFree releases ga and its buffers.
 //
 // C: void ggml_gallocr_free(ggml_gallocr_t ga).
 func GallocrFree(ga GraphAllocator) {
 	C.ggml_gallocr_free(ga.p)
 }
 
-// Reserve sizes ga's buffer for the worst-case graph g without allocating g's tensors; it
+// GallocrReserve sizes ga's buffer for the worst-case graph g without allocating g's tensors; it
 // returns false if allocation fails.
 //
 // C: bool ggml_gallocr_reserve(ggml_gallocr_t ga, struct ggml_cgraph *g).
@@ -1813,7 +1934,7 @@ func GallocrReserve(ga GraphAllocator, g Graph) bool {
 	return bool(C.ggml_gallocr_reserve(ga.p, g.p))
 }
 
-// AllocGraph allocates every tensor of g that has no data yet, growing the buffer if
+// GallocrAllocGraph allocates every tensor of g that has no data yet, growing the buffer if
 // needed (single buffer); inputs are placed first and outputs are never reused. It returns
 // false on failure.
 //
@@ -1822,14 +1943,14 @@ func GallocrAllocGraph(ga GraphAllocator, g Graph) bool {
 	return bool(C.ggml_gallocr_alloc_graph(ga.p, g.p))
 }
 
-// GetBufferSize is the size of ga's buffer bufferID (0 for a single buffer).
+// GallocrGetBufferSize is the size of ga's buffer bufferID (0 for a single buffer).
 //
 // C: size_t ggml_gallocr_get_buffer_size(ggml_gallocr_t ga, int bufferID).
 func GallocrGetBufferSize(ga GraphAllocator, bufferID int) int {
 	return int(C.ggml_gallocr_get_buffer_size(ga.p, C.int(bufferID)))
 }
 
-// GetAttemptedBufferSize is the size ga last tried to allocate for buffer bufferID, even if
+// GallocrGetAttemptedBufferSize is the size ga last tried to allocate for buffer bufferID, even if
 // that failed (ollama addition).
 //
 // C: size_t ggml_gallocr_get_attempted_buffer_size(ggml_gallocr_t ga, int bufferID).
@@ -2025,14 +2146,14 @@ func CPUHasLlamafile() int {
 	return int(C.ggml_cpu_has_llamafile())
 }
 
-// InitEmpty makes an empty GGUF context to fill and write.
+// GGUFInitEmpty makes an empty GGUF context to fill and write.
 //
 // C: struct gguf_context *gguf_init_empty(void).
 func GGUFInitEmpty() GGUF {
 	return GGUF{C.gguf_init_empty()}
 }
 
-// InitFromFile reads the GGUF file fname; see GGUFInitParams for how tensors are loaded.
+// GGUFInitFromFile reads the GGUF file fname; see GGUFInitParams for how tensors are loaded.
 // It returns nil (and logs) if the file cannot be read or is invalid.
 //
 // C: struct gguf_context *gguf_init_from_file(const char *fname, struct gguf_init_params params).
@@ -2042,35 +2163,35 @@ func GGUFInitFromFile(fname string, params GGUFInitParams) GGUF {
 	return GGUF{C.gguf_init_from_file(c_fname, params.c())}
 }
 
-// Free releases ctx (not the Context made by InitFromFile).
+// GGUFFree releases ctx (not the Context made by InitFromFile).
 //
 // C: void gguf_free(struct gguf_context *ctx).
 func GGUFFree(ctx GGUF) {
 	C.gguf_free(ctx.p)
 }
 
-// TypeName is the name of the value type typ (e.g. "u32", "str", "arr").
+// GGUFTypeName is the name of the value type typ (e.g. "u32", "str", "arr").
 //
 // C: const char *gguf_type_name(enum gguf_type typ).
 func GGUFTypeName(typ GGUFType) string {
 	return C.GoString(C.gguf_type_name(C.enum_gguf_type(typ)))
 }
 
-// GetVersion is the file format version (3).
+// GGUFGetVersion is the file format version (3).
 //
 // C: uint32_t gguf_get_version(const struct gguf_context *ctx).
 func GGUFGetVersion(ctx GGUF) uint32 {
 	return uint32(C.gguf_get_version(ctx.p))
 }
 
-// GetAlignment is the alignment of tensor data in bytes (general.alignment, default 32).
+// GGUFGetAlignment is the alignment of tensor data in bytes (general.alignment, default 32).
 //
 // C: size_t gguf_get_alignment(const struct gguf_context *ctx).
 func GGUFGetAlignment(ctx GGUF) int {
 	return int(C.gguf_get_alignment(ctx.p))
 }
 
-// GetDataOffset is the byte offset of the tensor data blob in the file; tensor id's data
+// GGUFGetDataOffset is the byte offset of the tensor data blob in the file; tensor id's data
 // starts at GetDataOffset + GetTensorOffset(id).
 //
 // C: size_t gguf_get_data_offset(const struct gguf_context *ctx).
@@ -2078,7 +2199,7 @@ func GGUFGetDataOffset(ctx GGUF) int {
 	return int(C.gguf_get_data_offset(ctx.p))
 }
 
-// GetMetaSize is the size in bytes of everything before the tensor data (header, key-value
+// GGUFGetMetaSize is the size in bytes of everything before the tensor data (header, key-value
 // pairs, tensor infos, padding).
 //
 // C: size_t gguf_get_meta_size(const struct gguf_context *ctx).
@@ -2086,21 +2207,21 @@ func GGUFGetMetaSize(ctx GGUF) int {
 	return int(C.gguf_get_meta_size(ctx.p))
 }
 
-// GetMetaData writes the GetMetaSize bytes of metadata to data.
+// GGUFGetMetaData writes the GetMetaSize bytes of metadata to data.
 //
 // C: void gguf_get_meta_data(const struct gguf_context *ctx, void *data).
 func GGUFGetMetaData(ctx GGUF, data unsafe.Pointer) {
 	C.gguf_get_meta_data(ctx.p, data)
 }
 
-// GetNKv is the number of key-value pairs.
+// GGUFGetNKv is the number of key-value pairs.
 //
 // C: int64_t gguf_get_n_kv(const struct gguf_context *ctx).
 func GGUFGetNKv(ctx GGUF) int64 {
 	return int64(C.gguf_get_n_kv(ctx.p))
 }
 
-// FindKey is the id of key, or -1 if it is absent.
+// GGUFFindKey is the id of key, or -1 if it is absent.
 //
 // C: int64_t gguf_find_key(const struct gguf_context *ctx, const char *key).
 func GGUFFindKey(ctx GGUF, key string) int64 {
@@ -2109,126 +2230,126 @@ func GGUFFindKey(ctx GGUF, key string) int64 {
 	return int64(C.gguf_find_key(ctx.p, c_key))
 }
 
-// GetKey is the name of key keyID.
+// GGUFGetKey is the name of key keyID.
 //
 // C: const char *gguf_get_key(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetKey(ctx GGUF, keyID int64) string {
 	return C.GoString(C.gguf_get_key(ctx.p, C.int64_t(keyID)))
 }
 
-// GetKvType is the value type of key keyID.
+// GGUFGetKvType is the value type of key keyID.
 //
 // C: enum gguf_type gguf_get_kv_type(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetKvType(ctx GGUF, keyID int64) GGUFType {
 	return GGUFType(C.gguf_get_kv_type(ctx.p, C.int64_t(keyID)))
 }
 
-// GetArrType is the element type of the array key keyID.
+// GGUFGetArrType is the element type of the array key keyID.
 //
 // C: enum gguf_type gguf_get_arr_type(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetArrType(ctx GGUF, keyID int64) GGUFType {
 	return GGUFType(C.gguf_get_arr_type(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValU8 is the uint8 value of key keyID.
+// GGUFGetValU8 is the uint8 value of key keyID.
 //
 // C: uint8_t gguf_get_val_u8(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValU8(ctx GGUF, keyID int64) uint8 {
 	return uint8(C.gguf_get_val_u8(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValI8 is the int8 value of key keyID.
+// GGUFGetValI8 is the int8 value of key keyID.
 //
 // C: int8_t gguf_get_val_i8(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValI8(ctx GGUF, keyID int64) int8 {
 	return int8(C.gguf_get_val_i8(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValU16 is the uint16 value of key keyID.
+// GGUFGetValU16 is the uint16 value of key keyID.
 //
 // C: uint16_t gguf_get_val_u16(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValU16(ctx GGUF, keyID int64) uint16 {
 	return uint16(C.gguf_get_val_u16(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValI16 is the int16 value of key keyID.
+// GGUFGetValI16 is the int16 value of key keyID.
 //
 // C: int16_t gguf_get_val_i16(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValI16(ctx GGUF, keyID int64) int16 {
 	return int16(C.gguf_get_val_i16(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValU32 is the uint32 value of key keyID.
+// GGUFGetValU32 is the uint32 value of key keyID.
 //
 // C: uint32_t gguf_get_val_u32(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValU32(ctx GGUF, keyID int64) uint32 {
 	return uint32(C.gguf_get_val_u32(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValI32 is the int32 value of key keyID.
+// GGUFGetValI32 is the int32 value of key keyID.
 //
 // C: int32_t gguf_get_val_i32(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValI32(ctx GGUF, keyID int64) int32 {
 	return int32(C.gguf_get_val_i32(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValF32 is the float32 value of key keyID.
+// GGUFGetValF32 is the float32 value of key keyID.
 //
 // C: float gguf_get_val_f32(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValF32(ctx GGUF, keyID int64) float32 {
 	return float32(C.gguf_get_val_f32(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValU64 is the uint64 value of key keyID.
+// GGUFGetValU64 is the uint64 value of key keyID.
 //
 // C: uint64_t gguf_get_val_u64(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValU64(ctx GGUF, keyID int64) uint64 {
 	return uint64(C.gguf_get_val_u64(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValI64 is the int64 value of key keyID.
+// GGUFGetValI64 is the int64 value of key keyID.
 //
 // C: int64_t gguf_get_val_i64(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValI64(ctx GGUF, keyID int64) int64 {
 	return int64(C.gguf_get_val_i64(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValF64 is the float64 value of key keyID.
+// GGUFGetValF64 is the float64 value of key keyID.
 //
 // C: double gguf_get_val_f64(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValF64(ctx GGUF, keyID int64) float64 {
 	return float64(C.gguf_get_val_f64(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValBool is the bool value of key keyID.
+// GGUFGetValBool is the bool value of key keyID.
 //
 // C: bool gguf_get_val_bool(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValBool(ctx GGUF, keyID int64) bool {
 	return bool(C.gguf_get_val_bool(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValStr is the string value of key keyID.
+// GGUFGetValStr is the string value of key keyID.
 //
 // C: const char *gguf_get_val_str(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValStr(ctx GGUF, keyID int64) string {
 	return C.GoString(C.gguf_get_val_str(ctx.p, C.int64_t(keyID)))
 }
 
-// GetValData is the address of the single (non-array) value of key keyID.
+// GGUFGetValData is the address of the single (non-array) value of key keyID.
 //
 // C: const void *gguf_get_val_data(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetValData(ctx GGUF, keyID int64) unsafe.Pointer {
 	return unsafe.Pointer(C.gguf_get_val_data(ctx.p, C.int64_t(keyID)))
 }
 
-// GetArrN is the number of elements of the array key keyID.
+// GGUFGetArrN is the number of elements of the array key keyID.
 //
 // C: size_t gguf_get_arr_n(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetArrN(ctx GGUF, keyID int64) int {
 	return int(C.gguf_get_arr_n(ctx.p, C.int64_t(keyID)))
 }
 
-// GetArrData is the address of the first element of the array key keyID (not for string
+// GGUFGetArrData is the address of the first element of the array key keyID (not for string
 // arrays); bools are stored as one byte each.
 //
 // C: const void *gguf_get_arr_data(const struct gguf_context *ctx, int64_t keyID).
@@ -2236,28 +2357,28 @@ func GGUFGetArrData(ctx GGUF, keyID int64) unsafe.Pointer {
 	return unsafe.Pointer(C.gguf_get_arr_data(ctx.p, C.int64_t(keyID)))
 }
 
-// GetArrDataN is the size in bytes of the data of the array key keyID (ollama addition).
+// GGUFGetArrDataN is the size in bytes of the data of the array key keyID (ollama addition).
 //
 // C: size_t gguf_get_arr_data_n(const struct gguf_context *ctx, int64_t keyID).
 func GGUFGetArrDataN(ctx GGUF, keyID int64) int {
 	return int(C.gguf_get_arr_data_n(ctx.p, C.int64_t(keyID)))
 }
 
-// GetArrStr is element i of the string array key keyID.
+// GGUFGetArrStr is element i of the string array key keyID.
 //
 // C: const char *gguf_get_arr_str(const struct gguf_context *ctx, int64_t keyID, size_t i).
 func GGUFGetArrStr(ctx GGUF, keyID int64, i int) string {
 	return C.GoString(C.gguf_get_arr_str(ctx.p, C.int64_t(keyID), C.size_t(i)))
 }
 
-// GetNTensors is the number of tensors described in the file.
+// GGUFGetNTensors is the number of tensors described in the file.
 //
 // C: int64_t gguf_get_n_tensors(const struct gguf_context *ctx).
 func GGUFGetNTensors(ctx GGUF) int64 {
 	return int64(C.gguf_get_n_tensors(ctx.p))
 }
 
-// FindTensor is the id of the tensor called name, or -1 if it is absent.
+// GGUFFindTensor is the id of the tensor called name, or -1 if it is absent.
 //
 // C: int64_t gguf_find_tensor(const struct gguf_context *ctx, const char *name).
 func GGUFFindTensor(ctx GGUF, name string) int64 {
@@ -2266,35 +2387,35 @@ func GGUFFindTensor(ctx GGUF, name string) int64 {
 	return int64(C.gguf_find_tensor(ctx.p, c_name))
 }
 
-// GetTensorOffset is the byte offset of tensor tensorID's data within the data blob.
+// GGUFGetTensorOffset is the byte offset of tensor tensorID's data within the data blob.
 //
 // C: size_t gguf_get_tensor_offset(const struct gguf_context *ctx, int64_t tensorID).
 func GGUFGetTensorOffset(ctx GGUF, tensorID int64) int {
 	return int(C.gguf_get_tensor_offset(ctx.p, C.int64_t(tensorID)))
 }
 
-// GetTensorName is the name of tensor tensorID.
+// GGUFGetTensorName is the name of tensor tensorID.
 //
 // C: const char *gguf_get_tensor_name(const struct gguf_context *ctx, int64_t tensorID).
 func GGUFGetTensorName(ctx GGUF, tensorID int64) string {
 	return C.GoString(C.gguf_get_tensor_name(ctx.p, C.int64_t(tensorID)))
 }
 
-// GetTensorType is the element type of tensor tensorID.
+// GGUFGetTensorType is the element type of tensor tensorID.
 //
 // C: enum ggml_type gguf_get_tensor_type(const struct gguf_context *ctx, int64_t tensorID).
 func GGUFGetTensorType(ctx GGUF, tensorID int64) Type {
 	return Type(C.gguf_get_tensor_type(ctx.p, C.int64_t(tensorID)))
 }
 
-// GetTensorSize is the size in bytes of tensor tensorID's data.
+// GGUFGetTensorSize is the size in bytes of tensor tensorID's data.
 //
 // C: size_t gguf_get_tensor_size(const struct gguf_context *ctx, int64_t tensorID).
 func GGUFGetTensorSize(ctx GGUF, tensorID int64) int {
 	return int(C.gguf_get_tensor_size(ctx.p, C.int64_t(tensorID)))
 }
 
-// RemoveKey removes key and returns the id it had, or -1 if it was absent.
+// GGUFRemoveKey removes key and returns the id it had, or -1 if it was absent.
 //
 // C: int64_t gguf_remove_key(struct gguf_context *ctx, const char *key).
 func GGUFRemoveKey(ctx GGUF, key string) int64 {
@@ -2303,7 +2424,7 @@ func GGUFRemoveKey(ctx GGUF, key string) int64 {
 	return int64(C.gguf_remove_key(ctx.p, c_key))
 }
 
-// SetValU8 sets key to a uint8, replacing any old value (new keys go last).
+// GGUFSetValU8 sets key to a uint8, replacing any old value (new keys go last).
 //
 // C: void gguf_set_val_u8(struct gguf_context *ctx, const char *key, uint8_t val).
 func GGUFSetValU8(ctx GGUF, key string, val uint8) {
@@ -2312,7 +2433,7 @@ func GGUFSetValU8(ctx GGUF, key string, val uint8) {
 	C.gguf_set_val_u8(ctx.p, c_key, C.uint8_t(val))
 }
 
-// SetValI8 sets key to an int8.
+// GGUFSetValI8 sets key to an int8.
 //
 // C: void gguf_set_val_i8(struct gguf_context *ctx, const char *key, int8_t val).
 func GGUFSetValI8(ctx GGUF, key string, val int8) {
@@ -2321,7 +2442,7 @@ func GGUFSetValI8(ctx GGUF, key string, val int8) {
 	C.gguf_set_val_i8(ctx.p, c_key, C.int8_t(val))
 }
 
-// SetValU16 sets key to a uint16.
+// GGUFSetValU16 sets key to a uint16.
 //
 // C: void gguf_set_val_u16(struct gguf_context *ctx, const char *key, uint16_t val).
 func GGUFSetValU16(ctx GGUF, key string, val uint16) {
@@ -2330,7 +2451,7 @@ func GGUFSetValU16(ctx GGUF, key string, val uint16) {
 	C.gguf_set_val_u16(ctx.p, c_key, C.uint16_t(val))
 }
 
-// SetValI16 sets key to an int16.
+// GGUFSetValI16 sets key to an int16.
 //
 // C: void gguf_set_val_i16(struct gguf_context *ctx, const char *key, int16_t val).
 func GGUFSetValI16(ctx GGUF, key string, val int16) {
@@ -2339,7 +2460,7 @@ func GGUFSetValI16(ctx GGUF, key string, val int16) {
 	C.gguf_set_val_i16(ctx.p, c_key, C.int16_t(val))
 }
 
-// SetValU32 sets key to a uint32.
+// GGUFSetValU32 sets key to a uint32.
 //
 // C: void gguf_set_val_u32(struct gguf_context *ctx, const char *key, uint32_t val).
 func GGUFSetValU32(ctx GGUF, key string, val uint32) {
@@ -2348,7 +2469,7 @@ func GGUFSetValU32(ctx GGUF, key string, val uint32) {
 	C.gguf_set_val_u32(ctx.p, c_key, C.uint32_t(val))
 }
 
-// SetValI32 sets key to an int32.
+// GGUFSetValI32 sets key to an int32.
 //
 // C: void gguf_set_val_i32(struct gguf_context *ctx, const char *key, int32_t val).
 func GGUFSetValI32(ctx GGUF, key string, val int32) {
@@ -2357,7 +2478,7 @@ func GGUFSetValI32(ctx GGUF, key string, val int32) {
 	C.gguf_set_val_i32(ctx.p, c_key, C.int32_t(val))
 }
 
-// SetValF32 sets key to a float32.
+// GGUFSetValF32 sets key to a float32.
 //
 // C: void gguf_set_val_f32(struct gguf_context *ctx, const char *key, float val).
 func GGUFSetValF32(ctx GGUF, key string, val float32) {
@@ -2366,7 +2487,7 @@ func GGUFSetValF32(ctx GGUF, key string, val float32) {
 	C.gguf_set_val_f32(ctx.p, c_key, C.float(val))
 }
 
-// SetValU64 sets key to a uint64.
+// GGUFSetValU64 sets key to a uint64.
 //
 // C: void gguf_set_val_u64(struct gguf_context *ctx, const char *key, uint64_t val).
 func GGUFSetValU64(ctx GGUF, key string, val uint64) {
@@ -2375,7 +2496,7 @@ func GGUFSetValU64(ctx GGUF, key string, val uint64) {
 	C.gguf_set_val_u64(ctx.p, c_key, C.uint64_t(val))
 }
 
-// SetValI64 sets key to an int64.
+// GGUFSetValI64 sets key to an int64.
 //
 // C: void gguf_set_val_i64(struct gguf_context *ctx, const char *key, int64_t val).
 func GGUFSetValI64(ctx GGUF, key string, val int64) {
@@ -2384,7 +2505,7 @@ func GGUFSetValI64(ctx GGUF, key string, val int64) {
 	C.gguf_set_val_i64(ctx.p, c_key, C.int64_t(val))
 }
 
-// SetValF64 sets key to a float64.
+// GGUFSetValF64 sets key to a float64.
 //
 // C: void gguf_set_val_f64(struct gguf_context *ctx, const char *key, double val).
 func GGUFSetValF64(ctx GGUF, key string, val float64) {
@@ -2393,7 +2514,7 @@ func GGUFSetValF64(ctx GGUF, key string, val float64) {
 	C.gguf_set_val_f64(ctx.p, c_key, C.double(val))
 }
 
-// SetValBool sets key to a bool.
+// GGUFSetValBool sets key to a bool.
 //
 // C: void gguf_set_val_bool(struct gguf_context *ctx, const char *key, bool val).
 func GGUFSetValBool(ctx GGUF, key string, val bool) {
@@ -2402,7 +2523,7 @@ func GGUFSetValBool(ctx GGUF, key string, val bool) {
 	C.gguf_set_val_bool(ctx.p, c_key, C.bool(val))
 }
 
-// SetValStr sets key to a string (copied).
+// GGUFSetValStr sets key to a string (copied).
 //
 // C: void gguf_set_val_str(struct gguf_context *ctx, const char *key, const char *val).
 func GGUFSetValStr(ctx GGUF, key string, val string) {
@@ -2413,7 +2534,7 @@ func GGUFSetValStr(ctx GGUF, key string, val string) {
 	C.gguf_set_val_str(ctx.p, c_key, c_val)
 }
 
-// SetArrData sets key to an array of n elements of type typ (not GGUFTypeString), copying
+// GGUFSetArrData sets key to an array of n elements of type typ (not GGUFTypeString), copying
 // them from data.
 //
 // C: void gguf_set_arr_data(struct gguf_context *ctx, const char *key, enum gguf_type typ, const void *data, size_t n).
@@ -2423,7 +2544,7 @@ func GGUFSetArrData(ctx GGUF, key string, typ GGUFType, data unsafe.Pointer, n i
 	C.gguf_set_arr_data(ctx.p, c_key, C.enum_gguf_type(typ), data, C.size_t(n))
 }
 
-// SetArrStr sets key to an array of the first n strings of data (copied).
+// GGUFSetArrStr sets key to an array of the first n strings of data (copied).
 //
 // C: void gguf_set_arr_str(struct gguf_context *ctx, const char *key, const char **data, size_t n).
 func GGUFSetArrStr(ctx GGUF, key string, data []string, n int) {
@@ -2441,14 +2562,14 @@ func GGUFSetArrStr(ctx GGUF, key string, data []string, n int) {
 	C.gguf_set_arr_str(ctx.p, c_key, c_data, C.size_t(n))
 }
 
-// SetKv copies every key-value pair of src into ctx, replacing existing keys.
+// GGUFSetKv copies every key-value pair of src into ctx, replacing existing keys.
 //
 // C: void gguf_set_kv(struct gguf_context *ctx, const struct gguf_context *src).
 func GGUFSetKv(ctx GGUF, src GGUF) {
 	C.gguf_set_kv(ctx.p, src.p)
 }
 
-// AddTensor adds t's info (name, type, shape) to ctx, after the tensors already added; the
+// GGUFAddTensor adds t's info (name, type, shape) to ctx, after the tensors already added; the
 // name must be unique (a duplicate aborts). ctx keeps a copy of t's struct and reads the
 // data through it when the file is written, so t's data and buffer must stay valid (and t
 // contiguous) until then.
@@ -2458,7 +2579,7 @@ func GGUFAddTensor(ctx GGUF, t Tensor) {
 	C.gguf_add_tensor(ctx.p, t.p)
 }
 
-// SetTensorType changes the element type of the tensor called name and recomputes the
+// GGUFSetTensorType changes the element type of the tensor called name and recomputes the
 // offsets of the tensors after it.
 //
 // C: void gguf_set_tensor_type(struct gguf_context *ctx, const char *name, enum ggml_type typ).
@@ -2468,7 +2589,7 @@ func GGUFSetTensorType(ctx GGUF, name string, typ Type) {
 	C.gguf_set_tensor_type(ctx.p, c_name, C.enum_ggml_type(typ))
 }
 
-// SetTensorData makes the tensor called name take its data (GetTensorSize bytes) from data
+// GGUFSetTensorData makes the tensor called name take its data (GetTensorSize bytes) from data
 // when written.
 //
 // C: void gguf_set_tensor_data(struct gguf_context *ctx, const char *name, const void *data).
@@ -2478,7 +2599,7 @@ func GGUFSetTensorData(ctx GGUF, name string, data unsafe.Pointer) {
 	C.gguf_set_tensor_data(ctx.p, c_name, data)
 }
 
-// WriteToFile writes ctx to fname (only the metadata when onlyMeta is true), reading tensor
+// GGUFWriteToFile writes ctx to fname (only the metadata when onlyMeta is true), reading tensor
 // data from the tensors' backend buffers; it returns false on failure.
 //
 // C: bool gguf_write_to_file(const struct gguf_context *ctx, const char *fname, bool onlyMeta).
@@ -3458,9 +3579,43 @@ func View3D(ctx Context, a Tensor, ne0 int64, ne1 int64, ne2 int64, nb1 int, nb2
 // View4D returns a view of a with shape [ne0, ne1, ne2, ne3] and byte strides nb1, nb2,
 // nb3, starting offset bytes in.
 //
-// C: struct ggml_tensor *ggml_view_4d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3, size_t nb1, size_t nb2, size_t nb3, size_t offset).
-func View4D(ctx Context, a Tensor, ne0 int64, ne1 int64, ne2 int64, ne3 int64, nb1 int, nb2 int, nb3 int, offset int) Tensor {
-	return Tensor{C.ggml_view_4d(ctx.p, a.p, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.int64_t(ne3), C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))}
+// C:
+//
+//	struct ggml_tensor *ggml_view_4d(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *a,
+//		int64_t ne0,
+//		int64_t ne1,
+//		int64_t ne2,
+//		int64_t ne3,
+//		size_t nb1,
+//		size_t nb2,
+//		size_t nb3,
+//		size_t offset)
+func View4D(
+	ctx Context,
+	a Tensor,
+	ne0 int64,
+	ne1 int64,
+	ne2 int64,
+	ne3 int64,
+	nb1 int,
+	nb2 int,
+	nb3 int,
+	offset int,
+) Tensor {
+	return Tensor{C.ggml_view_4d(
+		ctx.p,
+		a.p,
+		C.int64_t(ne0),
+		C.int64_t(ne1),
+		C.int64_t(ne2),
+		C.int64_t(ne3),
+		C.size_t(nb1),
+		C.size_t(nb2),
+		C.size_t(nb3),
+		C.size_t(offset),
+	)}
 }
 
 // Permute returns a view of a whose dimension i moves to position axis_i (ggml's
@@ -3690,17 +3845,103 @@ func Rope(ctx Context, a Tensor, b Tensor, nDims int, mode RopeMode) Tensor {
 // position scale (1 for none); nCtxOrig, extFactor, attnFactor, betaFast and betaSlow are
 // the YaRN settings (0, 0, 1, 32, 1 disable it).
 //
-// C: struct ggml_tensor *ggml_rope_ext(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, struct ggml_tensor *c, int nDims, int mode, int nCtxOrig, float freqBase, float freqScale, float extFactor, float attnFactor, float betaFast, float betaSlow).
-func RopeExt(ctx Context, a Tensor, b Tensor, c Tensor, nDims int, mode RopeMode, nCtxOrig int, freqBase float32, freqScale float32, extFactor float32, attnFactor float32, betaFast float32, betaSlow float32) Tensor {
-	return Tensor{C.ggml_rope_ext(ctx.p, a.p, b.p, c.p, C.int(nDims), C.int(mode), C.int(nCtxOrig), C.float(freqBase), C.float(freqScale), C.float(extFactor), C.float(attnFactor), C.float(betaFast), C.float(betaSlow))}
+// C:
+//
+//	struct ggml_tensor *ggml_rope_ext(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *a,
+//		struct ggml_tensor *b,
+//		struct ggml_tensor *c,
+//		int nDims,
+//		int mode,
+//		int nCtxOrig,
+//		float freqBase,
+//		float freqScale,
+//		float extFactor,
+//		float attnFactor,
+//		float betaFast,
+//		float betaSlow)
+func RopeExt(
+	ctx Context,
+	a Tensor,
+	b Tensor,
+	c Tensor,
+	nDims int,
+	mode RopeMode,
+	nCtxOrig int,
+	freqBase float32,
+	freqScale float32,
+	extFactor float32,
+	attnFactor float32,
+	betaFast float32,
+	betaSlow float32,
+) Tensor {
+	return Tensor{C.ggml_rope_ext(
+		ctx.p,
+		a.p,
+		b.p,
+		c.p,
+		C.int(nDims),
+		C.int(mode),
+		C.int(nCtxOrig),
+		C.float(freqBase),
+		C.float(freqScale),
+		C.float(extFactor),
+		C.float(attnFactor),
+		C.float(betaFast),
+		C.float(betaSlow),
+	)}
 }
 
 // RopeExtBack returns the gradient of RopeExt for the output gradient a, with the same
 // positions, factors and settings.
 //
-// C: struct ggml_tensor *ggml_rope_ext_back(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, struct ggml_tensor *c, int nDims, int mode, int nCtxOrig, float freqBase, float freqScale, float extFactor, float attnFactor, float betaFast, float betaSlow).
-func RopeExtBack(ctx Context, a Tensor, b Tensor, c Tensor, nDims int, mode RopeMode, nCtxOrig int, freqBase float32, freqScale float32, extFactor float32, attnFactor float32, betaFast float32, betaSlow float32) Tensor {
-	return Tensor{C.ggml_rope_ext_back(ctx.p, a.p, b.p, c.p, C.int(nDims), C.int(mode), C.int(nCtxOrig), C.float(freqBase), C.float(freqScale), C.float(extFactor), C.float(attnFactor), C.float(betaFast), C.float(betaSlow))}
+// C:
+//
+//	struct ggml_tensor *ggml_rope_ext_back(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *a,
+//		struct ggml_tensor *b,
+//		struct ggml_tensor *c,
+//		int nDims,
+//		int mode,
+//		int nCtxOrig,
+//		float freqBase,
+//		float freqScale,
+//		float extFactor,
+//		float attnFactor,
+//		float betaFast,
+//		float betaSlow)
+func RopeExtBack(
+	ctx Context,
+	a Tensor,
+	b Tensor,
+	c Tensor,
+	nDims int,
+	mode RopeMode,
+	nCtxOrig int,
+	freqBase float32,
+	freqScale float32,
+	extFactor float32,
+	attnFactor float32,
+	betaFast float32,
+	betaSlow float32,
+) Tensor {
+	return Tensor{C.ggml_rope_ext_back(
+		ctx.p,
+		a.p,
+		b.p,
+		c.p,
+		C.int(nDims),
+		C.int(mode),
+		C.int(nCtxOrig),
+		C.float(freqBase),
+		C.float(freqScale),
+		C.float(extFactor),
+		C.float(attnFactor),
+		C.float(betaFast),
+		C.float(betaSlow),
+	)}
 }
 
 // FlashAttnExt is fused attention softmax(q·kᵀ*scale + mask)·v, with an optional logit
@@ -3708,9 +3949,37 @@ func RopeExtBack(ctx Context, a Tensor, b Tensor, c Tensor, nDims int, mode Rope
 // Hkv, B], v [dv, S, Hkv, B] (not transposed), mask F16 [S, T', …] or nil, with H a
 // multiple of Hkv; the result is permuted: [dv, H, T, B]. No backward pass.
 //
-// C: struct ggml_tensor *ggml_flash_attn_ext(struct ggml_context *ctx, struct ggml_tensor *q, struct ggml_tensor *k, struct ggml_tensor *v, struct ggml_tensor *mask, float scale, float maxBias, float logitSoftcap).
-func FlashAttnExt(ctx Context, q Tensor, k Tensor, v Tensor, mask Tensor, scale float32, maxBias float32, logitSoftcap float32) Tensor {
-	return Tensor{C.ggml_flash_attn_ext(ctx.p, q.p, k.p, v.p, mask.p, C.float(scale), C.float(maxBias), C.float(logitSoftcap))}
+// C:
+//
+//	struct ggml_tensor *ggml_flash_attn_ext(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *q,
+//		struct ggml_tensor *k,
+//		struct ggml_tensor *v,
+//		struct ggml_tensor *mask,
+//		float scale,
+//		float maxBias,
+//		float logitSoftcap)
+func FlashAttnExt(
+	ctx Context,
+	q Tensor,
+	k Tensor,
+	v Tensor,
+	mask Tensor,
+	scale float32,
+	maxBias float32,
+	logitSoftcap float32,
+) Tensor {
+	return Tensor{C.ggml_flash_attn_ext(
+		ctx.p,
+		q.p,
+		k.p,
+		v.p,
+		mask.p,
+		C.float(scale),
+		C.float(maxBias),
+		C.float(logitSoftcap),
+	)}
 }
 
 // FlashAttnExtSetPrec sets the accumulation precision of the FlashAttnExt node a.
@@ -3739,9 +4008,46 @@ func FlashAttnExtAddSinks(a Tensor, sinks Tensor) {
 // dilation d; is2D for 2-D, else 1-D), in type dstType; MulMat with the kernel then gives
 // a convolution.
 //
-// C: struct ggml_tensor *ggml_im2col(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b, int s0, int s1, int p0, int p1, int d0, int d1, bool is2D, enum ggml_type dstType).
-func Im2col(ctx Context, a Tensor, b Tensor, s0 int, s1 int, p0 int, p1 int, d0 int, d1 int, is2D bool, dstType Type) Tensor {
-	return Tensor{C.ggml_im2col(ctx.p, a.p, b.p, C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1), C.bool(is2D), C.enum_ggml_type(dstType))}
+// C:
+//
+//	struct ggml_tensor *ggml_im2col(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *a,
+//		struct ggml_tensor *b,
+//		int s0,
+//		int s1,
+//		int p0,
+//		int p1,
+//		int d0,
+//		int d1,
+//		bool is2D,
+//		enum ggml_type dstType)
+func Im2col(
+	ctx Context,
+	a Tensor,
+	b Tensor,
+	s0 int,
+	s1 int,
+	p0 int,
+	p1 int,
+	d0 int,
+	d1 int,
+	is2D bool,
+	dstType Type,
+) Tensor {
+	return Tensor{C.ggml_im2col(
+		ctx.p,
+		a.p,
+		b.p,
+		C.int(s0),
+		C.int(s1),
+		C.int(p0),
+		C.int(p1),
+		C.int(d0),
+		C.int(d1),
+		C.bool(is2D),
+		C.enum_ggml_type(dstType),
+	)}
 }
 
 // Conv1D convolves b [L, Cin, N] with the kernel a [K, Cin, Cout] (stride s0, padding p0,
@@ -3833,9 +4139,31 @@ func CrossEntropyLossBack(ctx Context, a Tensor, b Tensor, c Tensor) Tensor {
 // (learning rate), beta1, beta2, eps, wd (decoupled weight decay), 1/(1-beta1^t),
 // 1/(1-beta2^t)]. F32 only.
 //
-// C: struct ggml_tensor *ggml_opt_step_adamw(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *grad, struct ggml_tensor *m, struct ggml_tensor *v, struct ggml_tensor *params).
-func OptStepAdamW(ctx Context, a Tensor, grad Tensor, m Tensor, v Tensor, params Tensor) Tensor {
-	return Tensor{C.ggml_opt_step_adamw(ctx.p, a.p, grad.p, m.p, v.p, params.p)}
+// C:
+//
+//	struct ggml_tensor *ggml_opt_step_adamw(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *a,
+//		struct ggml_tensor *grad,
+//		struct ggml_tensor *m,
+//		struct ggml_tensor *v,
+//		struct ggml_tensor *params)
+func OptStepAdamW(
+	ctx Context,
+	a Tensor,
+	grad Tensor,
+	m Tensor,
+	v Tensor,
+	params Tensor,
+) Tensor {
+	return Tensor{C.ggml_opt_step_adamw(
+		ctx.p,
+		a.p,
+		grad.p,
+		m.p,
+		v.p,
+		params.p,
+	)}
 }
 
 // OptStepSGD applies one SGD step w = w*(1-alpha*wd) - alpha*grad to a in place and

@@ -1270,7 +1270,14 @@ func CheckLinked() error {
 	for _, c := range []struct {
 		v    GluOp
 		want string
-	}{{GluOpReglu, "REGLU"}, {GluOpGeglu, "GEGLU"}, {GluOpSwiglu, "SWIGLU"}, {GluOpSwigluOAI, "SWIGLU_OAI"}, {GluOpGegluErf, "GEGLU_ERF"}, {GluOpGegluQuick, "GEGLU_QUICK"}} {
+	}{
+		{GluOpReglu, "REGLU"},
+		{GluOpGeglu, "GEGLU"},
+		{GluOpSwiglu, "SWIGLU"},
+		{GluOpSwigluOAI, "SWIGLU_OAI"},
+		{GluOpGegluErf, "GEGLU_ERF"},
+		{GluOpGegluQuick, "GEGLU_QUICK"},
+	} {
 		if got := GluOpName(c.v); !strings.EqualFold(got, c.want) {
 			errs = append(errs, fmt.Errorf("GluOpName(%d) is %q in the linked library, but the spec calls %s %q", c.v, got, c.v, c.want))
 		}
@@ -1278,7 +1285,103 @@ func CheckLinked() error {
 	for _, c := range []struct {
 		v    Op
 		want string
-	}{{OpNone, "NONE"}, {OpDup, "DUP"}, {OpAdd, "ADD"}, {OpAddID, "ADD_ID"}, {OpAdd1, "ADD1"}, {OpAcc, "ACC"}, {OpSub, "SUB"}, {OpMul, "MUL"}, {OpDiv, "DIV"}, {OpSqr, "SQR"}, {OpSqrt, "SQRT"}, {OpLog, "LOG"}, {OpSin, "SIN"}, {OpCos, "COS"}, {OpSum, "SUM"}, {OpSumRows, "SUM_ROWS"}, {OpCumsum, "CUMSUM"}, {OpMean, "MEAN"}, {OpArgmax, "ARGMAX"}, {OpCountEqual, "COUNT_EQUAL"}, {OpRepeat, "REPEAT"}, {OpRepeatBack, "REPEAT_BACK"}, {OpConcat, "CONCAT"}, {OpSiluBack, "SILU_BACK"}, {OpNorm, "NORM"}, {OpRMSNorm, "RMS_NORM"}, {OpRMSNormBack, "RMS_NORM_BACK"}, {OpGroupNorm, "GROUP_NORM"}, {OpL2Norm, "L2_NORM"}, {OpMulMat, "MUL_MAT"}, {OpMulMatID, "MUL_MAT_ID"}, {OpOutProd, "OUT_PROD"}, {OpScale, "SCALE"}, {OpSet, "SET"}, {OpCpy, "CPY"}, {OpCont, "CONT"}, {OpReshape, "RESHAPE"}, {OpView, "VIEW"}, {OpPermute, "PERMUTE"}, {OpTranspose, "TRANSPOSE"}, {OpGetRows, "GET_ROWS"}, {OpGetRowsBack, "GET_ROWS_BACK"}, {OpSetRows, "SET_ROWS"}, {OpDiag, "DIAG"}, {OpDiagMaskInf, "DIAG_MASK_INF"}, {OpDiagMaskZero, "DIAG_MASK_ZERO"}, {OpSoftMax, "SOFT_MAX"}, {OpSoftMaxBack, "SOFT_MAX_BACK"}, {OpRope, "ROPE"}, {OpRopeBack, "ROPE_BACK"}, {OpClamp, "CLAMP"}, {OpConvTranspose1D, "CONV_TRANSPOSE_1D"}, {OpIm2col, "IM2COL"}, {OpIm2colBack, "IM2COL_BACK"}, {OpIm2col3D, "IM2COL_3D"}, {OpConv2D, "CONV_2D"}, {OpConv3D, "CONV_3D"}, {OpConv2DDw, "CONV_2D_DW"}, {OpConvTranspose2D, "CONV_TRANSPOSE_2D"}, {OpPool1D, "POOL_1D"}, {OpPool2D, "POOL_2D"}, {OpPool2DBack, "POOL_2D_BACK"}, {OpUpscale, "UPSCALE"}, {OpPad, "PAD"}, {OpPadReflect1D, "PAD_REFLECT_1D"}, {OpRoll, "ROLL"}, {OpArange, "ARANGE"}, {OpTimestepEmbedding, "TIMESTEP_EMBEDDING"}, {OpArgsort, "ARGSORT"}, {OpTopK, "TOP_K"}, {OpLeakyRelu, "LEAKY_RELU"}, {OpTri, "TRI"}, {OpFill, "FILL"}, {OpFlashAttnExt, "FLASH_ATTN_EXT"}, {OpFlashAttnBack, "FLASH_ATTN_BACK"}, {OpSsmConv, "SSM_CONV"}, {OpSsmScan, "SSM_SCAN"}, {OpWinPart, "WIN_PART"}, {OpWinUnpart, "WIN_UNPART"}, {OpGetRelPos, "GET_REL_POS"}, {OpAddRelPos, "ADD_REL_POS"}, {OpRwkvWkv6, "RWKV_WKV6"}, {OpGatedLinearAttn, "GATED_LINEAR_ATTN"}, {OpRwkvWkv7, "RWKV_WKV7"}, {OpSolveTri, "SOLVE_TRI"}, {OpUnary, "UNARY"}, {OpMapCustom1, "MAP_CUSTOM1"}, {OpMapCustom2, "MAP_CUSTOM2"}, {OpMapCustom3, "MAP_CUSTOM3"}, {OpCustom, "CUSTOM"}, {OpCrossEntropyLoss, "CROSS_ENTROPY_LOSS"}, {OpCrossEntropyLossBack, "CROSS_ENTROPY_LOSS_BACK"}, {OpOptStepAdamW, "OPT_STEP_ADAMW"}, {OpOptStepSGD, "OPT_STEP_SGD"}, {OpGlu, "GLU"}} {
+	}{
+		{OpNone, "NONE"},
+		{OpDup, "DUP"},
+		{OpAdd, "ADD"},
+		{OpAddID, "ADD_ID"},
+		{OpAdd1, "ADD1"},
+		{OpAcc, "ACC"},
+		{OpSub, "SUB"},
+		{OpMul, "MUL"},
+		{OpDiv, "DIV"},
+		{OpSqr, "SQR"},
+		{OpSqrt, "SQRT"},
+		{OpLog, "LOG"},
+		{OpSin, "SIN"},
+		{OpCos, "COS"},
+		{OpSum, "SUM"},
+		{OpSumRows, "SUM_ROWS"},
+		{OpCumsum, "CUMSUM"},
+		{OpMean, "MEAN"},
+		{OpArgmax, "ARGMAX"},
+		{OpCountEqual, "COUNT_EQUAL"},
+		{OpRepeat, "REPEAT"},
+		{OpRepeatBack, "REPEAT_BACK"},
+		{OpConcat, "CONCAT"},
+		{OpSiluBack, "SILU_BACK"},
+		{OpNorm, "NORM"},
+		{OpRMSNorm, "RMS_NORM"},
+		{OpRMSNormBack, "RMS_NORM_BACK"},
+		{OpGroupNorm, "GROUP_NORM"},
+		{OpL2Norm, "L2_NORM"},
+		{OpMulMat, "MUL_MAT"},
+		{OpMulMatID, "MUL_MAT_ID"},
+		{OpOutProd, "OUT_PROD"},
+		{OpScale, "SCALE"},
+		{OpSet, "SET"},
+		{OpCpy, "CPY"},
+		{OpCont, "CONT"},
+		{OpReshape, "RESHAPE"},
+		{OpView, "VIEW"},
+		{OpPermute, "PERMUTE"},
+		{OpTranspose, "TRANSPOSE"},
+		{OpGetRows, "GET_ROWS"},
+		{OpGetRowsBack, "GET_ROWS_BACK"},
+		{OpSetRows, "SET_ROWS"},
+		{OpDiag, "DIAG"},
+		{OpDiagMaskInf, "DIAG_MASK_INF"},
+		{OpDiagMaskZero, "DIAG_MASK_ZERO"},
+		{OpSoftMax, "SOFT_MAX"},
+		{OpSoftMaxBack, "SOFT_MAX_BACK"},
+		{OpRope, "ROPE"},
+		{OpRopeBack, "ROPE_BACK"},
+		{OpClamp, "CLAMP"},
+		{OpConvTranspose1D, "CONV_TRANSPOSE_1D"},
+		{OpIm2col, "IM2COL"},
+		{OpIm2colBack, "IM2COL_BACK"},
+		{OpIm2col3D, "IM2COL_3D"},
+		{OpConv2D, "CONV_2D"},
+		{OpConv3D, "CONV_3D"},
+		{OpConv2DDw, "CONV_2D_DW"},
+		{OpConvTranspose2D, "CONV_TRANSPOSE_2D"},
+		{OpPool1D, "POOL_1D"},
+		{OpPool2D, "POOL_2D"},
+		{OpPool2DBack, "POOL_2D_BACK"},
+		{OpUpscale, "UPSCALE"},
+		{OpPad, "PAD"},
+		{OpPadReflect1D, "PAD_REFLECT_1D"},
+		{OpRoll, "ROLL"},
+		{OpArange, "ARANGE"},
+		{OpTimestepEmbedding, "TIMESTEP_EMBEDDING"},
+		{OpArgsort, "ARGSORT"},
+		{OpTopK, "TOP_K"},
+		{OpLeakyRelu, "LEAKY_RELU"},
+		{OpTri, "TRI"},
+		{OpFill, "FILL"},
+		{OpFlashAttnExt, "FLASH_ATTN_EXT"},
+		{OpFlashAttnBack, "FLASH_ATTN_BACK"},
+		{OpSsmConv, "SSM_CONV"},
+		{OpSsmScan, "SSM_SCAN"},
+		{OpWinPart, "WIN_PART"},
+		{OpWinUnpart, "WIN_UNPART"},
+		{OpGetRelPos, "GET_REL_POS"},
+		{OpAddRelPos, "ADD_REL_POS"},
+		{OpRwkvWkv6, "RWKV_WKV6"},
+		{OpGatedLinearAttn, "GATED_LINEAR_ATTN"},
+		{OpRwkvWkv7, "RWKV_WKV7"},
+		{OpSolveTri, "SOLVE_TRI"},
+		{OpUnary, "UNARY"},
+		{OpMapCustom1, "MAP_CUSTOM1"},
+		{OpMapCustom2, "MAP_CUSTOM2"},
+		{OpMapCustom3, "MAP_CUSTOM3"},
+		{OpCustom, "CUSTOM"},
+		{OpCrossEntropyLoss, "CROSS_ENTROPY_LOSS"},
+		{OpCrossEntropyLossBack, "CROSS_ENTROPY_LOSS_BACK"},
+		{OpOptStepAdamW, "OPT_STEP_ADAMW"},
+		{OpOptStepSGD, "OPT_STEP_SGD"},
+		{OpGlu, "GLU"},
+	} {
 		if got := OpName(c.v); !strings.EqualFold(got, c.want) {
 			errs = append(errs, fmt.Errorf("OpName(%d) is %q in the linked library, but the spec calls %s %q", c.v, got, c.v, c.want))
 		}
@@ -1286,7 +1389,40 @@ func CheckLinked() error {
 	for _, c := range []struct {
 		v    Type
 		want string
-	}{{TypeF32, "F32"}, {TypeF16, "F16"}, {TypeQ4_0, "Q4_0"}, {TypeQ4_1, "Q4_1"}, {TypeQ5_0, "Q5_0"}, {TypeQ5_1, "Q5_1"}, {TypeQ8_0, "Q8_0"}, {TypeQ8_1, "Q8_1"}, {TypeQ2_K, "Q2_K"}, {TypeQ3_K, "Q3_K"}, {TypeQ4_K, "Q4_K"}, {TypeQ5_K, "Q5_K"}, {TypeQ6_K, "Q6_K"}, {TypeQ8_K, "Q8_K"}, {TypeIQ2_XXS, "IQ2_XXS"}, {TypeIQ2_XS, "IQ2_XS"}, {TypeIQ3_XXS, "IQ3_XXS"}, {TypeIQ1_S, "IQ1_S"}, {TypeIQ4_NL, "IQ4_NL"}, {TypeIQ3_S, "IQ3_S"}, {TypeIQ2_S, "IQ2_S"}, {TypeIQ4_XS, "IQ4_XS"}, {TypeI8, "I8"}, {TypeI16, "I16"}, {TypeI32, "I32"}, {TypeI64, "I64"}, {TypeF64, "F64"}, {TypeIQ1_M, "IQ1_M"}, {TypeBF16, "BF16"}, {TypeTQ1_0, "TQ1_0"}, {TypeTQ2_0, "TQ2_0"}, {TypeMXFP4, "MXFP4"}} {
+	}{
+		{TypeF32, "F32"},
+		{TypeF16, "F16"},
+		{TypeQ4_0, "Q4_0"},
+		{TypeQ4_1, "Q4_1"},
+		{TypeQ5_0, "Q5_0"},
+		{TypeQ5_1, "Q5_1"},
+		{TypeQ8_0, "Q8_0"},
+		{TypeQ8_1, "Q8_1"},
+		{TypeQ2_K, "Q2_K"},
+		{TypeQ3_K, "Q3_K"},
+		{TypeQ4_K, "Q4_K"},
+		{TypeQ5_K, "Q5_K"},
+		{TypeQ6_K, "Q6_K"},
+		{TypeQ8_K, "Q8_K"},
+		{TypeIQ2_XXS, "IQ2_XXS"},
+		{TypeIQ2_XS, "IQ2_XS"},
+		{TypeIQ3_XXS, "IQ3_XXS"},
+		{TypeIQ1_S, "IQ1_S"},
+		{TypeIQ4_NL, "IQ4_NL"},
+		{TypeIQ3_S, "IQ3_S"},
+		{TypeIQ2_S, "IQ2_S"},
+		{TypeIQ4_XS, "IQ4_XS"},
+		{TypeI8, "I8"},
+		{TypeI16, "I16"},
+		{TypeI32, "I32"},
+		{TypeI64, "I64"},
+		{TypeF64, "F64"},
+		{TypeIQ1_M, "IQ1_M"},
+		{TypeBF16, "BF16"},
+		{TypeTQ1_0, "TQ1_0"},
+		{TypeTQ2_0, "TQ2_0"},
+		{TypeMXFP4, "MXFP4"},
+	} {
 		if got := TypeName(c.v); !strings.EqualFold(got, c.want) {
 			errs = append(errs, fmt.Errorf("TypeName(%d) is %q in the linked library, but the spec calls %s %q", c.v, got, c.v, c.want))
 		}
@@ -1294,7 +1430,30 @@ func CheckLinked() error {
 	for _, c := range []struct {
 		v    UnaryOp
 		want string
-	}{{UnaryOpAbs, "ABS"}, {UnaryOpSgn, "SGN"}, {UnaryOpNeg, "NEG"}, {UnaryOpStep, "STEP"}, {UnaryOpTanh, "TANH"}, {UnaryOpElu, "ELU"}, {UnaryOpRelu, "RELU"}, {UnaryOpSigmoid, "SIGMOID"}, {UnaryOpGelu, "GELU"}, {UnaryOpGeluQuick, "GELU_QUICK"}, {UnaryOpSilu, "SILU"}, {UnaryOpHardswish, "HARDSWISH"}, {UnaryOpHardsigmoid, "HARDSIGMOID"}, {UnaryOpExp, "EXP"}, {UnaryOpExpm1, "EXPM1"}, {UnaryOpSoftplus, "SOFTPLUS"}, {UnaryOpGeluErf, "GELU_ERF"}, {UnaryOpXielu, "XIELU"}, {UnaryOpFloor, "FLOOR"}, {UnaryOpCeil, "CEIL"}, {UnaryOpRound, "ROUND"}, {UnaryOpTrunc, "TRUNC"}} {
+	}{
+		{UnaryOpAbs, "ABS"},
+		{UnaryOpSgn, "SGN"},
+		{UnaryOpNeg, "NEG"},
+		{UnaryOpStep, "STEP"},
+		{UnaryOpTanh, "TANH"},
+		{UnaryOpElu, "ELU"},
+		{UnaryOpRelu, "RELU"},
+		{UnaryOpSigmoid, "SIGMOID"},
+		{UnaryOpGelu, "GELU"},
+		{UnaryOpGeluQuick, "GELU_QUICK"},
+		{UnaryOpSilu, "SILU"},
+		{UnaryOpHardswish, "HARDSWISH"},
+		{UnaryOpHardsigmoid, "HARDSIGMOID"},
+		{UnaryOpExp, "EXP"},
+		{UnaryOpExpm1, "EXPM1"},
+		{UnaryOpSoftplus, "SOFTPLUS"},
+		{UnaryOpGeluErf, "GELU_ERF"},
+		{UnaryOpXielu, "XIELU"},
+		{UnaryOpFloor, "FLOOR"},
+		{UnaryOpCeil, "CEIL"},
+		{UnaryOpRound, "ROUND"},
+		{UnaryOpTrunc, "TRUNC"},
+	} {
 		if got := UnaryOpName(c.v); !strings.EqualFold(got, c.want) {
 			errs = append(errs, fmt.Errorf("UnaryOpName(%d) is %q in the linked library, but the spec calls %s %q", c.v, got, c.v, c.want))
 		}

@@ -10,9 +10,9 @@ import _ "embed"
 type CUDASm80Module int
 
 const (
-	// kernels/cuda-sm80/common/adamw.cu
+	// CUDASm80Adamw is the module built from kernels/cuda-sm80/common/adamw.cu.
 	CUDASm80Adamw CUDASm80Module = 0
-	// kernels/cuda-sm80/common/sampling.cu
+	// CUDASm80Sampling is the module built from kernels/cuda-sm80/common/sampling.cu.
 	CUDASm80Sampling CUDASm80Module = 1
 )
 

@@ -8,9 +8,9 @@ package kernels
 type CUDASm80Module int
 
 const (
-	// kernels/cuda-sm80/common/adamw.cu
+	// CUDASm80Adamw is the module built from kernels/cuda-sm80/common/adamw.cu.
 	CUDASm80Adamw CUDASm80Module = 0
-	// kernels/cuda-sm80/common/sampling.cu
+	// CUDASm80Sampling is the module built from kernels/cuda-sm80/common/sampling.cu.
 	CUDASm80Sampling CUDASm80Module = 1
 )
 

@@ -10,9 +10,9 @@ import _ "embed"
 type CUDASm90aModule int
 
 const (
-	// kernels/cuda-sm90a/common/adamw.cu
+	// CUDASm90aAdamw is the module built from kernels/cuda-sm90a/common/adamw.cu.
 	CUDASm90aAdamw CUDASm90aModule = 0
-	// kernels/cuda-sm90a/common/sampling.cu
+	// CUDASm90aSampling is the module built from kernels/cuda-sm90a/common/sampling.cu.
 	CUDASm90aSampling CUDASm90aModule = 1
 )
 

@@ -27,7 +27,7 @@ type Llama struct {
 	// NLayers is the number of transformer blocks.
 	NLayers int `json:"n_layers" gguf:"llama.block_count" default:"30" min:"1" max:"1024"`
 	// Context is the longest sequence the model is trained for.
-	Context int `json:"context" gguf:"llama.context_length" default:"2048" min:"1" max:"1048576"`
+	Context int `json:"context" gguf:"llama.context_length" default:"2048" min:"1" max:"1048576" alias:"c"`
 	// RopeBase is the base θ of the rotary embedding's frequencies.
 	RopeBase float32 `json:"rope_base" gguf:"llama.rope.freq_base" default:"10000" min:"1"`
 	// RopeScaling stretches positions beyond the trained context: none, linear or yarn.
@@ -48,5 +48,5 @@ type Llama struct {
 	// InitScale is the standard deviation of the random initial weights.
 	InitScale float32 `json:"init_scale" gguf:"toy.llama.init_scale" default:"0.02" min:"0" max:"1"`
 	// Seed makes the random initialisation reproducible.
-	Seed int `json:"seed" gguf:"toy.llama.seed" default:"1" min:"0"`
+	Seed int `json:"seed" gguf:"toy.llama.seed" default:"1" min:"0" flag:"-"`
 }

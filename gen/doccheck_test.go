@@ -1,0 +1,87 @@
+package gen
+
+import (
+	"go/token"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckDocs(t *testing.T) {
+	good := `package p
+
+// T is a type.
+type T int
+
+// String returns t's name.
+func (t T) String() string { return "" }
+
+func (t unexported) Exported() {}
+
+type unexported int
+
+// F does things.
+func F() {}
+
+// The values of T; a group member may go undocumented.
+const (
+	// A is the first.
+	A T = 1
+	B T = 2
+)
+
+// V, W are two variables.
+var V, W = 1, 2
+
+// Sonames is a variable.
+var Sonames []string
+`
+	require.NoError(t, CheckDocs("good.go", []byte(good), nil))
+
+	bad := `package p
+
+// CPUInit makes a backend.
+func BackendCPUInit() {}
+
+func Undocumented() {}
+
+// a lower-case start.
+type T int
+
+const (
+	// kernels/x.cu
+	Module T = 1
+)
+
+// Value is wrong in a lone declaration.
+var Other = 1
+
+// TypeName names t.
+func (t T) Name() string { return "" }
+`
+	err := CheckDocs("bad.go", []byte(bad), map[string]token.Position{
+		"BackendCPUInit": {Filename: "specs/ggml/backend.go", Line: 12},
+	})
+	require.Error(t, err)
+	msg := err.Error()
+	assert.Contains(t, msg, `specs/ggml/backend.go:12 (emitted at bad.go:4:6): the doc comment of BackendCPUInit must start with its name, not "CPUInit makes a backend."`)
+	assert.Contains(t, msg, "bad.go:6:6: Undocumented has no doc comment")
+	assert.Contains(t, msg, "bad.go:9:6: the doc comment of T must start")
+	assert.Contains(t, msg, "bad.go:13:2: the doc comment of Module must start")
+	assert.Contains(t, msg, "bad.go:17:5: the doc comment of Other must start")
+	assert.Contains(t, msg, "bad.go:20:12: the doc comment of Name must start")
+}
+
+// TestEmitChecksDocs checks that emitting refuses a model whose doc comment does not start with
+// its Go name, naming the spec position: the check runs on every rendered file.
+func TestEmitChecksDocs(t *testing.T) {
+	m := &Model{Funcs: []*Func{{
+		GoName: "BackendFree", CName: "ggml_backend_free", Doc: "Free frees b.",
+		Pos: token.Position{Filename: "specs/ggml/backend.go", Line: 42},
+	}}}
+	_, err := EmitBindings(m, Target{ImportPath: "example.com/x", PkgName: "x", Source: "spec", Link: GGML.GoPackage})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "specs/ggml/backend.go:42")
+	assert.Contains(t, err.Error(), "BackendFree")
+}
