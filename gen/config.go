@@ -67,8 +67,15 @@ func (f *ConfigField) GoType() string {
 	return f.Kind
 }
 
-// Usage is the help text of the field's flag: its doc comment on one line.
-func (f *ConfigField) Usage() string { return strings.Join(strings.Fields(f.Doc), " ") }
+// Usage is the help text of the field's flag: its doc comment on one line, without the
+// leading name (and "is") and the final period: "DModel is the width of …." → "the width of …".
+func (f *ConfigField) Usage() string {
+	u := strings.Join(strings.Fields(f.Doc), " ")
+	if rest, ok := strings.CutPrefix(u, f.GoName+" "); ok {
+		u = strings.TrimPrefix(rest, "is ")
+	}
+	return strings.TrimSuffix(u, ".")
+}
 
 // Preset is a named set of values for some fields of a Config.
 type Preset struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
 	"github.com/toyml/toy/internal/reference"
@@ -628,8 +629,8 @@ func TestBenchRuns(t *testing.T) {
 // engine's own float64 reference and its training forward (the Evaluator's graph).
 func TestDecodesTrainedCheckpoint(t *testing.T) {
 	be := newBackend(t)
-	for _, scaling := range []string{"none", "linear", "yarn"} {
-		t.Run(scaling, func(t *testing.T) {
+	for _, scaling := range []config.LlamaRopeScaling{"none", "linear", "yarn"} {
+		t.Run(string(scaling), func(t *testing.T) {
 			c := tinyConfig(t, false, true)
 			scaleRope(&c, scaling)
 			tm, err := New(c, be)

@@ -22,7 +22,7 @@ func tinyConfig(t *testing.T, tied, bias bool) Config {
 
 // scaleRope gives c RoPE scaling of the kind given: a factor of 4 and, for YaRN, an original
 // context of 4 (half of tinyConfig's), so most positions lie beyond it.
-func scaleRope(c *Config, kind string) {
+func scaleRope(c *Config, kind config.LlamaRopeScaling) {
 	c.RopeScaling = kind
 	if kind != "none" {
 		c.RopeScaleFactor, c.RopeOrigContext = 4, 4
@@ -77,7 +77,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		tied, bias bool
-		scaling    string
+		scaling    config.LlamaRopeScaling
 	}{{"tied", true, false, "none"}, {"untied", false, false, "none"}, {"tied+bias", true, true, "none"},
 		{"untied+bias", false, true, "none"}, {"linear", true, false, "linear"}, {"yarn", false, true, "yarn"}} {
 		t.Run(tc.name, func(t *testing.T) {
