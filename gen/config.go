@@ -31,7 +31,11 @@ type ConfigField struct {
 	Doc    string
 	Kind   string // "int", "float32", "bool" or "string"
 	JSON   string
-	GGUF   string // the GGUF key
+	// GGUF is the GGUF key; "{arch}" in it stands for the file's general.architecture, so
+	// one config reads and writes the keys of every architecture of its family.
+	GGUF string
+	// Required makes FromGGUF report the key's absence (required:"true").
+	Required bool
 	// Default is the default value as written in the tag; Min/Max bound numbers (nil when
 	// absent); Enum lists a string's allowed values; MultipleOf names (by JSON name) a field
 	// this one must be a multiple of.
@@ -47,6 +51,19 @@ type ConfigField struct {
 	// flag:"-"); Alias is an extra name of the same flag ("" for none).
 	Flag, Alias string
 	Pos         token.Position
+}
+
+// archPlaceholder stands for the architecture's name in a GGUF key.
+const archPlaceholder = "{arch}"
+
+// PerArch reports whether some key of c names the architecture: then ToGGUF and FromGGUF take it.
+func (c *Config) PerArch() bool {
+	for _, f := range c.Fields {
+		if strings.Contains(f.GGUF, archPlaceholder) {
+			return true
+		}
+	}
+	return false
 }
 
 // EnumConst is the Go constant of the enum value v ("" if v is not one of the field's values).
@@ -90,7 +107,7 @@ type PresetValue struct {
 	Value string
 }
 
-var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias"}
+var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required"}
 
 // LoadConfigs reads the engine spec package matched by pattern (relative to dir).
 func LoadConfigs(dir, pattern string) ([]*Config, error) {
@@ -284,6 +301,14 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 	}
 	if cf.GGUF, ok = tag.Lookup("gguf"); !ok || cf.GGUF == "" {
 		l.errorf(f.Pos(), "field %s: missing gguf tag", name)
+	} else if rest := strings.Replace(cf.GGUF, archPlaceholder, "", 1); strings.ContainsAny(rest, "{}") {
+		l.errorf(f.Pos(), "field %s: gguf:%q: the only placeholder is %s, once", name, cf.GGUF, archPlaceholder)
+	}
+	if v, ok := tag.Lookup("required"); ok {
+		if v != "true" {
+			l.errorf(f.Pos(), "field %s: required:%q: the only value is \"true\"", name, v)
+		}
+		cf.Required = true
 	}
 	num := func(key string) *float64 {
 		s, ok := tag.Lookup(key)

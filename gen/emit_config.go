@@ -59,14 +59,25 @@ func emitConfigHelpers(f *jen.File) {
 	f.Comment("KV is one GGUF metadata key and its value, as the GGUF writer takes it.")
 	f.Type().Id("KV").Struct(jen.Id("Key").String(), jen.Id("Value").Any())
 	f.Line()
-	f.Comment("asInt accepts every GGUF integer type.")
-	f.Func().Id("asInt").Params(jen.Id("v").Any()).Params(jen.Int(), jen.Bool()).Block(
-		jen.Switch(jen.Id("x").Op(":=").Id("v").Assert(jen.Type())).BlockFunc(func(g *jen.Group) {
-			for _, t := range []string{"uint8", "int8", "uint16", "int16", "uint32", "int32", "int64"} {
-				g.Case(jen.Id(t)).Return(jen.Int().Call(jen.Id("x")), jen.True())
-			}
-			g.Case(jen.Uint64()).Return(jen.Int().Call(jen.Id("x")), jen.Id("x").Op("<=").Lit(1<<62))
-		}),
+	f.Comment("AsInt accepts every GGUF integer type, and a per-layer array of integers whose layers agree.")
+	r, ri := jen.Id("r"), func(name string) *jen.Statement { return jen.Qual("reflect", name) }
+	f.Func().Id("AsInt").Params(jen.Id("v").Any()).Params(jen.Int64(), jen.Bool()).Block(
+		r.Clone().Op(":=").Add(ri("ValueOf")).Call(jen.Id("v")),
+		jen.Switch(r.Clone().Dot("Kind").Call()).Block(
+			jen.Case(ri("Int"), ri("Int8"), ri("Int16"), ri("Int32"), ri("Int64")).
+				Return(r.Clone().Dot("Int").Call(), jen.True()),
+			jen.Case(ri("Uint8"), ri("Uint16"), ri("Uint32"), ri("Uint64")).
+				Return(jen.Int64().Call(r.Clone().Dot("Uint").Call()), r.Clone().Dot("Uint").Call().Op("<=").Qual("math", "MaxInt64")),
+			jen.Case(ri("Slice")).Block(
+				jen.If(r.Clone().Dot("Len").Call().Op("==").Lit(0)).Block(jen.Return(jen.Lit(0), jen.False())),
+				jen.List(jen.Id("first"), jen.Id("ok")).Op(":=").Id("AsInt").Call(r.Clone().Dot("Index").Call(jen.Lit(0)).Dot("Interface").Call()),
+				jen.For(jen.Id("i").Op(":=").Lit(1), jen.Id("ok").Op("&&").Id("i").Op("<").Add(r.Clone().Dot("Len").Call()), jen.Id("i").Op("++")).Block(
+					jen.List(jen.Id("e"), jen.Id("eok")).Op(":=").Id("AsInt").Call(r.Clone().Dot("Index").Call(jen.Id("i")).Dot("Interface").Call()),
+					jen.Id("ok").Op("=").Id("eok").Op("&&").Id("e").Op("==").Id("first"),
+				),
+				jen.Return(jen.Id("first"), jen.Id("ok")),
+			),
+		),
 		jen.Return(jen.Lit(0), jen.False()),
 	)
 	f.Line()
@@ -319,8 +330,16 @@ func emitValidate(f *jen.File, c *Config) {
 }
 
 func emitGGUF(f *jen.File, c *Config) {
-	f.Comment("ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.")
-	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("ToGGUF").Params().Index().Id("KV").Block(
+	perArch := c.PerArch()
+	var params []jen.Code
+	doc := "ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order."
+	if perArch {
+		params = []jen.Code{jen.Id("arch").String()}
+		doc = "ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order,\n" +
+			"with arch (general.architecture) in the keys that name it."
+	}
+	docLines(f, doc)
+	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("ToGGUF").Params(params...).Index().Id("KV").Block(
 		jen.Return(jen.Index().Id("KV").ValuesFunc(func(g *jen.Group) {
 			var kvs []jen.Code
 			for _, fl := range c.Fields {
@@ -331,44 +350,87 @@ func emitGGUF(f *jen.File, c *Config) {
 				case fl.EnumType != "":
 					v = jen.String().Call(jen.Id("c").Dot(fl.GoName))
 				}
-				kvs = append(kvs, jen.Values(jen.Lit(fl.GGUF), v))
+				kvs = append(kvs, jen.Values(ggufKey(fl), v))
 			}
 			for _, kv := range oneEach(kvs) {
 				g.Add(kv)
 			}
 		})))
 	f.Line()
-	docLines(f, "FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),\n"+
-		"accepting any integer type for ints and float64 for float32, and leaves the rest alone. A\n"+
-		"value of the wrong type is an error naming the key.")
-	f.Func().Params(jen.Id("c").Op("*").Id(c.GoName)).Id("FromGGUF").Params(jen.Id("values").Map(jen.String()).Any()).Error().BlockFunc(func(g *jen.Group) {
+	doc = "FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),\n" +
+		"accepting any integer type for ints and float64 for float32, and leaves the rest alone. A\n" +
+		"value of the wrong type, or a required key's absence, is an error naming the key."
+	params = []jen.Code{jen.Id("values").Map(jen.String()).Any()}
+	if perArch {
+		doc += "\narch (general.architecture) fills the keys that name it."
+		params = append([]jen.Code{jen.Id("arch").String()}, params...)
+	}
+	docLines(f, doc)
+	f.Func().Params(jen.Id("c").Op("*").Id(c.GoName)).Id("FromGGUF").Params(params...).Error().BlockFunc(func(g *jen.Group) {
 		g.Var().Id("errs").Index().Error()
 		for _, fl := range c.Fields {
 			var conv jen.Code
 			switch fl.Kind {
 			case "int":
-				conv = jen.Id("asInt").Call(jen.Id("v"))
+				conv = jen.Id("AsInt").Call(jen.Id("v"))
 			case "float32":
 				conv = jen.Id("asFloat32").Call(jen.Id("v"))
 			default:
 				conv = jen.Id("v").Assert(jen.Id(fl.Kind))
 			}
-			g.If(jen.List(jen.Id("v"), jen.Id("ok")).Op(":=").Id("values").Index(jen.Lit(fl.GGUF)), jen.Id("ok")).Block(
+			var key jen.Code = jen.Lit(fl.GGUF)
+			if strings.Contains(fl.GGUF, archPlaceholder) {
+				key = jen.Id("key")
+			}
+			read := jen.If(jen.List(jen.Id("v"), jen.Id("ok")).Op(":=").Id("values").Index(key), jen.Id("ok")).Block(
 				jen.If(jen.List(jen.Id("x"), jen.Id("ok")).Op(":=").Add(conv), jen.Id("ok")).Block(
 					jen.Id("c").Dot(fl.GoName).Op("=").Add(fromGGUF(fl)),
 				).Else().Block(
 					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(
-						jen.Lit(fl.GGUF+": %T is not a "+fl.Kind), jen.Id("v"))),
+						jen.Lit("metadata key %q holds %T, want "+kindNoun[fl.Kind]), key, jen.Id("v"))),
 				))
+			if fl.Required {
+				read = read.Else().Block(jen.Id("errs").Op("=").Append(jen.Id("errs"),
+					jen.Qual("fmt", "Errorf").Call(jen.Lit("metadata key %q is missing"), key)))
+			}
+			if strings.Contains(fl.GGUF, archPlaceholder) {
+				g.Block(jen.Id("key").Op(":=").Add(ggufKey(fl)), read)
+			} else {
+				g.Add(read)
+			}
 		}
 		g.Return(jen.Qual("errors", "Join").Call(jen.Id("errs").Op("...")))
 	})
 }
 
+// ggufKey is the expression of fl's GGUF key: a literal, or the literal parts around the
+// architecture's name.
+func ggufKey(fl *ConfigField) jen.Code {
+	before, after, ok := strings.Cut(fl.GGUF, archPlaceholder)
+	if !ok {
+		return jen.Lit(fl.GGUF)
+	}
+	var parts []jen.Code
+	if before != "" {
+		parts = append(parts, jen.Lit(before), jen.Op("+"))
+	}
+	parts = append(parts, jen.Id("arch"))
+	if after != "" {
+		parts = append(parts, jen.Op("+"), jen.Lit(after))
+	}
+	return jen.Add(parts...)
+}
+
+// kindNoun names a field kind in errors.
+var kindNoun = map[string]string{"int": "an integer", "float32": "a number", "bool": "a bool", "string": "a string"}
+
 // fromGGUF converts x, the GGUF value of fl after its type assertion, to the field's type.
 func fromGGUF(fl *ConfigField) jen.Code {
-	if fl.EnumType != "" {
+	switch {
+	case fl.EnumType != "":
 		return jen.Id(fl.EnumType).Call(jen.Id("x"))
+	case fl.Kind == "int":
+		return jen.Int().Call(jen.Id("x"))
 	}
 	return jen.Id("x")
 }

@@ -3,10 +3,10 @@ package llama
 import (
 	"fmt"
 	"math"
-	"reflect"
 	"sort"
 	"strings"
 
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -183,25 +183,23 @@ var traits = map[string]archTraits{
 		slidingPattern: 6, localRopeBase: 10000},
 }
 
-// meta reads typed metadata of one file, recording the first error.
+// meta reads typed "<arch>.*" metadata of one file, recording the first error.
 type meta struct {
-	f    *ggml.GGUF
-	arch string
-	err  error
+	path   string
+	arch   string
+	values map[string]any
+	err    error
 }
 
 func (m *meta) fail(format string, args ...any) {
 	if m.err == nil {
-		m.err = fmt.Errorf("gguf %s: "+format, append([]any{m.f.Path()}, args...)...)
+		m.err = fmt.Errorf("gguf %s: "+format, append([]any{m.path}, args...)...)
 	}
 }
 
 func (m *meta) value(key string) (any, bool) {
-	v, err := m.f.Value(m.arch + "." + key)
-	if err != nil {
-		return nil, false
-	}
-	return v, true
+	v, ok := m.values[m.arch+"."+key]
+	return v, ok
 }
 
 // int reads an integer key of any integer type (or a uniform per-layer array of them).
@@ -213,7 +211,7 @@ func (m *meta) int(key string, def int, required bool) int {
 		}
 		return def
 	}
-	n, ok := asInt(v)
+	n, ok := config.AsInt(v)
 	if !ok {
 		m.fail("metadata key %q holds %T, want an integer", m.arch+"."+key, v)
 		return def
@@ -223,28 +221,6 @@ func (m *meta) int(key string, def int, required bool) int {
 		return def
 	}
 	return int(n)
-}
-
-func asInt(v any) (int64, bool) {
-	r := reflect.ValueOf(v)
-	switch r.Kind() {
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return r.Int(), true
-	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return int64(r.Uint()), r.Uint() <= math.MaxInt64
-	case reflect.Slice:
-		// A per-layer array of integers: accepted when every layer agrees.
-		if r.Len() == 0 {
-			return 0, false
-		}
-		first, ok := asInt(r.Index(0).Interface())
-		for i := 1; ok && i < r.Len(); i++ {
-			e, eok := asInt(r.Index(i).Interface())
-			ok = eok && e == first
-		}
-		return first, ok
-	}
-	return 0, false
 }
 
 func (m *meta) float(key string, def float32) float32 {
@@ -258,7 +234,7 @@ func (m *meta) float(key string, def float32) float32 {
 	case float64:
 		return float32(x)
 	}
-	if n, ok := asInt(v); ok {
+	if n, ok := config.AsInt(v); ok {
 		return float32(n)
 	}
 	m.fail("metadata key %q holds %T, want a number", m.arch+"."+key, v)
@@ -285,48 +261,54 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	if !ok {
 		return Architecture{}, fmt.Errorf("gguf %s: unknown architecture %q (supported: %s)", f.Path(), name, strings.Join(SupportedArchitectures(), ", "))
 	}
-	m := &meta{f: f, arch: name}
-	a := Architecture{Name: name, RopeMode: tr.mode, FFN: tr.ffn, PostNorms: tr.postNorms, EmbedScale: 1}
-	a.DModel = m.int("embedding_length", 0, true)
-	a.NLayers = m.int("block_count", 0, true)
-	a.NHeads = m.int("attention.head_count", 0, true)
-	a.NKVHeads = m.int("attention.head_count_kv", a.NHeads, false)
-	a.Context = m.int("context_length", 2048, false)
-	a.DFF = m.int("feed_forward_length", 0, !tr.moe)
-	if m.err != nil {
-		return a, m.err
+	values, err := Metadata(f)
+	if err != nil {
+		return Architecture{}, err
 	}
-	if a.DModel <= 0 || a.NLayers <= 0 || a.NHeads <= 0 || a.NKVHeads <= 0 || a.Context <= 0 {
+	// The keys the training configuration shares with the family are read through its spec
+	// (generated/config); those of the other architectures' parts follow by hand.
+	c := config.DefaultLlama()
+	_, hasKV := values[name+".attention.head_count_kv"]
+	_, hasFF := values[name+".feed_forward_length"]
+	_, hasVocab := values[name+".vocab_size"]
+	if err := c.FromGGUF(name, values); err != nil {
+		return Architecture{}, fmt.Errorf("gguf %s: %w", f.Path(), err)
+	}
+	if !hasKV {
+		c.NKVHeads = c.NHeads
+	}
+	if !hasFF {
+		if !tr.moe {
+			return Architecture{}, fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+".feed_forward_length")
+		}
+		c.DFF = 0
+	}
+	switch c.RopeScaling {
+	case "", config.LlamaRopeScalingNone:
+		c.RopeScaling = config.LlamaRopeScalingNone
+	case config.LlamaRopeScalingLinear, config.LlamaRopeScalingYarn:
+		if x := c.RopeScaleFactor; !(x > 0) || math.IsInf(float64(x), 0) {
+			return Architecture{}, fmt.Errorf("gguf %s: rope.scaling.factor %g: want a positive finite factor", f.Path(), x)
+		}
+	default:
+		return Architecture{}, fmt.Errorf("gguf %s: rope scaling %q is not supported (none, linear or yarn)", f.Path(), c.RopeScaling)
+	}
+	a := archFromConfig(name, c)
+	for _, v := range []int{a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context, a.DFF, c.RopeOrigContext} {
+		if v > math.MaxInt32 {
+			return a, fmt.Errorf("gguf %s: a shape of %d is out of range", f.Path(), v)
+		}
+	}
+	if a.DModel <= 0 || a.NLayers <= 0 || a.NHeads <= 0 || a.NKVHeads <= 0 || a.Context <= 0 || a.DFF < 0 || c.RopeOrigContext < 0 {
 		return a, fmt.Errorf("gguf %s: embedding_length %d, block_count %d, head_count %d, head_count_kv %d and context_length %d must be positive", f.Path(), a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context)
 	}
 	if a.NHeads%a.NKVHeads != 0 {
 		return a, fmt.Errorf("gguf %s: head_count %d is not a multiple of head_count_kv %d", f.Path(), a.NHeads, a.NKVHeads)
 	}
-	def := 0
-	if a.DModel%a.NHeads == 0 {
-		def = a.DModel / a.NHeads
-	}
-	a.HeadDimK = m.int("attention.key_length", def, def == 0)
+	m := &meta{path: f.Path(), arch: name, values: values}
+	a.HeadDimK = m.int("attention.key_length", a.HeadDimK, a.HeadDimK == 0)
 	a.HeadDimV = m.int("attention.value_length", a.HeadDimK, false)
-	a.RMSEps = m.float("attention.layer_norm_rms_epsilon", 1e-5)
 	a.RopeDims = m.int("rope.dimension_count", a.HeadDimK, false)
-	a.RopeBase = m.float("rope.freq_base", 10000)
-	a.RopeScale = 1
-	switch typ := m.str("rope.scaling.type"); typ {
-	case "", "none":
-	case "linear", "yarn":
-		f := m.float("rope.scaling.factor", 1)
-		if !(f > 0) || math.IsInf(float64(f), 0) {
-			m.fail("rope.scaling.factor %g: want a positive finite factor", f)
-		}
-		a.RopeScale = 1 / f
-		if typ == "yarn" {
-			a.RopeYaRN = true
-			a.RopeOrigCtx = m.int("rope.scaling.original_context_length", 0, false)
-		}
-	default:
-		m.fail("rope scaling %q is not supported (none, linear or yarn)", typ)
-	}
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
 	if tr.localRopeBase > 0 {
 		a.RopeBaseLocal, a.RopeScaleLocal = tr.localRopeBase, 1
@@ -334,7 +316,9 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	if tr.embedScale {
 		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
 	}
-	a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
+	if a.HeadDimK > 0 {
+		a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
+	}
 	if (name == "gemma2" && a.NLayers == 46) || (name == "gemma3" && a.NLayers == 62) {
 		// The 27B models scale queries by 1/√(d/H), as llama.cpp does for them.
 		a.QueryScale = float32(1 / math.Sqrt(float64(a.DModel/a.NHeads)))
@@ -366,9 +350,10 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	if !ok {
 		return a, fmt.Errorf("gguf %s: tensor %q is missing", f.Path(), "token_embd.weight")
 	}
-	a.Vocab = int(emb.Ne[1])
-	if v := m.int("vocab_size", a.Vocab, false); v != a.Vocab {
-		return a, fmt.Errorf("gguf %s: vocab_size %d, but token_embd.weight has %d rows", f.Path(), v, a.Vocab)
+	if rows := int(emb.Ne[1]); hasVocab && a.Vocab != rows {
+		return a, fmt.Errorf("gguf %s: vocab_size %d, but token_embd.weight has %d rows", f.Path(), a.Vocab, rows)
+	} else {
+		a.Vocab = rows
 	}
 	_, hasOut := f.Tensor("output.weight")
 	a.TiedOutput = !hasOut
@@ -581,20 +566,28 @@ func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 
 // ArchitectureFromConfig is the architecture of a model of the training engine's
 // configuration c: arch "llama", RoPE mode NORMAL, with c's RoPE scaling (linear or YaRN).
-func ArchitectureFromConfig(c Config) Architecture {
-	hd := c.DModel / c.NHeads
-	a := Architecture{Name: Arch, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
+func ArchitectureFromConfig(c Config) Architecture { return archFromConfig(Arch, c) }
+
+// archFromConfig is the architecture that c describes for the family member name: the one
+// conversion from the spec's parameters, which the trainer and DetectArchitecture share. Head
+// sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
+func archFromConfig(name string, c Config) Architecture {
+	tr := traits[name]
+	hd := 0
+	if c.NHeads > 0 && c.DModel%c.NHeads == 0 {
+		hd = c.DModel / c.NHeads
+	}
+	a := Architecture{Name: name, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
 		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
-		RMSEps: c.RMSEps, RopeMode: ggml.RopeNormal, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
-		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias, EmbedScale: 1,
-		QueryScale: float32(1 / math.Sqrt(float64(hd)))}
-	if c.RopeScaling != "none" && c.RopeScaleFactor > 0 {
+		RMSEps: c.RMSEps, RopeMode: tr.mode, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias, EmbedScale: 1, FFN: tr.ffn, PostNorms: tr.postNorms}
+	if hd > 0 {
+		a.QueryScale = float32(1 / math.Sqrt(float64(hd)))
+	}
+	if c.RopeScaling != config.LlamaRopeScalingNone && c.RopeScaleFactor > 0 {
 		a.RopeScale = 1 / c.RopeScaleFactor
-		if c.RopeScaling == "yarn" {
-			a.RopeYaRN = true
-			if c.RopeOrigContext > 0 {
-				a.RopeOrigCtx = c.RopeOrigContext
-			}
+		if c.RopeScaling == config.LlamaRopeScalingYarn {
+			a.RopeYaRN, a.RopeOrigCtx = true, c.RopeOrigContext
 		}
 	}
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale

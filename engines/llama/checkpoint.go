@@ -27,7 +27,7 @@ func (m *Model) Save(path string, extra []KV) error {
 		{Key: "general.file_type", Value: uint32(0)}, // all f32
 		{Key: "llama.rope.dimension_count", Value: uint32(HeadDim(m.Cfg))},
 	}
-	kvs = append(kvs, m.Cfg.ToGGUF()...)
+	kvs = append(kvs, m.Cfg.ToGGUF(Arch)...)
 	kvs = append(kvs, extra...)
 	for _, kv := range kvs {
 		if err := w.Set(kv.Key, kv.Value); err != nil {
@@ -66,7 +66,7 @@ func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
 		return Config{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, Arch)
 	}
 	c := config.DefaultLlama()
-	if err := c.FromGGUF(values); err != nil {
+	if err := c.FromGGUF(Arch, values); err != nil {
 		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
 	}
 	_, hasOutput := f.Tensor("output.weight")

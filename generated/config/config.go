@@ -8,6 +8,8 @@ package config
 
 import (
 	"errors"
+	"math"
+	"reflect"
 	"strconv"
 )
 
@@ -17,25 +19,24 @@ type KV struct {
 	Value any
 }
 
-// asInt accepts every GGUF integer type.
-func asInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case uint8:
-		return int(x), true
-	case int8:
-		return int(x), true
-	case uint16:
-		return int(x), true
-	case int16:
-		return int(x), true
-	case uint32:
-		return int(x), true
-	case int32:
-		return int(x), true
-	case int64:
-		return int(x), true
-	case uint64:
-		return int(x), x <= 4611686018427387904
+// AsInt accepts every GGUF integer type, and a per-layer array of integers whose layers agree.
+func AsInt(v any) (int64, bool) {
+	r := reflect.ValueOf(v)
+	switch r.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return r.Int(), true
+	case reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int64(r.Uint()), r.Uint() <= math.MaxInt64
+	case reflect.Slice:
+		if r.Len() == 0 {
+			return 0, false
+		}
+		first, ok := AsInt(r.Index(0).Interface())
+		for i := 1; ok && i < r.Len(); i++ {
+			e, eok := AsInt(r.Index(i).Interface())
+			ok = eok && e == first
+		}
+		return first, ok
 	}
 	return 0, false
 }

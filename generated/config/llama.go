@@ -12,7 +12,9 @@ import (
 
 // Llama is the configuration of a LLaMA/SmolLM2 sequence model: its shape, its rotary position
 // embedding and the options of training it. GGUF keys follow llama.cpp, so checkpoints load in
-// llama.cpp and ollama; options only toy uses are stored under toy.*.
+// llama.cpp and ollama; options only toy uses are stored under toy.*. {arch} in a key is the
+// file's general.architecture: the decoder reads these keys of every llama-family GGUF
+// (llama, qwen2, qwen3, gemma2, gemma3 and their MoE variants) through this one description.
 type Llama struct {
 	// Vocab is the number of tokens.
 	Vocab int `json:"vocab"`
@@ -307,151 +309,210 @@ func (c Llama) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.
-func (c Llama) ToGGUF() []KV {
+// ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order,
+// with arch (general.architecture) in the keys that name it.
+func (c Llama) ToGGUF(arch string) []KV {
 	return []KV{
-		{"llama.vocab_size", uint32(c.Vocab)},
-		{"llama.embedding_length", uint32(c.DModel)},
-		{"llama.feed_forward_length", uint32(c.DFF)},
-		{"llama.attention.head_count", uint32(c.NHeads)},
-		{"llama.attention.head_count_kv", uint32(c.NKVHeads)},
-		{"llama.block_count", uint32(c.NLayers)},
-		{"llama.context_length", uint32(c.Context)},
-		{"llama.rope.freq_base", c.RopeBase},
-		{"llama.rope.scaling.type", string(c.RopeScaling)},
-		{"llama.rope.scaling.factor", c.RopeScaleFactor},
-		{"llama.rope.scaling.original_context_length", uint32(c.RopeOrigContext)},
-		{"llama.attention.layer_norm_rms_epsilon", c.RMSEps},
-		{"toy.llama.tied_output", c.TiedOutput},
-		{"toy.llama.qkv_bias", c.QKVBias},
-		{"toy.llama.weight_type", string(c.WeightType)},
-		{"toy.llama.init_scale", c.InitScale},
-		{"toy.llama.seed", uint32(c.Seed)},
+		{arch + ".vocab_size", uint32(c.Vocab)},
+		{arch + ".embedding_length", uint32(c.DModel)},
+		{arch + ".feed_forward_length", uint32(c.DFF)},
+		{arch + ".attention.head_count", uint32(c.NHeads)},
+		{arch + ".attention.head_count_kv", uint32(c.NKVHeads)},
+		{arch + ".block_count", uint32(c.NLayers)},
+		{arch + ".context_length", uint32(c.Context)},
+		{arch + ".rope.freq_base", c.RopeBase},
+		{arch + ".rope.scaling.type", string(c.RopeScaling)},
+		{arch + ".rope.scaling.factor", c.RopeScaleFactor},
+		{arch + ".rope.scaling.original_context_length", uint32(c.RopeOrigContext)},
+		{arch + ".attention.layer_norm_rms_epsilon", c.RMSEps},
+		{"toy." + arch + ".tied_output", c.TiedOutput},
+		{"toy." + arch + ".qkv_bias", c.QKVBias},
+		{"toy." + arch + ".weight_type", string(c.WeightType)},
+		{"toy." + arch + ".init_scale", c.InitScale},
+		{"toy." + arch + ".seed", uint32(c.Seed)},
 	}
 }
 
 // FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),
 // accepting any integer type for ints and float64 for float32, and leaves the rest alone. A
-// value of the wrong type is an error naming the key.
-func (c *Llama) FromGGUF(values map[string]any) error {
+// value of the wrong type, or a required key's absence, is an error naming the key.
+// arch (general.architecture) fills the keys that name it.
+func (c *Llama) FromGGUF(arch string, values map[string]any) error {
 	var errs []error
-	if v, ok := values["llama.vocab_size"]; ok {
-		if x, ok := asInt(v); ok {
-			c.Vocab = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.vocab_size: %T is not a int", v))
+	{
+		key := arch + ".vocab_size"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.Vocab = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.embedding_length"]; ok {
-		if x, ok := asInt(v); ok {
-			c.DModel = x
+	{
+		key := arch + ".embedding_length"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.DModel = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		} else {
-			errs = append(errs, fmt.Errorf("llama.embedding_length: %T is not a int", v))
+			errs = append(errs, fmt.Errorf("metadata key %q is missing", key))
 		}
 	}
-	if v, ok := values["llama.feed_forward_length"]; ok {
-		if x, ok := asInt(v); ok {
-			c.DFF = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.feed_forward_length: %T is not a int", v))
+	{
+		key := arch + ".feed_forward_length"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.DFF = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.attention.head_count"]; ok {
-		if x, ok := asInt(v); ok {
-			c.NHeads = x
+	{
+		key := arch + ".attention.head_count"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.NHeads = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		} else {
-			errs = append(errs, fmt.Errorf("llama.attention.head_count: %T is not a int", v))
+			errs = append(errs, fmt.Errorf("metadata key %q is missing", key))
 		}
 	}
-	if v, ok := values["llama.attention.head_count_kv"]; ok {
-		if x, ok := asInt(v); ok {
-			c.NKVHeads = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.attention.head_count_kv: %T is not a int", v))
+	{
+		key := arch + ".attention.head_count_kv"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.NKVHeads = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.block_count"]; ok {
-		if x, ok := asInt(v); ok {
-			c.NLayers = x
+	{
+		key := arch + ".block_count"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.NLayers = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		} else {
-			errs = append(errs, fmt.Errorf("llama.block_count: %T is not a int", v))
+			errs = append(errs, fmt.Errorf("metadata key %q is missing", key))
 		}
 	}
-	if v, ok := values["llama.context_length"]; ok {
-		if x, ok := asInt(v); ok {
-			c.Context = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.context_length: %T is not a int", v))
+	{
+		key := arch + ".context_length"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.Context = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.rope.freq_base"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.RopeBase = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.rope.freq_base: %T is not a float32", v))
+	{
+		key := arch + ".rope.freq_base"
+		if v, ok := values[key]; ok {
+			if x, ok := asFloat32(v); ok {
+				c.RopeBase = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.rope.scaling.type"]; ok {
-		if x, ok := v.(string); ok {
-			c.RopeScaling = LlamaRopeScaling(x)
-		} else {
-			errs = append(errs, fmt.Errorf("llama.rope.scaling.type: %T is not a string", v))
+	{
+		key := arch + ".rope.scaling.type"
+		if v, ok := values[key]; ok {
+			if x, ok := v.(string); ok {
+				c.RopeScaling = LlamaRopeScaling(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a string", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.rope.scaling.factor"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.RopeScaleFactor = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.rope.scaling.factor: %T is not a float32", v))
+	{
+		key := arch + ".rope.scaling.factor"
+		if v, ok := values[key]; ok {
+			if x, ok := asFloat32(v); ok {
+				c.RopeScaleFactor = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.rope.scaling.original_context_length"]; ok {
-		if x, ok := asInt(v); ok {
-			c.RopeOrigContext = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.rope.scaling.original_context_length: %T is not a int", v))
+	{
+		key := arch + ".rope.scaling.original_context_length"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.RopeOrigContext = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		}
 	}
-	if v, ok := values["llama.attention.layer_norm_rms_epsilon"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.RMSEps = x
-		} else {
-			errs = append(errs, fmt.Errorf("llama.attention.layer_norm_rms_epsilon: %T is not a float32", v))
+	{
+		key := arch + ".attention.layer_norm_rms_epsilon"
+		if v, ok := values[key]; ok {
+			if x, ok := asFloat32(v); ok {
+				c.RMSEps = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", key, v))
+			}
 		}
 	}
-	if v, ok := values["toy.llama.tied_output"]; ok {
-		if x, ok := v.(bool); ok {
-			c.TiedOutput = x
-		} else {
-			errs = append(errs, fmt.Errorf("toy.llama.tied_output: %T is not a bool", v))
+	{
+		key := "toy." + arch + ".tied_output"
+		if v, ok := values[key]; ok {
+			if x, ok := v.(bool); ok {
+				c.TiedOutput = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a bool", key, v))
+			}
 		}
 	}
-	if v, ok := values["toy.llama.qkv_bias"]; ok {
-		if x, ok := v.(bool); ok {
-			c.QKVBias = x
-		} else {
-			errs = append(errs, fmt.Errorf("toy.llama.qkv_bias: %T is not a bool", v))
+	{
+		key := "toy." + arch + ".qkv_bias"
+		if v, ok := values[key]; ok {
+			if x, ok := v.(bool); ok {
+				c.QKVBias = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a bool", key, v))
+			}
 		}
 	}
-	if v, ok := values["toy.llama.weight_type"]; ok {
-		if x, ok := v.(string); ok {
-			c.WeightType = LlamaWeightType(x)
-		} else {
-			errs = append(errs, fmt.Errorf("toy.llama.weight_type: %T is not a string", v))
+	{
+		key := "toy." + arch + ".weight_type"
+		if v, ok := values[key]; ok {
+			if x, ok := v.(string); ok {
+				c.WeightType = LlamaWeightType(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a string", key, v))
+			}
 		}
 	}
-	if v, ok := values["toy.llama.init_scale"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.InitScale = x
-		} else {
-			errs = append(errs, fmt.Errorf("toy.llama.init_scale: %T is not a float32", v))
+	{
+		key := "toy." + arch + ".init_scale"
+		if v, ok := values[key]; ok {
+			if x, ok := asFloat32(v); ok {
+				c.InitScale = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", key, v))
+			}
 		}
 	}
-	if v, ok := values["toy.llama.seed"]; ok {
-		if x, ok := asInt(v); ok {
-			c.Seed = x
-		} else {
-			errs = append(errs, fmt.Errorf("toy.llama.seed: %T is not a int", v))
+	{
+		key := "toy." + arch + ".seed"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.Seed = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
 		}
 	}
 	return errors.Join(errs...)

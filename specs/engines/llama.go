@@ -5,7 +5,9 @@ package engines
 
 // Llama is the configuration of a LLaMA/SmolLM2 sequence model: its shape, its rotary position
 // embedding and the options of training it. GGUF keys follow llama.cpp, so checkpoints load in
-// llama.cpp and ollama; options only toy uses are stored under toy.*.
+// llama.cpp and ollama; options only toy uses are stored under toy.*. {arch} in a key is the
+// file's general.architecture: the decoder reads these keys of every llama-family GGUF
+// (llama, qwen2, qwen3, gemma2, gemma3 and their MoE variants) through this one description.
 //
 //kernelgen:config
 //kernelgen:preset smollm2-135m vocab=49152 d_model=576 d_ff=1536 n_heads=9 n_kv_heads=3 n_layers=30 context=2048 rope_base=100000 rms_eps=1e-5 tied_output=true
@@ -15,38 +17,38 @@ package engines
 //kernelgen:preset tiny vocab=64 d_model=32 d_ff=64 n_heads=4 n_kv_heads=2 n_layers=2 context=32 rope_base=10000 rms_eps=1e-5 tied_output=true
 type Llama struct {
 	// Vocab is the number of tokens.
-	Vocab int `json:"vocab" gguf:"llama.vocab_size" default:"49152" min:"2" max:"1048576"`
+	Vocab int `json:"vocab" gguf:"{arch}.vocab_size" default:"49152" min:"2" max:"1048576"`
 	// DModel is the width of the residual stream (embedding length).
-	DModel int `json:"d_model" gguf:"llama.embedding_length" default:"576" min:"1" max:"65536" multipleof:"n_heads"`
+	DModel int `json:"d_model" gguf:"{arch}.embedding_length" default:"576" min:"1" max:"65536" multipleof:"n_heads" required:"true"`
 	// DFF is the hidden width of the SwiGLU feed-forward block.
-	DFF int `json:"d_ff" gguf:"llama.feed_forward_length" default:"1536" min:"1" max:"262144"`
+	DFF int `json:"d_ff" gguf:"{arch}.feed_forward_length" default:"1536" min:"1" max:"262144"`
 	// NHeads is the number of attention (query) heads.
-	NHeads int `json:"n_heads" gguf:"llama.attention.head_count" default:"9" min:"1" max:"1024" multipleof:"n_kv_heads"`
+	NHeads int `json:"n_heads" gguf:"{arch}.attention.head_count" default:"9" min:"1" max:"1024" multipleof:"n_kv_heads" required:"true"`
 	// NKVHeads is the number of key/value heads (grouped-query attention when fewer than NHeads).
-	NKVHeads int `json:"n_kv_heads" gguf:"llama.attention.head_count_kv" default:"3" min:"1" max:"1024"`
+	NKVHeads int `json:"n_kv_heads" gguf:"{arch}.attention.head_count_kv" default:"3" min:"1" max:"1024"`
 	// NLayers is the number of transformer blocks.
-	NLayers int `json:"n_layers" gguf:"llama.block_count" default:"30" min:"1" max:"1024"`
+	NLayers int `json:"n_layers" gguf:"{arch}.block_count" default:"30" min:"1" max:"1024" required:"true"`
 	// Context is the longest sequence the model is trained for.
-	Context int `json:"context" gguf:"llama.context_length" default:"2048" min:"1" max:"1048576" alias:"c"`
+	Context int `json:"context" gguf:"{arch}.context_length" default:"2048" min:"1" max:"1048576" alias:"c"`
 	// RopeBase is the base θ of the rotary embedding's frequencies.
-	RopeBase float32 `json:"rope_base" gguf:"llama.rope.freq_base" default:"10000" min:"1"`
+	RopeBase float32 `json:"rope_base" gguf:"{arch}.rope.freq_base" default:"10000" min:"1"`
 	// RopeScaling stretches positions beyond the trained context: none, linear or yarn.
-	RopeScaling string `json:"rope_scaling" gguf:"llama.rope.scaling.type" default:"none" enum:"none,linear,yarn"`
+	RopeScaling string `json:"rope_scaling" gguf:"{arch}.rope.scaling.type" default:"none" enum:"none,linear,yarn"`
 	// RopeScaleFactor is the context extension factor for linear and YaRN scaling.
-	RopeScaleFactor float32 `json:"rope_scale_factor" gguf:"llama.rope.scaling.factor" default:"1" min:"1" max:"1024"`
+	RopeScaleFactor float32 `json:"rope_scale_factor" gguf:"{arch}.rope.scaling.factor" default:"1" min:"1" max:"1024"`
 	// RopeOrigContext is the context the model was first trained with (YaRN).
-	RopeOrigContext int `json:"rope_orig_context" gguf:"llama.rope.scaling.original_context_length" default:"0" min:"0" max:"1048576"`
+	RopeOrigContext int `json:"rope_orig_context" gguf:"{arch}.rope.scaling.original_context_length" default:"0" min:"0" max:"1048576"`
 	// RMSEps is the epsilon of RMSNorm.
-	RMSEps float32 `json:"rms_eps" gguf:"llama.attention.layer_norm_rms_epsilon" default:"1e-5" min:"0" max:"0.1"`
+	RMSEps float32 `json:"rms_eps" gguf:"{arch}.attention.layer_norm_rms_epsilon" default:"1e-5" min:"0" max:"0.1"`
 	// TiedOutput shares the token embedding with the output projection (no output.weight).
-	TiedOutput bool `json:"tied_output" gguf:"toy.llama.tied_output" default:"true"`
+	TiedOutput bool `json:"tied_output" gguf:"toy.{arch}.tied_output" default:"true"`
 	// QKVBias adds a bias to the query, key and value projections (as Qwen2 does).
-	QKVBias bool `json:"qkv_bias" gguf:"toy.llama.qkv_bias" default:"false"`
+	QKVBias bool `json:"qkv_bias" gguf:"toy.{arch}.qkv_bias" default:"false"`
 	// WeightType is the element type of the trained matrices: f32 (ggml's backward and AdamW
 	// step are f32 only).
-	WeightType string `json:"weight_type" gguf:"toy.llama.weight_type" default:"f32" enum:"f32"`
+	WeightType string `json:"weight_type" gguf:"toy.{arch}.weight_type" default:"f32" enum:"f32"`
 	// InitScale is the standard deviation of the random initial weights.
-	InitScale float32 `json:"init_scale" gguf:"toy.llama.init_scale" default:"0.02" min:"0" max:"1"`
+	InitScale float32 `json:"init_scale" gguf:"toy.{arch}.init_scale" default:"0.02" min:"0" max:"1"`
 	// Seed makes the random initialisation reproducible.
-	Seed int `json:"seed" gguf:"toy.llama.seed" default:"1" min:"0" flag:"-"`
+	Seed int `json:"seed" gguf:"toy.{arch}.seed" default:"1" min:"0" flag:"-"`
 }
