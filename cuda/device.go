@@ -1,4 +1,4 @@
-// Package cuda runs toy's own CUDA kernels (kernels/cuda*/, embedded as PTX in
+// Package cuda runs toy's own CUDA kernels (kernels/cuda/, embedded as PTX per target in
 // generated/kernels) through the CUDA driver API, which generated/cudadrv binds from
 // specs/cuda and loads with dlopen. It owns a device's primary context, device memory, the
 // modules of the compiled-in kernel target that suits the device, and launches.
@@ -63,8 +63,8 @@ type Device struct {
 	mem     int
 	driver  int
 	target  *kernels.Target
-	modules map[string]cudadrv.Module
-	funcs   map[string]cudadrv.Function
+	modules map[kernels.ModuleID]cudadrv.Module
+	funcs   map[kernels.KernelID]cudadrv.Function
 	scratch *Buffer // 4 bytes for kernel results
 	closed  bool
 }
@@ -85,7 +85,7 @@ func Open(ordinal int) (*Device, error) {
 	if err := cudadrv.Load(); err != nil {
 		return nil, err
 	}
-	d := &Device{ordinal: ordinal, modules: map[string]cudadrv.Module{}, funcs: map[string]cudadrv.Function{}}
+	d := &Device{ordinal: ordinal, modules: map[kernels.ModuleID]cudadrv.Module{}, funcs: map[kernels.KernelID]cudadrv.Function{}}
 	err := d.do(false, func() error {
 		if err := check(cudadrv.Init(0), "cuInit"); err != nil {
 			return err
@@ -214,8 +214,8 @@ func (d *Device) Close() error {
 	}
 	return d.do(true, func() error {
 		var errs []error
-		for name, m := range d.modules {
-			errs = append(errs, check(cudadrv.ModuleUnload(m), "cuModuleUnload ("+name+")"))
+		for id, m := range d.modules {
+			errs = append(errs, check(cudadrv.ModuleUnload(m), "cuModuleUnload ("+id.Name()+")"))
 		}
 		if !d.ctx.IsNil() {
 			errs = append(errs, check(cudadrv.DevicePrimaryCtxRelease(d.ordinal), "cuDevicePrimaryCtxRelease"))
@@ -322,45 +322,50 @@ func UploadNew[T float32 | int32](d *Device, v []T) (*Buffer, error) {
 	return b, nil
 }
 
-// function returns the kernel named name in module of the device's target, loading the module
-// (JIT-compiling its PTX) on first use.
-func (d *Device) function(module, name string) (cudadrv.Function, error) {
-	key := module + "." + name
+// function returns kernel k of the device's target, loading its module (JIT-compiling the
+// PTX) on first use.
+func (d *Device) function(k kernels.KernelID) (cudadrv.Function, error) {
 	var fn cudadrv.Function
 	err := d.do(true, func() error {
-		if f, ok := d.funcs[key]; ok {
+		if f, ok := d.funcs[k]; ok {
 			fn = f
 			return nil
 		}
-		m, ok := d.modules[module]
-		if !ok {
-			var blob string
-			for _, mod := range d.target.Modules {
-				if mod.Name == module {
-					blob = mod.Blob
-				}
-			}
-			if blob == "" {
-				return fmt.Errorf("cuda: target %s has no module %q", d.target.Name, module)
-			}
-			img := append([]byte(blob), 0)
-			if err := check(cudadrv.ModuleLoadData(&m, unsafe.Pointer(&img[0])), "cuModuleLoadData ("+d.target.Name+" "+module+")"); err != nil {
-				return err
-			}
-			d.modules[module] = m
-		}
-		if err := check(cudadrv.ModuleGetFunction(&fn, m, name), "cuModuleGetFunction ("+key+")"); err != nil {
+		f, err := d.entry(k.Module(), k.Name())
+		if err != nil {
 			return err
 		}
-		d.funcs[key] = fn
+		d.funcs[k] = f
+		fn = f
 		return nil
 	})
 	return fn, err
 }
 
-// launch runs fn on grid×1×1 blocks of block×1×1 threads with the given kernel arguments:
+// entry looks up the entry point name in module id of the device's target, loading the module
+// on first use; the caller holds the device (d.do).
+func (d *Device) entry(id kernels.ModuleID, name string) (cudadrv.Function, error) {
+	var fn cudadrv.Function
+	m, ok := d.modules[id]
+	if !ok {
+		mod := d.target.Module(id)
+		if mod == nil || mod.Blob == "" {
+			return fn, fmt.Errorf("cuda: target %s has no module %s", d.target.Name, id)
+		}
+		img := append([]byte(mod.Blob), 0)
+		if err := check(cudadrv.ModuleLoadData(&m, unsafe.Pointer(&img[0])), "cuModuleLoadData ("+d.target.Name+" "+mod.Name+")"); err != nil {
+			return fn, err
+		}
+		d.modules[id] = m
+	}
+	err := check(cudadrv.ModuleGetFunction(&fn, m, name), "cuModuleGetFunction ("+id.Name()+"."+name+")")
+	return fn, err
+}
+
+// launch runs fn, kernel k, on grid×1×1 blocks of block×1×1 threads with the given kernel arguments:
 // *Buffer (a device pointer), int32, int64 or float32, in the kernel's parameter order.
-func (d *Device) launch(fn cudadrv.Function, what string, grid, block int, args ...any) error {
+func (d *Device) launch(fn cudadrv.Function, k kernels.KernelID, grid, block int, args ...any) error {
+	what := k.Name()
 	vals := make([]uint64, len(args))
 	for i, a := range args {
 		switch v := a.(type) {

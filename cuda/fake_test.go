@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/generated/cudadrv"
+	"github.com/toyml/toy/generated/kernels"
 )
 
 // FakeDriverEnv enables TestFakeDriver, which must run in a process of its own: the driver is
@@ -91,7 +92,10 @@ func TestFakeDriver(t *testing.T) {
 	assert.Less(t, maxRelErr(gotX, wantX), 1e-5)
 
 	// Errors carry the driver's text; bad arguments never reach it.
-	_, err = d.function("sampling", "no_such_kernel")
+	err = d.do(true, func() error {
+		_, err := d.entry(kernels.ModuleCUDASampling, "no_such_kernel")
+		return err
+	})
 	var ce *Error
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, cudadrv.ResultErrorNotFound, ce.Code)

@@ -3,6 +3,8 @@ package cuda
 import (
 	"fmt"
 	"math"
+
+	"github.com/toyml/toy/generated/kernels"
 )
 
 // blockFor is the thread-block size for a one-block kernel over n elements: the smallest power
@@ -32,11 +34,11 @@ func (d *Device) Argmax(logits *Buffer, n int) (int, error) {
 	if err := checkLogits("Argmax", logits, n); err != nil {
 		return 0, err
 	}
-	fn, err := d.function("sampling", "argmax_f32")
+	fn, err := d.function(kernels.KernelCUDASamplingArgmaxF32)
 	if err != nil {
 		return 0, err
 	}
-	if err := d.launch(fn, "argmax_f32", 1, blockFor(n), logits, int32(n), d.scratch); err != nil {
+	if err := d.launch(fn, kernels.KernelCUDASamplingArgmaxF32, 1, blockFor(n), logits, int32(n), d.scratch); err != nil {
 		return 0, err
 	}
 	return d.result()
@@ -69,11 +71,11 @@ func (d *Device) Sample(logits *Buffer, n int, p SampleParams, u float32) (int, 
 	case !(u >= 0 && u < 1):
 		return 0, fmt.Errorf("cuda: Sample: u = %v is outside [0, 1)", u)
 	}
-	fn, err := d.function("sampling", "sample_f32")
+	fn, err := d.function(kernels.KernelCUDASamplingSampleF32)
 	if err != nil {
 		return 0, err
 	}
-	if err := d.launch(fn, "sample_f32", 1, blockFor(n), logits, int32(n), p.Temperature, int32(p.TopK), p.TopP, u, d.scratch); err != nil {
+	if err := d.launch(fn, kernels.KernelCUDASamplingSampleF32, 1, blockFor(n), logits, int32(n), p.Temperature, int32(p.TopK), p.TopP, u, d.scratch); err != nil {
 		return 0, err
 	}
 	return d.result()
@@ -104,7 +106,7 @@ func (d *Device) AdamW(x, g, m, v, params *Buffer, n int) error {
 	if n <= 0 {
 		return fmt.Errorf("cuda: AdamW: %d parameters", n)
 	}
-	fn, err := d.function("adamw", "adamw_f32")
+	fn, err := d.function(kernels.KernelCUDAAdamwAdamwF32)
 	if err != nil {
 		return err
 	}
@@ -113,5 +115,5 @@ func (d *Device) AdamW(x, g, m, v, params *Buffer, n int) error {
 	if grid > math.MaxInt32 {
 		return fmt.Errorf("cuda: AdamW: %d parameters is too many for one launch", n)
 	}
-	return d.launch(fn, "adamw_f32", grid, block, x, g, m, v, params, int64(n))
+	return d.launch(fn, kernels.KernelCUDAAdamwAdamwF32, grid, block, x, g, m, v, params, int64(n))
 }

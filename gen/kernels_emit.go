@@ -42,11 +42,17 @@ func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 		return nil, fmt.Errorf("kernelgen: kernels.go: %w", err)
 	}
 	files["kernels.go"] = b
+	trees := kernelTrees(ts)
+	if err := checkKernelIDs(trees); err != nil {
+		return nil, err
+	}
+	b, err = render(emitIDs(trees, kt))
+	if err != nil {
+		return nil, fmt.Errorf("kernelgen: ids.go: %w", err)
+	}
+	files["ids.go"] = b
 	for _, t := range ts {
 		base := strings.ReplaceAll(t.Dir, "-", "_")
-		if err := checkKernelIDs(t); err != nil {
-			return nil, err
-		}
 		tag := ""
 		if t.Backend != "cpu" {
 			tag = t.Backend
@@ -88,31 +94,168 @@ func pathExt(p string) string {
 	return ""
 }
 
-func kernelID(t *KTarget, m *KModule, k string) string { return t.GoName + m.GoName + goNameOf(k) }
-
-func checkKernelIDs(t *KTarget) error {
-	seen := map[string]string{}
-	for _, m := range t.Modules {
-		ids := []string{t.GoName + m.GoName}
-		for _, k := range m.Kernels {
-			ids = append(ids, kernelID(t, m, k))
+// kernelTrees lists the source trees the targets name, by directory.
+func kernelTrees(ts []*KTarget) []*KTree {
+	var trees []*KTree
+	seen := map[*KTree]bool{}
+	for _, t := range ts {
+		if t.Tree != nil && !seen[t.Tree] {
+			seen[t.Tree] = true
+			trees = append(trees, t.Tree)
 		}
-		for _, id := range ids {
-			if prev, ok := seen[id]; ok {
-				return fmt.Errorf("kernelgen: %s: identifier %s is derived twice (also from %s); rename a file or kernel", m.Source, id, prev)
+	}
+	sort.Slice(trees, func(i, j int) bool { return trees[i].Dir < trees[j].Dir })
+	return trees
+}
+
+// moduleID and kernelID are the Go names of a module's and a kernel's typed identifiers.
+func moduleID(tr *KTree, m *KModule) string { return "Module" + tr.GoName + m.GoName }
+
+func kernelID(tr *KTree, m *KModule, k string) string {
+	return "Kernel" + tr.GoName + m.GoName + goNameOf(k)
+}
+
+func checkKernelIDs(trees []*KTree) error {
+	seen := map[string]string{}
+	for _, tr := range trees {
+		for _, m := range tr.Modules {
+			ids := []string{moduleID(tr, m)}
+			for _, k := range m.Kernels {
+				ids = append(ids, kernelID(tr, m, k))
 			}
-			seen[id] = m.Source
+			for _, id := range ids {
+				if prev, ok := seen[id]; ok {
+					return fmt.Errorf("kernelgen: %s: identifier %s is derived twice (also from %s); rename a file or kernel", m.Source, id, prev)
+				}
+				seen[id] = m.Source
+			}
 		}
 	}
 	return nil
 }
 
+// emitIDs renders ids.go: the typed identifiers of every module and kernel of every source
+// tree, in every build (they name sources, not compiled blobs), with the tables behind their
+// methods and a guard that breaks the build when a constant is renumbered by hand.
+func emitIDs(trees []*KTree, kt KernelsTarget) *jen.File {
+	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
+	f.HeaderComment(Header(kt.Source))
+	f.Comment("ModuleID identifies a module, one kernel source of a source tree under " + kt.Source + "/, in every")
+	f.Comment("build; Target.Module finds a target's compiled module for it.")
+	f.Type().Id("ModuleID").Int()
+	f.Line()
+	f.Comment("KernelID identifies a kernel, an entry point of a module, in every build.")
+	f.Type().Id("KernelID").Int()
+	f.Line()
+	var modRows, kernRows, modConsts, kernConsts, guard []jen.Code
+	nm, nk := 0, 0
+	for _, tr := range trees {
+		for _, m := range tr.Modules {
+			id := moduleID(tr, m)
+			modConsts = append(modConsts, jen.Commentf("%s is %s.", id, m.Source), jen.Id(id).Id("ModuleID").Op("=").Lit(nm))
+			modRows = append(modRows, jen.Values(jen.Lit(tr.Dir), jen.Lit(m.Dir), jen.Lit(m.Name), jen.Lit(m.Index)))
+			guard = append(guard, jen.Id("_").Op("=").Id("x").Index(jen.Id(id).Op("-").Lit(nm)))
+			nm++
+		}
+	}
+	for _, tr := range trees {
+		for _, m := range tr.Modules {
+			for _, k := range m.Kernels {
+				id := kernelID(tr, m, k)
+				kernConsts = append(kernConsts, jen.Commentf("%s is %s in %s.", id, k, moduleID(tr, m)), jen.Id(id).Id("KernelID").Op("=").Lit(nk))
+				kernRows = append(kernRows, jen.Values(jen.Id(moduleID(tr, m)), jen.Lit(k)))
+				guard = append(guard, jen.Id("_").Op("=").Id("x").Index(jen.Id(id).Op("-").Lit(nk)))
+				nk++
+			}
+		}
+	}
+	for _, cs := range [][]jen.Code{modConsts, kernConsts} {
+		if len(cs) > 0 {
+			f.Const().Defs(cs...)
+			f.Line()
+		}
+	}
+	if len(guard) > 0 {
+		f.Comment("An \"invalid array index\" compiler error here means the constants were renumbered by hand:")
+		f.Comment("run go generate again.")
+		f.Func().Id("_").Params().Block(append([]jen.Code{jen.Var().Id("x").Index(jen.Lit(1)).Struct()}, guard...)...)
+		f.Line()
+	}
+	f.Var().Defs(
+		jen.Id("moduleIDs").Op("=").Index(jen.Op("...")).Struct(
+			jen.List(jen.Id("tree"), jen.Id("dir"), jen.Id("name")).String(),
+			jen.Id("index").Int(),
+		).ValuesFunc(func(g *jen.Group) {
+			for _, r := range modRows {
+				g.Line().Add(r)
+			}
+			if len(modRows) > 0 {
+				g.Line()
+			}
+		}),
+		jen.Id("kernelIDs").Op("=").Index(jen.Op("...")).Struct(
+			jen.Id("module").Id("ModuleID"),
+			jen.Id("name").String(),
+		).ValuesFunc(func(g *jen.Group) {
+			for _, r := range kernRows {
+				g.Line().Add(r)
+			}
+			if len(kernRows) > 0 {
+				g.Line()
+			}
+		}),
+	)
+	f.Line()
+	f.Comment("Modules lists every module identifier, tree by tree.")
+	f.Func().Id("Modules").Params().Index().Id("ModuleID").Block(
+		jen.Id("out").Op(":=").Make(jen.Index().Id("ModuleID"), jen.Len(jen.Id("moduleIDs"))),
+		jen.For(jen.Id("i").Op(":=").Range().Id("out")).Block(jen.Id("out").Index(jen.Id("i")).Op("=").Id("ModuleID").Call(jen.Id("i"))),
+		jen.Return(jen.Id("out")),
+	)
+	f.Line()
+	f.Comment("Kernels lists every kernel identifier, module by module.")
+	f.Func().Id("Kernels").Params().Index().Id("KernelID").Block(
+		jen.Id("out").Op(":=").Make(jen.Index().Id("KernelID"), jen.Len(jen.Id("kernelIDs"))),
+		jen.For(jen.Id("i").Op(":=").Range().Id("out")).Block(jen.Id("out").Index(jen.Id("i")).Op("=").Id("KernelID").Call(jen.Id("i"))),
+		jen.Return(jen.Id("out")),
+	)
+	f.Line()
+	f.Comment("Tree is the source tree the module belongs to: its directory under " + kt.Source + "/, as Target.Sources names it.")
+	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("Tree").Params().String().Block(jen.Return(jen.Id("moduleIDs").Index(jen.Id("m")).Dot("tree")))
+	f.Line()
+	f.Comment("Dir is \"common\" or the model directory of the tree that holds the module's source.")
+	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("Dir").Params().String().Block(jen.Return(jen.Id("moduleIDs").Index(jen.Id("m")).Dot("dir")))
+	f.Line()
+	f.Comment("Name is the module's name (its source's base name), the module part of a lookup.")
+	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("Name").Params().String().Block(jen.Return(jen.Id("moduleIDs").Index(jen.Id("m")).Dot("name")))
+	f.Line()
+	f.Comment("String is the module's source under its tree, e.g. cuda/common/sampling.")
+	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("String").Params().String().Block(
+		jen.Id("r").Op(":=").Id("moduleIDs").Index(jen.Id("m")),
+		jen.Return(jen.Id("r").Dot("tree").Op("+").Lit("/").Op("+").Id("r").Dot("dir").Op("+").Lit("/").Op("+").Id("r").Dot("name")))
+	f.Line()
+	f.Comment("Name is the kernel's entry-point name in its module's blob.")
+	f.Func().Params(jen.Id("k").Id("KernelID")).Id("Name").Params().String().Block(jen.Return(jen.Id("kernelIDs").Index(jen.Id("k")).Dot("name")))
+	f.Line()
+	f.Comment("Module is the module that holds the kernel.")
+	f.Func().Params(jen.Id("k").Id("KernelID")).Id("Module").Params().Id("ModuleID").Block(jen.Return(jen.Id("kernelIDs").Index(jen.Id("k")).Dot("module")))
+	f.Line()
+	f.Comment("String is the kernel's lookup as MODEL.toml's [expected_absent] writes it: module.kernel.")
+	f.Func().Params(jen.Id("k").Id("KernelID")).Id("String").Params().String().Block(
+		jen.Return(jen.Id("k").Dot("Module").Call().Dot("Name").Call().Op("+").Lit(".").Op("+").Id("k").Dot("Name").Call()))
+	return f
+}
+
 func emitKernelTypes(f *jen.File) {
 	f.Comment("Backend is what a target's kernels run on.")
 	f.Type().Id("Backend").String()
+	f.Line()
 	f.Const().Defs(
+		jen.Comment("BackendCPU is ggml's CPU backend, compiled in: no kernel sources of toy's own."),
 		jen.Id("BackendCPU").Id("Backend").Op("=").Lit("cpu"),
+		jen.Comment("BackendCUDA is NVIDIA GPUs through the CUDA driver API, running PTX."),
 		jen.Id("BackendCUDA").Id("Backend").Op("=").Lit("cuda"),
+		jen.Comment("BackendMetal is Apple GPUs through Metal, compiling source at run time."),
 		jen.Id("BackendMetal").Id("Backend").Op("=").Lit("metal"),
 	)
 	f.Line()
@@ -131,66 +274,87 @@ func emitKernelTypes(f *jen.File) {
 		f.Comment(doc)
 		f.Type().Id(name).StructFunc(func(g *jen.Group) {
 			for _, fl := range fields {
-				if fl.doc != "" {
-					g.Comment(fl.doc)
-				}
+				g.Comment(fl.name + " " + fl.doc)
 				g.Id(fl.name).Add(fl.typ)
 			}
 		})
 		f.Line()
 	}
-	structure("Target", "Target is one hardware target's table: kernels/<Name>/.",
-		field{"Name", "Name is the directory under kernels/, e.g. \"cuda-sm90a\".", jen.String()},
-		field{"Backend", "", jen.Id("Backend")},
-		field{"Arch", "Arch is verbatim (sm_90a, sm_121f, gfx1151); empty for cpu. Its suffix decides compatibility.", jen.String()},
-		field{"ArchBase", "ArchBase is Arch with its a/f suffix stripped, for display.", jen.String()},
-		field{"Description", "", jen.String()},
-		field{"Compilers", "Compilers build the target's kernels, in order of preference.", jen.Index().Id("Compiler")},
-		field{"Link", "Link says what the Go side must link or load.", jen.Index().String()},
-		field{"Modules", "Modules are indexed by the target's typed module identifiers.", jen.Index().Id("Module")},
-		field{"Models", "", jen.Index().Id("Model")},
+	structure("Target", "Target is one hardware target's table: kernels/<Name>/HARDWARE.toml, the source tree it names and the models it declares.",
+		field{"Name", "is the directory under kernels/, e.g. \"cuda-sm90a\".", jen.String()},
+		field{"Backend", "is what the target's kernels run on.", jen.Id("Backend")},
+		field{"Arch", "is verbatim (sm_90a, sm_121f, gfx1151); empty for cpu. Its suffix decides compatibility.", jen.String()},
+		field{"ArchBase", "is Arch with its a/f suffix stripped, for display.", jen.String()},
+		field{"Description", "is HARDWARE.toml's description.", jen.String()},
+		field{"Compilers", "build the target's kernels, in order of preference.", jen.Index().Id("Compiler")},
+		field{"Link", "says what the Go side must link or load.", jen.Index().String()},
+		field{"Sources", "is the source tree under kernels/ the modules come from (\"cuda\"); empty when none.", jen.String()},
+		field{"Modules", "are the tree's modules with this target's blobs, in the tree's order: Module finds one by its ModuleID.", jen.Index().Id("Module")},
+		field{"Models", "are the models the target declares, by name.", jen.Index().Id("Model")},
 	)
 	structure("Compiler", "Compiler is one compiler and its flags.",
-		field{"Name", "", jen.String()}, field{"Flags", "", jen.Index().String()})
+		field{"Name", "is the compiler's family (nvcc, clang, xcrun metal).", jen.String()},
+		field{"Flags", "are the flags HARDWARE.toml declares for it.", jen.Index().String()})
 	structure("Module", "Module is one kernel source and its compiled blob.",
-		field{"Name", "Name is the source's base name, the module part of a lookup.", jen.String()},
-		field{"Dir", "Dir is \"common\" or the model directory the source belongs to.", jen.String()},
-		field{"Source", "Source is the path under kernels/.", jen.String()},
-		field{"Compiler", "Compiler produced Blob, with its version (clang-16.0.6, nvcc-12.4.131; source for Metal); empty without a blob.", jen.String()},
-		field{"PTXTarget", "PTXTarget is the PTX's .target (sm_90 for the sm_90a target's clang-built PTX); empty but for cuda.", jen.String()},
-		field{"Blob", "Blob is the embedded PTX (cuda) or source (metal); empty for cpu.", jen.String()},
-		field{"Kernels", "Kernels are the entry points, indexed by the target's typed kernel identifiers within the module.", jen.Index().String()},
+		field{"ID", "is the module's typed identifier.", jen.Id("ModuleID")},
+		field{"Name", "is the source's base name, the module part of a lookup.", jen.String()},
+		field{"Dir", "is \"common\" or the model directory of the tree the source belongs to.", jen.String()},
+		field{"Source", "is the source's path under kernels/ (in the target's source tree).", jen.String()},
+		field{"Compiler", "produced Blob, with its version (clang-16.0.6, nvcc-12.4.131; source for Metal); empty without a blob.", jen.String()},
+		field{"PTXTarget", "is the PTX's .target (sm_90 for the sm_90a target's clang-built PTX); empty but for cuda.", jen.String()},
+		field{"Blob", "is the embedded PTX (cuda) or source (metal); empty for cpu.", jen.String()},
+		field{"Kernels", "are the entry points, in the order of their KernelIDs.", jen.Index().String()},
 	)
-	structure("Model", "Model is what kernels/<target>/<Name>/MODEL.toml declares.",
-		field{"Name", "", jen.String()},
-		field{"Description", "", jen.String()},
-		field{"MatchNames", "MatchNames are lower-case substrings of a checkpoint reference that break ties.", jen.Index().String()},
-		field{"Types", "", jen.Index().Id("ModelType")},
-		field{"Presets", "Presets are the sampling presets by name; \"default\" is the one toy generate starts from.", jen.Index().Id("Preset")},
-		field{"Behaviour", "Behaviour is nil when MODEL.toml has no [behaviour].", jen.Op("*").Id("Behaviour")},
-		field{"DFlash", "DFlash is the drafter pairing, nil when none.", jen.Op("*").Id("DFlash")},
-		field{"Modules", "Modules are the model's effective modules (indices into Target.Modules): common/ with the model's own files replacing their namesakes.", jen.Index().Int()},
-		field{"Shadowed", "Shadowed records, per replaced common/ module, the kernels the replacement dropped.", jen.Index().Id("Shadowed")},
-		field{"ExpectedAbsent", "ExpectedAbsent lists lookups that may fail to resolve, each with its reason.", jen.Index().Id("ExpectedAbsent")},
+	structure("Model", "Model is what kernels/models/<Name>/MODEL.toml declares, with the target's overlay applied.",
+		field{"Name", "is the model's directory name.", jen.String()},
+		field{"Description", "is MODEL.toml's description.", jen.String()},
+		field{"MatchNames", "are lower-case substrings of a checkpoint reference that break ties.", jen.Index().String()},
+		field{"Types", "are the (model type, hidden size) pairs the model declares.", jen.Index().Id("ModelType")},
+		field{"Presets", "are the sampling presets by name; \"default\" is the one toy generate starts from.", jen.Index().Id("Preset")},
+		field{"Behaviour", "is nil when MODEL.toml has no [behaviour].", jen.Op("*").Id("Behaviour")},
+		field{"DFlash", "is the drafter pairing, nil when none.", jen.Op("*").Id("DFlash")},
+		field{"Modules", "are the model's effective modules: common/ with the model's own files replacing their namesakes.", jen.Index().Id("ModuleID")},
+		field{"Shadowed", "records, per replaced common/ module, the kernels the replacement dropped.", jen.Index().Id("Shadowed")},
+		field{"ExpectedAbsent", "lists lookups that may fail to resolve, each with its reason.", jen.Index().Id("ExpectedAbsent")},
 	)
 	structure("ModelType", "ModelType is a GGUF general.architecture with an optional hidden size (0: any).",
-		field{"ModelType", "", jen.String()}, field{"HiddenSize", "", jen.Int()})
+		field{"ModelType", "is GGUF general.architecture.", jen.String()},
+		field{"HiddenSize", "is <arch>.embedding_length; 0 is a wildcard.", jen.Int()})
 	structure("Preset", "Preset is a named sampling preset (the fields of engines/sample.Params).",
-		field{"Name", "", jen.String()}, field{"Temperature", "", jen.Float64()}, field{"TopK", "", jen.Int()},
-		field{"TopP", "", jen.Float64()}, field{"MinP", "", jen.Float64()}, field{"RepeatPenalty", "", jen.Float64()},
-		field{"RepeatLastN", "", jen.Int()}, field{"Seed", "", jen.Uint64()})
+		field{"Name", "is the preset's name.", jen.String()},
+		field{"Temperature", "divides the logits; 0 is greedy.", jen.Float64()},
+		field{"TopK", "keeps the k largest logits; 0 keeps all.", jen.Int()},
+		field{"TopP", "keeps the smallest set reaching this probability.", jen.Float64()},
+		field{"MinP", "drops tokens below this fraction of the best one's probability.", jen.Float64()},
+		field{"RepeatPenalty", "penalizes recent tokens; 1 is none.", jen.Float64()},
+		field{"RepeatLastN", "is how many recent tokens RepeatPenalty looks at.", jen.Int()},
+		field{"Seed", "seeds the sampler; 0 picks one.", jen.Uint64()})
 	structure("Behaviour", "Behaviour is how toy runs the model: BOS/EOS handling, chat template, stop strings.",
-		field{"AddBOS", "", jen.Bool()}, field{"AddEOS", "", jen.Bool()},
-		field{"ChatTemplate", "ChatTemplate names an engines/sample template (\"\": the GGUF's own).", jen.String()},
-		field{"Stop", "", jen.Index().String()})
+		field{"AddBOS", "says whether a BOS token starts the prompt.", jen.Bool()},
+		field{"AddEOS", "says whether an EOS token ends the prompt.", jen.Bool()},
+		field{"ChatTemplate", "names an engines/sample template (\"\": the GGUF's own).", jen.String()},
+		field{"Stop", "are strings that end generation.", jen.Index().String()})
 	structure("DFlash", "DFlash pairs the model with a DFlash drafter.",
-		field{"DraftModel", "", jen.String()}, field{"Gamma", "Gamma is the block size.", jen.Int()},
-		field{"WindowSize", "", jen.Int()}, field{"MaskTokenID", "", jen.Int()}, field{"TargetLayerIDs", "", jen.Index().Int()})
+		field{"DraftModel", "names the drafter.", jen.String()},
+		field{"Gamma", "is the block size.", jen.Int()},
+		field{"WindowSize", "is the drafter's attention window; 0 is none.", jen.Int()},
+		field{"MaskTokenID", "is the token the drafter fills blocks with.", jen.Int()},
+		field{"TargetLayerIDs", "are the target layers whose states the drafter reads.", jen.Index().Int()})
 	structure("Shadowed", "Shadowed names the kernels of a common/ module its model's namesake dropped.",
-		field{"Module", "", jen.String()}, field{"Kernels", "", jen.Index().String()})
+		field{"Module", "is the replaced module's name.", jen.String()},
+		field{"Kernels", "are the kernels the replacement dropped.", jen.Index().String()})
 	structure("ExpectedAbsent", "ExpectedAbsent is a lookup (\"module.kernel\") that may fail to resolve.",
-		field{"Lookup", "", jen.String()}, field{"Reason", "", jen.String()})
+		field{"Lookup", "is module.kernel, as KernelID.String writes it.", jen.String()},
+		field{"Reason", "says why it may be absent.", jen.String()})
 
+	f.Comment("Module returns the target's module for id, or nil when id belongs to another source tree.")
+	f.Func().Params(jen.Id("t").Op("*").Id("Target")).Id("Module").Params(jen.Id("id").Id("ModuleID")).Op("*").Id("Module").Block(
+		jen.If(jen.Id("t").Op("==").Nil().Op("||").Id("id").Op("<").Lit(0).Op("||").Int().Call(jen.Id("id")).Op(">=").Len(jen.Id("moduleIDs"))).Block(jen.Return(jen.Nil())),
+		jen.Id("r").Op(":=").Id("moduleIDs").Index(jen.Id("id")),
+		jen.If(jen.Id("r").Dot("tree").Op("!=").Id("t").Dot("Sources").Op("||").Id("r").Dot("index").Op(">=").Len(jen.Id("t").Dot("Modules"))).Block(jen.Return(jen.Nil())),
+		jen.Return(jen.Op("&").Id("t").Dot("Modules").Index(jen.Id("r").Dot("index"))),
+	)
+	f.Line()
 	f.Var().Id("compiled").Index().Op("*").Id("Target")
 	f.Line()
 	f.Func().Id("register").Params(jen.Id("t").Op("*").Id("Target")).Block(
@@ -240,68 +404,7 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 			f.HeaderComment("//go:build " + tag)
 		}
 	}
-	modType, kernType := t.GoName+"Module", t.GoName+"Kernel"
 	private := "table" + t.GoName
-
-	f.Commentf("%s identifies a module of target %s.", modType, t.Dir)
-	f.Type().Id(modType).Int()
-	f.Line()
-	if len(t.Modules) > 0 {
-		f.Const().DefsFunc(func(g *jen.Group) {
-			for i, m := range t.Modules {
-				g.Commentf("%s is the module built from %s.", t.GoName+m.GoName, m.Source)
-				g.Id(t.GoName + m.GoName).Id(modType).Op("=").Lit(i)
-			}
-		})
-		f.Line()
-	}
-	f.Commentf("%s identifies a kernel of target %s.", kernType, t.Dir)
-	f.Type().Id(kernType).Int()
-	f.Line()
-	var kernNames, kernMods []jen.Code
-	n := 0
-	if len(t.Modules) > 0 {
-		f.Const().DefsFunc(func(g *jen.Group) {
-			for _, m := range t.Modules {
-				for _, k := range m.Kernels {
-					g.Id(kernelID(t, m, k)).Id(kernType).Op("=").Lit(n)
-					kernNames = append(kernNames, jen.Lit(k))
-					kernMods = append(kernMods, jen.Id(t.GoName+m.GoName))
-					n++
-				}
-			}
-		})
-		f.Line()
-	}
-	var modNames []jen.Code
-	for _, m := range t.Modules {
-		modNames = append(modNames, jen.Lit(m.Name))
-	}
-	f.Var().Defs(
-		jen.Id(private+"ModuleNames").Op("=").Index(jen.Op("...")).String().Values(oneEach(modNames)...),
-		jen.Id(private+"KernelNames").Op("=").Index(jen.Op("...")).String().Values(oneEach(kernNames)...),
-		jen.Id(private+"KernelModules").Op("=").Index(jen.Op("...")).Id(modType).Values(oneEach(kernMods)...),
-	)
-	f.Line()
-	f.Commentf("%sModules lists every module of target %s.", t.GoName, t.Dir)
-	f.Func().Id(t.GoName + "Modules").Params().Index().Id(modType).BlockFunc(func(g *jen.Group) {
-		g.Id("out").Op(":=").Make(jen.Index().Id(modType), jen.Len(jen.Id(private+"ModuleNames")))
-		g.For(jen.Id("i").Op(":=").Range().Id("out")).Block(jen.Id("out").Index(jen.Id("i")).Op("=").Id(modType).Call(jen.Id("i")))
-		g.Return(jen.Id("out"))
-	})
-	f.Line()
-	f.Comment("Name is the module's name, the module part of a lookup.")
-	f.Func().Params(jen.Id("m").Id(modType)).Id("Name").Params().String().Block(
-		jen.Return(jen.Id(private + "ModuleNames").Index(jen.Id("m"))))
-	f.Line()
-	f.Comment("Name is the kernel's entry-point name in its module's blob.")
-	f.Func().Params(jen.Id("k").Id(kernType)).Id("Name").Params().String().Block(
-		jen.Return(jen.Id(private + "KernelNames").Index(jen.Id("k"))))
-	f.Line()
-	f.Comment("Module is the module that holds the kernel.")
-	f.Func().Params(jen.Id("k").Id(kernType)).Id("Module").Params().Id(modType).Block(
-		jen.Return(jen.Id(private + "KernelModules").Index(jen.Id("k"))))
-	f.Line()
 
 	accessorDoc := fmt.Sprintf("%s returns the table of target %s (%s", t.GoName, t.Dir, t.Backend)
 	if t.Arch != "" {
@@ -354,10 +457,13 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 		if len(t.Link) > 0 {
 			d[jen.Id("Link")] = strs(t.Link)
 		}
+		if t.Tree != nil {
+			d[jen.Id("Sources")] = jen.Lit(t.Tree.Dir)
+		}
 		if len(t.Modules) > 0 {
 			d[jen.Id("Modules")] = jen.Index().Id("Module").ValuesFunc(func(g *jen.Group) {
 				for _, m := range t.Modules {
-					md := jen.Dict{jen.Id("Name"): jen.Lit(m.Name), jen.Id("Dir"): jen.Lit(m.Dir),
+					md := jen.Dict{jen.Id("ID"): jen.Id(moduleID(t.Tree, m)), jen.Id("Name"): jen.Lit(m.Name), jen.Id("Dir"): jen.Lit(m.Dir),
 						jen.Id("Source"): jen.Lit(m.Source), jen.Id("Kernels"): strs(m.Kernels)}
 					if m.BlobData != nil {
 						md[jen.Id("Compiler")] = jen.Lit(m.Compiler)
@@ -366,7 +472,7 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 						}
 						md[jen.Id("Blob")] = jen.Id(private + "Blob" + m.GoName)
 					}
-					g.Line().Id(t.GoName + m.GoName).Op(":").Values(md)
+					g.Line().Values(md)
 				}
 				g.Line()
 			})
@@ -433,9 +539,9 @@ func modelDict(t *KTarget, m *KModel) jen.Dict {
 		})
 	}
 	if len(m.Modules) > 0 {
-		d[jen.Id("Modules")] = jen.Index().Int().ValuesFunc(func(g *jen.Group) {
+		d[jen.Id("Modules")] = jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
 			for _, mod := range m.Modules {
-				g.Int().Call(jen.Id(t.GoName + mod.GoName))
+				g.Id(moduleID(t.Tree, mod))
 			}
 		})
 	}

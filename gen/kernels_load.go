@@ -7,7 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -20,17 +22,21 @@ import (
 
 // The kernel-table inputs live under kernels/ (see kernels/README.md):
 //
-//	kernels/<hw>/HARDWARE.toml        [hardware]: backend, arch (verbatim), compilers, link needs
-//	kernels/<hw>/common/*.cu|*.metal  sources every model of the target shares
-//	kernels/<hw>/<model>/MODEL.toml   that model's declarations
-//	kernels/<hw>/<model>/*.cu|*.metal that model's own sources (replacing a common/ namesake whole)
+//	kernels/<hw>/HARDWARE.toml             [hardware]: backend, arch (verbatim), compilers, link
+//	                                       needs, and sources: the source tree it builds ("../cuda")
+//	kernels/<tree>/common/*.cu|*.metal     a backend family's sources, shared by every target that
+//	                                       names the tree and by every model
+//	kernels/<tree>/<model>/*.cu|*.metal    a model's own sources (replacing a common/ namesake whole)
+//	kernels/<hw>/ptx/<sub>/<name>.ptx      the target's build of kernels/<tree>/<sub>/<name>.cu
+//	kernels/models/<model>/MODEL.toml      a model's declarations, shared by every target
+//	kernels/<hw>/models/<model>/MODEL.toml what target <hw> changes in them (an overlay), or a model
+//	                                       only <hw> declares
 //
-// A CUDA source's compiled PTX sits beside it (name.ptx, written by scripts/build-ptx.sh, first
-// line "// toy-ptx: source-sha256=<hex> compiler=<name>-<version> target=<sm_XY>"); the generator
-// refuses a missing or stale one, one whose recorded target is not its .target line, and one
-// whose target cannot run everywhere the target's arch does, so go generate needs no CUDA
-// compiler. A Metal source is its own blob (Metal
-// compiles source at run time).
+// A PTX file's first line is "// toy-ptx: source-sha256=<hex> compiler=<name>-<version>
+// target=<sm_XY>" (written by scripts/build-ptx.sh); the generator refuses a missing or stale
+// one, one whose recorded target is not its .target line, and one whose target cannot run
+// everywhere the target's arch does, so go generate needs no CUDA compiler. A Metal source is
+// its own blob (Metal compiles source at run time).
 
 // KTarget is one hardware target: a directory under kernels/ with a HARDWARE.toml.
 type KTarget struct {
@@ -42,8 +48,19 @@ type KTarget struct {
 	Description string
 	Compilers   []KCompiler
 	Link        []string
-	Modules     []*KModule // common/ first, then by model directory; each sorted by name
+	Tree        *KTree     // the source tree HARDWARE.toml names; nil when none
+	Modules     []*KModule // the tree's modules, in its order, with this target's blobs
 	Models      []*KModel  // by directory name
+}
+
+// KTree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
+// sources, holding one backend family's kernel sources once for all its targets.
+type KTree struct {
+	Dir     string     // path under kernels/, slash-separated, e.g. "cuda"
+	GoName  string     // "CUDA"
+	Backend string     // the backend of the targets that name it
+	Pos     string     // where it was first named: kernels/<hw>/HARDWARE.toml
+	Modules []*KModule // common/ first, then by model directory; each sorted by name; no blobs
 }
 
 // KCompiler is one compiler a target's kernels may be built with, in order of preference.
@@ -52,25 +69,27 @@ type KCompiler struct {
 	Flags []string `toml:"flags"`
 }
 
-// KModule is one kernel source file and its blob.
+// KModule is one kernel source file and, in a target's list, that target's blob of it.
 type KModule struct {
 	Name      string // file base name without extension: the name lookups use
 	Dir       string // "common" or the model's directory
-	Source    string // path under kernels/, slash-separated
+	Source    string // path under kernels/ of the source, slash-separated
 	Blob      string // path under kernels/ of the blob ("" when the target has none)
 	BlobData  []byte
 	Compiler  string // what produced the blob: "clang-16.0.6", "nvcc-12.4.131", "source" (Metal) or ""
 	PTXTarget string // the PTX's .target as its header records it, e.g. "sm_90"; "" but for cuda
 	Kernels   []string
 	GoName    string // "Sampling" (common) or "LlamaSampling"
-	Index     int    // position in KTarget.Modules
+	Index     int    // position in KTree.Modules (and in each of its targets' Modules)
 }
 
-// KModel is one kernels/<hw>/<model>/ directory.
+// KModel is one model's declarations as a target sees them: kernels/models/<model>/MODEL.toml
+// with the target's overlay applied, or a model only the target declares.
 type KModel struct {
 	Dir            string
 	GoName         string
-	Pos            string // kernels/<hw>/<model>/MODEL.toml
+	Pos            string // the shared MODEL.toml, or the target's own when there is none
+	Overlay        string // the target's overlay of Pos; "" when none
 	Description    string
 	MatchNames     []string
 	Types          []KModelType
@@ -86,6 +105,7 @@ type KModel struct {
 type KModelType struct {
 	ModelType  string
 	HiddenSize int
+	Pos        string // the MODEL.toml that declares it
 	Line       int
 }
 
@@ -120,6 +140,8 @@ type KDFlash struct {
 // KAbsent is a kernel lookup ("module.kernel") that may fail to resolve, and why.
 type KAbsent struct {
 	Lookup, Reason string
+	Pos            string // the MODEL.toml that declares it
+	Line           int
 }
 
 // KShadow records the kernels of a common/ module that a model's namesake dropped.
@@ -134,9 +156,40 @@ type hardwareFile struct {
 		Backend     string      `toml:"backend"`
 		Arch        string      `toml:"arch"`
 		Description string      `toml:"description"`
+		Sources     *string     `toml:"sources"`
 		Compilers   []KCompiler `toml:"compilers"`
 		Link        []string    `toml:"link"`
 	} `toml:"hardware"`
+}
+
+type samplingTable struct {
+	Temperature   *float64 `toml:"temperature"`
+	TopK          *int     `toml:"top_k"`
+	TopP          *float64 `toml:"top_p"`
+	MinP          *float64 `toml:"min_p"`
+	RepeatPenalty *float64 `toml:"repeat_penalty"`
+	RepeatLastN   *int     `toml:"repeat_last_n"`
+	Seed          *int64   `toml:"seed"`
+}
+
+type behaviourTable struct {
+	AddBOS       *bool    `toml:"add_bos"`
+	AddEOS       *bool    `toml:"add_eos"`
+	ChatTemplate string   `toml:"chat_template"`
+	Stop         []string `toml:"stop"`
+}
+
+type dflashTable struct {
+	DraftModel     string `toml:"draft_model"`
+	Gamma          *int   `toml:"gamma"`
+	WindowSize     *int   `toml:"window_size"`
+	MaskTokenID    *int   `toml:"mask_token_id"`
+	TargetLayerIDs []int  `toml:"target_layer_ids"`
+}
+
+type modelTypeEntry struct {
+	ModelType  string `toml:"model_type"`
+	HiddenSize *int   `toml:"hidden_size"`
 }
 
 type modelFile struct {
@@ -144,33 +197,11 @@ type modelFile struct {
 		Description string   `toml:"description"`
 		MatchNames  []string `toml:"match_names"`
 	} `toml:"model"`
-	ModelTypes []struct {
-		ModelType  string `toml:"model_type"`
-		HiddenSize *int   `toml:"hidden_size"`
-	} `toml:"model_types"`
-	Sampling map[string]struct {
-		Temperature   *float64 `toml:"temperature"`
-		TopK          *int     `toml:"top_k"`
-		TopP          *float64 `toml:"top_p"`
-		MinP          *float64 `toml:"min_p"`
-		RepeatPenalty *float64 `toml:"repeat_penalty"`
-		RepeatLastN   *int     `toml:"repeat_last_n"`
-		Seed          *int64   `toml:"seed"`
-	} `toml:"sampling"`
-	Behaviour *struct {
-		AddBOS       *bool    `toml:"add_bos"`
-		AddEOS       *bool    `toml:"add_eos"`
-		ChatTemplate string   `toml:"chat_template"`
-		Stop         []string `toml:"stop"`
-	} `toml:"behaviour"`
-	DFlash *struct {
-		DraftModel     string `toml:"draft_model"`
-		Gamma          *int   `toml:"gamma"`
-		WindowSize     *int   `toml:"window_size"`
-		MaskTokenID    *int   `toml:"mask_token_id"`
-		TargetLayerIDs []int  `toml:"target_layer_ids"`
-	} `toml:"dflash"`
-	ExpectedAbsent map[string]string `toml:"expected_absent"`
+	ModelTypes     []modelTypeEntry         `toml:"model_types"`
+	Sampling       map[string]samplingTable `toml:"sampling"`
+	Behaviour      *behaviourTable          `toml:"behaviour"`
+	DFlash         *dflashTable             `toml:"dflash"`
+	ExpectedAbsent map[string]string        `toml:"expected_absent"`
 }
 
 // kerr collects errors that name file:line, reported sorted.
@@ -188,6 +219,16 @@ func (k *kerr) err() error {
 	if len(k.errs) == 0 {
 		return nil
 	}
+	// A shared file's error is found once per target that reads it: report it once.
+	seen := map[string]bool{}
+	uniq := k.errs[:0]
+	for _, e := range k.errs {
+		if !seen[e] {
+			seen[e] = true
+			uniq = append(uniq, e)
+		}
+	}
+	k.errs = uniq
 	sort.SliceStable(k.errs, func(i, j int) bool { return lessPos(k.errs[i], k.errs[j]) })
 	return errors.New(strings.Join(k.errs, "\n"))
 }
@@ -216,22 +257,38 @@ func splitPos(s string) (string, int, string) {
 	return file, line, rest
 }
 
-// LoadKernels reads every target under root/dir (normally "kernels") into a checked model.
-// Errors name file:line (paths relative to root) and are all reported at once.
+// ModelsDir is the directory under kernels/ (and under each target) that holds model
+// declarations.
+const ModelsDir = "models"
+
+// LoadKernels reads every target under root/dir (normally "kernels"), with the source trees
+// they name and the models they declare, into a checked model. Errors name file:line (paths
+// relative to root) and are all reported at once.
 func LoadKernels(root, dir string) ([]*KTarget, error) {
 	entries, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
 		return nil, err
 	}
 	ke := &kerr{}
+	shared := loadModelLayers(root, dir+"/"+ModelsDir, ke)
+	trees := map[string]*KTree{}
 	var targets []*KTarget
+	var others []string
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || e.Name() == ModelsDir {
 			continue
 		}
-		t := loadTarget(root, dir, e.Name(), ke)
-		if t != nil {
+		if _, err := os.Stat(filepath.Join(root, dir, e.Name(), "HARDWARE.toml")); err != nil {
+			others = append(others, e.Name())
+			continue
+		}
+		if t := loadTarget(root, dir, e.Name(), shared, trees, ke); t != nil {
 			targets = append(targets, t)
+		}
+	}
+	for _, o := range others {
+		if trees[o] == nil && !treeBelow(trees, o) {
+			ke.at(dir+"/"+o, 0, "neither a target (no HARDWARE.toml), %s/, nor a source tree a HARDWARE.toml names in sources", ModelsDir)
 		}
 	}
 	for _, t := range targets {
@@ -243,17 +300,27 @@ func LoadKernels(root, dir string) ([]*KTarget, error) {
 	return targets, nil
 }
 
+// treeBelow says whether a named tree lies under directory d (sources = "../family/cuda").
+func treeBelow(trees map[string]*KTree, d string) bool {
+	for p := range trees {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	dirName   = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 	identName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	cudaArch  = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
 )
 
-func loadTarget(root, dir, name string, ke *kerr) *KTarget {
+func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, ke *kerr) *KTarget {
 	rel := dir + "/" + name
 	hwPath := rel + "/HARDWARE.toml"
 	var hf hardwareFile
-	if !decodeStrict(root, hwPath, &hf, ke) {
+	if _, ok := decodeStrict(root, hwPath, &hf, ke); !ok {
 		return nil
 	}
 	if !dirName.MatchString(name) {
@@ -276,65 +343,133 @@ func loadTarget(root, dir, name string, ke *kerr) *KTarget {
 	case "metal":
 	default:
 		ke.at(hwPath, lines["hardware.backend"], "backend %q: want cpu, cuda or metal", h.Backend)
+		return nil
 	}
 	for _, c := range h.Compilers {
 		if c.Name == "" {
 			ke.at(hwPath, lines["hardware.compilers.name"], "a compiler needs a name")
 		}
 	}
+	if h.Sources != nil {
+		t.Tree = namedTree(root, dir, name, *h.Sources, t.Backend, hwPath, lines["hardware.sources"], trees, ke)
+	}
+
+	// The target's directory: HARDWARE.toml, ptx/ (the builds of a cuda tree) and models/.
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	var common []*KModule
-	if st, err := os.Stat(filepath.Join(root, rel, "common")); err == nil && st.IsDir() {
-		common = loadModules(root, rel, "common", t, ke)
-	}
-	t.Modules = append(t.Modules, common...)
+	hasPTX := false
 	for _, s := range subs {
-		if !s.IsDir() {
-			if s.Name() != "HARDWARE.toml" {
-				ke.at(rel+"/"+s.Name(), 0, "unexpected file: a target holds HARDWARE.toml, common/ and model directories")
-			}
-			continue
+		switch {
+		case !s.IsDir() && s.Name() == "HARDWARE.toml", s.IsDir() && s.Name() == ModelsDir:
+		case s.IsDir() && s.Name() == "ptx" && t.Backend == "cuda":
+			hasPTX = true
+		default:
+			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/ and, for cuda, ptx/ (sources live in the tree its sources names)",
+				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir)
 		}
-		if s.Name() == "common" {
-			continue
-		}
-		m := loadModel(root, rel, s.Name(), ke)
-		if m == nil {
-			continue
-		}
-		own := loadModules(root, rel, s.Name(), t, ke)
-		t.Modules = append(t.Modules, own...)
-		byName := map[string]*KModule{}
-		for _, o := range own {
-			byName[o.Name] = o
-		}
-		for _, c := range common {
-			o, ok := byName[c.Name]
-			if !ok {
-				m.Modules = append(m.Modules, c)
-				continue
-			}
-			var dropped []string
-			for _, k := range c.Kernels {
-				if !contains(o.Kernels, k) {
-					dropped = append(dropped, k)
-				}
-			}
-			m.Shadowed = append(m.Shadowed, KShadow{Module: c.Name, Kernels: dropped})
-		}
-		m.Modules = append(m.Modules, own...)
-		sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Name < m.Modules[j].Name })
-		checkAbsent(root, m, ke)
-		t.Models = append(t.Models, m)
 	}
-	for i, mod := range t.Modules {
-		mod.Index = i
+
+	// Models: the shared ones with this target's overlays, and the target's own.
+	own := loadModelLayers(root, rel+"/"+ModelsDir, ke)
+	names := make([]string, 0, len(shared)+len(own))
+	for n := range shared {
+		names = append(names, n)
+	}
+	for n := range own {
+		if shared[n] == nil {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	byName := map[string]*KModel{}
+	for _, n := range names {
+		var layers []*modelLayer
+		for _, l := range []*modelLayer{shared[n], own[n]} {
+			if l != nil {
+				layers = append(layers, l)
+			}
+		}
+		if m := buildModel(n, layers, ke); m != nil {
+			t.Models = append(t.Models, m)
+			byName[n] = m
+		}
+	}
+
+	// Modules: the tree's, with this target's blobs.
+	if t.Tree != nil {
+		for _, tm := range t.Tree.Modules {
+			m := *tm
+			attachBlob(root, rel, t, &m, ke)
+			t.Modules = append(t.Modules, &m)
+		}
+		for _, d := range treeModelDirs(t.Tree) {
+			if byName[d] == nil {
+				ke.at(dir+"/"+t.Tree.Dir+"/"+d, 0, "names no model of target %s (no %s/%s/%s/MODEL.toml, nor %s/%s/%s/MODEL.toml)",
+					name, dir, ModelsDir, d, rel, ModelsDir, d)
+			}
+		}
+		if t.Backend == "cuda" {
+			checkStrayPTX(root, dir, rel, t, ke)
+		}
+	} else if hasPTX {
+		ke.at(rel+"/ptx", 0, "a target without sources has no PTX")
+	}
+	for _, m := range t.Models {
+		effectiveModules(t, m)
+		checkAbsent(t, m, ke)
 	}
 	return t
+}
+
+// namedTree resolves a HARDWARE.toml's sources (a path relative to the target's directory)
+// to a tree under kernels/, loading it on first use.
+func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*KTree, ke *kerr) *KTree {
+	if backend == "cpu" {
+		ke.at(hwPath, line, "a cpu target has no sources (ggml's kernels are compiled in)")
+		return nil
+	}
+	if src == "" || path.IsAbs(src) || strings.Contains(src, `\`) {
+		ke.at(hwPath, line, "sources %q: want a relative path to a source tree under %s/, e.g. \"../cuda\"", src, dir)
+		return nil
+	}
+	p := path.Clean(path.Join(target, src))
+	first := strings.SplitN(p, "/", 2)[0]
+	switch {
+	case p == "." || p == ".." || strings.HasPrefix(p, "../"):
+		ke.at(hwPath, line, "sources %q leaves %s/", src, dir)
+		return nil
+	case first == ModelsDir:
+		ke.at(hwPath, line, "sources %q names %s/%s/, which holds model declarations", src, dir, ModelsDir)
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(root, dir, first, "HARDWARE.toml")); err == nil {
+		ke.at(hwPath, line, "sources %q lies in target %s: a source tree is a directory of its own", src, first)
+		return nil
+	}
+	if st, err := os.Stat(filepath.Join(root, dir, filepath.FromSlash(p))); err != nil || !st.IsDir() {
+		ke.at(hwPath, line, "sources %q: no directory %s/%s", src, dir, p)
+		return nil
+	}
+	if tr, ok := trees[p]; ok {
+		if tr != nil && tr.Backend != backend {
+			ke.at(hwPath, line, "sources %q is the %s tree of %s; a tree serves one backend", src, tr.Backend, tr.Pos)
+			return nil
+		}
+		return tr
+	}
+	for q := range trees {
+		if strings.HasPrefix(p, q+"/") || strings.HasPrefix(q, p+"/") {
+			ke.at(hwPath, line, "sources %q overlaps the tree %s/%s", src, dir, q)
+			return nil
+		}
+	}
+	tr := &KTree{Dir: p, GoName: goNameOf(strings.ReplaceAll(p, "/", "-")), Backend: backend, Pos: hwPath}
+	tr.Modules = loadTree(root, dir+"/"+p, backend, ke)
+	trees[p] = tr
+	return tr
 }
 
 func contains(xs []string, x string) bool {
@@ -407,8 +542,47 @@ func splitArch(arch string) (int, byte) {
 	return v, suffix
 }
 
-// loadModules reads the kernel sources of kernels/<hw>/<sub>/.
-func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
+// treeModelDirs lists the model directories of a tree that hold sources.
+func treeModelDirs(tr *KTree) []string {
+	var out []string
+	for _, m := range tr.Modules {
+		if m.Dir != "common" && (len(out) == 0 || out[len(out)-1] != m.Dir) {
+			out = append(out, m.Dir)
+		}
+	}
+	return out
+}
+
+// loadTree reads a source tree: common/ and one directory per model with its own sources.
+func loadTree(root, rel, backend string, ke *kerr) []*KModule {
+	subs, err := os.ReadDir(filepath.Join(root, rel))
+	if err != nil {
+		ke.at(rel, 0, "%v", err)
+		return nil
+	}
+	var mods []*KModule
+	if st, err := os.Stat(filepath.Join(root, rel, "common")); err == nil && st.IsDir() {
+		mods = append(mods, loadModules(root, rel, "common", backend, ke)...)
+	}
+	for _, s := range subs {
+		switch {
+		case !s.IsDir():
+			ke.at(rel+"/"+s.Name(), 0, "unexpected file: a source tree holds common/ and model directories")
+		case s.Name() == "common":
+		case !dirName.MatchString(s.Name()):
+			ke.at(rel+"/"+s.Name(), 0, "a model directory is named in lower case letters, digits and dashes")
+		default:
+			mods = append(mods, loadModules(root, rel, s.Name(), backend, ke)...)
+		}
+	}
+	for i, m := range mods {
+		m.Index = i
+	}
+	return mods
+}
+
+// loadModules reads the kernel sources of one directory of a tree.
+func loadModules(root, rel, sub, backend string, ke *kerr) []*KModule {
 	dir := rel + "/" + sub
 	files, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
@@ -416,7 +590,6 @@ func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
 		return nil
 	}
 	var mods []*KModule
-	sources := map[string]bool{}
 	for _, f := range files {
 		n := f.Name()
 		if f.IsDir() {
@@ -426,31 +599,27 @@ func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
 		ext := filepath.Ext(n)
 		base := strings.TrimSuffix(n, ext)
 		switch {
-		case n == "MODEL.toml" && sub != "common":
-			continue
-		case ext == ".ptx" && t.Backend == "cuda":
-			continue // checked with its source
-		case ext == ".cu" && t.Backend == "cuda", ext == ".metal" && t.Backend == "metal":
+		case ext == ".cu" && backend == "cuda", ext == ".metal" && backend == "metal":
 		default:
-			ke.at(dir+"/"+n, 0, "unexpected file in a %s target (sources are %s)", t.Backend, map[string]string{"cuda": "*.cu with their *.ptx", "metal": "*.metal", "cpu": "none: ggml's kernels are compiled in"}[t.Backend])
+			ke.at(dir+"/"+n, 0, "unexpected file in a %s source tree (sources are %s)", backend,
+				map[string]string{"cuda": "*.cu; their PTX is built into each target's ptx/", "metal": "*.metal"}[backend])
 			continue
 		}
 		if !identName.MatchString(base) {
 			ke.at(dir+"/"+n, 0, "a kernel source's name must be an identifier")
 			continue
 		}
-		sources[base] = true
 		src, err := os.ReadFile(filepath.Join(root, dir, n))
 		if err != nil {
 			ke.at(dir+"/"+n, 0, "%v", err)
 			continue
 		}
-		m := &KModule{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base)}
+		m := &KModule{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base), BlobData: src}
 		if sub != "common" {
 			m.GoName = goNameOf(sub) + m.GoName
 		}
 		re := cudaKernel
-		if t.Backend == "metal" {
+		if backend == "metal" {
 			re = metalKernel
 		}
 		for _, sm := range re.FindAllSubmatch(src, -1) {
@@ -459,87 +628,204 @@ func loadModules(root, rel, sub string, t *KTarget, ke *kerr) []*KModule {
 		if len(m.Kernels) == 0 {
 			ke.at(m.Source, 0, "declares no kernels (want extern \"C\" __global__ void name( for CUDA, kernel void name( for Metal)")
 		}
-		switch t.Backend {
-		case "metal":
-			m.BlobData, m.Blob, m.Compiler = src, m.Source, "source"
-		case "cuda":
-			m.Blob = dir + "/" + base + ".ptx"
-			ptx, err := os.ReadFile(filepath.Join(root, dir, base+".ptx"))
-			if err != nil {
-				ke.at(m.Source, 0, "no %s.ptx beside it: run scripts/build-ptx.sh", base)
-				break
-			}
-			h := ptxHeader.FindSubmatch(ptx)
-			sum := sha256.Sum256(src)
-			switch {
-			case h == nil:
-				ke.at(m.Blob, 1, "want a first line \"// toy-ptx: source-sha256=<hex> compiler=<name>-<version> target=<sm_XY>\" (written by scripts/build-ptx.sh)")
-			case string(h[1]) != hex.EncodeToString(sum[:]):
-				ke.at(m.Blob, 1, "stale: built from another version of %s.cu; run scripts/build-ptx.sh", base)
-			default:
-				m.Compiler, m.PTXTarget = string(h[2]), string(h[3])
-				if dt := ptxTarget.FindSubmatch(ptx); dt == nil || string(dt[1]) != m.PTXTarget {
-					got := "none"
-					if dt != nil {
-						got = string(dt[1])
-					}
-					ke.at(m.Blob, 1, "the header records target=%s but the PTX's .target is %s", m.PTXTarget, got)
-				} else if cudaArch.MatchString(t.Arch) && !ptxRunsOn(m.PTXTarget, t.Arch) {
-					ke.at(m.Blob, 1, "%s PTX does not run everywhere the target's arch %s does (check the %s flags in HARDWARE.toml)", m.PTXTarget, t.Arch, strings.SplitN(m.Compiler, "-", 2)[0])
-				}
-			}
-			m.BlobData = ptx
-			var entries []string
-			for _, sm := range ptxEntry.FindAllSubmatch(ptx, -1) {
-				entries = append(entries, string(sm[1]))
-			}
-			for _, k := range m.Kernels {
-				if !contains(entries, k) {
-					ke.at(m.Blob, 0, "kernel %s of %s.cu is not an .entry of the PTX", k, base)
-				}
-			}
-		}
 		mods = append(mods, m)
-	}
-	if t.Backend == "cuda" {
-		for _, f := range files {
-			if base, ok := strings.CutSuffix(f.Name(), ".ptx"); ok && !sources[base] {
-				ke.at(dir+"/"+f.Name(), 0, "no %s.cu for this PTX", base)
-			}
-		}
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Name < mods[j].Name })
 	return mods
 }
 
-func loadModel(root, rel, name string, ke *kerr) *KModel {
-	dir := rel + "/" + name
-	path := dir + "/MODEL.toml"
-	if _, err := os.Stat(filepath.Join(root, path)); err != nil {
-		ke.at(dir, 0, "a model directory needs a MODEL.toml")
-		return nil
+// ptxPath is where target t keeps its build of m: kernels/<hw>/ptx/<sub>/<name>.ptx.
+func ptxPath(rel string, m *KModule) string { return rel + "/ptx/" + m.Dir + "/" + m.Name + ".ptx" }
+
+// attachBlob gives m, a copy of a tree module holding its source in BlobData, target t's blob:
+// the source itself for Metal, the target's checked PTX for CUDA.
+func attachBlob(root, rel string, t *KTarget, m *KModule, ke *kerr) {
+	src := m.BlobData
+	m.BlobData = nil
+	switch t.Backend {
+	case "metal":
+		m.BlobData, m.Blob, m.Compiler = src, m.Source, "source"
+	case "cuda":
+		m.Blob = ptxPath(rel, m)
+		ptx, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.Blob)))
+		if err != nil {
+			ke.at(m.Blob, 0, "missing: %s's build of %s; run scripts/build-ptx.sh", t.Dir, m.Source)
+			m.Blob = ""
+			return
+		}
+		h := ptxHeader.FindSubmatch(ptx)
+		sum := sha256.Sum256(src)
+		switch {
+		case h == nil:
+			ke.at(m.Blob, 1, "want a first line \"// toy-ptx: source-sha256=<hex> compiler=<name>-<version> target=<sm_XY>\" (written by scripts/build-ptx.sh)")
+		case string(h[1]) != hex.EncodeToString(sum[:]):
+			ke.at(m.Blob, 1, "stale: built from another version of %s; run scripts/build-ptx.sh", m.Source)
+		default:
+			m.Compiler, m.PTXTarget = string(h[2]), string(h[3])
+			if dt := ptxTarget.FindSubmatch(ptx); dt == nil || string(dt[1]) != m.PTXTarget {
+				got := "none"
+				if dt != nil {
+					got = string(dt[1])
+				}
+				ke.at(m.Blob, 1, "the header records target=%s but the PTX's .target is %s", m.PTXTarget, got)
+			} else if cudaArch.MatchString(t.Arch) && !ptxRunsOn(m.PTXTarget, t.Arch) {
+				ke.at(m.Blob, 1, "%s PTX does not run everywhere the target's arch %s does (check the %s flags in HARDWARE.toml)", m.PTXTarget, t.Arch, strings.SplitN(m.Compiler, "-", 2)[0])
+			}
+		}
+		m.BlobData = ptx
+		var entries []string
+		for _, sm := range ptxEntry.FindAllSubmatch(ptx, -1) {
+			entries = append(entries, string(sm[1]))
+		}
+		for _, k := range m.Kernels {
+			if !contains(entries, k) {
+				ke.at(m.Blob, 0, "kernel %s of %s is not an .entry of the PTX", k, m.Source)
+			}
+		}
 	}
-	if !dirName.MatchString(name) {
-		ke.at(dir, 0, "a model directory is named in lower case letters, digits and dashes")
-		return nil
+}
+
+// checkStrayPTX refuses a file under a cuda target's ptx/ that is no build of a tree source.
+func checkStrayPTX(root, dir, rel string, t *KTarget, ke *kerr) {
+	want := map[string]bool{}
+	for _, m := range t.Modules {
+		want[ptxPath(rel, m)] = true
 	}
+	base := filepath.Join(root, filepath.FromSlash(rel), "ptx")
+	if _, err := os.Stat(base); err != nil {
+		return
+	}
+	filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		r, _ := filepath.Rel(filepath.Join(root), p)
+		r = filepath.ToSlash(r)
+		if !want[r] {
+			ke.at(r, 0, "no source in %s/%s for this PTX (ptx/<dir>/<name>.ptx is the build of <tree>/<dir>/<name>.cu)", dir, t.Tree.Dir)
+		}
+		return nil
+	})
+}
+
+// modelLayer is one decoded MODEL.toml: shared, a target's overlay, or a target's own model.
+type modelLayer struct {
+	path  string
+	mf    modelFile
+	md    toml.MetaData
+	lines keyLineMap
+}
+
+// loadModelLayers decodes every <dir>/<model>/MODEL.toml; a missing dir holds none.
+func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
+	out := map[string]*modelLayer{}
+	subs, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	if err != nil {
+		ke.at(dir, 0, "%v", err)
+		return out
+	}
+	for _, s := range subs {
+		rel := dir + "/" + s.Name()
+		if !s.IsDir() {
+			ke.at(rel, 0, "unexpected file: %s/ holds one directory per model", ModelsDir)
+			continue
+		}
+		if !dirName.MatchString(s.Name()) {
+			ke.at(rel, 0, "a model directory is named in lower case letters, digits and dashes")
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			ke.at(rel, 0, "%v", err)
+			continue
+		}
+		found := false
+		for _, f := range files {
+			if f.Name() == "MODEL.toml" && !f.IsDir() {
+				found = true
+			} else {
+				ke.at(rel+"/"+f.Name(), 0, "unexpected: a model directory holds its MODEL.toml (kernel sources live in a source tree)")
+			}
+		}
+		if !found {
+			ke.at(rel, 0, "a model directory needs a MODEL.toml")
+			continue
+		}
+		l := &modelLayer{path: rel + "/MODEL.toml"}
+		md, ok := decodeStrict(root, l.path, &l.mf, ke)
+		if !ok {
+			continue
+		}
+		l.md, l.lines = md, keyLines(root, l.path)
+		out[s.Name()] = l
+	}
+	return out
+}
+
+// buildModel merges a model's layers (the shared MODEL.toml, then the target's overlay) and
+// checks the result. An overlay replaces what it sets: [model]'s keys one by one,
+// [[model_types]] as a whole, each [sampling.<preset>] whole, [behaviour] and [dflash] whole;
+// its [expected_absent] entries add to the shared ones. Errors name the file that set the key.
+func buildModel(name string, layers []*modelLayer, ke *kerr) *KModel {
 	var mf modelFile
-	if !decodeStrict(root, path, &mf, ke) {
-		return nil
+	typesFrom := layers[0]
+	for i, l := range layers {
+		o := l.mf
+		if i == 0 {
+			mf = o
+			mf.Sampling, mf.ExpectedAbsent = map[string]samplingTable{}, map[string]string{}
+		} else {
+			if l.md.IsDefined("model", "description") {
+				mf.Model.Description = o.Model.Description
+			}
+			if l.md.IsDefined("model", "match_names") {
+				mf.Model.MatchNames = o.Model.MatchNames
+			}
+			if l.md.IsDefined("model_types") {
+				mf.ModelTypes, typesFrom = o.ModelTypes, l
+			}
+			if o.Behaviour != nil {
+				mf.Behaviour = o.Behaviour
+			}
+			if o.DFlash != nil {
+				mf.DFlash = o.DFlash
+			}
+		}
+		for k, v := range o.Sampling {
+			mf.Sampling[k] = v
+		}
+		for k, v := range o.ExpectedAbsent {
+			mf.ExpectedAbsent[k] = v
+		}
 	}
-	lines := keyLines(root, path)
-	m := &KModel{Dir: name, GoName: goNameOf(name), Pos: path, Description: mf.Model.Description}
+	// at reports at the line of key in the last layer that sets it (else the last layer's file).
+	at := func(key string, format string, args ...any) {
+		for i := len(layers) - 1; i >= 0; i-- {
+			if line, ok := layers[i].lines[key]; ok {
+				ke.at(layers[i].path, line, format, args...)
+				return
+			}
+		}
+		ke.at(layers[len(layers)-1].path, 0, format, args...)
+	}
+	m := &KModel{Dir: name, GoName: goNameOf(name), Pos: layers[0].path, Description: mf.Model.Description}
+	if len(layers) > 1 {
+		m.Overlay = layers[1].path
+	}
 	for _, n := range mf.Model.MatchNames {
 		if strings.TrimSpace(n) == "" {
-			ke.at(path, lines["model.match_names"], "an empty match name matches everything")
+			at("model.match_names", "an empty match name matches everything")
 			continue
 		}
 		m.MatchNames = append(m.MatchNames, strings.ToLower(n))
 	}
 	if len(mf.ModelTypes) == 0 {
-		ke.at(path, 0, "declares no [[model_types]]")
+		ke.at(typesFrom.path, 0, "declares no [[model_types]]")
 	}
-	typeLines := lines.all("model_types.model_type")
+	typeLines := typesFrom.lines.all("model_types.model_type")
 	seen := map[KModelType]bool{}
 	for i, mt := range mf.ModelTypes {
 		line := 0
@@ -547,20 +833,20 @@ func loadModel(root, rel, name string, ke *kerr) *KModel {
 			line = typeLines[i]
 		}
 		if mt.ModelType == "" {
-			ke.at(path, line, "[[model_types]] entry %d has no model_type", i+1)
+			ke.at(typesFrom.path, line, "[[model_types]] entry %d has no model_type", i+1)
 			continue
 		}
-		kt := KModelType{ModelType: mt.ModelType, Line: line}
+		kt := KModelType{ModelType: mt.ModelType, Pos: typesFrom.path, Line: line}
 		if mt.HiddenSize != nil {
 			if *mt.HiddenSize <= 0 {
-				ke.at(path, line, "hidden_size %d must be positive (leave it out for a wildcard)", *mt.HiddenSize)
+				ke.at(typesFrom.path, line, "hidden_size %d must be positive (leave it out for a wildcard)", *mt.HiddenSize)
 				continue
 			}
 			kt.HiddenSize = *mt.HiddenSize
 		}
 		key := KModelType{ModelType: kt.ModelType, HiddenSize: kt.HiddenSize}
 		if seen[key] {
-			ke.at(path, line, "model type %s is declared twice", describeType(kt))
+			ke.at(typesFrom.path, line, "model type %s is declared twice", describeType(kt))
 		}
 		seen[key] = true
 		m.Types = append(m.Types, kt)
@@ -583,35 +869,35 @@ func loadModel(root, rel, name string, ke *kerr) *KModel {
 		setIf(&p.RepeatLastN, s.RepeatLastN)
 		if s.Seed != nil {
 			if *s.Seed < 0 {
-				ke.at(path, lines["sampling."+n+".seed"], "preset %s: seed must be >= 0", n)
+				at("sampling."+n+".seed", "preset %s: seed must be >= 0", n)
 			}
 			p.Seed = uint64(*s.Seed)
 		}
 		if !identName.MatchString(n) {
-			ke.at(path, lines.first("sampling."+n), "preset name %q must be an identifier", n)
+			at("sampling."+n, "preset name %q must be an identifier", n)
 		}
 		sp := sample.Params{Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP, MinP: p.MinP,
 			RepeatPenalty: p.RepeatPenalty, RepeatLastN: p.RepeatLastN, Seed: p.Seed}
 		if err := sp.Validate(); err != nil {
-			ke.at(path, lines.first("sampling."+n), "preset %s: %s", n, strings.ReplaceAll(err.Error(), "\n", "; "))
+			at("sampling."+n, "preset %s: %s", n, strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 		m.Presets = append(m.Presets, p)
 	}
 	if b := mf.Behaviour; b != nil {
 		kb := &KBehaviour{ChatTemplate: b.ChatTemplate, Stop: b.Stop}
 		if b.AddBOS == nil || b.AddEOS == nil {
-			ke.at(path, lines.first("behaviour"), "[behaviour] needs add_bos and add_eos")
+			at("behaviour", "[behaviour] needs add_bos and add_eos")
 		} else {
 			kb.AddBOS, kb.AddEOS = *b.AddBOS, *b.AddEOS
 		}
 		if b.ChatTemplate != "" {
 			if _, err := sample.TemplateByName(b.ChatTemplate); err != nil {
-				ke.at(path, lines["behaviour.chat_template"], "%v", err)
+				at("behaviour.chat_template", "%v", err)
 			}
 		}
 		for _, s := range b.Stop {
 			if s == "" {
-				ke.at(path, lines["behaviour.stop"], "an empty stop string")
+				at("behaviour.stop", "an empty stop string")
 			}
 		}
 		m.Behaviour = kb
@@ -622,17 +908,17 @@ func loadModel(root, rel, name string, ke *kerr) *KModel {
 		setIf(&kd.WindowSize, d.WindowSize)
 		setIf(&kd.MaskTokenID, d.MaskTokenID)
 		if d.DraftModel == "" {
-			ke.at(path, lines.first("dflash"), "[dflash] needs draft_model")
+			at("dflash", "[dflash] needs draft_model")
 		}
 		if kd.Gamma <= 0 {
-			ke.at(path, lines["dflash.gamma"], "[dflash] gamma %d must be positive", kd.Gamma)
+			at("dflash.gamma", "[dflash] gamma %d must be positive", kd.Gamma)
 		}
 		if kd.WindowSize < 0 || kd.MaskTokenID < 0 {
-			ke.at(path, lines.first("dflash"), "[dflash] window_size and mask_token_id must be >= 0")
+			at("dflash", "[dflash] window_size and mask_token_id must be >= 0")
 		}
 		for _, id := range kd.TargetLayerIDs {
 			if id < 0 {
-				ke.at(path, lines["dflash.target_layer_ids"], "[dflash] target layer id %d must be >= 0", id)
+				at("dflash.target_layer_ids", "[dflash] target layer id %d must be >= 0", id)
 			}
 		}
 		m.DFlash = kd
@@ -644,27 +930,68 @@ func loadModel(root, rel, name string, ke *kerr) *KModel {
 	sort.Strings(lookups)
 	for _, l := range lookups {
 		reason := strings.TrimSpace(mf.ExpectedAbsent[l])
-		line := lines["expected_absent."+l]
+		key := "expected_absent." + l
 		if reason == "" {
-			ke.at(path, line, "expected-absent lookup %s has no reason", l)
+			at(key, "expected-absent lookup %s has no reason", l)
 		}
 		mod, k, ok := strings.Cut(l, ".")
 		if !ok || !identName.MatchString(mod) || !identName.MatchString(k) {
-			ke.at(path, line, "expected-absent lookup %q is not module.kernel", l)
+			at(key, "expected-absent lookup %q is not module.kernel", l)
 		}
-		m.ExpectedAbsent = append(m.ExpectedAbsent, KAbsent{Lookup: l, Reason: reason})
+		a := KAbsent{Lookup: l, Reason: reason, Pos: layers[len(layers)-1].path}
+		for i := len(layers) - 1; i >= 0; i-- {
+			if line, ok := layers[i].lines[key]; ok {
+				a.Pos, a.Line = layers[i].path, line
+				break
+			}
+		}
+		m.ExpectedAbsent = append(m.ExpectedAbsent, a)
 	}
 	return m
 }
 
-// checkAbsent refuses an expected-absent entry that in fact resolves: it would hide nothing.
-func checkAbsent(root string, m *KModel, ke *kerr) {
-	lines := keyLines(root, m.Pos)
+// effectiveModules gives m its modules on t: common/ with the model's own files replacing
+// their namesakes (recording the kernels a replacement drops).
+func effectiveModules(t *KTarget, m *KModel) {
+	var common, own []*KModule
+	for _, mod := range t.Modules {
+		switch mod.Dir {
+		case "common":
+			common = append(common, mod)
+		case m.Dir:
+			own = append(own, mod)
+		}
+	}
+	byName := map[string]*KModule{}
+	for _, o := range own {
+		byName[o.Name] = o
+	}
+	for _, c := range common {
+		o, ok := byName[c.Name]
+		if !ok {
+			m.Modules = append(m.Modules, c)
+			continue
+		}
+		var dropped []string
+		for _, k := range c.Kernels {
+			if !contains(o.Kernels, k) {
+				dropped = append(dropped, k)
+			}
+		}
+		m.Shadowed = append(m.Shadowed, KShadow{Module: c.Name, Kernels: dropped})
+	}
+	m.Modules = append(m.Modules, own...)
+	sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Name < m.Modules[j].Name })
+}
+
+// checkAbsent refuses an expected-absent entry that in fact resolves on t: it would hide
+// nothing (a target overlay can declare what only that target lacks).
+func checkAbsent(t *KTarget, m *KModel, ke *kerr) {
 	for _, a := range m.ExpectedAbsent {
 		mod, k, _ := strings.Cut(a.Lookup, ".")
 		for _, x := range m.Modules {
 			if x.Name == mod && contains(x.Kernels, k) {
-				ke.at(m.Pos, lines["expected_absent."+a.Lookup], "expected-absent lookup %s resolves (in %s)", a.Lookup, x.Source)
+				ke.at(a.Pos, a.Line, "expected-absent lookup %s resolves on target %s (in %s)", a.Lookup, t.Dir, x.Source)
 			}
 		}
 	}
@@ -705,12 +1032,13 @@ func checkCollisions(t *KTarget, ke *kerr) {
 
 // decodeStrict decodes root/path into v, reporting a syntax or type error at its line and every
 // key v does not know at the line that sets it. It returns false when v could not be decoded;
-// unknown keys are reported and the rest of the file is still checked.
-func decodeStrict(root, path string, v any, ke *kerr) bool {
+// unknown keys are reported and the rest of the file is still checked. It also returns the
+// metadata, which says which keys the file sets.
+func decodeStrict(root, path string, v any, ke *kerr) (toml.MetaData, bool) {
 	data, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		ke.at(path, 0, "%v", err)
-		return false
+		return toml.MetaData{}, false
 	}
 	md, err := toml.Decode(string(data), v)
 	if err != nil {
@@ -720,7 +1048,7 @@ func decodeStrict(root, path string, v any, ke *kerr) bool {
 		} else {
 			ke.at(path, 0, "%v", err)
 		}
-		return false
+		return md, false
 	}
 	lines := keyLines(root, path)
 	for _, k := range md.Undecoded() {
@@ -731,7 +1059,7 @@ func decodeStrict(root, path string, v any, ke *kerr) bool {
 		name := strings.Join(k, ".")
 		ke.at(path, lines.first(name), "unknown key %s", name)
 	}
-	return true
+	return md, true
 }
 
 func isUndecoded(md toml.MetaData, k toml.Key) bool {

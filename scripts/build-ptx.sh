@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# build-ptx.sh compiles every CUDA kernel source kernels/cuda*/**/*.cu to PTX beside it
-# (name.ptx), using the compiler flags its target's HARDWARE.toml declares ([[hardware.compilers]]
-# name and flags, each on one line). The first line of each PTX records the source's sha256, the
-# compiler with its version and the PTX target it produced:
+# build-ptx.sh compiles, for every cuda target kernels/<hw>/HARDWARE.toml, each CUDA source of the
+# tree it names (sources = "../cuda": kernels/cuda/<dir>/<name>.cu) into the target's own
+# kernels/<hw>/ptx/<dir>/<name>.ptx, using the compiler flags the HARDWARE.toml declares
+# ([[hardware.compilers]] name and flags, each on one line). The sources exist once; the PTX,
+# a build output, once per target arch. The first line of each PTX records the source's sha256,
+# the compiler with its version and the PTX target it produced:
 #
 #   // toy-ptx: source-sha256=<hex> compiler=clang-16.0.6 target=sm_90
 #
@@ -84,29 +86,43 @@ news=()
 cleanup() { for n in "${news[@]}"; do rm -f "$n"; done; }
 trap cleanup EXIT
 
+# sources_of HARDWARE.toml prints its [hardware] sources (a path relative to its directory).
+sources_of() {
+  awk '
+    /^[[:space:]]*\[/ { tbl = $0; next }
+    tbl ~ /^[[:space:]]*\[hardware\][[:space:]]*(#.*)?$/ && /^[[:space:]]*sources[[:space:]]*=/ { s = $0; sub(/^[^=]*=[[:space:]]*"/, "", s); sub(/".*$/, "", s); print s }
+  ' "$1"
+}
+
 built=0
-for hw in kernels/cuda*/; do
-  hw="${hw%/}"
-  toml="$hw/HARDWARE.toml"
+for toml in kernels/*/HARDWARE.toml; do
+  hw="${toml%/HARDWARE.toml}"
+  grep -Eq '^[[:space:]]*backend[[:space:]]*=[[:space:]]*"cuda"' "$toml" || continue
+  src="$(sources_of "$toml")"
+  [[ -n "$src" ]] || continue
+  tree="$(realpath -m --relative-to=. "$hw/$src")"
+  [[ "$tree" == kernels/* && -d "$tree" ]] || die "$toml: sources = \"$src\" is no directory under kernels/"
   list="$(flags_of "$toml" "$family")"
   [[ -n "$list" ]] || die "$toml declares no flags for $family"
   eval "flags=($list)"
   while IFS= read -r -d '' cu; do
-    out="${cu%.cu}.ptx"
+    rel="${cu#"$tree"/}"
+    out="$hw/ptx/${rel%.cu}.ptx"
+    mkdir -p "$(dirname "$out")"
     tmp="$(mktemp)"
     news+=("$out.new")
     if ! "$bin" "${flags[@]}" -o "$tmp" "$cu" 2>"$tmp.err"; then
       cat "$tmp.err" >&2; rm -f "$tmp" "$tmp.err"
-      die "$cu: $id failed (flags from $toml, [[hardware.compilers]] $family)"
+      die "$cu: $id failed for $hw (flags from $toml, [[hardware.compilers]] $family)"
     fi
     rm -f "$tmp.err"
     target="$(sed -n 's/^[[:space:]]*\.target[[:space:]]\{1,\}\(sm_[0-9a-z]*\).*/\1/p' "$tmp" | head -n1)"
-    [[ -n "$target" ]] || { rm -f "$tmp"; die "$cu: the PTX $id wrote has no .target line"; }
+    [[ -n "$target" ]] || { rm -f "$tmp"; die "$cu: the PTX $id wrote for $hw has no .target line"; }
     sum="$(sha256sum "$cu" | cut -d' ' -f1)"
     { echo "// toy-ptx: source-sha256=$sum compiler=$id target=$target"; cat "$tmp"; } >"$out.new"
     rm -f "$tmp"
     built=$((built + 1))
-  done < <(find "$hw" -name '*.cu' -print0 | LC_ALL=C sort -z)
+  done < <(find "$tree" -name '*.cu' -print0 | LC_ALL=C sort -z)
 done
 for n in "${news[@]}"; do
   out="${n%.new}"
@@ -114,4 +130,4 @@ for n in "${news[@]}"; do
   else mv "$n" "$out"; echo "build-ptx.sh: wrote $out ($(head -n1 "$out" | sed 's/.* target=//'))"
   fi
 done
-echo "build-ptx.sh: $built sources with $id ($bin)"
+echo "build-ptx.sh: $built PTX files with $id ($bin)"

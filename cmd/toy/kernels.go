@@ -173,8 +173,10 @@ func printModel(w io.Writer, indent string, t *kernels.Target, m *kernels.Model)
 			indent, d.DraftModel, d.Gamma, d.WindowSize, d.MaskTokenID, d.TargetLayerIDs)
 	}
 	var mods []string
-	for _, i := range m.Modules {
-		mods = append(mods, t.Modules[i].Source)
+	for _, id := range m.Modules {
+		if mod := t.Module(id); mod != nil {
+			mods = append(mods, mod.Source)
+		}
 	}
 	if len(mods) > 0 {
 		fmt.Fprintf(w, "%smodules: %s\n", indent, strings.Join(mods, ", "))

@@ -1,7 +1,7 @@
 // A fake CUDA driver for TestFakeDriver: the 22 entry points generated/cudadrv binds,
 // implemented on the CPU, so that the dlopen loading, the out-parameters and the kernel
 // argument marshaling of package cuda are exercised on machines without a GPU. Device memory is
-// host memory; the three kernels of kernels/cuda*/common run as plain C; sample_f32 with a
+// host memory; the three kernels of kernels/cuda/common run as plain C; sample_f32 with a
 // positive temperature returns a checksum of its arguments instead of sampling.
 #include <math.h>
 #include <stdlib.h>

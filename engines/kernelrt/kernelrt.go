@@ -118,16 +118,9 @@ func declared(t *kernels.Target) string {
 	return strings.Join(ds, ", ")
 }
 
-// Lookup is one kernel the dispatch looks up: a module name and a kernel name in it.
-type Lookup struct {
-	Module, Kernel string
-}
-
-func (l Lookup) String() string { return l.Module + "." + l.Kernel }
-
 // Absent is an unresolved lookup the model's MODEL.toml expects, with its reason.
 type Absent struct {
-	Lookup Lookup
+	Lookup kernels.KernelID
 	Reason string
 }
 
@@ -137,42 +130,48 @@ type Report struct {
 	// Shadowed lists, per common/ module the model replaced, the kernels the replacement dropped.
 	Shadowed []kernels.Shadowed
 	// Resolved lookups, in the order asked.
-	Resolved []Lookup
+	Resolved []kernels.KernelID
 	// ExpectedAbsent are unresolved lookups the model declares may be absent.
 	ExpectedAbsent []Absent
 	// Unresolved are lookups that neither resolve nor are expected absent.
-	Unresolved []Lookup
+	Unresolved []kernels.KernelID
 }
 
 // ErrUnresolved is wrapped by Report.Err when a lookup is unresolved.
 var ErrUnresolved = errors.New("unresolved kernel lookups")
 
-// Audit checks every lookup in needs against the model's effective modules (common/ with the
+// Audit checks every kernel in needs against the model's effective modules (common/ with the
 // model's own files replacing their namesakes).
-func Audit(t *kernels.Target, m *kernels.Model, needs []Lookup) Report {
+func Audit(t *kernels.Target, m *kernels.Model, needs []kernels.KernelID) Report {
 	r := Report{Target: t.Name, Model: m.Name, Shadowed: m.Shadowed}
-	for _, l := range needs {
-		if resolves(t, m, l) {
-			r.Resolved = append(r.Resolved, l)
+	for _, k := range needs {
+		if resolves(t, m, k) {
+			r.Resolved = append(r.Resolved, k)
 			continue
 		}
-		if reason, ok := expectedAbsent(m, l); ok {
-			r.ExpectedAbsent = append(r.ExpectedAbsent, Absent{Lookup: l, Reason: reason})
+		if reason, ok := expectedAbsent(m, k); ok {
+			r.ExpectedAbsent = append(r.ExpectedAbsent, Absent{Lookup: k, Reason: reason})
 			continue
 		}
-		r.Unresolved = append(r.Unresolved, l)
+		r.Unresolved = append(r.Unresolved, k)
 	}
 	return r
 }
 
-func resolves(t *kernels.Target, m *kernels.Model, l Lookup) bool {
-	for _, i := range m.Modules {
-		mod := t.Modules[i]
-		if mod.Name != l.Module {
+// resolves says whether kernel k is in one of m's effective modules on t: k's own module, or
+// the model's own module that replaces it (its namesake), when that one still has k.
+func resolves(t *kernels.Target, m *kernels.Model, k kernels.KernelID) bool {
+	want := k.Module()
+	if want.Tree() != t.Sources {
+		return false
+	}
+	for _, id := range m.Modules {
+		mod := t.Module(id)
+		if mod == nil || id != want && id.Name() != want.Name() {
 			continue
 		}
-		for _, k := range mod.Kernels {
-			if k == l.Kernel {
+		for _, name := range mod.Kernels {
+			if name == k.Name() {
 				return true
 			}
 		}
@@ -180,9 +179,9 @@ func resolves(t *kernels.Target, m *kernels.Model, l Lookup) bool {
 	return false
 }
 
-func expectedAbsent(m *kernels.Model, l Lookup) (string, bool) {
+func expectedAbsent(m *kernels.Model, k kernels.KernelID) (string, bool) {
 	for _, a := range m.ExpectedAbsent {
-		if a.Lookup == l.String() {
+		if a.Lookup == k.String() {
 			return a.Reason, true
 		}
 	}
@@ -225,15 +224,15 @@ func (r Report) Lines() []string {
 	return out
 }
 
-// DispatchNeeds lists the kernel lookups toy's own dispatch makes on a backend: none on cpu
+// DispatchNeeds lists the kernels toy's own dispatch looks up on a backend: none on cpu
 // (ggml's kernels are compiled in); on a GPU, toy's token sampling and fused AdamW step.
-func DispatchNeeds(b kernels.Backend) []Lookup {
+func DispatchNeeds(b kernels.Backend) []kernels.KernelID {
 	switch b {
 	case kernels.BackendCUDA:
-		return []Lookup{
-			{"sampling", "argmax_f32"},
-			{"sampling", "sample_f32"},
-			{"adamw", "adamw_f32"},
+		return []kernels.KernelID{
+			kernels.KernelCUDASamplingArgmaxF32,
+			kernels.KernelCUDASamplingSampleF32,
+			kernels.KernelCUDAAdamwAdamwF32,
 		}
 	}
 	return nil

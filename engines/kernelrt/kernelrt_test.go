@@ -12,26 +12,38 @@ import (
 	"github.com/toyml/toy/generated/kernels"
 )
 
+// table is a target of the cuda source tree, its modules in the tree's order.
 func table() *kernels.Target {
 	return &kernels.Target{
-		Name: "test",
+		Name:    "test",
+		Sources: kernels.ModuleCUDASampling.Tree(),
 		Modules: []kernels.Module{
-			{Name: "sampling", Dir: "common", Kernels: []string{"argmax_f32", "sample_f32"}},
-			{Name: "adamw", Dir: "common", Kernels: []string{"adamw_f32"}},
-			{Name: "sampling", Dir: "llama", Kernels: []string{"argmax_f32"}},
+			{ID: kernels.ModuleCUDAAdamw, Name: "adamw", Dir: "common", Kernels: []string{"adamw_f32"}},
+			{ID: kernels.ModuleCUDASampling, Name: "sampling", Dir: "common", Kernels: []string{"argmax_f32", "sample_f32"}},
 		},
 		Models: []kernels.Model{
 			{Name: "llama", MatchNames: []string{"llama"}, Types: []kernels.ModelType{{ModelType: "llama"}},
-				Modules: []int{1, 2}, Shadowed: []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}},
+				Modules: []kernels.ModuleID{kernels.ModuleCUDAAdamw}},
 			{Name: "smollm2", MatchNames: []string{"smollm2", "smollm"}, Types: []kernels.ModelType{{ModelType: "llama", HiddenSize: 576}},
-				Modules: []int{0, 1}},
+				Modules: []kernels.ModuleID{kernels.ModuleCUDAAdamw, kernels.ModuleCUDASampling}},
 			{Name: "smol-tune", MatchNames: []string{"smollm2-tune"}, Types: []kernels.ModelType{{ModelType: "llama", HiddenSize: 576}},
-				Modules: []int{0, 1}},
+				Modules: []kernels.ModuleID{kernels.ModuleCUDAAdamw, kernels.ModuleCUDASampling}},
 			{Name: "qwen-a", MatchNames: []string{"qwen"}, Types: []kernels.ModelType{{ModelType: "qwen2"}}},
 			{Name: "qwen-b", MatchNames: []string{"qwen"}, Types: []kernels.ModelType{{ModelType: "qwen2"}}},
 			{Name: "gemma", Types: []kernels.ModelType{{ModelType: "gemma2", HiddenSize: 2304}}},
 		},
 	}
+}
+
+func TestModuleByID(t *testing.T) {
+	tb := table()
+	for i := range tb.Modules {
+		assert.Same(t, &tb.Modules[i], tb.Module(tb.Modules[i].ID))
+	}
+	assert.Nil(t, (&kernels.Target{Name: "cpu"}).Module(kernels.ModuleCUDASampling), "another tree's id")
+	assert.Nil(t, tb.Module(kernels.ModuleID(-1)))
+	assert.Equal(t, "sampling.argmax_f32", kernels.KernelCUDASamplingArgmaxF32.String())
+	assert.Equal(t, kernels.ModuleCUDASampling, kernels.KernelCUDASamplingArgmaxF32.Module())
 }
 
 func TestResolve(t *testing.T) {
@@ -76,11 +88,19 @@ func TestAudit(t *testing.T) {
 	assert.Empty(t, r.Unresolved)
 	require.NoError(t, r.Err(false))
 
-	// llama's own sampling.cu replaced common's and dropped sample_f32.
+	// A model without the sampling module resolves none of its kernels.
+	r = Audit(tb, &tb.Models[0], needs)
+	assert.Equal(t, needs[:2], r.Unresolved)
+
+	// llama's own sampling.cu replaced common's and dropped sample_f32: its effective modules
+	// hold the replacement, which has argmax_f32 only.
+	tb.Modules[1].Kernels = []string{"argmax_f32"}
 	llama := &tb.Models[0]
+	llama.Modules = []kernels.ModuleID{kernels.ModuleCUDAAdamw, kernels.ModuleCUDASampling}
+	llama.Shadowed = []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}
 	r = Audit(tb, llama, needs)
 	assert.Equal(t, []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}, r.Shadowed)
-	assert.Equal(t, []Lookup{{"sampling", "sample_f32"}}, r.Unresolved)
+	assert.Equal(t, []kernels.KernelID{kernels.KernelCUDASamplingSampleF32}, r.Unresolved)
 	err := r.Err(false)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrUnresolved))
@@ -93,8 +113,12 @@ func TestAudit(t *testing.T) {
 	llama.ExpectedAbsent = []kernels.ExpectedAbsent{{Lookup: "sampling.sample_f32", Reason: "greedy only"}}
 	r = Audit(tb, llama, needs)
 	assert.Empty(t, r.Unresolved)
-	assert.Equal(t, []Absent{{Lookup{"sampling", "sample_f32"}, "greedy only"}}, r.ExpectedAbsent)
+	assert.Equal(t, []Absent{{kernels.KernelCUDASamplingSampleF32, "greedy only"}}, r.ExpectedAbsent)
 	assert.NoError(t, r.Err(false))
+
+	// A target of another tree resolves nothing of cuda's.
+	r = Audit(&kernels.Target{Name: "metal"}, smol, needs)
+	assert.Equal(t, needs, r.Unresolved)
 
 	// A model without modules (cpu) needs nothing on cpu.
 	assert.Empty(t, DispatchNeeds(kernels.BackendCPU))
@@ -167,11 +191,14 @@ func TestCompiledTables(t *testing.T) {
 				require.NoError(t, err, "%s/%s %v", tb.Name, m.Name, ty)
 				assert.Equal(t, m.Name, got.Name, "%s: %v", tb.Name, ty)
 			}
-			for _, i := range m.Modules {
-				require.Less(t, i, len(tb.Modules))
+			for _, id := range m.Modules {
+				require.NotNil(t, tb.Module(id), "%s/%s: module %s", tb.Name, m.Name, id)
 			}
 		}
-		for _, mod := range tb.Modules {
+		for i := range tb.Modules {
+			mod := &tb.Modules[i]
+			assert.Same(t, mod, tb.Module(mod.ID), "%s: module %s is not where its id says", tb.Name, mod.Source)
+			assert.Equal(t, mod.Name, mod.ID.Name())
 			if tb.Backend == kernels.BackendCPU {
 				assert.Empty(t, mod.Blob)
 				continue

@@ -2,42 +2,6 @@
 
 package kernels
 
-// CPUModule identifies a module of target cpu.
-type CPUModule int
-
-// CPUKernel identifies a kernel of target cpu.
-type CPUKernel int
-
-var (
-	tableCPUModuleNames   = [...]string{}
-	tableCPUKernelNames   = [...]string{}
-	tableCPUKernelModules = [...]CPUModule{}
-)
-
-// CPUModules lists every module of target cpu.
-func CPUModules() []CPUModule {
-	out := make([]CPUModule, len(tableCPUModuleNames))
-	for i := range out {
-		out[i] = CPUModule(i)
-	}
-	return out
-}
-
-// Name is the module's name, the module part of a lookup.
-func (m CPUModule) Name() string {
-	return tableCPUModuleNames[m]
-}
-
-// Name is the kernel's entry-point name in its module's blob.
-func (k CPUKernel) Name() string {
-	return tableCPUKernelNames[k]
-}
-
-// Module is the module that holds the kernel.
-func (k CPUKernel) Module() CPUModule {
-	return tableCPUKernelModules[k]
-}
-
 var tableCPU = Target{
 	Backend:     BackendCPU,
 	Description: "ggml's CPU backend, compiled in with CGO_CFLAGS/CGO_CXXFLAGS (-march=native or x86-64-v3)",

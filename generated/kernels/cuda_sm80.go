@@ -6,55 +6,6 @@ package kernels
 
 import _ "embed"
 
-// CUDASm80Module identifies a module of target cuda-sm80.
-type CUDASm80Module int
-
-const (
-	// CUDASm80Adamw is the module built from kernels/cuda-sm80/common/adamw.cu.
-	CUDASm80Adamw CUDASm80Module = 0
-	// CUDASm80Sampling is the module built from kernels/cuda-sm80/common/sampling.cu.
-	CUDASm80Sampling CUDASm80Module = 1
-)
-
-// CUDASm80Kernel identifies a kernel of target cuda-sm80.
-type CUDASm80Kernel int
-
-const (
-	CUDASm80AdamwAdamwF32     CUDASm80Kernel = 0
-	CUDASm80SamplingArgmaxF32 CUDASm80Kernel = 1
-	CUDASm80SamplingSampleF32 CUDASm80Kernel = 2
-)
-
-var (
-	tableCUDASm80ModuleNames   = [...]string{"adamw", "sampling"}
-	tableCUDASm80KernelNames   = [...]string{"adamw_f32", "argmax_f32", "sample_f32"}
-	tableCUDASm80KernelModules = [...]CUDASm80Module{CUDASm80Adamw, CUDASm80Sampling, CUDASm80Sampling}
-)
-
-// CUDASm80Modules lists every module of target cuda-sm80.
-func CUDASm80Modules() []CUDASm80Module {
-	out := make([]CUDASm80Module, len(tableCUDASm80ModuleNames))
-	for i := range out {
-		out[i] = CUDASm80Module(i)
-	}
-	return out
-}
-
-// Name is the module's name, the module part of a lookup.
-func (m CUDASm80Module) Name() string {
-	return tableCUDASm80ModuleNames[m]
-}
-
-// Name is the kernel's entry-point name in its module's blob.
-func (k CUDASm80Kernel) Name() string {
-	return tableCUDASm80KernelNames[k]
-}
-
-// Module is the module that holds the kernel.
-func (k CUDASm80Kernel) Module() CUDASm80Module {
-	return tableCUDASm80KernelModules[k]
-}
-
 //go:embed cuda-sm80.common.adamw.ptx
 var tableCUDASm80BlobAdamw string
 
@@ -84,7 +35,7 @@ var tableCUDASm80 = Target{
 			},
 			Description: "Gemma 2 and Gemma 3",
 			MatchNames:  []string{"gemma"},
-			Modules:     []int{int(CUDASm80Adamw), int(CUDASm80Sampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "gemma",
 			Presets: []Preset{
 				{
@@ -119,7 +70,7 @@ var tableCUDASm80 = Target{
 			},
 			Description: "LLaMA-architecture models",
 			MatchNames:  []string{"llama"},
-			Modules:     []int{int(CUDASm80Adamw), int(CUDASm80Sampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "llama",
 			Presets: []Preset{
 				{
@@ -154,7 +105,7 @@ var tableCUDASm80 = Target{
 			},
 			Description: "Qwen2/2.5 and Qwen3 (dense and MoE)",
 			MatchNames:  []string{"qwen"},
-			Modules:     []int{int(CUDASm80Adamw), int(CUDASm80Sampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "qwen",
 			Presets: []Preset{
 				{
@@ -189,7 +140,7 @@ var tableCUDASm80 = Target{
 			},
 			Description: "SmolLM2 135M/360M/1.7B",
 			MatchNames:  []string{"smollm2", "smollm"},
-			Modules:     []int{int(CUDASm80Adamw), int(CUDASm80Sampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "smollm2",
 			Presets: []Preset{
 				{
@@ -226,26 +177,29 @@ var tableCUDASm80 = Target{
 		},
 	},
 	Modules: []Module{
-		CUDASm80Adamw: {
+		{
 			Blob:      tableCUDASm80BlobAdamw,
 			Compiler:  "clang-16.0.6",
 			Dir:       "common",
+			ID:        ModuleCUDAAdamw,
 			Kernels:   []string{"adamw_f32"},
 			Name:      "adamw",
 			PTXTarget: "sm_80",
-			Source:    "kernels/cuda-sm80/common/adamw.cu",
+			Source:    "kernels/cuda/common/adamw.cu",
 		},
-		CUDASm80Sampling: {
+		{
 			Blob:      tableCUDASm80BlobSampling,
 			Compiler:  "clang-16.0.6",
 			Dir:       "common",
+			ID:        ModuleCUDASampling,
 			Kernels:   []string{"argmax_f32", "sample_f32"},
 			Name:      "sampling",
 			PTXTarget: "sm_80",
-			Source:    "kernels/cuda-sm80/common/sampling.cu",
+			Source:    "kernels/cuda/common/sampling.cu",
 		},
 	},
-	Name: "cuda-sm80",
+	Name:    "cuda-sm80",
+	Sources: "cuda",
 }
 
 func init() {

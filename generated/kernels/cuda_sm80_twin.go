@@ -4,55 +4,6 @@
 
 package kernels
 
-// CUDASm80Module identifies a module of target cuda-sm80.
-type CUDASm80Module int
-
-const (
-	// CUDASm80Adamw is the module built from kernels/cuda-sm80/common/adamw.cu.
-	CUDASm80Adamw CUDASm80Module = 0
-	// CUDASm80Sampling is the module built from kernels/cuda-sm80/common/sampling.cu.
-	CUDASm80Sampling CUDASm80Module = 1
-)
-
-// CUDASm80Kernel identifies a kernel of target cuda-sm80.
-type CUDASm80Kernel int
-
-const (
-	CUDASm80AdamwAdamwF32     CUDASm80Kernel = 0
-	CUDASm80SamplingArgmaxF32 CUDASm80Kernel = 1
-	CUDASm80SamplingSampleF32 CUDASm80Kernel = 2
-)
-
-var (
-	tableCUDASm80ModuleNames   = [...]string{"adamw", "sampling"}
-	tableCUDASm80KernelNames   = [...]string{"adamw_f32", "argmax_f32", "sample_f32"}
-	tableCUDASm80KernelModules = [...]CUDASm80Module{CUDASm80Adamw, CUDASm80Sampling, CUDASm80Sampling}
-)
-
-// CUDASm80Modules lists every module of target cuda-sm80.
-func CUDASm80Modules() []CUDASm80Module {
-	out := make([]CUDASm80Module, len(tableCUDASm80ModuleNames))
-	for i := range out {
-		out[i] = CUDASm80Module(i)
-	}
-	return out
-}
-
-// Name is the module's name, the module part of a lookup.
-func (m CUDASm80Module) Name() string {
-	return tableCUDASm80ModuleNames[m]
-}
-
-// Name is the kernel's entry-point name in its module's blob.
-func (k CUDASm80Kernel) Name() string {
-	return tableCUDASm80KernelNames[k]
-}
-
-// Module is the module that holds the kernel.
-func (k CUDASm80Kernel) Module() CUDASm80Module {
-	return tableCUDASm80KernelModules[k]
-}
-
 // CUDASm80 returns the table of target cuda-sm80 (cuda, sm_80).
 // This build has no -tags cuda: it returns ErrNotCompiledWithCUDA.
 func CUDASm80() (*Target, error) {

@@ -6,55 +6,6 @@ package kernels
 
 import _ "embed"
 
-// CUDASm90aModule identifies a module of target cuda-sm90a.
-type CUDASm90aModule int
-
-const (
-	// CUDASm90aAdamw is the module built from kernels/cuda-sm90a/common/adamw.cu.
-	CUDASm90aAdamw CUDASm90aModule = 0
-	// CUDASm90aSampling is the module built from kernels/cuda-sm90a/common/sampling.cu.
-	CUDASm90aSampling CUDASm90aModule = 1
-)
-
-// CUDASm90aKernel identifies a kernel of target cuda-sm90a.
-type CUDASm90aKernel int
-
-const (
-	CUDASm90aAdamwAdamwF32     CUDASm90aKernel = 0
-	CUDASm90aSamplingArgmaxF32 CUDASm90aKernel = 1
-	CUDASm90aSamplingSampleF32 CUDASm90aKernel = 2
-)
-
-var (
-	tableCUDASm90aModuleNames   = [...]string{"adamw", "sampling"}
-	tableCUDASm90aKernelNames   = [...]string{"adamw_f32", "argmax_f32", "sample_f32"}
-	tableCUDASm90aKernelModules = [...]CUDASm90aModule{CUDASm90aAdamw, CUDASm90aSampling, CUDASm90aSampling}
-)
-
-// CUDASm90aModules lists every module of target cuda-sm90a.
-func CUDASm90aModules() []CUDASm90aModule {
-	out := make([]CUDASm90aModule, len(tableCUDASm90aModuleNames))
-	for i := range out {
-		out[i] = CUDASm90aModule(i)
-	}
-	return out
-}
-
-// Name is the module's name, the module part of a lookup.
-func (m CUDASm90aModule) Name() string {
-	return tableCUDASm90aModuleNames[m]
-}
-
-// Name is the kernel's entry-point name in its module's blob.
-func (k CUDASm90aKernel) Name() string {
-	return tableCUDASm90aKernelNames[k]
-}
-
-// Module is the module that holds the kernel.
-func (k CUDASm90aKernel) Module() CUDASm90aModule {
-	return tableCUDASm90aKernelModules[k]
-}
-
 //go:embed cuda-sm90a.common.adamw.ptx
 var tableCUDASm90aBlobAdamw string
 
@@ -84,7 +35,7 @@ var tableCUDASm90a = Target{
 			},
 			Description: "Gemma 2 and Gemma 3",
 			MatchNames:  []string{"gemma"},
-			Modules:     []int{int(CUDASm90aAdamw), int(CUDASm90aSampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "gemma",
 			Presets: []Preset{
 				{
@@ -119,7 +70,7 @@ var tableCUDASm90a = Target{
 			},
 			Description: "LLaMA-architecture models",
 			MatchNames:  []string{"llama"},
-			Modules:     []int{int(CUDASm90aAdamw), int(CUDASm90aSampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "llama",
 			Presets: []Preset{
 				{
@@ -154,7 +105,7 @@ var tableCUDASm90a = Target{
 			},
 			Description: "Qwen2/2.5 and Qwen3 (dense and MoE)",
 			MatchNames:  []string{"qwen"},
-			Modules:     []int{int(CUDASm90aAdamw), int(CUDASm90aSampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "qwen",
 			Presets: []Preset{
 				{
@@ -189,7 +140,7 @@ var tableCUDASm90a = Target{
 			},
 			Description: "SmolLM2 135M/360M/1.7B",
 			MatchNames:  []string{"smollm2", "smollm"},
-			Modules:     []int{int(CUDASm90aAdamw), int(CUDASm90aSampling)},
+			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},
 			Name:        "smollm2",
 			Presets: []Preset{
 				{
@@ -226,26 +177,29 @@ var tableCUDASm90a = Target{
 		},
 	},
 	Modules: []Module{
-		CUDASm90aAdamw: {
+		{
 			Blob:      tableCUDASm90aBlobAdamw,
 			Compiler:  "clang-16.0.6",
 			Dir:       "common",
+			ID:        ModuleCUDAAdamw,
 			Kernels:   []string{"adamw_f32"},
 			Name:      "adamw",
 			PTXTarget: "sm_90",
-			Source:    "kernels/cuda-sm90a/common/adamw.cu",
+			Source:    "kernels/cuda/common/adamw.cu",
 		},
-		CUDASm90aSampling: {
+		{
 			Blob:      tableCUDASm90aBlobSampling,
 			Compiler:  "clang-16.0.6",
 			Dir:       "common",
+			ID:        ModuleCUDASampling,
 			Kernels:   []string{"argmax_f32", "sample_f32"},
 			Name:      "sampling",
 			PTXTarget: "sm_90",
-			Source:    "kernels/cuda-sm90a/common/sampling.cu",
+			Source:    "kernels/cuda/common/sampling.cu",
 		},
 	},
-	Name: "cuda-sm90a",
+	Name:    "cuda-sm90a",
+	Sources: "cuda",
 }
 
 func init() {

@@ -4,55 +4,6 @@
 
 package kernels
 
-// CUDASm90aModule identifies a module of target cuda-sm90a.
-type CUDASm90aModule int
-
-const (
-	// CUDASm90aAdamw is the module built from kernels/cuda-sm90a/common/adamw.cu.
-	CUDASm90aAdamw CUDASm90aModule = 0
-	// CUDASm90aSampling is the module built from kernels/cuda-sm90a/common/sampling.cu.
-	CUDASm90aSampling CUDASm90aModule = 1
-)
-
-// CUDASm90aKernel identifies a kernel of target cuda-sm90a.
-type CUDASm90aKernel int
-
-const (
-	CUDASm90aAdamwAdamwF32     CUDASm90aKernel = 0
-	CUDASm90aSamplingArgmaxF32 CUDASm90aKernel = 1
-	CUDASm90aSamplingSampleF32 CUDASm90aKernel = 2
-)
-
-var (
-	tableCUDASm90aModuleNames   = [...]string{"adamw", "sampling"}
-	tableCUDASm90aKernelNames   = [...]string{"adamw_f32", "argmax_f32", "sample_f32"}
-	tableCUDASm90aKernelModules = [...]CUDASm90aModule{CUDASm90aAdamw, CUDASm90aSampling, CUDASm90aSampling}
-)
-
-// CUDASm90aModules lists every module of target cuda-sm90a.
-func CUDASm90aModules() []CUDASm90aModule {
-	out := make([]CUDASm90aModule, len(tableCUDASm90aModuleNames))
-	for i := range out {
-		out[i] = CUDASm90aModule(i)
-	}
-	return out
-}
-
-// Name is the module's name, the module part of a lookup.
-func (m CUDASm90aModule) Name() string {
-	return tableCUDASm90aModuleNames[m]
-}
-
-// Name is the kernel's entry-point name in its module's blob.
-func (k CUDASm90aKernel) Name() string {
-	return tableCUDASm90aKernelNames[k]
-}
-
-// Module is the module that holds the kernel.
-func (k CUDASm90aKernel) Module() CUDASm90aModule {
-	return tableCUDASm90aKernelModules[k]
-}
-
 // CUDASm90a returns the table of target cuda-sm90a (cuda, sm_90a).
 // This build has no -tags cuda: it returns ErrNotCompiledWithCUDA.
 func CUDASm90a() (*Target, error) {

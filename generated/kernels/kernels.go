@@ -18,8 +18,11 @@ import (
 type Backend string
 
 const (
-	BackendCPU   Backend = "cpu"
-	BackendCUDA  Backend = "cuda"
+	// BackendCPU is ggml's CPU backend, compiled in: no kernel sources of toy's own.
+	BackendCPU Backend = "cpu"
+	// BackendCUDA is NVIDIA GPUs through the CUDA driver API, running PTX.
+	BackendCUDA Backend = "cuda"
+	// BackendMetal is Apple GPUs through Metal, compiling source at run time.
 	BackendMetal Backend = "metal"
 )
 
@@ -30,38 +33,47 @@ var (
 	ErrNotCompiledWithMetal = errors.New("kernels: not compiled with metal (build with -tags metal: make target=metal)")
 )
 
-// Target is one hardware target's table: kernels/<Name>/.
+// Target is one hardware target's table: kernels/<Name>/HARDWARE.toml, the source tree it names and the models it declares.
 type Target struct {
 	// Name is the directory under kernels/, e.g. "cuda-sm90a".
-	Name    string
+	Name string
+	// Backend is what the target's kernels run on.
 	Backend Backend
 	// Arch is verbatim (sm_90a, sm_121f, gfx1151); empty for cpu. Its suffix decides compatibility.
 	Arch string
 	// ArchBase is Arch with its a/f suffix stripped, for display.
-	ArchBase    string
+	ArchBase string
+	// Description is HARDWARE.toml's description.
 	Description string
 	// Compilers build the target's kernels, in order of preference.
 	Compilers []Compiler
 	// Link says what the Go side must link or load.
 	Link []string
-	// Modules are indexed by the target's typed module identifiers.
+	// Sources is the source tree under kernels/ the modules come from ("cuda"); empty when none.
+	Sources string
+	// Modules are the tree's modules with this target's blobs, in the tree's order: Module finds one by its ModuleID.
 	Modules []Module
-	Models  []Model
+	// Models are the models the target declares, by name.
+	Models []Model
 }
 
 // Compiler is one compiler and its flags.
 type Compiler struct {
-	Name  string
+	// Name is the compiler's family (nvcc, clang, xcrun metal).
+	Name string
+	// Flags are the flags HARDWARE.toml declares for it.
 	Flags []string
 }
 
 // Module is one kernel source and its compiled blob.
 type Module struct {
+	// ID is the module's typed identifier.
+	ID ModuleID
 	// Name is the source's base name, the module part of a lookup.
 	Name string
-	// Dir is "common" or the model directory the source belongs to.
+	// Dir is "common" or the model directory of the tree the source belongs to.
 	Dir string
-	// Source is the path under kernels/.
+	// Source is the source's path under kernels/ (in the target's source tree).
 	Source string
 	// Compiler produced Blob, with its version (clang-16.0.6, nvcc-12.4.131; source for Metal); empty without a blob.
 	Compiler string
@@ -69,25 +81,28 @@ type Module struct {
 	PTXTarget string
 	// Blob is the embedded PTX (cuda) or source (metal); empty for cpu.
 	Blob string
-	// Kernels are the entry points, indexed by the target's typed kernel identifiers within the module.
+	// Kernels are the entry points, in the order of their KernelIDs.
 	Kernels []string
 }
 
-// Model is what kernels/<target>/<Name>/MODEL.toml declares.
+// Model is what kernels/models/<Name>/MODEL.toml declares, with the target's overlay applied.
 type Model struct {
-	Name        string
+	// Name is the model's directory name.
+	Name string
+	// Description is MODEL.toml's description.
 	Description string
 	// MatchNames are lower-case substrings of a checkpoint reference that break ties.
 	MatchNames []string
-	Types      []ModelType
+	// Types are the (model type, hidden size) pairs the model declares.
+	Types []ModelType
 	// Presets are the sampling presets by name; "default" is the one toy generate starts from.
 	Presets []Preset
 	// Behaviour is nil when MODEL.toml has no [behaviour].
 	Behaviour *Behaviour
 	// DFlash is the drafter pairing, nil when none.
 	DFlash *DFlash
-	// Modules are the model's effective modules (indices into Target.Modules): common/ with the model's own files replacing their namesakes.
-	Modules []int
+	// Modules are the model's effective modules: common/ with the model's own files replacing their namesakes.
+	Modules []ModuleID
 	// Shadowed records, per replaced common/ module, the kernels the replacement dropped.
 	Shadowed []Shadowed
 	// ExpectedAbsent lists lookups that may fail to resolve, each with its reason.
@@ -96,51 +111,84 @@ type Model struct {
 
 // ModelType is a GGUF general.architecture with an optional hidden size (0: any).
 type ModelType struct {
-	ModelType  string
+	// ModelType is GGUF general.architecture.
+	ModelType string
+	// HiddenSize is <arch>.embedding_length; 0 is a wildcard.
 	HiddenSize int
 }
 
 // Preset is a named sampling preset (the fields of engines/sample.Params).
 type Preset struct {
-	Name          string
-	Temperature   float64
-	TopK          int
-	TopP          float64
-	MinP          float64
+	// Name is the preset's name.
+	Name string
+	// Temperature divides the logits; 0 is greedy.
+	Temperature float64
+	// TopK keeps the k largest logits; 0 keeps all.
+	TopK int
+	// TopP keeps the smallest set reaching this probability.
+	TopP float64
+	// MinP drops tokens below this fraction of the best one's probability.
+	MinP float64
+	// RepeatPenalty penalizes recent tokens; 1 is none.
 	RepeatPenalty float64
-	RepeatLastN   int
-	Seed          uint64
+	// RepeatLastN is how many recent tokens RepeatPenalty looks at.
+	RepeatLastN int
+	// Seed seeds the sampler; 0 picks one.
+	Seed uint64
 }
 
 // Behaviour is how toy runs the model: BOS/EOS handling, chat template, stop strings.
 type Behaviour struct {
+	// AddBOS says whether a BOS token starts the prompt.
 	AddBOS bool
+	// AddEOS says whether an EOS token ends the prompt.
 	AddEOS bool
 	// ChatTemplate names an engines/sample template ("": the GGUF's own).
 	ChatTemplate string
-	Stop         []string
+	// Stop are strings that end generation.
+	Stop []string
 }
 
 // DFlash pairs the model with a DFlash drafter.
 type DFlash struct {
+	// DraftModel names the drafter.
 	DraftModel string
 	// Gamma is the block size.
-	Gamma          int
-	WindowSize     int
-	MaskTokenID    int
+	Gamma int
+	// WindowSize is the drafter's attention window; 0 is none.
+	WindowSize int
+	// MaskTokenID is the token the drafter fills blocks with.
+	MaskTokenID int
+	// TargetLayerIDs are the target layers whose states the drafter reads.
 	TargetLayerIDs []int
 }
 
 // Shadowed names the kernels of a common/ module its model's namesake dropped.
 type Shadowed struct {
-	Module  string
+	// Module is the replaced module's name.
+	Module string
+	// Kernels are the kernels the replacement dropped.
 	Kernels []string
 }
 
 // ExpectedAbsent is a lookup ("module.kernel") that may fail to resolve.
 type ExpectedAbsent struct {
+	// Lookup is module.kernel, as KernelID.String writes it.
 	Lookup string
+	// Reason says why it may be absent.
 	Reason string
+}
+
+// Module returns the target's module for id, or nil when id belongs to another source tree.
+func (t *Target) Module(id ModuleID) *Module {
+	if t == nil || id < 0 || int(id) >= len(moduleIDs) {
+		return nil
+	}
+	r := moduleIDs[id]
+	if r.tree != t.Sources || r.index >= len(t.Modules) {
+		return nil
+	}
+	return &t.Modules[r.index]
 }
 
 var compiled []*Target

@@ -4,42 +4,6 @@
 
 package kernels
 
-// MetalModule identifies a module of target metal.
-type MetalModule int
-
-// MetalKernel identifies a kernel of target metal.
-type MetalKernel int
-
-var (
-	tableMetalModuleNames   = [...]string{}
-	tableMetalKernelNames   = [...]string{}
-	tableMetalKernelModules = [...]MetalModule{}
-)
-
-// MetalModules lists every module of target metal.
-func MetalModules() []MetalModule {
-	out := make([]MetalModule, len(tableMetalModuleNames))
-	for i := range out {
-		out[i] = MetalModule(i)
-	}
-	return out
-}
-
-// Name is the module's name, the module part of a lookup.
-func (m MetalModule) Name() string {
-	return tableMetalModuleNames[m]
-}
-
-// Name is the kernel's entry-point name in its module's blob.
-func (k MetalKernel) Name() string {
-	return tableMetalKernelNames[k]
-}
-
-// Module is the module that holds the kernel.
-func (k MetalKernel) Module() MetalModule {
-	return tableMetalKernelModules[k]
-}
-
 // Metal returns the table of target metal (metal).
 // This build has no -tags metal: it returns ErrNotCompiledWithMetal.
 func Metal() (*Target, error) {
