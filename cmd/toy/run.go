@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sort"
 	"strings"
@@ -244,9 +243,9 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// runPerplexity computes perplexity as llama.cpp's perplexity tool does: the text is split
-// into non-overlapping chunks of the context size (each starting with BOS when the vocabulary
-// adds one), and the second half of each chunk is scored.
+// runPerplexity computes perplexity as llama.cpp's perplexity tool does (llama.Perplexity): the
+// text is split into non-overlapping chunks of the context size (each starting with BOS when the
+// vocabulary adds one), and the second half of each chunk is scored.
 func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("perplexity", flag.ContinueOnError)
 	var d decoderFlags
@@ -278,46 +277,20 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	defer dec.Close()
 	nctx := dec.MaxContext()
 	ids := tok.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
-	total := len(ids) / nctx
-	if *chunks > 0 && *chunks < total {
-		total = *chunks
-	}
-	if total == 0 {
+	if len(ids) < nctx {
 		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
 	}
-	addBOS := tok.Vocab().AddBOS && tok.BOS() >= 0
-	first := nctx / 2
-	nll, count := 0.0, 0
-	for c := 0; c < total; c++ {
-		chunk := append([]int32(nil), ids[c*nctx:(c+1)*nctx]...)
-		if addBOS {
-			chunk[0] = tok.BOS()
-		}
-		dec.Reset()
-		logits, err := dec.Logits(chunk)
-		if err != nil {
-			return err
-		}
-		for j := first; j < nctx-1; j++ {
-			nll += -logSoftmax(logits[j], chunk[j+1])
-			count++
-		}
-		fmt.Fprintf(stdout, "[%d]%.4f,", c+1, math.Exp(nll/float64(count)))
+	bos := int32(-1)
+	if tok.Vocab().AddBOS && tok.BOS() >= 0 {
+		bos = tok.BOS()
 	}
-	fmt.Fprintf(stdout, "\nFinal estimate: PPL = %.4f over %d chunks of %d tokens (%d scored)\n", math.Exp(nll/float64(count)), total, nctx, count)
+	r, err := llama.Perplexity(ids, llama.PerplexityOptions{Context: nctx, BOS: bos, MaxChunks: *chunks,
+		Progress: func(c int, ppl float64) { fmt.Fprintf(stdout, "[%d]%.4f,", c+1, ppl) }}, dec.Logits)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nFinal estimate: PPL = %.4f over %d chunks of %d tokens (%d scored)\n", r.PPL, r.Chunks, nctx, r.Scored)
 	return nil
-}
-
-func logSoftmax(row []float32, target int32) float64 {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v))
-	}
-	sum := 0.0
-	for _, v := range row {
-		sum += math.Exp(float64(v) - mx)
-	}
-	return float64(row[target]) - mx - math.Log(sum)
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
