@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -83,6 +84,11 @@ Flags:
 		}
 	}
 	s.Model = m
+	// -seed seeds the initial weights as well as the batch order.
+	if s.Seed > math.MaxUint32 {
+		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
+	}
+	s.Model.Seed = int(s.Seed)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if s.Resume != "" && set["steps"] {

@@ -64,20 +64,20 @@ func ParseMode(s string) (Mode, error) {
 type AdamW struct {
 	// LR is the base learning rate (alpha); a schedule usually supplies the per-step value
 	// passed to Params instead.
-	LR float64
+	LR float64 `json:"lr"`
 	// Beta1 is the decay rate of the first-moment (mean) estimate, in [0, 1).
-	Beta1 float64
+	Beta1 float64 `json:"beta1"`
 	// Beta2 is the decay rate of the second-moment (uncentred variance) estimate, in [0, 1).
-	Beta2 float64
+	Beta2 float64 `json:"beta2"`
 	// Eps is added to the square root of the second moment; it must be positive.
-	Eps float64
+	Eps float64 `json:"eps"`
 	// WeightDecay is the decoupled weight-decay coefficient (≥ 0), applied as w·(1-lr·wd).
-	WeightDecay float64
+	WeightDecay float64 `json:"weight_decay"`
 	// BiasCorrection says whether the moment estimates are bias-corrected; it must agree
 	// with Mode.
-	BiasCorrection bool
+	BiasCorrection bool `json:"bias_correction"`
 	// Mode says how Params fills the bias-correction slots.
-	Mode Mode
+	Mode Mode `json:"mode"`
 }
 
 // FromScratch returns AdamW settings for pretraining a small language model from random
