@@ -209,29 +209,3 @@ func biasFactor(beta, t float64) float64 {
 	}
 	return 1 / -math.Expm1(t*math.Log(beta))
 }
-
-// Step applies one update of ggml's OPT_STEP_ADAMW kernel to w in place, reading the
-// gradient g, updating the moments m and v in place, with p as returned by Params:
-//
-//	m = β1·m + (1-β1)·g
-//	v = β2·v + (1-β2)·g²
-//	w = w·(1-α·wd) - α·(m·b1h) / (sqrt(v·b2h) + ε)
-//
-// Arithmetic is done in float64 and the results are rounded to float32, so it is a
-// reference for tests of the ggml path, not a fast optimizer. It panics if the four
-// slices differ in length.
-func Step(w, g, m, v []float32, p [7]float32) {
-	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
-		panic(fmt.Sprintf("train.Step: lengths differ: w %d, g %d, m %d, v %d", len(w), len(g), len(m), len(v)))
-	}
-	alpha, b1, b2, eps, wd := float64(p[0]), float64(p[1]), float64(p[2]), float64(p[3]), float64(p[4])
-	b1h, b2h := float64(p[5]), float64(p[6])
-	keep := 1 - alpha*wd
-	for i := range w {
-		gi := float64(g[i])
-		mi := b1*float64(m[i]) + (1-b1)*gi
-		vi := b2*float64(v[i]) + (1-b2)*gi*gi
-		m[i], v[i] = float32(mi), float32(vi)
-		w[i] = float32(float64(w[i])*keep - alpha*(mi*b1h)/(math.Sqrt(vi*b2h)+eps))
-	}
-}
