@@ -9,7 +9,7 @@ import (
 )
 
 // This file holds the measurements behind docs/PERFORMANCE.md, shared by the Go benchmarks
-// (bench_test.go) and `toy bench`.
+// (bench_test.go) and `toy bench matmul`.
 
 // MatMulResult is one matrix-multiplication measurement: MulMat(A, B) with A the weight [k, m]
 // of type Weight and B f32 activations [k, n], giving f32 [m, n]. It does 2·m·n·k floating-point

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -20,13 +23,44 @@ const defaultBenchShapes = "1024x1024x256,4096x4096x4096,4096x512x14336,576x1536
 var benchTypes = []ggml.Type{ggml.F32, ggml.F16, ggml.BF16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_1,
 	ggml.Q5_0, ggml.Q5_1, ggml.Q2_K, ggml.Q3_K, ggml.Q4_K, ggml.Q5_K, ggml.Q6_K}
 
-// runBench is `toy bench`: matrix-multiply throughput per weight type and shape, as a
-// llama-bench-like table, and the overhead of building a graph in Go.
-func runBench(args []string) error { return benchMain(args, os.Stdout, os.Stderr) }
+// benchCommands are the words of `toy bench`.
+var benchCommands = []struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) error
+}{
+	{"matmul", "matrix-multiply GFLOP/s per weight type and shape, and the graph-building overhead", runBenchMatMul},
+	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
+	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
+}
 
-func benchMain(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func benchUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: toy bench <matmul|model|train> [flags]\n\nBenchmarks:\n\n")
+	for _, c := range benchCommands {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nRun 'toy bench <benchmark> -h' for its flags. See docs/PERFORMANCE.md.\n")
+}
+
+// runBench dispatches `toy bench matmul`, `toy bench model` and `toy bench train`. Without a
+// word (or with -h) it lists them, as plain `toy` lists the commands; an unknown word is a
+// usage error.
+func runBench(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		benchUsage(stdout)
+		return nil
+	}
+	for _, c := range benchCommands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	return usagef("unknown benchmark %q: want matmul, model or train", args[0])
+}
+
+// runBenchMatMul is `toy bench matmul`: matrix-multiply throughput per weight type and shape,
+// as a llama-bench-like table, and the overhead of building a graph in Go.
+func runBenchMatMul(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench matmul", flag.ContinueOnError)
 	threads := fs.Int("t", 2, "CPU threads ggml computes with")
 	typesFlag := fs.String("types", "f32,f16,q8_0", "comma-separated weight types (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated shapes m×n×k (or mxnxk): weight [k, m] times activations [k, n]")
@@ -34,7 +68,7 @@ func benchMain(args []string, stdout, stderr io.Writer) error {
 	nodes := fs.Int("nodes", 1000, "nodes of the graph whose build time is measured (0: skip)")
 	fs.Usage = func() {
 		w := fs.Output()
-		fmt.Fprint(w, `usage: toy bench [flags]
+		fmt.Fprint(w, `usage: toy bench matmul [flags]
 
 Measures ggml's matrix multiply on this machine: for each weight type and shape m×n×k it
 computes MulMat(A, B), A a random weight [k, m] of that type and B random f32 activations
@@ -50,33 +84,33 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see toy bench -h)", fs.Arg(0))
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if *threads <= 0 {
-		return fmt.Errorf("-t %d: want at least 1 thread", *threads)
+		return usagef("-t %d: want at least 1 thread", *threads)
 	}
 	if *minTime < 0 {
-		return fmt.Errorf("-time %v is negative", *minTime)
+		return usagef("-time %v is negative", *minTime)
 	}
 	if *nodes < 0 {
-		return fmt.Errorf("-nodes %d is negative", *nodes)
+		return usagef("-nodes %d is negative", *nodes)
 	}
 	types, err := parseBenchTypes(*typesFlag)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	shapes, err := parseBenchShapes(*shapesFlag)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	for _, typ := range types {
 		for _, s := range shapes {
 			if s[2]%ggml.BlockSize(typ) != 0 {
-				return fmt.Errorf("shape %d×%d×%d: k is not a multiple of the %s block size %d", s[0], s[1], s[2], ggml.TypeName(typ), ggml.BlockSize(typ))
+				return usagef("shape %d×%d×%d: k is not a multiple of the %s block size %d", s[0], s[1], s[2], ggml.TypeName(typ), ggml.BlockSize(typ))
 			}
 		}
 	}
@@ -220,4 +254,66 @@ func parseBenchShapes(s string) ([][3]int, error) {
 		shapes = append(shapes, shape)
 	}
 	return shapes, nil
+}
+
+// runBenchModel is `toy bench model`: prompt processing and generation speed like
+// llama-bench, of a GGUF file or of random weights in a preset's shape.
+func runBenchModel(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
+	model := fs.String("m", "", "GGUF model file")
+	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")
+	tg := fs.Int("n", 32, "generated tokens (one at a time)")
+	threads := fs.Int("t", 2, "CPU threads")
+	reps := fs.Int("r", 5, "repetitions")
+	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
+	fa := fs.Bool("fa", false, "flash attention")
+	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
+	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-t 2]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *model == "" && *random == "" {
+		return usagef("give -m MODEL or -random PRESET")
+	}
+	if *random != "" {
+		if *model != "" {
+			return usagef("-m and -random exclude each other")
+		}
+		c, err := config.LlamaPreset(*random)
+		if err != nil {
+			return asUsage(err)
+		}
+		types, err := parseBenchTypes(*randomType)
+		if err != nil || len(types) != 1 {
+			return usagef("-random-type %q: want one weight type", *randomType)
+		}
+		dir, err := os.MkdirTemp("", "toy-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*model = filepath.Join(dir, *random+".gguf")
+		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), *random)
+		if err := llama.WriteRandomGGUF(*model, llama.ArchitectureFromConfig(c), types[0], 1); err != nil {
+			return err
+		}
+	}
+	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
+	opts, err := d.options()
+	if err != nil {
+		return err
+	}
+	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, res)
+	return nil
 }

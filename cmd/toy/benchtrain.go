@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -19,7 +20,7 @@ import (
 // runBenchTrain measures training throughput of a model shape on random tokens: tokens/s, the
 // model FLOP rate (6·params·tokens per second) as a share of the f32 matmul ceiling measured in
 // the same run, and the resident memory as steps go by (it must stay flat).
-func runBenchTrain(args []string) error {
+func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
 	seq := fs.Int("seq", 512, "tokens per sequence")
@@ -31,15 +32,18 @@ func runBenchTrain(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	c, err := config.LlamaPreset(*preset)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	if *seq > c.Context {
-		return fmt.Errorf("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
+		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
 	}
 	be, err := ggml.NewBackend(*threads)
 	if err != nil {
@@ -53,7 +57,7 @@ func runBenchTrain(args []string) error {
 			return err
 		}
 		peak = r.GFLOPS()
-		fmt.Printf("f32 matmul ceiling (4096×512×14336, %d threads): %.1f GFLOP/s\n", be.Threads(), peak)
+		fmt.Fprintf(stdout, "f32 matmul ceiling (4096×512×14336, %d threads): %.1f GFLOP/s\n", be.Threads(), peak)
 	}
 	m, err := llama.New(c, be)
 	if err != nil {
@@ -77,9 +81,9 @@ func runBenchTrain(args []string) error {
 		}
 	}
 	opt := train.FromScratch()
-	fmt.Printf("model %s: %.1fM parameters, batch %d × %d tokens, compute buffer %.0f MiB\n",
+	fmt.Fprintf(stdout, "model %s: %.1fM parameters, batch %d × %d tokens, compute buffer %.0f MiB\n",
 		*preset, float64(m.Params())/1e6, *batch, *seq, float64(tr.ComputeBytes())/(1<<20))
-	fmt.Printf("%6s %10s %10s %12s %12s\n", "step", "loss", "tokens/s", "RSS MiB", "peak MiB")
+	fmt.Fprintf(stdout, "%6s %10s %10s %12s %12s\n", "step", "loss", "tokens/s", "RSS MiB", "peak MiB")
 	var total time.Duration
 	for s := 0; s <= *steps; s++ {
 		d, _ := opt.Params(s, opt.LR, true)
@@ -95,17 +99,17 @@ func runBenchTrain(args []string) error {
 		}
 		rss, hwm := memory()
 		if s <= 1 || s%max(1, *steps/10) == 0 || s == *steps {
-			fmt.Printf("%6d %10.4f %10.1f %12.0f %12.0f\n", s, loss, float64(*batch**seq)/dt.Seconds(), rss, hwm)
+			fmt.Fprintf(stdout, "%6d %10.4f %10.1f %12.0f %12.0f\n", s, loss, float64(*batch**seq)/dt.Seconds(), rss, hwm)
 		}
 	}
 	sec := total.Seconds() / float64(*steps)
 	tps := float64(*batch**seq) / sec
 	gflops := 6 * float64(m.Params()) * tps / 1e9
-	fmt.Printf("mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", *steps, sec, tps, gflops)
+	fmt.Fprintf(stdout, "mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", *steps, sec, tps, gflops)
 	if peak > 0 {
-		fmt.Printf(", %.0f%% of the matmul ceiling", 100*gflops/peak)
+		fmt.Fprintf(stdout, ", %.0f%% of the matmul ceiling", 100*gflops/peak)
 	}
-	fmt.Println()
+	fmt.Fprintln(stdout)
 	return nil
 }
 

@@ -58,9 +58,13 @@ func readTexts(paths []string, maxBytes int64) ([][]byte, error) {
 	return out, nil
 }
 
-func runTokenizer(args []string) error {
+func runTokenizer(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(stderr, "usage: toy tokenizer train [flags] [text files or directories]")
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "train" {
-		return fmt.Errorf("usage: toy tokenizer train [flags] [text files or directories]")
+		return usagef("usage: toy tokenizer train [flags] [text files or directories]")
 	}
 	fs := flag.NewFlagSet("tokenizer train", flag.ContinueOnError)
 	vocab := fs.Int("vocab", 2048, "vocabulary size (special and byte tokens included)")
@@ -76,7 +80,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
 	texts, err := readTexts(fs.Args(), *maxBytes)
@@ -110,11 +114,11 @@ Flags:
 	if err := w.WriteFile(*out); err != nil {
 		return err
 	}
-	fmt.Printf("trained %d tokens on %d texts in %.1fs: %s\n", tok.VocabSize(), len(texts), time.Since(t0).Seconds(), *out)
+	fmt.Fprintf(stdout, "trained %d tokens on %d texts in %.1fs: %s\n", tok.VocabSize(), len(texts), time.Since(t0).Seconds(), *out)
 	return nil
 }
 
-func runTokenize(args []string) error {
+func runTokenize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	tokPath := fs.String("tokenizer", "", "GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
 	out := fs.String("o", "corpus.tok", "output token corpus")
@@ -130,11 +134,11 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *tokPath == "" {
-		return errors.New("-tokenizer is required (make one with toy tokenizer train)")
+		return usagef("-tokenizer is required (make one with toy tokenizer train)")
 	}
 	tok, err := recipes.LoadTokenizer(*tokPath)
 	if err != nil {
@@ -166,23 +170,22 @@ Flags:
 	if err := w.Close(); err != nil {
 		return err
 	}
-	fmt.Printf("%d tokens from %d texts: %s\n", n, len(texts), *out)
+	fmt.Fprintf(stdout, "%d tokens from %d texts: %s\n", n, len(texts), *out)
 	return nil
 }
 
-func runPlot(args []string) error {
+func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
 	out := fs.String("o", "", "output PNG (default: <run>/loss.png)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy plot [-o FILE.png] runs/<id>\n\nDraws the run's training and held-out loss curves to a PNG.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errors.New("name one run directory")
+		return usagef("name one run directory")
 	}
 	dir := fs.Arg(0)
 	events, err := runs.ReadEvents(filepath.Join(dir, runs.EventsFile))
@@ -199,6 +202,6 @@ func runPlot(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d training and %d held-out points: %s\n", len(train), len(held), *out)
+	fmt.Fprintf(stdout, "%d training and %d held-out points: %s\n", len(train), len(held), *out)
 	return nil
 }

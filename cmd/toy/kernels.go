@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/toyml/toy/cuda"
@@ -16,34 +15,30 @@ import (
 // runKernels is `toy kernels [flags] [GGUF]`: the compiled-in kernel targets, their modules and
 // kernels and the models they declare; given a GGUF file, the entry that resolves for it and the
 // start-up audit of its kernel lookups.
-func runKernels(args []string) error { return kernelsMain(args, os.Stdout, os.Stderr) }
-
-func kernelsMain(args []string, stdout, stderr io.Writer) error {
+func runKernels(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	modelName := fs.String("model-name", "", "a name that breaks ties between model entries (matched against their match_names)")
 	allow := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "report unresolved kernel lookups instead of failing")
 	cc := fs.String("compute-capability", "", "check each GPU target's arch against this compute capability (e.g. 9.0); default: device 0's, in a cuda build on a machine with one")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: toy kernels [flags] [model.gguf]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: toy kernels [flags] [model.gguf]\n\n"+
 			"Lists the kernel targets compiled into this build (cpu always; cuda and metal with their build\n"+
 			"tags), their modules, kernels and model declarations. Given a GGUF file it resolves the model\n"+
 			"entry (general.architecture, <arch>.embedding_length, general.name) and audits the kernel\n"+
 			"lookups toy's dispatch makes.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
-		fs.Usage()
-		return fmt.Errorf("kernels: at most one GGUF file")
+		return usagef("at most one GGUF file")
 	}
 	var dev *kernelrt.Capability
 	if *cc != "" {
 		c, err := kernelrt.ParseCapability(*cc)
 		if err != nil {
-			return fmt.Errorf("kernels: -compute-capability: %w", err)
+			return usagef("-compute-capability: %w", err)
 		}
 		dev = &c
 	}

@@ -29,14 +29,14 @@ func writeKernelsGGUF(t *testing.T, name, arch string, hidden uint32, generalNam
 
 func TestKernelsCommand(t *testing.T) {
 	var out, errw bytes.Buffer
-	require.NoError(t, kernelsMain(nil, &out, &errw))
+	require.NoError(t, runKernels(nil, &out, &errw))
 	assert.Contains(t, out.String(), "target cpu: backend cpu, no arch")
 	assert.Contains(t, out.String(), "model smollm2: llama/576, llama/960, llama/2048")
 
 	// SmolLM2-135M: the exact (llama, 576) entry, with its behaviour.
 	smol := writeKernelsGGUF(t, "model.gguf", "llama", 576, "SmolLM2 135M Instruct")
 	out.Reset()
-	require.NoError(t, kernelsMain([]string{smol}, &out, &errw), out.String())
+	require.NoError(t, runKernels([]string{smol}, &out, &errw), out.String())
 	assert.Contains(t, out.String(), "cpu: resolves to smollm2")
 	assert.Contains(t, out.String(), `chat template "smollm2"`)
 	assert.Contains(t, out.String(), "audit: no kernel lookups")
@@ -44,17 +44,17 @@ func TestKernelsCommand(t *testing.T) {
 	// A LLaMA of a size nobody declares: the wildcard.
 	big := writeKernelsGGUF(t, "big.gguf", "llama", 4096, "")
 	out.Reset()
-	require.NoError(t, kernelsMain([]string{big}, &out, &errw), out.String())
+	require.NoError(t, runKernels([]string{big}, &out, &errw), out.String())
 	assert.Contains(t, out.String(), "cpu: resolves to llama")
 
 	// An architecture nobody declares fails, naming what is declared.
 	gpt := writeKernelsGGUF(t, "gpt2.gguf", "gpt2", 768, "")
 	out.Reset()
-	require.Error(t, kernelsMain([]string{gpt}, &out, &errw))
+	require.Error(t, runKernels([]string{gpt}, &out, &errw))
 	assert.Contains(t, out.String(), `declares no model for model type "gpt2"`)
 
 	out.Reset()
-	require.NoError(t, kernelsMain([]string{"-compute-capability", "9.0"}, &out, &errw))
+	require.NoError(t, runKernels([]string{"-compute-capability", "9.0"}, &out, &errw))
 	assert.Contains(t, out.String(), "cpu: skipped (no arch)")
 	_ = os.Remove(smol)
 }

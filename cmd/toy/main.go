@@ -15,8 +15,9 @@
 //	plot      draw a run's loss curves to a PNG
 //	kernels   list the compiled-in kernel table and resolve a GGUF model against it
 //	version   print the backend, the linked ggml and the SIMD it was compiled for
-//	bench     measure matrix-multiply throughput and graph-building overhead
-//	          (bench train: training throughput and memory of a model shape)
+//	bench     bench matmul: matrix-multiply throughput and graph-building overhead;
+//	          bench model: a model's prompt and generation speed;
+//	          bench train: training throughput and memory of a model shape
 //	help      print this help
 //
 // The backend (cpu, cuda, metal) is fixed when toy is built: `make` builds for cpu, `make
@@ -31,14 +32,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/toyml/toy/ggml"
 )
 
 type command struct {
 	name, summary string
-	run           func(args []string) error
+	run           func(args []string, stdout, stderr io.Writer) error
 }
 
 func commands() []command {
@@ -52,7 +52,7 @@ func commands() []command {
 		{"plot", "draw a run's loss curves to a PNG", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "matmul GFLOP/s; 'bench -m MODEL' or '-random PRESET': prompt/generation t/s; 'bench train': training t/s and memory", benchCommand},
+		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train': training t/s and memory", runBench},
 	}
 }
 
@@ -65,60 +65,114 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
+// run runs the command named by args[0] and returns the exit status: 0 on success (and when
+// help is asked for with -h), 2 on a usage error (a bad or missing flag, an unexpected
+// argument, an unknown command), 1 when the command fails.
+func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(os.Stdout)
+		usage(stdout)
 		return 0
 	}
 	for _, c := range commands() {
-		if c.name == args[0] {
-			if err := c.run(args[1:]); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					return 0
-				}
-				fmt.Fprintf(os.Stderr, "toy %s: %v\n", c.name, err)
-				return 1
-			}
-			return 0
+		if c.name != args[0] {
+			continue
 		}
+		err := c.run(args[1:], stdout, stderr)
+		var ue *usageError
+		switch {
+		case err == nil, errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.As(err, &ue):
+			fmt.Fprintf(stderr, "toy %s: %v\nRun 'toy %s -h' for usage.\n", c.name, err, ue.help(c.name))
+			return 2
+		}
+		fmt.Fprintf(stderr, "toy %s: %v\n", c.name, err)
+		return 1
 	}
-	fmt.Fprintf(os.Stderr, "toy: unknown command %q\n\n", args[0])
-	usage(os.Stderr)
+	fmt.Fprintf(stderr, "toy: unknown command %q\n\n", args[0])
+	usage(stderr)
 	return 2
 }
 
-// benchCommand dispatches `toy bench` (matrix multiply), `toy bench -m MODEL` or
-// `toy bench -random PRESET` (a model's prompt and generation speed) and `toy bench train`.
-func benchCommand(args []string) error {
-	if len(args) > 0 && args[0] == "train" {
-		return runBenchTrain(args[1:])
-	}
-	for _, a := range args {
-		if a == "-m" || strings.HasPrefix(a, "-m=") || a == "--m" || a == "-random" || strings.HasPrefix(a, "-random=") {
-			return runBenchModel(args)
-		}
-	}
-	return runBench(args)
+// usageError is an error in how toy was invoked (a bad or missing flag, an unexpected
+// argument) rather than in what the command did: run reports it with a pointer to the
+// command's help and exit status 2.
+type usageError struct {
+	err error
+	// cmd is the command line whose -h helps ("bench model"); empty: the top-level command.
+	cmd string
 }
 
-func runVersion(args []string) error {
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func (e *usageError) help(name string) string {
+	if e.cmd != "" {
+		return e.cmd
+	}
+	return name
+}
+
+// usagef returns a usageError with a formatted message.
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// asUsage marks err, when not nil, as a usage error.
+func asUsage(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return &usageError{err: err}
+}
+
+// parseFlags parses args with fs, whose usage goes to stderr. The flag package's own report of
+// a bad flag is suppressed, so that run prints the error once: a parse error comes back as a
+// usageError. -h prints the usage and returns flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		return &usageError{err: err, cmd: fs.Name()}
+	}
+	return nil
+}
+
+// noArgs is a usage error naming the first of fs's arguments, if any.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return &usageError{err: fmt.Errorf("unexpected argument %q", fs.Arg(0)), cmd: fs.Name()}
+	}
+	return nil
+}
+
+func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: toy version\n\nPrints toy's version, the backend it was built for and the ggml it links.")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	version := "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		version = info.Main.Version
 	}
-	fmt.Printf("toy %s (%s, %s/%s)\n%s", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, ggml.Build())
+	fmt.Fprintf(stdout, "toy %s (%s, %s/%s)\n%s", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, ggml.Build())
 	return nil
 }

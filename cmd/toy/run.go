@@ -5,9 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
+	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
-	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 )
@@ -57,7 +55,7 @@ func (d *decoderFlags) options() (llama.DecoderOptions, error) {
 	case "f32":
 		o.KVType = llama.KVF32
 	default:
-		return o, fmt.Errorf("-kv-type %q: want f16, q8_0 or f32", d.kvType)
+		return o, usagef("-kv-type %q: want f16, q8_0 or f32", d.kvType)
 	}
 	switch d.ctxFull {
 	case "error":
@@ -65,7 +63,7 @@ func (d *decoderFlags) options() (llama.DecoderOptions, error) {
 	case "shift":
 		o.ContextFull = llama.ContextShift
 	default:
-		return o, fmt.Errorf("-ctx-full %q: want error or shift", d.ctxFull)
+		return o, usagef("-ctx-full %q: want error or shift", d.ctxFull)
 	}
 	return o, nil
 }
@@ -73,7 +71,7 @@ func (d *decoderFlags) options() (llama.DecoderOptions, error) {
 // open loads the model, its tokenizer and a decoder.
 func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
 	if d.model == "" {
-		return nil, nil, nil, errors.New("-m MODEL is required")
+		return nil, nil, nil, usagef("-m MODEL is required")
 	}
 	opts, err := d.options()
 	if err != nil {
@@ -100,7 +98,7 @@ func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.De
 	return m, tok, dec, nil
 }
 
-func runGenerate(args []string) error {
+func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var d decoderFlags
 	d.register(fs)
@@ -132,11 +130,11 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	m, tok, dec, err := d.open()
 	if err != nil {
@@ -146,7 +144,7 @@ Flags:
 	defer dec.Close()
 	// The compiled-in kernel table's entry for the model supplies the defaults: the sampling
 	// preset "default" for every sampling flag not given, stop strings, BOS and chat template.
-	entry, err := resolveEntry(m, d.model, *modelName, *allowUnresolved)
+	entry, err := resolveEntry(stderr, m, d.model, *modelName, *allowUnresolved)
 	if err != nil {
 		return err
 	}
@@ -156,7 +154,7 @@ Flags:
 		applyPreset(&p, entry, set)
 	}
 	if err := p.Validate(); err != nil {
-		return err
+		return asUsage(err)
 	}
 	addBOS := tok.Vocab().AddBOS
 	if entry != nil && entry.Behaviour != nil {
@@ -195,7 +193,7 @@ Flags:
 	if err != nil {
 		return err
 	}
-	out := bufio.NewWriter(os.Stdout)
+	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	if !*chat {
 		fmt.Fprint(out, *prompt)
@@ -245,10 +243,10 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// runPerplexity computes perplexity as llama.cpp's perplexity tool does: the text is split
-// into non-overlapping chunks of the context size (each starting with BOS when the vocabulary
-// adds one), and the second half of each chunk is scored.
-func runPerplexity(args []string) error {
+// runPerplexity computes perplexity as llama.cpp's perplexity tool does (llama.Perplexity): the
+// text is split into non-overlapping chunks of the context size (each starting with BOS when the
+// vocabulary adds one), and the second half of each chunk is scored.
+func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("perplexity", flag.ContinueOnError)
 	var d decoderFlags
 	d.register(fs)
@@ -258,11 +256,14 @@ func runPerplexity(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: toy perplexity -m MODEL -f TEXT -c CTX [flags]\n\nPerplexity the way llama.cpp computes it: non-overlapping chunks of CTX tokens, the second half\nof each chunk scored.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
 		return err
 	}
 	if *file == "" {
-		return errors.New("-f TEXT is required")
+		return usagef("-f TEXT is required")
 	}
 	text, err := os.ReadFile(*file)
 	if err != nil {
@@ -276,82 +277,55 @@ func runPerplexity(args []string) error {
 	defer dec.Close()
 	nctx := dec.MaxContext()
 	ids := tok.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
-	total := len(ids) / nctx
-	if *chunks > 0 && *chunks < total {
-		total = *chunks
-	}
-	if total == 0 {
+	if len(ids) < nctx {
 		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
 	}
-	addBOS := tok.Vocab().AddBOS && tok.BOS() >= 0
-	first := nctx / 2
-	nll, count := 0.0, 0
-	for c := 0; c < total; c++ {
-		chunk := append([]int32(nil), ids[c*nctx:(c+1)*nctx]...)
-		if addBOS {
-			chunk[0] = tok.BOS()
-		}
-		dec.Reset()
-		logits, err := dec.Logits(chunk)
-		if err != nil {
-			return err
-		}
-		for j := first; j < nctx-1; j++ {
-			nll += -logSoftmax(logits[j], chunk[j+1])
-			count++
-		}
-		fmt.Printf("[%d]%.4f,", c+1, math.Exp(nll/float64(count)))
+	bos := int32(-1)
+	if tok.Vocab().AddBOS && tok.BOS() >= 0 {
+		bos = tok.BOS()
 	}
-	fmt.Printf("\nFinal estimate: PPL = %.4f over %d chunks of %d tokens (%d scored)\n", math.Exp(nll/float64(count)), total, nctx, count)
+	r, err := llama.Perplexity(ids, llama.PerplexityOptions{Context: nctx, BOS: bos, MaxChunks: *chunks,
+		Progress: func(c int, ppl float64) { fmt.Fprintf(stdout, "[%d]%.4f,", c+1, ppl) }}, dec.Logits)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nFinal estimate: PPL = %.4f over %d chunks of %d tokens (%d scored)\n", r.PPL, r.Chunks, nctx, r.Scored)
 	return nil
 }
 
-func logSoftmax(row []float32, target int32) float64 {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v))
-	}
-	sum := 0.0
-	for _, v := range row {
-		sum += math.Exp(float64(v) - mx)
-	}
-	return float64(row[target]) - mx - math.Log(sum)
-}
-
-func runInspect(args []string) error {
+func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	full := fs.Bool("full", false, "print arrays in full")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy inspect [-full] MODEL.gguf\n\nPrints a GGUF file's metadata and tensor table.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errors.New("name one GGUF file")
+		return usagef("name one GGUF file")
 	}
 	f, err := ggml.OpenGGUF(fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fmt.Printf("%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", f.Path(), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
+	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", f.Path(), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
 	keys := f.Keys()
 	for _, k := range keys {
 		v, err := f.Value(k)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("  %-48s %s\n", k, showValue(v, *full))
+		fmt.Fprintf(stdout, "  %-48s %s\n", k, showValue(v, *full))
 	}
 	ts := f.Tensors()
 	byType := map[string]int64{}
 	var total int64
-	fmt.Printf("\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
+	fmt.Fprintf(stdout, "\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
 	for _, t := range ts {
-		fmt.Printf("  %-40s %-6s %-24s %12d %12d\n", t.Name, ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
+		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", t.Name, ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
 		byType[ggml.TypeName(t.Type)] += t.Size
 		total += t.Size
 	}
@@ -360,11 +334,11 @@ func runInspect(args []string) error {
 		types = append(types, t)
 	}
 	sort.Strings(types)
-	fmt.Printf("\n  %.1f MiB of tensor data:", float64(total)/(1<<20))
+	fmt.Fprintf(stdout, "\n  %.1f MiB of tensor data:", float64(total)/(1<<20))
 	for _, t := range types {
-		fmt.Printf(" %s %.1f MiB", t, float64(byType[t])/(1<<20))
+		fmt.Fprintf(stdout, " %s %.1f MiB", t, float64(byType[t])/(1<<20))
 	}
-	fmt.Println()
+	fmt.Fprintln(stdout)
 	return nil
 }
 
@@ -384,66 +358,10 @@ func showValue(v any, full bool) string {
 	return s
 }
 
-// runBenchModel is `toy bench -m MODEL`: prompt processing and generation speed like
-// llama-bench.
-func runBenchModel(args []string) error {
-	fs := flag.NewFlagSet("bench -m", flag.ContinueOnError)
-	model := fs.String("m", "", "GGUF model file")
-	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")
-	tg := fs.Int("n", 32, "generated tokens (one at a time)")
-	threads := fs.Int("t", 2, "CPU threads")
-	reps := fs.Int("r", 5, "repetitions")
-	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
-	fa := fs.Bool("fa", false, "flash attention")
-	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
-	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: toy bench -m MODEL [-p 128] [-n 32] [-t 2]\n       toy bench -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *random != "" {
-		if *model != "" {
-			return fmt.Errorf("-m and -random exclude each other")
-		}
-		c, err := config.LlamaPreset(*random)
-		if err != nil {
-			return err
-		}
-		types, err := parseBenchTypes(*randomType)
-		if err != nil || len(types) != 1 {
-			return fmt.Errorf("-random-type %q: want one weight type", *randomType)
-		}
-		dir, err := os.MkdirTemp("", "toy-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*model = filepath.Join(dir, *random+".gguf")
-		fmt.Fprintf(os.Stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), *random)
-		if err := llama.WriteRandomGGUF(*model, llama.ArchitectureFromConfig(c), types[0], 1); err != nil {
-			return err
-		}
-	}
-	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
-	opts, err := d.options()
-	if err != nil {
-		return err
-	}
-	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
-	if err != nil {
-		return err
-	}
-	fmt.Println(res)
-	return nil
-}
-
 // resolveEntry finds the compiled-in kernel table's entry for the model and audits the kernel
 // lookups the model needs on this build's backend. A model the table does not declare runs with
 // toy's defaults (nil entry), after a note on standard error.
-func resolveEntry(m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (*kernels.Model, error) {
+func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (*kernels.Model, error) {
 	var target *kernels.Target
 	for _, t := range kernels.Compiled() {
 		if string(t.Backend) == ggml.BackendKind {
@@ -457,7 +375,7 @@ func resolveEntry(m *llama.GGUFModel, path, modelName string, allowUnresolved bo
 	ref := kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
 	entry, err := kernelrt.Resolve(target, ref)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "toy: %v; using toy's defaults\n", err)
+		fmt.Fprintf(stderr, "toy: %v; using toy's defaults\n", err)
 		return nil, nil
 	}
 	if err := kernelrt.Audit(target, entry, kernelrt.DispatchNeeds(target.Backend)).Err(allowUnresolved); err != nil {

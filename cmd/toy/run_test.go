@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,19 +19,12 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// capture runs f with os.Stdout redirected and returns what it printed.
-func capture(t *testing.T, f func() int) (string, int) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	old := os.Stdout
-	os.Stdout = w
-	code := f()
-	os.Stdout = old
-	w.Close()
-	out, err := io.ReadAll(r)
-	require.NoError(t, err)
-	return string(out), code
+// runToy runs toy with args and returns what it wrote to standard output and standard error,
+// and its exit status.
+func runToy(args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return out.String(), errb.String(), code
 }
 
 // tinyCheckpoint saves a small random llama model with a trained tokenizer, as toy train does.
@@ -61,9 +54,8 @@ func tinyCheckpoint(t *testing.T) string {
 func TestGenerateInspectPerplexity(t *testing.T) {
 	model := tinyCheckpoint(t)
 	gen := func() (string, int) {
-		return capture(t, func() int {
-			return run([]string{"generate", "-m", model, "-p", "func main", "-n", "12", "--temp", "0", "-t", "1"})
-		})
+		out, _, code := runToy("generate", "-m", model, "-p", "func main", "-n", "12", "--temp", "0", "-t", "1")
+		return out, code
 	}
 	out1, code := gen()
 	require.Equal(t, 0, code)
@@ -71,26 +63,24 @@ func TestGenerateInspectPerplexity(t *testing.T) {
 	out2, _ := gen()
 	assert.Equal(t, out1, out2, "greedy generation is deterministic")
 
-	out, code := capture(t, func() int { return run([]string{"inspect", model}) })
+	out, _, code := runToy("inspect", model)
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `general.architecture                             "llama"`)
 	assert.Contains(t, out, "blk.1.ffn_down.weight")
 
 	text := filepath.Join(t.TempDir(), "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("if err != nil { return err }\n", 30)), 0o644))
-	out, code = capture(t, func() int {
-		return run([]string{"perplexity", "-m", model, "-f", text, "-c", "32", "-t", "1"})
-	})
-	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "Final estimate: PPL = ")
+	out, errOut, code := runToy("perplexity", "-m", model, "-f", text, "-c", "32", "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `^(\[\d+\]\d+\.\d{4},)+\nFinal estimate: PPL = \d+\.\d{4} over \d+ chunks of 32 tokens \(\d+ scored\)\n$`, out)
 
-	// Bad input: errors, not crashes.
-	_, code = capture(t, func() int { return run([]string{"generate", "-m", filepath.Join(t.TempDir(), "none.gguf"), "-p", "x"}) })
-	assert.Equal(t, 1, code)
-	_, code = capture(t, func() int { return run([]string{"generate", "-m", model, "-p", "x", "--temp", "-1"}) })
-	assert.Equal(t, 1, code)
-	_, code = capture(t, func() int { return run([]string{"perplexity", "-m", model, "-f", text, "-c", "4096"}) })
-	assert.Equal(t, 1, code)
+	// Bad input: errors, not crashes; a failure is status 1, a bad invocation 2.
+	_, errOut, code = runToy("generate", "-m", filepath.Join(t.TempDir(), "none.gguf"), "-p", "x")
+	assert.Equal(t, 1, code, errOut)
+	_, errOut, code = runToy("generate", "-m", model, "-p", "x", "--temp", "-1")
+	assert.Equal(t, 2, code, errOut)
+	_, errOut, code = runToy("perplexity", "-m", model, "-f", text, "-c", "4096")
+	assert.Equal(t, 1, code, errOut)
 }
 
 // TestPresetDefaults checks that the table entry's default preset fills exactly the sampling

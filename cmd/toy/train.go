@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,7 +16,7 @@ import (
 	"github.com/toyml/toy/generated/config"
 )
 
-func runTrain(args []string) error {
+func runTrain(args []string, stdout, stderr io.Writer) error {
 	s := recipes.DefaultScratch()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	preset := fs.String("preset", "demo", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
@@ -63,15 +65,15 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see toy train -h)", fs.Arg(0))
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	m, err := config.LlamaPreset(*preset)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	for _, o := range []struct {
 		v   int
@@ -82,6 +84,11 @@ Flags:
 		}
 	}
 	s.Model = m
+	// -seed seeds the initial weights as well as the batch order.
+	if s.Seed > math.MaxUint32 {
+		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
+	}
+	s.Model.Seed = int(s.Seed)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if s.Resume != "" && set["steps"] {
@@ -98,9 +105,11 @@ Flags:
 	if !set["warmup"] && s.Warmup >= s.Steps {
 		s.Warmup = s.Steps / 10
 	}
-	s.Out = os.Stdout
-	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		s.Interactive = true
+	s.Out = stdout
+	if f, ok := stdout.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			s.Interactive = true
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

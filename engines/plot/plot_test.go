@@ -212,7 +212,7 @@ func TestFromEvents(t *testing.T) {
 func TestFromRunLog(t *testing.T) {
 	r, err := runs.Create(t.TempDir(), "r")
 	require.NoError(t, err)
-	require.NoError(t, r.LogStart(runs.RunStart{Backend: "cpu"}))
+	require.NoError(t, r.LogStart(runs.RunStart{}))
 	for i := range 300 {
 		require.NoError(t, r.LogStep(runs.Step{Step: i, Loss: 6 * math.Exp(-float64(i)/80), LR: 1e-3}))
 		if i%50 == 0 {

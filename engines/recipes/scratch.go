@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -25,37 +26,52 @@ import (
 )
 
 // Scratch trains a LLaMA model from scratch. The zero value is not usable: start from
-// DefaultScratch.
+// DefaultScratch. Its JSON, with snake_case keys, is the config{} of the run's run_start.
 type Scratch struct {
-	// Model is the model's shape (a preset, possibly adjusted).
+	// Model is the model's shape (a preset, possibly adjusted); its Seed seeds the initial
+	// weights. It is recorded as the run_start's model{}, not in config{}.
 	Model config.Llama `json:"-"`
 	// Text is a text file or a directory of text files to train on; "" is the built-in
 	// corpus, the Go standard library's source. Corpus is a token corpus from `toy tokenize`
 	// instead (with Tokenizer naming the GGUF file holding its tokenizer).
-	Text, Corpus, Tokenizer string
+	Text      string `json:"text"`
+	Corpus    string `json:"corpus"`
+	Tokenizer string `json:"tokenizer"`
 	// MaxTextBytes caps how much text is read (0: all).
-	MaxTextBytes int64
+	MaxTextBytes int64 `json:"max_text_bytes"`
 	// Steps is the number of optimizer steps; Batch sequences of SeqLen tokens each.
-	Steps, Batch, SeqLen int
+	Steps  int `json:"steps"`
+	Batch  int `json:"batch"`
+	SeqLen int `json:"seq_len"`
 	// Schedule ("cosine" or "constant") with peak LR, floor MinLR and Warmup steps.
-	Schedule      string
-	LR, MinLR     float64
-	Warmup        int
-	AdamW         train.AdamW
-	Seed          uint64
-	Threads       int
-	EvalEvery     int // steps between held-out evaluations (0: only at the end)
-	EvalBatches   int // batches per evaluation
-	SaveEvery     int // steps between checkpoints (0: only at the end)
-	RunsDir       string
-	Resume        string // a run directory to continue
-	ResumeSteps   int    // when resuming, a new total of steps (0: the run's own)
-	Git           bool   // record the git sha and branch of the working directory
-	SampleTokens  int    // tokens of greedy sample printed at the end
-	SamplePrompt  string
-	Out           io.Writer `json:"-"` // progress and results ("" : discarded)
-	Interactive   bool      `json:"-"` // redraw one progress line instead of printing lines
-	ProgressEvery int       // steps between progress lines when not interactive
+	Schedule string      `json:"schedule"`
+	LR       float64     `json:"lr"`
+	MinLR    float64     `json:"min_lr"`
+	Warmup   int         `json:"warmup"`
+	AdamW    train.AdamW `json:"adamw"`
+	// Seed seeds the order of the training batches (Model.Seed seeds the initial weights).
+	Seed          uint64    `json:"seed"`
+	Threads       int       `json:"threads"`
+	EvalEvery     int       `json:"eval_every"`     // steps between held-out evaluations (0: only at the end)
+	EvalBatches   int       `json:"eval_batches"`   // batches per evaluation
+	SaveEvery     int       `json:"save_every"`     // steps between checkpoints (0: only at the end)
+	RunsDir       string    `json:"runs_dir"`       // where new run directories go
+	Resume        string    `json:"resume"`         // a run directory to continue
+	ResumeSteps   int       `json:"resume_steps"`   // when resuming, a new total of steps (0: the run's own)
+	Git           bool      `json:"git"`            // record the git sha and branch of the working directory
+	SampleTokens  int       `json:"sample_tokens"`  // tokens of greedy sample printed at the end
+	SamplePrompt  string    `json:"sample_prompt"`  // the prompt of that sample
+	Out           io.Writer `json:"-"`              // progress and results (nil: discarded)
+	Interactive   bool      `json:"-"`              // redraw one progress line instead of printing lines
+	ProgressEvery int       `json:"progress_every"` // steps between progress lines when not interactive
+}
+
+// heldOutSeed seeds the choice of the held-out windows, the same at every evaluation.
+const heldOutSeed = 0x5eed
+
+// seeds are the run_start's seeds{}: every seed the run's numbers depend on.
+func (s *Scratch) seeds() map[string]uint64 {
+	return map[string]uint64{"init": uint64(s.Model.Seed), "data": s.Seed, "heldout": heldOutSeed}
 }
 
 // DefaultScratch is a small model on the built-in corpus, sized for about two minutes on two
@@ -366,7 +382,13 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 		return fail(fmt.Errorf("no run_start event in %s", run.EventsPath()))
 	}
 	saved := *s
-	if err := json.Unmarshal(start.Training.(json.RawMessage), s); err != nil {
+	raw, _ := start.Config.(json.RawMessage)
+	if start.Legacy { // a run logged before config{} had snake_case keys
+		if raw, err = snakeKeys(raw, reflect.TypeFor[Scratch]()); err != nil {
+			return fail(fmt.Errorf("reading the training options: %w", err))
+		}
+	}
+	if err := json.Unmarshal(raw, s); err != nil {
 		return fail(fmt.Errorf("reading the training options: %w", err))
 	}
 	s.Out, s.Interactive, s.Resume = saved.Out, saved.Interactive, saved.Resume
@@ -393,6 +415,36 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 		return fail(fmt.Errorf("%s has no toy.train.step", model))
 	}
 	return run, tok, int(step), nil
+}
+
+// snakeKeys rewrites a JSON object written from a struct of type t without JSON tags (its keys
+// the Go field names) to the keys t's tags give them, recursing into struct fields. Keys that
+// name no field are dropped.
+func snakeKeys(raw json.RawMessage, t reflect.Type) (json.RawMessage, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
+		return raw, err
+	}
+	out := map[string]json.RawMessage{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		v, ok := in[f.Name]
+		if !ok || name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if f.Type.Kind() == reflect.Struct {
+			var err error
+			if v, err = snakeKeys(v, f.Type); err != nil {
+				return nil, err
+			}
+		}
+		out[name] = v
+	}
+	return json.Marshal(out)
 }
 
 // checkpointKVs is the metadata saved with the weights.
@@ -476,7 +528,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 			gitInfo = &runs.GitInfo{SHA: sha, Branch: branch}
 		}
 	}
-	if err := run.LogStart(runs.RunStart{Backend: ggml.BackendKind, Model: s.Model, Training: s, Seed: s.Seed, Git: gitInfo}); err != nil {
+	if err := run.LogStart(runs.RunStart{Model: s.Model, Config: s, Seeds: s.seeds(), Git: gitInfo}); err != nil {
 		return nil, err
 	}
 	sched, _ := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
@@ -494,7 +546,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		return m.Save(filepath.Join(run.WeightsDir(), modelFile), kvs)
 	}
 	evaluate := func() (float64, error) {
-		es := data.SamplerAt(heldC, 0x5eed, window, 0) // the same held-out windows every time
+		es := data.SamplerAt(heldC, heldOutSeed, window, 0) // the same held-out windows every time
 		total := 0.0
 		for i := 0; i < s.EvalBatches; i++ {
 			flat, err := es.NextBatch(s.Batch)

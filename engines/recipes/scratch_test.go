@@ -3,10 +3,12 @@ package recipes
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -136,6 +138,95 @@ func TestScratchInterruptAndResume(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res2.Interrupted)
 	assert.Equal(t, 12, res2.Steps)
+	_, got := events(t, res1.RunDir)
+	assert.Equal(t, want, got)
+}
+
+// TestScratchRunStart checks the run_start a run logs: the backend stamped by the run, the
+// model and training configurations with snake_case keys, and every seed.
+func TestScratchRunStart(t *testing.T) {
+	s := tinyScratch(t, writeText(t))
+	s.Steps, s.Warmup, s.SampleTokens, s.Seed, s.Model.Seed = 3, 1, 0, 11, 5
+	res, err := s.Run(context.Background())
+	require.NoError(t, err)
+	raw, err := os.ReadFile(filepath.Join(res.RunDir, runs.EventsFile))
+	require.NoError(t, err)
+	first, _, _ := strings.Cut(string(raw), "\n")
+	var start map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(first), &start))
+	assert.JSONEq(t, fmt.Sprintf(`{"init":5,"data":11,"heldout":%d}`, heldOutSeed), string(start["seeds"]))
+	var backend runs.Backend
+	require.NoError(t, json.Unmarshal(start["backend"], &backend))
+	assert.Equal(t, ggml.BackendKind, backend.Kind)
+	var model, cfg map[string]any
+	require.NoError(t, json.Unmarshal(start["model"], &model))
+	require.NoError(t, json.Unmarshal(start["config"], &cfg))
+	assert.Equal(t, 32.0, model["d_model"])
+	assert.Equal(t, 5.0, model["seed"])
+	assert.Equal(t, 16.0, cfg["seq_len"])
+	assert.Equal(t, 11.0, cfg["seed"])
+	assert.Equal(t, 0.1, cfg["adamw"].(map[string]any)["weight_decay"])
+	for k := range cfg {
+		assert.Regexp(t, `^[a-z0-9_]+$`, k, "config keys are snake_case")
+	}
+	assert.NotContains(t, start, "training")
+}
+
+// goNames marshals a struct as if it had no JSON tags (the first run_start shape's
+// "training"): its keys are the Go field names, nested structs likewise.
+func goNames(v reflect.Value) any {
+	if v.Kind() != reflect.Struct {
+		return v.Interface()
+	}
+	out := map[string]any{}
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if f.Tag.Get("json") != "-" {
+			out[f.Name] = goNames(v.Field(i))
+		}
+	}
+	return out
+}
+
+// TestScratchResumeOldLog resumes a run whose events.jsonl starts with a run_start of the
+// first shape ("backend":"cpu", "training" with Go field names, one "seed"), bit for bit.
+func TestScratchResumeOldLog(t *testing.T) {
+	text := writeText(t)
+	full := tinyScratch(t, text)
+	res, err := full.Run(context.Background())
+	require.NoError(t, err)
+	_, want := events(t, res.RunDir)
+
+	part := tinyScratch(t, text)
+	part.ProgressEvery = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	part.Out = &cancelAt{text: "step 5/12", cancel: cancel}
+	res1, err := part.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, res1.Interrupted)
+
+	path := filepath.Join(res1.RunDir, runs.EventsFile)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	first, rest, _ := strings.Cut(string(raw), "\n")
+	var start map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(first), &start))
+	training, err := json.Marshal(goNames(reflect.ValueOf(part)))
+	require.NoError(t, err)
+	old := fmt.Sprintf(`{"schema":"toy/v1","type":"run_start","run_id":%s,"time":%s,"backend":"cpu","model":%s,"training":%s,"seed":%d}`,
+		start["run_id"], start["time"], start["model"], training, part.Seed)
+	require.NoError(t, os.WriteFile(path, []byte(old+"\n"+rest), 0o644))
+	evs, err := runs.ReadEvents(path)
+	require.NoError(t, err)
+	require.True(t, evs[0].Data.(runs.RunStart).Legacy)
+
+	resumed := DefaultScratch()
+	resumed.Resume = res1.RunDir
+	res2, err := resumed.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 12, res2.Steps)
+	assert.Equal(t, part.EvalEvery, resumed.EvalEvery, "options read from the old training{}")
 	_, got := events(t, res1.RunDir)
 	assert.Equal(t, want, got)
 }

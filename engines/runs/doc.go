@@ -13,13 +13,21 @@
 //
 // The log holds one JSON object per line, each with a "type":
 //
-//	run_start  {"schema":"toy/v1","type":"run_start","run_id","time","backend","model","training","seed","git":{"sha","branch"}}
+//	run_start  {"schema":"toy/v1","type":"run_start","run_id","time","backend":{"kind",…},"model":{…},"config":{…},"seeds":{…},"git":{"sha","branch"}}
 //	step       {"type":"step","step","loss","lr","tokens_per_s","time"}
 //	eval       {"type":"eval","step","loss"}                 (loss on held-out data)
 //	run_end    {"type":"run_end","step","loss","time","reason"}  (reason "done" or "interrupted")
 //
-// Times are RFC 3339 strings. "git" appears only when the caller supplies it. "model" and
-// "training" are whatever JSON the caller's configuration marshals to. Losses and rates are
+// Times are RFC 3339 strings. "backend" is stamped by the run: {"kind":"cpu"} (or "cuda",
+// "metal"), the linked "ggml" and the "cpu_features" its kernels were compiled for. "model" and
+// "config" are whatever JSON the caller's model and training configurations marshal to, with
+// snake_case keys named as in the GGUF/spec ("d_model", "n_layers", "seq_len"). "seeds" names
+// every seed the run depends on ({"init":1,"data":1,…}). "git" appears only when the caller
+// supplies it.
+//
+// Logs written before run_start took this shape, with "backend":"cpu" a string, "training"
+// (Go field names as keys) for "config" and one "seed" for "seeds", read back too (RunStart's
+// Legacy is then set), so that older runs can still be resumed and plotted. Losses and rates are
 // JSON numbers; since JSON has none for them, NaN and ±Inf are written as the strings "NaN",
 // "+Inf" and "-Inf" (a diverged run still logs) and read back as the float values.
 //

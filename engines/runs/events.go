@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/toyml/toy/ggml"
 )
 
 // SchemaV1 is the schema name every run_start event carries.
@@ -36,23 +38,48 @@ type GitInfo struct {
 	Branch string `json:"branch"`
 }
 
+// Backend describes the compute backend a run ran on. Run.LogStart stamps it from the build
+// (ThisBackend); callers do not choose it.
+type Backend struct {
+	// Kind is the backend toy was built for: "cpu", "cuda" or "metal" (ggml.BackendKind).
+	Kind string `json:"kind"`
+	// GGML is the ggml module linked, path and version.
+	GGML string `json:"ggml,omitempty"`
+	// CPUFeatures are the SIMD extensions ggml's CPU kernels were compiled for.
+	CPUFeatures []string `json:"cpu_features,omitempty"`
+}
+
+// ThisBackend describes the backend of this build.
+func ThisBackend() Backend {
+	bi := ggml.Build()
+	return Backend{Kind: ggml.BackendKind, GGML: bi.GGMLModule, CPUFeatures: bi.CPUFeatures}
+}
+
 // RunStart is the first event of a run (and of each resumption of it).
 type RunStart struct {
 	// RunID is the run's id; Run.LogStart fills it in when empty.
 	RunID string
 	// Time is when the run started; Run.LogStart uses the current time when zero.
 	Time time.Time
-	// Backend names the compute backend, e.g. "cpu".
-	Backend string
-	// Model is the model configuration: any value encoding/json can marshal. Events read
-	// back by ReadEvents hold it as a json.RawMessage, to unmarshal into the caller's type.
+	// Backend is the compute backend. Run.LogStart sets it to ThisBackend(), replacing any
+	// value given; a log from before it was an object reads back with only Kind set.
+	Backend Backend
+	// Model is the model configuration ("model"): any value encoding/json can marshal, with
+	// the GGUF/spec names as its keys (config.Llama's JSON). Events read back by ReadEvents
+	// hold it as a json.RawMessage, to unmarshal into the caller's type.
 	Model any
-	// Training is the training configuration, handled like Model.
-	Training any
-	// Seed is the run's random seed.
-	Seed uint64
+	// Config is the training configuration ("config"), handled like Model. In a log from
+	// before "config" it holds the old "training" object, whose keys are Go field names.
+	Config any
+	// Seeds names every random seed the run depends on, e.g. "init" (the initial weights)
+	// and "data" (the batch order). A log from before "seeds" reads back as {"seed": seed}.
+	Seeds map[string]uint64
 	// Git is the source revision, recorded only when non-nil.
 	Git *GitInfo
+	// Legacy is true for a run_start read from a log written before run_start took its
+	// current shape (a string "backend", "training" and one "seed"); Config then has the old
+	// keys. It is ignored when writing.
+	Legacy bool
 }
 
 // Step records one optimizer step.
@@ -139,15 +166,22 @@ func (f *jfloat) UnmarshalJSON(b []byte) error {
 // The wire forms: the public structs plus the type (and schema) fields, with NaN-safe floats.
 
 type runStartJSON struct {
-	Schema   string          `json:"schema"`
-	Type     string          `json:"type"`
-	RunID    string          `json:"run_id"`
-	Time     time.Time       `json:"time"`
-	Backend  string          `json:"backend"`
-	Model    json.RawMessage `json:"model"`
+	Schema  string            `json:"schema"`
+	Type    string            `json:"type"`
+	RunID   string            `json:"run_id"`
+	Time    time.Time         `json:"time"`
+	Backend json.RawMessage   `json:"backend"`
+	Model   json.RawMessage   `json:"model"`
+	Config  json.RawMessage   `json:"config"`
+	Seeds   map[string]uint64 `json:"seeds"`
+	Git     *GitInfo          `json:"git,omitempty"`
+}
+
+// runStartV0JSON holds the fields of the first run_start shape that the current one renamed
+// or reshaped: "backend" a string, "training" for "config", one "seed" for "seeds".
+type runStartV0JSON struct {
 	Training json.RawMessage `json:"training"`
 	Seed     uint64          `json:"seed"`
-	Git      *GitInfo        `json:"git,omitempty"`
 }
 
 type stepJSON struct {
@@ -173,12 +207,19 @@ type runEndJSON struct {
 	Reason string    `json:"reason"`
 }
 
-// required lists the keys each event type must have.
+// required lists the keys each event type must have; run_start must also have "config" and
+// "seeds", or, in the first shape of run_start, "training" and "seed" (legacyKeys).
 var required = map[string][]string{
-	TypeRunStart: {"schema", "type", "run_id", "time", "backend", "model", "training", "seed"},
+	TypeRunStart: {"schema", "type", "run_id", "time", "backend", "model"},
 	TypeStep:     {"type", "step", "loss", "lr", "tokens_per_s", "time"},
 	TypeEval:     {"type", "step", "loss"},
 	TypeRunEnd:   {"type", "step", "loss", "time", "reason"},
+}
+
+// isString reports whether raw JSON is a string.
+func isString(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '"'
 }
 
 // MarshalJSON writes the run_start line, schema and type included.
@@ -187,14 +228,23 @@ func (s RunStart) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
-	training, err := json.Marshal(s.Training)
+	config, err := json.Marshal(s.Config)
 	if err != nil {
 		return nil, fmt.Errorf("training config: %w", err)
 	}
-	return json.Marshal(runStartJSON{SchemaV1, TypeRunStart, s.RunID, s.Time, s.Backend, model, training, s.Seed, s.Git})
+	backend, err := json.Marshal(s.Backend)
+	if err != nil {
+		return nil, err
+	}
+	seeds := s.Seeds
+	if seeds == nil {
+		seeds = map[string]uint64{}
+	}
+	return json.Marshal(runStartJSON{SchemaV1, TypeRunStart, s.RunID, s.Time, backend, model, config, seeds, s.Git})
 }
 
-// UnmarshalJSON reads a run_start line; Model and Training become json.RawMessage.
+// UnmarshalJSON reads a run_start line, in its current shape or its first one (see Legacy);
+// Model and Config become json.RawMessage.
 func (s *RunStart) UnmarshalJSON(b []byte) error {
 	var j runStartJSON
 	if err := json.Unmarshal(b, &j); err != nil {
@@ -203,7 +253,26 @@ func (s *RunStart) UnmarshalJSON(b []byte) error {
 	if j.Schema != SchemaV1 {
 		return fmt.Errorf("unknown schema %q, want %q", j.Schema, SchemaV1)
 	}
-	*s = RunStart{RunID: j.RunID, Time: j.Time, Backend: j.Backend, Model: j.Model, Training: j.Training, Seed: j.Seed, Git: j.Git}
+	*s = RunStart{RunID: j.RunID, Time: j.Time, Model: j.Model, Config: j.Config, Seeds: j.Seeds, Git: j.Git}
+	if isString(j.Backend) {
+		// The first shape: "backend":"cpu", "training":{…}, "seed":N.
+		var kind string
+		var v0 runStartV0JSON
+		if err := json.Unmarshal(j.Backend, &kind); err != nil {
+			return fmt.Errorf("backend: %w", err)
+		}
+		if err := json.Unmarshal(b, &v0); err != nil {
+			return err
+		}
+		s.Backend, s.Config, s.Seeds, s.Legacy = Backend{Kind: kind}, v0.Training, map[string]uint64{"seed": v0.Seed}, true
+		return nil
+	}
+	if err := json.Unmarshal(j.Backend, &s.Backend); err != nil {
+		return fmt.Errorf("backend: %w", err)
+	}
+	if s.Backend.Kind == "" {
+		return errors.New(`backend has no "kind"`)
+	}
 	return nil
 }
 
@@ -349,6 +418,14 @@ func parseLine(line []byte, lineNo int) (Event, error) {
 	keys, ok := required[typ]
 	if !ok {
 		return Event{}, fmt.Errorf("unknown event type %q", typ)
+	}
+	if typ == TypeRunStart {
+		// The first shape of run_start (a string backend) names two fields differently.
+		if isString(fields["backend"]) {
+			keys = append(keys, "training", "seed")
+		} else {
+			keys = append(keys, "config", "seeds")
+		}
 	}
 	for _, k := range keys {
 		if _, ok := fields[k]; !ok {

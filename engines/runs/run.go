@@ -177,9 +177,10 @@ func (r *Run) append(v any) error {
 	return nil
 }
 
-// LogStart appends a run_start event, filling in the run id and the current time when they
-// are empty.
+// LogStart appends a run_start event, stamping it with this build's backend (ThisBackend) and
+// filling in the run id and the current time when they are empty.
 func (r *Run) LogStart(s RunStart) error {
+	s.Backend = ThisBackend()
 	if s.RunID == "" {
 		s.RunID = r.ID
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/ggml"
 )
 
 type modelCfg struct {
@@ -59,8 +61,8 @@ func TestCreateAndLog(t *testing.T) {
 	}
 
 	t0 := time.Date(2026, 11, 30, 15, 30, 12, 123456789, time.UTC)
-	require.NoError(t, r.LogStart(RunStart{Time: t0, Backend: "cpu", Model: modelCfg{2, 64, "tiny"},
-		Training: map[string]any{"lr": 3e-4}, Seed: math.MaxUint64}))
+	require.NoError(t, r.LogStart(RunStart{Time: t0, Backend: Backend{Kind: "abacus"}, Model: modelCfg{2, 64, "tiny"},
+		Config: map[string]any{"lr": 3e-4}, Seeds: map[string]uint64{"init": 1, "data": math.MaxUint64}}))
 	require.NoError(t, r.LogStep(Step{Step: 1, Loss: 5.5, LR: 1e-4, TokensPerS: 1234.5, Time: t0.Add(time.Second)}))
 	require.NoError(t, r.LogStep(Step{Step: 2, Loss: math.NaN(), LR: 2e-4, TokensPerS: math.Inf(1)}))
 	require.NoError(t, r.LogEval(Eval{Step: 2, Loss: 4.25}))
@@ -81,6 +83,11 @@ func TestCreateAndLog(t *testing.T) {
 	assert.Equal(t, "20261130-153012-a1b2", first["run_id"])
 	assert.Equal(t, "2026-11-30T15:30:12.123456789Z", first["time"])
 	assert.NotContains(t, first, "git", "git only when supplied")
+	assert.Equal(t, ggml.BackendKind, first["backend"].(map[string]any)["kind"], "the run stamps its backend")
+	assert.Equal(t, map[string]any{"init": 1.0, "data": float64(math.MaxUint64)}, first["seeds"])
+	assert.Equal(t, map[string]any{"lr": 3e-4}, first["config"])
+	assert.NotContains(t, first, "training")
+	assert.NotContains(t, first, "seed")
 	assert.Contains(t, lines[1], `"tokens_per_s":1234.5`)
 	assert.Contains(t, lines[2], `"loss":"NaN"`)
 	assert.Contains(t, lines[2], `"tokens_per_s":"+Inf"`)
@@ -98,13 +105,14 @@ func TestCreateAndLog(t *testing.T) {
 	start := events[0].Data.(RunStart)
 	assert.Equal(t, "20261130-153012-a1b2", start.RunID)
 	assert.True(t, start.Time.Equal(t0))
-	assert.Equal(t, "cpu", start.Backend)
-	assert.Equal(t, uint64(math.MaxUint64), start.Seed)
+	assert.Equal(t, ThisBackend(), start.Backend)
+	assert.Equal(t, map[string]uint64{"init": 1, "data": math.MaxUint64}, start.Seeds)
+	assert.False(t, start.Legacy)
 	assert.Nil(t, start.Git)
 	var m modelCfg
 	require.NoError(t, json.Unmarshal(start.Model.(json.RawMessage), &m))
 	assert.Equal(t, modelCfg{2, 64, "tiny"}, m)
-	assert.JSONEq(t, `{"lr":0.0003}`, string(start.Training.(json.RawMessage)))
+	assert.JSONEq(t, `{"lr":0.0003}`, string(start.Config.(json.RawMessage)))
 
 	s1 := events[1].Data.(Step)
 	assert.Equal(t, Step{Step: 1, Loss: 5.5, LR: 1e-4, TokensPerS: 1234.5, Time: s1.Time}, s1)
@@ -124,7 +132,7 @@ func TestGitInfoWritten(t *testing.T) {
 	r, err := Create(t.TempDir(), "x")
 	require.NoError(t, err)
 	defer r.Close()
-	require.NoError(t, r.LogStart(RunStart{Backend: "cpu", Git: &GitInfo{SHA: "abc", Branch: "main"}}))
+	require.NoError(t, r.LogStart(RunStart{Git: &GitInfo{SHA: "abc", Branch: "main"}}))
 	events, err := ReadEvents(r.EventsPath())
 	require.NoError(t, err)
 	assert.Equal(t, &GitInfo{SHA: "abc", Branch: "main"}, events[0].Data.(RunStart).Git)
@@ -132,8 +140,40 @@ func TestGitInfoWritten(t *testing.T) {
 	assert.ErrorContains(t, err, "model config", "an unmarshalable config fails the log call")
 }
 
-const startLine = `{"schema":"toy/v1","type":"run_start","run_id":"r","time":"2026-01-02T03:04:05Z","backend":"cpu","model":{},"training":null,"seed":7}`
+const startLine = `{"schema":"toy/v1","type":"run_start","run_id":"r","time":"2026-01-02T03:04:05Z","backend":{"kind":"cpu"},"model":{},"config":null,"seeds":{"init":7,"data":7}}`
 const stepLine = `{"type":"step","step":1,"loss":2.5,"lr":0.001,"tokens_per_s":100,"time":"2026-01-02T03:04:06Z"}`
+
+// oldStartLine is a run_start of the first shape: "backend" a string, "training" with Go field
+// names, one "seed".
+const oldStartLine = `{"schema":"toy/v1","type":"run_start","run_id":"20261130-153012-a1b2","time":"2026-11-30T15:30:12Z","backend":"cpu","model":{"vocab":2048,"d_model":192,"n_layers":4},"training":{"Steps":800,"LR":0.002,"Seed":7},"seed":7}`
+
+// TestReadOldRunStart reads a log written before run_start took its current shape, as resume
+// and toy plot must, and appends to it.
+func TestReadOldRunStart(t *testing.T) {
+	path := writeLog(t, oldStartLine+"\n"+stepLine+"\n"+`{"type":"eval","step":1,"loss":2.25}`+"\n")
+	events, err := ReadEvents(path)
+	require.NoError(t, err)
+	require.Len(t, events, 3)
+	start := events[0].Data.(RunStart)
+	assert.True(t, start.Legacy)
+	assert.Equal(t, "20261130-153012-a1b2", start.RunID)
+	assert.Equal(t, Backend{Kind: "cpu"}, start.Backend)
+	assert.Equal(t, map[string]uint64{"seed": 7}, start.Seeds)
+	assert.JSONEq(t, `{"Steps":800,"LR":0.002,"Seed":7}`, string(start.Config.(json.RawMessage)))
+	assert.JSONEq(t, `{"vocab":2048,"d_model":192,"n_layers":4}`, string(start.Model.(json.RawMessage)))
+
+	r, err := OpenRun(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Equal(t, "20261130-153012-a1b2", r.ID)
+	require.NoError(t, r.LogStart(RunStart{Config: map[string]int{"steps": 900}, Seeds: map[string]uint64{"init": 7, "data": 7}}))
+	require.NoError(t, r.Close())
+	events, err = ReadEvents(path)
+	require.NoError(t, err, "old and new run_start lines in one log")
+	require.Len(t, events, 4)
+	resumed := events[3].Data.(RunStart)
+	assert.False(t, resumed.Legacy)
+	assert.Equal(t, ggml.BackendKind, resumed.Backend.Kind)
+}
 
 func writeLog(t *testing.T, content string) string {
 	t.Helper()
@@ -149,6 +189,11 @@ func TestReadEventsRejects(t *testing.T) {
 	}{
 		{"schema", strings.Replace(startLine, "toy/v1", "toy/v2", 1) + "\n", `line 1: unknown schema "toy/v2"`},
 		{"noschema", strings.Replace(startLine, `"schema":"toy/v1",`, "", 1) + "\n", `line 1: run_start event has no "schema"`},
+		{"noseeds", strings.Replace(startLine, `,"seeds":{"init":7,"data":7}`, "", 1) + "\n", `line 1: run_start event has no "seeds"`},
+		{"noconfig", strings.Replace(startLine, `"config":null,`, "", 1) + "\n", `line 1: run_start event has no "config"`},
+		{"nokind", strings.Replace(startLine, `{"kind":"cpu"}`, `{}`, 1) + "\n", `line 1: run_start event: backend has no "kind"`},
+		{"badbackend", strings.Replace(startLine, `{"kind":"cpu"}`, `7`, 1) + "\n", `line 1: run_start event: backend`},
+		{"v0noseed", strings.Replace(oldStartLine, `,"seed":7`, "", 1) + "\n", `line 1: run_start event has no "seed"`},
 		{"schemaOnStep", startLine + "\n" + strings.Replace(stepLine, `{`, `{"schema":"other",`, 1) + "\n", `line 2: unknown schema "other"`},
 		{"garbage", startLine + "\n" + "not json\n" + stepLine + "\n", "line 2: not a JSON object"},
 		{"array", startLine + "\n[1,2]\n", "line 2: not a JSON object"},
@@ -218,7 +263,7 @@ func TestOpenRunResume(t *testing.T) {
 	root := t.TempDir()
 	r, err := Create(root, "run1")
 	require.NoError(t, err)
-	require.NoError(t, r.LogStart(RunStart{Backend: "cpu", Seed: 1}))
+	require.NoError(t, r.LogStart(RunStart{Seeds: map[string]uint64{"init": 1}}))
 	require.NoError(t, r.LogStep(Step{Step: 1, Loss: 3}))
 	require.NoError(t, r.Close())
 
@@ -235,7 +280,7 @@ func TestOpenRunResume(t *testing.T) {
 	require.Len(t, r2.Events, 2)
 	require.NotNil(t, r2.Recovered)
 	assert.Equal(t, 3, r2.Recovered.Line)
-	require.NoError(t, r2.LogStart(RunStart{Backend: "cpu", Seed: 1}))
+	require.NoError(t, r2.LogStart(RunStart{Seeds: map[string]uint64{"init": 1}}))
 	require.NoError(t, r2.LogStep(Step{Step: 2, Loss: 2}))
 	require.NoError(t, r2.LogEnd(RunEnd{Step: 2, Loss: 2, Reason: ReasonInterrupted}))
 	require.NoError(t, r2.Close())

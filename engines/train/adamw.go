@@ -64,20 +64,20 @@ func ParseMode(s string) (Mode, error) {
 type AdamW struct {
 	// LR is the base learning rate (alpha); a schedule usually supplies the per-step value
 	// passed to Params instead.
-	LR float64
+	LR float64 `json:"lr"`
 	// Beta1 is the decay rate of the first-moment (mean) estimate, in [0, 1).
-	Beta1 float64
+	Beta1 float64 `json:"beta1"`
 	// Beta2 is the decay rate of the second-moment (uncentred variance) estimate, in [0, 1).
-	Beta2 float64
+	Beta2 float64 `json:"beta2"`
 	// Eps is added to the square root of the second moment; it must be positive.
-	Eps float64
+	Eps float64 `json:"eps"`
 	// WeightDecay is the decoupled weight-decay coefficient (≥ 0), applied as w·(1-lr·wd).
-	WeightDecay float64
+	WeightDecay float64 `json:"weight_decay"`
 	// BiasCorrection says whether the moment estimates are bias-corrected; it must agree
 	// with Mode.
-	BiasCorrection bool
+	BiasCorrection bool `json:"bias_correction"`
 	// Mode says how Params fills the bias-correction slots.
-	Mode Mode
+	Mode Mode `json:"mode"`
 }
 
 // FromScratch returns AdamW settings for pretraining a small language model from random
@@ -208,30 +208,4 @@ func biasFactor(beta, t float64) float64 {
 		return 1
 	}
 	return 1 / -math.Expm1(t*math.Log(beta))
-}
-
-// Step applies one update of ggml's OPT_STEP_ADAMW kernel to w in place, reading the
-// gradient g, updating the moments m and v in place, with p as returned by Params:
-//
-//	m = β1·m + (1-β1)·g
-//	v = β2·v + (1-β2)·g²
-//	w = w·(1-α·wd) - α·(m·b1h) / (sqrt(v·b2h) + ε)
-//
-// Arithmetic is done in float64 and the results are rounded to float32, so it is a
-// reference for tests of the ggml path, not a fast optimizer. It panics if the four
-// slices differ in length.
-func Step(w, g, m, v []float32, p [7]float32) {
-	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
-		panic(fmt.Sprintf("train.Step: lengths differ: w %d, g %d, m %d, v %d", len(w), len(g), len(m), len(v)))
-	}
-	alpha, b1, b2, eps, wd := float64(p[0]), float64(p[1]), float64(p[2]), float64(p[3]), float64(p[4])
-	b1h, b2h := float64(p[5]), float64(p[6])
-	keep := 1 - alpha*wd
-	for i := range w {
-		gi := float64(g[i])
-		mi := b1*float64(m[i]) + (1-b1)*gi
-		vi := b2*float64(v[i]) + (1-b2)*gi*gi
-		m[i], v[i] = float32(mi), float32(vi)
-		w[i] = float32(float64(w[i])*keep - alpha*(mi*b1h)/(math.Sqrt(vi*b2h)+eps))
-	}
 }

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -220,7 +221,7 @@ func TestParamsStepMatchTorchAdamW(t *testing.T) {
 				lr := sched.LR(step)
 				p, err := c.opt.Params(step, lr, c.decay)
 				require.NoError(t, err)
-				Step(w, g, m, v, p)
+				kernelStep(w, g, m, v, p)
 				wd := 0.0
 				if c.decay {
 					wd = c.opt.WeightDecay
@@ -248,14 +249,39 @@ func TestStepFirstUpdateIsLR(t *testing.T) {
 	w := []float32{1, 1, 1, 1}
 	g := []float32{1e-3, -5, 300, -0.2}
 	m, v := make([]float32, 4), make([]float32, 4)
-	Step(w, g, m, v, p)
+	kernelStep(w, g, m, v, p)
 	for i := range w {
 		assert.InDelta(t, 1-1e-2*math.Copysign(1, float64(g[i])), float64(w[i]), 1e-6, "w[%d]", i)
 	}
 }
 
 func TestStepPanicsOnLengthMismatch(t *testing.T) {
-	assert.PanicsWithValue(t, "train.Step: lengths differ: w 2, g 1, m 2, v 2", func() {
-		Step(make([]float32, 2), make([]float32, 1), make([]float32, 2), make([]float32, 2), [7]float32{})
+	assert.PanicsWithValue(t, "train.kernelStep: lengths differ: w 2, g 1, m 2, v 2", func() {
+		kernelStep(make([]float32, 2), make([]float32, 1), make([]float32, 2), make([]float32, 2), [7]float32{})
 	})
+}
+
+// kernelStep applies one update of ggml's OPT_STEP_ADAMW kernel to w in place, reading the
+// gradient g, updating the moments m and v in place, with p as returned by Params:
+//
+//	m = β1·m + (1-β1)·g
+//	v = β2·v + (1-β2)·g²
+//	w = w·(1-α·wd) - α·(m·b1h) / (sqrt(v·b2h) + ε)
+//
+// Arithmetic is done in float64 and the results are rounded to float32, as the kernel stores
+// them. It panics if the four slices differ in length.
+func kernelStep(w, g, m, v []float32, p [7]float32) {
+	if len(g) != len(w) || len(m) != len(w) || len(v) != len(w) {
+		panic(fmt.Sprintf("train.kernelStep: lengths differ: w %d, g %d, m %d, v %d", len(w), len(g), len(m), len(v)))
+	}
+	alpha, b1, b2, eps, wd := float64(p[0]), float64(p[1]), float64(p[2]), float64(p[3]), float64(p[4])
+	b1h, b2h := float64(p[5]), float64(p[6])
+	keep := 1 - alpha*wd
+	for i := range w {
+		gi := float64(g[i])
+		mi := b1*float64(m[i]) + (1-b1)*gi
+		vi := b2*float64(v[i]) + (1-b2)*gi*gi
+		m[i], v[i] = float32(mi), float32(vi)
+		w[i] = float32(float64(w[i])*keep - alpha*(mi*b1h)/(math.Sqrt(vi*b2h)+eps))
+	}
 }

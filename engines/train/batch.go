@@ -88,16 +88,6 @@ func (b *Batch) Positions() []int32 {
 	return out
 }
 
-// Labels returns the one-hot next-token labels: B·T rows of Vocab floats, row b*T+t
-// marking Tokens[b][t+1] (ggml layout [Vocab, B·T]).
-func (b *Batch) Labels() []float32 {
-	out := make([]float32, b.Rows()*b.Vocab)
-	for i, id := range b.Targets() {
-		out[i*b.Vocab+int(id)] = 1
-	}
-	return out
-}
-
 // ClassificationBatch is a validated image-classification batch of N images, each of
 // PixelsPerImage floats, with one class label per image. Build it with
 // NewClassificationBatch and treat it as read-only.

@@ -1,12 +1,11 @@
 // Package train holds the engine-independent pieces of a training loop that drives ggml:
 // the AdamW hyper-parameters and the 7-float parameter tensor that ggml_opt_step_adamw
-// reads, learning-rate schedules, dense one-hot label tensors for ggml_cross_entropy_loss,
-// validated token and image batches, and a unigram baseline loss that a trained language
-// model has to beat.
+// reads, learning-rate schedules, dense one-hot label tensors for ggml_cross_entropy_loss
+// (fixed-target and class labels), validated token and image batches, and a unigram
+// baseline loss that a trained language model has to beat.
 //
 // Nothing here touches ggml itself: the package computes the host-side values (parameter
-// floats, flattened inputs, label rows) that an engine copies into its input tensors, and
-// Step gives a plain-Go reference of ggml's AdamW kernel for tests.
+// floats, flattened inputs, label rows) that an engine copies into its input tensors.
 //
 // Conventions used throughout:
 //   - Optimizer steps are 0-indexed: step 0 is the first parameter update.

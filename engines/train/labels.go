@@ -19,37 +19,6 @@ func oneHot(ids []int32, width int, what string, index func(i int) int) ([]float
 	return out, nil
 }
 
-// NextToken returns next-token labels for the sequence ids: len(ids)-1 one-hot rows of
-// width vocab, row i marking ids[i+1], the target of input position i. It needs at least
-// two ids, and every target ids[1:] must lie in [0, vocab) (the error names the position
-// in ids and the id). ids[0] is an input only and is not checked; use NextTokenChecked to
-// vet the whole sequence before it also feeds the embedding lookup.
-func NextToken(ids []int32, vocab int) ([]float32, error) {
-	if len(ids) < 2 {
-		return nil, fmt.Errorf("train: next-token labels need at least 2 ids, got %d", len(ids))
-	}
-	if vocab < 1 {
-		return nil, fmt.Errorf("train: vocabulary size %d must be at least 1", vocab)
-	}
-	return oneHot(ids[1:], vocab, "target token", func(i int) int { return i + 1 })
-}
-
-// NextTokenChecked is NextToken that also checks ids[0], so that every id of the sequence
-// (inputs and targets) is known to lie in [0, vocab); the error names the first offending
-// position and id.
-func NextTokenChecked(ids []int32, vocab int) ([]float32, error) {
-	if len(ids) < 2 {
-		return nil, fmt.Errorf("train: next-token labels need at least 2 ids, got %d", len(ids))
-	}
-	if vocab < 1 {
-		return nil, fmt.Errorf("train: vocabulary size %d must be at least 1", vocab)
-	}
-	if id := ids[0]; id < 0 || int(id) >= vocab {
-		return nil, fmt.Errorf("train: token id %d at position 0 is outside [0, %d)", id, vocab)
-	}
-	return NextToken(ids, vocab)
-}
-
 // FixedTarget returns n one-hot rows of width vocab that all mark target, e.g. to train
 // every position towards one token. n must be at least 1 and target in [0, vocab).
 func FixedTarget(n, vocab int, target int32) ([]float32, error) {

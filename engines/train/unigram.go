@@ -53,19 +53,3 @@ func (u *Unigram) CrossEntropy(heldOut []int32) (float64, error) {
 	}
 	return sum / float64(len(heldOut)), nil
 }
-
-// UnigramLoss returns the held-out cross entropy (nats/token) of an add-one-smoothed
-// unigram model fitted on train: the baseline loss a trained language model must beat.
-// It panics on invalid input (vocab < 1, an empty heldOut, an id outside [0, vocab));
-// use NewUnigram and CrossEntropy to get errors instead.
-func UnigramLoss(train, heldOut []int32, vocab int) float64 {
-	u, err := NewUnigram(train, vocab)
-	if err != nil {
-		panic(err)
-	}
-	ce, err := u.CrossEntropy(heldOut)
-	if err != nil {
-		panic(err)
-	}
-	return ce
-}
