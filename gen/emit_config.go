@@ -220,13 +220,14 @@ func emitFlags(f *jen.File, c *Config) {
 		"JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.", typ, c.GoName))
 	f.Type().Id(typ).Struct(
 		jen.Id("fs").Op("*").Qual("flag", "FlagSet"),
-		jen.Comment("v holds the flags' values, the spec's defaults until parsed."),
+		jen.Comment("v holds the flags' values, the defaults until parsed."),
 		jen.Id("v").Id(c.GoName),
 	)
 	f.Line()
-	docLines(f, fmt.Sprintf("New%s registers the flags on fs. The defaults shown are the spec's defaults.", typ))
-	f.Func().Id("New" + typ).Params(jen.Id("fs").Op("*").Qual("flag", "FlagSet")).Op("*").Id(typ).BlockFunc(func(g *jen.Group) {
-		g.Id("f").Op(":=").Op("&").Id(typ).Values(jen.Id("fs").Op(":").Id("fs"), jen.Id("v").Op(":").Id("Default"+c.GoName).Call())
+	docLines(f, fmt.Sprintf("New%s registers the flags on fs, showing the values of defaults (e.g. the default\n"+
+		"preset's) as their defaults.", typ))
+	f.Func().Id("New"+typ).Params(jen.Id("fs").Op("*").Qual("flag", "FlagSet"), jen.Id("defaults").Id(c.GoName)).Op("*").Id(typ).BlockFunc(func(g *jen.Group) {
+		g.Id("f").Op(":=").Op("&").Id(typ).Values(jen.Id("fs").Op(":").Id("fs"), jen.Id("v").Op(":").Id("defaults"))
 		for _, fl := range c.Fields {
 			if fl.Flag == "" {
 				continue

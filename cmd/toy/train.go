@@ -16,17 +16,16 @@ import (
 	"github.com/toyml/toy/generated/config"
 )
 
+// defaultPreset is the model shape toy train uses unless -preset names another; it is the one
+// recipes.DefaultScratch trains.
+const defaultPreset = "demo"
+
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	s := recipes.DefaultScratch()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	preset := fs.String("preset", "demo", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
-	layers := fs.Int("layers", 0, "override the preset's number of layers")
-	dModel := fs.Int("d-model", 0, "override the preset's width")
-	dFF := fs.Int("d-ff", 0, "override the preset's feed-forward width")
-	heads := fs.Int("heads", 0, "override the preset's attention heads")
-	kvHeads := fs.Int("kv-heads", 0, "override the preset's key/value heads")
-	vocab := fs.Int("vocab", 0, "tokenizer vocabulary size to train (default: the preset's)")
-	ctxLen := fs.Int("context", 0, "override the preset's context length")
+	preset := fs.String("preset", defaultPreset, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
+		"; the model's flags (-d-model, -n-layers, -context, -rope-scaling, …) override it, their defaults are the "+defaultPreset+" preset's")
+	model := config.NewLlamaFlags(fs, s.Model)
 	fs.StringVar(&s.Text, "text", "", "a text file or directory to train on (default: the Go standard library's source)")
 	fs.StringVar(&s.Corpus, "corpus", "", "a token corpus made by toy tokenize (needs -tokenizer)")
 	fs.StringVar(&s.Tokenizer, "tokenizer", "", "a GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
@@ -75,20 +74,14 @@ Flags:
 	if err != nil {
 		return asUsage(err)
 	}
-	for _, o := range []struct {
-		v   int
-		dst *int
-	}{{*layers, &m.NLayers}, {*dModel, &m.DModel}, {*dFF, &m.DFF}, {*heads, &m.NHeads}, {*kvHeads, &m.NKVHeads}, {*vocab, &m.Vocab}, {*ctxLen, &m.Context}} {
-		if o.v != 0 {
-			*o.dst = o.v
-		}
+	if err := model.Apply(&m); err != nil {
+		return asUsage(fmt.Errorf("model: %w", err))
 	}
 	s.Model = m
-	// -seed seeds the initial weights as well as the batch order.
+	// -seed seeds the initial weights (Model.Seed) as well as the batch order.
 	if s.Seed > math.MaxUint32 {
 		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
 	}
-	s.Model.Seed = int(s.Seed)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if s.Resume != "" && set["steps"] {

@@ -158,8 +158,8 @@ func (s *Scratch) prepare() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 		return s.reopen()
 	}
 	// One seed makes the run: the initial weights and the order of the batches.
-	if s.Seed > math.MaxInt64 {
-		return nil, nil, 0, fmt.Errorf("seed %d: want at most %d", s.Seed, int64(math.MaxInt64))
+	if s.Seed > math.MaxUint32 {
+		return nil, nil, 0, fmt.Errorf("seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
 	}
 	s.Model.Seed = int(s.Seed)
 	if err := s.Validate(); err != nil {

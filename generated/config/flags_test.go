@@ -12,7 +12,7 @@ import (
 func TestLlamaFlags(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	flags := NewLlamaFlags(fs)
+	flags := NewLlamaFlags(fs, DefaultLlama())
 	if err := fs.Parse([]string{"-d-model", "64", "-c", "16", "-rope-scaling", "yarn"}); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestLlamaFlags(t *testing.T) {
 
 	fs = flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	NewLlamaFlags(fs)
+	NewLlamaFlags(fs, DefaultLlama())
 	err = fs.Parse([]string{"-rope-scaling", "bogus"})
 	if err == nil || !strings.Contains(err.Error(), "none, linear, yarn") {
 		t.Errorf("-rope-scaling bogus: got error %v, want one naming the choices", err)
@@ -43,7 +43,7 @@ func TestLlamaFlags(t *testing.T) {
 func TestLlamaFlagsValidate(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	flags := NewLlamaFlags(fs)
+	flags := NewLlamaFlags(fs, DefaultLlama())
 	if err := fs.Parse([]string{"-d-model", "65"}); err != nil {
 		t.Fatal(err)
 	}

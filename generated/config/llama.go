@@ -522,13 +522,14 @@ func (c *Llama) FromGGUF(arch string, values map[string]any) error {
 // JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.
 type LlamaFlags struct {
 	fs *flag.FlagSet
-	// v holds the flags' values, the spec's defaults until parsed.
+	// v holds the flags' values, the defaults until parsed.
 	v Llama
 }
 
-// NewLlamaFlags registers the flags on fs. The defaults shown are the spec's defaults.
-func NewLlamaFlags(fs *flag.FlagSet) *LlamaFlags {
-	f := &LlamaFlags{fs: fs, v: DefaultLlama()}
+// NewLlamaFlags registers the flags on fs, showing the values of defaults (e.g. the default
+// preset's) as their defaults.
+func NewLlamaFlags(fs *flag.FlagSet, defaults Llama) *LlamaFlags {
+	f := &LlamaFlags{fs: fs, v: defaults}
 	fs.IntVar(&f.v.Vocab, "vocab", f.v.Vocab, "the number of tokens")
 	fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, "the width of the residual stream (embedding length)")
 	fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, "the hidden width of the SwiGLU feed-forward block")
