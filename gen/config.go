@@ -22,6 +22,8 @@ type Config struct {
 	Doc     string
 	Fields  []*ConfigField
 	Presets []*Preset
+	// NoFlags: the config gets no command-line flags (//kernelgen:config noflags).
+	NoFlags bool
 	Pos     token.Position
 }
 
@@ -34,8 +36,10 @@ type ConfigField struct {
 	// GGUF is the GGUF key; "{arch}" in it stands for the file's general.architecture, so
 	// one config reads and writes the keys of every architecture of its family.
 	GGUF string
-	// Required makes FromGGUF report the key's absence (required:"true").
-	Required bool
+	// Required makes FromGGUF report the key's absence (required:"true"); OmitZero makes
+	// ToGGUF leave the key out when the field is zero (omitzero:"true"), for keys whose
+	// absence means something else than zero to readers.
+	Required, OmitZero bool
 	// Default is the default value as written in the tag; Min/Max bound numbers (nil when
 	// absent); Enum lists a string's allowed values; MultipleOf names (by JSON name) a field
 	// this one must be a multiple of.
@@ -107,7 +111,7 @@ type PresetValue struct {
 	Value string
 }
 
-var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required"}
+var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required", "omitzero"}
 
 // LoadConfigs reads the engine spec package matched by pattern (relative to dir).
 func LoadConfigs(dir, pattern string) ([]*Config, error) {
@@ -170,6 +174,12 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		switch d.name {
 		case "config":
 			isConfig = true
+			for _, a := range d.args {
+				if a != "noflags" {
+					l.errorf(d.pos, "kernelgen:config %s: the only argument is noflags", a)
+				}
+				c.NoFlags = true
+			}
 		case "preset":
 			presetDirs = append(presetDirs, d)
 		default:
@@ -304,11 +314,20 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 	} else if rest := strings.Replace(cf.GGUF, archPlaceholder, "", 1); strings.ContainsAny(rest, "{}") {
 		l.errorf(f.Pos(), "field %s: gguf:%q: the only placeholder is %s, once", name, cf.GGUF, archPlaceholder)
 	}
-	if v, ok := tag.Lookup("required"); ok {
-		if v != "true" {
-			l.errorf(f.Pos(), "field %s: required:%q: the only value is \"true\"", name, v)
+	for _, b := range []struct {
+		key string
+		dst *bool
+	}{{"required", &cf.Required}, {"omitzero", &cf.OmitZero}} {
+		key, dst := b.key, b.dst
+		if v, ok := tag.Lookup(key); ok {
+			if v != "true" {
+				l.errorf(f.Pos(), "field %s: %s:%q: the only value is \"true\"", name, key, v)
+			}
+			*dst = true
 		}
-		cf.Required = true
+	}
+	if cf.Required && cf.OmitZero {
+		l.errorf(f.Pos(), "field %s: a required key cannot be omitted", name)
 	}
 	num := func(key string) *float64 {
 		s, ok := tag.Lookup(key)

@@ -148,34 +148,14 @@ func emitConfig(f *jen.File, c *Config) {
 	f.Func().Id("Default" + c.GoName).Params().Id(c.GoName).Block(
 		jen.Return(jen.Id(c.GoName).Values(perLine(defaults)...)))
 	f.Line()
-	var names []jen.Code
-	for _, p := range c.Presets {
-		names = append(names, jen.Lit(p.Name))
+	if len(c.Presets) > 0 {
+		emitPresets(f, c)
 	}
-	f.Commentf("%sPresetNames lists the presets in the order the spec declares them.", c.GoName)
-	f.Func().Id(c.GoName + "PresetNames").Params().Index().String().Block(jen.Return(jen.Index().String().Values(oneEach(names)...)))
-	f.Line()
-	f.Commentf("%sPreset returns the defaults overlaid with the named preset.", c.GoName)
-	f.Func().Id(c.GoName+"Preset").Params(jen.Id("name").String()).Params(jen.Id(c.GoName), jen.Error()).Block(
-		jen.Id("c").Op(":=").Id("Default"+c.GoName).Call(),
-		jen.Switch(jen.Id("name")).BlockFunc(func(g *jen.Group) {
-			for _, p := range c.Presets {
-				var stmts []jen.Code
-				for _, v := range p.Values {
-					stmts = append(stmts, jen.Id("c").Dot(v.Field.GoName).Op("=").Add(literal(v.Field, v.Value)))
-				}
-				g.Case(jen.Lit(p.Name)).Block(stmts...)
-			}
-			g.Default().Block(jen.Return(jen.Id("c"), jen.Qual("fmt", "Errorf").Call(
-				jen.Lit("no "+c.GoName+" preset %q (have: %s)"), jen.Id("name"),
-				jen.Qual("strings", "Join").Call(jen.Id(c.GoName+"PresetNames").Call(), jen.Lit(", ")))))
-		}),
-		jen.Return(jen.Id("c"), jen.Nil()),
-	)
-	f.Line()
 	emitValidate(f, c)
 	emitGGUF(f, c)
-	emitFlags(f, c)
+	if !c.NoFlags {
+		emitFlags(f, c)
+	}
 }
 
 // emitConfigEnum writes the string type of an enum field, its constants, and String and Set,
@@ -339,24 +319,51 @@ func emitGGUF(f *jen.File, c *Config) {
 		doc = "ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order,\n" +
 			"with arch (general.architecture) in the keys that name it."
 	}
+	omits := false
+	for _, fl := range c.Fields {
+		omits = omits || fl.OmitZero
+	}
+	if omits {
+		doc += "\nKeys tagged omitzero are left out when their field is zero."
+	}
 	docLines(f, doc)
-	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("ToGGUF").Params(params...).Index().Id("KV").Block(
-		jen.Return(jen.Index().Id("KV").ValuesFunc(func(g *jen.Group) {
+	kv := func(fl *ConfigField) jen.Code {
+		var v jen.Code = jen.Id("c").Dot(fl.GoName)
+		switch {
+		case fl.Kind == "int":
+			v = jen.Uint32().Call(jen.Id("c").Dot(fl.GoName))
+		case fl.EnumType != "":
+			v = jen.String().Call(jen.Id("c").Dot(fl.GoName))
+		}
+		return jen.Values(ggufKey(fl), v)
+	}
+	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("ToGGUF").Params(params...).Index().Id("KV").BlockFunc(func(g *jen.Group) {
+		if !omits {
 			var kvs []jen.Code
 			for _, fl := range c.Fields {
-				var v jen.Code = jen.Id("c").Dot(fl.GoName)
+				kvs = append(kvs, kv(fl))
+			}
+			g.Return(jen.Index().Id("KV").Values(oneEach(kvs)...))
+			return
+		}
+		g.Id("kvs").Op(":=").Make(jen.Index().Id("KV"), jen.Lit(0), jen.Lit(len(c.Fields)))
+		for _, fl := range c.Fields {
+			add := jen.Id("kvs").Op("=").Append(jen.Id("kvs"), jen.Id("KV").Add(kv(fl)))
+			if fl.OmitZero {
+				var zero jen.Code = jen.Lit(0)
 				switch {
-				case fl.Kind == "int":
-					v = jen.Uint32().Call(jen.Id("c").Dot(fl.GoName))
-				case fl.EnumType != "":
-					v = jen.String().Call(jen.Id("c").Dot(fl.GoName))
+				case fl.Kind == "bool":
+					zero = jen.False()
+				case fl.Kind == "string":
+					zero = jen.Lit("")
 				}
-				kvs = append(kvs, jen.Values(ggufKey(fl), v))
+				g.If(jen.Id("c").Dot(fl.GoName).Op("!=").Add(zero)).Block(add)
+			} else {
+				g.Add(add)
 			}
-			for _, kv := range oneEach(kvs) {
-				g.Add(kv)
-			}
-		})))
+		}
+		g.Return(jen.Id("kvs"))
+	})
 	f.Line()
 	doc = "FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),\n" +
 		"accepting any integer type for ints and float64 for float32, and leaves the rest alone. A\n" +
@@ -434,4 +441,33 @@ func fromGGUF(fl *ConfigField) jen.Code {
 		return jen.Int().Call(jen.Id("x"))
 	}
 	return jen.Id("x")
+}
+
+// emitPresets writes the preset names and the preset constructor of c.
+func emitPresets(f *jen.File, c *Config) {
+	var names []jen.Code
+	for _, p := range c.Presets {
+		names = append(names, jen.Lit(p.Name))
+	}
+	f.Commentf("%sPresetNames lists the presets in the order the spec declares them.", c.GoName)
+	f.Func().Id(c.GoName + "PresetNames").Params().Index().String().Block(jen.Return(jen.Index().String().Values(oneEach(names)...)))
+	f.Line()
+	f.Commentf("%sPreset returns the defaults overlaid with the named preset.", c.GoName)
+	f.Func().Id(c.GoName+"Preset").Params(jen.Id("name").String()).Params(jen.Id(c.GoName), jen.Error()).Block(
+		jen.Id("c").Op(":=").Id("Default"+c.GoName).Call(),
+		jen.Switch(jen.Id("name")).BlockFunc(func(g *jen.Group) {
+			for _, p := range c.Presets {
+				var stmts []jen.Code
+				for _, v := range p.Values {
+					stmts = append(stmts, jen.Id("c").Dot(v.Field.GoName).Op("=").Add(literal(v.Field, v.Value)))
+				}
+				g.Case(jen.Lit(p.Name)).Block(stmts...)
+			}
+			g.Default().Block(jen.Return(jen.Id("c"), jen.Qual("fmt", "Errorf").Call(
+				jen.Lit("no "+c.GoName+" preset %q (have: %s)"), jen.Id("name"),
+				jen.Qual("strings", "Join").Call(jen.Id(c.GoName+"PresetNames").Call(), jen.Lit(", ")))))
+		}),
+		jen.Return(jen.Id("c"), jen.Nil()),
+	)
+	f.Line()
 }

@@ -82,6 +82,7 @@ Flags:
 	if s.Seed > math.MaxUint32 {
 		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
 	}
+	s.Model.Seed = int(s.Seed)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if s.Resume != "" && set["steps"] {

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -183,73 +184,6 @@ var traits = map[string]archTraits{
 		slidingPattern: 6, localRopeBase: 10000},
 }
 
-// meta reads typed "<arch>.*" metadata of one file, recording the first error.
-type meta struct {
-	path   string
-	arch   string
-	values map[string]any
-	err    error
-}
-
-func (m *meta) fail(format string, args ...any) {
-	if m.err == nil {
-		m.err = fmt.Errorf("gguf %s: "+format, append([]any{m.path}, args...)...)
-	}
-}
-
-func (m *meta) value(key string) (any, bool) {
-	v, ok := m.values[m.arch+"."+key]
-	return v, ok
-}
-
-// int reads an integer key of any integer type (or a uniform per-layer array of them).
-func (m *meta) int(key string, def int, required bool) int {
-	v, ok := m.value(key)
-	if !ok {
-		if required {
-			m.fail("metadata key %q is missing", m.arch+"."+key)
-		}
-		return def
-	}
-	n, ok := config.AsInt(v)
-	if !ok {
-		m.fail("metadata key %q holds %T, want an integer", m.arch+"."+key, v)
-		return def
-	}
-	if n < 0 || n > math.MaxInt32 {
-		m.fail("metadata key %q is %d, out of range", m.arch+"."+key, n)
-		return def
-	}
-	return int(n)
-}
-
-func (m *meta) float(key string, def float32) float32 {
-	v, ok := m.value(key)
-	if !ok {
-		return def
-	}
-	switch x := v.(type) {
-	case float32:
-		return x
-	case float64:
-		return float32(x)
-	}
-	if n, ok := config.AsInt(v); ok {
-		return float32(n)
-	}
-	m.fail("metadata key %q holds %T, want a number", m.arch+"."+key, v)
-	return def
-}
-
-func (m *meta) str(key string) string {
-	v, ok := m.value(key)
-	if !ok {
-		return ""
-	}
-	s, _ := v.(string)
-	return s
-}
-
 // DetectArchitecture reads the architecture of an open GGUF file from its metadata and
 // tensors. An unknown architecture or inconsistent metadata is an error naming the file.
 func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
@@ -305,10 +239,29 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	if a.NHeads%a.NKVHeads != 0 {
 		return a, fmt.Errorf("gguf %s: head_count %d is not a multiple of head_count_kv %d", f.Path(), a.NHeads, a.NKVHeads)
 	}
-	m := &meta{path: f.Path(), arch: name, values: values}
-	a.HeadDimK = m.int("attention.key_length", a.HeadDimK, a.HeadDimK == 0)
-	a.HeadDimV = m.int("attention.value_length", a.HeadDimK, false)
-	a.RopeDims = m.int("rope.dimension_count", a.HeadDimK, false)
+	x := config.DefaultLlamaFamily()
+	if err := x.FromGGUF(name, values); err != nil {
+		return a, fmt.Errorf("gguf %s: %w", f.Path(), err)
+	}
+	if err := x.Validate(); err != nil {
+		return a, fmt.Errorf("gguf %s: %w", f.Path(), err)
+	}
+	missing := func(key string) error {
+		return fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+"."+key)
+	}
+	switch {
+	case x.KeyLength == 0 && a.HeadDimK == 0:
+		return a, missing("attention.key_length") // embedding_length / head_count does not divide
+	case tr.moe && x.Experts == 0:
+		return a, missing("expert_count")
+	case x.Experts > 0 && x.ExpertsUsed == 0:
+		return a, missing("expert_used_count")
+	case x.Experts > 0 && x.ExpertFFN == 0 && a.DFF == 0:
+		return a, missing("expert_feed_forward_length")
+	}
+	a.HeadDimK = cmp.Or(x.KeyLength, a.HeadDimK)
+	a.HeadDimV = cmp.Or(x.ValueLength, a.HeadDimK)
+	a.RopeDims = cmp.Or(x.RopeDims, a.HeadDimK)
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
 	if tr.localRopeBase > 0 {
 		a.RopeBaseLocal, a.RopeScaleLocal = tr.localRopeBase, 1
@@ -316,33 +269,23 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	if tr.embedScale {
 		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
 	}
-	if a.HeadDimK > 0 {
-		a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
-	}
+	a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
 	if (name == "gemma2" && a.NLayers == 46) || (name == "gemma3" && a.NLayers == 62) {
 		// The 27B models scale queries by 1/√(d/H), as llama.cpp does for them.
 		a.QueryScale = float32(1 / math.Sqrt(float64(a.DModel/a.NHeads)))
 	}
-	if s := m.float("attention.query_pre_attn_scalar", 0); s > 0 {
+	if s := x.QueryPreAttnScalar; s > 0 {
 		a.QueryScale = float32(1 / math.Sqrt(float64(s)))
 	}
-	a.AttnSoftcap = m.float("attn_logit_softcapping", 0)
-	a.FinalSoftcap = m.float("final_logit_softcapping", 0)
+	a.AttnSoftcap, a.FinalSoftcap = x.AttnSoftcap, x.FinalSoftcap
 	if tr.slidingPattern >= 0 {
-		a.SlidingWindow = m.int("attention.sliding_window", 0, false)
-		a.SlidingPattern = tr.slidingPattern
+		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.slidingPattern
 	}
-	a.NExperts = m.int("expert_count", 0, tr.moe)
-	if a.NExperts > 0 {
-		a.NExpertsUsed = m.int("expert_used_count", 0, true)
-		a.ExpertFFN = m.int("expert_feed_forward_length", a.DFF, a.DFF == 0)
-		a.NormTopK = tr.normTopK
+	if a.NExperts = x.Experts; a.NExperts > 0 {
+		a.NExpertsUsed, a.ExpertFFN, a.NormTopK = x.ExpertsUsed, cmp.Or(x.ExpertFFN, a.DFF), tr.normTopK
 		if tr.sharedExpert {
-			a.SharedExpertFFN = m.int("expert_shared_feed_forward_length", 0, false)
+			a.SharedExpertFFN = x.SharedExpertFFN
 		}
-	}
-	if m.err != nil {
-		return a, m.err
 	}
 
 	// Tensors decide the optional parts.
@@ -378,55 +321,28 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 }
 
 // metadata is the architecture as the "<arch>.*" GGUF keys DetectArchitecture reads back
-// (the tensors carry the rest: vocabulary, tied output, biases, QK norms).
+// (the tensors carry the rest: vocabulary, tied output, biases, QK norms), written through
+// the same specs.
 func (a *Architecture) metadata() []KV {
-	p := a.Name + "."
-	kvs := []KV{
-		{Key: p + "context_length", Value: uint32(a.Context)},
-		{Key: p + "embedding_length", Value: uint32(a.DModel)},
-		{Key: p + "block_count", Value: uint32(a.NLayers)},
-		{Key: p + "attention.head_count", Value: uint32(a.NHeads)},
-		{Key: p + "attention.head_count_kv", Value: uint32(a.NKVHeads)},
-		{Key: p + "attention.key_length", Value: uint32(a.HeadDimK)},
-		{Key: p + "attention.value_length", Value: uint32(a.HeadDimV)},
-		{Key: p + "attention.layer_norm_rms_epsilon", Value: a.RMSEps},
-		{Key: p + "rope.freq_base", Value: a.RopeBase},
-		{Key: p + "rope.dimension_count", Value: uint32(a.RopeDims)},
-		{Key: p + "vocab_size", Value: uint32(a.Vocab)},
-	}
-	add := func(key string, v any) { kvs = append(kvs, KV{Key: p + key, Value: v}) }
-	if a.DFF > 0 {
-		add("feed_forward_length", uint32(a.DFF))
-	}
+	c := config.DefaultLlama()
+	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = a.Vocab, a.DModel, a.DFF, a.NHeads, a.NKVHeads
+	c.NLayers, c.Context, c.RopeBase, c.RMSEps = a.NLayers, a.Context, a.RopeBase, a.RMSEps
 	switch {
 	case a.RopeYaRN:
-		add("rope.scaling.type", "yarn")
-		add("rope.scaling.factor", 1/a.RopeScale)
-		if a.RopeOrigCtx > 0 {
-			add("rope.scaling.original_context_length", uint32(a.RopeOrigCtx))
-		}
+		c.RopeScaling, c.RopeScaleFactor, c.RopeOrigContext = config.LlamaRopeScalingYarn, 1/a.RopeScale, a.RopeOrigCtx
 	case a.RopeScale != 1 && a.RopeScale > 0:
-		add("rope.scaling.type", "linear")
-		add("rope.scaling.factor", 1/a.RopeScale)
+		c.RopeScaling, c.RopeScaleFactor = config.LlamaRopeScalingLinear, 1/a.RopeScale
 	}
-	if a.SlidingWindow > 0 {
-		add("attention.sliding_window", uint32(a.SlidingWindow))
-	}
-	if a.AttnSoftcap > 0 {
-		add("attn_logit_softcapping", a.AttnSoftcap)
-	}
-	if a.FinalSoftcap > 0 {
-		add("final_logit_softcapping", a.FinalSoftcap)
-	}
+	x := config.LlamaFamily{KeyLength: a.HeadDimK, ValueLength: a.HeadDimV, RopeDims: a.RopeDims,
+		SlidingWindow: a.SlidingWindow, AttnSoftcap: a.AttnSoftcap, FinalSoftcap: a.FinalSoftcap,
+		Experts: a.NExperts, ExpertsUsed: a.NExpertsUsed, ExpertFFN: a.ExpertFFN, SharedExpertFFN: a.SharedExpertFFN}
 	if def := float32(1 / math.Sqrt(float64(a.HeadDimK))); a.QueryScale > 0 && math.Abs(float64(a.QueryScale-def)) > 1e-7 {
-		add("attention.query_pre_attn_scalar", float32(1/(float64(a.QueryScale)*float64(a.QueryScale))))
+		x.QueryPreAttnScalar = float32(1 / (float64(a.QueryScale) * float64(a.QueryScale)))
 	}
-	if a.NExperts > 0 {
-		add("expert_count", uint32(a.NExperts))
-		add("expert_used_count", uint32(a.NExpertsUsed))
-		add("expert_feed_forward_length", uint32(a.ExpertFFN))
-		if a.SharedExpertFFN > 0 {
-			add("expert_shared_feed_forward_length", uint32(a.SharedExpertFFN))
+	var kvs []KV
+	for _, kv := range append(c.ToGGUF(a.Name), x.ToGGUF(a.Name)...) {
+		if !strings.HasPrefix(kv.Key, "toy.") { // the training options of a checkpoint
+			kvs = append(kvs, kv)
 		}
 	}
 	return kvs

@@ -157,11 +157,6 @@ func (s *Scratch) prepare() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	if s.Resume != "" {
 		return s.reopen()
 	}
-	// One seed makes the run: the initial weights and the order of the batches.
-	if s.Seed > math.MaxUint32 {
-		return nil, nil, 0, fmt.Errorf("seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
-	}
-	s.Model.Seed = int(s.Seed)
 	if err := s.Validate(); err != nil {
 		return nil, nil, 0, err
 	}

@@ -311,26 +311,29 @@ func (c Llama) Validate() error {
 
 // ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order,
 // with arch (general.architecture) in the keys that name it.
+// Keys tagged omitzero are left out when their field is zero.
 func (c Llama) ToGGUF(arch string) []KV {
-	return []KV{
-		{arch + ".vocab_size", uint32(c.Vocab)},
-		{arch + ".embedding_length", uint32(c.DModel)},
-		{arch + ".feed_forward_length", uint32(c.DFF)},
-		{arch + ".attention.head_count", uint32(c.NHeads)},
-		{arch + ".attention.head_count_kv", uint32(c.NKVHeads)},
-		{arch + ".block_count", uint32(c.NLayers)},
-		{arch + ".context_length", uint32(c.Context)},
-		{arch + ".rope.freq_base", c.RopeBase},
-		{arch + ".rope.scaling.type", string(c.RopeScaling)},
-		{arch + ".rope.scaling.factor", c.RopeScaleFactor},
-		{arch + ".rope.scaling.original_context_length", uint32(c.RopeOrigContext)},
-		{arch + ".attention.layer_norm_rms_epsilon", c.RMSEps},
-		{"toy." + arch + ".tied_output", c.TiedOutput},
-		{"toy." + arch + ".qkv_bias", c.QKVBias},
-		{"toy." + arch + ".weight_type", string(c.WeightType)},
-		{"toy." + arch + ".init_scale", c.InitScale},
-		{"toy." + arch + ".seed", uint32(c.Seed)},
+	kvs := make([]KV, 0, 17)
+	kvs = append(kvs, KV{arch + ".vocab_size", uint32(c.Vocab)})
+	kvs = append(kvs, KV{arch + ".embedding_length", uint32(c.DModel)})
+	kvs = append(kvs, KV{arch + ".feed_forward_length", uint32(c.DFF)})
+	kvs = append(kvs, KV{arch + ".attention.head_count", uint32(c.NHeads)})
+	kvs = append(kvs, KV{arch + ".attention.head_count_kv", uint32(c.NKVHeads)})
+	kvs = append(kvs, KV{arch + ".block_count", uint32(c.NLayers)})
+	kvs = append(kvs, KV{arch + ".context_length", uint32(c.Context)})
+	kvs = append(kvs, KV{arch + ".rope.freq_base", c.RopeBase})
+	kvs = append(kvs, KV{arch + ".rope.scaling.type", string(c.RopeScaling)})
+	kvs = append(kvs, KV{arch + ".rope.scaling.factor", c.RopeScaleFactor})
+	if c.RopeOrigContext != 0 {
+		kvs = append(kvs, KV{arch + ".rope.scaling.original_context_length", uint32(c.RopeOrigContext)})
 	}
+	kvs = append(kvs, KV{arch + ".attention.layer_norm_rms_epsilon", c.RMSEps})
+	kvs = append(kvs, KV{"toy." + arch + ".tied_output", c.TiedOutput})
+	kvs = append(kvs, KV{"toy." + arch + ".qkv_bias", c.QKVBias})
+	kvs = append(kvs, KV{"toy." + arch + ".weight_type", string(c.WeightType)})
+	kvs = append(kvs, KV{"toy." + arch + ".init_scale", c.InitScale})
+	kvs = append(kvs, KV{"toy." + arch + ".seed", uint32(c.Seed)})
+	return kvs
 }
 
 // FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),

@@ -37,7 +37,7 @@ type Llama struct {
 	// RopeScaleFactor is the context extension factor for linear and YaRN scaling.
 	RopeScaleFactor float32 `json:"rope_scale_factor" gguf:"{arch}.rope.scaling.factor" default:"1" min:"1" max:"1024"`
 	// RopeOrigContext is the context the model was first trained with (YaRN).
-	RopeOrigContext int `json:"rope_orig_context" gguf:"{arch}.rope.scaling.original_context_length" default:"0" min:"0" max:"1048576"`
+	RopeOrigContext int `json:"rope_orig_context" gguf:"{arch}.rope.scaling.original_context_length" default:"0" min:"0" max:"1048576" omitzero:"true"`
 	// RMSEps is the epsilon of RMSNorm.
 	RMSEps float32 `json:"rms_eps" gguf:"{arch}.attention.layer_norm_rms_epsilon" default:"1e-5" min:"0" max:"0.1"`
 	// TiedOutput shares the token embedding with the output projection (no output.weight).
@@ -51,4 +51,36 @@ type Llama struct {
 	InitScale float32 `json:"init_scale" gguf:"toy.{arch}.init_scale" default:"0.02" min:"0" max:"1"`
 	// Seed makes the random initialisation reproducible.
 	Seed int `json:"seed" gguf:"toy.{arch}.seed" default:"1" min:"0" flag:"-"`
+}
+
+// LlamaFamily holds what the llama family's other architectures (qwen2, qwen3, gemma2, gemma3,
+// mistral-style sliding windows, mixtures of experts) add to Llama's parameters, as their GGUF
+// keys: the decoder reads them with Llama's, and the random-model writer writes them. Zero is
+// "absent": the decoder then derives the value from Llama's (head sizes d_model/n_heads, RoPE
+// over the whole head) or leaves the part out (no window, no soft-cap, no experts).
+//
+//kernelgen:config noflags
+type LlamaFamily struct {
+	// KeyLength is the size of a query/key head when it is not d_model/n_heads (qwen3, gemma).
+	KeyLength int `json:"key_length" gguf:"{arch}.attention.key_length" default:"0" min:"0" max:"65536" omitzero:"true"`
+	// ValueLength is the size of a value head (default: KeyLength).
+	ValueLength int `json:"value_length" gguf:"{arch}.attention.value_length" default:"0" min:"0" max:"65536" omitzero:"true"`
+	// RopeDims is the number of leading elements of each head that RoPE rotates.
+	RopeDims int `json:"rope_dims" gguf:"{arch}.rope.dimension_count" default:"0" min:"0" max:"65536" omitzero:"true"`
+	// SlidingWindow is the number of recent positions a sliding-window layer attends to.
+	SlidingWindow int `json:"sliding_window" gguf:"{arch}.attention.sliding_window" default:"0" min:"0" max:"1048576" omitzero:"true"`
+	// QueryPreAttnScalar scales queries by 1/√QueryPreAttnScalar instead of 1/√KeyLength (gemma).
+	QueryPreAttnScalar float32 `json:"query_pre_attn_scalar" gguf:"{arch}.attention.query_pre_attn_scalar" default:"0" min:"0" omitzero:"true"`
+	// AttnSoftcap caps attention logits to cap·tanh(s/cap) (gemma2).
+	AttnSoftcap float32 `json:"attn_softcap" gguf:"{arch}.attn_logit_softcapping" default:"0" min:"0" omitzero:"true"`
+	// FinalSoftcap caps the output logits likewise.
+	FinalSoftcap float32 `json:"final_softcap" gguf:"{arch}.final_logit_softcapping" default:"0" min:"0" omitzero:"true"`
+	// Experts is the number of experts of a mixture-of-experts feed-forward block.
+	Experts int `json:"experts" gguf:"{arch}.expert_count" default:"0" min:"0" max:"65536" omitzero:"true"`
+	// ExpertsUsed is the number of experts each token is routed to.
+	ExpertsUsed int `json:"experts_used" gguf:"{arch}.expert_used_count" default:"0" min:"0" max:"65536" omitzero:"true"`
+	// ExpertFFN is the hidden width of one expert (default: d_ff).
+	ExpertFFN int `json:"expert_ffn" gguf:"{arch}.expert_feed_forward_length" default:"0" min:"0" max:"262144" omitzero:"true"`
+	// SharedExpertFFN is the hidden width of the always-on shared expert (qwen2moe).
+	SharedExpertFFN int `json:"shared_expert_ffn" gguf:"{arch}.expert_shared_feed_forward_length" default:"0" min:"0" max:"262144" omitzero:"true"`
 }
