@@ -142,7 +142,7 @@ func (tr *Trainer) SaveState(path string, extra []KV) error {
 			return fmt.Errorf("optimizer state %s: %w", path, err)
 		}
 	}
-	for _, t := range tr.m.all {
+	for _, t := range tr.m.params {
 		mv := tr.moments[t]
 		for _, x := range mv {
 			if err := w.AddTensor(x); err != nil {
@@ -168,7 +168,7 @@ func (tr *Trainer) LoadState(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("optimizer state %s: not a toy optimizer file (architecture %q)", path, arch)
 	}
 	var ts []*ggml.Tensor
-	for _, t := range tr.m.all {
+	for _, t := range tr.m.params {
 		mv := tr.moments[t]
 		ts = append(ts, mv[0], mv[1])
 	}

@@ -10,7 +10,7 @@ import (
 // Evaluator computes the forward pass of a Model — logits and the cross-entropy loss — for B
 // sequences of T tokens, without a backward pass. Its graph is built once and reused.
 type Evaluator struct {
-	m        *Model
+	m        *trainable
 	T, B     int
 	state    *ggml.Context
 	stateBuf *ggml.Buffer
@@ -25,11 +25,12 @@ type Evaluator struct {
 }
 
 // NewEvaluator builds the forward graph of m for B sequences of T tokens.
-func NewEvaluator(m *Model, T, B int) (*Evaluator, error) {
-	if T < 1 || T > m.Cfg.Context || B < 1 {
-		return nil, fmt.Errorf("llama: evaluator of %d×%d tokens for a context of %d", B, T, m.Cfg.Context)
+func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) {
+	t := m.trainable()
+	if T < 1 || T > t.arch.Context || B < 1 {
+		return nil, fmt.Errorf("llama: evaluator of %d×%d tokens for a context of %d", B, T, t.arch.Context)
 	}
-	e := &Evaluator{m: m, T: T, B: B, Sep: -1}
+	e := &Evaluator{m: t, T: T, B: B, Sep: -1}
 	if err := e.build(); err != nil {
 		e.Close()
 		return nil, err
@@ -38,13 +39,13 @@ func NewEvaluator(m *Model, T, B int) (*Evaluator, error) {
 }
 
 func (e *Evaluator) build() error {
-	m, c := e.m, e.m.Cfg
+	m := e.m
 	var err error
 	if e.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 4}); err != nil {
 		return err
 	}
 	s := e.state
-	e.in = newBatchInputs(s, e.T, e.B, c.Vocab)
+	e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab)
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (e *Evaluator) build() error {
 	if e.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size}); err != nil {
 		return err
 	}
-	e.logits = m.Forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B).SetOutput()
+	e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, e.gctx.MulMat).SetOutput()
 	e.loss = e.gctx.CrossEntropyLoss(e.logits, e.in.labels).SetOutput()
 	if e.graph, err = e.gctx.NewGraph(size, false); err != nil {
 		return err
@@ -117,7 +118,7 @@ func (e *Evaluator) Greedy(prompt []int32, n int, stop int32) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("llama: Greedy needs a prompt of at least one token")
 	}
-	c := e.m.Cfg
+	vocab := e.m.arch.Vocab
 	out := append([]int32(nil), prompt...)
 	for i := 0; i < n; i++ {
 		window := out
@@ -133,7 +134,7 @@ func (e *Evaluator) Greedy(prompt []int32, n int, stop int32) ([]int32, error) {
 		if err != nil {
 			return nil, err
 		}
-		row := logits[(len(window)-1)*c.Vocab : len(window)*c.Vocab]
+		row := logits[(len(window)-1)*vocab : len(window)*vocab]
 		best, bestV := 0, float32(math.Inf(-1))
 		for id, v := range row {
 			if v > bestV {

@@ -12,15 +12,12 @@ import (
 // packed documents). Attention is unfused, so the graph has a backward. Errors are recorded on
 // ctx.
 func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int) *ggml.Tensor {
-	return m.forward(ctx, tokens, pos, mask, T, B, ctx.MulMat)
+	return m.trainable().forward(ctx, tokens, pos, mask, T, B, ctx.MulMat)
 }
 
-// forward is Forward with the weight products made by linear(w, x), so the trainer can see
-// (and differentiate itself) every weight matrix's product.
-func (m *Model) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	f := forwardPass{ctx: ctx, a: &m.Arch, w: &m.w, pos: pos, linear: linear,
-		attend: attendPacked(ctx, &m.Arch, mask, T, B)}
-	return f.logits(tokens)
+// trainable is the model as the trainer sees it: every weight is trained.
+func (m *Model) trainable() *trainable {
+	return &trainable{arch: &m.Arch, w: &m.w, backend: m.backend, params: m.all, matrix: m.IsMatrix}
 }
 
 // BlockCausalMask fills mask ([T·T·B] floats, layout [key, query, 1, sequence]) for B
@@ -48,11 +45,4 @@ func BlockCausalMask(mask []float32, tokens []int32, T, B int, sep int32) {
 			}
 		}
 	}
-}
-
-// graphSize bounds the nodes of a training graph for the model (forward, backward, AdamW).
-func (m *Model) graphSize() int {
-	perLayer := 64
-	fwd := 16 + perLayer*m.Cfg.NLayers
-	return 4*fwd + 4*len(m.all) + 256
 }

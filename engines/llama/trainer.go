@@ -6,12 +6,73 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Trainer runs training steps of a Model on batches of B sequences of T tokens. The graph —
-// forward, cross-entropy, backward and one AdamW step per weight — is built and allocated once;
-// each Step only uploads the batch and the optimizer parameters and computes it, so memory
-// stays flat however many steps run.
+// Trainable is what a Trainer trains and an Evaluator runs: a Model (every weight) or an
+// Adapter (LoRA matrices on a frozen GGUFModel).
+type Trainable interface {
+	trainable() *trainable
+}
+
+// trainable is a model as the training graph sees it: the transformer's weights, the tensors
+// AdamW updates, and the LoRA terms added to weight products.
+type trainable struct {
+	arch    *Architecture
+	w       *weights
+	backend *ggml.Backend
+	// params are the tensors AdamW updates, in file order.
+	params []*ggml.Tensor
+	// matrix reports whether a param is a weight matrix: weight decay applies to it, and the
+	// trainer computes its gradient itself as a GEMM (see Trainer.build).
+	matrix func(*ggml.Tensor) bool
+	// lora holds the low-rank terms added to the products of adapted weights.
+	lora map[*ggml.Tensor][]loraTerm
+}
+
+// forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
+// Model.Forward), making every weight product with linear.
+func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B),
+		linear: func(w, x *ggml.Tensor) *ggml.Tensor {
+			y := linear(w, x)
+			for _, l := range t.lora[w] {
+				y = ctx.Add(y, ctx.Scale(linear(l.b, linear(l.a, x)), l.scale))
+			}
+			return y
+		}}
+	return f.logits(tokens)
+}
+
+// graphSize bounds the nodes of a training graph (forward, backward, AdamW).
+func (t *trainable) graphSize() int {
+	perLayer := 64
+	if len(t.lora) > 0 {
+		perLayer += 4 * len(t.lora) / t.arch.NLayers
+	}
+	fwd := 16 + perLayer*t.arch.NLayers
+	return 4*fwd + 4*len(t.params) + 256
+}
+
+// checkTrainable refuses an architecture whose graph has no backward in ggml.
+func (t *trainable) checkTrainable() error {
+	a := t.arch
+	switch {
+	case a.IsMoE():
+		return fmt.Errorf("llama: training %s: mixtures of experts are not trainable (ggml has no backward for their routing)", a.Name)
+	case a.FFN == FFNGeGLU:
+		return fmt.Errorf("llama: training %s: ggml has no backward for GELU, which its GeGLU feed-forward uses", a.Name)
+	case a.AttnSoftcap > 0 || a.FinalSoftcap > 0:
+		return fmt.Errorf("llama: training %s: ggml has no backward for tanh, which its logit soft-caps use", a.Name)
+	case a.SlidingWindow > 0:
+		return fmt.Errorf("llama: training %s: sliding-window attention is not trainable yet", a.Name)
+	}
+	return nil
+}
+
+// Trainer runs training steps of a Trainable on batches of B sequences of T tokens. The graph —
+// forward, cross-entropy, backward and one AdamW step per trained tensor — is built and
+// allocated once; each Step only uploads the batch and the optimizer parameters and computes
+// it, so memory stays flat however many steps run.
 type Trainer struct {
-	m    *Model
+	m    *trainable
 	T, B int
 
 	state    *ggml.Context // inputs, AdamW moments, the loss-gradient seed
@@ -36,23 +97,28 @@ type Trainer struct {
 }
 
 // NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context). Its
-// weights end up marked as params; a second trainer of the same model is correct but loses the
-// GEMM weight gradients (ggml has no way to clear the flag), so train a model with one trainer.
-func NewTrainer(m *Model, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false) }
+// trained tensors end up marked as params; a second trainer of the same model is correct but
+// loses the GEMM weight gradients (ggml has no way to clear the flag), so train a model with one
+// trainer.
+func NewTrainer(m Trainable, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false) }
 
-func newTrainer(m *Model, T, B int, keepGrads bool) (*Trainer, error) {
-	c := m.Cfg
-	if T < 1 || T > c.Context {
-		return nil, fmt.Errorf("llama: sequence length %d is outside 1..%d (the model's context)", T, c.Context)
+func newTrainer(m Trainable, T, B int, keepGrads bool) (*Trainer, error) {
+	t := m.trainable()
+	a := t.arch
+	if err := t.checkTrainable(); err != nil {
+		return nil, err
+	}
+	if T < 1 || T > a.Context {
+		return nil, fmt.Errorf("llama: sequence length %d is outside 1..%d (the model's context)", T, a.Context)
 	}
 	if B < 1 {
 		return nil, fmt.Errorf("llama: batch size %d", B)
 	}
-	if int64(B)*int64(c.NHeads) > 1024 {
+	if int64(B)*int64(a.NHeads) > 1024 {
 		// ggml's CUDA backend sends larger batched matmuls to the CPU; keep one limit everywhere.
-		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, c.NHeads)
+		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, a.NHeads)
 	}
-	tr := &Trainer{m: m, T: T, B: B, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
+	tr := &Trainer{m: t, T: T, B: B, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
 	if err := tr.build(); err != nil {
 		tr.Close()
 		return nil, err
@@ -61,17 +127,17 @@ func newTrainer(m *Model, T, B int, keepGrads bool) (*Trainer, error) {
 }
 
 func (tr *Trainer) build() error {
-	m, c := tr.m, tr.m.Cfg
+	m := tr.m
 	var err error
-	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 8 + 2*len(m.all)}); err != nil {
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 8 + 2*len(m.params)}); err != nil {
 		return err
 	}
 	s := tr.state
-	tr.in = newBatchInputs(s, tr.T, tr.B, c.Vocab)
+	tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab)
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
-	for _, w := range m.all {
+	for _, w := range m.params {
 		ne := w.Shape()
 		tr.moments[w] = [2]*ggml.Tensor{
 			s.NewTensor(ggml.F32, ne...).SetName("adamw.m." + w.Name()),
@@ -107,13 +173,13 @@ func (tr *Trainer) build() error {
 	var products []product
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
 		z := g.MulMat(w, x)
-		if m.IsMatrix(w) {
+		if m.matrix(w) {
 			products = append(products, product{w, x, z})
 		}
 		return z
 	}
-	for _, w := range m.all {
-		if !m.IsMatrix(w) {
+	for _, w := range m.params {
+		if !m.matrix(w) {
 			w.SetParam()
 		}
 	}
@@ -139,9 +205,9 @@ func (tr *Trainer) build() error {
 		tr.weightGrads[p.w] = g.MulMat(g.Cont(g.Transpose(p.x)), g.Cont(g.Transpose(gz)))
 		p.w.SetParam() // the AdamW step updates params only
 	}
-	for _, w := range m.all {
+	for _, w := range m.params {
 		params := tr.noDecay
-		if m.IsMatrix(w) {
+		if m.matrix(w) {
 			params = tr.decay
 		}
 		mv := tr.moments[w]
