@@ -282,6 +282,9 @@ func TestBackwardRefused(t *testing.T) {
 		{"MulMat broadcast over dim 3", func(h *harness, x *Tensor) *Tensor {
 			return h.c.MulMat(h.c.Reshape(x, 6, 5, 3, 1), h.w.NewTensor(F32, 6, 2, 3, 2))
 		}, "fold dimension 3 into 2"},
+		{"MulMat by f16 into b", func(h *harness, x *Tensor) *Tensor {
+			return h.c.MulMat(h.w.NewTensor(F16, 6, 4), x)
+		}, "OUT_PROD cannot read"},
 		{"SoftMaxExt ALiBi", func(h *harness, x *Tensor) *Tensor {
 			return h.c.SoftMaxExt(x, h.w.NewTensor(F32, 6, 5), 1, 8)
 		}, "maxBias 0"},

@@ -431,6 +431,10 @@ func checkBackwardNode(t ggmlc.Tensor, srcNeeds func(int) bool, hasGrad func(ggm
 		if srcNeeds(0) && (a[2] != b[2] || a[3] != b[3]) && b[3] != 1 {
 			return nil, fmt.Errorf("%s: ggml's backward reduces a broadcast a %s only over dimension 2 (b %s has ne[3] %d); fold dimension 3 into 2", describeNode(t), describeRaw(src[0]), describeRaw(src[1]), b[3])
 		}
+		if typ := src[0].Type(); srcNeeds(1) && typ != F32 && !ggmlc.IsQuantized(typ) {
+			// b's gradient is OUT_PROD(a, ·), whose CPU kernel aborts on f16 and bf16.
+			return nil, fmt.Errorf("%s: ggml's backward to b %s multiplies by a %s, which its CPU OUT_PROD cannot read (Cast a to f32)", describeNode(t), describeRaw(src[1]), describeRaw(src[0]))
+		}
 	case ggmlc.OpView:
 		if srcNeeds(0) && src[0].Type() != F32 {
 			return nil, fmt.Errorf("%s: ggml's backward of a view needs an f32 source, not %s", describeNode(t), describeRaw(src[0]))

@@ -6,8 +6,8 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Trainable is what a Trainer trains and an Evaluator runs: a Model (every weight) or an
-// Adapter (LoRA matrices on a frozen GGUFModel).
+// Trainable is what a Trainer trains and an Evaluator runs: a Model (every weight), an
+// Adapter (LoRA matrices on a frozen GGUFModel), or a GGUFModel (evaluated only).
 type Trainable interface {
 	trainable() *trainable
 }
@@ -108,6 +108,9 @@ func newTrainer(m Trainable, T, B int, keepGrads bool) (*Trainer, error) {
 	if err := t.checkTrainable(); err != nil {
 		return nil, err
 	}
+	if len(t.params) == 0 {
+		return nil, fmt.Errorf("llama: nothing to train in the %s model (train a Model, or an Adapter on a GGUFModel)", a.Name)
+	}
 	if T < 1 || T > a.Context {
 		return nil, fmt.Errorf("llama: sequence length %d is outside 1..%d (the model's context)", T, a.Context)
 	}
@@ -172,6 +175,11 @@ func (tr *Trainer) build() error {
 	type product struct{ w, x, z *ggml.Tensor }
 	var products []product
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
+		if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
+			// A frozen half-precision weight: the backward to x multiplies by it with ggml's
+			// OUT_PROD, which reads f32 and block-quantized types only.
+			return g.MulMat(g.Cast(w, ggml.F32), x)
+		}
 		z := g.MulMat(w, x)
 		if m.matrix(w) {
 			products = append(products, product{w, x, z})
