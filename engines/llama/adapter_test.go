@@ -202,6 +202,19 @@ func TestFreshAdapterIsTheBase(t *testing.T) {
 	}
 	ref := mergedRef(loadedWeights(t, m), m.Arch, ad, vals).logits(seq[:T])
 	assert.Less(t, relErr(got, ref), 1e-3, "and the float64 merged reference's")
+
+	// The merged export gives the same logits without the adapter.
+	for _, typ := range []ggml.Type{ggml.F32, ggml.Q8_0} {
+		out := filepath.Join(t.TempDir(), "merged.gguf")
+		require.NoError(t, MergeLoRA(path, []LoRA{{Path: adapterPath}}, out, typ))
+		merged := openTiny(t, out, ModelOptions{Backend: be})
+		assert.Equal(t, typ, merged.WeightType())
+		fromMerged, err := newDecoder(t, merged, DecoderOptions{KVType: KVF32}, 0).Logits(seq[:T])
+		require.NoError(t, err)
+		tol := map[ggml.Type]float64{ggml.F32: 1e-3, ggml.Q8_0: 3e-2}[typ] // the tied output stays f16, whose products round activations to f16
+		assert.Less(t, relErr(fromMerged, ref), tol, "merged into %s", ggml.TypeName(typ))
+	}
+	assert.ErrorContains(t, MergeLoRA(path, nil, filepath.Join(t.TempDir(), "x.gguf"), ggml.F16), "no adapters")
 }
 
 // TestAdapterRefuses: bad options and untrainable architectures are errors.
