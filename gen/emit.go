@@ -319,6 +319,9 @@ func emitCgo(m *Model, t Target) *jen.File {
 	}
 	for _, s := range m.Structs {
 		emitStruct(f, s)
+		if returned(m, s) {
+			emitStructFromC(f, s)
+		}
 	}
 	for _, fn := range m.Funcs {
 		emitFunc(f, fn, t.Dynamic)
@@ -397,6 +400,10 @@ func fromC(x *jen.Statement, t *Type) *jen.Statement {
 		return jen.Qual("unsafe", "Pointer").Call(x)
 	case KindChar:
 		return jen.Byte().Call(x)
+	case KindStruct:
+		return jen.Id(structFromCName(t.Struct)).Call(x)
+	case KindNumPtr:
+		return jen.Parens(jen.Op("*").Id(t.Elem.Num)).Call(jen.Qual("unsafe", "Pointer").Call(x))
 	}
 	panic(fmt.Sprintf("gen: cannot convert kind %d from C", t.Kind))
 }
