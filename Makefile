@@ -49,6 +49,9 @@ endif
 # deadline exceeded" and no crasher when the deadline lands on a busy worker.
 FUZZ_READ_EXECS ?= 300000x
 FUZZ_OPEN_EXECS ?= 30000x
+# toy's tokenizer against llama.cpp's (docs/ORACLE.md); its first run compiles llama.cpp with the
+# fuzzer's instrumentation (about 10 minutes on 2 cores, cached afterwards).
+FUZZ_TOKENIZER_EXECS ?= 20000x
 
 .PHONY: all build ptx cuda-ptx ggml-cuda gpu-tests test generate check-generated vet bench demo clean
 
@@ -95,6 +98,7 @@ test:
 	TOY_CUDA_FAKE_DRIVER=1 $(GO) test -tags cuda -count 1 -run '^TestFakeDriver$$' ./cuda
 	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZ_OPEN_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/tokenizer -run '^$$' -fuzz '^FuzzTokenizerOracle$$' -fuzztime $(FUZZ_TOKENIZER_EXECS) -fuzzminimizetime 2s
 
 bench:
 	$(GO) test $(TAGS) -run '^$$' -bench . -benchtime 3x ./ggml

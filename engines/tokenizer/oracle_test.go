@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
@@ -139,6 +140,10 @@ func FuzzTokenizerOracle(f *testing.F) {
 		if len(text) > 4096 {
 			return
 		}
+		// Go's fuzzer has no per-input timeout: a hang would stall the run silently. A panic
+		// off the test goroutine kills the worker, and the input is saved as a crasher.
+		watchdog := time.AfterFunc(20*time.Second, func() { panic(fmt.Sprintf("tokenizing %q takes over 20 s", text)) })
+		defer watchdog.Stop()
 		for _, p := range pairs {
 			if p.toy.Model() == "gpt2" {
 				// Known difference (docs/ORACLE.md): llama.cpp's BPE replaces every byte of
