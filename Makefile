@@ -7,6 +7,7 @@
 #   make ptx              rebuild the committed PTX (kernels/cuda-*/ptx/) with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
 #   make test             the test suite (what CI runs), including a short fuzz of the GGUF reader
+#   make fuzz-oracle      fuzz toy's tokenizers against llama.cpp's (docs/ORACLE.md)
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
 #   make check-generated  fail if generated/ differs from a fresh generation
 #   make bench            the Go benchmarks behind docs/PERFORMANCE.md
@@ -49,8 +50,12 @@ endif
 # deadline exceeded" and no crasher when the deadline lands on a busy worker.
 FUZZ_READ_EXECS ?= 300000x
 FUZZ_OPEN_EXECS ?= 30000x
+# toy's tokenizer against llama.cpp's (docs/ORACLE.md), in make fuzz-oracle only: its first run
+# compiles llama.cpp with the fuzzer's instrumentation (about 10 minutes on 2 cores), too long for
+# CI on a fresh machine. make test runs its seed corpus like any test.
+FUZZ_TOKENIZER_EXECS ?= 20000x
 
-.PHONY: all build ptx cuda-ptx ggml-cuda gpu-tests test generate check-generated vet bench demo clean
+.PHONY: all build ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo clean
 
 all: build
 
@@ -95,6 +100,9 @@ test:
 	TOY_CUDA_FAKE_DRIVER=1 $(GO) test -tags cuda -count 1 -run '^TestFakeDriver$$' ./cuda
 	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZ_OPEN_EXECS) -fuzzminimizetime 2s
+
+fuzz-oracle:
+	$(GO) test ./engines/tokenizer -run '^$$' -fuzz '^FuzzTokenizerOracle$$' -fuzztime $(FUZZ_TOKENIZER_EXECS) -fuzzminimizetime 2s
 
 bench:
 	$(GO) test $(TAGS) -run '^$$' -bench . -benchtime 3x ./ggml

@@ -15,9 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rawBindings are the generated binding packages only the Go layers over them (ggml/, cuda/)
-// may import.
-var rawBindings = []string{"github.com/toyml/toy/generated/ggmlc", "github.com/toyml/toy/generated/cudadrv"}
+// rawBindings are the generated binding packages only the Go layers over them (ggml/, cuda/,
+// internal/oracle) may import.
+var rawBindings = []string{"github.com/toyml/toy/generated/ggmlc", "github.com/toyml/toy/generated/cudadrv",
+	"github.com/toyml/toy/generated/llamacpp"}
 
 // TestEnginesUseTheGgmlLayer: no file of engines/ or cmd/ (tests included) imports the raw
 // bindings; they go through ggml/ (and cuda/), whose checks turn ggml's aborts into errors.

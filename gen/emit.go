@@ -360,6 +360,9 @@ func emitCgo(m *Model, t Target) *jen.File {
 	}
 	for _, s := range m.Structs {
 		emitStruct(f, s)
+		if returned(m, s) {
+			emitStructFromC(f, s)
+		}
 	}
 	for _, fn := range m.Funcs {
 		emitFunc(f, fn, t.Dynamic)
@@ -438,6 +441,10 @@ func fromC(x *jen.Statement, t *Type) *jen.Statement {
 		return jen.Qual("unsafe", "Pointer").Call(x)
 	case KindChar:
 		return jen.Byte().Call(x)
+	case KindStruct:
+		return jen.Id(structFromCName(t.Struct)).Call(x)
+	case KindNumPtr:
+		return jen.Parens(jen.Op("*").Id(t.Elem.Num)).Call(jen.Qual("unsafe", "Pointer").Call(x))
 	}
 	panic(fmt.Sprintf("gen: cannot convert kind %d from C", t.Kind))
 }
@@ -479,7 +486,7 @@ func emitStruct(f *jen.File, s *Struct) {
 	f.Type().Id(s.GoName).Struct(fields...)
 	f.Line()
 	f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(cgoType("C." + cgoTag(s.CName))).Block(
-		jen.Return(cgoType("C." + cgoTag(s.CName)).Values(values...)))
+		jen.Return(cgoType("C." + cgoTag(s.CName)).Values(oneEach(values)...)))
 	f.Line()
 }
 

@@ -51,7 +51,28 @@ var Bindings = []Binding{{
 		Dynamic:    &Dynamic{Sonames: []string{"libcuda.so.1", "libcuda.so"}, What: "the CUDA driver (libcuda)"},
 	},
 	Lib: CUDADriver,
+}, {
+	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
+	// benchmarks import; the product binary never links it.
+	Spec:   "./specs/llamacpp",
+	OutDir: "generated/llamacpp",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/llamacpp",
+		PkgName:    "llamacpp",
+		Source:     "specs/llamacpp",
+		Link:       LlamaCpp.GoPackage,
+	},
+	Lib: LlamaCpp,
 }}
+
+// LlamaCpp is llama.cpp's core as the ollama module carries it (the same ggml as GGML), whose
+// llama.h the oracle's bindings are proven against.
+var LlamaCpp = Library{
+	GoPackage:  "github.com/ollama/ollama/llama/llama.cpp/src",
+	IncludeRel: "../include",
+	Headers:    []string{"llama.h"},
+	Deps:       []Library{GGML},
+}
 
 // CUDADriver is the CUDA driver API's header, found where a CUDA toolkit is installed. Without
 // one the bindings are generated unproven here; the proof file they carry
@@ -93,14 +114,14 @@ func Generate(opts Options) (*Output, error) {
 		}
 		proven := "proven"
 		if opts.Prove {
-			inc, err := FindHeaders(opts.Root, b.Lib)
+			inc, err := IncludeDirs(opts.Root, b.Lib)
 			switch {
 			case errors.Is(err, ErrNoHeaders) && b.Target.Dynamic != nil:
 				proven = "not proven here (" + err.Error() + ")"
 			case err != nil:
 				return nil, err
 			default:
-				if err := Prove(m, b.Lib, inc, cc); err != nil {
+				if err := ProveWith(m, b.Lib, inc, cc); err != nil {
 					return nil, err
 				}
 			}

@@ -228,6 +228,7 @@ func (l *loader) load() {
 	for _, pi := range ifaces {
 		l.iface(pi, goNames)
 	}
+	l.checkStructResults()
 	for _, e := range l.m.Enums {
 		if e.NameFunc == "" {
 			continue
@@ -375,21 +376,27 @@ func (l *loader) fields(pf pendingFields) {
 	}
 	for _, f := range pf.st.Fields.List {
 		ds := directives(f.Doc, f.Comment)
-		cname := ""
+		cname, ctype := "", ""
 		for _, d := range ds {
-			if d.name != "c" || len(d.args) != 1 || !isCIdent(d.args[0]) {
-				l.errorf(d.pos, "fields take only kernelgen:c NAME")
-				continue
+			switch {
+			case d.name == "c" && len(d.args) == 1 && isCIdent(d.args[0]):
+				cname = d.args[0]
+			case d.name == "ctype" && len(d.args) > 0:
+				ctype = strings.Join(d.args, " ")
+			default:
+				l.errorf(d.pos, "fields take only kernelgen:c NAME and kernelgen:ctype C-TYPE")
 			}
-			cname = d.args[0]
 		}
 		if len(f.Names) == 0 {
 			l.errorf(f.Pos(), "%s: embedded fields are not allowed", pf.owner)
 			continue
 		}
 		typ := l.resolve(l.pkg.TypesInfo.TypeOf(f.Type), f.Type.Pos(), "field")
+		if ctype != "" && (typ.Kind != KindPtr || typ.Const) {
+			l.errorf(f.Pos(), "%s: kernelgen:ctype belongs on a Ptr field (an opaque pointer whose C type the proof checks)", pf.owner)
+		}
 		for _, n := range f.Names {
-			fl := &Field{GoName: n.Name, CName: cname, Doc: GoDoc(n.Name, n.Name, doc(f.Doc)), Type: typ, Pos: l.position(n.Pos())}
+			fl := &Field{GoName: n.Name, CName: cname, Doc: GoDoc(n.Name, n.Name, doc(f.Doc)), Type: typ, ProofCType: ctype, Pos: l.position(n.Pos())}
 			if fl.CName == "" {
 				if n.Name == "_" {
 					l.errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
@@ -568,8 +575,8 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			return &Type{Kind: KindEnum, Enum: e}, ""
 		}
 		if s := l.structs[obj.Name()]; s != nil {
-			if where != "param" {
-				return nil, "structs are passed by value as parameters only (no nesting, no results)"
+			if where != "param" && where != "result" {
+				return nil, "structs are passed and returned by value only (no nesting)"
 			}
 			return &Type{Kind: KindStruct, Struct: s}, ""
 		}
@@ -595,6 +602,13 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 				return &Type{Kind: KindOut, Elem: elem}, ""
 			}
 			return nil, "out-parameters (*T) point to a handle, an enum, Int, Size, ULLong, a number or string"
+		}
+		if where == "result" {
+			elem, msg := l.resolveType(t.Elem(), "element")
+			if msg != "" || elem.Kind != KindNumber {
+				return nil, "a pointer result (*T) points to a number type (int8..uint64, float32, float64)"
+			}
+			return &Type{Kind: KindNumPtr, Elem: elem}, ""
 		}
 		return nil, "pointers are allowed only to handles in struct fields, and as out-parameters"
 	case *types.Slice:

@@ -60,7 +60,12 @@ type Field struct {
 	CName  string
 	Doc    string
 	Type   *Type
-	Pos    token.Position
+	// ProofCType, set by kernelgen:ctype on a Ptr field, is the field's real C type (a
+	// function pointer typedef, `const float *`, ...): the proof checks the field against it,
+	// while the bindings, which see no headers, declare the field `void *` (same size and
+	// alignment, same class in every ABI toy targets).
+	ProofCType string
+	Pos        token.Position
 }
 
 // Enum is a C enum, or a family of #defined ints (CType "int").
@@ -133,6 +138,7 @@ const (
 	KindULLong                  // spec.ULLong: unsigned long long
 	KindOut                     // *T: an out-parameter C writes one value into (params only)
 	KindPtrSlice                // []spec.Ptr: void ** (params only)
+	KindNumPtr                  // *T of a number type: T * (results only), e.g. float * logits
 )
 
 // Type is a resolved spec type.
@@ -143,7 +149,7 @@ type Type struct {
 	Enum   *Enum
 	Struct *Struct
 	Num    string // Go name of a number type: "int64", "float32", ...
-	Elem   *Type  // KindArray, KindNumSlice, KindOut
+	Elem   *Type  // KindArray, KindNumSlice, KindOut, KindNumPtr
 	Len    int    // KindArray
 }
 
@@ -222,6 +228,8 @@ func (t *Type) cBase() string {
 		return t.Elem.cBase() + " *"
 	case KindPtrSlice:
 		return "void **"
+	case KindNumPtr:
+		return t.Elem.cBase() + " *"
 	}
 	panic(fmt.Sprintf("gen: no C type for kind %d", t.Kind))
 }
@@ -263,6 +271,8 @@ func (t *Type) GoString() string {
 		return "*" + t.Elem.GoString()
 	case KindPtrSlice:
 		return "[]unsafe.Pointer"
+	case KindNumPtr:
+		return "*" + t.Elem.GoString()
 	}
 	panic(fmt.Sprintf("gen: no Go type for kind %d", t.Kind))
 }

@@ -25,6 +25,9 @@ type Library struct {
 	IncludeRel string
 	// Headers are included, in order, by the proof.
 	Headers []string
+	// Deps are the libraries whose headers these include (llama.h includes ggml.h): their
+	// include directories are added to the proof's.
+	Deps []Library
 }
 
 // GGML is the ggml that toy links: the cgo package inside the ollama module.
@@ -88,6 +91,30 @@ func findHeaderDir(lib Library) (string, error) {
 // re-declares every prototype and asserts every enum value and struct layout must compile with
 // -Werror. cc is the C compiler command.
 func Prove(m *Model, lib Library, includeDir, cc string) error {
+	return ProveWith(m, lib, []string{includeDir}, cc)
+}
+
+// IncludeDirs is lib's header directory followed by those of its Deps, found from the module
+// at dir.
+func IncludeDirs(dir string, lib Library) ([]string, error) {
+	inc, err := FindHeaders(dir, lib)
+	if err != nil {
+		return nil, err
+	}
+	dirs := []string{inc}
+	for _, d := range lib.Deps {
+		more, err := IncludeDirs(dir, d)
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, more...)
+	}
+	return dirs, nil
+}
+
+// ProveWith is Prove with the include directories of lib (first) and of its Deps.
+func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
+	includeDir := includeDirs[0]
 	var text strings.Builder
 	for _, h := range lib.Headers {
 		b, err := os.ReadFile(filepath.Join(includeDir, h))
@@ -120,7 +147,11 @@ func Prove(m *Model, lib Library, includeDir, cc string) error {
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		return err
 	}
-	args := append(strings.Fields(cc), "-std=c11", "-fsyntax-only", "-Wall", "-Werror", "-I", includeDir, file)
+	args := append(strings.Fields(cc), "-std=c11", "-fsyntax-only", "-Wall", "-Werror")
+	for _, d := range includeDirs {
+		args = append(args, "-I", d)
+	}
+	args = append(args, file)
 	cmd := exec.Command(args[0], args[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -171,7 +202,11 @@ func ProofSource(m *Model, lib Library) string {
 		twin := "struct kernelgen_twin_" + strings.TrimPrefix(s.tag, "struct ")
 		fmt.Fprintf(&b, "\n%s {\n", twin)
 		for _, f := range s.fields {
-			fmt.Fprintf(&b, "\t%s;\n", f.Type.CType(f.CName))
+			decl := f.Type.CType(f.CName)
+			if f.ProofCType != "" {
+				decl = join(f.ProofCType, f.CName)
+			}
+			fmt.Fprintf(&b, "\t%s;\n", decl)
 		}
 		b.WriteString("};\n")
 		fmt.Fprintf(&b, "_Static_assert(sizeof(%s) == sizeof(%s), \"%s:%d: %s has another size\");\n", s.tag, twin, s.pos.Filename, s.pos.Line, s.tag)

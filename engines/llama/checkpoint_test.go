@@ -89,43 +89,6 @@ func TestResumeIsBitForBit(t *testing.T) {
 	}
 }
 
-// TestCheckpointIsLlamaCpp reads a saved checkpoint with the independent Go reader and checks
-// llama.cpp's keys and tensor names and shapes.
-func TestCheckpointIsLlamaCpp(t *testing.T) {
-	be := newBackend(t)
-	m, err := New(tinyConfig(t, true, false), be)
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, m.Init())
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	require.NoError(t, m.Save(path, nil))
-	f, err := gguffile.ReadFile(path)
-	require.NoError(t, err)
-	for key, want := range map[string]any{
-		"general.architecture":                   "llama",
-		"llama.embedding_length":                 uint32(8),
-		"llama.block_count":                      uint32(2),
-		"llama.attention.head_count":             uint32(4),
-		"llama.attention.head_count_kv":          uint32(2),
-		"llama.feed_forward_length":              uint32(12),
-		"llama.context_length":                   uint32(8),
-		"llama.rope.dimension_count":             uint32(2),
-		"llama.attention.layer_norm_rms_epsilon": float32(1e-5),
-	} {
-		got, ok := f.Get(key)
-		require.True(t, ok, key)
-		assert.Equal(t, want, got, key)
-	}
-	emb, ok := f.Tensor("token_embd.weight")
-	require.True(t, ok)
-	assert.Equal(t, []int64{8, 11}, emb.Shape())
-	_, ok = f.Tensor("output.weight")
-	assert.False(t, ok, "tied output has no output.weight")
-	q, ok := f.Tensor("blk.1.attn_k.weight")
-	require.True(t, ok)
-	assert.Equal(t, []int64{8, 4}, q.Shape())
-}
-
 // TestLoadRefusesForeignAndBroken checks that a checkpoint of another architecture, a truncated
 // file and a file with a misshapen tensor are refused with errors naming the problem.
 func TestLoadRefusesForeignAndBroken(t *testing.T) {

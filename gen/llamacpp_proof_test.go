@@ -1,0 +1,85 @@
+package gen
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLlamaCppProofCatchesMismatches does for the llama.h bindings what
+// TestProofCatchesMismatches does for ggml's, for what only they use: structs returned by value,
+// opaque pointer fields with a kernelgen:ctype, a pointer result, and headers that include
+// another library's (Deps).
+func TestLlamaCppProofCatchesMismatches(t *testing.T) {
+	cc := needCC(t)
+	root := repoRoot(t)
+	incs, err := IncludeDirs(root, LlamaCpp)
+	require.NoError(t, err)
+	require.Len(t, incs, 2, "llama.h's directory and ggml's")
+	load := func() *Model {
+		m, err := Load(root, "./specs/llamacpp")
+		require.NoError(t, err)
+		return m
+	}
+	require.NoError(t, ProveWith(load(), LlamaCpp, incs, cc), "the real spec must prove")
+	require.Error(t, ProveWith(load(), LlamaCpp, incs[:1], cc), "llama.h needs ggml's headers")
+
+	field := func(m *Model, st, name string) *Field {
+		for _, s := range m.Structs {
+			for _, f := range s.Fields {
+				if s.CName == st && f.CName == name {
+					return f
+				}
+			}
+		}
+		t.Fatalf("no %s.%s in the spec", st, name)
+		return nil
+	}
+	fn := func(m *Model, name string) *Func {
+		for _, f := range m.Funcs {
+			if f.CName == name {
+				return f
+			}
+		}
+		t.Fatalf("no %s in the spec", name)
+		return nil
+	}
+	for name, mutate := range map[string]func(m *Model) string{
+		"opaque field's C type": func(m *Model) string {
+			field(m, "struct llama_model_params", "progress_callback").ProofCType = "void *"
+			return "progress_callback"
+		},
+		"opaque field without its C type": func(m *Model) string {
+			field(m, "struct llama_context_params", "abort_callback").ProofCType = ""
+			return "abort_callback"
+		},
+		"field order": func(m *Model) string {
+			for _, s := range m.Structs {
+				if s.CName == "struct llama_context_params" {
+					s.Fields[0], s.Fields[1] = s.Fields[1], s.Fields[0]
+					return "n_ctx"
+				}
+			}
+			return ""
+		},
+		"returned struct": func(m *Model) string {
+			f := fn(m, "llama_model_default_params")
+			f.Result = fn(m, "llama_context_default_params").Result
+			return "llama_model_default_params"
+		},
+		"pointer result": func(m *Model) string {
+			fn(m, "llama_get_logits_ith").Result = &Type{Kind: KindNumPtr, Elem: &Type{Kind: KindNumber, Num: "float64"}}
+			return "llama_get_logits_ith"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := load()
+			what := mutate(m)
+			err := ProveWith(m, LlamaCpp, incs, cc)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), what)
+			assert.Contains(t, err.Error(), "specs/llamacpp/", "the error names the spec file")
+		})
+	}
+}

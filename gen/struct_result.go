@@ -1,0 +1,54 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// Structs returned by value (llama.cpp's llama_model_default_params and friends) are converted
+// back to their Go type by a generated fromC<Name> function, emitted only for the structs some
+// function returns.
+
+// returned reports whether a bound function of m returns s by value.
+func returned(m *Model, s *Struct) bool {
+	for _, f := range m.Funcs {
+		if f.Result != nil && f.Result.Kind == KindStruct && f.Result.Struct == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkStructResults rejects a returned struct with a field that has no scalar C→Go
+// conversion (arrays, pointers to handles).
+func (l *loader) checkStructResults() {
+	for _, s := range l.m.Structs {
+		if !returned(l.m, s) {
+			continue
+		}
+		for _, f := range s.Fields {
+			switch f.Type.Kind {
+			case KindHandle, KindEnum, KindBool, KindInt, KindSize, KindNumber, KindULLong, KindPtr:
+			default:
+				l.errs = append(l.errs, posError{f.Pos, fmt.Sprintf("struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr", s.GoName, f.GoName)})
+			}
+		}
+	}
+}
+
+func structFromCName(s *Struct) string { return "fromC" + s.GoName }
+
+// emitStructFromC writes fromC<Name>, which copies a C struct returned by value into its Go type.
+func emitStructFromC(f *jen.File, s *Struct) {
+	body := []jen.Code{jen.Var().Id("s").Id(s.GoName)}
+	for _, fl := range s.Fields {
+		if fl.GoName != "_" {
+			body = append(body, jen.Id("s").Dot(fl.GoName).Op("=").Add(fromC(jen.Id("c").Dot(cgoField(fl.CName)), fl.Type)))
+		}
+	}
+	body = append(body, jen.Return(jen.Id("s")))
+	f.Commentf("%s copies a %s returned by value into its Go type.", structFromCName(s), s.CName)
+	f.Func().Id(structFromCName(s)).Params(jen.Id("c").Add(cgoType("C." + cgoTag(s.CName)))).Id(s.GoName).Block(body...)
+	f.Line()
+}
