@@ -11,7 +11,7 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// FFNKind is the activation of the gated feed-forward block.
+// FFNKind is the shape and activation of the feed-forward block.
 type FFNKind int
 
 const (
@@ -19,6 +19,29 @@ const (
 	FFNSwiGLU FFNKind = iota
 	// FFNGeGLU is down(gelu_tanh(gate·x) ⊙ up·x): gemma2, gemma3.
 	FFNGeGLU
+	// FFNGELU is down(gelu_tanh(up·x)), no gate: gpt2.
+	FFNGELU
+)
+
+// NormKind is the normalisation of the residual stream.
+type NormKind int
+
+const (
+	// NormRMS is RMSNorm with a learned scale: the llama family.
+	NormRMS NormKind = iota
+	// NormLayer is LayerNorm with a learned scale and bias: gpt2.
+	NormLayer
+)
+
+// PosKind is how token positions enter the model.
+type PosKind int
+
+const (
+	// PosRoPE rotates queries and keys by their positions.
+	PosRoPE PosKind = iota
+	// PosLearned adds a learned embedding of each absolute position (position_embd, one row
+	// per position of the trained context) to the token embeddings: gpt2.
+	PosLearned
 )
 
 // QKNormKind says how queries and keys are normalised before RoPE.
@@ -52,7 +75,12 @@ type Architecture struct {
 	// have heads whose size is not DModel/NHeads.
 	HeadDimK, HeadDimV int
 
-	RMSEps float32 // <arch>.attention.layer_norm_rms_epsilon
+	// Norm is the normalisation: RMSNorm (<arch>.attention.layer_norm_rms_epsilon) or
+	// LayerNorm with biases (<arch>.attention.layer_norm_epsilon); NormEps is its epsilon.
+	Norm    NormKind
+	NormEps float32
+	// Positions says how positions enter: RoPE (the fields below) or learned embeddings.
+	Positions PosKind
 
 	// RoPE: Mode is RopeNormal (adjacent pairs; llama, whose converter permutes Q and K for it)
 	// or RopeNeox (halves; qwen*, gemma*). RopeDims (<arch>.rope.dimension_count, default
@@ -76,8 +104,11 @@ type Architecture struct {
 
 	// TiedOutput: the file has no output.weight; the logits use token_embd.weight.
 	TiedOutput bool
-	// QKVBias: attn_q/k/v have biases (qwen2, qwen2moe; detected from attn_q.bias).
-	QKVBias bool
+	// QKVBias: attn_q/k/v (or attn_qkv) have biases (qwen2, qwen2moe, gpt2; detected from
+	// attn_q.bias). OutBias: attn_output has one; FFNBias: ffn_up and ffn_down have them (gpt2).
+	QKVBias, OutBias, FFNBias bool
+	// FusedQKV: one attn_qkv projection makes queries, keys and values (gpt2).
+	FusedQKV bool
 	// QKNorm: per-head RMS norms of queries and keys before RoPE (detected from attn_q_norm).
 	QKNorm QKNormKind
 	// PostNorms: RMSNorms of the attention output (post_attention_norm) and the FFN output
@@ -150,6 +181,10 @@ func (a *Architecture) rope(il int) ggml.Rope {
 type archTraits struct {
 	mode           ggml.RopeMode
 	ffn            FFNKind
+	norm           NormKind
+	positions      PosKind
+	fusedQKV       bool
+	allBiases      bool // attn_qkv, attn_output, ffn_up and ffn_down all have biases
 	embedScale     bool // √d
 	postNorms      bool // required post_attention_norm / post_ffw_norm
 	qkNorm         bool // required attn_q_norm / attn_k_norm
@@ -182,6 +217,8 @@ var traits = map[string]archTraits{
 		slidingPattern: 2},
 	"gemma3": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true, qkNorm: true,
 		slidingPattern: 6, localRopeBase: 10000},
+	"gpt2": {ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
+		allBiases: true, slidingPattern: -1},
 }
 
 // DetectArchitecture reads the architecture of an open GGUF file from its metadata and
@@ -239,7 +276,7 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	if a.NHeads%a.NKVHeads != 0 {
 		return a, fmt.Errorf("gguf %s: head_count %d is not a multiple of head_count_kv %d", f.Path(), a.NHeads, a.NKVHeads)
 	}
-	x := config.DefaultLlamaFamily()
+	x := config.DefaultFamily()
 	if err := x.FromGGUF(name, values); err != nil {
 		return a, fmt.Errorf("gguf %s: %w", f.Path(), err)
 	}
@@ -258,6 +295,13 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 		return a, missing("expert_used_count")
 	case x.Experts > 0 && x.ExpertFFN == 0 && a.DFF == 0:
 		return a, missing("expert_feed_forward_length")
+	case a.Norm == NormLayer && x.LayerNormEps == 0:
+		if _, ok := values[name+".attention.layer_norm_epsilon"]; !ok {
+			return a, missing("attention.layer_norm_epsilon")
+		}
+	}
+	if a.Norm == NormLayer {
+		a.NormEps = x.LayerNormEps
 	}
 	a.HeadDimK = cmp.Or(x.KeyLength, a.HeadDimK)
 	a.HeadDimV = cmp.Or(x.ValueLength, a.HeadDimK)
@@ -326,22 +370,30 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 func (a *Architecture) metadata() []KV {
 	c := config.DefaultLlama()
 	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = a.Vocab, a.DModel, a.DFF, a.NHeads, a.NKVHeads
-	c.NLayers, c.Context, c.RopeBase, c.RMSEps = a.NLayers, a.Context, a.RopeBase, a.RMSEps
+	c.NLayers, c.Context, c.RopeBase, c.RMSEps = a.NLayers, a.Context, a.RopeBase, a.NormEps
 	switch {
 	case a.RopeYaRN:
 		c.RopeScaling, c.RopeScaleFactor, c.RopeOrigContext = config.LlamaRopeScalingYarn, 1/a.RopeScale, a.RopeOrigCtx
 	case a.RopeScale != 1 && a.RopeScale > 0:
 		c.RopeScaling, c.RopeScaleFactor = config.LlamaRopeScalingLinear, 1/a.RopeScale
 	}
-	x := config.LlamaFamily{KeyLength: a.HeadDimK, ValueLength: a.HeadDimV, RopeDims: a.RopeDims,
+	x := config.Family{KeyLength: a.HeadDimK, ValueLength: a.HeadDimV, RopeDims: a.RopeDims,
 		SlidingWindow: a.SlidingWindow, AttnSoftcap: a.AttnSoftcap, FinalSoftcap: a.FinalSoftcap,
 		Experts: a.NExperts, ExpertsUsed: a.NExpertsUsed, ExpertFFN: a.ExpertFFN, SharedExpertFFN: a.SharedExpertFFN}
 	if def := float32(1 / math.Sqrt(float64(a.HeadDimK))); a.QueryScale > 0 && math.Abs(float64(a.QueryScale-def)) > 1e-7 {
 		x.QueryPreAttnScalar = float32(1 / (float64(a.QueryScale) * float64(a.QueryScale)))
 	}
+	if a.Norm == NormLayer {
+		x.LayerNormEps = a.NormEps
+	}
 	var kvs []KV
 	for _, kv := range append(c.ToGGUF(a.Name), x.ToGGUF(a.Name)...) {
-		if !strings.HasPrefix(kv.Key, "toy.") { // the training options of a checkpoint
+		key := strings.TrimPrefix(kv.Key, a.Name+".")
+		switch {
+		case strings.HasPrefix(kv.Key, "toy."): // the training options of a checkpoint
+		case a.Norm != NormRMS && key == "attention.layer_norm_rms_epsilon":
+		case a.Positions != PosRoPE && strings.HasPrefix(key, "rope."):
+		default:
 			kvs = append(kvs, kv)
 		}
 	}
@@ -353,7 +405,7 @@ func (a *Architecture) validate(path string) error {
 	switch {
 	case a.HeadDimK <= 0 || a.HeadDimV <= 0:
 		return fmt.Errorf("gguf %s: head sizes %d (keys) and %d (values) must be positive", path, a.HeadDimK, a.HeadDimV)
-	case a.RopeDims <= 0 || a.RopeDims%2 != 0 || a.RopeDims > a.HeadDimK:
+	case a.Positions == PosRoPE && (a.RopeDims <= 0 || a.RopeDims%2 != 0 || a.RopeDims > a.HeadDimK):
 		return fmt.Errorf("gguf %s: rope.dimension_count %d must be even and at most the head size %d", path, a.RopeDims, a.HeadDimK)
 	case a.Vocab <= 0:
 		return fmt.Errorf("gguf %s: empty vocabulary", path)
@@ -361,13 +413,17 @@ func (a *Architecture) validate(path string) error {
 		return fmt.Errorf("gguf %s: %d experts, %d used per token, width %d: want 1 ≤ used ≤ experts and a positive width", path, a.NExperts, a.NExpertsUsed, a.ExpertFFN)
 	case a.NExperts == 0 && a.DFF <= 0:
 		return fmt.Errorf("gguf %s: feed_forward_length %d must be positive", path, a.DFF)
-	case !(a.RopeBase > 0) || !(a.RopeBaseLocal > 0) || math.IsInf(float64(a.RopeBase), 0) || math.IsInf(float64(a.RopeBaseLocal), 0):
+	case a.Positions == PosRoPE && (!(a.RopeBase > 0) || !(a.RopeBaseLocal > 0) || math.IsInf(float64(a.RopeBase), 0) || math.IsInf(float64(a.RopeBaseLocal), 0)):
 		return fmt.Errorf("gguf %s: rope.freq_base %g must be positive and finite", path, a.RopeBase)
 	case a.AttnSoftcap < 0 || a.FinalSoftcap < 0:
 		return fmt.Errorf("gguf %s: negative soft-cap", path)
-	case !(a.RMSEps >= 0) || math.IsInf(float64(a.RMSEps), 0):
-		// ggml asserts eps ≥ 0 (and aborts the process) in RMSNorm.
-		return fmt.Errorf("gguf %s: layer_norm_rms_epsilon %g: want a finite value ≥ 0", path, a.RMSEps)
+	case !(a.NormEps >= 0) || math.IsInf(float64(a.NormEps), 0):
+		// ggml asserts eps ≥ 0 (and aborts the process) in its norms.
+		key := "layer_norm_rms_epsilon"
+		if a.Norm == NormLayer {
+			key = "layer_norm_epsilon"
+		}
+		return fmt.Errorf("gguf %s: %s %g: want a finite value ≥ 0", path, key, a.NormEps)
 	}
 	return nil
 }
@@ -426,31 +482,63 @@ func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 		specs = append(specs, tensorSpec{name: name, ne: ne, role: role, slot: slot})
 	}
 	add(&w.tokEmbd, "token_embd.weight", roleEmbedding, d, v)
+	if a.Positions == PosLearned {
+		add(&w.posEmbd, "position_embd.weight", roleEmbedding, d, int64(a.Context))
+	}
+	// norm adds a norm's scale, and its bias with LayerNorm.
+	norm := func(scale, bias **ggml.Tensor, name string, ne int64) {
+		add(scale, name+".weight", roleNorm, ne)
+		if a.Norm == NormLayer {
+			add(bias, name+".bias", roleBias, ne)
+		}
+	}
 	if a.RopeFreqs {
 		add(&w.ropeFreqs, "rope_freqs.weight", roleRopeFreqs, int64(a.RopeDims/2))
 	}
 	w.layers = make([]blockWeights, a.NLayers)
 	for i := range w.layers {
 		l, p := &w.layers[i], fmt.Sprintf("blk.%d.", i)
-		add(&l.attnNorm, p+"attn_norm.weight", roleNorm, d)
-		add(&l.wq, p+"attn_q.weight", roleMatrix, d, qd)
-		add(&l.wk, p+"attn_k.weight", roleMatrix, d, kd)
-		add(&l.wv, p+"attn_v.weight", roleMatrix, d, vd)
-		if a.QKVBias {
-			add(&l.bq, p+"attn_q.bias", roleBias, qd)
-			add(&l.bk, p+"attn_k.bias", roleBias, kd)
-			add(&l.bv, p+"attn_v.bias", roleBias, vd)
+		norm(&l.attnNorm, &l.attnNormB, p+"attn_norm", d)
+		switch {
+		case a.FusedQKV:
+			add(&l.wqkv, p+"attn_qkv.weight", roleMatrix, d, qd+kd+vd)
+			if a.QKVBias {
+				add(&l.bqkv, p+"attn_qkv.bias", roleBias, qd+kd+vd)
+			}
+		default:
+			add(&l.wq, p+"attn_q.weight", roleMatrix, d, qd)
+			add(&l.wk, p+"attn_k.weight", roleMatrix, d, kd)
+			add(&l.wv, p+"attn_v.weight", roleMatrix, d, vd)
+			if a.QKVBias {
+				add(&l.bq, p+"attn_q.bias", roleBias, qd)
+				add(&l.bk, p+"attn_k.bias", roleBias, kd)
+				add(&l.bv, p+"attn_v.bias", roleBias, vd)
+			}
 		}
 		if a.QKNorm == QKNormHeadRMS {
 			add(&l.qNorm, p+"attn_q_norm.weight", roleNorm, int64(a.HeadDimK))
 			add(&l.kNorm, p+"attn_k_norm.weight", roleNorm, int64(a.HeadDimK))
 		}
 		add(&l.wo, p+"attn_output.weight", roleResidualOut, od, d)
+		if a.OutBias {
+			add(&l.bo, p+"attn_output.bias", roleBias, d)
+		}
 		if a.PostNorms {
 			add(&l.postAttnNorm, p+"post_attention_norm.weight", roleNorm, d)
 		}
-		add(&l.ffnNorm, p+"ffn_norm.weight", roleNorm, d)
-		if a.IsMoE() {
+		norm(&l.ffnNorm, &l.ffnNormB, p+"ffn_norm", d)
+		switch {
+		case a.FFN == FFNGELU:
+			ff := int64(a.DFF)
+			add(&l.up, p+"ffn_up.weight", roleMatrix, d, ff)
+			if a.FFNBias {
+				add(&l.upB, p+"ffn_up.bias", roleBias, ff)
+			}
+			add(&l.down, p+"ffn_down.weight", roleResidualOut, ff, d)
+			if a.FFNBias {
+				add(&l.downB, p+"ffn_down.bias", roleBias, d)
+			}
+		case a.IsMoE():
 			e, ff := int64(a.NExperts), int64(a.ExpertFFN)
 			add(&l.router, p+"ffn_gate_inp.weight", roleMatrix, d, e)
 			add(&l.gateExps, p+"ffn_gate_exps.weight", roleMatrix, d, ff, e)
@@ -463,7 +551,7 @@ func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 				add(&l.shUp, p+"ffn_up_shexp.weight", roleMatrix, d, sf)
 				add(&l.shDown, p+"ffn_down_shexp.weight", roleResidualOut, sf, d)
 			}
-		} else {
+		default:
 			ff := int64(a.DFF)
 			add(&l.gate, p+"ffn_gate.weight", roleMatrix, d, ff)
 			add(&l.up, p+"ffn_up.weight", roleMatrix, d, ff)
@@ -473,7 +561,7 @@ func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 			add(&l.postFFNNorm, p+"post_ffw_norm.weight", roleNorm, d)
 		}
 	}
-	add(&w.outNorm, "output_norm.weight", roleNorm, d)
+	norm(&w.outNorm, &w.outNormB, "output_norm", d)
 	if !a.TiedOutput {
 		add(&w.output, "output.weight", roleMatrix, d, v)
 	}
@@ -495,8 +583,9 @@ func archFromConfig(name string, c Config) Architecture {
 	}
 	a := Architecture{Name: name, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
 		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
-		RMSEps: c.RMSEps, RopeMode: tr.mode, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
-		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias, EmbedScale: 1, FFN: tr.ffn, PostNorms: tr.postNorms}
+		NormEps: c.RMSEps, RopeMode: tr.mode, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias || tr.bias, EmbedScale: 1, FFN: tr.ffn, PostNorms: tr.postNorms,
+		Norm: tr.norm, Positions: tr.positions, FusedQKV: tr.fusedQKV, OutBias: tr.allBiases, FFNBias: tr.allBiases}
 	if hd > 0 {
 		a.QueryScale = float32(1 / math.Sqrt(float64(hd)))
 	}

@@ -23,11 +23,15 @@ func (m *Model) Save(path string, extra []KV) error {
 	}
 	defer w.Close()
 	kvs := []KV{
-		{Key: "general.architecture", Value: Arch},
+		{Key: "general.architecture", Value: m.Arch.Name},
 		{Key: "general.file_type", Value: uint32(0)}, // all f32
-		{Key: "llama.rope.dimension_count", Value: uint32(HeadDim(m.Cfg))},
 	}
-	kvs = append(kvs, m.Cfg.ToGGUF(Arch)...)
+	if m.Arch.Name == Arch {
+		kvs = append(kvs, KV{Key: "llama.rope.dimension_count", Value: uint32(HeadDim(m.Cfg))})
+		kvs = append(kvs, m.Cfg.ToGGUF(Arch)...)
+	} else {
+		kvs = append(kvs, m.Arch.metadata()...)
+	}
 	kvs = append(kvs, extra...)
 	for _, kv := range kvs {
 		if err := w.Set(kv.Key, kv.Value); err != nil {

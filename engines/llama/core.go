@@ -8,7 +8,7 @@ import (
 // GGUFModel hold the same struct, bound from the architecture's one tensor table
 // (Architecture.tensorTable), and the same forward pass (forwardPass) reads it.
 type weights struct {
-	tokEmbd, outNorm, output, ropeFreqs *ggml.Tensor
+	tokEmbd, posEmbd, outNorm, outNormB, output, ropeFreqs *ggml.Tensor
 	layers                              []blockWeights
 	// embLookup is the table token embeddings are gathered from: tokEmbd, or a copy of it in a
 	// type the backend can gather (GGUFModel.prepareEmbeddings).
@@ -18,8 +18,9 @@ type weights struct {
 // blockWeights are one transformer block's tensors; the optional ones are nil when the
 // architecture has no such part.
 type blockWeights struct {
-	attnNorm, wq, wk, wv, wo, bq, bk, bv, qNorm, kNorm, postAttnNorm *ggml.Tensor
-	ffnNorm, gate, up, down, postFFNNorm                             *ggml.Tensor
+	attnNorm, attnNormB, wq, wk, wv, wqkv, bq, bk, bv, bqkv, qNorm, kNorm *ggml.Tensor
+	wo, bo, postAttnNorm                                                  *ggml.Tensor
+	ffnNorm, ffnNormB, gate, up, upB, down, downB, postFFNNorm            *ggml.Tensor
 	router, gateExps, upExps, downExps                               *ggml.Tensor
 	shGateInp, shGate, shUp, shDown                                  *ggml.Tensor
 }
@@ -47,11 +48,58 @@ type forwardPass struct {
 	// sortTopK routes experts by a descending argsort instead of ggml's TOP_K, where the
 	// backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
+	// differentiable builds LayerNorm and GELU from ops that have a backward in ggml (which
+	// NORM and GELU lack), for training graphs and for the Evaluator, which computes as they do.
+	differentiable bool
 }
 
-// norm is the architecture's normalisation with learned scale w.
-func (f *forwardPass) norm(x, w *ggml.Tensor) *ggml.Tensor {
-	return f.ctx.Mul(f.ctx.RMSNorm(x, f.a.RMSEps), w)
+// norm is the architecture's normalisation with learned scale w (and bias b, with LayerNorm).
+func (f *forwardPass) norm(x, w, b *ggml.Tensor) *ggml.Tensor {
+	ctx, eps := f.ctx, f.a.NormEps
+	switch {
+	case f.a.Norm == NormRMS:
+		return ctx.Mul(ctx.RMSNorm(x, eps), w)
+	case f.differentiable:
+		x = ctx.LayerNormComposite(x, eps)
+	default:
+		x = ctx.Norm(x, eps)
+	}
+	return ctx.Add(ctx.Mul(x, w), b)
+}
+
+// gelu is GELU's tanh form.
+func (f *forwardPass) gelu(x *ggml.Tensor) *ggml.Tensor {
+	if f.differentiable {
+		return f.ctx.GeluComposite(x)
+	}
+	return f.ctx.Gelu(x)
+}
+
+// addBias adds b to x when there is one.
+func (f *forwardPass) addBias(x, b *ggml.Tensor) *ggml.Tensor {
+	if b == nil {
+		return x
+	}
+	return f.ctx.Add(x, b)
+}
+
+// qkv projects the normed input h to queries [HeadDimK·H, n], keys [HeadDimK·Hkv, n] and
+// values [HeadDimV·Hkv, n], through separate or fused projections.
+func (f *forwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor) {
+	if l.wqkv == nil {
+		return f.addBias(f.linear(l.wq, h), l.bq), f.addBias(f.linear(l.wk, h), l.bk), f.addBias(f.linear(l.wv, h), l.bv)
+	}
+	ctx, a := f.ctx, f.a
+	all := f.addBias(f.linear(l.wqkv, h), l.bqkv)
+	if all == nil {
+		return nil, nil, nil // the context holds the error
+	}
+	n, nb1 := all.Ne()[1], all.Nb()[1]
+	qd, kd, vd := int64(a.NHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
+	part := func(rows, offset int64) *ggml.Tensor {
+		return ctx.Cont(ctx.View(all, []int64{rows, n}, []int{nb1}, int(offset)*ggml.TypeSize(all.Type())))
+	}
+	return part(qd, 0), part(kd, qd), part(vd, qd+kd)
 }
 
 // logits builds the logits [Vocab, n] (or [Vocab, 1] with lastOnly) of the i32 tokens [n].
@@ -64,42 +112,47 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 	if a.EmbedScale != 1 {
 		x = ctx.Scale(x, a.EmbedScale)
 	}
+	if a.Positions == PosLearned {
+		x = ctx.Add(x, ctx.GetRows(w.posEmbd, f.pos))
+	}
 	for il := range w.layers {
 		l := &w.layers[il]
-		h := f.norm(x, l.attnNorm)
-		q, k, v := f.linear(l.wq, h), f.linear(l.wk, h), f.linear(l.wv, h)
-		if l.bq != nil {
-			q, k, v = ctx.Add(q, l.bq), ctx.Add(k, l.bk), ctx.Add(v, l.bv)
-		}
+		h := f.norm(x, l.attnNorm, l.attnNormB)
+		q, k, v := f.qkv(l, h)
 		q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
 		if l.qNorm != nil {
-			q, k = f.norm(q, l.qNorm), f.norm(k, l.kNorm)
+			q, k = f.norm(q, l.qNorm, nil), f.norm(k, l.kNorm, nil)
 		}
-		r := a.rope(il)
-		q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
-		k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
-		o := f.linear(l.wo, f.attend(il, q, k, v))
+		if a.Positions == PosRoPE {
+			r := a.rope(il)
+			q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
+			k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
+		}
+		o := f.addBias(f.linear(l.wo, f.attend(il, q, k, v)), l.bo)
 		if f.lastOnly && il == len(w.layers)-1 && n > 1 {
 			// Only the last token's logits are wanted: finish the last block for it alone.
 			o, x = f.lastColumn(o, n), f.lastColumn(x, n)
 		}
 		if l.postAttnNorm != nil {
-			o = f.norm(o, l.postAttnNorm)
+			o = f.norm(o, l.postAttnNorm, nil)
 		}
 		x = ctx.Add(x, o)
-		h = f.norm(x, l.ffnNorm)
+		h = f.norm(x, l.ffnNorm, l.ffnNormB)
 		var y *ggml.Tensor
-		if a.IsMoE() {
+		switch {
+		case a.IsMoE():
 			y = f.moe(l, h)
-		} else {
+		case a.FFN == FFNGELU:
+			y = f.addBias(f.linear(l.down, f.gelu(f.addBias(f.linear(l.up, h), l.upB))), l.downB)
+		default:
 			y = f.ffn(l.gate, l.up, l.down, h)
 		}
 		if l.postFFNNorm != nil {
-			y = f.norm(y, l.postFFNNorm)
+			y = f.norm(y, l.postFFNNorm, nil)
 		}
 		x = ctx.Add(x, y)
 	}
-	x = f.norm(x, w.outNorm)
+	x = f.norm(x, w.outNorm, w.outNormB)
 	out := w.output
 	if out == nil {
 		out = w.tokEmbd

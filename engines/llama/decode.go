@@ -151,6 +151,9 @@ func NewDecoder(m *GGUFModel, opts DecoderOptions) (*Decoder, error) {
 	case opts.ContextFull != ContextError && opts.ContextFull != ContextShift:
 		return nil, fmt.Errorf("llama: unknown context policy %d", opts.ContextFull)
 	}
+	if a.Positions == PosLearned && opts.MaxContext > a.Context {
+		return nil, fmt.Errorf("llama: a context of %d: %s's learned positions stop at its trained context, %d", opts.MaxContext, a.Name, a.Context)
+	}
 	kvt := opts.KVType.ggmlType()
 	if ggml.IsQuantized(kvt) {
 		if !opts.FlashAttention {

@@ -26,7 +26,7 @@ import (
 func tinyArch(variant string) Architecture {
 	base := func(name string, d, H, Hkv, hd int) Architecture {
 		a := Architecture{Name: name, Vocab: 48, DModel: d, NLayers: 2, DFF: 96, Context: 64,
-			NHeads: H, NKVHeads: Hkv, HeadDimK: hd, HeadDimV: hd, RMSEps: 1e-5,
+			NHeads: H, NKVHeads: Hkv, HeadDimK: hd, HeadDimV: hd, NormEps: 1e-5,
 			RopeMode: ggml.RopeNeox, RopeDims: hd, RopeBase: 10000, RopeScale: 1, EmbedScale: 1,
 			QueryScale: float32(1 / math.Sqrt(float64(hd)))}
 		if t := traits[name]; t.slidingPattern > 0 {
@@ -88,11 +88,16 @@ func tinyArch(variant string) Architecture {
 		a.QKVBias, a.DFF = true, 0
 		a.NExperts, a.NExpertsUsed, a.ExpertFFN, a.SharedExpertFFN = 4, 2, 32, 64
 		return finish(a)
+	case "gpt2": // LayerNorm with biases, learned positions, fused QKV, biases, GELU MLP, tied
+		a := base("gpt2", 64, 4, 4, 16)
+		a.RopeMode, a.Norm, a.Positions, a.FFN = ggml.RopeNormal, NormLayer, PosLearned, FFNGELU
+		a.FusedQKV, a.QKVBias, a.OutBias, a.FFNBias, a.TiedOutput = true, true, true, true, true
+		return finish(a)
 	}
 	panic("unknown variant " + variant)
 }
 
-var allVariants = []string{"llama", "smollm2", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe"}
+var allVariants = []string{"llama", "smollm2", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "gpt2"}
 
 // writeTiny writes the variant with random weights of type typ and returns its path.
 func writeTiny(t testing.TB, a Architecture, typ ggml.Type, seed uint64) string {
@@ -248,7 +253,7 @@ func TestDecoderMatchesReference(t *testing.T) {
 			// ggml's CPU GELU reads an f16 table: where an input lies near an f16 rounding
 			// boundary, float rounding differences flip it by one f16 step (2⁻¹¹ relative).
 			tol := 1e-4
-			if a.FFN == FFNGeGLU {
+			if a.FFN == FFNGeGLU || a.FFN == FFNGELU {
 				tol = 1e-3
 			}
 			for _, fa := range []bool{false, true} {

@@ -3,6 +3,7 @@ package llama
 import (
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -289,4 +290,100 @@ func TestInitIsSeeded(t *testing.T) {
 	for name := range a {
 		assert.NotEqual(t, a[name], c[name], name)
 	}
+}
+
+// TestGPT2Training trains the GPT-2 choices of the core (LayerNorm with biases and GELU built
+// from differentiable ops, learned positions, fused QKV, biases): every weight's gradient
+// against central finite differences of the float64 reference, then a trained checkpoint,
+// saved, decodes in toy with the training forward's logits and the reference's (the
+// decoder's GELU is ggml's f16-table kernel, hence 1e-3).
+func TestGPT2Training(t *testing.T) {
+	be := newBackend(t)
+	a := tinyArch("gpt2")
+	a.DModel, a.DFF, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims, a.Context, a.Vocab = 16, 24, 2, 2, 8, 8, 8, 8, 13
+	a.QueryScale = float32(1 / math.Sqrt(8))
+	for _, tied := range []bool{true, false} {
+		a.TiedOutput = tied
+		m, err := newModel(a, tinyConfig(t, tied, true), be)
+		require.NoError(t, err)
+		defer m.Close()
+		rng := rand.New(rand.NewPCG(31, 32))
+		ref := &refInfer{a: a, w: map[string][]float64{}, exactGELU: true}
+		for _, w := range m.Weights() {
+			vals := make([]float32, w.Len())
+			f := make([]float64, len(vals))
+			for i := range vals {
+				vals[i] = float32(rng.NormFloat64() * 0.5)
+				if m.roles[w] == roleNorm {
+					vals[i] += 1
+				}
+				f[i] = float64(vals[i])
+			}
+			require.NoError(t, w.SetF32(vals))
+			ref.w[w.Name()] = f
+		}
+		const T = 6
+		tr, err := newTrainer(m, T, 1, true)
+		require.NoError(t, err)
+		seq := randomTokens(rng, T+1, a.Vocab)
+		loss, err := tr.Step([][]int32{seq}, noStep, noStep)
+		require.NoError(t, err)
+		assert.InDelta(t, refLoss(ref, seq), float64(loss), 1e-4*math.Max(1, float64(loss)), "loss")
+		for _, w := range m.Weights() {
+			got, err := tr.grad(w)
+			require.NoError(t, err)
+			vals := ref.w[w.Name()]
+			maxAbs := 0.0
+			for _, g := range got {
+				maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
+			}
+			worst := 0.0
+			for _, i := range rng.Perm(len(vals))[:min(6, len(vals))] {
+				const eps = 1e-4
+				orig := vals[i]
+				vals[i] = orig + eps
+				up := refLoss(ref, seq)
+				vals[i] = orig - eps
+				down := refLoss(ref, seq)
+				vals[i] = orig
+				fd := (up - down) / (2 * eps)
+				worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6)))
+			}
+			assert.Less(t, worst, 1e-2, "tied %v: %s: worst relative error %.3g", tied, w.Name(), worst)
+		}
+		tr.Close()
+
+		ev, err := NewEvaluator(m, T, 1)
+		require.NoError(t, err)
+		_, err = ev.Loss([][]int32{seq})
+		require.NoError(t, err)
+		flat, err := ev.logits.F32()
+		require.NoError(t, err)
+		ev.Close()
+		train := make([][]float64, T)
+		for i := range train {
+			for _, v := range flat[i*a.Vocab : (i+1)*a.Vocab] {
+				train[i] = append(train[i], float64(v))
+			}
+		}
+		assert.Less(t, relErr(toF32(train), ref.logits(seq[:T])), 1e-5, "the training forward is the exact reference")
+		path := filepath.Join(t.TempDir(), "gpt2.gguf")
+		require.NoError(t, m.Save(path, nil))
+		dm := openTiny(t, path, ModelOptions{Backend: be})
+		assert.Equal(t, a, dm.Arch, "the checkpoint's architecture reads back")
+		got, err := newDecoder(t, dm, DecoderOptions{KVType: KVF32}, 0).Logits(seq[:T])
+		require.NoError(t, err)
+		assert.Less(t, relErr(got, train), 1e-3, "tied %v: the decoder gives the training forward's logits", tied)
+	}
+}
+
+// toF32 rounds rows of float64 to float32.
+func toF32(rows [][]float64) [][]float32 {
+	out := make([][]float32, len(rows))
+	for i, r := range rows {
+		for _, v := range r {
+			out[i] = append(out[i], float32(v))
+		}
+	}
+	return out
 }

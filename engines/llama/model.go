@@ -58,7 +58,13 @@ func New(c Config, b *ggml.Backend) (*Model, error) {
 	if err := Validate(c); err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: c, Arch: ArchitectureFromConfig(c), backend: b, roles: map[*ggml.Tensor]tensorRole{}}
+	return newModel(ArchitectureFromConfig(c), c, b)
+}
+
+// newModel allocates a model of architecture a, whose initialisation c's InitScale and Seed
+// set.
+func newModel(a Architecture, c Config, b *ggml.Backend) (*Model, error) {
+	m := &Model{Cfg: c, Arch: a, backend: b, roles: map[*ggml.Tensor]tensorRole{}}
 	specs := m.Arch.tensorTable(&m.w)
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: len(specs)})
 	if err != nil {
@@ -114,7 +120,7 @@ func (m *Model) Params() int64 {
 // weights.
 func (m *Model) Init() error {
 	rng := rand.New(rand.NewPCG(uint64(m.Cfg.Seed), 0x746f79))
-	resid := 1 / math.Sqrt(2*float64(m.Cfg.NLayers))
+	resid := 1 / math.Sqrt(2*float64(m.Arch.NLayers))
 	for _, t := range m.all {
 		vals := make([]float32, t.Len())
 		std := float64(m.Cfg.InitScale)

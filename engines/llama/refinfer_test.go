@@ -15,6 +15,43 @@ import (
 type refInfer struct {
 	a Architecture
 	w map[string][]float64
+	// exactGELU evaluates GELU's tanh form in float64, as the training graph's composite does,
+	// instead of as ggml's CPU kernel (geluRef).
+	exactGELU bool
+}
+
+// norm is the architecture's normalisation with the weight (and bias) named name.
+func (r *refInfer) norm(x []float64, name string) []float64 {
+	if r.a.Norm == NormRMS {
+		return rmsnormRef(x, r.get(name+".weight"), r.a.NormEps)
+	}
+	mean := 0.0
+	for _, v := range x {
+		mean += v
+	}
+	mean /= float64(len(x))
+	c := make([]float64, len(x))
+	for i, v := range x {
+		c[i] = v - mean
+	}
+	ones := make([]float64, len(x))
+	for i := range ones {
+		ones[i] = 1
+	}
+	y := rmsnormRef(c, ones, r.a.NormEps)
+	w, b := r.get(name+".weight"), r.get(name+".bias")
+	for i := range y {
+		y[i] = y[i]*w[i] + b[i]
+	}
+	return y
+}
+
+// gelu is GELU as the model under test computes it.
+func (r *refInfer) gelu(x float64) float64 {
+	if r.exactGELU {
+		return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*x*(1+0.044715*x*x)))
+	}
+	return geluRef(x)
 }
 
 func (r *refInfer) get(name string) []float64 {
@@ -180,6 +217,9 @@ func (r *refInfer) logits(seq []int32) [][]float64 {
 		x[t] = make([]float64, d)
 		for i := range x[t] {
 			x[t][i] = emb[int(id)*d+i] * float64(a.EmbedScale)
+			if a.Positions == PosLearned {
+				x[t][i] += r.get("position_embd.weight")[t*d+i]
+			}
 		}
 	}
 	ff := r.w["rope_freqs.weight"]
@@ -192,21 +232,29 @@ func (r *refInfer) logits(seq []int32) [][]float64 {
 		}
 		q, k, v := make([][]float64, T), make([][]float64, T), make([][]float64, T)
 		for t := range x {
-			h := rmsnormRef(x[t], r.get(p+"attn_norm.weight"), a.RMSEps)
-			q[t] = r.linear(p+"attn_q", d, H*hdk, h)
-			k[t] = r.linear(p+"attn_k", d, Hkv*hdk, h)
-			v[t] = r.linear(p+"attn_v", d, Hkv*hdv, h)
+			h := r.norm(x[t], p+"attn_norm")
+			if a.FusedQKV {
+				all := r.linear(p+"attn_qkv", d, H*hdk+2*Hkv*hdk, h)
+				q[t], k[t], v[t] = all[:H*hdk], all[H*hdk:H*hdk+Hkv*hdk], all[H*hdk+Hkv*hdk:]
+			} else {
+				q[t] = r.linear(p+"attn_q", d, H*hdk, h)
+				k[t] = r.linear(p+"attn_k", d, Hkv*hdk, h)
+				v[t] = r.linear(p+"attn_v", d, Hkv*hdv, h)
+			}
+			if a.Positions != PosRoPE {
+				continue
+			}
 			for hh := 0; hh < H; hh++ {
 				head := q[t][hh*hdk : (hh+1)*hdk]
 				if a.QKNorm == QKNormHeadRMS {
-					copy(head, rmsnormRef(head, r.get(p+"attn_q_norm.weight"), a.RMSEps))
+					copy(head, rmsnormRef(head, r.get(p+"attn_q_norm.weight"), a.NormEps))
 				}
 				ropeRef(head, t, a.RopeDims, a.RopeMode == ggml.RopeNeox, base, scale, ff)
 			}
 			for hh := 0; hh < Hkv; hh++ {
 				head := k[t][hh*hdk : (hh+1)*hdk]
 				if a.QKNorm == QKNormHeadRMS {
-					copy(head, rmsnormRef(head, r.get(p+"attn_k_norm.weight"), a.RMSEps))
+					copy(head, rmsnormRef(head, r.get(p+"attn_k_norm.weight"), a.NormEps))
 				}
 				ropeRef(head, t, a.RopeDims, a.RopeMode == ggml.RopeNeox, base, scale, ff)
 			}
@@ -240,22 +288,29 @@ func (r *refInfer) logits(seq []int32) [][]float64 {
 			}
 			o := r.linear(p+"attn_output", H*hdv, d, att)
 			if a.PostNorms {
-				o = rmsnormRef(o, r.get(p+"post_attention_norm.weight"), a.RMSEps)
+				o = rmsnormRef(o, r.get(p+"post_attention_norm.weight"), a.NormEps)
 			}
 			for e := range o {
 				x[t][e] += o[e]
 			}
 		}
 		for t := range x {
-			h := rmsnormRef(x[t], r.get(p+"ffn_norm.weight"), a.RMSEps)
+			h := r.norm(x[t], p+"ffn_norm")
 			var f []float64
-			if a.IsMoE() {
+			switch {
+			case a.IsMoE():
 				f = r.moeRef(p, h)
-			} else {
+			case a.FFN == FFNGELU:
+				u := r.linear(p+"ffn_up", d, a.DFF, h)
+				for i := range u {
+					u[i] = r.gelu(u[i])
+				}
+				f = r.linear(p+"ffn_down", a.DFF, d, u)
+			default:
 				f = r.ffnRef(r.get(p+"ffn_gate.weight"), r.get(p+"ffn_up.weight"), r.get(p+"ffn_down.weight"), a.DFF, h)
 			}
 			if a.PostNorms {
-				f = rmsnormRef(f, r.get(p+"post_ffw_norm.weight"), a.RMSEps)
+				f = rmsnormRef(f, r.get(p+"post_ffw_norm.weight"), a.NormEps)
 			}
 			for e := range f {
 				x[t][e] += f[e]
@@ -268,7 +323,7 @@ func (r *refInfer) logits(seq []int32) [][]float64 {
 	}
 	logits := make([][]float64, T)
 	for t := range x {
-		logits[t] = matvec(r.get(out), d, a.Vocab, rmsnormRef(x[t], r.get("output_norm.weight"), a.RMSEps))
+		logits[t] = matvec(r.get(out), d, a.Vocab, r.norm(x[t], "output_norm"))
 		if c := float64(a.FinalSoftcap); c > 0 {
 			for i, v := range logits[t] {
 				logits[t][i] = c * math.Tanh(v/c)

@@ -30,7 +30,7 @@ type trainable struct {
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
 // Model.Forward), making every weight product with linear.
 func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B),
+	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B), differentiable: true,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor {
 			y := linear(w, x)
 			for _, l := range t.lora[w] {

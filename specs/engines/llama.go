@@ -53,14 +53,15 @@ type Llama struct {
 	Seed int `json:"seed" gguf:"toy.{arch}.seed" default:"1" min:"0" flag:"-"`
 }
 
-// LlamaFamily holds what the llama family's other architectures (qwen2, qwen3, gemma2, gemma3,
-// mistral-style sliding windows, mixtures of experts) add to Llama's parameters, as their GGUF
-// keys: the decoder reads them with Llama's, and the random-model writer writes them. Zero is
-// "absent": the decoder then derives the value from Llama's (head sizes d_model/n_heads, RoPE
-// over the whole head) or leaves the part out (no window, no soft-cap, no experts).
+// Family holds what the other architectures toy decodes add to Llama's parameters, as their
+// GGUF keys: the llama family's (qwen2, qwen3, gemma2, gemma3, mistral-style sliding windows,
+// mixtures of experts) and gpt2's. The decoder reads them with Llama's, and the random-model
+// writer writes them. Zero is "absent": the decoder then derives the value from Llama's (head
+// sizes d_model/n_heads, RoPE over the whole head) or leaves the part out (no window, no
+// soft-cap, no experts).
 //
 //kernelgen:config noflags
-type LlamaFamily struct {
+type Family struct {
 	// KeyLength is the size of a query/key head when it is not d_model/n_heads (qwen3, gemma).
 	KeyLength int `json:"key_length" gguf:"{arch}.attention.key_length" default:"0" min:"0" max:"65536" omitzero:"true"`
 	// ValueLength is the size of a value head (default: KeyLength).
@@ -81,6 +82,8 @@ type LlamaFamily struct {
 	ExpertsUsed int `json:"experts_used" gguf:"{arch}.expert_used_count" default:"0" min:"0" max:"65536" omitzero:"true"`
 	// ExpertFFN is the hidden width of one expert (default: d_ff).
 	ExpertFFN int `json:"expert_ffn" gguf:"{arch}.expert_feed_forward_length" default:"0" min:"0" max:"262144" omitzero:"true"`
+	// LayerNormEps is the epsilon of LayerNorm, in the architectures that use it (gpt2).
+	LayerNormEps float32 `json:"layer_norm_eps" gguf:"{arch}.attention.layer_norm_epsilon" default:"0" min:"0" max:"0.1" omitzero:"true"`
 	// SharedExpertFFN is the hidden width of the always-on shared expert (qwen2moe).
 	SharedExpertFFN int `json:"shared_expert_ffn" gguf:"{arch}.expert_shared_feed_forward_length" default:"0" min:"0" max:"262144" omitzero:"true"`
 }

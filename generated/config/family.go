@@ -8,12 +8,13 @@ import (
 	"math"
 )
 
-// LlamaFamily holds what the llama family's other architectures (qwen2, qwen3, gemma2, gemma3,
-// mistral-style sliding windows, mixtures of experts) add to Llama's parameters, as their GGUF
-// keys: the decoder reads them with Llama's, and the random-model writer writes them. Zero is
-// "absent": the decoder then derives the value from Llama's (head sizes d_model/n_heads, RoPE
-// over the whole head) or leaves the part out (no window, no soft-cap, no experts).
-type LlamaFamily struct {
+// Family holds what the other architectures toy decodes add to Llama's parameters, as their
+// GGUF keys: the llama family's (qwen2, qwen3, gemma2, gemma3, mistral-style sliding windows,
+// mixtures of experts) and gpt2's. The decoder reads them with Llama's, and the random-model
+// writer writes them. Zero is "absent": the decoder then derives the value from Llama's (head
+// sizes d_model/n_heads, RoPE over the whole head) or leaves the part out (no window, no
+// soft-cap, no experts).
+type Family struct {
 	// KeyLength is the size of a query/key head when it is not d_model/n_heads (qwen3, gemma).
 	KeyLength int `json:"key_length"`
 	// ValueLength is the size of a value head (default: KeyLength).
@@ -34,13 +35,15 @@ type LlamaFamily struct {
 	ExpertsUsed int `json:"experts_used"`
 	// ExpertFFN is the hidden width of one expert (default: d_ff).
 	ExpertFFN int `json:"expert_ffn"`
+	// LayerNormEps is the epsilon of LayerNorm, in the architectures that use it (gpt2).
+	LayerNormEps float32 `json:"layer_norm_eps"`
 	// SharedExpertFFN is the hidden width of the always-on shared expert (qwen2moe).
 	SharedExpertFFN int `json:"shared_expert_ffn"`
 }
 
-// DefaultLlamaFamily returns every field at its default.
-func DefaultLlamaFamily() LlamaFamily {
-	return LlamaFamily{
+// DefaultFamily returns every field at its default.
+func DefaultFamily() Family {
+	return Family{
 		KeyLength:          0,
 		ValueLength:        0,
 		RopeDims:           0,
@@ -51,13 +54,14 @@ func DefaultLlamaFamily() LlamaFamily {
 		Experts:            0,
 		ExpertsUsed:        0,
 		ExpertFFN:          0,
+		LayerNormEps:       float32(0),
 		SharedExpertFFN:    0,
 	}
 }
 
 // Validate checks every field against the bounds the spec declares and names each one that
 // is out of them.
-func (c LlamaFamily) Validate() error {
+func (c Family) Validate() error {
 	var errs []error
 	if c.KeyLength < 0 {
 		errs = append(errs, fmt.Errorf("key_length %d is below the minimum 0", c.KeyLength))
@@ -119,6 +123,15 @@ func (c LlamaFamily) Validate() error {
 	if c.ExpertFFN > 262144 {
 		errs = append(errs, fmt.Errorf("expert_ffn %d is above the maximum 262144", c.ExpertFFN))
 	}
+	if c.LayerNormEps < float32(0) {
+		errs = append(errs, fmt.Errorf("layer_norm_eps %g is below the minimum 0", c.LayerNormEps))
+	}
+	if c.LayerNormEps > float32(0.1) {
+		errs = append(errs, fmt.Errorf("layer_norm_eps %g is above the maximum 0.1", c.LayerNormEps))
+	}
+	if math.IsNaN(float64(c.LayerNormEps)) {
+		errs = append(errs, fmt.Errorf("layer_norm_eps is NaN"))
+	}
 	if c.SharedExpertFFN < 0 {
 		errs = append(errs, fmt.Errorf("shared_expert_ffn %d is below the minimum 0", c.SharedExpertFFN))
 	}
@@ -131,8 +144,8 @@ func (c LlamaFamily) Validate() error {
 // ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order,
 // with arch (general.architecture) in the keys that name it.
 // Keys tagged omitzero are left out when their field is zero.
-func (c LlamaFamily) ToGGUF(arch string) []KV {
-	kvs := make([]KV, 0, 11)
+func (c Family) ToGGUF(arch string) []KV {
+	kvs := make([]KV, 0, 12)
 	if c.KeyLength != 0 {
 		kvs = append(kvs, KV{arch + ".attention.key_length", uint32(c.KeyLength)})
 	}
@@ -163,6 +176,9 @@ func (c LlamaFamily) ToGGUF(arch string) []KV {
 	if c.ExpertFFN != 0 {
 		kvs = append(kvs, KV{arch + ".expert_feed_forward_length", uint32(c.ExpertFFN)})
 	}
+	if c.LayerNormEps != 0 {
+		kvs = append(kvs, KV{arch + ".attention.layer_norm_epsilon", c.LayerNormEps})
+	}
 	if c.SharedExpertFFN != 0 {
 		kvs = append(kvs, KV{arch + ".expert_shared_feed_forward_length", uint32(c.SharedExpertFFN)})
 	}
@@ -173,7 +189,7 @@ func (c LlamaFamily) ToGGUF(arch string) []KV {
 // accepting any integer type for ints and float64 for float32, and leaves the rest alone. A
 // value of the wrong type, or a required key's absence, is an error naming the key.
 // arch (general.architecture) fills the keys that name it.
-func (c *LlamaFamily) FromGGUF(arch string, values map[string]any) error {
+func (c *Family) FromGGUF(arch string, values map[string]any) error {
 	var errs []error
 	{
 		key := arch + ".attention.key_length"
@@ -272,6 +288,16 @@ func (c *LlamaFamily) FromGGUF(arch string, values map[string]any) error {
 				c.ExpertFFN = int(x)
 			} else {
 				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
+		}
+	}
+	{
+		key := arch + ".attention.layer_norm_epsilon"
+		if v, ok := values[key]; ok {
+			if x, ok := asFloat32(v); ok {
+				c.LayerNormEps = x
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", key, v))
 			}
 		}
 	}
