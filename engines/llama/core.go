@@ -9,7 +9,7 @@ import (
 // (Architecture.tensorTable), and the same forward pass (forwardPass) reads it.
 type weights struct {
 	tokEmbd, posEmbd, outNorm, outNormB, output, ropeFreqs *ggml.Tensor
-	layers                              []blockWeights
+	layers                                                 []blockWeights
 	// embLookup is the table token embeddings are gathered from: tokEmbd, or a copy of it in a
 	// type the backend can gather (GGUFModel.prepareEmbeddings).
 	embLookup *ggml.Tensor
@@ -21,8 +21,8 @@ type blockWeights struct {
 	attnNorm, attnNormB, wq, wk, wv, wqkv, bq, bk, bv, bqkv, qNorm, kNorm *ggml.Tensor
 	wo, bo, postAttnNorm                                                  *ggml.Tensor
 	ffnNorm, ffnNormB, gate, up, upB, down, downB, postFFNNorm            *ggml.Tensor
-	router, gateExps, upExps, downExps                               *ggml.Tensor
-	shGateInp, shGate, shUp, shDown                                  *ggml.Tensor
+	router, gateExps, upExps, downExps                                    *ggml.Tensor
+	shGateInp, shGate, shUp, shDown                                       *ggml.Tensor
 }
 
 // forwardPass builds the forward graph of the transformer every model family shares: token
