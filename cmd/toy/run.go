@@ -47,6 +47,9 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 }
 
 func (d *decoderFlags) options() (llama.DecoderOptions, error) {
+	if d.threads < 0 {
+		return llama.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+	}
 	o := llama.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
 	switch d.kvType {
 	case "f16":
@@ -67,6 +70,19 @@ func (d *decoderFlags) options() (llama.DecoderOptions, error) {
 		return o, usagef("-ctx-full %q: want error or shift", d.ctxFull)
 	}
 	return o, nil
+}
+
+// usableThreads lowers *threads to the cores this process may use (ggml.UsableThreads) on the
+// CPU backend, and says so once on stderr: ggml's threads spin at barriers, and more threads
+// than cores stall each other.
+func usableThreads(stderr io.Writer, cmd string, threads *int) {
+	if ggml.BackendKind != "cpu" {
+		return
+	}
+	if n, clamped := ggml.UsableThreads(*threads); clamped {
+		fmt.Fprintf(stderr, "toy %s: -t %d is more than the %d cores toy may use here; computing with %d threads\n", cmd, *threads, n, n)
+		*threads = n
+	}
 }
 
 // open loads the model, its tokenizer and a decoder.
