@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
@@ -398,21 +400,21 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", f.Path(), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
+	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", escapeText(f.Path()), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
 	keys := f.Keys()
 	for _, k := range keys {
 		v, err := f.Value(k)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "  %-48s %s\n", k, showValue(v, *full))
+		fmt.Fprintf(stdout, "  %-48s %s\n", escapeText(k), showValue(v, *full))
 	}
 	ts := f.Tensors()
 	byType := map[string]int64{}
 	var total int64
 	fmt.Fprintf(stdout, "\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
 	for _, t := range ts {
-		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", t.Name, ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
+		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", escapeText(t.Name), ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
 		byType[ggml.TypeName(t.Type)] += t.Size
 		total += t.Size
 	}
@@ -429,20 +431,56 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// showValue renders a metadata value on one line: strings quoted (strconv.Quote's escapes),
+// long values cut at 160 characters unless full, and no control character of the file's
+// reaching the terminal raw.
 func showValue(v any, full bool) string {
 	s := fmt.Sprint(v)
 	switch x := v.(type) {
 	case string:
-		s = fmt.Sprintf("%q", x)
+		s = strconv.Quote(x)
 	case []string:
 		if len(x) > 8 && !full {
-			return fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8])
+			return escapeText(fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8]))
 		}
+		s = fmt.Sprintf("%q", x)
 	}
-	if len(s) > 160 && !full {
-		return s[:157] + "..."
+	s = escapeText(s)
+	if r := []rune(s); len(r) > 160 && !full {
+		return string(r[:157]) + "..."
 	}
 	return s
+}
+
+// escapeText returns s with every rune that is not printable (strconv.IsPrint: control
+// characters, invalid UTF-8, ...) written as its Go escape, so that text from a file cannot
+// move the cursor, clear the screen or retitle the terminal.
+func escapeText(s string) string {
+	ok := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !strconv.IsPrint(r) || r == utf8.RuneError:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // resolveEntry finds the compiled-in kernel table's entry for the model and audits the kernel
