@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -42,6 +43,11 @@ func readTexts(paths []string, maxBytes int64) ([][]byte, error) {
 			if left = maxBytes - total; left <= 0 {
 				break
 			}
+		}
+		if st, err := os.Stat(p); err != nil {
+			return nil, err
+		} else if !st.IsDir() && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file or a directory (a FIFO or device would block or never end)", p)
 		}
 		docs, err := data.ReadTexts(p, left)
 		if err != nil {

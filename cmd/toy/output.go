@@ -93,3 +93,28 @@ func checkOutput(path, want string, force, replaceSame bool) error {
 	}
 	return fmt.Errorf("%s exists (a %s); -force replaces it", path, kind)
 }
+
+// readTextFile reads a regular file whole; a directory, FIFO or device is an error rather than
+// a read that blocks or fails obscurely.
+func readTextFile(path string) ([]byte, error) {
+	if err := regularInput(path); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+// regularInput checks that path names a regular file (following links).
+func regularInput(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		what := "not a regular file"
+		if st.IsDir() {
+			what = "a directory"
+		}
+		return fmt.Errorf("%s is %s (want a text file)", path, what)
+	}
+	return nil
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -221,12 +220,6 @@ Flags:
 	if *templateName == "" {
 		*templateName = beh.template
 	}
-	if !set["seed"] && !set["s"] && p.Temperature > 0 {
-		// As llama.cpp: a random seed unless one is given, printed so that the run can be
-		// repeated.
-		p.Seed = rand.Uint64()
-		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
-	}
 
 	text, parseSpecial := *prompt, false
 	if *chat {
@@ -255,6 +248,12 @@ Flags:
 	logits, err := dec.Prompt(ids)
 	if err != nil {
 		return err
+	}
+	if !set["seed"] && !set["s"] && p.Temperature > 0 {
+		// As llama.cpp: a random seed unless one is given, printed so that the run can be
+		// repeated.
+		p.Seed = rand.Uint64()
+		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
 	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
@@ -340,7 +339,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if *file == "" {
 		return usagef("-f TEXT is required")
 	}
-	text, err := os.ReadFile(*file)
+	text, err := readTextFile(*file)
 	if err != nil {
 		return err
 	}
