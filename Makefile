@@ -6,7 +6,8 @@
 #   make portable=1       build for any x86-64-v3 (AVX2/FMA/F16C) machine instead of this one
 #   make ptx              rebuild the committed PTX (kernels/cuda-*/ptx/) with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
-#   make test             the test suite (what CI runs), including a short fuzz of the GGUF reader
+#   make test             the test suite (what CI runs), including short fuzzes of the GGUF reader,
+#                         the run-bundle event reader and chat-template rendering
 #   make fuzz-oracle      fuzz toy's tokenizers against llama.cpp's (docs/ORACLE.md)
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
 #   make check-generated  fail if generated/ differs from a fresh generation
@@ -50,6 +51,9 @@ endif
 # deadline exceeded" and no crasher when the deadline lands on a busy worker.
 FUZZ_READ_EXECS ?= 300000x
 FUZZ_OPEN_EXECS ?= 30000x
+# A few seconds each on 2 cores.
+FUZZ_EVENTS_EXECS ?= 50000x
+FUZZ_TEMPLATE_EXECS ?= 50000x
 # toy's tokenizer against llama.cpp's (docs/ORACLE.md), in make fuzz-oracle only: its first run
 # compiles llama.cpp with the fuzzer's instrumentation (about 10 minutes on 2 cores), too long for
 # CI on a fresh machine. make test runs its seed corpus like any test.
@@ -100,6 +104,8 @@ test:
 	TOY_CUDA_FAKE_DRIVER=1 $(GO) test -tags cuda -count 1 -run '^TestFakeDriver$$' ./cuda
 	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZ_OPEN_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/runs -run '^$$' -fuzz '^FuzzReadEvents$$' -fuzztime $(FUZZ_EVENTS_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $(FUZZ_TEMPLATE_EXECS) -fuzzminimizetime 2s
 
 fuzz-oracle:
 	$(GO) test ./engines/tokenizer -run '^$$' -fuzz '^FuzzTokenizerOracle$$' -fuzztime $(FUZZ_TOKENIZER_EXECS) -fuzzminimizetime 2s

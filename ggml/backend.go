@@ -19,7 +19,24 @@ type Backend struct {
 	threads int
 }
 
-// NewCPUBackend opens the CPU backend with the given number of threads (0: one per core).
+// UsableThreads is the number of threads a CPU backend computes with when asked for n: n, at
+// most the cores this process may run on (runtime.NumCPU, which respects the CPU affinity mask);
+// 0 asks for one per usable core. ggml's threads spin at their barriers, so a thread without a
+// core of its own stalls every other at each op: -t 4 on 2 cores is hundreds of times slower.
+// clamped reports that n was lowered.
+func UsableThreads(n int) (threads int, clamped bool) {
+	cores := runtime.NumCPU()
+	switch {
+	case n <= 0:
+		return cores, false
+	case n > cores:
+		return cores, true
+	}
+	return n, false
+}
+
+// NewCPUBackend opens the CPU backend with the given number of threads (0: one per core),
+// clamped to the usable cores (UsableThreads); Threads reports the number used.
 func NewCPUBackend(threads int) (*Backend, error) {
 	if err := linkCheck(); err != nil {
 		return nil, fmt.Errorf("ggml: the linked library disagrees with the bindings: %w", err)
@@ -27,9 +44,7 @@ func NewCPUBackend(threads int) (*Backend, error) {
 	if threads < 0 {
 		return nil, fmt.Errorf("ggml: %d threads", threads)
 	}
-	if threads == 0 {
-		threads = runtime.NumCPU()
-	}
+	threads, _ = UsableThreads(threads)
 	b := ggmlc.BackendCPUInit()
 	if b.IsNil() {
 		return nil, fmt.Errorf("ggml: the CPU backend failed to start")
@@ -47,11 +62,13 @@ func (b *Backend) Name() string { return ggmlc.BackendName(b.b) }
 // Threads is the number of threads a CPU backend computes with.
 func (b *Backend) Threads() int { return b.threads }
 
-// SetThreads changes the number of threads of a CPU backend.
+// SetThreads changes the number of threads of a CPU backend, clamped to the usable cores
+// (UsableThreads).
 func (b *Backend) SetThreads(n int) error {
 	if n <= 0 {
 		return fmt.Errorf("ggml: %d threads", n)
 	}
+	n, _ = UsableThreads(n)
 	if !ggmlc.BackendIsCPU(b.b) {
 		return fmt.Errorf("ggml: %s is not a CPU backend", b.Name())
 	}

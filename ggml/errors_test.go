@@ -2,6 +2,7 @@ package ggml
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -351,4 +352,28 @@ func TestBackwardRefused(t *testing.T) {
 		require.NoError(t, g.Expand(loss))
 		assert.NoError(t, g.BuildBackward(nil))
 	})
+}
+
+// TestThreadsClamped checks that a CPU backend never computes with more threads than the
+// process has cores: ggml's spinning threads would stall each other.
+func TestThreadsClamped(t *testing.T) {
+	cores := runtime.NumCPU()
+	n, clamped := UsableThreads(cores + 1000)
+	require.Equal(t, cores, n)
+	require.True(t, clamped)
+	n, clamped = UsableThreads(1)
+	require.Equal(t, 1, n)
+	require.False(t, clamped)
+	n, clamped = UsableThreads(0)
+	require.Equal(t, cores, n)
+	require.False(t, clamped)
+
+	be, err := NewCPUBackend(cores + 1000)
+	require.NoError(t, err)
+	defer be.Close()
+	require.Equal(t, cores, be.Threads())
+	require.NoError(t, be.SetThreads(4*cores))
+	require.Equal(t, cores, be.Threads())
+	require.NoError(t, be.SetThreads(1))
+	require.Equal(t, 1, be.Threads())
 }

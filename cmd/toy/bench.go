@@ -93,6 +93,7 @@ Flags:
 	if *threads <= 0 {
 		return usagef("-t %d: want at least 1 thread", *threads)
 	}
+	usableThreads(stderr, "bench matmul", threads)
 	if *minTime < 0 {
 		return usagef("-time %v is negative", *minTime)
 	}
@@ -280,6 +281,10 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	if *threads < 0 {
+		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
+	}
+	usableThreads(stderr, "bench model", threads)
 	if *model == "" && *random == "" {
 		return usagef("give -m MODEL or -random PRESET")
 	}

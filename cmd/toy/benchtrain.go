@@ -38,6 +38,10 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	if *threads < 0 {
+		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
+	}
+	usableThreads(stderr, "bench train", threads)
 	c, err := config.LlamaPreset(*preset)
 	if err != nil {
 		return asUsage(err)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -43,6 +44,11 @@ func readTexts(paths []string, maxBytes int64) ([][]byte, error) {
 				break
 			}
 		}
+		if st, err := os.Stat(p); err != nil {
+			return nil, err
+		} else if !st.IsDir() && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file or a directory (a FIFO or device would block or never end)", p)
+		}
 		docs, err := data.ReadTexts(p, left)
 		if err != nil {
 			return nil, err
@@ -69,6 +75,7 @@ func runTokenizer(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenizer train", flag.ContinueOnError)
 	vocab := fs.Int("vocab", 2048, "vocabulary size (special and byte tokens included)")
 	out := fs.String("o", "tokenizer.gguf", "output GGUF file (tokenizer.ggml.* keys, as llama.cpp reads them)")
+	force := fs.Bool("force", false, "replace -o when it exists (only ever a tokenizer GGUF)")
 	maxBytes := fs.Int64("max-text-bytes", 6<<20, "read at most this much text (0: all)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy tokenizer train [flags] [text files or directories]
@@ -81,6 +88,15 @@ Flags:
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args[1:], stderr); err != nil {
+		return err
+	}
+	if *vocab <= 0 {
+		return usagef("-vocab %d: want a positive vocabulary size", *vocab)
+	}
+	if *maxBytes < 0 {
+		return usagef("-max-text-bytes %d is negative", *maxBytes)
+	}
+	if err := checkOutput(*out, kindGGUFTokenizer, *force, false); err != nil {
 		return err
 	}
 	texts, err := readTexts(fs.Args(), *maxBytes)
@@ -114,6 +130,9 @@ Flags:
 	if err := w.WriteFile(*out); err != nil {
 		return err
 	}
+	if tok.VocabSize() < *vocab {
+		fmt.Fprintf(stderr, "toy tokenizer train: the text yields only %d tokens of the %d asked for (no pair left to merge); more text gives more\n", tok.VocabSize(), *vocab)
+	}
 	fmt.Fprintf(stdout, "trained %d tokens on %d texts in %.1fs: %s\n", tok.VocabSize(), len(texts), time.Since(t0).Seconds(), *out)
 	return nil
 }
@@ -122,6 +141,7 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	tokPath := fs.String("tokenizer", "", "GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
 	out := fs.String("o", "corpus.tok", "output token corpus")
+	force := fs.Bool("force", false, "replace -o when it exists (only ever a token corpus)")
 	maxBytes := fs.Int64("max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy tokenize -tokenizer FILE [flags] [text files or directories]
@@ -139,6 +159,12 @@ Flags:
 	}
 	if *tokPath == "" {
 		return usagef("-tokenizer is required (make one with toy tokenizer train)")
+	}
+	if *maxBytes < 0 {
+		return usagef("-max-text-bytes %d is negative", *maxBytes)
+	}
+	if err := checkOutput(*out, kindCorpus, *force, false); err != nil {
+		return err
 	}
 	tok, err := recipes.LoadTokenizer(*tokPath)
 	if err != nil {
@@ -176,7 +202,8 @@ Flags:
 
 func runPlot(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
-	out := fs.String("o", "", "output PNG (default: <run>/loss.png)")
+	out := fs.String("o", "", "output PNG (default: <run>/loss.png, which a new plot replaces)")
+	force := fs.Bool("force", false, "replace -o when it exists (only ever a PNG)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy plot [-o FILE.png] runs/<id>\n\nDraws the run's training and held-out loss curves to a PNG.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -193,8 +220,12 @@ func runPlot(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	train, held := plot.FromEvents(events)
+	replaceOwn := *out == ""
 	if *out == "" {
 		*out = filepath.Join(dir, "loss.png")
+	}
+	if err := checkOutput(*out, kindPNG, *force, replaceOwn); err != nil {
+		return err
 	}
 	err = runs.AtomicWriteFile(*out, func(w io.Writer) error {
 		return plot.LossPNG(w, train, held, plot.Options{Title: "loss of " + filepath.Base(dir)})

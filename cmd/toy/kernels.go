@@ -54,6 +54,14 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 			d.Close()
 		}
 	}
+	// A GGUF named is read before anything is printed: a bad file is an error and nothing else.
+	var ref kernelrt.Ref
+	if fs.NArg() == 1 {
+		var err error
+		if ref, err = ggufRef(fs.Arg(0), *modelName); err != nil {
+			return err
+		}
+	}
 	targets := kernels.Compiled()
 	for _, t := range targets {
 		printTarget(stdout, t)
@@ -81,10 +89,6 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() == 0 {
 		return nil
-	}
-	ref, err := ggufRef(fs.Arg(0), *modelName)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "\n%s: model type %s, hidden size %d, names %q\n", fs.Arg(0), ref.ModelType, ref.HiddenSize, ref.Names)
 	for _, t := range targets {

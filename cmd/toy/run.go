@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
+	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
@@ -47,6 +49,9 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 }
 
 func (d *decoderFlags) options() (llama.DecoderOptions, error) {
+	if d.threads < 0 {
+		return llama.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+	}
 	o := llama.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
 	switch d.kvType {
 	case "f16":
@@ -69,8 +74,21 @@ func (d *decoderFlags) options() (llama.DecoderOptions, error) {
 	return o, nil
 }
 
-// open loads the model, its tokenizer and a decoder.
-func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
+// usableThreads lowers *threads to the cores this process may use (ggml.UsableThreads) on the
+// CPU backend, and says so once on stderr: ggml's threads spin at barriers, and more threads
+// than cores stall each other.
+func usableThreads(stderr io.Writer, cmd string, threads *int) {
+	if ggml.BackendKind != "cpu" {
+		return
+	}
+	if n, clamped := ggml.UsableThreads(*threads); clamped {
+		fmt.Fprintf(stderr, "toy %s: -t %d is more than the %d cores toy may use here; computing with %d threads\n", cmd, *threads, n, n)
+		*threads = n
+	}
+}
+
+// open loads the model, its tokenizer and a decoder; cmd names the command in notes on stderr.
+func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
 	if d.model == "" {
 		return nil, nil, nil, usagef("-m MODEL is required")
 	}
@@ -78,6 +96,8 @@ func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.De
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	usableThreads(stderr, cmd, &d.threads)
+	opts.Threads = d.threads
 	var loras []llama.LoRA
 	for _, p := range d.loras {
 		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
@@ -99,20 +119,53 @@ func (d *decoderFlags) open() (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.De
 	return m, tok, dec, nil
 }
 
+// behaviour is how a model is prompted: whether BOS starts the text, its chat template (empty:
+// none known) and the stop strings besides the template's.
+type behaviour struct {
+	addBOS   bool
+	template string
+	stops    []string
+}
+
+// modelBehaviour decides BOS, chat template and stop strings. The file's own metadata wins
+// (tokenizer.ggml.add_bos_token, tokenizer.chat_template); the kernel table's entry fills only
+// what the file lacks, and only when it names the model (kernelrt.NamedBy: a match name in the
+// path, -model-name or general.name): an entry that resolved by architecture or hidden size
+// alone imposes nothing. Where neither says, llama.cpp's defaults hold (the tokenizer's add_bos
+// default for its pre-tokenizer; no template).
+func modelBehaviour(m *llama.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels.Model, named bool) behaviour {
+	b := behaviour{addBOS: tok.Vocab().AddBOS && tok.BOS() >= 0}
+	var eb *kernels.Behaviour
+	if entry != nil && named {
+		eb = entry.Behaviour
+	}
+	if eb == nil {
+		return b
+	}
+	if _, inFile := m.Meta[tokenizer.KeyAddBOS]; !inFile {
+		b.addBOS = eb.AddBOS && tok.BOS() >= 0
+	}
+	if jinja, _ := m.Meta["tokenizer.chat_template"].(string); jinja == "" {
+		b.template = eb.ChatTemplate
+	}
+	b.stops = eb.Stop
+	return b
+}
+
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var d decoderFlags
 	d.register(fs)
 	p := sample.DefaultParams()
 	prompt := fs.String("p", "", "prompt")
-	n := fs.Int("n", 128, "tokens to generate")
+	n := fs.Int("n", 128, "tokens to generate (-1: until the context is full or the end of text)")
 	fs.Float64Var(&p.Temperature, "temp", p.Temperature, "temperature (0: greedy)")
 	fs.IntVar(&p.TopK, "top-k", p.TopK, "top-k sampling (0: off)")
 	fs.Float64Var(&p.TopP, "top-p", p.TopP, "top-p sampling (1: off)")
 	fs.Float64Var(&p.MinP, "min-p", p.MinP, "min-p sampling (0: off)")
 	fs.Float64Var(&p.RepeatPenalty, "repeat-penalty", p.RepeatPenalty, "repetition penalty (1: off)")
 	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalty looks back over (-1: all)")
-	fs.Uint64Var(&p.Seed, "seed", 0, "random seed")
+	fs.Uint64Var(&p.Seed, "seed", 0, "random seed (default: drawn at random and printed on stderr)")
 	fs.Uint64Var(&p.Seed, "s", 0, "alias of -seed (llama.cpp's name)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
 	modelName := fs.String("model-name", "", "a name to match the model against the kernel table's entries (besides its path and general.name)")
@@ -138,33 +191,34 @@ Flags:
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	m, tok, dec, err := d.open()
+	if *n < -1 {
+		return usagef("-n %d: want a number of tokens, or -1 for until the context is full or the end of text", *n)
+	}
+	m, tok, dec, err := d.open(stderr, "generate")
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	defer dec.Close()
-	// The compiled-in kernel table's entry for the model supplies the defaults: the sampling
-	// preset "default" for every sampling flag not given, stop strings, BOS and chat template.
-	entry, err := resolveEntry(stderr, m, d.model, *modelName, *allowUnresolved)
+	// The compiled-in kernel table's entry for the model, when it names the model, supplies the
+	// defaults the file lacks: the sampling preset "default" for every sampling flag not given,
+	// stop strings, BOS and chat template.
+	entry, named, err := resolveEntry(stderr, m, d.model, *modelName, *allowUnresolved)
 	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if entry != nil {
+	if entry != nil && named {
 		applyPreset(&p, entry, set)
 	}
 	if err := p.Validate(); err != nil {
 		return asUsage(err)
 	}
-	addBOS := tok.Vocab().AddBOS
-	if entry != nil && entry.Behaviour != nil {
-		addBOS = entry.Behaviour.AddBOS
-		stops = append(stops, entry.Behaviour.Stop...)
-		if *templateName == "" {
-			*templateName = entry.Behaviour.ChatTemplate
-		}
+	beh := modelBehaviour(m, tok, entry, named)
+	stops = append(stops, beh.stops...)
+	if *templateName == "" {
+		*templateName = beh.template
 	}
 
 	text, parseSpecial := *prompt, false
@@ -185,7 +239,7 @@ Flags:
 		stops = append(stops, tmpl.StopStrings()...)
 	}
 	ids := tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: parseSpecial})
-	if addBOS && tok.BOS() >= 0 {
+	if beh.addBOS {
 		ids = append([]int32{tok.BOS()}, ids...)
 	}
 	if len(ids) == 0 {
@@ -195,6 +249,12 @@ Flags:
 	if err != nil {
 		return err
 	}
+	if !set["seed"] && !set["s"] && p.Temperature > 0 {
+		// As llama.cpp: a random seed unless one is given, printed so that the run can be
+		// repeated.
+		p.Seed = rand.Uint64()
+		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	if !*chat {
@@ -203,7 +263,7 @@ Flags:
 	s := sample.NewSampler(p)
 	stopper := sample.NewStopper(stops...)
 	history := append([]int32(nil), ids...)
-	for i := 0; i < *n; i++ {
+	for i := 0; *n < 0 || i < *n; i++ {
 		next := s.Sample(logits, history)
 		if next == tok.EOS() && tok.EOS() >= 0 {
 			break
@@ -219,7 +279,19 @@ Flags:
 		if stopped {
 			break
 		}
+		if *n >= 0 && i+1 == *n {
+			break // the last token is not decoded: nothing would read its logits
+		}
 		if logits, err = dec.Next(next); err != nil {
+			if errors.Is(err, llama.ErrContextFull) {
+				// As llama.cpp: the context is full and the policy does not shift it, so
+				// generation stops; it is not a failure.
+				fmt.Fprint(out, stopper.Flush())
+				fmt.Fprintln(out)
+				out.Flush()
+				fmt.Fprintf(stderr, "toy generate: the context of %d tokens is full: stopped (-c sets a larger one, -ctx-full shift goes on)\n", dec.MaxContext())
+				return nil
+			}
 			return err
 		}
 	}
@@ -235,7 +307,7 @@ func chatTemplate(m *llama.GGUFModel, name string) (sample.Template, error) {
 	}
 	jinja, _ := m.Meta["tokenizer.chat_template"].(string)
 	if jinja == "" {
-		return sample.Template{}, errors.New("the model has no tokenizer.chat_template; name one with -template")
+		return sample.Template{}, errors.New("-chat: the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
 	}
 	return sample.DetectTemplate(jinja)
 }
@@ -267,24 +339,38 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if *file == "" {
 		return usagef("-f TEXT is required")
 	}
-	text, err := os.ReadFile(*file)
+	text, err := readTextFile(*file)
 	if err != nil {
 		return err
 	}
-	m, tok, dec, err := d.open()
+	if *chunks < 0 {
+		return usagef("-chunks %d is negative", *chunks)
+	}
+	if d.ctx != 0 && d.ctx < llama.MinPerplexityContext {
+		return usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.ctx, llama.MinPerplexityContext)
+	}
+	m, tok, dec, err := d.open(stderr, "perplexity")
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	defer dec.Close()
+	// BOS as generate decides it (the file's add_bos_token first, then a table entry that names
+	// the model), so that both see the text the same way.
+	entry, named, err := resolveEntry(io.Discard, m, d.model, "", true)
+	if err != nil {
+		return err
+	}
+	beh := modelBehaviour(m, tok, entry, named)
 	nctx := dec.MaxContext()
-	ids := tok.Encode(string(text), tokenizer.EncodeOptions{AddSpecial: true})
+	ids := tok.Encode(string(text), tokenizer.EncodeOptions{})
+	bos := int32(-1)
+	if beh.addBOS {
+		bos = tok.BOS()
+		ids = append([]int32{bos}, ids...)
+	}
 	if len(ids) < nctx {
 		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
-	}
-	bos := int32(-1)
-	if tok.Vocab().AddBOS && tok.BOS() >= 0 {
-		bos = tok.BOS()
 	}
 	r, err := llama.Perplexity(ids, llama.PerplexityOptions{Context: nctx, BOS: bos, MaxChunks: *chunks,
 		Progress: func(c int, ppl float64) { fmt.Fprintf(stdout, "[%d]%.4f,", c+1, ppl) }}, dec.Logits)
@@ -313,21 +399,21 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", f.Path(), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
+	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", escapeText(f.Path()), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
 	keys := f.Keys()
 	for _, k := range keys {
 		v, err := f.Value(k)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "  %-48s %s\n", k, showValue(v, *full))
+		fmt.Fprintf(stdout, "  %-48s %s\n", escapeText(k), showValue(v, *full))
 	}
 	ts := f.Tensors()
 	byType := map[string]int64{}
 	var total int64
 	fmt.Fprintf(stdout, "\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
 	for _, t := range ts {
-		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", t.Name, ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
+		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", escapeText(t.Name), ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
 		byType[ggml.TypeName(t.Type)] += t.Size
 		total += t.Size
 	}
@@ -344,26 +430,65 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// showValue renders a metadata value on one line: strings quoted (strconv.Quote's escapes),
+// long values cut at 160 characters unless full, and no control character of the file's
+// reaching the terminal raw.
 func showValue(v any, full bool) string {
 	s := fmt.Sprint(v)
 	switch x := v.(type) {
 	case string:
-		s = fmt.Sprintf("%q", x)
+		s = strconv.Quote(x)
 	case []string:
 		if len(x) > 8 && !full {
-			return fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8])
+			return escapeText(fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8]))
 		}
+		s = fmt.Sprintf("%q", x)
 	}
-	if len(s) > 160 && !full {
-		return s[:157] + "..."
+	s = escapeText(s)
+	if r := []rune(s); len(r) > 160 && !full {
+		return string(r[:157]) + "..."
 	}
 	return s
+}
+
+// escapeText returns s with every rune that is not printable (strconv.IsPrint: control
+// characters, invalid UTF-8, ...) written as its Go escape, so that text from a file cannot
+// move the cursor, clear the screen or retitle the terminal.
+func escapeText(s string) string {
+	ok := true
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i, w := 0, 0; i < len(s); i += w {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		w = n
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case !strconv.IsPrint(r) || r == utf8.RuneError:
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // resolveEntry finds the compiled-in kernel table's entry for the model and audits the kernel
 // lookups the model needs on this build's backend. A model the table does not declare runs with
 // toy's defaults (nil entry), after a note on standard error.
-func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (*kernels.Model, error) {
+//
+// named says whether the entry names the model (kernelrt.NamedBy), which it must to supply
+// defaults (modelBehaviour, applyPreset).
+func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (entry *kernels.Model, named bool, err error) {
 	var target *kernels.Target
 	for _, t := range kernels.Compiled() {
 		if string(t.Backend) == ggml.BackendKind {
@@ -371,19 +496,19 @@ func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, 
 		}
 	}
 	if target == nil {
-		return nil, nil
+		return nil, false, nil
 	}
 	name, _ := m.Meta["general.name"].(string)
 	ref := kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
-	entry, err := kernelrt.Resolve(target, ref)
+	entry, err = kernelrt.Resolve(target, ref)
 	if err != nil {
 		fmt.Fprintf(stderr, "toy: %v; using toy's defaults\n", err)
-		return nil, nil
+		return nil, false, nil
 	}
 	if err := kernelrt.Audit(target, entry, kernelrt.DispatchNeeds(target.Backend)).Err(allowUnresolved); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return entry, nil
+	return entry, kernelrt.NamedBy(entry, ref), nil
 }
 
 // applyPreset takes every sampling parameter the user did not set from the entry's "default"

@@ -88,6 +88,20 @@ func Resolve(t *kernels.Target, ref Ref) (*kernels.Model, error) {
 		t.Name, ref.ModelType, ref.HiddenSize, kind, strings.Join(names, " and "), why, ref.Names)
 }
 
+// NamedBy says whether one of m's match names occurs (case-insensitively) in ref.Names: the
+// entry then describes this very model, not merely its architecture or shape. Only such an
+// entry may impose its [behaviour] (BOS rule, chat template, stop strings) and sampling presets
+// on a model; an entry that resolves by model type and hidden size alone names no model.
+func NamedBy(m *kernels.Model, ref Ref) bool {
+	var lowered []string
+	for _, n := range ref.Names {
+		if n != "" {
+			lowered = append(lowered, strings.ToLower(n))
+		}
+	}
+	return longestMatch(m.MatchNames, lowered) > 0
+}
+
 func longestMatch(matchNames, names []string) int {
 	best := 0
 	for _, mn := range matchNames {

@@ -216,3 +216,34 @@ func TestCompiledTables(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedBy checks when an entry describes the model itself (a match name in its names) rather
+// than its architecture or shape.
+func TestNamedBy(t *testing.T) {
+	tb := table()
+	smol := &tb.Models[1]
+	assert.True(t, NamedBy(smol, Ref{ModelType: "llama", HiddenSize: 576, Names: []string{"", "models/SmolLM2-135M.gguf"}}))
+	assert.False(t, NamedBy(smol, Ref{ModelType: "llama", HiddenSize: 576, Names: []string{"ckpt/model.gguf", "", "toy"}}),
+		"a hidden size alone names no model")
+	assert.False(t, NamedBy(&tb.Models[5], Ref{ModelType: "gemma2", HiddenSize: 2304, Names: []string{"gemma.gguf"}}),
+		"no match names: never named")
+}
+
+// TestCompiledBehaviours checks that no compiled entry declaring a whole architecture (a
+// wildcard type) carries a [behaviour]: a BOS rule or a chat template is a fact about one
+// model, and an architecture-wide entry would impose it on every model of that architecture.
+func TestCompiledBehaviours(t *testing.T) {
+	for _, tb := range kernels.Compiled() {
+		for _, m := range tb.Models {
+			if m.Behaviour == nil {
+				continue
+			}
+			assert.NotEmpty(t, m.MatchNames, "%s/%s: a behaviour needs match names", tb.Name, m.Name)
+			for _, ty := range m.Types {
+				if ty.ModelType == "llama" {
+					assert.NotZero(t, ty.HiddenSize, "%s/%s: a behaviour for every llama model", tb.Name, m.Name)
+				}
+			}
+		}
+	}
+}

@@ -5,9 +5,14 @@ import (
 	"math"
 )
 
+// MinPerplexityContext is the smallest chunk Perplexity scores anything of: positions
+// Context/2 to Context-2 are scored, so a context of 1 or 2 tokens scores none.
+const MinPerplexityContext = 3
+
 // PerplexityOptions says how Perplexity cuts and scores a text.
 type PerplexityOptions struct {
-	// Context is the chunk size in tokens, the decoder's context (at least 2).
+	// Context is the chunk size in tokens, the decoder's context (at least
+	// MinPerplexityContext).
 	Context int
 	// BOS, when not negative, replaces the first token of every chunk, as llama.cpp does for
 	// a vocabulary that adds a BOS token.
@@ -42,8 +47,11 @@ type PerplexityResult struct {
 func Perplexity(ids []int32, o PerplexityOptions, logits func(tokens []int32) ([][]float32, error)) (PerplexityResult, error) {
 	var r PerplexityResult
 	nctx := o.Context
-	if nctx < 2 {
-		return r, fmt.Errorf("llama: perplexity: a context of %d tokens scores nothing (want at least 2)", nctx)
+	if nctx < MinPerplexityContext {
+		return r, fmt.Errorf("llama: perplexity: a context of %d tokens scores nothing (want at least %d)", nctx, MinPerplexityContext)
+	}
+	if o.MaxChunks < 0 {
+		return r, fmt.Errorf("llama: perplexity: %d chunks", o.MaxChunks)
 	}
 	total := len(ids) / nctx
 	if o.MaxChunks > 0 && o.MaxChunks < total {
@@ -69,6 +77,9 @@ func Perplexity(ids []int32, o PerplexityOptions, logits func(tokens []int32) ([
 		}
 		for j := first; j < nctx-1; j++ {
 			l, err := nllOf(rows[j], chunk[j+1])
+			if err == nil && (math.IsNaN(l) || math.IsInf(l, 0)) {
+				err = fmt.Errorf("the negative log-likelihood is %v (non-finite logits)", l)
+			}
 			if err != nil {
 				return r, fmt.Errorf("llama: perplexity: chunk %d position %d: %w", c, j, err)
 			}

@@ -136,8 +136,23 @@ func TestPerplexityMatchesFloat64Reference(t *testing.T) {
 
 func TestPerplexityErrors(t *testing.T) {
 	ids := make([]int32, 20)
-	_, err := Perplexity(ids, PerplexityOptions{Context: 1, BOS: -1}, constLogits(4))
-	assert.ErrorContains(t, err, "at least 2")
+	for _, c := range []int{-1, 0, 1, 2} { // each would score no token: PPL NaN
+		_, err := Perplexity(ids, PerplexityOptions{Context: c, BOS: -1}, constLogits(4))
+		assert.ErrorContains(t, err, "at least 3", "context %d", c)
+	}
+	r, err := Perplexity(ids, PerplexityOptions{Context: MinPerplexityContext, BOS: -1}, constLogits(4))
+	require.NoError(t, err)
+	assert.InDelta(t, 4, r.PPL, 1e-9, "the smallest context scores a token")
+	_, err = Perplexity(ids, PerplexityOptions{Context: 8, BOS: -1, MaxChunks: -1}, constLogits(4))
+	assert.ErrorContains(t, err, "-1 chunks")
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+		_, err = Perplexity(ids, PerplexityOptions{Context: 8, BOS: -1}, func(tok []int32) ([][]float32, error) {
+			rows, _ := constLogits(4)(tok)
+			rows[5][1] = bad
+			return rows, nil
+		})
+		assert.ErrorContains(t, err, "non-finite logits", "a logit of %v", bad)
+	}
 	_, err = Perplexity(ids, PerplexityOptions{Context: 32, BOS: -1}, constLogits(4))
 	assert.ErrorContains(t, err, "20 tokens are fewer than one chunk of 32")
 	boom := errors.New("boom")

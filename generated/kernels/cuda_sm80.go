@@ -62,12 +62,6 @@ var tableCUDASm80 = Target{
 			Types: []ModelType{{ModelType: "gemma2"}, {ModelType: "gemma3"}},
 		},
 		{
-			Behaviour: &Behaviour{
-				AddBOS:       true,
-				AddEOS:       false,
-				ChatTemplate: "chatml",
-				Stop:         []string{"<|im_end|>"},
-			},
 			Description: "LLaMA-architecture models",
 			MatchNames:  []string{"llama"},
 			Modules:     []ModuleID{ModuleCUDAAdamw, ModuleCUDASampling},

@@ -48,12 +48,6 @@ var tableMetal = Target{
 			Types: []ModelType{{ModelType: "gemma2"}, {ModelType: "gemma3"}},
 		},
 		{
-			Behaviour: &Behaviour{
-				AddBOS:       true,
-				AddEOS:       false,
-				ChatTemplate: "chatml",
-				Stop:         []string{"<|im_end|>"},
-			},
 			Description: "LLaMA-architecture models",
 			MatchNames:  []string{"llama"},
 			Name:        "llama",

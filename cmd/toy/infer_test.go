@@ -1,0 +1,213 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/gguffile"
+)
+
+// TestBehaviourFileWins checks that a GGUF's own tokenizer metadata decides BOS and chat
+// template, that a table entry fills only what the file lacks, and only when it names the
+// model.
+func TestBehaviourFileWins(t *testing.T) {
+	good := tinyCheckpoint(t)
+	dir := t.TempDir()
+	chatml := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+	noBOS := editGGUF(t, good, filepath.Join(dir, "nobos.gguf"), setKV(tokenizer.KeyAddBOS, false), nil)
+	yesBOS := editGGUF(t, good, filepath.Join(dir, "bos.gguf"), setKV(tokenizer.KeyAddBOS, true), nil)
+	silent := editGGUF(t, good, filepath.Join(dir, "silent.gguf"), dropKV(tokenizer.KeyAddBOS), nil)
+	ownTmpl := editGGUF(t, noBOS, filepath.Join(dir, "tmpl.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: chatml})
+	entry := &kernels.Model{Name: "named", Behaviour: &kernels.Behaviour{AddBOS: true, ChatTemplate: "gemma", Stop: []string{"<end_of_turn>"}}}
+	open := func(path string) (*llama.GGUFModel, *tokenizer.Tokenizer) {
+		m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1})
+		require.NoError(t, err)
+		t.Cleanup(func() { m.Close() })
+		tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+		require.NoError(t, err)
+		return m, tok
+	}
+
+	m, tok := open(noBOS)
+	for _, named := range []bool{false, true} {
+		b := modelBehaviour(m, tok, entry, named)
+		assert.False(t, b.addBOS, "add_bos false in the file wins (named %v)", named)
+	}
+	b := modelBehaviour(m, tok, entry, false)
+	assert.Empty(t, b.template, "an entry that does not name the model imposes no template")
+	assert.Empty(t, b.stops)
+	b = modelBehaviour(m, tok, entry, true)
+	assert.Equal(t, "gemma", b.template, "the file has none: a named entry fills it")
+	assert.Equal(t, []string{"<end_of_turn>"}, b.stops)
+
+	m, tok = open(yesBOS)
+	assert.True(t, modelBehaviour(m, tok, &kernels.Model{Behaviour: &kernels.Behaviour{AddBOS: false}}, true).addBOS, "add_bos true in the file wins")
+
+	m, tok = open(silent)
+	def := tok.Vocab().AddBOS
+	assert.Equal(t, def, modelBehaviour(m, tok, entry, false).addBOS, "the file silent, no named entry: the tokenizer's default")
+	assert.Equal(t, true, modelBehaviour(m, tok, entry, true).addBOS, "the file silent: a named entry fills it")
+	assert.Equal(t, false, modelBehaviour(m, tok, &kernels.Model{Behaviour: &kernels.Behaviour{AddBOS: false}}, true).addBOS)
+
+	m, tok = open(ownTmpl)
+	b = modelBehaviour(m, tok, entry, true)
+	assert.Empty(t, b.template, "the file's template wins over the entry's")
+	tmpl, err := chatTemplate(m, b.template)
+	require.NoError(t, err)
+	assert.Equal(t, "chatml", tmpl.Name)
+
+	// Through the command: the file's template serves -chat; none at all is the documented error.
+	_, errOut, code := runToy("generate", "-m", ownTmpl, "-p", "hi", "-chat", "-n", "2", "-t", "1", "--temp", "0")
+	assert.Equal(t, 0, code, errOut)
+	out, errOut, code := runToy("generate", "-m", noBOS, "-p", "hi", "-chat", "-n", "2", "-t", "1")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "the model has no chat template")
+
+	// The compiled table's llama entry names every llama model (its match name is "llama") but
+	// declares no behaviour: nothing is imposed on toy's checkpoints.
+	for _, tg := range kernels.Compiled() {
+		if string(tg.Backend) != ggml.BackendKind {
+			continue
+		}
+		for _, mdl := range tg.Models {
+			if mdl.Name == "llama" {
+				assert.Nil(t, mdl.Behaviour)
+			}
+		}
+	}
+}
+
+// TestGenerateEndOfContext checks that generation that reaches the end of the context stops
+// cleanly: status 0, the text ended by a newline, a note on stderr, as llama.cpp does; -n -1
+// generates until then.
+func TestGenerateEndOfContext(t *testing.T) {
+	model := tinyCheckpoint(t)
+	for _, n := range []string{"-1", "100"} {
+		out, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-c", "16", "-n", n, "-t", "1", "--temp", "0")
+		require.Equal(t, 0, code, errOut)
+		assert.True(t, strings.HasPrefix(out, "func main") && strings.HasSuffix(out, "\n"), "%q", out)
+		assert.Contains(t, errOut, "the context of 16 tokens is full: stopped", "-n %s", n)
+		assert.NotContains(t, out, "context")
+	}
+}
+
+// TestGenerateSeed checks that without -seed each generation draws a seed and prints it, and
+// that giving that seed repeats the generation.
+func TestGenerateSeed(t *testing.T) {
+	model := tinyCheckpoint(t)
+	args := []string{"generate", "-m", model, "-p", "func", "-n", "16", "-t", "1", "--temp", "1.5", "--top-k", "0", "--min-p", "0", "--top-p", "1"}
+	seedRe := regexp.MustCompile(`toy generate: seed (\d+) \(-seed \d+ repeats this generation\)`)
+	out1, err1, code := runToy(args...)
+	require.Equal(t, 0, code, err1)
+	m1 := seedRe.FindStringSubmatch(err1)
+	require.NotNil(t, m1, err1)
+	_, err2, _ := runToy(args...)
+	m2 := seedRe.FindStringSubmatch(err2)
+	require.NotNil(t, m2, err2)
+	assert.NotEqual(t, m1[1], m2[1], "two runs draw two seeds")
+
+	again, errOut, code := runToy(append(args, "-seed", m1[1])...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, out1, again, "the printed seed repeats the generation")
+	assert.NotContains(t, errOut, "seed", "an explicit seed is not announced")
+	again2, _, _ := runToy(append(args, "-s", m1[1])...)
+	assert.Equal(t, out1, again2)
+
+	_, errOut, _ = runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1", "--temp", "0")
+	assert.NotContains(t, errOut, "seed", "greedy decoding draws no seed")
+}
+
+// TestThreadsNote checks that -t above the usable cores is clamped with one note on stderr.
+func TestThreadsNote(t *testing.T) {
+	model := tinyCheckpoint(t)
+	out, errOut, code := runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1000", "--temp", "0")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "func"))
+	assert.Equal(t, 1, strings.Count(errOut, "-t 1000 is more than the"), errOut)
+	_, errOut, code = runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1", "--temp", "0")
+	require.Equal(t, 0, code)
+	assert.NotContains(t, errOut, "cores")
+}
+
+// TestInspectEscapes checks that control characters from a file never reach the terminal raw.
+func TestInspectEscapes(t *testing.T) {
+	good := tinyCheckpoint(t)
+	evil := editGGUF(t, good, filepath.Join(t.TempDir(), "evil.gguf"), nil, nil,
+		gguffile.KV{Key: "evil.\x1b[2Jkey", Value: "a\x1b]0;pwned\x07b\rc"},
+		gguffile.KV{Key: "evil.list", Value: []string{"x\x1b[31m", "\x00y"}},
+		gguffile.KV{Key: "evil.bytes", Value: "\xff\xfe"})
+	out, errOut, code := runToy("inspect", "-full", evil)
+	require.Equal(t, 0, code, errOut)
+	for _, r := range out {
+		if r != '\n' && r < 0x20 || r == 0x7f {
+			t.Fatalf("inspect printed control character %U: %q", r, out)
+		}
+	}
+	assert.Contains(t, out, `evil.\x1b[2Jkey`)
+	assert.Contains(t, out, `"a\x1b]0;pwned\ab\rc"`)
+	assert.Contains(t, out, `"\xff\xfe"`)
+	assert.Equal(t, "x", escapeText("x"))
+	assert.Equal(t, `\x00é\u200b`, escapeText("\x00é\u200b"))
+}
+
+// TestOverwrite checks the output rules: -force replaces a file of the same kind; plot
+// replaces its own default loss.png; the write is whole (temp + rename).
+func TestOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("if err != nil { return err }\nfunc main() {}\n", 30)), 0o644))
+	tok := filepath.Join(dir, "tok.gguf")
+	_, errOut, code := runToy("tokenizer", "train", "-vocab", "270", "-o", tok, text)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = runToy("tokenizer", "train", "-vocab", "270", "-o", tok, text)
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "-force replaces it")
+	_, errOut, code = runToy("tokenizer", "train", "-vocab", "270", "-force", "-o", tok, text)
+	require.Equal(t, 0, code, errOut)
+
+	// Fewer tokens than asked: said on stderr.
+	_, errOut, code = runToy("tokenizer", "train", "-vocab", "60000", "-o", filepath.Join(dir, "big.gguf"), text)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "of the 60000 asked for")
+
+	corpus := filepath.Join(dir, "c.tok")
+	_, errOut, code = runToy("tokenize", "-tokenizer", tok, "-o", corpus, text)
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = runToy("tokenize", "-tokenizer", tok, "-force", "-o", corpus, text)
+	require.Equal(t, 0, code, errOut)
+	empty := filepath.Join(dir, "empty.tok")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	_, errOut, code = runToy("tokenize", "-tokenizer", tok, "-force", "-o", empty, text)
+	require.Equal(t, 0, code, errOut)
+
+	run := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(run, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(run, "events.jsonl"), []byte(`{"schema":"toy/v1","type":"run_start","run_id":"r","time":"2026-01-02T03:04:05Z","backend":{"kind":"cpu"},"model":{},"config":null,"seeds":{"init":7,"data":7}}`+"\n"+`{"type":"step","step":1,"loss":2.5,"lr":0.001,"tokens_per_s":100,"time":"2026-01-02T03:04:06Z"}`+"\n"), 0o644))
+	for range 2 {
+		_, errOut, code = runToy("plot", run)
+		require.Equal(t, 0, code, "the default loss.png is replaced: %s", errOut)
+	}
+	png := filepath.Join(dir, "p.png")
+	_, errOut, code = runToy("plot", "-o", png, run)
+	require.Equal(t, 0, code, errOut)
+	_, _, code = runToy("plot", "-o", png, run)
+	require.Equal(t, 1, code)
+	_, errOut, code = runToy("plot", "-force", "-o", png, run)
+	require.Equal(t, 0, code, errOut)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.Contains(e.Name(), ".tmp"), "a temporary file left: %s", e.Name())
+	}
+}
