@@ -59,8 +59,10 @@ llama.cpp and ollama can load. With no flags it trains the demo model on the Go 
 library's source for about two minutes on two cores, then prints a greedy sample.
 
 Each run writes runs/<id>/: events.jsonl (schema toy/v1), train.tok and heldout.tok (the
-tokenized data), and weights/model.gguf plus weights/optimizer.gguf. Ctrl-C saves a checkpoint
-and exits; -resume runs/<id> continues it bit for bit.
+tokenized data), and checkpoints in weights/ (step-<N>/model.gguf and optimizer.gguf, named by
+weights/checkpoint.json; weights/model.gguf is the latest model). Checkpoints are saved every
+-save-every steps and -save-minutes minutes; Ctrl-C saves one and exits (status 130);
+-resume runs/<id> continues it bit for bit, after Ctrl-C or a crash.
 
 Flags:
 `)

@@ -22,7 +22,7 @@
 //
 //	run_start  {"schema":"toy/v1","type":"run_start","run_id","time","backend":{"kind",…},"model":{…},"config":{…},"seeds":{…},"git":{"sha","branch"}}
 //	step       {"type":"step","step","loss","lr","tokens_per_s","time"}
-//	eval       {"type":"eval","step","loss"}                 (loss on held-out data)
+//	eval       {"type":"eval","step","loss"}                 (loss on held-out data after step steps)
 //	run_end    {"type":"run_end","step","loss","time","reason"}  (reason "done" or "interrupted")
 //
 // Times are RFC 3339 strings. "backend" is stamped by the run: {"kind":"cpu"} (or "cuda",
