@@ -84,7 +84,7 @@ func TestCrashConsistency(t *testing.T) {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(text, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
 	}
-	const steps, kills = 400, 20
+	const steps, kills = 450, 20
 	args := func(runsDir string) []string {
 		return []string{"train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-seq", "16", "-batch", "2",
 			"-steps", fmt.Sprint(steps), "-eval-every", "50", "-eval-batches", "1", "-sample", "0", "-t", "1",
@@ -144,17 +144,20 @@ func TestCrashConsistency(t *testing.T) {
 		}
 		return false, nil
 	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill moments drawn with seed %d", seed)
+	killRng := rand.New(rand.NewPCG(seed, 7))
 	for k := 0; k < kills; k++ {
 		if k > 0 {
 			launch("train", "-resume", dir, "-t", "1")
 		}
 		// A random moment: early in the start (loading, opening the log), or after a random
 		// number of steps and a random fraction of the next (training, logging, saving).
-		delay := time.Duration(rng.IntN(10_000)) * time.Microsecond
-		if rng.IntN(4) == 0 {
-			delay = time.Duration(rng.IntN(60_000)) * time.Microsecond
+		delay := time.Duration(killRng.IntN(5_000)) * time.Microsecond
+		if killRng.IntN(4) == 0 {
+			delay = time.Duration(killRng.IntN(30_000)) * time.Microsecond
 		} else {
-			exited, err := waitSteps(1 + rng.IntN(15))
+			exited, err := waitSteps(1 + killRng.IntN(15))
 			require.False(t, exited, "run %d ended before its kill (%v): %s", k, err, stderr.String())
 		}
 		select {
