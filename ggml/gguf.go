@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/internal/fsutil"
 	"github.com/toyml/toy/internal/gguffile"
 )
 
@@ -438,7 +439,7 @@ func (w *GGUFWriter) WriteFile(path string) error {
 			return fmt.Errorf("gguf %s: tensor %q lost its memory before the write", path, t.Name())
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := fsutil.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*") // 0666 less the umask; ggml keeps the mode
 	if err != nil {
 		return fmt.Errorf("gguf %s: %w", path, err)
 	}

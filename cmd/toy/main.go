@@ -70,7 +70,8 @@ func main() {
 
 // run runs the command named by args[0] and returns the exit status: 0 on success (and when
 // help is asked for with -h), 2 on a usage error (a bad or missing flag, an unexpected
-// argument, an unknown command), 1 when the command fails.
+// argument, an unknown command), 130 when Ctrl-C (SIGINT or SIGTERM) stopped the command
+// after it saved its work, as a shell reports a command SIGINT ended, 1 when the command fails.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
@@ -82,12 +83,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		err := c.run(args[1:], stdout, stderr)
 		var ue *usageError
+		var ie *interruptedError
 		switch {
 		case err == nil, errors.Is(err, flag.ErrHelp):
 			return 0
 		case errors.As(err, &ue):
 			fmt.Fprintf(stderr, "toy %s: %v\nRun 'toy %s -h' for usage.\n", c.name, err, ue.help(c.name))
 			return 2
+		case errors.As(err, &ie):
+			fmt.Fprintf(stderr, "toy %s: %v\n", c.name, err)
+			return 130
 		}
 		fmt.Fprintf(stderr, "toy %s: %v\n", c.name, err)
 		return 1
@@ -115,6 +120,13 @@ func (e *usageError) help(name string) string {
 	}
 	return name
 }
+
+// interruptedError reports a command stopped by SIGINT or SIGTERM once it had saved its work:
+// run prints it and exits with status 130.
+type interruptedError struct{ err error }
+
+func (e *interruptedError) Error() string { return e.err.Error() }
+func (e *interruptedError) Unwrap() error { return e.err }
 
 // usagef returns a usageError with a formatted message.
 func usagef(format string, args ...any) error {

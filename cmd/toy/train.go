@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -43,9 +44,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Threads, "t", s.Threads, "CPU threads")
 	fs.IntVar(&s.EvalEvery, "eval-every", s.EvalEvery, "steps between held-out evaluations (0: at the end only)")
 	fs.IntVar(&s.EvalBatches, "eval-batches", s.EvalBatches, "batches per held-out evaluation")
-	fs.IntVar(&s.SaveEvery, "save-every", s.SaveEvery, "steps between checkpoints (0: at the end only)")
+	fs.IntVar(&s.SaveEvery, "save-every", s.SaveEvery, "steps between checkpoints (0: none by steps)")
+	fs.Float64Var(&s.SaveMinutes, "save-minutes", s.SaveMinutes, "minutes between checkpoints (0: none by time); a checkpoint is also saved at the end and on Ctrl-C")
 	fs.StringVar(&s.RunsDir, "runs", s.RunsDir, "directory for run bundles")
-	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options (-steps may set a new total)")
+	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change; any other flag is refused")
 	fs.BoolVar(&s.Git, "git", false, "record the git commit and branch of the working directory in the run")
 	fs.IntVar(&s.SampleTokens, "sample", s.SampleTokens, "tokens of greedy sample to print at the end (0: none)")
 	fs.StringVar(&s.SamplePrompt, "prompt", s.SamplePrompt, "prompt of the final sample")
@@ -57,8 +59,10 @@ llama.cpp and ollama can load. With no flags it trains the demo model on the Go 
 library's source for about two minutes on two cores, then prints a greedy sample.
 
 Each run writes runs/<id>/: events.jsonl (schema toy/v1), train.tok and heldout.tok (the
-tokenized data), and weights/model.gguf plus weights/optimizer.gguf. Ctrl-C saves a checkpoint
-and exits; -resume runs/<id> continues it bit for bit.
+tokenized data), and checkpoints in weights/ (step-<N>/model.gguf and optimizer.gguf, named by
+weights/checkpoint.json; weights/model.gguf is the latest model). Checkpoints are saved every
+-save-every steps and -save-minutes minutes; Ctrl-C saves one and exits (status 130);
+-resume runs/<id> continues it bit for bit, after Ctrl-C or a crash.
 
 Flags:
 `)
@@ -85,8 +89,10 @@ Flags:
 	s.Model.Seed = int(s.Seed)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if s.Resume != "" && set["steps"] {
-		s.ResumeSteps = s.Steps
+	if s.Resume != "" {
+		if err := resumeFlags(&s, set, stdout); err != nil {
+			return err
+		}
 	}
 	if *tokens > 0 {
 		s.Steps = int(max(1, *tokens/int64(s.Batch*s.SeqLen)))
@@ -107,6 +113,59 @@ Flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err = s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
+	res, err := s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
+	if err == nil && res.Interrupted {
+		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+	}
 	return err
+}
+
+// resumeOptions are the flags a resumed run takes from the command line, with the option each
+// sets (recipes.ResumableOptions): they change how the run is computed or reported, not what it
+// computes. -steps sets a new total; every other flag would change the run and is refused.
+var resumeOptions = []struct{ flag, option string }{
+	{"t", "threads"}, {"eval-every", "eval_every"}, {"save-every", "save_every"}, {"save-minutes", "save_minutes"},
+	{"git", "git"}, {"sample", "sample_tokens"}, {"prompt", "sample_prompt"},
+}
+
+func resumeFlagList() string {
+	var names []string
+	for _, o := range resumeOptions {
+		names = append(names, "-"+o.flag)
+	}
+	return strings.Join(names, ", ")
+}
+
+// resumeFlags sorts the flags set on a -resume command line: -steps becomes the new total, the
+// resumable ones are kept over the run's own (and listed on stdout), any other is a usage error
+// naming them all.
+func resumeFlags(s *recipes.Scratch, set map[string]bool, stdout io.Writer) error {
+	var refused, kept []string
+	for name := range set {
+		switch name {
+		case "resume":
+			continue
+		case "steps":
+			s.ResumeSteps = s.Steps
+			kept = append(kept, "-steps")
+			continue
+		}
+		i := slices.IndexFunc(resumeOptions, func(o struct{ flag, option string }) bool { return o.flag == name })
+		if i < 0 {
+			refused = append(refused, "-"+name)
+			continue
+		}
+		s.ResumeKeep = append(s.ResumeKeep, resumeOptions[i].option)
+		kept = append(kept, "-"+name)
+	}
+	slices.Sort(refused)
+	slices.Sort(kept)
+	if len(refused) > 0 {
+		return usagef("-resume: %s would change the run, which keeps its own model, data, batch, schedule, optimizer and seeds (start a new run to change them; with -resume only -steps, %s apply)",
+			strings.Join(refused, ", "), resumeFlagList())
+	}
+	if len(kept) > 0 {
+		fmt.Fprintf(stdout, "resume: %s from the command line, every other option from the run\n", strings.Join(kept, ", "))
+	}
+	return nil
 }

@@ -60,3 +60,44 @@ func TestTrainSeed(t *testing.T) {
 		assert.NotEqual(t, a[name], c[name], "%s: another seed gives other weights", name)
 	}
 }
+
+// TestTrainResumeFlags: with -resume, the flags that would change the run are refused (exit
+// 2, naming them), those that do not are applied and listed, -steps extends the run, and a
+// finished run says so. -preset tiny alone is refused naming -vocab.
+func TestTrainResumeFlags(t *testing.T) {
+	text := t.TempDir()
+	rng := rand.New(rand.NewPCG(3, 4))
+	words := []string{"func", "return", "if", "err", "nil", "for", "range", "go", "x", "y"}
+	for f := 0; f < 20; f++ {
+		var b bytes.Buffer
+		for l := 0; l < 40; l++ {
+			fmt.Fprintf(&b, "%s %s := %d\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(text, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
+	}
+	runsDir := t.TempDir()
+	_, errOut, code := runToy("train", "-preset", "tiny", "-steps", "3", "-text", text, "-runs", runsDir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "-vocab 257 or more")
+	dirs, _ := filepath.Glob(filepath.Join(runsDir, "*"))
+	assert.Empty(t, dirs, "a refused start writes nothing")
+
+	_, errOut, code = runToy("train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-seq", "16", "-batch", "2",
+		"-steps", "3", "-warmup", "1", "-eval-batches", "1", "-sample", "0", "-text", text, "-runs", runsDir)
+	require.Equal(t, 0, code, errOut)
+	dirs, _ = filepath.Glob(filepath.Join(runsDir, "*"))
+	require.Len(t, dirs, 1)
+	_, errOut, code = runToy("train", "-resume", dirs[0], "-lr", "0.1", "-batch", "3", "-steps", "5")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "-batch, -lr would change the run")
+	_, errOut, code = runToy("train", "-resume", dirs[0])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "the run is finished (3 of 3 steps)")
+	out, errOut, code := runToy("train", "-resume", dirs[0], "-steps", "5", "-t", "1", "-sample", "4")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "resume: -sample, -steps, -t from the command line")
+	assert.Contains(t, out, "sample (greedy)")
+	_, errOut, code = runToy("train", "-resume", dirs[0])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "the run is finished (5 of 5 steps)", "the extension is remembered")
+}

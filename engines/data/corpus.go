@@ -9,6 +9,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/toyml/toy/internal/fsutil"
 )
 
 // Magic is the first eight bytes of every token-corpus file.
@@ -72,7 +74,7 @@ func NewWriter(path string, width, vocab int) (*Writer, error) {
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := fsutil.CreateTemp(dir, "."+base+".tmp-*") // 0666 less the umask
 	if err != nil {
 		return nil, fmt.Errorf("data: new corpus %s: %w", path, err)
 	}
@@ -160,9 +162,6 @@ func (w *Writer) finish() error {
 	var cnt [8]byte
 	binary.LittleEndian.PutUint64(cnt[:], w.count)
 	if _, err := w.tmp.WriteAt(cnt[:], countOffset); err != nil {
-		return err
-	}
-	if err := w.tmp.Chmod(0o644); err != nil {
 		return err
 	}
 	if err := w.tmp.Sync(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,8 @@ type Scratch struct {
 	Threads       int       `json:"threads"`
 	EvalEvery     int       `json:"eval_every"`     // steps between held-out evaluations (0: only at the end)
 	EvalBatches   int       `json:"eval_batches"`   // batches per evaluation
-	SaveEvery     int       `json:"save_every"`     // steps between checkpoints (0: only at the end)
+	SaveEvery     int       `json:"save_every"`     // steps between checkpoints (0: none by steps)
+	SaveMinutes   float64   `json:"save_minutes"`   // minutes between checkpoints (0: none by time)
 	RunsDir       string    `json:"runs_dir"`       // where new run directories go
 	Resume        string    `json:"resume"`         // a run directory to continue
 	ResumeSteps   int       `json:"resume_steps"`   // when resuming, a new total of steps (0: the run's own)
@@ -64,7 +66,21 @@ type Scratch struct {
 	Out           io.Writer `json:"-"`              // progress and results (nil: discarded)
 	Interactive   bool      `json:"-"`              // redraw one progress line instead of printing lines
 	ProgressEvery int       `json:"progress_every"` // steps between progress lines when not interactive
+	// ResumeKeep names options (by their JSON keys, such as "threads" or "sample_tokens") whose
+	// values in this Scratch replace the run's own when resuming; every other option comes from
+	// the run. Only ResumableOptions may be named.
+	ResumeKeep []string `json:"-"`
+
+	ckpt        *runs.Checkpoint // the checkpoint a resumed run starts from
+	started     bool             // the run_start is logged: the run directory is no longer disposable
+	madeRunsDir bool             // the runs directory did not exist before this run
 }
+
+// ResumableOptions are the options a resumed run may take from the caller (Scratch.ResumeKeep)
+// because they do not change what the run computes: threads, how often it evaluates, saves
+// and reports, and the final sample. The rest — the model, the data, the batch, the schedule,
+// the optimizer, the seeds — are the run's own; a new total of steps is ResumeSteps.
+var ResumableOptions = []string{"threads", "eval_every", "save_every", "save_minutes", "git", "sample_tokens", "sample_prompt", "progress_every"}
 
 // heldOutSeed seeds the choice of the held-out windows, the same at every evaluation.
 const heldOutSeed = 0x5eed
@@ -81,10 +97,14 @@ func DefaultScratch() Scratch {
 	return Scratch{
 		Model: m, MaxTextBytes: 6 << 20, Steps: 800, Batch: 4, SeqLen: 128,
 		Schedule: "cosine", LR: 2e-3, MinLR: 2e-4, Warmup: 40, AdamW: train.FromScratch(),
-		Seed: 1, Threads: 2, EvalEvery: 200, EvalBatches: 8, SaveEvery: 0, RunsDir: "runs",
+		Seed: 1, Threads: 2, EvalEvery: 200, EvalBatches: 8, SaveEvery: 500, SaveMinutes: 5, RunsDir: "runs",
 		SampleTokens: 64, SamplePrompt: "func ", ProgressEvery: 50,
 	}
 }
+
+// minTrainedVocab is the smallest vocabulary a tokenizer trained by the run can have: the 256
+// byte tokens and <|endoftext|>.
+const minTrainedVocab = 256 + 1
 
 // Result is what a run produced.
 type Result struct {
@@ -129,6 +149,13 @@ func (s *Scratch) Validate() error {
 	if err := s.AdamW.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if s.Tokenizer == "" && s.Corpus == "" && s.Model.Vocab < minTrainedVocab {
+		errs = append(errs, fmt.Errorf("vocabulary %d: a tokenizer trained on the text needs at least %d tokens (256 bytes and <|endoftext|>); give a larger vocabulary (-vocab %d or more) or a tokenizer (-tokenizer)",
+			s.Model.Vocab, minTrainedVocab, minTrainedVocab))
+	}
+	if s.EvalEvery < 0 || s.SaveEvery < 0 || s.SaveMinutes < 0 || math.IsNaN(s.SaveMinutes) {
+		errs = append(errs, fmt.Errorf("eval every %d, save every %d steps or %g minutes: want 0 (never) or more", s.EvalEvery, s.SaveEvery, s.SaveMinutes))
+	}
 	if s.EvalBatches < 1 {
 		errs = append(errs, fmt.Errorf("eval batches %d: want at least 1", s.EvalBatches))
 	}
@@ -143,13 +170,20 @@ func (s *Scratch) Validate() error {
 
 // Run trains until Steps, or until ctx is cancelled (Ctrl-C), in which case it saves a
 // checkpoint first and reports Interrupted.
+//
+// A new run's options, data and tokenizer are all checked before anything is written, and a
+// run that fails before it starts training leaves no directory behind.
 func (s *Scratch) Run(ctx context.Context) (*Result, error) {
 	run, tok, start, err := s.prepare()
 	if err != nil {
 		return nil, err
 	}
-	defer run.Close()
-	return s.train(ctx, run, tok, start)
+	res, err := s.train(ctx, run, tok, start)
+	run.Close()
+	if err != nil && s.Resume == "" && !s.started {
+		s.discard(run.Dir)
+	}
+	return res, err
 }
 
 // prepare creates (or reopens) the run directory with its token files and tokenizer.
@@ -160,34 +194,60 @@ func (s *Scratch) prepare() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	if err := s.Validate(); err != nil {
 		return nil, nil, 0, err
 	}
-	if err := os.MkdirAll(s.RunsDir, 0o755); err != nil {
+	d, err := s.loadData()
+	if err != nil {
 		return nil, nil, 0, err
 	}
+	_, statErr := os.Stat(s.RunsDir)
+	s.madeRunsDir = statErr != nil
 	run, err := runs.Create(s.RunsDir, runs.NewID(time.Now(), rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))))
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	tok, err := s.prepareData(run.Dir)
-	if err != nil {
+	if err := s.writeData(run.Dir, d); err != nil {
 		run.Close()
-		os.RemoveAll(run.Dir)
+		s.discard(run.Dir)
 		return nil, nil, 0, err
 	}
-	return run, tok, 0, nil
+	return run, d.tok, 0, nil
 }
 
-// prepareData writes the run's train and held-out token files and returns the tokenizer.
-func (s *Scratch) prepareData(dir string) (*tokenizer.Tokenizer, error) {
+// discard removes a new run's directory after a failed start, and the runs directory too when
+// the run created it and nothing else is in it.
+func (s *Scratch) discard(dir string) {
+	os.RemoveAll(dir)
+	if s.madeRunsDir {
+		os.Remove(s.RunsDir)
+	}
+}
+
+// preparedData is a new run's data, read and checked before the run directory exists.
+type preparedData struct {
+	tok                 *tokenizer.Tokenizer
+	trainDocs, heldDocs []data.Document
+}
+
+// loadData reads the text (or opens the token corpus) and loads or trains the tokenizer,
+// writing nothing.
+func (s *Scratch) loadData() (*preparedData, error) {
 	if s.Corpus != "" {
 		tok, err := loadTokenizer(s.Tokenizer)
 		if err != nil {
 			return nil, err
 		}
-		if err := splitCorpus(s.Corpus, dir, tok.VocabSize()); err != nil {
+		c, err := data.Open(s.Corpus)
+		if err != nil {
 			return nil, err
 		}
+		defer c.Close()
+		if c.Vocab() > tok.VocabSize() {
+			return nil, fmt.Errorf("%s: its vocabulary (%d) is larger than the tokenizer's (%d)", s.Corpus, c.Vocab(), tok.VocabSize())
+		}
+		if n, window := c.Len(), int64(s.SeqLen+1); n-n/20 < window || n/20 < window {
+			return nil, fmt.Errorf("the corpus is too small: %d training and %d held-out tokens for windows of %d", n-n/20, n/20, window)
+		}
 		s.Model.Vocab = tok.VocabSize()
-		return tok, nil
+		return &preparedData{tok: tok}, nil
 	}
 	trainDocs, heldDocs, err := s.texts()
 	if err != nil {
@@ -218,16 +278,24 @@ func (s *Scratch) prepareData(dir string) (*tokenizer.Tokenizer, error) {
 		s.printf("tokenizer: byte-level BPE, %d tokens, trained in %.1fs\n", tok.VocabSize(), time.Since(t0).Seconds())
 	}
 	s.Model.Vocab = tok.VocabSize()
-	eos := tok.EOS()
+	return &preparedData{tok: tok, trainDocs: trainDocs, heldDocs: heldDocs}, nil
+}
+
+// writeData writes the run's train and held-out token files.
+func (s *Scratch) writeData(dir string, d *preparedData) error {
+	if s.Corpus != "" {
+		return splitCorpus(s.Corpus, dir, d.tok.VocabSize())
+	}
+	eos := d.tok.EOS()
 	for _, part := range []struct {
 		docs []data.Document
 		file string
-	}{{trainDocs, trainFile}, {heldDocs, heldOutFile}} {
-		if err := writeTokens(filepath.Join(dir, part.file), part.docs, tok, eos); err != nil {
-			return nil, err
+	}{{d.trainDocs, trainFile}, {d.heldDocs, heldOutFile}} {
+		if err := writeTokens(filepath.Join(dir, part.file), part.docs, d.tok, eos); err != nil {
+			return err
 		}
 	}
-	return tok, nil
+	return nil
 }
 
 // texts reads the training text: a file, a directory, or the Go source tree.
@@ -256,17 +324,23 @@ func (s *Scratch) texts() (trainDocs, heldDocs []data.Document, err error) {
 	return ensureHeldOut(trainDocs, heldDocs, s.Text)
 }
 
-// ensureHeldOut makes sure both parts hold text when the hash split left the held-out part
-// empty (a small corpus): the last training document moves over, or, for a single document, its
-// last 5%.
+// ensureHeldOut makes sure both parts hold text when the hash split left one of them empty
+// (a small corpus): a single document keeps its first 95% for training and holds out its last
+// 5%, whichever part the hash gave it; of several documents all on one side, the last one
+// becomes the held-out part and the others the training part.
 func ensureHeldOut(trainDocs, heldDocs []data.Document, source string) ([]data.Document, []data.Document, error) {
+	all := trainDocs
 	switch {
-	case len(heldDocs) > 0:
+	case len(trainDocs) > 0 && len(heldDocs) > 0:
 		return trainDocs, heldDocs, nil
-	case len(trainDocs) > 1:
-		return trainDocs[:len(trainDocs)-1], trainDocs[len(trainDocs)-1:], nil
-	case len(trainDocs) == 1:
-		d := trainDocs[0]
+	case len(trainDocs) == 0:
+		all = heldDocs
+	}
+	switch {
+	case len(all) > 1:
+		return all[:len(all)-1], all[len(all)-1:], nil
+	case len(all) == 1:
+		d := all[0]
 		cut := len(d.Text) - len(d.Text)/20
 		return []data.Document{{Path: d.Path, Text: d.Text[:cut]}}, []data.Document{{Path: d.Path, Text: d.Text[cut:]}}, nil
 	}
@@ -357,7 +431,9 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 // LoadTokenizer reads the tokenizer stored in a GGUF file.
 func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) { return loadTokenizer(path) }
 
-// reopen continues a run from its last checkpoint.
+// reopen continues a run from its last checkpoint, with the options of its latest run_start
+// (so that an earlier extension of the steps, or an earlier -t, holds), the caller's
+// ResumeKeep options and a new total of steps (ResumeSteps).
 func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	run, err := runs.OpenRun(s.Resume)
 	if err != nil {
@@ -369,7 +445,7 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	}
 	var start *runs.RunStart
 	for _, e := range run.Events {
-		if rs, ok := e.Data.(runs.RunStart); ok && start == nil {
+		if rs, ok := e.Data.(runs.RunStart); ok {
 			start = &rs
 		}
 	}
@@ -386,30 +462,104 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	if err := json.Unmarshal(raw, s); err != nil {
 		return fail(fmt.Errorf("reading the training options: %w", err))
 	}
-	s.Out, s.Interactive, s.Resume = saved.Out, saved.Interactive, saved.Resume
-	if saved.ResumeSteps > 0 { // the schedule then follows the new total
-		s.Steps = saved.ResumeSteps
+	s.Out, s.Interactive, s.Resume, s.ResumeKeep, s.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+	if err := keepOptions(s, &saved, saved.ResumeKeep); err != nil {
+		return fail(err)
 	}
-	model := filepath.Join(run.WeightsDir(), modelFile)
-	f, err := ggml.OpenGGUF(model)
+	c, err := run.LatestCheckpoint()
 	if err != nil {
 		return fail(err)
 	}
-	cfg, values, err := llama.ConfigFromGGUF(f)
-	f.Close()
+	model, values, err := checkPairing(c, run.ID)
 	if err != nil {
 		return fail(err)
 	}
-	s.Model = cfg
+	s.Model = model
+	step, _ := values["toy.train.step"].(uint32)
+	if s.ResumeSteps > 0 { // the schedule then follows the new total
+		if s.ResumeSteps <= int(step) {
+			return fail(fmt.Errorf("-steps %d: the run is already at step %d; give more steps to extend it", s.ResumeSteps, step))
+		}
+		s.Steps = s.ResumeSteps
+	} else if int(step) >= s.Steps {
+		return fail(fmt.Errorf("the run is finished (%d of %d steps); extend it with a larger total of steps (-steps)", step, s.Steps))
+	}
+	if err := s.Validate(); err != nil {
+		return fail(err)
+	}
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := values[k]; return v, ok })
 	if err != nil {
 		return fail(err)
 	}
-	step, ok := values["toy.train.step"].(uint32)
-	if !ok {
-		return fail(fmt.Errorf("%s has no toy.train.step", model))
-	}
+	s.ckpt = c
 	return run, tok, int(step), nil
+}
+
+// keepOptions copies the options named by their JSON keys from src to dst; each must be one of
+// ResumableOptions.
+func keepOptions(dst, src *Scratch, keys []string) error {
+	fields := map[string]int{}
+	t := reflect.TypeFor[Scratch]()
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		fields[name] = i
+	}
+	var bad []string
+	for _, k := range keys {
+		i, ok := fields[k]
+		if !ok || !slices.Contains(ResumableOptions, k) {
+			bad = append(bad, k)
+			continue
+		}
+		reflect.ValueOf(dst).Elem().Field(i).Set(reflect.ValueOf(src).Elem().Field(i))
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s would change the run: a resumed run keeps its own (only %s may change)",
+			strings.Join(bad, ", "), strings.Join(ResumableOptions, ", "))
+	}
+	return nil
+}
+
+// checkPairing reads the checkpoint's model configuration and metadata and checks that its
+// optimizer state belongs with it: the same step, seed and run (and the manifest's step and
+// run).
+func checkPairing(c *runs.Checkpoint, runID string) (config.Llama, map[string]any, error) {
+	if !c.Has(modelFile) || !c.Has(stateFile) {
+		return config.Llama{}, nil, fmt.Errorf("the checkpoint in %s lacks %s or %s", filepath.Dir(c.Path(modelFile)), modelFile, stateFile)
+	}
+	f, err := ggml.OpenGGUF(c.Path(modelFile))
+	if err != nil {
+		return config.Llama{}, nil, err
+	}
+	cfg, values, err := llama.ConfigFromGGUF(f)
+	f.Close()
+	if err != nil {
+		return config.Llama{}, nil, err
+	}
+	g, err := ggml.OpenGGUF(c.Path(stateFile))
+	if err != nil {
+		return config.Llama{}, nil, err
+	}
+	state, err := llama.Metadata(g)
+	g.Close()
+	if err != nil {
+		return config.Llama{}, nil, err
+	}
+	if _, ok := values["toy.train.step"].(uint32); !ok {
+		return config.Llama{}, nil, fmt.Errorf("%s has no toy.train.step", c.Path(modelFile))
+	}
+	for _, k := range []string{"toy.train.step", "toy.train.seed", "toy.train.run_id"} {
+		if values[k] != state[k] {
+			return config.Llama{}, nil, fmt.Errorf("%s (%s %v) and %s (%v) are not one checkpoint", c.Path(modelFile), k, values[k], c.Path(stateFile), state[k])
+		}
+	}
+	if step := values["toy.train.step"].(uint32); !c.Legacy && int(step) != c.Step {
+		return config.Llama{}, nil, fmt.Errorf("%s is at step %d, its manifest says %d", c.Path(modelFile), step, c.Step)
+	}
+	if id, ok := values["toy.train.run_id"].(string); ok && id != runID {
+		return config.Llama{}, nil, fmt.Errorf("%s was saved by run %q, not %q", c.Path(modelFile), id, runID)
+	}
+	return cfg, values, nil
 }
 
 // snakeKeys rewrites a JSON object written from a struct of type t without JSON tags (its keys
@@ -443,12 +593,13 @@ func snakeKeys(raw json.RawMessage, t reflect.Type) (json.RawMessage, error) {
 }
 
 // checkpointKVs is the metadata saved with the weights.
-func (s *Scratch) checkpointKVs(tok *tokenizer.Tokenizer, step int, name string) []llama.KV {
+func (s *Scratch) checkpointKVs(tok *tokenizer.Tokenizer, step int, name, runID string) []llama.KV {
 	kvs := []llama.KV{
 		{Key: "general.name", Value: name},
 		{Key: "toy.train.step", Value: uint32(step)},
 		{Key: "toy.train.seed", Value: uint64(s.Seed)},
 		{Key: "toy.train.adamw_mode", Value: s.AdamW.Mode.String()},
+		{Key: "toy.train.run_id", Value: runID},
 	}
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
@@ -484,7 +635,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 			err = m.Init()
 		}
 	} else {
-		m, _, err = llama.Load(filepath.Join(run.WeightsDir(), modelFile), be)
+		m, _, err = llama.Load(s.ckpt.Path(modelFile), be)
 	}
 	if err != nil {
 		return nil, err
@@ -497,7 +648,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	defer tr.Close()
 	tr.Sep = tok.EOS()
 	if startStep > 0 {
-		values, err := tr.LoadState(filepath.Join(run.WeightsDir(), stateFile))
+		values, err := tr.LoadState(s.ckpt.Path(stateFile))
 		if err != nil {
 			return nil, err
 		}
@@ -523,22 +674,28 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 			gitInfo = &runs.GitInfo{SHA: sha, Branch: branch}
 		}
 	}
+	sched, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
+	if err != nil {
+		return nil, err
+	}
 	if err := run.LogStart(runs.RunStart{Model: s.Model, Config: s, Seeds: s.seeds(), Git: gitInfo}); err != nil {
 		return nil, err
 	}
-	sched, _ := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
+	s.started = true
 	sampler := data.SamplerAt(trainC, s.Seed, window, uint64(startStep*s.Batch))
 	name := fmt.Sprintf("toy %s", filepath.Base(run.Dir))
 
+	lastSave := time.Now()
 	save := func(step int) error {
-		if err := os.MkdirAll(run.WeightsDir(), 0o755); err != nil {
-			return err
-		}
-		kvs := s.checkpointKVs(tok, step, name)
-		if err := tr.SaveState(filepath.Join(run.WeightsDir(), stateFile), kvs[1:4]); err != nil {
-			return err
-		}
-		return m.Save(filepath.Join(run.WeightsDir(), modelFile), kvs)
+		kvs := s.checkpointKVs(tok, step, name, run.ID)
+		_, err := run.SaveCheckpoint(step, func(dir string) error {
+			if err := tr.SaveState(filepath.Join(dir, stateFile), kvs[1:5]); err != nil {
+				return err
+			}
+			return m.Save(filepath.Join(dir, modelFile), kvs)
+		}, modelFile)
+		lastSave = time.Now()
+		return err
 	}
 	evaluate := func() (float64, error) {
 		es := data.SamplerAt(heldC, heldOutSeed, window, 0) // the same held-out windows every time
@@ -564,6 +721,11 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	}
 	t0 := time.Now()
 	var loss float32
+	for _, e := range run.Events { // a resumed run interrupted before its first step ends with the last loss
+		if st, ok := e.Data.(runs.Step); ok && st.Step < startStep {
+			loss = float32(st.Loss)
+		}
+	}
 	step := startStep
 	tokensPerStep := float64(s.Batch * s.SeqLen)
 	for ; step < s.Steps; step++ {
@@ -598,13 +760,14 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 			if err != nil {
 				return nil, err
 			}
-			if err := run.LogEval(runs.Eval{Step: step, Loss: hl}); err != nil {
+			if err := run.LogEval(runs.Eval{Step: step + 1, Loss: hl}); err != nil { // steps done, as the console says
 				return nil, err
 			}
 			s.endProgress()
 			s.printf("step %d: held-out loss %.4f\n", step+1, hl)
 		}
-		if s.SaveEvery > 0 && (step+1)%s.SaveEvery == 0 {
+		if s.SaveEvery > 0 && (step+1)%s.SaveEvery == 0 && step+1 < s.Steps ||
+			s.SaveMinutes > 0 && time.Since(lastSave).Minutes() >= s.SaveMinutes {
 			if err := save(step + 1); err != nil {
 				return nil, err
 			}

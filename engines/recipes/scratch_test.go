@@ -181,7 +181,7 @@ func goNames(v reflect.Value) any {
 	out := map[string]any{}
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
-		if f.Tag.Get("json") != "-" {
+		if f.Tag.Get("json") != "-" && f.IsExported() {
 			out[f.Name] = goNames(v.Field(i))
 		}
 	}
@@ -260,4 +260,193 @@ func TestEnsureHeldOut(t *testing.T) {
 	assert.Len(t, he[0].Text, 5)
 	_, _, err = ensureHeldOut(nil, nil, "empty-dir")
 	assert.ErrorContains(t, err, "empty-dir holds no text")
+}
+
+func TestEnsureHeldOutWhenAllHeldOut(t *testing.T) {
+	doc := func(p, text string) data.Document { return data.Document{Path: p, Text: []byte(text)} }
+	tr, he, err := ensureHeldOut(nil, []data.Document{doc("one.txt", strings.Repeat("z", 100))}, "one.txt")
+	require.NoError(t, err)
+	assert.Len(t, tr[0].Text, 95, "a single file keeps its first 95% for training")
+	assert.Len(t, he[0].Text, 5, "and holds out its last 5%")
+	tr, he, err = ensureHeldOut(nil, []data.Document{doc("a", "x"), doc("b", "y"), doc("c", "z")}, "dir")
+	require.NoError(t, err)
+	assert.Len(t, tr, 2)
+	assert.Equal(t, "c", he[0].Path)
+}
+
+// TestScratchSingleFile trains on one file, whatever side of the hash split its name falls.
+func TestScratchSingleFile(t *testing.T) {
+	dir := writeText(t)
+	var all []byte
+	for f := 0; f < 30; f++ {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)))
+		require.NoError(t, err)
+		all = append(all, b...)
+	}
+	one := t.TempDir()
+	var held, kept string
+	for i := 0; held == "" || kept == ""; i++ {
+		name := fmt.Sprintf("corpus%d.txt", i)
+		if data.IsHeldOut(name) {
+			held = name
+		} else {
+			kept = name
+		}
+	}
+	for _, name := range []string{held, kept} {
+		path := filepath.Join(one, name)
+		require.NoError(t, os.WriteFile(path, all, 0o644))
+		s := tinyScratch(t, path)
+		s.Steps, s.Warmup, s.SampleTokens = 2, 1, 0
+		res, err := s.Run(context.Background())
+		require.NoError(t, err, name)
+		assert.Equal(t, 2, res.Steps)
+	}
+}
+
+// TestScratchFailedStartLeavesNothing: a start that fails (bad options, missing text, a text
+// too small for one window) leaves no run directory behind.
+func TestScratchFailedStartLeavesNothing(t *testing.T) {
+	small := filepath.Join(t.TempDir(), "small.txt")
+	require.NoError(t, os.WriteFile(small, []byte(strings.Repeat("ab ", 300)), 0o644))
+	for name, mod := range map[string]func(*Scratch){
+		"vocab":   func(s *Scratch) { s.Model.Vocab = 64 },
+		"missing": func(s *Scratch) { s.Text = filepath.Join(t.TempDir(), "nope") },
+		"small":   func(s *Scratch) { s.Text, s.SeqLen, s.Model.Context = small, 64, 64 },
+	} {
+		s := tinyScratch(t, writeText(t))
+		s.RunsDir = filepath.Join(t.TempDir(), "runs")
+		mod(&s)
+		_, err := s.Run(context.Background())
+		require.Error(t, err, name)
+		if name == "vocab" {
+			assert.ErrorContains(t, err, "-vocab 257 or more")
+		}
+		_, statErr := os.Stat(s.RunsDir)
+		assert.True(t, os.IsNotExist(statErr), "%s: %v left %s", name, err, s.RunsDir)
+	}
+}
+
+// interrupted runs a tiny scratch until the progress line shows stop, as Ctrl-C would.
+func interrupted(t *testing.T, s Scratch, stop string) *Result {
+	s.ProgressEvery = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.Out = &cancelAt{text: stop, cancel: cancel}
+	res, err := s.Run(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Interrupted)
+	return res
+}
+
+// TestScratchResumeSteps: a finished run is not resumed without more steps; -steps at or below
+// the run's step, or below the warmup, is refused with an error (not a panic); an extension is
+// remembered by later resumes; eval events count the steps done, as the console does.
+func TestScratchResumeSteps(t *testing.T) {
+	text := writeText(t)
+	s := tinyScratch(t, text)
+	s.Warmup = 10
+	res := interrupted(t, s, "step 5/12")
+	r := DefaultScratch()
+	r.Resume, r.ResumeSteps = res.RunDir, 8
+	_, err := r.Run(context.Background())
+	assert.ErrorContains(t, err, "warmup", "8 steps cannot hold a warmup of 10")
+	r = DefaultScratch()
+	r.Resume, r.ResumeSteps = res.RunDir, 5
+	_, err = r.Run(context.Background())
+	assert.ErrorContains(t, err, "already at step 5")
+
+	r = DefaultScratch()
+	r.Resume = res.RunDir
+	_, err = r.Run(context.Background())
+	require.NoError(t, err)
+	r = DefaultScratch()
+	r.Resume = res.RunDir
+	_, err = r.Run(context.Background())
+	assert.ErrorContains(t, err, "the run is finished (12 of 12 steps)")
+
+	r = DefaultScratch()
+	r.Resume, r.ResumeSteps = res.RunDir, 18
+	res2, err := r.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 18, res2.Steps)
+	r = DefaultScratch()
+	r.Resume = res.RunDir
+	_, err = r.Run(context.Background())
+	assert.ErrorContains(t, err, "finished (18 of 18 steps)", "the extension is remembered")
+
+	evs, err := runs.ReadEvents(filepath.Join(res.RunDir, runs.EventsFile))
+	require.NoError(t, err)
+	var evals []int
+	for _, e := range evs {
+		if ev, ok := e.Data.(runs.Eval); ok {
+			evals = append(evals, ev.Step)
+		}
+		if end, ok := e.Data.(runs.RunEnd); ok {
+			assert.NotZero(t, end.Loss)
+		}
+	}
+	assert.Equal(t, []int{5, 6, 12, 18}, evals, "eval steps count the steps done")
+}
+
+// TestScratchResumeKeep: a resume takes the options that do not change the run from the
+// caller, and refuses the others.
+func TestScratchResumeKeep(t *testing.T) {
+	res := interrupted(t, tinyScratch(t, writeText(t)), "step 5/12")
+	r := DefaultScratch()
+	r.Resume, r.ResumeKeep = res.RunDir, []string{"lr"}
+	_, err := r.Run(context.Background())
+	assert.ErrorContains(t, err, "lr would change the run")
+	r = DefaultScratch()
+	r.Resume, r.ResumeKeep, r.Threads, r.SampleTokens = res.RunDir, []string{"threads", "sample_tokens"}, 1, 0
+	out, err := r.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, r.Threads)
+	assert.Empty(t, out.Sample)
+	assert.Equal(t, 2, r.Batch, "the run's own batch")
+}
+
+// TestScratchCheckpointPairing: a checkpoint whose optimizer state is another step's is
+// refused; the first layout (weights/model.gguf and optimizer.gguf, no manifest) still resumes,
+// bit for bit.
+func TestScratchCheckpointPairing(t *testing.T) {
+	text := writeText(t)
+	full := tinyScratch(t, text)
+	resFull, err := full.Run(context.Background())
+	require.NoError(t, err)
+	_, want := events(t, resFull.RunDir)
+
+	s := tinyScratch(t, text)
+	s.SaveEvery = 2
+	res := interrupted(t, s, "step 5/12")
+	w := filepath.Join(res.RunDir, runs.WeightsDir)
+	// The first layout: move the checkpoint's files up, drop the manifest.
+	for _, n := range []string{modelFile, stateFile} {
+		require.NoError(t, os.Rename(filepath.Join(w, "step-00000005", n), filepath.Join(w, n)))
+	}
+	require.NoError(t, os.RemoveAll(filepath.Join(w, "step-00000005")))
+	require.NoError(t, os.Remove(filepath.Join(w, runs.CheckpointFile)))
+
+	// Another step's optimizer state beside the model is refused.
+	other := interrupted(t, tinyScratch(t, text), "step 3/12")
+	st, err := os.ReadFile(filepath.Join(other.RunDir, runs.WeightsDir, "step-00000003", stateFile))
+	require.NoError(t, err)
+	good, err := os.ReadFile(filepath.Join(w, stateFile))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(w, stateFile), st, 0o644))
+	r := DefaultScratch()
+	r.Resume = res.RunDir
+	_, err = r.Run(context.Background())
+	assert.ErrorContains(t, err, "are not one checkpoint")
+
+	require.NoError(t, os.WriteFile(filepath.Join(w, stateFile), good, 0o644))
+	r = DefaultScratch()
+	r.Resume = res.RunDir
+	res2, err := r.Run(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 12, res2.Steps)
+	_, got := events(t, res.RunDir)
+	assert.Equal(t, want, got)
+	_, err = os.Stat(filepath.Join(w, runs.CheckpointFile))
+	assert.NoError(t, err, "the next save writes the new layout")
 }

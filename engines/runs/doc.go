@@ -4,7 +4,14 @@
 // # Layout
 //
 //	<root>/<id>/events.jsonl   the event log, schema "toy/v1"
-//	<root>/<id>/weights/       checkpoints, written by others with AtomicWriteFile
+//	<root>/<id>/weights/                  checkpoints (Run.SaveCheckpoint, Run.LatestCheckpoint):
+//	<root>/<id>/weights/step-<N>/         one checkpoint's files, written together, renamed once
+//	<root>/<id>/weights/checkpoint.json   the manifest naming it (step, run id, files with sizes
+//	                                      and SHA-256), written last: the commit point
+//	<root>/<id>/weights/model.gguf        a link to the latest checkpoint's model
+//
+// Runs saved before the manifest have weights/model.gguf and weights/optimizer.gguf only; they
+// are read as a Legacy checkpoint and replaced by the layout above at their next save.
 //
 // Run ids ([NewID]) are a UTC timestamp and four random hex digits, "20261130-153012-a1b2",
 // so a directory listing sorts runs by start time.
@@ -15,7 +22,7 @@
 //
 //	run_start  {"schema":"toy/v1","type":"run_start","run_id","time","backend":{"kind",…},"model":{…},"config":{…},"seeds":{…},"git":{"sha","branch"}}
 //	step       {"type":"step","step","loss","lr","tokens_per_s","time"}
-//	eval       {"type":"eval","step","loss"}                 (loss on held-out data)
+//	eval       {"type":"eval","step","loss"}                 (loss on held-out data after step steps)
 //	run_end    {"type":"run_end","step","loss","time","reason"}  (reason "done" or "interrupted")
 //
 // Times are RFC 3339 strings. "backend" is stamped by the run: {"kind":"cpu"} (or "cuda",

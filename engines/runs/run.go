@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toyml/toy/internal/fsutil"
 )
 
 // EventsFile is the name of the event log inside a run directory.
@@ -228,13 +230,13 @@ func (r *Run) Close() error {
 // AtomicWriteFile writes a file all at once: write fills a temporary file in path's
 // directory, which is then fsynced and renamed to path (replacing any file there), and the
 // directory fsynced. If write or any step fails (or write panics), the temporary file is
-// removed and path is left as it was. The file gets mode 0644.
+// removed and path is left as it was. The file gets mode 0666 less the umask, as any new file.
 func AtomicWriteFile(path string, write func(w io.Writer) error) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := fsutil.CreateTemp(dir, "."+base+".tmp-*") // 0666 less the umask
 	if err != nil {
 		return fmt.Errorf("runs: write %s: %w", path, err)
 	}
@@ -250,9 +252,6 @@ func AtomicWriteFile(path string, write func(w io.Writer) error) (err error) {
 		return fmt.Errorf("runs: write %s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("runs: write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
 		return fmt.Errorf("runs: write %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {

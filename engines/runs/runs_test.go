@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -328,7 +329,9 @@ func TestAtomicWriteFile(t *testing.T) {
 	assert.Equal(t, "first", string(b))
 	st, err := os.Stat(path)
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o644), st.Mode().Perm())
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	assert.Equal(t, os.FileMode(0o666&^umask), st.Mode().Perm(), "an ordinary new file's mode: 0666 less the umask")
 
 	// A failed write leaves the old file and no temp file.
 	err = AtomicWriteFile(path, func(w io.Writer) error {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/toyml/toy/internal/fsutil"
 )
 
 // Writer builds a GGUF version 3 file from key-value pairs and tensors, in
@@ -232,7 +234,7 @@ func (w *Writer) WriteFile(path string) (err error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	f, err := fsutil.CreateTemp(dir, "."+base+".tmp*") // 0666 less the umask
 	if err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}
@@ -244,9 +246,6 @@ func (w *Writer) WriteFile(path string) (err error) {
 		}
 	}()
 	if _, err := w.WriteTo(f); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
