@@ -59,7 +59,7 @@ FUZZ_TEMPLATE_EXECS ?= 50000x
 # CI on a fresh machine. make test runs its seed corpus like any test.
 FUZZ_TOKENIZER_EXECS ?= 20000x
 
-.PHONY: all build ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo clean
+.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo clean
 
 all: build
 
@@ -92,6 +92,13 @@ generate:
 check-generated: generate
 	git diff --exit-code -- generated/
 	@test -z "$$(git status --porcelain -- generated/)" || { git status --porcelain -- generated/; echo "generated/ has files go generate made that are not committed"; exit 1; }
+
+# build-tags compiles every package with each tag set, with the flags above (so CI's check
+# reuses the cgo builds make test makes: llama.cpp's core alone takes minutes on 2 cores).
+build-tags:
+	$(GO) build ./...
+	$(GO) build -tags cuda ./...
+	$(GO) build -tags metal ./...
 
 vet:
 	$(GO) vet ./...
