@@ -74,16 +74,7 @@ func TestCrashConsistency(t *testing.T) {
 		t.Skip("builds toy and trains 2 runs (about 20 s)")
 	}
 	bin := buildToy(t)
-	text := t.TempDir()
-	rng := rand.New(rand.NewPCG(5, 6))
-	words := []string{"func", "return", "if", "err", "nil", "for", "range", "go", "x", "y"}
-	for f := 0; f < 20; f++ {
-		var b bytes.Buffer
-		for l := 0; l < 40; l++ {
-			fmt.Fprintf(&b, "%s %s := %d\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(text, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
-	}
+	text := writeCorpus(t, 5)
 	const steps, kills = 450, 20
 	args := func(runsDir string) []string {
 		return []string{"train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-seq", "16", "-batch", "2",

@@ -18,16 +18,7 @@ import (
 // bit, and record the seed; with another -seed every random weight differs. The model flags
 // reach the checkpoint's shape.
 func TestTrainSeed(t *testing.T) {
-	text := t.TempDir()
-	rng := rand.New(rand.NewPCG(3, 4))
-	words := []string{"func", "return", "if", "err", "nil", "for", "range", "go", "x", "y"}
-	for f := 0; f < 20; f++ {
-		var b bytes.Buffer
-		for l := 0; l < 40; l++ {
-			fmt.Fprintf(&b, "%s %s := %d\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(text, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
-	}
+	text := writeCorpus(t, 3)
 	train := func(seed string) map[string][]byte {
 		runsDir := t.TempDir()
 		_, errOut, code := runToy("train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-d-model", "48", "-n-heads", "4",
@@ -65,16 +56,7 @@ func TestTrainSeed(t *testing.T) {
 // 2, naming them), those that do not are applied and listed, -steps extends the run, and a
 // finished run says so. -preset tiny alone is refused naming -vocab.
 func TestTrainResumeFlags(t *testing.T) {
-	text := t.TempDir()
-	rng := rand.New(rand.NewPCG(3, 4))
-	words := []string{"func", "return", "if", "err", "nil", "for", "range", "go", "x", "y"}
-	for f := 0; f < 20; f++ {
-		var b bytes.Buffer
-		for l := 0; l < 40; l++ {
-			fmt.Fprintf(&b, "%s %s := %d\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(text, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
-	}
+	text := writeCorpus(t, 3)
 	runsDir := t.TempDir()
 	_, errOut, code := runToy("train", "-preset", "tiny", "-steps", "3", "-text", text, "-runs", runsDir)
 	assert.Equal(t, 1, code)
@@ -100,4 +82,19 @@ func TestTrainResumeFlags(t *testing.T) {
 	_, errOut, code = runToy("train", "-resume", dirs[0])
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "the run is finished (5 of 5 steps)", "the extension is remembered")
+}
+
+// writeCorpus makes a directory of 20 small Go-like text files, seeded, for toy train.
+func writeCorpus(t *testing.T, seed uint64) string {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	words := []string{"func", "return", "if", "err", "nil", "for", "range", "go", "x", "y"}
+	for f := 0; f < 20; f++ {
+		var b bytes.Buffer
+		for l := 0; l < 40; l++ {
+			fmt.Fprintf(&b, "%s %s := %d\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
+	}
+	return dir
 }

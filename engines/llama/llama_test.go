@@ -51,7 +51,13 @@ func randomSeqs(rng *rand.Rand, B, T, vocab int) [][]int32 {
 // randomize gives every weight (norms and biases included) random values, so no gradient is
 // trivially zero.
 func randomize(t *testing.T, m *Model, rng *rand.Rand) *refModel {
-	ref := &refModel{c: m.Cfg, w: map[string][]float64{}}
+	return &refModel{c: m.Cfg, w: randomWeights(t, m, rng)}
+}
+
+// randomWeights sets every weight to N(0, 0.25) (norm scales around 1) and returns the values
+// by name, in float64.
+func randomWeights(t *testing.T, m *Model, rng *rand.Rand) map[string][]float64 {
+	out := map[string][]float64{}
 	for _, w := range m.Weights() {
 		vals := make([]float32, w.Len())
 		f := make([]float64, len(vals))
@@ -63,9 +69,9 @@ func randomize(t *testing.T, m *Model, rng *rand.Rand) *refModel {
 			f[i] = float64(vals[i])
 		}
 		require.NoError(t, w.SetF32(vals))
-		ref.w[w.Name()] = f
+		out[w.Name()] = f
 	}
-	return ref
+	return out
 }
 
 // TestGradientsMatchFiniteDifferences checks the gradient of every weight of the whole model
@@ -308,20 +314,7 @@ func TestGPT2Training(t *testing.T) {
 		require.NoError(t, err)
 		defer m.Close()
 		rng := rand.New(rand.NewPCG(31, 32))
-		ref := &refInfer{a: a, w: map[string][]float64{}, exactGELU: true}
-		for _, w := range m.Weights() {
-			vals := make([]float32, w.Len())
-			f := make([]float64, len(vals))
-			for i := range vals {
-				vals[i] = float32(rng.NormFloat64() * 0.5)
-				if m.roles[w] == roleNorm {
-					vals[i] += 1
-				}
-				f[i] = float64(vals[i])
-			}
-			require.NoError(t, w.SetF32(vals))
-			ref.w[w.Name()] = f
-		}
+		ref := &refInfer{a: a, w: randomWeights(t, m, rng), exactGELU: true}
 		const T = 6
 		tr, err := newTrainer(m, T, 1, true)
 		require.NoError(t, err)
