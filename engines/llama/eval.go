@@ -29,7 +29,9 @@ type Evaluator struct {
 func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) { return newEvaluator(m, T, B, false) }
 
 // NewMaskedEvaluator is NewEvaluator for batches with a loss mask (LossMasked).
-func NewMaskedEvaluator(m Trainable, T, B int) (*Evaluator, error) { return newEvaluator(m, T, B, true) }
+func NewMaskedEvaluator(m Trainable, T, B int) (*Evaluator, error) {
+	return newEvaluator(m, T, B, true)
+}
 
 func newEvaluator(m Trainable, T, B int, masked bool) (*Evaluator, error) {
 	t := m.trainable()

@@ -107,7 +107,9 @@ func NewTrainer(m Trainable, T, B int) (*Trainer, error) { return newTrainer(m, 
 // the mask keeps count in the loss and its gradients, as when a chat's assistant replies are
 // trained and the prompts are not. Its graph gathers the kept rows of the logits, which costs
 // two more copies of them.
-func NewMaskedTrainer(m Trainable, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false, true) }
+func NewMaskedTrainer(m Trainable, T, B int) (*Trainer, error) {
+	return newTrainer(m, T, B, false, true)
+}
 
 func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error) {
 	t := m.trainable()
