@@ -199,3 +199,21 @@ func (ad *Adapter) Save(path string, extra []KV) error {
 	}
 	return w.WriteFile(path)
 }
+
+// Load reads the values of every A and B from an adapter file Save wrote for the same base and
+// options (to resume training); every tensor must be present with its shape.
+func (ad *Adapter) Load(path string) error {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	values, err := Metadata(f)
+	if err != nil {
+		return err
+	}
+	if alpha, _ := values["adapter.lora.alpha"].(float32); alpha != ad.opts.Alpha {
+		return fmt.Errorf("lora %s: alpha %v, want %v", path, values["adapter.lora.alpha"], ad.opts.Alpha)
+	}
+	return readTensors(f, ad.all, "")
+}

@@ -98,7 +98,7 @@ func TestAdapterGradients(t *testing.T) {
 			rng := rand.New(rand.NewPCG(21, 22))
 			vals := randomizeAdapter(t, ad, rng)
 			const T = 6
-			tr, err := newTrainer(ad, T, 1, true)
+			tr, err := newTrainer(ad, T, 1, true, false)
 			require.NoError(t, err)
 			defer tr.Close()
 			seq := randomTokens(rng, T+1, a.Vocab)

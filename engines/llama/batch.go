@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/ggml"
@@ -10,6 +11,15 @@ import (
 // batchInputs are the per-step inputs of a graph over B sequences of T tokens — token ids,
 // positions, the block-causal mask and the one-hot next-token labels — with the host buffers
 // they are filled from, shared by the Trainer and the Evaluator.
+//
+// A masked graph (a loss mask: only some positions count, as a chat's assistant replies)
+// gathers the kept rows of the logits with GetRows before the cross entropy: ggml's backward
+// of the cross entropy assumes every label row sums to 1, so an all-zero label row would add
+// no loss but a gradient (GGML-NOTES §1.5). The graph is built once for every batch, so its
+// row count is fixed at B·T: the K kept rows come first and the other B·T−K rows gather a
+// constant zero row (appended to the logits with Acc) labelled with token 0, which adds
+// ln(vocab) each to the loss and nothing to any gradient. The caller then rescales (see
+// maskedLoss and Trainer.Step).
 type batchInputs struct {
 	T, B, vocab int
 	tokens      *ggml.Tensor // i32 [T·B]
@@ -18,13 +28,18 @@ type batchInputs struct {
 	labels      *ggml.Tensor // f32 [vocab, T·B]
 	maskBuf     []float32
 	labelsBuf   []float32
+
+	masked bool
+	rows   *ggml.Tensor // i32 [T·B]: the gathered rows of [logits; 0] (masked graphs)
+	zeros  *ggml.Tensor // f32 [vocab, T·B+1]: zero, the base the logits are placed in
+	kept   int          // K, the kept rows of the last upload
 }
 
 // newBatchInputs declares the input tensors in s (which the caller then allocates).
-func newBatchInputs(s *ggml.Context, T, B, vocab int) *batchInputs {
+func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool) *batchInputs {
 	t, b, n := int64(T), int64(B), int64(T*B)
-	return &batchInputs{
-		T: T, B: B, vocab: vocab,
+	in := &batchInputs{
+		T: T, B: B, vocab: vocab, masked: masked, kept: T * B,
 		tokens:    s.NewTensor(ggml.I32, n).SetName("in.tokens"),
 		pos:       s.NewTensor(ggml.I32, n).SetName("in.positions"),
 		mask:      s.NewTensor(ggml.F32, t, t, 1, b).SetName("in.mask"),
@@ -32,21 +47,66 @@ func newBatchInputs(s *ggml.Context, T, B, vocab int) *batchInputs {
 		maskBuf:   make([]float32, T*T*B),
 		labelsBuf: make([]float32, vocab*T*B),
 	}
+	if masked {
+		in.rows = s.NewTensor(ggml.I32, n).SetName("in.loss_rows")
+		in.zeros = s.NewTensor(ggml.F32, int64(vocab), n+1).SetName("in.zeros")
+	}
+	return in
 }
 
-// setPositions writes the positions 0..T-1 of each sequence, once the tensors are allocated.
+// inputTensors is the number of tensors newBatchInputs declares.
+const inputTensors = 6
+
+// setPositions writes the positions 0..T-1 of each sequence (and a masked graph's zeros), once
+// the tensors are allocated.
 func (in *batchInputs) setPositions() error {
 	pos := make([]int32, in.T*in.B)
 	for i := range pos {
 		pos[i] = int32(i % in.T)
 	}
+	if in.masked {
+		if err := in.zeros.SetF32(make([]float32, in.zeros.Len())); err != nil {
+			return err
+		}
+	}
 	return in.pos.SetI32(pos)
 }
 
+// loss builds the mean cross entropy of logits [vocab, T·B] against the labels: over every
+// row, or in a masked graph over B·T gathered rows (see batchInputs).
+func (in *batchInputs) loss(ctx *ggml.Context, logits *ggml.Tensor) *ggml.Tensor {
+	if !in.masked {
+		return ctx.CrossEntropyLoss(logits, in.labels)
+	}
+	nb1 := 4 * in.vocab
+	padded := ctx.Acc(in.zeros, logits, nb1, nb1*(in.T*in.B+1), nb1*(in.T*in.B+1), 0)
+	return ctx.CrossEntropyLoss(ctx.GetRows(padded, in.rows), in.labels)
+}
+
+// maskedLoss turns the graph's loss into the mean over the kept rows: the padding rows each
+// added ln(vocab). Unmasked graphs' losses pass through.
+func (in *batchInputs) maskedLoss(l float32) float32 {
+	n := in.T * in.B
+	if !in.masked || in.kept == n {
+		return l
+	}
+	return float32((float64(l)*float64(n) - float64(n-in.kept)*math.Log(float64(in.vocab))) / float64(in.kept))
+}
+
 // upload validates B sequences of T+1 ids (inputs [:T], next-token targets [1:]) with
-// train.NewBatch and sets the tensors; sep is the document separator of the mask (-1: none).
-func (in *batchInputs) upload(seqs [][]int32, sep int32) error {
-	b, err := train.NewBatch(seqs, in.T, in.vocab)
+// train.NewBatch (train.NewMaskedBatch when keep is not nil) and sets the tensors; sep is the
+// document separator of the mask (-1: none). Only a masked graph takes a loss mask.
+func (in *batchInputs) upload(seqs [][]int32, keep [][]bool, sep int32) error {
+	var b *train.Batch
+	var err error
+	switch {
+	case keep != nil && !in.masked:
+		return fmt.Errorf("llama: a loss mask for a graph built without one (use NewMaskedTrainer or NewMaskedEvaluator)")
+	case keep != nil:
+		b, err = train.NewMaskedBatch(seqs, keep, in.T, in.vocab)
+	default:
+		b, err = train.NewBatch(seqs, in.T, in.vocab)
+	}
 	if err != nil {
 		return fmt.Errorf("llama: %w", err)
 	}
@@ -55,8 +115,28 @@ func (in *batchInputs) upload(seqs [][]int32, sep int32) error {
 	}
 	ids := b.Inputs()
 	clear(in.labelsBuf)
-	for row, target := range b.Targets() {
-		in.labelsBuf[row*in.vocab+int(target)] = 1
+	if in.masked {
+		n := in.T * in.B
+		rows := make([]int32, 0, n)
+		targets := b.Targets()
+		for row, k := range b.Kept() {
+			if k {
+				in.labelsBuf[len(rows)*in.vocab+int(targets[row])] = 1
+				rows = append(rows, int32(row))
+			}
+		}
+		in.kept = len(rows)
+		for len(rows) < n { // the zero row, labelled 0
+			in.labelsBuf[len(rows)*in.vocab] = 1
+			rows = append(rows, int32(n))
+		}
+		if err := in.rows.SetI32(rows); err != nil {
+			return err
+		}
+	} else {
+		for row, target := range b.Targets() {
+			in.labelsBuf[row*in.vocab+int(target)] = 1
+		}
 	}
 	BlockCausalMask(in.maskBuf, ids, in.T, in.B, sep)
 	if err := in.tokens.SetI32(ids); err != nil {

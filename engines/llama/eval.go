@@ -12,6 +12,7 @@ import (
 type Evaluator struct {
 	m        *trainable
 	T, B     int
+	masked   bool
 	state    *ggml.Context
 	stateBuf *ggml.Buffer
 	in       *batchInputs
@@ -25,12 +26,19 @@ type Evaluator struct {
 }
 
 // NewEvaluator builds the forward graph of m for B sequences of T tokens.
-func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) {
+func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) { return newEvaluator(m, T, B, false) }
+
+// NewMaskedEvaluator is NewEvaluator for batches with a loss mask (LossMasked).
+func NewMaskedEvaluator(m Trainable, T, B int) (*Evaluator, error) {
+	return newEvaluator(m, T, B, true)
+}
+
+func newEvaluator(m Trainable, T, B int, masked bool) (*Evaluator, error) {
 	t := m.trainable()
 	if T < 1 || T > t.arch.Context || B < 1 {
 		return nil, fmt.Errorf("llama: evaluator of %d×%d tokens for a context of %d", B, T, t.arch.Context)
 	}
-	e := &Evaluator{m: t, T: T, B: B, Sep: -1}
+	e := &Evaluator{m: t, T: T, B: B, masked: masked, Sep: -1}
 	if err := e.build(); err != nil {
 		e.Close()
 		return nil, err
@@ -41,11 +49,11 @@ func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) {
 func (e *Evaluator) build() error {
 	m := e.m
 	var err error
-	if e.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 4}); err != nil {
+	if e.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: inputTensors}); err != nil {
 		return err
 	}
 	s := e.state
-	e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab)
+	e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked)
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -60,7 +68,7 @@ func (e *Evaluator) build() error {
 		return err
 	}
 	e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, e.gctx.MulMat).SetOutput()
-	e.loss = e.gctx.CrossEntropyLoss(e.logits, e.in.labels).SetOutput()
+	e.loss = e.in.loss(e.gctx, e.logits).SetOutput()
 	if e.graph, err = e.gctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -90,23 +98,27 @@ func (e *Evaluator) Close() error {
 }
 
 // run computes the graph for B sequences of T+1 ids (targets are ids[1:]).
-func (e *Evaluator) run(seqs [][]int32) error {
-	if err := e.in.upload(seqs, e.Sep); err != nil {
+func (e *Evaluator) run(seqs [][]int32, keep [][]bool) error {
+	if err := e.in.upload(seqs, keep, e.Sep); err != nil {
 		return err
 	}
 	return e.m.backend.Compute(e.graph)
 }
 
 // Loss is the mean next-token cross entropy of B sequences of T+1 ids.
-func (e *Evaluator) Loss(seqs [][]int32) (float32, error) {
-	if err := e.run(seqs); err != nil {
+func (e *Evaluator) Loss(seqs [][]int32) (float32, error) { return e.LossMasked(seqs, nil) }
+
+// LossMasked is the mean next-token cross entropy over the positions keep keeps (see
+// Trainer.StepMasked), for an evaluator made with NewMaskedEvaluator.
+func (e *Evaluator) LossMasked(seqs [][]int32, keep [][]bool) (float32, error) {
+	if err := e.run(seqs, keep); err != nil {
 		return 0, err
 	}
 	l, err := e.loss.F32()
 	if err != nil {
 		return 0, err
 	}
-	return l[0], nil
+	return e.in.maskedLoss(l[0]), nil
 }
 
 // Greedy extends prompt by n tokens, each the most likely next token (the model attends to at
@@ -127,7 +139,7 @@ func (e *Evaluator) Greedy(prompt []int32, n int, stop int32) ([]int32, error) {
 		}
 		seq := make([]int32, e.T+1) // padded on the right; causality keeps padding out of view
 		copy(seq, window)
-		if err := e.run([][]int32{seq}); err != nil {
+		if err := e.run([][]int32{seq}, nil); err != nil {
 			return nil, err
 		}
 		logits, err := e.logits.F32()

@@ -96,7 +96,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			defer m.Close()
 			ref := randomize(t, m, rng)
 			const T, B, sep = 6, 2, 3
-			tr, err := newTrainer(m, T, B, true)
+			tr, err := newTrainer(m, T, B, true, false)
 			require.NoError(t, err)
 			defer tr.Close()
 			tr.Sep = sep
@@ -150,7 +150,7 @@ func TestAdamWStepMatchesGo(t *testing.T) {
 		before[w.Name()], err = w.F32()
 		require.NoError(t, err)
 	}
-	tr, err := newTrainer(m, 5, 2, true)
+	tr, err := newTrainer(m, 5, 2, true, false)
 	require.NoError(t, err)
 	defer tr.Close()
 	const lr, b1, b2, eps, wd = 1e-2, 0.9, 0.95, 1e-8, 0.1
@@ -316,7 +316,7 @@ func TestGPT2Training(t *testing.T) {
 		rng := rand.New(rand.NewPCG(31, 32))
 		ref := &refInfer{a: a, w: randomWeights(t, m, rng), exactGELU: true}
 		const T = 6
-		tr, err := newTrainer(m, T, 1, true)
+		tr, err := newTrainer(m, T, 1, true, false)
 		require.NoError(t, err)
 		seq := randomTokens(rng, T+1, a.Vocab)
 		loss, err := tr.Step([][]int32{seq}, noStep, noStep)

@@ -72,8 +72,9 @@ func (t *trainable) checkTrainable() error {
 // allocated once; each Step only uploads the batch and the optimizer parameters and computes
 // it, so memory stays flat however many steps run.
 type Trainer struct {
-	m    *trainable
-	T, B int
+	m      *trainable
+	T, B   int
+	masked bool // the graph takes a loss mask (NewMaskedTrainer)
 
 	state    *ggml.Context // inputs, AdamW moments, the loss-gradient seed
 	stateBuf *ggml.Buffer
@@ -100,9 +101,17 @@ type Trainer struct {
 // trained tensors end up marked as params; a second trainer of the same model is correct but
 // loses the GEMM weight gradients (ggml has no way to clear the flag), so train a model with one
 // trainer.
-func NewTrainer(m Trainable, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false) }
+func NewTrainer(m Trainable, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false, false) }
 
-func newTrainer(m Trainable, T, B int, keepGrads bool) (*Trainer, error) {
+// NewMaskedTrainer is NewTrainer for batches with a loss mask (StepMasked): only the positions
+// the mask keeps count in the loss and its gradients, as when a chat's assistant replies are
+// trained and the prompts are not. Its graph gathers the kept rows of the logits, which costs
+// two more copies of them.
+func NewMaskedTrainer(m Trainable, T, B int) (*Trainer, error) {
+	return newTrainer(m, T, B, false, true)
+}
+
+func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error) {
 	t := m.trainable()
 	a := t.arch
 	if err := t.checkTrainable(); err != nil {
@@ -121,7 +130,7 @@ func newTrainer(m Trainable, T, B int, keepGrads bool) (*Trainer, error) {
 		// ggml's CUDA backend sends larger batched matmuls to the CPU; keep one limit everywhere.
 		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, a.NHeads)
 	}
-	tr := &Trainer{m: t, T: T, B: B, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
+	tr := &Trainer{m: t, T: T, B: B, masked: masked, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
 	if err := tr.build(); err != nil {
 		tr.Close()
 		return nil, err
@@ -132,11 +141,11 @@ func newTrainer(m Trainable, T, B int, keepGrads bool) (*Trainer, error) {
 func (tr *Trainer) build() error {
 	m := tr.m
 	var err error
-	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 8 + 2*len(m.params)}); err != nil {
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 3 + inputTensors + 2*len(m.params)}); err != nil {
 		return err
 	}
 	s := tr.state
-	tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab)
+	tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked)
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
@@ -192,7 +201,7 @@ func (tr *Trainer) build() error {
 		}
 	}
 	logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
-	tr.loss = g.CrossEntropyLoss(logits, tr.in.labels).SetName("loss").SetLoss().SetOutput()
+	tr.loss = tr.in.loss(g, logits).SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
 		return err
 	}
@@ -272,8 +281,21 @@ func (tr *Trainer) ComputeBytes() int { return tr.alloc.Size() }
 // 7 floats of ggml's step, one set for matrices and one, without weight decay, for the rest)
 // and returns the batch's loss before the update.
 func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, error) {
-	if err := tr.in.upload(seqs, tr.Sep); err != nil {
+	return tr.StepMasked(seqs, nil, decay, noDecay)
+}
+
+// StepMasked is Step with a loss mask, for a trainer made with NewMaskedTrainer: keep[s][t]
+// tells whether position t of sequence s (its prediction of id t+1) counts. The loss it
+// returns, and the gradients, are the mean over the kept positions. A nil keep keeps every
+// position.
+func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]float32) (float32, error) {
+	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
+	}
+	if tr.masked { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
+		if err := tr.lossSeed.SetF32([]float32{float32(tr.T*tr.B) / float32(tr.in.kept)}); err != nil {
+			return 0, err
+		}
 	}
 	if err := tr.decay.SetF32(decay[:]); err != nil {
 		return 0, err
@@ -288,7 +310,7 @@ func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, err
 	if err != nil {
 		return 0, err
 	}
-	return loss[0], nil
+	return tr.in.maskedLoss(loss[0]), nil
 }
 
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -495,31 +494,6 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	return run, tok, int(step), nil
 }
 
-// keepOptions copies the options named by their JSON keys from src to dst; each must be one of
-// ResumableOptions.
-func keepOptions(dst, src *Scratch, keys []string) error {
-	fields := map[string]int{}
-	t := reflect.TypeFor[Scratch]()
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		fields[name] = i
-	}
-	var bad []string
-	for _, k := range keys {
-		i, ok := fields[k]
-		if !ok || !slices.Contains(ResumableOptions, k) {
-			bad = append(bad, k)
-			continue
-		}
-		reflect.ValueOf(dst).Elem().Field(i).Set(reflect.ValueOf(src).Elem().Field(i))
-	}
-	if len(bad) > 0 {
-		return fmt.Errorf("%s would change the run: a resumed run keeps its own (only %s may change)",
-			strings.Join(bad, ", "), strings.Join(ResumableOptions, ", "))
-	}
-	return nil
-}
-
 // checkPairing reads the checkpoint's model configuration and metadata and checks that its
 // optimizer state belongs with it: the same step, seed and run (and the manifest's step and
 // run).
@@ -870,24 +844,7 @@ func sample(m *llama.Model, tok *tokenizer.Tokenizer, prompt string, n int) (str
 }
 
 func (s *Scratch) progress(step, start int, loss, lr float64, t0 time.Time) {
-	done := step + 1 - start
-	elapsed := time.Since(t0)
-	eta := time.Duration(float64(elapsed) / float64(done) * float64(s.Steps-step-1)).Round(time.Second)
-	tps := float64(done*s.Batch*s.SeqLen) / elapsed.Seconds()
-	if s.Interactive {
-		const width = 24
-		filled := width * (step + 1) / s.Steps
-		bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
-		s.printf("\rstep %*d/%d [%s] loss %.4f lr %.2e %6.0f tok/s ETA %-8s", len(fmt.Sprint(s.Steps)), step+1, s.Steps, bar, loss, lr, tps, eta)
-		return
-	}
-	if (step+1)%max(s.ProgressEvery, 1) == 0 || step+1 == s.Steps {
-		s.printf("step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %s\n", step+1, s.Steps, loss, lr, tps, eta)
-	}
+	progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen}.step(step, start, loss, lr, t0)
 }
 
-func (s *Scratch) endProgress() {
-	if s.Interactive {
-		s.printf("\n")
-	}
-}
+func (s *Scratch) endProgress() { progressLine{out: s.Out, interactive: s.Interactive}.end() }

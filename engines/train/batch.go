@@ -18,6 +18,9 @@ type Batch struct {
 	T int
 	// Vocab is the vocabulary size every id was checked against.
 	Vocab int
+	// Keep, when not nil, is the loss mask: Keep[s][t] tells whether position t of sequence
+	// s (its prediction of Tokens[s][t+1]) counts in the loss. Nil: every position counts.
+	Keep [][]bool
 }
 
 // NewBatch validates seqs and copies them into a Batch. There must be at least one
@@ -55,6 +58,52 @@ func NewBatch(seqs [][]int32, context, vocab int) (*Batch, error) {
 		b.Tokens[s] = append([]int32(nil), seq...)
 	}
 	return b, nil
+}
+
+// NewMaskedBatch is NewBatch with a loss mask: keep holds one slice of T flags per sequence,
+// keep[s][t] telling whether position t of sequence s (its prediction of seqs[s][t+1]) counts
+// in the loss, as when only a chat's assistant replies are trained. At least one position
+// must count; errors name the sequence.
+func NewMaskedBatch(seqs [][]int32, keep [][]bool, context, vocab int) (*Batch, error) {
+	b, err := NewBatch(seqs, context, vocab)
+	if err != nil {
+		return nil, err
+	}
+	if len(keep) != b.B {
+		return nil, fmt.Errorf("train: %d loss masks for %d sequences", len(keep), b.B)
+	}
+	b.Keep = make([][]bool, b.B)
+	n := 0
+	for s, k := range keep {
+		if len(k) != b.T {
+			return nil, fmt.Errorf("train: the loss mask of sequence %d has %d flags, want %d (one per trained position)", s, len(k), b.T)
+		}
+		for _, f := range k {
+			if f {
+				n++
+			}
+		}
+		b.Keep[s] = append([]bool(nil), k...)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("train: the loss mask keeps no position of the batch's %d sequences", b.B)
+	}
+	return b, nil
+}
+
+// Kept returns the B·T loss flags, sequence-major like Targets (all true without a mask).
+func (b *Batch) Kept() []bool {
+	out := make([]bool, 0, b.Rows())
+	for s := range b.B {
+		if b.Keep == nil {
+			for range b.T {
+				out = append(out, true)
+			}
+			continue
+		}
+		out = append(out, b.Keep[s]...)
+	}
+	return out
 }
 
 // Rows returns B·T, the number of trained positions (rows of the logits and labels).

@@ -2,6 +2,7 @@ package train
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,5 +83,28 @@ func TestClassificationBatch(t *testing.T) {
 			_, err := NewClassificationBatch(e.pix, e.labels, e.ppi, e.k)
 			assert.ErrorContains(t, err, e.want)
 		})
+	}
+}
+
+func TestNewMaskedBatch(t *testing.T) {
+	seqs := [][]int32{{1, 2, 3}, {4, 5, 6}}
+	b, err := NewMaskedBatch(seqs, [][]bool{{false, true}, {true, false}}, 4, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.Kept(), []bool{false, true, true, false}; !slices.Equal(got, want) {
+		t.Errorf("Kept = %v, want %v", got, want)
+	}
+	if got := (&Batch{B: 1, T: 2, Tokens: [][]int32{{1, 2, 3}}}).Kept(); !slices.Equal(got, []bool{true, true}) {
+		t.Errorf("unmasked Kept = %v", got)
+	}
+	for _, keep := range [][][]bool{
+		{{false, false}, {false, false}}, // nothing kept
+		{{true, true}},                   // one mask for two sequences
+		{{true}, {true, true}},           // a short mask
+	} {
+		if _, err := NewMaskedBatch(seqs, keep, 4, 8); err == nil {
+			t.Errorf("NewMaskedBatch(%v): no error", keep)
+		}
 	}
 }

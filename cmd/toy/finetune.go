@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/recipes"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/ggml"
+)
+
+func runFinetune(args []string, stdout, stderr io.Writer) error {
+	f := recipes.DefaultFinetune()
+	fs := flag.NewFlagSet("finetune", flag.ContinueOnError)
+	fs.StringVar(&f.Base, "m", "", "the base GGUF model to adapt (required; its tokenizer and chat template are used)")
+	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file (required)")
+	fs.StringVar(&f.Template, "template", "", "chat template of .jsonl data: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
+	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
+	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
+	alpha := fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
+	targets := fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(llama.LoRATargets, ", ")+", or all")
+	fs.Uint64Var(&f.LoRA.Seed, "lora-seed", f.LoRA.Seed, "seed of the adapters' initial A matrices")
+	fs.IntVar(&f.Steps, "steps", f.Steps, "optimizer steps")
+	fs.IntVar(&f.Batch, "batch", f.Batch, "sequences per step")
+	fs.IntVar(&f.SeqLen, "seq", f.SeqLen, "tokens per sequence (at most the model's context; a chat conversation is one sequence)")
+	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
+	fs.Float64Var(&f.LR, "lr", f.LR, "peak learning rate")
+	fs.Float64Var(&f.MinLR, "min-lr", f.MinLR, "final learning rate of the cosine schedule")
+	fs.IntVar(&f.Warmup, "warmup", f.Warmup, "warmup steps")
+	fs.Float64Var(&f.AdamW.WeightDecay, "weight-decay", f.AdamW.WeightDecay, "AdamW weight decay")
+	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the batch order")
+	fs.IntVar(&f.Threads, "t", f.Threads, "CPU threads")
+	fs.IntVar(&f.EvalEvery, "eval-every", f.EvalEvery, "steps between held-out evaluations (0: at the start and end only)")
+	fs.IntVar(&f.EvalBatches, "eval-batches", f.EvalBatches, "batches per held-out evaluation")
+	fs.IntVar(&f.SaveEvery, "save-every", f.SaveEvery, "steps between checkpoints (0: none by steps)")
+	fs.Float64Var(&f.SaveMinutes, "save-minutes", f.SaveMinutes, "minutes between checkpoints (0: none by time); one is also saved at the end and on Ctrl-C")
+	fs.StringVar(&f.RunsDir, "runs", f.RunsDir, "directory for run bundles")
+	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change")
+	fs.BoolVar(&f.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	full := fs.Bool("full", false, "full fine-tune (not implemented yet)")
+	warm := fs.Bool("warm-start", false, "warm start a new model from a donor's tokenizer and embeddings (not implemented yet)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy finetune -m BASE.gguf -data FILE|DIR [flags]
+
+Adapts a GGUF model (any the decoder runs and the trainer can differentiate: llama/SmolLM2,
+qwen2, qwen3) to new data.
+
+Modes:
+  LoRA (the default)  trains low-rank adapters (-r, -alpha, -lora-targets) on a frozen base,
+                      which stays memory-mapped in its own type (f32, f16, q8_0, q4_K, ...);
+                      only the adapters and their AdamW state are trained (train.LoRA()'s
+                      settings). The result is an adapter GGUF in llama.cpp's LoRA format:
+                      toy generate -m BASE -lora ADAPTER runs it, llama.cpp's --lora loads it,
+                      toy export -m BASE -lora ADAPTER -o OUT.gguf merges it.
+  -full, -warm-start  not implemented yet.
+
+Data: a text file or a directory of text files (as toy train reads them; documents are
+separated by the end-of-text token), or a .jsonl file of chat conversations, one a line:
+  {"messages":[{"role":"system|user|assistant","content":"..."}]}
+rendered through the model's chat template; the loss counts the assistant's replies only
+(through the end-of-turn marker). A bad line is an error naming it. Every 20th conversation
+(or document, by hash) is held out for evaluation.
+
+Each run writes runs/<id>/: events.jsonl (the run_start records the base model's path,
+sha256 and architecture, and the adapter's settings), the tokenized data, and checkpoints in
+weights/ (step-<N>/adapter.gguf and optimizer.gguf; weights/adapter.gguf is the latest).
+Ctrl-C saves a checkpoint and exits (status 130); -resume runs/<id> continues it bit for bit.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *full || *warm {
+		return usagef("-full and -warm-start are not implemented yet; the default mode is LoRA")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	f.LoRA.Alpha = float32(*alpha)
+	f.LoRA.Targets = strings.Split(*targets, ",")
+	if f.Resume != "" {
+		var refused []string
+		for name := range set {
+			switch name {
+			case "resume":
+			case "steps":
+				f.ResumeSteps = f.Steps
+			default:
+				found := false
+				for _, o := range resumeOptions {
+					if o.flag == name {
+						f.ResumeKeep, found = append(f.ResumeKeep, o.option), true
+					}
+				}
+				if !found || name == "sample" || name == "prompt" {
+					refused = append(refused, "-"+name)
+				}
+			}
+		}
+		if len(refused) > 0 {
+			return usagef("-resume: %s would change the run (with -resume only -steps, -t, -eval-every, -save-every, -save-minutes and -git apply)", strings.Join(refused, ", "))
+		}
+	} else {
+		if f.Base == "" || f.Data == "" {
+			return usagef("give the base model (-m) and the data (-data)")
+		}
+		if !set["warmup"] && f.Warmup >= f.Steps {
+			f.Warmup = f.Steps / 10
+		}
+	}
+	f.Out = stdout
+	if fh, ok := stdout.(*os.File); ok {
+		if fi, err := fh.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			f.Interactive = true
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := f.Run(ctx)
+	if err == nil && res.Interrupted {
+		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
+	}
+	return err
+}
+
+// runExport writes a GGUF model with LoRA adapters merged into its weights.
+func runExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	base := fs.String("m", "", "the base GGUF model (required)")
+	var loras stringList
+	fs.Var(&loras, "lora", "a LoRA adapter GGUF to merge (required; repeatable)")
+	scale := fs.Float64("lora-scale", 1, "scale of the adapters")
+	out := fs.String("o", "", "the merged GGUF to write (required)")
+	typName := fs.String("type", "f16", "type of the merged weight matrices: f32, f16, bf16, q8_0, q4_0, q4_K, ... (ggml's quantizers)")
+	force := fs.Bool("force", false, "replace an existing model at -o")
+	fs.Bool("merge", true, "merge the adapters into the weights (the only export there is)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy export -m BASE.gguf -lora ADAPTER.gguf -o OUT.gguf [-type f16]
+
+Merges LoRA adapters (toy finetune's, or llama.cpp's) into a copy of the base model: each
+adapted weight W becomes W + scale·(alpha/r)·B·A, computed in float64 from W's dequantized
+values and stored as -type; every other tensor and every metadata key is copied. The result
+runs wherever the base ran, without the adapters. The file is written atomically; an existing
+file is replaced only with -force.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *base == "" || len(loras) == 0 || *out == "" {
+		return usagef("give the base model (-m), at least one adapter (-lora) and the output (-o)")
+	}
+	typ, ok := ggml.Type(-1), false
+	for t := ggml.Type(0); t < 64; t++ {
+		if ggml.ValidType(t) && strings.EqualFold(ggml.TypeName(t), *typName) {
+			typ, ok = t, true
+		}
+	}
+	if !ok {
+		return usagef("-type %q: not a ggml type", *typName)
+	}
+	if err := regularInput(*base); err != nil {
+		return err
+	}
+	if err := checkOutput(*out, kindGGUFModel, *force, false); err != nil {
+		return err
+	}
+	var ads []llama.LoRA
+	for _, p := range loras {
+		ads = append(ads, llama.LoRA{Path: p, Scale: float32(*scale)})
+	}
+	if err := llama.MergeLoRA(*base, ads, *out, typ); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "merged %d adapter(s) into %s (%s)\n", len(ads), *out, ggml.TypeName(typ))
+	return nil
+}

@@ -1,0 +1,847 @@
+package recipes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toyml/toy/engines/data"
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/runs"
+	chatfmt "github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/ggml"
+)
+
+// Finetune trains LoRA adapters on a frozen GGUF model (llama.NewAdapter): the base stays
+// memory-mapped in its own type and only the adapters and their AdamW state are trained. The
+// data is plain text (a file or a directory, as Scratch reads it) or chat conversations in
+// JSONL (a .jsonl file, data.ReadChat), rendered through the model's chat template with the
+// loss on the assistant's replies only. The zero value is not usable: start from
+// DefaultFinetune. Its JSON is the config{} of the run's run_start.
+type Finetune struct {
+	// Base is the GGUF model to adapt; its tokenizer is the run's.
+	Base string `json:"base"`
+	// Data is a text file, a directory of text files, or a chat file (.jsonl).
+	Data string `json:"data"`
+	// Template names the chat template of chat data ("" : detected from the base's
+	// tokenizer.chat_template); see chatfmt.TemplateByName.
+	Template string `json:"template"`
+	// MaxTextBytes caps how much text is read (0: all).
+	MaxTextBytes int64 `json:"max_text_bytes"`
+	// LoRA are the adapters' settings.
+	LoRA LoRAConfig `json:"lora"`
+	// Steps is the number of optimizer steps; Batch sequences of SeqLen tokens each (a chat
+	// conversation is one sequence, padded; a longer one is cut, and counted).
+	Steps  int `json:"steps"`
+	Batch  int `json:"batch"`
+	SeqLen int `json:"seq_len"`
+	// Schedule ("cosine" or "constant") with peak LR, floor MinLR and Warmup steps.
+	Schedule string      `json:"schedule"`
+	LR       float64     `json:"lr"`
+	MinLR    float64     `json:"min_lr"`
+	Warmup   int         `json:"warmup"`
+	AdamW    train.AdamW `json:"adamw"`
+	// Seed seeds the order of the training batches (LoRA.Seed seeds the initial A matrices).
+	Seed          uint64    `json:"seed"`
+	Threads       int       `json:"threads"`
+	EvalEvery     int       `json:"eval_every"`
+	EvalBatches   int       `json:"eval_batches"`
+	SaveEvery     int       `json:"save_every"`
+	SaveMinutes   float64   `json:"save_minutes"`
+	RunsDir       string    `json:"runs_dir"`
+	Resume        string    `json:"resume"`
+	ResumeSteps   int       `json:"resume_steps"`
+	Git           bool      `json:"git"`
+	Out           io.Writer `json:"-"`
+	Interactive   bool      `json:"-"`
+	ProgressEvery int       `json:"progress_every"`
+	// ResumeKeep names options (JSON keys, from ResumableOptions) whose values in this
+	// Finetune replace the run's own when resuming.
+	ResumeKeep []string `json:"-"`
+
+	ckpt        *runs.Checkpoint
+	started     bool
+	madeRunsDir bool
+}
+
+// LoRAConfig are the adapters' settings (llama.LoRAOptions).
+type LoRAConfig struct {
+	Rank    int      `json:"rank"`
+	Alpha   float32  `json:"alpha"`
+	Targets []string `json:"targets"`
+	Seed    uint64   `json:"seed"`
+}
+
+// BaseModel is the run_start's model{} of a fine-tuning run: the base it adapts.
+type BaseModel struct {
+	Path         string `json:"path"`
+	SHA256       string `json:"sha256"`
+	Architecture string `json:"architecture"`
+	Type         string `json:"type"`
+	Params       int64  `json:"params"`
+}
+
+// DefaultFinetune is LoRA rank 16, alpha 32 on the query and value projections, with
+// train.LoRA()'s AdamW settings.
+func DefaultFinetune() Finetune {
+	return Finetune{
+		LoRA:  LoRAConfig{Rank: 16, Alpha: 32, Targets: []string{"q", "v"}, Seed: 1},
+		Steps: 200, Batch: 4, SeqLen: 256, Schedule: "cosine", LR: 2e-4, MinLR: 2e-5, Warmup: 10,
+		AdamW: train.LoRA(), Seed: 1, Threads: 2, EvalEvery: 50, EvalBatches: 4, SaveEvery: 100, SaveMinutes: 5,
+		RunsDir: "runs", ProgressEvery: 10,
+	}
+}
+
+const (
+	adapterFile                    = "adapter.gguf"
+	trainMaskFile, heldOutMaskFile = "train.mask", "heldout.mask"
+	// heldOutEvery holds out every heldOutEvery-th conversation of chat data.
+	heldOutEvery = 20
+)
+
+func (f *Finetune) printf(format string, args ...any) {
+	if f.Out != nil {
+		fmt.Fprintf(f.Out, format, args...)
+	}
+}
+
+// IsChat reports whether the data is chat conversations (a .jsonl file).
+func (f *Finetune) IsChat() bool { return strings.HasSuffix(strings.ToLower(f.Data), ".jsonl") }
+
+func (f *Finetune) loraOptions() llama.LoRAOptions {
+	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed}
+}
+
+// Validate checks the options that do not need the base model.
+func (f *Finetune) Validate() error {
+	var errs []error
+	if f.Base == "" {
+		errs = append(errs, fmt.Errorf("no base model (-m)"))
+	}
+	if f.Data == "" {
+		errs = append(errs, fmt.Errorf("no data (-data)"))
+	}
+	if f.Steps < 1 || f.Batch < 1 || f.SeqLen < 1 {
+		errs = append(errs, fmt.Errorf("steps %d, batch %d, sequence length %d: want at least 1 each", f.Steps, f.Batch, f.SeqLen))
+	}
+	if f.LoRA.Rank < 1 || !(f.LoRA.Alpha > 0) || math.IsInf(float64(f.LoRA.Alpha), 0) {
+		errs = append(errs, fmt.Errorf("lora rank %d, alpha %g: want a rank of at least 1 and a positive finite alpha", f.LoRA.Rank, f.LoRA.Alpha))
+	}
+	if _, err := train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps); err != nil {
+		errs = append(errs, err)
+	}
+	if err := f.AdamW.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if f.EvalEvery < 0 || f.SaveEvery < 0 || f.SaveMinutes < 0 || math.IsNaN(f.SaveMinutes) || f.EvalBatches < 1 {
+		errs = append(errs, fmt.Errorf("eval every %d (%d batches), save every %d steps or %g minutes: want 0 (never) or more, and at least one batch", f.EvalEvery, f.EvalBatches, f.SaveEvery, f.SaveMinutes))
+	}
+	return errors.Join(errs...)
+}
+
+// Run fine-tunes until Steps, or until ctx is cancelled (Ctrl-C), in which case it saves a
+// checkpoint first and reports Interrupted. A new run that fails before it trains leaves no
+// directory behind.
+func (f *Finetune) Run(ctx context.Context) (*Result, error) {
+	run, start, err := f.prepare()
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.train(ctx, run, start)
+	run.Close()
+	if err != nil && f.Resume == "" && !f.started {
+		os.RemoveAll(run.Dir)
+		if f.madeRunsDir {
+			os.Remove(f.RunsDir)
+		}
+	}
+	return res, err
+}
+
+// openBase maps the base model and reads its tokenizer.
+func (f *Finetune) openBase(be *ggml.Backend) (*llama.GGUFModel, *tokenizer.Tokenizer, error) {
+	m, err := llama.OpenModel(f.Base, llama.ModelOptions{Backend: be})
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("%s: tokenizer: %w", f.Base, err)
+	}
+	if tok.VocabSize() != m.Arch.Vocab {
+		m.Close()
+		return nil, nil, fmt.Errorf("%s: the tokenizer has %d tokens, the model %d", f.Base, tok.VocabSize(), m.Arch.Vocab)
+	}
+	if f.SeqLen > m.Arch.Context {
+		m.Close()
+		return nil, nil, fmt.Errorf("sequence length %d: the model's context is %d", f.SeqLen, m.Arch.Context)
+	}
+	return m, tok, nil
+}
+
+// prepare creates the run directory with its token files, or reopens it.
+func (f *Finetune) prepare() (*runs.Run, int, error) {
+	if f.Resume != "" {
+		return f.reopen()
+	}
+	if err := f.Validate(); err != nil {
+		return nil, 0, err
+	}
+	cpu, err := ggml.NewCPUBackend(1)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cpu.Close()
+	m, tok, err := f.openBase(cpu)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer m.Close()
+	ad, err := llama.NewAdapter(m, f.loraOptions()) // the targets, before any work
+	if err != nil {
+		return nil, 0, err
+	}
+	ad.Close()
+	var write func(dir string) error
+	if f.IsChat() {
+		if write, err = f.chatData(m, tok); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		docs, err := data.ReadTexts(f.Data, f.MaxTextBytes)
+		if err != nil {
+			return nil, 0, err
+		}
+		var trainDocs, heldDocs []data.Document
+		for _, d := range docs {
+			if data.IsHeldOut(d.Path) {
+				heldDocs = append(heldDocs, d)
+			} else {
+				trainDocs = append(trainDocs, d)
+			}
+		}
+		if trainDocs, heldDocs, err = ensureHeldOut(trainDocs, heldDocs, f.Data); err != nil {
+			return nil, 0, err
+		}
+		f.printf("data: %d training documents, %d held out (text)\n", len(trainDocs), len(heldDocs))
+		write = func(dir string) error {
+			for _, part := range []struct {
+				docs []data.Document
+				file string
+			}{{trainDocs, trainFile}, {heldDocs, heldOutFile}} {
+				if err := writeTokens(filepath.Join(dir, part.file), part.docs, tok, tok.EOS()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	_, statErr := os.Stat(f.RunsDir)
+	f.madeRunsDir = statErr != nil
+	run, err := runs.Create(f.RunsDir, runs.NewID(time.Now(), rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))))
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := write(run.Dir); err != nil {
+		run.Close()
+		os.RemoveAll(run.Dir)
+		return nil, 0, err
+	}
+	return run, 0, nil
+}
+
+// chatData renders the conversations into records of SeqLen+1 tokens (padded with the
+// end-of-text token) and their masks (1 where the token is the assistant's, which the loss
+// counts), and returns the function that writes them into a run directory.
+func (f *Finetune) chatData(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (func(dir string) error, error) {
+	convs, err := data.ReadChat(f.Data)
+	if err != nil {
+		return nil, err
+	}
+	if len(convs) < 2 {
+		return nil, fmt.Errorf("%s: %d conversation: want at least 2 (one is held out)", f.Data, len(convs))
+	}
+	tmpl, err := f.chatTemplate(m)
+	if err != nil {
+		return nil, err
+	}
+	W := f.SeqLen + 1
+	type part struct{ ids, mask []int32 }
+	var tr, held part
+	cut := 0
+	for i, c := range convs {
+		ids, kept, err := renderChat(tmpl, tok, c.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", f.Data, c.Line, err)
+		}
+		if len(ids) > W {
+			ids, kept = ids[:W], kept[:W]
+			cut++
+		}
+		n := 0
+		for _, k := range kept[1:] {
+			if k {
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%s:%d: no assistant token within the first %d tokens (raise -seq)", f.Data, c.Line, W)
+		}
+		p := &tr
+		if i%heldOutEvery == heldOutEvery-1 || (i == len(convs)-1 && len(held.ids) == 0) {
+			p = &held
+		}
+		for j := range W {
+			id, mk := tok.EOS(), int32(0)
+			if j < len(ids) {
+				id = ids[j]
+				if kept[j] {
+					mk = 1
+				}
+			}
+			p.ids = append(p.ids, id)
+			p.mask = append(p.mask, mk)
+		}
+	}
+	f.printf("data: %d conversations (%d held out), template %s, loss on the assistant's tokens", len(convs), len(held.ids)/W, tmpl.Name)
+	if cut > 0 {
+		f.printf("; %d conversations longer than %d tokens were cut", cut, W)
+	}
+	f.printf("\n")
+	return func(dir string) error {
+		for _, x := range []struct {
+			p          part
+			ids, masks string
+		}{{tr, trainFile, trainMaskFile}, {held, heldOutFile, heldOutMaskFile}} {
+			if err := writeIDs(filepath.Join(dir, x.ids), x.p.ids, tok.VocabSize(), 4); err != nil {
+				return err
+			}
+			if err := writeIDs(filepath.Join(dir, x.masks), x.p.mask, 2, 2); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+func writeIDs(path string, ids []int32, vocab, width int) error {
+	w, err := data.NewWriter(path, width, vocab)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(ids); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
+}
+
+// chatTemplate is the template named by Template, or the one the base's
+// tokenizer.chat_template holds.
+func (f *Finetune) chatTemplate(m *llama.GGUFModel) (chatfmt.Template, error) {
+	if f.Template != "" {
+		return chatfmt.TemplateByName(f.Template)
+	}
+	jinja, _ := m.Meta["tokenizer.chat_template"].(string)
+	if jinja == "" {
+		return chatfmt.Template{}, fmt.Errorf("%s has no chat template (tokenizer.chat_template); name one with -template", f.Base)
+	}
+	return chatfmt.DetectTemplate(jinja)
+}
+
+// renderChat renders a conversation through the template and tokenizes it, BOS first when the
+// tokenizer adds one, and tells for each token whether it is the assistant's: the text of each
+// assistant reply up to and including the template's end-of-turn marker. Each assistant turn
+// (but a conversation's opening one, which answers nothing) is located as the difference between the conversation rendered up to it with a generation
+// prompt and rendered through it.
+func renderChat(tmpl chatfmt.Template, tok *tokenizer.Tokenizer, msgs []data.Message) ([]int32, []bool, error) {
+	conv := make([]chatfmt.Message, len(msgs))
+	for i, m := range msgs {
+		conv[i] = chatfmt.Message{Role: m.Role, Content: m.Content}
+	}
+	full, err := tmpl.Apply(conv, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []int32
+	var kept []bool
+	if tok.Vocab().AddBOS && tok.BOS() >= 0 {
+		ids, kept = append(ids, tok.BOS()), append(kept, false)
+	}
+	add := func(text string, k bool) {
+		for _, id := range tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: true}) {
+			ids, kept = append(ids, id), append(kept, k)
+		}
+	}
+	done := 0 // bytes of full tokenized so far
+	for i, m := range conv {
+		if m.Role != chatfmt.RoleAssistant || i == 0 { // an opening assistant turn answers no prompt: it stays context
+			continue
+		}
+		prompt, err := tmpl.Apply(conv[:i], true)
+		if err != nil {
+			return nil, nil, err
+		}
+		through, err := tmpl.Apply(conv[:i+1], false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !strings.HasPrefix(through, prompt) || !strings.HasPrefix(full, through) || len(prompt) < done {
+			return nil, nil, fmt.Errorf("template %s: message %d: the rendering of the conversation up to a reply is not a prefix of the whole", tmpl.Name, i)
+		}
+		reply := through[len(prompt):]
+		if eot := tmpl.EndOfTurn(); eot != "" {
+			if j := strings.LastIndex(reply, eot); j >= 0 {
+				reply = reply[:j+len(eot)]
+			}
+		}
+		add(full[done:len(prompt)], false)
+		add(reply, true)
+		done = len(prompt) + len(reply)
+	}
+	add(full[done:], false)
+	return ids, kept, nil
+}
+
+// reopen continues a run from its last checkpoint with its own options (see Scratch.reopen).
+func (f *Finetune) reopen() (*runs.Run, int, error) {
+	run, err := runs.OpenRun(f.Resume)
+	if err != nil {
+		return nil, 0, err
+	}
+	fail := func(err error) (*runs.Run, int, error) {
+		run.Close()
+		return nil, 0, fmt.Errorf("resume %s: %w", f.Resume, err)
+	}
+	var start *runs.RunStart
+	for _, e := range run.Events {
+		if rs, ok := e.Data.(runs.RunStart); ok {
+			start = &rs
+		}
+	}
+	if start == nil {
+		return fail(fmt.Errorf("no run_start event in %s", run.EventsPath()))
+	}
+	saved := *f
+	raw, _ := start.Config.(json.RawMessage)
+	if err := json.Unmarshal(raw, f); err != nil {
+		return fail(fmt.Errorf("reading the fine-tuning options: %w", err))
+	}
+	f.Out, f.Interactive, f.Resume, f.ResumeKeep, f.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+	if err := keepOptions(f, &saved, saved.ResumeKeep); err != nil {
+		return fail(err)
+	}
+	var base BaseModel
+	if raw, ok := start.Model.(json.RawMessage); !ok || json.Unmarshal(raw, &base) != nil {
+		return fail(fmt.Errorf("the run_start names no base model"))
+	}
+	if sum, err := fileSHA256(f.Base); err != nil {
+		return fail(err)
+	} else if sum != base.SHA256 {
+		return fail(fmt.Errorf("the base model %s has changed since the run started (sha256 %s, was %s)", f.Base, sum, base.SHA256))
+	}
+	c, err := run.LatestCheckpoint()
+	if err != nil {
+		return fail(err)
+	}
+	step, err := adapterPairing(c, run.ID)
+	if err != nil {
+		return fail(err)
+	}
+	if f.ResumeSteps > 0 {
+		if f.ResumeSteps <= step {
+			return fail(fmt.Errorf("-steps %d: the run is already at step %d; give more steps to extend it", f.ResumeSteps, step))
+		}
+		f.Steps = f.ResumeSteps
+	} else if step >= f.Steps {
+		return fail(fmt.Errorf("the run is finished (%d of %d steps); extend it with a larger total of steps (-steps)", step, f.Steps))
+	}
+	if err := f.Validate(); err != nil {
+		return fail(err)
+	}
+	f.ckpt = c
+	return run, step, nil
+}
+
+// adapterPairing checks that a checkpoint's adapter and optimizer state are one: the same
+// step, seed and run, and the manifest's step; it returns the step.
+func adapterPairing(c *runs.Checkpoint, runID string) (int, error) {
+	if !c.Has(adapterFile) || !c.Has(stateFile) {
+		return 0, fmt.Errorf("the checkpoint in %s lacks %s or %s", filepath.Dir(c.Path(adapterFile)), adapterFile, stateFile)
+	}
+	meta := func(path string) (map[string]any, error) {
+		g, err := ggml.OpenGGUF(path)
+		if err != nil {
+			return nil, err
+		}
+		defer g.Close()
+		return llama.Metadata(g)
+	}
+	a, err := meta(c.Path(adapterFile))
+	if err != nil {
+		return 0, err
+	}
+	s, err := meta(c.Path(stateFile))
+	if err != nil {
+		return 0, err
+	}
+	step, ok := a["toy.train.step"].(uint32)
+	if !ok {
+		return 0, fmt.Errorf("%s has no toy.train.step", c.Path(adapterFile))
+	}
+	for _, k := range []string{"toy.train.step", "toy.train.seed", "toy.train.run_id"} {
+		if a[k] != s[k] {
+			return 0, fmt.Errorf("%s (%s %v) and %s (%v) are not one checkpoint", c.Path(adapterFile), k, a[k], c.Path(stateFile), s[k])
+		}
+	}
+	if !c.Legacy && int(step) != c.Step {
+		return 0, fmt.Errorf("%s is at step %d, its manifest says %d", c.Path(adapterFile), step, c.Step)
+	}
+	if id, _ := a["toy.train.run_id"].(string); id != runID {
+		return 0, fmt.Errorf("%s was saved by run %q, not %q", c.Path(adapterFile), id, runID)
+	}
+	return int(step), nil
+}
+
+func fileSHA256(path string) (string, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// batches are a run's training and held-out batches: windows of a text corpus, or chat
+// records with their loss masks.
+type batches struct {
+	trainC, heldC *data.Corpus
+	trainM, heldM *data.Corpus // chat: the masks (nil for text)
+	window, batch int
+	seed          uint64
+}
+
+func openBatches(dir string, chat bool, window, batch int, seed uint64) (*batches, error) {
+	b := &batches{window: window, batch: batch, seed: seed}
+	var err error
+	open := func(name string) *data.Corpus {
+		if err != nil {
+			return nil
+		}
+		var c *data.Corpus
+		c, err = data.Open(filepath.Join(dir, name))
+		return c
+	}
+	b.trainC, b.heldC = open(trainFile), open(heldOutFile)
+	if chat {
+		b.trainM, b.heldM = open(trainMaskFile), open(heldOutMaskFile)
+	}
+	if err == nil && (b.trainC.Len() < int64(window) || b.heldC.Len() < int64(window)) {
+		err = fmt.Errorf("the data is too small: %d training and %d held-out tokens for windows of %d", b.trainC.Len(), b.heldC.Len(), window)
+	}
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *batches) Close() {
+	for _, c := range []*data.Corpus{b.trainC, b.heldC, b.trainM, b.heldM} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// records reads chat records i (of window tokens) and their loss flags: flag t of a record
+// tells whether its token t+1 is the assistant's.
+func (b *batches) records(ids, masks *data.Corpus, idx []int64) ([][]int32, [][]bool, error) {
+	var seqs [][]int32
+	var keep [][]bool
+	for _, i := range idx {
+		seq := make([]int32, b.window)
+		mask := make([]int32, b.window)
+		if _, err := ids.ReadAt(seq, i*int64(b.window)); err != nil {
+			return nil, nil, err
+		}
+		if _, err := masks.ReadAt(mask, i*int64(b.window)); err != nil {
+			return nil, nil, err
+		}
+		k := make([]bool, b.window-1)
+		for t := range k {
+			k[t] = mask[t+1] == 1
+		}
+		seqs, keep = append(seqs, seq), append(keep, k)
+	}
+	return seqs, keep, nil
+}
+
+// train returns batch number n of the training batches (a pure function of the seed and n,
+// so a resumed run continues exactly).
+func (b *batches) train(n int) ([][]int32, [][]bool, error) {
+	if b.trainM == nil {
+		flat, err := data.SamplerAt(b.trainC, b.seed, b.window, uint64(n*b.batch)).NextBatch(b.batch)
+		return split(flat, b.window), nil, err
+	}
+	records := b.trainC.Len() / int64(b.window)
+	idx := make([]int64, b.batch)
+	for i := range idx {
+		r := rand.New(rand.NewPCG(b.seed, uint64(n*b.batch+i)^0x9e3779b97f4a7c15))
+		idx[i] = int64(r.Uint64N(uint64(records)))
+	}
+	return b.records(b.trainC, b.trainM, idx)
+}
+
+// heldOut returns held-out batch i of an evaluation (the same batches every time).
+func (b *batches) heldOut(i int) ([][]int32, [][]bool, error) {
+	if b.heldM == nil {
+		flat, err := data.SamplerAt(b.heldC, heldOutSeed, b.window, uint64(i*b.batch)).NextBatch(b.batch)
+		return split(flat, b.window), nil, err
+	}
+	records := b.heldC.Len() / int64(b.window)
+	idx := make([]int64, b.batch)
+	for j := range idx {
+		idx[j] = int64(i*b.batch+j) % records
+	}
+	return b.records(b.heldC, b.heldM, idx)
+}
+
+func (f *Finetune) checkpointKVs(step int, runID string) []llama.KV {
+	return []llama.KV{
+		{Key: "toy.train.step", Value: uint32(step)},
+		{Key: "toy.train.seed", Value: uint64(f.Seed)},
+		{Key: "toy.train.adamw_mode", Value: f.AdamW.Mode.String()},
+		{Key: "toy.train.run_id", Value: runID},
+		{Key: "toy.finetune.base", Value: filepath.Base(f.Base)},
+	}
+}
+
+func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Result, error) {
+	res := &Result{RunDir: run.Dir}
+	be, err := ggml.NewBackend(f.Threads)
+	if err != nil {
+		return nil, err
+	}
+	defer be.Close()
+	m, tok, err := f.openBase(be)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	chat := f.IsChat()
+	window := f.SeqLen + 1
+	bs, err := openBatches(run.Dir, chat, window, f.Batch, f.Seed)
+	if err != nil {
+		return nil, err
+	}
+	defer bs.Close()
+	ad, err := llama.NewAdapter(m, f.loraOptions())
+	if err != nil {
+		return nil, err
+	}
+	defer ad.Close()
+	if startStep == 0 {
+		err = ad.Init()
+	} else {
+		err = ad.Load(f.ckpt.Path(adapterFile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	newTrainer, newEvaluator := llama.NewTrainer, llama.NewEvaluator
+	if chat {
+		newTrainer, newEvaluator = llama.NewMaskedTrainer, llama.NewMaskedEvaluator
+	}
+	tr, err := newTrainer(ad, f.SeqLen, f.Batch)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.Close()
+	ev, err := newEvaluator(ad, f.SeqLen, f.Batch)
+	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
+	if !chat { // text documents are separated by the end-of-text token; a chat record is one
+		tr.Sep, ev.Sep = tok.EOS(), tok.EOS()
+	}
+	if startStep > 0 {
+		values, err := tr.LoadState(f.ckpt.Path(stateFile))
+		if err != nil {
+			return nil, err
+		}
+		mode, _ := values["toy.train.adamw_mode"].(string)
+		saved, err := train.ParseMode(mode)
+		if err != nil {
+			return nil, fmt.Errorf("resume: optimizer state: %w", err)
+		}
+		if err := f.AdamW.CheckMode(saved); err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+	}
+	sum, err := fileSHA256(f.Base)
+	if err != nil {
+		return nil, err
+	}
+	var gitInfo *runs.GitInfo
+	if f.Git {
+		if sha, branch, ok := runs.Git("."); ok {
+			gitInfo = &runs.GitInfo{SHA: sha, Branch: branch}
+		}
+	}
+	sched, err := train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps)
+	if err != nil {
+		return nil, err
+	}
+	base := BaseModel{Path: f.Base, SHA256: sum, Architecture: m.Arch.Name, Type: ggml.TypeName(m.WeightType()), Params: m.Params()}
+	seeds := map[string]uint64{"lora": f.LoRA.Seed, "data": f.Seed, "heldout": heldOutSeed}
+	if err := run.LogStart(runs.RunStart{Model: base, Config: f, Seeds: seeds, Git: gitInfo}); err != nil {
+		return nil, err
+	}
+	f.started = true
+
+	lastSave := time.Now()
+	save := func(step int) error {
+		kvs := f.checkpointKVs(step, run.ID)
+		_, err := run.SaveCheckpoint(step, func(dir string) error {
+			if err := tr.SaveState(filepath.Join(dir, stateFile), kvs[:4]); err != nil {
+				return err
+			}
+			return ad.Save(filepath.Join(dir, adapterFile), kvs)
+		}, adapterFile)
+		lastSave = time.Now()
+		return err
+	}
+	evaluate := func() (float64, error) {
+		total := 0.0
+		for i := 0; i < f.EvalBatches; i++ {
+			seqs, keep, err := bs.heldOut(i)
+			if err != nil {
+				return 0, err
+			}
+			l, err := ev.LossMasked(seqs, keep)
+			if err != nil {
+				return 0, err
+			}
+			total += float64(l)
+		}
+		return total / float64(f.EvalBatches), nil
+	}
+
+	f.printf("base: %s (%s, %s, %.1fM parameters, frozen); LoRA rank %d alpha %g on %s: %.2fM trainable parameters; batch %d × %d tokens; %d threads\n",
+		f.Base, m.Arch.Name, base.Type, float64(base.Params)/1e6, ad.Options().Rank, ad.Options().Alpha, strings.Join(ad.Options().Targets, ","),
+		float64(ad.Params())/1e6, f.Batch, f.SeqLen, be.Threads())
+	if startStep > 0 {
+		f.printf("resuming %s at step %d of %d\n", run.Dir, startStep, f.Steps)
+	}
+	if startStep == 0 {
+		hl, err := evaluate()
+		if err != nil {
+			return nil, err
+		}
+		if err := run.LogEval(runs.Eval{Step: 0, Loss: hl}); err != nil {
+			return nil, err
+		}
+		f.printf("step 0: held-out loss %.4f (the base model)\n", hl)
+	}
+	pl := progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen}
+	t0 := time.Now()
+	var loss float32
+	for _, e := range run.Events {
+		if st, ok := e.Data.(runs.Step); ok && st.Step < startStep {
+			loss = float32(st.Loss)
+		}
+	}
+	step := startStep
+	tokensPerStep := float64(f.Batch * f.SeqLen)
+	for ; step < f.Steps; step++ {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		seqs, keep, err := bs.train(step)
+		if err != nil {
+			return nil, err
+		}
+		lr := sched.LR(step)
+		decay, err := f.AdamW.Params(step, lr, true)
+		if err != nil {
+			return nil, err
+		}
+		noDecay, _ := f.AdamW.Params(step, lr, false)
+		ts := time.Now()
+		if loss, err = tr.StepMasked(seqs, keep, decay, noDecay); err != nil {
+			return nil, err
+		}
+		if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
+			return nil, fmt.Errorf("step %d: the loss is %v (lower the learning rate)", step, loss)
+		}
+		if err := run.LogStep(runs.Step{Step: step, Loss: float64(loss), LR: lr, TokensPerS: tokensPerStep / time.Since(ts).Seconds()}); err != nil {
+			return nil, err
+		}
+		pl.step(step, startStep, float64(loss), lr, t0)
+		if f.EvalEvery > 0 && (step+1)%f.EvalEvery == 0 && step+1 < f.Steps {
+			hl, err := evaluate()
+			if err != nil {
+				return nil, err
+			}
+			if err := run.LogEval(runs.Eval{Step: step + 1, Loss: hl}); err != nil {
+				return nil, err
+			}
+			pl.end()
+			f.printf("step %d: held-out loss %.4f\n", step+1, hl)
+		}
+		if f.SaveEvery > 0 && (step+1)%f.SaveEvery == 0 && step+1 < f.Steps ||
+			f.SaveMinutes > 0 && time.Since(lastSave).Minutes() >= f.SaveMinutes {
+			if err := save(step + 1); err != nil {
+				return nil, err
+			}
+		}
+	}
+	pl.end()
+	elapsed := time.Since(t0).Seconds()
+	res.Steps, res.TrainLoss = step, float64(loss)
+	if step > startStep {
+		res.TokensPerS = float64(step-startStep) * tokensPerStep / elapsed
+	}
+	if err := save(step); err != nil {
+		return nil, err
+	}
+	reason := runs.ReasonDone
+	if res.Interrupted {
+		reason = runs.ReasonInterrupted
+		f.printf("interrupted at step %d: checkpoint saved; continue with toy finetune -resume %s\n", step, run.Dir)
+	}
+	if res.HeldOutLoss, err = evaluate(); err != nil {
+		return nil, err
+	}
+	if err := run.LogEval(runs.Eval{Step: step, Loss: res.HeldOutLoss}); err != nil {
+		return nil, err
+	}
+	if err := run.LogEnd(runs.RunEnd{Step: step, Loss: float64(loss), Reason: reason}); err != nil {
+		return nil, err
+	}
+	adapter := filepath.Join(run.WeightsDir(), adapterFile)
+	f.printf("done: %d steps in %.0fs (%.0f tokens/s); train loss %.4f, held-out loss %.4f\n",
+		step-startStep, elapsed, res.TokensPerS, res.TrainLoss, res.HeldOutLoss)
+	f.printf("adapter: %s\n  run it:   toy generate -m %s -lora %s\n  merge it: toy export -m %s -lora %s -o merged.gguf\n", adapter, f.Base, adapter, f.Base, adapter)
+	return res, nil
+}
