@@ -151,14 +151,16 @@ func TestBadInput(t *testing.T) {
 	}
 	// Well-formed files whose contents are wrong: a model command must refuse them.
 	poisoned := map[string]string{
-		"nan weights":      editGGUF(t, good, p("nan.gguf"), nil, fillF32("output_norm.weight", float32(math.NaN()))),
-		"inf weights":      editGGUF(t, good, p("inf.gguf"), nil, fillF32("token_embd.weight", float32(math.Inf(1)))),
-		"nan rope base":    editGGUF(t, good, p("nanrope.gguf"), setKV("llama.rope.freq_base", float32(math.NaN())), nil),
-		"negative eps":     editGGUF(t, good, p("negeps.gguf"), setKV("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), nil),
-		"nan eps":          editGGUF(t, good, p("naneps.gguf"), setKV("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), nil),
-		"zero heads":       editGGUF(t, good, p("heads0.gguf"), setKV("llama.attention.head_count", uint32(0)), nil),
-		"unknown arch":     editGGUF(t, good, p("arch.gguf"), setKV("general.architecture", "frobnitz"), nil),
-		"missing tensor":   editGGUF(t, good, p("notensor.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) { return ti, d, ti.Name != "output_norm.weight" }),
+		"nan weights":   editGGUF(t, good, p("nan.gguf"), nil, fillF32("output_norm.weight", float32(math.NaN()))),
+		"inf weights":   editGGUF(t, good, p("inf.gguf"), nil, fillF32("token_embd.weight", float32(math.Inf(1)))),
+		"nan rope base": editGGUF(t, good, p("nanrope.gguf"), setKV("llama.rope.freq_base", float32(math.NaN())), nil),
+		"negative eps":  editGGUF(t, good, p("negeps.gguf"), setKV("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), nil),
+		"nan eps":       editGGUF(t, good, p("naneps.gguf"), setKV("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), nil),
+		"zero heads":    editGGUF(t, good, p("heads0.gguf"), setKV("llama.attention.head_count", uint32(0)), nil),
+		"unknown arch":  editGGUF(t, good, p("arch.gguf"), setKV("general.architecture", "frobnitz"), nil),
+		"missing tensor": editGGUF(t, good, p("notensor.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
+			return ti, d, ti.Name != "output_norm.weight"
+		}),
 		"misshapen tensor": editGGUF(t, good, p("shape.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
 			if ti.Name == "output_norm.weight" {
 				ti.Ne[0] /= 2
