@@ -368,15 +368,7 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 // (the tensors carry the rest: vocabulary, tied output, biases, QK norms), written through
 // the same specs.
 func (a *Architecture) metadata() []KV {
-	c := config.DefaultLlama()
-	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = a.Vocab, a.DModel, a.DFF, a.NHeads, a.NKVHeads
-	c.NLayers, c.Context, c.RopeBase, c.RMSEps = a.NLayers, a.Context, a.RopeBase, a.NormEps
-	switch {
-	case a.RopeYaRN:
-		c.RopeScaling, c.RopeScaleFactor, c.RopeOrigContext = config.LlamaRopeScalingYarn, 1/a.RopeScale, a.RopeOrigCtx
-	case a.RopeScale != 1 && a.RopeScale > 0:
-		c.RopeScaling, c.RopeScaleFactor = config.LlamaRopeScalingLinear, 1/a.RopeScale
-	}
+	c := configFromArch(a)
 	x := config.Family{KeyLength: a.HeadDimK, ValueLength: a.HeadDimV, RopeDims: a.RopeDims,
 		SlidingWindow: a.SlidingWindow, AttnSoftcap: a.AttnSoftcap, FinalSoftcap: a.FinalSoftcap,
 		Experts: a.NExperts, ExpertsUsed: a.NExpertsUsed, ExpertFFN: a.ExpertFFN, SharedExpertFFN: a.SharedExpertFFN}

@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
@@ -26,11 +27,12 @@ func (m *Model) Save(path string, extra []KV) error {
 		{Key: "general.architecture", Value: m.Arch.Name},
 		{Key: "general.file_type", Value: uint32(0)}, // all f32
 	}
-	if m.Arch.Name == Arch {
-		kvs = append(kvs, KV{Key: "llama.rope.dimension_count", Value: uint32(HeadDim(m.Cfg))})
-		kvs = append(kvs, m.Cfg.ToGGUF(Arch)...)
-	} else {
-		kvs = append(kvs, m.Arch.metadata()...)
+	// The architecture's keys, as the decoder reads them back, then toy's training options.
+	kvs = append(kvs, m.Arch.metadata()...)
+	for _, kv := range m.Cfg.ToGGUF(m.Arch.Name) {
+		if strings.HasPrefix(kv.Key, "toy.") {
+			kvs = append(kvs, kv)
+		}
 	}
 	kvs = append(kvs, extra...)
 	for _, kv := range kvs {

@@ -17,7 +17,13 @@ func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B 
 
 // trainable is the model as the trainer sees it: every weight is trained.
 func (m *Model) trainable() *trainable {
-	return &trainable{arch: &m.Arch, w: &m.w, backend: m.backend, params: m.all, matrix: m.IsMatrix}
+	var params []*ggml.Tensor
+	for _, t := range m.all {
+		if !m.frozen[t] && m.roles[t] != roleRopeFreqs {
+			params = append(params, t)
+		}
+	}
+	return &trainable{arch: &m.Arch, w: &m.w, backend: m.backend, params: params, matrix: m.IsMatrix}
 }
 
 // BlockCausalMask fills mask ([T·T·B] floats, layout [key, query, 1, sequence]) for B

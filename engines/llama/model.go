@@ -37,6 +37,7 @@ type Model struct {
 	buf     *ggml.Buffer
 	all     []*ggml.Tensor // every weight, in GGUF order
 	roles   map[*ggml.Tensor]tensorRole
+	frozen  map[*ggml.Tensor]bool // weights a Trainer leaves alone (FreezeEmbeddings)
 }
 
 // HeadDim is the size of one attention head.

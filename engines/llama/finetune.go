@@ -1,0 +1,81 @@
+package llama
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// FromGGUF makes a training Model of m's architecture whose f32 weights are m's, dequantized
+// with ggml's CPU kernels whatever their type: the start of a full fine-tune. The model's
+// checkpoints keep m's architecture keys (Save writes Architecture.metadata), so the result
+// runs where m ran. Architectures ggml cannot differentiate are refused by name.
+func FromGGUF(m *GGUFModel, b *ggml.Backend) (*Model, error) {
+	if err := m.trainable().checkTrainable(); err != nil {
+		return nil, err
+	}
+	c := configFromArch(&m.Arch)
+	tm, err := newModel(m.Arch, c, b)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tm.all {
+		src := m.mapped.Tensor(t.Name())
+		if src == nil {
+			tm.Close()
+			return nil, fmt.Errorf("gguf %s: tensor %q is missing", m.path, t.Name())
+		}
+		raw, err := dequantizeOnCPU(src, ggml.F32)
+		if err == nil {
+			err = t.SetBytes(raw)
+		}
+		if err != nil {
+			tm.Close()
+			return nil, fmt.Errorf("gguf %s: tensor %q: %w", m.path, t.Name(), err)
+		}
+	}
+	return tm, nil
+}
+
+// FreezeEmbeddings keeps the token embeddings (and so a tied output projection) out of
+// training: a Trainer built afterwards gives them no gradient and no optimizer state.
+func (m *Model) FreezeEmbeddings() {
+	if m.frozen == nil {
+		m.frozen = map[*ggml.Tensor]bool{}
+	}
+	m.frozen[m.w.tokEmbd] = true
+}
+
+// WarmStart copies the donor's token embeddings into m (whose other weights keep their
+// initialisation): a new model that starts from a trained vocabulary. The donor's embedding
+// width and vocabulary must be m's.
+func (m *Model) WarmStart(donor *GGUFModel) error {
+	switch {
+	case donor.Arch.DModel != m.Arch.DModel:
+		return fmt.Errorf("warm start: the donor %s has embeddings of width %d, the model's d_model is %d", donor.path, donor.Arch.DModel, m.Arch.DModel)
+	case donor.Arch.Vocab != m.Arch.Vocab:
+		return fmt.Errorf("warm start: the donor %s has %d tokens, the model %d (take the vocabulary from the donor)", donor.path, donor.Arch.Vocab, m.Arch.Vocab)
+	}
+	raw, err := dequantizeOnCPU(donor.tokEmbd, ggml.F32)
+	if err != nil {
+		return fmt.Errorf("warm start: %s: token_embd.weight: %w", donor.path, err)
+	}
+	return m.w.tokEmbd.SetBytes(raw)
+}
+
+// configFromArch is the training configuration of an architecture's shared parameters, with
+// the spec's defaults for the rest (initialisation): the inverse of archFromConfig.
+func configFromArch(a *Architecture) Config {
+	c := config.DefaultLlama()
+	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = a.Vocab, a.DModel, a.DFF, a.NHeads, a.NKVHeads
+	c.NLayers, c.Context, c.RopeBase, c.RMSEps = a.NLayers, a.Context, a.RopeBase, a.NormEps
+	c.TiedOutput, c.QKVBias = a.TiedOutput, a.QKVBias
+	switch {
+	case a.RopeYaRN:
+		c.RopeScaling, c.RopeScaleFactor, c.RopeOrigContext = config.LlamaRopeScalingYarn, 1/a.RopeScale, a.RopeOrigCtx
+	case a.RopeScale != 1 && a.RopeScale > 0:
+		c.RopeScaling, c.RopeScaleFactor = config.LlamaRopeScalingLinear, 1/a.RopeScale
+	}
+	return c
+}

@@ -1,0 +1,115 @@
+package llama
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// TestFullFinetuneFromGGUF: a Model made from a GGUF (FromGGUF) computes the GGUF model's
+// logits exactly (f32) and within rounding (q8_0, dequantized); a step trains every weight but
+// the frozen embeddings; its checkpoint keeps the source's architecture and decodes with the
+// training forward's logits.
+func TestFullFinetuneFromGGUF(t *testing.T) {
+	be := newBackend(t)
+	for _, c := range []struct {
+		variant string
+		typ     ggml.Type
+	}{{"qwen3", ggml.F32}, {"llama", ggml.Q8_0}, {"gpt2", ggml.F32}} {
+		t.Run(c.variant+"/"+ggml.TypeName(c.typ), func(t *testing.T) {
+			a := tinyArch(c.variant)
+			src := openTiny(t, writeTiny(t, a, c.typ, 3), ModelOptions{Backend: be})
+			m, err := FromGGUF(src, be)
+			require.NoError(t, err)
+			defer m.Close()
+			const T = 8
+			seq := randomTokens(rand.New(rand.NewPCG(1, 2)), T+1, a.Vocab)
+			logits := func(x Trainable) []float32 {
+				ev, err := NewEvaluator(x, T, 1)
+				require.NoError(t, err)
+				defer ev.Close()
+				_, err = ev.Loss([][]int32{seq})
+				require.NoError(t, err)
+				out, err := ev.logits.F32()
+				require.NoError(t, err)
+				return out
+			}
+			if c.typ == ggml.F32 {
+				assert.Equal(t, logits(src), logits(m), "the same weights, the same graph")
+			}
+			embd, err := m.w.tokEmbd.F32()
+			require.NoError(t, err)
+			before := map[string][]float32{}
+			for _, w := range m.Weights() {
+				before[w.Name()], err = w.F32()
+				require.NoError(t, err)
+			}
+			m.FreezeEmbeddings()
+			tr, err := NewTrainer(m, T, 1)
+			require.NoError(t, err)
+			step := [7]float32{1e-2, 0.9, 0.999, 1e-8, 0, 1 / (1 - 0.9), 1 / (1 - 0.999)}
+			_, err = tr.Step([][]int32{seq}, step, step)
+			require.NoError(t, err)
+			tr.Close()
+			for _, w := range m.Weights() {
+				after, err := w.F32()
+				require.NoError(t, err)
+				if w == m.w.tokEmbd || m.roles[w] == roleRopeFreqs {
+					assert.Equal(t, before[w.Name()], after, "%s is frozen", w.Name())
+				} else {
+					assert.NotEqual(t, before[w.Name()], after, "%s trains", w.Name())
+				}
+			}
+			after, err := m.w.tokEmbd.F32()
+			require.NoError(t, err)
+			assert.Equal(t, embd, after)
+
+			path := filepath.Join(t.TempDir(), "full.gguf")
+			require.NoError(t, m.Save(path, nil))
+			saved := openTiny(t, path, ModelOptions{Backend: be})
+			assert.Equal(t, a, saved.Arch, "the checkpoint keeps the source's architecture")
+			trained := logits(m)
+			got, err := newDecoder(t, saved, DecoderOptions{KVType: KVF32}, 0).Logits(seq[:T])
+			require.NoError(t, err)
+			want := make([][]float64, T)
+			for i := range want {
+				for _, v := range trained[i*a.Vocab : (i+1)*a.Vocab] {
+					want[i] = append(want[i], float64(v))
+				}
+			}
+			assert.Less(t, relErr(got, want), 1e-3)
+		})
+	}
+	_, err := FromGGUF(openTiny(t, writeTiny(t, tinyArch("gemma2"), ggml.F32, 1), ModelOptions{Backend: be}), be)
+	assert.ErrorContains(t, err, "no backward")
+}
+
+// TestWarmStart: the donor's token embeddings are copied into a new model; a donor of another
+// width is refused naming both widths.
+func TestWarmStart(t *testing.T) {
+	be := newBackend(t)
+	a := tinyArch("smollm2")
+	donor := openTiny(t, writeTiny(t, a, ggml.Q8_0, 4), ModelOptions{Backend: be})
+	c := tinyConfig(t, true, false)
+	c.Vocab, c.DModel, c.NHeads, c.NKVHeads = a.Vocab, a.DModel, 4, 2
+	require.NoError(t, Validate(c))
+	m, err := New(c, be)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Init())
+	require.NoError(t, m.WarmStart(donor))
+	got, err := m.w.tokEmbd.F32()
+	require.NoError(t, err)
+	assert.Equal(t, dequantize(t, donor.tokEmbd), got)
+
+	c.DModel = a.DModel * 2
+	wide, err := New(c, be)
+	require.NoError(t, err)
+	defer wide.Close()
+	assert.ErrorContains(t, wide.WarmStart(donor), "width 96, the model's d_model is 192")
+}
