@@ -194,7 +194,6 @@ type archTraits struct {
 	moe            bool // required experts
 	sharedExpert   bool
 	normTopK       bool
-	tiedDefault    bool
 }
 
 // SupportedArchitectures lists the general.architecture values the decoder runs.
