@@ -1,7 +1,6 @@
 package recipes
 
 import (
-
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
@@ -126,4 +125,3 @@ func (s *Scratch) readCheckpointConfig(path string) (map[string]any, error) {
 		return values, nil
 	}
 }
-
