@@ -22,7 +22,7 @@ import (
 // the same run, and the resident memory as steps go by (it must stay flat).
 func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
-	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
+	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(append(config.LlamaPresetNames(), config.Gpt2PresetNames()...), ", "))
 	seq := fs.Int("seq", 512, "tokens per sequence")
 	batch := fs.Int("batch", 1, "sequences per step")
 	steps := fs.Int("steps", 10, "timed steps (after one warm-up step)")
@@ -42,12 +42,22 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
 	}
 	usableThreads(stderr, "bench train", threads)
-	c, err := config.LlamaPreset(*preset)
-	if err != nil {
-		return asUsage(err)
+	// newModel allocates the preset's model: a llama or a GPT-2 one, by the preset's family.
+	var newModel func(*ggml.Backend) (*llama.Model, error)
+	var vocab, context int
+	if g, err := config.Gpt2Preset(*preset); err == nil {
+		vocab, context = g.Vocab, g.Context
+		newModel = func(be *ggml.Backend) (*llama.Model, error) { return llama.NewGPT2(g, be) }
+	} else {
+		c, err := config.LlamaPreset(*preset)
+		if err != nil {
+			return usagef("unknown preset %q (llama: %s; gpt2: %s)", *preset, strings.Join(config.LlamaPresetNames(), ", "), strings.Join(config.Gpt2PresetNames(), ", "))
+		}
+		vocab, context = c.Vocab, c.Context
+		newModel = func(be *ggml.Backend) (*llama.Model, error) { return llama.New(c, be) }
 	}
-	if *seq > c.Context {
-		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
+	if *seq > context {
+		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, context)
 	}
 	be, err := ggml.NewBackend(*threads)
 	if err != nil {
@@ -63,7 +73,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		peak = r.GFLOPS()
 		fmt.Fprintf(stdout, "f32 matmul ceiling (4096×512×14336, %d threads): %.1f GFLOP/s\n", be.Threads(), peak)
 	}
-	m, err := llama.New(c, be)
+	m, err := newModel(be)
 	if err != nil {
 		return err
 	}
@@ -81,7 +91,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	for i := range seqs {
 		seqs[i] = make([]int32, *seq+1)
 		for j := range seqs[i] {
-			seqs[i][j] = int32(rng.IntN(c.Vocab))
+			seqs[i][j] = int32(rng.IntN(vocab))
 		}
 	}
 	opt := train.FromScratch()

@@ -9,7 +9,7 @@
 //	generate  run a GGUF model on a prompt
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
-//	train     train a LLaMA/SmolLM2-shaped model from scratch
+//	train     train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
 //	tokenize  turn text into a token corpus
 //	plot      draw a run's loss curves to a PNG
@@ -43,7 +43,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "train a LLaMA/SmolLM2-shaped model from scratch (default: a demo model on Go's source)", runTrain},
+		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch (default: a demo model on Go's source)", runTrain},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
