@@ -32,8 +32,7 @@ type Gpt2 struct {
 	LayerNormEps float32 `json:"layer_norm_eps"`
 	// TiedOutput shares the token embedding with the output projection (no output.weight).
 	TiedOutput bool `json:"tied_output"`
-	// InitScale is the standard deviation of the random initial weights (position embeddings:
-	// half of it; the projections into the residual stream: divided by √(2·n_layers)).
+	// InitScale is the standard deviation of the initial weights, as GPT-2 scales it per part.
 	InitScale float32 `json:"init_scale"`
 	// Seed makes the random initialisation reproducible.
 	Seed int `json:"seed"`
@@ -282,7 +281,7 @@ func NewGpt2Flags(fs *flag.FlagSet, defaults Gpt2) *Gpt2Flags {
 	fs.IntVar(&f.v.Context, "c", f.v.Context, "alias of -context")
 	fs.Var((*float32Value)(&f.v.LayerNormEps), "layer-norm-eps", "the epsilon of LayerNorm")
 	fs.BoolVar(&f.v.TiedOutput, "tied-output", f.v.TiedOutput, "shares the token embedding with the output projection (no output.weight)")
-	fs.Var((*float32Value)(&f.v.InitScale), "init-scale", "the standard deviation of the random initial weights (position embeddings: half of it; the projections into the residual stream: divided by √(2·n_layers))")
+	fs.Var((*float32Value)(&f.v.InitScale), "init-scale", "the standard deviation of the initial weights, as GPT-2 scales it per part")
 	return f
 }
 

@@ -26,8 +26,7 @@ type Gpt2 struct {
 	LayerNormEps float32 `json:"layer_norm_eps" gguf:"gpt2.attention.layer_norm_epsilon" default:"1e-5" min:"0" max:"0.1" required:"true"`
 	// TiedOutput shares the token embedding with the output projection (no output.weight).
 	TiedOutput bool `json:"tied_output" gguf:"toy.gpt2.tied_output" default:"true"`
-	// InitScale is the standard deviation of the random initial weights (position embeddings:
-	// half of it; the projections into the residual stream: divided by √(2·n_layers)).
+	// InitScale is the standard deviation of the initial weights, as GPT-2 scales it per part.
 	InitScale float32 `json:"init_scale" gguf:"toy.gpt2.init_scale" default:"0.02" min:"0" max:"1"`
 	// Seed makes the random initialisation reproducible.
 	Seed int `json:"seed" gguf:"toy.gpt2.seed" default:"1" min:"0" flag:"-"`
