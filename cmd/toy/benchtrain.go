@@ -22,11 +22,12 @@ import (
 // the same run, and the resident memory as steps go by (it must stay flat).
 func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
-	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
+	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(append(config.LlamaPresetNames(), config.Gpt2PresetNames()...), ", "))
 	seq := fs.Int("seq", 512, "tokens per sequence")
 	batch := fs.Int("batch", 1, "sequences per step")
 	steps := fs.Int("steps", 10, "timed steps (after one warm-up step)")
 	threads := fs.Int("t", 2, "CPU threads")
+	vs := fs.String("vs", "", "also time this preset, its steps alternating with -preset's, and print the ratio of their utilizations (a comparison under the same load)")
 	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling (4096×512×14336) first, for the utilization ratio")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
@@ -42,12 +43,19 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
 	}
 	usableThreads(stderr, "bench train", threads)
-	c, err := config.LlamaPreset(*preset)
-	if err != nil {
-		return asUsage(err)
+	presets := []string{*preset}
+	if *vs != "" {
+		presets = append(presets, *vs)
 	}
-	if *seq > c.Context {
-		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
+	shapes := make([]trainShape, len(presets))
+	for i, p := range presets {
+		var err error
+		if shapes[i], err = presetShape(p); err != nil {
+			return err
+		}
+		if *seq > shapes[i].context {
+			return usagef("-seq %d exceeds the %s context %d", *seq, p, shapes[i].context)
+		}
 	}
 	be, err := ggml.NewBackend(*threads)
 	if err != nil {
@@ -63,58 +71,116 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		peak = r.GFLOPS()
 		fmt.Fprintf(stdout, "f32 matmul ceiling (4096×512×14336, %d threads): %.1f GFLOP/s\n", be.Threads(), peak)
 	}
-	m, err := llama.New(c, be)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	if err := m.Init(); err != nil {
-		return err
-	}
-	tr, err := llama.NewTrainer(m, *seq, *batch)
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	seqs := make([][]int32, *batch)
-	for i := range seqs {
-		seqs[i] = make([]int32, *seq+1)
-		for j := range seqs[i] {
-			seqs[i][j] = int32(rng.IntN(c.Vocab))
-		}
-	}
-	opt := train.FromScratch()
-	fmt.Fprintf(stdout, "model %s: %.1fM parameters, batch %d × %d tokens, compute buffer %.0f MiB\n",
-		*preset, float64(m.Params())/1e6, *batch, *seq, float64(tr.ComputeBytes())/(1<<20))
-	fmt.Fprintf(stdout, "%6s %10s %10s %12s %12s\n", "step", "loss", "tokens/s", "RSS MiB", "peak MiB")
-	var total time.Duration
-	for s := 0; s <= *steps; s++ {
-		d, _ := opt.Params(s, opt.LR, true)
-		nd, _ := opt.Params(s, opt.LR, false)
-		t0 := time.Now()
-		loss, err := tr.Step(seqs, d, nd)
+	benches := make([]*trainBench, len(shapes))
+	for i, sh := range shapes {
+		b, err := newTrainBench(be, sh, *seq, *batch)
 		if err != nil {
 			return err
 		}
-		dt := time.Since(t0)
-		if s > 0 {
-			total += dt
-		}
-		rss, hwm := memory()
-		if s <= 1 || s%max(1, *steps/10) == 0 || s == *steps {
-			fmt.Fprintf(stdout, "%6d %10.4f %10.1f %12.0f %12.0f\n", s, loss, float64(*batch**seq)/dt.Seconds(), rss, hwm)
+		defer b.close()
+		benches[i] = b
+		fmt.Fprintf(stdout, "model %s: %.1fM parameters, batch %d × %d tokens, compute buffer %.0f MiB\n",
+			sh.name, float64(b.m.Params())/1e6, *batch, *seq, float64(b.tr.ComputeBytes())/(1<<20))
+	}
+	if len(benches) > 1 {
+		fmt.Fprintf(stdout, "steps alternate between %s and %s, so both see the same machine\n", presets[0], presets[1])
+	}
+	opt := train.FromScratch()
+	fmt.Fprintf(stdout, "%-14s %6s %10s %10s %12s %12s\n", "model", "step", "loss", "tokens/s", "RSS MiB", "peak MiB")
+	for s := 0; s <= *steps; s++ {
+		d, _ := opt.Params(s, opt.LR, true)
+		nd, _ := opt.Params(s, opt.LR, false)
+		for _, b := range benches {
+			t0 := time.Now()
+			loss, err := b.tr.Step(b.seqs, d, nd)
+			if err != nil {
+				return err
+			}
+			dt := time.Since(t0)
+			if s > 0 {
+				b.total += dt
+			}
+			rss, hwm := memory()
+			if s <= 1 || s%max(1, *steps/10) == 0 || s == *steps {
+				fmt.Fprintf(stdout, "%-14s %6d %10.4f %10.1f %12.0f %12.0f\n", b.name, s, loss, float64(*batch**seq)/dt.Seconds(), rss, hwm)
+			}
 		}
 	}
-	sec := total.Seconds() / float64(*steps)
-	tps := float64(*batch**seq) / sec
-	gflops := 6 * float64(m.Params()) * tps / 1e9
-	fmt.Fprintf(stdout, "mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", *steps, sec, tps, gflops)
-	if peak > 0 {
-		fmt.Fprintf(stdout, ", %.0f%% of the matmul ceiling", 100*gflops/peak)
+	var gflops []float64
+	for _, b := range benches {
+		sec := b.total.Seconds() / float64(*steps)
+		tps := float64(*batch**seq) / sec
+		g := 6 * float64(b.m.Params()) * tps / 1e9
+		gflops = append(gflops, g)
+		fmt.Fprintf(stdout, "%s: mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", b.name, *steps, sec, tps, g)
+		if peak > 0 {
+			fmt.Fprintf(stdout, ", %.0f%% of the matmul ceiling", 100*g/peak)
+		}
+		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintln(stdout)
+	if len(gflops) > 1 {
+		fmt.Fprintf(stdout, "utilization of %s relative to %s: %.2f\n", presets[0], presets[1], gflops[0]/gflops[1])
+	}
 	return nil
+}
+
+// trainShape is a preset of either family: its name, what random tokens and -seq need, and
+// how to allocate its model.
+type trainShape struct {
+	name           string
+	vocab, context int
+	newModel       func(*ggml.Backend) (*llama.Model, error)
+}
+
+// presetShape finds a llama or gpt2 preset by name.
+func presetShape(name string) (trainShape, error) {
+	if g, err := config.Gpt2Preset(name); err == nil {
+		return trainShape{name, g.Vocab, g.Context, func(be *ggml.Backend) (*llama.Model, error) { return llama.NewGPT2(g, be) }}, nil
+	}
+	c, err := config.LlamaPreset(name)
+	if err != nil {
+		return trainShape{}, usagef("unknown preset %q (llama: %s; gpt2: %s)", name, strings.Join(config.LlamaPresetNames(), ", "), strings.Join(config.Gpt2PresetNames(), ", "))
+	}
+	return trainShape{name, c.Vocab, c.Context, func(be *ggml.Backend) (*llama.Model, error) { return llama.New(c, be) }}, nil
+}
+
+// trainBench is one model being timed: its trainer, its batch of random tokens, its time.
+type trainBench struct {
+	name  string
+	m     *llama.Model
+	tr    *llama.Trainer
+	seqs  [][]int32
+	total time.Duration
+}
+
+func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int) (*trainBench, error) {
+	m, err := sh.newModel(be)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.Init(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	tr, err := llama.NewTrainer(m, seq, batch)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	seqs := make([][]int32, batch)
+	for i := range seqs {
+		seqs[i] = make([]int32, seq+1)
+		for j := range seqs[i] {
+			seqs[i][j] = int32(rng.IntN(sh.vocab))
+		}
+	}
+	return &trainBench{name: sh.name, m: m, tr: tr, seqs: seqs}, nil
+}
+
+func (b *trainBench) close() {
+	b.tr.Close()
+	b.m.Close()
 }
 
 // memory reads the process's resident set and its peak from /proc (0 where unavailable).

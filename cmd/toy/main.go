@@ -9,7 +9,7 @@
 //	generate  run a GGUF model on a prompt
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
-//	train     train a LLaMA/SmolLM2-shaped model from scratch
+//	train     train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch
 //	finetune  adapt a GGUF model to text or chat data with LoRA
 //	export    merge LoRA adapters into a GGUF model
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
@@ -45,7 +45,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "train a LLaMA/SmolLM2-shaped model from scratch (default: a demo model on Go's source)", runTrain},
+		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch (default: a demo model on Go's source)", runTrain},
 		{"finetune", "adapt a GGUF model to text or chat data with LoRA (adapters on a frozen base)", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -12,21 +13,69 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
 )
 
 // defaultPreset is the model shape toy train uses unless -preset names another; it is the one
-// recipes.DefaultScratch trains.
-const defaultPreset = "demo"
+// recipes.DefaultScratch trains. defaultGPT2Preset is -arch gpt2's.
+const (
+	defaultPreset     = "demo"
+	defaultGPT2Preset = "gpt2-demo"
+)
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	s := recipes.DefaultScratch()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
-	preset := fs.String("preset", defaultPreset, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
-		"; the model's flags (-d-model, -n-layers, -context, -rope-scaling, …) override it, their defaults are the "+defaultPreset+" preset's")
-	model := config.NewLlamaFlags(fs, s.Model)
+	// The model family is chosen from the command line before the flags are defined, so that
+	// the model's flags are the family's own, generated from its spec (the two specs share
+	// names such as -d-model with other meanings and bounds).
+	family, chosen, err := trainFamily(args)
+	if err != nil {
+		return err
+	}
+	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
+		strings.Join(config.Gpt2PresetNames(), ", ")+" (gpt2). The preset picks the family; the family's model flags override it, their defaults shown here are the preset's (toy train -preset gpt2-demo -h lists gpt2's)")
+	arch := fs.String("arch", family, "model family: llama or gpt2; it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
+	var applyModel func() error
+	switch family {
+	case llama.GPT2Arch:
+		g, err := config.Gpt2Preset(chosen)
+		if err != nil {
+			g, _ = config.Gpt2Preset(defaultGPT2Preset)
+		}
+		flags := config.NewGpt2Flags(fs, g)
+		applyModel = func() error {
+			g, err := config.Gpt2Preset(*preset)
+			if err != nil {
+				return asUsage(err)
+			}
+			if err := flags.Apply(&g); err != nil {
+				return asUsage(fmt.Errorf("model: %w", err))
+			}
+			s.GPT2 = &g
+			return nil
+		}
+	default:
+		m, err := config.LlamaPreset(chosen)
+		if err != nil {
+			m = s.Model
+		}
+		flags := config.NewLlamaFlags(fs, m)
+		applyModel = func() error {
+			m, err := config.LlamaPreset(*preset)
+			if err != nil {
+				return asUsage(err)
+			}
+			if err := flags.Apply(&m); err != nil {
+				return asUsage(fmt.Errorf("model: %w", err))
+			}
+			s.Model = m
+			return nil
+		}
+	}
 	fs.StringVar(&s.Text, "text", "", "a text file or directory to train on (default: the Go standard library's source)")
 	fs.StringVar(&s.Corpus, "corpus", "", "a token corpus made by toy tokenize (needs -tokenizer)")
 	fs.StringVar(&s.Tokenizer, "tokenizer", "", "a GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
@@ -54,9 +103,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train [flags]
 
-Trains a LLaMA/SmolLM2-shaped model from scratch and saves it as a GGUF checkpoint that
-llama.cpp and ollama can load. With no flags it trains the demo model on the Go standard
+Trains a LLaMA/SmolLM2-shaped or a GPT-2 model from scratch and saves it as a GGUF checkpoint
+that llama.cpp and ollama can load. With no flags it trains the demo model on the Go standard
 library's source for about two minutes on two cores, then prints a greedy sample.
+-preset gpt2-demo (or -arch gpt2) trains a GPT-2 model of the same size, -preset gpt2-small
+GPT-2 small (124M); the model flags listed are those of the chosen family.
 
 Each run writes runs/<id>/: events.jsonl (schema toy/v1), train.tok and heldout.tok (the
 tokenized data), and checkpoints in weights/ (step-<N>/model.gguf and optimizer.gguf, named by
@@ -74,19 +125,21 @@ Flags:
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	m, err := config.LlamaPreset(*preset)
-	if err != nil {
-		return asUsage(err)
+	if *arch != family || presetFamily(*preset) != "" && presetFamily(*preset) != family {
+		// Only a command line the scan reads otherwise than the flag package gets here.
+		return usagef("-arch %s and -preset %s: give each once, as its own flag", *arch, *preset)
 	}
-	if err := model.Apply(&m); err != nil {
-		return asUsage(fmt.Errorf("model: %w", err))
+	if err := applyModel(); err != nil {
+		return err
 	}
-	s.Model = m
-	// -seed seeds the initial weights (Model.Seed) as well as the batch order.
+	// -seed seeds the initial weights (the model's Seed) as well as the batch order.
 	if s.Seed > math.MaxUint32 {
 		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
 	}
 	s.Model.Seed = int(s.Seed)
+	if s.GPT2 != nil {
+		s.GPT2.Seed = int(s.Seed)
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if s.Resume != "" {
@@ -99,8 +152,12 @@ Flags:
 	}
 	// Defaults the user did not set follow the shape and length they chose; what they set
 	// explicitly is checked as given.
-	if !set["seq"] && s.SeqLen > s.Model.Context {
-		s.SeqLen = s.Model.Context
+	ctxLen := s.Model.Context
+	if s.GPT2 != nil {
+		ctxLen = s.GPT2.Context
+	}
+	if !set["seq"] && s.SeqLen > ctxLen {
+		s.SeqLen = ctxLen
 	}
 	if !set["warmup"] && s.Warmup >= s.Steps {
 		s.Warmup = s.Steps / 10
@@ -118,6 +175,72 @@ Flags:
 		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
 	}
 	return err
+}
+
+// trainFamily picks the model family and preset of a toy train command line from its -arch
+// and -preset (read as the flag package will: -name v, -name=v, one or two dashes, the last
+// one wins, up to "--"): the preset's family, or -arch's default preset, or the llama demo.
+func trainFamily(args []string) (family, preset string, err error) {
+	var arch string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name != "arch" && name != "preset" {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				continue // the flag package reports the missing value
+			}
+			i++
+			value = args[i]
+		}
+		if name == "arch" {
+			arch = value
+		} else {
+			preset = value
+		}
+	}
+	pf := presetFamily(preset)
+	switch arch {
+	case "":
+		family = cmp.Or(pf, llama.Arch)
+	case llama.Arch, llama.GPT2Arch:
+		family = arch
+		if pf != "" && pf != arch {
+			return "", "", usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(familyPresets(arch), ", "))
+		}
+	default:
+		return "", "", usagef("-arch %q: want llama or gpt2", arch)
+	}
+	if preset == "" {
+		preset = map[string]string{llama.Arch: defaultPreset, llama.GPT2Arch: defaultGPT2Preset}[family]
+	}
+	return family, preset, nil
+}
+
+// presetFamily is the family of a preset name, "" for none.
+func presetFamily(preset string) string {
+	switch {
+	case slices.Contains(config.Gpt2PresetNames(), preset):
+		return llama.GPT2Arch
+	case slices.Contains(config.LlamaPresetNames(), preset):
+		return llama.Arch
+	}
+	return ""
+}
+
+func familyPresets(family string) []string {
+	if family == llama.GPT2Arch {
+		return config.Gpt2PresetNames()
+	}
+	return config.LlamaPresetNames()
 }
 
 // resumeOptions are the flags a resumed run takes from the command line, with the option each

@@ -98,3 +98,44 @@ func writeCorpus(t *testing.T, seed uint64) string {
 	}
 	return dir
 }
+
+// TestTrainGPT2: the preset (or -arch) picks the family, whose generated flags shape the model:
+// a gpt2 run writes a gpt2 checkpoint with llama.cpp's gpt2 keys, and a preset of the other
+// family, an unknown family or a flag the family lacks is a usage error.
+func TestTrainGPT2(t *testing.T) {
+	text := writeCorpus(t, 3)
+	for _, family := range [][]string{{"-preset", "gpt2-demo"}, {"-arch", "gpt2"}} {
+		runsDir := t.TempDir()
+		args := append([]string{"train"}, family...)
+		out, errOut, code := runToy(append(args, "-vocab", "300", "-c", "16", "-d-model", "32", "-n-heads", "4", "-d-ff", "64",
+			"-n-layers", "1", "-seq", "16", "-batch", "2", "-steps", "2", "-eval-batches", "1", "-sample", "0",
+			"-text", text, "-runs", runsDir, "-seed", "9")...)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "model: custom gpt2")
+		model, err := filepath.Glob(filepath.Join(runsDir, "*", "weights", "model.gguf"))
+		require.NoError(t, err)
+		require.Len(t, model, 1)
+		f, err := ggml.OpenGGUF(model[0])
+		require.NoError(t, err)
+		for key, want := range map[string]any{"general.architecture": "gpt2", "gpt2.embedding_length": uint32(32),
+			"gpt2.feed_forward_length": uint32(64), "gpt2.block_count": uint32(1), "toy.gpt2.seed": uint32(9)} {
+			v, err := f.Value(key)
+			require.NoError(t, err, key)
+			assert.Equal(t, want, v, key)
+		}
+		f.Close()
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "-arch", "gpt2", "-preset", "demo"}, "-preset demo is a llama preset, not gpt2"},
+		{[]string{"train", "-arch", "bert"}, `-arch "bert": want llama or gpt2`},
+		{[]string{"train", "-preset", "gpt2-demo", "-rope-base", "1e4"}, "flag provided but not defined: -rope-base"},
+		{[]string{"train", "-preset=gpt2-small", "-layer-norm-eps", "-1"}, "layer_norm_eps -1 is below the minimum 0"},
+	} {
+		_, errOut, code := runToy(c.args...)
+		assert.Equal(t, 2, code, c.args)
+		assert.Contains(t, errOut, c.want, c.args)
+	}
+}

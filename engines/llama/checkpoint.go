@@ -27,9 +27,14 @@ func (m *Model) Save(path string, extra []KV) error {
 		{Key: "general.architecture", Value: m.Arch.Name},
 		{Key: "general.file_type", Value: uint32(0)}, // all f32
 	}
-	// The architecture's keys, as the decoder reads them back, then toy's training options.
+	// The architecture's keys, as the decoder reads them back, then toy's training options
+	// from the spec that made the model.
 	kvs = append(kvs, m.Arch.metadata()...)
-	for _, kv := range m.Cfg.ToGGUF(m.Arch.Name) {
+	options := m.Cfg.ToGGUF(m.Arch.Name)
+	if m.GPT2 != nil {
+		options = m.GPT2.ToGGUF()
+	}
+	for _, kv := range options {
 		if strings.HasPrefix(kv.Key, "toy.") {
 			kvs = append(kvs, kv)
 		}
@@ -84,20 +89,31 @@ func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
 	return c, values, nil
 }
 
-// Load reads a llama checkpoint onto backend b. Every tensor the configuration implies must be
-// present, f32, with the right shape; otherwise nothing is loaded and the error names the file
-// and the tensor.
+// Load reads a llama or gpt2 checkpoint onto backend b. Every tensor the configuration implies
+// must be present, f32, with the right shape; otherwise nothing is loaded and the error names
+// the file and the tensor.
 func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
 	f, err := ggml.OpenGGUF(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	c, values, err := ConfigFromGGUF(f)
-	if err != nil {
-		return nil, nil, err
+	var m *Model
+	var values map[string]any
+	switch arch, _ := f.String("general.architecture"); arch {
+	case GPT2Arch:
+		var c config.Gpt2
+		if c, values, err = GPT2ConfigFromGGUF(f); err == nil {
+			m, err = NewGPT2(c, b)
+		}
+	case Arch:
+		var c Config
+		if c, values, err = ConfigFromGGUF(f); err == nil {
+			m, err = New(c, b)
+		}
+	default:
+		err = fmt.Errorf("checkpoint %s: architecture %q, want %q or %q", f.Path(), arch, Arch, GPT2Arch)
 	}
-	m, err := New(c, b)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
 )
 
@@ -23,15 +25,39 @@ func adamParams(step int) (decay, noDecay [7]float32) {
 
 // TestResumeIsBitForBit trains 6 steps straight, and 3 steps, a checkpoint (weights and
 // optimizer state), a fresh model and trainer loaded from it, then 3 more: the losses and the
-// final weights are identical to the bit.
+// final weights are identical to the bit, for a llama and a GPT-2 model.
 func TestResumeIsBitForBit(t *testing.T) {
 	be := newBackend(t)
 	c := tinyConfig(t, false, true)
 	c.InitScale = 0.1
+	g := tinyGPT2(t, false)
+	for _, family := range []string{Arch, GPT2Arch} {
+		t.Run(family, func(t *testing.T) {
+			mk := func() (*Model, error) {
+				if family == GPT2Arch {
+					return NewGPT2(g, be)
+				}
+				return New(c, be)
+			}
+			testResume(t, be, mk, c.Vocab)
+		})
+	}
+}
+
+// tinyGPT2 is a GPT-2 configuration of tinyConfig's size.
+func tinyGPT2(t *testing.T, tied bool) config.Gpt2 {
+	g := config.DefaultGpt2()
+	g.Vocab, g.DModel, g.DFF, g.NHeads, g.NLayers, g.Context = 11, 8, 12, 4, 2, 8
+	g.TiedOutput, g.InitScale, g.Seed = tied, 0.1, 7
+	require.NoError(t, ValidateGPT2(g))
+	return g
+}
+
+func testResume(t *testing.T, be *ggml.Backend, mk func() (*Model, error), vocab int) {
 	batches := make([][][]int32, 6)
 	rng := rand.New(rand.NewPCG(9, 9))
 	for i := range batches {
-		batches[i] = randomSeqs(rng, 2, 6, c.Vocab)
+		batches[i] = randomSeqs(rng, 2, 6, vocab)
 	}
 	run := func(m *Model, tr *Trainer, from, to int) []float32 {
 		var losses []float32
@@ -44,7 +70,7 @@ func TestResumeIsBitForBit(t *testing.T) {
 		return losses
 	}
 
-	m1, err := New(c, be)
+	m1, err := mk()
 	require.NoError(t, err)
 	defer m1.Close()
 	require.NoError(t, m1.Init())
@@ -53,7 +79,7 @@ func TestResumeIsBitForBit(t *testing.T) {
 	defer tr1.Close()
 	straight := run(m1, tr1, 0, 6)
 
-	m2, err := New(c, be)
+	m2, err := mk()
 	require.NoError(t, err)
 	require.NoError(t, m2.Init())
 	tr2, err := NewTrainer(m2, 6, 2)
@@ -70,7 +96,9 @@ func TestResumeIsBitForBit(t *testing.T) {
 	require.NoError(t, err)
 	defer m3.Close()
 	assert.Equal(t, "tiny", meta["general.name"])
-	assert.Equal(t, c, m3.Cfg)
+	assert.Equal(t, m1.Cfg, m3.Cfg)
+	assert.Equal(t, m1.GPT2, m3.GPT2)
+	assert.Equal(t, m1.Arch, m3.Arch)
 	tr3, err := NewTrainer(m3, 6, 2)
 	require.NoError(t, err)
 	defer tr3.Close()
@@ -95,11 +123,11 @@ func TestLoadRefusesForeignAndBroken(t *testing.T) {
 	be := newBackend(t)
 	dir := t.TempDir()
 	var w gguffile.Writer
-	require.NoError(t, w.AddKV("general.architecture", "gpt2"))
-	foreign := filepath.Join(dir, "gpt2.gguf")
+	require.NoError(t, w.AddKV("general.architecture", "bert"))
+	foreign := filepath.Join(dir, "bert.gguf")
 	require.NoError(t, w.WriteFile(foreign))
 	_, _, err := Load(foreign, be)
-	assert.ErrorContains(t, err, `architecture "gpt2"`)
+	assert.ErrorContains(t, err, `architecture "bert"`)
 
 	m, err := New(tinyConfig(t, true, false), be)
 	require.NoError(t, err)

@@ -1,14 +1,15 @@
-// Package llama is toy's LLaMA/SmolLM2 engine: the model's weights on a ggml backend, the
-// forward pass over packed token sequences, and the training step (cross-entropy, backward,
-// AdamW) built once and reused.
+// Package llama is toy's LLaMA/SmolLM2 engine — and its GPT-2 engine, a set of choices on the
+// same core (NewGPT2): the model's weights on a ggml backend, the forward pass over packed
+// token sequences, and the training step (cross-entropy, backward, AdamW) built once and
+// reused.
 //
 // Tensor names and shapes follow llama.cpp's GGUF convention (token_embd.weight,
 // blk.N.attn_q.weight, ...; ne[0] is a matrix's input width), so checkpoints load in llama.cpp
 // and ollama. RoPE is mode 0 (adjacent pairs), as llama.cpp uses for the llama architecture.
 //
 // Inference (decode.go, arch.go, loader.go) runs GGUF checkpoints of llama (SmolLM2, and
-// mistral-style sliding windows), qwen2, qwen3, gemma2, gemma3, qwen2moe and qwen3moe with any
-// weight type ggml's CPU backend computes: OpenModel detects the Architecture and memory-maps
+// mistral-style sliding windows), qwen2, qwen3, gemma2, gemma3, qwen2moe, qwen3moe and gpt2
+// with any weight type ggml's CPU backend computes: OpenModel detects the Architecture and memory-maps
 // the weights, a Decoder keeps a key/value cache and reuses its graphs between steps, Bench
 // measures prompt processing and generation as llama-bench does.
 package llama
@@ -25,10 +26,15 @@ import (
 // Config is the engine's configuration, generated from specs/engines.
 type Config = config.Llama
 
-// Model is a LLaMA model being trained: f32 weights in one backend buffer, laid out by the
-// architecture's tensor table (the one GGUFModel loads) and run by the same forward pass.
+// Model is a model being trained — LLaMA (New) or GPT-2 (NewGPT2): f32 weights in one backend
+// buffer, laid out by the architecture's tensor table (the one GGUFModel loads) and run by the
+// same forward pass.
 type Model struct {
+	// Cfg is the configuration in the llama spec's terms: a llama model's own, a GPT-2 model's
+	// shape, initial scale and seed (GPT2 holds its own configuration).
 	Cfg Config
+	// GPT2 is the configuration of a GPT-2 model (NewGPT2), nil for a llama model.
+	GPT2 *config.Gpt2
 	// Arch is the architecture Cfg describes (ArchitectureFromConfig).
 	Arch    Architecture
 	w       weights
@@ -115,10 +121,10 @@ func (m *Model) Params() int64 {
 	return n
 }
 
-// Init fills the weights with a random initialisation seeded by Cfg.Seed: matrices and
-// embeddings from N(0, InitScale²) — the output projections of each block scaled by
-// 1/√(2·layers), as GPT-2 does — norms at 1 and biases at 0. The same seed gives the same
-// weights.
+// Init fills the weights with a random initialisation seeded by Cfg.Seed, as GPT-2 and nanoGPT
+// do: matrices and token embeddings from N(0, InitScale²) — the output projections of each
+// block scaled by 1/√(2·layers) — learned position embeddings from N(0, (InitScale/2)²), norms
+// at 1 and biases at 0. The same seed gives the same weights.
 func (m *Model) Init() error {
 	rng := rand.New(rand.NewPCG(uint64(m.Cfg.Seed), 0x746f79))
 	resid := 1 / math.Sqrt(2*float64(m.Arch.NLayers))
@@ -135,6 +141,9 @@ func (m *Model) Init() error {
 			std = 0
 		case roleResidualOut:
 			std *= resid
+		}
+		if t == m.w.posEmbd {
+			std /= 2
 		}
 		if std > 0 {
 			for i := range vals {

@@ -1,5 +1,6 @@
 // Package recipes holds toy's training recipes: complete procedures that turn data into a
-// trained checkpoint. Scratch trains a LLaMA/SmolLM2-shaped model from random weights.
+// trained checkpoint. Scratch trains a LLaMA/SmolLM2-shaped or a GPT-2 model from random
+// weights.
 package recipes
 
 import (
@@ -25,12 +26,16 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Scratch trains a LLaMA model from scratch. The zero value is not usable: start from
-// DefaultScratch. Its JSON, with snake_case keys, is the config{} of the run's run_start.
+// Scratch trains a LLaMA or a GPT-2 model from scratch. The zero value is not usable: start
+// from DefaultScratch. Its JSON, with snake_case keys, is the config{} of the run's run_start.
 type Scratch struct {
 	// Model is the model's shape (a preset, possibly adjusted); its Seed seeds the initial
 	// weights. It is recorded as the run_start's model{}, not in config{}.
 	Model config.Llama `json:"-"`
+	// GPT2, when set, trains a GPT-2 model of this shape instead of Model (which is then
+	// ignored); run_start's model{} is its keys with "arch": "gpt2". A resumed run sets the
+	// one its checkpoint holds.
+	GPT2 *config.Gpt2 `json:"-"`
 	// Text is a text file or a directory of text files to train on; "" is the built-in
 	// corpus, the Go standard library's source. Corpus is a token corpus from `toy tokenize`
 	// instead (with Tokenizer naming the GGUF file holding its tokenizer).
@@ -86,7 +91,7 @@ const heldOutSeed = 0x5eed
 
 // seeds are the run_start's seeds{}: every seed the run's numbers depend on.
 func (s *Scratch) seeds() map[string]uint64 {
-	return map[string]uint64{"init": uint64(s.Model.Seed), "data": s.Seed, "heldout": heldOutSeed}
+	return map[string]uint64{"init": uint64(s.initSeed()), "data": s.Seed, "heldout": heldOutSeed}
 }
 
 // DefaultScratch is a small model on the built-in corpus, sized for about two minutes on two
@@ -130,7 +135,7 @@ func (s *Scratch) printf(format string, args ...any) {
 // Validate checks the options.
 func (s *Scratch) Validate() error {
 	var errs []error
-	if err := llama.Validate(s.Model); err != nil {
+	if err := s.validateModel(); err != nil {
 		errs = append(errs, err)
 	}
 	if s.Steps < 1 {
@@ -139,8 +144,8 @@ func (s *Scratch) Validate() error {
 	if s.Batch < 1 {
 		errs = append(errs, fmt.Errorf("batch %d: want at least 1", s.Batch))
 	}
-	if s.SeqLen < 1 || s.SeqLen > s.Model.Context {
-		errs = append(errs, fmt.Errorf("sequence length %d: want 1..%d (the model's context)", s.SeqLen, s.Model.Context))
+	if s.SeqLen < 1 || s.SeqLen > s.context() {
+		errs = append(errs, fmt.Errorf("sequence length %d: want 1..%d (the model's context)", s.SeqLen, s.context()))
 	}
 	if _, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps); err != nil {
 		errs = append(errs, err)
@@ -148,9 +153,9 @@ func (s *Scratch) Validate() error {
 	if err := s.AdamW.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if s.Tokenizer == "" && s.Corpus == "" && s.Model.Vocab < minTrainedVocab {
+	if s.Tokenizer == "" && s.Corpus == "" && s.vocab() < minTrainedVocab {
 		errs = append(errs, fmt.Errorf("vocabulary %d: a tokenizer trained on the text needs at least %d tokens (256 bytes and <|endoftext|>); give a larger vocabulary (-vocab %d or more) or a tokenizer (-tokenizer)",
-			s.Model.Vocab, minTrainedVocab, minTrainedVocab))
+			s.vocab(), minTrainedVocab, minTrainedVocab))
 	}
 	if s.EvalEvery < 0 || s.SaveEvery < 0 || s.SaveMinutes < 0 || math.IsNaN(s.SaveMinutes) {
 		errs = append(errs, fmt.Errorf("eval every %d, save every %d steps or %g minutes: want 0 (never) or more", s.EvalEvery, s.SaveEvery, s.SaveMinutes))
@@ -245,7 +250,7 @@ func (s *Scratch) loadData() (*preparedData, error) {
 		if n, window := c.Len(), int64(s.SeqLen+1); n-n/20 < window || n/20 < window {
 			return nil, fmt.Errorf("the corpus is too small: %d training and %d held-out tokens for windows of %d", n-n/20, n/20, window)
 		}
-		s.Model.Vocab = tok.VocabSize()
+		s.setVocab(tok.VocabSize())
 		return &preparedData{tok: tok}, nil
 	}
 	trainDocs, heldDocs, err := s.texts()
@@ -271,12 +276,12 @@ func (s *Scratch) loadData() (*preparedData, error) {
 				}
 			}
 		}
-		if tok, err = tokenizer.Train(texts, s.Model.Vocab, tokenizer.TrainOptions{}); err != nil {
+		if tok, err = tokenizer.Train(texts, s.vocab(), tokenizer.TrainOptions{}); err != nil {
 			return nil, err
 		}
 		s.printf("tokenizer: byte-level BPE, %d tokens, trained in %.1fs\n", tok.VocabSize(), time.Since(t0).Seconds())
 	}
-	s.Model.Vocab = tok.VocabSize()
+	s.setVocab(tok.VocabSize())
 	return &preparedData{tok: tok, trainDocs: trainDocs, heldDocs: heldDocs}, nil
 }
 
@@ -469,11 +474,10 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	if err != nil {
 		return fail(err)
 	}
-	model, values, err := checkPairing(c, run.ID)
+	values, err := s.checkPairing(c, run.ID)
 	if err != nil {
 		return fail(err)
 	}
-	s.Model = model
 	step, _ := values["toy.train.step"].(uint32)
 	if s.ResumeSteps > 0 { // the schedule then follows the new total
 		if s.ResumeSteps <= int(step) {
@@ -494,46 +498,41 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	return run, tok, int(step), nil
 }
 
-// checkPairing reads the checkpoint's model configuration and metadata and checks that its
-// optimizer state belongs with it: the same step, seed and run (and the manifest's step and
-// run).
-func checkPairing(c *runs.Checkpoint, runID string) (config.Llama, map[string]any, error) {
+// checkPairing reads the checkpoint's model configuration into s (Model or GPT2, by its
+// architecture) and its metadata, and checks that its optimizer state belongs with it: the
+// same step, seed and run (and the manifest's step and run).
+func (s *Scratch) checkPairing(c *runs.Checkpoint, runID string) (map[string]any, error) {
 	if !c.Has(modelFile) || !c.Has(stateFile) {
-		return config.Llama{}, nil, fmt.Errorf("the checkpoint in %s lacks %s or %s", filepath.Dir(c.Path(modelFile)), modelFile, stateFile)
+		return nil, fmt.Errorf("the checkpoint in %s lacks %s or %s", filepath.Dir(c.Path(modelFile)), modelFile, stateFile)
 	}
-	f, err := ggml.OpenGGUF(c.Path(modelFile))
+	values, err := s.readCheckpointConfig(c.Path(modelFile))
 	if err != nil {
-		return config.Llama{}, nil, err
-	}
-	cfg, values, err := llama.ConfigFromGGUF(f)
-	f.Close()
-	if err != nil {
-		return config.Llama{}, nil, err
+		return nil, err
 	}
 	g, err := ggml.OpenGGUF(c.Path(stateFile))
 	if err != nil {
-		return config.Llama{}, nil, err
+		return nil, err
 	}
 	state, err := llama.Metadata(g)
 	g.Close()
 	if err != nil {
-		return config.Llama{}, nil, err
+		return nil, err
 	}
 	if _, ok := values["toy.train.step"].(uint32); !ok {
-		return config.Llama{}, nil, fmt.Errorf("%s has no toy.train.step", c.Path(modelFile))
+		return nil, fmt.Errorf("%s has no toy.train.step", c.Path(modelFile))
 	}
 	for _, k := range []string{"toy.train.step", "toy.train.seed", "toy.train.run_id"} {
 		if values[k] != state[k] {
-			return config.Llama{}, nil, fmt.Errorf("%s (%s %v) and %s (%v) are not one checkpoint", c.Path(modelFile), k, values[k], c.Path(stateFile), state[k])
+			return nil, fmt.Errorf("%s (%s %v) and %s (%v) are not one checkpoint", c.Path(modelFile), k, values[k], c.Path(stateFile), state[k])
 		}
 	}
 	if step := values["toy.train.step"].(uint32); !c.Legacy && int(step) != c.Step {
-		return config.Llama{}, nil, fmt.Errorf("%s is at step %d, its manifest says %d", c.Path(modelFile), step, c.Step)
+		return nil, fmt.Errorf("%s is at step %d, its manifest says %d", c.Path(modelFile), step, c.Step)
 	}
 	if id, ok := values["toy.train.run_id"].(string); ok && id != runID {
-		return config.Llama{}, nil, fmt.Errorf("%s was saved by run %q, not %q", c.Path(modelFile), id, runID)
+		return nil, fmt.Errorf("%s was saved by run %q, not %q", c.Path(modelFile), id, runID)
 	}
-	return cfg, values, nil
+	return values, nil
 }
 
 // snakeKeys rewrites a JSON object written from a struct of type t without JSON tags (its keys
@@ -605,7 +604,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 
 	var m *llama.Model
 	if startStep == 0 {
-		if m, err = llama.New(s.Model, be); err == nil {
+		if m, err = s.newModel(be); err == nil {
 			err = m.Init()
 		}
 	} else {
@@ -652,7 +651,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	if err != nil {
 		return nil, err
 	}
-	if err := run.LogStart(runs.RunStart{Model: s.Model, Config: s, Seeds: s.seeds(), Git: gitInfo}); err != nil {
+	if err := run.LogStart(runs.RunStart{Model: s.modelRecord(), Config: s, Seeds: s.seeds(), Git: gitInfo}); err != nil {
 		return nil, err
 	}
 	s.started = true
@@ -689,7 +688,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	}
 
 	s.printf("model: %s, %.2fM parameters, %d layers, d_model %d, vocab %d; batch %d × %d tokens; %d threads\n",
-		presetName(s.Model), float64(m.Params())/1e6, s.Model.NLayers, s.Model.DModel, s.Model.Vocab, s.Batch, s.SeqLen, be.Threads())
+		s.presetName(), float64(m.Params())/1e6, m.Arch.NLayers, m.Arch.DModel, m.Arch.Vocab, s.Batch, s.SeqLen, be.Threads())
 	if startStep > 0 {
 		s.printf("resuming %s at step %d of %d\n", run.Dir, startStep, s.Steps)
 	}
@@ -783,15 +782,6 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		s.printf("sample (greedy):\n%s\n", res.Sample)
 	}
 	return res, nil
-}
-
-func presetName(c config.Llama) string {
-	for _, n := range config.LlamaPresetNames() {
-		if p, _ := config.LlamaPreset(n); p == c {
-			return n
-		}
-	}
-	return "custom"
 }
 
 // split cuts a flat batch into windows.

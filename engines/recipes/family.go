@@ -1,0 +1,127 @@
+package recipes
+
+import (
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// The model family a Scratch run trains: llama (Scratch.Model) or, when Scratch.GPT2 is set,
+// gpt2. Both are one engine (engines/llama) with one trainer; what differs is the spec their
+// shape comes from, and these helpers are the only places the recipe looks at it.
+
+// Family names the family the run trains: "llama" or "gpt2", the checkpoints'
+// general.architecture.
+func (s *Scratch) Family() string {
+	if s.GPT2 != nil {
+		return llama.GPT2Arch
+	}
+	return llama.Arch
+}
+
+// gpt2Record is a gpt2 run's model{} in run_start: the Gpt2 config's keys and "arch": "gpt2"
+// (a run_start whose model{} has no "arch" is a llama run's).
+type gpt2Record struct {
+	Arch string `json:"arch"`
+	config.Gpt2
+}
+
+// modelRecord is the run_start's model{}.
+func (s *Scratch) modelRecord() any {
+	if s.GPT2 != nil {
+		return gpt2Record{Arch: llama.GPT2Arch, Gpt2: *s.GPT2}
+	}
+	return s.Model
+}
+
+// validateModel checks the model's configuration.
+func (s *Scratch) validateModel() error {
+	if s.GPT2 != nil {
+		return llama.ValidateGPT2(*s.GPT2)
+	}
+	return llama.Validate(s.Model)
+}
+
+// vocab and context are the model's vocabulary and context.
+func (s *Scratch) vocab() int {
+	if s.GPT2 != nil {
+		return s.GPT2.Vocab
+	}
+	return s.Model.Vocab
+}
+
+func (s *Scratch) context() int {
+	if s.GPT2 != nil {
+		return s.GPT2.Context
+	}
+	return s.Model.Context
+}
+
+// initSeed is the seed of the initial weights.
+func (s *Scratch) initSeed() int {
+	if s.GPT2 != nil {
+		return s.GPT2.Seed
+	}
+	return s.Model.Seed
+}
+
+// setVocab sets the model's vocabulary to the tokenizer's.
+func (s *Scratch) setVocab(n int) {
+	if s.GPT2 != nil {
+		s.GPT2.Vocab = n
+		return
+	}
+	s.Model.Vocab = n
+}
+
+// newModel allocates the model, with every weight zero.
+func (s *Scratch) newModel(be *ggml.Backend) (*llama.Model, error) {
+	if s.GPT2 != nil {
+		return llama.NewGPT2(*s.GPT2, be)
+	}
+	return llama.New(s.Model, be)
+}
+
+// presetName names the preset the model is, or "custom".
+func (s *Scratch) presetName() string {
+	if s.GPT2 != nil {
+		for _, n := range config.Gpt2PresetNames() {
+			if p, _ := config.Gpt2Preset(n); p == *s.GPT2 {
+				return n
+			}
+		}
+		return "custom gpt2"
+	}
+	for _, n := range config.LlamaPresetNames() {
+		if p, _ := config.LlamaPreset(n); p == s.Model {
+			return n
+		}
+	}
+	return "custom"
+}
+
+// readCheckpointConfig reads the model configuration of a checkpoint of either family into s
+// (Model for llama, GPT2 for gpt2) and returns its metadata.
+func (s *Scratch) readCheckpointConfig(path string) (map[string]any, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch arch, _ := f.String("general.architecture"); arch {
+	case llama.GPT2Arch:
+		c, values, err := llama.GPT2ConfigFromGGUF(f)
+		if err != nil {
+			return nil, err
+		}
+		s.GPT2 = &c
+		return values, nil
+	default:
+		c, values, err := llama.ConfigFromGGUF(f) // refuses any other architecture
+		if err != nil {
+			return nil, err
+		}
+		s.Model, s.GPT2 = c, nil
+		return values, nil
+	}
+}
