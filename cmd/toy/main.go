@@ -7,6 +7,7 @@
 // Commands:
 //
 //	generate  run a GGUF model on a prompt
+//	serve     serve a GGUF model over HTTP with OpenAI's API
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
 //	train     train a LLaMA/SmolLM2-shaped model from scratch
@@ -45,6 +46,7 @@ func commands() []command {
 	return []command{
 		{"train", "train a LLaMA/SmolLM2-shaped model from scratch (default: a demo model on Go's source)", runTrain},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
+		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
