@@ -7,6 +7,7 @@
 // Commands:
 //
 //	generate  run a GGUF model on a prompt
+//	serve     serve a GGUF model over HTTP with OpenAI's API
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
 //	train     train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch
@@ -49,6 +50,7 @@ func commands() []command {
 		{"finetune", "adapt a GGUF model to text or chat data with LoRA (adapters on a frozen base)", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
+		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},

@@ -89,34 +89,47 @@ func usableThreads(stderr io.Writer, cmd string, threads *int) {
 
 // open loads the model, its tokenizer and a decoder; cmd names the command in notes on stderr.
 func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
-	if d.model == "" {
-		return nil, nil, nil, usagef("-m MODEL is required")
-	}
 	opts, err := d.options()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	usableThreads(stderr, cmd, &d.threads)
-	opts.Threads = d.threads
-	var loras []llama.LoRA
-	for _, p := range d.loras {
-		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
-	}
-	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap, LoRA: loras})
+	m, tok, err := d.openModel(stderr, cmd)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
-	if err != nil {
-		m.Close()
-		return nil, nil, nil, fmt.Errorf("%s: %w", d.model, err)
-	}
+	opts.Threads = d.threads
 	dec, err := llama.NewDecoder(m, opts)
 	if err != nil {
 		m.Close()
 		return nil, nil, nil, err
 	}
 	return m, tok, dec, nil
+}
+
+// openModel loads the model (with its LoRA adapters) and its tokenizer, the threads clamped
+// to the usable cores.
+func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*llama.GGUFModel, *tokenizer.Tokenizer, error) {
+	if d.model == "" {
+		return nil, nil, usagef("-m MODEL is required")
+	}
+	if d.threads < 0 {
+		return nil, nil, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+	}
+	usableThreads(stderr, cmd, &d.threads)
+	var loras []llama.LoRA
+	for _, p := range d.loras {
+		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
+	}
+	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap, LoRA: loras})
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("%s: %w", d.model, err)
+	}
+	return m, tok, nil
 }
 
 // behaviour is how a model is prompted: whether BOS starts the text, its chat template (empty:
@@ -489,12 +502,7 @@ func escapeText(s string) string {
 // named says whether the entry names the model (kernelrt.NamedBy), which it must to supply
 // defaults (modelBehaviour, applyPreset).
 func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (entry *kernels.Model, named bool, err error) {
-	var target *kernels.Target
-	for _, t := range kernels.Compiled() {
-		if string(t.Backend) == ggml.BackendKind {
-			target = t
-		}
-	}
+	target := compiledTarget()
 	if target == nil {
 		return nil, false, nil
 	}
@@ -509,6 +517,17 @@ func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, 
 		return nil, false, err
 	}
 	return entry, kernelrt.NamedBy(entry, ref), nil
+}
+
+// compiledTarget is the kernel table's target of this build's backend, or nil.
+func compiledTarget() *kernels.Target {
+	var target *kernels.Target
+	for _, t := range kernels.Compiled() {
+		if string(t.Backend) == ggml.BackendKind {
+			target = t
+		}
+	}
+	return target
 }
 
 // applyPreset takes every sampling parameter the user did not set from the entry's "default"

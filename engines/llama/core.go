@@ -45,6 +45,9 @@ type forwardPass struct {
 	attend func(il int, q, k, v *ggml.Tensor) *ggml.Tensor
 	// lastOnly computes the logits of the last token only.
 	lastOnly bool
+	// rows, when set, are the i32 indices of the tokens whose logits are computed (the last
+	// token of each sequence of a batched decode step); the last block finishes for them alone.
+	rows *ggml.Tensor
 	// sortTopK routes experts by a descending argsort instead of ggml's TOP_K, where the
 	// backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -132,6 +135,9 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 		if f.lastOnly && il == len(w.layers)-1 && n > 1 {
 			// Only the last token's logits are wanted: finish the last block for it alone.
 			o, x = f.lastColumn(o, n), f.lastColumn(x, n)
+		}
+		if f.rows != nil && il == len(w.layers)-1 {
+			o, x = ctx.GetRows(o, f.rows), ctx.GetRows(x, f.rows)
 		}
 		if l.postAttnNorm != nil {
 			o = f.norm(o, l.postAttnNorm, nil)

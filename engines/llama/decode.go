@@ -600,9 +600,13 @@ func (d *Decoder) attention(ctx *ggml.Context, g *stepGraph, il int, q, k, v, ma
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W.
-func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
+func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return d.m.mm(ctx, w, x) }
+
+// mm is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of
+// every decoding forward pass (Decoder, BatchDecoder).
+func (m *GGUFModel) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
 	y := ctx.MulMat(w, x)
-	for _, t := range d.m.lora[w] {
+	for _, t := range m.lora[w] {
 		y = ctx.Add(y, ctx.Scale(ctx.MulMat(t.b, ctx.MulMat(t.a, x)), t.scale))
 	}
 	return y

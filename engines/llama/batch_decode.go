@@ -1,0 +1,516 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// BatchDecoderOptions configure a BatchDecoder.
+type BatchDecoderOptions struct {
+	// Slots is the number of sequences the cache holds at once (default 1).
+	Slots int
+	// SlotContext is the number of positions each sequence may use (default: the model's
+	// trained context, Architecture.Context).
+	SlotContext int
+	// KVType is the cache's element type (default f16). q8_0 needs FlashAttention.
+	KVType KVCacheType
+	// FlashAttention uses ggml's fused attention, as DecoderOptions.FlashAttention.
+	FlashAttention bool
+	// Threads is the number of CPU threads (0: those of the model's backend).
+	Threads int
+	// Batch is the most tokens, over all sequences, that one step may carry (default 256).
+	Batch int
+}
+
+// maxBatchGraphs bounds the graphs a BatchDecoder keeps (least recently used evicted).
+const maxBatchGraphs = 24
+
+// BatchDecoder decodes several independent sequences at once with one graph per step: the
+// continuous batching of an inference server. Each sequence owns a slot of the key/value cache;
+// a step carries any slots' new tokens (a prompt chunk for one, the last sampled token for
+// another) and returns the logits after the last token of each. Sequences join and leave
+// between steps (Release).
+//
+// The cache is one tensor per layer whose cells interleave the slots: position p of slot s is
+// cell p·Slots+s, so a step attends to the cells below (longest sequence in it)·Slots, rounded
+// up to a bucket, and a mask per query keeps each token to its own slot's earlier positions.
+// The transformer is the one forward pass every engine shares (forwardPass), with this
+// attention as its attend hook; each token carries its own position for RoPE.
+//
+// A BatchDecoder is not safe for concurrent use.
+type BatchDecoder struct {
+	m       *GGUFModel
+	opts    BatchDecoderOptions
+	slots   int
+	slotCtx int
+	cells   int
+	bucket  int
+	backend *ggml.Backend
+	ownBE   bool
+
+	cacheCtx *ggml.Context
+	cacheBuf *ggml.Buffer
+	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, cells] per layer
+	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
+
+	graphs   map[batchKey]*batchGraph
+	sortTopK bool
+	clock    int64
+	pos      []int     // positions used per slot
+	out      []float32 // the logits Step returns
+}
+
+// BatchInput is one sequence's new tokens in a step.
+type BatchInput struct {
+	Slot   int
+	Tokens []int32
+}
+
+// batchKey identifies a cached graph: n tokens per step over seqs sequences, attending to
+// kvLen cache cells.
+type batchKey struct{ n, seqs, kvLen int }
+
+type batchGraph struct {
+	key     batchKey
+	ctx     *ggml.Context
+	graph   *ggml.Graph
+	alloc   *ggml.Allocator
+	tokens  *ggml.Tensor // i32 [n]
+	pos     *ggml.Tensor // i32 [n]: RoPE positions
+	cell    *ggml.Tensor // i32 [n]: cache cells written
+	rows    *ggml.Tensor // i32 [seqs]: the tokens whose logits are returned
+	vIdx    *ggml.Tensor // i32 [n·C] (unfused)
+	mask    *ggml.Tensor // [kvLen, n]
+	maskSWA *ggml.Tensor
+	logits  *ggml.Tensor // [Vocab, seqs]
+	lastUse int64
+
+	posBuf, cellBuf, rowBuf, vIdxBuf []int32
+	maskF32, swaF32                  []float32
+	maskF16, swaF16                  []uint16
+}
+
+// NewBatchDecoder prepares a batched decoder of m: it allocates the cache of Slots·SlotContext
+// cells (zeroed) and checks opts.
+func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, error) {
+	a := &m.Arch
+	if opts.Slots == 0 {
+		opts.Slots = 1
+	}
+	if opts.SlotContext == 0 {
+		opts.SlotContext = a.Context
+	}
+	if opts.Batch == 0 {
+		opts.Batch = 256
+	}
+	switch {
+	case opts.Slots < 1:
+		return nil, fmt.Errorf("llama: %d slots: want at least 1", opts.Slots)
+	case opts.SlotContext < 1:
+		return nil, fmt.Errorf("llama: slot context %d: want at least 1", opts.SlotContext)
+	case opts.Batch < 1:
+		return nil, fmt.Errorf("llama: batch %d: want at least 1", opts.Batch)
+	case opts.Threads < 0:
+		return nil, fmt.Errorf("llama: %d threads", opts.Threads)
+	case opts.KVType < KVF16 || opts.KVType > KVF32:
+		return nil, fmt.Errorf("llama: unknown KV cache type %d", opts.KVType)
+	}
+	if a.Positions == PosLearned && opts.SlotContext > a.Context {
+		return nil, fmt.Errorf("llama: a context of %d: %s's learned positions stop at its trained context, %d", opts.SlotContext, a.Name, a.Context)
+	}
+	kvt := opts.KVType.ggmlType()
+	if ggml.IsQuantized(kvt) {
+		if !opts.FlashAttention {
+			return nil, fmt.Errorf("llama: a %s KV cache needs flash attention (without it, values are stored transposed, which block types cannot be)", kvt.String())
+		}
+		if bs := ggml.BlockSize(kvt); a.HeadDimK%bs != 0 || a.HeadDimV%bs != 0 {
+			return nil, fmt.Errorf("llama: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
+		}
+	}
+	cells := int64(opts.Slots) * int64(opts.SlotContext)
+	if c := int64(a.NKVHeads * a.HeadDimV); cells*c > math.MaxInt32 {
+		return nil, fmt.Errorf("llama: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
+	}
+	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext, cells: int(cells),
+		bucket: kvBucket, backend: m.backend, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
+	if a.IsMoE() {
+		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
+			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
+		})
+		if err != nil {
+			return nil, err
+		}
+		b.sortTopK = !hasTopK
+	}
+	if opts.Threads > 0 && opts.Threads != m.backend.Threads() {
+		be, err := ggml.NewBackend(opts.Threads)
+		if err != nil {
+			return nil, err
+		}
+		b.backend, b.ownBE = be, true
+	}
+	if err := b.allocCache(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *BatchDecoder) allocCache() error {
+	a := &b.m.Arch
+	var err error
+	if b.cacheCtx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * a.NLayers}); err != nil {
+		return err
+	}
+	typ := b.opts.KVType.ggmlType()
+	ctx, n := b.cacheCtx, int64(b.cells)
+	kw, vw := int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
+	for il := 0; il < a.NLayers; il++ {
+		b.kCache = append(b.kCache, ctx.NewTensor(typ, kw, n).SetName(fmt.Sprintf("cache_k_l%d", il)))
+		if b.opts.FlashAttention {
+			b.vCache = append(b.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
+		} else {
+			b.vCache = append(b.vCache, ctx.NewTensor(typ, n, vw).SetName(fmt.Sprintf("cache_v_l%d", il)))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.cacheBuf, err = b.backend.Alloc(ctx); err != nil {
+		return err
+	}
+	// Masked cells are still multiplied (by zero weights): they must hold numbers.
+	b.cacheBuf.Clear(0)
+	return nil
+}
+
+// Close frees the cache, the graphs and the decoder's backend (not the model).
+func (b *BatchDecoder) Close() error {
+	for k, g := range b.graphs {
+		g.close()
+		delete(b.graphs, k)
+	}
+	b.cacheBuf.Close()
+	if b.cacheCtx != nil {
+		b.cacheCtx.Close()
+	}
+	if b.ownBE {
+		b.backend.Close()
+		b.ownBE = false
+	}
+	return nil
+}
+
+func (g *batchGraph) close() {
+	g.alloc.Close()
+	g.ctx.Close()
+}
+
+// Slots is the number of sequences the decoder holds.
+func (b *BatchDecoder) Slots() int { return b.slots }
+
+// SlotContext is the number of positions each sequence may use.
+func (b *BatchDecoder) SlotContext() int { return b.slotCtx }
+
+// MaxBatch is the most tokens one step may carry.
+func (b *BatchDecoder) MaxBatch() int { return b.opts.Batch }
+
+// Pos is the number of positions slot has used.
+func (b *BatchDecoder) Pos(slot int) int { return b.pos[slot] }
+
+// Release empties slot: its next tokens start a new sequence at position 0.
+func (b *BatchDecoder) Release(slot int) { b.pos[slot] = 0 }
+
+// Step appends each input's tokens to its slot's sequence, all in one graph, and returns the
+// logits after the last token of each input, in order (Vocab values each). The slices belong
+// to the decoder and are overwritten by its next Step. Input that does not fit its slot's
+// context is refused (ErrContextFull) and nothing is processed.
+func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
+	if len(in) == 0 {
+		return nil, fmt.Errorf("llama: a step of no sequences")
+	}
+	v := b.m.Arch.Vocab
+	n, maxEnd := 0, 0
+	seen := make([]bool, b.slots)
+	for _, s := range in {
+		if s.Slot < 0 || s.Slot >= b.slots {
+			return nil, fmt.Errorf("llama: slot %d outside 0..%d", s.Slot, b.slots-1)
+		}
+		if seen[s.Slot] {
+			return nil, fmt.Errorf("llama: slot %d twice in one step", s.Slot)
+		}
+		seen[s.Slot] = true
+		if len(s.Tokens) == 0 {
+			return nil, fmt.Errorf("llama: slot %d: no tokens to process", s.Slot)
+		}
+		for i, t := range s.Tokens {
+			if t < 0 || int(t) >= v {
+				return nil, fmt.Errorf("llama: slot %d: token %d (at %d) is outside the vocabulary 0..%d", s.Slot, t, i, v-1)
+			}
+		}
+		end := b.pos[s.Slot] + len(s.Tokens)
+		if end > b.slotCtx {
+			return nil, fmt.Errorf("llama: slot %d: %d positions used and %d more tokens do not fit a context of %d: %w", s.Slot, b.pos[s.Slot], len(s.Tokens), b.slotCtx, ErrContextFull)
+		}
+		maxEnd = max(maxEnd, end)
+		n += len(s.Tokens)
+	}
+	if n > b.opts.Batch {
+		return nil, fmt.Errorf("llama: a step of %d tokens: at most %d", n, b.opts.Batch)
+	}
+	kvLen := min((maxEnd*b.slots+b.bucket-1)/b.bucket*b.bucket, b.cells)
+	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.setInputs(b, in); err != nil {
+		return nil, err
+	}
+	if err := b.backend.Compute(g.graph); err != nil {
+		return nil, err
+	}
+	for _, s := range in {
+		b.pos[s.Slot] += len(s.Tokens)
+	}
+	if cap(b.out) < len(in)*v {
+		b.out = make([]float32, len(in)*v)
+	}
+	b.out = b.out[:len(in)*v]
+	if err := g.logits.ReadF32Into(b.out); err != nil {
+		return nil, err
+	}
+	rows := make([][]float32, len(in))
+	for i := range rows {
+		rows[i] = b.out[i*v : (i+1)*v : (i+1)*v]
+		for _, x := range rows[i] {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("llama: %s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, in[i].Slot, x)
+			}
+		}
+	}
+	return rows, nil
+}
+
+func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput) error {
+	a := &b.m.Arch
+	S, kvLen := b.slots, g.key.kvLen
+	toks := make([]int32, 0, g.key.n)
+	t := 0
+	for i, s := range in {
+		p0 := b.pos[s.Slot]
+		for j := range s.Tokens {
+			g.posBuf[t] = int32(p0 + j)
+			g.cellBuf[t] = int32((p0+j)*S + s.Slot)
+			t++
+		}
+		toks = append(toks, s.Tokens...)
+		g.rowBuf[i] = int32(t - 1)
+	}
+	for _, x := range []struct {
+		t   *ggml.Tensor
+		buf []int32
+	}{{g.tokens, toks}, {g.pos, g.posBuf}, {g.cell, g.cellBuf}, {g.rows, g.rowBuf}} {
+		if err := x.t.SetI32(x.buf); err != nil {
+			return err
+		}
+	}
+	if g.vIdx != nil {
+		c := a.NKVHeads * a.HeadDimV
+		for t, cell := range g.cellBuf {
+			row := g.vIdxBuf[t*c : (t+1)*c]
+			for ch := range row {
+				row[ch] = int32(ch*b.cells) + cell
+			}
+		}
+		if err := g.vIdx.SetI32(g.vIdxBuf); err != nil {
+			return err
+		}
+	}
+	set := func(mask *ggml.Tensor, f32 []float32, f16 []uint16, window int) error {
+		if f16 != nil {
+			fillBatchMask(f16, in, b.pos, S, kvLen, window, 0, f16NegInf)
+			return mask.SetF16(f16)
+		}
+		fillBatchMask(f32, in, b.pos, S, kvLen, window, 0, float32(math.Inf(-1)))
+		return mask.SetF32(f32)
+	}
+	if g.mask != nil {
+		if err := set(g.mask, g.maskF32, g.maskF16, 0); err != nil {
+			return err
+		}
+	}
+	if g.maskSWA != nil {
+		return set(g.maskSWA, g.swaF32, g.swaF16, a.SlidingWindow)
+	}
+	return nil
+}
+
+// fillBatchMask writes the [kvLen, n] mask of a step: the query at position p of slot s sees
+// the cells of its own slot (cell%S == s) at positions visible from p (visible), and nothing
+// else. pos holds each slot's positions before the step.
+func fillBatchMask[E float32 | uint16](mask []E, in []BatchInput, pos []int, S, kvLen, window int, zero, negInf E) {
+	t := 0
+	for _, s := range in {
+		p0 := pos[s.Slot]
+		for j := range s.Tokens {
+			row := mask[t*kvLen : (t+1)*kvLen]
+			for c := range row {
+				row[c] = negInf
+			}
+			for c := s.Slot; c < kvLen; c += S {
+				if visible(p0+j, c/S, window) {
+					row[c] = zero
+				}
+			}
+			t++
+		}
+	}
+}
+
+// graphFor returns the cached graph of key, building it (and evicting the least recently used
+// one when there are too many) if needed.
+func (b *BatchDecoder) graphFor(key batchKey) (*batchGraph, error) {
+	b.clock++
+	if g, ok := b.graphs[key]; ok {
+		g.lastUse = b.clock
+		return g, nil
+	}
+	if len(b.graphs) >= maxBatchGraphs {
+		var oldest *batchGraph
+		for _, g := range b.graphs {
+			if oldest == nil || g.lastUse < oldest.lastUse {
+				oldest = g
+			}
+		}
+		oldest.close()
+		delete(b.graphs, oldest.key)
+	}
+	g, err := b.build(key)
+	if err != nil {
+		return nil, err
+	}
+	g.lastUse = b.clock
+	b.graphs[key] = g
+	return g, nil
+}
+
+// build makes, allocates and returns the graph of key.
+func (b *BatchDecoder) build(key batchKey) (g *batchGraph, err error) {
+	a := &b.m.Arch
+	size := (&Decoder{m: b.m}).graphSize() + 8
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size + 16, Graphs: 1, GraphSize: size})
+	if err != nil {
+		return nil, err
+	}
+	g = &batchGraph{key: key, ctx: ctx}
+	defer func() {
+		if err != nil {
+			g.close()
+			g = nil
+		}
+	}()
+	n, kvLen := int64(key.n), int64(key.kvLen)
+	g.tokens = ctx.NewTensor(ggml.I32, n).SetName("inp_tokens").SetInput()
+	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
+	g.cell = ctx.NewTensor(ggml.I32, n).SetName("inp_cells").SetInput()
+	g.rows = ctx.NewTensor(ggml.I32, int64(key.seqs)).SetName("inp_out_rows").SetInput()
+	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.seqs)
+	maskType := ggml.F32
+	if b.opts.FlashAttention {
+		maskType = ggml.F16
+	}
+	hasGlobal, hasSWA := false, false
+	for il := 0; il < a.NLayers; il++ {
+		hasSWA = hasSWA || a.IsSliding(il)
+		hasGlobal = hasGlobal || !a.IsSliding(il)
+	}
+	if hasGlobal {
+		g.mask = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask").SetInput()
+	}
+	if hasSWA {
+		g.maskSWA = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask_swa").SetInput()
+	}
+	if b.opts.FlashAttention {
+		if hasGlobal {
+			g.maskF16 = make([]uint16, kvLen*n)
+		}
+		if hasSWA {
+			g.swaF16 = make([]uint16, kvLen*n)
+		}
+	} else {
+		if hasGlobal {
+			g.maskF32 = make([]float32, kvLen*n)
+		}
+		if hasSWA {
+			g.swaF32 = make([]float32, kvLen*n)
+		}
+		c := int64(a.NKVHeads * a.HeadDimV)
+		g.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
+		g.vIdxBuf = make([]int32, n*c)
+	}
+	f := forwardPass{ctx: ctx, a: a, w: &b.m.weights, pos: g.pos, rows: g.rows, sortTopK: b.sortTopK,
+		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return b.m.mm(ctx, w, x) },
+		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+			mask := g.mask
+			if a.IsSliding(il) {
+				mask = g.maskSWA
+			}
+			return b.attention(ctx, g, il, q, k, v, mask)
+		}}
+	g.logits = f.logits(g.tokens).SetOutput()
+	if g.graph, err = ctx.NewGraph(size, false); err != nil {
+		return g, err
+	}
+	if err = g.graph.Expand(g.logits); err != nil {
+		return g, fmt.Errorf("llama: building the batched %s graph: %w", a.Name, err)
+	}
+	if g.alloc, err = b.backend.NewAllocator(); err != nil {
+		return g, err
+	}
+	if err = g.alloc.Alloc(g.graph); err != nil {
+		return g, err
+	}
+	return g, nil
+}
+
+// attention stores the step's keys and values in their cells of layer il's cache and attends
+// the queries q [HeadDimK, H, n] over the first kvLen cells under mask. It returns
+// [HeadDimV·H, n]. It is Decoder.attention with cells in place of positions.
+func (b *BatchDecoder) attention(ctx *ggml.Context, g *batchGraph, il int, q, k, v, mask *ggml.Tensor) *ggml.Tensor {
+	a := &b.m.Arch
+	n, kvLen := int64(g.key.n), int64(g.key.kvLen)
+	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
+	kc, vc := b.kCache[il], b.vCache[il]
+	typ := kc.Type()
+	rowK, _ := ggml.RowSize(typ, hdk*Hkv)
+	headK, _ := ggml.RowSize(typ, hdk)
+	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), g.cell)
+	K := ctx.View(kAll, []int64{hdk, kvLen, Hkv}, []int{rowK, headK}, 0)
+	Q := ctx.Permute(q, [4]int{0, 2, 1, 3}) // [hdk, n, H]
+	softcap := a.AttnSoftcap
+	if b.opts.FlashAttention {
+		rowV, _ := ggml.RowSize(typ, hdv*Hkv)
+		headV, _ := ggml.RowSize(typ, hdv)
+		vAll := ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), g.cell)
+		V := ctx.View(vAll, []int64{hdv, kvLen, Hkv}, []int{rowV, headV}, 0)
+		o := ctx.FlashAttnExt(Q, K, V, mask, a.QueryScale, 0, softcap) // [hdv, H, n]
+		return ctx.Reshape(o, hdv*H, n)
+	}
+	es := ggml.TypeSize(typ)
+	c := hdv * Hkv
+	cells := b.cells
+	vAll := ctx.SetRows(ctx.Reshape(vc, 1, int64(cells)*c), ctx.Reshape(v, 1, c*n), g.vIdx)
+	V := ctx.View(vAll, []int64{kvLen, hdv, Hkv}, []int{cells * es, int(hdv) * cells * es}, 0)
+	kq := ctx.MulMat(K, Q) // [kvLen, n, H]
+	scale := a.QueryScale
+	if softcap > 0 {
+		kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
+		scale = 1
+	}
+	kq = ctx.SoftMaxExt(kq, mask, scale, 0)
+	o := ctx.MulMat(V, kq) // [hdv, n, H]
+	o = ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3}))
+	return ctx.Reshape(o, hdv*H, n)
+}

@@ -1,0 +1,159 @@
+package llama
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// batchSeq is one sequence of TestBatchDecoderMatchesDecoder: a prompt, the step at which it
+// joins, and what it produced.
+type batchSeq struct {
+	prompt []int32
+	join   int
+	fed    int         // prompt tokens fed so far
+	out    []int32     // greedy tokens
+	logits [][]float32 // the logits each sampled token was drawn from
+}
+
+// TestBatchDecoderMatchesDecoder runs sequences of different lengths through one
+// BatchDecoder — joining at different steps, prompts in chunks beside other sequences'
+// single-token steps, leaving when done, a slot reused — and checks that each one's greedy
+// tokens equal those of the sequence run alone with a Decoder, and its logits agree within
+// 1e-4 of their scale (measured: ~5e-7 for llama shapes, 2e-5 for gemma2's soft-capped,
+// √d-scaled activations). They are not bit-identical: a batched step attends over more
+// (masked) cache cells and multiplies the weights by several columns at once, so float32 dot
+// products sum the same terms in another order (the masked cells add exact zeros).
+func TestBatchDecoderMatchesDecoder(t *testing.T) {
+	for _, variant := range []string{"smollm2", "mistral", "gemma2", "qwen3moe", "gpt2"} {
+		for _, flash := range []bool{false, true} {
+			a := tinyArch(variant)
+			path := writeTiny(t, a, ggml.F32, 7)
+			m := openTiny(t, path, ModelOptions{})
+			opts := DecoderOptions{KVType: KVF32, FlashAttention: flash}
+			dec := newDecoder(t, m, opts, 16)
+			bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 3, KVType: KVF32, FlashAttention: flash, Batch: 12})
+			if unsupportedHere(t, err) {
+				continue
+			}
+			require.NoError(t, err)
+			bd.bucket = 16
+			t.Cleanup(func() { bd.Close() })
+
+			rng := rand.New(rand.NewPCG(3, uint64(len(variant))))
+			const gen = 9
+			var seqs []*batchSeq
+			for i, n := range []int{7, 1, 13, 4, 20} {
+				seqs = append(seqs, &batchSeq{prompt: randomTokens(rng, n, a.Vocab), join: i * 2})
+			}
+			// Batched: up to 3 at once; a free slot takes the next sequence that has joined.
+			slotOf := map[*batchSeq]int{}
+			free := []int{0, 1, 2}
+			next := 0
+			done := 0
+			for step := 0; done < len(seqs); step++ {
+				require.Less(t, step, 200)
+				for next < len(seqs) && seqs[next].join <= step && len(free) > 0 {
+					slotOf[seqs[next]], free = free[0], free[1:]
+					bd.Release(slotOf[seqs[next]])
+					next++
+				}
+				var in []BatchInput
+				var who []*batchSeq
+				budget := bd.MaxBatch()
+				for s := range slotOf {
+					if s.fed == len(s.prompt) {
+						in = append(in, BatchInput{Slot: slotOf[s], Tokens: []int32{s.out[len(s.out)-1]}})
+						who = append(who, s)
+						budget--
+					}
+				}
+				for s := range slotOf {
+					if s.fed < len(s.prompt) && budget > 0 {
+						c := min(len(s.prompt)-s.fed, 5, budget)
+						in = append(in, BatchInput{Slot: slotOf[s], Tokens: s.prompt[s.fed : s.fed+c]})
+						who = append(who, s)
+						s.fed += c
+						budget -= c
+					}
+				}
+				if len(in) == 0 {
+					continue
+				}
+				rows, err := bd.Step(in)
+				require.NoError(t, err)
+				for i, s := range who {
+					if s.fed < len(s.prompt) {
+						continue // mid-prompt: its logits are not read
+					}
+					s.logits = append(s.logits, append([]float32(nil), rows[i]...))
+					s.out = append(s.out, argmax32(rows[i]))
+					if len(s.out) == gen {
+						free = append(free, slotOf[s])
+						delete(slotOf, s)
+						done++
+					}
+				}
+			}
+			// Alone.
+			worst := 0.0
+			for i, s := range seqs {
+				dec.Reset()
+				lg, err := dec.Prompt(s.prompt)
+				require.NoError(t, err)
+				var toks []int32
+				for j := 0; j < gen; j++ {
+					worst = math.Max(worst, maxRelDiff(s.logits[j], lg))
+					toks = append(toks, argmax32(lg))
+					if j+1 < gen {
+						lg, err = dec.Next(toks[j])
+						require.NoError(t, err)
+					}
+				}
+				require.Equal(t, toks, s.out, "%s flash=%v: sequence %d", variant, flash, i)
+			}
+			t.Logf("%s flash=%v: largest logit difference %.2g of their scale", variant, flash, worst)
+			require.Less(t, worst, 1e-4, "%s flash=%v", variant, flash)
+		}
+	}
+}
+
+func maxRelDiff(got, want []float32) float64 {
+	diff, scale := 0.0, 0.0
+	for i := range want {
+		diff = math.Max(diff, math.Abs(float64(got[i]-want[i])))
+		scale = math.Max(scale, math.Abs(float64(want[i])))
+	}
+	return diff / scale
+}
+
+func TestBatchDecoderRefuses(t *testing.T) {
+	a := tinyArch("smollm2")
+	m := openTiny(t, writeTiny(t, a, ggml.F32, 1), ModelOptions{})
+	bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 2, SlotContext: 8, Batch: 8})
+	require.NoError(t, err)
+	defer bd.Close()
+	for _, in := range [][]BatchInput{
+		nil,
+		{{Slot: 2, Tokens: []int32{1}}},
+		{{Slot: 0, Tokens: []int32{1}}, {Slot: 0, Tokens: []int32{2}}},
+		{{Slot: 0}},
+		{{Slot: 0, Tokens: []int32{int32(a.Vocab)}}},
+		{{Slot: 0, Tokens: make([]int32, 9)}},
+		{{Slot: 0, Tokens: make([]int32, 5)}, {Slot: 1, Tokens: make([]int32, 5)}},
+	} {
+		_, err := bd.Step(in)
+		require.Error(t, err, "%v", in)
+	}
+	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: make([]int32, 8)}})
+	require.NoError(t, err)
+	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
+	require.ErrorIs(t, err, ErrContextFull)
+	bd.Release(1)
+	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
+	require.NoError(t, err)
+}

@@ -1,0 +1,553 @@
+package serve
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/tokenizer"
+)
+
+// maxBody bounds a request body.
+const maxBody = 8 << 20
+
+// apiError is an error in OpenAI's JSON shape, with its HTTP status.
+type apiError struct {
+	status  int
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    any     `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+func badRequest(param, format string, args ...any) *apiError {
+	e := &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf(format, args...)}
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.status)
+	json.NewEncoder(w).Encode(map[string]any{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// stopsOf reads "stop": null, a string or an array of strings.
+func stopsOf(b json.RawMessage) ([]string, *apiError) {
+	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
+		return nil, nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return nil, badRequest("stop", "field \"stop\": want a string or an array of strings")
+	}
+	return many, nil
+}
+
+// contentOf reads a message's "content": a string, or an array of parts of which only text
+// ones are supported.
+func contentOf(i int, b json.RawMessage) (string, *apiError) {
+	param := fmt.Sprintf("messages[%d].content", i)
+	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
+		return "", nil
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		return one, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return "", badRequest(param, "field %q: want a string or an array of content parts", param)
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", badRequest(param, "field %q: content parts of type %q are not supported (text only)", param, p.Type)
+		}
+		sb.WriteString(p.Text)
+	}
+	return sb.String(), nil
+}
+
+// promptOf reads a completion's "prompt": a string or an array of one string.
+func promptOf(b json.RawMessage) (string, *apiError) {
+	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
+		return "", badRequest("prompt", "\"prompt\" is required")
+	}
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		return one, nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return "", badRequest("prompt", "field \"prompt\": want a string or an array of one string")
+	}
+	if len(many) != 1 {
+		return "", badRequest("prompt", "field \"prompt\": an array of %d prompts; one per request (n = 1)", len(many))
+	}
+	return many[0], nil
+}
+
+// request holds the fields both completion endpoints read.
+type request struct {
+	Model             string          `json:"model"`
+	Stream            bool            `json:"stream"`
+	MaxTokens         *int            `json:"max_tokens"`
+	MaxCompletion     *int            `json:"max_completion_tokens"`
+	Temperature       *float64        `json:"temperature"`
+	TopP              *float64        `json:"top_p"`
+	TopK              *int            `json:"top_k"`
+	MinP              *float64        `json:"min_p"`
+	Seed              *int64          `json:"seed"`
+	Stop              json.RawMessage `json:"stop"`
+	N                 *int            `json:"n"`
+	RepetitionPenalty *float64        `json:"repetition_penalty"`
+	RepeatPenalty     *float64        `json:"repeat_penalty"`
+	RepeatLastN       *int            `json:"repeat_last_n"`
+	FrequencyPenalty  *float64        `json:"frequency_penalty"`
+	PresencePenalty   *float64        `json:"presence_penalty"`
+	Logprobs          any             `json:"logprobs"`
+	StreamOptions     *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+
+	// chat
+	Messages *[]struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	// completions
+	Prompt json.RawMessage `json:"prompt"`
+	Echo   bool            `json:"echo"`
+}
+
+// decode reads the JSON body into r; an error names what is wrong.
+func decode(w http.ResponseWriter, req *http.Request, r *request) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Message: fmt.Sprintf("the body is larger than %d bytes", maxBody)}
+		}
+		return badRequest("", "reading the body: %v", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return badRequest("", "the body is not a JSON object: %v", err)
+	}
+	if err := json.Unmarshal(body, r); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return badRequest(te.Field, "field %q: want %s, not a JSON %s", te.Field, te.Type, te.Value)
+		}
+		return badRequest("", "%v", err)
+	}
+	return nil
+}
+
+// params checks the request's sampling fields over the defaults.
+func (s *Server) params(r *request) (sample.Params, int, *apiError) {
+	p := s.cfg.Defaults
+	if r.N != nil && *r.N != 1 {
+		return p, 0, badRequest("n", "n = %d: only one choice per request (n = 1)", *r.N)
+	}
+	if r.Model != "" && r.Model != s.cfg.ModelName {
+		return p, 0, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
+			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", r.Model, s.cfg.ModelName)}
+	}
+	maxTokens := 0
+	for _, m := range []struct {
+		name string
+		v    *int
+	}{{"max_tokens", r.MaxTokens}, {"max_completion_tokens", r.MaxCompletion}} {
+		if m.v != nil {
+			if *m.v <= 0 {
+				return p, 0, badRequest(m.name, "%s = %d: want at least 1", m.name, *m.v)
+			}
+			maxTokens = *m.v
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"frequency_penalty", r.FrequencyPenalty}, {"presence_penalty", r.PresencePenalty}} {
+		if f.v != nil && *f.v != 0 {
+			return p, 0, badRequest(f.name, "%s is not supported (toy's sampler has llama.cpp's repetition penalty: repetition_penalty, repeat_last_n)", f.name)
+		}
+	}
+	if r.Logprobs != nil && r.Logprobs != false && r.Logprobs != 0.0 {
+		return p, 0, badRequest("logprobs", "logprobs are not supported")
+	}
+	if r.Temperature != nil {
+		p.Temperature = *r.Temperature
+	}
+	if r.TopP != nil {
+		p.TopP = *r.TopP
+	}
+	if r.TopK != nil {
+		p.TopK = *r.TopK
+	}
+	if r.MinP != nil {
+		p.MinP = *r.MinP
+	}
+	if r.RepeatPenalty != nil {
+		p.RepeatPenalty = *r.RepeatPenalty
+	}
+	if r.RepetitionPenalty != nil {
+		p.RepeatPenalty = *r.RepetitionPenalty
+	}
+	if r.RepeatLastN != nil {
+		p.RepeatLastN = *r.RepeatLastN
+	}
+	if r.Seed != nil {
+		p.Seed = uint64(*r.Seed)
+	}
+	if math.IsNaN(p.RepeatPenalty) || p.RepeatPenalty <= 0 {
+		return p, 0, badRequest("repetition_penalty", "repetition_penalty %v: want a number > 0 (1 = off)", p.RepeatPenalty)
+	}
+	if p.RepeatLastN < -1 {
+		return p, 0, badRequest("repeat_last_n", "repeat_last_n %d: want >= -1", p.RepeatLastN)
+	}
+	if err := p.Validate(); err != nil {
+		return p, 0, badRequest("", "%v", err)
+	}
+	return p, maxTokens, nil
+}
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.counted("chat", s.completion(true)))
+	mux.HandleFunc("/v1/completions", s.counted("completions", s.completion(false)))
+	mux.HandleFunc("/v1/models", s.counted("models", s.models))
+	mux.HandleFunc("/health", s.health)
+	mux.HandleFunc("/metrics", s.metrics.serve)
+	mux.HandleFunc("/", s.counted("other", s.page))
+	return mux
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// counted counts the requests of an endpoint by status, and turns a panic into a 500 (never
+// a crash).
+func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				fmt.Fprintf(s.cfg.Log, "toy serve: %s %s: panic: %v\n", r.Method, r.URL.Path, v)
+				if sw.status == 0 {
+					writeError(sw, &apiError{status: 500, Type: "server_error", Message: "internal error"})
+				}
+			}
+			s.metrics.request(endpoint, sw.status)
+		}()
+		h(sw, r)
+	}
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use GET"})
+		return
+	}
+	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
+		map[string]any{"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "toy"}}})
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.closing.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "shutting down"})
+		return
+	}
+	info := map[string]any{"status": "ok", "model": s.cfg.ModelName, "slots": s.dec.Slots(),
+		"slot_context": s.dec.SlotContext(), "busy": s.metrics.busy.Load(), "queued": s.metrics.queued.Load()}
+	for k, v := range s.cfg.Info {
+		info[k] = v
+	}
+	writeJSON(w, 200, info)
+}
+
+// completion handles /v1/chat/completions (chat) and /v1/completions.
+func (s *Server) completion(chat bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use POST"})
+			return
+		}
+		var r request
+		if e := decode(w, req, &r); e != nil {
+			writeError(w, e)
+			return
+		}
+		p, maxTokens, e := s.params(&r)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		text, parseSpecial := "", false
+		var stops []string
+		if chat {
+			if r.Messages == nil {
+				writeError(w, badRequest("messages", "\"messages\" is required"))
+				return
+			}
+			if s.cfg.Template == nil {
+				writeError(w, badRequest("messages", "the model has no chat template (start the server with -template); use /v1/completions"))
+				return
+			}
+			var msgs []sample.Message
+			for i, m := range *r.Messages {
+				content, e := contentOf(i, m.Content)
+				if e != nil {
+					writeError(w, e)
+					return
+				}
+				role := m.Role
+				if role == "developer" {
+					role = sample.RoleSystem // OpenAI's newer name for system
+				}
+				msgs = append(msgs, sample.Message{Role: role, Content: content})
+			}
+			var err error
+			if text, err = s.cfg.Template.Apply(msgs, true); err != nil {
+				writeError(w, badRequest("messages", "%v", err))
+				return
+			}
+			parseSpecial = true
+			stops = s.cfg.Template.StopStrings()
+		} else {
+			var e *apiError
+			if text, e = promptOf(r.Prompt); e != nil {
+				writeError(w, e)
+				return
+			}
+		}
+		userStops, e := stopsOf(r.Stop)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		for _, st := range userStops {
+			if st != "" {
+				stops = append(stops, st)
+			}
+		}
+		ids := s.tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: parseSpecial})
+		if s.cfg.AddBOS && s.tok.BOS() >= 0 {
+			ids = append([]int32{s.tok.BOS()}, ids...)
+		}
+		j, e := s.newJob(req.Context(), ids, p, r.Seed != nil, maxTokens, stops)
+		if e != nil {
+			if !chat && e.Param != nil && *e.Param == "messages" {
+				e.Param = strPtr("prompt")
+			}
+			writeError(w, e)
+			return
+		}
+		if err := s.submit(j); err != nil {
+			if errors.Is(err, errQueueFull) {
+				w.Header().Set("Retry-After", "1")
+				writeError(w, &apiError{status: http.StatusTooManyRequests, Type: "rate_limit_exceeded", Message: "the server is busy: every slot is taken and the queue is full; retry later"})
+			} else {
+				writeError(w, &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()})
+			}
+			return
+		}
+		out := &responder{w: w, chat: chat, model: s.cfg.ModelName, id: newID(chat), created: time.Now().Unix(),
+			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
+		if !chat && r.Echo {
+			out.echo = text
+		}
+		if r.Stream {
+			out.stream(j)
+		} else {
+			out.whole(j)
+		}
+	}
+}
+
+func strPtr(s string) *string { return &s }
+
+var idCounter atomicCounter
+
+func newID(chat bool) string {
+	if chat {
+		return fmt.Sprintf("chatcmpl-toy%d", idCounter.next())
+	}
+	return fmt.Sprintf("cmpl-toy%d", idCounter.next())
+}
+
+// responder writes one request's reply.
+type responder struct {
+	w           http.ResponseWriter
+	chat, usage bool
+	model, id   string
+	echo        string
+	created     int64
+}
+
+func usageOf(e event) map[string]int {
+	return map[string]int{"prompt_tokens": e.promptTokens, "completion_tokens": e.completionTokens, "total_tokens": e.promptTokens + e.completionTokens}
+}
+
+func errorOf(err error) *apiError {
+	if errors.Is(err, errClosing) {
+		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()}
+	}
+	return &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+}
+
+// whole waits for the end and writes one JSON reply.
+func (o *responder) whole(j *job) {
+	var sb strings.Builder
+	sb.WriteString(o.echo)
+	for e := range j.events {
+		if !e.done {
+			sb.WriteString(e.text)
+			continue
+		}
+		if e.err != nil {
+			if j.ctx.Err() == nil {
+				writeError(o.w, errorOf(e.err))
+			}
+			return
+		}
+		var choice map[string]any
+		if o.chat {
+			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": sb.String()}, "finish_reason": e.finish, "logprobs": nil}
+		} else {
+			choice = map[string]any{"index": 0, "text": sb.String(), "finish_reason": e.finish, "logprobs": nil}
+		}
+		writeJSON(o.w, 200, map[string]any{"id": o.id, "object": o.object(false), "created": o.created, "model": o.model,
+			"choices": []any{choice}, "usage": usageOf(e)})
+		return
+	}
+}
+
+func (o *responder) object(chunk bool) string {
+	switch {
+	case o.chat && chunk:
+		return "chat.completion.chunk"
+	case o.chat:
+		return "chat.completion"
+	}
+	return "text_completion"
+}
+
+// stream writes server-sent events: one chunk per piece of text, the finish reason, optionally
+// the usage, and "data: [DONE]".
+func (o *responder) stream(j *job) {
+	h := o.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	o.w.WriteHeader(200)
+	flusher, _ := o.w.(http.Flusher)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(o.w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	chunk := func(text string, finish any) map[string]any {
+		var choice map[string]any
+		if o.chat {
+			delta := map[string]any{}
+			if text != "" || finish == nil {
+				delta["content"] = text
+			}
+			choice = map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}
+		} else {
+			choice = map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": nil}
+		}
+		return map[string]any{"id": o.id, "object": o.object(true), "created": o.created, "model": o.model, "choices": []any{choice}}
+	}
+	if o.chat {
+		first := chunk("", nil)
+		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
+		if !send(first) {
+			return
+		}
+	} else if o.echo != "" && !send(chunk(o.echo, nil)) {
+		return
+	}
+	for e := range j.events {
+		if !e.done {
+			if !send(chunk(e.text, nil)) {
+				return // the client went away: the scheduler frees the slot at its next step
+			}
+			continue
+		}
+		if e.err != nil {
+			if j.ctx.Err() == nil {
+				send(map[string]any{"error": errorOf(e.err)})
+			}
+			return
+		}
+		send(chunk("", e.finish))
+		if o.usage {
+			send(map[string]any{"id": o.id, "object": o.object(true), "created": o.created, "model": o.model, "choices": []any{}, "usage": usageOf(e)})
+		}
+		fmt.Fprint(o.w, "data: [DONE]\n\n")
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return
+	}
+}

@@ -1,0 +1,400 @@
+// Package serve is toy's inference server: an OpenAI-compatible HTTP API (chat and text
+// completions, streamed as server-sent events or not, models, health, Prometheus metrics) over
+// one model, with continuous batching: every active request is a sequence of one
+// llama.BatchDecoder, all of them advanced by one graph per step, new requests' prompts joining
+// between steps and finished or abandoned ones leaving.
+//
+// The server keeps no state between requests, so replicas behind any HTTP load balancer scale
+// it out.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/tokenizer"
+)
+
+// Config is what a Server serves and how.
+type Config struct {
+	// Model, Decoder and Tokenizer run the requests; the Server owns none of them (the caller
+	// closes them after Close).
+	Model     *llama.GGUFModel
+	Decoder   *llama.BatchDecoder
+	Tokenizer *tokenizer.Tokenizer
+	// ModelName is the model's id in /v1/models; a request naming another model is refused
+	// (404). An empty "model" field is accepted.
+	ModelName string
+	// AddBOS starts every prompt with the tokenizer's BOS.
+	AddBOS bool
+	// Template is the chat template; nil: chat completions are refused (400).
+	Template *sample.Template
+	// Stops are stop strings every request has besides its own (the model's behaviour).
+	Stops []string
+	// Defaults are the sampling settings of fields a request leaves out (the kernel table's
+	// default preset, as toy generate applies it).
+	Defaults sample.Params
+	// Queue is how many requests may wait for a slot (default 64); one more is refused with
+	// 429.
+	Queue int
+	// Info is what /health reports about the model and the kernel gate.
+	Info map[string]any
+	// Log receives one line per notable event (nil: none).
+	Log io.Writer
+}
+
+// Server serves one model. Its Handler is safe for concurrent use; one goroutine (started by
+// New, stopped by Close) runs the decoder.
+type Server struct {
+	cfg     Config
+	dec     *llama.BatchDecoder
+	tok     *tokenizer.Tokenizer
+	queue   chan *job
+	closing atomic.Bool
+	stopAll chan struct{} // closed by Close: cancel every request
+	done    chan struct{} // closed when the loop returns
+	once    sync.Once
+	metrics metrics
+	created int64
+}
+
+// job is one request in the scheduler.
+type job struct {
+	ctx       context.Context
+	ids       []int32
+	params    sample.Params
+	maxTokens int
+	stops     []string
+	events    chan event
+	enqueued  time.Time
+}
+
+// event is what the scheduler tells a request's handler: a piece of text, or the end.
+type event struct {
+	text             string
+	done             bool
+	finish           string // "stop" or "length" when done
+	err              error
+	promptTokens     int
+	completionTokens int
+}
+
+// slot is an active job in a decoder slot.
+type slot struct {
+	j         *job
+	idx       int
+	fed       int   // prompt tokens in the cache
+	last      int32 // the sampled token to feed next (when fed == len(ids))
+	sampler   *sample.Sampler
+	stopper   *sample.Stopper
+	history   []int32
+	generated int
+	held      []byte // the bytes of an incomplete UTF-8 character
+	first     bool   // the first token was sent
+}
+
+// New starts a server's scheduler.
+func New(cfg Config) (*Server, error) {
+	if cfg.Model == nil || cfg.Decoder == nil || cfg.Tokenizer == nil {
+		return nil, errors.New("serve: a model, a batched decoder and a tokenizer are needed")
+	}
+	if cfg.Queue == 0 {
+		cfg.Queue = 64
+	}
+	if cfg.Queue < 0 {
+		return nil, fmt.Errorf("serve: a queue of %d", cfg.Queue)
+	}
+	if err := cfg.Defaults.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
+		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix()}
+	s.metrics.init(cfg.Decoder.Slots())
+	go s.loop()
+	return s, nil
+}
+
+// errQueueFull and errClosing refuse a request that cannot be queued.
+var (
+	errQueueFull = errors.New("serve: the queue is full")
+	errClosing   = errors.New("serve: the server is shutting down")
+)
+
+// submit queues a job, or refuses it at once.
+func (s *Server) submit(j *job) error {
+	if s.closing.Load() {
+		return errClosing
+	}
+	j.enqueued = time.Now()
+	select {
+	case s.queue <- j:
+		s.metrics.queued.Add(1)
+		return nil
+	default:
+		return errQueueFull
+	}
+}
+
+// Drain stops taking requests and waits until the queued and running ones finish, or ctx
+// ends; then it cancels whatever is left (Close).
+func (s *Server) Drain(ctx context.Context) {
+	s.closing.Store(true)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for s.metrics.busy.Load() > 0 || s.metrics.queued.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			s.Close()
+			return
+		case <-t.C:
+		}
+	}
+	s.Close()
+}
+
+// Close cancels every request (each ends with an error) and stops the scheduler.
+func (s *Server) Close() {
+	s.closing.Store(true)
+	s.once.Do(func() { close(s.stopAll) })
+	<-s.done
+}
+
+// loop is the scheduler: it admits queued jobs into free slots, advances every active one by
+// one decoder step, samples, and hands the text to the handlers.
+func (s *Server) loop() {
+	defer close(s.done)
+	slots := make([]*slot, s.dec.Slots())
+	active := 0
+	finish := func(sl *slot, e event) {
+		e.done = true
+		e.promptTokens, e.completionTokens = len(sl.j.ids), sl.generated
+		sl.j.events <- e
+		slots[sl.idx] = nil
+		active--
+		s.metrics.busy.Add(-1)
+	}
+	admit := func(j *job) {
+		s.metrics.queued.Add(-1)
+		for i, sl := range slots {
+			if sl == nil {
+				s.dec.Release(i)
+				slots[i] = &slot{j: j, idx: i, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
+					history: append(make([]int32, 0, len(j.ids)+j.maxTokens), j.ids...)}
+				active++
+				s.metrics.busy.Add(1)
+				return
+			}
+		}
+		panic("serve: no free slot")
+	}
+	for {
+		// Admit: block for work when idle.
+		if active == 0 {
+			select {
+			case j := <-s.queue:
+				admit(j)
+			case <-s.stopAll:
+				s.cancelQueued()
+				return
+			}
+		}
+		for active < len(slots) {
+			select {
+			case j := <-s.queue:
+				admit(j)
+				continue
+			default:
+			}
+			break
+		}
+		select {
+		case <-s.stopAll:
+			for _, sl := range slots {
+				if sl != nil {
+					finish(sl, event{err: errClosing})
+				}
+			}
+			s.cancelQueued()
+			return
+		default:
+		}
+		// Leave: a request whose client went away frees its slot.
+		for _, sl := range slots {
+			if sl != nil && sl.j.ctx.Err() != nil {
+				s.metrics.cancelled.Add(1)
+				finish(sl, event{err: sl.j.ctx.Err()})
+			}
+		}
+		if active == 0 {
+			continue
+		}
+		// One step: every generating slot's last token, then prompt chunks in the room left.
+		var in []llama.BatchInput
+		var who []*slot
+		budget := s.dec.MaxBatch()
+		for _, sl := range slots {
+			if sl != nil && sl.fed == len(sl.j.ids) {
+				in = append(in, llama.BatchInput{Slot: sl.idx, Tokens: []int32{sl.last}})
+				who = append(who, sl)
+				budget--
+			}
+		}
+		for _, sl := range slots {
+			if sl != nil && sl.fed < len(sl.j.ids) && budget > 0 {
+				n := min(len(sl.j.ids)-sl.fed, budget)
+				in = append(in, llama.BatchInput{Slot: sl.idx, Tokens: sl.j.ids[sl.fed : sl.fed+n]})
+				who = append(who, sl)
+				budget -= n
+			}
+		}
+		t0 := time.Now()
+		rows, err := s.dec.Step(in)
+		if err != nil {
+			fmt.Fprintf(s.cfg.Log, "toy serve: step of %d sequences: %v\n", len(in), err)
+			for _, sl := range who {
+				finish(sl, event{err: err})
+			}
+			continue
+		}
+		generated := 0
+		for i, sl := range who {
+			if sl.fed < len(sl.j.ids) {
+				sl.fed += len(in[i].Tokens)
+				s.metrics.promptTokens.Add(int64(len(in[i].Tokens)))
+				if sl.fed < len(sl.j.ids) {
+					continue
+				}
+			}
+			generated++
+			if e, done := s.next(sl, rows[i]); done {
+				finish(sl, e)
+			}
+		}
+		s.metrics.step(generated, time.Since(t0))
+	}
+}
+
+// next samples slot sl's next token from logits and sends its text; done says the request
+// ended (with the final event).
+func (s *Server) next(sl *slot, logits []float32) (event, bool) {
+	tok := sl.sampler.Sample(logits, sl.history)
+	if !sl.first {
+		sl.first = true
+		s.metrics.firstToken(time.Since(sl.j.enqueued))
+	}
+	if eos := s.tok.EOS(); eos >= 0 && tok == eos {
+		sl.send(sl.stopper.Flush(), true)
+		return event{finish: "stop"}, true
+	}
+	sl.generated++
+	s.metrics.genTokens.Add(1)
+	sl.history = append(sl.history, tok)
+	piece, err := s.tok.Piece(tok, tokenizer.DecodeOptions{})
+	if err != nil {
+		return event{err: err}, true
+	}
+	text, stopped := sl.stopper.Feed(piece)
+	if stopped {
+		sl.send(text, true)
+		return event{finish: "stop"}, true
+	}
+	full := s.dec.Pos(sl.idx)+1 > s.dec.SlotContext()
+	if sl.generated >= sl.j.maxTokens || full {
+		sl.send(text+sl.stopper.Flush(), true)
+		return event{finish: "length"}, true
+	}
+	sl.send(text, false)
+	sl.last = tok
+	return event{}, false
+}
+
+// send hands text to the handler, holding back the bytes of a character not yet complete
+// (byte-level tokens split characters) unless final.
+func (sl *slot) send(text string, final bool) {
+	b := append(sl.held, text...)
+	cut := len(b)
+	if !final {
+		// Keep back an incomplete UTF-8 sequence at the end (at most 3 bytes).
+		for i := len(b) - 1; i >= 0 && i >= len(b)-3; i-- {
+			if utf8.RuneStart(b[i]) {
+				if !utf8.FullRune(b[i:]) {
+					cut = i
+				}
+				break
+			}
+		}
+	}
+	out := string(b[:cut])
+	sl.held = append([]byte(nil), b[cut:]...)
+	if out != "" {
+		sl.j.events <- event{text: out}
+	}
+}
+
+// cancelQueued ends every queued job with errClosing.
+func (s *Server) cancelQueued() {
+	for {
+		select {
+		case j := <-s.queue:
+			s.metrics.queued.Add(-1)
+			j.events <- event{done: true, err: errClosing}
+		default:
+			return
+		}
+	}
+}
+
+// newJob checks a prompt against the context and makes its job.
+func (s *Server) newJob(ctx context.Context, ids []int32, p sample.Params, seedGiven bool, maxTokens int, stops []string) (*job, *apiError) {
+	if len(ids) == 0 {
+		return nil, badRequest("prompt", "the prompt encodes to no tokens")
+	}
+	n := s.dec.SlotContext()
+	if len(ids) >= n {
+		return nil, &apiError{status: 400, Type: "invalid_request_error", Code: "context_length_exceeded", Param: strPtr("messages"),
+			Message: fmt.Sprintf("the prompt is %d tokens; the context of each sequence holds %d, so at most %d fit with room for a reply", len(ids), n, n-1)}
+	}
+	room := n - len(ids)
+	if maxTokens <= 0 || maxTokens > room {
+		maxTokens = room
+	}
+	if !seedGiven && p.Temperature > 0 {
+		p.Seed = rand.Uint64()
+	}
+	return &job{ctx: ctx, ids: ids, params: p, maxTokens: maxTokens, stops: append(stops, s.cfg.Stops...),
+		events: make(chan event, maxTokens+2)}, nil
+}
+
+// Front is the HTTP surface from the moment the server listens: until Ready hands it a
+// server's handler (after the model loaded and the kernel gate passed), /health answers 503
+// {"status":"loading"} and every other path 503 in OpenAI's error shape, so that an
+// orchestrator sends no traffic to a replica that cannot serve it.
+type Front struct{ h atomic.Pointer[http.Handler] }
+
+// Ready makes h serve every request from now on.
+func (f *Front) Ready(h http.Handler) { f.h.Store(&h) }
+
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := f.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	if r.URL.Path == "/health" {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "loading"})
+		return
+	}
+	writeError(w, &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: "the model is loading"})
+}

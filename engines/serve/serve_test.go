@@ -1,0 +1,505 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// modelPath is a tiny random llama model with a trained byte-level tokenizer (no special
+// tokens, so no end of text: replies run to max_tokens or a stop string), written once.
+var modelPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toy-serve-test")
+	if err != nil {
+		panic(err)
+	}
+	modelPath, err = writeModel(dir)
+	if err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func writeModel(dir string) (string, error) {
+	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\nHello, world! ", 40)
+	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{Special: []string{}})
+	if err != nil {
+		return "", err
+	}
+	c, err := config.LlamaPreset("tiny")
+	if err != nil {
+		return "", err
+	}
+	c.Vocab, c.Context = tok.VocabSize(), 512
+	be, err := ggml.NewCPUBackend(1)
+	if err != nil {
+		return "", err
+	}
+	defer be.Close()
+	m, err := llama.New(c, be)
+	if err != nil {
+		return "", err
+	}
+	defer m.Close()
+	if err := m.Init(); err != nil {
+		return "", err
+	}
+	var kvs []llama.KV
+	for _, kv := range tok.GGUF() {
+		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+	}
+	path := filepath.Join(dir, "tiny.gguf")
+	return path, m.Save(path, kvs)
+}
+
+// newServer serves the test model with parallel slots of slotCtx positions on loopback.
+func newServer(t testing.TB, parallel, queue, slotCtx int) (*Server, *httptest.Server) {
+	m, err := llama.OpenModel(modelPath, llama.ModelOptions{Threads: 1})
+	require.NoError(t, err)
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+	require.NoError(t, err)
+	dec, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: parallel, SlotContext: slotCtx, Batch: 64})
+	require.NoError(t, err)
+	tmpl, err := sample.TemplateByName("chatml")
+	require.NoError(t, err)
+	s, err := New(Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: "tiny", Template: &tmpl,
+		Defaults: sample.DefaultParams(), Queue: queue, Info: map[string]any{"kernel_entry": "none (test)"}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(s.Handler()) // 127.0.0.1
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+		dec.Close()
+		m.Close()
+	})
+	return s, ts
+}
+
+func post(t testing.TB, ts *httptest.Server, path, body string) (int, map[string]any) {
+	resp, err := http.Post(ts.URL+path, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	require.NoError(t, json.Unmarshal(b, &out), "%s", b)
+	return resp.StatusCode, out
+}
+
+// streamResult is what one streamed request gave.
+type streamResult struct {
+	text, finish string
+	ttft         time.Duration
+	done         bool
+	usage        map[string]any
+}
+
+func stream(t testing.TB, ts *httptest.Server, path, body string) (streamResult, error) {
+	start := time.Now()
+	resp, err := http.Post(ts.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		return streamResult{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return streamResult{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		return streamResult{}, fmt.Errorf("content type %q", ct)
+	}
+	var r streamResult
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			return r, fmt.Errorf("not an event: %q", line)
+		}
+		if data == "[DONE]" {
+			r.done = true
+			continue
+		}
+		var c struct {
+			Choices []struct {
+				Text         string  `json:"text"`
+				FinishReason *string `json:"finish_reason"`
+				Delta        struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage map[string]any `json:"usage"`
+			Error any            `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return r, err
+		}
+		if c.Error != nil {
+			return r, fmt.Errorf("error event: %v", c.Error)
+		}
+		if c.Usage != nil {
+			r.usage = c.Usage
+		}
+		for _, ch := range c.Choices {
+			piece := ch.Text + ch.Delta.Content
+			if piece != "" && r.ttft == 0 {
+				r.ttft = time.Since(start)
+			}
+			r.text += piece
+			if ch.FinishReason != nil {
+				r.finish = *ch.FinishReason
+			}
+		}
+	}
+	return r, sc.Err()
+}
+
+func TestEndpoints(t *testing.T) {
+	_, ts := newServer(t, 2, 8, 256)
+
+	code, out := post(t, ts, "/v1/completions", `{"model":"tiny","prompt":"func main","max_tokens":6,"temperature":0}`)
+	require.Equal(t, 200, code, out)
+	assert.Equal(t, "text_completion", out["object"])
+	ch := out["choices"].([]any)[0].(map[string]any)
+	assert.Equal(t, "length", ch["finish_reason"])
+	usage := out["usage"].(map[string]any)
+	assert.Equal(t, 6.0, usage["completion_tokens"])
+	assert.Greater(t, usage["prompt_tokens"], 0.0)
+	text := ch["text"].(string)
+
+	// The same request streamed gives the same text.
+	r, err := stream(t, ts, "/v1/completions", `{"prompt":"func main","max_tokens":6,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}`)
+	require.NoError(t, err)
+	assert.True(t, r.done)
+	assert.Equal(t, text, r.text)
+	assert.Equal(t, "length", r.finish)
+	assert.Equal(t, 6.0, r.usage["completion_tokens"])
+
+	// A stop string taken from the greedy reply ends it there, with finish_reason stop.
+	if len(text) > 2 {
+		stop, _ := json.Marshal(text[1:2])
+		code, out = post(t, ts, "/v1/completions", `{"prompt":"func main","max_tokens":6,"temperature":0,"stop":[`+string(stop)+`]}`)
+		require.Equal(t, 200, code)
+		ch = out["choices"].([]any)[0].(map[string]any)
+		assert.Equal(t, "stop", ch["finish_reason"])
+		assert.Equal(t, text[:1], ch["text"])
+	}
+
+	code, out = post(t, ts, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hello"}]}],"max_tokens":5,"seed":3,"temperature":0.7,"top_k":20,"top_p":0.9,"min_p":0.01,"repetition_penalty":1.1}`)
+	require.Equal(t, 200, code, out)
+	assert.Equal(t, "chat.completion", out["object"])
+	msg := out["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+	assert.Equal(t, "assistant", msg["role"])
+	// A seed repeats a sampled reply.
+	code, out2 := post(t, ts, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":5,"seed":3,"temperature":0.7,"top_k":20,"top_p":0.9,"min_p":0.01,"repetition_penalty":1.1}`)
+	require.Equal(t, 200, code)
+	assert.Equal(t, msg["content"], out2["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"])
+
+	r, err = stream(t, ts, "/v1/chat/completions", `{"messages":[{"role":"user","content":"Hello"}],"max_tokens":4,"stream":true}`)
+	require.NoError(t, err)
+	assert.True(t, r.done)
+	assert.Equal(t, "length", r.finish)
+
+	resp, err := http.Get(ts.URL + "/v1/models")
+	require.NoError(t, err)
+	var models struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&models))
+	resp.Body.Close()
+	assert.Equal(t, "tiny", models.Data[0].ID)
+
+	resp, err = http.Get(ts.URL + "/health")
+	require.NoError(t, err)
+	var h map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "ok", h["status"])
+	assert.Equal(t, "none (test)", h["kernel_entry"])
+
+	resp, err = http.Get(ts.URL + "/metrics")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`toy_requests_total{endpoint="completions",code="200"} 3`, "toy_queue_depth 0",
+		"toy_time_to_first_token_seconds_count 6", "toy_generation_tokens_per_second ", "toy_generated_tokens_total "} {
+		assert.Contains(t, string(b), want)
+	}
+
+	resp, err = http.Get(ts.URL + "/")
+	require.NoError(t, err)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, string(b), "/v1/chat/completions")
+}
+
+// TestFront: before Ready, /health and the API answer 503.
+func TestFront(t *testing.T) {
+	var f Front
+	ts := httptest.NewServer(&f)
+	defer ts.Close()
+	for _, p := range []string{"/health", "/v1/models"} {
+		resp, err := http.Get(ts.URL + p)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 503, resp.StatusCode, p)
+	}
+	f.Ready(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+	resp, err := http.Get(ts.URL + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 204, resp.StatusCode)
+}
+
+// TestBadRequests sends a corpus of bad requests: each gets its 4xx in OpenAI's error shape,
+// and the server stays healthy.
+func TestBadRequests(t *testing.T) {
+	_, ts := newServer(t, 1, 4, 64)
+	long := strings.Repeat("func main() { return nil } ", 40)
+	cases := []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/chat/completions", `{`, 400},
+		{"POST", "/v1/chat/completions", ``, 400},
+		{"POST", "/v1/chat/completions", `[]`, 400},
+		{"POST", "/v1/chat/completions", `"hello"`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":"hi"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":5}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"wizard","content":"hi"}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[]}`, 400},
+		{"POST", "/v1/chat/completions", `{}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":-5}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":"ten"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1.5}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":-1}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_p":0}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_p":1.5}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_k":-1}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"n":2}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stop":7}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"seed":"x"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"frequency_penalty":0.5}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"repetition_penalty":0}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true}`, 400},
+		{"POST", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"hi"}]}`, 404},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400},
+		{"POST", "/v1/completions", `{"prompt":"` + long + `"}`, 400},
+		{"POST", "/v1/completions", `{"prompt":""}`, 400},
+		{"POST", "/v1/completions", `{}`, 400},
+		{"POST", "/v1/completions", `{"prompt":["a","b"]}`, 400},
+		{"POST", "/v1/completions", `{"prompt":{"text":"a"}}`, 400},
+		{"POST", "/v1/completions", `{"prompt":"hi","max_tokens":null,"min_p":"low"}`, 400},
+		{"POST", "/v1/completions", "{\"prompt\":\"hi\xff\",", 400},
+		{"GET", "/v1/completions", ``, 405},
+		{"GET", "/v1/chat/completions", ``, 405},
+		{"POST", "/v1/models", `{}`, 405},
+		{"GET", "/v1/nothing", ``, 404},
+		{"POST", "/v1/completions", `{"prompt":"` + strings.Repeat("x", maxBody) + `"}`, 413},
+	}
+	require.GreaterOrEqual(t, len(cases), 20)
+	for _, c := range cases {
+		name := c.body
+		if len(name) > 60 {
+			name = name[:60]
+		}
+		req, err := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader(c.body))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err, name)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, c.status, resp.StatusCode, "%s %s %s: %s", c.method, c.path, name, b)
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+			} `json:"error"`
+		}
+		if assert.NoError(t, json.Unmarshal(b, &e), "%s: %s", name, b) {
+			assert.NotEmpty(t, e.Error.Message, name)
+			assert.NotEmpty(t, e.Error.Type, name)
+		}
+		resp, err = http.Get(ts.URL + "/health")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode, "healthy after %s", name)
+	}
+	// And it still serves.
+	code, out := post(t, ts, "/v1/completions", `{"prompt":"hi","max_tokens":2}`)
+	assert.Equal(t, 200, code, out)
+}
+
+// prompts are distinct greedy requests.
+func prompts(n int) []string {
+	var out []string
+	words := []string{"func", "main", "return", "nil", "err", "if", "Hello", "world"}
+	for i := 0; i < n; i++ {
+		out = append(out, fmt.Sprintf(`{"prompt":%q,"max_tokens":%d,"temperature":0}`, strings.Repeat(words[i%8]+" ", 1+i/8)+words[(i*3)%8], 8+i%5))
+	}
+	return out
+}
+
+func completionText(t testing.TB, ts *httptest.Server, body string) string {
+	code, out := post(t, ts, "/v1/completions", body)
+	require.Equal(t, 200, code, out)
+	return out["choices"].([]any)[0].(map[string]any)["text"].(string)
+}
+
+// TestBatchingChangesNothing: 16 concurrent greedy requests give what the same requests give
+// one at a time (BatchDecoder's logits equal the lone Decoder's within 1e-4 of their scale,
+// TestBatchDecoderMatchesDecoder; greedy choices do not move).
+func TestBatchingChangesNothing(t *testing.T) {
+	_, ts := newServer(t, 4, 16, 128)
+	ps := prompts(16)
+	alone := make([]string, len(ps))
+	for i, p := range ps {
+		alone[i] = completionText(t, ts, p)
+	}
+	together := make([]string, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			together[i] = completionText(t, ts, p)
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, alone, together)
+}
+
+// TestLoad: 64 streamed requests from 16 concurrent clients on loopback, bounded in count and
+// time; every one completes with its own reply.
+func TestLoad(t *testing.T) {
+	s, ts := newServer(t, 8, 64, 128)
+	ps := prompts(8)
+	want := make([]string, len(ps))
+	for i, p := range ps {
+		want[i] = completionText(t, ts, p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const total, clients = 64, 16
+	var mu sync.Mutex
+	var ttfts []time.Duration
+	next := 0
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= total {
+					return
+				}
+				body := strings.Replace(ps[i%len(ps)], `"temperature":0`, `"temperature":0,"stream":true`, 1)
+				r, err := stream(t, ts, "/v1/completions", body)
+				if !assert.NoError(t, err, "request %d", i) {
+					continue
+				}
+				assert.True(t, r.done, "request %d", i)
+				assert.Equal(t, want[i%len(ps)], r.text, "request %d got another's reply", i)
+				mu.Lock()
+				ttfts = append(ttfts, r.ttft)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, ctx.Err())
+	require.Len(t, ttfts, total)
+	sort.Slice(ttfts, func(i, j int) bool { return ttfts[i] < ttfts[j] })
+	t.Logf("%d streamed requests from %d clients in %v: time to first token p50 %v, p99 %v",
+		total, clients, time.Since(start).Round(time.Millisecond), ttfts[total/2], ttfts[total*99/100])
+	assert.Zero(t, s.metrics.busy.Load())
+	assert.Zero(t, s.metrics.queued.Load())
+}
+
+// TestQueueFull: with the queue full, a request is refused with 429. The server here has no
+// scheduler running, so that nothing leaves the queue.
+func TestQueueFull(t *testing.T) {
+	s, _ := newServer(t, 1, 1, 64)
+	q := &Server{cfg: s.cfg, dec: s.dec, tok: s.tok, queue: make(chan *job, 1)}
+	q.metrics.init(1)
+	require.NoError(t, q.submit(&job{ctx: context.Background(), ids: []int32{1}}))
+	w := httptest.NewRecorder()
+	q.Handler().ServeHTTP(w, httptest.NewRequest("POST", "/v1/completions", strings.NewReader(`{"prompt":"hi","max_tokens":2}`)))
+	assert.Equal(t, 429, w.Code, w.Body.String())
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Contains(t, w.Body.String(), `"type":"rate_limit_exceeded"`)
+}
+
+// TestDisconnect: a client that goes away frees its slot.
+func TestDisconnect(t *testing.T) {
+	s, ts := newServer(t, 1, 4, 512)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt":"hi","max_tokens":500,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	cancel()
+	resp.Body.Close()
+	completionText(t, ts, `{"prompt":"hi","max_tokens":1}`) // needs the only slot
+	t.Logf("cancelled requests: %d", s.metrics.cancelled.Load())
+	assert.Zero(t, s.metrics.busy.Load())
+}
+
+// TestDrain: Drain lets a running request finish, then refuses new ones (503).
+func TestDrain(t *testing.T) {
+	s, ts := newServer(t, 2, 4, 512)
+	resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"hi","max_tokens":400,"stream":true}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	_, err = rd.ReadString('\n') // running
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.Drain(ctx)
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	assert.Contains(t, string(rest), `"finish_reason":"length"`)
+	assert.True(t, strings.HasSuffix(string(rest), "data: [DONE]\n\n"))
+	code, out := post(t, ts, "/v1/completions", `{"prompt":"hi","max_tokens":2}`)
+	assert.Equal(t, 503, code, out)
+}
