@@ -16,19 +16,21 @@ type LoRAOptions struct {
 	Rank int
 	// Alpha scales the updates by Alpha/Rank (default: Rank, a scale of 1).
 	Alpha float32
-	// Targets names the adapted projections of every block: q, k, v, o, gate, up, down, or
-	// "all" for every one (default q and v).
+	// Targets names the adapted projections of every block: q, k, v, o, gate, up, down (qkv
+	// for a fused projection, as gpt2's), or "all" for every one the architecture has (default
+	// q and v; qkv where they are fused).
 	Targets []string
 	// Seed seeds the random initial A matrices.
 	Seed uint64
 }
 
 // LoRATargets are the projections an adapter may adapt, by their short names.
-var LoRATargets = []string{"q", "k", "v", "o", "gate", "up", "down"}
+var LoRATargets = []string{"q", "k", "v", "qkv", "o", "gate", "up", "down"}
 
-// target is the weight of block l that the short name adapts.
+// target is the weight of block l that the short name adapts; nil where the architecture has
+// no such projection.
 func (l *blockWeights) target(name string) *ggml.Tensor {
-	return map[string]*ggml.Tensor{"q": l.wq, "k": l.wk, "v": l.wv, "o": l.wo, "gate": l.gate, "up": l.up, "down": l.down}[name]
+	return map[string]*ggml.Tensor{"q": l.wq, "k": l.wk, "v": l.wv, "qkv": l.wqkv, "o": l.wo, "gate": l.gate, "up": l.up, "down": l.down}[name]
 }
 
 // Adapter is a set of trainable LoRA updates of a frozen GGUFModel, as llama.cpp applies
@@ -55,11 +57,19 @@ func NewAdapter(m *GGUFModel, opts LoRAOptions) (*Adapter, error) {
 	if opts.Alpha == 0 {
 		opts.Alpha = float32(opts.Rank)
 	}
-	if len(opts.Targets) == 0 {
-		opts.Targets = []string{"q", "v"}
+	var have []string // the targets of this architecture
+	for _, t := range LoRATargets {
+		if len(m.layers) > 0 && m.layers[0].target(t) != nil {
+			have = append(have, t)
+		}
 	}
-	if slices.Equal(opts.Targets, []string{"all"}) {
-		opts.Targets = LoRATargets
+	switch {
+	case len(opts.Targets) == 0 && m.layers[0].wqkv != nil:
+		opts.Targets = []string{"qkv"}
+	case len(opts.Targets) == 0:
+		opts.Targets = []string{"q", "v"}
+	case slices.Equal(opts.Targets, []string{"all"}):
+		opts.Targets = have
 	}
 	switch {
 	case opts.Rank < 1:
@@ -70,8 +80,8 @@ func NewAdapter(m *GGUFModel, opts LoRAOptions) (*Adapter, error) {
 		return nil, fmt.Errorf("lora: %s: adapters on mixtures of experts are not supported", m.Arch.Name)
 	}
 	for _, t := range opts.Targets {
-		if !slices.Contains(LoRATargets, t) {
-			return nil, fmt.Errorf("lora: unknown target %q (want %s, or all)", t, strings.Join(LoRATargets, ", "))
+		if !slices.Contains(have, t) {
+			return nil, fmt.Errorf("lora: %s has no projection %q (its targets: %s, or all)", m.Arch.Name, t, strings.Join(have, ", "))
 		}
 	}
 	ad := &Adapter{base: m, opts: opts, terms: map[*ggml.Tensor][]loraTerm{}, in: map[*ggml.Tensor]int64{}}

@@ -48,7 +48,7 @@ func mergedRef(base map[string][]float64, a Architecture, ad *Adapter, vals map[
 		b := vals[name+".lora_b"]
 		merge(w[name], loraPart{in: in, out: len(b) / r, rank: r, a: vals[name+".lora_a"], b: b}, float64(o.Alpha)/float64(o.Rank))
 	}
-	return &refInfer{a: a, w: w}
+	return &refInfer{a: a, w: w, exactGELU: true} // as the training graph computes GELU
 }
 
 func trimSuffix(s, suffix string) (string, bool) {
@@ -88,7 +88,7 @@ func TestAdapterGradients(t *testing.T) {
 		variant string
 		typ     ggml.Type
 		tol     float64
-	}{{"llama", ggml.F32, 1e-2}, {"qwen2", ggml.F32, 1e-2}, {"qwen3", ggml.F32, 1e-2}, {"smollm2", ggml.Q8_0, 2e-2}} {
+	}{{"llama", ggml.F32, 1e-2}, {"qwen2", ggml.F32, 1e-2}, {"qwen3", ggml.F32, 1e-2}, {"gpt2", ggml.F32, 1e-2}, {"smollm2", ggml.Q8_0, 2e-2}} {
 		t.Run(c.variant+"/"+ggml.TypeName(c.typ), func(t *testing.T) {
 			a := tinyArch(c.variant)
 			m := openTiny(t, writeTiny(t, a, c.typ, 3), ModelOptions{Backend: be})
@@ -221,7 +221,7 @@ func TestFreshAdapterIsTheBase(t *testing.T) {
 func TestAdapterRefuses(t *testing.T) {
 	be := newBackend(t)
 	m := openTiny(t, writeTiny(t, tinyArch("llama"), ggml.F32, 1), ModelOptions{Backend: be})
-	for _, o := range []LoRAOptions{{Rank: -1}, {Alpha: float32(math.NaN())}, {Targets: []string{"qkv"}}} {
+	for _, o := range []LoRAOptions{{Rank: -1}, {Alpha: float32(math.NaN())}, {Targets: []string{"qkv"}}, {Targets: []string{"gate", "x"}}} {
 		_, err := NewAdapter(m, o)
 		assert.Error(t, err, "%+v", o)
 	}

@@ -89,7 +89,7 @@ func tinyArch(variant string) Architecture {
 		a.NExperts, a.NExpertsUsed, a.ExpertFFN, a.SharedExpertFFN = 4, 2, 32, 64
 		return finish(a)
 	case "gpt2": // LayerNorm with biases, learned positions, fused QKV, biases, GELU MLP, tied
-		a := base("gpt2", 64, 4, 4, 16)
+		a := base("gpt2", 64, 2, 2, 32)
 		a.RopeMode, a.Norm, a.Positions, a.FFN = ggml.RopeNormal, NormLayer, PosLearned, FFNGELU
 		a.FusedQKV, a.QKVBias, a.OutBias, a.FFNBias, a.TiedOutput = true, true, true, true, true
 		return finish(a)
@@ -310,7 +310,7 @@ var kvTolerance = map[string]float64{
 // against the reference within kvTolerance.
 func TestDecoderKVCaches(t *testing.T) {
 	const T = 11
-	for _, variant := range []string{"llama", "qwen3", "gemma2", "qwen3moe"} {
+	for _, variant := range []string{"llama", "qwen3", "gemma2", "qwen3moe", "gpt2"} {
 		t.Run(variant, func(t *testing.T) {
 			a := tinyArch(variant)
 			m := openTiny(t, writeTiny(t, a, ggml.F32, 3), ModelOptions{})
@@ -367,6 +367,7 @@ func TestQuantizedWeights(t *testing.T) {
 		{"llama", []ggml.Type{ggml.F16, ggml.BF16, ggml.Q8_0, ggml.Q4_0, ggml.Q4_1, ggml.Q5_0}},
 		{"qwen3moe", []ggml.Type{ggml.Q8_0, ggml.Q4_0}},
 		{"gemma2", []ggml.Type{ggml.Q8_0}},
+		{"gpt2", []ggml.Type{ggml.F16, ggml.Q8_0, ggml.Q4_0}},
 		{"wide", []ggml.Type{ggml.Q4_K, ggml.Q6_K}},
 	} {
 		a := tinyArch("smollm2")

@@ -132,9 +132,14 @@ func (m *GGUFModel) WeightBytes() int64 { return m.mapped.Bytes() }
 // Backend is the backend the model computes on.
 func (m *GGUFModel) Backend() *ggml.Backend { return m.backend }
 
-// WeightType is the type of the attention query projection of the first block, the type
-// a checkpoint is usually named by.
-func (m *GGUFModel) WeightType() ggml.Type { return m.layers[0].wq.Type() }
+// WeightType is the type of the attention query projection of the first block (its fused
+// QKV projection in gpt2), the type a checkpoint is usually named by.
+func (m *GGUFModel) WeightType() ggml.Type {
+	if l := &m.layers[0]; l.wq != nil {
+		return l.wq.Type()
+	}
+	return m.layers[0].wqkv.Type()
+}
 
 // Params is the number of weights.
 func (m *GGUFModel) Params() int64 {

@@ -132,7 +132,7 @@ func (m *GGUFModel) matrices() map[string]*ggml.Tensor {
 	}
 	add(m.output)
 	for _, l := range m.layers {
-		for _, t := range []*ggml.Tensor{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down} {
+		for _, t := range []*ggml.Tensor{l.wq, l.wk, l.wv, l.wqkv, l.wo, l.gate, l.up, l.down} {
 			add(t)
 		}
 	}
