@@ -63,3 +63,24 @@ func TestFinetuneFullCLI(t *testing.T) {
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "width 32, the model's d_model is 64")
 }
+
+// TestBenchFinetune: one mode runs in process and prints its result line; bad modes are usage
+// errors.
+func TestBenchFinetune(t *testing.T) {
+	model := tinyCheckpoint(t)
+	for _, mode := range []string{"lora-f32", "full-f32"} {
+		out, errOut, code := runToy("bench", "finetune", "-preset", "tiny", "-mode", mode, "-base", model, "-seq", "8", "-steps", "1", "-t", "1")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, benchFinetuneResult+" ", mode)
+	}
+	for _, c := range []struct{ args, msg string }{
+		{"-modes lora-f7", `"f7" is not a ggml weight type`},
+		{"-modes half-f16", `want lora-TYPE or full-TYPE`},
+		{"-mode full-f16", "-mode needs -base"},
+		{"-seq 4096", "-seq 4096 exceeds the smollm2-135m context 2048"},
+	} {
+		_, errOut, code := runToy(append([]string{"bench", "finetune"}, strings.Fields(c.args)...)...)
+		assert.Equal(t, 2, code, "%s: %s", c.args, errOut)
+		assert.Contains(t, errOut, c.msg)
+	}
+}
