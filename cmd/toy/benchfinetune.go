@@ -95,6 +95,8 @@ Flags:
 			return err
 		}
 		defer os.RemoveAll(*dir)
+	} else if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
 	}
 	arch := llama.ArchitectureFromConfig(c)
 	bases := map[ggml.Type]string{}
@@ -114,7 +116,7 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s; %d timed steps a mode, each mode in its own process\n",
 		*preset, *batch, *seq, *threads, *rank, *targets, *steps)
-	fmt.Fprintf(stdout, "%-12s %12s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "peak RSS MiB")
+	fmt.Fprintf(stdout, "%-12s %10s %8s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "compute MiB", "peak RSS MiB")
 	tps := map[string]float64{}
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
@@ -124,16 +126,17 @@ Flags:
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("mode %s: %w\n%s", bm.name, err, out.String())
 		}
-		var params, sec, rate, peak float64
+		var params, sec, rate, peak, compute float64
 		sc := bufio.NewScanner(&out)
 		found := false
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) == 5 && f[0] == benchFinetuneResult {
+			if len(f) == 6 && f[0] == benchFinetuneResult {
 				params, _ = strconv.ParseFloat(f[1], 64)
 				sec, _ = strconv.ParseFloat(f[2], 64)
 				rate, _ = strconv.ParseFloat(f[3], 64)
 				peak, _ = strconv.ParseFloat(f[4], 64)
+				compute, _ = strconv.ParseFloat(f[5], 64)
 				found = true
 			}
 		}
@@ -141,7 +144,7 @@ Flags:
 			return fmt.Errorf("mode %s printed no result:\n%s", bm.name, out.String())
 		}
 		tps[bm.name] = rate
-		fmt.Fprintf(stdout, "%-12s %12.2f %10.2f %12.1f %14.0f\n", bm.name, params/1e6, sec, rate, peak)
+		fmt.Fprintf(stdout, "%-12s %10.2f %8.2f %10.1f %12.0f %14.0f\n", bm.name, params/1e6, sec, rate, compute, peak)
 	}
 	for _, a := range list {
 		for _, b := range list {
@@ -245,6 +248,6 @@ func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, 
 	}
 	sec := total.Seconds() / float64(steps)
 	_, hwm := memory()
-	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm)
+	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20))
 	return nil
 }
