@@ -31,6 +31,7 @@ var benchCommands = []struct {
 	{"matmul", "matrix-multiply GFLOP/s per weight type and shape, and the graph-building overhead", runBenchMatMul},
 	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
 	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
+	{"finetune", "fine-tuning tokens/s and peak memory: LoRA on a frozen base of each type vs a full fine-tune", runBenchFinetune},
 }
 
 func benchUsage(w io.Writer) {

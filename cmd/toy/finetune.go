@@ -5,14 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -44,8 +47,13 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.RunsDir, "runs", f.RunsDir, "directory for run bundles")
 	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change")
 	fs.BoolVar(&f.Git, "git", false, "record the git commit and branch of the working directory in the run")
-	full := fs.Bool("full", false, "full fine-tune (not implemented yet)")
-	warm := fs.Bool("warm-start", false, "warm start a new model from a donor's tokenizer and embeddings (not implemented yet)")
+	full := fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: -lr 5e-5 -min-lr 5e-6 -weight-decay 0.01)")
+	warm := fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: -lr 2e-3 -min-lr 2e-4 -warmup 40 -weight-decay 0.1)")
+	fs.BoolVar(&f.FreezeEmbeddings, "freeze-embeddings", false, "-full, -warm-start: keep the token embeddings (and a tied output projection) fixed")
+	preset := fs.String("preset", defaultPreset, "-warm-start: the new model's shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
+		"; the model's flags (-d-model, -n-layers, -context, …) override it; its vocabulary is the donor's")
+	demo, _ := config.LlamaPreset(defaultPreset)
+	model := config.NewLlamaFlags(fs, demo)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy finetune -m BASE.gguf -data FILE|DIR [flags]
 
@@ -59,7 +67,18 @@ Modes:
                       settings). The result is an adapter GGUF in llama.cpp's LoRA format:
                       toy generate -m BASE -lora ADAPTER runs it, llama.cpp's --lora loads it,
                       toy export -m BASE -lora ADAPTER -o OUT.gguf merges it.
-  -full, -warm-start  not implemented yet.
+  -full               trains every weight of the base: its weights, whatever their type, are
+                      dequantized to an f32 copy (4 bytes a parameter, plus 8 for AdamW's
+                      moments); -freeze-embeddings keeps the token embeddings fixed. The
+                      result, weights/model.gguf (f32), keeps the base's architecture,
+                      tokenizer and general.* metadata: toy generate -m weights/model.gguf
+                      runs it where the base ran.
+  -warm-start         trains a new model of the shape -preset and the model flags give (as
+                      toy train's) from scratch, but for its vocabulary, tokenizer and token
+                      embeddings, which come from -m (the donor); the donor's embedding width
+                      must be the new -d-model. -freeze-embeddings keeps the transplanted
+                      embeddings fixed for the whole run (freezing them for the first N steps
+                      only is not supported: ggml marks a trained tensor once per model).
 
 Data: a text file or a directory of text files (as toy train reads them; documents are
 separated by the end-of-text token), or a .jsonl file of chat conversations, one a line:
@@ -69,8 +88,9 @@ rendered through the model's chat template; the loss counts the assistant's repl
 (or document, by hash) is held out for evaluation.
 
 Each run writes runs/<id>/: events.jsonl (the run_start records the base model's path,
-sha256 and architecture, and the adapter's settings), the tokenized data, and checkpoints in
-weights/ (step-<N>/adapter.gguf and optimizer.gguf; weights/adapter.gguf is the latest).
+sha256 and architecture, the mode and its settings), the tokenized data, and checkpoints in
+weights/ (step-<N>/adapter.gguf, or model.gguf with -full and -warm-start, and
+optimizer.gguf; weights/adapter.gguf or weights/model.gguf is the latest).
 Ctrl-C saves a checkpoint and exits (status 130); -resume runs/<id> continues it bit for bit.
 
 Flags:
@@ -83,13 +103,17 @@ Flags:
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	if *full || *warm {
-		return usagef("-full and -warm-start are not implemented yet; the default mode is LoRA")
-	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	f.LoRA.Alpha = float32(*alpha)
-	f.LoRA.Targets = strings.Split(*targets, ",")
+	if f.Resume == "" {
+		if err := finetuneMode(&f, set, *full, *warm, *preset, model); err != nil {
+			return err
+		}
+	}
+	if f.Mode == recipes.ModeLoRA {
+		f.LoRA.Alpha = float32(*alpha)
+		f.LoRA.Targets = strings.Split(*targets, ",")
+	}
 	if f.Resume != "" {
 		var refused []string
 		for name := range set {
@@ -133,6 +157,85 @@ Flags:
 		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
 	}
 	return err
+}
+
+// finetuneMode sets the mode the flags choose, with its defaults for the options the user did
+// not set, and refuses flags of another mode.
+func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, preset string, model *config.LlamaFlags) error {
+	var modelFlags []string
+	for name := range set {
+		if isLlamaFlag(name) {
+			modelFlags = append(modelFlags, "-"+name)
+		}
+	}
+	slices.Sort(modelFlags)
+	var loraFlags []string
+	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed"} {
+		if set[name] {
+			loraFlags = append(loraFlags, "-"+name)
+		}
+	}
+	var d recipes.Finetune
+	switch {
+	case full && warm:
+		return usagef("-full and -warm-start exclude each other: choose one mode")
+	case (full || warm) && len(loraFlags) > 0:
+		return usagef("%s: LoRA flags, but the mode is %s", strings.Join(loraFlags, ", "), map[bool]string{true: "-full", false: "-warm-start"}[full])
+	case !warm && (set["preset"] || len(modelFlags) > 0):
+		return usagef("%s: the new model's shape is for -warm-start only", strings.Join(append(map[bool][]string{true: {"-preset"}}[set["preset"]], modelFlags...), ", "))
+	case !full && !warm && set["freeze-embeddings"]:
+		return usagef("-freeze-embeddings is for -full and -warm-start (LoRA trains no embeddings)")
+	case full:
+		d = recipes.DefaultFullFinetune()
+	case warm:
+		if set["vocab"] {
+			return usagef("-vocab: a warm-started model's vocabulary is the donor's")
+		}
+		c, err := config.LlamaPreset(preset)
+		if err != nil {
+			return asUsage(err)
+		}
+		if err := model.Apply(&c); err != nil {
+			return asUsage(fmt.Errorf("model: %w", err))
+		}
+		if f.Seed > math.MaxUint32 {
+			return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", f.Seed, uint32(math.MaxUint32))
+		}
+		c.Seed = int(f.Seed) // -seed seeds the initial weights as well as the batch order
+		d = recipes.DefaultWarmStart()
+		d.NewModel = &c
+		if !set["seq"] && f.SeqLen > c.Context {
+			f.SeqLen = c.Context
+		}
+	default:
+		d = recipes.DefaultFinetune()
+	}
+	f.Mode, f.NewModel = d.Mode, d.NewModel
+	if f.Mode == "" {
+		f.Mode = recipes.ModeLoRA
+	}
+	if !set["lr"] {
+		f.LR = d.LR
+	}
+	if !set["min-lr"] {
+		f.MinLR = d.MinLR
+	}
+	if !set["warmup"] {
+		f.Warmup = d.Warmup
+	}
+	wd := f.AdamW.WeightDecay
+	f.AdamW = d.AdamW
+	if set["weight-decay"] {
+		f.AdamW.WeightDecay = wd
+	}
+	return nil
+}
+
+// isLlamaFlag reports whether a flag is one of config.NewLlamaFlags's.
+func isLlamaFlag(name string) bool {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	config.NewLlamaFlags(fs, config.DefaultLlama())
+	return fs.Lookup(name) != nil
 }
 
 // runExport writes a GGUF model with LoRA adapters merged into its weights.

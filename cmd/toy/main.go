@@ -11,7 +11,7 @@
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
 //	train     train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch
-//	finetune  adapt a GGUF model to text or chat data with LoRA
+//	finetune  adapt a GGUF model to text or chat data: LoRA, full fine-tune or warm start
 //	export    merge LoRA adapters into a GGUF model
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
 //	tokenize  turn text into a token corpus
@@ -47,7 +47,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch (default: a demo model on Go's source)", runTrain},
-		{"finetune", "adapt a GGUF model to text or chat data with LoRA (adapters on a frozen base)", runFinetune},
+		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},

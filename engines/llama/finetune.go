@@ -51,11 +51,8 @@ func (m *Model) FreezeEmbeddings() {
 // initialisation): a new model that starts from a trained vocabulary. The donor's embedding
 // width and vocabulary must be m's.
 func (m *Model) WarmStart(donor *GGUFModel) error {
-	switch {
-	case donor.Arch.DModel != m.Arch.DModel:
-		return fmt.Errorf("warm start: the donor %s has embeddings of width %d, the model's d_model is %d", donor.path, donor.Arch.DModel, m.Arch.DModel)
-	case donor.Arch.Vocab != m.Arch.Vocab:
-		return fmt.Errorf("warm start: the donor %s has %d tokens, the model %d (take the vocabulary from the donor)", donor.path, donor.Arch.Vocab, m.Arch.Vocab)
+	if err := CheckWarmStart(donor, m.Cfg); err != nil {
+		return err
 	}
 	raw, err := dequantizeOnCPU(donor.tokEmbd, ggml.F32)
 	if err != nil {
@@ -63,6 +60,23 @@ func (m *Model) WarmStart(donor *GGUFModel) error {
 	}
 	return m.w.tokEmbd.SetBytes(raw)
 }
+
+// CheckWarmStart tells whether a model of configuration c can take the donor's token
+// embeddings (Model.WarmStart): the donor's embedding width must be c's d_model and its
+// vocabulary c's; the error names both.
+func CheckWarmStart(donor *GGUFModel, c Config) error {
+	switch {
+	case donor.Arch.DModel != c.DModel:
+		return fmt.Errorf("warm start: the donor %s has embeddings of width %d, the model's d_model is %d", donor.path, donor.Arch.DModel, c.DModel)
+	case donor.Arch.Vocab != c.Vocab:
+		return fmt.Errorf("warm start: the donor %s has %d tokens, the model %d (take the vocabulary from the donor)", donor.path, donor.Arch.Vocab, c.Vocab)
+	}
+	return nil
+}
+
+// CheckTrainable tells whether the model's architecture can be trained (FromGGUF, or an
+// Adapter), without allocating anything.
+func (m *GGUFModel) CheckTrainable() error { return m.trainable().checkTrainable() }
 
 // configFromArch is the training configuration of an architecture's shared parameters, with
 // the spec's defaults for the rest (initialisation): the inverse of archFromConfig.

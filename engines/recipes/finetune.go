@@ -21,17 +21,34 @@ import (
 	chatfmt "github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
-// Finetune trains LoRA adapters on a frozen GGUF model (llama.NewAdapter): the base stays
-// memory-mapped in its own type and only the adapters and their AdamW state are trained. The
-// data is plain text (a file or a directory, as Scratch reads it) or chat conversations in
+// Finetune adapts a GGUF model in one of three modes (Mode):
+//   - LoRA (the default) trains adapters on the frozen base (llama.NewAdapter): the base stays
+//     memory-mapped in its own type and only the adapters and their AdamW state are trained;
+//     the result is an adapter GGUF.
+//   - Full trains every weight of an f32 copy of the base (llama.FromGGUF), but the token
+//     embeddings with FreezeEmbeddings; the result is a GGUF model with the base's
+//     architecture keys, tokenizer and general.* metadata.
+//   - Warm start trains a new model of shape NewModel from scratch but for its vocabulary,
+//     tokenizer and token embeddings, which come from the base (the donor, llama.WarmStart).
+//
+// The data is plain text (a file or a directory, as Scratch reads it) or chat conversations in
 // JSONL (a .jsonl file, data.ReadChat), rendered through the model's chat template with the
 // loss on the assistant's replies only. The zero value is not usable: start from
 // DefaultFinetune. Its JSON is the config{} of the run's run_start.
 type Finetune struct {
-	// Base is the GGUF model to adapt; its tokenizer is the run's.
+	// Mode is ModeLoRA ("" in runs made before there were modes), ModeFull or ModeWarmStart.
+	Mode string `json:"mode,omitempty"`
+	// FreezeEmbeddings keeps the token embeddings (and a tied output projection) fixed in the
+	// full and warm-start modes.
+	FreezeEmbeddings bool `json:"freeze_embeddings,omitempty"`
+	// NewModel is the shape of a warm-started model; its vocabulary is the donor's (the
+	// recipe sets it) and its Seed seeds the initial weights.
+	NewModel *config.Llama `json:"new_model,omitempty"`
+	// Base is the GGUF model to adapt (the donor of a warm start); its tokenizer is the run's.
 	Base string `json:"base"`
 	// Data is a text file, a directory of text files, or a chat file (.jsonl).
 	Data string `json:"data"`
@@ -93,6 +110,41 @@ type BaseModel struct {
 	Params       int64  `json:"params"`
 }
 
+// The modes of Finetune.
+const (
+	ModeLoRA      = "lora"
+	ModeFull      = "full"
+	ModeWarmStart = "warm-start"
+)
+
+// DefaultFullFinetune is a full fine-tune: the lower learning rate (5e-5, decaying to 5e-6)
+// and small weight decay (0.01) usual for training every weight of a trained model.
+func DefaultFullFinetune() Finetune {
+	f := DefaultFinetune()
+	f.Mode, f.LR, f.MinLR = ModeFull, 5e-5, 5e-6
+	f.AdamW.LR, f.AdamW.WeightDecay = 5e-5, 0.01
+	return f
+}
+
+// DefaultWarmStart is a warm start of the demo shape, with DefaultScratch's schedule and
+// optimizer: the new weights are trained as from scratch.
+func DefaultWarmStart() Finetune {
+	s := DefaultScratch()
+	f := DefaultFinetune()
+	m := s.Model
+	f.Mode, f.NewModel = ModeWarmStart, &m
+	f.LR, f.MinLR, f.Warmup, f.AdamW = s.LR, s.MinLR, s.Warmup, s.AdamW
+	return f
+}
+
+// mode is Mode, ModeLoRA when empty.
+func (f *Finetune) mode() string {
+	if f.Mode == "" {
+		return ModeLoRA
+	}
+	return f.Mode
+}
+
 // DefaultFinetune is LoRA rank 16, alpha 32 on the query and value projections, with
 // train.LoRA()'s AdamW settings.
 func DefaultFinetune() Finetune {
@@ -136,8 +188,27 @@ func (f *Finetune) Validate() error {
 	if f.Steps < 1 || f.Batch < 1 || f.SeqLen < 1 {
 		errs = append(errs, fmt.Errorf("steps %d, batch %d, sequence length %d: want at least 1 each", f.Steps, f.Batch, f.SeqLen))
 	}
-	if f.LoRA.Rank < 1 || !(f.LoRA.Alpha > 0) || math.IsInf(float64(f.LoRA.Alpha), 0) {
-		errs = append(errs, fmt.Errorf("lora rank %d, alpha %g: want a rank of at least 1 and a positive finite alpha", f.LoRA.Rank, f.LoRA.Alpha))
+	switch f.mode() {
+	case ModeLoRA:
+		if f.LoRA.Rank < 1 || !(f.LoRA.Alpha > 0) || math.IsInf(float64(f.LoRA.Alpha), 0) {
+			errs = append(errs, fmt.Errorf("lora rank %d, alpha %g: want a rank of at least 1 and a positive finite alpha", f.LoRA.Rank, f.LoRA.Alpha))
+		}
+		if f.FreezeEmbeddings {
+			errs = append(errs, fmt.Errorf("freezing the embeddings is for the full and warm-start modes (LoRA trains no embeddings)"))
+		}
+	case ModeFull:
+	case ModeWarmStart:
+		if f.NewModel == nil {
+			errs = append(errs, fmt.Errorf("a warm start needs the new model's shape"))
+		} else {
+			c := *f.NewModel
+			c.Vocab = max(c.Vocab, 1) // the donor's, set when the donor is read
+			if err := llama.Validate(c); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("mode %q: want %s, %s or %s", f.Mode, ModeLoRA, ModeFull, ModeWarmStart))
 	}
 	if _, err := train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps); err != nil {
 		errs = append(errs, err)
@@ -185,7 +256,17 @@ func (f *Finetune) openBase(be *ggml.Backend) (*llama.GGUFModel, *tokenizer.Toke
 		m.Close()
 		return nil, nil, fmt.Errorf("%s: the tokenizer has %d tokens, the model %d", f.Base, tok.VocabSize(), m.Arch.Vocab)
 	}
-	if f.SeqLen > m.Arch.Context {
+	if f.mode() == ModeWarmStart {
+		f.NewModel.Vocab = m.Arch.Vocab
+		if err := llama.CheckWarmStart(m, *f.NewModel); err != nil {
+			m.Close()
+			return nil, nil, err
+		}
+		if f.SeqLen > f.NewModel.Context {
+			m.Close()
+			return nil, nil, fmt.Errorf("sequence length %d: the new model's context is %d", f.SeqLen, f.NewModel.Context)
+		}
+	} else if f.SeqLen > m.Arch.Context {
 		m.Close()
 		return nil, nil, fmt.Errorf("sequence length %d: the model's context is %d", f.SeqLen, m.Arch.Context)
 	}
@@ -210,11 +291,18 @@ func (f *Finetune) prepare() (*runs.Run, int, error) {
 		return nil, 0, err
 	}
 	defer m.Close()
-	ad, err := llama.NewAdapter(m, f.loraOptions()) // the targets, before any work
-	if err != nil {
-		return nil, 0, err
+	switch f.mode() { // refuse what cannot train before any work
+	case ModeLoRA:
+		ad, err := llama.NewAdapter(m, f.loraOptions())
+		if err != nil {
+			return nil, 0, err
+		}
+		ad.Close()
+	case ModeFull:
+		if err := m.CheckTrainable(); err != nil {
+			return nil, 0, err
+		}
 	}
-	ad.Close()
 	var write func(dir string) error
 	if f.IsChat() {
 		if write, err = f.chatData(m, tok); err != nil {
@@ -457,7 +545,7 @@ func (f *Finetune) reopen() (*runs.Run, int, error) {
 	if err != nil {
 		return fail(err)
 	}
-	step, err := adapterPairing(c, run.ID)
+	step, err := checkpointPairing(c, run.ID, f.weightsFile())
 	if err != nil {
 		return fail(err)
 	}
@@ -476,9 +564,18 @@ func (f *Finetune) reopen() (*runs.Run, int, error) {
 	return run, step, nil
 }
 
-// adapterPairing checks that a checkpoint's adapter and optimizer state are one: the same
-// step, seed and run, and the manifest's step; it returns the step.
-func adapterPairing(c *runs.Checkpoint, runID string) (int, error) {
+// weightsFile is the checkpoint's trained file: the adapter, or the model.
+func (f *Finetune) weightsFile() string {
+	if f.mode() == ModeLoRA {
+		return adapterFile
+	}
+	return modelFile
+}
+
+// checkpointPairing checks that a checkpoint's trained file (the adapter or the model) and
+// optimizer state are one: the same step, seed and run, and the manifest's step; it returns
+// the step.
+func checkpointPairing(c *runs.Checkpoint, runID, adapterFile string) (int, error) {
 	if !c.Has(adapterFile) || !c.Has(stateFile) {
 		return 0, fmt.Errorf("the checkpoint in %s lacks %s or %s", filepath.Dir(c.Path(adapterFile)), adapterFile, stateFile)
 	}
@@ -645,7 +742,8 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if err != nil {
 		return nil, err
 	}
-	defer m.Close()
+	defer func() { m.Close() }()
+	base := BaseModel{Path: f.Base, Architecture: m.Arch.Name, Type: ggml.TypeName(m.WeightType()), Params: m.Params()}
 	chat := f.IsChat()
 	window := f.SeqLen + 1
 	bs, err := openBatches(run.Dir, chat, window, f.Batch, f.Seed)
@@ -653,29 +751,25 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		return nil, err
 	}
 	defer bs.Close()
-	ad, err := llama.NewAdapter(m, f.loraOptions())
+	ln, err := f.newLearner(m, be, startStep)
 	if err != nil {
 		return nil, err
 	}
-	defer ad.Close()
-	if startStep == 0 {
-		err = ad.Init()
-	} else {
-		err = ad.Load(f.ckpt.Path(adapterFile))
-	}
-	if err != nil {
-		return nil, err
+	defer ln.close()
+	if ln.model != nil { // the trained copy holds all it needs: unmap the base
+		m.Close()
+		m = nil
 	}
 	newTrainer, newEvaluator := llama.NewTrainer, llama.NewEvaluator
 	if chat {
 		newTrainer, newEvaluator = llama.NewMaskedTrainer, llama.NewMaskedEvaluator
 	}
-	tr, err := newTrainer(ad, f.SeqLen, f.Batch)
+	tr, err := newTrainer(ln.trainable, f.SeqLen, f.Batch)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	ev, err := newEvaluator(ad, f.SeqLen, f.Batch)
+	ev, err := newEvaluator(ln.trainable, f.SeqLen, f.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -697,8 +791,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
-	sum, err := fileSHA256(f.Base)
-	if err != nil {
+	if base.SHA256, err = fileSHA256(f.Base); err != nil {
 		return nil, err
 	}
 	var gitInfo *runs.GitInfo
@@ -711,22 +804,28 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if err != nil {
 		return nil, err
 	}
-	base := BaseModel{Path: f.Base, SHA256: sum, Architecture: m.Arch.Name, Type: ggml.TypeName(m.WeightType()), Params: m.Params()}
-	seeds := map[string]uint64{"lora": f.LoRA.Seed, "data": f.Seed, "heldout": heldOutSeed}
+	seeds := map[string]uint64{"data": f.Seed, "heldout": heldOutSeed}
+	switch f.mode() {
+	case ModeLoRA:
+		seeds["lora"] = f.LoRA.Seed
+	case ModeWarmStart:
+		seeds["init"] = uint64(f.NewModel.Seed)
+	}
 	if err := run.LogStart(runs.RunStart{Model: base, Config: f, Seeds: seeds, Git: gitInfo}); err != nil {
 		return nil, err
 	}
 	f.started = true
 
 	lastSave := time.Now()
+	file := f.weightsFile()
 	save := func(step int) error {
-		kvs := f.checkpointKVs(step, run.ID)
+		kvs := append(f.checkpointKVs(step, run.ID), ln.kvs()...)
 		_, err := run.SaveCheckpoint(step, func(dir string) error {
 			if err := tr.SaveState(filepath.Join(dir, stateFile), kvs[:4]); err != nil {
 				return err
 			}
-			return ad.Save(filepath.Join(dir, adapterFile), kvs)
-		}, adapterFile)
+			return ln.save(filepath.Join(dir, file), kvs)
+		}, file)
 		lastSave = time.Now()
 		return err
 	}
@@ -746,9 +845,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		return total / float64(f.EvalBatches), nil
 	}
 
-	f.printf("base: %s (%s, %s, %.1fM parameters, frozen); LoRA rank %d alpha %g on %s: %.2fM trainable parameters; batch %d × %d tokens; %d threads\n",
-		f.Base, m.Arch.Name, base.Type, float64(base.Params)/1e6, ad.Options().Rank, ad.Options().Alpha, strings.Join(ad.Options().Targets, ","),
-		float64(ad.Params())/1e6, f.Batch, f.SeqLen, be.Threads())
+	f.printf("%s; batch %d × %d tokens; %d threads\n", ln.describe(base), f.Batch, f.SeqLen, be.Threads())
 	if startStep > 0 {
 		f.printf("resuming %s at step %d of %d\n", run.Dir, startStep, f.Steps)
 	}
@@ -760,7 +857,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		if err := run.LogEval(runs.Eval{Step: 0, Loss: hl}); err != nil {
 			return nil, err
 		}
-		f.printf("step 0: held-out loss %.4f (the base model)\n", hl)
+		f.printf("step 0: held-out loss %.4f (%s)\n", hl, map[string]string{ModeLoRA: "the base model", ModeFull: "the base model", ModeWarmStart: "the warm-started model"}[f.mode()])
 	}
 	pl := progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen}
 	t0 := time.Now()
@@ -839,9 +936,13 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if err := run.LogEnd(runs.RunEnd{Step: step, Loss: float64(loss), Reason: reason}); err != nil {
 		return nil, err
 	}
-	adapter := filepath.Join(run.WeightsDir(), adapterFile)
+	out := filepath.Join(run.WeightsDir(), file)
 	f.printf("done: %d steps in %.0fs (%.0f tokens/s); train loss %.4f, held-out loss %.4f\n",
 		step-startStep, elapsed, res.TokensPerS, res.TrainLoss, res.HeldOutLoss)
-	f.printf("adapter: %s\n  run it:   toy generate -m %s -lora %s\n  merge it: toy export -m %s -lora %s -o merged.gguf\n", adapter, f.Base, adapter, f.Base, adapter)
+	if f.mode() == ModeLoRA {
+		f.printf("adapter: %s\n  run it:   toy generate -m %s -lora %s\n  merge it: toy export -m %s -lora %s -o merged.gguf\n", out, f.Base, out, f.Base, out)
+	} else {
+		f.printf("model: %s\n  run it:   toy generate -m %s\n", out, out)
+	}
 	return res, nil
 }

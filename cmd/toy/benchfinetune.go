@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// benchFinetuneResult is the last line a -mode run prints, which the parent reads.
+const benchFinetuneResult = "bench-finetune-result"
+
+// runBenchFinetune is `toy bench finetune`: training tokens/s and peak resident memory of
+// fine-tuning modes on random weights of a model shape. Each mode runs in its own child
+// process (this binary with -mode), so each peak RSS (VmHWM) is that mode's alone; the
+// parent writes the random base GGUFs once and reports the LoRA/full speed ratios of one run.
+func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench finetune", flag.ContinueOnError)
+	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(config.LlamaPresetNames(), ", "))
+	modes := fs.String("modes", "lora-f16,lora-q8_0,full-f16", "comma-separated modes: lora-TYPE (LoRA on a frozen base of that weight type) or full-TYPE (full fine-tune, f32, of a base of that type)")
+	mode := fs.String("mode", "", "run one mode in this process, on -base (what each child runs)")
+	baseFile := fs.String("base", "", "with -mode: the base GGUF")
+	seq := fs.Int("seq", 512, "tokens per sequence")
+	batch := fs.Int("batch", 1, "sequences per step")
+	steps := fs.Int("steps", 3, "timed steps per mode (after one warm-up step)")
+	threads := fs.Int("t", 2, "CPU threads")
+	rank := fs.Int("r", 16, "LoRA rank")
+	targets := fs.String("lora-targets", "q,v", "LoRA targets")
+	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
+
+Times fine-tuning steps (forward, backward, AdamW) on random weights of a model shape and
+random tokens: LoRA on a frozen base of each weight type, and a full fine-tune (every weight
+in f32). Each mode runs in a child process, whose peak resident memory (VmHWM) is reported.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if *threads < 0 || *seq < 1 || *batch < 1 || *steps < 1 || *rank < 1 {
+		return usagef("-t %d, -seq %d, -batch %d, -steps %d, -r %d: want at least 1 (-t 0: one per core)", *threads, *seq, *batch, *steps, *rank)
+	}
+	c, err := config.LlamaPreset(*preset)
+	if err != nil {
+		return asUsage(err)
+	}
+	if *seq > c.Context {
+		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
+	}
+	var list []benchMode
+	for _, m := range strings.Split(*modes, ",") {
+		bm, err := parseBenchMode(m)
+		if err != nil {
+			return asUsage(err)
+		}
+		list = append(list, bm)
+	}
+	if *mode != "" {
+		bm, err := parseBenchMode(*mode)
+		if err != nil {
+			return asUsage(err)
+		}
+		if *baseFile == "" {
+			return usagef("-mode needs -base")
+		}
+		usableThreads(stderr, "bench finetune", threads)
+		return benchFinetuneMode(stdout, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, strings.Split(*targets, ","))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if *dir == "" {
+		if *dir, err = os.MkdirTemp("", "toy-bench-finetune"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(*dir)
+	} else if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	arch := llama.ArchitectureFromConfig(c)
+	bases := map[ggml.Type]string{}
+	for _, bm := range list {
+		if bases[bm.typ] != "" {
+			continue
+		}
+		path := filepath.Join(*dir, fmt.Sprintf("%s-%s.gguf", *preset, ggml.TypeName(bm.typ)))
+		if _, err := os.Stat(path); err != nil {
+			t0 := time.Now()
+			if err := llama.WriteRandomGGUF(path, arch, bm.typ, 1); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "wrote a random %s base (%s) in %.0fs\n", *preset, ggml.TypeName(bm.typ), time.Since(t0).Seconds())
+		}
+		bases[bm.typ] = path
+	}
+	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s; %d timed steps a mode, each mode in its own process\n",
+		*preset, *batch, *seq, *threads, *rank, *targets, *steps)
+	fmt.Fprintf(stdout, "%-12s %10s %8s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "compute MiB", "peak RSS MiB")
+	tps := map[string]float64{}
+	for _, bm := range list {
+		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
+			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-preset", *preset)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("mode %s: %w\n%s", bm.name, err, out.String())
+		}
+		var params, sec, rate, peak, compute float64
+		sc := bufio.NewScanner(&out)
+		found := false
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 6 && f[0] == benchFinetuneResult {
+				params, _ = strconv.ParseFloat(f[1], 64)
+				sec, _ = strconv.ParseFloat(f[2], 64)
+				rate, _ = strconv.ParseFloat(f[3], 64)
+				peak, _ = strconv.ParseFloat(f[4], 64)
+				compute, _ = strconv.ParseFloat(f[5], 64)
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("mode %s printed no result:\n%s", bm.name, out.String())
+		}
+		tps[bm.name] = rate
+		fmt.Fprintf(stdout, "%-12s %10.2f %8.2f %10.1f %12.0f %14.0f\n", bm.name, params/1e6, sec, rate, compute, peak)
+	}
+	for _, a := range list {
+		for _, b := range list {
+			if a.lora && !b.lora && tps[b.name] > 0 {
+				fmt.Fprintf(stdout, "%s / %s: %.2f× the tokens/s\n", a.name, b.name, tps[a.name]/tps[b.name])
+			}
+		}
+	}
+	return nil
+}
+
+// benchMode is lora-TYPE or full-TYPE.
+type benchMode struct {
+	name string
+	lora bool
+	typ  ggml.Type
+}
+
+func parseBenchMode(s string) (benchMode, error) {
+	kind, typName, _ := strings.Cut(strings.TrimSpace(s), "-")
+	bm := benchMode{name: strings.TrimSpace(s), lora: kind == "lora"}
+	if kind != "lora" && kind != "full" {
+		return bm, fmt.Errorf("mode %q: want lora-TYPE or full-TYPE (lora-q8_0, full-f16, ...)", s)
+	}
+	for t := ggml.Type(0); t < 64; t++ {
+		if ggml.ValidType(t) && strings.EqualFold(ggml.TypeName(t), typName) {
+			bm.typ = t
+			return bm, nil
+		}
+	}
+	return bm, fmt.Errorf("mode %q: %q is not a ggml weight type", s, typName)
+}
+
+// benchFinetuneMode times one mode in this process and prints its result line.
+func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, steps, threads, rank int, targets []string) error {
+	be, err := ggml.NewBackend(threads)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	base, err := llama.OpenModel(path, llama.ModelOptions{Backend: be})
+	if err != nil {
+		return err
+	}
+	defer func() { base.Close() }()
+	vocab := base.Arch.Vocab
+	var tr *llama.Trainer
+	var trained int64
+	opt := train.LoRA()
+	if bm.lora {
+		ad, err := llama.NewAdapter(base, llama.LoRAOptions{Rank: rank, Alpha: float32(2 * rank), Targets: targets, Seed: 1})
+		if err != nil {
+			return err
+		}
+		defer ad.Close()
+		if err := ad.Init(); err != nil {
+			return err
+		}
+		trained = ad.Params()
+		if tr, err = llama.NewTrainer(ad, seq, batch); err != nil {
+			return err
+		}
+	} else {
+		m, err := llama.FromGGUF(base, be)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		base.Close() // the f32 copy is all a full fine-tune keeps
+		base = nil
+		trained = m.Params()
+		opt.LR, opt.WeightDecay = 5e-5, 0.01
+		if tr, err = llama.NewTrainer(m, seq, batch); err != nil {
+			return err
+		}
+	}
+	defer tr.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	seqs := make([][]int32, batch)
+	for i := range seqs {
+		seqs[i] = make([]int32, seq+1)
+		for j := range seqs[i] {
+			seqs[i][j] = int32(rng.IntN(vocab))
+		}
+	}
+	var total time.Duration
+	for s := 0; s <= steps; s++ {
+		d, _ := opt.Params(s, opt.LR, true)
+		nd, _ := opt.Params(s, opt.LR, false)
+		t0 := time.Now()
+		loss, err := tr.Step(seqs, d, nd)
+		if err != nil {
+			return err
+		}
+		dt := time.Since(t0)
+		if s > 0 {
+			total += dt
+		}
+		rss, hwm := memory()
+		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s, RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), rss, hwm)
+	}
+	sec := total.Seconds() / float64(steps)
+	_, hwm := memory()
+	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20))
+	return nil
+}
