@@ -44,6 +44,28 @@ const (
 	PosLearned
 )
 
+// InputKind is what the model reads.
+type InputKind int
+
+const (
+	// InputTokens gathers token embeddings (token_embd) for i32 token ids.
+	InputTokens InputKind = iota
+	// InputPatches projects flattened image patches (patch_embd, a matmul with a bias) and
+	// prepends a learned class token (cls_token): vit.
+	InputPatches
+)
+
+// HeadKind is what the output head computes.
+type HeadKind int
+
+const (
+	// HeadLM gives next-token logits [Vocab] at every position.
+	HeadLM HeadKind = iota
+	// HeadClassToken gives class logits [Vocab = classes] from the class token (position 0 of
+	// each sequence) only, through output.weight and output.bias: vit.
+	HeadClassToken
+)
+
 // QKNormKind says how queries and keys are normalised before RoPE.
 type QKNormKind int
 
@@ -144,7 +166,28 @@ type Architecture struct {
 	NExperts, NExpertsUsed, ExpertFFN int
 	NormTopK                          bool
 	SharedExpertFFN                   int
+
+	// Input is what the model reads (tokens, or image patches with a class token) and Head
+	// what it outputs (next-token logits, or class logits from the class token). An image
+	// model's Vocab is its number of classes and Context its sequence: Patches + 1.
+	Input InputKind
+	Head  HeadKind
+	// ImageSize, PatchSize and Channels are an image model's input (InputPatches): square
+	// images of ImageSize² pixels, cut into (ImageSize/PatchSize)² patches.
+	ImageSize, PatchSize, Channels int
 }
+
+// Patches is the number of patches per image of an image model.
+func (a *Architecture) Patches() int {
+	if a.PatchSize <= 0 {
+		return 0
+	}
+	n := a.ImageSize / a.PatchSize
+	return n * n
+}
+
+// PatchDim is the width of one flattened patch: PatchSize²·Channels.
+func (a *Architecture) PatchDim() int { return a.PatchSize * a.PatchSize * a.Channels }
 
 // IsSliding reports whether layer il uses the sliding window.
 func (a *Architecture) IsSliding(il int) bool {
@@ -472,7 +515,13 @@ func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 	add := func(slot **ggml.Tensor, name string, role tensorRole, ne ...int64) {
 		specs = append(specs, tensorSpec{name: name, ne: ne, role: role, slot: slot})
 	}
-	add(&w.tokEmbd, "token_embd.weight", roleEmbedding, d, v)
+	if a.Input == InputPatches {
+		add(&w.patchEmbd, "patch_embd.weight", roleMatrix, int64(a.PatchDim()), d)
+		add(&w.patchEmbdB, "patch_embd.bias", roleBias, d)
+		add(&w.clsToken, "cls_token.weight", roleEmbedding, d)
+	} else {
+		add(&w.tokEmbd, "token_embd.weight", roleEmbedding, d, v)
+	}
 	if a.Positions == PosLearned {
 		add(&w.posEmbd, "position_embd.weight", roleEmbedding, d, int64(a.Context))
 	}
@@ -556,6 +605,9 @@ func (a *Architecture) tensorTable(w *weights) []tensorSpec {
 	if !a.TiedOutput {
 		add(&w.output, "output.weight", roleMatrix, d, v)
 	}
+	if a.Head == HeadClassToken {
+		add(&w.outputB, "output.bias", roleBias, v)
+	}
 	return specs
 }
 
@@ -567,7 +619,10 @@ func ArchitectureFromConfig(c Config) Architecture { return archFromConfig(Arch,
 // conversion from the spec's parameters, which the trainer and DetectArchitecture share. Head
 // sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
 func archFromConfig(name string, c Config) Architecture {
-	tr := traits[name]
+	tr, ok := traits[name]
+	if !ok && name == ViTArch {
+		tr = vitTraits
+	}
 	hd := 0
 	if c.NHeads > 0 && c.DModel%c.NHeads == 0 {
 		hd = c.DModel / c.NHeads

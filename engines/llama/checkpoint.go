@@ -29,14 +29,19 @@ func (m *Model) Save(path string, extra []KV) error {
 	}
 	// The architecture's keys, as the decoder reads them back, then toy's training options
 	// from the spec that made the model.
-	kvs = append(kvs, m.Arch.metadata()...)
-	options := m.Cfg.ToGGUF(m.Arch.Name)
-	if m.GPT2 != nil {
-		options = m.GPT2.ToGGUF()
-	}
-	for _, kv := range options {
-		if strings.HasPrefix(kv.Key, "toy.") {
-			kvs = append(kvs, kv)
+	if m.ViT != nil {
+		// No llama.cpp architecture to follow: the vit spec's keys are the format.
+		kvs = append(kvs, m.ViT.ToGGUF()...)
+	} else {
+		kvs = append(kvs, m.Arch.metadata()...)
+		options := m.Cfg.ToGGUF(m.Arch.Name)
+		if m.GPT2 != nil {
+			options = m.GPT2.ToGGUF()
+		}
+		for _, kv := range options {
+			if strings.HasPrefix(kv.Key, "toy.") {
+				kvs = append(kvs, kv)
+			}
 		}
 	}
 	kvs = append(kvs, extra...)
@@ -89,7 +94,7 @@ func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
 	return c, values, nil
 }
 
-// Load reads a llama or gpt2 checkpoint onto backend b. Every tensor the configuration implies
+// Load reads a llama, gpt2 or vit checkpoint onto backend b. Every tensor the configuration implies
 // must be present, f32, with the right shape; otherwise nothing is loaded and the error names
 // the file and the tensor.
 func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
@@ -106,13 +111,18 @@ func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
 		if c, values, err = GPT2ConfigFromGGUF(f); err == nil {
 			m, err = NewGPT2(c, b)
 		}
+	case ViTArch:
+		var c config.Vit
+		if c, values, err = ViTConfigFromGGUF(f); err == nil {
+			m, err = NewViT(c, b)
+		}
 	case Arch:
 		var c Config
 		if c, values, err = ConfigFromGGUF(f); err == nil {
 			m, err = New(c, b)
 		}
 	default:
-		err = fmt.Errorf("checkpoint %s: architecture %q, want %q or %q", f.Path(), arch, Arch, GPT2Arch)
+		err = fmt.Errorf("checkpoint %s: architecture %q, want %q, %q or %q", f.Path(), arch, Arch, GPT2Arch, ViTArch)
 	}
 	if err != nil {
 		return nil, nil, err

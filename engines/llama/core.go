@@ -9,7 +9,10 @@ import (
 // (Architecture.tensorTable), and the same forward pass (forwardPass) reads it.
 type weights struct {
 	tokEmbd, posEmbd, outNorm, outNormB, output, ropeFreqs *ggml.Tensor
-	layers                                                 []blockWeights
+	// patchEmbd, patchEmbdB and clsToken are an image model's input (InputPatches), outputB
+	// its head's bias (HeadClassToken).
+	patchEmbd, patchEmbdB, clsToken, outputB *ggml.Tensor
+	layers                                   []blockWeights
 	// embLookup is the table token embeddings are gathered from: tokEmbd, or a copy of it in a
 	// type the backend can gather (GGUFModel.prepareEmbeddings).
 	embLookup *ggml.Tensor
@@ -109,8 +112,6 @@ func (f *forwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 // Errors are recorded on the context.
 func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
-	n := tokens.Len()
-	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
 	x := ctx.GetRows(w.embLookup, tokens) // [d, n]
 	if a.EmbedScale != 1 {
 		x = ctx.Scale(x, a.EmbedScale)
@@ -118,6 +119,24 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 	if a.Positions == PosLearned {
 		x = ctx.Add(x, ctx.GetRows(w.posEmbd, f.pos))
 	}
+	x = f.blocks(x, tokens.Len())
+	x = f.norm(x, w.outNorm, w.outNormB)
+	out := w.output
+	if out == nil {
+		out = w.tokEmbd
+	}
+	logits := f.linear(out, x)
+	if c := a.FinalSoftcap; c > 0 {
+		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
+	}
+	return logits
+}
+
+// blocks runs the transformer blocks over the residual stream x [d, n] (the input
+// embeddings) and returns it after the last block, before the final norm.
+func (f *forwardPass) blocks(x *ggml.Tensor, n int64) *ggml.Tensor {
+	ctx, a, w := f.ctx, f.a, f.w
+	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
 	for il := range w.layers {
 		l := &w.layers[il]
 		h := f.norm(x, l.attnNorm, l.attnNormB)
@@ -158,16 +177,7 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 		}
 		x = ctx.Add(x, y)
 	}
-	x = f.norm(x, w.outNorm, w.outNormB)
-	out := w.output
-	if out == nil {
-		out = w.tokEmbd
-	}
-	logits := f.linear(out, x)
-	if c := a.FinalSoftcap; c > 0 {
-		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
-	}
-	return logits
+	return x
 }
 
 // lastColumn views the last column of a [w, n] matrix.

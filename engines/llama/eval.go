@@ -16,6 +16,7 @@ type Evaluator struct {
 	state    *ggml.Context
 	stateBuf *ggml.Buffer
 	in       *batchInputs
+	img      *imageInputs // an image model's inputs (NewClassifierEvaluator); in is nil then
 	gctx     *ggml.Context
 	graph    *ggml.Graph
 	alloc    *ggml.Allocator
@@ -53,22 +54,36 @@ func (e *Evaluator) build() error {
 		return err
 	}
 	s := e.state
-	e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked)
+	if m.arch.Input == InputPatches {
+		e.img = newImageInputs(s, m.arch, e.B)
+	} else {
+		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked)
+	}
 	if err := s.Err(); err != nil {
 		return err
 	}
 	if e.stateBuf, err = m.backend.Alloc(s); err != nil {
 		return err
 	}
-	if err := e.in.setPositions(); err != nil {
+	if e.img != nil {
+		err = e.img.setConstants()
+	} else {
+		err = e.in.setPositions()
+	}
+	if err != nil {
 		return err
 	}
 	size := m.graphSize()
 	if e.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size}); err != nil {
 		return err
 	}
-	e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, e.gctx.MulMat).SetOutput()
-	e.loss = e.in.loss(e.gctx, e.logits).SetOutput()
+	if e.img != nil {
+		e.logits = m.classify(e.gctx, e.img, e.gctx.MulMat).SetOutput()
+		e.loss = e.gctx.CrossEntropyLoss(e.logits, e.img.labels).SetOutput()
+	} else {
+		e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, e.gctx.MulMat).SetOutput()
+		e.loss = e.in.loss(e.gctx, e.logits).SetOutput()
+	}
 	if e.graph, err = e.gctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -99,6 +114,9 @@ func (e *Evaluator) Close() error {
 
 // run computes the graph for B sequences of T+1 ids (targets are ids[1:]).
 func (e *Evaluator) run(seqs [][]int32, keep [][]bool) error {
+	if e.in == nil {
+		return fmt.Errorf("llama: a token batch for an evaluator of an image model (use Classify)")
+	}
 	if err := e.in.upload(seqs, keep, e.Sep); err != nil {
 		return err
 	}

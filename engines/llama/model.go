@@ -35,6 +35,8 @@ type Model struct {
 	Cfg Config
 	// GPT2 is the configuration of a GPT-2 model (NewGPT2), nil for a llama model.
 	GPT2 *config.Gpt2
+	// ViT is the configuration of a ViT classifier (NewViT), nil otherwise.
+	ViT *config.Vit
 	// Arch is the architecture Cfg describes (ArchitectureFromConfig).
 	Arch    Architecture
 	w       weights
@@ -144,6 +146,9 @@ func (m *Model) Init() error {
 		}
 		if t == m.w.posEmbd {
 			std /= 2
+		}
+		if t == m.w.output && m.Arch.Head == HeadClassToken {
+			std = 0 // a classifier's head starts at zero, as timm's: every class equally likely
 		}
 		if std > 0 {
 			for i := range vals {

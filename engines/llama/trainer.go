@@ -79,6 +79,8 @@ type Trainer struct {
 	state    *ggml.Context // inputs, AdamW moments, the loss-gradient seed
 	stateBuf *ggml.Buffer
 	in       *batchInputs
+	img      *imageInputs // an image model's inputs (NewClassifierTrainer); in is nil then
+	logits   *ggml.Tensor // an image model's class logits, read back for the accuracy
 	decay    *ggml.Tensor // f32 [7]: AdamW parameters for matrices
 	noDecay  *ggml.Tensor // f32 [7]: for embeddings, norms and biases
 	lossSeed *ggml.Tensor // f32 scalar 1: d loss / d loss
@@ -126,6 +128,9 @@ func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error)
 	if B < 1 {
 		return nil, fmt.Errorf("llama: batch size %d", B)
 	}
+	if a.Input == InputPatches && T != a.Context {
+		return nil, fmt.Errorf("llama: an image model reads %d tokens (the class token and %d patches), not %d", a.Context, a.Patches(), T)
+	}
 	if int64(B)*int64(a.NHeads) > 1024 {
 		// ggml's CUDA backend sends larger batched matmuls to the CPU; keep one limit everywhere.
 		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, a.NHeads)
@@ -145,7 +150,11 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	s := tr.state
-	tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked)
+	if m.arch.Input == InputPatches {
+		tr.img = newImageInputs(s, m.arch, tr.B)
+	} else {
+		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked)
+	}
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
@@ -163,7 +172,12 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	tr.stateBuf.Clear(0)
-	if err := tr.in.setPositions(); err != nil {
+	if tr.img != nil {
+		err = tr.img.setConstants()
+	} else {
+		err = tr.in.setPositions()
+	}
+	if err != nil {
 		return err
 	}
 	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
@@ -200,8 +214,18 @@ func (tr *Trainer) build() error {
 			w.SetParam()
 		}
 	}
-	logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
-	tr.loss = tr.in.loss(g, logits).SetName("loss").SetLoss().SetOutput()
+	if tr.img != nil {
+		// The patch embedding's product has no param upstream, so autodiff would give it no
+		// gradient for the GEMM above: asking for the pixels' gradient makes it (one more
+		// product, the size of the patch embedding's; nothing updates the pixels).
+		tr.img.pixels.SetParam()
+		tr.logits = m.classify(g, tr.img, linear).SetOutput()
+		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
+	} else {
+		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
+		tr.loss = tr.in.loss(g, logits)
+	}
+	tr.loss = tr.loss.SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
 		return err
 	}
@@ -289,6 +313,9 @@ func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, err
 // returns, and the gradients, are the mean over the kept positions. A nil keep keeps every
 // position.
 func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]float32) (float32, error) {
+	if tr.in == nil {
+		return 0, fmt.Errorf("llama: Step on a trainer of an image model (use StepImages)")
+	}
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,349 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+)
+
+// ViTArch is the GGUF general.architecture of toy's ViT classifier checkpoints. llama.cpp has
+// no such architecture: the keys (vit.*, from specs/engines/vit.go) and the tensor names
+// (patch_embd, cls_token, position_embd, the gpt2 block names, output_norm, output with a
+// bias) are toy's own, documented in docs/TRAINING.md.
+const ViTArch = "vit"
+
+// vitTraits are the vit choices of the core: LayerNorm with biases, learned positions, fused
+// QKV, biases everywhere, a GELU MLP — gpt2's blocks — with image patches in and a class-token
+// head out (ArchitectureFromViT). They are not in traits: the decoder runs language models.
+var vitTraits = archTraits{ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
+	allBiases: true, slidingPattern: -1}
+
+// ValidateViT checks a ViT configuration against its spec's bounds.
+func ValidateViT(c config.Vit) error {
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("vit config: %w", err)
+	}
+	return nil
+}
+
+// vitCore is c in the core's own parameters (see gpt2Core): the classes in the vocabulary's
+// place (the head's rows), the class token and the patches as the context.
+func vitCore(c config.Vit) Config {
+	n := c.ImageSize / c.PatchSize
+	l := config.DefaultLlama()
+	l.Vocab, l.DModel, l.DFF, l.NHeads, l.NKVHeads, l.NLayers = c.Classes, c.DModel, c.DFF, c.NHeads, c.NHeads, c.NLayers
+	l.Context, l.RMSEps, l.TiedOutput, l.QKVBias = n*n+1, c.LayerNormEps, false, true
+	l.InitScale, l.Seed = c.InitScale, c.Seed
+	return l
+}
+
+// ArchitectureFromViT is the architecture of a ViT of configuration c: gpt2's pre-norm blocks
+// (non-causal: the classifier's mask is all zeros) on a patch embedding with a class token,
+// and a head on the class token.
+func ArchitectureFromViT(c config.Vit) Architecture {
+	a := archFromConfig(ViTArch, vitCore(c))
+	a.Input, a.Head = InputPatches, HeadClassToken
+	a.ImageSize, a.PatchSize, a.Channels = c.ImageSize, c.PatchSize, c.Channels
+	return a
+}
+
+// NewViT allocates a ViT classifier of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: NewClassifierTrainer trains it,
+// NewClassifierEvaluator runs it, Save and Load keep it.
+func NewViT(c config.Vit, b *ggml.Backend) (*Model, error) {
+	if err := ValidateViT(c); err != nil {
+		return nil, err
+	}
+	m, err := newModel(ArchitectureFromViT(c), vitCore(c), b)
+	if err != nil {
+		return nil, err
+	}
+	m.ViT = &c
+	return m, nil
+}
+
+// ViTConfigFromGGUF reads the configuration of a vit checkpoint; a file of another
+// architecture is refused.
+func ViTConfigFromGGUF(f *ggml.GGUF) (config.Vit, map[string]any, error) {
+	values, err := Metadata(f)
+	if err != nil {
+		return config.Vit{}, nil, err
+	}
+	if arch, _ := values["general.architecture"].(string); arch != ViTArch {
+		return config.Vit{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, ViTArch)
+	}
+	c := config.DefaultVit()
+	if err := c.FromGGUF(values); err != nil {
+		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
+	}
+	if err := ValidateViT(c); err != nil {
+		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
+	}
+	return c, values, nil
+}
+
+// PixelsPerImage is the number of floats of one input image of c: ImageSize²·Channels.
+func PixelsPerImage(c config.Vit) int { return c.ImageSize * c.ImageSize * c.Channels }
+
+// patchify appends the patches of img — ImageSize² pixels row by row, each pixel's Channels
+// values together ([C, W, H] in ggml's order, "HWC") — to dst, patch by patch in row order,
+// each flattened as [C, P, P] (channel fastest, then x, then y): the rows patch_embd.weight
+// multiplies.
+func (a *Architecture) patchify(dst, img []float32) []float32 {
+	size, p, ch := a.ImageSize, a.PatchSize, a.Channels
+	n := size / p
+	for py := 0; py < n; py++ {
+		for px := 0; px < n; px++ {
+			for dy := 0; dy < p; dy++ {
+				row := ((py*p+dy)*size + px*p) * ch
+				dst = append(dst, img[row:row+p*ch]...)
+			}
+		}
+	}
+	return dst
+}
+
+// imageInputs are the per-step inputs of a classification graph over B images: the
+// flattened patches, the class labels, and two constants (the zeros the class token and the
+// patch embeddings are placed in with ACC, which has a backward where CONCAT has none, and
+// the all-zero attention mask: every token sees every token).
+type imageInputs struct {
+	a         *Architecture
+	B         int
+	pixels    *ggml.Tensor // f32 [PatchDim, Patches·B]
+	labels    *ggml.Tensor // f32 [classes, B]: one-hot
+	base      *ggml.Tensor // f32 [d, Patches+1, B]: zero
+	mask      *ggml.Tensor // f32 [T, T, 1, B]: zero
+	pixelsBuf []float32
+}
+
+// imageInputTensors is the number of tensors newImageInputs declares.
+const imageInputTensors = 4
+
+func newImageInputs(s *ggml.Context, a *Architecture, B int) *imageInputs {
+	t, b := int64(a.Context), int64(B)
+	return &imageInputs{a: a, B: B,
+		pixels: s.NewTensor(ggml.F32, int64(a.PatchDim()), int64(a.Patches())*b).SetName("in.patches"),
+		labels: s.NewTensor(ggml.F32, int64(a.Vocab), b).SetName("in.labels"),
+		base:   s.NewTensor(ggml.F32, int64(a.DModel), t, b).SetName("in.zeros"),
+		mask:   s.NewTensor(ggml.F32, t, t, 1, b).SetName("in.mask"),
+	}
+}
+
+// setConstants zeroes the constants once the tensors are allocated.
+func (in *imageInputs) setConstants() error {
+	if err := in.base.SetF32(make([]float32, in.base.Len())); err != nil {
+		return err
+	}
+	return in.mask.SetF32(make([]float32, in.mask.Len()))
+}
+
+// upload checks a batch against the graph (B images of the model's size and channels, labels
+// among its classes) and sets the patches and labels.
+func (in *imageInputs) upload(b *train.ClassificationBatch) error {
+	a := in.a
+	switch {
+	case b == nil:
+		return fmt.Errorf("llama: no batch")
+	case b.N != in.B:
+		return fmt.Errorf("llama: a batch of %d images for a graph of %d", b.N, in.B)
+	case b.PixelsPerImage != a.ImageSize*a.ImageSize*a.Channels:
+		return fmt.Errorf("llama: images of %d floats, want %d×%d×%d = %d", b.PixelsPerImage, a.ImageSize, a.ImageSize, a.Channels, a.ImageSize*a.ImageSize*a.Channels)
+	case b.Classes > a.Vocab:
+		return fmt.Errorf("llama: a batch of %d classes for a model of %d", b.Classes, a.Vocab)
+	}
+	in.pixelsBuf = in.pixelsBuf[:0]
+	for i := 0; i < b.N; i++ {
+		in.pixelsBuf = a.patchify(in.pixelsBuf, b.Pixels[i*b.PixelsPerImage:(i+1)*b.PixelsPerImage])
+	}
+	if err := in.pixels.SetF32(in.pixelsBuf); err != nil {
+		return err
+	}
+	labels := make([]float32, a.Vocab*b.N)
+	for i, l := range b.Labels {
+		labels[i*a.Vocab+int(l)] = 1
+	}
+	return in.labels.SetF32(labels)
+}
+
+// classify builds the class logits [classes, B] of the uploaded images (see
+// forwardPass.classify), making every weight product with linear.
+func (t *trainable) classify(ctx *ggml.Context, in *imageInputs, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, attend: attendPacked(ctx, t.arch, in.mask, t.arch.Context, in.B),
+		differentiable: true, linear: func(w, x *ggml.Tensor) *ggml.Tensor {
+			y := linear(w, x)
+			for _, l := range t.lora[w] {
+				y = ctx.Add(y, ctx.Scale(linear(l.b, linear(l.a, x)), l.scale))
+			}
+			return y
+		}}
+	return f.classify(in)
+}
+
+// classify is the image model's forward: the patch embedding (patch_embd·patches + bias), the
+// class token placed before each image's patches and the patch embeddings after it (ACC into
+// zeros: a concatenation with a backward), learned positions, the blocks, and the final norm
+// and head on each image's class token.
+func (f *forwardPass) classify(in *imageInputs) *ggml.Tensor {
+	ctx, a, w := f.ctx, f.a, f.w
+	d, np, t, b := int64(a.DModel), int64(a.Patches()), int64(a.Context), int64(in.B)
+	nb1 := int(d) * ggml.TypeSize(ggml.F32)
+	nb2 := nb1 * int(t)
+	e := f.addBias(f.linear(w.patchEmbd, in.pixels), w.patchEmbdB) // [d, Patches·B]
+	x := ctx.Acc(in.base, ctx.Reshape(e, d, np, b), nb1, nb2, nb2*int(b), nb1)
+	slots := ctx.View(in.base, []int64{d, 1, b}, []int{nb1, nb2}, 0) // the class tokens' shape
+	x = ctx.Acc(x, ctx.Repeat(ctx.Reshape(w.clsToken, d, 1, 1), slots), nb1, nb2, nb2*int(b), 0)
+	x = ctx.Add(x, w.posEmbd) // [d, T] over each image
+	x = f.blocks(ctx.Reshape(x, d, t*b), t*b)
+	x = ctx.Cont(ctx.View(x, []int64{d, b}, []int{nb2}, 0)) // the class tokens
+	x = f.norm(x, w.outNorm, w.outNormB)
+	return f.addBias(f.linear(w.output, x), w.outputB)
+}
+
+// NewClassifierTrainer builds the training graph of an image model (NewViT) for batches of B
+// images: the class logits, their mean cross entropy against the labels, the backward and
+// AdamW. Step it with StepImages.
+func NewClassifierTrainer(m Trainable, B int) (*Trainer, error) {
+	t := m.trainable()
+	if t.arch.Input != InputPatches {
+		return nil, fmt.Errorf("llama: a classifier trainer for the %s model, which reads tokens", t.arch.Name)
+	}
+	return newTrainer(m, t.arch.Context, B, false, false)
+}
+
+// StepImages trains on one batch of B images with the given AdamW parameters (as Step) and
+// returns the batch's mean cross entropy before the update and how many images the model
+// classified correctly (the argmax of their logits is the label).
+func (tr *Trainer) StepImages(b *train.ClassificationBatch, decay, noDecay [7]float32) (loss float32, correct int, err error) {
+	if tr.img == nil {
+		return 0, 0, fmt.Errorf("llama: StepImages on a trainer of a token model (use Step)")
+	}
+	if err := tr.img.upload(b); err != nil {
+		return 0, 0, err
+	}
+	if err := tr.decay.SetF32(decay[:]); err != nil {
+		return 0, 0, err
+	}
+	if err := tr.noDecay.SetF32(noDecay[:]); err != nil {
+		return 0, 0, err
+	}
+	if err := tr.m.backend.Compute(tr.graph); err != nil {
+		return 0, 0, err
+	}
+	l, err := tr.loss.F32()
+	if err != nil {
+		return 0, 0, err
+	}
+	logits, err := tr.logits.F32()
+	if err != nil {
+		return 0, 0, err
+	}
+	return l[0], countCorrect(logits, b.Labels, tr.m.arch.Vocab), nil
+}
+
+// countCorrect counts the rows of logits [classes, n] whose argmax is the label.
+func countCorrect(logits []float32, labels []int32, classes int) int {
+	n := 0
+	for i, l := range labels {
+		if Argmax(logits[i*classes:(i+1)*classes]) == int(l) {
+			n++
+		}
+	}
+	return n
+}
+
+// Argmax is the index of the largest value (the first of equals).
+func Argmax(row []float32) int {
+	best, bestV := 0, float32(math.Inf(-1))
+	for i, v := range row {
+		if v > bestV {
+			best, bestV = i, v
+		}
+	}
+	return best
+}
+
+// NewClassifierEvaluator builds the forward graph of an image model for batches of B images.
+func NewClassifierEvaluator(m Trainable, B int) (*Evaluator, error) {
+	t := m.trainable()
+	if t.arch.Input != InputPatches {
+		return nil, fmt.Errorf("llama: a classifier evaluator for the %s model, which reads tokens", t.arch.Name)
+	}
+	return newEvaluator(m, t.arch.Context, B, false)
+}
+
+// Classify runs a batch of B images and returns each image's class logits, the batch's mean
+// cross entropy and the number classified correctly.
+func (e *Evaluator) Classify(b *train.ClassificationBatch) (logits [][]float32, loss float32, correct int, err error) {
+	if e.img == nil {
+		return nil, 0, 0, fmt.Errorf("llama: Classify on an evaluator of a token model")
+	}
+	if err := e.img.upload(b); err != nil {
+		return nil, 0, 0, err
+	}
+	if err := e.m.backend.Compute(e.graph); err != nil {
+		return nil, 0, 0, err
+	}
+	flat, err := e.logits.F32()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	l, err := e.loss.F32()
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	k := e.m.arch.Vocab
+	for i := 0; i < b.N; i++ {
+		logits = append(logits, flat[i*k:(i+1)*k])
+	}
+	return logits, l[0], countCorrect(flat, b.Labels, k), nil
+}
+
+// ClassLogits returns the class logits of any number of images (each PixelsPerImage floats),
+// run B at a time (the last batch padded with blank images).
+func (e *Evaluator) ClassLogits(images [][]float32) ([][]float32, error) {
+	if e.img == nil {
+		return nil, fmt.Errorf("llama: ClassLogits on an evaluator of a token model")
+	}
+	a := e.m.arch
+	ppi := a.ImageSize * a.ImageSize * a.Channels
+	var out [][]float32
+	for start := 0; start < len(images); start += e.B {
+		end := min(start+e.B, len(images))
+		batch := append([][]float32(nil), images[start:end]...)
+		for len(batch) < e.B {
+			batch = append(batch, make([]float32, ppi))
+		}
+		b, err := train.NewClassificationBatch(batch, make([]int32, e.B), ppi, a.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("llama: image %d: %w", start, err)
+		}
+		logits, _, _, err := e.Classify(b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, logits[:end-start]...)
+	}
+	return out, nil
+}
+
+// Softmax returns the probabilities of logits.
+func Softmax(logits []float32) []float64 {
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v))
+	}
+	p := make([]float64, len(logits))
+	s := 0.0
+	for i, v := range logits {
+		p[i] = math.Exp(float64(v) - mx)
+		s += p[i]
+	}
+	for i := range p {
+		p[i] /= s
+	}
+	return p
+}
