@@ -1,0 +1,101 @@
+package data
+
+import (
+	"encoding/binary"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeIDX(t *testing.T, path string, magic uint32, dims []int, data []byte) {
+	b := binary.BigEndian.AppendUint32(nil, magic)
+	for _, d := range dims {
+		b = binary.BigEndian.AppendUint32(b, uint32(d))
+	}
+	require.NoError(t, os.WriteFile(path, append(b, data...), 0o644))
+}
+
+func TestReadIDX(t *testing.T) {
+	dir := t.TempDir()
+	imgs, lbls := filepath.Join(dir, "images-idx3-ubyte"), filepath.Join(dir, "labels-idx1-ubyte")
+	pix := make([]byte, 2*4*4)
+	pix[0], pix[16+15] = 255, 255
+	writeIDX(t, imgs, 0x803, []int{2, 4, 4}, pix)
+	writeIDX(t, lbls, 0x801, []int{2}, []byte{3, 7})
+	im, err := ReadIDX(imgs, lbls, 10, ImageOptions{Size: 4, Channels: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 2, im.Len())
+	assert.Equal(t, []int32{3, 7}, im.Labels)
+	assert.Equal(t, float32(1), im.Pixels[0][0], "255 normalises to 1")
+	assert.Equal(t, float32(-1), im.Pixels[0][1], "0 normalises to -1")
+	assert.Equal(t, float32(1), im.Pixels[1][15])
+
+	_, err = ReadIDX(imgs, lbls, 5, ImageOptions{Size: 4, Channels: 1})
+	assert.ErrorContains(t, err, "label 7, outside 5 classes", "labels outside the class count are refused")
+	assert.ErrorContains(t, im.CheckClasses(5), "outside the model's 5 classes")
+
+	up, err := ReadIDX(imgs, lbls, 10, ImageOptions{Size: 8, Channels: 3})
+	require.NoError(t, err)
+	assert.Len(t, up.Pixels[0], 8*8*3, "resized and made RGB")
+
+	writeIDX(t, imgs, 0x803, []int{2, 4, 4}, pix[:20])
+	_, err = ReadIDX(imgs, lbls, 10, ImageOptions{Size: 4, Channels: 1})
+	assert.ErrorContains(t, err, imgs, "a truncated file is named")
+	assert.ErrorContains(t, err, "truncated")
+	writeIDX(t, imgs, 0x801, []int{2}, []byte{1, 2})
+	_, err = ReadIDX(imgs, lbls, 10, ImageOptions{Size: 4, Channels: 1})
+	assert.ErrorContains(t, err, "magic")
+}
+
+func TestReadImageFolder(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, WriteShapesFolder(dir, 9, 16, 1))
+	// A JPEG of another size (resized and cropped), in RGB.
+	rgb := image.NewRGBA(image.Rect(0, 0, 40, 20))
+	for i := range rgb.Pix {
+		rgb.Pix[i] = 255
+	}
+	rgb.Set(20, 10, color.RGBA{0, 0, 0, 255})
+	f, err := os.Create(filepath.Join(dir, "circle", "wide.jpg"))
+	require.NoError(t, err)
+	require.NoError(t, jpeg.Encode(f, rgb, nil))
+	require.NoError(t, f.Close())
+
+	im, err := ReadImageFolder(dir, nil, ImageOptions{Size: 8, Channels: 3})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"circle", "cross", "square"}, im.ClassNames)
+	assert.Equal(t, 10, im.Len())
+	for _, p := range im.Pixels {
+		assert.Len(t, p, 8*8*3)
+	}
+	_, err = ReadImageFolder(dir, nil, ImageOptions{Size: 16, Channels: 1, NoResize: true})
+	assert.ErrorContains(t, err, "wide.jpg", "a wrong size without resizing names the file")
+
+	_, err = ReadImageFolder(dir, []string{"circle", "cross"}, ImageOptions{Size: 8, Channels: 1})
+	assert.ErrorContains(t, err, `"square" is not one of the model's 2 classes`)
+
+	bad := filepath.Join(dir, "cross", "bad.png")
+	require.NoError(t, os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nnot really"), 0o644))
+	_, err = ReadImageFolder(dir, nil, ImageOptions{Size: 8, Channels: 1})
+	assert.ErrorContains(t, err, bad, "a bad image is named")
+
+	tr, held, err := im.Split(3, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 7, tr.Len())
+	assert.Equal(t, 3, held.Len())
+}
+
+func TestShapesAreSeeded(t *testing.T) {
+	a, err := ShapesImages(6, 12, 3, ImageOptions{Size: 12, Channels: 1})
+	require.NoError(t, err)
+	b, err := ShapesImages(6, 12, 3, ImageOptions{Size: 12, Channels: 1})
+	require.NoError(t, err)
+	assert.Equal(t, a.Pixels, b.Pixels)
+	assert.Equal(t, []int32{0, 1, 2, 0, 1, 2}, a.Labels)
+}
