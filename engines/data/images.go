@@ -324,7 +324,7 @@ func toInput(img image.Image, name string, o ImageOptions) ([]float32, error) {
 // ShapeNames are the classes of Shapes.
 var ShapeNames = []string{"square", "cross", "circle"}
 
-// Shapes renders n grayscale images of size×size pixels of three classes — a square outline,
+// Shapes renders n grayscale images of size×size pixels of three classes — a filled square,
 // a cross and a circle outline, of random size and position, with noise — labelled by
 // ShapeNames: a tiny data set that needs nothing external. The same seed gives the same set.
 func Shapes(n, size int, seed uint64) []*image.Gray {
@@ -344,8 +344,7 @@ func Shapes(n, size int, seed uint64) []*image.Gray {
 				var on bool
 				switch i % 3 {
 				case 0:
-					m := math.Max(math.Abs(dx), math.Abs(dy))
-					on = m <= r && m >= r-1.5
+					on = math.Max(math.Abs(dx), math.Abs(dy)) <= r
 				case 1:
 					on = (math.Abs(dx) <= 1 && math.Abs(dy) <= r) || (math.Abs(dy) <= 1 && math.Abs(dx) <= r)
 				case 2:

@@ -102,6 +102,9 @@ type Eval struct {
 	Step int
 	// Loss is the held-out loss.
 	Loss float64
+	// Accuracy is a classifier's held-out accuracy in [0, 1] ("accuracy"); nil for a
+	// language model's evaluation, and then not written.
+	Accuracy *float64
 }
 
 // RunEnd is the last event of a run (or of one resumption of it).
@@ -194,9 +197,10 @@ type stepJSON struct {
 }
 
 type evalJSON struct {
-	Type string `json:"type"`
-	Step int    `json:"step"`
-	Loss jfloat `json:"loss"`
+	Type     string  `json:"type"`
+	Step     int     `json:"step"`
+	Loss     jfloat  `json:"loss"`
+	Accuracy *jfloat `json:"accuracy,omitempty"`
 }
 
 type runEndJSON struct {
@@ -293,7 +297,12 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the eval line, type included.
 func (e Eval) MarshalJSON() ([]byte, error) {
-	return json.Marshal(evalJSON{TypeEval, e.Step, jfloat(e.Loss)})
+	j := evalJSON{Type: TypeEval, Step: e.Step, Loss: jfloat(e.Loss)}
+	if e.Accuracy != nil {
+		a := jfloat(*e.Accuracy)
+		j.Accuracy = &a
+	}
+	return json.Marshal(j)
 }
 
 // UnmarshalJSON reads an eval line.
@@ -303,6 +312,10 @@ func (e *Eval) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*e = Eval{Step: j.Step, Loss: float64(j.Loss)}
+	if j.Accuracy != nil {
+		a := float64(*j.Accuracy)
+		e.Accuracy = &a
+	}
 	return nil
 }
 
