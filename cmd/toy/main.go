@@ -47,6 +47,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch (default: a demo model on Go's source)", runTrain},
+		{"train-vit", "train a ViT image classifier from scratch (an ImageFolder, MNIST IDX files, or generated shapes)", runTrainViT},
+		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
