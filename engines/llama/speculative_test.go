@@ -215,3 +215,13 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	assert.Less(t, chi2(p), 20.5, "the first token follows the target's distribution")
 	assert.Greater(t, chi2(q), 20.5, "and not the draft's")
 }
+
+func TestBenchSpeculative(t *testing.T) {
+	path := writeTiny(t, tinyArch("llama"), ggml.F32, 2)
+	r, err := BenchSpeculative(path, path, 8, 12, 1, 4, BenchOptions{Reps: 1})
+	require.NoError(t, err)
+	assert.True(t, r.Identical)
+	assert.Equal(t, r.Stats.Drafted, r.Stats.Accepted, "the target as its own draft")
+	assert.Positive(t, r.Spec.Mean)
+	assert.Positive(t, r.Plain.Mean)
+}
