@@ -272,6 +272,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	fa := fs.Bool("fa", false, "flash attention")
 	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
+	draft := fs.String("draft", "", "also measure greedy speculative decoding with this draft GGUF (\"self\": the target's own file, every proposal accepted: the ceiling)")
+	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-t 2]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -288,6 +291,12 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	usableThreads(stderr, "bench model", threads)
 	if *model == "" && *random == "" {
 		return usagef("give -m MODEL or -random PRESET")
+	}
+	if *draftN < 1 {
+		return usagef("-draft-n %d: want at least 1", *draftN)
+	}
+	if *draftLayers < 0 || (*draftLayers > 0 && (*random == "" || *draft != "")) {
+		return usagef("-draft-layers %d: want a positive number of layers, with -random and without -draft", *draftLayers)
 	}
 	if *random != "" {
 		if *model != "" {
@@ -308,14 +317,38 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		defer os.RemoveAll(dir)
 		*model = filepath.Join(dir, *random+".gguf")
 		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), *random)
-		if err := llama.WriteRandomGGUF(*model, llama.ArchitectureFromConfig(c), types[0], 1); err != nil {
+		a := llama.ArchitectureFromConfig(c)
+		if err := llama.WriteRandomGGUF(*model, a, types[0], 1); err != nil {
 			return err
 		}
+		if *draftLayers > 0 {
+			if *draftLayers > a.NLayers {
+				return usagef("-draft-layers %d: %s has %d layers", *draftLayers, *random, a.NLayers)
+			}
+			a.NLayers = *draftLayers
+			*draft = filepath.Join(dir, fmt.Sprintf("%s-%dl.gguf", *random, *draftLayers))
+			fmt.Fprintf(stderr, "toy bench: writing a random %d-layer draft of %s's shape …\n", *draftLayers, *random)
+			if err := llama.WriteRandomGGUF(*draft, a, types[0], 1); err != nil {
+				return err
+			}
+		}
+	}
+	if *draft == "self" {
+		*draft = *model
 	}
 	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
 	opts, err := d.options()
 	if err != nil {
 		return err
+	}
+	if *draft != "" {
+		fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d, target alone and with the draft (γ %d) …\n", *tg, *pp, *draftN)
+		r, err := llama.BenchSpeculative(*model, *draft, max(*pp, 1), max(*tg, 1), *threads, *draftN, llama.BenchOptions{Decoder: opts, Reps: *reps})
+		if err != nil {
+			return err
+		}
+		writeSpecTable(stdout, r)
+		return nil
 	}
 	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
 	if err != nil {
@@ -323,4 +356,24 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, res)
 	return nil
+}
+
+// writeSpecTable prints a speculative bench as llama-bench-style rows: the target alone, then
+// with the draft, and where the speculative time went per generated token.
+func writeSpecTable(w io.Writer, r llama.SpecBenchResult) {
+	st := r.Stats
+	per := func(d time.Duration) string {
+		if st.Generated == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", d.Seconds()*1e3/float64(st.Generated))
+	}
+	fmt.Fprintf(w, "target %s (%.1fM params), draft %s (%.1fM params), %d threads, greedy, prompt %d\n\n",
+		filepath.Base(r.Target), float64(r.TargetParams)/1e6, filepath.Base(r.Draft), float64(r.DraftParams)/1e6, r.Threads, r.PromptTokens)
+	fmt.Fprintln(w, "| mode        | test  |   γ |             t/s | speedup | accepted/step | accept % | draft ms/t | verify ms/t | accept ms/t | rollback ms/t | identical |")
+	fmt.Fprintln(w, "| ----------- | ----- | --: | --------------: | ------: | ------------: | -------: | ---------: | ----------: | ----------: | ------------: | --------- |")
+	test := fmt.Sprintf("tg%d", r.GenTokens)
+	fmt.Fprintf(w, "| target      | %-5s |   – | %15s |    1.00 |             – |        – |          – |           – |           – |             – | –         |\n", test, r.Plain)
+	fmt.Fprintf(w, "| speculative | %-5s | %3d | %15s | %7.2f | %13.2f | %8.1f | %10s | %11s | %11s | %13s | %-9v |\n", test, r.Gamma, r.Spec, r.Speedup(),
+		st.MeanAccepted(), 100*st.AcceptRate(), per(st.DraftTime), per(st.VerifyTime), per(st.AcceptTime), per(st.RollbackTime), r.Identical)
 }

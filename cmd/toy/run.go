@@ -187,6 +187,8 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
+	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
+	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy generate -m MODEL -p PROMPT [flags]
 
@@ -207,12 +209,25 @@ Flags:
 	if *n < -1 {
 		return usagef("-n %d: want a number of tokens, or -1 for until the context is full or the end of text", *n)
 	}
+	if *draftN < 1 {
+		return usagef("-draft-n %d: want at least 1 token per step", *draftN)
+	}
 	m, tok, dec, err := d.open(stderr, "generate")
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	defer dec.Close()
+	var draftDec *llama.Decoder
+	if *draft != "" {
+		dm, ddec, err := openDraft(&d, m, dec, *draft)
+		if err != nil {
+			return err
+		}
+		defer dm.Close()
+		defer ddec.Close()
+		draftDec = ddec
+	}
 	// The compiled-in kernel table's entry for the model, when it names the model, supplies the
 	// defaults the file lacks: the sampling preset "default" for every sampling flag not given,
 	// stop strings, BOS and chat template.
@@ -257,6 +272,9 @@ Flags:
 	}
 	if len(ids) == 0 {
 		return errors.New("the prompt encodes to no tokens (give -p)")
+	}
+	if draftDec != nil {
+		return generateSpeculative(stdout, stderr, dec, draftDec, *draftN, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
 	}
 	logits, err := dec.Prompt(ids)
 	if err != nil {

@@ -252,6 +252,34 @@ func (d *Decoder) History() []int32 { return append([]int32(nil), d.history...) 
 // Reset empties the cache (the graphs stay built).
 func (d *Decoder) Reset() { d.history = d.history[:0] }
 
+// Truncate forgets every position from n on: the cache keeps the first n tokens of History,
+// and the next token goes to position n. The forgotten rows stay in the cache until
+// overwritten, hidden by the masks, which show a query only the positions before it. It is the
+// rollback of speculative decoding.
+func (d *Decoder) Truncate(n int) error {
+	if n < 0 || n > len(d.history) {
+		return fmt.Errorf("llama: truncate to %d positions: %d are in use", n, len(d.history))
+	}
+	d.history = d.history[:n]
+	return nil
+}
+
+// Append appends tokens to the context, as Prompt does, and returns the logits after every one
+// of them: row i (Vocab values, a fresh slice) predicts the token after tokens[i]. It is the
+// verification step of speculative decoding.
+func (d *Decoder) Append(tokens []int32) ([][]float32, error) {
+	flat, err := d.process(tokens, true)
+	if err != nil {
+		return nil, err
+	}
+	v := d.m.Arch.Vocab
+	rows := make([][]float32, len(tokens))
+	for i := range rows {
+		rows[i] = flat[i*v : (i+1)*v : (i+1)*v]
+	}
+	return rows, nil
+}
+
 // Prompt appends tokens to the context, in batches of DecoderOptions.Batch, and returns the
 // logits of the last one (Vocab values). The slice belongs to the decoder and is overwritten by
 // its next Prompt or Next: copy it to keep it.

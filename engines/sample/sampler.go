@@ -323,3 +323,66 @@ func (s *Sampler) draw(cand []candidate) int32 {
 	}
 	return cand[0].id
 }
+
+// Probs writes into dst (grown to len(logits)) the distribution Sample draws from for this
+// row and history: the probability of every vocabulary entry after the repetition penalty,
+// top-k, temperature, top-p and min-p, renormalised, zero for the tokens filtered out. At
+// temperature 0 it is one-hot at the token Sample picks. Speculative decoding compares the
+// target's and the draft's distributions with it.
+func (s *Sampler) Probs(logits []float32, history []int32, dst []float64) []float64 {
+	if cap(dst) < len(logits) {
+		dst = make([]float64, len(logits))
+	}
+	dst = dst[:len(logits)]
+	clear(dst)
+	if len(logits) == 0 {
+		return dst
+	}
+	w := s.penalize(logits, history)
+	if s.p.Temperature == 0 {
+		dst[argmax(w)] = 1
+		return dst
+	}
+	cand := s.filter(w)
+	if len(cand) == 0 {
+		dst[0] = 1 // as Sample
+		return dst
+	}
+	total := 0.0
+	for _, c := range cand {
+		total += c.p
+	}
+	for _, c := range cand {
+		dst[c.id] = c.p / total
+	}
+	return dst
+}
+
+// Draw picks an index with probability proportional to weights (non-negative, not all zero;
+// they need not sum to 1), with the sampler's generator. It returns -1 when every weight is
+// zero.
+func (s *Sampler) Draw(weights []float64) int32 {
+	total := 0.0
+	for _, w := range weights {
+		total += w
+	}
+	if !(total > 0) {
+		return -1
+	}
+	u := s.rng.Float64() * total
+	last := int32(-1)
+	for i, w := range weights {
+		if w <= 0 {
+			continue
+		}
+		last = int32(i)
+		u -= w
+		if u < 0 {
+			return last
+		}
+	}
+	return last // rounding left u just short of zero
+}
+
+// Uniform returns a number in [0, 1) from the sampler's generator.
+func (s *Sampler) Uniform() float64 { return s.rng.Float64() }

@@ -323,3 +323,32 @@ func BenchmarkSampleDefault(b *testing.B) {
 		s.Sample(logits, hist)
 	}
 }
+
+// TestProbs checks the distribution speculative decoding compares: normalised, zero for the
+// filtered tokens, one-hot when greedy, and what Draw draws from.
+func TestProbs(t *testing.T) {
+	logits := []float32{1, 3, 2, -1, 0.5}
+	s := NewSampler(Params{Temperature: 1, TopK: 3, TopP: 1, RepeatPenalty: 1, Seed: 1})
+	p := s.Probs(logits, nil, nil)
+	sum := 0.0
+	for _, v := range p {
+		sum += v
+	}
+	if math.Abs(sum-1) > 1e-12 || p[3] != 0 || p[4] != 0 || !(p[1] > p[2] && p[2] > p[0] && p[0] > 0) {
+		t.Fatalf("top-3 probs %v", p)
+	}
+	g := NewSampler(GreedyParams()).Probs(logits, nil, p)
+	if g[1] != 1 || g[0]+g[2]+g[3]+g[4] != 0 {
+		t.Fatalf("greedy probs %v", g)
+	}
+	counts := make([]int, 3)
+	for i := 0; i < 3000; i++ {
+		counts[s.Draw([]float64{0.2, 0, 0.8})]++
+	}
+	if counts[1] != 0 || counts[0] < 500 || counts[0] > 700 {
+		t.Fatalf("draws %v of weights 0.2, 0, 0.8", counts)
+	}
+	if s.Draw([]float64{0, 0}) != -1 {
+		t.Fatal("all-zero weights: want -1")
+	}
+}

@@ -1,0 +1,166 @@
+package llama
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/toyml/toy/engines/sample"
+)
+
+// SpecBenchResult is what BenchSpeculative measured: greedy generation of the same tokens
+// by the target alone and with the draft.
+type SpecBenchResult struct {
+	Target, Draft             string
+	TargetParams, DraftParams int64
+	Threads, Gamma            int
+	PromptTokens, GenTokens   int
+	Plain, Spec               BenchStat // generated tokens per second, prompt excluded
+	Stats                     SpecStats // summed over the timed speculative repetitions
+	Identical                 bool      // every speculative run gave the target's tokens
+}
+
+// Speedup is the speculative decoder's mean tokens/s over the target alone's.
+func (r SpecBenchResult) Speedup() float64 {
+	if r.Plain.Mean == 0 {
+		return 0
+	}
+	return r.Spec.Mean / r.Plain.Mean
+}
+
+// BenchSpeculative measures greedy generation of genTokens tokens after a random prompt of
+// promptTokens (at least 1), by the target at targetPath alone (Prompt, then Next per token)
+// and by speculative decoding with the draft at draftPath proposing gamma tokens per step. Each
+// is repeated opts.Reps times after a warm-up, on the same prompt; the prompt's processing is
+// not timed. opts.Decoder configures both decoders.
+func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, threads, gamma int, opts BenchOptions) (SpecBenchResult, error) {
+	r := SpecBenchResult{Target: targetPath, Draft: draftPath, Threads: threads, Gamma: gamma, PromptTokens: promptTokens, GenTokens: genTokens}
+	if promptTokens < 1 || genTokens < 1 || threads < 1 {
+		return r, fmt.Errorf("llama: speculative bench of %d prompt and %d generated tokens on %d threads", promptTokens, genTokens, threads)
+	}
+	if opts.Reps == 0 {
+		opts.Reps = 5
+	}
+	if opts.Reps < 1 {
+		return r, fmt.Errorf("llama: %d repetitions", opts.Reps)
+	}
+	if r.Gamma == 0 {
+		r.Gamma = DefaultDraftTokens
+	}
+	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+	if err != nil {
+		return r, err
+	}
+	defer tm.Close()
+	dm, err := OpenModel(draftPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+	if err != nil {
+		return r, err
+	}
+	defer dm.Close()
+	if err := CheckVocab(tm, dm); err != nil {
+		return r, err
+	}
+	r.TargetParams, r.DraftParams = tm.Params(), dm.Params()
+	do := opts.Decoder
+	do.Threads = 0
+	do.Batch = max(promptTokens, r.Gamma+1)
+	do.MaxContext = promptTokens + genTokens + r.Gamma + 1
+	td, err := NewDecoder(tm, do)
+	if err != nil {
+		return r, err
+	}
+	defer td.Close()
+	dd, err := NewDecoder(dm, do)
+	if err != nil {
+		return r, err
+	}
+	defer dd.Close()
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
+	prompt := make([]int32, promptTokens)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(tm.Arch.Vocab))
+	}
+
+	var want []int32
+	plain := func() (float64, error) {
+		td.Reset()
+		s := sample.NewSampler(sample.GreedyParams())
+		logits, err := td.Prompt(prompt)
+		if err != nil {
+			return 0, err
+		}
+		hist := slices.Clone(prompt)
+		t0 := time.Now()
+		for len(hist) < promptTokens+genTokens {
+			x := s.Sample(logits, hist)
+			hist = append(hist, x)
+			if len(hist) == promptTokens+genTokens {
+				break
+			}
+			if logits, err = td.Next(x); err != nil {
+				return 0, err
+			}
+		}
+		el := time.Since(t0)
+		want = hist[promptTokens:]
+		return float64(genTokens) / el.Seconds(), nil
+	}
+	sp, err := NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+	if err != nil {
+		return r, err
+	}
+	r.Identical = true
+	timed := false
+	spec := func() (float64, error) {
+		if err := sp.Prompt(prompt); err != nil {
+			return 0, err
+		}
+		var got []int32
+		t0 := time.Now()
+		for len(got) < genTokens {
+			toks, err := sp.Step(genTokens - len(got))
+			if err != nil {
+				return 0, err
+			}
+			got = append(got, toks...)
+		}
+		el := time.Since(t0)
+		r.Identical = r.Identical && slices.Equal(got, want)
+		if timed {
+			st := sp.Stats()
+			r.Stats.Steps += st.Steps
+			r.Stats.Drafted += st.Drafted
+			r.Stats.Accepted += st.Accepted
+			r.Stats.Generated += st.Generated
+			r.Stats.DraftTime += st.DraftTime
+			r.Stats.VerifyTime += st.VerifyTime
+			r.Stats.AcceptTime += st.AcceptTime
+			r.Stats.RollbackTime += st.RollbackTime
+		}
+		return float64(genTokens) / el.Seconds(), nil
+	}
+	run := func(f func() (float64, error)) (BenchStat, error) {
+		timed = false
+		if _, err := f(); err != nil {
+			return BenchStat{}, err
+		}
+		timed = true
+		var samples []float64
+		for i := 0; i < opts.Reps; i++ {
+			v, err := f()
+			if err != nil {
+				return BenchStat{}, err
+			}
+			samples = append(samples, v)
+		}
+		return stat(samples), nil
+	}
+	if r.Plain, err = run(plain); err != nil {
+		return r, err
+	}
+	if r.Spec, err = run(spec); err != nil {
+		return r, err
+	}
+	return r, nil
+}

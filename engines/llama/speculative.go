@@ -1,0 +1,290 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/toyml/toy/engines/sample"
+)
+
+// DefaultDraftTokens is the default γ of speculative decoding: the tokens the draft proposes
+// per verification step.
+const DefaultDraftTokens = 8
+
+// SpecStats are the counters and times of a Speculative decoder since its last Prompt.
+type SpecStats struct {
+	Steps     int // verification steps: target forwards over the last token plus the drafts
+	Drafted   int // tokens the draft proposed
+	Accepted  int // of them, those the target accepted
+	Generated int // tokens committed: the accepted ones plus one of the target's per step
+
+	PromptTime   time.Duration // both decoders reading the prompt
+	DraftTime    time.Duration // the draft's forwards and its sampling
+	VerifyTime   time.Duration // the target's batched forwards
+	AcceptTime   time.Duration // the target's distributions and the accept/reject decisions
+	RollbackTime time.Duration // both caches' truncation
+}
+
+// MeanAccepted is the mean number of drafted tokens accepted per verification step.
+func (s SpecStats) MeanAccepted() float64 {
+	if s.Steps == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Steps)
+}
+
+// AcceptRate is the share of drafted tokens the target accepted.
+func (s SpecStats) AcceptRate() float64 {
+	if s.Drafted == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Drafted)
+}
+
+// Speculative generates with a target decoder and a smaller draft decoder of the same
+// vocabulary (draft-model speculative decoding, Leviathan et al. 2023; Chen et al. 2023). Each
+// Step the draft proposes γ tokens one at a time; the target runs the last committed token and
+// the γ proposals in one batched forward, keeps the longest prefix it accepts plus one token of
+// its own (the correction at the first rejection, or a bonus token when all are accepted), and
+// both caches are truncated to the committed tokens.
+//
+// Greedy (temperature 0) the output is the target's argmax chain, token for token. Sampling
+// uses the rejection rule that preserves the target's distribution exactly: a proposal x drawn
+// from the draft's distribution q is accepted with probability min(1, p(x)/q(x)), p the
+// target's; at the first rejection the target's token is drawn from norm(max(0, p−q)). Both p
+// and q are the sampler's distributions (sample.Sampler.Probs: penalty, top-k, temperature,
+// top-p, min-p), so the output follows the distribution that sampling the target alone with
+// the same sampler would.
+//
+// Invariant between steps: both caches hold the committed tokens but the last one (the target
+// exactly; the draft those minus pending, the committed tokens it has not yet read).
+type Speculative struct {
+	target, draft *Decoder
+	gamma         int
+	s             *sample.Sampler
+	greedy        bool
+
+	hist    []int32 // committed tokens: the prompt, then the generated ones
+	pending []int32 // committed tokens the draft's cache lacks (the last one among them)
+	stats   SpecStats
+
+	p, q [][]float64 // scratch distributions: the target's per position, the draft's per proposal
+	res  []float64
+}
+
+// CheckVocab reports whether draft can draft for target: the same vocabulary size and, when
+// both files carry them, the same tokenizer model and token list.
+func CheckVocab(target, draft *GGUFModel) error {
+	if target.Arch.Vocab != draft.Arch.Vocab {
+		return fmt.Errorf("llama: speculative decoding: the draft %s has a vocabulary of %d tokens, the target %s one of %d: they must share one", draft.path, draft.Arch.Vocab, target.path, target.Arch.Vocab)
+	}
+	for _, k := range []string{"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens"} {
+		tv, tok := target.Meta[k]
+		dv, dok := draft.Meta[k]
+		if tok && dok && !reflect.DeepEqual(tv, dv) {
+			return fmt.Errorf("llama: speculative decoding: the draft %s and the target %s have different tokenizers (%s differs): they must share one vocabulary", draft.path, target.path, k)
+		}
+	}
+	return nil
+}
+
+// NewSpeculative returns a speculative decoder of target with draft proposing gamma tokens per
+// step (0: DefaultDraftTokens), sampling with s (Params.Temperature 0: greedy). The vocabularies
+// must match (CheckVocab). The decoders are used, not owned: the caller closes them.
+func NewSpeculative(target, draft *Decoder, gamma int, s *sample.Sampler) (*Speculative, error) {
+	if err := CheckVocab(target.m, draft.m); err != nil {
+		return nil, err
+	}
+	if gamma == 0 {
+		gamma = DefaultDraftTokens
+	}
+	if gamma < 1 {
+		return nil, fmt.Errorf("llama: speculative decoding: %d draft tokens per step: want at least 1", gamma)
+	}
+	if target == draft {
+		return nil, fmt.Errorf("llama: speculative decoding: the draft and the target must be two decoders (two caches)")
+	}
+	return &Speculative{target: target, draft: draft, gamma: gamma, s: s, greedy: s.Params().Temperature == 0}, nil
+}
+
+// Stats returns the counters and times since the last Prompt.
+func (sp *Speculative) Stats() SpecStats { return sp.stats }
+
+// Gamma is the number of tokens the draft proposes per step.
+func (sp *Speculative) Gamma() int { return sp.gamma }
+
+// History is the committed tokens: the prompt and those generated.
+func (sp *Speculative) History() []int32 { return append([]int32(nil), sp.hist...) }
+
+// Prompt empties both caches and reads the prompt (at least one token) into them, all of it
+// but the last token, which the first Step's verification reads.
+func (sp *Speculative) Prompt(tokens []int32) error {
+	if len(tokens) == 0 {
+		return fmt.Errorf("llama: speculative decoding: an empty prompt")
+	}
+	sp.stats = SpecStats{}
+	sp.target.Reset()
+	sp.draft.Reset()
+	sp.hist = append(sp.hist[:0], tokens...)
+	head := tokens[:len(tokens)-1]
+	if len(head) > 0 {
+		t0 := time.Now()
+		if _, err := sp.target.Prompt(head); err != nil {
+			return err
+		}
+		if _, err := sp.draft.Prompt(head); err != nil {
+			return err
+		}
+		sp.stats.PromptTime += time.Since(t0)
+	}
+	sp.pending = append(sp.pending[:0], tokens[len(tokens)-1])
+	return nil
+}
+
+// room is the number of proposals both caches have room for this step (-1: the target cannot
+// even read the last token). Under ContextShift the decoders shift themselves; the proposals
+// are kept within half a context so that a shift cannot drop a rejected one's predecessor.
+func (sp *Speculative) room() int {
+	r := sp.gamma
+	for _, d := range []*Decoder{sp.target, sp.draft} {
+		free := d.maxCtx - d.Pos()
+		need := 1 // the target reads the last token and the proposals
+		if d == sp.draft {
+			need = len(sp.pending) - 1 // the draft, the pending tokens and all proposals but one
+		}
+		if d.opts.ContextFull == ContextShift {
+			free, need = d.maxCtx/2, 1
+		}
+		r = min(r, free-need)
+	}
+	return r
+}
+
+// Step runs one draft-and-verify step and returns the tokens it commits: between 1 and γ+1,
+// and at most limit (limit ≥ 1; fewer proposals are drafted when limit is small). The slice is
+// the caller's. A full context under ContextError is ErrContextFull (wrapped), as the Decoder
+// reports it.
+func (sp *Speculative) Step(limit int) ([]int32, error) {
+	if len(sp.pending) == 0 {
+		return nil, fmt.Errorf("llama: speculative decoding: Step before Prompt")
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("llama: speculative decoding: a step of at most %d tokens", limit)
+	}
+	g := min(sp.gamma, limit-1, sp.room())
+	if g < 0 {
+		return nil, fmt.Errorf("llama: %d positions used: the last token does not fit a context of %d: %w", sp.target.Pos(), sp.target.maxCtx, ErrContextFull)
+	}
+	last := sp.pending[len(sp.pending)-1]
+	n0 := len(sp.hist)
+
+	// Draft: the pending tokens, then each proposal but the last, one forward each.
+	t0 := time.Now()
+	drafts := make([]int32, 0, g+1)
+	for len(sp.q) < sp.gamma {
+		sp.q = append(sp.q, nil)
+	}
+	if g > 0 {
+		logits, err := sp.draft.Prompt(sp.pending)
+		if err != nil {
+			return nil, err
+		}
+		sp.pending = sp.pending[:0]
+		for i := 0; i < g; i++ {
+			if i > 0 {
+				if logits, err = sp.draft.Next(drafts[i-1]); err != nil {
+					return nil, err
+				}
+			}
+			h := append(sp.hist[:n0], drafts...) // the history the proposal follows
+			sp.hist = h[:n0]
+			var x int32
+			if sp.greedy {
+				x = sp.s.Sample(logits, h)
+			} else {
+				sp.q[i] = sp.s.Probs(logits, h, sp.q[i])
+				x = sp.s.Draw(sp.q[i])
+			}
+			drafts = append(drafts, x)
+		}
+	}
+	t1 := time.Now()
+	sp.stats.DraftTime += t1.Sub(t0)
+
+	// Verify: the last committed token and the proposals in one forward.
+	rows, err := sp.target.Append(append([]int32{last}, drafts...))
+	if err != nil {
+		return nil, err
+	}
+	t2 := time.Now()
+	sp.stats.VerifyTime += t2.Sub(t1)
+
+	// Accept the longest prefix, then one token of the target's.
+	k, y := 0, int32(-1)
+	for ; k <= g; k++ {
+		sp.hist = append(sp.hist[:n0], drafts[:k]...)
+		if sp.greedy {
+			t := sp.s.Sample(rows[k], sp.hist)
+			if k < g && t == drafts[k] {
+				continue
+			}
+			y = t
+			break
+		}
+		for len(sp.p) <= k {
+			sp.p = append(sp.p, nil)
+		}
+		p := sp.s.Probs(rows[k], sp.hist, sp.p[k])
+		sp.p[k] = p
+		if k == g {
+			y = sp.s.Draw(p) // all accepted: the bonus token
+			break
+		}
+		x := drafts[k]
+		if qx := sp.q[k][x]; (qx > 0 && sp.s.Uniform() < p[x]/qx) || (qx == 0 && p[x] > 0) {
+			continue
+		}
+		// Rejected: draw from the residual norm(max(0, p−q)).
+		q := sp.q[k]
+		if cap(sp.res) < len(p) {
+			sp.res = make([]float64, len(p))
+		}
+		res := sp.res[:len(p)]
+		for i := range p {
+			res[i] = math.Max(0, p[i]-q[i])
+		}
+		if y = sp.s.Draw(res); y < 0 {
+			y = sp.s.Draw(p) // p = q up to rounding: the residual is empty
+		}
+		break
+	}
+	out := append(append([]int32(nil), drafts[:k]...), y)
+	sp.hist = append(sp.hist[:n0], out...)
+	t3 := time.Now()
+	sp.stats.AcceptTime += t3.Sub(t2)
+
+	// Roll back: the target keeps the committed tokens but y; the draft those it has read.
+	if err := sp.target.Truncate(sp.target.Pos() - (g - k)); err != nil {
+		return nil, err
+	}
+	switch {
+	case g == 0:
+		sp.pending = append(sp.pending, y)
+	case k == g:
+		sp.pending = append(sp.pending[:0], drafts[g-1], y) // the draft never read its last proposal
+	default:
+		// The draft read g−1 proposals and keeps k of them.
+		if err := sp.draft.Truncate(sp.draft.Pos() - (g - 1 - k)); err != nil {
+			return nil, err
+		}
+		sp.pending = append(sp.pending[:0], y)
+	}
+	sp.stats.RollbackTime += time.Since(t3)
+	sp.stats.Steps++
+	sp.stats.Drafted += g
+	sp.stats.Accepted += k
+	sp.stats.Generated += len(out)
+	return out, nil
+}
