@@ -47,19 +47,12 @@ type BatchDecoder struct {
 	slotCtx int
 	cells   int
 	bucket  int
-	backend *ggml.Backend
-	ownBE   bool
+	kvCache // cells interleaved over the slots
 
-	cacheCtx *ggml.Context
-	cacheBuf *ggml.Buffer
-	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, cells] per layer
-	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
-
-	graphs   map[batchKey]*batchGraph
-	sortTopK bool
-	clock    int64
-	pos      []int     // positions used per slot
-	out      []float32 // the logits Step returns
+	graphs map[batchKey]*batchGraph
+	clock  int64
+	pos    []int     // positions used per slot
+	out    []float32 // the logits Step returns
 }
 
 // BatchInput is one sequence's new tokens in a step.
@@ -134,56 +127,12 @@ func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, err
 		return nil, fmt.Errorf("llama: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
 	}
 	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext, cells: int(cells),
-		bucket: kvBucket, backend: m.backend, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
-	if a.IsMoE() {
-		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
-			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
-		})
-		if err != nil {
-			return nil, err
-		}
-		b.sortTopK = !hasTopK
-	}
-	if opts.Threads > 0 && opts.Threads != m.backend.Threads() {
-		be, err := ggml.NewBackend(opts.Threads)
-		if err != nil {
-			return nil, err
-		}
-		b.backend, b.ownBE = be, true
-	}
-	if err := b.allocCache(); err != nil {
+		bucket: kvBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
+	if err := b.open(m, opts.KVType, opts.FlashAttention, opts.Threads, int(cells)); err != nil {
 		b.Close()
 		return nil, err
 	}
 	return b, nil
-}
-
-func (b *BatchDecoder) allocCache() error {
-	a := &b.m.Arch
-	var err error
-	if b.cacheCtx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * a.NLayers}); err != nil {
-		return err
-	}
-	typ := b.opts.KVType.ggmlType()
-	ctx, n := b.cacheCtx, int64(b.cells)
-	kw, vw := int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
-	for il := 0; il < a.NLayers; il++ {
-		b.kCache = append(b.kCache, ctx.NewTensor(typ, kw, n).SetName(fmt.Sprintf("cache_k_l%d", il)))
-		if b.opts.FlashAttention {
-			b.vCache = append(b.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
-		} else {
-			b.vCache = append(b.vCache, ctx.NewTensor(typ, n, vw).SetName(fmt.Sprintf("cache_v_l%d", il)))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if b.cacheBuf, err = b.backend.Alloc(ctx); err != nil {
-		return err
-	}
-	// Masked cells are still multiplied (by zero weights): they must hold numbers.
-	b.cacheBuf.Clear(0)
-	return nil
 }
 
 // Close frees the cache, the graphs and the decoder's backend (not the model).
@@ -192,14 +141,7 @@ func (b *BatchDecoder) Close() error {
 		g.close()
 		delete(b.graphs, k)
 	}
-	b.cacheBuf.Close()
-	if b.cacheCtx != nil {
-		b.cacheCtx.Close()
-	}
-	if b.ownBE {
-		b.backend.Close()
-		b.ownBE = false
-	}
+	b.kvCache.close()
 	return nil
 }
 

@@ -85,21 +85,12 @@ type Decoder struct {
 	opts    DecoderOptions
 	maxCtx  int
 	bucket  int
-	backend *ggml.Backend
-	ownBE   bool
+	kvCache // maxCtx cells
 
-	cacheCtx *ggml.Context
-	cacheBuf *ggml.Buffer
-	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, maxCtx] per layer
-	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, maxCtx]; unfused: [maxCtx, HeadDimV·NKVHeads]
-
-	graphs map[graphKey]*stepGraph
-	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
-	// where the backend lacks it (ggml's CUDA backend in this version).
-	sortTopK bool
-	clock    int64
-	history  []int32   // the tokens whose keys and values are in the cache, by position
-	out      []float32 // the logits Prompt and Next return
+	graphs  map[graphKey]*stepGraph
+	clock   int64
+	history []int32   // the tokens whose keys and values are in the cache, by position
+	out     []float32 // the logits Prompt and Next return
 }
 
 // graphKey identifies a cached graph: n tokens per step, attending to kvLen cache positions,
@@ -166,56 +157,85 @@ func NewDecoder(m *GGUFModel, opts DecoderOptions) (*Decoder, error) {
 	if c := int64(a.NKVHeads * a.HeadDimV); !opts.FlashAttention && int64(opts.MaxContext)*c > math.MaxInt32 {
 		return nil, fmt.Errorf("llama: a context of %d with %d-wide values is too large for the unfused attention's cache indices (use flash attention)", opts.MaxContext, c)
 	}
-	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, backend: m.backend, graphs: map[graphKey]*stepGraph{}}
-	if a.IsMoE() {
-		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
-			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
-		})
-		if err != nil {
-			return nil, err
-		}
-		d.sortTopK = !hasTopK
-	}
-	if opts.Threads > 0 && opts.Threads != m.backend.Threads() {
-		be, err := ggml.NewBackend(opts.Threads)
-		if err != nil {
-			return nil, err
-		}
-		d.backend, d.ownBE = be, true
-	}
-	if err := d.allocCache(); err != nil {
+	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, graphs: map[graphKey]*stepGraph{}}
+	if err := d.open(m, opts.KVType, opts.FlashAttention, opts.Threads, opts.MaxContext); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *Decoder) allocCache() error {
-	a := &d.m.Arch
+// kvCache is a decoder's key/value cache — cells positions per layer — on the backend the
+// decoder computes with (the model's, or its own for another thread count), and what that
+// backend lacks.
+type kvCache struct {
+	backend  *ggml.Backend
+	ownBE    bool
+	cacheCtx *ggml.Context
+	cacheBuf *ggml.Buffer
+	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, cells] per layer
+	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
+	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
+	// where the backend lacks it (ggml's CUDA backend in this version).
+	sortTopK bool
+}
+
+// open chooses the backend and allocates the cache, zeroed.
+func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells int) error {
+	a := &m.Arch
+	c.backend = m.backend
+	if a.IsMoE() {
+		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
+			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
+		})
+		if err != nil {
+			return err
+		}
+		c.sortTopK = !hasTopK
+	}
+	if threads > 0 && threads != m.backend.Threads() {
+		be, err := ggml.NewBackend(threads)
+		if err != nil {
+			return err
+		}
+		c.backend, c.ownBE = be, true
+	}
 	var err error
-	if d.cacheCtx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * a.NLayers}); err != nil {
+	if c.cacheCtx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * a.NLayers}); err != nil {
 		return err
 	}
-	typ := d.opts.KVType.ggmlType()
-	ctx, n := d.cacheCtx, int64(d.maxCtx)
+	typ := kv.ggmlType()
+	ctx, n := c.cacheCtx, int64(cells)
 	kw, vw := int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
 	for il := 0; il < a.NLayers; il++ {
-		d.kCache = append(d.kCache, ctx.NewTensor(typ, kw, n).SetName(fmt.Sprintf("cache_k_l%d", il)))
-		if d.opts.FlashAttention {
-			d.vCache = append(d.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
+		c.kCache = append(c.kCache, ctx.NewTensor(typ, kw, n).SetName(fmt.Sprintf("cache_k_l%d", il)))
+		if flash {
+			c.vCache = append(c.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
 		} else {
-			d.vCache = append(d.vCache, ctx.NewTensor(typ, n, vw).SetName(fmt.Sprintf("cache_v_l%d", il)))
+			c.vCache = append(c.vCache, ctx.NewTensor(typ, n, vw).SetName(fmt.Sprintf("cache_v_l%d", il)))
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if d.cacheBuf, err = d.backend.Alloc(ctx); err != nil {
+	if c.cacheBuf, err = c.backend.Alloc(ctx); err != nil {
 		return err
 	}
 	// Masked cache rows are still multiplied (by zero weights): they must hold numbers.
-	d.cacheBuf.Clear(0)
+	c.cacheBuf.Clear(0)
 	return nil
+}
+
+// close frees the cache and the decoder's own backend.
+func (c *kvCache) close() {
+	c.cacheBuf.Close()
+	if c.cacheCtx != nil {
+		c.cacheCtx.Close()
+	}
+	if c.ownBE {
+		c.backend.Close()
+		c.ownBE = false
+	}
 }
 
 // Close frees the cache, the graphs and the decoder's backend (not the model).
@@ -224,14 +244,7 @@ func (d *Decoder) Close() error {
 		g.close()
 		delete(d.graphs, k)
 	}
-	d.cacheBuf.Close()
-	if d.cacheCtx != nil {
-		d.cacheCtx.Close()
-	}
-	if d.ownBE {
-		d.backend.Close()
-		d.ownBE = false
-	}
+	d.kvCache.close()
 	return nil
 }
 
