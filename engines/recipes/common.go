@@ -1,12 +1,17 @@
 package recipes
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/train"
 )
 
 // progressLine prints a recipe's per-step progress: one redrawn line when interactive, else a
@@ -72,4 +77,110 @@ func keepOptions[T any](dst, src *T, keys []string) error {
 			strings.Join(bad, ", "), strings.Join(ResumableOptions, ", "))
 	}
 	return nil
+}
+
+// loop is the training loop the recipes share: from startStep to steps, each step takes the
+// schedule's learning rate and AdamW's parameters, trains (step), checks the loss, logs and
+// shows it; held-out evaluations every evalEvery steps; checkpoints every saveEvery steps or
+// saveMinutes minutes, and at the end or on interruption, after which the final evaluation and
+// run_end are logged.
+type loop struct {
+	run                  *runs.Run
+	sched                train.Schedule
+	adamw                train.AdamW
+	steps, start         int
+	evalEvery, saveEvery int
+	saveMinutes          float64
+	progress             progressLine
+	command              string // how to resume: "toy train", "toy finetune"
+	step                 func(step int, decay, noDecay [7]float32) (float32, error)
+	evaluate             func() (float64, error)
+	save                 func(step int) error
+	lastSave             time.Time
+	elapsedSecs          float64 // the loop's time, for the summary
+}
+
+// do runs the loop until steps or until ctx is cancelled (res.Interrupted), and returns the
+// step it stopped at.
+func (l *loop) do(ctx context.Context, res *Result) (int, error) {
+	var loss float32
+	for _, e := range l.run.Events { // a resumed run interrupted before its first step ends with the last loss
+		if st, ok := e.Data.(runs.Step); ok && st.Step < l.start {
+			loss = float32(st.Loss)
+		}
+	}
+	save := func(step int) error {
+		l.lastSave = time.Now()
+		return l.save(step)
+	}
+	l.lastSave = time.Now()
+	t0 := time.Now()
+	step := l.start
+	for ; step < l.steps; step++ {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		lr := l.sched.LR(step)
+		decay, err := l.adamw.Params(step, lr, true)
+		if err != nil {
+			return step, err
+		}
+		noDecay, _ := l.adamw.Params(step, lr, false)
+		ts := time.Now()
+		if loss, err = l.step(step, decay, noDecay); err != nil {
+			return step, err
+		}
+		if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
+			return step, fmt.Errorf("step %d: the loss is %v (lower the learning rate)", step, loss)
+		}
+		tps := float64(l.progress.tokensPerStep) / time.Since(ts).Seconds()
+		if err := l.run.LogStep(runs.Step{Step: step, Loss: float64(loss), LR: lr, TokensPerS: tps}); err != nil {
+			return step, err
+		}
+		l.progress.step(step, l.start, float64(loss), lr, t0)
+		if l.evalEvery > 0 && (step+1)%l.evalEvery == 0 && step+1 < l.steps {
+			hl, err := l.evaluate()
+			if err != nil {
+				return step, err
+			}
+			if err := l.run.LogEval(runs.Eval{Step: step + 1, Loss: hl}); err != nil { // steps done, as the console says
+				return step, err
+			}
+			l.progress.end()
+			l.progress.printf("step %d: held-out loss %.4f\n", step+1, hl)
+		}
+		if l.saveEvery > 0 && (step+1)%l.saveEvery == 0 && step+1 < l.steps ||
+			l.saveMinutes > 0 && time.Since(l.lastSave).Minutes() >= l.saveMinutes {
+			if err := save(step + 1); err != nil {
+				return step, err
+			}
+		}
+	}
+	l.progress.end()
+	elapsed := time.Since(t0).Seconds()
+	res.Steps, res.TrainLoss = step, float64(loss)
+	if step > l.start {
+		res.TokensPerS = float64(step-l.start) * float64(l.progress.tokensPerStep) / elapsed
+	}
+	l.elapsedSecs = elapsed
+	if err := save(step); err != nil {
+		return step, err
+	}
+	reason := runs.ReasonDone
+	if res.Interrupted {
+		reason = runs.ReasonInterrupted
+		l.progress.printf("interrupted at step %d: checkpoint saved; continue with %s -resume %s\n", step, l.command, l.run.Dir)
+	}
+	var err error
+	if res.HeldOutLoss, err = l.evaluate(); err != nil {
+		return step, err
+	}
+	if err := l.run.LogEval(runs.Eval{Step: step, Loss: res.HeldOutLoss}); err != nil {
+		return step, err
+	}
+	if err := l.run.LogEnd(runs.RunEnd{Step: step, Loss: float64(loss), Reason: reason}); err != nil {
+		return step, err
+	}
+	return step, nil
 }

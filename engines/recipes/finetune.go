@@ -816,7 +816,6 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	}
 	f.started = true
 
-	lastSave := time.Now()
 	file := f.weightsFile()
 	save := func(step int) error {
 		kvs := append(f.checkpointKVs(step, run.ID), ln.kvs()...)
@@ -826,7 +825,6 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 			}
 			return ln.save(filepath.Join(dir, file), kvs)
 		}, file)
-		lastSave = time.Now()
 		return err
 	}
 	evaluate := func() (float64, error) {
@@ -859,83 +857,22 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		}
 		f.printf("step 0: held-out loss %.4f (%s)\n", hl, map[string]string{ModeLoRA: "the base model", ModeFull: "the base model", ModeWarmStart: "the warm-started model"}[f.mode()])
 	}
-	pl := progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen}
-	t0 := time.Now()
-	var loss float32
-	for _, e := range run.Events {
-		if st, ok := e.Data.(runs.Step); ok && st.Step < startStep {
-			loss = float32(st.Loss)
-		}
-	}
-	step := startStep
-	tokensPerStep := float64(f.Batch * f.SeqLen)
-	for ; step < f.Steps; step++ {
-		if ctx.Err() != nil {
-			res.Interrupted = true
-			break
-		}
-		seqs, keep, err := bs.train(step)
-		if err != nil {
-			return nil, err
-		}
-		lr := sched.LR(step)
-		decay, err := f.AdamW.Params(step, lr, true)
-		if err != nil {
-			return nil, err
-		}
-		noDecay, _ := f.AdamW.Params(step, lr, false)
-		ts := time.Now()
-		if loss, err = tr.StepMasked(seqs, keep, decay, noDecay); err != nil {
-			return nil, err
-		}
-		if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
-			return nil, fmt.Errorf("step %d: the loss is %v (lower the learning rate)", step, loss)
-		}
-		if err := run.LogStep(runs.Step{Step: step, Loss: float64(loss), LR: lr, TokensPerS: tokensPerStep / time.Since(ts).Seconds()}); err != nil {
-			return nil, err
-		}
-		pl.step(step, startStep, float64(loss), lr, t0)
-		if f.EvalEvery > 0 && (step+1)%f.EvalEvery == 0 && step+1 < f.Steps {
-			hl, err := evaluate()
+	l := loop{run: run, sched: sched, adamw: f.AdamW, steps: f.Steps, start: startStep,
+		evalEvery: f.EvalEvery, saveEvery: f.SaveEvery, saveMinutes: f.SaveMinutes, command: "toy finetune",
+		progress: progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen},
+		evaluate: evaluate, save: save,
+		step: func(step int, decay, noDecay [7]float32) (float32, error) {
+			seqs, keep, err := bs.train(step)
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
-			if err := run.LogEval(runs.Eval{Step: step + 1, Loss: hl}); err != nil {
-				return nil, err
-			}
-			pl.end()
-			f.printf("step %d: held-out loss %.4f\n", step+1, hl)
-		}
-		if f.SaveEvery > 0 && (step+1)%f.SaveEvery == 0 && step+1 < f.Steps ||
-			f.SaveMinutes > 0 && time.Since(lastSave).Minutes() >= f.SaveMinutes {
-			if err := save(step + 1); err != nil {
-				return nil, err
-			}
-		}
-	}
-	pl.end()
-	elapsed := time.Since(t0).Seconds()
-	res.Steps, res.TrainLoss = step, float64(loss)
-	if step > startStep {
-		res.TokensPerS = float64(step-startStep) * tokensPerStep / elapsed
-	}
-	if err := save(step); err != nil {
+			return tr.StepMasked(seqs, keep, decay, noDecay)
+		}}
+	step, err := l.do(ctx, res)
+	if err != nil {
 		return nil, err
 	}
-	reason := runs.ReasonDone
-	if res.Interrupted {
-		reason = runs.ReasonInterrupted
-		f.printf("interrupted at step %d: checkpoint saved; continue with toy finetune -resume %s\n", step, run.Dir)
-	}
-	if res.HeldOutLoss, err = evaluate(); err != nil {
-		return nil, err
-	}
-	if err := run.LogEval(runs.Eval{Step: step, Loss: res.HeldOutLoss}); err != nil {
-		return nil, err
-	}
-	if err := run.LogEnd(runs.RunEnd{Step: step, Loss: float64(loss), Reason: reason}); err != nil {
-		return nil, err
-	}
+	elapsed := l.elapsedSecs
 	out := filepath.Join(run.WeightsDir(), file)
 	f.printf("done: %d steps in %.0fs (%.0f tokens/s); train loss %.4f, held-out loss %.4f\n",
 		step-startStep, elapsed, res.TokensPerS, res.TrainLoss, res.HeldOutLoss)

@@ -658,7 +658,6 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	sampler := data.SamplerAt(trainC, s.Seed, window, uint64(startStep*s.Batch))
 	name := fmt.Sprintf("toy %s", filepath.Base(run.Dir))
 
-	lastSave := time.Now()
 	save := func(step int) error {
 		kvs := s.checkpointKVs(tok, step, name, run.ID)
 		_, err := run.SaveCheckpoint(step, func(dir string) error {
@@ -667,7 +666,6 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 			}
 			return m.Save(filepath.Join(dir, modelFile), kvs)
 		}, modelFile)
-		lastSave = time.Now()
 		return err
 	}
 	evaluate := func() (float64, error) {
@@ -692,83 +690,22 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	if startStep > 0 {
 		s.printf("resuming %s at step %d of %d\n", run.Dir, startStep, s.Steps)
 	}
-	t0 := time.Now()
-	var loss float32
-	for _, e := range run.Events { // a resumed run interrupted before its first step ends with the last loss
-		if st, ok := e.Data.(runs.Step); ok && st.Step < startStep {
-			loss = float32(st.Loss)
-		}
-	}
-	step := startStep
-	tokensPerStep := float64(s.Batch * s.SeqLen)
-	for ; step < s.Steps; step++ {
-		if ctx.Err() != nil {
-			res.Interrupted = true
-			break
-		}
-		flat, err := sampler.NextBatch(s.Batch)
-		if err != nil {
-			return nil, err
-		}
-		lr := sched.LR(step)
-		decay, err := s.AdamW.Params(step, lr, true)
-		if err != nil {
-			return nil, err
-		}
-		noDecay, _ := s.AdamW.Params(step, lr, false)
-		ts := time.Now()
-		if loss, err = tr.Step(split(flat, window), decay, noDecay); err != nil {
-			return nil, err
-		}
-		if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
-			return nil, fmt.Errorf("step %d: the loss is %v (lower the learning rate)", step, loss)
-		}
-		tps := tokensPerStep / time.Since(ts).Seconds()
-		if err := run.LogStep(runs.Step{Step: step, Loss: float64(loss), LR: lr, TokensPerS: tps}); err != nil {
-			return nil, err
-		}
-		s.progress(step, startStep, float64(loss), lr, t0)
-		if s.EvalEvery > 0 && (step+1)%s.EvalEvery == 0 && step+1 < s.Steps {
-			hl, err := evaluate()
+	l := loop{run: run, sched: sched, adamw: s.AdamW, steps: s.Steps, start: startStep,
+		evalEvery: s.EvalEvery, saveEvery: s.SaveEvery, saveMinutes: s.SaveMinutes, command: "toy train",
+		progress: progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen},
+		evaluate: evaluate, save: save,
+		step: func(_ int, decay, noDecay [7]float32) (float32, error) {
+			flat, err := sampler.NextBatch(s.Batch)
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
-			if err := run.LogEval(runs.Eval{Step: step + 1, Loss: hl}); err != nil { // steps done, as the console says
-				return nil, err
-			}
-			s.endProgress()
-			s.printf("step %d: held-out loss %.4f\n", step+1, hl)
-		}
-		if s.SaveEvery > 0 && (step+1)%s.SaveEvery == 0 && step+1 < s.Steps ||
-			s.SaveMinutes > 0 && time.Since(lastSave).Minutes() >= s.SaveMinutes {
-			if err := save(step + 1); err != nil {
-				return nil, err
-			}
-		}
-	}
-	s.endProgress()
-	elapsed := time.Since(t0).Seconds()
-	res.Steps, res.TrainLoss = step, float64(loss)
-	if step > startStep {
-		res.TokensPerS = float64(step-startStep) * tokensPerStep / elapsed
-	}
-	if err := save(step); err != nil {
+			return tr.Step(split(flat, window), decay, noDecay)
+		}}
+	step, err := l.do(ctx, res)
+	if err != nil {
 		return nil, err
 	}
-	reason := runs.ReasonDone
-	if res.Interrupted {
-		reason = runs.ReasonInterrupted
-		s.printf("interrupted at step %d: checkpoint saved; continue with toy train -resume %s\n", step, run.Dir)
-	}
-	if res.HeldOutLoss, err = evaluate(); err != nil {
-		return nil, err
-	}
-	if err := run.LogEval(runs.Eval{Step: step, Loss: res.HeldOutLoss}); err != nil {
-		return nil, err
-	}
-	if err := run.LogEnd(runs.RunEnd{Step: step, Loss: float64(loss), Reason: reason}); err != nil {
-		return nil, err
-	}
+	elapsed := l.elapsedSecs
 	if res.UnigramLoss, err = unigram(trainC, heldC); err != nil {
 		return nil, err
 	}
@@ -832,9 +769,3 @@ func sample(m *llama.Model, tok *tokenizer.Tokenizer, prompt string, n int) (str
 	}
 	return tok.Decode(out, tokenizer.DecodeOptions{})
 }
-
-func (s *Scratch) progress(step, start int, loss, lr float64, t0 time.Time) {
-	progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen}.step(step, start, loss, lr, t0)
-}
-
-func (s *Scratch) endProgress() { progressLine{out: s.Out, interactive: s.Interactive}.end() }
