@@ -35,14 +35,18 @@ var benchCommands = []struct {
 }
 
 func benchUsage(w io.Writer) {
-	fmt.Fprint(w, "usage: toy bench <matmul|model|train> [flags]\n\nBenchmarks:\n\n")
+	var names []string
 	for _, c := range benchCommands {
-		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(w, "usage: toy bench <%s> [flags]\n\nBenchmarks:\n\n", strings.Join(names, "|"))
+	for _, c := range benchCommands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nRun 'toy bench <benchmark> -h' for its flags. See docs/PERFORMANCE.md.\n")
 }
 
-// runBench dispatches `toy bench matmul`, `toy bench model` and `toy bench train`. Without a
+// runBench dispatches `toy bench matmul`, `model`, `train` and `finetune`. Without a
 // word (or with -h) it lists them, as plain `toy` lists the commands; an unknown word is a
 // usage error.
 func runBench(args []string, stdout, stderr io.Writer) error {

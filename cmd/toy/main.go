@@ -51,7 +51,7 @@ func commands() []command {
 		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
-		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE)", runGenerate},
+		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft for speculative decoding)", runGenerate},
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
@@ -60,7 +60,7 @@ func commands() []command {
 		{"plot", "draw a run's loss curves to a PNG", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train': training t/s and memory", runBench},
+		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory", runBench},
 	}
 }
 
