@@ -45,9 +45,8 @@ type BatchDecoder struct {
 	opts    BatchDecoderOptions
 	slots   int
 	slotCtx int
-	cells   int
 	bucket  int
-	kvCache // cells interleaved over the slots
+	kvCache // its cells interleaved over the slots
 
 	graphs map[batchKey]*batchGraph
 	clock  int64
@@ -66,23 +65,19 @@ type BatchInput struct {
 type batchKey struct{ n, seqs, kvLen int }
 
 type batchGraph struct {
-	key     batchKey
-	ctx     *ggml.Context
-	graph   *ggml.Graph
-	alloc   *ggml.Allocator
-	tokens  *ggml.Tensor // i32 [n]
-	pos     *ggml.Tensor // i32 [n]: RoPE positions
-	cell    *ggml.Tensor // i32 [n]: cache cells written
-	rows    *ggml.Tensor // i32 [seqs]: the tokens whose logits are returned
-	vIdx    *ggml.Tensor // i32 [n·C] (unfused)
-	mask    *ggml.Tensor // [kvLen, n]
-	maskSWA *ggml.Tensor
+	key    batchKey
+	ctx    *ggml.Context
+	graph  *ggml.Graph
+	alloc  *ggml.Allocator
+	tokens *ggml.Tensor // i32 [n]
+	pos    *ggml.Tensor // i32 [n]: RoPE positions
+	cell   *ggml.Tensor // i32 [n]: cache cells written
+	rows   *ggml.Tensor // i32 [seqs]: the tokens whose logits are returned
+	cacheInputs
 	logits  *ggml.Tensor // [Vocab, seqs]
 	lastUse int64
 
-	posBuf, cellBuf, rowBuf, vIdxBuf []int32
-	maskF32, swaF32                  []float32
-	maskF16, swaF16                  []uint16
+	posBuf, cellBuf, rowBuf []int32
 }
 
 // NewBatchDecoder prepares a batched decoder of m: it allocates the cache of Slots·SlotContext
@@ -126,7 +121,7 @@ func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, err
 	if c := int64(a.NKVHeads * a.HeadDimV); cells*c > math.MaxInt32 {
 		return nil, fmt.Errorf("llama: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
 	}
-	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext, cells: int(cells),
+	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext,
 		bucket: kvBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
 	if err := b.open(m, opts.KVType, opts.FlashAttention, opts.Threads, int(cells)); err != nil {
 		b.Close()
@@ -258,35 +253,13 @@ func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput) error {
 			return err
 		}
 	}
-	if g.vIdx != nil {
-		c := a.NKVHeads * a.HeadDimV
-		for t, cell := range g.cellBuf {
-			row := g.vIdxBuf[t*c : (t+1)*c]
-			for ch := range row {
-				row[ch] = int32(ch*b.cells) + cell
-			}
-		}
-		if err := g.vIdx.SetI32(g.vIdxBuf); err != nil {
-			return err
-		}
-	}
-	set := func(mask *ggml.Tensor, f32 []float32, f16 []uint16, window int) error {
+	return g.set(a, g.cellBuf, b.cells, func(f32 []float32, f16 []uint16, window int) {
 		if f16 != nil {
 			fillBatchMask(f16, in, b.pos, S, kvLen, window, 0, f16NegInf)
-			return mask.SetF16(f16)
+		} else {
+			fillBatchMask(f32, in, b.pos, S, kvLen, window, 0, float32(math.Inf(-1)))
 		}
-		fillBatchMask(f32, in, b.pos, S, kvLen, window, 0, float32(math.Inf(-1)))
-		return mask.SetF32(f32)
-	}
-	if g.mask != nil {
-		if err := set(g.mask, g.maskF32, g.maskF16, 0); err != nil {
-			return err
-		}
-	}
-	if g.maskSWA != nil {
-		return set(g.maskSWA, g.swaF32, g.swaF16, a.SlidingWindow)
-	}
-	return nil
+	})
 }
 
 // fillBatchMask writes the [kvLen, n] mask of a step: the query at position p of slot s sees
@@ -359,47 +332,11 @@ func (b *BatchDecoder) build(key batchKey) (g *batchGraph, err error) {
 	g.cell = ctx.NewTensor(ggml.I32, n).SetName("inp_cells").SetInput()
 	g.rows = ctx.NewTensor(ggml.I32, int64(key.seqs)).SetName("inp_out_rows").SetInput()
 	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.seqs)
-	maskType := ggml.F32
-	if b.opts.FlashAttention {
-		maskType = ggml.F16
-	}
-	hasGlobal, hasSWA := false, false
-	for il := 0; il < a.NLayers; il++ {
-		hasSWA = hasSWA || a.IsSliding(il)
-		hasGlobal = hasGlobal || !a.IsSliding(il)
-	}
-	if hasGlobal {
-		g.mask = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask").SetInput()
-	}
-	if hasSWA {
-		g.maskSWA = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask_swa").SetInput()
-	}
-	if b.opts.FlashAttention {
-		if hasGlobal {
-			g.maskF16 = make([]uint16, kvLen*n)
-		}
-		if hasSWA {
-			g.swaF16 = make([]uint16, kvLen*n)
-		}
-	} else {
-		if hasGlobal {
-			g.maskF32 = make([]float32, kvLen*n)
-		}
-		if hasSWA {
-			g.swaF32 = make([]float32, kvLen*n)
-		}
-		c := int64(a.NKVHeads * a.HeadDimV)
-		g.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
-		g.vIdxBuf = make([]int32, n*c)
-	}
+	g.declare(ctx, a, b.opts.FlashAttention, n, kvLen)
 	f := forwardPass{ctx: ctx, a: a, w: &b.m.weights, pos: g.pos, rows: g.rows, sortTopK: b.sortTopK,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return b.m.mm(ctx, w, x) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
-			mask := g.mask
-			if a.IsSliding(il) {
-				mask = g.maskSWA
-			}
-			return b.attention(ctx, g, il, q, k, v, mask)
+			return b.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.cell, g.vIdx, int64(g.key.n), int64(g.key.kvLen))
 		}}
 	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
@@ -415,44 +352,4 @@ func (b *BatchDecoder) build(key batchKey) (g *batchGraph, err error) {
 		return g, err
 	}
 	return g, nil
-}
-
-// attention stores the step's keys and values in their cells of layer il's cache and attends
-// the queries q [HeadDimK, H, n] over the first kvLen cells under mask. It returns
-// [HeadDimV·H, n]. It is Decoder.attention with cells in place of positions.
-func (b *BatchDecoder) attention(ctx *ggml.Context, g *batchGraph, il int, q, k, v, mask *ggml.Tensor) *ggml.Tensor {
-	a := &b.m.Arch
-	n, kvLen := int64(g.key.n), int64(g.key.kvLen)
-	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
-	kc, vc := b.kCache[il], b.vCache[il]
-	typ := kc.Type()
-	rowK, _ := ggml.RowSize(typ, hdk*Hkv)
-	headK, _ := ggml.RowSize(typ, hdk)
-	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), g.cell)
-	K := ctx.View(kAll, []int64{hdk, kvLen, Hkv}, []int{rowK, headK}, 0)
-	Q := ctx.Permute(q, [4]int{0, 2, 1, 3}) // [hdk, n, H]
-	softcap := a.AttnSoftcap
-	if b.opts.FlashAttention {
-		rowV, _ := ggml.RowSize(typ, hdv*Hkv)
-		headV, _ := ggml.RowSize(typ, hdv)
-		vAll := ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), g.cell)
-		V := ctx.View(vAll, []int64{hdv, kvLen, Hkv}, []int{rowV, headV}, 0)
-		o := ctx.FlashAttnExt(Q, K, V, mask, a.QueryScale, 0, softcap) // [hdv, H, n]
-		return ctx.Reshape(o, hdv*H, n)
-	}
-	es := ggml.TypeSize(typ)
-	c := hdv * Hkv
-	cells := b.cells
-	vAll := ctx.SetRows(ctx.Reshape(vc, 1, int64(cells)*c), ctx.Reshape(v, 1, c*n), g.vIdx)
-	V := ctx.View(vAll, []int64{kvLen, hdv, Hkv}, []int{cells * es, int(hdv) * cells * es}, 0)
-	kq := ctx.MulMat(K, Q) // [kvLen, n, H]
-	scale := a.QueryScale
-	if softcap > 0 {
-		kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
-		scale = 1
-	}
-	kq = ctx.SoftMaxExt(kq, mask, scale, 0)
-	o := ctx.MulMat(V, kq) // [hdv, n, H]
-	o = ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3}))
-	return ctx.Reshape(o, hdv*H, n)
 }

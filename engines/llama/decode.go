@@ -102,23 +102,115 @@ type graphKey struct {
 
 // stepGraph is one built and allocated graph with its inputs.
 type stepGraph struct {
-	key     graphKey
-	ctx     *ggml.Context
-	graph   *ggml.Graph
-	alloc   *ggml.Allocator
-	tokens  *ggml.Tensor // i32 [n]
-	pos     *ggml.Tensor // i32 [n]: positions, also the cache rows written
-	vIdx    *ggml.Tensor // i32 [n·C]: element rows of the transposed V cache (unfused)
-	mask    *ggml.Tensor // [kvLen, n]: f32 (unfused) or f16 (flash)
-	maskSWA *ggml.Tensor // the same for sliding-window layers, or nil
+	key    graphKey
+	ctx    *ggml.Context
+	graph  *ggml.Graph
+	alloc  *ggml.Allocator
+	tokens *ggml.Tensor // i32 [n]
+	pos    *ggml.Tensor // i32 [n]: positions, also the cache rows written
+	cacheInputs
 	logits  *ggml.Tensor
 	lastUse int64
 	posBuf  []int32
+}
+
+// cacheInputs are the inputs of a decoding graph's attention over the KV cache, with the host
+// buffers they are filled from: the masks (global, and sliding-window where some layer slides)
+// and, for the unfused path, the cells of the transposed values' elements.
+type cacheInputs struct {
+	vIdx    *ggml.Tensor // i32 [n·C]: element rows of the transposed V cache (unfused)
+	mask    *ggml.Tensor // [kvLen, n]: f32 (unfused) or f16 (flash)
+	maskSWA *ggml.Tensor // the same for sliding-window layers, or nil
 	vIdxBuf []int32
 	maskF32 []float32
 	maskF16 []uint16
 	swaF32  []float32
 	swaF16  []uint16
+}
+
+// declare makes the inputs of n tokens over kvLen cells in ctx: one mask for the global
+// layers and one for the sliding-window ones, only those used.
+func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, flash bool, n, kvLen int64) {
+	hasGlobal, hasSWA := false, false
+	for il := 0; il < a.NLayers; il++ {
+		hasSWA = hasSWA || a.IsSliding(il)
+		hasGlobal = hasGlobal || !a.IsSliding(il)
+	}
+	maskType := ggml.F32
+	if flash {
+		maskType = ggml.F16
+	}
+	if hasGlobal {
+		in.mask = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask").SetInput()
+	}
+	if hasSWA {
+		in.maskSWA = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask_swa").SetInput()
+	}
+	if flash {
+		if hasGlobal {
+			in.maskF16 = make([]uint16, kvLen*n)
+		}
+		if hasSWA {
+			in.swaF16 = make([]uint16, kvLen*n)
+		}
+		return
+	}
+	if hasGlobal {
+		in.maskF32 = make([]float32, kvLen*n)
+	}
+	if hasSWA {
+		in.swaF32 = make([]float32, kvLen*n)
+	}
+	c := int64(a.NKVHeads * a.HeadDimV)
+	in.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
+	in.vIdxBuf = make([]int32, n*c)
+}
+
+// maskOf is the mask layer il attends under.
+func (in *cacheInputs) maskOf(a *Architecture, il int) *ggml.Tensor {
+	if a.IsSliding(il) {
+		return in.maskSWA
+	}
+	return in.mask
+}
+
+// set uploads the inputs of a step whose tokens are written at the given cache cells (of
+// cells in all): the value element rows (unfused), and the masks, which fill writes into the
+// buffer of the path in use (f32 or f16) for a window (0: the global mask).
+func (in *cacheInputs) set(a *Architecture, cellOf []int32, cells int, fill func(f32 []float32, f16 []uint16, window int)) error {
+	if in.vIdx != nil {
+		c := a.NKVHeads * a.HeadDimV
+		for t, cell := range cellOf {
+			row := in.vIdxBuf[t*c : (t+1)*c]
+			for ch := range row {
+				row[ch] = int32(ch*cells) + cell
+			}
+		}
+		if err := in.vIdx.SetI32(in.vIdxBuf); err != nil {
+			return err
+		}
+	}
+	for _, m := range []struct {
+		t      *ggml.Tensor
+		f32    []float32
+		f16    []uint16
+		window int
+	}{{in.mask, in.maskF32, in.maskF16, 0}, {in.maskSWA, in.swaF32, in.swaF16, a.SlidingWindow}} {
+		if m.t == nil {
+			continue
+		}
+		fill(m.f32, m.f16, m.window)
+		var err error
+		if m.f16 != nil {
+			err = m.t.SetF16(m.f16)
+		} else {
+			err = m.t.SetF32(m.f32)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewDecoder prepares a decoder of m: it allocates the KV cache (zeroed) and checks opts.
@@ -175,6 +267,8 @@ type kvCache struct {
 	cacheBuf *ggml.Buffer
 	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, cells] per layer
 	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
+	cells    int            // positions per layer
+	flash    bool           // values stored for flash attention (not transposed)
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -183,7 +277,7 @@ type kvCache struct {
 // open chooses the backend and allocates the cache, zeroed.
 func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells int) error {
 	a := &m.Arch
-	c.backend = m.backend
+	c.backend, c.cells, c.flash = m.backend, cells, flash
 	if a.IsMoE() {
 		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
 			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
@@ -420,35 +514,13 @@ func (g *stepGraph) setInputs(d *Decoder, tokens []int32, p0 int) error {
 	if err := g.pos.SetI32(g.posBuf); err != nil {
 		return err
 	}
-	if g.vIdx != nil {
-		c := a.NKVHeads * a.HeadDimV
-		for t := 0; t < n; t++ {
-			row := g.vIdxBuf[t*c : (t+1)*c]
-			for ch := range row {
-				row[ch] = int32(ch*d.maxCtx + p0 + t)
-			}
-		}
-		if err := g.vIdx.SetI32(g.vIdxBuf); err != nil {
-			return err
-		}
-	}
-	set := func(mask *ggml.Tensor, f32 []float32, f16 []uint16, window int) error {
+	return g.set(a, g.posBuf, d.maxCtx, func(f32 []float32, f16 []uint16, window int) {
 		if f16 != nil {
 			fillMask(f16, p0, n, kvLen, window, 0, f16NegInf)
-			return mask.SetF16(f16)
+		} else {
+			fillMask(f32, p0, n, kvLen, window, 0, float32(math.Inf(-1)))
 		}
-		fillMask(f32, p0, n, kvLen, window, 0, float32(math.Inf(-1)))
-		return mask.SetF32(f32)
-	}
-	if g.mask != nil {
-		if err := set(g.mask, g.maskF32, g.maskF16, 0); err != nil {
-			return err
-		}
-	}
-	if g.maskSWA != nil {
-		return set(g.maskSWA, g.swaF32, g.swaF16, a.SlidingWindow)
-	}
-	return nil
+	})
 }
 
 // visible reports whether the query at position q sees the key at position k: causal, and
@@ -538,48 +610,11 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	g.tokens = ctx.NewTensor(ggml.I32, n).SetName("inp_tokens").SetInput()
 	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
 	g.posBuf = make([]int32, n)
-	maskType := ggml.F32
-	if d.opts.FlashAttention {
-		maskType = ggml.F16
-	}
-	hasGlobal, hasSWA := false, false
-	for il := 0; il < a.NLayers; il++ {
-		hasSWA = hasSWA || a.IsSliding(il)
-		hasGlobal = hasGlobal || !a.IsSliding(il)
-	}
-	// One mask for the global layers, one for the sliding-window ones: only those used.
-	if hasGlobal {
-		g.mask = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask").SetInput()
-	}
-	if hasSWA {
-		g.maskSWA = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask_swa").SetInput()
-	}
-	if d.opts.FlashAttention {
-		if hasGlobal {
-			g.maskF16 = make([]uint16, kvLen*n)
-		}
-		if hasSWA {
-			g.swaF16 = make([]uint16, kvLen*n)
-		}
-	} else {
-		if hasGlobal {
-			g.maskF32 = make([]float32, kvLen*n)
-		}
-		if hasSWA {
-			g.swaF32 = make([]float32, kvLen*n)
-		}
-		c := int64(a.NKVHeads * a.HeadDimV)
-		g.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
-		g.vIdxBuf = make([]int32, n*c)
-	}
+	g.declare(ctx, a, d.opts.FlashAttention, n, kvLen)
 	f := forwardPass{ctx: ctx, a: a, w: &d.m.weights, pos: g.pos, lastOnly: !key.all, sortTopK: d.sortTopK,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
-			mask := g.mask
-			if a.IsSliding(il) {
-				mask = g.maskSWA
-			}
-			return d.attention(ctx, g, il, q, k, v, mask, key)
+			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, int64(key.n), int64(key.kvLen))
 		}}
 	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
@@ -597,37 +632,37 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	return g, nil
 }
 
-// attention stores the step's keys and values in layer il's cache and attends the queries q
-// [HeadDimK, H, n] over the first kvLen cache positions. It returns [HeadDimV·H, n].
-func (d *Decoder) attention(ctx *ggml.Context, g *stepGraph, il int, q, k, v, mask *ggml.Tensor, key graphKey) *ggml.Tensor {
-	a := &d.m.Arch
-	n, kvLen := int64(key.n), int64(key.kvLen)
+// attend stores the step's keys and values in layer il's cache, at the cache cells rows holds
+// (i32 [n]; vIdx, for the transposed values of the unfused path, at each element's cell), and
+// attends the n queries q [HeadDimK, H, n] over the first kvLen cells under mask. It returns
+// [HeadDimV·H, n]. Both decoders build their attention with it.
+func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, n, kvLen int64) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
-	kc, vc := d.kCache[il], d.vCache[il]
+	kc, vc := c.kCache[il], c.vCache[il]
 	typ := kc.Type()
 	rowK, _ := ggml.RowSize(typ, hdk*Hkv)
 	headK, _ := ggml.RowSize(typ, hdk)
-	// Write the new keys at their positions, and read the cache through the write so that the
+	// Write the new keys at their cells, and read the cache through the write so that the
 	// graph orders the two.
-	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), g.pos)
+	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), rows)
 	K := ctx.View(kAll, []int64{hdk, kvLen, Hkv}, []int{rowK, headK}, 0)
 	Q := ctx.Permute(q, [4]int{0, 2, 1, 3}) // [hdk, n, H]
 	softcap := a.AttnSoftcap
 
-	if d.opts.FlashAttention {
+	if c.flash {
 		rowV, _ := ggml.RowSize(typ, hdv*Hkv)
 		headV, _ := ggml.RowSize(typ, hdv)
-		vAll := ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), g.pos)
+		vAll := ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), rows)
 		V := ctx.View(vAll, []int64{hdv, kvLen, Hkv}, []int{rowV, headV}, 0)
 		o := ctx.FlashAttnExt(Q, K, V, mask, a.QueryScale, 0, softcap) // [hdv, H, n]
 		return ctx.Reshape(o, hdv*H, n)
 	}
-	// Unfused: V is cached transposed ([positions, channels]) so that v·p reads rows; each
-	// new value element is a one-element row written at channel·maxCtx + position.
+	// Unfused: V is cached transposed ([cells, channels]) so that v·p reads rows; each new
+	// value element is a one-element row written at channel·cells + cell.
 	es := ggml.TypeSize(typ)
-	c := hdv * Hkv
-	vAll := ctx.SetRows(ctx.Reshape(vc, 1, int64(d.maxCtx)*c), ctx.Reshape(v, 1, c*n), g.vIdx)
-	V := ctx.View(vAll, []int64{kvLen, hdv, Hkv}, []int{d.maxCtx * es, int(hdv) * d.maxCtx * es}, 0)
+	ch := hdv * Hkv
+	vAll := ctx.SetRows(ctx.Reshape(vc, 1, int64(c.cells)*ch), ctx.Reshape(v, 1, ch*n), vIdx)
+	V := ctx.View(vAll, []int64{kvLen, hdv, Hkv}, []int{c.cells * es, int(hdv) * c.cells * es}, 0)
 	kq := ctx.MulMat(K, Q) // [kvLen, n, H]
 	scale := a.QueryScale
 	if softcap > 0 {
