@@ -403,16 +403,7 @@ func (d *Decoder) Logits(tokens []int32) ([][]float32, error) {
 	if d.opts.ContextFull == ContextError && len(tokens) > d.maxCtx {
 		return nil, fmt.Errorf("llama: %d tokens do not fit a context of %d: %w", len(tokens), d.maxCtx, ErrContextFull)
 	}
-	flat, err := d.process(tokens, true)
-	if err != nil {
-		return nil, err
-	}
-	v := d.m.Arch.Vocab
-	rows := make([][]float32, len(tokens))
-	for i := range rows {
-		rows[i] = flat[i*v : (i+1)*v : (i+1)*v]
-	}
-	return rows, nil
+	return d.Append(tokens)
 }
 
 func (d *Decoder) process(tokens []int32, all bool) ([]float32, error) {
