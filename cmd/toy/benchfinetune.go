@@ -51,10 +51,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	if *threads < 0 || *seq < 1 || *batch < 1 || *steps < 1 || *rank < 1 {

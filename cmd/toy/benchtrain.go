@@ -33,10 +33,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	if *threads < 0 {

@@ -170,8 +170,12 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// noArgs is a usage error naming the first of fs's arguments, if any.
-func noArgs(fs *flag.FlagSet) error {
+// parseFlagsOnly is parseFlags for a command that takes no arguments besides its flags: a
+// leftover argument is a usage error naming it.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return &usageError{err: fmt.Errorf("unexpected argument %q", fs.Arg(0)), cmd: fs.Name()}
 	}
@@ -183,10 +187,7 @@ func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: toy version\n\nPrints toy's version, the backend it was built for and the ggml it links.")
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	version := "(devel)"

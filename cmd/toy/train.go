@@ -119,10 +119,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	if *arch != family || presetFamily(*preset) != "" && presetFamily(*preset) != family {
