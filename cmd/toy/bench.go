@@ -95,7 +95,9 @@ Flags:
 	if *threads <= 0 {
 		return usagef("-t %d: want at least 1 thread", *threads)
 	}
-	usableThreads(stderr, "bench matmul", threads)
+	if err := usableThreads(stderr, "bench matmul", threads); err != nil {
+		return err
+	}
 	if *minTime < 0 {
 		return usagef("-time %v is negative", *minTime)
 	}
@@ -283,10 +285,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if *threads < 0 {
-		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
+	if err := usableThreads(stderr, "bench model", threads); err != nil {
+		return err
 	}
-	usableThreads(stderr, "bench model", threads)
 	if *model == "" && *random == "" {
 		return usagef("give -m MODEL or -random PRESET")
 	}

@@ -80,7 +80,9 @@ Flags:
 		if *baseFile == "" {
 			return usagef("-mode needs -base")
 		}
-		usableThreads(stderr, "bench finetune", threads)
+		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
+			return err
+		}
 		return benchFinetuneMode(stdout, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, strings.Split(*targets, ","))
 	}
 	self, err := os.Executable()

@@ -36,10 +36,9 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if *threads < 0 {
-		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
+	if err := usableThreads(stderr, "bench train", threads); err != nil {
+		return err
 	}
-	usableThreads(stderr, "bench train", threads)
 	presets := []string{*preset}
 	if *vs != "" {
 		presets = append(presets, *vs)

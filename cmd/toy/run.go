@@ -74,17 +74,21 @@ func (d *decoderFlags) options() (llama.DecoderOptions, error) {
 	return o, nil
 }
 
-// usableThreads lowers *threads to the cores this process may use (ggml.UsableThreads) on the
-// CPU backend, and says so once on stderr: ggml's threads spin at barriers, and more threads
-// than cores stall each other.
-func usableThreads(stderr io.Writer, cmd string, threads *int) {
+// usableThreads refuses a negative -t and lowers *threads to the cores this process may use
+// (ggml.UsableThreads) on the CPU backend, saying so once on stderr: ggml's threads spin at
+// barriers, and more threads than cores stall each other.
+func usableThreads(stderr io.Writer, cmd string, threads *int) error {
+	if *threads < 0 {
+		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
+	}
 	if ggml.BackendKind != "cpu" {
-		return
+		return nil
 	}
 	if n, clamped := ggml.UsableThreads(*threads); clamped {
 		fmt.Fprintf(stderr, "toy %s: -t %d is more than the %d cores toy may use here; computing with %d threads\n", cmd, *threads, n, n)
 		*threads = n
 	}
+	return nil
 }
 
 // open loads the model, its tokenizer and a decoder; cmd names the command in notes on stderr.
@@ -112,10 +116,9 @@ func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*llama.GGUFModel
 	if d.model == "" {
 		return nil, nil, usagef("-m MODEL is required")
 	}
-	if d.threads < 0 {
-		return nil, nil, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+	if err := usableThreads(stderr, cmd, &d.threads); err != nil {
+		return nil, nil, err
 	}
-	usableThreads(stderr, cmd, &d.threads)
 	var loras []llama.LoRA
 	for _, p := range d.loras {
 		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
