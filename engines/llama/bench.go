@@ -142,21 +142,11 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 	}
 	run := func(f func() (float64, error)) (BenchStat, error) {
 		t0 := time.Now()
-		if _, err := f(); err != nil { // warm-up: builds the graphs, faults the mapping in
-			return BenchStat{}, err
-		}
-		if r.FirstGraphTime == 0 {
-			r.FirstGraphTime = time.Since(t0)
-		}
-		var samples []float64
-		for i := 0; i < opts.Reps; i++ {
-			v, err := f()
-			if err != nil {
-				return BenchStat{}, err
+		return repeated(opts.Reps, f, func() { // the warm-up built the graphs, faulted the mapping in
+			if r.FirstGraphTime == 0 {
+				r.FirstGraphTime = time.Since(t0)
 			}
-			samples = append(samples, v)
-		}
-		return stat(samples), nil
+		})
 	}
 	if promptTokens > 0 {
 		if r.PP, err = run(pp); err != nil {
@@ -169,4 +159,22 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 		}
 	}
 	return r, nil
+}
+
+// repeated runs f once to warm up, then warmed, then f reps times, and returns the statistics of
+// the reps' results.
+func repeated(reps int, f func() (float64, error), warmed func()) (BenchStat, error) {
+	if _, err := f(); err != nil {
+		return BenchStat{}, err
+	}
+	warmed()
+	var samples []float64
+	for i := 0; i < reps; i++ {
+		v, err := f()
+		if err != nil {
+			return BenchStat{}, err
+		}
+		samples = append(samples, v)
+	}
+	return stat(samples), nil
 }

@@ -142,19 +142,7 @@ func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, thr
 	}
 	run := func(f func() (float64, error)) (BenchStat, error) {
 		timed = false
-		if _, err := f(); err != nil {
-			return BenchStat{}, err
-		}
-		timed = true
-		var samples []float64
-		for i := 0; i < opts.Reps; i++ {
-			v, err := f()
-			if err != nil {
-				return BenchStat{}, err
-			}
-			samples = append(samples, v)
-		}
-		return stat(samples), nil
+		return repeated(opts.Reps, f, func() { timed = true })
 	}
 	if r.Plain, err = run(plain); err != nil {
 		return r, err
