@@ -266,6 +266,15 @@ var traits = map[string]archTraits{
 // DetectArchitecture reads the architecture of an open GGUF file from its metadata and
 // tensors. An unknown architecture or inconsistent metadata is an error naming the file.
 func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
+	values, err := Metadata(f)
+	if err != nil {
+		return Architecture{}, err
+	}
+	return detectArchitecture(f, values)
+}
+
+// detectArchitecture is DetectArchitecture with the file's metadata already read.
+func detectArchitecture(f *ggml.GGUF, values map[string]any) (Architecture, error) {
 	name, err := f.String("general.architecture")
 	if err != nil {
 		return Architecture{}, fmt.Errorf("gguf %s: no general.architecture: %w", f.Path(), err)
@@ -273,10 +282,6 @@ func DetectArchitecture(f *ggml.GGUF) (Architecture, error) {
 	tr, ok := traits[name]
 	if !ok {
 		return Architecture{}, fmt.Errorf("gguf %s: unknown architecture %q (supported: %s)", f.Path(), name, strings.Join(SupportedArchitectures(), ", "))
-	}
-	values, err := Metadata(f)
-	if err != nil {
-		return Architecture{}, err
 	}
 	// The keys the training configuration shares with the family are read through its spec
 	// (generated/config); those of the other architectures' parts follow by hand.

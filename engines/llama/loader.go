@@ -66,7 +66,11 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		return nil, err
 	}
 	defer f.Close()
-	a, err := DetectArchitecture(f)
+	values, err := Metadata(f) // the tokenizer's arrays included: read once
+	if err != nil {
+		return nil, err
+	}
+	a, err := detectArchitecture(f, values)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +92,6 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		if !s.role.multiplied() && info.Type != ggml.F32 {
 			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, want f32 (norms, biases and RoPE factors)", path, s.name, ggml.TypeName(info.Type))
 		}
-	}
-	values, err := Metadata(f)
-	if err != nil {
-		return nil, err
 	}
 	m.Meta = values
 	if m.backend == nil {
