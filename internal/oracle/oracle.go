@@ -50,6 +50,7 @@ type Model struct {
 	model  llamacpp.Model
 	vocab  llamacpp.Vocab
 	ctx    llamacpp.Context // nil when VocabOnly
+	pool   llamacpp.Threadpool
 	last   []float32        // Eval's logits
 	cp     llamacpp.ContextParams
 	loras  []lora
@@ -66,7 +67,8 @@ type lora struct {
 var backendOnce sync.Once
 
 // Open loads the GGUF at path with llama.cpp: weights on the CPU (no layer offloaded),
-// memory-mapped, a KV cache of float32 so that comparisons measure the model, not the cache.
+// memory-mapped, a KV cache of float32 so that comparisons measure the model, not the cache
+// (unless KVF16), computed by a pool of Threads threads that persists until Close.
 func Open(path string, opts Options) (*Model, error) {
 	if opts.Context < 0 || opts.Context > math.MaxInt32 || opts.Threads < 0 || opts.Threads > 1024 {
 		return nil, fmt.Errorf("oracle: context %d or threads %d out of range", opts.Context, opts.Threads)
@@ -121,8 +123,16 @@ func Open(path string, opts Options) (*Model, error) {
 	}
 	cp.NoPerf = true
 	m.cp, m.nCtx = cp, n
+	// A persistent pool, as llama-bench attaches: without one, every graph starts and joins its
+	// worker threads.
+	params := llamacpp.ThreadpoolParamsDefault(threads)
+	if m.pool = llamacpp.ThreadpoolNew(&params); m.pool.IsNil() {
+		llamacpp.ModelFree(model)
+		return nil, fmt.Errorf("oracle: cannot start a pool of %d threads", threads)
+	}
 	if err := m.newContext(); err != nil {
 		llamacpp.ModelFree(model)
+		llamacpp.ThreadpoolFree(m.pool)
 		return nil, err
 	}
 	return m, nil
@@ -137,6 +147,7 @@ func (m *Model) newContext() error {
 	if m.ctx.IsNil() {
 		return fmt.Errorf("oracle: llama.cpp cannot make a context of %d tokens for %s", m.nCtx, m.path)
 	}
+	llamacpp.AttachThreadpool(m.ctx, m.pool, llamacpp.Threadpool{})
 	for _, l := range m.loras {
 		if rc := llamacpp.SetAdapterLora(m.ctx, l.a, l.scale); rc != 0 {
 			return fmt.Errorf("oracle: llama_set_adapter_lora returned %d", rc)
@@ -156,6 +167,10 @@ func (m *Model) Close() error {
 	if !m.model.IsNil() {
 		llamacpp.ModelFree(m.model)
 		m.model = llamacpp.Model{}
+	}
+	if !m.pool.IsNil() {
+		llamacpp.ThreadpoolFree(m.pool)
+		m.pool = llamacpp.Threadpool{}
 	}
 	return nil
 }
