@@ -51,7 +51,7 @@ type Model struct {
 	vocab  llamacpp.Vocab
 	ctx    llamacpp.Context // nil when VocabOnly
 	pool   llamacpp.Threadpool
-	last   []float32        // Eval's logits
+	last   []float32 // Eval's logits
 	cp     llamacpp.ContextParams
 	loras  []lora
 	nVocab int
