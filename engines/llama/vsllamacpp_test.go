@@ -1,3 +1,5 @@
+//go:build unix
+
 package llama
 
 import (
@@ -7,7 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -77,7 +81,8 @@ func typeNamed(name string) (ggml.Type, bool) {
 // TestVsLlamaCpp measures prompt processing (128 tokens as one batch) and generation (32 tokens
 // one at a time), batch 1, of toy and of llama.cpp on random-weight GGUFs in the SmolLM2-135M
 // shape (f32, f16, q8_0, q4_K; an f16 KV cache on both sides), alternating toy and llama.cpp
-// test by test and which goes first round by round, and logs each round's toy/llama.cpp ratio.
+// test by test and which goes first round by round, and logs each round's toy/llama.cpp ratio
+// of tokens per second and of tokens per CPU second.
 // It runs only when TOY_VS_LLAMACPP names a directory to keep the checkpoints in (written once);
 // vsEnv lists the other settings.
 //
@@ -109,10 +114,11 @@ func TestVsLlamaCpp(t *testing.T) {
 			engines := [2]benchEngine{decoderEngine{d}, oracleEngine{o}}
 			tests := []struct {
 				name string
+				n    int
 				run  func(benchEngine) (float64, error)
 			}{
-				{fmt.Sprintf("pp%d", prompt), func(e benchEngine) (float64, error) { return promptRate(e, tokens(prompt)) }},
-				{fmt.Sprintf("tg%d", gen), func(e benchEngine) (float64, error) { return generateRate(e, tokens(gen)) }},
+				{fmt.Sprintf("pp%d", prompt), prompt, func(e benchEngine) (float64, error) { return promptRate(e, tokens(prompt)) }},
+				{fmt.Sprintf("tg%d", gen), gen, func(e benchEngine) (float64, error) { return generateRate(e, tokens(gen)) }},
 			}
 			for _, e := range engines { // warm-up: graphs built, the mapping faulted in
 				for _, test := range tests {
@@ -122,29 +128,45 @@ func TestVsLlamaCpp(t *testing.T) {
 			}
 			for _, test := range tests {
 				var rates [2][]float64 // toy, llama.cpp
-				var ratios []float64
+				var ratios, cpuRatios []float64
 				for r := 0; r < rounds; r++ {
-					var rate [2]float64
+					var rate, cpuRate [2]float64
 					for i := range engines {
 						k := (i + r) % 2 // toy first in even rounds, llama.cpp first in odd ones
+						cpu0 := cpuTime()
 						rate[k], err = test.run(engines[k])
 						require.NoError(t, err)
+						cpuRate[k] = float64(test.n) / (cpuTime() - cpu0).Seconds()
 					}
 					rates[0], rates[1] = append(rates[0], rate[0]), append(rates[1], rate[1])
-					ratios = append(ratios, rate[0]/rate[1])
-					t.Logf("%s %s t%d round %d: toy %.1f t/s, llama.cpp %.1f t/s, ratio %.3f", ggml.TypeName(typ), test.name, th, r, rate[0], rate[1], rate[0]/rate[1])
+					ratios, cpuRatios = append(ratios, rate[0]/rate[1]), append(cpuRatios, cpuRate[0]/cpuRate[1])
+					t.Logf("%s %s t%d round %d: toy %.1f t/s, llama.cpp %.1f t/s, ratio %.3f; per CPU second %.1f and %.1f, ratio %.3f",
+						ggml.TypeName(typ), test.name, th, r, rate[0], rate[1], rate[0]/rate[1], cpuRate[0], cpuRate[1], cpuRate[0]/cpuRate[1])
 				}
-				toy, lc, q := stat(rates[0]), stat(rates[1]), stat(ratios)
-				table = append(table, fmt.Sprintf("| %s | %d | %s | %.1f ± %.1f | %.1f ± %.1f | %.3f (%.3f–%.3f) |",
-					ggml.TypeName(typ), th, test.name, toy.Mean, toy.StdDev, lc.Mean, lc.StdDev, q.Mean, minOf(ratios), maxOf(ratios)))
+				toy, lc, q, qc := stat(rates[0]), stat(rates[1]), stat(ratios), stat(cpuRatios)
+				table = append(table, fmt.Sprintf("| %s | %d | %s | %.1f ± %.1f | %.1f ± %.1f | %.3f (%.3f–%.3f) | %.3f (%.3f–%.3f) |",
+					ggml.TypeName(typ), th, test.name, toy.Mean, toy.StdDev, lc.Mean, lc.StdDev,
+					q.Mean, minOf(ratios), maxOf(ratios), qc.Mean, minOf(cpuRatios), maxOf(cpuRatios)))
 			}
 			require.NoError(t, o.Close())
 			require.NoError(t, d.Close())
 			require.NoError(t, m.Close())
 		}
 	}
-	t.Logf("toy vs llama.cpp (%s), fa %v, %d rounds:\n| weights | threads | test | toy t/s | llama.cpp t/s | toy / llama.cpp (min–max) |\n| --- | ---: | --- | ---: | ---: | ---: |\n%s",
-		"same ggml, same process", fa, rounds, strings.Join(table, "\n"))
+	t.Logf("toy vs llama.cpp (same ggml, same process), flash attention %v, %d rounds; ratios are means over the rounds (min–max):\n"+
+		"| weights | threads | test | toy t/s | llama.cpp t/s | toy / llama.cpp | per CPU second |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n%s",
+		fa, rounds, strings.Join(table, "\n"))
+}
+
+// cpuTime is the CPU time the process has used (user and system, every thread): tokens per CPU
+// second compare the engines' work where other processes take the cores (at one thread; more
+// threads also count the time ggml's workers spin at their barriers).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func minOf(v []float64) float64 {
