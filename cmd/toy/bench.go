@@ -277,6 +277,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	draft := fs.String("draft", "", "also measure greedy speculative decoding with this draft GGUF (\"self\": the target's own file, every proposal accepted: the ceiling)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	allowUnresolved := registerGate(fs)
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-t 2]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
@@ -334,6 +335,10 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	if *draft == "self" {
 		*draft = *model
+	}
+	// The bench runs ggml's graphs and samples on the host: it dispatches none of toy's kernels.
+	if err := gateFile(stderr, *model, *allowUnresolved); err != nil {
+		return err
 	}
 	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
 	opts, err := d.options()

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
@@ -98,6 +99,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.RunsDir, "runs", s.RunsDir, "directory for run bundles")
 	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change; any other flag is refused")
 	fs.BoolVar(&s.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	allowUnresolved := registerGate(fs)
 	fs.IntVar(&s.SampleTokens, "sample", s.SampleTokens, "tokens of greedy sample to print at the end (0: none)")
 	fs.StringVar(&s.SamplePrompt, "prompt", s.SamplePrompt, "prompt of the final sample")
 	fs.Usage = func() {
@@ -158,6 +160,15 @@ Flags:
 	}
 	if !set["warmup"] && s.Warmup >= s.Steps {
 		s.Warmup = s.Steps / 10
+	}
+	// Training runs ggml's graphs and optimizer (not toy's adamw_f32): it dispatches none of
+	// toy's kernels.
+	ref := kernelrt.Ref{ModelType: llama.Arch, HiddenSize: s.Model.DModel}
+	if s.GPT2 != nil {
+		ref = kernelrt.Ref{ModelType: llama.GPT2Arch, HiddenSize: s.GPT2.DModel}
+	}
+	if _, _, err := gateModel(io.Discard, ref, kernelrt.Dispatch{}, *allowUnresolved); err != nil {
+		return err
 	}
 	s.Out = stdout
 	if f, ok := stdout.(*os.File); ok {

@@ -91,6 +91,11 @@ type Decoder struct {
 	clock   int64
 	history []int32   // the tokens whose keys and values are in the cache, by position
 	out     []float32 // the logits Prompt and Next return
+
+	// last is the logits of the last step, in the backend's memory (LastLogits); with
+	// deviceLogits, Prompt and Next leave theirs there only (SetDeviceLogits).
+	last         *ggml.Tensor
+	deviceLogits bool
 }
 
 // graphKey identifies a cached graph: n tokens per step, attending to kvLen cache positions,
@@ -471,6 +476,10 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 		return nil, err
 	}
 	d.history = append(d.history, tokens...)
+	d.last = g.logits
+	if !all && d.deviceLogits {
+		return nil, nil
+	}
 	var out []float32
 	if all {
 		if out, err = g.logits.F32(); err != nil {
