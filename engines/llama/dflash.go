@@ -444,14 +444,14 @@ func (g *dflashGraph) close() {
 
 func (df *DFlash) graphSize() int { return 256 + 64*df.Cfg.Layers }
 
-// buildInference builds the forward graph of one block reading W context rows.
-func (df *DFlash) buildInference(W int) (*dflashGraph, error) {
+// buildInference builds the forward graph of B blocks, each reading W context rows.
+func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
 	size := df.graphSize()
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size})
 	if err != nil {
 		return nil, err
 	}
-	g := &dflashGraph{in: dflashInputs{B: 1, W: W, G: df.Cfg.Gamma}, ctx: ctx}
+	g := &dflashGraph{in: dflashInputs{B: B, W: W, G: df.Cfg.Gamma}, ctx: ctx}
 	g.in.declare(ctx, df)
 	g.logits = df.forward(ctx, &g.in, ctx.MulMat).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err == nil {

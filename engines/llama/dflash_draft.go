@@ -66,7 +66,7 @@ func (d *dflashDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 	gr, ok := d.graphs[W]
 	if !ok {
 		var err error
-		if gr, err = df.buildInference(W); err != nil {
+		if gr, err = df.buildInference(1, W); err != nil {
 			return nil, err
 		}
 		d.graphs[W] = gr
