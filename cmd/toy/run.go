@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -193,12 +194,17 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	dflash := fs.Bool("dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model); -draft takes precedence")
+	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy generate -m MODEL -p PROMPT [flags]
 
 Runs a GGUF model (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3, MoE families) and streams its
 continuation of the prompt. --temp 0 is greedy. With -chat the prompt is a user message
 wrapped in the model's chat template (ChatML for SmolLM2 and Qwen, Gemma's for Gemma).
+-draft (a smaller model) and -dflash (the DFlash drafter the kernel table pairs with the model,
+made by toy train -recipe dflash) decode speculatively: the same text greedy, the same
+distribution sampling.
 
 Flags:
 `)
@@ -242,10 +248,24 @@ Flags:
 	if err := p.Validate(); err != nil {
 		return asUsage(err)
 	}
+	var df *llama.DFlash
+	switch {
+	case *dflash && draftDec != nil:
+		fmt.Fprintf(stderr, "toy generate: -draft takes precedence over -dflash\n")
+	case *dflash:
+		dir := *modelsDir
+		if dir == "" {
+			dir = filepath.Dir(d.model)
+		}
+		if df, err = openDFlash(m, entry, named, dir); err != nil {
+			return err
+		}
+		defer df.Close()
+	}
 	// The gate audits what this run dispatches: on a cuda target, sampling on the device when
 	// the parameters allow it (speculative decoding samples on the host).
 	var dispatch kernelrt.Dispatch
-	if draftDec == nil {
+	if draftDec == nil && df == nil {
 		dispatch = cuda.DeviceSampling(p)
 	}
 	if _, err := gate(target, entry, dispatch, *allowUnresolved); err != nil {
@@ -281,8 +301,14 @@ Flags:
 	if len(ids) == 0 {
 		return errors.New("the prompt encodes to no tokens (give -p)")
 	}
-	if draftDec != nil {
-		return generateSpeculative(stdout, stderr, dec, draftDec, *draftN, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
+	if draftDec != nil || df != nil {
+		newSp := func(s *sample.Sampler) (*llama.Speculative, error) {
+			if draftDec != nil {
+				return llama.NewSpeculative(dec, draftDec, *draftN, s)
+			}
+			return llama.NewDFlashSpeculative(dec, df, s)
+		}
+		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
 	}
 	if !set["seed"] && !set["s"] && p.Temperature > 0 {
 		// As llama.cpp: a random seed unless one is given, printed so that the run can be

@@ -28,8 +28,16 @@ const (
 )
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
+	switch r := scanFlags(args, "recipe")["recipe"]; r {
+	case "", "scratch":
+	case "dflash":
+		return runTrainDFlash(args, stdout, stderr)
+	default:
+		return usagef("-recipe %q: want scratch (the default) or dflash", r)
+	}
 	s := recipes.DefaultScratch()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.String("recipe", "scratch", "what to train: scratch (a model from scratch), or dflash (a DFlash drafter for -target; toy train -recipe dflash -h)")
 	// The model family is chosen from the command line before the flags are defined, so that
 	// the model's flags are the family's own, generated from its spec (the two specs share
 	// names such as -d-model with other meanings and bounds).
@@ -185,11 +193,11 @@ Flags:
 	return err
 }
 
-// trainFamily picks the model family and preset of a toy train command line from its -arch
-// and -preset (read as the flag package will: -name v, -name=v, one or two dashes, the last
-// one wins, up to "--"): the preset's family, or -arch's default preset, or the llama demo.
-func trainFamily(args []string) (family, preset string, err error) {
-	var arch string
+// scanFlags reads the values of the named string flags from a command line as the flag package
+// will (-name v, -name=v, one or two dashes, the last one wins, up to "--"), before the flags
+// are defined.
+func scanFlags(args []string, names ...string) map[string]string {
+	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -199,7 +207,7 @@ func trainFamily(args []string) (family, preset string, err error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
-		if name != "arch" && name != "preset" {
+		if !slices.Contains(names, name) {
 			continue
 		}
 		if !hasValue {
@@ -209,12 +217,17 @@ func trainFamily(args []string) (family, preset string, err error) {
 			i++
 			value = args[i]
 		}
-		if name == "arch" {
-			arch = value
-		} else {
-			preset = value
-		}
+		out[name] = value
 	}
+	return out
+}
+
+// trainFamily picks the model family and preset of a toy train command line from its -arch
+// and -preset (read as the flag package will: -name v, -name=v, one or two dashes, the last
+// one wins, up to "--"): the preset's family, or -arch's default preset, or the llama demo.
+func trainFamily(args []string) (family, preset string, err error) {
+	v := scanFlags(args, "arch", "preset")
+	arch, preset := v["arch"], v["preset"]
 	pf := presetFamily(preset)
 	switch arch {
 	case "":
