@@ -19,6 +19,15 @@ type SpecBenchResult struct {
 	Plain, Spec               BenchStat // generated tokens per second, prompt excluded
 	Stats                     SpecStats // summed over the timed speculative repetitions
 	Identical                 bool      // every speculative run gave the target's tokens
+	// Elapsed is the timed speculative repetitions' generation time, of which Stats' phases
+	// are parts; the rest (Other) is the loop's own: slices, the step's bookkeeping.
+	Elapsed time.Duration
+}
+
+// Other is the part of Elapsed outside the phases Stats times.
+func (r SpecBenchResult) Other() time.Duration {
+	st := r.Stats
+	return r.Elapsed - st.DraftTime - st.VerifyTime - st.AcceptTime - st.RollbackTime
 }
 
 // Speedup is the speculative decoder's mean tokens/s over the target alone's.
@@ -177,6 +186,7 @@ func benchSpeculative(r SpecBenchResult, tm *GGUFModel, opts BenchOptions, newSp
 			r.Stats.VerifyTime += st.VerifyTime
 			r.Stats.AcceptTime += st.AcceptTime
 			r.Stats.RollbackTime += st.RollbackTime
+			r.Elapsed += el
 		}
 		return float64(genTokens) / el.Seconds(), nil
 	}
