@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -11,35 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/llama"
-	"github.com/toyml/toy/engines/tokenizer"
-	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
-
-// demoCheckpoint saves a random model of the demo preset's shape (192 wide, 4 layers) named as
-// toy train names its models, so that the kernel table's toy-demo entry resolves for it.
-func demoCheckpoint(t *testing.T, dir string) string {
-	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
-	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
-	require.NoError(t, err)
-	c, err := config.LlamaPreset("demo")
-	require.NoError(t, err)
-	c.Vocab, c.Context = tok.VocabSize(), 64
-	be, err := ggml.NewCPUBackend(1)
-	require.NoError(t, err)
-	defer be.Close()
-	m, err := llama.New(c, be)
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, m.Init())
-	kvs := []llama.KV{{Key: "general.name", Value: "toy test-run"}}
-	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
-	}
-	path := filepath.Join(dir, "model.gguf")
-	require.NoError(t, m.Save(path, kvs))
-	return path
-}
 
 // TestDFlashCLI exercises the demo family's [dflash] declaration (kernels/models/toy-demo):
 // toy kernels shows it; toy train -recipe dflash writes the declared drafter beside the model
@@ -48,7 +20,9 @@ func demoCheckpoint(t *testing.T, dir string) string {
 // errors naming why.
 func TestDFlashCLI(t *testing.T) {
 	dir := t.TempDir()
-	model := demoCheckpoint(t, dir)
+	// A model of the demo preset's shape (192 wide, 4 layers) named as toy train names its
+	// models, so that the kernel table's toy-demo entry resolves for it.
+	model := checkpointOf(t, "demo", dir, llama.KV{Key: "general.name", Value: "toy test-run"})
 	out, errOut, code := runToy("kernels", model)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "resolves to toy-demo")

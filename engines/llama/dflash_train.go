@@ -183,23 +183,11 @@ func (tr *dflashTrainer) step(blocks []dflashBlock, labels [][]int32, decay, noD
 	if err != nil {
 		return 0, 0, err
 	}
-	hits := 0
-	for r := range (G - 1) * tr.in.B {
-		if int32(argmaxF32(logits[r*V:(r+1)*V])) == labels[r/(G-1)][r%(G-1)] {
-			hits++
-		}
+	flat := make([]int32, 0, (G-1)*tr.in.B)
+	for _, ls := range labels {
+		flat = append(flat, ls...)
 	}
-	return float64(l[0]), float64(hits) / float64((G-1)*tr.in.B), nil
-}
-
-func argmaxF32(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] {
-			best = i
-		}
-	}
-	return best
+	return float64(l[0]), float64(countCorrect(logits, flat, V)) / float64(len(flat)), nil
 }
 
 // DFlashTrainOptions configure TrainDFlash.
@@ -294,7 +282,7 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 				a := 1 + rng.IntN(o.SeqLen-G) // the anchor; its block ends at a+G−1 ≤ SeqLen−1
 				ls := make([]int32, G-1)
 				for k := 1; k < G; k++ {
-					ls[k-1] = int32(argmaxF32(logits[a+k-1])) // the target's token at a+k
+					ls[k-1] = int32(Argmax(logits[a+k-1])) // the target's token at a+k
 				}
 				blocks = append(blocks, dflashBlock{Anchor: seq[a], Pos: a, Ctx: rows[max(0, a-W):a]})
 				labels = append(labels, ls)
