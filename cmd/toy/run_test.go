@@ -29,12 +29,12 @@ func runToy(args ...string) (stdout, stderr string, code int) {
 
 // tinyCheckpoint saves a small random llama model with a trained tokenizer, as toy train does.
 func tinyCheckpoint(t *testing.T) string {
-	return checkpointOf(t, "tiny", t.TempDir())
+	return checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "tiny.gguf"))
 }
 
 // checkpointOf saves a random llama model of preset's shape (a context of 64) with a tokenizer
-// trained on Go-like text, in dir as model.gguf, with the extra metadata kvs.
-func checkpointOf(t *testing.T, preset, dir string, kvs ...llama.KV) string {
+// trained on Go-like text at path, with the extra metadata kvs.
+func checkpointOf(t *testing.T, preset, path string, kvs ...llama.KV) string {
 	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
 	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
 	require.NoError(t, err)
@@ -51,7 +51,6 @@ func checkpointOf(t *testing.T, preset, dir string, kvs ...llama.KV) string {
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
 	}
-	path := filepath.Join(dir, "model.gguf")
 	require.NoError(t, m.Save(path, kvs))
 	return path
 }

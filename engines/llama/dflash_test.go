@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -355,4 +356,60 @@ func TestTrainDFlashLearns(t *testing.T) {
 	assert.ErrorContains(t, err, "shorter than one sequence")
 	_, err = TrainDFlash(m, cfg, append([]int32{99}, corpus...), DFlashTrainOptions{Steps: 1, Sequences: 1, SeqLen: 32, Anchors: 1, AdamW: train.FromScratch(), LR: 1e-3})
 	assert.ErrorContains(t, err, "outside the target's vocabulary")
+}
+
+// BenchmarkDFlashPhases times the parts of a DFlash step on a target of kernels/models/toy-go's
+// shape (random f32 weights: 32.5M parameters, 10 layers, 512 wide, vocabulary 2048) after a
+// context of 128 tokens: the target's one-token Next (what plain decoding pays per token), its
+// verification of a block (Append of the anchor and 3 or 7 proposals, hidden states captured),
+// and the drafter's forward over a 16- or 64-position window. A step costs draft + verify and commits
+// accepted+1 tokens, so the speed-up is (accepted+1)·next / (draft + verify).
+//
+//	go test ./engines/llama -run '^$' -bench DFlashPhases -benchtime 50x
+func BenchmarkDFlashPhases(b *testing.B) {
+	a := tinyArch("llama")
+	a.Vocab, a.DModel, a.NLayers, a.DFF, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims = 2048, 512, 10, 1536, 8, 4, 64, 64, 64
+	a.Context, a.QueryScale, a.RopeFreqs = 512, float32(1/math.Sqrt(64)), false
+	m := openTiny(b, writeTiny(b, a, ggml.F32, 1), ModelOptions{Threads: 1})
+	cfg := DFlashConfig{Gamma: 8, Window: 64, TargetLayers: []int{2, 5, 8}, Layers: 1}
+	df, err := NewDFlash(m, cfg, 1)
+	require.NoError(b, err)
+	defer df.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	ctx := randomTokens(rng, 128, a.Vocab)
+	d := newDecoder(b, m, DecoderOptions{Batch: 128}, 0)
+	require.NoError(b, d.SetCapture(cfg.TargetLayers))
+	_, err = d.Prompt(ctx)
+	require.NoError(b, err)
+	rows := slices.Clone(d.Captured())
+	block := randomTokens(rng, cfg.Gamma, a.Vocab)
+	b.Run("next", func(b *testing.B) {
+		for range b.N {
+			_, err := d.Next(block[0])
+			require.NoError(b, err)
+			require.NoError(b, d.Truncate(len(ctx)))
+		}
+	})
+	for _, n := range []int{4, 8} {
+		b.Run(fmt.Sprintf("verify%d", n), func(b *testing.B) {
+			for range b.N {
+				_, err := d.Append(block[:n])
+				require.NoError(b, err)
+				require.NoError(b, d.Truncate(len(ctx)))
+			}
+		})
+	}
+	for _, w := range []int{16, 64} {
+		g, err := df.buildInference(1, w)
+		require.NoError(b, err)
+		defer g.close()
+		b.Run(fmt.Sprintf("draft-window%d", w), func(b *testing.B) {
+			for range b.N {
+				require.NoError(b, g.in.set(df, []dflashBlock{{Anchor: block[0], Pos: len(ctx), Ctx: rows[len(rows)-w:]}}))
+				require.NoError(b, m.backend.Compute(g.graph))
+				_, err := g.logits.F32()
+				require.NoError(b, err)
+			}
+		})
+	}
 }
