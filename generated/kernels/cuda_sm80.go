@@ -192,7 +192,7 @@ var tableCUDASm80 = Target{
 				Gamma:          8,
 				MaskTokenID:    0,
 				TargetLayerIDs: []int{2, 5, 8},
-				WindowSize:     64,
+				WindowSize:     16,
 			},
 			Description: "toy's 30M Go model (docs/PERFORMANCE.md, speculative decoding)",
 			MatchNames:  []string{"toy "},
