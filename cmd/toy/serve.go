@@ -34,7 +34,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	queue := fs.Int("queue", 64, "requests that may wait for a slot; more are refused with 429")
 	modelName := fs.String("model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
 	templateName := fs.String("template", "", "chat template (chatml, gemma; default: the model's)")
-	allowUnresolved := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "serve even when a kernel lookup does not resolve")
+	allowUnresolved := registerGate(fs)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
@@ -95,16 +95,17 @@ Flags:
 	defer m.Close()
 	// The boot-time gate: the table's entry for the model, its audit printed; an unresolved
 	// lookup refuses to serve unless allowed.
-	entry, named, err := resolveEntry(stderr, m, d.model, *modelName, *allowUnresolved)
+	// The server samples on the host: it dispatches none of toy's own kernels.
+	t := buildTarget()
+	entry, named := resolveEntry(stderr, t, modelRef(m, d.model, *modelName))
+	r, err := gate(t, entry, kernelrt.Dispatch{}, *allowUnresolved)
 	if err != nil {
 		hs.Close()
 		return err
 	}
 	info := map[string]any{"backend": ggml.BackendKind, "architecture": m.Arch.Name, "kernel_entry": nil, "kernel_entry_names_model": named}
 	if entry != nil {
-		t := compiledTarget()
 		fmt.Fprintf(stderr, "toy serve: kernel table %s: %s resolves to %s\n", t.Name, d.model, entry.Name)
-		r := kernelrt.Audit(t, entry, kernelrt.DispatchNeeds(t.Backend))
 		for _, l := range r.Lines() {
 			fmt.Fprintf(stderr, "toy serve:   audit: %s\n", l)
 		}
