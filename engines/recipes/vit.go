@@ -383,9 +383,11 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		return err
 	}
 	evaluate := func() (runs.Eval, error) {
-		loss, acc, err := heldOut(ev, d.held)
-		res.Accuracy = acc
-		return runs.Eval{Loss: loss, Accuracy: &acc}, err
+		e, err := heldOut(ev, d.held, v.Model.Classes)
+		if err == nil {
+			res.Accuracy = *e.Accuracy
+		}
+		return e, err
 	}
 	perm := map[int][]int{}
 	l := loop{run: run, sched: sched, adamw: v.AdamW, steps: v.Steps, start: startStep,
@@ -415,20 +417,28 @@ func describeViT(c config.Vit) string {
 		c.PatchSize, c.DModel, c.NHeads, c.DFF, c.NLayers)
 }
 
-// heldOut is the mean cross entropy and the accuracy of the classifier on images.
-func heldOut(ev *llama.Evaluator, im *data.Images) (loss, acc float64, err error) {
+// heldOut evaluates the classifier on images: their mean cross entropy, the accuracy and the
+// confusion matrix over the model's classes.
+func heldOut(ev *llama.Evaluator, im *data.Images, classes int) (runs.Eval, error) {
 	logits, err := ev.ClassLogits(im.Pixels)
 	if err != nil {
-		return 0, 0, err
+		return runs.Eval{}, err
+	}
+	e := runs.Eval{Confusion: make([][]int, classes)}
+	for i := range e.Confusion {
+		e.Confusion[i] = make([]int, classes)
 	}
 	correct := 0
 	for i, row := range logits {
-		p := llama.Softmax(row)
-		loss -= math.Log(math.Max(p[im.Labels[i]], 1e-300))
-		if llama.Argmax(row) == int(im.Labels[i]) {
+		p, label, guess := llama.Softmax(row), im.Labels[i], llama.Argmax(row)
+		e.Loss -= math.Log(math.Max(p[label], 1e-300))
+		e.Confusion[label][guess]++
+		if guess == int(label) {
 			correct++
 		}
 	}
 	n := float64(len(logits))
-	return loss / n, float64(correct) / n, nil
+	acc := float64(correct) / n
+	e.Loss, e.Accuracy = e.Loss/n, &acc
+	return e, nil
 }

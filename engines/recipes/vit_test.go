@@ -40,10 +40,12 @@ func TestViTLearnsShapes(t *testing.T) {
 	events, err := runs.ReadEvents(filepath.Join(res.RunDir, runs.EventsFile))
 	require.NoError(t, err)
 	var evals int
+	var last runs.Eval
 	for _, e := range events {
 		if ev, ok := e.Data.(runs.Eval); ok {
 			require.NotNil(t, ev.Accuracy)
 			evals++
+			last = ev
 		}
 	}
 	assert.Equal(t, 2, evals)
@@ -63,9 +65,21 @@ func TestViTLearnsShapes(t *testing.T) {
 	ev, err := llama.NewClassifierEvaluator(m, 8)
 	require.NoError(t, err)
 	defer ev.Close()
-	_, acc, err := heldOut(ev, held)
+	e, err := heldOut(ev, held, 3)
 	require.NoError(t, err)
-	assert.InDelta(t, res.Accuracy, acc, 1e-9, "the checkpoint classifies as the run measured")
+	assert.InDelta(t, res.Accuracy, *e.Accuracy, 1e-9, "the checkpoint classifies as the run measured")
+	assert.Equal(t, last.Confusion, e.Confusion, "the run logged the checkpoint's confusion matrix")
+	diag, total := 0, 0
+	for i, row := range e.Confusion {
+		for j, n := range row {
+			total += n
+			if i == j {
+				diag += n
+			}
+		}
+	}
+	assert.Equal(t, v.Held, total)
+	assert.InDelta(t, *e.Accuracy, float64(diag)/float64(total), 1e-12, "the accuracy is the confusion matrix's diagonal")
 }
 
 // viTRun is what a finished ViT run left: every step's loss, every evaluation, and the bytes
