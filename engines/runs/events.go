@@ -201,9 +201,9 @@ type stepJSON struct {
 }
 
 type evalJSON struct {
-	Type     string  `json:"type"`
-	Step     int     `json:"step"`
-	Loss     jfloat  `json:"loss"`
+	Type      string  `json:"type"`
+	Step      int     `json:"step"`
+	Loss      jfloat  `json:"loss"`
 	Accuracy  *jfloat `json:"accuracy,omitempty"`
 	Confusion [][]int `json:"confusion,omitempty"`
 }
