@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"image/png"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +29,8 @@ var tinyViTFlags = []string{"-held", "30", "-batch", "8", "-eval-every", "10", "
 // names with probabilities that are the training graph's: each image's cross entropy under
 // the classifier trainer's forward (a step with a zero learning rate) is -log of the
 // probability classify prints for its label. toy train -resume extends the finished ViT run
-// (the family read from the run); a bad image is named.
+// (the family read from the run); toy plot draws its loss and accuracy and its confusion
+// matrix; a bad image is named.
 func TestTrainViTAndClassify(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, data.WriteShapesFolder(dir, 90, 16, 1))
@@ -83,6 +86,19 @@ func TestTrainViTAndClassify(t *testing.T) {
 			require.NoError(t, err)
 			assert.InDelta(t, math.Exp(-float64(loss)), p[name], 6e-5, "%s: classify's probability is the training forward's", img)
 		}
+		runDir := filepath.Dir(filepath.Dir(models[0]))
+		out, errOut, code = runToy("plot", runDir)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "confusion matrix of 3 classes at step 25")
+		for file, minHeight := range map[string]int{"loss.png": 500 + 360, "confusion.png": 3 * 48} {
+			f, err := os.Open(filepath.Join(runDir, file))
+			require.NoError(t, err)
+			cfg, err := png.DecodeConfig(f)
+			f.Close()
+			require.NoError(t, err, file)
+			assert.GreaterOrEqual(t, cfg.Height, minHeight, "%s: the loss and accuracy charts, and the matrix", file)
+		}
+
 		_, errOut, code = runToy("classify", "-m", models[0], filepath.Join(dir, "missing.png"))
 		assert.NotEqual(t, 0, code)
 		assert.Contains(t, errOut, "missing.png")

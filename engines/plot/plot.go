@@ -21,11 +21,12 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// Point is one loss measurement.
+// Point is one measurement: a loss, or an accuracy (Accuracy).
 type Point struct {
 	// Step is the training step.
 	Step int
-	// Loss is the loss at that step; NaN and ±Inf values are not drawn.
+	// Loss is the value at that step (the loss, or the accuracy in percent); NaN and ±Inf
+	// values are not drawn.
 	Loss float64
 }
 
@@ -451,20 +452,23 @@ func sign(v int) int {
 // already seen (it went back to a checkpoint), the points from that step on are replaced by
 // the resumed ones, so each series follows the run's final history.
 func FromEvents(events []runs.Event) (train, heldOut []Point) {
-	add := func(s []Point, p Point) []Point {
-		i := len(s)
-		for i > 0 && s[i-1].Step >= p.Step {
-			i--
-		}
-		return append(s[:i], p)
-	}
 	for _, e := range events {
 		switch d := e.Data.(type) {
 		case runs.Step:
-			train = add(train, Point{Step: d.Step, Loss: d.Loss})
+			train = addPoint(train, Point{Step: d.Step, Loss: d.Loss})
 		case runs.Eval:
-			heldOut = add(heldOut, Point{Step: d.Step, Loss: d.Loss})
+			heldOut = addPoint(heldOut, Point{Step: d.Step, Loss: d.Loss})
 		}
 	}
 	return train, heldOut
+}
+
+// addPoint appends p to a series, first dropping the points at or after its step (a resumed
+// run went back to a checkpoint).
+func addPoint(s []Point, p Point) []Point {
+	i := len(s)
+	for i > 0 && s[i-1].Step >= p.Step {
+		i--
+	}
+	return append(s[:i], p)
 }
