@@ -21,7 +21,7 @@ func TestAccuracyAndConfusion(t *testing.T) {
 		eval(runs.Eval{Step: 2, Loss: 1, Accuracy: acc(0.5), Confusion: [][]int{{1, 1}, {1, 1}}}),
 		eval(runs.Eval{Step: 4, Loss: 0.8, Accuracy: acc(0.6)}),
 		eval(runs.Eval{Step: 3, Loss: 0.7, Accuracy: acc(0.75), Confusion: [][]int{{2, 0}, {1, 1}}}), // resumed at 2
-		eval(runs.Eval{Step: 5, Loss: 0.5}), // a language model's: no accuracy
+		eval(runs.Eval{Step: 5, Loss: 0.5}),                                                          // a language model's: no accuracy
 	}
 	assert.Equal(t, []Point{{2, 50}, {3, 75}}, Accuracy(events))
 	m, step, a := Confusion(events)
