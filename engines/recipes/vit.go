@@ -406,8 +406,8 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 	if err != nil {
 		return nil, err
 	}
-	v.printf("done: %d steps in %.0fs (%.0f images/s); train loss %.4f, held-out loss %.4f, held-out accuracy %.2f%% (%d images)\n",
-		step-startStep, l.elapsedSecs, res.TokensPerS, res.TrainLoss, res.HeldOutLoss, 100*res.Accuracy, d.held.Len())
+	v.printf("done: %d steps in %.0fs (%.0f images/s, %.1f GFLOP/s of matrix products); train loss %.4f, held-out loss %.4f, held-out accuracy %.2f%% (%d images)\n",
+		step-startStep, l.elapsedSecs, res.TokensPerS, res.TokensPerS*llama.ViTTrainFLOPs(v.Model)/1e9, res.TrainLoss, res.HeldOutLoss, 100*res.Accuracy, d.held.Len())
 	v.printf("checkpoint: %s\n", res.Checkpoint)
 	return res, nil
 }

