@@ -45,7 +45,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
 		strings.Join(config.Gpt2PresetNames(), ", ")+" (gpt2). The preset picks the family; the family's model flags override it, their defaults shown here are the preset's (toy train -preset gpt2-demo -h lists gpt2's)")
-	arch := fs.String("arch", family, "model family: llama or gpt2; it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
+	arch := fs.String("arch", family, "model family: llama or gpt2 (or vit, an image classifier with flags of its own); it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
 	var applyModel func() error
 	switch family {
 	case llama.GPT2Arch:
@@ -114,7 +114,9 @@ Trains a LLaMA/SmolLM2-shaped or a GPT-2 model from scratch and saves it as a GG
 that llama.cpp and ollama can load. With no flags it trains the demo model on the Go standard
 library's source for about two minutes on two cores, then prints a greedy sample.
 -preset gpt2-demo (or -arch gpt2) trains a GPT-2 model of the same size, -preset gpt2-small
-GPT-2 small (124M); the model flags listed are those of the chosen family.
+GPT-2 small (124M); the model flags listed are those of the chosen family. -arch vit (or
+-preset vit-mnist, vit-tiny) trains a ViT image classifier instead: toy train -arch vit -h lists
+its flags.
 
 Each run writes runs/<id>/: events.jsonl (schema toy/v1), train.tok and heldout.tok (the
 tokenized data), and checkpoints in weights/ (step-<N>/model.gguf and optimizer.gguf, named by

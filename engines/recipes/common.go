@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -206,6 +207,39 @@ func lossEval(loss func() (float64, error)) func() (runs.Eval, error) {
 		l, err := loss()
 		return runs.Eval{Loss: l}, err
 	}
+}
+
+// reopenOptions opens the run in dir to resume it and reads the options of its latest
+// run_start (config{}; a legacy one's Go field names taken as T's JSON keys) into opts, then
+// calls restore with opts as the caller gave them, to put back what stays the caller's: the
+// output, the resume settings, the ResumeKeep options. what names the options in errors, which
+// name the run; the run is closed on error.
+func reopenOptions[T any](dir string, opts *T, what string, restore func(saved *T) error) (*runs.Run, *runs.RunStart, error) {
+	run, err := runs.OpenRun(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, err := lastRunStart(run)
+	if err == nil {
+		saved := *opts
+		raw, _ := start.Config.(json.RawMessage)
+		if start.Legacy { // a run logged before config{} had snake_case keys
+			raw, err = snakeKeys(raw, reflect.TypeFor[T]())
+		}
+		if err == nil {
+			err = json.Unmarshal(raw, opts)
+		}
+		if err != nil {
+			err = fmt.Errorf("reading the %s options: %w", what, err)
+		} else {
+			err = restore(&saved)
+		}
+	}
+	if err != nil {
+		run.Close()
+		return nil, nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	return run, start, nil
 }
 
 // lastRunStart is a run's latest run_start: the options a resumed run continues with.

@@ -506,26 +506,16 @@ func renderChat(tmpl chatfmt.Template, tok *tokenizer.Tokenizer, msgs []data.Mes
 
 // reopen continues a run from its last checkpoint with its own options (see Scratch.reopen).
 func (f *Finetune) reopen() (*runs.Run, int, error) {
-	run, err := runs.OpenRun(f.Resume)
+	run, start, err := reopenOptions(f.Resume, f, "fine-tuning", func(saved *Finetune) error {
+		f.Out, f.Interactive, f.Resume, f.ResumeKeep, f.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+		return keepOptions(f, saved, saved.ResumeKeep)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
 	fail := func(err error) (*runs.Run, int, error) {
 		run.Close()
 		return nil, 0, fmt.Errorf("resume %s: %w", f.Resume, err)
-	}
-	start, err := lastRunStart(run)
-	if err != nil {
-		return fail(err)
-	}
-	saved := *f
-	raw, _ := start.Config.(json.RawMessage)
-	if err := json.Unmarshal(raw, f); err != nil {
-		return fail(fmt.Errorf("reading the fine-tuning options: %w", err))
-	}
-	f.Out, f.Interactive, f.Resume, f.ResumeKeep, f.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
-	if err := keepOptions(f, &saved, saved.ResumeKeep); err != nil {
-		return fail(err)
 	}
 	var base BaseModel
 	if raw, ok := start.Model.(json.RawMessage); !ok || json.Unmarshal(raw, &base) != nil {

@@ -439,31 +439,16 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) { return loadToken
 // (so that an earlier extension of the steps, or an earlier -t, holds), the caller's
 // ResumeKeep options and a new total of steps (ResumeSteps).
 func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
-	run, err := runs.OpenRun(s.Resume)
+	run, _, err := reopenOptions(s.Resume, s, "training", func(saved *Scratch) error {
+		s.Out, s.Interactive, s.Resume, s.ResumeKeep, s.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+		return keepOptions(s, saved, saved.ResumeKeep)
+	})
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	fail := func(err error) (*runs.Run, *tokenizer.Tokenizer, int, error) {
 		run.Close()
 		return nil, nil, 0, fmt.Errorf("resume %s: %w", s.Resume, err)
-	}
-	start, err := lastRunStart(run)
-	if err != nil {
-		return fail(err)
-	}
-	saved := *s
-	raw, _ := start.Config.(json.RawMessage)
-	if start.Legacy { // a run logged before config{} had snake_case keys
-		if raw, err = snakeKeys(raw, reflect.TypeFor[Scratch]()); err != nil {
-			return fail(fmt.Errorf("reading the training options: %w", err))
-		}
-	}
-	if err := json.Unmarshal(raw, s); err != nil {
-		return fail(fmt.Errorf("reading the training options: %w", err))
-	}
-	s.Out, s.Interactive, s.Resume, s.ResumeKeep, s.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
-	if err := keepOptions(s, &saved, saved.ResumeKeep); err != nil {
-		return fail(err)
 	}
 	c, err := run.LatestCheckpoint()
 	if err != nil {

@@ -2,7 +2,6 @@ package recipes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -209,7 +208,11 @@ func (v *ViT) Run(ctx context.Context) (*ViTResult, error) {
 // reopen continues a run from its last checkpoint with the options of its latest run_start,
 // the caller's ResumeKeep options and a new total of steps (ResumeSteps).
 func (v *ViT) reopen() (*runs.Run, int, error) {
-	run, err := runs.OpenRun(v.Resume)
+	v.Model = config.Vit{} // the run's, or zero for a run that is not a ViT run
+	run, _, err := reopenOptions(v.Resume, v, "training", func(saved *ViT) error {
+		v.Out, v.Interactive, v.Resume, v.ResumeKeep, v.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+		return keepOptions(v, saved, saved.ResumeKeep)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -217,21 +220,8 @@ func (v *ViT) reopen() (*runs.Run, int, error) {
 		run.Close()
 		return nil, 0, fmt.Errorf("resume %s: %w", v.Resume, err)
 	}
-	start, err := lastRunStart(run)
-	if err != nil {
-		return fail(err)
-	}
-	saved := *v
-	raw, _ := start.Config.(json.RawMessage)
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fail(fmt.Errorf("reading the training options: %w", err))
-	}
-	if _, ok := start.Model.(json.RawMessage); !ok || v.Model.ImageSize == 0 {
+	if v.Model.ImageSize == 0 {
 		return fail(fmt.Errorf("%s is not a ViT run", run.EventsPath()))
-	}
-	v.Out, v.Interactive, v.Resume, v.ResumeKeep, v.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
-	if err := keepOptions(v, &saved, saved.ResumeKeep); err != nil {
-		return fail(err)
 	}
 	c, err := run.LatestCheckpoint()
 	if err != nil {
