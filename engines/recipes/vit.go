@@ -2,6 +2,9 @@ package recipes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +57,9 @@ type ViT struct {
 	MinLR    float64     `json:"min_lr"`
 	Warmup   int         `json:"warmup"`
 	AdamW    train.AdamW `json:"adamw"`
+	// DataSHA256 is the digest of the images and labels the run trains and evaluates on, set
+	// when it starts; a resumed run refuses data that has changed since.
+	DataSHA256 string `json:"data_sha256"`
 	// Seed orders the data and splits it; Model.Seed initialises the weights.
 	Seed          uint64  `json:"seed"`
 	Threads       int     `json:"threads"`        // CPU threads (0: 1)
@@ -147,6 +153,26 @@ type viTData struct {
 	names       []string
 }
 
+// digest is the sha256 of the data's training and held-out images and labels, in order.
+func (d *viTData) digest() string {
+	h := sha256.New()
+	for _, set := range []*data.Images{d.train, d.held} {
+		for i, px := range set.Pixels {
+			binary.Write(h, binary.LittleEndian, px)
+			binary.Write(h, binary.LittleEndian, set.Labels[i])
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// source names where the images come from.
+func (v *ViT) source() string {
+	if v.Images == "" {
+		return fmt.Sprintf("%d generated shapes", v.Shapes)
+	}
+	return v.Images
+}
+
 // loadData reads and splits the images and checks them against the model.
 func (v *ViT) loadData() (*viTData, error) {
 	all, err := v.LoadImages()
@@ -188,6 +214,14 @@ func (v *ViT) Run(ctx context.Context) (*ViTResult, error) {
 		return nil, err
 	}
 	d, err := v.loadData()
+	if err == nil {
+		switch sum := d.digest(); {
+		case run == nil:
+			v.DataSHA256 = sum
+		case sum != v.DataSHA256:
+			err = fmt.Errorf("resume %s: the images (%s) have changed since the run started (sha256 %s, was %s)", v.Resume, v.source(), sum, v.DataSHA256)
+		}
+	}
 	if err == nil && run == nil {
 		run, err = runs.Create(v.RunsDir, runs.NewID(time.Now(), rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))))
 	}

@@ -155,6 +155,19 @@ func TestViTInterruptAndResume(t *testing.T) {
 	other.Resume, other.ResumeKeep = res1.RunDir, []string{"batch"}
 	_, err = other.Run(context.Background())
 	assert.ErrorContains(t, err, "batch would change the run")
+
+	// The data the run was started on is part of it: a resume on other images is refused.
+	folder := t.TempDir()
+	require.NoError(t, data.WriteShapesFolder(folder, 90, 16, 1))
+	onFolder := v
+	onFolder.Images, onFolder.Shapes, onFolder.Steps = folder, 0, 4
+	res3, err := onFolder.Run(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, data.WriteShapesFolder(folder, 90, 16, 2)) // the same files, other shapes
+	changed := DefaultViT()
+	changed.Resume, changed.ResumeSteps = res3.RunDir, 8
+	_, err = changed.Run(context.Background())
+	assert.ErrorContains(t, err, "have changed since the run started")
 }
 
 // TestViTLearnsDigits is make demo-vit, shortened: the default recipe on the npm package
