@@ -87,8 +87,8 @@ func DefaultViT() ViT {
 	m, _ := config.VitPreset("vit-mnist")
 	a := train.FromScratch()
 	a.Beta2, a.WeightDecay = 0.999, 0.05
-	return ViT{Model: m, Held: 2000, Steps: 1000, Batch: 64, Schedule: "cosine", LR: 2e-3, MinLR: 1e-4, Warmup: 50,
-		AdamW: a, Seed: 1, Threads: 1, EvalEvery: 250, SaveEvery: 500, SaveMinutes: 5, RunsDir: "runs", ProgressEvery: 50}
+	return ViT{Model: m, Held: 2000, Steps: 5000, Batch: 64, Shift: 2, Schedule: "cosine", LR: 2e-3, MinLR: 1e-4, Warmup: 50,
+		AdamW: a, Seed: 1, Threads: 1, EvalEvery: 1000, SaveEvery: 1000, SaveMinutes: 5, RunsDir: "runs", ProgressEvery: 250}
 }
 
 // ViTResult is what a ViT run reached: Result (TokensPerS is images per second) and the

@@ -21,7 +21,7 @@ func tinyViTRecipe(t *testing.T) ViT {
 	v := DefaultViT()
 	v.Model.ImageSize, v.Model.PatchSize, v.Model.Channels = 16, 4, 1
 	v.Model.DModel, v.Model.NHeads, v.Model.DFF, v.Model.NLayers, v.Model.Classes = 32, 2, 64, 2, 3
-	v.Shapes, v.Held, v.Steps, v.Batch, v.LR, v.Warmup, v.EvalEvery, v.Threads = 600, 120, 500, 32, 3e-3, 20, 250, 1
+	v.Shapes, v.Held, v.Steps, v.Batch, v.LR, v.Warmup, v.EvalEvery, v.Threads, v.Shift = 600, 120, 500, 32, 3e-3, 20, 250, 1, 0
 	v.RunsDir = t.TempDir()
 	return v
 }
