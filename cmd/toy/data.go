@@ -251,7 +251,7 @@ Flags:
 		return err
 	}
 	if len(acc) > 0 {
-		accImg, err := plot.Render(nil, acc, plot.Options{Title: "held-out accuracy of " + filepath.Base(dir), YLabel: "accuracy (%)", Height: 360})
+		accImg, err := plot.Render(nil, acc, plot.Options{Title: "held-out accuracy of " + filepath.Base(dir), YLabel: "accuracy (%)", Height: 360, LegendBottom: true})
 		if err != nil {
 			return err
 		}

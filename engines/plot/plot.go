@@ -40,6 +40,9 @@ type Options struct {
 	TrainLabel, HeldOutLabel string
 	// XLabel and YLabel name the axes; defaults "step" and "loss".
 	XLabel, YLabel string
+	// LegendBottom puts the legend in the bottom right corner instead of the top right: the
+	// free corner of a rising curve such as an accuracy.
+	LegendBottom bool
 }
 
 // Series colours.
@@ -176,7 +179,7 @@ func Render(train, heldOut []Point, opts Options) (*image.RGBA, error) {
 	if len(ho) > 0 {
 		entries = append(entries, legendEntry{opts.HeldOutLabel, HeldOutColor})
 	}
-	c.legend(entries)
+	c.legend(entries, opts.LegendBottom)
 	return img, nil
 }
 
@@ -377,7 +380,7 @@ type legendEntry struct {
 	col   color.RGBA
 }
 
-func (c canvas) legend(entries []legendEntry) {
+func (c canvas) legend(entries []legendEntry, bottom bool) {
 	if len(entries) == 0 {
 		return
 	}
@@ -388,6 +391,9 @@ func (c canvas) legend(entries []legendEntry) {
 	w += 8 + 24 + 6 + 8
 	h := 8 + 18*len(entries)
 	box := image.Rect(c.pr.Max.X-12-w, c.pr.Min.Y+10, c.pr.Max.X-12, c.pr.Min.Y+10+h)
+	if bottom {
+		box = box.Add(image.Pt(0, c.pr.Dy()-20-h))
+	}
 	draw.Draw(c.img, box, image.NewUniform(white), image.Point{}, draw.Src)
 	c.hline(box.Min.X, box.Max.X-1, box.Min.Y, boxColor)
 	c.hline(box.Min.X, box.Max.X-1, box.Max.Y-1, boxColor)
