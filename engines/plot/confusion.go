@@ -6,7 +6,6 @@ import (
 	"image"
 	"image/color"
 	"image/draw"
-	"image/png"
 	"io"
 	"strconv"
 
@@ -66,13 +65,7 @@ var ConfusionColor = color.RGBA{R: 8, G: 48, B: 107, A: 255}
 // names label the classes (missing ones are numbered).
 func ConfusionPNG(w io.Writer, m [][]int, names []string, title string) error {
 	img, err := RenderConfusion(m, names, title)
-	if err != nil {
-		return err
-	}
-	if err := png.Encode(w, img); err != nil {
-		return fmt.Errorf("plot: encode png: %w", err)
-	}
-	return nil
+	return writePNG(w, img, err)
 }
 
 // RenderConfusion draws the image ConfusionPNG encodes.

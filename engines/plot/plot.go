@@ -72,6 +72,11 @@ const minWidth, minHeight = 240, 160
 // together to have no finite point.
 func LossPNG(w io.Writer, train, heldOut []Point, opts Options) error {
 	img, err := Render(train, heldOut, opts)
+	return writePNG(w, img, err)
+}
+
+// writePNG encodes the image a renderer returned, or returns its error.
+func writePNG(w io.Writer, img image.Image, err error) error {
 	if err != nil {
 		return err
 	}
