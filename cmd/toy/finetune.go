@@ -45,7 +45,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.SaveEvery, "save-every", f.SaveEvery, "steps between checkpoints (0: none by steps)")
 	fs.Float64Var(&f.SaveMinutes, "save-minutes", f.SaveMinutes, "minutes between checkpoints (0: none by time); one is also saved at the end and on Ctrl-C")
 	fs.StringVar(&f.RunsDir, "runs", f.RunsDir, "directory for run bundles")
-	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change")
+	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(nil)+" may change")
 	fs.BoolVar(&f.Git, "git", false, "record the git commit and branch of the working directory in the run")
 	allowUnresolved := registerGate(fs)
 	full := fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: -lr 5e-5 -min-lr 5e-6 -weight-decay 0.01)")

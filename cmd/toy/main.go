@@ -10,12 +10,14 @@
 //	serve     serve a GGUF model over HTTP with OpenAI's API
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
-//	train     train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch
+//	train     train a LLaMA/SmolLM2-shaped or GPT-2 model, or a ViT classifier (-arch vit), from scratch
+//	train-vit toy train -arch vit
+//	classify  the top-k classes of images under a ViT checkpoint
 //	finetune  adapt a GGUF model to text or chat data: LoRA, full fine-tune or warm start
 //	export    merge LoRA adapters into a GGUF model
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
 //	tokenize  turn text into a token corpus
-//	plot      draw a run's loss curves to a PNG
+//	plot      draw a run's loss (and a classifier's accuracy and confusion matrix) to PNGs
 //	kernels   list the compiled-in kernel table and resolve a GGUF model against it
 //	version   print the backend, the linked ggml and the SIMD it was compiled for
 //	bench     bench matmul: matrix-multiply throughput and graph-building overhead;
@@ -46,8 +48,8 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model from scratch (default: a demo model on Go's source)", runTrain},
-		{"train-vit", "train a ViT image classifier from scratch (an ImageFolder, MNIST IDX files, or generated shapes)", runTrainViT},
+		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model, or a ViT classifier (-arch vit), from scratch (default: a demo model on Go's source)", runTrain},
+		{"train-vit", "train a ViT image classifier from scratch: toy train -arch vit, spelled as its own command", runTrainViT},
 		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
@@ -57,7 +59,7 @@ func commands() []command {
 		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
 		{"tokenize", "turn text into a token corpus for train -corpus", runTokenize},
-		{"plot", "draw a run's loss curves to a PNG", runPlot},
+		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
 		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory", runBench},

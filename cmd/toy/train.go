@@ -3,12 +3,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,15 +18,17 @@ import (
 	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
+	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
 )
 
 // defaultPreset is the model shape toy train uses unless -preset names another; it is the one
-// recipes.DefaultScratch trains. defaultGPT2Preset is -arch gpt2's.
+// recipes.DefaultScratch trains. defaultGPT2Preset is -arch gpt2's, defaultViTPreset -arch vit's.
 const (
 	defaultPreset     = "demo"
 	defaultGPT2Preset = "gpt2-demo"
+	defaultViTPreset  = "vit-mnist"
 )
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
@@ -45,9 +49,12 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if family == llama.ViTArch { // an image classifier: its own data and flags
+		return runTrainViT(args, stdout, stderr)
+	}
 	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
 		strings.Join(config.Gpt2PresetNames(), ", ")+" (gpt2). The preset picks the family; the family's model flags override it, their defaults shown here are the preset's (toy train -preset gpt2-demo -h lists gpt2's)")
-	arch := fs.String("arch", family, "model family: llama or gpt2; it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
+	arch := fs.String("arch", family, "model family: llama or gpt2 (or vit, an image classifier with flags of its own); it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
 	var applyModel func() error
 	switch family {
 	case llama.GPT2Arch:
@@ -105,7 +112,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.SaveEvery, "save-every", s.SaveEvery, "steps between checkpoints (0: none by steps)")
 	fs.Float64Var(&s.SaveMinutes, "save-minutes", s.SaveMinutes, "minutes between checkpoints (0: none by time); a checkpoint is also saved at the end and on Ctrl-C")
 	fs.StringVar(&s.RunsDir, "runs", s.RunsDir, "directory for run bundles")
-	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change; any other flag is refused")
+	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(nil)+" may change; any other flag is refused")
 	fs.BoolVar(&s.Git, "git", false, "record the git commit and branch of the working directory in the run")
 	allowUnresolved := registerGate(fs)
 	fs.IntVar(&s.SampleTokens, "sample", s.SampleTokens, "tokens of greedy sample to print at the end (0: none)")
@@ -117,7 +124,9 @@ Trains a LLaMA/SmolLM2-shaped or a GPT-2 model from scratch and saves it as a GG
 that llama.cpp and ollama can load. With no flags it trains the demo model on the Go standard
 library's source for about two minutes on two cores, then prints a greedy sample.
 -preset gpt2-demo (or -arch gpt2) trains a GPT-2 model of the same size, -preset gpt2-small
-GPT-2 small (124M); the model flags listed are those of the chosen family.
+GPT-2 small (124M); the model flags listed are those of the chosen family. -arch vit (or
+-preset vit-mnist, vit-tiny) trains a ViT image classifier instead: toy train -arch vit -h lists
+its flags.
 
 Each run writes runs/<id>/: events.jsonl (schema toy/v1), train.tok and heldout.tok (the
 tokenized data), and checkpoints in weights/ (step-<N>/model.gguf and optimizer.gguf, named by
@@ -150,8 +159,13 @@ Flags:
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if s.Resume != "" {
-		if err := resumeFlags(&s, set, stdout); err != nil {
+		keep, newTotal, err := resumeFlags(set, stdout)
+		if err != nil {
 			return err
+		}
+		s.ResumeKeep = keep
+		if newTotal {
+			s.ResumeSteps = s.Steps
 		}
 	}
 	if *tokens > 0 {
@@ -178,12 +192,7 @@ Flags:
 	if _, _, err := gateModel(io.Discard, ref, kernelrt.Dispatch{}, *allowUnresolved); err != nil {
 		return err
 	}
-	s.Out = stdout
-	if f, ok := stdout.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			s.Interactive = true
-		}
-	}
+	s.Out, s.Interactive = stdout, isTerminal(stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
@@ -225,23 +234,29 @@ func scanFlags(args []string, names ...string) map[string]string {
 // trainFamily picks the model family and preset of a toy train command line from its -arch
 // and -preset (read as the flag package will: -name v, -name=v, one or two dashes, the last
 // one wins, up to "--"): the preset's family, or -arch's default preset, or the llama demo.
+//
+// A command line with neither that resumes a run (-resume DIR) takes the run's family when it
+// is vit (a language model's run finds its family in its checkpoint).
 func trainFamily(args []string) (family, preset string, err error) {
-	v := scanFlags(args, "arch", "preset")
+	v := scanFlags(args, "arch", "preset", "resume")
 	arch, preset := v["arch"], v["preset"]
+	if arch == "" && preset == "" && v["resume"] != "" && isViTRun(v["resume"]) {
+		arch = llama.ViTArch
+	}
 	pf := presetFamily(preset)
 	switch arch {
 	case "":
 		family = cmp.Or(pf, llama.Arch)
-	case llama.Arch, llama.GPT2Arch:
+	case llama.Arch, llama.GPT2Arch, llama.ViTArch:
 		family = arch
 		if pf != "" && pf != arch {
 			return "", "", usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(familyPresets(arch), ", "))
 		}
 	default:
-		return "", "", usagef("-arch %q: want llama or gpt2", arch)
+		return "", "", usagef("-arch %q: want llama, gpt2 or vit", arch)
 	}
 	if preset == "" {
-		preset = map[string]string{llama.Arch: defaultPreset, llama.GPT2Arch: defaultGPT2Preset}[family]
+		preset = map[string]string{llama.Arch: defaultPreset, llama.GPT2Arch: defaultGPT2Preset, llama.ViTArch: defaultViTPreset}[family]
 	}
 	return family, preset, nil
 }
@@ -253,15 +268,39 @@ func presetFamily(preset string) string {
 		return llama.GPT2Arch
 	case slices.Contains(config.LlamaPresetNames(), preset):
 		return llama.Arch
+	case slices.Contains(config.VitPresetNames(), preset):
+		return llama.ViTArch
 	}
 	return ""
 }
 
 func familyPresets(family string) []string {
-	if family == llama.GPT2Arch {
+	switch family {
+	case llama.GPT2Arch:
 		return config.Gpt2PresetNames()
+	case llama.ViTArch:
+		return config.VitPresetNames()
 	}
 	return config.LlamaPresetNames()
+}
+
+// isViTRun reports whether the run in dir trained a ViT classifier (its first run_start's
+// model{} is a ViT configuration); an unreadable run is left for the recipe to report.
+func isViTRun(dir string) bool {
+	events, err := runs.ReadEvents(filepath.Join(dir, runs.EventsFile))
+	if err != nil {
+		return false
+	}
+	for _, e := range events {
+		if rs, ok := e.Data.(runs.RunStart); ok {
+			raw, _ := rs.Model.(json.RawMessage)
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(raw, &m)
+			_, vit := m["patch_size"]
+			return vit
+		}
+	}
+	return false
 }
 
 // resumeOptions are the flags a resumed run takes from the command line, with the option each
@@ -272,25 +311,28 @@ var resumeOptions = []struct{ flag, option string }{
 	{"git", "git"}, {"sample", "sample_tokens"}, {"prompt", "sample_prompt"},
 }
 
-func resumeFlagList() string {
+// resumeFlagList lists the resumable flags fs defines (all of them for a nil fs).
+func resumeFlagList(fs *flag.FlagSet) string {
 	var names []string
 	for _, o := range resumeOptions {
-		names = append(names, "-"+o.flag)
+		if fs == nil || fs.Lookup(o.flag) != nil {
+			names = append(names, "-"+o.flag)
+		}
 	}
 	return strings.Join(names, ", ")
 }
 
-// resumeFlags sorts the flags set on a -resume command line: -steps becomes the new total, the
-// resumable ones are kept over the run's own (and listed on stdout), any other is a usage error
-// naming them all.
-func resumeFlags(s *recipes.Scratch, set map[string]bool, stdout io.Writer) error {
+// resumeFlags sorts the flags set on a -resume command line: -steps sets a new total
+// (newTotal), the resumable ones are kept over the run's own (keep, their options; listed on
+// stdout), any other is a usage error naming them all.
+func resumeFlags(set map[string]bool, stdout io.Writer) (keep []string, newTotal bool, err error) {
 	var refused, kept []string
 	for name := range set {
 		switch name {
 		case "resume":
 			continue
 		case "steps":
-			s.ResumeSteps = s.Steps
+			newTotal = true
 			kept = append(kept, "-steps")
 			continue
 		}
@@ -299,17 +341,27 @@ func resumeFlags(s *recipes.Scratch, set map[string]bool, stdout io.Writer) erro
 			refused = append(refused, "-"+name)
 			continue
 		}
-		s.ResumeKeep = append(s.ResumeKeep, resumeOptions[i].option)
+		keep = append(keep, resumeOptions[i].option)
 		kept = append(kept, "-"+name)
 	}
 	slices.Sort(refused)
 	slices.Sort(kept)
 	if len(refused) > 0 {
-		return usagef("-resume: %s would change the run, which keeps its own model, data, batch, schedule, optimizer and seeds (start a new run to change them; with -resume only -steps, %s apply)",
-			strings.Join(refused, ", "), resumeFlagList())
+		return nil, false, usagef("-resume: %s would change the run, which keeps its own model, data, batch, schedule, optimizer and seeds (start a new run to change them; with -resume only -steps and the flags that do not change what it computes apply: %s)",
+			strings.Join(refused, ", "), resumeFlagList(nil))
 	}
 	if len(kept) > 0 {
 		fmt.Fprintf(stdout, "resume: %s from the command line, every other option from the run\n", strings.Join(kept, ", "))
 	}
-	return nil
+	return keep, newTotal, nil
+}
+
+// isTerminal reports whether w is a terminal (progress is then one redrawn line).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -130,7 +130,7 @@ func TestTrainGPT2(t *testing.T) {
 		want string
 	}{
 		{[]string{"train", "-arch", "gpt2", "-preset", "demo"}, "-preset demo is a llama preset, not gpt2"},
-		{[]string{"train", "-arch", "bert"}, `-arch "bert": want llama or gpt2`},
+		{[]string{"train", "-arch", "bert"}, `-arch "bert": want llama, gpt2 or vit`},
 		{[]string{"train", "-preset", "gpt2-demo", "-rope-base", "1e4"}, "flag provided but not defined: -rope-base"},
 		{[]string{"train", "-preset=gpt2-small", "-layer-norm-eps", "-1"}, "layer_norm_eps -1 is below the minimum 0"},
 	} {

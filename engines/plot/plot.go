@@ -21,11 +21,12 @@ import (
 	"golang.org/x/image/math/fixed"
 )
 
-// Point is one loss measurement.
+// Point is one measurement: a loss, or an accuracy (Accuracy).
 type Point struct {
 	// Step is the training step.
 	Step int
-	// Loss is the loss at that step; NaN and ±Inf values are not drawn.
+	// Loss is the value at that step (the loss, or the accuracy in percent); NaN and ±Inf
+	// values are not drawn.
 	Loss float64
 }
 
@@ -39,6 +40,9 @@ type Options struct {
 	TrainLabel, HeldOutLabel string
 	// XLabel and YLabel name the axes; defaults "step" and "loss".
 	XLabel, YLabel string
+	// LegendBottom puts the legend in the bottom right corner instead of the top right: the
+	// free corner of a rising curve such as an accuracy.
+	LegendBottom bool
 }
 
 // Series colours.
@@ -68,6 +72,11 @@ const minWidth, minHeight = 240, 160
 // together to have no finite point.
 func LossPNG(w io.Writer, train, heldOut []Point, opts Options) error {
 	img, err := Render(train, heldOut, opts)
+	return writePNG(w, img, err)
+}
+
+// writePNG encodes the image a renderer returned, or returns its error.
+func writePNG(w io.Writer, img image.Image, err error) error {
 	if err != nil {
 		return err
 	}
@@ -175,7 +184,7 @@ func Render(train, heldOut []Point, opts Options) (*image.RGBA, error) {
 	if len(ho) > 0 {
 		entries = append(entries, legendEntry{opts.HeldOutLabel, HeldOutColor})
 	}
-	c.legend(entries)
+	c.legend(entries, opts.LegendBottom)
 	return img, nil
 }
 
@@ -376,7 +385,7 @@ type legendEntry struct {
 	col   color.RGBA
 }
 
-func (c canvas) legend(entries []legendEntry) {
+func (c canvas) legend(entries []legendEntry, bottom bool) {
 	if len(entries) == 0 {
 		return
 	}
@@ -387,6 +396,9 @@ func (c canvas) legend(entries []legendEntry) {
 	w += 8 + 24 + 6 + 8
 	h := 8 + 18*len(entries)
 	box := image.Rect(c.pr.Max.X-12-w, c.pr.Min.Y+10, c.pr.Max.X-12, c.pr.Min.Y+10+h)
+	if bottom {
+		box = box.Add(image.Pt(0, c.pr.Dy()-20-h))
+	}
 	draw.Draw(c.img, box, image.NewUniform(white), image.Point{}, draw.Src)
 	c.hline(box.Min.X, box.Max.X-1, box.Min.Y, boxColor)
 	c.hline(box.Min.X, box.Max.X-1, box.Max.Y-1, boxColor)
@@ -451,20 +463,23 @@ func sign(v int) int {
 // already seen (it went back to a checkpoint), the points from that step on are replaced by
 // the resumed ones, so each series follows the run's final history.
 func FromEvents(events []runs.Event) (train, heldOut []Point) {
-	add := func(s []Point, p Point) []Point {
-		i := len(s)
-		for i > 0 && s[i-1].Step >= p.Step {
-			i--
-		}
-		return append(s[:i], p)
-	}
 	for _, e := range events {
 		switch d := e.Data.(type) {
 		case runs.Step:
-			train = add(train, Point{Step: d.Step, Loss: d.Loss})
+			train = addPoint(train, Point{Step: d.Step, Loss: d.Loss})
 		case runs.Eval:
-			heldOut = add(heldOut, Point{Step: d.Step, Loss: d.Loss})
+			heldOut = addPoint(heldOut, Point{Step: d.Step, Loss: d.Loss})
 		}
 	}
 	return train, heldOut
+}
+
+// addPoint appends p to a series, first dropping the points at or after its step (a resumed
+// run went back to a checkpoint).
+func addPoint(s []Point, p Point) []Point {
+	i := len(s)
+	for i > 0 && s[i-1].Step >= p.Step {
+		i--
+	}
+	return append(s[:i], p)
 }

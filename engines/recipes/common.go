@@ -2,6 +2,7 @@ package recipes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
 )
@@ -20,7 +22,8 @@ type progressLine struct {
 	out           io.Writer
 	interactive   bool
 	every, steps  int
-	tokensPerStep int
+	tokensPerStep int    // the items one step trains on
+	unit          string // what they are: "tok", "images"
 }
 
 func (p progressLine) printf(format string, args ...any) {
@@ -39,11 +42,11 @@ func (p progressLine) step(step, start int, loss, lr float64, t0 time.Time) {
 		const width = 24
 		filled := width * (step + 1) / p.steps
 		bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
-		p.printf("\rstep %*d/%d [%s] loss %.4f lr %.2e %6.0f tok/s ETA %-8s", len(fmt.Sprint(p.steps)), step+1, p.steps, bar, loss, lr, tps, eta)
+		p.printf("\rstep %*d/%d [%s] loss %.4f lr %.2e %6.0f %s/s ETA %-8s", len(fmt.Sprint(p.steps)), step+1, p.steps, bar, loss, lr, tps, p.unit, eta)
 		return
 	}
 	if (step+1)%max(p.every, 1) == 0 || step+1 == p.steps {
-		p.printf("step %d/%d loss %.4f lr %.2e %.0f tok/s ETA %s\n", step+1, p.steps, loss, lr, tps, eta)
+		p.printf("step %d/%d loss %.4f lr %.2e %.0f %s/s ETA %s\n", step+1, p.steps, loss, lr, tps, p.unit, eta)
 	}
 }
 
@@ -94,7 +97,7 @@ type loop struct {
 	progress             progressLine
 	command              string // how to resume: "toy train", "toy finetune"
 	step                 func(step int, decay, noDecay [7]float32) (float32, error)
-	evaluate             func() (float64, error)
+	evaluate             func() (runs.Eval, error) // the held-out loss (and a classifier's accuracy); the loop sets Step
 	save                 func(step int) error
 	lastSave             time.Time
 	elapsedSecs          float64 // the loop's time, for the summary
@@ -140,15 +143,9 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		}
 		l.progress.step(step, l.start, float64(loss), lr, t0)
 		if l.evalEvery > 0 && (step+1)%l.evalEvery == 0 && step+1 < l.steps {
-			hl, err := l.evaluate()
-			if err != nil {
+			if _, err := l.logEval(step+1, true); err != nil { // steps done, as the console says
 				return step, err
 			}
-			if err := l.run.LogEval(runs.Eval{Step: step + 1, Loss: hl}); err != nil { // steps done, as the console says
-				return step, err
-			}
-			l.progress.end()
-			l.progress.printf("step %d: held-out loss %.4f\n", step+1, hl)
 		}
 		if l.saveEvery > 0 && (step+1)%l.saveEvery == 0 && step+1 < l.steps ||
 			l.saveMinutes > 0 && time.Since(l.lastSave).Minutes() >= l.saveMinutes {
@@ -173,14 +170,133 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		l.progress.printf("interrupted at step %d: checkpoint saved; continue with %s -resume %s\n", step, l.command, l.run.Dir)
 	}
 	var err error
-	if res.HeldOutLoss, err = l.evaluate(); err != nil {
-		return step, err
-	}
-	if err := l.run.LogEval(runs.Eval{Step: step, Loss: res.HeldOutLoss}); err != nil {
+	if res.HeldOutLoss, err = l.logEval(step, false); err != nil {
 		return step, err
 	}
 	if err := l.run.LogEnd(runs.RunEnd{Step: step, Loss: float64(loss), Reason: reason}); err != nil {
 		return step, err
 	}
 	return step, nil
+}
+
+// logEval evaluates the model after step steps, logs the evaluation and, when show is set,
+// prints it (the final evaluation is the recipe's summary's).
+func (l *loop) logEval(step int, show bool) (float64, error) {
+	e, err := l.evaluate()
+	if err != nil {
+		return 0, err
+	}
+	e.Step = step
+	if err := l.run.LogEval(e); err != nil {
+		return 0, err
+	}
+	if show {
+		l.progress.end()
+		if e.Accuracy != nil {
+			l.progress.printf("step %d: held-out loss %.4f, accuracy %.2f%%\n", step, e.Loss, 100**e.Accuracy)
+		} else {
+			l.progress.printf("step %d: held-out loss %.4f\n", step, e.Loss)
+		}
+	}
+	return e.Loss, nil
+}
+
+// lossEval is an evaluation of the held-out loss alone: a language model's.
+func lossEval(loss func() (float64, error)) func() (runs.Eval, error) {
+	return func() (runs.Eval, error) {
+		l, err := loss()
+		return runs.Eval{Loss: l}, err
+	}
+}
+
+// reopenOptions opens the run in dir to resume it and reads the options of its latest
+// run_start (config{}; a legacy one's Go field names taken as T's JSON keys) into opts, then
+// calls restore with opts as the caller gave them, to put back what stays the caller's: the
+// output, the resume settings, the ResumeKeep options. what names the options in errors, which
+// name the run; the run is closed on error.
+func reopenOptions[T any](dir string, opts *T, what string, restore func(saved *T) error) (*runs.Run, *runs.RunStart, error) {
+	run, err := runs.OpenRun(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	start, err := lastRunStart(run)
+	if err == nil {
+		saved := *opts
+		raw, _ := start.Config.(json.RawMessage)
+		if start.Legacy { // a run logged before config{} had snake_case keys
+			raw, err = snakeKeys(raw, reflect.TypeFor[T]())
+		}
+		if err == nil {
+			err = json.Unmarshal(raw, opts)
+		}
+		if err != nil {
+			err = fmt.Errorf("reading the %s options: %w", what, err)
+		} else {
+			err = restore(&saved)
+		}
+	}
+	if err != nil {
+		run.Close()
+		return nil, nil, fmt.Errorf("resume %s: %w", dir, err)
+	}
+	return run, start, nil
+}
+
+// lastRunStart is a run's latest run_start: the options a resumed run continues with.
+func lastRunStart(run *runs.Run) (*runs.RunStart, error) {
+	var start *runs.RunStart
+	for _, e := range run.Events {
+		if rs, ok := e.Data.(runs.RunStart); ok {
+			start = &rs
+		}
+	}
+	if start == nil {
+		return nil, fmt.Errorf("no run_start event in %s", run.EventsPath())
+	}
+	return start, nil
+}
+
+// resumedTotal is the total of steps of a run resumed at step: its own (steps), or
+// resumeSteps when positive (the schedule then follows the new total).
+func resumedTotal(step, steps, resumeSteps int) (int, error) {
+	if resumeSteps > 0 {
+		if resumeSteps <= step {
+			return 0, fmt.Errorf("-steps %d: the run is already at step %d; give more steps to extend it", resumeSteps, step)
+		}
+		return resumeSteps, nil
+	}
+	if step >= steps {
+		return 0, fmt.Errorf("the run is finished (%d of %d steps); extend it with a larger total of steps (-steps)", step, steps)
+	}
+	return steps, nil
+}
+
+// loadOptimizerState restores a resumed run's AdamW moments from path, refusing a state
+// saved under another AdamW mode than adamw's.
+func loadOptimizerState(tr *llama.Trainer, path string, adamw train.AdamW) error {
+	values, err := tr.LoadState(path)
+	if err != nil {
+		return err
+	}
+	mode, _ := values["toy.train.adamw_mode"].(string)
+	saved, err := train.ParseMode(mode)
+	if err != nil {
+		return fmt.Errorf("resume: optimizer state: %w", err)
+	}
+	if err := adamw.CheckMode(saved); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	return nil
+}
+
+// gitInfo is the run_start's git record when asked for (and the working directory is in a
+// repository).
+func gitInfo(asked bool) *runs.GitInfo {
+	if !asked {
+		return nil
+	}
+	if sha, branch, ok := runs.Git("."); ok {
+		return &runs.GitInfo{SHA: sha, Branch: branch}
+	}
+	return nil
 }

@@ -506,31 +506,16 @@ func renderChat(tmpl chatfmt.Template, tok *tokenizer.Tokenizer, msgs []data.Mes
 
 // reopen continues a run from its last checkpoint with its own options (see Scratch.reopen).
 func (f *Finetune) reopen() (*runs.Run, int, error) {
-	run, err := runs.OpenRun(f.Resume)
+	run, start, err := reopenOptions(f.Resume, f, "fine-tuning", func(saved *Finetune) error {
+		f.Out, f.Interactive, f.Resume, f.ResumeKeep, f.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+		return keepOptions(f, saved, saved.ResumeKeep)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
 	fail := func(err error) (*runs.Run, int, error) {
 		run.Close()
 		return nil, 0, fmt.Errorf("resume %s: %w", f.Resume, err)
-	}
-	var start *runs.RunStart
-	for _, e := range run.Events {
-		if rs, ok := e.Data.(runs.RunStart); ok {
-			start = &rs
-		}
-	}
-	if start == nil {
-		return fail(fmt.Errorf("no run_start event in %s", run.EventsPath()))
-	}
-	saved := *f
-	raw, _ := start.Config.(json.RawMessage)
-	if err := json.Unmarshal(raw, f); err != nil {
-		return fail(fmt.Errorf("reading the fine-tuning options: %w", err))
-	}
-	f.Out, f.Interactive, f.Resume, f.ResumeKeep, f.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
-	if err := keepOptions(f, &saved, saved.ResumeKeep); err != nil {
-		return fail(err)
 	}
 	var base BaseModel
 	if raw, ok := start.Model.(json.RawMessage); !ok || json.Unmarshal(raw, &base) != nil {
@@ -549,13 +534,8 @@ func (f *Finetune) reopen() (*runs.Run, int, error) {
 	if err != nil {
 		return fail(err)
 	}
-	if f.ResumeSteps > 0 {
-		if f.ResumeSteps <= step {
-			return fail(fmt.Errorf("-steps %d: the run is already at step %d; give more steps to extend it", f.ResumeSteps, step))
-		}
-		f.Steps = f.ResumeSteps
-	} else if step >= f.Steps {
-		return fail(fmt.Errorf("the run is finished (%d of %d steps); extend it with a larger total of steps (-steps)", step, f.Steps))
+	if f.Steps, err = resumedTotal(step, f.Steps, f.ResumeSteps); err != nil {
+		return fail(err)
 	}
 	if err := f.Validate(); err != nil {
 		return fail(err)
@@ -778,27 +758,12 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		tr.Sep, ev.Sep = tok.EOS(), tok.EOS()
 	}
 	if startStep > 0 {
-		values, err := tr.LoadState(f.ckpt.Path(stateFile))
-		if err != nil {
+		if err := loadOptimizerState(tr, f.ckpt.Path(stateFile), f.AdamW); err != nil {
 			return nil, err
-		}
-		mode, _ := values["toy.train.adamw_mode"].(string)
-		saved, err := train.ParseMode(mode)
-		if err != nil {
-			return nil, fmt.Errorf("resume: optimizer state: %w", err)
-		}
-		if err := f.AdamW.CheckMode(saved); err != nil {
-			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
 	if base.SHA256, err = fileSHA256(f.Base); err != nil {
 		return nil, err
-	}
-	var gitInfo *runs.GitInfo
-	if f.Git {
-		if sha, branch, ok := runs.Git("."); ok {
-			gitInfo = &runs.GitInfo{SHA: sha, Branch: branch}
-		}
 	}
 	sched, err := train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps)
 	if err != nil {
@@ -811,7 +776,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	case ModeWarmStart:
 		seeds["init"] = uint64(f.NewModel.Seed)
 	}
-	if err := run.LogStart(runs.RunStart{Model: base, Config: f, Seeds: seeds, Git: gitInfo}); err != nil {
+	if err := run.LogStart(runs.RunStart{Model: base, Config: f, Seeds: seeds, Git: gitInfo(f.Git)}); err != nil {
 		return nil, err
 	}
 	f.started = true
@@ -859,8 +824,8 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	}
 	l := loop{run: run, sched: sched, adamw: f.AdamW, steps: f.Steps, start: startStep,
 		evalEvery: f.EvalEvery, saveEvery: f.SaveEvery, saveMinutes: f.SaveMinutes, command: "toy finetune",
-		progress: progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen},
-		evaluate: evaluate, save: save,
+		progress: progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen, "tok"},
+		evaluate: lossEval(evaluate), save: save,
 		step: func(step int, decay, noDecay [7]float32) (float32, error) {
 			seqs, keep, err := bs.train(step)
 			if err != nil {

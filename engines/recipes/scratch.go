@@ -439,36 +439,16 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) { return loadToken
 // (so that an earlier extension of the steps, or an earlier -t, holds), the caller's
 // ResumeKeep options and a new total of steps (ResumeSteps).
 func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
-	run, err := runs.OpenRun(s.Resume)
+	run, _, err := reopenOptions(s.Resume, s, "training", func(saved *Scratch) error {
+		s.Out, s.Interactive, s.Resume, s.ResumeKeep, s.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
+		return keepOptions(s, saved, saved.ResumeKeep)
+	})
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	fail := func(err error) (*runs.Run, *tokenizer.Tokenizer, int, error) {
 		run.Close()
 		return nil, nil, 0, fmt.Errorf("resume %s: %w", s.Resume, err)
-	}
-	var start *runs.RunStart
-	for _, e := range run.Events {
-		if rs, ok := e.Data.(runs.RunStart); ok {
-			start = &rs
-		}
-	}
-	if start == nil {
-		return fail(fmt.Errorf("no run_start event in %s", run.EventsPath()))
-	}
-	saved := *s
-	raw, _ := start.Config.(json.RawMessage)
-	if start.Legacy { // a run logged before config{} had snake_case keys
-		if raw, err = snakeKeys(raw, reflect.TypeFor[Scratch]()); err != nil {
-			return fail(fmt.Errorf("reading the training options: %w", err))
-		}
-	}
-	if err := json.Unmarshal(raw, s); err != nil {
-		return fail(fmt.Errorf("reading the training options: %w", err))
-	}
-	s.Out, s.Interactive, s.Resume, s.ResumeKeep, s.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
-	if err := keepOptions(s, &saved, saved.ResumeKeep); err != nil {
-		return fail(err)
 	}
 	c, err := run.LatestCheckpoint()
 	if err != nil {
@@ -479,13 +459,8 @@ func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
 		return fail(err)
 	}
 	step, _ := values["toy.train.step"].(uint32)
-	if s.ResumeSteps > 0 { // the schedule then follows the new total
-		if s.ResumeSteps <= int(step) {
-			return fail(fmt.Errorf("-steps %d: the run is already at step %d; give more steps to extend it", s.ResumeSteps, step))
-		}
-		s.Steps = s.ResumeSteps
-	} else if int(step) >= s.Steps {
-		return fail(fmt.Errorf("the run is finished (%d of %d steps); extend it with a larger total of steps (-steps)", step, s.Steps))
+	if s.Steps, err = resumedTotal(int(step), s.Steps, s.ResumeSteps); err != nil {
+		return fail(err)
 	}
 	if err := s.Validate(); err != nil {
 		return fail(err)
@@ -621,17 +596,8 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	defer tr.Close()
 	tr.Sep = tok.EOS()
 	if startStep > 0 {
-		values, err := tr.LoadState(s.ckpt.Path(stateFile))
-		if err != nil {
+		if err := loadOptimizerState(tr, s.ckpt.Path(stateFile), s.AdamW); err != nil {
 			return nil, err
-		}
-		mode, _ := values["toy.train.adamw_mode"].(string)
-		saved, err := train.ParseMode(mode)
-		if err != nil {
-			return nil, fmt.Errorf("resume: optimizer state: %w", err)
-		}
-		if err := s.AdamW.CheckMode(saved); err != nil {
-			return nil, fmt.Errorf("resume: %w", err)
 		}
 	}
 	ev, err := llama.NewEvaluator(m, s.SeqLen, s.Batch)
@@ -641,17 +607,11 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	defer ev.Close()
 	ev.Sep = tok.EOS()
 
-	gitInfo := (*runs.GitInfo)(nil)
-	if s.Git {
-		if sha, branch, ok := runs.Git("."); ok {
-			gitInfo = &runs.GitInfo{SHA: sha, Branch: branch}
-		}
-	}
 	sched, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
 	if err != nil {
 		return nil, err
 	}
-	if err := run.LogStart(runs.RunStart{Model: s.modelRecord(), Config: s, Seeds: s.seeds(), Git: gitInfo}); err != nil {
+	if err := run.LogStart(runs.RunStart{Model: s.modelRecord(), Config: s, Seeds: s.seeds(), Git: gitInfo(s.Git)}); err != nil {
 		return nil, err
 	}
 	s.started = true
@@ -692,8 +652,8 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	}
 	l := loop{run: run, sched: sched, adamw: s.AdamW, steps: s.Steps, start: startStep,
 		evalEvery: s.EvalEvery, saveEvery: s.SaveEvery, saveMinutes: s.SaveMinutes, command: "toy train",
-		progress: progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen},
-		evaluate: evaluate, save: save,
+		progress: progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen, "tok"},
+		evaluate: lossEval(evaluate), save: save,
 		step: func(_ int, decay, noDecay [7]float32) (float32, error) {
 			flat, err := sampler.NextBatch(s.Batch)
 			if err != nil {

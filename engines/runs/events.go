@@ -105,6 +105,10 @@ type Eval struct {
 	// Accuracy is a classifier's held-out accuracy in [0, 1] ("accuracy"); nil for a
 	// language model's evaluation, and then not written.
 	Accuracy *float64
+	// Confusion is a classifier's held-out confusion matrix ("confusion"): Confusion[t][p]
+	// images of class t were predicted as class p. Nil for a language model, and then not
+	// written.
+	Confusion [][]int
 }
 
 // RunEnd is the last event of a run (or of one resumption of it).
@@ -197,10 +201,11 @@ type stepJSON struct {
 }
 
 type evalJSON struct {
-	Type     string  `json:"type"`
-	Step     int     `json:"step"`
-	Loss     jfloat  `json:"loss"`
-	Accuracy *jfloat `json:"accuracy,omitempty"`
+	Type      string  `json:"type"`
+	Step      int     `json:"step"`
+	Loss      jfloat  `json:"loss"`
+	Accuracy  *jfloat `json:"accuracy,omitempty"`
+	Confusion [][]int `json:"confusion,omitempty"`
 }
 
 type runEndJSON struct {
@@ -297,7 +302,7 @@ func (s *Step) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the eval line, type included.
 func (e Eval) MarshalJSON() ([]byte, error) {
-	j := evalJSON{Type: TypeEval, Step: e.Step, Loss: jfloat(e.Loss)}
+	j := evalJSON{Type: TypeEval, Step: e.Step, Loss: jfloat(e.Loss), Confusion: e.Confusion}
 	if e.Accuracy != nil {
 		a := jfloat(*e.Accuracy)
 		j.Accuracy = &a
@@ -311,10 +316,20 @@ func (e *Eval) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*e = Eval{Step: j.Step, Loss: float64(j.Loss)}
+	*e = Eval{Step: j.Step, Loss: float64(j.Loss), Confusion: j.Confusion}
 	if j.Accuracy != nil {
 		a := float64(*j.Accuracy)
 		e.Accuracy = &a
+	}
+	for _, row := range j.Confusion {
+		if len(row) != len(j.Confusion) {
+			return fmt.Errorf("the confusion matrix is not square (%d rows, a row of %d)", len(j.Confusion), len(row))
+		}
+		for _, n := range row {
+			if n < 0 {
+				return fmt.Errorf("the confusion matrix counts %d images", n)
+			}
+		}
 	}
 	return nil
 }

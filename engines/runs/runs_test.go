@@ -409,3 +409,21 @@ func TestGit(t *testing.T) {
 	_, _, ok = Git(filepath.Join(t.TempDir(), "does-not-exist"))
 	assert.False(t, ok)
 }
+
+// TestClassifierEval: a classifier's evaluation carries its accuracy and confusion matrix on
+// the wire and reads back the same; a confusion matrix that is not square, or counts fewer
+// than no images, is refused.
+func TestClassifierEval(t *testing.T) {
+	acc := 0.75
+	e := Eval{Step: 3, Loss: 0.5, Accuracy: &acc, Confusion: [][]int{{2, 0}, {1, 1}}}
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	assert.Equal(t, `{"type":"eval","step":3,"loss":0.5,"accuracy":0.75,"confusion":[[2,0],[1,1]]}`, string(b))
+	var back Eval
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, e, back)
+	for _, bad := range []string{`[[1,2],[3]]`, `[[1,2]]`, `[[0,-1],[0,0]]`} {
+		err := json.Unmarshal([]byte(`{"type":"eval","step":1,"loss":1,"confusion":`+bad+`}`), &back)
+		assert.ErrorContains(t, err, "confusion matrix", bad)
+	}
+}
