@@ -481,6 +481,19 @@ func TestGetRows(t *testing.T) {
 	})
 }
 
+func TestGetRowsBack(t *testing.T) {
+	h := newHarness(t)
+	grad, rows := h.rand(-1, 1, 7, 5), []int32{3, 0, 8, 3, 5}
+	want := reference.New(7, 9)
+	for i, r := range rows { // a plain scatter-add; index 3 repeats
+		for e := 0; e < 7; e++ {
+			want.Data[int(r)*7+e] += grad.Data[i*7+e]
+		}
+	}
+	like := h.c.NewTensor(F32, 7, 9)
+	near(t, "GetRowsBack", want, h.eval(h.c.GetRowsBack(h.in(grad), h.inI32(rows, 5), like)), 1e-6, 1)
+}
+
 func TestSetRows(t *testing.T) {
 	setRows := func(dst, src ref, idx []int32) ref {
 		out := dst.Clone()

@@ -43,6 +43,9 @@ type forwardPass struct {
 	// linear is W·x: the trainer sees each product (to differentiate it itself), the decoder
 	// adds LoRA updates.
 	linear func(w, x *ggml.Tensor) *ggml.Tensor
+	// gather, when set, looks up embedding rows (GetRows otherwise): the trainer differentiates
+	// the lookups of trained tables itself.
+	gather func(table, ids *ggml.Tensor) *ggml.Tensor
 	// attend takes layer il's roped queries q [HeadDimK, H, n] and keys k [HeadDimK, Hkv, n]
 	// and the values v [HeadDimV·Hkv, n], and returns the attention output [HeadDimV·H, n].
 	attend func(il int, q, k, v *ggml.Tensor) *ggml.Tensor
@@ -112,12 +115,12 @@ func (f *forwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 // Errors are recorded on the context.
 func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
-	x := ctx.GetRows(w.embLookup, tokens) // [d, n]
+	x := f.lookup(w.embLookup, tokens) // [d, n]
 	if a.EmbedScale != 1 {
 		x = ctx.Scale(x, a.EmbedScale)
 	}
 	if a.Positions == PosLearned {
-		x = ctx.Add(x, ctx.GetRows(w.posEmbd, f.pos))
+		x = ctx.Add(x, f.lookup(w.posEmbd, f.pos))
 	}
 	x = f.blocks(x, tokens.Len())
 	x = f.norm(x, w.outNorm, w.outNormB)
@@ -130,6 +133,14 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
 	}
 	return logits
+}
+
+// lookup gathers the rows ids of an embedding table.
+func (f *forwardPass) lookup(table, ids *ggml.Tensor) *ggml.Tensor {
+	if f.gather != nil {
+		return f.gather(table, ids)
+	}
+	return f.ctx.GetRows(table, ids)
 }
 
 // blocks runs the transformer blocks over the residual stream x [d, n] (the input

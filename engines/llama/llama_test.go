@@ -1,15 +1,18 @@
 package llama
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/generated/ggmlc"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -132,6 +135,53 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				}
 				assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
 			}
+		})
+	}
+}
+
+// TestTrainerMultipliesWeightsWithGEMMs: no weight reaches ggml's OUT_PROD in a training
+// graph, neither a trained one (full model, tied embedding) nor a frozen base's (LoRA): their
+// products are differentiated with GEMMs (gemmBackward). Only attention's products of
+// activations are left to it.
+func TestTrainerMultipliesWeightsWithGEMMs(t *testing.T) {
+	be := newBackend(t)
+	m, err := New(tinyConfig(t, true, false), be)
+	require.NoError(t, err)
+	defer m.Close()
+	base := openTiny(t, writeTiny(t, tinyArch("llama"), ggml.F16, 3), ModelOptions{Backend: be})
+	ad, err := NewAdapter(base, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"q", "v"}})
+	require.NoError(t, err)
+	defer ad.Close()
+	for _, c := range []struct {
+		name    string
+		model   Trainable
+		weights []*ggml.Tensor
+		layers  int
+	}{{"full", m, m.Weights(), m.Cfg.NLayers}, {"lora", ad, append(slices.Collect(maps.Values(base.matrices())), append(ad.Tensors(), base.tokEmbd)...), base.Arch.NLayers}} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := NewTrainer(c.model, 6, 1)
+			require.NoError(t, err)
+			defer tr.Close()
+			weights := map[ggmlc.Tensor]string{}
+			for _, w := range c.weights {
+				weights[w.Raw()] = w.Name()
+			}
+			outProds := 0
+			for i := 0; i < tr.graph.Len(); i++ {
+				n := tr.graph.Node(i)
+				if n.Op() != ggmlc.OpOutProd {
+					continue
+				}
+				outProds++
+				for j := 0; j < 2; j++ {
+					s := n.Src(j)
+					for s.Op() == ggmlc.OpTranspose || s.Op() == ggmlc.OpReshape || s.Op() == ggmlc.OpView || s.Op() == ggmlc.OpPermute || s.Op() == ggmlc.OpCpy {
+						s = s.Src(0)
+					}
+					assert.NotContains(t, weights, s.Raw(), "OUT_PROD node %d multiplies a weight", i)
+				}
+			}
+			assert.LessOrEqual(t, outProds, 4*c.layers, "attention's two products per layer, two operands each")
 		})
 	}
 }

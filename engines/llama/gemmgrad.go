@@ -1,0 +1,269 @@
+package llama
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/ggml"
+)
+
+// gemmBackward differentiates the weight products (and embedding lookups) of a training graph
+// with GEMMs. ggml's autodiff differentiates z = W·x with OUT_PROD for both operands, whose
+// CPU kernel runs at a fraction of a GEMM's speed, and cannot read f16 weights at all. So the
+// products are hidden from autodiff and their gradients are built here, inside its backward
+// pass:
+//
+//   - the input x is copied into a leaf (CPY x → in) and the product reads the leaf, so
+//     autodiff sees no path from z back to x;
+//   - z gets a tap: z + p, where p is a zero param broadcast over z's columns, so that autodiff
+//     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz),
+//     handed to BuildBackward as the tap's accumulator;
+//   - the copy's accumulator is Σ Wᵀ·dz over the products that read the leaf, a GEMM each with
+//     a transposed f32 copy of W; autodiff passes it on to x as CPY's backward does. It sits in
+//     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
+//     every product in the forward order, so comes after them backwards;
+//   - a trained W's gradient is inᵀ·dzᵀ (a GEMM), and a trained embedding table's the scatter
+//     of its rows' gradients, built after the backward pass (weightGrad).
+//
+// The trained tensors it multiplies or gathers must not be params while the backward pass is
+// built (ggml would differentiate them with OUT_PROD too): see multiplies.
+type gemmBackward struct {
+	g *ggml.Context
+	// trained are the tensors whose gradient is wanted (weightGrad).
+	trained map[*ggml.Tensor]bool
+	// taps holds the taps' zero params, one per output width (tapOf).
+	taps   *ggml.Context
+	tapBuf *ggml.Buffer
+	tapOf  map[int64]*ggml.Tensor
+	// inputs are the detached product inputs in the order they were made, by source tensor.
+	inputs  []*detachedInput
+	inputOf map[ggmlc.Tensor]*detachedInput
+	// products and gathers are every product and trained lookup of the forward pass.
+	products []*gemmProduct
+	gathers  []*tappedGather
+	used     map[*ggml.Tensor]bool
+}
+
+// detachedInput is a product input x and the leaf the products read instead.
+type detachedInput struct {
+	leaf *ggml.Tensor
+	copy *ggml.Tensor // CPY x → leaf, or nil when x is a leaf itself (a graph input)
+	// readers are the products of the leaf.
+	readers []*gemmProduct
+}
+
+// gemmProduct is one product W·in: its tapped output and the accumulator of its gradient.
+type gemmProduct struct {
+	w        *ggml.Tensor
+	in       *detachedInput
+	out, grad *ggml.Tensor
+}
+
+// tappedGather is a lookup of rows ids of a trained table.
+type tappedGather struct {
+	table, ids, out, grad *ggml.Tensor
+}
+
+// maxTaps bounds the distinct output widths of a graph's products (model width, key/value
+// width, feed-forward width, vocabulary, LoRA ranks, ...).
+const maxTaps = 64
+
+func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor) (*gemmBackward, error) {
+	taps, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: maxTaps})
+	if err != nil {
+		return nil, err
+	}
+	gb := &gemmBackward{g: g, trained: map[*ggml.Tensor]bool{}, taps: taps, tapOf: map[int64]*ggml.Tensor{},
+		inputOf: map[ggmlc.Tensor]*detachedInput{}, used: map[*ggml.Tensor]bool{}}
+	for _, t := range trained {
+		gb.trained[t] = true
+	}
+	return gb, nil
+}
+
+// linear is W·x for the forward pass (its linear hook). A half-precision W is multiplied as an
+// f32 copy, so that the forward pass computes in f32 as ggml's backward kernels expect.
+func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
+	g := gb.g
+	in := gb.detach(x)
+	mw := w
+	if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
+		mw = g.Cast(w, ggml.F32)
+	}
+	z := g.MulMat(mw, in.leaf)
+	if z == nil {
+		return nil // the context holds the error
+	}
+	out, grad := gb.tap(z)
+	p := &gemmProduct{w: w, in: in, out: out, grad: grad}
+	in.readers = append(in.readers, p)
+	gb.products = append(gb.products, p)
+	gb.used[w] = true
+	return out
+}
+
+// gather is the rows ids of table (the forward pass's gather hook); a trained table's rows are
+// tapped.
+func (gb *gemmBackward) gather(table, ids *ggml.Tensor) *ggml.Tensor {
+	rows := gb.g.GetRows(table, ids)
+	if rows == nil || !gb.trained[table] {
+		return rows
+	}
+	out, grad := gb.tap(rows)
+	gb.gathers = append(gb.gathers, &tappedGather{table: table, ids: ids, out: out, grad: grad})
+	gb.used[table] = true
+	return out
+}
+
+// detach returns the leaf the products of x read.
+func (gb *gemmBackward) detach(x *ggml.Tensor) *detachedInput {
+	if x == nil {
+		return &detachedInput{}
+	}
+	if in := gb.inputOf[x.Raw()]; in != nil {
+		return in
+	}
+	in := &detachedInput{leaf: x}
+	if x.Op() != ggmlc.OpNone || x.IsParam() {
+		in.leaf = gb.g.NewTensor(x.Type(), x.Shape()...)
+		in.copy = gb.g.Cpy(x, in.leaf)
+	}
+	gb.inputs = append(gb.inputs, in)
+	gb.inputOf[x.Raw()] = in
+	return in
+}
+
+// tap returns z + p (p the zero param of z's width) and the zero tensor z's gradient will
+// accumulate in.
+func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
+	width := z.Ne()[0]
+	p := gb.tapOf[width]
+	if p == nil {
+		p = gb.taps.NewTensor(ggml.F32, width, 1).SetName(fmt.Sprintf("grad.tap.%d", width)).SetParam()
+		gb.tapOf[width] = p
+	}
+	return gb.g.Add(z, p), gb.g.Scale(z, 0)
+}
+
+// multiplies reports whether the backward of t's uses is built here: t must not be a param
+// while ggml builds the backward pass.
+func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
+
+// alloc places the taps' params in memory of the backend, zeroed.
+func (gb *gemmBackward) alloc(be *ggml.Backend) error {
+	if err := gb.taps.Err(); err != nil {
+		return err
+	}
+	if len(gb.tapOf) == 0 {
+		return nil
+	}
+	var err error
+	if gb.tapBuf, err = be.Alloc(gb.taps); err != nil {
+		return err
+	}
+	gb.tapBuf.Clear(0)
+	return nil
+}
+
+// expandCopies puts the input copies into the graph, in the order they were made, before
+// anything else: each must run before the products that read its leaf.
+func (gb *gemmBackward) expandCopies(graph *ggml.Graph) error {
+	for _, in := range gb.inputs {
+		if in.copy != nil {
+			if err := graph.Expand(in.copy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// accumulators sets, in accs (BuildBackward's, indexed by the graph's forward nodes), each
+// tap's gradient accumulator and each input copy's: the sum of Wᵀ·dz over its readers.
+func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
+	index := make(map[ggmlc.Tensor]int, len(accs))
+	for i := range accs {
+		index[graph.Node(i).Raw()] = i
+	}
+	set := func(node, acc *ggml.Tensor) {
+		if i, ok := index[node.Raw()]; ok && acc != nil {
+			accs[i] = acc
+		}
+	}
+	for _, p := range gb.products {
+		set(p.out, p.grad)
+	}
+	for _, gr := range gb.gathers {
+		set(gr.out, gr.grad)
+	}
+	g := gb.g
+	for _, in := range gb.inputs {
+		if in.copy == nil {
+			continue
+		}
+		var dx *ggml.Tensor
+		for _, p := range in.readers {
+			d := g.MulMat(transposedF32(g, p.w), p.grad)
+			if dx == nil {
+				dx = d
+			} else {
+				dx = g.Add(dx, d)
+			}
+		}
+		set(in.copy, dx)
+	}
+}
+
+// weightGrad builds the gradient of a trained tensor from its products (inᵀ·dzᵀ) and lookups
+// (the scatter of the rows' gradients), after the backward pass; nil when it has none.
+func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
+	g := gb.g
+	var grad *ggml.Tensor
+	add := func(d *ggml.Tensor) {
+		if grad == nil {
+			grad = d
+		} else {
+			grad = g.Add(grad, d)
+		}
+	}
+	for _, p := range gb.products {
+		if p.w == w {
+			add(g.MulMat(g.Cont(g.Transpose(matrix(g, p.in.leaf))), g.Cont(g.Transpose(matrix(g, p.grad)))))
+		}
+	}
+	for _, gr := range gb.gathers {
+		if gr.table == w {
+			add(g.GetRowsBack(gr.grad, gr.ids, w))
+		}
+	}
+	return grad
+}
+
+// Close frees the taps.
+func (gb *gemmBackward) Close() {
+	gb.tapBuf.Close()
+	gb.taps.Close()
+}
+
+// matrix views a contiguous tensor [ne0, ne1, ...] as the matrix [ne0, ne1·...].
+func matrix(g *ggml.Context, t *ggml.Tensor) *ggml.Tensor {
+	if t == nil {
+		return nil
+	}
+	if ne := t.Ne(); ne[2] != 1 || ne[3] != 1 {
+		return g.Reshape(t, ne[0], t.Len()/ne[0])
+	}
+	return t
+}
+
+// transposedF32 is Wᵀ as a dense f32 matrix: one copy for f32 and half-precision types, a
+// conversion then a copy for block-quantized ones (whose blocks run along W's rows).
+func transposedF32(g *ggml.Context, w *ggml.Tensor) *ggml.Tensor {
+	switch w.Type() {
+	case ggml.F32:
+		return g.Cont(g.Transpose(w))
+	case ggml.F16, ggml.BF16:
+		return g.Cast(g.Transpose(w), ggml.F32)
+	}
+	return g.Cont(g.Transpose(g.Cast(w, ggml.F32)))
+}
