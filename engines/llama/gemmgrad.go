@@ -54,8 +54,8 @@ type detachedInput struct {
 
 // gemmProduct is one product W·in: its tapped output and the accumulator of its gradient.
 type gemmProduct struct {
-	w        *ggml.Tensor
-	in       *detachedInput
+	w         *ggml.Tensor
+	in        *detachedInput
 	out, grad *ggml.Tensor
 }
 
