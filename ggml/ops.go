@@ -422,6 +422,23 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 	})
 }
 
+// SoftMaxExtBack is the gradient of SoftMaxExt(x, mask, scale, 0) with respect to x, from the
+// gradient grad of its output y: scale·y⊙(grad − Σ grad⊙y) on each row. grad and y are
+// contiguous f32 tensors of one shape.
+func (c *Context) SoftMaxExtBack(grad, y *Tensor, scale float32) *Tensor {
+	return c.op("SoftMaxExtBack", []*Tensor{grad, y}, 1, func() error {
+		for _, t := range []*Tensor{grad, y} {
+			if t.Type() != F32 || !t.IsContiguous() {
+				return fmt.Errorf("%s must be contiguous f32", t.describe())
+			}
+		}
+		if grad.Ne() != y.Ne() {
+			return fmt.Errorf("gradient %s and output %s differ in shape", grad.describe(), y.describe())
+		}
+		return nil
+	}, func() ggmlc.Tensor { return ggmlc.SoftMaxExtBack(c.c, grad.t, y.t, scale, 0) })
+}
+
 // DiagMaskInf sets a[i, j] to -∞ where i > j + nPast (a causal mask in place of a mask tensor).
 func (c *Context) DiagMaskInf(a *Tensor, nPast int) *Tensor {
 	return c.op("DiagMaskInf", []*Tensor{a}, 1, func() error {

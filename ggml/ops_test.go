@@ -248,6 +248,13 @@ func TestGLU(t *testing.T) {
 	near(t, "GegluSplit", gegluRef(g, u), h.out(ge), tight, 1)
 }
 
+func TestSoftMaxExtBack(t *testing.T) {
+	h := newHarness(t)
+	y := reference.SoftMax(h.rand(-4, 4, 9, 5, 3))
+	dy := h.rand(-1, 1, 9, 5, 3)
+	near(t, "SoftMaxExtBack", reference.SoftMaxExtBack(dy, y, 0.7), h.eval(h.c.SoftMaxExtBack(h.in(dy), h.in(y), 0.7)), 1e-6, 1)
+}
+
 func TestSoftMax(t *testing.T) {
 	const n0, n1, n2, n3 = 9, 5, 3, 2
 	causal := reference.CausalMask(n0, n1+2, 3) // two spare mask rows: ne1 ≥ a.ne1 is enough

@@ -97,10 +97,15 @@ func (t *Tensor) SetInput() *Tensor {
 	return t
 }
 
-// SetOutput marks the tensor as a graph output and returns it.
+// SetOutput marks the tensor as a graph output and returns it: the graph allocator never frees
+// or reuses its memory. A view's source is marked too, since the allocator frees a source when
+// its views' consumers are done, whatever the views' flags.
 func (t *Tensor) SetOutput() *Tensor {
 	if t != nil {
 		ggmlc.SetOutput(t.t)
+		if src := t.t.ViewSrc(); !src.IsNil() {
+			ggmlc.SetOutput(src)
+		}
 	}
 	return t
 }

@@ -267,22 +267,29 @@ func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
 // under a mask [T, T, 1, B] (0 where a query may attend a key, -∞ elsewhere): unfused
 // (k·q, softmax, v·p), so the graph has a backward. The batch is folded into the head
 // dimension ([hd, T, heads·B]) so that the GQA broadcast of keys and values over query heads
-// stays within ggml's backward (GGML-NOTES §1.1).
-func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+// stays within ggml's backward (GGML-NOTES §1.1). In a training graph gb builds the attention
+// and its backward (gemmBackward.attention; the trainer refuses soft-capped attention).
+func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	t, b := int64(T), int64(B)
 	return func(_ int, q, k, v *ggml.Tensor) *ggml.Tensor {
 		q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hdk, H, t, b), [4]int{0, 2, 1, 3})), hdk, t, H*b)
 		k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hdk, Hkv, t, b), [4]int{0, 2, 1, 3})), hdk, t, Hkv*b)
 		vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hdv, Hkv, t, b), [4]int{1, 2, 0, 3})), t, hdv, Hkv*b) // vᵀ per head
-		kq := ctx.MulMat(k, q)                                                                                      // [keys, queries, H·B]
-		scale := a.QueryScale
-		if c := a.AttnSoftcap; c > 0 {
-			kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
-			scale = 1
+		var o *ggml.Tensor                                                                                          // [hdv, queries, H·B]
+		if gb != nil {
+			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b)
+		} else {
+			kq := ctx.MulMat(k, q) // [keys, queries, H·B]
+			scale := a.QueryScale
+			if c := a.AttnSoftcap; c > 0 {
+				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
+				scale = 1
+			}
+			kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, t, t, H, b), mask, scale, 0), t, t, H*b)
+			o = ctx.MulMat(vt, kq)
 		}
-		kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, t, t, H, b), mask, scale, 0), t, t, H*b)
-		o := ctx.Reshape(ctx.MulMat(vt, kq), hdv, t, H, b) // [hdv, queries, H, B]
+		o = ctx.Reshape(o, hdv, t, H, b)
 		return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, t*b)
 	}
 }

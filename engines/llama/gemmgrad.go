@@ -23,7 +23,10 @@ import (
 //     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
 //     every product in the forward order, so comes after them backwards;
 //   - a trained W's gradient is inᵀ·dzᵀ (a GEMM), and a trained embedding table's the scatter
-//     of its rows' gradients, built after the backward pass (weightGrad).
+//     of its rows' gradients, built after the backward pass (weightGrad);
+//   - attention (attention) is one such block: its inputs q, k and v are copied into leaves,
+//     its output is tapped, and its backward — the GEMMs of its two products and the softmax's
+//     — is built here from the output's gradient.
 //
 // The trained tensors it multiplies or gathers must not be params while the backward pass is
 // built (ggml would differentiate them with OUT_PROD too): see multiplies.
@@ -38,18 +41,26 @@ type gemmBackward struct {
 	// inputs are the detached product inputs in the order they were made, by source tensor.
 	inputs  []*detachedInput
 	inputOf map[ggmlc.Tensor]*detachedInput
-	// products and gathers are every product and trained lookup of the forward pass.
+	// products and gathers are every weight product and trained lookup of the forward pass.
 	products []*gemmProduct
 	gathers  []*tappedGather
 	used     map[*ggml.Tensor]bool
+	// backward builds, for each product and attention, its inputs' gradient contributions
+	// (detachedInput.grads) from its output's gradient accumulator.
+	backward []func()
+	// accs are the taps' outputs and their gradient accumulators.
+	accs []tapAcc
 }
+
+// tapAcc is a tapped output and the accumulator of its gradient.
+type tapAcc struct{ out, grad *ggml.Tensor }
 
 // detachedInput is a product input x and the leaf the products read instead.
 type detachedInput struct {
 	leaf *ggml.Tensor
 	copy *ggml.Tensor // CPY x → leaf, or nil when x is a leaf itself (a graph input)
-	// readers are the products of the leaf.
-	readers []*gemmProduct
+	// grads are the contributions to x's gradient, made by the backward builders.
+	grads []*ggml.Tensor
 }
 
 // gemmProduct is one product W·in: its tapped output and the accumulator of its gradient.
@@ -96,10 +107,54 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	}
 	out, grad := gb.tap(z)
 	p := &gemmProduct{w: w, in: in, out: out, grad: grad}
-	in.readers = append(in.readers, p)
 	gb.products = append(gb.products, p)
 	gb.used[w] = true
+	if in.copy != nil {
+		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(transposedF32(g, w), grad)) })
+	}
 	return out
+}
+
+// attention is softmax(kᵀ·q·scale + mask)·v for each of the H·B heads of q [hdk, t, H·B],
+// sharing the Hkv·B heads of k [hdk, t, Hkv·B] and vt (vᵀ) [t, hdv, Hkv·B] by groups of H/Hkv
+// consecutive heads; the mask is [t, t, 1, B] and the result [hdv, t, H·B]. Its backward is
+// built here: from the output's gradient do, dp = v·do and dvᵀ = pᵀ-wise GEMMs, the softmax's
+// backward gives d(kᵀq), and from it dq and dk.
+func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
+	g := gb.g
+	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
+	kq := g.MulMat(kin.leaf, qin.leaf) // [t, t, H·B]
+	if kq == nil {
+		return nil // the context holds the error
+	}
+	t := kq.Ne()[0]
+	p := g.Reshape(g.SoftMaxExt(g.Reshape(kq, t, t, H, B), mask, scale, 0), t, t, H*B)
+	o := g.MulMat(vin.leaf, p) // [hdv, t, H·B]
+	if o == nil {
+		return nil
+	}
+	out, do := gb.tap(o)
+	gb.backward = append(gb.backward, func() {
+		dp := g.MulMat(g.Cont(g.Transpose(vin.leaf)), do)
+		dkq := g.SoftMaxExtBack(dp, p, scale)
+		vin.grads = append(vin.grads, productGradA(g, p, do, vt.Ne()[2]))
+		qin.grads = append(qin.grads, g.MulMat(g.Cont(g.Transpose(kin.leaf)), dkq))
+		kin.grads = append(kin.grads, productGradA(g, qin.leaf, dkq, k.Ne()[2]))
+	})
+	return out
+}
+
+// productGradA is the gradient of a in z = MulMat(a, b), a [K, M, G], b [K, N, G·r] (each
+// head of a serving r consecutive heads of b), from z's gradient dz [M, N, G·r]: the GEMM
+// bᵀ·dzᵀ over the N·r columns of each group, [K, M, G].
+func productGradA(g *ggml.Context, b, dz *ggml.Tensor, groups int64) *ggml.Tensor {
+	if b == nil || dz == nil {
+		return nil // the context holds the error
+	}
+	k, m := b.Ne()[0], dz.Ne()[0]
+	b = g.Reshape(b, k, b.Len()/(k*groups), groups)
+	dz = g.Reshape(dz, m, dz.Len()/(m*groups), groups)
+	return g.MulMat(g.Cont(g.Transpose(b)), g.Cont(g.Transpose(dz)))
 }
 
 // gather is the rows ids of table (the forward pass's gather hook); a trained table's rows are
@@ -142,7 +197,9 @@ func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 		p = gb.taps.NewTensor(ggml.F32, width, 1).SetName(fmt.Sprintf("grad.tap.%d", width)).SetParam()
 		gb.tapOf[width] = p
 	}
-	return gb.g.Add(z, p), gb.g.Scale(z, 0)
+	out, grad = gb.g.Add(z, p), gb.g.Scale(z, 0)
+	gb.accs = append(gb.accs, tapAcc{out, grad})
+	return out, grad
 }
 
 // multiplies reports whether the backward of t's uses is built here: t must not be a param
@@ -179,36 +236,34 @@ func (gb *gemmBackward) expandCopies(graph *ggml.Graph) error {
 }
 
 // accumulators sets, in accs (BuildBackward's, indexed by the graph's forward nodes), each
-// tap's gradient accumulator and each input copy's: the sum of Wᵀ·dz over its readers.
+// tap's gradient accumulator and each input copy's: the sum of the contributions the backward
+// builders make.
 func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
 	index := make(map[ggmlc.Tensor]int, len(accs))
 	for i := range accs {
 		index[graph.Node(i).Raw()] = i
 	}
 	set := func(node, acc *ggml.Tensor) {
-		if i, ok := index[node.Raw()]; ok && acc != nil {
+		if node == nil || acc == nil {
+			return
+		}
+		if i, ok := index[node.Raw()]; ok {
 			accs[i] = acc
 		}
 	}
-	for _, p := range gb.products {
-		set(p.out, p.grad)
+	for _, a := range gb.accs {
+		set(a.out, a.grad)
 	}
-	for _, gr := range gb.gathers {
-		set(gr.out, gr.grad)
+	for _, build := range gb.backward {
+		build()
 	}
-	g := gb.g
 	for _, in := range gb.inputs {
-		if in.copy == nil {
+		if in.copy == nil || len(in.grads) == 0 {
 			continue
 		}
-		var dx *ggml.Tensor
-		for _, p := range in.readers {
-			d := g.MulMat(transposedF32(g, p.w), p.grad)
-			if dx == nil {
-				dx = d
-			} else {
-				dx = g.Add(dx, d)
-			}
+		dx := in.grads[0]
+		for _, d := range in.grads[1:] {
+			dx = gb.g.Add(dx, d)
 		}
 		set(in.copy, dx)
 	}
@@ -228,7 +283,7 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 	}
 	for _, p := range gb.products {
 		if p.w == w {
-			add(g.MulMat(g.Cont(g.Transpose(matrix(g, p.in.leaf))), g.Cont(g.Transpose(matrix(g, p.grad)))))
+			add(productGradA(g, p.in.leaf, p.grad, 1))
 		}
 	}
 	for _, gr := range gb.gathers {
@@ -243,17 +298,6 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 func (gb *gemmBackward) Close() {
 	gb.tapBuf.Close()
 	gb.taps.Close()
-}
-
-// matrix views a contiguous tensor [ne0, ne1, ...] as the matrix [ne0, ne1·...].
-func matrix(g *ggml.Context, t *ggml.Tensor) *ggml.Tensor {
-	if t == nil {
-		return nil
-	}
-	if ne := t.Ne(); ne[2] != 1 || ne[3] != 1 {
-		return g.Reshape(t, ne[0], t.Len()/ne[0])
-	}
-	return t
 }
 
 // transposedF32 is Wᵀ as a dense f32 matrix: one copy for f32 and half-precision types, a

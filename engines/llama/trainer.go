@@ -27,18 +27,30 @@ type trainable struct {
 	lora map[*ggml.Tensor][]loraTerm
 }
 
-// forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
-// Model.Forward), making every weight product with linear and, when gather is not nil, every
-// embedding lookup with gather.
-func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear, gather func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B), differentiable: true, gather: gather,
-		linear: func(w, x *ggml.Tensor) *ggml.Tensor {
+// pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
+// positions, nil for an image model), with the LoRA terms added to the products of adapted
+// weights. In a training graph gb differentiates the weight products, the trained lookups and
+// the attention (gemmBackward); nil builds them plainly, as an Evaluator does.
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) forwardPass {
+	linear := ctx.MulMat
+	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
+	if gb != nil {
+		linear, gather = gb.linear, gb.gather
+	}
+	return forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
+		differentiable: true, gather: gather, linear: func(w, x *ggml.Tensor) *ggml.Tensor {
 			y := linear(w, x)
 			for _, l := range t.lora[w] {
 				y = ctx.Add(y, ctx.Scale(linear(l.b, linear(l.a, x)), l.scale))
 			}
 			return y
 		}}
+}
+
+// forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
+// Model.Forward and pass).
+func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
+	f := t.pass(ctx, pos, mask, T, B, gb)
 	return f.logits(tokens)
 }
 
@@ -197,10 +209,10 @@ func (tr *Trainer) build() error {
 	}
 	gb := tr.gemm
 	if tr.img != nil {
-		tr.logits = m.classify(g, tr.img, gb.linear).SetOutput()
+		tr.logits = m.classify(g, tr.img, gb).SetOutput()
 		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
 	} else {
-		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, gb.linear, gb.gather)
+		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, gb)
 		tr.loss = tr.in.loss(g, logits)
 	}
 	if err := g.Err(); err != nil {
