@@ -16,10 +16,12 @@ import (
 //   - the input x is copied into a leaf (CPY x → in) and the product reads the leaf, so
 //     autodiff sees no path from z back to x;
 //   - z gets a tap: z + p, where p is a zero param broadcast over z's columns, so that autodiff
-//     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz),
-//     handed to BuildBackward as the tap's accumulator;
+//     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz, p
+//     repeated), handed to BuildBackward as the tap's accumulator;
 //   - the copy's accumulator is Σ Wᵀ·dz over the products that read the leaf, a GEMM each with
-//     a transposed f32 copy of W; autodiff passes it on to x as CPY's backward does. It sits in
+//     a transposed copy of W: made every step for a trained or block-quantized W (in f32), once
+//     for a frozen f32/f16/bf16 one (in its type, see prepare); autodiff passes it on to x as
+//     CPY's backward does. It sits in
 //     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
 //     every product in the forward order, so comes after them backwards;
 //   - a trained W's gradient is inᵀ·dzᵀ (a GEMM), and a trained embedding table's the scatter
@@ -38,6 +40,11 @@ type gemmBackward struct {
 	taps   *ggml.Context
 	tapBuf *ggml.Buffer
 	tapOf  map[int64]*ggml.Tensor
+	// frozenT are the transposed copies of frozen f32/f16/bf16 weights, by weight, made once
+	// (prepare); frozen holds them.
+	frozen    *ggml.Context
+	frozenBuf *ggml.Buffer
+	frozenT   map[*ggml.Tensor]*ggml.Tensor
 	// inputs are the detached product inputs in the order they were made, by source tensor.
 	inputs  []*detachedInput
 	inputOf map[ggmlc.Tensor]*detachedInput
@@ -79,12 +86,20 @@ type tappedGather struct {
 // width, feed-forward width, vocabulary, LoRA ranks, ...).
 const maxTaps = 64
 
-func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor) (*gemmBackward, error) {
+// newGemmBackward prepares the differentiation of a graph built in g, of which the tensors
+// trained are trained and at most weights other weights are multiplied.
+func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gemmBackward, error) {
 	taps, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: maxTaps})
 	if err != nil {
 		return nil, err
 	}
+	frozen, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: weights})
+	if err != nil {
+		taps.Close()
+		return nil, err
+	}
 	gb := &gemmBackward{g: g, trained: map[*ggml.Tensor]bool{}, taps: taps, tapOf: map[int64]*ggml.Tensor{},
+		frozen: frozen, frozenT: map[*ggml.Tensor]*ggml.Tensor{},
 		inputOf: map[ggmlc.Tensor]*detachedInput{}, used: map[*ggml.Tensor]bool{}}
 	for _, t := range trained {
 		gb.trained[t] = true
@@ -110,7 +125,7 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	gb.products = append(gb.products, p)
 	gb.used[w] = true
 	if in.copy != nil {
-		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(transposedF32(g, w), grad)) })
+		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(gb.transposed(w), grad)) })
 	}
 	return out
 }
@@ -189,7 +204,7 @@ func (gb *gemmBackward) detach(x *ggml.Tensor) *detachedInput {
 }
 
 // tap returns z + p (p the zero param of z's width) and the zero tensor z's gradient will
-// accumulate in.
+// accumulate in (in place: ggml adds each contribution to a given accumulator).
 func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 	width := z.Ne()[0]
 	p := gb.tapOf[width]
@@ -197,7 +212,9 @@ func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 		p = gb.taps.NewTensor(ggml.F32, width, 1).SetName(fmt.Sprintf("grad.tap.%d", width)).SetParam()
 		gb.tapOf[width] = p
 	}
-	out, grad = gb.g.Add(z, p), gb.g.Scale(z, 0)
+	// The accumulator is p repeated, not z scaled by 0: it must not keep z alive until the
+	// backward pass.
+	out, grad = gb.g.Add(z, p), gb.g.Repeat(p, z)
 	gb.accs = append(gb.accs, tapAcc{out, grad})
 	return out, grad
 }
@@ -206,20 +223,66 @@ func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 // while ggml builds the backward pass.
 func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 
-// alloc places the taps' params in memory of the backend, zeroed.
-func (gb *gemmBackward) alloc(be *ggml.Backend) error {
-	if err := gb.taps.Err(); err != nil {
-		return err
+// transposed is Wᵀ for the gradient of a product's input: the copy made once for a frozen
+// f32/f16/bf16 weight, a copy made in the graph otherwise (transposedF32).
+func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
+	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+		return transposedF32(gb.g, w)
 	}
-	if len(gb.tapOf) == 0 {
-		return nil
+	wt := gb.frozenT[w]
+	if wt == nil {
+		ne := w.Ne()
+		wt = gb.frozen.NewTensor(w.Type(), ne[1], ne[0]).SetName("transposed." + w.Name())
+		gb.frozenT[w] = wt
+	}
+	return wt
+}
+
+// prepare places the taps' params (zeroed) and the frozen weights' transposes in memory of the
+// backend, and computes the transposes.
+func (gb *gemmBackward) prepare(be *ggml.Backend) error {
+	for _, c := range []*ggml.Context{gb.taps, gb.frozen} {
+		if err := c.Err(); err != nil {
+			return err
+		}
 	}
 	var err error
-	if gb.tapBuf, err = be.Alloc(gb.taps); err != nil {
+	if len(gb.tapOf) > 0 {
+		if gb.tapBuf, err = be.Alloc(gb.taps); err != nil {
+			return err
+		}
+		gb.tapBuf.Clear(0)
+	}
+	if len(gb.frozenT) == 0 {
+		return nil
+	}
+	if gb.frozenBuf, err = be.Alloc(gb.frozen); err != nil {
 		return err
 	}
-	gb.tapBuf.Clear(0)
-	return nil
+	n := 2*len(gb.frozenT) + 8
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: n, Graphs: 1, GraphSize: n})
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	graph, err := ctx.NewGraph(n, false)
+	if err != nil {
+		return err
+	}
+	for w, wt := range gb.frozenT {
+		if err := graph.Expand(ctx.Cpy(ctx.Transpose(w), wt)); err != nil {
+			return err
+		}
+	}
+	alloc, err := be.NewAllocator()
+	if err != nil {
+		return err
+	}
+	defer alloc.Close()
+	if err := alloc.Alloc(graph); err != nil {
+		return err
+	}
+	return be.Compute(graph)
 }
 
 // expandCopies puts the input copies into the graph, in the order they were made, before
@@ -294,10 +357,12 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 	return grad
 }
 
-// Close frees the taps.
+// Close frees the taps and the transposed weights.
 func (gb *gemmBackward) Close() {
 	gb.tapBuf.Close()
 	gb.taps.Close()
+	gb.frozenBuf.Close()
+	gb.frozen.Close()
 }
 
 // transposedF32 is Wᵀ as a dense f32 matrix: one copy for f32 and half-precision types, a
