@@ -13,6 +13,7 @@ import (
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/cpupeak"
 )
 
 // defaultBenchShapes are the m×n×k shapes of docs/PERFORMANCE.md: a small GEMM, llama.cpp's
@@ -79,7 +80,9 @@ Measures ggml's matrix multiply on this machine: for each weight type and shape 
 computes MulMat(A, B), A a random weight [k, m] of that type and B random f32 activations
 [k, n], and reports GFLOP/s = 2·m·n·k / seconds per repetition (mean ± standard deviation,
 and that of the fastest repetition, the figure least disturbed by other work on the machine).
-The best mean f32 figure is "the matmul ceiling"; each row also shows its percentage of it.
+The best mean f32 figure is "the matmul ceiling"; each row also shows its percentage of it
+and of the cores' f32 FMA peak (threads × measured clock × vector lanes × FMA units × 2; see
+docs/PERFORMANCE.md for how the clock is measured).
 Then it times building (not computing) a graph of -nodes nodes in Go: the binding overhead.
 
 The table goes to standard output, progress to standard error. The 4096×4096×4096 f32 shape
@@ -146,7 +149,7 @@ Flags:
 			results = append(results, r)
 		}
 	}
-	writeBenchTable(stdout, results)
+	writeBenchTable(stdout, results, cpuPeak(be))
 
 	if *nodes > 0 {
 		d, err := ggml.MeasureGraphBuild(*nodes)
@@ -159,26 +162,39 @@ Flags:
 	return nil
 }
 
+// cpuPeak measures the FMA peak of the cores (cpupeak) when the backend is the CPU; the zero
+// Peak (no peak) otherwise.
+func cpuPeak(be *ggml.Backend) cpupeak.Peak {
+	if be.Name() != "CPU" {
+		return cpupeak.Peak{}
+	}
+	return cpupeak.Measure(200 * time.Millisecond)
+}
+
 // writeBenchTable prints the results as a markdown table, llama-bench style, with each row's
-// share of the matmul ceiling (the best f32 figure).
-func writeBenchTable(w io.Writer, results []ggml.MatMulResult) {
+// share of the matmul ceiling (the best f32 figure) and of the cores' FMA peak (when peak is
+// known).
+func writeBenchTable(w io.Writer, results []ggml.MatMulResult, peak cpupeak.Peak) {
 	var ceiling ggml.MatMulResult
 	for _, r := range results {
 		if r.Weight == ggml.F32 && r.GFLOPS() > ceiling.GFLOPS() {
 			ceiling = r
 		}
 	}
-	header := []string{"backend", "threads", "type", "shape", "reps", "ms/rep", "GFLOP/s", "best rep", "% ceiling"}
-	right := []bool{false, true, false, false, true, true, true, true, true}
+	header := []string{"backend", "threads", "type", "shape", "reps", "ms/rep", "GFLOP/s", "best rep", "% ceiling", "% FMA peak"}
+	right := []bool{false, true, false, false, true, true, true, true, true, true}
 	rows := [][]string{header}
 	for _, r := range results {
-		pct := "–"
+		pct, pctPeak := "–", "–"
 		if ceiling.GFLOPS() > 0 {
 			pct = fmt.Sprintf("%.1f %%", 100*r.GFLOPS()/ceiling.GFLOPS())
 		}
+		if p := peak.GFLOPS(r.Threads); p > 0 {
+			pctPeak = fmt.Sprintf("%.1f %%", 100*r.GFLOPS()/p)
+		}
 		rows = append(rows, []string{r.Backend, strconv.Itoa(r.Threads), ggml.TypeName(r.Weight), r.Shape(),
 			strconv.Itoa(r.Reps), fmt.Sprintf("%.2f", r.Seconds*1e3),
-			fmt.Sprintf("%.2f ± %.2f", r.GFLOPS(), r.GFLOPSStdDev()), fmt.Sprintf("%.2f", r.BestGFLOPS()), pct})
+			fmt.Sprintf("%.2f ± %.2f", r.GFLOPS(), r.GFLOPSStdDev()), fmt.Sprintf("%.2f", r.BestGFLOPS()), pct, pctPeak})
 	}
 	width := make([]int, len(header))
 	for _, row := range rows {
@@ -211,7 +227,10 @@ func writeBenchTable(w io.Writer, results []ggml.MatMulResult) {
 	for _, row := range rows[1:] {
 		line(row)
 	}
-	if ceiling.GFLOPS() > 0 {
+	if p := peak.GFLOPS(ceiling.Threads); p > 0 && ceiling.GFLOPS() > 0 {
+		fmt.Fprintf(w, "\nFMA peak (f32): %s\nmatmul ceiling (best f32): %.2f GFLOP/s at %s, %.1f %% of the FMA peak\n",
+			peak.String(ceiling.Threads), ceiling.GFLOPS(), ceiling.Shape(), 100*ceiling.GFLOPS()/p)
+	} else if ceiling.GFLOPS() > 0 {
 		fmt.Fprintf(w, "\nmatmul ceiling (best f32): %.2f GFLOP/s at %s\n", ceiling.GFLOPS(), ceiling.Shape())
 	} else {
 		fmt.Fprintln(w, "\nno f32 shape was measured, so there is no matmul ceiling to compare with (-types f32,…)")

@@ -19,7 +19,8 @@ import (
 
 // runBenchTrain measures training throughput of a model shape on random tokens: tokens/s, the
 // model FLOP rate (6·params·tokens per second) as a share of the f32 matmul ceiling measured in
-// the same run, and the resident memory as steps go by (it must stay flat).
+// the same run and of the cores' FMA peak, and the resident memory as steps go by (it must stay
+// flat).
 func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(append(config.LlamaPresetNames(), config.Gpt2PresetNames()...), ", "))
@@ -58,6 +59,11 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer be.Close()
+	cores := cpuPeak(be)
+	fmaPeak := cores.GFLOPS(be.Threads())
+	if fmaPeak > 0 {
+		fmt.Fprintf(stdout, "FMA peak (f32): %s\n", cores.String(be.Threads()))
+	}
 	peak := 0.0
 	if *ceiling {
 		r, err := ggml.MeasureMatMul(be, ggml.F32, 4096, 512, 14336, 2*time.Second)
@@ -111,6 +117,9 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s: mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", b.name, *steps, sec, tps, g)
 		if peak > 0 {
 			fmt.Fprintf(stdout, ", %.0f%% of the matmul ceiling", 100*g/peak)
+		}
+		if fmaPeak > 0 {
+			fmt.Fprintf(stdout, ", %.0f%% of the FMA peak", 100*g/fmaPeak)
 		}
 		fmt.Fprintln(stdout)
 	}
