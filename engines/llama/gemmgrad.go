@@ -3,7 +3,6 @@ package llama
 import (
 	"fmt"
 
-	"github.com/toyml/toy/generated/ggmlc"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -47,7 +46,7 @@ type gemmBackward struct {
 	frozenT   map[*ggml.Tensor]*ggml.Tensor
 	// inputs are the detached product inputs in the order they were made, by source tensor.
 	inputs  []*detachedInput
-	inputOf map[ggmlc.Tensor]*detachedInput
+	inputOf map[ggml.TensorID]*detachedInput
 	// products and gathers are every weight product and trained lookup of the forward pass.
 	products []*gemmProduct
 	gathers  []*tappedGather
@@ -100,7 +99,7 @@ func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gem
 	}
 	gb := &gemmBackward{g: g, trained: map[*ggml.Tensor]bool{}, taps: taps, tapOf: map[int64]*ggml.Tensor{},
 		frozen: frozen, frozenT: map[*ggml.Tensor]*ggml.Tensor{},
-		inputOf: map[ggmlc.Tensor]*detachedInput{}, used: map[*ggml.Tensor]bool{}}
+		inputOf: map[ggml.TensorID]*detachedInput{}, used: map[*ggml.Tensor]bool{}}
 	for _, t := range trained {
 		gb.trained[t] = true
 	}
@@ -190,16 +189,16 @@ func (gb *gemmBackward) detach(x *ggml.Tensor) *detachedInput {
 	if x == nil {
 		return &detachedInput{}
 	}
-	if in := gb.inputOf[x.Raw()]; in != nil {
+	if in := gb.inputOf[x.ID()]; in != nil {
 		return in
 	}
 	in := &detachedInput{leaf: x}
-	if x.Op() != ggmlc.OpNone || x.IsParam() {
+	if !x.IsLeaf() || x.IsParam() {
 		in.leaf = gb.g.NewTensor(x.Type(), x.Shape()...)
 		in.copy = gb.g.Cpy(x, in.leaf)
 	}
 	gb.inputs = append(gb.inputs, in)
-	gb.inputOf[x.Raw()] = in
+	gb.inputOf[x.ID()] = in
 	return in
 }
 
@@ -302,15 +301,15 @@ func (gb *gemmBackward) expandCopies(graph *ggml.Graph) error {
 // tap's gradient accumulator and each input copy's: the sum of the contributions the backward
 // builders make.
 func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
-	index := make(map[ggmlc.Tensor]int, len(accs))
+	index := make(map[ggml.TensorID]int, len(accs))
 	for i := range accs {
-		index[graph.Node(i).Raw()] = i
+		index[graph.Node(i).ID()] = i
 	}
 	set := func(node, acc *ggml.Tensor) {
 		if node == nil || acc == nil {
 			return
 		}
-		if i, ok := index[node.Raw()]; ok {
+		if i, ok := index[node.ID()]; ok {
 			accs[i] = acc
 		}
 	}
