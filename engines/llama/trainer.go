@@ -30,7 +30,9 @@ type trainable struct {
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
 // positions, nil for an image model), with the LoRA terms added to the products of adapted
 // weights. In a training graph gb differentiates the weight products, the trained lookups and
-// the attention (gemmBackward); nil builds them plainly, as an Evaluator does.
+// the attention (gemmBackward); nil builds them plainly, as an Evaluator does. The LoRA terms
+// are left to ggml's autodiff either way: their rank-r products cost r/k of a GEMM's work in
+// OUT_PROD, less than the copies and taps gemmBackward would add.
 func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) forwardPass {
 	linear := ctx.MulMat
 	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
@@ -41,7 +43,7 @@ func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb
 		differentiable: true, gather: gather, linear: func(w, x *ggml.Tensor) *ggml.Tensor {
 			y := linear(w, x)
 			for _, l := range t.lora[w] {
-				y = ctx.Add(y, ctx.Scale(linear(l.b, linear(l.a, x)), l.scale))
+				y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
 			}
 			return y
 		}}
@@ -58,8 +60,8 @@ func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T
 // layer and 8 per weight product (its input copy, tap, and the GEMMs of its backward, see
 // gemmBackward), four times over for the backward pass.
 func (t *trainable) graphSize() int {
-	products := 7 + 2*len(t.lora)/t.arch.NLayers + 1
-	fwd := 16 + (64+8*products)*t.arch.NLayers
+	products := 7 + 1
+	fwd := 16 + (64+8*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers
 	return 4*fwd + 4*len(t.params) + 256
 }
 
