@@ -52,6 +52,17 @@ var Bindings = []Binding{{
 	},
 	Lib: CUDADriver,
 }, {
+	// A CBLAS sgemm, which toy bench times as the best GEMM of the machine (cmd/toy).
+	Spec:   "./specs/cblas",
+	OutDir: "generated/cblas",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/cblas",
+		PkgName:    "cblas",
+		Source:     "specs/cblas",
+		Dynamic:    &Dynamic{Sonames: []string{"libopenblas.so.0", "libopenblas.so"}, What: "OpenBLAS (libopenblas)"},
+	},
+	Lib: OpenBLAS,
+}, {
 	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
 	// benchmarks import; the product binary never links it.
 	Spec:   "./specs/llamacpp",
@@ -80,6 +91,13 @@ var LlamaCpp = Library{
 var CUDADriver = Library{
 	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
 	Headers:    []string{"cuda.h"},
+}
+
+// OpenBLAS's cblas.h, as Debian's libopenblas-dev installs it. Without it the bindings are
+// generated unproven (they are loaded with dlopen, as the CUDA driver's).
+var OpenBLAS = Library{
+	HeaderDirs: []string{"/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu", "/usr/include/openblas", "/usr/include"},
+	Headers:    []string{"cblas.h"},
 }
 
 // Configs lists the engine spec packages and where their configs go.

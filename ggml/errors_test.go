@@ -34,6 +34,9 @@ func TestOpErrors(t *testing.T) {
 		{"MulMat transposed b", func(h *harness) *Tensor {
 			return h.c.MulMat(h.w.NewTensor(F32, 5, 7), h.c.Transpose(h.w.NewTensor(F32, 6, 5)))
 		}, "strided rows"},
+		{"GetRowsBack widths differ", func(h *harness) *Tensor {
+			return h.c.GetRowsBack(h.w.NewTensor(F32, 6, 5), h.w.NewTensor(I32, 5), h.w.NewTensor(F32, 7, 9))
+		}, "do not fit"},
 		{"Add not broadcastable", func(h *harness) *Tensor {
 			return h.c.Add(h.w.NewTensor(F32, 7, 5), h.w.NewTensor(F32, 7, 3))
 		}, "does not broadcast"},

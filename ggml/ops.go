@@ -422,6 +422,23 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 	})
 }
 
+// SoftMaxExtBack is the gradient of SoftMaxExt(x, mask, scale, 0) with respect to x, from the
+// gradient grad of its output y: scale·y⊙(grad − Σ grad⊙y) on each row. grad and y are
+// contiguous f32 tensors of one shape.
+func (c *Context) SoftMaxExtBack(grad, y *Tensor, scale float32) *Tensor {
+	return c.op("SoftMaxExtBack", []*Tensor{grad, y}, 1, func() error {
+		for _, t := range []*Tensor{grad, y} {
+			if t.Type() != F32 || !t.IsContiguous() {
+				return fmt.Errorf("%s must be contiguous f32", t.describe())
+			}
+		}
+		if grad.Ne() != y.Ne() {
+			return fmt.Errorf("gradient %s and output %s differ in shape", grad.describe(), y.describe())
+		}
+		return nil
+	}, func() ggmlc.Tensor { return ggmlc.SoftMaxExtBack(c.c, grad.t, y.t, scale, 0) })
+}
+
 // DiagMaskInf sets a[i, j] to -∞ where i > j + nPast (a causal mask in place of a mask tensor).
 func (c *Context) DiagMaskInf(a *Tensor, nPast int) *Tensor {
 	return c.op("DiagMaskInf", []*Tensor{a}, 1, func() error {
@@ -618,6 +635,26 @@ func (c *Context) GetRows(a, rows *Tensor) *Tensor {
 		}
 		return needRows(a)
 	}, func() ggmlc.Tensor { return ggmlc.GetRows(c.c, a.t, rows.t) })
+}
+
+// GetRowsBack is the gradient of GetRows: it scatters the rows of grad [E, n] into a zero
+// tensor of like's shape [E, R] (f32), adding each row at its i32 index in rows [n]; repeated
+// indices sum. like only gives the shape.
+func (c *Context) GetRowsBack(grad, rows, like *Tensor) *Tensor {
+	return c.op("GetRowsBack", []*Tensor{grad, rows, like}, 1, func() error {
+		gn, ln := grad.Ne(), like.Ne()
+		switch {
+		case grad.Type() != F32 || !grad.IsContiguous():
+			return fmt.Errorf("gradient %s must be contiguous f32", grad.describe())
+		case rows.Type() != I32:
+			return fmt.Errorf("indices %s must be i32", rows.describe())
+		case gn[2] != 1 || gn[3] != 1 || ln[2] != 1 || ln[3] != 1:
+			return fmt.Errorf("gradient %s and table %s must be matrices", grad.describe(), like.describe())
+		case gn[0] != ln[0] || rows.Len() != gn[1]:
+			return fmt.Errorf("gradient %s, indices %s and table %s do not fit", grad.describe(), rows.describe(), like.describe())
+		}
+		return nil
+	}, func() ggmlc.Tensor { return ggmlc.GetRowsBack(c.c, grad.t, rows.t, like.t) })
 }
 
 // SetRows writes the f32 rows of b [n0, r, …] into a [n0, n1, …] at the i32 or i64 indices

@@ -248,6 +248,13 @@ func TestGLU(t *testing.T) {
 	near(t, "GegluSplit", gegluRef(g, u), h.out(ge), tight, 1)
 }
 
+func TestSoftMaxExtBack(t *testing.T) {
+	h := newHarness(t)
+	y := reference.SoftMax(h.rand(-4, 4, 9, 5, 3))
+	dy := h.rand(-1, 1, 9, 5, 3)
+	near(t, "SoftMaxExtBack", reference.SoftMaxExtBack(dy, y, 0.7), h.eval(h.c.SoftMaxExtBack(h.in(dy), h.in(y), 0.7)), 1e-6, 1)
+}
+
 func TestSoftMax(t *testing.T) {
 	const n0, n1, n2, n3 = 9, 5, 3, 2
 	causal := reference.CausalMask(n0, n1+2, 3) // two spare mask rows: ne1 ≥ a.ne1 is enough
@@ -479,6 +486,19 @@ func TestGetRows(t *testing.T) {
 		got := h.eval(h.c.GetRows(h.in(a), h.inI32(rows, 4, 3, 2)))
 		near(t, "GetRows batched", reference.GetRows(a, rows, 4, 3, 2), got, 0, 1)
 	})
+}
+
+func TestGetRowsBack(t *testing.T) {
+	h := newHarness(t)
+	grad, rows := h.rand(-1, 1, 7, 5), []int32{3, 0, 8, 3, 5}
+	want := reference.New(7, 9)
+	for i, r := range rows { // a plain scatter-add; index 3 repeats
+		for e := 0; e < 7; e++ {
+			want.Data[int(r)*7+e] += grad.Data[i*7+e]
+		}
+	}
+	like := h.c.NewTensor(F32, 7, 9)
+	near(t, "GetRowsBack", want, h.eval(h.c.GetRowsBack(h.in(grad), h.inI32(rows, 5), like)), 1e-6, 1)
 }
 
 func TestSetRows(t *testing.T) {

@@ -20,6 +20,20 @@ const MaxNameLen = 63
 // Raw is the underlying binding handle, for code that drives ggmlc directly.
 func (t *Tensor) Raw() ggmlc.Tensor { return t.t }
 
+// TensorID identifies a ggml tensor: the Tensors that wrap one ggml tensor (Graph.Node and
+// Tensor.Src make new wrappers) have the same ID. It is comparable, for use as a map key.
+type TensorID struct{ t ggmlc.Tensor }
+
+// ID is the tensor's identity.
+func (t *Tensor) ID() TensorID { return TensorID{t.t} }
+
+// IsLeaf reports whether no op computes the tensor (an input, a weight, a param).
+func (t *Tensor) IsLeaf() bool { return t.t.Op() == ggmlc.OpNone }
+
+// OpName is ggml's name of the op that computes the tensor: "NONE" for a leaf, "MUL_MAT",
+// "OUT_PROD", "CPY", ...
+func (t *Tensor) OpName() string { return ggmlc.OpName(t.t.Op()) }
+
 // Context is the context the tensor belongs to.
 func (t *Tensor) Context() *Context { return t.ctx }
 
@@ -97,10 +111,15 @@ func (t *Tensor) SetInput() *Tensor {
 	return t
 }
 
-// SetOutput marks the tensor as a graph output and returns it.
+// SetOutput marks the tensor as a graph output and returns it: the graph allocator never frees
+// or reuses its memory. A view's source is marked too, since the allocator frees a source when
+// its views' consumers are done, whatever the views' flags.
 func (t *Tensor) SetOutput() *Tensor {
 	if t != nil {
 		ggmlc.SetOutput(t.t)
+		if src := t.t.ViewSrc(); !src.IsNil() {
+			ggmlc.SetOutput(src)
+		}
 	}
 	return t
 }

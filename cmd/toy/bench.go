@@ -13,6 +13,8 @@ import (
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/blasgemm"
+	"github.com/toyml/toy/internal/cpupeak"
 )
 
 // defaultBenchShapes are the m×n×k shapes of docs/PERFORMANCE.md: a small GEMM, llama.cpp's
@@ -79,7 +81,10 @@ Measures ggml's matrix multiply on this machine: for each weight type and shape 
 computes MulMat(A, B), A a random weight [k, m] of that type and B random f32 activations
 [k, n], and reports GFLOP/s = 2·m·n·k / seconds per repetition (mean ± standard deviation,
 and that of the fastest repetition, the figure least disturbed by other work on the machine).
-The best mean f32 figure is "the matmul ceiling"; each row also shows its percentage of it.
+The best mean f32 figure is "the matmul ceiling"; each row also shows its percentage of it
+and of the cores' f32 FMA peak (threads × measured clock × vector lanes × FMA units × 2; see
+docs/PERFORMANCE.md for how the clock is measured). Where OpenBLAS is installed, its sgemm is
+timed on each f32 shape too, as the best GEMM of the machine to compare ggml's with.
 Then it times building (not computing) a graph of -nodes nodes in Go: the binding overhead.
 
 The table goes to standard output, progress to standard error. The 4096×4096×4096 f32 shape
@@ -146,7 +151,11 @@ Flags:
 			results = append(results, r)
 		}
 	}
-	writeBenchTable(stdout, results)
+	peak := cpuPeak(be)
+	writeBenchTable(stdout, results, peak)
+	if be.Name() == "CPU" {
+		writeBLASComparison(stdout, stderr, results, peak, *minTime)
+	}
 
 	if *nodes > 0 {
 		d, err := ggml.MeasureGraphBuild(*nodes)
@@ -159,26 +168,39 @@ Flags:
 	return nil
 }
 
+// cpuPeak measures the FMA peak of the cores (cpupeak) when the backend is the CPU; the zero
+// Peak (no peak) otherwise.
+func cpuPeak(be *ggml.Backend) cpupeak.Peak {
+	if be.Name() != "CPU" {
+		return cpupeak.Peak{}
+	}
+	return cpupeak.Measure(200 * time.Millisecond)
+}
+
 // writeBenchTable prints the results as a markdown table, llama-bench style, with each row's
-// share of the matmul ceiling (the best f32 figure).
-func writeBenchTable(w io.Writer, results []ggml.MatMulResult) {
+// share of the matmul ceiling (the best f32 figure) and of the cores' FMA peak (when peak is
+// known).
+func writeBenchTable(w io.Writer, results []ggml.MatMulResult, peak cpupeak.Peak) {
 	var ceiling ggml.MatMulResult
 	for _, r := range results {
 		if r.Weight == ggml.F32 && r.GFLOPS() > ceiling.GFLOPS() {
 			ceiling = r
 		}
 	}
-	header := []string{"backend", "threads", "type", "shape", "reps", "ms/rep", "GFLOP/s", "best rep", "% ceiling"}
-	right := []bool{false, true, false, false, true, true, true, true, true}
+	header := []string{"backend", "threads", "type", "shape", "reps", "ms/rep", "GFLOP/s", "best rep", "% ceiling", "% FMA peak"}
+	right := []bool{false, true, false, false, true, true, true, true, true, true}
 	rows := [][]string{header}
 	for _, r := range results {
-		pct := "–"
+		pct, pctPeak := "–", "–"
 		if ceiling.GFLOPS() > 0 {
 			pct = fmt.Sprintf("%.1f %%", 100*r.GFLOPS()/ceiling.GFLOPS())
 		}
+		if p := peak.GFLOPS(r.Threads); p > 0 {
+			pctPeak = fmt.Sprintf("%.1f %%", 100*r.GFLOPS()/p)
+		}
 		rows = append(rows, []string{r.Backend, strconv.Itoa(r.Threads), ggml.TypeName(r.Weight), r.Shape(),
 			strconv.Itoa(r.Reps), fmt.Sprintf("%.2f", r.Seconds*1e3),
-			fmt.Sprintf("%.2f ± %.2f", r.GFLOPS(), r.GFLOPSStdDev()), fmt.Sprintf("%.2f", r.BestGFLOPS()), pct})
+			fmt.Sprintf("%.2f ± %.2f", r.GFLOPS(), r.GFLOPSStdDev()), fmt.Sprintf("%.2f", r.BestGFLOPS()), pct, pctPeak})
 	}
 	width := make([]int, len(header))
 	for _, row := range rows {
@@ -211,10 +233,40 @@ func writeBenchTable(w io.Writer, results []ggml.MatMulResult) {
 	for _, row := range rows[1:] {
 		line(row)
 	}
-	if ceiling.GFLOPS() > 0 {
+	if p := peak.GFLOPS(ceiling.Threads); p > 0 && ceiling.GFLOPS() > 0 {
+		fmt.Fprintf(w, "\nFMA peak (f32): %s\nmatmul ceiling (best f32): %.2f GFLOP/s at %s, %.1f %% of the FMA peak\n",
+			peak.String(ceiling.Threads), ceiling.GFLOPS(), ceiling.Shape(), 100*ceiling.GFLOPS()/p)
+	} else if ceiling.GFLOPS() > 0 {
 		fmt.Fprintf(w, "\nmatmul ceiling (best f32): %.2f GFLOP/s at %s\n", ceiling.GFLOPS(), ceiling.Shape())
 	} else {
 		fmt.Fprintln(w, "\nno f32 shape was measured, so there is no matmul ceiling to compare with (-types f32,…)")
+	}
+}
+
+// writeBLASComparison times OpenBLAS's sgemm (the best GEMM commonly installed) on each f32
+// shape measured, with the same threads, and prints it next to ggml's f32 figure and as a share
+// of the FMA peak. Without OpenBLAS it says so and how to get it.
+func writeBLASComparison(w, stderr io.Writer, results []ggml.MatMulResult, peak cpupeak.Peak, minTime time.Duration) {
+	if err := blasgemm.Load(); err != nil {
+		fmt.Fprintf(w, "\nOpenBLAS sgemm: not measured (%v; Debian: apt install libopenblas0)\n", err)
+		return
+	}
+	fmt.Fprintln(w, "\nOpenBLAS sgemm (cblas_sgemm, same shapes and threads; the best f32 GEMM installed):")
+	for _, r := range results {
+		if r.Weight != ggml.F32 {
+			continue
+		}
+		fmt.Fprintf(stderr, "measuring OpenBLAS %s …\n", r.Shape())
+		b, err := blasgemm.Measure(r.Threads, r.M, r.N, r.K, minTime)
+		if err != nil {
+			fmt.Fprintf(w, "  %s: %v\n", r.Shape(), err)
+			continue
+		}
+		line := fmt.Sprintf("  %s: %.2f GFLOP/s (best rep %.2f); ggml f32 %.2f = %.2f× OpenBLAS", r.Shape(), b.GFLOPS, b.Best, r.GFLOPS(), r.GFLOPS()/b.GFLOPS)
+		if p := peak.GFLOPS(r.Threads); p > 0 {
+			line += fmt.Sprintf("; OpenBLAS %.1f %% of the FMA peak", 100*b.GFLOPS/p)
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 

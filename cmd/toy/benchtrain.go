@@ -15,11 +15,14 @@ import (
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/blasgemm"
 )
 
 // runBenchTrain measures training throughput of a model shape on random tokens: tokens/s, the
 // model FLOP rate (6·params·tokens per second) as a share of the f32 matmul ceiling measured in
-// the same run, and the resident memory as steps go by (it must stay flat).
+// the same run, of OpenBLAS's sgemm on the same shape (where installed) and of the cores' FMA
+// peak, and the resident memory as steps go by (it must stay
+// flat).
 func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench train", flag.ContinueOnError)
 	preset := fs.String("preset", "smollm2-135m", "model shape: "+strings.Join(append(config.LlamaPresetNames(), config.Gpt2PresetNames()...), ", "))
@@ -28,7 +31,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 10, "timed steps (after one warm-up step)")
 	threads := fs.Int("t", 2, "CPU threads")
 	vs := fs.String("vs", "", "also time this preset, its steps alternating with -preset's, and print the ratio of their utilizations (a comparison under the same load)")
-	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling (4096×512×14336) first, for the utilization ratio")
+	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling (4096×512×14336) first, and OpenBLAS's sgemm on it where installed, for the utilization ratios")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -58,7 +61,12 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer be.Close()
-	peak := 0.0
+	cores := cpuPeak(be)
+	fmaPeak := cores.GFLOPS(be.Threads())
+	if fmaPeak > 0 {
+		fmt.Fprintf(stdout, "FMA peak (f32): %s\n", cores.String(be.Threads()))
+	}
+	peak, blasPeak := 0.0, 0.0
 	if *ceiling {
 		r, err := ggml.MeasureMatMul(be, ggml.F32, 4096, 512, 14336, 2*time.Second)
 		if err != nil {
@@ -66,6 +74,12 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		peak = r.GFLOPS()
 		fmt.Fprintf(stdout, "f32 matmul ceiling (4096×512×14336, %d threads): %.1f GFLOP/s\n", be.Threads(), peak)
+		if b, err := blasgemm.Measure(be.Threads(), 4096, 512, 14336, 2*time.Second); err == nil {
+			blasPeak = b.GFLOPS
+			fmt.Fprintf(stdout, "OpenBLAS sgemm (4096×512×14336, %d threads): %.1f GFLOP/s (ggml's is %.2f× it)\n", be.Threads(), blasPeak, peak/blasPeak)
+		} else {
+			fmt.Fprintf(stdout, "OpenBLAS sgemm: not measured (%v)\n", err)
+		}
 	}
 	benches := make([]*trainBench, len(shapes))
 	for i, sh := range shapes {
@@ -111,6 +125,12 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s: mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", b.name, *steps, sec, tps, g)
 		if peak > 0 {
 			fmt.Fprintf(stdout, ", %.0f%% of the matmul ceiling", 100*g/peak)
+		}
+		if blasPeak > 0 {
+			fmt.Fprintf(stdout, ", %.0f%% of OpenBLAS's sgemm", 100*g/blasPeak)
+		}
+		if fmaPeak > 0 {
+			fmt.Fprintf(stdout, ", %.0f%% of the FMA peak", 100*g/fmaPeak)
 		}
 		fmt.Fprintln(stdout)
 	}

@@ -88,7 +88,7 @@ func TestAdapterGradients(t *testing.T) {
 		variant string
 		typ     ggml.Type
 		tol     float64
-	}{{"llama", ggml.F32, 1e-2}, {"qwen2", ggml.F32, 1e-2}, {"qwen3", ggml.F32, 1e-2}, {"gpt2", ggml.F32, 1e-2}, {"smollm2", ggml.Q8_0, 2e-2}} {
+	}{{"llama", ggml.F32, 1e-2}, {"qwen2", ggml.F32, 1e-2}, {"qwen3", ggml.F32, 1e-2}, {"gpt2", ggml.F32, 1e-2}, {"smollm2", ggml.Q8_0, 2e-2}, {"llama", ggml.F16, 2e-2}} {
 		t.Run(c.variant+"/"+ggml.TypeName(c.typ), func(t *testing.T) {
 			a := tinyArch(c.variant)
 			m := openTiny(t, writeTiny(t, a, c.typ, 3), ModelOptions{Backend: be})

@@ -43,6 +43,9 @@ type forwardPass struct {
 	// linear is W·x: the trainer sees each product (to differentiate it itself), the decoder
 	// adds LoRA updates.
 	linear func(w, x *ggml.Tensor) *ggml.Tensor
+	// gather, when set, looks up embedding rows (GetRows otherwise): the trainer differentiates
+	// the lookups of trained tables itself.
+	gather func(table, ids *ggml.Tensor) *ggml.Tensor
 	// attend takes layer il's roped queries q [HeadDimK, H, n] and keys k [HeadDimK, Hkv, n]
 	// and the values v [HeadDimV·Hkv, n], and returns the attention output [HeadDimV·H, n].
 	attend func(il int, q, k, v *ggml.Tensor) *ggml.Tensor
@@ -115,12 +118,12 @@ func (f *forwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 // Errors are recorded on the context.
 func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
-	x := ctx.GetRows(w.embLookup, tokens) // [d, n]
+	x := f.lookup(w.embLookup, tokens) // [d, n]
 	if a.EmbedScale != 1 {
 		x = ctx.Scale(x, a.EmbedScale)
 	}
 	if a.Positions == PosLearned {
-		x = ctx.Add(x, ctx.GetRows(w.posEmbd, f.pos))
+		x = ctx.Add(x, f.lookup(w.posEmbd, f.pos))
 	}
 	x = f.blocks(x, tokens.Len())
 	x = f.norm(x, w.outNorm, w.outNormB)
@@ -133,6 +136,14 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
 	}
 	return logits
+}
+
+// lookup gathers the rows ids of an embedding table.
+func (f *forwardPass) lookup(table, ids *ggml.Tensor) *ggml.Tensor {
+	if f.gather != nil {
+		return f.gather(table, ids)
+	}
+	return f.ctx.GetRows(table, ids)
 }
 
 // blocks runs the transformer blocks over the residual stream x [d, n] (the input
@@ -262,22 +273,29 @@ func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
 // under a mask [T, T, 1, B] (0 where a query may attend a key, -∞ elsewhere): unfused
 // (k·q, softmax, v·p), so the graph has a backward. The batch is folded into the head
 // dimension ([hd, T, heads·B]) so that the GQA broadcast of keys and values over query heads
-// stays within ggml's backward (GGML-NOTES §1.1).
-func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+// stays within ggml's backward (GGML-NOTES §1.1). In a training graph gb builds the attention
+// and its backward (gemmBackward.attention; the trainer refuses soft-capped attention).
+func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	t, b := int64(T), int64(B)
 	return func(_ int, q, k, v *ggml.Tensor) *ggml.Tensor {
 		q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hdk, H, t, b), [4]int{0, 2, 1, 3})), hdk, t, H*b)
 		k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hdk, Hkv, t, b), [4]int{0, 2, 1, 3})), hdk, t, Hkv*b)
 		vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hdv, Hkv, t, b), [4]int{1, 2, 0, 3})), t, hdv, Hkv*b) // vᵀ per head
-		kq := ctx.MulMat(k, q)                                                                                      // [keys, queries, H·B]
-		scale := a.QueryScale
-		if c := a.AttnSoftcap; c > 0 {
-			kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
-			scale = 1
+		var o *ggml.Tensor                                                                                          // [hdv, queries, H·B]
+		if gb != nil {
+			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b)
+		} else {
+			kq := ctx.MulMat(k, q) // [keys, queries, H·B]
+			scale := a.QueryScale
+			if c := a.AttnSoftcap; c > 0 {
+				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
+				scale = 1
+			}
+			kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, t, t, H, b), mask, scale, 0), t, t, H*b)
+			o = ctx.MulMat(vt, kq)
 		}
-		kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, t, t, H, b), mask, scale, 0), t, t, H*b)
-		o := ctx.Reshape(ctx.MulMat(vt, kq), hdv, t, H, b) // [hdv, queries, H, B]
+		o = ctx.Reshape(o, hdv, t, H, b)
 		return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, t*b)
 	}
 }

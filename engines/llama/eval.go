@@ -78,10 +78,10 @@ func (e *Evaluator) build() error {
 		return err
 	}
 	if e.img != nil {
-		e.logits = m.classify(e.gctx, e.img, e.gctx.MulMat).SetOutput()
+		e.logits = m.classify(e.gctx, e.img, nil).SetOutput()
 		e.loss = e.gctx.CrossEntropyLoss(e.logits, e.img.labels).SetOutput()
 	} else {
-		e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, e.gctx.MulMat).SetOutput()
+		e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, nil).SetOutput()
 		e.loss = e.in.loss(e.gctx, e.logits).SetOutput()
 	}
 	if e.graph, err = e.gctx.NewGraph(size, false); err != nil {

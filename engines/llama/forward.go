@@ -12,7 +12,7 @@ import (
 // packed documents). Attention is unfused, so the graph has a backward. Errors are recorded on
 // ctx.
 func (m *Model) Forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int) *ggml.Tensor {
-	return m.trainable().forward(ctx, tokens, pos, mask, T, B, ctx.MulMat)
+	return m.trainable().forward(ctx, tokens, pos, mask, T, B, nil)
 }
 
 // trainable is the model as the trainer sees it: every weight is trained.

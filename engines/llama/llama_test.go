@@ -1,9 +1,11 @@
 package llama
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -132,6 +134,53 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 				}
 				assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
 			}
+		})
+	}
+}
+
+// TestTrainerMultipliesWeightsWithGEMMs: no weight reaches ggml's OUT_PROD in a training
+// graph, neither a trained one (full model, tied embedding) nor a frozen base's (LoRA), and no
+// attention operand either: gemmBackward differentiates them with GEMMs. Only the LoRA terms'
+// rank-r products are left to it.
+func TestTrainerMultipliesWeightsWithGEMMs(t *testing.T) {
+	be := newBackend(t)
+	m, err := New(tinyConfig(t, true, false), be)
+	require.NoError(t, err)
+	defer m.Close()
+	base := openTiny(t, writeTiny(t, tinyArch("llama"), ggml.F16, 3), ModelOptions{Backend: be})
+	ad, err := NewAdapter(base, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"q", "v"}})
+	require.NoError(t, err)
+	defer ad.Close()
+	for _, c := range []struct {
+		name    string
+		model   Trainable
+		weights []*ggml.Tensor
+		outProd int // OUT_PROD nodes expected: the LoRA terms' (two per product, two products each)
+	}{{"full", m, m.Weights(), 0}, {"lora", ad, append(slices.Collect(maps.Values(base.matrices())), base.tokEmbd), 4 * len(ad.Tensors())}} {
+		t.Run(c.name, func(t *testing.T) {
+			tr, err := NewTrainer(c.model, 6, 1)
+			require.NoError(t, err)
+			defer tr.Close()
+			weights := map[ggml.TensorID]string{}
+			for _, w := range c.weights {
+				weights[w.ID()] = w.Name()
+			}
+			outProds := 0
+			for i := 0; i < tr.graph.Len(); i++ {
+				n := tr.graph.Node(i)
+				if n.OpName() != "OUT_PROD" {
+					continue
+				}
+				outProds++
+				for j := 0; j < 2; j++ {
+					s := n.Src(j)
+					for slices.Contains([]string{"TRANSPOSE", "RESHAPE", "VIEW", "PERMUTE", "CPY"}, s.OpName()) {
+						s = s.Src(0)
+					}
+					assert.NotContains(t, weights, s.ID(), "OUT_PROD node %d multiplies a weight", i)
+				}
+			}
+			assert.LessOrEqual(t, outProds, c.outProd)
 		})
 	}
 }

@@ -27,27 +27,41 @@ type trainable struct {
 	lora map[*ggml.Tensor][]loraTerm
 }
 
-// forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
-// Model.Forward), making every weight product with linear.
-func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B), differentiable: true,
-		linear: func(w, x *ggml.Tensor) *ggml.Tensor {
+// pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
+// positions, nil for an image model), with the LoRA terms added to the products of adapted
+// weights. In a training graph gb differentiates the weight products, the trained lookups and
+// the attention (gemmBackward); nil builds them plainly, as an Evaluator does. The LoRA terms
+// are left to ggml's autodiff either way: their rank-r products cost r/k of a GEMM's work in
+// OUT_PROD, less than the copies and taps gemmBackward would add.
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) forwardPass {
+	linear := ctx.MulMat
+	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
+	if gb != nil {
+		linear, gather = gb.linear, gb.gather
+	}
+	return forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
+		differentiable: true, gather: gather, linear: func(w, x *ggml.Tensor) *ggml.Tensor {
 			y := linear(w, x)
 			for _, l := range t.lora[w] {
-				y = ctx.Add(y, ctx.Scale(linear(l.b, linear(l.a, x)), l.scale))
+				y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
 			}
 			return y
 		}}
+}
+
+// forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
+// Model.Forward and pass).
+func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
+	f := t.pass(ctx, pos, mask, T, B, gb)
 	return f.logits(tokens)
 }
 
-// graphSize bounds the nodes of a training graph (forward, backward, AdamW).
+// graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
+// layer and 8 per weight product (its input copy, tap, and the GEMMs of its backward, see
+// gemmBackward), four times over for the backward pass.
 func (t *trainable) graphSize() int {
-	perLayer := 64
-	if len(t.lora) > 0 {
-		perLayer += 4 * len(t.lora) / t.arch.NLayers
-	}
-	fwd := 16 + perLayer*t.arch.NLayers
+	products := 7 + 1
+	fwd := 16 + (64+8*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers
 	return 4*fwd + 4*len(t.params) + 256
 }
 
@@ -94,8 +108,9 @@ type Trainer struct {
 	Sep int32
 	// keepGrads keeps every weight's gradient readable after a step (tests).
 	keepGrads bool
-	// weightGrads holds the gradient tensor of each weight matrix, which the trainer computes
-	// itself (see build).
+	// gemm differentiates the weight products and trained lookups; weightGrads holds the
+	// gradient it builds for each tensor they use.
+	gemm        *gemmBackward
 	weightGrads map[*ggml.Tensor]*ggml.Tensor
 }
 
@@ -189,62 +204,51 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	g := tr.gctx
-	// ggml's autodiff differentiates a matmul with ggml_out_prod for both operands, whose CPU
-	// kernel runs at a fraction of the GEMM's speed. So the weight matrices are left out of
-	// autodiff (not params while the backward pass is built) and their gradients are built
-	// here as GEMMs: for z = W·x, dL/dW = MulMat(xᵀ, (dL/dz)ᵀ). The gradient with respect to x
-	// still comes from autodiff. A matrix that is also used otherwise (the tied embedding) stays
-	// in autodiff.
-	type product struct{ w, x, z *ggml.Tensor }
-	var products []product
-	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
-		if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
-			// A frozen half-precision weight: the backward to x multiplies by it with ggml's
-			// OUT_PROD, which reads f32 and block-quantized types only.
-			return g.MulMat(g.Cast(w, ggml.F32), x)
-		}
-		z := g.MulMat(w, x)
-		if m.matrix(w) {
-			products = append(products, product{w, x, z})
-		}
-		return z
+	// The weight products and trained embedding lookups are differentiated as GEMMs (see
+	// gemmBackward); autodiff differentiates the rest (norms, biases, attention).
+	if tr.gemm, err = newGemmBackward(g, m.params, 16*m.arch.NLayers+8); err != nil {
+		return err
 	}
+	gb := tr.gemm
+	if tr.img != nil {
+		tr.logits = m.classify(g, tr.img, gb).SetOutput()
+		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
+	} else {
+		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, gb)
+		tr.loss = tr.in.loss(g, logits)
+	}
+	if err := g.Err(); err != nil {
+		return err
+	}
+	tr.loss = tr.loss.SetName("loss").SetLoss().SetOutput()
+	// Params must be flagged before they enter the graph; those gemmBackward differentiates
+	// must not be params while the backward pass is built.
 	for _, w := range m.params {
-		if !m.matrix(w) {
+		if !gb.multiplies(w) {
 			w.SetParam()
 		}
 	}
-	if tr.img != nil {
-		// The patch embedding's product has no param upstream, so autodiff would give it no
-		// gradient for the GEMM above: asking for the pixels' gradient makes it (one more
-		// product, the size of the patch embedding's; nothing updates the pixels).
-		tr.img.pixels.SetParam()
-		tr.logits = m.classify(g, tr.img, linear).SetOutput()
-		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
-	} else {
-		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
-		tr.loss = tr.in.loss(g, logits)
-	}
-	tr.loss = tr.loss.SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
+		return err
+	}
+	if err := gb.expandCopies(tr.graph); err != nil {
 		return err
 	}
 	if err := tr.graph.Expand(tr.loss); err != nil {
 		return err
 	}
 	accs := make([]*ggml.Tensor, tr.graph.Len())
+	gb.accumulators(tr.graph, accs)
 	accs[tr.graph.Len()-1] = tr.lossSeed // the loss is the last forward node
 	if err := tr.graph.BuildBackward(accs); err != nil {
 		return err
 	}
 	tr.weightGrads = map[*ggml.Tensor]*ggml.Tensor{}
-	for _, p := range products {
-		gz := tr.graph.Grad(p.z)
-		if gz == nil {
-			return fmt.Errorf("llama: the output of %s has no gradient", p.w.Name())
+	for _, w := range m.params {
+		if gb.multiplies(w) {
+			tr.weightGrads[w] = gb.weightGrad(w)
+			w.SetParam() // the AdamW step updates params only
 		}
-		tr.weightGrads[p.w] = g.MulMat(g.Cont(g.Transpose(p.x)), g.Cont(g.Transpose(gz)))
-		p.w.SetParam() // the AdamW step updates params only
 	}
 	for _, w := range m.params {
 		params := tr.noDecay
@@ -256,6 +260,9 @@ func (tr *Trainer) build() error {
 		if grad == nil {
 			grad = tr.graph.Grad(w)
 		}
+		if grad == nil {
+			return fmt.Errorf("llama: %s has no gradient (it does not reach the loss)", w.Name())
+		}
 		if tr.keepGrads {
 			grad.SetOutput()
 		}
@@ -263,6 +270,9 @@ func (tr *Trainer) build() error {
 		if err := tr.graph.Expand(step); err != nil {
 			return err
 		}
+	}
+	if err := gb.prepare(m.backend); err != nil {
+		return err
 	}
 	if tr.alloc, err = m.backend.NewAllocator(); err != nil {
 		return err
@@ -282,6 +292,9 @@ func (tr *Trainer) build() error {
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {
 	tr.alloc.Close()
+	if tr.gemm != nil {
+		tr.gemm.Close()
+	}
 	if tr.gctx != nil {
 		tr.gctx.Close()
 	}

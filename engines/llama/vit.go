@@ -170,16 +170,9 @@ func (in *imageInputs) upload(b *train.ClassificationBatch) error {
 }
 
 // classify builds the class logits [classes, B] of the uploaded images (see
-// forwardPass.classify), making every weight product with linear.
-func (t *trainable) classify(ctx *ggml.Context, in *imageInputs, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, attend: attendPacked(ctx, t.arch, in.mask, t.arch.Context, in.B),
-		differentiable: true, linear: func(w, x *ggml.Tensor) *ggml.Tensor {
-			y := linear(w, x)
-			for _, l := range t.lora[w] {
-				y = ctx.Add(y, ctx.Scale(linear(l.b, linear(l.a, x)), l.scale))
-			}
-			return y
-		}}
+// forwardPass.classify and trainable.pass).
+func (t *trainable) classify(ctx *ggml.Context, in *imageInputs, gb *gemmBackward) *ggml.Tensor {
+	f := t.pass(ctx, nil, in.mask, t.arch.Context, in.B, gb)
 	return f.classify(in)
 }
 

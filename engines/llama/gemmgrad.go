@@ -1,0 +1,377 @@
+package llama
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// gemmBackward differentiates the weight products (and embedding lookups) of a training graph
+// with GEMMs. ggml's autodiff differentiates z = W·x with OUT_PROD for both operands, whose
+// CPU kernel runs at a fraction of a GEMM's speed, and cannot read f16 weights at all. So the
+// products are hidden from autodiff and their gradients are built here, inside its backward
+// pass:
+//
+//   - the input x is copied into a leaf (CPY x → in) and the product reads the leaf, so
+//     autodiff sees no path from z back to x;
+//   - z gets a tap: z + p, where p is a zero param broadcast over z's columns, so that autodiff
+//     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz, p
+//     repeated), handed to BuildBackward as the tap's accumulator;
+//   - the copy's accumulator is Σ Wᵀ·dz over the products that read the leaf, a GEMM each with
+//     a transposed copy of W: made every step for a trained or block-quantized W (in f32), once
+//     for a frozen f32/f16/bf16 one (in its type, see prepare); autodiff passes it on to x as
+//     CPY's backward does. It sits in
+//     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
+//     every product in the forward order, so comes after them backwards;
+//   - a trained W's gradient is inᵀ·dzᵀ (a GEMM), and a trained embedding table's the scatter
+//     of its rows' gradients, built after the backward pass (weightGrad);
+//   - attention (attention) is one such block: its inputs q, k and v are copied into leaves,
+//     its output is tapped, and its backward — the GEMMs of its two products and the softmax's
+//     — is built here from the output's gradient.
+//
+// The trained tensors it multiplies or gathers must not be params while the backward pass is
+// built (ggml would differentiate them with OUT_PROD too): see multiplies.
+type gemmBackward struct {
+	g *ggml.Context
+	// trained are the tensors whose gradient is wanted (weightGrad).
+	trained map[*ggml.Tensor]bool
+	// taps holds the taps' zero params, one per output width (tapOf).
+	taps   *ggml.Context
+	tapBuf *ggml.Buffer
+	tapOf  map[int64]*ggml.Tensor
+	// frozenT are the transposed copies of frozen f32/f16/bf16 weights, by weight, made once
+	// (prepare); frozen holds them.
+	frozen    *ggml.Context
+	frozenBuf *ggml.Buffer
+	frozenT   map[*ggml.Tensor]*ggml.Tensor
+	// inputs are the detached product inputs in the order they were made, by source tensor.
+	inputs  []*detachedInput
+	inputOf map[ggml.TensorID]*detachedInput
+	// products and gathers are every weight product and trained lookup of the forward pass.
+	products []*gemmProduct
+	gathers  []*tappedGather
+	used     map[*ggml.Tensor]bool
+	// backward builds, for each product and attention, its inputs' gradient contributions
+	// (detachedInput.grads) from its output's gradient accumulator.
+	backward []func()
+	// accs are the taps' outputs and their gradient accumulators.
+	accs []tapAcc
+}
+
+// tapAcc is a tapped output and the accumulator of its gradient.
+type tapAcc struct{ out, grad *ggml.Tensor }
+
+// detachedInput is a product input x and the leaf the products read instead.
+type detachedInput struct {
+	leaf *ggml.Tensor
+	copy *ggml.Tensor // CPY x → leaf, or nil when x is a leaf itself (a graph input)
+	// grads are the contributions to x's gradient, made by the backward builders.
+	grads []*ggml.Tensor
+}
+
+// gemmProduct is one product W·in: its tapped output and the accumulator of its gradient.
+type gemmProduct struct {
+	w         *ggml.Tensor
+	in        *detachedInput
+	out, grad *ggml.Tensor
+}
+
+// tappedGather is a lookup of rows ids of a trained table.
+type tappedGather struct {
+	table, ids, out, grad *ggml.Tensor
+}
+
+// maxTaps bounds the distinct output widths of a graph's products (model width, key/value
+// width, feed-forward width, vocabulary, LoRA ranks, ...).
+const maxTaps = 64
+
+// newGemmBackward prepares the differentiation of a graph built in g, of which the tensors
+// trained are trained and at most weights other weights are multiplied.
+func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gemmBackward, error) {
+	taps, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: maxTaps})
+	if err != nil {
+		return nil, err
+	}
+	frozen, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: weights})
+	if err != nil {
+		taps.Close()
+		return nil, err
+	}
+	gb := &gemmBackward{g: g, trained: map[*ggml.Tensor]bool{}, taps: taps, tapOf: map[int64]*ggml.Tensor{},
+		frozen: frozen, frozenT: map[*ggml.Tensor]*ggml.Tensor{},
+		inputOf: map[ggml.TensorID]*detachedInput{}, used: map[*ggml.Tensor]bool{}}
+	for _, t := range trained {
+		gb.trained[t] = true
+	}
+	return gb, nil
+}
+
+// linear is W·x for the forward pass (its linear hook). A half-precision W is multiplied as an
+// f32 copy, so that the forward pass computes in f32 as ggml's backward kernels expect.
+func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
+	g := gb.g
+	in := gb.detach(x)
+	mw := w
+	if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
+		mw = g.Cast(w, ggml.F32)
+	}
+	z := g.MulMat(mw, in.leaf)
+	if z == nil {
+		return nil // the context holds the error
+	}
+	out, grad := gb.tap(z)
+	p := &gemmProduct{w: w, in: in, out: out, grad: grad}
+	gb.products = append(gb.products, p)
+	gb.used[w] = true
+	if in.copy != nil {
+		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(gb.transposed(w), grad)) })
+	}
+	return out
+}
+
+// attention is softmax(kᵀ·q·scale + mask)·v for each of the H·B heads of q [hdk, t, H·B],
+// sharing the Hkv·B heads of k [hdk, t, Hkv·B] and vt (vᵀ) [t, hdv, Hkv·B] by groups of H/Hkv
+// consecutive heads; the mask is [t, t, 1, B] and the result [hdv, t, H·B]. Its backward is
+// built here: from the output's gradient do, dp = v·do and dvᵀ = pᵀ-wise GEMMs, the softmax's
+// backward gives d(kᵀq), and from it dq and dk.
+func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
+	g := gb.g
+	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
+	kq := g.MulMat(kin.leaf, qin.leaf) // [t, t, H·B]
+	if kq == nil {
+		return nil // the context holds the error
+	}
+	t := kq.Ne()[0]
+	p := g.Reshape(g.SoftMaxExt(g.Reshape(kq, t, t, H, B), mask, scale, 0), t, t, H*B)
+	o := g.MulMat(vin.leaf, p) // [hdv, t, H·B]
+	if o == nil {
+		return nil
+	}
+	out, do := gb.tap(o)
+	gb.backward = append(gb.backward, func() {
+		dp := g.MulMat(g.Cont(g.Transpose(vin.leaf)), do)
+		dkq := g.SoftMaxExtBack(dp, p, scale)
+		vin.grads = append(vin.grads, productGradA(g, p, do, vt.Ne()[2]))
+		qin.grads = append(qin.grads, g.MulMat(g.Cont(g.Transpose(kin.leaf)), dkq))
+		kin.grads = append(kin.grads, productGradA(g, qin.leaf, dkq, k.Ne()[2]))
+	})
+	return out
+}
+
+// productGradA is the gradient of a in z = MulMat(a, b), a [K, M, G], b [K, N, G·r] (each
+// head of a serving r consecutive heads of b), from z's gradient dz [M, N, G·r]: the GEMM
+// bᵀ·dzᵀ over the N·r columns of each group, [K, M, G].
+func productGradA(g *ggml.Context, b, dz *ggml.Tensor, groups int64) *ggml.Tensor {
+	if b == nil || dz == nil {
+		return nil // the context holds the error
+	}
+	k, m := b.Ne()[0], dz.Ne()[0]
+	b = g.Reshape(b, k, b.Len()/(k*groups), groups)
+	dz = g.Reshape(dz, m, dz.Len()/(m*groups), groups)
+	return g.MulMat(g.Cont(g.Transpose(b)), g.Cont(g.Transpose(dz)))
+}
+
+// gather is the rows ids of table (the forward pass's gather hook); a trained table's rows are
+// tapped.
+func (gb *gemmBackward) gather(table, ids *ggml.Tensor) *ggml.Tensor {
+	rows := gb.g.GetRows(table, ids)
+	if rows == nil || !gb.trained[table] {
+		return rows
+	}
+	out, grad := gb.tap(rows)
+	gb.gathers = append(gb.gathers, &tappedGather{table: table, ids: ids, out: out, grad: grad})
+	gb.used[table] = true
+	return out
+}
+
+// detach returns the leaf the products of x read.
+func (gb *gemmBackward) detach(x *ggml.Tensor) *detachedInput {
+	if x == nil {
+		return &detachedInput{}
+	}
+	if in := gb.inputOf[x.ID()]; in != nil {
+		return in
+	}
+	in := &detachedInput{leaf: x}
+	if !x.IsLeaf() || x.IsParam() {
+		in.leaf = gb.g.NewTensor(x.Type(), x.Shape()...)
+		in.copy = gb.g.Cpy(x, in.leaf)
+	}
+	gb.inputs = append(gb.inputs, in)
+	gb.inputOf[x.ID()] = in
+	return in
+}
+
+// tap returns z + p (p the zero param of z's width) and the zero tensor z's gradient will
+// accumulate in (in place: ggml adds each contribution to a given accumulator).
+func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
+	width := z.Ne()[0]
+	p := gb.tapOf[width]
+	if p == nil {
+		p = gb.taps.NewTensor(ggml.F32, width, 1).SetName(fmt.Sprintf("grad.tap.%d", width)).SetParam()
+		gb.tapOf[width] = p
+	}
+	// The accumulator is p repeated, not z scaled by 0: it must not keep z alive until the
+	// backward pass.
+	out, grad = gb.g.Add(z, p), gb.g.Repeat(p, z)
+	gb.accs = append(gb.accs, tapAcc{out, grad})
+	return out, grad
+}
+
+// multiplies reports whether the backward of t's uses is built here: t must not be a param
+// while ggml builds the backward pass.
+func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
+
+// transposed is Wᵀ for the gradient of a product's input: the copy made once for a frozen
+// f32/f16/bf16 weight, a copy made in the graph otherwise (transposedF32).
+func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
+	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+		return transposedF32(gb.g, w)
+	}
+	wt := gb.frozenT[w]
+	if wt == nil {
+		ne := w.Ne()
+		wt = gb.frozen.NewTensor(w.Type(), ne[1], ne[0]).SetName("transposed." + w.Name())
+		gb.frozenT[w] = wt
+	}
+	return wt
+}
+
+// prepare places the taps' params (zeroed) and the frozen weights' transposes in memory of the
+// backend, and computes the transposes.
+func (gb *gemmBackward) prepare(be *ggml.Backend) error {
+	for _, c := range []*ggml.Context{gb.taps, gb.frozen} {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	var err error
+	if len(gb.tapOf) > 0 {
+		if gb.tapBuf, err = be.Alloc(gb.taps); err != nil {
+			return err
+		}
+		gb.tapBuf.Clear(0)
+	}
+	if len(gb.frozenT) == 0 {
+		return nil
+	}
+	if gb.frozenBuf, err = be.Alloc(gb.frozen); err != nil {
+		return err
+	}
+	n := 2*len(gb.frozenT) + 8
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: n, Graphs: 1, GraphSize: n})
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	graph, err := ctx.NewGraph(n, false)
+	if err != nil {
+		return err
+	}
+	for w, wt := range gb.frozenT {
+		if err := graph.Expand(ctx.Cpy(ctx.Transpose(w), wt)); err != nil {
+			return err
+		}
+	}
+	alloc, err := be.NewAllocator()
+	if err != nil {
+		return err
+	}
+	defer alloc.Close()
+	if err := alloc.Alloc(graph); err != nil {
+		return err
+	}
+	return be.Compute(graph)
+}
+
+// expandCopies puts the input copies into the graph, in the order they were made, before
+// anything else: each must run before the products that read its leaf.
+func (gb *gemmBackward) expandCopies(graph *ggml.Graph) error {
+	for _, in := range gb.inputs {
+		if in.copy != nil {
+			if err := graph.Expand(in.copy); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// accumulators sets, in accs (BuildBackward's, indexed by the graph's forward nodes), each
+// tap's gradient accumulator and each input copy's: the sum of the contributions the backward
+// builders make.
+func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
+	index := make(map[ggml.TensorID]int, len(accs))
+	for i := range accs {
+		index[graph.Node(i).ID()] = i
+	}
+	set := func(node, acc *ggml.Tensor) {
+		if node == nil || acc == nil {
+			return
+		}
+		if i, ok := index[node.ID()]; ok {
+			accs[i] = acc
+		}
+	}
+	for _, a := range gb.accs {
+		set(a.out, a.grad)
+	}
+	for _, build := range gb.backward {
+		build()
+	}
+	for _, in := range gb.inputs {
+		if in.copy == nil || len(in.grads) == 0 {
+			continue
+		}
+		dx := in.grads[0]
+		for _, d := range in.grads[1:] {
+			dx = gb.g.Add(dx, d)
+		}
+		set(in.copy, dx)
+	}
+}
+
+// weightGrad builds the gradient of a trained tensor from its products (inᵀ·dzᵀ) and lookups
+// (the scatter of the rows' gradients), after the backward pass; nil when it has none.
+func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
+	g := gb.g
+	var grad *ggml.Tensor
+	add := func(d *ggml.Tensor) {
+		if grad == nil {
+			grad = d
+		} else {
+			grad = g.Add(grad, d)
+		}
+	}
+	for _, p := range gb.products {
+		if p.w == w {
+			add(productGradA(g, p.in.leaf, p.grad, 1))
+		}
+	}
+	for _, gr := range gb.gathers {
+		if gr.table == w {
+			add(g.GetRowsBack(gr.grad, gr.ids, w))
+		}
+	}
+	return grad
+}
+
+// Close frees the taps and the transposed weights.
+func (gb *gemmBackward) Close() {
+	gb.tapBuf.Close()
+	gb.taps.Close()
+	gb.frozenBuf.Close()
+	gb.frozen.Close()
+}
+
+// transposedF32 is Wᵀ as a dense f32 matrix: one copy for f32 and half-precision types, a
+// conversion then a copy for block-quantized ones (whose blocks run along W's rows).
+func transposedF32(g *ggml.Context, w *ggml.Tensor) *ggml.Tensor {
+	switch w.Type() {
+	case ggml.F32:
+		return g.Cont(g.Transpose(w))
+	case ggml.F16, ggml.BF16:
+		return g.Cast(g.Transpose(w), ggml.F32)
+	}
+	return g.Cont(g.Transpose(g.Cast(w, ggml.F32)))
+}
