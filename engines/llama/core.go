@@ -111,6 +111,25 @@ func (f *forwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 // logits builds the logits [Vocab, n] (or [Vocab, 1] with lastOnly) of the i32 tokens [n].
 // Errors are recorded on the context.
 func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
+	ctx, a := f.ctx, f.a
+	logits := f.linear(f.w.head(), f.hidden(tokens))
+	if c := a.FinalSoftcap; c > 0 {
+		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
+	}
+	return logits
+}
+
+// head is the output projection: the output weight, or the token embeddings when tied.
+func (w *weights) head() *ggml.Tensor {
+	if w.output == nil {
+		return w.tokEmbd
+	}
+	return w.output
+}
+
+// hidden builds the final hidden states [d, n] of the i32 tokens [n] — after the last block and
+// the final norm — which the output projection turns into logits.
+func (f *forwardPass) hidden(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
 	x := ctx.GetRows(w.embLookup, tokens) // [d, n]
 	if a.EmbedScale != 1 {
@@ -120,16 +139,7 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 		x = ctx.Add(x, ctx.GetRows(w.posEmbd, f.pos))
 	}
 	x = f.blocks(x, tokens.Len())
-	x = f.norm(x, w.outNorm, w.outNormB)
-	out := w.output
-	if out == nil {
-		out = w.tokEmbd
-	}
-	logits := f.linear(out, x)
-	if c := a.FinalSoftcap; c > 0 {
-		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
-	}
-	return logits
+	return f.norm(x, w.outNorm, w.outNormB)
 }
 
 // blocks runs the transformer blocks over the residual stream x [d, n] (the input

@@ -57,7 +57,7 @@ func (e *Evaluator) build() error {
 	if m.arch.Input == InputPatches {
 		e.img = newImageInputs(s, m.arch, e.B)
 	} else {
-		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked)
+		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked, 0)
 	}
 	if err := s.Err(); err != nil {
 		return err

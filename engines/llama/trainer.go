@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -30,7 +31,20 @@ type trainable struct {
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
 // Model.Forward), making every weight product with linear.
 func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	f := forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B), differentiable: true,
+	return t.pass(ctx, pos, mask, T, B, linear).logits(tokens)
+}
+
+// headFrozen reports whether the output projection is neither trained nor adapted, so the
+// Trainer can take its loss a chunk at a time (headLoss).
+func (t *trainable) headFrozen() bool {
+	head := t.w.head()
+	return t.arch.Input != InputPatches && t.arch.FinalSoftcap == 0 && len(t.lora[head]) == 0 && !slices.Contains(t.params, head)
+}
+
+// pass is the forward pass of B packed sequences of T tokens whose weight products are
+// made with linear, plus the LoRA terms.
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, linear func(w, x *ggml.Tensor) *ggml.Tensor) *forwardPass {
+	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B), differentiable: true,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor {
 			y := linear(w, x)
 			for _, l := range t.lora[w] {
@@ -38,7 +52,6 @@ func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T
 			}
 			return y
 		}}
-	return f.logits(tokens)
 }
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW).
@@ -47,7 +60,7 @@ func (t *trainable) graphSize() int {
 	if len(t.lora) > 0 {
 		perLayer += 4 * len(t.lora) / t.arch.NLayers
 	}
-	fwd := 16 + perLayer*t.arch.NLayers
+	fwd := 16 + perLayer*t.arch.NLayers + 16*headChunks(t.arch.Vocab, t.arch.Context)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
@@ -84,6 +97,8 @@ type Trainer struct {
 	decay    *ggml.Tensor // f32 [7]: AdamW parameters for matrices
 	noDecay  *ggml.Tensor // f32 [7]: for embeddings, norms and biases
 	lossSeed *ggml.Tensor // f32 scalar 1: d loss / d loss
+	// value is the cross entropy when the graph's loss is headLoss's surrogate (nil otherwise).
+	value *ggml.Tensor
 	moments  map[*ggml.Tensor][2]*ggml.Tensor
 	gctx     *ggml.Context
 	graph    *ggml.Graph
@@ -153,7 +168,11 @@ func (tr *Trainer) build() error {
 	if m.arch.Input == InputPatches {
 		tr.img = newImageInputs(s, m.arch, tr.B)
 	} else {
-		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked)
+		hiddenWidth := 0
+		if m.headFrozen() {
+			hiddenWidth = m.arch.DModel
+		}
+		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked, hiddenWidth)
 	}
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
@@ -214,6 +233,7 @@ func (tr *Trainer) build() error {
 			w.SetParam()
 		}
 	}
+	var head []*ggml.Tensor // what the graph computes before the loss, in order (headLoss)
 	if tr.img != nil {
 		// The patch embedding's product has no param upstream, so autodiff would give it no
 		// gradient for the GEMM above: asking for the pixels' gradient makes it (one more
@@ -221,6 +241,10 @@ func (tr *Trainer) build() error {
 		tr.img.pixels.SetParam()
 		tr.logits = m.classify(g, tr.img, linear).SetOutput()
 		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
+	} else if tr.in.head != nil {
+		hn := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, linear).hidden(tr.in.tokens)
+		head, tr.value, tr.loss = tr.in.head.loss(g, m.w.head(), hn)
+		tr.value = tr.value.SetOutput()
 	} else {
 		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
 		tr.loss = tr.in.loss(g, logits)
@@ -228,6 +252,11 @@ func (tr *Trainer) build() error {
 	tr.loss = tr.loss.SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
 		return err
+	}
+	for _, t := range head {
+		if err := tr.graph.Expand(t); err != nil {
+			return err
+		}
 	}
 	if err := tr.graph.Expand(tr.loss); err != nil {
 		return err
@@ -319,7 +348,7 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
 	}
-	if tr.masked { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
+	if tr.masked && tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
 		if err := tr.lossSeed.SetF32([]float32{float32(tr.T*tr.B) / float32(tr.in.kept)}); err != nil {
 			return 0, err
 		}
@@ -333,7 +362,11 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.m.backend.Compute(tr.graph); err != nil {
 		return 0, err
 	}
-	loss, err := tr.loss.F32()
+	value := tr.loss
+	if tr.value != nil {
+		value = tr.value
+	}
+	loss, err := value.F32()
 	if err != nil {
 		return 0, err
 	}
