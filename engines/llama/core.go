@@ -51,6 +51,11 @@ type forwardPass struct {
 	// rows, when set, are the i32 indices of the tokens whose logits are computed (the last
 	// token of each sequence of a batched decode step); the last block finishes for them alone.
 	rows *ggml.Tensor
+	// from is the first block the pass runs, and stream, when not nil, the residual stream
+	// [d, n] entering it, in place of the token embeddings (a Trainer that recomputes the
+	// first blocks starts its graph there).
+	from   int
+	stream *ggml.Tensor
 	// sortTopK routes experts by a descending argsort instead of ggml's TOP_K, where the
 	// backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -130,6 +135,18 @@ func (w *weights) head() *ggml.Tensor {
 // hidden builds the final hidden states [d, n] of the i32 tokens [n] — after the last block and
 // the final norm — which the output projection turns into logits.
 func (f *forwardPass) hidden(tokens *ggml.Tensor) *ggml.Tensor {
+	w := f.w
+	x := f.stream
+	if x == nil {
+		x = f.embed(tokens)
+	}
+	x = f.blocks(x, tokens.Len())
+	return f.norm(x, w.outNorm, w.outNormB)
+}
+
+// embed is the residual stream [d, n] entering the first block: the embeddings of the i32
+// tokens [n] (scaled, plus learned positions where the architecture has them).
+func (f *forwardPass) embed(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
 	x := ctx.GetRows(w.embLookup, tokens) // [d, n]
 	if a.EmbedScale != 1 {
@@ -138,55 +155,60 @@ func (f *forwardPass) hidden(tokens *ggml.Tensor) *ggml.Tensor {
 	if a.Positions == PosLearned {
 		x = ctx.Add(x, ctx.GetRows(w.posEmbd, f.pos))
 	}
-	x = f.blocks(x, tokens.Len())
-	return f.norm(x, w.outNorm, w.outNormB)
+	return x
 }
 
-// blocks runs the transformer blocks over the residual stream x [d, n] (the input
-// embeddings) and returns it after the last block, before the final norm.
+// blocks runs the transformer blocks from f.from on over the residual stream x [d, n] and
+// returns it after the last block, before the final norm.
 func (f *forwardPass) blocks(x *ggml.Tensor, n int64) *ggml.Tensor {
+	for il := f.from; il < len(f.w.layers); il++ {
+		x = f.block(il, x, n)
+	}
+	return x
+}
+
+// block runs block il over the residual stream x [d, n].
+func (f *forwardPass) block(il int, x *ggml.Tensor, n int64) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
 	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
-	for il := range w.layers {
-		l := &w.layers[il]
-		h := f.norm(x, l.attnNorm, l.attnNormB)
-		q, k, v := f.qkv(l, h)
-		q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
-		if l.qNorm != nil {
-			q, k = f.norm(q, l.qNorm, nil), f.norm(k, l.kNorm, nil)
-		}
-		if a.Positions == PosRoPE {
-			r := a.rope(il)
-			q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
-			k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
-		}
-		o := f.addBias(f.linear(l.wo, f.attend(il, q, k, v)), l.bo)
-		if f.lastOnly && il == len(w.layers)-1 && n > 1 {
-			// Only the last token's logits are wanted: finish the last block for it alone.
-			o, x = f.lastColumn(o, n), f.lastColumn(x, n)
-		}
-		if f.rows != nil && il == len(w.layers)-1 {
-			o, x = ctx.GetRows(o, f.rows), ctx.GetRows(x, f.rows)
-		}
-		if l.postAttnNorm != nil {
-			o = f.norm(o, l.postAttnNorm, nil)
-		}
-		x = ctx.Add(x, o)
-		h = f.norm(x, l.ffnNorm, l.ffnNormB)
-		var y *ggml.Tensor
-		switch {
-		case a.IsMoE():
-			y = f.moe(l, h)
-		case a.FFN == FFNGELU:
-			y = f.addBias(f.linear(l.down, f.gelu(f.addBias(f.linear(l.up, h), l.upB))), l.downB)
-		default:
-			y = f.ffn(l.gate, l.up, l.down, h)
-		}
-		if l.postFFNNorm != nil {
-			y = f.norm(y, l.postFFNNorm, nil)
-		}
-		x = ctx.Add(x, y)
+	l := &w.layers[il]
+	h := f.norm(x, l.attnNorm, l.attnNormB)
+	q, k, v := f.qkv(l, h)
+	q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
+	if l.qNorm != nil {
+		q, k = f.norm(q, l.qNorm, nil), f.norm(k, l.kNorm, nil)
 	}
+	if a.Positions == PosRoPE {
+		r := a.rope(il)
+		q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
+		k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
+	}
+	o := f.addBias(f.linear(l.wo, f.attend(il, q, k, v)), l.bo)
+	if f.lastOnly && il == len(w.layers)-1 && n > 1 {
+		// Only the last token's logits are wanted: finish the last block for it alone.
+		o, x = f.lastColumn(o, n), f.lastColumn(x, n)
+	}
+	if f.rows != nil && il == len(w.layers)-1 {
+		o, x = ctx.GetRows(o, f.rows), ctx.GetRows(x, f.rows)
+	}
+	if l.postAttnNorm != nil {
+		o = f.norm(o, l.postAttnNorm, nil)
+	}
+	x = ctx.Add(x, o)
+	h = f.norm(x, l.ffnNorm, l.ffnNormB)
+	var y *ggml.Tensor
+	switch {
+	case a.IsMoE():
+		y = f.moe(l, h)
+	case a.FFN == FFNGELU:
+		y = f.addBias(f.linear(l.down, f.gelu(f.addBias(f.linear(l.up, h), l.upB))), l.downB)
+	default:
+		y = f.ffn(l.gate, l.up, l.down, h)
+	}
+	if l.postFFNNorm != nil {
+		y = f.norm(y, l.postFFNNorm, nil)
+	}
+	x = ctx.Add(x, y)
 	return x
 }
 

@@ -26,6 +26,8 @@ type trainable struct {
 	matrix func(*ggml.Tensor) bool
 	// lora holds the low-rank terms added to the products of adapted weights.
 	lora map[*ggml.Tensor][]loraTerm
+	// recompute is how many first blocks the Trainer recomputes (LoRAOptions.Recompute).
+	recompute int
 }
 
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
@@ -97,13 +99,15 @@ type Trainer struct {
 	decay    *ggml.Tensor // f32 [7]: AdamW parameters for matrices
 	noDecay  *ggml.Tensor // f32 [7]: for embeddings, norms and biases
 	lossSeed *ggml.Tensor // f32 scalar 1: d loss / d loss
-	// value is the cross entropy when the graph's loss is headLoss's surrogate (nil otherwise).
-	value *ggml.Tensor
 	moments  map[*ggml.Tensor][2]*ggml.Tensor
 	gctx     *ggml.Context
 	graph    *ggml.Graph
 	alloc    *ggml.Allocator
 	loss     *ggml.Tensor
+	// value is the cross entropy when the graph's loss is headLoss's surrogate (nil otherwise).
+	value *ggml.Tensor
+	// rc recomputes an adapter's first blocks (LoRAOptions.Recompute); nil when none are.
+	rc *recompute
 	// Sep, when ≥ 0, is the token after which a new document starts in a packed sequence:
 	// attention does not cross it (block-causal mask).
 	Sep int32
@@ -161,7 +165,7 @@ func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error)
 func (tr *Trainer) build() error {
 	m := tr.m
 	var err error
-	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 3 + inputTensors + 2*len(m.params)}); err != nil {
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 3 + inputTensors + 2*len(m.params) + recomputeStateTensors(m.recompute, len(m.params))}); err != nil {
 		return err
 	}
 	s := tr.state
@@ -177,6 +181,14 @@ func (tr *Trainer) build() error {
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
+	if m.recompute > 0 {
+		if tr.in == nil {
+			return fmt.Errorf("llama: recomputing blocks is for language models")
+		}
+		if tr.rc, err = newRecompute(s, m, m.recompute, tr.T*tr.B, tr.keepGrads); err != nil {
+			return err
+		}
+	}
 	for _, w := range m.params {
 		ne := w.Shape()
 		tr.moments[w] = [2]*ggml.Tensor{
@@ -202,6 +214,11 @@ func (tr *Trainer) build() error {
 	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
 		return err
 	}
+	if tr.rc != nil {
+		if err := tr.rc.buildForward(tr); err != nil {
+			return err
+		}
+	}
 
 	size := m.graphSize()
 	if tr.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true}); err != nil {
@@ -216,11 +233,10 @@ func (tr *Trainer) build() error {
 	// in autodiff.
 	type product struct{ w, x, z *ggml.Tensor }
 	var products []product
+	frozen := frozenLinear(g)
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
 		if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
-			// A frozen half-precision weight: the backward to x multiplies by it with ggml's
-			// OUT_PROD, which reads f32 and block-quantized types only.
-			return g.MulMat(g.Cast(w, ggml.F32), x)
+			return frozen(w, x)
 		}
 		z := g.MulMat(w, x)
 		if m.matrix(w) {
@@ -241,13 +257,17 @@ func (tr *Trainer) build() error {
 		tr.img.pixels.SetParam()
 		tr.logits = m.classify(g, tr.img, linear).SetOutput()
 		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
-	} else if tr.in.head != nil {
-		hn := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, linear).hidden(tr.in.tokens)
-		head, tr.value, tr.loss = tr.in.head.loss(g, m.w.head(), hn)
-		tr.value = tr.value.SetOutput()
 	} else {
-		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
-		tr.loss = tr.in.loss(g, logits)
+		f := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, linear)
+		if tr.rc != nil { // start after the recomputed blocks, from the stream the forward graph stored
+			f.from, f.stream = tr.rc.n, tr.rc.stream[tr.rc.n].SetParam()
+		}
+		if tr.in.head != nil {
+			head, tr.value, tr.loss = tr.in.head.loss(g, m.w.head(), f.hidden(tr.in.tokens))
+			tr.value = tr.value.SetOutput()
+		} else {
+			tr.loss = tr.in.loss(g, f.logits(tr.in.tokens))
+		}
 	}
 	tr.loss = tr.loss.SetName("loss").SetLoss().SetOutput()
 	if tr.graph, err = g.NewGraph(size, true); err != nil {
@@ -276,6 +296,9 @@ func (tr *Trainer) build() error {
 		p.w.SetParam() // the AdamW step updates params only
 	}
 	for _, w := range m.params {
+		if !tr.rc.trains(w) {
+			continue // a recomputed block's graph steps it
+		}
 		params := tr.noDecay
 		if m.matrix(w) {
 			params = tr.decay
@@ -287,17 +310,40 @@ func (tr *Trainer) build() error {
 		}
 		if tr.keepGrads {
 			grad.SetOutput()
+			if k := tr.rc.keptGrad(w); k != nil { // the recomputing graphs reuse its memory
+				if err := tr.graph.Expand(g.Cpy(grad, k)); err != nil {
+					return err
+				}
+			}
 		}
 		step := g.OptStepAdamW(w, grad, mv[0], mv[1], params)
 		if err := tr.graph.Expand(step); err != nil {
 			return err
 		}
 	}
+	if tr.rc != nil {
+		if err := tr.graph.Expand(g.Cpy(tr.graph.Grad(tr.rc.stream[tr.rc.n]), tr.rc.grad[tr.rc.n%2])); err != nil {
+			return err
+		}
+		if err := tr.rc.buildBackward(tr); err != nil {
+			return err
+		}
+	}
 	if tr.alloc, err = m.backend.NewAllocator(); err != nil {
 		return err
 	}
-	if err := tr.alloc.Alloc(tr.graph); err != nil {
-		return err
+	// The graphs share the allocator's buffer: sized for the largest first, each then keeps
+	// its own placement in it (they compute one after another).
+	graphs := tr.graphs()
+	for _, gr := range graphs {
+		if err := tr.alloc.Reserve(gr); err != nil {
+			return err
+		}
+	}
+	for _, gr := range graphs {
+		if err := tr.alloc.Alloc(gr); err != nil {
+			return err
+		}
 	}
 	// Reset zeroes the moments of every AdamW node and seeds the loss gradient; the moments
 	// live in stateBuf, so a checkpoint can restore them after this.
@@ -308,9 +354,18 @@ func (tr *Trainer) build() error {
 	return nil
 }
 
+// graphs are the trainer's graphs in the order a step computes them.
+func (tr *Trainer) graphs() []*ggml.Graph {
+	if tr.rc == nil {
+		return []*ggml.Graph{tr.graph}
+	}
+	return append([]*ggml.Graph{tr.rc.fwd, tr.graph}, tr.rc.back...)
+}
+
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {
 	tr.alloc.Close()
+	tr.rc.close()
 	if tr.gctx != nil {
 		tr.gctx.Close()
 	}
@@ -359,16 +414,21 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.noDecay.SetF32(noDecay[:]); err != nil {
 		return 0, err
 	}
-	if err := tr.m.backend.Compute(tr.graph); err != nil {
-		return 0, err
-	}
 	value := tr.loss
 	if tr.value != nil {
 		value = tr.value
 	}
-	loss, err := value.F32()
-	if err != nil {
-		return 0, err
+	var loss []float32
+	for _, g := range tr.graphs() {
+		if err := tr.m.backend.Compute(g); err != nil {
+			return 0, err
+		}
+		if g == tr.graph { // read before a recomputing graph reuses its memory
+			var err error
+			if loss, err = value.F32(); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return tr.in.maskedLoss(loss[0]), nil
 }
@@ -376,6 +436,9 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer
 // made with keepGrads.
 func (tr *Trainer) grad(w *ggml.Tensor) ([]float32, error) {
+	if k := tr.rc.keptGrad(w); k != nil {
+		return k.F32()
+	}
 	g := tr.weightGrads[w]
 	if g == nil {
 		g = tr.graph.Grad(w)
