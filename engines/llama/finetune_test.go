@@ -30,7 +30,7 @@ func TestFullFinetuneFromGGUF(t *testing.T) {
 			const T = 8
 			seq := randomTokens(rand.New(rand.NewPCG(1, 2)), T+1, a.Vocab)
 			logits := func(x Trainable) []float32 {
-				ev, err := NewEvaluator(x, T, 1)
+				ev, err := newEvaluator(x, T, 1, false, true)
 				require.NoError(t, err)
 				defer ev.Close()
 				_, err = ev.Loss([][]int32{seq})

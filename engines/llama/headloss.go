@@ -74,10 +74,11 @@ const minTargetProb = 1.17549435e-38
 // The chunks read a copy of hn (the first of steps), so autodiff never differentiates them;
 // the graph must expand steps in order, then the returned surrogate, sum(hn ⊙ gradient), as
 // its loss: its gradient with respect to hn is the cross entropy's, which autodiff carries
-// back through the model. value is the cross entropy itself.
-func (h *headInputs) loss(ctx *ggml.Context, out, hn *ggml.Tensor) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
+// back through the model. value is the cross entropy itself. Without grad (an Evaluator)
+// only value is built.
+func (h *headInputs) loss(ctx *ggml.Context, out, hn *ggml.Tensor, grad bool) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
 	steps = append(steps, ctx.Cpy(hn, h.hidden))
-	if t := out.Type(); t == ggml.F16 || t == ggml.BF16 {
+	if t := out.Type(); grad && (t == ggml.F16 || t == ggml.BF16) {
 		out = ctx.Cast(out, ggml.F32) // ggml's CPU OUT_PROD cannot read half precision
 	}
 	n := h.hidden.Ne()[1]
@@ -98,10 +99,16 @@ func (h *headInputs) loss(ctx *ggml.Context, out, hn *ggml.Tensor) (steps []*ggm
 		} else {
 			sum = ctx.Add(sum, share)
 		}
-		dLogits := ctx.Mul(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R), w)
-		steps = append(steps, ctx.Cpy(ctx.OutProd(out, ctx.Transpose(dLogits)), cols(h.hiddenGrad, c)), sum)
+		if grad {
+			dLogits := ctx.Mul(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R), w)
+			steps = append(steps, ctx.Cpy(ctx.OutProd(out, ctx.Transpose(dLogits)), cols(h.hiddenGrad, c)))
+		}
+		steps = append(steps, sum)
 	}
 	value = ctx.Scale(sum, -1)
 	steps = append(steps, value)
+	if !grad {
+		return steps, value, nil
+	}
 	return steps, value, ctx.Sum(ctx.Mul(hn, h.hiddenGrad))
 }

@@ -12,8 +12,9 @@ import (
 
 // TestHeadLossChunks: the chunked loss of a frozen head gives the same loss and LoRA gradients
 // in chunks of 2 rows as in one chunk (which TestAdapterGradients and TestMaskedLoss check
-// against finite differences), with and without a loss mask, and the trainer of an adapter
-// keeps no dense labels.
+// against finite differences), with and without a loss mask, as the evaluator's loss does
+// (and the loss from its logits when it keeps them); the trainer of an adapter keeps no dense
+// labels.
 func TestHeadLossChunks(t *testing.T) {
 	be := newBackend(t)
 	a := tinyArch("llama")
@@ -49,6 +50,21 @@ func TestHeadLossChunks(t *testing.T) {
 		}
 		return loss, grads
 	}
+	evaluate := func(keepLogits, masked bool) float32 {
+		defer func(b int) { headChunkBytes = b }(headChunkBytes)
+		headChunkBytes = 2 * 4 * a.Vocab
+		ev, err := newEvaluator(ad, T, B, masked, keepLogits)
+		require.NoError(t, err)
+		defer ev.Close()
+		assert.Equal(t, keepLogits, ev.logits != nil)
+		var k [][]bool
+		if masked {
+			k = keep
+		}
+		loss, err := ev.LossMasked(seqs, k)
+		require.NoError(t, err)
+		return loss
+	}
 	for _, masked := range []bool{false, true} {
 		whole, wholeGrads := run(1<<30, masked)
 		chunked, chunkedGrads := run(2*4*a.Vocab, masked)
@@ -56,5 +72,7 @@ func TestHeadLossChunks(t *testing.T) {
 		for name, g := range wholeGrads {
 			assert.InDeltaSlice(t, g, chunkedGrads[name], 1e-5, "%s, masked %v", name, masked)
 		}
+		assert.InDelta(t, whole, evaluate(false, masked), 1e-5, "the evaluator's chunked loss, masked %v", masked)
+		assert.InDelta(t, whole, evaluate(true, masked), 1e-5, "the evaluator's loss from the logits, masked %v", masked)
 	}
 }

@@ -25,10 +25,10 @@ type recompute struct {
 	layer map[*ggml.Tensor]int
 	// kept holds a copy of each adapter gradient (Trainer.keepGrads), which the graphs'
 	// shared buffer would not keep.
-	kept  map[*ggml.Tensor]*ggml.Tensor
-	ctxs  []*ggml.Context
-	fwd   *ggml.Graph
-	back  []*ggml.Graph // block n−1's first, in the order they compute
+	kept map[*ggml.Tensor]*ggml.Tensor
+	ctxs []*ggml.Context
+	fwd  *ggml.Graph
+	back []*ggml.Graph // block n−1's first, in the order they compute
 }
 
 // stateTensors is how many state tensors newRecompute declares for params trained tensors.

@@ -263,7 +263,7 @@ func (tr *Trainer) build() error {
 			f.from, f.stream = tr.rc.n, tr.rc.stream[tr.rc.n].SetParam()
 		}
 		if tr.in.head != nil {
-			head, tr.value, tr.loss = tr.in.head.loss(g, m.w.head(), f.hidden(tr.in.tokens))
+			head, tr.value, tr.loss = tr.in.head.loss(g, m.w.head(), f.hidden(tr.in.tokens), true)
 			tr.value = tr.value.SetOutput()
 		} else {
 			tr.loss = tr.in.loss(g, f.logits(tr.in.tokens))
