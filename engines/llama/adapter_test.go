@@ -156,7 +156,7 @@ func TestFreshAdapterIsTheBase(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	seq := randomTokens(rng, T+1, a.Vocab)
 	logits := func(x Trainable) []float32 {
-		ev, err := newEvaluator(x, T, 1, false, true)
+		ev, err := NewEvaluator(x, T, 1)
 		require.NoError(t, err)
 		defer ev.Close()
 		_, err = ev.Loss([][]int32{seq})

@@ -30,12 +30,20 @@ type Evaluator struct {
 
 // NewEvaluator builds the forward graph of m for B sequences of T tokens.
 func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) {
-	return newEvaluator(m, T, B, false, false)
+	return newEvaluator(m, T, B, false, true)
 }
 
 // NewMaskedEvaluator is NewEvaluator for batches with a loss mask (LossMasked).
 func NewMaskedEvaluator(m Trainable, T, B int) (*Evaluator, error) {
-	return newEvaluator(m, T, B, true, false)
+	return newEvaluator(m, T, B, true, true)
+}
+
+// NewLossEvaluator is an Evaluator of the loss only (masked: LossMasked's), as a training run
+// evaluates held-out data: the loss of a frozen output projection (an adapter's base) is
+// taken a chunk of rows at a time, without the batch's logits, their labels and their host
+// buffer (3 × vocabulary × B·T floats); Greedy refuses it then.
+func NewLossEvaluator(m Trainable, T, B int, masked bool) (*Evaluator, error) {
+	return newEvaluator(m, T, B, masked, false)
 }
 
 // newEvaluator makes the evaluator; keepLogits keeps the logits of a frozen output projection,

@@ -99,6 +99,10 @@ type Trainer struct {
 	decay    *ggml.Tensor // f32 [7]: AdamW parameters for matrices
 	noDecay  *ggml.Tensor // f32 [7]: for embeddings, norms and biases
 	lossSeed *ggml.Tensor // f32 scalar 1: d loss / d loss
+	// embedParams are the AdamW parameters of the token embeddings: noDecay's, with a zero
+	// learning rate while they are held (HoldEmbeddings).
+	embedParams *ggml.Tensor
+	holdEmbed   bool
 	moments  map[*ggml.Tensor][2]*ggml.Tensor
 	gctx     *ggml.Context
 	graph    *ggml.Graph
@@ -165,7 +169,7 @@ func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error)
 func (tr *Trainer) build() error {
 	m := tr.m
 	var err error
-	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 3 + inputTensors + 2*len(m.params) + recomputeStateTensors(m.recompute, len(m.params))}); err != nil {
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 4 + inputTensors + 2*len(m.params) + recomputeStateTensors(m.recompute, len(m.params))}); err != nil {
 		return err
 	}
 	s := tr.state
@@ -181,6 +185,7 @@ func (tr *Trainer) build() error {
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
+	tr.embedParams = s.NewTensor(ggml.F32, 7).SetName("adamw.embeddings")
 	if m.recompute > 0 {
 		if tr.in == nil {
 			return fmt.Errorf("llama: recomputing blocks is for language models")
@@ -300,7 +305,10 @@ func (tr *Trainer) build() error {
 			continue // a recomputed block's graph steps it
 		}
 		params := tr.noDecay
-		if m.matrix(w) {
+		switch {
+		case w == m.w.tokEmbd:
+			params = tr.embedParams
+		case m.matrix(w):
 			params = tr.decay
 		}
 		mv := tr.moments[w]
@@ -362,6 +370,12 @@ func (tr *Trainer) graphs() []*ggml.Graph {
 	return append([]*ggml.Graph{tr.rc.fwd, tr.graph}, tr.rc.back...)
 }
 
+// HoldEmbeddings keeps the token embeddings (and so a tied output projection) as they are in
+// the steps that follow, while hold is true: their learning rate is zero, but their gradients
+// are computed and their AdamW moments follow them, so training them resumes from moments
+// that are up to date. A warm start holds the transplanted embeddings for its first steps.
+func (tr *Trainer) HoldEmbeddings(hold bool) { tr.holdEmbed = hold }
+
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {
 	tr.alloc.Close()
@@ -412,6 +426,13 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 		return 0, err
 	}
 	if err := tr.noDecay.SetF32(noDecay[:]); err != nil {
+		return 0, err
+	}
+	embed := noDecay
+	if tr.holdEmbed {
+		embed[0] = 0
+	}
+	if err := tr.embedParams.SetF32(embed[:]); err != nil {
 		return 0, err
 	}
 	value := tr.loss
