@@ -99,10 +99,6 @@ type Trainer struct {
 	decay    *ggml.Tensor // f32 [7]: AdamW parameters for matrices
 	noDecay  *ggml.Tensor // f32 [7]: for embeddings, norms and biases
 	lossSeed *ggml.Tensor // f32 scalar 1: d loss / d loss
-	// embedParams are the AdamW parameters of the token embeddings: noDecay's, with a zero
-	// learning rate while they are held (HoldEmbeddings).
-	embedParams *ggml.Tensor
-	holdEmbed   bool
 	moments  map[*ggml.Tensor][2]*ggml.Tensor
 	gctx     *ggml.Context
 	graph    *ggml.Graph
@@ -112,6 +108,10 @@ type Trainer struct {
 	value *ggml.Tensor
 	// rc recomputes an adapter's first blocks (LoRAOptions.Recompute); nil when none are.
 	rc *recompute
+	// embedParams are the AdamW parameters of the token embeddings: noDecay's, with a zero
+	// learning rate while they are held (HoldEmbeddings).
+	embedParams *ggml.Tensor
+	holdEmbed   bool
 	// Sep, when ≥ 0, is the token after which a new document starts in a packed sequence:
 	// attention does not cross it (block-causal mask).
 	Sep int32
