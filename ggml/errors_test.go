@@ -34,6 +34,12 @@ func TestOpErrors(t *testing.T) {
 		{"MulMat transposed b", func(h *harness) *Tensor {
 			return h.c.MulMat(h.w.NewTensor(F32, 5, 7), h.c.Transpose(h.w.NewTensor(F32, 6, 5)))
 		}, "strided rows"},
+		{"OutProd f16 a", func(h *harness) *Tensor {
+			return h.c.OutProd(h.w.NewTensor(F16, 7, 5), h.w.NewTensor(F32, 3, 5))
+		}, "want f32 or a block-quantized type"},
+		{"OutProd f16 b", func(h *harness) *Tensor {
+			return h.c.OutProd(h.w.NewTensor(Q8_0, 32, 5), h.w.NewTensor(F16, 3, 5))
+		}, ": want f32"},
 		{"Add not broadcastable", func(h *harness) *Tensor {
 			return h.c.Add(h.w.NewTensor(F32, 7, 5), h.w.NewTensor(F32, 7, 3))
 		}, "does not broadcast"},
