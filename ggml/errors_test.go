@@ -37,6 +37,12 @@ func TestOpErrors(t *testing.T) {
 		{"GetRowsBack widths differ", func(h *harness) *Tensor {
 			return h.c.GetRowsBack(h.w.NewTensor(F32, 6, 5), h.w.NewTensor(I32, 5), h.w.NewTensor(F32, 7, 9))
 		}, "do not fit"},
+		{"OutProd f16 a", func(h *harness) *Tensor {
+			return h.c.OutProd(h.w.NewTensor(F16, 7, 5), h.w.NewTensor(F32, 3, 5))
+		}, "want f32 or a block-quantized type"},
+		{"OutProd f16 b", func(h *harness) *Tensor {
+			return h.c.OutProd(h.w.NewTensor(Q8_0, 32, 5), h.w.NewTensor(F16, 3, 5))
+		}, ": want f32"},
 		{"Add not broadcastable", func(h *harness) *Tensor {
 			return h.c.Add(h.w.NewTensor(F32, 7, 5), h.w.NewTensor(F32, 7, 3))
 		}, "does not broadcast"},

@@ -351,7 +351,14 @@ func (c *Context) OutProd(a, b *Tensor) *Tensor {
 		if an[1] != bn[1] || bn[2]%an[2] != 0 || bn[3]%an[3] != 0 {
 			return fmt.Errorf("cannot take the outer product of %s and %s", a.describe(), b.describe())
 		}
-		return needFloat(a, b)
+		// ggml's CPU kernel reads a in f32 or a block-quantized type (it aborts on f16), b in f32.
+		if err := needType(b, F32, "b"); err != nil {
+			return err
+		}
+		if t := a.Type(); t != F32 && (!IsQuantized(t) || t == Q8_1 || t == Q8_K) {
+			return fmt.Errorf("a %s: want f32 or a block-quantized type", a.describe())
+		}
+		return nil
 	}, func() ggmlc.Tensor { return ggmlc.OutProd(c.c, a.t, b.t) })
 }
 

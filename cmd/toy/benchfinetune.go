@@ -39,6 +39,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	threads := fs.Int("t", 2, "CPU threads")
 	rank := fs.Int("r", 16, "LoRA rank")
 	targets := fs.String("lora-targets", "q,v", "LoRA targets")
+	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
@@ -60,6 +61,9 @@ Flags:
 	c, err := config.LlamaPreset(*preset)
 	if err != nil {
 		return asUsage(err)
+	}
+	if *recompute < 0 || *recompute > c.NLayers {
+		return usagef("-recompute %d: the %s shape has %d blocks", *recompute, *preset, c.NLayers)
 	}
 	if *seq > c.Context {
 		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
@@ -83,7 +87,7 @@ Flags:
 		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
 			return err
 		}
-		return benchFinetuneMode(stdout, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, strings.Split(*targets, ","))
+		return benchFinetuneMode(stdout, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, *recompute, strings.Split(*targets, ","))
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -113,13 +117,13 @@ Flags:
 		}
 		bases[bm.typ] = path
 	}
-	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s; %d timed steps a mode, each mode in its own process\n",
-		*preset, *batch, *seq, *threads, *rank, *targets, *steps)
+	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s recomputing %d blocks; %d timed steps a mode, each mode in its own process\n",
+		*preset, *batch, *seq, *threads, *rank, *targets, *recompute, *steps)
 	fmt.Fprintf(stdout, "%-12s %10s %8s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "compute MiB", "peak RSS MiB")
 	tps := map[string]float64{}
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
-			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-preset", *preset)
+			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		if err := cmd.Run(); err != nil {
@@ -178,7 +182,7 @@ func parseBenchMode(s string) (benchMode, error) {
 }
 
 // benchFinetuneMode times one mode in this process and prints its result line.
-func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, steps, threads, rank int, targets []string) error {
+func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, steps, threads, rank, recompute int, targets []string) error {
 	be, err := ggml.NewBackend(threads)
 	if err != nil {
 		return err
@@ -194,7 +198,7 @@ func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, 
 	var trained int64
 	opt := train.LoRA()
 	if bm.lora {
-		ad, err := llama.NewAdapter(base, llama.LoRAOptions{Rank: rank, Alpha: float32(2 * rank), Targets: targets, Seed: 1})
+		ad, err := llama.NewAdapter(base, llama.LoRAOptions{Rank: rank, Alpha: float32(2 * rank), Targets: targets, Seed: 1, Recompute: recompute})
 		if err != nil {
 			return err
 		}

@@ -23,13 +23,14 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	f := recipes.DefaultFinetune()
 	fs := flag.NewFlagSet("finetune", flag.ContinueOnError)
 	fs.StringVar(&f.Base, "m", "", "the base GGUF model to adapt (required; its tokenizer and chat template are used)")
-	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file (required)")
+	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file or a directory of them (required)")
 	fs.StringVar(&f.Template, "template", "", "chat template of .jsonl data: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
 	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
 	alpha := fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
 	targets := fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(llama.LoRATargets, ", ")+", or all")
 	fs.Uint64Var(&f.LoRA.Seed, "lora-seed", f.LoRA.Seed, "seed of the adapters' initial A matrices")
+	fs.IntVar(&f.Recompute, "recompute", 0, "LoRA: recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them a step)")
 	fs.IntVar(&f.Steps, "steps", f.Steps, "optimizer steps")
 	fs.IntVar(&f.Batch, "batch", f.Batch, "sequences per step")
 	fs.IntVar(&f.SeqLen, "seq", f.SeqLen, "tokens per sequence (at most the model's context; a chat conversation is one sequence)")
@@ -51,6 +52,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	full := fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: -lr 5e-5 -min-lr 5e-6 -weight-decay 0.01)")
 	warm := fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: -lr 2e-3 -min-lr 2e-4 -warmup 40 -weight-decay 0.1)")
 	fs.BoolVar(&f.FreezeEmbeddings, "freeze-embeddings", false, "-full, -warm-start: keep the token embeddings (and a tied output projection) fixed")
+	fs.IntVar(&f.FreezeEmbeddingsSteps, "freeze-embeddings-steps", 0, "-full, -warm-start: keep the token embeddings fixed for the first N steps only (their AdamW moments follow the gradients meanwhile)")
 	preset := fs.String("preset", defaultPreset, "-warm-start: the new model's shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
 		"; the model's flags (-d-model, -n-layers, -context, …) override it; its vocabulary is the donor's")
 	demo, _ := config.LlamaPreset(defaultPreset)
@@ -68,6 +70,8 @@ Modes:
                       settings). The result is an adapter GGUF in llama.cpp's LoRA format:
                       toy generate -m BASE -lora ADAPTER runs it, llama.cpp's --lora loads it,
                       toy export -m BASE -lora ADAPTER -o OUT.gguf merges it.
+                      -recompute N recomputes the first N blocks in the backward pass
+                      instead of keeping their activations: less memory, slower steps.
   -full               trains every weight of the base: its weights, whatever their type, are
                       dequantized to an f32 copy (4 bytes a parameter, plus 8 for AdamW's
                       moments); -freeze-embeddings keeps the token embeddings fixed. The
@@ -78,11 +82,12 @@ Modes:
                       toy train's) from scratch, but for its vocabulary, tokenizer and token
                       embeddings, which come from -m (the donor); the donor's embedding width
                       must be the new -d-model. -freeze-embeddings keeps the transplanted
-                      embeddings fixed for the whole run (freezing them for the first N steps
-                      only is not supported: ggml marks a trained tensor once per model).
+                      embeddings fixed for the whole run, -freeze-embeddings-steps N for the
+                      first N steps.
 
 Data: a text file or a directory of text files (as toy train reads them; documents are
-separated by the end-of-text token), or a .jsonl file of chat conversations, one a line:
+separated by the end-of-text token), or a .jsonl file of chat conversations, one a line,
+or a directory of .jsonl files (read in lexical order; mixed with other files, refused):
   {"messages":[{"role":"system|user|assistant","content":"..."}]}
 rendered through the model's chat template; the loss counts the assistant's replies only
 (through the end-of-turn marker). A bad line is an error naming it. Every 20th conversation
@@ -172,7 +177,7 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 	}
 	slices.Sort(modelFlags)
 	var loraFlags []string
-	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed"} {
+	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed", "recompute"} {
 		if set[name] {
 			loraFlags = append(loraFlags, "-"+name)
 		}
@@ -185,8 +190,8 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 		return usagef("%s: LoRA flags, but the mode is %s", strings.Join(loraFlags, ", "), map[bool]string{true: "-full", false: "-warm-start"}[full])
 	case !warm && (set["preset"] || len(modelFlags) > 0):
 		return usagef("%s: the new model's shape is for -warm-start only", strings.Join(append(map[bool][]string{true: {"-preset"}}[set["preset"]], modelFlags...), ", "))
-	case !full && !warm && set["freeze-embeddings"]:
-		return usagef("-freeze-embeddings is for -full and -warm-start (LoRA trains no embeddings)")
+	case !full && !warm && (set["freeze-embeddings"] || set["freeze-embeddings-steps"]):
+		return usagef("-freeze-embeddings and -freeze-embeddings-steps are for -full and -warm-start (LoRA trains no embeddings)")
 	case full:
 		d = recipes.DefaultFullFinetune()
 	case warm:

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -18,9 +20,49 @@ type Message struct {
 
 // Conversation is one line of a chat JSONL file.
 type Conversation struct {
-	// Line is the conversation's line in its file (1-based), for error messages.
+	// Path is its file and Line its line there (1-based), for error messages.
+	Path     string
 	Line     int
 	Messages []Message
+}
+
+// IsChatData reports whether path holds chat data: a .jsonl file, or a directory whose
+// regular files (below it, at any depth) are all .jsonl files. A directory that mixes them
+// with other files is an error naming one of each, so that nothing is silently left out.
+func IsChatData(path string) (bool, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() {
+		return isJSONL(path), nil
+	}
+	files, others, err := chatFiles(path)
+	if err != nil {
+		return false, err
+	}
+	if len(files) > 0 && len(others) > 0 {
+		return false, fmt.Errorf("data: %s mixes chat files (%s) with others (%s): give a directory of one kind", path, files[0], others[0])
+	}
+	return len(files) > 0, nil
+}
+
+func isJSONL(path string) bool { return strings.HasSuffix(strings.ToLower(path), ".jsonl") }
+
+// chatFiles lists the regular files below dir in lexical order: the .jsonl ones and the others.
+func chatFiles(dir string) (files, others []string, err error) {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || d.IsDir() || !d.Type().IsRegular():
+			return err
+		case isJSONL(p):
+			files = append(files, p)
+		default:
+			others = append(others, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("data: reading %s: %w", dir, err)
+	}
+	return files, others, nil
 }
 
 // ChatRoles are the roles a chat message may have.
@@ -30,8 +72,29 @@ var ChatRoles = []string{"system", "user", "assistant"}
 // and OpenAI fine-tuning use: {"messages":[{"role":"system|user|assistant","content":"..."}]}.
 // Blank lines are skipped; anything else that is not such a conversation — bad JSON, an
 // unknown key, an unknown role, no messages, no assistant message — is an error naming the
-// file and the line. Nothing is dropped silently.
+// file and the line. Nothing is dropped silently. A directory (see IsChatData) is read file by
+// file in lexical order.
 func ReadChat(path string) ([]Conversation, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		files, others, err := chatFiles(path)
+		switch {
+		case err != nil:
+			return nil, err
+		case len(others) > 0:
+			return nil, fmt.Errorf("data: %s: %s is not a chat file (.jsonl)", path, others[0])
+		case len(files) == 0:
+			return nil, fmt.Errorf("data: %s holds no chat file (.jsonl)", path)
+		}
+		var all []Conversation
+		for _, p := range files {
+			convs, err := ReadChat(p)
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, convs...)
+		}
+		return all, nil
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -55,7 +118,7 @@ func readChat(path string, r io.Reader) ([]Conversation, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		c.Line = line
+		c.Path, c.Line = path, line
 		out = append(out, c)
 	}
 	if err := sc.Err(); err != nil {

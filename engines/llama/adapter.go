@@ -22,6 +22,10 @@ type LoRAOptions struct {
 	Targets []string
 	// Seed seeds the random initial A matrices.
 	Seed uint64
+	// Recompute is how many of the first blocks a Trainer recomputes in the backward pass
+	// instead of keeping their activations (gradient checkpointing): less memory for one more
+	// forward pass of those blocks a step. It changes no result and is not saved.
+	Recompute int
 }
 
 // LoRATargets are the projections an adapter may adapt, by their short names.
@@ -76,6 +80,8 @@ func NewAdapter(m *GGUFModel, opts LoRAOptions) (*Adapter, error) {
 		return nil, fmt.Errorf("lora: rank %d: want at least 1", opts.Rank)
 	case !(opts.Alpha > 0) || math.IsInf(float64(opts.Alpha), 0):
 		return nil, fmt.Errorf("lora: alpha %g: want a positive finite number", opts.Alpha)
+	case opts.Recompute < 0 || opts.Recompute > m.Arch.NLayers:
+		return nil, fmt.Errorf("lora: recompute %d blocks: the model has %d", opts.Recompute, m.Arch.NLayers)
 	case m.Arch.IsMoE():
 		return nil, fmt.Errorf("lora: %s: adapters on mixtures of experts are not supported", m.Arch.Name)
 	}
@@ -171,7 +177,7 @@ func (ad *Adapter) Init() error {
 func (ad *Adapter) trainable() *trainable {
 	m := ad.base
 	return &trainable{arch: &m.Arch, w: &m.weights, backend: m.backend, params: ad.all,
-		matrix: func(*ggml.Tensor) bool { return false }, lora: ad.terms}
+		matrix: func(*ggml.Tensor) bool { return false }, lora: ad.terms, recompute: ad.opts.Recompute}
 }
 
 // trainable is the model as an Evaluator runs it: with its loaded adapters and nothing to

@@ -25,9 +25,13 @@ type batchInputs struct {
 	tokens      *ggml.Tensor // i32 [T·B]
 	pos         *ggml.Tensor // i32 [T·B]: each token's position in its sequence
 	mask        *ggml.Tensor // f32 [T, T, 1, B]
-	labels      *ggml.Tensor // f32 [vocab, T·B]
+	labels      *ggml.Tensor // f32 [vocab, T·B] (nil with a chunked head)
 	maskBuf     []float32
 	labelsBuf   []float32
+
+	// head, when not nil, are the inputs of the chunked loss of a frozen output projection
+	// (see headLoss), which replace the dense labels.
+	head *headInputs
 
 	masked bool
 	rows   *ggml.Tensor // i32 [T·B]: the gathered rows of [logits; 0] (masked graphs)
@@ -35,18 +39,24 @@ type batchInputs struct {
 	kept   int          // K, the kept rows of the last upload
 }
 
-// newBatchInputs declares the input tensors in s (which the caller then allocates).
-func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool) *batchInputs {
+// newBatchInputs declares the input tensors in s (which the caller then allocates). A
+// hiddenWidth above 0 declares the inputs of a chunked head loss over hidden states of that
+// width (headLoss) instead of the dense labels.
+func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool, hiddenWidth int) *batchInputs {
 	t, b, n := int64(T), int64(B), int64(T*B)
 	in := &batchInputs{
 		T: T, B: B, vocab: vocab, masked: masked, kept: T * B,
-		tokens:    s.NewTensor(ggml.I32, n).SetName("in.tokens"),
-		pos:       s.NewTensor(ggml.I32, n).SetName("in.positions"),
-		mask:      s.NewTensor(ggml.F32, t, t, 1, b).SetName("in.mask"),
-		labels:    s.NewTensor(ggml.F32, int64(vocab), n).SetName("in.labels"),
-		maskBuf:   make([]float32, T*T*B),
-		labelsBuf: make([]float32, vocab*T*B),
+		tokens:  s.NewTensor(ggml.I32, n).SetName("in.tokens"),
+		pos:     s.NewTensor(ggml.I32, n).SetName("in.positions"),
+		mask:    s.NewTensor(ggml.F32, t, t, 1, b).SetName("in.mask"),
+		maskBuf: make([]float32, T*T*B),
 	}
+	if hiddenWidth > 0 {
+		in.head = newHeadInputs(s, T*B, vocab, hiddenWidth)
+		return in
+	}
+	in.labels = s.NewTensor(ggml.F32, int64(vocab), n).SetName("in.labels")
+	in.labelsBuf = make([]float32, vocab*T*B)
 	if masked {
 		in.rows = s.NewTensor(ggml.I32, n).SetName("in.loss_rows")
 		in.zeros = s.NewTensor(ggml.F32, int64(vocab), n+1).SetName("in.zeros")
@@ -54,8 +64,8 @@ func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool) *batchInputs 
 	return in
 }
 
-// inputTensors is the number of tensors newBatchInputs declares.
-const inputTensors = 6
+// inputTensors bounds the number of tensors newBatchInputs declares.
+const inputTensors = 8
 
 // setPositions writes the positions 0..T-1 of each sequence (and a masked graph's zeros), once
 // the tensors are allocated.
@@ -64,7 +74,7 @@ func (in *batchInputs) setPositions() error {
 	for i := range pos {
 		pos[i] = int32(i % in.T)
 	}
-	if in.masked {
+	if in.zeros != nil {
 		if err := in.zeros.SetF32(make([]float32, in.zeros.Len())); err != nil {
 			return err
 		}
@@ -84,10 +94,11 @@ func (in *batchInputs) loss(ctx *ggml.Context, logits *ggml.Tensor) *ggml.Tensor
 }
 
 // maskedLoss turns the graph's loss into the mean over the kept rows: the padding rows each
-// added ln(vocab). Unmasked graphs' losses pass through.
+// added ln(vocab). Unmasked graphs' losses, and a chunked head's (already that mean), pass
+// through.
 func (in *batchInputs) maskedLoss(l float32) float32 {
 	n := in.T * in.B
-	if !in.masked || in.kept == n {
+	if !in.masked || in.kept == n || in.head != nil {
 		return l
 	}
 	return float32((float64(l)*float64(n) - float64(n-in.kept)*math.Log(float64(in.vocab))) / float64(in.kept))
@@ -114,8 +125,19 @@ func (in *batchInputs) upload(seqs [][]int32, keep [][]bool, sep int32) error {
 		return fmt.Errorf("llama: a batch of %d sequences of %d tokens for a graph of %d × %d", b.B, b.T, in.B, in.T)
 	}
 	ids := b.Inputs()
-	clear(in.labelsBuf)
-	if in.masked {
+	if in.head != nil {
+		kept := b.Kept()
+		in.kept = 0
+		for _, k := range kept {
+			if k {
+				in.kept++
+			}
+		}
+		if err := in.head.upload(b.Targets(), kept, in.kept); err != nil {
+			return err
+		}
+	} else if in.masked {
+		clear(in.labelsBuf)
 		n := in.T * in.B
 		rows := make([]int32, 0, n)
 		targets := b.Targets()
@@ -134,6 +156,7 @@ func (in *batchInputs) upload(seqs [][]int32, keep [][]bool, sep int32) error {
 			return err
 		}
 	} else {
+		clear(in.labelsBuf)
 		for row, target := range b.Targets() {
 			in.labelsBuf[row*in.vocab+int(target)] = 1
 		}
@@ -144,6 +167,9 @@ func (in *batchInputs) upload(seqs [][]int32, keep [][]bool, sep int32) error {
 	}
 	if err := in.mask.SetF32(in.maskBuf); err != nil {
 		return err
+	}
+	if in.labels == nil {
+		return nil
 	}
 	return in.labels.SetF32(in.labelsBuf)
 }

@@ -54,6 +54,11 @@ type forwardPass struct {
 	// rows, when set, are the i32 indices of the tokens whose logits are computed (the last
 	// token of each sequence of a batched decode step); the last block finishes for them alone.
 	rows *ggml.Tensor
+	// from is the first block the pass runs, and stream, when not nil, the residual stream
+	// [d, n] entering it, in place of the token embeddings (a Trainer that recomputes the
+	// first blocks starts its graph there).
+	from   int
+	stream *ggml.Tensor
 	// sortTopK routes experts by a descending argsort instead of ggml's TOP_K, where the
 	// backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -117,6 +122,37 @@ func (f *forwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 // logits builds the logits [Vocab, n] (or [Vocab, 1] with lastOnly) of the i32 tokens [n].
 // Errors are recorded on the context.
 func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
+	ctx, a := f.ctx, f.a
+	logits := f.linear(f.w.head(), f.hidden(tokens))
+	if c := a.FinalSoftcap; c > 0 {
+		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
+	}
+	return logits
+}
+
+// head is the output projection: the output weight, or the token embeddings when tied.
+func (w *weights) head() *ggml.Tensor {
+	if w.output == nil {
+		return w.tokEmbd
+	}
+	return w.output
+}
+
+// hidden builds the final hidden states [d, n] of the i32 tokens [n] — after the last block and
+// the final norm — which the output projection turns into logits.
+func (f *forwardPass) hidden(tokens *ggml.Tensor) *ggml.Tensor {
+	w := f.w
+	x := f.stream
+	if x == nil {
+		x = f.embed(tokens)
+	}
+	x = f.blocks(x, tokens.Len())
+	return f.norm(x, w.outNorm, w.outNormB)
+}
+
+// embed is the residual stream [d, n] entering the first block: the embeddings of the i32
+// tokens [n] (scaled, plus learned positions where the architecture has them).
+func (f *forwardPass) embed(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
 	x := f.lookup(w.embLookup, tokens) // [d, n]
 	if a.EmbedScale != 1 {
@@ -125,17 +161,7 @@ func (f *forwardPass) logits(tokens *ggml.Tensor) *ggml.Tensor {
 	if a.Positions == PosLearned {
 		x = ctx.Add(x, f.lookup(w.posEmbd, f.pos))
 	}
-	x = f.blocks(x, tokens.Len())
-	x = f.norm(x, w.outNorm, w.outNormB)
-	out := w.output
-	if out == nil {
-		out = w.tokEmbd
-	}
-	logits := f.linear(out, x)
-	if c := a.FinalSoftcap; c > 0 {
-		logits = ctx.Scale(ctx.Tanh(ctx.Scale(logits, 1/c)), c)
-	}
-	return logits
+	return x
 }
 
 // lookup gathers the rows ids of an embedding table.
@@ -146,53 +172,59 @@ func (f *forwardPass) lookup(table, ids *ggml.Tensor) *ggml.Tensor {
 	return f.ctx.GetRows(table, ids)
 }
 
-// blocks runs the transformer blocks over the residual stream x [d, n] (the input
-// embeddings) and returns it after the last block, before the final norm.
+// blocks runs the transformer blocks from f.from on over the residual stream x [d, n] and
+// returns it after the last block, before the final norm.
 func (f *forwardPass) blocks(x *ggml.Tensor, n int64) *ggml.Tensor {
+	for il := f.from; il < len(f.w.layers); il++ {
+		x = f.block(il, x, n)
+	}
+	return x
+}
+
+// block runs block il over the residual stream x [d, n].
+func (f *forwardPass) block(il int, x *ggml.Tensor, n int64) *ggml.Tensor {
 	ctx, a, w := f.ctx, f.a, f.w
 	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
-	for il := range w.layers {
-		l := &w.layers[il]
-		h := f.norm(x, l.attnNorm, l.attnNormB)
-		q, k, v := f.qkv(l, h)
-		q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
-		if l.qNorm != nil {
-			q, k = f.norm(q, l.qNorm, nil), f.norm(k, l.kNorm, nil)
-		}
-		if a.Positions == PosRoPE {
-			r := a.rope(il)
-			q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
-			k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
-		}
-		o := f.addBias(f.linear(l.wo, f.attend(il, q, k, v)), l.bo)
-		if f.lastOnly && il == len(w.layers)-1 && n > 1 {
-			// Only the last token's logits are wanted: finish the last block for it alone.
-			o, x = f.lastColumn(o, n), f.lastColumn(x, n)
-		}
-		if f.rows != nil && il == len(w.layers)-1 {
-			o, x = ctx.GetRows(o, f.rows), ctx.GetRows(x, f.rows)
-		}
-		if l.postAttnNorm != nil {
-			o = f.norm(o, l.postAttnNorm, nil)
-		}
-		x = ctx.Add(x, o)
-		h = f.norm(x, l.ffnNorm, l.ffnNormB)
-		var y *ggml.Tensor
-		switch {
-		case a.IsMoE():
-			y = f.moe(l, h)
-		case a.FFN == FFNGELU:
-			y = f.addBias(f.linear(l.down, f.gelu(f.addBias(f.linear(l.up, h), l.upB))), l.downB)
-		default:
-			y = f.ffn(l.gate, l.up, l.down, h)
-		}
-		if l.postFFNNorm != nil {
-			y = f.norm(y, l.postFFNNorm, nil)
-		}
-		x = ctx.Add(x, y)
-		if f.capture != nil {
-			f.capture(il, x)
-		}
+	l := &w.layers[il]
+	h := f.norm(x, l.attnNorm, l.attnNormB)
+	q, k, v := f.qkv(l, h)
+	q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
+	if l.qNorm != nil {
+		q, k = f.norm(q, l.qNorm, nil), f.norm(k, l.kNorm, nil)
+	}
+	if a.Positions == PosRoPE {
+		r := a.rope(il)
+		q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
+		k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
+	}
+	o := f.addBias(f.linear(l.wo, f.attend(il, q, k, v)), l.bo)
+	if f.lastOnly && il == len(w.layers)-1 && n > 1 {
+		// Only the last token's logits are wanted: finish the last block for it alone.
+		o, x = f.lastColumn(o, n), f.lastColumn(x, n)
+	}
+	if f.rows != nil && il == len(w.layers)-1 {
+		o, x = ctx.GetRows(o, f.rows), ctx.GetRows(x, f.rows)
+	}
+	if l.postAttnNorm != nil {
+		o = f.norm(o, l.postAttnNorm, nil)
+	}
+	x = ctx.Add(x, o)
+	h = f.norm(x, l.ffnNorm, l.ffnNormB)
+	var y *ggml.Tensor
+	switch {
+	case a.IsMoE():
+		y = f.moe(l, h)
+	case a.FFN == FFNGELU:
+		y = f.addBias(f.linear(l.down, f.gelu(f.addBias(f.linear(l.up, h), l.upB))), l.downB)
+	default:
+		y = f.ffn(l.gate, l.up, l.down, h)
+	}
+	if l.postFFNNorm != nil {
+		y = f.norm(y, l.postFFNNorm, nil)
+	}
+	x = ctx.Add(x, y)
+	if f.capture != nil {
+		f.capture(il, x)
 	}
 	return x
 }

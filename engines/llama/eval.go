@@ -24,22 +24,36 @@ type Evaluator struct {
 	loss     *ggml.Tensor
 	// Sep is the document separator of the block-causal mask (-1: plain causal).
 	Sep int32
+	// keepLogits: see newEvaluator.
+	keepLogits bool
 }
 
 // NewEvaluator builds the forward graph of m for B sequences of T tokens.
-func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) { return newEvaluator(m, T, B, false) }
+func NewEvaluator(m Trainable, T, B int) (*Evaluator, error) {
+	return newEvaluator(m, T, B, false, true)
+}
 
 // NewMaskedEvaluator is NewEvaluator for batches with a loss mask (LossMasked).
 func NewMaskedEvaluator(m Trainable, T, B int) (*Evaluator, error) {
-	return newEvaluator(m, T, B, true)
+	return newEvaluator(m, T, B, true, true)
 }
 
-func newEvaluator(m Trainable, T, B int, masked bool) (*Evaluator, error) {
+// NewLossEvaluator is an Evaluator of the loss only (masked: LossMasked's), as a training run
+// evaluates held-out data: the loss of a frozen output projection (an adapter's base) is
+// taken a chunk of rows at a time, without the batch's logits, their labels and their host
+// buffer (3 × vocabulary × B·T floats); Greedy refuses it then.
+func NewLossEvaluator(m Trainable, T, B int, masked bool) (*Evaluator, error) {
+	return newEvaluator(m, T, B, masked, false)
+}
+
+// newEvaluator makes the evaluator; keepLogits keeps the logits of a frozen output projection,
+// whose loss is otherwise taken a chunk at a time without them (see headLoss).
+func newEvaluator(m Trainable, T, B int, masked, keepLogits bool) (*Evaluator, error) {
 	t := m.trainable()
 	if T < 1 || T > t.arch.Context || B < 1 {
 		return nil, fmt.Errorf("llama: evaluator of %d×%d tokens for a context of %d", B, T, t.arch.Context)
 	}
-	e := &Evaluator{m: t, T: T, B: B, masked: masked, Sep: -1}
+	e := &Evaluator{m: t, T: T, B: B, masked: masked, keepLogits: keepLogits, Sep: -1}
 	if err := e.build(); err != nil {
 		e.Close()
 		return nil, err
@@ -57,7 +71,11 @@ func (e *Evaluator) build() error {
 	if m.arch.Input == InputPatches {
 		e.img = newImageInputs(s, m.arch, e.B)
 	} else {
-		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked)
+		hiddenWidth := 0
+		if m.headFrozen() && !e.keepLogits { // the loss a chunk at a time, without the batch's logits
+			hiddenWidth = m.arch.DModel
+		}
+		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked, hiddenWidth)
 	}
 	if err := s.Err(); err != nil {
 		return err
@@ -77,15 +95,25 @@ func (e *Evaluator) build() error {
 	if e.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size}); err != nil {
 		return err
 	}
+	var head []*ggml.Tensor // what the graph computes, in order (headLoss)
 	if e.img != nil {
 		e.logits = m.classify(e.gctx, e.img, nil).SetOutput()
 		e.loss = e.gctx.CrossEntropyLoss(e.logits, e.img.labels).SetOutput()
+	} else if e.in.head != nil {
+		hn := m.pass(e.gctx, e.in.pos, e.in.mask, e.T, e.B, nil).hidden(e.in.tokens)
+		head, e.loss, _ = e.in.head.loss(e.gctx, m.w.head(), nil, hn, false)
+		e.loss = e.loss.SetOutput()
 	} else {
 		e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, nil).SetOutput()
 		e.loss = e.in.loss(e.gctx, e.logits).SetOutput()
 	}
 	if e.graph, err = e.gctx.NewGraph(size, false); err != nil {
 		return err
+	}
+	for _, t := range head {
+		if err := e.graph.Expand(t); err != nil {
+			return err
+		}
 	}
 	if err := e.graph.Expand(e.loss); err != nil {
 		return err
@@ -144,6 +172,9 @@ func (e *Evaluator) LossMasked(seqs [][]int32, keep [][]bool) (float32, error) {
 func (e *Evaluator) Greedy(prompt []int32, n int, stop int32) ([]int32, error) {
 	if e.B != 1 {
 		return nil, fmt.Errorf("llama: Greedy needs an evaluator of batch 1")
+	}
+	if e.logits == nil {
+		return nil, fmt.Errorf("llama: Greedy needs the logits, which the evaluator of a frozen output projection does not keep")
 	}
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("llama: Greedy needs a prompt of at least one token")

@@ -113,3 +113,37 @@ func TestWarmStart(t *testing.T) {
 	defer wide.Close()
 	assert.ErrorContains(t, wide.WarmStart(donor), "width 96, the model's d_model is 192")
 }
+
+// TestHoldEmbeddings: while a trainer holds the embeddings, steps leave them as they are and
+// train the other weights, and their AdamW moments follow the gradients; released, they train.
+func TestHoldEmbeddings(t *testing.T) {
+	be := newBackend(t)
+	m, err := New(tinyConfig(t, true, false), be)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Init())
+	tr, err := NewTrainer(m, 8, 2)
+	require.NoError(t, err)
+	defer tr.Close()
+	rng := rand.New(rand.NewPCG(61, 62))
+	seqs := [][]int32{randomTokens(rng, 9, m.Cfg.Vocab), randomTokens(rng, 9, m.Cfg.Vocab)}
+	step := [7]float32{1e-2, 0.9, 0.999, 1e-8, 0, 1 / (1 - 0.9), 1 / (1 - 0.999)}
+	values := func(w *ggml.Tensor) []float32 {
+		v, err := w.F32()
+		require.NoError(t, err)
+		return v
+	}
+	emb, q := m.w.tokEmbd, m.w.layers[0].wq
+	embBefore, qBefore := values(emb), values(q)
+	tr.HoldEmbeddings(true)
+	_, err = tr.Step(seqs, step, step)
+	require.NoError(t, err)
+	assert.Equal(t, embBefore, values(emb), "held embeddings do not move")
+	assert.NotEqual(t, qBefore, values(q), "the rest trains")
+	mom, _ := tr.Moments(emb)
+	assert.NotEqual(t, make([]float32, mom.Len()), values(mom), "the held embeddings' moments follow their gradients")
+	tr.HoldEmbeddings(false)
+	_, err = tr.Step(seqs, step, step)
+	require.NoError(t, err)
+	assert.NotEqual(t, embBefore, values(emb), "released, they train")
+}

@@ -111,11 +111,7 @@ func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gem
 func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	in := gb.detach(x)
-	mw := w
-	if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
-		mw = g.Cast(w, ggml.F32)
-	}
-	z := g.MulMat(mw, in.leaf)
+	z := mulMatF32(g, w, in.leaf)
 	if z == nil {
 		return nil // the context holds the error
 	}
@@ -225,8 +221,17 @@ func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 // transposed is Wᵀ for the gradient of a product's input: the copy made once for a frozen
 // f32/f16/bf16 weight, a copy made in the graph otherwise (transposedF32).
 func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
+	if wt := gb.transposedCopy(w); wt != nil {
+		return wt
+	}
+	return transposedF32(gb.g, w)
+}
+
+// transposedCopy is Wᵀ, in W's type, for a frozen f32/f16/bf16 weight: a copy made once
+// (prepare). It is nil for a trained or block-quantized W.
+func (gb *gemmBackward) transposedCopy(w *ggml.Tensor) *ggml.Tensor {
 	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
-		return transposedF32(gb.g, w)
+		return nil
 	}
 	wt := gb.frozenT[w]
 	if wt == nil {
@@ -374,4 +379,13 @@ func transposedF32(g *ggml.Context, w *ggml.Tensor) *ggml.Tensor {
 		return g.Cast(g.Transpose(w), ggml.F32)
 	}
 	return g.Cont(g.Transpose(g.Cast(w, ggml.F32)))
+}
+
+// mulMatF32 is W·x with a half-precision W multiplied as an f32 copy: training graphs compute
+// their products in f32, as ggml's backward kernels expect.
+func mulMatF32(g *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
+	if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
+		w = g.Cast(w, ggml.F32)
+	}
+	return g.MulMat(w, x)
 }

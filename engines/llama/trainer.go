@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -25,6 +26,8 @@ type trainable struct {
 	matrix func(*ggml.Tensor) bool
 	// lora holds the low-rank terms added to the products of adapted weights.
 	lora map[*ggml.Tensor][]loraTerm
+	// recompute is how many first blocks the Trainer recomputes (LoRAOptions.Recompute).
+	recompute int
 }
 
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
@@ -33,27 +36,38 @@ type trainable struct {
 // the attention (gemmBackward); nil builds them plainly, as an Evaluator does. The LoRA terms
 // are left to ggml's autodiff either way: their rank-r products cost r/k of a GEMM's work in
 // OUT_PROD, less than the copies and taps gemmBackward would add.
-func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) forwardPass {
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *forwardPass {
 	linear := ctx.MulMat
 	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
 	if gb != nil {
 		linear, gather = gb.linear, gb.gather
 	}
-	return forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
-		differentiable: true, gather: gather, linear: func(w, x *ggml.Tensor) *ggml.Tensor {
-			y := linear(w, x)
-			for _, l := range t.lora[w] {
-				y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
-			}
-			return y
-		}}
+	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
+		differentiable: true, gather: gather, linear: t.adapted(ctx, linear)}
+}
+
+// adapted makes the weight products with linear, plus the LoRA terms of adapted weights.
+func (t *trainable) adapted(ctx *ggml.Context, linear func(w, x *ggml.Tensor) *ggml.Tensor) func(w, x *ggml.Tensor) *ggml.Tensor {
+	return func(w, x *ggml.Tensor) *ggml.Tensor {
+		y := linear(w, x)
+		for _, l := range t.lora[w] {
+			y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
+		}
+		return y
+	}
 }
 
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
 // Model.Forward and pass).
 func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
-	f := t.pass(ctx, pos, mask, T, B, gb)
-	return f.logits(tokens)
+	return t.pass(ctx, pos, mask, T, B, gb).logits(tokens)
+}
+
+// headFrozen reports whether the output projection is neither trained nor adapted, so the
+// Trainer can take its loss a chunk at a time (headLoss).
+func (t *trainable) headFrozen() bool {
+	head := t.w.head()
+	return t.arch.Input != InputPatches && t.arch.FinalSoftcap == 0 && len(t.lora[head]) == 0 && !slices.Contains(t.params, head)
 }
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
@@ -61,7 +75,7 @@ func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T
 // gemmBackward), four times over for the backward pass.
 func (t *trainable) graphSize() int {
 	products := 7 + 1
-	fwd := 16 + (64+8*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers
+	fwd := 16 + (64+8*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers + 16*headChunks(t.arch.Vocab, t.arch.Context)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
@@ -103,6 +117,14 @@ type Trainer struct {
 	graph    *ggml.Graph
 	alloc    *ggml.Allocator
 	loss     *ggml.Tensor
+	// value is the cross entropy when the graph's loss is headLoss's surrogate (nil otherwise).
+	value *ggml.Tensor
+	// rc recomputes an adapter's first blocks (LoRAOptions.Recompute); nil when none are.
+	rc *recompute
+	// embedParams are the AdamW parameters of the token embeddings: noDecay's, with a zero
+	// learning rate while they are held (HoldEmbeddings).
+	embedParams *ggml.Tensor
+	holdEmbed   bool
 	// Sep, when ≥ 0, is the token after which a new document starts in a packed sequence:
 	// attention does not cross it (block-causal mask).
 	Sep int32
@@ -161,18 +183,31 @@ func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error)
 func (tr *Trainer) build() error {
 	m := tr.m
 	var err error
-	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 3 + inputTensors + 2*len(m.params)}); err != nil {
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 4 + inputTensors + 2*len(m.params) + recomputeStateTensors(m.recompute, len(m.params))}); err != nil {
 		return err
 	}
 	s := tr.state
 	if m.arch.Input == InputPatches {
 		tr.img = newImageInputs(s, m.arch, tr.B)
 	} else {
-		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked)
+		hiddenWidth := 0
+		if m.headFrozen() {
+			hiddenWidth = m.arch.DModel
+		}
+		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked, hiddenWidth)
 	}
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
 	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
+	tr.embedParams = s.NewTensor(ggml.F32, 7).SetName("adamw.embeddings")
+	if m.recompute > 0 {
+		if tr.in == nil {
+			return fmt.Errorf("llama: recomputing blocks is for language models")
+		}
+		if tr.rc, err = newRecompute(s, m, m.recompute, tr.T*tr.B, tr.keepGrads); err != nil {
+			return err
+		}
+	}
 	for _, w := range m.params {
 		ne := w.Shape()
 		tr.moments[w] = [2]*ggml.Tensor{
@@ -198,6 +233,11 @@ func (tr *Trainer) build() error {
 	if err := tr.lossSeed.SetF32([]float32{1}); err != nil {
 		return err
 	}
+	if tr.rc != nil {
+		if err := tr.rc.buildForward(tr); err != nil {
+			return err
+		}
+	}
 
 	size := m.graphSize()
 	if tr.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true}); err != nil {
@@ -210,12 +250,22 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	gb := tr.gemm
+	var head []*ggml.Tensor // what the graph computes before the loss, in order (headLoss)
 	if tr.img != nil {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
 		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
 	} else {
-		logits := m.forward(g, tr.in.tokens, tr.in.pos, tr.in.mask, tr.T, tr.B, gb)
-		tr.loss = tr.in.loss(g, logits)
+		f := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, gb)
+		if tr.rc != nil { // start after the recomputed blocks, from the stream the forward graph stored
+			f.from, f.stream = tr.rc.n, tr.rc.stream[tr.rc.n].SetParam()
+		}
+		if tr.in.head != nil {
+			out := m.w.head()
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.transposedCopy(out), f.hidden(tr.in.tokens), true)
+			tr.value = tr.value.SetOutput()
+		} else {
+			tr.loss = tr.in.loss(g, f.logits(tr.in.tokens))
+		}
 	}
 	if err := g.Err(); err != nil {
 		return err
@@ -234,6 +284,11 @@ func (tr *Trainer) build() error {
 	if err := gb.expandCopies(tr.graph); err != nil {
 		return err
 	}
+	for _, t := range head {
+		if err := tr.graph.Expand(t); err != nil {
+			return err
+		}
+	}
 	if err := tr.graph.Expand(tr.loss); err != nil {
 		return err
 	}
@@ -251,8 +306,14 @@ func (tr *Trainer) build() error {
 		}
 	}
 	for _, w := range m.params {
+		if !tr.rc.trains(w) {
+			continue // a recomputed block's graph steps it
+		}
 		params := tr.noDecay
-		if m.matrix(w) {
+		switch {
+		case w == m.w.tokEmbd:
+			params = tr.embedParams
+		case m.matrix(w):
 			params = tr.decay
 		}
 		mv := tr.moments[w]
@@ -265,6 +326,11 @@ func (tr *Trainer) build() error {
 		}
 		if tr.keepGrads {
 			grad.SetOutput()
+			if k := tr.rc.keptGrad(w); k != nil { // the recomputing graphs reuse its memory
+				if err := tr.graph.Expand(g.Cpy(grad, k)); err != nil {
+					return err
+				}
+			}
 		}
 		step := g.OptStepAdamW(w, grad, mv[0], mv[1], params)
 		if err := tr.graph.Expand(step); err != nil {
@@ -274,11 +340,29 @@ func (tr *Trainer) build() error {
 	if err := gb.prepare(m.backend); err != nil {
 		return err
 	}
+	if tr.rc != nil {
+		if err := tr.graph.Expand(g.Cpy(tr.graph.Grad(tr.rc.stream[tr.rc.n]), tr.rc.grad[tr.rc.n%2])); err != nil {
+			return err
+		}
+		if err := tr.rc.buildBackward(tr); err != nil {
+			return err
+		}
+	}
 	if tr.alloc, err = m.backend.NewAllocator(); err != nil {
 		return err
 	}
-	if err := tr.alloc.Alloc(tr.graph); err != nil {
-		return err
+	// The graphs share the allocator's buffer: sized for the largest first, each then keeps
+	// its own placement in it (they compute one after another).
+	graphs := tr.graphs()
+	for _, gr := range graphs {
+		if err := tr.alloc.Reserve(gr); err != nil {
+			return err
+		}
+	}
+	for _, gr := range graphs {
+		if err := tr.alloc.Alloc(gr); err != nil {
+			return err
+		}
 	}
 	// Reset zeroes the moments of every AdamW node and seeds the loss gradient; the moments
 	// live in stateBuf, so a checkpoint can restore them after this.
@@ -289,12 +373,27 @@ func (tr *Trainer) build() error {
 	return nil
 }
 
+// graphs are the trainer's graphs in the order a step computes them.
+func (tr *Trainer) graphs() []*ggml.Graph {
+	if tr.rc == nil {
+		return []*ggml.Graph{tr.graph}
+	}
+	return append([]*ggml.Graph{tr.rc.fwd, tr.graph}, tr.rc.back...)
+}
+
+// HoldEmbeddings keeps the token embeddings (and so a tied output projection) as they are in
+// the steps that follow, while hold is true: their learning rate is zero, but their gradients
+// are computed and their AdamW moments follow them, so training them resumes from moments
+// that are up to date. A warm start holds the transplanted embeddings for its first steps.
+func (tr *Trainer) HoldEmbeddings(hold bool) { tr.holdEmbed = hold }
+
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {
 	tr.alloc.Close()
 	if tr.gemm != nil {
 		tr.gemm.Close()
 	}
+	tr.rc.close()
 	if tr.gctx != nil {
 		tr.gctx.Close()
 	}
@@ -332,7 +431,7 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
 	}
-	if tr.masked { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
+	if tr.masked && tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
 		if err := tr.lossSeed.SetF32([]float32{float32(tr.T*tr.B) / float32(tr.in.kept)}); err != nil {
 			return 0, err
 		}
@@ -343,12 +442,28 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.noDecay.SetF32(noDecay[:]); err != nil {
 		return 0, err
 	}
-	if err := tr.m.backend.Compute(tr.graph); err != nil {
+	embed := noDecay
+	if tr.holdEmbed {
+		embed[0] = 0
+	}
+	if err := tr.embedParams.SetF32(embed[:]); err != nil {
 		return 0, err
 	}
-	loss, err := tr.loss.F32()
-	if err != nil {
-		return 0, err
+	value := tr.loss
+	if tr.value != nil {
+		value = tr.value
+	}
+	var loss []float32
+	for _, g := range tr.graphs() {
+		if err := tr.m.backend.Compute(g); err != nil {
+			return 0, err
+		}
+		if g == tr.graph { // read before a recomputing graph reuses its memory
+			var err error
+			if loss, err = value.F32(); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return tr.in.maskedLoss(loss[0]), nil
 }
@@ -356,6 +471,9 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer
 // made with keepGrads.
 func (tr *Trainer) grad(w *ggml.Tensor) ([]float32, error) {
+	if k := tr.rc.keptGrad(w); k != nil {
+		return k.F32()
+	}
 	g := tr.weightGrads[w]
 	if g == nil {
 		g = tr.graph.Grad(w)

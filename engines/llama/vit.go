@@ -265,7 +265,7 @@ func NewClassifierEvaluator(m Trainable, B int) (*Evaluator, error) {
 	if t.arch.Input != InputPatches {
 		return nil, fmt.Errorf("llama: a classifier evaluator for the %s model, which reads tokens", t.arch.Name)
 	}
-	return newEvaluator(m, t.arch.Context, B, false)
+	return newEvaluator(m, t.arch.Context, B, false, false)
 }
 
 // Classify runs a batch of B images and returns each image's class logits, the batch's mean

@@ -36,7 +36,7 @@ import (
 //     tokenizer and token embeddings, which come from the base (the donor, llama.WarmStart).
 //
 // The data is plain text (a file or a directory, as Scratch reads it) or chat conversations in
-// JSONL (a .jsonl file, data.ReadChat), rendered through the model's chat template with the
+// JSONL (a .jsonl file or a directory of them, data.ReadChat), rendered through the model's chat template with the
 // loss on the assistant's replies only. The zero value is not usable: start from
 // DefaultFinetune. Its JSON is the config{} of the run's run_start.
 type Finetune struct {
@@ -45,12 +45,21 @@ type Finetune struct {
 	// FreezeEmbeddings keeps the token embeddings (and a tied output projection) fixed in the
 	// full and warm-start modes.
 	FreezeEmbeddings bool `json:"freeze_embeddings,omitempty"`
+	// FreezeEmbeddingsSteps holds the token embeddings fixed for the first steps only, in the
+	// full and warm-start modes (llama.Trainer.HoldEmbeddings: their AdamW moments follow the
+	// gradients meanwhile); then they train with the rest.
+	FreezeEmbeddingsSteps int `json:"freeze_embeddings_steps,omitempty"`
+	// Recompute is how many of the first blocks LoRA recomputes in the backward pass instead
+	// of keeping their activations (llama.LoRAOptions.Recompute): less memory, one more
+	// forward pass of those blocks a step.
+	Recompute int `json:"recompute,omitempty"`
 	// NewModel is the shape of a warm-started model; its vocabulary is the donor's (the
 	// recipe sets it) and its Seed seeds the initial weights.
 	NewModel *config.Llama `json:"new_model,omitempty"`
 	// Base is the GGUF model to adapt (the donor of a warm start); its tokenizer is the run's.
 	Base string `json:"base"`
-	// Data is a text file, a directory of text files, or a chat file (.jsonl).
+	// Data is a text file, a directory of text files, or a chat file (.jsonl) or a directory
+	// of them.
 	Data string `json:"data"`
 	// Template names the chat template of chat data ("" : detected from the base's
 	// tokenizer.chat_template); see chatfmt.TemplateByName.
@@ -169,11 +178,12 @@ func (f *Finetune) printf(format string, args ...any) {
 	}
 }
 
-// IsChat reports whether the data is chat conversations (a .jsonl file).
-func (f *Finetune) IsChat() bool { return strings.HasSuffix(strings.ToLower(f.Data), ".jsonl") }
+// IsChat reports whether the data is chat conversations: a .jsonl file or a directory of them
+// (data.IsChatData, whose error it returns for a directory that mixes them with other files).
+func (f *Finetune) IsChat() (bool, error) { return data.IsChatData(f.Data) }
 
 func (f *Finetune) loraOptions() llama.LoRAOptions {
-	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed}
+	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed, Recompute: f.Recompute}
 }
 
 // Validate checks the options that do not need the base model.
@@ -193,8 +203,11 @@ func (f *Finetune) Validate() error {
 		if f.LoRA.Rank < 1 || !(f.LoRA.Alpha > 0) || math.IsInf(float64(f.LoRA.Alpha), 0) {
 			errs = append(errs, fmt.Errorf("lora rank %d, alpha %g: want a rank of at least 1 and a positive finite alpha", f.LoRA.Rank, f.LoRA.Alpha))
 		}
-		if f.FreezeEmbeddings {
+		if f.FreezeEmbeddings || f.FreezeEmbeddingsSteps != 0 {
 			errs = append(errs, fmt.Errorf("freezing the embeddings is for the full and warm-start modes (LoRA trains no embeddings)"))
+		}
+		if f.Recompute < 0 {
+			errs = append(errs, fmt.Errorf("recompute %d blocks: want at least 0", f.Recompute))
 		}
 	case ModeFull:
 	case ModeWarmStart:
@@ -209,6 +222,15 @@ func (f *Finetune) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("mode %q: want %s, %s or %s", f.Mode, ModeLoRA, ModeFull, ModeWarmStart))
+	}
+	if f.mode() != ModeLoRA && f.Recompute != 0 {
+		errs = append(errs, fmt.Errorf("recomputing blocks is for LoRA (the full and warm-start modes keep every activation)"))
+	}
+	switch {
+	case f.FreezeEmbeddingsSteps < 0:
+		errs = append(errs, fmt.Errorf("freeze the embeddings for %d steps: want at least 0", f.FreezeEmbeddingsSteps))
+	case f.FreezeEmbeddingsSteps > 0 && f.FreezeEmbeddings:
+		errs = append(errs, fmt.Errorf("the embeddings are frozen for the whole run and for %d steps: choose one", f.FreezeEmbeddingsSteps))
 	}
 	if _, err := train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps); err != nil {
 		errs = append(errs, err)
@@ -304,7 +326,11 @@ func (f *Finetune) prepare() (*runs.Run, int, error) {
 		}
 	}
 	var write func(dir string) error
-	if f.IsChat() {
+	chat, err := f.IsChat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if chat {
 		if write, err = f.chatData(m, tok); err != nil {
 			return nil, 0, err
 		}
@@ -373,7 +399,7 @@ func (f *Finetune) chatData(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (func(
 	for i, c := range convs {
 		ids, kept, err := renderChat(tmpl, tok, c.Messages)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", f.Data, c.Line, err)
+			return nil, fmt.Errorf("%s:%d: %w", c.Path, c.Line, err)
 		}
 		if len(ids) > W {
 			ids, kept = ids[:W], kept[:W]
@@ -386,7 +412,7 @@ func (f *Finetune) chatData(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (func(
 			}
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("%s:%d: no assistant token within the first %d tokens (raise -seq)", f.Data, c.Line, W)
+			return nil, fmt.Errorf("%s:%d: no assistant token within the first %d tokens (raise -seq)", c.Path, c.Line, W)
 		}
 		p := &tr
 		if i%heldOutEvery == heldOutEvery-1 || (i == len(convs)-1 && len(held.ids) == 0) {
@@ -724,7 +750,10 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	}
 	defer func() { m.Close() }()
 	base := BaseModel{Path: f.Base, Architecture: m.Arch.Name, Type: ggml.TypeName(m.WeightType()), Params: m.Params()}
-	chat := f.IsChat()
+	chat, err := f.IsChat()
+	if err != nil {
+		return nil, err
+	}
 	window := f.SeqLen + 1
 	bs, err := openBatches(run.Dir, chat, window, f.Batch, f.Seed)
 	if err != nil {
@@ -740,16 +769,16 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		m.Close()
 		m = nil
 	}
-	newTrainer, newEvaluator := llama.NewTrainer, llama.NewEvaluator
+	newTrainer := llama.NewTrainer
 	if chat {
-		newTrainer, newEvaluator = llama.NewMaskedTrainer, llama.NewMaskedEvaluator
+		newTrainer = llama.NewMaskedTrainer
 	}
 	tr, err := newTrainer(ln.trainable, f.SeqLen, f.Batch)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	ev, err := newEvaluator(ln.trainable, f.SeqLen, f.Batch)
+	ev, err := llama.NewLossEvaluator(ln.trainable, f.SeqLen, f.Batch, chat)
 	if err != nil {
 		return nil, err
 	}
@@ -831,6 +860,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 			if err != nil {
 				return 0, err
 			}
+			tr.HoldEmbeddings(step < f.FreezeEmbeddingsSteps)
 			return tr.StepMasked(seqs, keep, decay, noDecay)
 		}}
 	step, err := l.do(ctx, res)

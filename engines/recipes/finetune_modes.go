@@ -126,14 +126,21 @@ func (ln *learner) save(path string, kvs []llama.KV) error {
 // describe is the console's line about what the run trains.
 func (ln *learner) describe(base BaseModel) string {
 	frozen := ""
-	if ln.f.FreezeEmbeddings {
+	switch {
+	case ln.f.FreezeEmbeddings:
 		frozen = ", token embeddings frozen"
+	case ln.f.FreezeEmbeddingsSteps > 0:
+		frozen = fmt.Sprintf(", token embeddings frozen for the first %d steps", ln.f.FreezeEmbeddingsSteps)
 	}
 	switch ln.f.mode() {
 	case ModeLoRA:
 		o := ln.adapter.Options()
-		return fmt.Sprintf("base: %s (%s, %s, %.1fM parameters, frozen); LoRA rank %d alpha %g on %s: %.2fM trainable parameters",
-			ln.f.Base, base.Architecture, base.Type, float64(base.Params)/1e6, o.Rank, o.Alpha, strings.Join(o.Targets, ","), float64(ln.adapter.Params())/1e6)
+		recompute := ""
+		if o.Recompute > 0 {
+			recompute = fmt.Sprintf("; the first %d blocks recomputed in the backward pass", o.Recompute)
+		}
+		return fmt.Sprintf("base: %s (%s, %s, %.1fM parameters, frozen); LoRA rank %d alpha %g on %s: %.2fM trainable parameters%s",
+			ln.f.Base, base.Architecture, base.Type, float64(base.Params)/1e6, o.Rank, o.Alpha, strings.Join(o.Targets, ","), float64(ln.adapter.Params())/1e6, recompute)
 	case ModeFull:
 		return fmt.Sprintf("full fine-tune of %s (%s, %s, as f32): %.1fM parameters, every weight trained%s",
 			ln.f.Base, base.Architecture, base.Type, float64(ln.model.Params())/1e6, frozen)

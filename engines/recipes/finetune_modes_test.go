@@ -142,7 +142,8 @@ func TestFullFinetune(t *testing.T) {
 }
 
 // TestWarmStart trains a new model with the donor's tokenizer and embeddings: frozen, they stay
-// the donor's; the checkpoint carries the donor's tokenizer; a resumed run is bit for bit; a
+// the donor's; the checkpoint carries the donor's tokenizer; a resumed run is bit for bit (with
+// the embeddings frozen for its first steps, past the interruption); a
 // donor of another width is refused, naming both, before a run directory is made.
 func TestWarmStart(t *testing.T) {
 	q := newQATask()
@@ -173,8 +174,8 @@ func TestWarmStart(t *testing.T) {
 	assert.NotEmpty(t, m.Meta["tokenizer.chat_template"], "the donor's tokenizer and template")
 	m.Close()
 
-	f.FreezeEmbeddings, f.Data = false, chat
-	resumesBitForBit(t, f)
+	f.FreezeEmbeddings, f.FreezeEmbeddingsSteps, f.Data = false, 4, chat
+	resumesBitForBit(t, f) // the embeddings, held for 4 steps, are released after the interruption at 3
 
 	wide := c
 	wide.DModel = 32

@@ -117,7 +117,8 @@ func accuracy(t *testing.T, q *qaTask, base, adapter string, held [][2]string) f
 
 // TestFinetuneLearns fine-tunes a random base with LoRA on chat data (loss on the assistant's
 // replies) until it answers held-out questions it could not answer before (from about chance,
-// 1/8, to at least 90%), then resumes the finished run for more steps.
+// 1/8, to at least 90%); a resumed run, and one recomputing a block, give the uninterrupted
+// run's adapter bit for bit.
 func TestFinetuneLearns(t *testing.T) {
 	q := newQATask()
 	base := tinyBase(t, q)
@@ -157,13 +158,14 @@ func TestFinetuneLearns(t *testing.T) {
 	assert.GreaterOrEqual(t, after, 0.9, "the adapter answers held-out questions")
 	assert.Contains(t, out.String(), "loss on the assistant's tokens")
 
-	// Resume is bit for bit: 6 steps at once, or 3 steps and a resume to 6, give the same adapter.
+	// Resume is bit for bit: 6 steps at once, or 3 steps and a resume to 6, give the same
+	// adapter; and so does recomputing the first block in the backward pass.
 	short := f
-	short.Steps, short.Warmup, short.Out = 6, 2, nil
+	short.Steps, short.Warmup, short.Out, short.Recompute = 6, 2, nil, 1
 	whole, err := short.Run(context.Background())
 	require.NoError(t, err)
 	half := short
-	half.Steps = 3
+	half.Steps, half.Recompute = 3, 0
 	first, err := half.Run(context.Background())
 	require.NoError(t, err)
 	resumed := Finetune{Resume: first.RunDir, ResumeSteps: 6}

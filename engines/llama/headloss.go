@@ -1,0 +1,125 @@
+package llama
+
+import (
+	"github.com/toyml/toy/ggml"
+)
+
+// headInputs are the inputs of headLoss, the cross entropy of a frozen output projection
+// computed a chunk of rows at a time, which replaces the dense one-hot labels [vocab, B·T]
+// of the plain loss.
+type headInputs struct {
+	rows, vocab int
+	labelAt     *ggml.Tensor // i32 [B·T]: (row mod rows)·vocab + the row's target
+	weight      *ggml.Tensor // f32 [1, B·T]: 1/K for each of the K kept rows, 0 for the others
+	hidden      *ggml.Tensor // f32 [d, B·T]: the final hidden states, copied out of autodiff's reach
+	hiddenGrad  *ggml.Tensor // f32 [d, B·T]: the loss's gradient with respect to them
+}
+
+// headChunkBytes bounds the logits of one chunk of headLoss (a variable for tests).
+var headChunkBytes = 16 << 20
+
+// headChunkRows is the largest divisor of n whose chunk of logits fits headChunkBytes (at
+// least 1).
+func headChunkRows(vocab, n int) int {
+	best := 1
+	for r := 1; r <= n; r++ {
+		if n%r == 0 && r*vocab*4 <= headChunkBytes {
+			best = r
+		}
+	}
+	return best
+}
+
+// headChunks is the number of chunks headLoss splits n rows into.
+func headChunks(vocab, n int) int { return n / headChunkRows(vocab, n) }
+
+// newHeadInputs declares the inputs of headLoss over n rows of hidden width d in s.
+func newHeadInputs(s *ggml.Context, n, vocab, d int) *headInputs {
+	return &headInputs{
+		rows: headChunkRows(vocab, n), vocab: vocab,
+		labelAt:    s.NewTensor(ggml.I32, int64(n)).SetName("in.label_at"),
+		weight:     s.NewTensor(ggml.F32, 1, int64(n)).SetName("in.row_weights"),
+		hidden:     s.NewTensor(ggml.F32, int64(d), int64(n)).SetName("head.hidden"),
+		hiddenGrad: s.NewTensor(ggml.F32, int64(d), int64(n)).SetName("head.hidden_grad"),
+	}
+}
+
+// upload sets the targets of the rows and their weights: the mean over the k kept rows.
+func (h *headInputs) upload(targets []int32, kept []bool, k int) error {
+	at := make([]int32, len(targets))
+	w := make([]float32, len(targets))
+	for r, t := range targets {
+		at[r] = int32((r%h.rows)*h.vocab) + t
+		if kept[r] {
+			w[r] = 1 / float32(k)
+		}
+	}
+	if err := h.labelAt.SetI32(at); err != nil {
+		return err
+	}
+	return h.weight.SetF32(w)
+}
+
+// minTargetProb is the floor of a target's probability in headLoss's value (the smallest
+// normal float32): a row's loss is at most −ln of it, 87.3.
+const minTargetProb = 1.17549435e-38
+
+// loss builds the cross entropy of the logits out·hn of the final hidden states hn [d, B·T]
+// (out frozen), weighted by row, without the logits of the whole batch: a loss over a
+// vocabulary of 49152 and 512 rows would otherwise keep logits, their gradient and the labels,
+// 96 MiB each, for the backward pass. Each chunk of rows computes its logits, softmax p, its
+// share of the loss −Σ w·ln p[target], and the gradient with respect to its hidden states
+// outᵀ·(w·(p − onehot)) outright, so its memory is reused by the next chunk.
+//
+// The chunks read a copy of hn (the first of steps), so autodiff never differentiates them;
+// the graph must expand steps in order, then the returned surrogate, sum(hn ⊙ gradient), as
+// its loss: its gradient with respect to hn is the cross entropy's, which autodiff carries
+// back through the model. value is the cross entropy itself. Without grad (an Evaluator)
+// only value is built.
+//
+// outT, when not nil, is outᵀ in out's type (gemmBackward.transposedCopy): the hidden states'
+// gradient is then a GEMM with it. Without it, the gradient is ggml's OUT_PROD with out, which
+// reads f32 and block-quantized types only, so a half-precision out is multiplied as an f32
+// copy.
+func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor, grad bool) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
+	steps = append(steps, ctx.Cpy(hn, h.hidden))
+	if t := out.Type(); grad && outT == nil && (t == ggml.F16 || t == ggml.BF16) {
+		out = ctx.Cast(out, ggml.F32)
+	}
+	n := h.hidden.Ne()[1]
+	R, V := int64(h.rows), int64(h.vocab)
+	cols := func(t *ggml.Tensor, c int64) *ggml.Tensor { // chunk c of a [w, n] tensor
+		nb1 := t.Nb()[1]
+		return ctx.View(t, []int64{t.Ne()[0], R}, []int{nb1}, int(c*R)*nb1)
+	}
+	var sum *ggml.Tensor
+	for c := int64(0); c < n/R; c++ {
+		at := ctx.View(h.labelAt, []int64{R}, nil, int(c*R)*4)
+		w := cols(h.weight, c)
+		flat := ctx.Reshape(ctx.SoftMax(ctx.MulMat(out, cols(h.hidden, c))), 1, V*R)
+		pt := ctx.GetRows(flat, at) // [1, R]: each row's probability of its target
+		share := ctx.Sum(ctx.Mul(ctx.Log(ctx.Clamp(pt, minTargetProb, 1)), w))
+		if sum == nil {
+			sum = share
+		} else {
+			sum = ctx.Add(sum, share)
+		}
+		if grad {
+			dLogits := ctx.Mul(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R), w)
+			var dHidden *ggml.Tensor // [d, R]
+			if outT != nil {
+				dHidden = ctx.MulMat(outT, dLogits)
+			} else {
+				dHidden = ctx.OutProd(out, ctx.Transpose(dLogits))
+			}
+			steps = append(steps, ctx.Cpy(dHidden, cols(h.hiddenGrad, c)))
+		}
+		steps = append(steps, sum)
+	}
+	value = ctx.Scale(sum, -1)
+	steps = append(steps, value)
+	if !grad {
+		return steps, value, nil
+	}
+	return steps, value, ctx.Sum(ctx.Mul(hn, h.hiddenGrad))
+}

@@ -1,0 +1,91 @@
+package llama
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// TestMergeRequantizes: MergeLoRA into a block-quantized type writes, for each adapted weight,
+// exactly the bytes of ggml's quantizer applied to the float64 merge of the base's dequantized
+// weight and scale·B·A (a dequantize→merge→requantize reference computed here), and every other
+// tensor as the base holds it; rows that do not split into the type's blocks are refused.
+func TestMergeRequantizes(t *testing.T) {
+	be := newBackend(t)
+	a := tinyArch("llama")
+	a.DModel, a.NHeads, a.NKVHeads, a.DFF = 256, 8, 4, 256 // rows of 256: whole q4_K blocks
+	path := writeTiny(t, a, ggml.Q8_0, 7)
+	m := openTiny(t, path, ModelOptions{Backend: be})
+	ad, err := NewAdapter(m, LoRAOptions{Rank: 3, Alpha: 5, Targets: []string{"q", "v", "down"}})
+	require.NoError(t, err)
+	defer ad.Close()
+	vals := randomizeAdapter(t, ad, rand.New(rand.NewPCG(71, 72)))
+	adapter := filepath.Join(t.TempDir(), "adapter.gguf")
+	require.NoError(t, ad.Save(adapter, nil))
+	scale := float64(ad.Options().Alpha / float32(ad.Options().Rank)) // as the loader computes it
+
+	baseFile, err := ggml.OpenGGUF(path)
+	require.NoError(t, err)
+	defer baseFile.Close()
+	matrices := m.matrices()
+	for _, typ := range []ggml.Type{ggml.Q8_0, ggml.Q4_0, ggml.Q4_K} {
+		out := filepath.Join(t.TempDir(), "merged.gguf")
+		require.NoError(t, MergeLoRA(path, []LoRA{{Path: adapter}}, out, typ))
+		merged, err := ggml.OpenGGUF(out)
+		require.NoError(t, err)
+		adapted := 0
+		for _, ti := range baseFile.Tensors() {
+			got, err := merged.ReadTensorData(ti.Name)
+			require.NoError(t, err)
+			A, ok := vals[ti.Name+".lora_a"]
+			if !ok {
+				want, err := baseFile.ReadTensorData(ti.Name)
+				require.NoError(t, err)
+				assert.Equal(t, want, got, "%s is copied", ti.Name)
+				continue
+			}
+			adapted++
+			B := vals[ti.Name+".lora_b"]
+			w := dequantize(t, matrices[ti.Name])
+			in, outRows := int(ti.Ne[0]), int(ti.Ne[1])
+			r := len(A) / in
+			ref := make([]float32, len(w))
+			for o := 0; o < outRows; o++ {
+				delta := make([]float64, in)
+				for k := 0; k < r; k++ {
+					c := scale * float64(B[o*r+k])
+					for i := range delta {
+						delta[i] += c * float64(A[k*in+i])
+					}
+				}
+				for i := range delta {
+					ref[o*in+i] = float32(float64(w[o*in+i]) + delta[i])
+				}
+			}
+			want, err := ggml.Quantize(typ, ref, in)
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "%s as %s: the requantized float64 merge", ti.Name, ggml.TypeName(typ))
+		}
+		merged.Close()
+		assert.Equal(t, 3*a.NLayers, adapted)
+		mm := openTiny(t, out, ModelOptions{Backend: be})
+		assert.Equal(t, typ, mm.WeightType())
+	}
+
+	b := tinyArch("llama") // rows of 128
+	small := writeTiny(t, b, ggml.Q8_0, 8)
+	sm := openTiny(t, small, ModelOptions{Backend: be})
+	sad, err := NewAdapter(sm, LoRAOptions{Rank: 2})
+	require.NoError(t, err)
+	defer sad.Close()
+	require.NoError(t, sad.Init())
+	sadPath := filepath.Join(t.TempDir(), "small.gguf")
+	require.NoError(t, sad.Save(sadPath, nil))
+	err = MergeLoRA(small, []LoRA{{Path: sadPath}}, filepath.Join(t.TempDir(), "x.gguf"), ggml.Q4_K)
+	assert.ErrorContains(t, err, "not a multiple of q4_K's block of 256")
+}

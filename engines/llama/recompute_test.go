@@ -1,0 +1,87 @@
+package llama
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/ggml"
+)
+
+// TestRecompute: recomputing the first blocks of an adapter's base (LoRAOptions.Recompute)
+// gives the loss and adapter gradients of the trainer that keeps every activation (which
+// TestAdapterGradients and TestMaskedLoss check against finite differences), with and without
+// a loss mask, and the same adapters after AdamW steps, on a q8_0 base and an f16 one (whose
+// products' input gradients use transposed copies made once).
+func TestRecompute(t *testing.T) {
+	for _, typ := range []ggml.Type{ggml.Q8_0, ggml.F16} {
+		t.Run(typ.String(), func(t *testing.T) { testRecompute(t, typ) })
+	}
+}
+
+func testRecompute(t *testing.T, typ ggml.Type) {
+	be := newBackend(t)
+	a := tinyArch("llama")
+	a.NLayers = 3
+	m := openTiny(t, writeTiny(t, a, typ, 3), ModelOptions{Backend: be})
+	const T, B = 6, 2
+	rng := rand.New(rand.NewPCG(51, 52))
+	seqs := [][]int32{randomTokens(rng, T+1, a.Vocab), randomTokens(rng, T+1, a.Vocab)}
+	keep := [][]bool{{false, true, true, true, false, true}, {false, true, false, false, true, false}}
+	adapter := func(recompute int) *Adapter {
+		ad, err := NewAdapter(m, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"q", "v", "o", "up"}, Recompute: recompute})
+		require.NoError(t, err)
+		t.Cleanup(func() { ad.Close() })
+		randomizeAdapter(t, ad, rand.New(rand.NewPCG(53, 54)))
+		return ad
+	}
+	step := [7]float32{1e-2, 0.9, 0.999, 1e-8, 0, 10, 1000}
+	type result struct {
+		losses []float32
+		grads  map[string][]float32
+		after  map[string][]float32
+	}
+	run := func(recompute int, masked bool) result {
+		ad := adapter(recompute)
+		tr, err := newTrainer(ad, T, B, true, masked)
+		require.NoError(t, err)
+		defer tr.Close()
+		var k [][]bool
+		if masked {
+			k = keep
+		}
+		r := result{grads: map[string][]float32{}, after: map[string][]float32{}}
+		loss, err := tr.StepMasked(seqs, k, noStep, noStep)
+		require.NoError(t, err)
+		r.losses = append(r.losses, loss)
+		for _, w := range ad.Tensors() {
+			r.grads[w.Name()], err = tr.grad(w)
+			require.NoError(t, err)
+		}
+		for range 3 {
+			loss, err := tr.StepMasked(seqs, k, step, step)
+			require.NoError(t, err)
+			r.losses = append(r.losses, loss)
+		}
+		for _, w := range ad.Tensors() {
+			r.after[w.Name()], err = w.F32()
+			require.NoError(t, err)
+		}
+		return r
+	}
+	for _, masked := range []bool{false, true} {
+		want := run(0, masked)
+		for _, n := range []int{1, 3} {
+			got := run(n, masked)
+			assert.Equal(t, want.losses, got.losses, "losses, recompute %d, masked %v", n, masked)
+			for name, g := range want.grads {
+				assert.Equal(t, g, got.grads[name], "gradient of %s, recompute %d, masked %v", name, n, masked)
+				assert.Equal(t, want.after[name], got.after[name], "%s after steps, recompute %d, masked %v", name, n, masked)
+			}
+		}
+	}
+	_, err := NewAdapter(m, LoRAOptions{Recompute: 4})
+	assert.ErrorContains(t, err, "the model has 3")
+}
