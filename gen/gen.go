@@ -52,6 +52,19 @@ var Bindings = []Binding{{
 	},
 	Lib: CUDADriver,
 }, {
+	Spec:   "./specs/mpi",
+	OutDir: "generated/mpi",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/mpi",
+		PkgName:    "mpi",
+		Source:     "specs/mpi",
+		// Open MPI opens its own components with dlopen; builds whose components are not linked
+		// against libmpi and libopen-pal resolve those symbols in the global namespace, so the
+		// library is loaded globally, as mpi4py does (Debian's 4.1 works either way).
+		Dynamic: &Dynamic{Sonames: []string{"libmpi.so.40", "libmpi.so"}, What: "Open MPI (libmpi)", Global: true},
+	},
+	Lib: OpenMPI,
+}, {
 	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
 	// benchmarks import; the product binary never links it.
 	Spec:   "./specs/llamacpp",
@@ -80,6 +93,14 @@ var LlamaCpp = Library{
 var CUDADriver = Library{
 	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
 	Headers:    []string{"cuda.h"},
+}
+
+// OpenMPI is Open MPI's mpi.h, found where Debian's libopenmpi-dev (or an Open MPI installed
+// under $MPI_HOME) put it. Without it the bindings are generated unproven here, with their proof
+// in generated/mpi/abiproof; CI installs it, so CI proves them.
+var OpenMPI = Library{
+	HeaderDirs: []string{"$MPI_HOME/include", "/usr/lib/x86_64-linux-gnu/openmpi/include", "/usr/lib/aarch64-linux-gnu/openmpi/include"},
+	Headers:    []string{"mpi.h"},
 }
 
 // Configs lists the engine spec packages and where their configs go.
@@ -144,8 +165,12 @@ func Generate(opts Options) (*Output, error) {
 		for _, e := range m.Enums {
 			values += len(e.Values)
 		}
-		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values), %d unbound; %s",
-			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, len(m.Unbound), proven))
+		data := ""
+		if len(m.Data) > 0 {
+			data = fmt.Sprintf(", %d data symbols", len(m.Data))
+		}
+		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values)%s, %d unbound; %s",
+			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, data, len(m.Unbound), proven))
 	}
 	for _, c := range Configs {
 		cs, err := LoadConfigs(opts.Root, c.Spec)
