@@ -166,7 +166,7 @@ func dataCall(d *Data) string    { return "kg_data_" + d.CName }
 func DynamicPreamble(m *Model, global bool) string {
 	full := Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums})
 	var b strings.Builder
-	b.WriteString("#cgo LDFLAGS: -ldl\n#include <dlfcn.h>\n")
+	b.WriteString("#cgo LDFLAGS: -ldl\n#include <dlfcn.h>\n#include <stdio.h>\n")
 	b.WriteString(full)
 	for _, f := range m.Funcs {
 		ptr := *f
@@ -207,8 +207,12 @@ func DynamicPreamble(m *Model, global bool) string {
 	if global {
 		scope = "RTLD_GLOBAL"
 	}
-	fmt.Fprintf(&b, "static void *kg_dlopen(const char *name) { return dlopen(name, RTLD_NOW | %s); }\n", scope)
-	b.WriteString("static const char *kg_dlerror(void) { const char *e = dlerror(); return e ? e : \"unknown dlopen error\"; }\n")
+	// dlerror's text is per thread, and Go may run the next cgo call on another: kg_dlopen keeps
+	// it (Load runs once, so one buffer serves).
+	b.WriteString("static char kg_dlopen_error[512];\n")
+	fmt.Fprintf(&b, "static void *kg_dlopen(const char *name) {\n\tvoid *h = dlopen(name, RTLD_NOW | %s);\n", scope)
+	b.WriteString("\tif (!h) {\n\t\tconst char *e = dlerror();\n\t\tsnprintf(kg_dlopen_error, sizeof kg_dlopen_error, \"%s\", e ? e : \"unknown dlopen error\");\n\t}\n\treturn h;\n}\n")
+	b.WriteString("static const char *kg_dlerror(void) { return kg_dlopen_error; }\n")
 	return b.String()
 }
 
