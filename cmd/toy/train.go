@@ -165,13 +165,20 @@ Flags:
 			s.Interactive = true
 		}
 	}
+	job, err := joinJob()
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		s.Replicas = job
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
 	if err == nil && res.Interrupted {
-		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
 	}
-	return err
+	return leaveJob(job, "train", err)
 }
 
 // trainFamily picks the model family and preset of a toy train command line from its -arch
