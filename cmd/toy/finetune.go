@@ -147,13 +147,20 @@ Flags:
 			f.Interactive = true
 		}
 	}
+	job, err := joinJob()
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		f.Replicas = job
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := f.Run(ctx)
 	if err == nil && res.Interrupted {
-		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
+		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
 	}
-	return err
+	return leaveJob(job, "finetune", err)
 }
 
 // finetuneMode sets the mode the flags choose, with its defaults for the options the user did

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,4 +121,58 @@ func scratchRank(t *testing.T) {
 	_, err = s.Run(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, w.Finalize())
+}
+
+// dpFinetune is the LoRA fine-tune of chat data the data-parallel test runs: a masked loss, so
+// the ranks' losses cover different numbers of positions.
+func dpFinetune(base, data, runsDir string) Finetune {
+	f := DefaultFinetune()
+	f.Base, f.Data, f.RunsDir = base, data, runsDir
+	f.LoRA = LoRAConfig{Rank: 4, Alpha: 8, Targets: []string{"all"}, Seed: 1}
+	f.Steps, f.Batch, f.SeqLen, f.LR, f.MinLR, f.Warmup = 6, 4, 24, 1e-2, 1e-3, 2
+	f.Threads, f.EvalEvery, f.EvalBatches, f.SaveEvery, f.SaveMinutes = 1, 0, 1, 0, 0
+	return f
+}
+
+// TestFinetuneDataParallel: `mpirun -np 2 toy finetune` on chat data reproduces one process's
+// losses (the loss masks keep different numbers of positions on each rank).
+func TestFinetuneDataParallel(t *testing.T) {
+	if mpitest.Rank() >= 0 {
+		base := os.Getenv("TOY_DP_BASE")
+		if base == "" {
+			t.Skip("a rank of another test")
+		}
+		w, err := mpi.Init(mpi.DefaultOptions())
+		require.NoError(t, err)
+		f := dpFinetune(base, os.Getenv("TOY_DP_DATA"), os.Getenv("TOY_DP_RUNS"))
+		f.Replicas = w
+		_, err = f.Run(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, w.Finalize())
+		return
+	}
+	mpitest.MPIRun(t)
+	q := newQATask()
+	base := tinyBase(t, q)
+	var lines []string
+	for _, k := range q.keys {
+		for _, f := range q.fillers[:8] {
+			lines = append(lines, q.chat(k, f))
+		}
+	}
+	data := filepath.Join(t.TempDir(), "qa.jsonl")
+	require.NoError(t, os.WriteFile(data, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	ref := dpFinetune(base, data, t.TempDir())
+	res, err := ref.Run(context.Background())
+	require.NoError(t, err)
+	_, want := events(t, res.RunDir)
+
+	runsDir := t.TempDir()
+	r := mpitest.Launch(t, 2, "TestFinetuneDataParallel", 3*time.Minute, "TOY_DP_BASE="+base, "TOY_DP_DATA="+data, "TOY_DP_RUNS="+runsDir)
+	require.NoError(t, r.Err, r.Output)
+	_, got := events(t, onlyRun(t, runsDir))
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.InEpsilon(t, want[i], got[i], 1e-5, "step %d", i)
+	}
 }
