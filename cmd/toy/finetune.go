@@ -93,6 +93,10 @@ weights/ (step-<N>/adapter.gguf, or model.gguf with -full and -warm-start, and
 optimizer.gguf; weights/adapter.gguf or weights/model.gguf is the latest).
 Ctrl-C saves a checkpoint and exits (status 130); -resume runs/<id> continues it bit for bit.
 
+Under Open MPI's mpirun (mpirun -np N toy finetune ...) it trains data-parallel: -batch is the
+global batch, each rank trains batch/N sequences of it, and rank 0 writes the run
+(docs/DISTRIBUTED.md).
+
 Flags:
 `)
 		fs.PrintDefaults()

@@ -115,6 +115,10 @@ weights/checkpoint.json; weights/model.gguf is the latest model). Checkpoints ar
 -save-every steps and -save-minutes minutes; Ctrl-C saves one and exits (status 130);
 -resume runs/<id> continues it bit for bit, after Ctrl-C or a crash.
 
+Under Open MPI's mpirun (mpirun -np N toy train ...) it trains data-parallel: -batch is the
+global batch, each rank trains batch/N sequences of it, and rank 0 writes the run
+(docs/DISTRIBUTED.md).
+
 Flags:
 `)
 		fs.PrintDefaults()
