@@ -106,3 +106,56 @@ func TestProofOfOpenMPI(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MPI_SUM")
 }
+
+// typedefHeader declares, as nccl.h does, enums and a struct that C names only by typedef of an
+// anonymous type, and functions taking them (a transcription of the interface, for the
+// generator's sake: the real nccl.h is not installed here).
+const typedefHeader = `
+#include <stddef.h>
+typedef struct CUstream_st *cudaStream_t;
+typedef struct ncclComm *ncclComm_t;
+typedef struct { char internal[128]; } ncclUniqueId;
+typedef enum { ncclSuccess = 0, ncclUnhandledCudaError = 1, ncclSystemError = 2, ncclInternalError = 3,
+	ncclInvalidArgument = 4, ncclInvalidUsage = 5, ncclRemoteError = 6, ncclInProgress = 7, ncclNumResults = 8 } ncclResult_t;
+typedef enum { ncclInt8 = 0, ncclChar = 0, ncclUint8 = 1, ncclInt32 = 2, ncclInt = 2, ncclUint32 = 3, ncclInt64 = 4,
+	ncclUint64 = 5, ncclFloat16 = 6, ncclHalf = 6, ncclFloat32 = 7, ncclFloat = 7, ncclFloat64 = 8, ncclDouble = 8 } ncclDataType_t;
+typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4, ncclNumOps = 5 } ncclRedOp_t;
+ncclResult_t ncclGetVersion(int *version);
+ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
+ncclResult_t ncclCommDestroy(ncclComm_t comm);
+ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+	ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root,
+	ncclComm_t comm, cudaStream_t stream);
+const char *ncclGetErrorString(ncclResult_t result);
+`
+
+// TestProofOfTypedefs proves specs/nccl against a header that declares its interface as nccl.h
+// does (typedefs of anonymous enums and of a struct passed by value), then breaks an enum value
+// and the struct's layout: the proof must refuse each, naming the spec line.
+func TestProofOfTypedefs(t *testing.T) {
+	cc := needCC(t)
+	root := repoRoot(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nccl.h"), []byte(typedefHeader), 0o644))
+	lib := Library{Headers: []string{"nccl.h"}}
+	load := func() *Model {
+		m, err := Load(root, "./specs/nccl")
+		require.NoError(t, err)
+		return m
+	}
+	require.NoError(t, Prove(load(), lib, dir, cc), "the spec must prove against the interface")
+
+	m := load()
+	m.Enums[2].Values[2].Value = 5 // ncclAvg
+	err := Prove(m, lib, dir, cc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ncclAvg is not 5")
+
+	m = load()
+	m.Structs[0].Fields[0].Type.Len = 127
+	err = Prove(m, lib, dir, cc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ncclUniqueId has another size")
+}

@@ -127,18 +127,20 @@ func Preamble(m *Model) string {
 		if e.CType == "int" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n%s {\n", e.CType)
+		open, end := definition("enum", e.CType)
+		fmt.Fprintf(&b, "\n%s\n", open)
 		for _, v := range e.Values {
 			fmt.Fprintf(&b, "\t%s = %d,\n", v.CName, v.Value)
 		}
-		b.WriteString("};\n")
+		b.WriteString(end + "\n")
 	}
 	for _, s := range structDefs(m) {
-		fmt.Fprintf(&b, "\n%s {\n", s.tag)
+		open, end := definition("struct", s.tag)
+		fmt.Fprintf(&b, "\n%s\n", open)
 		for _, f := range s.fields {
 			fmt.Fprintf(&b, "\t%s;\n", f.Type.CType(f.CName))
 		}
-		b.WriteString("};\n")
+		b.WriteString(end + "\n")
 	}
 	b.WriteString("\n")
 	for _, f := range m.Funcs {
@@ -153,6 +155,16 @@ func Preamble(m *Model) string {
 		fmt.Fprintf(&b, "static %s %s(void) { return (%s)(void *)&%s; }\n", d.Handle.CPtr(), dataCall(d), d.Handle.CPtr(), d.CName)
 	}
 	return b.String()
+}
+
+// definition opens and closes the C definition of an enum or struct named ctype: a tagged one
+// ("enum ggml_type {" … "};"), or, for a bare name, the typedef of an anonymous one
+// ("typedef enum {" … "} ncclResult_t;").
+func definition(kind, ctype string) (open, end string) {
+	if strings.Contains(ctype, " ") {
+		return ctype + " {", "};"
+	}
+	return "typedef " + kind + " {", "} " + ctype + ";"
 }
 
 func dataPointer(d *Data) string { return "kg_d_" + d.CName }
@@ -543,7 +555,7 @@ func toC(x *jen.Statement, t *Type) *jen.Statement {
 
 func emitStruct(f *jen.File, s *Struct) {
 	docLines(f, s.Doc)
-	var fields, values []jen.Code
+	var fields, values, arrays []jen.Code
 	for _, fl := range s.Fields {
 		field := jen.Null()
 		if fl.Doc != "" {
@@ -553,14 +565,32 @@ func emitStruct(f *jen.File, s *Struct) {
 		}
 		field.Id(fl.GoName).Add(goType(fl.Type))
 		fields = append(fields, field)
-		if fl.GoName != "_" {
+		switch {
+		case fl.GoName == "_":
+		case fl.Type.Kind == KindArray:
+			// Element by element; a [N]Char field's Go string fills the array from its start
+			// (all its bytes, NULs included), and the rest stays zero.
+			x := jen.Id("s").Dot(fl.GoName)
+			bound := jen.Len(x.Clone())
+			if fl.Type.Elem.Kind == KindChar {
+				bound = jen.Min(jen.Len(x.Clone()), jen.Lit(fl.Type.Len))
+			}
+			arrays = append(arrays, jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(bound), jen.Id("i").Op("++")).Block(
+				jen.Id("c").Dot(cgoField(fl.CName)).Index(jen.Id("i")).Op("=").Add(cgoType(fl.Type.Elem.cgoName())).Call(x.Clone().Index(jen.Id("i")))))
+		default:
 			values = append(values, jen.Id(cgoField(fl.CName)).Op(":").Add(toC(jen.Id("s").Dot(fl.GoName), fl.Type)))
 		}
 	}
 	f.Type().Id(s.GoName).Struct(fields...)
 	f.Line()
-	f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(cgoType("C." + cgoTag(s.CName))).Block(
-		jen.Return(cgoType("C." + cgoTag(s.CName)).Values(oneEach(values)...)))
+	ctype := cgoType("C." + cgoTag(s.CName))
+	if len(arrays) == 0 {
+		f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(ctype).Block(
+			jen.Return(ctype.Clone().Values(oneEach(values)...)))
+	} else {
+		body := append([]jen.Code{jen.Id("c").Op(":=").Add(ctype.Clone()).Values(oneEach(values)...)}, arrays...)
+		f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(ctype).Block(append(body, jen.Return(jen.Id("c")))...)
+	}
 	f.Line()
 }
 

@@ -65,6 +65,18 @@ var Bindings = []Binding{{
 	},
 	Lib: OpenMPI,
 }, {
+	// NCCL is bound for the cuda target's data-parallel training; the bindings build anywhere
+	// (nothing is loaded until Load), the Go layer over them only with -tags cuda.
+	Spec:   "./specs/nccl",
+	OutDir: "generated/nccl",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/nccl",
+		PkgName:    "nccl",
+		Source:     "specs/nccl",
+		Dynamic:    &Dynamic{Sonames: []string{"libnccl.so.2", "libnccl.so"}, What: "NCCL (libnccl)"},
+	},
+	Lib: NCCL,
+}, {
 	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
 	// benchmarks import; the product binary never links it.
 	Spec:   "./specs/llamacpp",
@@ -101,6 +113,15 @@ var CUDADriver = Library{
 var OpenMPI = Library{
 	HeaderDirs: []string{"$MPI_HOME/include", "/usr/lib/x86_64-linux-gnu/openmpi/include", "/usr/lib/aarch64-linux-gnu/openmpi/include"},
 	Headers:    []string{"mpi.h"},
+}
+
+// NCCL is nccl.h, found where NVIDIA's NCCL packages put it, with the CUDA toolkit's headers
+// it includes. Without them the bindings are generated unproven here, with their proof in
+// generated/nccl/abiproof for a GPU machine.
+var NCCL = Library{
+	HeaderDirs: []string{"$NCCL_HOME/include", "$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
+	Headers:    []string{"nccl.h"},
+	Deps:       []Library{CUDADriver},
 }
 
 // Configs lists the engine spec packages and where their configs go.

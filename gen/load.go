@@ -293,8 +293,8 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		return &pendingFields{owner: d.args[0], st: st, pos: d.pos}, nil
 	case "struct":
 		s := &Struct{GoName: name, Doc: GoDoc(name, name, doc(dg)), CName: strings.Join(d.args, " "), Pos: pos}
-		if !isStructTag(s.CName) {
-			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, got %q", s.CName)
+		if !isStructTag(s.CName) && !isCIdent(s.CName) {
+			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, or the typedef name of an anonymous struct, got %q", s.CName)
 		}
 		st, ok := ts.Type.(*ast.StructType)
 		if !ok || len(st.Fields.List) == 0 {
@@ -316,8 +316,8 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		}
 		kv := l.keyValues(d, rest, "prefix", "name")
 		e.Prefix, e.NameFunc = kv["prefix"], kv["name"]
-		if e.CType != "int" && !strings.HasPrefix(e.CType, "enum ") {
-			l.errorf(d.pos, "kernelgen:enum wants `enum NAME` or `int`, got %q", e.CType)
+		if e.CType != "int" && !strings.HasPrefix(e.CType, "enum ") && !isCIdent(e.CType) {
+			l.errorf(d.pos, "kernelgen:enum wants `enum NAME`, the typedef name of an anonymous enum, or `int`, got %q", e.CType)
 		}
 		if e.Prefix == "" {
 			l.errorf(d.pos, "kernelgen:enum needs prefix=")
