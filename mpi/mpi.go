@@ -13,6 +13,7 @@
 package mpi
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -263,11 +264,12 @@ func (w *World) BroadcastFloat32(buf []float32, root int) error {
 
 // BroadcastString sends s from rank root to every rank and returns it there.
 func (w *World) BroadcastString(s string, root int) (string, error) {
-	n := []float32{float32(len(s))}
-	if err := w.BroadcastFloat32(n, root); err != nil {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+	if err := w.Broadcast(n[:], root); err != nil {
 		return "", err
 	}
-	buf := make([]byte, int(n[0]))
+	buf := make([]byte, binary.LittleEndian.Uint64(n[:]))
 	copy(buf, s)
 	if err := w.Broadcast(buf, root); err != nil {
 		return "", err
