@@ -193,10 +193,11 @@ func DynamicPreamble(m *Model, global bool) string {
 		if f.Result == nil {
 			ret = ""
 		}
-		if f.Wide() {
+		oneLine := fmt.Sprintf("static %s { %s%s(%s); }", Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+		if f.Wide() || len(oneLine) > maxPreambleLine {
 			fmt.Fprintf(&b, "static %s;\nstatic %s\n{\n\t%s%s(%s);\n}\n", layoutProto(&ptr, true), layoutProto(&tramp, true), ret, dynPointer(f), strings.Join(args, ", "))
 		} else {
-			fmt.Fprintf(&b, "static %s;\nstatic %s { %s%s(%s); }\n", Prototype(&ptr), Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+			fmt.Fprintf(&b, "static %s;\n%s\n", Prototype(&ptr), oneLine)
 		}
 	}
 	for _, d := range m.Data {
@@ -227,6 +228,10 @@ func DynamicPreamble(m *Model, global bool) string {
 	b.WriteString("static const char *kg_dlerror(void) { return kg_dlopen_error; }\n")
 	return b.String()
 }
+
+// maxPreambleLine is the longest one-line trampoline (the generated files' line limit, see
+// TestNoLongLines); a longer one is laid out one parameter a line, as a Wide function's is.
+const maxPreambleLine = 200
 
 func dynPointer(f *Func) string { return "kg_p_" + f.CName }
 func dynCall(f *Func) string    { return "kg_" + f.CName }

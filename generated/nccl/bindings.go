@@ -69,10 +69,44 @@ static ncclResult_t (*kg_p_ncclCommInitRank)(ncclComm_t *comm, int nranks, ncclU
 static ncclResult_t kg_ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank) { return kg_p_ncclCommInitRank(comm, nranks, id, rank); }
 static ncclResult_t (*kg_p_ncclCommDestroy)(ncclComm_t comm);
 static ncclResult_t kg_ncclCommDestroy(ncclComm_t comm) { return kg_p_ncclCommDestroy(comm); }
-static ncclResult_t (*kg_p_ncclAllReduce)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
-static ncclResult_t kg_ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) { return kg_p_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream); }
-static ncclResult_t (*kg_p_ncclBroadcast)(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
-static ncclResult_t kg_ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) { return kg_p_ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream); }
+static ncclResult_t (*kg_p_ncclAllReduce)(
+	const void *sendbuff,
+	void *recvbuff,
+	size_t count,
+	ncclDataType_t datatype,
+	ncclRedOp_t op,
+	ncclComm_t comm,
+	cudaStream_t stream);
+static ncclResult_t kg_ncclAllReduce(
+	const void *sendbuff,
+	void *recvbuff,
+	size_t count,
+	ncclDataType_t datatype,
+	ncclRedOp_t op,
+	ncclComm_t comm,
+	cudaStream_t stream)
+{
+	return kg_p_ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+}
+static ncclResult_t (*kg_p_ncclBroadcast)(
+	const void *sendbuff,
+	void *recvbuff,
+	size_t count,
+	ncclDataType_t datatype,
+	int root,
+	ncclComm_t comm,
+	cudaStream_t stream);
+static ncclResult_t kg_ncclBroadcast(
+	const void *sendbuff,
+	void *recvbuff,
+	size_t count,
+	ncclDataType_t datatype,
+	int root,
+	ncclComm_t comm,
+	cudaStream_t stream)
+{
+	return kg_p_ncclBroadcast(sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
 static const char *(*kg_p_ncclGetErrorString)(ncclResult_t result);
 static const char *kg_ncclGetErrorString(ncclResult_t result) { return kg_p_ncclGetErrorString(result); }
 
