@@ -16,12 +16,12 @@ import (
 )
 
 // rawBindings are the generated binding packages only the Go layers over them (ggml/, cuda/,
-// internal/oracle) may import.
+// mpi/, internal/oracle) may import.
 var rawBindings = []string{"github.com/toyml/toy/generated/ggmlc", "github.com/toyml/toy/generated/cudadrv",
-	"github.com/toyml/toy/generated/llamacpp"}
+	"github.com/toyml/toy/generated/llamacpp", "github.com/toyml/toy/generated/mpi", "github.com/toyml/toy/generated/nccl"}
 
 // TestEnginesUseTheGgmlLayer: no file of engines/ or cmd/ (tests included) imports the raw
-// bindings; they go through ggml/ (and cuda/), whose checks turn ggml's aborts into errors.
+// bindings; they go through ggml/ (and cuda/, mpi/), whose checks turn ggml's aborts into errors.
 func TestEnginesUseTheGgmlLayer(t *testing.T) {
 	fset := token.NewFileSet()
 	var bad []string

@@ -145,5 +145,8 @@ func specPositions(m *Model) map[string]token.Position {
 	for _, f := range m.Funcs {
 		pos[f.GoName] = f.Pos
 	}
+	for _, d := range m.Data {
+		pos[d.GoName] = d.Pos
+	}
 	return pos
 }

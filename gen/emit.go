@@ -30,6 +30,9 @@ type Dynamic struct {
 	Sonames []string
 	// What names the library in errors, e.g. "the CUDA driver".
 	What string
+	// Global loads the library with RTLD_GLOBAL, for a library whose own plugins resolve its
+	// symbols (Open MPI's components).
+	Global bool
 }
 
 // Header is the first line of every generated file, in Go's standard form.
@@ -41,9 +44,13 @@ func Header(source string) string {
 func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
 	if t.Dynamic != nil {
 		for _, fn := range m.Funcs {
-			switch fn.GoName {
-			case "Load", "Loaded", "Sonames":
+			if reservedInDynamic(fn.GoName) {
 				return nil, fmt.Errorf("kernelgen: %s:%d: %s is reserved in bindings of a dlopened library (rename the method)", fn.Pos.Filename, fn.Pos.Line, fn.GoName)
+			}
+		}
+		for _, d := range m.Data {
+			if reservedInDynamic(d.GoName) {
+				return nil, fmt.Errorf("kernelgen: %s:%d: %s is reserved in bindings of a dlopened library (rename the method)", d.Pos.Filename, d.Pos.Line, d.GoName)
 			}
 		}
 	}
@@ -62,6 +69,12 @@ func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// reservedInDynamic reports whether name is one of the declarations the bindings of a dlopened
+// library emit themselves.
+func reservedInDynamic(name string) bool {
+	return name == "Load" || name == "Loaded" || name == "Sonames"
 }
 
 func render(f *jen.File) ([]byte, error) {
@@ -114,33 +127,58 @@ func Preamble(m *Model) string {
 		if e.CType == "int" {
 			continue
 		}
-		fmt.Fprintf(&b, "\n%s {\n", e.CType)
+		open, end := definition("enum", e.CType)
+		fmt.Fprintf(&b, "\n%s\n", open)
 		for _, v := range e.Values {
 			fmt.Fprintf(&b, "\t%s = %d,\n", v.CName, v.Value)
 		}
-		b.WriteString("};\n")
+		b.WriteString(end + "\n")
 	}
 	for _, s := range structDefs(m) {
-		fmt.Fprintf(&b, "\n%s {\n", s.tag)
+		open, end := definition("struct", s.tag)
+		fmt.Fprintf(&b, "\n%s\n", open)
 		for _, f := range s.fields {
 			fmt.Fprintf(&b, "\t%s;\n", f.Type.CType(f.CName))
 		}
-		b.WriteString("};\n")
+		b.WriteString(end + "\n")
 	}
 	b.WriteString("\n")
 	for _, f := range m.Funcs {
 		fmt.Fprintf(&b, "%s;\n", layoutProto(f, f.Wide()))
 	}
+	if len(m.Data) > 0 {
+		// The objects' types stay opaque: only their addresses are used.
+		b.WriteString("\n")
+	}
+	for _, d := range m.Data {
+		fmt.Fprintf(&b, "extern char %s;\n", d.CName)
+		fmt.Fprintf(&b, "static %s %s(void) { return (%s)(void *)&%s; }\n", d.Handle.CPtr(), dataCall(d), d.Handle.CPtr(), d.CName)
+	}
 	return b.String()
 }
 
+// definition opens and closes the C definition of an enum or struct named ctype: a tagged one
+// ("enum ggml_type {" … "};"), or, for a bare name, the typedef of an anonymous one
+// ("typedef enum {" … "} ncclResult_t;").
+func definition(kind, ctype string) (open, end string) {
+	if strings.Contains(ctype, " ") {
+		return ctype + " {", "};"
+	}
+	return "typedef " + kind + " {", "} " + ctype + ";"
+}
+
+func dataPointer(d *Data) string { return "kg_d_" + d.CName }
+func dataCall(d *Data) string    { return "kg_data_" + d.CName }
+
 // DynamicPreamble is the C text of bindings that dlopen their library: the same types as
 // Preamble, then per function a pointer (kg_p_NAME) that kg_resolve fills with dlsym and a
-// static trampoline (kg_NAME) the Go side calls.
-func DynamicPreamble(m *Model) string {
+// static trampoline (kg_NAME) the Go side calls, and per exported object its address (kg_d_NAME)
+// and an accessor (kg_data_NAME) that returns it as the handle. global loads the library
+// with RTLD_GLOBAL instead of RTLD_LOCAL.
+func DynamicPreamble(m *Model, global bool) string {
 	full := Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums})
 	var b strings.Builder
-	b.WriteString("#cgo LDFLAGS: -ldl\n#include <dlfcn.h>\n")
+	b.WriteString("#cgo LDFLAGS: -ldl\n#include <dlfcn.h>\n#include <stdio.h>\n")
 	b.WriteString(full)
 	for _, f := range m.Funcs {
 		ptr := *f
@@ -155,21 +193,45 @@ func DynamicPreamble(m *Model) string {
 		if f.Result == nil {
 			ret = ""
 		}
-		if f.Wide() {
+		oneLine := fmt.Sprintf("static %s { %s%s(%s); }", Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+		if f.Wide() || len(oneLine) > maxPreambleLine {
 			fmt.Fprintf(&b, "static %s;\nstatic %s\n{\n\t%s%s(%s);\n}\n", layoutProto(&ptr, true), layoutProto(&tramp, true), ret, dynPointer(f), strings.Join(args, ", "))
 		} else {
-			fmt.Fprintf(&b, "static %s;\nstatic %s { %s%s(%s); }\n", Prototype(&ptr), Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+			fmt.Fprintf(&b, "static %s;\n%s\n", Prototype(&ptr), oneLine)
 		}
 	}
-	b.WriteString("\n// kg_resolve fills every function pointer from the library handle h; it returns NULL, or the\n// name of the first symbol the library lacks.\nstatic const char *kg_resolve(void *h) {\n")
+	for _, d := range m.Data {
+		fmt.Fprintf(&b, "static void *%s;\n", dataPointer(d))
+		fmt.Fprintf(&b, "static %s %s(void) { return (%s)%s; }\n", d.Handle.CPtr(), dataCall(d), d.Handle.CPtr(), dataPointer(d))
+	}
+	what := "function pointer"
+	if len(m.Data) > 0 {
+		what = "function pointer and object address"
+	}
+	fmt.Fprintf(&b, "\n// kg_resolve fills every %s from the library handle h; it returns NULL, or the\n// name of the first symbol the library lacks.\nstatic const char *kg_resolve(void *h) {\n", what)
 	for _, f := range m.Funcs {
 		fmt.Fprintf(&b, "\tif (!(*(void **)(&%s) = dlsym(h, \"%s\"))) return \"%s\";\n", dynPointer(f), f.CName, f.CName)
 	}
+	for _, d := range m.Data {
+		fmt.Fprintf(&b, "\tif (!(%s = dlsym(h, \"%s\"))) return \"%s\";\n", dataPointer(d), d.CName, d.CName)
+	}
 	b.WriteString("\treturn NULL;\n}\n")
-	b.WriteString("static void *kg_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }\n")
-	b.WriteString("static const char *kg_dlerror(void) { const char *e = dlerror(); return e ? e : \"unknown dlopen error\"; }\n")
+	scope := "RTLD_LOCAL"
+	if global {
+		scope = "RTLD_GLOBAL"
+	}
+	// dlerror's text is per thread, and Go may run the next cgo call on another: kg_dlopen keeps
+	// it (Load runs once, so one buffer serves).
+	b.WriteString("static char kg_dlopen_error[512];\n")
+	fmt.Fprintf(&b, "static void *kg_dlopen(const char *name) {\n\tvoid *h = dlopen(name, RTLD_NOW | %s);\n", scope)
+	b.WriteString("\tif (!h) {\n\t\tconst char *e = dlerror();\n\t\tsnprintf(kg_dlopen_error, sizeof kg_dlopen_error, \"%s\", e ? e : \"unknown dlopen error\");\n\t}\n\treturn h;\n}\n")
+	b.WriteString("static const char *kg_dlerror(void) { return kg_dlopen_error; }\n")
 	return b.String()
 }
+
+// maxPreambleLine is the longest one-line trampoline (the generated files' line limit, see
+// TestNoLongLines); a longer one is laid out one parameter a line, as a Wide function's is.
+const maxPreambleLine = 200
 
 func dynPointer(f *Func) string { return "kg_p_" + f.CName }
 func dynCall(f *Func) string    { return "kg_" + f.CName }
@@ -248,17 +310,25 @@ func structDefs(m *Model) []structDef {
 }
 
 // Prototype is the C declaration of f: "struct ggml_tensor * ggml_add(struct ggml_context * ctx, ...)".
-func Prototype(f *Func) string { return prototype(f, "") }
+func Prototype(f *Func) string { return prototype(f, "", false) }
+
+// ProofPrototype is Prototype with each parameter's real C type where the spec gives one
+// (kernelgen:ctype): the declaration the proof compares with the header's.
+func ProofPrototype(f *Func) string { return prototype(f, "", true) }
 
 // prototype is Prototype with the parameters one per line after indent when indent is not
-// empty (the layout of a Wide function).
-func prototype(f *Func, indent string) string {
+// empty (the layout of a Wide function), and with their kernelgen:ctype types when proof is set.
+func prototype(f *Func, indent string, proof bool) string {
 	ret := "void"
 	if f.Result != nil {
 		ret = f.Result.CType("")
 	}
 	var ps []string
 	for _, p := range f.Params {
+		if proof && p.ProofCType != "" {
+			ps = append(ps, join(p.ProofCType, p.Name))
+			continue
+		}
 		ps = append(ps, p.Type.CType(p.Name))
 	}
 	if len(ps) == 0 {
@@ -274,7 +344,7 @@ func prototype(f *Func, indent string) string {
 // the renamed copies of DynamicPreamble, which keep their original's layout.
 func layoutProto(f *Func, wide bool) string {
 	if wide {
-		return prototype(f, "\t")
+		return prototype(f, "\t", false)
 	}
 	return Prototype(f)
 }
@@ -346,7 +416,7 @@ func emitCgo(m *Model, t Target) *jen.File {
 			"Load. The prototypes are proven against the real headers wherever they are installed (see\n"+
 			"abiproof/). Use the idiomatic layer over it rather than this package.",
 			t.PkgName, t.Dynamic.What, t.Source, strings.Join(t.Dynamic.Sonames, ", ")))
-		f.CgoPreamble(DynamicPreamble(m))
+		f.CgoPreamble(DynamicPreamble(m, t.Dynamic.Global))
 		emitLoad(f, t)
 	} else {
 		f.PackageComment(fmt.Sprintf("Package %s is the cgo binding of the C library, generated by cmd/kernelgen from %s.\n"+
@@ -367,7 +437,28 @@ func emitCgo(m *Model, t Target) *jen.File {
 	for _, fn := range m.Funcs {
 		emitFunc(f, fn, t.Dynamic)
 	}
+	for _, d := range m.Data {
+		emitData(f, d, t.Dynamic)
+	}
 	return f
+}
+
+// emitData writes the function that returns an exported object's address as its handle.
+func emitData(f *jen.File, d *Data, dyn *Dynamic) {
+	docLines(f, d.Doc)
+	f.Comment("")
+	if d.Macro != "" {
+		f.Commentf("C: %s, the address of %s.", d.Macro, d.CName)
+	} else {
+		f.Commentf("C: the address of %s.", d.CName)
+	}
+	var body []jen.Code
+	if dyn != nil {
+		body = append(body, jen.Id("mustBeLoaded").Call())
+	}
+	body = append(body, jen.Return(jen.Id(d.Handle.GoName).Values(cQual(dataCall(d)).Call())))
+	f.Func().Id(d.GoName).Params().Id(d.Handle.GoName).Block(body...)
+	f.Line()
 }
 
 func emitHandle(f *jen.File, h *Handle) {
@@ -484,21 +575,29 @@ func emitStruct(f *jen.File, s *Struct) {
 		switch {
 		case fl.GoName == "_":
 		case fl.Type.Kind == KindArray:
-			arrays = append(arrays, jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("s").Dot(fl.GoName)).Block(
-				jen.Id("c").Dot(cgoField(fl.CName)).Index(jen.Id("i")).Op("=").Add(toC(jen.Id("v"), fl.Type.Elem))))
+			// Element by element; a [N]Char field's Go string fills the array from its start
+			// (all its bytes, NULs included), and the rest stays zero.
+			x := jen.Id("s").Dot(fl.GoName)
+			bound := jen.Len(x.Clone())
+			if fl.Type.Elem.Kind == KindChar {
+				bound = jen.Min(jen.Len(x.Clone()), jen.Lit(fl.Type.Len))
+			}
+			arrays = append(arrays, jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(bound), jen.Id("i").Op("++")).Block(
+				jen.Id("c").Dot(cgoField(fl.CName)).Index(jen.Id("i")).Op("=").Add(cgoType(fl.Type.Elem.cgoName())).Call(x.Clone().Index(jen.Id("i")))))
 		default:
 			values = append(values, jen.Id(cgoField(fl.CName)).Op(":").Add(toC(jen.Id("s").Dot(fl.GoName), fl.Type)))
 		}
 	}
 	f.Type().Id(s.GoName).Struct(fields...)
 	f.Line()
-	lit := cgoType("C." + cgoTag(s.CName)).Values(oneEach(values)...)
-	body := []jen.Code{jen.Return(lit)}
-	if len(arrays) > 0 { // array fields are copied element by element
-		body = append([]jen.Code{jen.Id("c").Op(":=").Add(lit)}, arrays...)
-		body = append(body, jen.Return(jen.Id("c")))
+	ctype := cgoType("C." + cgoTag(s.CName))
+	if len(arrays) == 0 {
+		f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(ctype).Block(
+			jen.Return(ctype.Clone().Values(oneEach(values)...)))
+	} else {
+		body := append([]jen.Code{jen.Id("c").Op(":=").Add(ctype.Clone()).Values(oneEach(values)...)}, arrays...)
+		f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(ctype).Block(append(body, jen.Return(jen.Id("c")))...)
 	}
-	f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(cgoType("C." + cgoTag(s.CName))).Block(body...)
 	f.Line()
 }
 
@@ -508,7 +607,7 @@ func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 	if fn.Wide() {
 		f.Comment("C:")
 		f.Comment("")
-		for _, line := range strings.Split(prototype(fn, "\t"), "\n") {
+		for _, line := range strings.Split(prototype(fn, "\t", false), "\n") {
 			f.Comment("\t" + line)
 		}
 	} else {

@@ -63,6 +63,31 @@ var Bindings = []Binding{{
 	},
 	Lib: OpenBLAS,
 }, {
+	Spec:   "./specs/mpi",
+	OutDir: "generated/mpi",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/mpi",
+		PkgName:    "mpi",
+		Source:     "specs/mpi",
+		// Open MPI opens its own components with dlopen; builds whose components are not linked
+		// against libmpi and libopen-pal resolve those symbols in the global namespace, so the
+		// library is loaded globally, as mpi4py does (Debian's 4.1 works either way).
+		Dynamic: &Dynamic{Sonames: []string{"libmpi.so.40", "libmpi.so"}, What: "Open MPI (libmpi)", Global: true},
+	},
+	Lib: OpenMPI,
+}, {
+	// NCCL is bound for the cuda target's data-parallel training; the bindings build anywhere
+	// (nothing is loaded until Load), the Go layer over them only with -tags cuda.
+	Spec:   "./specs/nccl",
+	OutDir: "generated/nccl",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/nccl",
+		PkgName:    "nccl",
+		Source:     "specs/nccl",
+		Dynamic:    &Dynamic{Sonames: []string{"libnccl.so.2", "libnccl.so"}, What: "NCCL (libnccl)"},
+	},
+	Lib: NCCL,
+}, {
 	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
 	// benchmarks import; the product binary never links it.
 	Spec:   "./specs/llamacpp",
@@ -98,6 +123,23 @@ var CUDADriver = Library{
 var OpenBLAS = Library{
 	HeaderDirs: []string{"/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu", "/usr/include/openblas", "/usr/include"},
 	Headers:    []string{"cblas.h"},
+}
+
+// OpenMPI is Open MPI's mpi.h, found where Debian's libopenmpi-dev (or an Open MPI installed
+// under $MPI_HOME) put it. Without it the bindings are generated unproven here, with their proof
+// in generated/mpi/abiproof; CI installs it, so CI proves them.
+var OpenMPI = Library{
+	HeaderDirs: []string{"$MPI_HOME/include", "/usr/lib/x86_64-linux-gnu/openmpi/include", "/usr/lib/aarch64-linux-gnu/openmpi/include"},
+	Headers:    []string{"mpi.h"},
+}
+
+// NCCL is nccl.h, found where NVIDIA's NCCL packages put it, with the CUDA toolkit's headers
+// it includes. Without them the bindings are generated unproven here, with their proof in
+// generated/nccl/abiproof for a GPU machine.
+var NCCL = Library{
+	HeaderDirs: []string{"$NCCL_HOME/include", "$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
+	Headers:    []string{"nccl.h"},
+	Deps:       []Library{CUDADriver},
 }
 
 // Configs lists the engine spec packages and where their configs go.
@@ -162,8 +204,12 @@ func Generate(opts Options) (*Output, error) {
 		for _, e := range m.Enums {
 			values += len(e.Values)
 		}
-		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values), %d unbound; %s",
-			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, len(m.Unbound), proven))
+		data := ""
+		if len(m.Data) > 0 {
+			data = fmt.Sprintf(", %d data symbols", len(m.Data))
+		}
+		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values)%s, %d unbound; %s",
+			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, data, len(m.Unbound), proven))
 	}
 	for _, c := range Configs {
 		cs, err := LoadConfigs(opts.Root, c.Spec)

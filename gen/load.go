@@ -173,6 +173,7 @@ type pendingIface struct {
 	spec             *ast.TypeSpec
 	iface            *ast.InterfaceType
 	prefix, goprefix string
+	data             bool // kernelgen:data: the methods are exported objects, not functions
 }
 
 func (l *loader) load() {
@@ -253,7 +254,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 	name := ts.Name.Name
 	ds := directives(dg)
 	if len(ds) != 1 {
-		l.errorf(ts.Pos(), "type %s needs exactly one kernelgen directive (handle, fields, struct, enum or functions), has %d", name, len(ds))
+		l.errorf(ts.Pos(), "type %s needs exactly one kernelgen directive (handle, fields, struct, enum, functions or data), has %d", name, len(ds))
 		return nil, nil
 	}
 	d := ds[0]
@@ -292,8 +293,8 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		return &pendingFields{owner: d.args[0], st: st, pos: d.pos}, nil
 	case "struct":
 		s := &Struct{GoName: name, Doc: GoDoc(name, name, doc(dg)), CName: strings.Join(d.args, " "), Pos: pos}
-		if !isStructTag(s.CName) {
-			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, got %q", s.CName)
+		if !isStructTag(s.CName) && !isCIdent(s.CName) {
+			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, or the typedef name of an anonymous struct, got %q", s.CName)
 		}
 		st, ok := ts.Type.(*ast.StructType)
 		if !ok || len(st.Fields.List) == 0 {
@@ -315,8 +316,8 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		}
 		kv := l.keyValues(d, rest, "prefix", "name")
 		e.Prefix, e.NameFunc = kv["prefix"], kv["name"]
-		if e.CType != "int" && !strings.HasPrefix(e.CType, "enum ") {
-			l.errorf(d.pos, "kernelgen:enum wants `enum NAME` or `int`, got %q", e.CType)
+		if e.CType != "int" && !strings.HasPrefix(e.CType, "enum ") && !isCIdent(e.CType) {
+			l.errorf(d.pos, "kernelgen:enum wants `enum NAME`, the typedef name of an anonymous enum, or `int`, got %q", e.CType)
 		}
 		if e.Prefix == "" {
 			l.errorf(d.pos, "kernelgen:enum needs prefix=")
@@ -337,7 +338,15 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 			return nil, nil
 		}
 		kv := l.keyValues(d, d.args, "prefix", "goprefix")
-		return nil, &pendingIface{ts, it, kv["prefix"], kv["goprefix"]}
+		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"]}
+	case "data":
+		it, ok := ts.Type.(*ast.InterfaceType)
+		if !ok {
+			l.errorf(ts.Pos(), "kernelgen:data belongs on an interface type")
+			return nil, nil
+		}
+		kv := l.keyValues(d, d.args, "prefix", "goprefix")
+		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"], data: true}
 	default:
 		l.errorf(d.pos, "unknown directive kernelgen:%s on type %s", d.name, name)
 	}
@@ -455,19 +464,26 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			l.errorf(m.Pos(), "interface %s: embedded interfaces are not allowed", pi.spec.Name.Name)
 			continue
 		}
+		if pi.data {
+			l.data(pi, m, goNames)
+			continue
+		}
 		name := m.Names[0].Name
 		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: GoDoc(pi.goprefix+name, name, doc(m.Doc)), Pos: l.position(m.Pos())}
 		if fn.Doc == "" {
 			l.errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 		}
+		ctypes := map[string]string{}
 		for _, d := range directives(m.Doc, m.Comment) {
 			switch {
 			case d.name == "c" && len(d.args) == 1 && isCIdent(d.args[0]):
 				fn.CName = d.args[0]
 			case d.name == "optional" && len(d.args) == 0:
 				fn.Optional = true
+			case d.name == "ctype" && len(d.args) >= 2:
+				ctypes[d.args[0]] = strings.Join(d.args[1:], " ")
 			default:
-				l.errorf(d.pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional)", strings.TrimSpace("kernelgen:"+d.name+" "+strings.Join(d.args, " ")), name)
+				l.errorf(d.pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:ctype PARAM C-TYPE)", strings.TrimSpace("kernelgen:"+d.name+" "+strings.Join(d.args, " ")), name)
 			}
 		}
 		if prev, dup := goNames[fn.GoName]; dup {
@@ -489,7 +505,17 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			if cKeywords[pname] {
 				l.errorf(m.Pos(), "method %s: parameter name %s is a C keyword", name, pname)
 			}
-			fn.Params = append(fn.Params, &Param{Name: pname, Type: l.resolve(p.Type(), m.Pos(), "param")})
+			param := &Param{Name: pname, Type: l.resolve(p.Type(), m.Pos(), "param"), ProofCType: ctypes[pname]}
+			if param.ProofCType != "" {
+				if param.Type.Kind != KindPtr || param.Type.Const {
+					l.errorf(m.Pos(), "method %s: kernelgen:ctype %s belongs on a Ptr parameter (an opaque pointer whose C type the proof checks)", name, pname)
+				}
+				delete(ctypes, pname)
+			}
+			fn.Params = append(fn.Params, param)
+		}
+		for pname := range ctypes {
+			l.errorf(m.Pos(), "method %s: kernelgen:ctype names %s, which is not a parameter", name, pname)
 		}
 		switch sig.Results().Len() {
 		case 0:
@@ -500,6 +526,44 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 		}
 		l.m.Funcs = append(l.m.Funcs, fn)
 	}
+}
+
+// data records one method of a kernelgen:data interface: an exported object whose address is a
+// handle. The method takes nothing and returns the handle; its C name is prefix+snake_case(name)
+// unless kernelgen:c says otherwise, and kernelgen:macro NAME names the header's spelling of the
+// handle, which the proof checks against the object's address.
+func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Position) {
+	name := m.Names[0].Name
+	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: GoDoc(pi.goprefix+name, name, doc(m.Doc)), Pos: l.position(m.Pos())}
+	if d.Doc == "" {
+		l.errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
+	}
+	for _, dr := range directives(m.Doc, m.Comment) {
+		switch {
+		case dr.name == "c" && len(dr.args) == 1 && isCIdent(dr.args[0]):
+			d.CName = dr.args[0]
+		case dr.name == "macro" && len(dr.args) == 1 && isCIdent(dr.args[0]):
+			d.Macro = dr.args[0]
+		default:
+			l.errorf(dr.pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME)", strings.TrimSpace("kernelgen:"+dr.name+" "+strings.Join(dr.args, " ")), name)
+		}
+	}
+	if prev, dup := goNames[d.GoName]; dup {
+		l.errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", d.GoName, prev.Filename, prev.Line)
+		return
+	}
+	goNames[d.GoName] = d.Pos
+	sig := l.pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
+	var result *Type
+	if sig.Results().Len() == 1 {
+		result = l.resolve(sig.Results().At(0).Type(), m.Pos(), "result")
+	}
+	if sig.Params().Len() != 0 || result == nil || result.Kind != KindHandle || result.Const {
+		l.errorf(m.Pos(), "data %s must take nothing and return a handle (the object's address)", name)
+		return
+	}
+	d.Handle = result.Handle
+	l.m.Data = append(l.m.Data, d)
 }
 
 // resolve maps a Go type of the spec onto a spec Type; where is "param", "result" or "field".

@@ -10,11 +10,12 @@ import (
 type Model struct {
 	// SpecPkg is the import path of the spec package it was loaded from.
 	SpecPkg string
-	// Handles, Structs, Enums and Funcs are in declaration order (files sorted by name).
+	// Handles, Structs, Enums, Funcs and Data are in declaration order (files sorted by name).
 	Handles []*Handle
 	Structs []*Struct
 	Enums   []*Enum
 	Funcs   []*Func
+	Data    []*Data
 	// Unbound lists what the generator could not bind, with the reason; it is reported, never
 	// silently dropped.
 	Unbound []Unbound
@@ -113,6 +114,24 @@ func (f *Func) Wide() bool { return len(Prototype(f)) > wideProto }
 type Param struct {
 	Name string
 	Type *Type
+	// ProofCType, set by kernelgen:ctype on a method for a Ptr parameter, is the parameter's real
+	// C type (`char ***`): the proof's prototype declares it, while the bindings, which see no
+	// headers, declare the parameter `void *`.
+	ProofCType string
+}
+
+// Data is an object the library exports whose address is a handle: Open MPI's MPI_COMM_WORLD
+// is the address of its ompi_mpi_comm_world. The bindings read the address (with dlsym for a
+// dynamic library); the object's contents stay opaque.
+type Data struct {
+	GoName string
+	CName  string // the exported symbol, e.g. "ompi_mpi_comm_world"
+	// Macro, when set, is the header's public spelling of the handle ("MPI_COMM_WORLD"): the
+	// proof checks that it has the handle's type and is the symbol's address.
+	Macro  string
+	Doc    string
+	Handle *Handle
+	Pos    token.Position
 }
 
 // Kind classifies a spec type by how it crosses into C.

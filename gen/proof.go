@@ -226,7 +226,28 @@ func ProofSource(m *Model, lib Library) string {
 	b.WriteString("};\n\n")
 	// #line makes the compiler report a mismatched prototype at its spec position.
 	for _, f := range m.Funcs {
-		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, Prototype(f))
+		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, ProofPrototype(f))
+	}
+	// An exported object must be declared; its header spelling must have the handle's type and be
+	// its address. Compilers fold the comparison of two addresses only when they are equal, so
+	// __builtin_constant_p turns "not constant" into a failed assertion with its message.
+	if len(m.Data) > 0 {
+		b.WriteString("\nvoid *kernelgen_data[] = {\n")
+		for _, d := range m.Data {
+			fmt.Fprintf(&b, "#line %d \"%s\"\n\t(void *)&%s,\n", d.Pos.Line, d.Pos.Filename, d.CName)
+		}
+		b.WriteString("};\n")
+	}
+	for _, d := range m.Data {
+		if d.Macro == "" {
+			continue
+		}
+		at := fmt.Sprintf("%s:%d", d.Pos.Filename, d.Pos.Line)
+		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_types_compatible_p(__typeof__(%s), %s), \"%s: %s is not a %s\");\n",
+			d.Pos.Line, d.Pos.Filename, d.Macro, d.Handle.CPtr(), at, d.Macro, d.Handle.CPtr())
+		same := fmt.Sprintf("(void *)%s == (void *)&%s", d.Macro, d.CName)
+		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_constant_p(%s) && %s, \"%s: %s is not the address of %s\");\n",
+			d.Pos.Line, d.Pos.Filename, same, same, at, d.Macro, d.CName)
 	}
 	return b.String()
 }

@@ -170,6 +170,17 @@ func TestTensorIOErrors(t *testing.T) {
 	assert.ErrorContains(t, x.SetBytes(make([]byte, 10)), "bytes")
 	assert.NoError(t, x.SetF32(make([]float32, 35)))
 	assert.NoError(t, i.SetI32([]int32{1, 2, 3}))
+	// ReadF32 fills the caller's buffer, which must have the tensor's length.
+	assert.ErrorContains(t, x.ReadF32(make([]float32, 36)), "room for 36 values")
+	assert.ErrorContains(t, i.ReadF32(make([]float32, 3)), "is not f32")
+	vals := make([]float32, 35)
+	for k := range vals {
+		vals[k] = float32(k) - 17.5
+	}
+	require.NoError(t, x.SetF32(vals))
+	got := make([]float32, 35)
+	require.NoError(t, x.ReadF32(got))
+	assert.Equal(t, vals, got)
 	// A transposed view gets memory when its graph is allocated, but it is not contiguous.
 	v := h.c.Transpose(x)
 	h.graph(false, h.c.Cont(v))

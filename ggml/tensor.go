@@ -286,16 +286,33 @@ func getTyped[E float32 | int32 | uint16](t *Tensor, op string, typ Type) ([]E, 
 	if t == nil {
 		return nil, fmt.Errorf("ggml: %s: invalid tensor", op)
 	}
-	if t.Type() != typ {
-		return nil, fmt.Errorf("ggml: %s: %s is not %s", op, t.describe(), TypeName(typ))
-	}
 	out := make([]E, t.Len())
-	n := len(out) * int(unsafe.Sizeof(E(0)))
-	if err := t.checkIO(op, 0, n); err != nil {
+	if err := readTyped(t, op, typ, out); err != nil {
 		return nil, err
 	}
-	if n > 0 {
-		t.read(unsafe.Pointer(&out[0]), 0, n)
-	}
 	return out, nil
+}
+
+// ReadF32 copies an F32 tensor's values into dst, whose length must be its element count: F32
+// without the allocation, for a caller that reuses its buffer every step.
+func (t *Tensor) ReadF32(dst []float32) error { return readTyped(t, "ReadF32", F32, dst) }
+
+func readTyped[E float32 | int32 | uint16](t *Tensor, op string, typ Type, dst []E) error {
+	if t == nil {
+		return fmt.Errorf("ggml: %s: invalid tensor", op)
+	}
+	if t.Type() != typ {
+		return fmt.Errorf("ggml: %s: %s is not %s", op, t.describe(), TypeName(typ))
+	}
+	if int64(len(dst)) != t.Len() {
+		return fmt.Errorf("ggml: %s: room for %d values from %s, which holds %d", op, len(dst), t.describe(), t.Len())
+	}
+	n := len(dst) * int(unsafe.Sizeof(E(0)))
+	if err := t.checkIO(op, 0, n); err != nil {
+		return err
+	}
+	if n > 0 {
+		t.read(unsafe.Pointer(&dst[0]), 0, n)
+	}
+	return nil
 }

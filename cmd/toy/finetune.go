@@ -99,6 +99,10 @@ weights/ (step-<N>/adapter.gguf, or model.gguf with -full and -warm-start, and
 optimizer.gguf; weights/adapter.gguf or weights/model.gguf is the latest).
 Ctrl-C saves a checkpoint and exits (status 130); -resume runs/<id> continues it bit for bit.
 
+Under Open MPI's mpirun (mpirun -np N toy finetune ...) it trains data-parallel: -batch is the
+global batch, each rank trains batch/N sequences of it, and rank 0 writes the run
+(docs/DISTRIBUTED.md).
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -157,13 +161,20 @@ Flags:
 			f.Interactive = true
 		}
 	}
+	job, err := joinJob()
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		f.Replicas = job
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := f.Run(ctx)
 	if err == nil && res.Interrupted {
-		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
+		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
 	}
-	return err
+	return leaveJob(job, "finetune", err)
 }
 
 // finetuneMode sets the mode the flags choose, with its defaults for the options the user did

@@ -134,6 +134,10 @@ weights/checkpoint.json; weights/model.gguf is the latest model). Checkpoints ar
 -save-every steps and -save-minutes minutes; Ctrl-C saves one and exits (status 130);
 -resume runs/<id> continues it bit for bit, after Ctrl-C or a crash.
 
+Under Open MPI's mpirun (mpirun -np N toy train ...) it trains data-parallel: -batch is the
+global batch, each rank trains batch/N sequences of it, and rank 0 writes the run
+(docs/DISTRIBUTED.md).
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -193,13 +197,20 @@ Flags:
 		return err
 	}
 	s.Out, s.Interactive = stdout, isTerminal(stdout)
+	job, err := joinJob()
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		s.Replicas = job
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
 	if err == nil && res.Interrupted {
-		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
 	}
-	return err
+	return leaveJob(job, "train", err)
 }
 
 // scanFlags reads the values of the named string flags from a command line as the flag package

@@ -84,4 +84,11 @@ func testRecompute(t *testing.T, typ ggml.Type) {
 	}
 	_, err := NewAdapter(m, LoRAOptions{Recompute: 4})
 	assert.ErrorContains(t, err, "the model has 3")
+	_, err = NewTrainer(adapter(1), T, B, DataParallel(sumOfOne{}))
+	assert.ErrorContains(t, err, "data-parallel training cannot recompute blocks")
 }
+
+// sumOfOne is the GradientReducer of a job of one replica.
+type sumOfOne struct{}
+
+func (sumOfOne) AllReduceSum([]float32) error { return nil }

@@ -134,23 +134,28 @@ type Trainer struct {
 	// gradient it builds for each tensor they use.
 	gemm        *gemmBackward
 	weightGrads map[*ggml.Tensor]*ggml.Tensor
+	// dp, set by the DataParallel option, averages the gradients over the replicas of a
+	// data-parallel job between the backward pass and AdamW.
+	dp *dataParallel
 }
 
 // NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context). Its
 // trained tensors end up marked as params; a second trainer of the same model is correct but
 // loses the GEMM weight gradients (ggml has no way to clear the flag), so train a model with one
 // trainer.
-func NewTrainer(m Trainable, T, B int) (*Trainer, error) { return newTrainer(m, T, B, false, false) }
+func NewTrainer(m Trainable, T, B int, opts ...TrainerOption) (*Trainer, error) {
+	return newTrainer(m, T, B, false, false, opts...)
+}
 
 // NewMaskedTrainer is NewTrainer for batches with a loss mask (StepMasked): only the positions
 // the mask keeps count in the loss and its gradients, as when a chat's assistant replies are
 // trained and the prompts are not. Its graph gathers the kept rows of the logits, which costs
 // two more copies of them.
-func NewMaskedTrainer(m Trainable, T, B int) (*Trainer, error) {
-	return newTrainer(m, T, B, false, true)
+func NewMaskedTrainer(m Trainable, T, B int, opts ...TrainerOption) (*Trainer, error) {
+	return newTrainer(m, T, B, false, true, opts...)
 }
 
-func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error) {
+func newTrainer(m Trainable, T, B int, keepGrads, masked bool, opts ...TrainerOption) (*Trainer, error) {
 	t := m.trainable()
 	a := t.arch
 	if err := t.checkTrainable(); err != nil {
@@ -173,6 +178,12 @@ func newTrainer(m Trainable, T, B int, keepGrads, masked bool) (*Trainer, error)
 		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, a.NHeads)
 	}
 	tr := &Trainer{m: t, T: T, B: B, masked: masked, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
+	for _, o := range opts {
+		o(tr)
+	}
+	if tr.dp != nil && t.recompute > 0 {
+		return nil, fmt.Errorf("llama: data-parallel training cannot recompute blocks: each recomputed block's graph steps its adapters before the replicas could average their gradients")
+	}
 	if err := tr.build(); err != nil {
 		tr.Close()
 		return nil, err
@@ -305,6 +316,13 @@ func (tr *Trainer) build() error {
 			w.SetParam() // the AdamW step updates params only
 		}
 	}
+	opt := tr.graph // AdamW's steps follow the backward pass, unless the gradients are reduced first
+	if tr.dp != nil {
+		if err := tr.dp.begin(len(m.params)); err != nil {
+			return err
+		}
+		opt = tr.dp.opt
+	}
 	for _, w := range m.params {
 		if !tr.rc.trains(w) {
 			continue // a recomputed block's graph steps it
@@ -332,8 +350,19 @@ func (tr *Trainer) build() error {
 				}
 			}
 		}
+		if tr.dp != nil {
+			if err := tr.graph.Expand(grad); err != nil {
+				return err
+			}
+			grad = tr.dp.gradient(grad)
+		}
 		step := g.OptStepAdamW(w, grad, mv[0], mv[1], params)
-		if err := tr.graph.Expand(step); err != nil {
+		if err := opt.Expand(step); err != nil {
+			return err
+		}
+	}
+	if tr.dp != nil {
+		if err := tr.dp.finish(m.backend); err != nil {
 			return err
 		}
 	}
@@ -389,6 +418,7 @@ func (tr *Trainer) HoldEmbeddings(hold bool) { tr.holdEmbed = hold }
 
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {
+	tr.dp.close()
 	tr.alloc.Close()
 	if tr.gemm != nil {
 		tr.gemm.Close()
@@ -465,7 +495,15 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 			}
 		}
 	}
-	return tr.in.maskedLoss(loss[0]), nil
+	l := tr.in.maskedLoss(loss[0])
+	if tr.dp != nil {
+		weight := float32(1) // replicas of equal batches count equally
+		if tr.masked {
+			weight = float32(tr.in.kept)
+		}
+		return tr.dp.step(tr.m.backend, l, weight)
+	}
+	return l, nil
 }
 
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer

@@ -99,6 +99,9 @@ type loop struct {
 	step                 func(step int, decay, noDecay [7]float32) (float32, error)
 	evaluate             func() (runs.Eval, error) // the held-out loss (and a classifier's accuracy); the loop sets Step
 	save                 func(step int) error
+	// replicas, when the run is data-parallel, make every rank stop after the same step; only
+	// rank 0 logs, shows progress, evaluates and saves.
+	replicas             Replicas
 	lastSave             time.Time
 	elapsedSecs          float64 // the loop's time, for the summary
 }
@@ -116,11 +119,16 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		l.lastSave = time.Now()
 		return l.save(step)
 	}
+	follower := replicated(l.replicas) && l.replicas.Rank() != 0
 	l.lastSave = time.Now()
 	t0 := time.Now()
 	step := l.start
 	for ; step < l.steps; step++ {
-		if ctx.Err() != nil {
+		stop, err := agreeToStop(l.replicas, ctx.Err() != nil)
+		if err != nil {
+			return step, err
+		}
+		if stop {
 			res.Interrupted = true
 			break
 		}
@@ -136,6 +144,9 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		}
 		if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
 			return step, fmt.Errorf("step %d: the loss is %v (lower the learning rate)", step, loss)
+		}
+		if follower {
+			continue
 		}
 		tps := float64(l.progress.tokensPerStep) / time.Since(ts).Seconds()
 		if err := l.run.LogStep(runs.Step{Step: step, Loss: float64(loss), LR: lr, TokensPerS: tps}); err != nil {
@@ -161,6 +172,9 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		res.TokensPerS = float64(step-l.start) * float64(l.progress.tokensPerStep) / elapsed
 	}
 	l.elapsedSecs = elapsed
+	if follower {
+		return step, nil
+	}
 	if err := save(step); err != nil {
 		return step, err
 	}

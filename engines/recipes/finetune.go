@@ -96,6 +96,9 @@ type Finetune struct {
 	// ResumeKeep names options (JSON keys, from ResumableOptions) whose values in this
 	// Finetune replace the run's own when resuming.
 	ResumeKeep []string `json:"-"`
+	// Replicas, when set, make this process one rank of a data-parallel run (see Replicas):
+	// Batch is the global batch, shared among the ranks; every rank reads Base and Data.
+	Replicas Replicas `json:"-"`
 
 	ckpt        *runs.Checkpoint
 	started     bool
@@ -197,6 +200,8 @@ func (f *Finetune) Validate() error {
 	}
 	if f.Steps < 1 || f.Batch < 1 || f.SeqLen < 1 {
 		errs = append(errs, fmt.Errorf("steps %d, batch %d, sequence length %d: want at least 1 each", f.Steps, f.Batch, f.SeqLen))
+	} else if err := checkShare(f.Replicas, f.Batch); err != nil {
+		errs = append(errs, err)
 	}
 	switch f.mode() {
 	case ModeLoRA:
@@ -208,6 +213,9 @@ func (f *Finetune) Validate() error {
 		}
 		if f.Recompute < 0 {
 			errs = append(errs, fmt.Errorf("recompute %d blocks: want at least 0", f.Recompute))
+		}
+		if f.Recompute > 0 && replicated(f.Replicas) {
+			errs = append(errs, fmt.Errorf("recomputing blocks is not data-parallel (each recomputed block steps its adapters before the ranks average their gradients): run without -recompute under mpirun"))
 		}
 	case ModeFull:
 	case ModeWarmStart:
@@ -248,13 +256,34 @@ func (f *Finetune) Validate() error {
 // checkpoint first and reports Interrupted. A new run that fails before it trains leaves no
 // directory behind.
 func (f *Finetune) Run(ctx context.Context) (*Result, error) {
-	run, start, err := f.prepare()
+	var (
+		run   *runs.Run
+		start int
+		err   error
+	)
+	if isLead(f.Replicas) {
+		run, start, err = f.prepare()
+	} else {
+		f.Out = nil // rank 0 reports
+	}
+	if replicated(f.Replicas) {
+		run, err = shareStart(f.Replicas, f,
+			func() (*runs.Run, error) { return run, err },
+			func(dir string) (*runs.Run, error) {
+				if f.Resume != "" {
+					var r *runs.Run
+					r, start, err = f.reopen()
+					return r, err
+				}
+				return runs.OpenRun(dir)
+			})
+	}
 	if err != nil {
 		return nil, err
 	}
 	res, err := f.train(ctx, run, start)
 	run.Close()
-	if err != nil && f.Resume == "" && !f.started {
+	if err != nil && f.Resume == "" && !f.started && isLead(f.Replicas) {
 		os.RemoveAll(run.Dir)
 		if f.madeRunsDir {
 			os.Remove(f.RunsDir)
@@ -773,29 +802,53 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if chat {
 		newTrainer = llama.NewMaskedTrainer
 	}
-	tr, err := newTrainer(ln.trainable, f.SeqLen, f.Batch)
+	var opts []llama.TrainerOption
+	if replicated(f.Replicas) {
+		opts = append(opts, llama.DataParallel(f.Replicas))
+	}
+	tr, err := newTrainer(ln.trainable, f.SeqLen, localBatch(f.Replicas, f.Batch), opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	ev, err := llama.NewLossEvaluator(ln.trainable, f.SeqLen, f.Batch, chat)
-	if err != nil {
-		return nil, err
-	}
-	defer ev.Close()
 	if !chat { // text documents are separated by the end-of-text token; a chat record is one
-		tr.Sep, ev.Sep = tok.EOS(), tok.EOS()
+		tr.Sep = tok.EOS()
 	}
 	if startStep > 0 {
 		if err := loadOptimizerState(tr, f.ckpt.Path(stateFile), f.AdamW); err != nil {
 			return nil, err
 		}
 	}
-	if base.SHA256, err = fileSHA256(f.Base); err != nil {
+	if err := checkSameStart(f.Replicas, ln.tensors()); err != nil {
 		return nil, err
 	}
-	sched, err := train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps)
+	l := loop{run: run, adamw: f.AdamW, steps: f.Steps, start: startStep,
+		evalEvery: f.EvalEvery, saveEvery: f.SaveEvery, saveMinutes: f.SaveMinutes, command: "toy finetune",
+		replicas: f.Replicas,
+		step: func(step int, decay, noDecay [7]float32) (float32, error) {
+			seqs, keep, err := bs.train(step)
+			if err != nil {
+				return 0, err
+			}
+			tr.HoldEmbeddings(step < f.FreezeEmbeddingsSteps)
+			return tr.StepMasked(shareOf(f.Replicas, seqs), shareOf(f.Replicas, keep), decay, noDecay)
+		}}
+	if l.sched, err = train.ParseSchedule(f.Schedule, f.LR, f.MinLR, f.Warmup, f.Steps); err != nil {
+		return nil, err
+	}
+	if !isLead(f.Replicas) { // another rank: the same steps, nothing written
+		_, err := l.do(ctx, res)
+		return res, err
+	}
+	ev, err := llama.NewLossEvaluator(ln.trainable, f.SeqLen, f.Batch, chat)
 	if err != nil {
+		return nil, err
+	}
+	defer ev.Close()
+	if !chat {
+		ev.Sep = tok.EOS()
+	}
+	if base.SHA256, err = fileSHA256(f.Base); err != nil {
 		return nil, err
 	}
 	seeds := map[string]uint64{"data": f.Seed, "heldout": heldOutSeed}
@@ -837,7 +890,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		return total / float64(f.EvalBatches), nil
 	}
 
-	f.printf("%s; batch %d × %d tokens; %d threads\n", ln.describe(base), f.Batch, f.SeqLen, be.Threads())
+	f.printf("%s; batch %d × %d tokens%s; %d threads\n", ln.describe(base), f.Batch, f.SeqLen, describeShare(f.Replicas, f.Batch), be.Threads())
 	if startStep > 0 {
 		f.printf("resuming %s at step %d of %d\n", run.Dir, startStep, f.Steps)
 	}
@@ -851,18 +904,8 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		}
 		f.printf("step 0: held-out loss %.4f (%s)\n", hl, map[string]string{ModeLoRA: "the base model", ModeFull: "the base model", ModeWarmStart: "the warm-started model"}[f.mode()])
 	}
-	l := loop{run: run, sched: sched, adamw: f.AdamW, steps: f.Steps, start: startStep,
-		evalEvery: f.EvalEvery, saveEvery: f.SaveEvery, saveMinutes: f.SaveMinutes, command: "toy finetune",
-		progress: progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen, "tok"},
-		evaluate: lossEval(evaluate), save: save,
-		step: func(step int, decay, noDecay [7]float32) (float32, error) {
-			seqs, keep, err := bs.train(step)
-			if err != nil {
-				return 0, err
-			}
-			tr.HoldEmbeddings(step < f.FreezeEmbeddingsSteps)
-			return tr.StepMasked(seqs, keep, decay, noDecay)
-		}}
+	l.progress = progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen, "tok"}
+	l.evaluate, l.save = lossEval(evaluate), save
 	step, err := l.do(ctx, res)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,14 @@ type learner struct {
 	donor     string         // the base's file name
 }
 
+// tensors are what the learner trains (the adapters, or the model's weights).
+func (ln *learner) tensors() []*ggml.Tensor {
+	if ln.adapter != nil {
+		return ln.adapter.Tensors()
+	}
+	return ln.model.Weights()
+}
+
 // newLearner makes the run's learner on the base m: fresh at step 0, else from the checkpoint
 // the run resumes.
 func (f *Finetune) newLearner(m *llama.GGUFModel, be *ggml.Backend, startStep int) (*learner, error) {

@@ -184,3 +184,23 @@ func TestWarmStart(t *testing.T) {
 	assert.ErrorContains(t, err, "width 64, the model's d_model is 32")
 	assert.NoDirExists(t, f.RunsDir, "a refused run leaves nothing behind")
 }
+
+// twoRanks is a Replicas of size 2 that Validate can consult (it reduces nothing).
+type twoRanks struct{}
+
+func (twoRanks) AllReduceSum([]float32) error                    { return nil }
+func (twoRanks) Rank() int                                       { return 0 }
+func (twoRanks) Size() int                                       { return 2 }
+func (twoRanks) BroadcastString(s string, _ int) (string, error) { return s, nil }
+func (twoRanks) AllReduceMax([]float64) error                    { return nil }
+
+// TestFinetuneRecomputeNotReplicated: -recompute is refused in a data-parallel run (a
+// recomputed block steps its adapters before the ranks could average their gradients), and
+// accepted alone.
+func TestFinetuneRecomputeNotReplicated(t *testing.T) {
+	f := DefaultFinetune()
+	f.Base, f.Data, f.Recompute = "base.gguf", "data.txt", 1
+	require.NoError(t, f.Validate())
+	f.Replicas = twoRanks{}
+	assert.ErrorContains(t, f.Validate(), "recomputing blocks is not data-parallel")
+}

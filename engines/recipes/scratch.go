@@ -74,8 +74,13 @@ type Scratch struct {
 	// values in this Scratch replace the run's own when resuming; every other option comes from
 	// the run. Only ResumableOptions may be named.
 	ResumeKeep []string `json:"-"`
+	// Replicas, when set, make this process one rank of a data-parallel run (see Replicas):
+	// Batch is the global batch, shared among the ranks. A run may be resumed with another
+	// number of ranks.
+	Replicas Replicas `json:"-"`
 
 	ckpt        *runs.Checkpoint // the checkpoint a resumed run starts from
+	eos         *int32           // a follower rank's end-of-text token, for a new run (it has no tokenizer)
 	started     bool             // the run_start is logged: the run directory is no longer disposable
 	madeRunsDir bool             // the runs directory did not exist before this run
 }
@@ -143,6 +148,8 @@ func (s *Scratch) Validate() error {
 	}
 	if s.Batch < 1 {
 		errs = append(errs, fmt.Errorf("batch %d: want at least 1", s.Batch))
+	} else if err := checkShare(s.Replicas, s.Batch); err != nil {
+		errs = append(errs, err)
 	}
 	if s.SeqLen < 1 || s.SeqLen > s.context() {
 		errs = append(errs, fmt.Errorf("sequence length %d: want 1..%d (the model's context)", s.SeqLen, s.context()))
@@ -178,16 +185,61 @@ func (s *Scratch) Validate() error {
 // A new run's options, data and tokenizer are all checked before anything is written, and a
 // run that fails before it starts training leaves no directory behind.
 func (s *Scratch) Run(ctx context.Context) (*Result, error) {
-	run, tok, start, err := s.prepare()
+	var (
+		run   *runs.Run
+		tok   *tokenizer.Tokenizer
+		start int
+		err   error
+	)
+	if isLead(s.Replicas) {
+		run, tok, start, err = s.prepare()
+	} else {
+		s.Out = nil // rank 0 reports
+	}
+	if replicated(s.Replicas) {
+		run, tok, start, err = s.shareStart(run, tok, start, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	res, err := s.train(ctx, run, tok, start)
 	run.Close()
-	if err != nil && s.Resume == "" && !s.started {
+	if err != nil && s.Resume == "" && !s.started && isLead(s.Replicas) {
 		s.discard(run.Dir)
 	}
 	return res, err
+}
+
+// scratchStart is what the other ranks of a data-parallel run take from rank 0's prepared run:
+// the options (the model's vocabulary follows the tokenizer rank 0 trained) and the
+// end-of-text token that separates documents.
+type scratchStart struct {
+	Options *Scratch      `json:"options"`
+	Model   *config.Llama `json:"model"`
+	GPT2    *config.Gpt2  `json:"gpt2"`
+	EOS     int32         `json:"eos"`
+}
+
+// shareStart gives every rank the run rank 0 prepared (a new run's directory and options; a
+// resumed run is reopened by each rank, after rank 0).
+func (s *Scratch) shareStart(run *runs.Run, tok *tokenizer.Tokenizer, start int, err error) (*runs.Run, *tokenizer.Tokenizer, int, error) {
+	state := &scratchStart{Options: s, Model: &s.Model, GPT2: s.GPT2}
+	if tok != nil {
+		state.EOS = tok.EOS()
+	}
+	run, err = shareStart(s.Replicas, state,
+		func() (*runs.Run, error) { return run, err },
+		func(dir string) (*runs.Run, error) {
+			s.GPT2 = state.GPT2
+			if s.Resume != "" {
+				var r *runs.Run
+				r, tok, start, err = s.reopen()
+				return r, err
+			}
+			s.eos = &state.EOS
+			return runs.OpenRun(dir)
+		})
+	return run, tok, start, err
 }
 
 // prepare creates (or reopens) the run directory with its token files and tokenizer.
@@ -589,23 +641,40 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		return nil, err
 	}
 	defer m.Close()
-	tr, err := llama.NewTrainer(m, s.SeqLen, s.Batch)
+	var opts []llama.TrainerOption
+	if replicated(s.Replicas) {
+		opts = append(opts, llama.DataParallel(s.Replicas))
+	}
+	tr, err := llama.NewTrainer(m, s.SeqLen, localBatch(s.Replicas, s.Batch), opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	tr.Sep = tok.EOS()
+	eos := int32(-1)
+	switch {
+	case tok != nil:
+		eos = tok.EOS()
+	case s.eos != nil:
+		eos = *s.eos
+	}
+	tr.Sep = eos
 	if startStep > 0 {
 		if err := loadOptimizerState(tr, s.ckpt.Path(stateFile), s.AdamW); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkSameStart(s.Replicas, m.Weights()); err != nil {
+		return nil, err
+	}
+	if !isLead(s.Replicas) {
+		return s.follow(ctx, run, tr, trainC, startStep)
 	}
 	ev, err := llama.NewEvaluator(m, s.SeqLen, s.Batch)
 	if err != nil {
 		return nil, err
 	}
 	defer ev.Close()
-	ev.Sep = tok.EOS()
+	ev.Sep = eos
 
 	sched, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
 	if err != nil {
@@ -615,7 +684,6 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		return nil, err
 	}
 	s.started = true
-	sampler := data.SamplerAt(trainC, s.Seed, window, uint64(startStep*s.Batch))
 	name := fmt.Sprintf("toy %s", filepath.Base(run.Dir))
 
 	save := func(step int) error {
@@ -645,22 +713,14 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		return total / float64(s.EvalBatches), nil
 	}
 
-	s.printf("model: %s, %.2fM parameters, %d layers, d_model %d, vocab %d; batch %d × %d tokens; %d threads\n",
-		s.presetName(), float64(m.Params())/1e6, m.Arch.NLayers, m.Arch.DModel, m.Arch.Vocab, s.Batch, s.SeqLen, be.Threads())
+	s.printf("model: %s, %.2fM parameters, %d layers, d_model %d, vocab %d; batch %d × %d tokens%s; %d threads\n",
+		s.presetName(), float64(m.Params())/1e6, m.Arch.NLayers, m.Arch.DModel, m.Arch.Vocab, s.Batch, s.SeqLen, describeShare(s.Replicas, s.Batch), be.Threads())
 	if startStep > 0 {
 		s.printf("resuming %s at step %d of %d\n", run.Dir, startStep, s.Steps)
 	}
-	l := loop{run: run, sched: sched, adamw: s.AdamW, steps: s.Steps, start: startStep,
-		evalEvery: s.EvalEvery, saveEvery: s.SaveEvery, saveMinutes: s.SaveMinutes, command: "toy train",
-		progress: progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen, "tok"},
-		evaluate: lossEval(evaluate), save: save,
-		step: func(_ int, decay, noDecay [7]float32) (float32, error) {
-			flat, err := sampler.NextBatch(s.Batch)
-			if err != nil {
-				return 0, err
-			}
-			return tr.Step(split(flat, window), decay, noDecay)
-		}}
+	l := s.loop(run, sched, tr, trainC, startStep)
+	l.progress = progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen, "tok"}
+	l.evaluate, l.save = lossEval(evaluate), save
 	step, err := l.do(ctx, res)
 	if err != nil {
 		return nil, err
@@ -679,6 +739,36 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		s.printf("sample (greedy):\n%s\n", res.Sample)
 	}
 	return res, nil
+}
+
+// loop is the training loop of every rank: each step draws the global batch (the same on
+// every rank, from the run's seed and the step) and trains this rank's share of it.
+func (s *Scratch) loop(run *runs.Run, sched train.Schedule, tr *llama.Trainer, trainC *data.Corpus, startStep int) loop {
+	window := s.SeqLen + 1
+	sampler := data.SamplerAt(trainC, s.Seed, window, uint64(startStep*s.Batch))
+	return loop{run: run, sched: sched, adamw: s.AdamW, steps: s.Steps, start: startStep,
+		evalEvery: s.EvalEvery, saveEvery: s.SaveEvery, saveMinutes: s.SaveMinutes, command: "toy train",
+		replicas: s.Replicas,
+		step: func(_ int, decay, noDecay [7]float32) (float32, error) {
+			flat, err := sampler.NextBatch(s.Batch)
+			if err != nil {
+				return 0, err
+			}
+			return tr.Step(shareOf(s.Replicas, split(flat, window)), decay, noDecay)
+		}}
+}
+
+// follow trains as a rank other than 0 of a data-parallel run: the same steps, nothing
+// written.
+func (s *Scratch) follow(ctx context.Context, run *runs.Run, tr *llama.Trainer, trainC *data.Corpus, startStep int) (*Result, error) {
+	sched, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{RunDir: run.Dir}
+	l := s.loop(run, sched, tr, trainC, startStep)
+	_, err = l.do(ctx, res)
+	return res, err
 }
 
 // split cuts a flat batch into windows.

@@ -21,6 +21,7 @@ import (
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -164,8 +165,16 @@ static const char *kg_resolve(void *h) {
 	if (!(*(void **)(&kg_p_cuStreamSynchronize) = dlsym(h, "cuStreamSynchronize"))) return "cuStreamSynchronize";
 	return NULL;
 }
-static void *kg_dlopen(const char *name) { return dlopen(name, RTLD_NOW | RTLD_LOCAL); }
-static const char *kg_dlerror(void) { const char *e = dlerror(); return e ? e : "unknown dlopen error"; }
+static char kg_dlopen_error[512];
+static void *kg_dlopen(const char *name) {
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		const char *e = dlerror();
+		snprintf(kg_dlopen_error, sizeof kg_dlopen_error, "%s", e ? e : "unknown dlopen error");
+	}
+	return h;
+}
+static const char *kg_dlerror(void) { return kg_dlopen_error; }
 */
 import "C"
 

@@ -1168,8 +1168,8 @@ func (s ThreadpoolParams) c() C.struct_ggml_threadpool_params {
 		strict_cpu: C.bool(s.StrictCPU),
 		paused:     C.bool(s.Paused),
 	}
-	for i, v := range s.Cpumask {
-		c.cpumask[i] = C.bool(v)
+	for i := 0; i < len(s.Cpumask); i++ {
+		c.cpumask[i] = C.bool(s.Cpumask[i])
 	}
 	return c
 }
