@@ -32,21 +32,27 @@ var benchCommands = []struct {
 	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
 	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
 	{"finetune", "fine-tuning tokens/s and peak memory: LoRA on a frozen base of each type vs a full fine-tune", runBenchFinetune},
+	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", runBenchServe},
 }
 
-func benchUsage(w io.Writer) {
+// benchNames are the words of `toy bench`.
+func benchNames() []string {
 	var names []string
 	for _, c := range benchCommands {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(w, "usage: toy bench <%s> [flags]\n\nBenchmarks:\n\n", strings.Join(names, "|"))
+	return names
+}
+
+func benchUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: toy bench <%s> [flags]\n\nBenchmarks:\n\n", strings.Join(benchNames(), "|"))
 	for _, c := range benchCommands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nRun 'toy bench <benchmark> -h' for its flags. See docs/PERFORMANCE.md.\n")
 }
 
-// runBench dispatches `toy bench matmul`, `model`, `train` and `finetune`. Without a
+// runBench dispatches `toy bench matmul`, `model`, `train`, `finetune` and `serve`. Without a
 // word (or with -h) it lists them, as plain `toy` lists the commands; an unknown word is a
 // usage error.
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -59,7 +65,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	return usagef("unknown benchmark %q: want matmul, model or train", args[0])
+	return usagef("unknown benchmark %q: want %s", args[0], strings.Join(benchNames(), ", "))
 }
 
 // runBenchMatMul is `toy bench matmul`: matrix-multiply throughput per weight type and shape,

@@ -26,16 +26,17 @@ func SmolLM2Architecture() Architecture {
 // names, whose weights are seeded random numbers: matrices N(0, 1/fan-in) (MoE routers 4×
 // that), norms near 1, biases small. Matrices whose rows split into blocks of weightType are stored as that type
 // (f32, f16, bf16, q8_0, q4_0, k-quants, ...; the router of a mixture of experts stays f32, as
-// llama.cpp's quantizer leaves it); norms and biases are f32. For benchmarks and tests.
-func WriteRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64) error {
-	_, err := writeRandomGGUF(path, a, weightType, seed, 1, false)
+// llama.cpp's quantizer leaves it); norms and biases are f32. extra are more metadata (a
+// tokenizer's keys, say). For benchmarks and tests.
+func WriteRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, extra ...KV) error {
+	_, err := writeRandomGGUF(path, a, weightType, seed, 1, false, extra...)
 	return err
 }
 
 // writeRandomGGUF writes the file; with keep it also returns every tensor's values before
 // conversion to the file's type. scale multiplies the standard deviation of every random
 // matrix (and the spread of norms and biases).
-func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, scale float64, keep bool) (map[string][]float32, error) {
+func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, scale float64, keep bool, extra ...KV) (map[string][]float32, error) {
 	if err := a.validate(path); err != nil {
 		return nil, err
 	}
@@ -47,6 +48,7 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 	}
 	var w gguffile.Writer
 	kvs := append([]KV{{Key: "general.architecture", Value: a.Name}, {Key: "general.name", Value: "toy random " + a.Name}}, a.metadata()...)
+	kvs = append(kvs, extra...)
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return nil, fmt.Errorf("gguf %s: %w", path, err)
