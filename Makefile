@@ -13,6 +13,8 @@
 #   make check-generated  fail if generated/ differs from a fresh generation
 #   make bench            the Go benchmarks behind docs/PERFORMANCE.md
 #   make demo             the main job on its default: train the demo model on Go's source (~2 min)
+#   make openai-npm       install the npm package openai (OpenAI's Node client) into deps/npm-openai,
+#                         for engines/serve's client test
 #   make clean
 #
 # ggml's cgo package passes no -march, so without these flags its kernels are scalar (about 16x
@@ -59,7 +61,7 @@ FUZZ_TEMPLATE_EXECS ?= 50000x
 # CI on a fresh machine. make test runs its seed corpus like any test.
 FUZZ_TOKENIZER_EXECS ?= 20000x
 
-.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo clean
+.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo openai-npm clean
 
 all: build
 
@@ -122,6 +124,18 @@ bench:
 
 demo: build
 	./bin/toy train
+
+# OpenAI's official Node client, which engines/serve's TestOpenAIClient runs against the server.
+# It goes into a git-ignored folder of the project, never into the repository. openai 7 needs
+# Node 22; 6 runs on Debian 12's Node 18 (and has no dependencies).
+OPENAI_NPM := deps/npm-openai
+
+openai-npm: $(OPENAI_NPM)/node_modules/openai/package.json
+
+$(OPENAI_NPM)/node_modules/openai/package.json:
+	@command -v npm >/dev/null || { echo "make openai-npm needs npm (Debian: apt-get install npm)"; exit 1; }
+	npm install --prefix $(OPENAI_NPM) --no-save --no-audit --no-fund --no-package-lock openai@6.30.1
+	@test -f $@
 
 clean:
 	rm -rf bin
