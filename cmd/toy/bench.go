@@ -307,13 +307,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		if *model != "" {
 			return usagef("-m and -random exclude each other")
 		}
-		c, err := config.LlamaPreset(*random)
+		a, typ, err := randomShape(*random, *randomType)
 		if err != nil {
-			return asUsage(err)
-		}
-		types, err := parseBenchTypes(*randomType)
-		if err != nil || len(types) != 1 {
-			return usagef("-random-type %q: want one weight type", *randomType)
+			return err
 		}
 		dir, err := os.MkdirTemp("", "toy-bench-")
 		if err != nil {
@@ -321,9 +317,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 		*model = filepath.Join(dir, *random+".gguf")
-		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), *random)
-		a := llama.ArchitectureFromConfig(c)
-		if err := llama.WriteRandomGGUF(*model, a, types[0], 1); err != nil {
+		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), *random)
+		if err := llama.WriteRandomGGUF(*model, a, typ, 1); err != nil {
 			return err
 		}
 		if *draftLayers > 0 {
@@ -333,7 +328,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			a.NLayers = *draftLayers
 			*draft = filepath.Join(dir, fmt.Sprintf("%s-%dl.gguf", *random, *draftLayers))
 			fmt.Fprintf(stderr, "toy bench: writing a random %d-layer draft of %s's shape …\n", *draftLayers, *random)
-			if err := llama.WriteRandomGGUF(*draft, a, types[0], 1); err != nil {
+			if err := llama.WriteRandomGGUF(*draft, a, typ, 1); err != nil {
 				return err
 			}
 		}
@@ -361,6 +356,20 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, res)
 	return nil
+}
+
+// randomShape is the architecture of a training preset's shape and the weight type of
+// -random and -random-type (toy bench model and serve).
+func randomShape(preset, typeName string) (llama.Architecture, ggml.Type, error) {
+	c, err := config.LlamaPreset(preset)
+	if err != nil {
+		return llama.Architecture{}, 0, asUsage(err)
+	}
+	types, err := parseBenchTypes(typeName)
+	if err != nil || len(types) != 1 {
+		return llama.Architecture{}, 0, usagef("-random-type %q: want one weight type", typeName)
+	}
+	return llama.ArchitectureFromConfig(c), types[0], nil
 }
 
 // writeSpecTable prints a speculative bench as llama-bench-style rows: the target alone, then

@@ -135,15 +135,10 @@ Flags:
 // writeRandomServable writes random weights of preset's shape with a synthetic tokenizer of its
 // vocabulary into dir, and returns the file's path.
 func writeRandomServable(dir, preset, typeName string, stderr io.Writer) (string, error) {
-	c, err := config.LlamaPreset(preset)
+	a, typ, err := randomShape(preset, typeName)
 	if err != nil {
-		return "", asUsage(err)
+		return "", err
 	}
-	types, err := parseBenchTypes(typeName)
-	if err != nil || len(types) != 1 {
-		return "", usagef("-random-type %q: want one weight type", typeName)
-	}
-	a := llama.ArchitectureFromConfig(c)
 	if a.Vocab < 256 {
 		return "", usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
 	}
@@ -156,8 +151,8 @@ func writeRandomServable(dir, preset, typeName string, stderr io.Writer) (string
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
 	}
 	path := filepath.Join(dir, preset+".gguf")
-	fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), preset)
-	return path, llama.WriteRandomGGUF(path, a, types[0], 1, kvs...)
+	fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
+	return path, llama.WriteRandomGGUF(path, a, typ, 1, kvs...)
 }
 
 // benchClient sends streamed completions to a server.
