@@ -64,7 +64,7 @@ type Device struct {
 	driver  int
 	target  *kernels.Target
 	modules map[kernels.ModuleID]cudadrv.Module
-	funcs   map[kernels.KernelID]cudadrv.Function
+	funcs   map[moduleKernel]cudadrv.Function
 	scratch *Buffer // 4 bytes for kernel results
 	closed  bool
 }
@@ -85,7 +85,7 @@ func Open(ordinal int) (*Device, error) {
 	if err := cudadrv.Load(); err != nil {
 		return nil, err
 	}
-	d := &Device{ordinal: ordinal, modules: map[kernels.ModuleID]cudadrv.Module{}, funcs: map[kernels.KernelID]cudadrv.Function{}}
+	d := &Device{ordinal: ordinal, modules: map[kernels.ModuleID]cudadrv.Module{}, funcs: map[moduleKernel]cudadrv.Function{}}
 	err := d.do(false, func() error {
 		if err := check(cudadrv.Init(0), "cuInit"); err != nil {
 			return err
@@ -322,20 +322,34 @@ func UploadNew[T float32 | int32](d *Device, v []T) (*Buffer, error) {
 	return b, nil
 }
 
-// function returns kernel k of the device's target, loading its module (JIT-compiling the
-// PTX) on first use.
+// moduleKernel is a loaded entry point: kernel k from module mod (its own module, or a model's
+// namesake that replaces it).
+type moduleKernel struct {
+	mod kernels.ModuleID
+	k   kernels.KernelID
+}
+
+// function returns kernel k of the device's target from its own module, loading the module
+// (JIT-compiling the PTX) on first use.
 func (d *Device) function(k kernels.KernelID) (cudadrv.Function, error) {
+	return d.functionIn(k.Module(), k)
+}
+
+// functionIn returns kernel k from module mod of the device's target (a model's namesake
+// module, as kernelrt.Lookup finds it), loading the module on first use.
+func (d *Device) functionIn(mod kernels.ModuleID, k kernels.KernelID) (cudadrv.Function, error) {
 	var fn cudadrv.Function
+	key := moduleKernel{mod, k}
 	err := d.do(true, func() error {
-		if f, ok := d.funcs[k]; ok {
+		if f, ok := d.funcs[key]; ok {
 			fn = f
 			return nil
 		}
-		f, err := d.entry(k.Module(), k.Name())
+		f, err := d.entry(mod, k.Name())
 		if err != nil {
 			return err
 		}
-		d.funcs[k] = f
+		d.funcs[key] = f
 		fn = f
 		return nil
 	})

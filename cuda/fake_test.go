@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/generated/cudadrv"
 	"github.com/toyml/toy/generated/kernels"
 )
@@ -63,6 +64,26 @@ func TestFakeDriver(t *testing.T) {
 	got, err = d.Sample(buf, len(x), SampleParams{Temperature: 0.75, TopK: 17, TopP: 0.5}, 0.25)
 	require.NoError(t, err)
 	assert.Equal(t, 75*10000000+17*100000+50*1000+250, got)
+
+	// The token sampler launches what DeviceSampling chose, with the host sampler's uniform
+	// number; a model entry without the sampling module does not resolve it.
+	ts, err := d.NewTokenSampler(nil, sample.NewSampler(sample.GreedyParams()))
+	require.NoError(t, err)
+	tok, err := ts.SampleAt(uintptr(buf.ptr), len(x))
+	require.NoError(t, err)
+	assert.Equal(t, int32(argmaxRef(x)), tok)
+	ps := sample.Params{Temperature: 0.75, TopK: 17, TopP: 1, RepeatPenalty: 1, Seed: 5}
+	ts, err = d.NewTokenSampler(nil, sample.NewSampler(ps))
+	require.NoError(t, err)
+	assert.Equal(t, kernels.KernelCUDASamplingSampleF32, ts.Kernel())
+	tok, err = ts.SampleAt(uintptr(buf.ptr), len(x))
+	require.NoError(t, err)
+	u := float32(sample.NewSampler(ps).Uniform())
+	assert.Equal(t, int32(75*10000000+17*100000+100*1000+int(u*1000)), tok)
+	_, err = d.NewTokenSampler(&kernels.Model{Name: "no-sampling", Modules: []kernels.ModuleID{kernels.ModuleCUDAAdamw}}, sample.NewSampler(ps))
+	assert.ErrorContains(t, err, "does not resolve")
+	_, err = d.NewTokenSampler(nil, sample.NewSampler(sample.DefaultParams()))
+	assert.ErrorContains(t, err, "runs on the host")
 
 	n := 1001
 	randv := func(positive bool) []float32 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/toyml/toy/generated/cudadrv"
 	"github.com/toyml/toy/generated/kernels"
 )
 
@@ -31,11 +32,16 @@ func checkLogits(op string, logits *Buffer, n int) error {
 // Argmax returns the index of the largest of the n float32 logits in buf (the lowest index on
 // ties; NaN never wins), computed on the device by sampling.cu's argmax_f32.
 func (d *Device) Argmax(logits *Buffer, n int) (int, error) {
-	if err := checkLogits("Argmax", logits, n); err != nil {
-		return 0, err
-	}
 	fn, err := d.function(kernels.KernelCUDASamplingArgmaxF32)
 	if err != nil {
+		return 0, err
+	}
+	return d.argmax(fn, logits, n)
+}
+
+// argmax launches fn, an argmax_f32 entry point, over the n logits in buf.
+func (d *Device) argmax(fn cudadrv.Function, logits *Buffer, n int) (int, error) {
+	if err := checkLogits("Argmax", logits, n); err != nil {
 		return 0, err
 	}
 	if err := d.launch(fn, kernels.KernelCUDASamplingArgmaxF32, 1, blockFor(n), logits, int32(n), d.scratch); err != nil {
@@ -58,6 +64,15 @@ type SampleParams struct {
 // and TopP, inverting the uniform number u ∈ [0, 1) through the kept tokens' probabilities in
 // index order (sampling.cu's sample_f32). The same u always gives the same token.
 func (d *Device) Sample(logits *Buffer, n int, p SampleParams, u float32) (int, error) {
+	fn, err := d.function(kernels.KernelCUDASamplingSampleF32)
+	if err != nil {
+		return 0, err
+	}
+	return d.sample(fn, logits, n, p, u)
+}
+
+// sample launches fn, a sample_f32 entry point, as Sample describes.
+func (d *Device) sample(fn cudadrv.Function, logits *Buffer, n int, p SampleParams, u float32) (int, error) {
 	if err := checkLogits("Sample", logits, n); err != nil {
 		return 0, err
 	}
@@ -70,10 +85,6 @@ func (d *Device) Sample(logits *Buffer, n int, p SampleParams, u float32) (int, 
 		return 0, fmt.Errorf("cuda: Sample: top-p %v is outside (0, 1]", p.TopP)
 	case !(u >= 0 && u < 1):
 		return 0, fmt.Errorf("cuda: Sample: u = %v is outside [0, 1)", u)
-	}
-	fn, err := d.function(kernels.KernelCUDASamplingSampleF32)
-	if err != nil {
-		return 0, err
 	}
 	if err := d.launch(fn, kernels.KernelCUDASamplingSampleF32, 1, blockFor(n), logits, int32(n), p.Temperature, int32(p.TopK), p.TopP, u, d.scratch); err != nil {
 		return 0, err

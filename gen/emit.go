@@ -463,13 +463,15 @@ func toC(x *jen.Statement, t *Type) *jen.Statement {
 		return x
 	case KindEnum, KindBool, KindInt, KindNumber, KindSize, KindULLong:
 		return cgoType(t.cgoName()).Call(x)
+	case KindChar:
+		return cgoType("C.char").Call(x)
 	}
 	panic(fmt.Sprintf("gen: cannot convert kind %d to C without temporaries", t.Kind))
 }
 
 func emitStruct(f *jen.File, s *Struct) {
 	docLines(f, s.Doc)
-	var fields, values []jen.Code
+	var fields, values, arrays []jen.Code
 	for _, fl := range s.Fields {
 		field := jen.Null()
 		if fl.Doc != "" {
@@ -479,14 +481,24 @@ func emitStruct(f *jen.File, s *Struct) {
 		}
 		field.Id(fl.GoName).Add(goType(fl.Type))
 		fields = append(fields, field)
-		if fl.GoName != "_" {
+		switch {
+		case fl.GoName == "_":
+		case fl.Type.Kind == KindArray:
+			arrays = append(arrays, jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("s").Dot(fl.GoName)).Block(
+				jen.Id("c").Dot(cgoField(fl.CName)).Index(jen.Id("i")).Op("=").Add(toC(jen.Id("v"), fl.Type.Elem))))
+		default:
 			values = append(values, jen.Id(cgoField(fl.CName)).Op(":").Add(toC(jen.Id("s").Dot(fl.GoName), fl.Type)))
 		}
 	}
 	f.Type().Id(s.GoName).Struct(fields...)
 	f.Line()
-	f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(cgoType("C." + cgoTag(s.CName))).Block(
-		jen.Return(cgoType("C." + cgoTag(s.CName)).Values(oneEach(values)...)))
+	lit := cgoType("C." + cgoTag(s.CName)).Values(oneEach(values)...)
+	body := []jen.Code{jen.Return(lit)}
+	if len(arrays) > 0 { // array fields are copied element by element
+		body = append([]jen.Code{jen.Id("c").Op(":=").Add(lit)}, arrays...)
+		body = append(body, jen.Return(jen.Id("c")))
+	}
+	f.Func().Params(jen.Id("s").Id(s.GoName)).Id("c").Params().Add(cgoType("C." + cgoTag(s.CName))).Block(body...)
 	f.Line()
 }
 
@@ -569,7 +581,11 @@ func argument(p *Param) (jen.Code, []jen.Code) {
 			jen.If(jen.Len(jen.Id(c + "s")).Op(">").Lit(0)).Block(jen.Id(c).Op("=").Op("&").Id(c + "s").Index(jen.Lit(0))),
 		}
 	case KindOut:
-		return jen.Op("&").Id(c), []jen.Code{jen.Var().Id(c).Add(cgoType(t.Elem.cgoName()))}
+		decl := []jen.Code{jen.Var().Id(c).Add(cgoType(t.Elem.cgoName()))}
+		if t.Elem.Kind == KindStruct { // in and out: C reads the struct and may change it
+			decl = append(decl, jen.If(x.Clone().Op("!=").Nil()).Block(jen.Id(c).Op("=").Add(x.Clone()).Dot("c").Call()))
+		}
+		return jen.Op("&").Id(c), decl
 	case KindPtrSlice:
 		return jen.Id(c), []jen.Code{
 			jen.Var().Id(c).Op("*").Qual("unsafe", "Pointer"),

@@ -575,7 +575,7 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			return &Type{Kind: KindEnum, Enum: e}, ""
 		}
 		if s := l.structs[obj.Name()]; s != nil {
-			if where != "param" && where != "result" {
+			if where != "param" && where != "result" && where != "out" {
 				return nil, "structs are passed and returned by value only (no nesting)"
 			}
 			return &Type{Kind: KindStruct, Struct: s}, ""
@@ -598,10 +598,10 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 					return nil, "an out-parameter cannot point to a const handle"
 				}
 				return &Type{Kind: KindOut, Elem: elem}, ""
-			case KindString:
+			case KindString, KindStruct:
 				return &Type{Kind: KindOut, Elem: elem}, ""
 			}
-			return nil, "out-parameters (*T) point to a handle, an enum, Int, Size, ULLong, a number or string"
+			return nil, "out-parameters (*T) point to a handle, an enum, Int, Size, ULLong, a number, string or a struct"
 		}
 		if where == "result" {
 			elem, msg := l.resolveType(t.Elem(), "element")
@@ -645,9 +645,9 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			return nil, msg
 		}
 		switch elem.Kind {
-		case KindHandle, KindNumber, KindInt, KindSize, KindChar, KindEnum:
+		case KindHandle, KindNumber, KindInt, KindSize, KindChar, KindEnum, KindBool:
 		default:
-			return nil, "array elements must be handles, numbers or Char"
+			return nil, "array elements must be handles, numbers, bools or Char"
 		}
 		return &Type{Kind: KindArray, Elem: elem, Len: int(t.Len())}, ""
 	}

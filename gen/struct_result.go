@@ -10,28 +10,38 @@ import (
 // back to their Go type by a generated fromC<Name> function, emitted only for the structs some
 // function returns.
 
-// returned reports whether a bound function of m returns s by value.
+// returned reports whether a bound function of m returns s by value or through a pointer
+// parameter (*S, copied back after the call).
 func returned(m *Model, s *Struct) bool {
 	for _, f := range m.Funcs {
 		if f.Result != nil && f.Result.Kind == KindStruct && f.Result.Struct == s {
 			return true
+		}
+		for _, p := range f.Params {
+			if p.Type.Kind == KindOut && p.Type.Elem.Kind == KindStruct && p.Type.Elem.Struct == s {
+				return true
+			}
 		}
 	}
 	return false
 }
 
 // checkStructResults rejects a returned struct with a field that has no scalar C→Go
-// conversion (arrays, pointers to handles).
+// conversion (pointers to handles, arrays of Char).
 func (l *loader) checkStructResults() {
 	for _, s := range l.m.Structs {
 		if !returned(l.m, s) {
 			continue
 		}
 		for _, f := range s.Fields {
-			switch f.Type.Kind {
+			t := f.Type
+			if t.Kind == KindArray {
+				t = t.Elem
+			}
+			switch t.Kind {
 			case KindHandle, KindEnum, KindBool, KindInt, KindSize, KindNumber, KindULLong, KindPtr:
 			default:
-				l.errs = append(l.errs, posError{f.Pos, fmt.Sprintf("struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr", s.GoName, f.GoName)})
+				l.errs = append(l.errs, posError{f.Pos, fmt.Sprintf("struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr, or an array of them", s.GoName, f.GoName)})
 			}
 		}
 	}
@@ -43,7 +53,12 @@ func structFromCName(s *Struct) string { return "fromC" + s.GoName }
 func emitStructFromC(f *jen.File, s *Struct) {
 	body := []jen.Code{jen.Var().Id("s").Id(s.GoName)}
 	for _, fl := range s.Fields {
-		if fl.GoName != "_" {
+		switch {
+		case fl.GoName == "_":
+		case fl.Type.Kind == KindArray:
+			body = append(body, jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("c").Dot(cgoField(fl.CName))).Block(
+				jen.Id("s").Dot(fl.GoName).Index(jen.Id("i")).Op("=").Add(fromC(jen.Id("v"), fl.Type.Elem))))
+		default:
 			body = append(body, jen.Id("s").Dot(fl.GoName).Op("=").Add(fromC(jen.Id("c").Dot(cgoField(fl.CName)), fl.Type)))
 		}
 	}

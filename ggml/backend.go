@@ -17,6 +17,7 @@ var ErrUnsupported = errors.New("the backend does not support this operation")
 type Backend struct {
 	b       ggmlc.Backend
 	threads int
+	pool    ggmlc.Threadpool // a CPU backend's workers, kept between graphs
 }
 
 // UsableThreads is the number of threads a CPU backend computes with when asked for n: n, at
@@ -36,7 +37,8 @@ func UsableThreads(n int) (threads int, clamped bool) {
 }
 
 // NewCPUBackend opens the CPU backend with the given number of threads (0: one per core),
-// clamped to the usable cores (UsableThreads); Threads reports the number used.
+// clamped to the usable cores (UsableThreads); Threads reports the number used. The backend
+// keeps its worker threads in a pool between computations until Close.
 func NewCPUBackend(threads int) (*Backend, error) {
 	if err := linkCheck(); err != nil {
 		return nil, fmt.Errorf("ggml: the linked library disagrees with the bindings: %w", err)
@@ -49,8 +51,33 @@ func NewCPUBackend(threads int) (*Backend, error) {
 	if b.IsNil() {
 		return nil, fmt.Errorf("ggml: the CPU backend failed to start")
 	}
-	ggmlc.BackendCPUSetNThreads(b, threads)
-	return &Backend{b: b, threads: threads}, nil
+	be := &Backend{b: b}
+	if err := be.setCPUThreads(threads); err != nil {
+		be.Close()
+		return nil, err
+	}
+	return be, nil
+}
+
+// setCPUThreads gives the CPU backend a pool of n threads (the caller's included), replacing
+// any other: ggml's workers then wait between graphs instead of being started and joined by
+// every Compute, which costs a thread start per worker and graph (a decode step is one graph).
+func (b *Backend) setCPUThreads(n int) error {
+	if !b.pool.IsNil() && b.threads == n {
+		return nil
+	}
+	params := ggmlc.ThreadpoolParamsDefault(n)
+	pool := ggmlc.ThreadpoolNew(&params)
+	if pool.IsNil() {
+		return fmt.Errorf("ggml: cannot start a pool of %d CPU threads", n)
+	}
+	ggmlc.BackendCPUSetNThreads(b.b, n)
+	ggmlc.BackendCPUSetThreadpool(b.b, pool)
+	if !b.pool.IsNil() {
+		ggmlc.ThreadpoolFree(b.pool)
+	}
+	b.pool, b.threads = pool, n
+	return nil
 }
 
 // Raw is the underlying binding handle.
@@ -69,12 +96,13 @@ func (b *Backend) SetThreads(n int) error {
 		return fmt.Errorf("ggml: %d threads", n)
 	}
 	n, _ = UsableThreads(n)
+	if b.b.IsNil() {
+		return ErrClosed
+	}
 	if !ggmlc.BackendIsCPU(b.b) {
 		return fmt.Errorf("ggml: %s is not a CPU backend", b.Name())
 	}
-	ggmlc.BackendCPUSetNThreads(b.b, n)
-	b.threads = n
-	return nil
+	return b.setCPUThreads(n)
 }
 
 // Close frees the backend. It is safe to call more than once.
@@ -84,6 +112,10 @@ func (b *Backend) Close() error {
 	}
 	ggmlc.BackendFree(b.b)
 	b.b = ggmlc.Backend{}
+	if !b.pool.IsNil() {
+		ggmlc.ThreadpoolFree(b.pool)
+		b.pool = ggmlc.Threadpool{}
+	}
 	return nil
 }
 

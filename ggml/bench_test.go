@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/generated/ggmlc"
@@ -43,6 +44,63 @@ func BenchmarkMulMat(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkThreadpool times small products (a SmolLM2-sized matrix-vector product and a
+// 32-token projection, f16 weights) computed with the backend's persistent thread pool and,
+// alternating with it, with ggml's per-compute workers (started and joined by every compute,
+// as before the pool): `-cpu 2` shows what the pool saves per graph.
+func BenchmarkThreadpool(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	for _, s := range [][3]int{{576, 1, 576}, {576, 32, 1536}} {
+		mm, err := newBenchMatMul(be, F16, s[0], s[1], s[2], 1)
+		require.NoError(b, err)
+		for _, mode := range []string{"pool", "per-compute"} {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", mode, s[0], s[1], s[2]), func(b *testing.B) {
+				if mode == "per-compute" {
+					ggmlc.BackendCPUSetThreadpool(be.b, ggmlc.Threadpool{})
+					defer ggmlc.BackendCPUSetThreadpool(be.b, be.pool)
+				}
+				require.NoError(b, mm.compute()) // warm-up
+				for b.Loop() {
+					if err := mm.compute(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		mm.Close()
+	}
+}
+
+// TestSetThreadsKeepsAPool: a CPU backend computes with a pool of its thread count, which
+// SetThreads replaces, and the products stay right on either.
+func TestSetThreadsKeepsAPool(t *testing.T) {
+	be, err := NewCPUBackend(1)
+	require.NoError(t, err)
+	defer be.Close()
+	require.False(t, be.pool.IsNil())
+	assert.Equal(t, 1, be.Threads())
+	mm, err := newBenchMatMul(be, F32, 64, 3, 96, 7)
+	require.NoError(t, err)
+	defer mm.Close()
+	require.NoError(t, mm.compute())
+	one, err := mm.out.F32()
+	require.NoError(t, err)
+	n, _ := UsableThreads(2)
+	pool := be.pool
+	require.NoError(t, be.SetThreads(n))
+	assert.Equal(t, n == 1, be.pool == pool, "a pool of another size replaces it")
+	assert.Equal(t, n, be.Threads())
+	require.NoError(t, mm.compute())
+	more, err := mm.out.F32()
+	require.NoError(t, err)
+	assert.InDeltaSlice(t, one, more, 1e-4, "the same product on %d threads", n)
+	require.NoError(t, be.Close())
+	assert.True(t, be.pool.IsNil(), "Close frees the pool")
+	assert.ErrorIs(t, be.SetThreads(1), ErrClosed)
 }
 
 // BenchmarkGraphBuild1000 is the binding overhead of building (not computing) a graph of 1,000

@@ -153,6 +153,21 @@ func (t *Tensor) HasMemory() bool {
 	return t != nil && !t.t.Buffer().IsNil() && t.t.Data() != nil
 }
 
+// DeviceAddress is the address of the tensor's data in a device's memory (a CUDA device pointer
+// in a cuda build), for a kernel that reads the tensor in place. It is an error when the tensor
+// has no memory yet, is not contiguous, or lies in host memory (every tensor of the CPU backend).
+// The address stays valid while the tensor's buffer lives and, for a graph's tensors, until the
+// graph is allocated again.
+func (t *Tensor) DeviceAddress() (uintptr, error) {
+	if err := t.checkIO("DeviceAddress", 0, 0); err != nil {
+		return 0, err
+	}
+	if ggmlc.BackendBufferIsHost(t.t.Buffer()) {
+		return 0, fmt.Errorf("ggml: DeviceAddress: %s is in host memory (%s)", t.describe(), ggmlc.BackendBufferName(t.t.Buffer()))
+	}
+	return uintptr(t.t.Data()), nil
+}
+
 // checkIO validates a copy of n bytes at byte offset off into or out of the tensor.
 func (t *Tensor) checkIO(op string, off, n int) error {
 	if t == nil {

@@ -31,6 +31,10 @@ const (
 	I32  = ggmlc.TypeI32
 	I64  = ggmlc.TypeI64
 	F64  = ggmlc.TypeF64
+
+	// IQ4_NL is a 32-element non-linear 4-bit type; llama.cpp's quantizer falls back to it for
+	// q2_K and q3_K matrices whose rows do not split into 256-element super-blocks.
+	IQ4_NL = ggmlc.TypeIQ4_NL
 )
 
 // ValidType reports whether t is a ggml type this library can size (not retired, not out of

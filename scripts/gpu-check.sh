@@ -93,6 +93,7 @@ backend_part() { # part name, test binary, test regexp, note
 }
 backend_part ggml ggml.test "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|UnaryOps|Reductions|Norms|MulMatF32|MulMatF16|MulMatQuantized|GLU|SoftMax|RopeExt|FlashAttnExt|GetRows|SetRows|CrossEntropyLoss|OptStepAdamW|CopyAndCast)$}" "CUDA backend vs internal/reference, the test's own tolerance"
 backend_part llama llama.test "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights|SortedTopK|F16Embeddings)$}" "decoder on CUDA vs the float64 reference"
+backend_part sampler cuda.test '^TestTokenSampler$' "toy generate's device sampling, from ggml's logits in place, vs the host sampler"
 backend_part train llama.test "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
 
 echo

@@ -47,6 +47,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.RunsDir, "runs", f.RunsDir, "directory for run bundles")
 	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change")
 	fs.BoolVar(&f.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	allowUnresolved := registerGate(fs)
 	full := fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: -lr 5e-5 -min-lr 5e-6 -weight-decay 0.01)")
 	warm := fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: -lr 2e-3 -min-lr 2e-4 -warmup 40 -weight-decay 0.1)")
 	fs.BoolVar(&f.FreezeEmbeddings, "freeze-embeddings", false, "-full, -warm-start: keep the token embeddings (and a tied output projection) fixed")
@@ -136,6 +137,10 @@ Flags:
 	} else {
 		if f.Base == "" || f.Data == "" {
 			return usagef("give the base model (-m) and the data (-data)")
+		}
+		// Fine-tuning runs ggml's graphs and optimizer: it dispatches none of toy's kernels.
+		if err := gateFile(stderr, f.Base, *allowUnresolved); err != nil {
+			return err
 		}
 		if !set["warmup"] && f.Warmup >= f.Steps {
 			f.Warmup = f.Steps / 10

@@ -18,14 +18,15 @@ import (
 func runKernels(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
 	modelName := fs.String("model-name", "", "a name that breaks ties between model entries (matched against their match_names)")
-	allow := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "report unresolved kernel lookups instead of failing")
+	allow := fs.Bool(allowUnresolvedFlag, false, "report unresolved kernel lookups instead of failing")
 	cc := fs.String("compute-capability", "", "check each GPU target's arch against this compute capability (e.g. 9.0); default: device 0's, in a cuda build on a machine with one")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy kernels [flags] [model.gguf]\n\n"+
 			"Lists the kernel targets compiled into this build (cpu always; cuda and metal with their build\n"+
 			"tags), their modules, kernels and model declarations. Given a GGUF file it resolves the model\n"+
 			"entry (general.architecture, <arch>.embedding_length, general.name) and audits the kernel\n"+
-			"lookups toy's dispatch makes.\n\n")
+			"lookups some command makes (toy generate's device sampling in a cuda build; the other commands\n"+
+			"make none).\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -100,7 +101,7 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "  %s: resolves to %s\n", t.Name, m.Name)
 		printModel(stdout, "    ", t, m)
-		r := kernelrt.Audit(t, m, kernelrt.DispatchNeeds(t.Backend))
+		r := kernelrt.Audit(t, m, kernelrt.DispatchNeeds(t.Backend, kernelrt.EveryDispatch))
 		if len(r.Lines()) == 0 {
 			fmt.Fprintf(stdout, "    audit: no kernel lookups (ggml's kernels are compiled in)\n")
 		}

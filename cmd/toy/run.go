@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
@@ -185,19 +187,24 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&p.Seed, "s", 0, "alias of -seed (llama.cpp's name)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
 	modelName := fs.String("model-name", "", "a name to match the model against the kernel table's entries (besides its path and general.name)")
-	allowUnresolved := fs.Bool("dangerously-allow-unresolved-kernel-lookups", false, "run even when a kernel lookup the model needs does not resolve")
+	allowUnresolved := registerGate(fs)
 	system := fs.String("system", "", "system message (with -chat)")
 	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	dflash := fs.Bool("dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model); -draft takes precedence")
+	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy generate -m MODEL -p PROMPT [flags]
 
 Runs a GGUF model (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3, MoE families) and streams its
 continuation of the prompt. --temp 0 is greedy. With -chat the prompt is a user message
 wrapped in the model's chat template (ChatML for SmolLM2 and Qwen, Gemma's for Gemma).
+-draft (a smaller model) and -dflash (the DFlash drafter the kernel table pairs with the model,
+made by toy train -recipe dflash) decode speculatively: the same text greedy, the same
+distribution sampling.
 
 Flags:
 `)
@@ -231,10 +238,8 @@ Flags:
 	// The compiled-in kernel table's entry for the model, when it names the model, supplies the
 	// defaults the file lacks: the sampling preset "default" for every sampling flag not given,
 	// stop strings, BOS and chat template.
-	entry, named, err := resolveEntry(stderr, m, d.model, *modelName, *allowUnresolved)
-	if err != nil {
-		return err
-	}
+	target, ref := buildTarget(), modelRef(m, d.model, *modelName)
+	entry, named := resolveEntry(stderr, target, ref)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if entry != nil && named {
@@ -242,6 +247,29 @@ Flags:
 	}
 	if err := p.Validate(); err != nil {
 		return asUsage(err)
+	}
+	var df *llama.DFlash
+	switch {
+	case *dflash && draftDec != nil:
+		fmt.Fprintf(stderr, "toy generate: -draft takes precedence over -dflash\n")
+	case *dflash:
+		dir := *modelsDir
+		if dir == "" {
+			dir = filepath.Dir(d.model)
+		}
+		if df, err = openDFlash(m, entry, named, dir); err != nil {
+			return err
+		}
+		defer df.Close()
+	}
+	// The gate audits what this run dispatches: on a cuda target, sampling on the device when
+	// the parameters allow it (speculative decoding samples on the host).
+	var dispatch kernelrt.Dispatch
+	if draftDec == nil && df == nil {
+		dispatch = cuda.DeviceSampling(p)
+	}
+	if _, err := gate(target, entry, dispatch, *allowUnresolved); err != nil {
+		return err
 	}
 	beh := modelBehaviour(m, tok, entry, named)
 	stops = append(stops, beh.stops...)
@@ -273,12 +301,14 @@ Flags:
 	if len(ids) == 0 {
 		return errors.New("the prompt encodes to no tokens (give -p)")
 	}
-	if draftDec != nil {
-		return generateSpeculative(stdout, stderr, dec, draftDec, *draftN, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
-	}
-	logits, err := dec.Prompt(ids)
-	if err != nil {
-		return err
+	if draftDec != nil || df != nil {
+		newSp := func(s *sample.Sampler) (*llama.Speculative, error) {
+			if draftDec != nil {
+				return llama.NewSpeculative(dec, draftDec, *draftN, s)
+			}
+			return llama.NewDFlashSpeculative(dec, df, s)
+		}
+		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
 	}
 	if !set["seed"] && !set["s"] && p.Temperature > 0 {
 		// As llama.cpp: a random seed unless one is given, printed so that the run can be
@@ -286,16 +316,39 @@ Flags:
 		p.Seed = rand.Uint64()
 		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
 	}
+	s := sample.NewSampler(p)
+	var onDevice *cuda.TokenSampler
+	if target != nil && len(kernelrt.DispatchNeeds(target.Backend, dispatch)) > 0 {
+		dev, ts, err := deviceSampler(stderr, ref, s, *allowUnresolved)
+		if err != nil {
+			return err
+		}
+		if dev != nil {
+			defer dev.Close()
+			onDevice = ts
+			dec.SetDeviceLogits(true)
+		}
+	}
+	logits, err := dec.Prompt(ids)
+	if err != nil {
+		return err
+	}
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	if !*chat {
 		fmt.Fprint(out, *prompt)
 	}
-	s := sample.NewSampler(p)
 	stopper := sample.NewStopper(stops...)
 	history := append([]int32(nil), ids...)
 	for i := 0; *n < 0 || i < *n; i++ {
-		next := s.Sample(logits, history)
+		next := int32(-1)
+		if onDevice != nil {
+			if next, err = onDevice.Sample(dec.LastLogits()); err != nil {
+				return err
+			}
+		} else {
+			next = s.Sample(logits, history)
+		}
 		if next == tok.EOS() && tok.EOS() >= 0 {
 			break
 		}
@@ -357,6 +410,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	d.register(fs)
 	file := fs.String("f", "", "text file (required)")
 	chunks := fs.Int("chunks", 0, "score at most this many chunks (0: all)")
+	allowUnresolved := registerGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy perplexity -m MODEL -f TEXT -c CTX [flags]\n\nPerplexity the way llama.cpp computes it: non-overlapping chunks of CTX tokens, the second half\nof each chunk scored.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -384,8 +438,9 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	defer dec.Close()
 	// BOS as generate decides it (the file's add_bos_token first, then a table entry that names
-	// the model), so that both see the text the same way.
-	entry, named, err := resolveEntry(io.Discard, m, d.model, "", true)
+	// the model), so that both see the text the same way. Perplexity dispatches none of toy's
+	// own kernels.
+	entry, named, err := gateModel(io.Discard, modelRef(m, d.model, ""), kernelrt.Dispatch{}, *allowUnresolved)
 	if err != nil {
 		return err
 	}
@@ -508,41 +563,6 @@ func escapeText(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// resolveEntry finds the compiled-in kernel table's entry for the model and audits the kernel
-// lookups the model needs on this build's backend. A model the table does not declare runs with
-// toy's defaults (nil entry), after a note on standard error.
-//
-// named says whether the entry names the model (kernelrt.NamedBy), which it must to supply
-// defaults (modelBehaviour, applyPreset).
-func resolveEntry(stderr io.Writer, m *llama.GGUFModel, path, modelName string, allowUnresolved bool) (entry *kernels.Model, named bool, err error) {
-	target := compiledTarget()
-	if target == nil {
-		return nil, false, nil
-	}
-	name, _ := m.Meta["general.name"].(string)
-	ref := kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
-	entry, err = kernelrt.Resolve(target, ref)
-	if err != nil {
-		fmt.Fprintf(stderr, "toy: %v; using toy's defaults\n", err)
-		return nil, false, nil
-	}
-	if err := kernelrt.Audit(target, entry, kernelrt.DispatchNeeds(target.Backend)).Err(allowUnresolved); err != nil {
-		return nil, false, err
-	}
-	return entry, kernelrt.NamedBy(entry, ref), nil
-}
-
-// compiledTarget is the kernel table's target of this build's backend, or nil.
-func compiledTarget() *kernels.Target {
-	var target *kernels.Target
-	for _, t := range kernels.Compiled() {
-		if string(t.Backend) == ggml.BackendKind {
-			target = t
-		}
-	}
-	return target
 }
 
 // applyPreset takes every sampling parameter the user did not set from the entry's "default"

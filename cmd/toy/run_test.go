@@ -29,10 +29,16 @@ func runToy(args ...string) (stdout, stderr string, code int) {
 
 // tinyCheckpoint saves a small random llama model with a trained tokenizer, as toy train does.
 func tinyCheckpoint(t *testing.T) string {
+	return checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "tiny.gguf"))
+}
+
+// checkpointOf saves a random llama model of preset's shape (a context of 64) with a tokenizer
+// trained on Go-like text at path, with the extra metadata kvs.
+func checkpointOf(t *testing.T, preset, path string, kvs ...llama.KV) string {
 	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
 	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
 	require.NoError(t, err)
-	c, err := config.LlamaPreset("tiny")
+	c, err := config.LlamaPreset(preset)
 	require.NoError(t, err)
 	c.Vocab, c.Context = tok.VocabSize(), 64
 	be, err := ggml.NewCPUBackend(1)
@@ -42,11 +48,9 @@ func tinyCheckpoint(t *testing.T) string {
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
-	var kvs []llama.KV
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
 	}
-	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	require.NoError(t, m.Save(path, kvs))
 	return path
 }

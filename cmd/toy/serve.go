@@ -27,7 +27,7 @@ type serveFlags struct {
 	decoderFlags
 	parallel, queue     int
 	modelName, template string
-	allowUnresolved     bool
+	allowUnresolved     *bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -36,7 +36,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot; more are refused with 429")
 	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
 	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
-	fs.BoolVar(&f.allowUnresolved, "dangerously-allow-unresolved-kernel-lookups", false, "serve even when a kernel lookup does not resolve")
+	f.allowUnresolved = registerGate(fs)
 }
 
 // check refuses bad flags before anything is loaded.
@@ -93,15 +93,16 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 			m.Close()
 		}
 	}()
-	entry, named, err := resolveEntry(stderr, m, f.model, f.modelName, f.allowUnresolved)
+	// The server samples on the host: it dispatches none of toy's own kernels.
+	t := buildTarget()
+	entry, named := resolveEntry(stderr, t, modelRef(m, f.model, f.modelName))
+	r, err := gate(t, entry, kernelrt.Dispatch{}, *f.allowUnresolved)
 	if err != nil {
 		return nil, err
 	}
 	info := map[string]any{"backend": ggml.BackendKind, "architecture": m.Arch.Name, "kernel_entry": nil, "kernel_entry_names_model": named}
 	if entry != nil {
-		t := compiledTarget()
 		fmt.Fprintf(stderr, "toy serve: kernel table %s: %s resolves to %s\n", t.Name, f.model, entry.Name)
-		r := kernelrt.Audit(t, entry, kernelrt.DispatchNeeds(t.Backend))
 		for _, l := range r.Lines() {
 			fmt.Fprintf(stderr, "toy serve:   audit: %s\n", l)
 		}

@@ -40,20 +40,21 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 	return dm, ddec, nil
 }
 
-// generateSpeculative is toy generate's loop with a draft model: the same output as without
-// it when greedy, the same distribution when sampling (llama.Speculative), and a report of the
-// steps on standard error.
-func generateSpeculative(stdout, stderr io.Writer, dec, draft *llama.Decoder, gamma int, p sample.Params, drawSeed bool,
+// generateSpeculative is toy generate's loop with a draft model or a DFlash drafter (newSp
+// makes the speculative decoder for the sampler): the same output as without it when greedy,
+// the same distribution when sampling (llama.Speculative), and a report of the steps on
+// standard error.
+func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp func(*sample.Sampler) (*llama.Speculative, error), p sample.Params, drawSeed bool,
 	ids []int32, prompt string, chat bool, n int, tok *tokenizer.Tokenizer, stops []string) error {
 	if drawSeed && p.Temperature > 0 {
 		p.Seed = rand.Uint64()
 		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
 	}
-	s := sample.NewSampler(p)
-	sp, err := llama.NewSpeculative(dec, draft, gamma, s)
+	sp, err := newSp(sample.NewSampler(p))
 	if err != nil {
 		return err
 	}
+	defer sp.Close()
 	t0 := time.Now()
 	if err := sp.Prompt(ids); err != nil {
 		return err

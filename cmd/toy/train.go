@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
@@ -27,8 +28,16 @@ const (
 )
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
+	switch r := scanFlags(args, "recipe")["recipe"]; r {
+	case "", "scratch":
+	case "dflash":
+		return runTrainDFlash(args, stdout, stderr)
+	default:
+		return usagef("-recipe %q: want scratch (the default) or dflash", r)
+	}
 	s := recipes.DefaultScratch()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs.String("recipe", "scratch", "what to train: scratch (a model from scratch), or dflash (a DFlash drafter for -target; toy train -recipe dflash -h)")
 	// The model family is chosen from the command line before the flags are defined, so that
 	// the model's flags are the family's own, generated from its spec (the two specs share
 	// names such as -d-model with other meanings and bounds).
@@ -98,6 +107,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.RunsDir, "runs", s.RunsDir, "directory for run bundles")
 	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList()+" may change; any other flag is refused")
 	fs.BoolVar(&s.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	allowUnresolved := registerGate(fs)
 	fs.IntVar(&s.SampleTokens, "sample", s.SampleTokens, "tokens of greedy sample to print at the end (0: none)")
 	fs.StringVar(&s.SamplePrompt, "prompt", s.SamplePrompt, "prompt of the final sample")
 	fs.Usage = func() {
@@ -159,6 +169,15 @@ Flags:
 	if !set["warmup"] && s.Warmup >= s.Steps {
 		s.Warmup = s.Steps / 10
 	}
+	// Training runs ggml's graphs and optimizer (not toy's adamw_f32): it dispatches none of
+	// toy's kernels.
+	ref := kernelrt.Ref{ModelType: llama.Arch, HiddenSize: s.Model.DModel}
+	if s.GPT2 != nil {
+		ref = kernelrt.Ref{ModelType: llama.GPT2Arch, HiddenSize: s.GPT2.DModel}
+	}
+	if _, _, err := gateModel(io.Discard, ref, kernelrt.Dispatch{}, *allowUnresolved); err != nil {
+		return err
+	}
 	s.Out = stdout
 	if f, ok := stdout.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
@@ -174,11 +193,11 @@ Flags:
 	return err
 }
 
-// trainFamily picks the model family and preset of a toy train command line from its -arch
-// and -preset (read as the flag package will: -name v, -name=v, one or two dashes, the last
-// one wins, up to "--"): the preset's family, or -arch's default preset, or the llama demo.
-func trainFamily(args []string) (family, preset string, err error) {
-	var arch string
+// scanFlags reads the values of the named string flags from a command line as the flag package
+// will (-name v, -name=v, one or two dashes, the last one wins, up to "--"), before the flags
+// are defined.
+func scanFlags(args []string, names ...string) map[string]string {
+	out := map[string]string{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -188,7 +207,7 @@ func trainFamily(args []string) (family, preset string, err error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
-		if name != "arch" && name != "preset" {
+		if !slices.Contains(names, name) {
 			continue
 		}
 		if !hasValue {
@@ -198,12 +217,17 @@ func trainFamily(args []string) (family, preset string, err error) {
 			i++
 			value = args[i]
 		}
-		if name == "arch" {
-			arch = value
-		} else {
-			preset = value
-		}
+		out[name] = value
 	}
+	return out
+}
+
+// trainFamily picks the model family and preset of a toy train command line from its -arch
+// and -preset (read as the flag package will: -name v, -name=v, one or two dashes, the last
+// one wins, up to "--"): the preset's family, or -arch's default preset, or the llama demo.
+func trainFamily(args []string) (family, preset string, err error) {
+	v := scanFlags(args, "arch", "preset")
+	arch, preset := v["arch"], v["preset"]
 	pf := presetFamily(preset)
 	switch arch {
 	case "":

@@ -159,7 +159,7 @@ var ErrUnresolved = errors.New("unresolved kernel lookups")
 func Audit(t *kernels.Target, m *kernels.Model, needs []kernels.KernelID) Report {
 	r := Report{Target: t.Name, Model: m.Name, Shadowed: m.Shadowed}
 	for _, k := range needs {
-		if resolves(t, m, k) {
+		if _, ok := Lookup(t, m, k); ok {
 			r.Resolved = append(r.Resolved, k)
 			continue
 		}
@@ -172,12 +172,14 @@ func Audit(t *kernels.Target, m *kernels.Model, needs []kernels.KernelID) Report
 	return r
 }
 
-// resolves says whether kernel k is in one of m's effective modules on t: k's own module, or
-// the model's own module that replaces it (its namesake), when that one still has k.
-func resolves(t *kernels.Target, m *kernels.Model, k kernels.KernelID) bool {
+// Lookup finds kernel k among m's effective modules on t: k's own module, or the model's own
+// module that replaces it (its namesake), when that one still has k. It returns the module to
+// load k from; ok is false when k does not resolve. The start-up audit and package cuda's
+// dispatch both look kernels up through it, so that what the gate checks is what runs.
+func Lookup(t *kernels.Target, m *kernels.Model, k kernels.KernelID) (module kernels.ModuleID, ok bool) {
 	want := k.Module()
 	if want.Tree() != t.Sources {
-		return false
+		return module, false
 	}
 	for _, id := range m.Modules {
 		mod := t.Module(id)
@@ -186,11 +188,11 @@ func resolves(t *kernels.Target, m *kernels.Model, k kernels.KernelID) bool {
 		}
 		for _, name := range mod.Kernels {
 			if name == k.Name() {
-				return true
+				return id, true
 			}
 		}
 	}
-	return false
+	return module, false
 }
 
 func expectedAbsent(m *kernels.Model, k kernels.KernelID) (string, bool) {
@@ -238,18 +240,37 @@ func (r Report) Lines() []string {
 	return out
 }
 
-// DispatchNeeds lists the kernels toy's own dispatch looks up on a backend: none on cpu
-// (ggml's kernels are compiled in); on a GPU, toy's token sampling and fused AdamW step.
-func DispatchNeeds(b kernels.Backend) []kernels.KernelID {
-	switch b {
-	case kernels.BackendCUDA:
-		return []kernels.KernelID{
-			kernels.KernelCUDASamplingArgmaxF32,
-			kernels.KernelCUDASamplingSampleF32,
-			kernels.KernelCUDAAdamwAdamwF32,
-		}
+// Dispatch is what one run of a command looks up through toy's own kernel dispatch (package
+// cuda). ggml's own kernels (compiled in, or loaded with its backend library) are not looked up,
+// so a command that only runs ggml graphs (perplexity, bench, train, finetune, serve) dispatches
+// nothing and its gate passes whatever the table lacks.
+type Dispatch struct {
+	// Argmax is greedy token sampling on the device (toy generate -temp 0 in a GPU build).
+	Argmax bool
+	// Sample is drawn token sampling on the device (toy generate with a temperature, with the
+	// filters the kernel computes; see cuda.DeviceSampling).
+	Sample bool
+}
+
+// EveryDispatch is every lookup some command makes: what toy kernels audits.
+var EveryDispatch = Dispatch{Argmax: true, Sample: true}
+
+// DispatchNeeds lists the kernels a run dispatching d looks up on backend b: none on cpu
+// (ggml's kernels are compiled in, and toy dispatches none of its own); on cuda, the sampling
+// kernels d uses. toy's fused AdamW kernel (adamw_f32) is not among them: training steps with
+// ggml's optimizer, and only the GPU checks (scripts/gpu-check.sh) run adamw_f32.
+func DispatchNeeds(b kernels.Backend, d Dispatch) []kernels.KernelID {
+	if b != kernels.BackendCUDA {
+		return nil
 	}
-	return nil
+	var ks []kernels.KernelID
+	if d.Argmax {
+		ks = append(ks, kernels.KernelCUDASamplingArgmaxF32)
+	}
+	if d.Sample {
+		ks = append(ks, kernels.KernelCUDASamplingSampleF32)
+	}
+	return ks
 }
 
 // Capability is a CUDA compute capability, e.g. {9, 0}.

@@ -79,8 +79,8 @@ func TestResolve(t *testing.T) {
 
 func TestAudit(t *testing.T) {
 	tb := table()
-	needs := DispatchNeeds(kernels.BackendCUDA)
-	require.NotEmpty(t, needs)
+	needs := DispatchNeeds(kernels.BackendCUDA, EveryDispatch)
+	require.Equal(t, []kernels.KernelID{kernels.KernelCUDASamplingArgmaxF32, kernels.KernelCUDASamplingSampleF32}, needs)
 
 	smol := &tb.Models[1]
 	r := Audit(tb, smol, needs)
@@ -90,7 +90,7 @@ func TestAudit(t *testing.T) {
 
 	// A model without the sampling module resolves none of its kernels.
 	r = Audit(tb, &tb.Models[0], needs)
-	assert.Equal(t, needs[:2], r.Unresolved)
+	assert.Equal(t, needs, r.Unresolved)
 
 	// llama's own sampling.cu replaced common's and dropped sample_f32: its effective modules
 	// hold the replacement, which has argmax_f32 only.
@@ -120,8 +120,17 @@ func TestAudit(t *testing.T) {
 	r = Audit(&kernels.Target{Name: "metal"}, smol, needs)
 	assert.Equal(t, needs, r.Unresolved)
 
-	// A model without modules (cpu) needs nothing on cpu.
-	assert.Empty(t, DispatchNeeds(kernels.BackendCPU))
+	// Nothing is looked up on cpu, nor by a run that samples on the host.
+	assert.Empty(t, DispatchNeeds(kernels.BackendCPU, EveryDispatch))
+	assert.Empty(t, DispatchNeeds(kernels.BackendCUDA, Dispatch{}))
+	assert.Equal(t, []kernels.KernelID{kernels.KernelCUDASamplingArgmaxF32}, DispatchNeeds(kernels.BackendCUDA, Dispatch{Argmax: true}))
+
+	// Lookup names the module a kernel loads from: the model's replacement when it has one.
+	mod, ok := Lookup(tb, llama, kernels.KernelCUDASamplingArgmaxF32)
+	assert.True(t, ok)
+	assert.Equal(t, kernels.ModuleCUDASampling, mod)
+	_, ok = Lookup(tb, llama, kernels.KernelCUDASamplingSampleF32)
+	assert.False(t, ok)
 }
 
 func TestArchCompatible(t *testing.T) {

@@ -236,10 +236,8 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	rows := make([][]float32, len(in))
 	for i := range rows {
 		rows[i] = b.out[i*v : (i+1)*v : (i+1)*v]
-		for _, x := range rows[i] {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, fmt.Errorf("llama: %s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, in[i].Slot, x)
-			}
+		if j := nonFinite(rows[i]); j >= 0 {
+			return nil, fmt.Errorf("llama: %s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, in[i].Slot, rows[i][j])
 		}
 	}
 	return rows, nil

@@ -120,26 +120,9 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 		}
 		return out
 	}
-	pp := func() (float64, error) {
-		d.Reset()
-		toks := tokens(promptTokens)
-		t0 := time.Now()
-		if _, err := d.Prompt(toks); err != nil {
-			return 0, err
-		}
-		return float64(promptTokens) / time.Since(t0).Seconds(), nil
-	}
-	tg := func() (float64, error) {
-		d.Reset()
-		toks := tokens(genTokens)
-		t0 := time.Now()
-		for _, tok := range toks {
-			if _, err := d.Next(tok); err != nil {
-				return 0, err
-			}
-		}
-		return float64(genTokens) / time.Since(t0).Seconds(), nil
-	}
+	eng := decoderEngine{d}
+	pp := func() (float64, error) { return promptRate(eng, tokens(promptTokens)) }
+	tg := func() (float64, error) { return generateRate(eng, tokens(genTokens)) }
 	run := func(f func() (float64, error)) (BenchStat, error) {
 		t0 := time.Now()
 		return repeated(opts.Reps, f, func() { // the warm-up built the graphs, faulted the mapping in
@@ -159,6 +142,51 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 		}
 	}
 	return r, nil
+}
+
+// benchEngine is what the prompt and generation tests drive: toy's Decoder, or (in the
+// side-by-side benchmark) llama.cpp.
+type benchEngine interface {
+	// Reset empties the cache.
+	Reset() error
+	// Eval appends tokens at the next positions, as one batch, computing the logits of the last.
+	Eval(tokens []int32) error
+}
+
+// decoderEngine is a Decoder as a benchEngine.
+type decoderEngine struct{ d *Decoder }
+
+func (e decoderEngine) Reset() error { e.d.Reset(); return nil }
+
+func (e decoderEngine) Eval(tokens []int32) error {
+	_, err := e.d.Prompt(tokens)
+	return err
+}
+
+// promptRate is llama-bench's pp test: from an empty cache, tokens as one batch; tokens/s.
+func promptRate(e benchEngine, tokens []int32) (float64, error) {
+	if err := e.Reset(); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	if err := e.Eval(tokens); err != nil {
+		return 0, err
+	}
+	return float64(len(tokens)) / time.Since(t0).Seconds(), nil
+}
+
+// generateRate is llama-bench's tg test: from an empty cache, tokens one at a time; tokens/s.
+func generateRate(e benchEngine, tokens []int32) (float64, error) {
+	if err := e.Reset(); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for i := range tokens {
+		if err := e.Eval(tokens[i : i+1]); err != nil {
+			return 0, err
+		}
+	}
+	return float64(len(tokens)) / time.Since(t0).Seconds(), nil
 }
 
 // repeated runs f once to warm up, then warmed, then f reps times, and returns the statistics of

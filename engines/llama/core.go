@@ -57,6 +57,9 @@ type forwardPass struct {
 	// differentiable builds LayerNorm and GELU from ops that have a backward in ggml (which
 	// NORM and GELU lack), for training graphs and for the Evaluator, which computes as they do.
 	differentiable bool
+	// capture, when set, sees the residual stream [d, n] after each block il (a DFlash target's
+	// hidden states; see Decoder.SetCapture).
+	capture func(il int, x *ggml.Tensor)
 }
 
 // norm is the architecture's normalisation with learned scale w (and bias b, with LayerNorm).
@@ -176,6 +179,9 @@ func (f *forwardPass) blocks(x *ggml.Tensor, n int64) *ggml.Tensor {
 			y = f.norm(y, l.postFFNNorm, nil)
 		}
 		x = ctx.Add(x, y)
+		if f.capture != nil {
+			f.capture(il, x)
+		}
 	}
 	return x
 }

@@ -91,6 +91,14 @@ type Decoder struct {
 	clock   int64
 	history []int32   // the tokens whose keys and values are in the cache, by position
 	out     []float32 // the logits Prompt and Next return
+
+	// last is the logits of the last step, in the backend's memory (LastLogits); with
+	// deviceLogits, Prompt and Next leave theirs there only (SetDeviceLogits).
+	last         *ggml.Tensor
+	deviceLogits bool
+	// capture lists the layers whose outputs each step reads into captured (SetCapture).
+	capture  []int
+	captured [][]float32
 }
 
 // graphKey identifies a cached graph: n tokens per step, attending to kvLen cache positions,
@@ -112,6 +120,7 @@ type stepGraph struct {
 	logits  *ggml.Tensor
 	lastUse int64
 	posBuf  []int32
+	hidden  []*ggml.Tensor // the captured layers' outputs [d, n] (Decoder.SetCapture)
 }
 
 // cacheInputs are the inputs of a decoding graph's attention over the KV cache, with the host
@@ -421,6 +430,7 @@ func (d *Decoder) process(tokens []int32, all bool) ([]float32, error) {
 		return nil, fmt.Errorf("llama: %d positions used and %d more tokens do not fit a context of %d: %w", len(d.history), len(tokens), d.maxCtx, ErrContextFull)
 	}
 	var out []float32
+	d.captured = d.captured[:0]
 	for len(tokens) > 0 {
 		if len(d.history) == d.maxCtx {
 			if err := d.shift(); err != nil {
@@ -472,6 +482,13 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 		return nil, err
 	}
 	d.history = append(d.history, tokens...)
+	if err := d.readCaptured(g); err != nil {
+		return nil, err
+	}
+	d.last = g.logits
+	if !all && d.deviceLogits {
+		return nil, nil
+	}
 	var out []float32
 	if all {
 		if out, err = g.logits.F32(); err != nil {
@@ -486,12 +503,22 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 		}
 		out = d.out
 	}
-	for i, v := range out {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, fmt.Errorf("llama: %s: the logits of token %d hold %g: the model's weights or metadata have non-finite values", d.m.path, p0+i/d.m.Arch.Vocab, v)
-		}
+	if i := nonFinite(out); i >= 0 {
+		return nil, fmt.Errorf("llama: %s: the logits of token %d hold %g: the model's weights or metadata have non-finite values", d.m.path, p0+i/d.m.Arch.Vocab, out[i])
 	}
 	return out, nil
+}
+
+// nonFinite is the index of the first NaN or infinity of vals, or -1. It runs on every step's
+// logits, so it tests v-v, which is 0 exactly for finite v: one subtraction and one comparison
+// per value, half the time of math.IsNaN and math.IsInf.
+func nonFinite(vals []float32) int {
+	for i, v := range vals {
+		if v-v != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func (g *stepGraph) setInputs(d *Decoder, tokens []int32, p0 int) error {
@@ -607,7 +634,7 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, attnLayout{n: n, kvLen: kvLen, groups: []attnGroup{{T: n, S: 1}}})
-		}}
+		}, capture: d.captureHook(g)}
 	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
 		return g, err

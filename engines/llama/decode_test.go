@@ -748,3 +748,29 @@ func TestF16Embeddings(t *testing.T) {
 		})
 	}
 }
+
+// TestNonFinite: nonFinite finds the first NaN or infinity, and nothing among finite values
+// (the largest and the subnormal ones included), against math.IsNaN and math.IsInf.
+func TestNonFinite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	vals := make([]float32, 1000)
+	for i := range vals {
+		vals[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(60)-30)))
+	}
+	vals[10], vals[20], vals[30] = math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32
+	assert.Equal(t, -1, nonFinite(vals))
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		at := rng.IntN(len(vals))
+		orig := vals[at]
+		vals[at] = bad
+		want := -1
+		for i, v := range vals {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				want = i
+				break
+			}
+		}
+		assert.Equal(t, want, nonFinite(vals), "%g at %d", bad, at)
+		vals[at] = orig
+	}
+}

@@ -24,13 +24,34 @@ func SmolLM2Architecture() Architecture {
 
 // WriteRandomGGUF writes a checkpoint of architecture a, with llama.cpp's keys and tensor
 // names, whose weights are seeded random numbers: matrices N(0, 1/fan-in) (MoE routers 4×
-// that), norms near 1, biases small. Matrices whose rows split into blocks of weightType are stored as that type
-// (f32, f16, bf16, q8_0, q4_0, k-quants, ...; the router of a mixture of experts stays f32, as
-// llama.cpp's quantizer leaves it); norms and biases are f32. extra are more metadata (a
-// tokenizer's keys, say). For benchmarks and tests.
+// that), norms near 1, biases small. Matrices whose rows split into blocks of weightType are
+// stored as that type (f32, f16, bf16, q8_0, q4_0, k-quants, ...); a k-quant's other matrices
+// take the fallback llama.cpp's quantizer gives them (q4_K → q5_0, q5_K → q5_1, q6_K → q8_0,
+// q2_K and q3_K → iq4_nl), and what still does not split stays f32, as does the router of a
+// mixture of experts (as llama.cpp's quantizer leaves it); norms and biases are f32. extra are
+// more metadata (a tokenizer's keys, say). For benchmarks and tests.
 func WriteRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, extra ...KV) error {
 	_, err := writeRandomGGUF(path, a, weightType, seed, 1, false, extra...)
 	return err
+}
+
+// kQuantFallback is the 32-element block type llama.cpp's quantizer stores a matrix in when
+// its rows do not split into a k-quant's 256-element super-blocks (SmolLM2-135M's 576-wide
+// rows, say): a "q4_K" file of such a model holds q5_0 there.
+var kQuantFallback = map[ggml.Type]ggml.Type{
+	ggml.Q2_K: ggml.IQ4_NL, ggml.Q3_K: ggml.IQ4_NL, ggml.Q4_K: ggml.Q5_0, ggml.Q5_K: ggml.Q5_1, ggml.Q6_K: ggml.Q8_0,
+}
+
+// rowType is the type a matrix with rows of n elements is stored in when the file's weight
+// type is typ: typ, else its k-quant fallback, else f32, whichever first splits the rows into
+// whole blocks.
+func rowType(typ ggml.Type, n int64) ggml.Type {
+	for _, t := range []ggml.Type{typ, kQuantFallback[typ]} {
+		if t != 0 && n%int64(ggml.BlockSize(t)) == 0 {
+			return t
+		}
+	}
+	return ggml.F32
 }
 
 // writeRandomGGUF writes the file; with keep it also returns every tensor's values before
@@ -92,8 +113,8 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 			}
 		}
 		typ := ggml.F32
-		if s.role.multiplied() && len(s.ne) >= 2 && s.ne[0]%int64(ggml.BlockSize(weightType)) == 0 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
-			typ = weightType
+		if s.role.multiplied() && len(s.ne) >= 2 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
+			typ = rowType(weightType, s.ne[0])
 		}
 		var data []byte
 		if typ == ggml.F32 {

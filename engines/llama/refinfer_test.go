@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/toyml/toy/ggml"
@@ -18,6 +19,8 @@ type refInfer struct {
 	// exactGELU evaluates GELU's tanh form in float64, as the training graph's composite does,
 	// instead of as ggml's CPU kernel (geluRef).
 	exactGELU bool
+	// states, when non-nil, receives the residual stream after each layer: states[il][t].
+	states [][][]float64
 }
 
 // norm is the architecture's normalisation with the weight (and bias) named name.
@@ -315,6 +318,13 @@ func (r *refInfer) logits(seq []int32) [][]float64 {
 			for e := range f {
 				x[t][e] += f[e]
 			}
+		}
+		if r.states != nil {
+			st := make([][]float64, T)
+			for t := range x {
+				st[t] = slices.Clone(x[t])
+			}
+			r.states[il] = st
 		}
 	}
 	out := "output.weight"

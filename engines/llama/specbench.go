@@ -19,6 +19,15 @@ type SpecBenchResult struct {
 	Plain, Spec               BenchStat // generated tokens per second, prompt excluded
 	Stats                     SpecStats // summed over the timed speculative repetitions
 	Identical                 bool      // every speculative run gave the target's tokens
+	// Elapsed is the timed speculative repetitions' generation time, of which Stats' phases
+	// are parts; the rest (Other) is the loop's own: slices, the step's bookkeeping.
+	Elapsed time.Duration
+}
+
+// Other is the part of Elapsed outside the phases Stats times.
+func (r SpecBenchResult) Other() time.Duration {
+	st := r.Stats
+	return r.Elapsed - st.DraftTime - st.VerifyTime - st.AcceptTime - st.RollbackTime
 }
 
 // Speedup is the speculative decoder's mean tokens/s over the target alone's.
@@ -39,12 +48,6 @@ func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, thr
 	if promptTokens < 1 || genTokens < 1 || threads < 1 {
 		return r, fmt.Errorf("llama: speculative bench of %d prompt and %d generated tokens on %d threads", promptTokens, genTokens, threads)
 	}
-	if opts.Reps == 0 {
-		opts.Reps = 5
-	}
-	if opts.Reps < 1 {
-		return r, fmt.Errorf("llama: %d repetitions", opts.Reps)
-	}
 	if r.Gamma == 0 {
 		r.Gamma = DefaultDraftTokens
 	}
@@ -61,21 +64,66 @@ func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, thr
 	if err := CheckVocab(tm, dm); err != nil {
 		return r, err
 	}
-	r.TargetParams, r.DraftParams = tm.Params(), dm.Params()
-	do := opts.Decoder
-	do.Threads = 0
-	do.Batch = max(promptTokens, r.Gamma+1)
-	do.MaxContext = promptTokens + genTokens + r.Gamma + 1
-	td, err := NewDecoder(tm, do)
-	if err != nil {
-		return r, err
-	}
-	defer td.Close()
-	dd, err := NewDecoder(dm, do)
+	r.DraftParams = dm.Params()
+	dd, err := NewDecoder(dm, r.decoderOptions(opts))
 	if err != nil {
 		return r, err
 	}
 	defer dd.Close()
+	return benchSpeculative(r, tm, opts, func(td *Decoder) (*Speculative, error) {
+		return NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+	})
+}
+
+// BenchDFlash is BenchSpeculative with the DFlash drafter at drafterPath, made for the target
+// (its block size sets γ: Gamma−1 proposals per step).
+func BenchDFlash(targetPath, drafterPath string, promptTokens, genTokens, threads int, opts BenchOptions) (SpecBenchResult, error) {
+	r := SpecBenchResult{Target: targetPath, Draft: drafterPath, Threads: threads, PromptTokens: promptTokens, GenTokens: genTokens}
+	if promptTokens < 1 || genTokens < 1 || threads < 1 {
+		return r, fmt.Errorf("llama: dflash bench of %d prompt and %d generated tokens on %d threads", promptTokens, genTokens, threads)
+	}
+	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+	if err != nil {
+		return r, err
+	}
+	defer tm.Close()
+	df, err := OpenDFlash(drafterPath, tm)
+	if err != nil {
+		return r, err
+	}
+	defer df.Close()
+	r.Gamma, r.DraftParams = df.Cfg.Gamma-1, df.Params()
+	return benchSpeculative(r, tm, opts, func(td *Decoder) (*Speculative, error) {
+		return NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+	})
+}
+
+// decoderOptions are the options of the bench's decoders: opts.Decoder on the model's
+// backend, with room for the prompt in one batch and for the generation's last proposals.
+func (r SpecBenchResult) decoderOptions(opts BenchOptions) DecoderOptions {
+	do := opts.Decoder
+	do.Threads = 0
+	do.Batch = max(r.PromptTokens, r.Gamma+1)
+	do.MaxContext = r.PromptTokens + r.GenTokens + r.Gamma + 1
+	return do
+}
+
+// benchSpeculative measures the target alone and with the speculative decoder newSp makes of
+// the target's decoder, as BenchSpeculative describes.
+func benchSpeculative(r SpecBenchResult, tm *GGUFModel, opts BenchOptions, newSp func(td *Decoder) (*Speculative, error)) (SpecBenchResult, error) {
+	promptTokens, genTokens := r.PromptTokens, r.GenTokens
+	if opts.Reps == 0 {
+		opts.Reps = 5
+	}
+	if opts.Reps < 1 {
+		return r, fmt.Errorf("llama: %d repetitions", opts.Reps)
+	}
+	r.TargetParams = tm.Params()
+	td, err := NewDecoder(tm, r.decoderOptions(opts))
+	if err != nil {
+		return r, err
+	}
+	defer td.Close()
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
 	prompt := make([]int32, promptTokens)
 	for i := range prompt {
@@ -106,10 +154,11 @@ func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, thr
 		want = hist[promptTokens:]
 		return float64(genTokens) / el.Seconds(), nil
 	}
-	sp, err := NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+	sp, err := newSp(td)
 	if err != nil {
 		return r, err
 	}
+	defer sp.Close()
 	r.Identical = true
 	timed := false
 	spec := func() (float64, error) {
@@ -137,6 +186,7 @@ func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, thr
 			r.Stats.VerifyTime += st.VerifyTime
 			r.Stats.AcceptTime += st.AcceptTime
 			r.Stats.RollbackTime += st.RollbackTime
+			r.Elapsed += el
 		}
 		return float64(genTokens) / el.Seconds(), nil
 	}

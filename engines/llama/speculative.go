@@ -43,12 +43,14 @@ func (s SpecStats) AcceptRate() float64 {
 	return float64(s.Accepted) / float64(s.Drafted)
 }
 
-// Speculative generates with a target decoder and a smaller draft decoder of the same
-// vocabulary (draft-model speculative decoding, Leviathan et al. 2023; Chen et al. 2023). Each
-// Step the draft proposes γ tokens one at a time; the target runs the last committed token and
-// the γ proposals in one batched forward, keeps the longest prefix it accepts plus one token of
-// its own (the correction at the first rejection, or a bonus token when all are accepted), and
-// both caches are truncated to the committed tokens.
+// Speculative generates with a target decoder and a drafter of the same vocabulary: a smaller
+// draft decoder (draft-model speculative decoding, Leviathan et al. 2023; Chen et al. 2023;
+// NewSpeculative), which proposes γ tokens one at a time, or a DFlash block drafter
+// (NewDFlashSpeculative), which proposes them in one forward. Each Step the target runs the
+// last committed token and the γ proposals in one batched forward, keeps the longest prefix it
+// accepts plus one token of its own (the correction at the first rejection, or a bonus token
+// when all are accepted), and the target's cache (and a draft decoder's) is truncated to the
+// committed tokens.
 //
 // Greedy (temperature 0) the output is the target's argmax chain, token for token. Sampling
 // uses the rejection rule that preserves the target's distribution exactly: a proposal x drawn
@@ -58,20 +60,36 @@ func (s SpecStats) AcceptRate() float64 {
 // top-p, min-p), so the output follows the distribution that sampling the target alone with
 // the same sampler would.
 //
-// Invariant between steps: both caches hold the committed tokens but the last one (the target
-// exactly; the draft those minus pending, the committed tokens it has not yet read).
+// Invariant between steps: the target's cache holds the committed tokens but the last one; the
+// drafter keeps what it needs of them (modelDrafter, dflashDrafter).
 type Speculative struct {
-	target, draft *Decoder
-	gamma         int
-	s             *sample.Sampler
-	greedy        bool
+	target *Decoder
+	drafter
+	gamma  int
+	s      *sample.Sampler
+	greedy bool
 
-	hist    []int32 // committed tokens: the prompt, then the generated ones
-	pending []int32 // committed tokens the draft's cache lacks (the last one among them)
-	stats   SpecStats
+	hist  []int32 // committed tokens: the prompt, then the generated ones
+	stats SpecStats
 
 	p, q [][]float64 // scratch distributions: the target's per position, the draft's per proposal
 	res  []float64
+}
+
+// drafter proposes the tokens a Speculative decoder verifies: a draft model (modelDrafter) or a
+// DFlash block drafter (dflashDrafter).
+type drafter interface {
+	// start empties the drafter's state after the target read head, the prompt but its last
+	// token (which may be empty).
+	start(sp *Speculative, head []int32) error
+	// room is the number of proposals the drafter has room for this step (at most γ).
+	room(sp *Speculative) int
+	// propose drafts g ≥ 1 tokens that follow sp.hist; when sampling, sp.q[i] gets the
+	// distribution proposal i was drawn from.
+	propose(sp *Speculative, g int) ([]int32, error)
+	// commit follows a verification of g proposals of which the target accepted k, then
+	// committed its own token y.
+	commit(sp *Speculative, g, k int, y int32) error
 }
 
 // CheckVocab reports whether draft can draft for target: the same vocabulary size and, when
@@ -106,7 +124,11 @@ func NewSpeculative(target, draft *Decoder, gamma int, s *sample.Sampler) (*Spec
 	if target == draft {
 		return nil, fmt.Errorf("llama: speculative decoding: the draft and the target must be two decoders (two caches)")
 	}
-	return &Speculative{target: target, draft: draft, gamma: gamma, s: s, greedy: s.Params().Temperature == 0}, nil
+	return newSpeculative(target, &modelDrafter{dec: draft}, gamma, s), nil
+}
+
+func newSpeculative(target *Decoder, d drafter, gamma int, s *sample.Sampler) *Speculative {
+	return &Speculative{target: target, drafter: d, gamma: gamma, s: s, greedy: s.Params().Temperature == 0}
 }
 
 // Stats returns the counters and times since the last Prompt.
@@ -118,7 +140,7 @@ func (sp *Speculative) Gamma() int { return sp.gamma }
 // History is the committed tokens: the prompt and those generated.
 func (sp *Speculative) History() []int32 { return append([]int32(nil), sp.hist...) }
 
-// Prompt empties both caches and reads the prompt (at least one token) into them, all of it
+// Prompt empties the caches and reads the prompt (at least one token) into them, all of it
 // but the last token, which the first Step's verification reads.
 func (sp *Speculative) Prompt(tokens []int32) error {
 	if len(tokens) == 0 {
@@ -126,40 +148,40 @@ func (sp *Speculative) Prompt(tokens []int32) error {
 	}
 	sp.stats = SpecStats{}
 	sp.target.Reset()
-	sp.draft.Reset()
 	sp.hist = append(sp.hist[:0], tokens...)
 	head := tokens[:len(tokens)-1]
+	t0 := time.Now()
 	if len(head) > 0 {
-		t0 := time.Now()
 		if _, err := sp.target.Prompt(head); err != nil {
 			return err
 		}
-		if _, err := sp.draft.Prompt(head); err != nil {
-			return err
-		}
-		sp.stats.PromptTime += time.Since(t0)
 	}
-	sp.pending = append(sp.pending[:0], tokens[len(tokens)-1])
+	if err := sp.start(sp, head); err != nil {
+		return err
+	}
+	sp.stats.PromptTime += time.Since(t0)
 	return nil
 }
 
-// room is the number of proposals both caches have room for this step (-1: the target cannot
-// even read the last token). Under ContextShift the decoders shift themselves; the proposals
-// are kept within half a context so that a shift cannot drop a rejected one's predecessor.
+// room is the number of proposals there is room for this step (-1: the target cannot even
+// read the last token). Under ContextShift the decoders shift themselves; the proposals are
+// kept within half a context so that a shift cannot drop a rejected one's predecessor.
 func (sp *Speculative) room() int {
-	r := sp.gamma
-	for _, d := range []*Decoder{sp.target, sp.draft} {
-		free := d.maxCtx - d.Pos()
-		need := 1 // the target reads the last token and the proposals
-		if d == sp.draft {
-			need = len(sp.pending) - 1 // the draft, the pending tokens and all proposals but one
-		}
-		if d.opts.ContextFull == ContextShift {
-			free, need = d.maxCtx/2, 1
-		}
-		r = min(r, free-need)
+	free, need := sp.target.maxCtx-sp.target.Pos(), 1 // the target reads the last token and the proposals
+	if sp.target.opts.ContextFull == ContextShift {
+		free = sp.target.maxCtx / 2
 	}
-	return r
+	return min(sp.gamma, free-need, sp.drafter.room(sp))
+}
+
+// pick draws proposal i from the drafter's logits, which follow the history h: greedy, the
+// sampler's choice; sampling, a draw from its distribution, kept in sp.q[i].
+func (sp *Speculative) pick(i int, logits []float32, h []int32) int32 {
+	if sp.greedy {
+		return sp.s.Sample(logits, h)
+	}
+	sp.q[i] = sp.s.Probs(logits, h, sp.q[i])
+	return sp.s.Draw(sp.q[i])
 }
 
 // Step runs one draft-and-verify step and returns the tokens it commits: between 1 and γ+1,
@@ -167,47 +189,28 @@ func (sp *Speculative) room() int {
 // the caller's. A full context under ContextError is ErrContextFull (wrapped), as the Decoder
 // reports it.
 func (sp *Speculative) Step(limit int) ([]int32, error) {
-	if len(sp.pending) == 0 {
+	if len(sp.hist) == 0 {
 		return nil, fmt.Errorf("llama: speculative decoding: Step before Prompt")
 	}
 	if limit < 1 {
 		return nil, fmt.Errorf("llama: speculative decoding: a step of at most %d tokens", limit)
 	}
-	g := min(sp.gamma, limit-1, sp.room())
+	g := min(limit-1, sp.room())
 	if g < 0 {
 		return nil, fmt.Errorf("llama: %d positions used: the last token does not fit a context of %d: %w", sp.target.Pos(), sp.target.maxCtx, ErrContextFull)
 	}
-	last := sp.pending[len(sp.pending)-1]
+	last := sp.hist[len(sp.hist)-1]
 	n0 := len(sp.hist)
 
-	// Draft: the pending tokens, then each proposal but the last, one forward each.
 	t0 := time.Now()
-	drafts := make([]int32, 0, g+1)
 	for len(sp.q) < sp.gamma {
 		sp.q = append(sp.q, nil)
 	}
+	var drafts []int32
 	if g > 0 {
-		logits, err := sp.draft.Prompt(sp.pending)
-		if err != nil {
+		var err error
+		if drafts, err = sp.propose(sp, g); err != nil {
 			return nil, err
-		}
-		sp.pending = sp.pending[:0]
-		for i := 0; i < g; i++ {
-			if i > 0 {
-				if logits, err = sp.draft.Next(drafts[i-1]); err != nil {
-					return nil, err
-				}
-			}
-			h := append(sp.hist[:n0], drafts...) // the history the proposal follows
-			sp.hist = h[:n0]
-			var x int32
-			if sp.greedy {
-				x = sp.s.Sample(logits, h)
-			} else {
-				sp.q[i] = sp.s.Probs(logits, h, sp.q[i])
-				x = sp.s.Draw(sp.q[i])
-			}
-			drafts = append(drafts, x)
 		}
 	}
 	t1 := time.Now()
@@ -265,21 +268,12 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 	t3 := time.Now()
 	sp.stats.AcceptTime += t3.Sub(t2)
 
-	// Roll back: the target keeps the committed tokens but y; the draft those it has read.
+	// Roll back: the target keeps the committed tokens but y; the drafter follows.
 	if err := sp.target.Truncate(sp.target.Pos() - (g - k)); err != nil {
 		return nil, err
 	}
-	switch {
-	case g == 0:
-		sp.pending = append(sp.pending, y)
-	case k == g:
-		sp.pending = append(sp.pending[:0], drafts[g-1], y) // the draft never read its last proposal
-	default:
-		// The draft read g−1 proposals and keeps k of them.
-		if err := sp.draft.Truncate(sp.draft.Pos() - (g - 1 - k)); err != nil {
-			return nil, err
-		}
-		sp.pending = append(sp.pending[:0], y)
+	if err := sp.commit(sp, g, k, y); err != nil {
+		return nil, err
 	}
 	sp.stats.RollbackTime += time.Since(t3)
 	sp.stats.Steps++
@@ -287,4 +281,71 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 	sp.stats.Accepted += k
 	sp.stats.Generated += len(out)
 	return out, nil
+}
+
+// modelDrafter drafts with a smaller model of the target's vocabulary, one token per forward.
+// Between steps its cache holds the committed tokens but pending, those it has not yet read
+// (the last committed one among them).
+type modelDrafter struct {
+	dec     *Decoder
+	pending []int32
+}
+
+func (m *modelDrafter) start(sp *Speculative, head []int32) error {
+	m.dec.Reset()
+	if len(head) > 0 {
+		if _, err := m.dec.Prompt(head); err != nil {
+			return err
+		}
+	}
+	m.pending = append(m.pending[:0], sp.hist[len(sp.hist)-1])
+	return nil
+}
+
+// room: the draft reads the pending tokens and all proposals but one.
+func (m *modelDrafter) room(sp *Speculative) int {
+	d := m.dec
+	if d.opts.ContextFull == ContextShift {
+		return d.maxCtx/2 - 1
+	}
+	return d.maxCtx - d.Pos() - (len(m.pending) - 1)
+}
+
+// propose reads the pending tokens, then each proposal but the last, one forward each.
+func (m *modelDrafter) propose(sp *Speculative, g int) ([]int32, error) {
+	n0 := len(sp.hist)
+	drafts := make([]int32, 0, g+1)
+	logits, err := m.dec.Prompt(m.pending)
+	if err != nil {
+		return nil, err
+	}
+	m.pending = m.pending[:0]
+	for i := 0; i < g; i++ {
+		if i > 0 {
+			if logits, err = m.dec.Next(drafts[i-1]); err != nil {
+				return nil, err
+			}
+		}
+		h := append(sp.hist[:n0], drafts...) // the history the proposal follows
+		sp.hist = h[:n0]
+		drafts = append(drafts, sp.pick(i, logits, h))
+	}
+	return drafts, nil
+}
+
+func (m *modelDrafter) commit(sp *Speculative, g, k int, y int32) error {
+	n := len(sp.hist)
+	switch {
+	case g == 0:
+		m.pending = append(m.pending, y)
+	case k == g:
+		m.pending = append(m.pending[:0], sp.hist[n-2], y) // the draft never read its last proposal
+	default:
+		// The draft read g−1 proposals and keeps k of them.
+		if err := m.dec.Truncate(m.dec.Pos() - (g - 1 - k)); err != nil {
+			return err
+		}
+		m.pending = append(m.pending[:0], y)
+	}
+	return nil
 }

@@ -36,6 +36,8 @@ typedef struct ggml_gallocr * ggml_gallocr_t;
 struct ggml_backend_sched;
 typedef struct ggml_backend_sched * ggml_backend_sched_t;
 struct gguf_context;
+struct ggml_threadpool;
+typedef struct ggml_threadpool * ggml_threadpool_t;
 
 enum ggml_type {
 	GGML_TYPE_F32 = 0,
@@ -282,6 +284,14 @@ enum ggml_backend_dev_type {
 	GGML_BACKEND_DEVICE_TYPE_ACCEL = 3,
 };
 
+enum ggml_sched_priority {
+	GGML_SCHED_PRIO_LOW = -1,
+	GGML_SCHED_PRIO_NORMAL = 0,
+	GGML_SCHED_PRIO_MEDIUM = 1,
+	GGML_SCHED_PRIO_HIGH = 2,
+	GGML_SCHED_PRIO_REALTIME = 3,
+};
+
 struct ggml_tensor {
 	enum ggml_type type;
 	ggml_backend_buffer_t buffer;
@@ -308,6 +318,15 @@ struct ggml_init_params {
 struct gguf_init_params {
 	bool no_alloc;
 	struct ggml_context **ctx;
+};
+
+struct ggml_threadpool_params {
+	bool cpumask[512];
+	int n_threads;
+	enum ggml_sched_priority prio;
+	uint32_t poll;
+	bool strict_cpu;
+	bool paused;
 };
 
 ggml_backend_t ggml_backend_cpu_init(void);
@@ -798,6 +817,10 @@ void ggml_quantize_init(enum ggml_type typ);
 void ggml_quantize_free(void);
 bool ggml_quantize_requires_imatrix(enum ggml_type typ);
 size_t ggml_quantize_chunk(enum ggml_type typ, const float *src, void *dst, int64_t start, int64_t nrows, int64_t nPerRow, const float *imatrix);
+struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads);
+ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params);
+void ggml_threadpool_free(ggml_threadpool_t threadpool);
+void ggml_backend_cpu_set_threadpool(ggml_backend_t be, ggml_threadpool_t threadpool);
 */
 import "C"
 
@@ -1072,6 +1095,23 @@ func (h GGUF) Pointer() unsafe.Pointer {
 	return unsafe.Pointer(h.p)
 }
 
+// Threadpool is a CPU thread pool (ggml-cpu.h): worker threads that persist between graph
+// computations, waiting (polling, then sleeping) for the next graph. Without one, the CPU
+// backend starts and joins its workers in every GraphCompute.
+type Threadpool struct {
+	p C.ggml_threadpool_t
+}
+
+// IsNil reports whether the handle is C's NULL.
+func (h Threadpool) IsNil() bool {
+	return h.p == nil
+}
+
+// Pointer is the handle's C address, for identity and diagnostics.
+func (h Threadpool) Pointer() unsafe.Pointer {
+	return unsafe.Pointer(h.p)
+}
+
 // InitParams configures a new Context (see Init).
 type InitParams struct {
 	// MemSize is the size of the context's arena in bytes: TensorOverhead() per tensor plus
@@ -1101,6 +1141,51 @@ type GGUFInitParams struct {
 
 func (s GGUFInitParams) c() C.struct_gguf_init_params {
 	return C.struct_gguf_init_params{no_alloc: C.bool(s.NoAlloc), ctx: (**C.struct_ggml_context)(unsafe.Pointer(s.Ctx))}
+}
+
+// ThreadpoolParams configure a Threadpool (fill them with ThreadpoolParamsDefault).
+type ThreadpoolParams struct {
+	// Cpumask marks the cores the threads may run on (all false: the default affinity).
+	Cpumask [512]bool
+	// NThreads is the number of threads, the caller's included.
+	NThreads int
+	// Prio is the threads' scheduling priority.
+	Prio SchedPrio
+	// Poll is how long an idle worker polls before it sleeps (0: sleep at once, 100: poll
+	// hardest).
+	Poll uint32
+	// StrictCPU places each thread on its own core of Cpumask.
+	StrictCPU bool
+	// Paused starts the pool paused (ggml_threadpool_resume starts it).
+	Paused bool
+}
+
+func (s ThreadpoolParams) c() C.struct_ggml_threadpool_params {
+	c := C.struct_ggml_threadpool_params{
+		n_threads:  C.int(s.NThreads),
+		prio:       C.enum_ggml_sched_priority(s.Prio),
+		poll:       C.uint32_t(s.Poll),
+		strict_cpu: C.bool(s.StrictCPU),
+		paused:     C.bool(s.Paused),
+	}
+	for i, v := range s.Cpumask {
+		c.cpumask[i] = C.bool(v)
+	}
+	return c
+}
+
+// fromCThreadpoolParams copies a struct ggml_threadpool_params returned by value into its Go type.
+func fromCThreadpoolParams(c C.struct_ggml_threadpool_params) ThreadpoolParams {
+	var s ThreadpoolParams
+	for i, v := range c.cpumask {
+		s.Cpumask[i] = bool(v)
+	}
+	s.NThreads = int(c.n_threads)
+	s.Prio = SchedPrio(c.prio)
+	s.Poll = uint32(c.poll)
+	s.StrictCPU = bool(c.strict_cpu)
+	s.Paused = bool(c.paused)
+	return s
 }
 
 // BackendCPUInit makes a CPU backend (4 threads until CPUSetNThreads).
@@ -4511,4 +4596,41 @@ func QuantizeChunk(typ Type, src []float32, dst unsafe.Pointer, start int64, nro
 		c_imatrix = (*C.float)(unsafe.Pointer(&imatrix[0]))
 	}
 	return int(C.ggml_quantize_chunk(C.enum_ggml_type(typ), c_src, dst, C.int64_t(start), C.int64_t(nrows), C.int64_t(nPerRow), c_imatrix))
+}
+
+// ThreadpoolParamsDefault are the default parameters of a pool of nThreads threads.
+//
+// C: struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads).
+func ThreadpoolParamsDefault(nThreads int) ThreadpoolParams {
+	return fromCThreadpoolParams(C.ggml_threadpool_params_default(C.int(nThreads)))
+}
+
+// ThreadpoolNew starts a pool; nil on failure.
+//
+// C: ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params).
+func ThreadpoolNew(params *ThreadpoolParams) Threadpool {
+	var c_params C.struct_ggml_threadpool_params
+	if params != nil {
+		c_params = params.c()
+	}
+	kgResult := C.ggml_threadpool_new(&c_params)
+	if params != nil {
+		*params = fromCThreadpoolParams(c_params)
+	}
+	return Threadpool{kgResult}
+}
+
+// ThreadpoolFree stops the pool's threads and releases it; no backend may use it afterwards.
+//
+// C: void ggml_threadpool_free(ggml_threadpool_t threadpool).
+func ThreadpoolFree(threadpool Threadpool) {
+	C.ggml_threadpool_free(threadpool.p)
+}
+
+// BackendCPUSetThreadpool makes the CPU backend compute with threadpool (nil: its own workers,
+// started per graph); the pool's thread count then replaces the backend's.
+//
+// C: void ggml_backend_cpu_set_threadpool(ggml_backend_t be, ggml_threadpool_t threadpool).
+func BackendCPUSetThreadpool(be Backend, threadpool Threadpool) {
+	C.ggml_backend_cpu_set_threadpool(be.p, threadpool.p)
 }

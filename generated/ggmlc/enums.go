@@ -1048,6 +1048,39 @@ func (v DeviceType) String() string {
 	return "DeviceType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// SchedPrio is a thread scheduling priority (enum ggml_sched_priority).
+type SchedPrio int32
+
+const (
+	// SchedPrioLow is the normal policy at the lowest priority.
+	SchedPrioLow SchedPrio = -1 // GGML_SCHED_PRIO_LOW
+	// SchedPrioNormal keeps the threads' inherited priority (the default).
+	SchedPrioNormal SchedPrio = 0 // GGML_SCHED_PRIO_NORMAL
+	// SchedPrioMedium is real-time FIFO scheduling at priority 40.
+	SchedPrioMedium SchedPrio = 1 // GGML_SCHED_PRIO_MEDIUM
+	// SchedPrioHigh is FIFO at 80.
+	SchedPrioHigh SchedPrio = 2 // GGML_SCHED_PRIO_HIGH
+	// SchedPrioRealtime is FIFO at 90.
+	SchedPrioRealtime SchedPrio = 3 // GGML_SCHED_PRIO_REALTIME
+)
+
+// String returns the name of the constant, or SchedPrio(N) for an undeclared value.
+func (v SchedPrio) String() string {
+	switch v {
+	case SchedPrioLow:
+		return "SchedPrioLow"
+	case SchedPrioNormal:
+		return "SchedPrioNormal"
+	case SchedPrioMedium:
+		return "SchedPrioMedium"
+	case SchedPrioHigh:
+		return "SchedPrioHigh"
+	case SchedPrioRealtime:
+		return "SchedPrioRealtime"
+	}
+	return "SchedPrio(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
 // An "invalid array index" compiler error means a constant's value changed: run go generate.
 func _() {
 	var x [1]struct{}
@@ -1259,6 +1292,11 @@ func _() {
 	_ = x[DeviceTypeGPU-(1)]
 	_ = x[DeviceTypeIGPU-(2)]
 	_ = x[DeviceTypeAccel-(3)]
+	_ = x[SchedPrioLow-(-1)]
+	_ = x[SchedPrioNormal-(0)]
+	_ = x[SchedPrioMedium-(1)]
+	_ = x[SchedPrioHigh-(2)]
+	_ = x[SchedPrioRealtime-(3)]
 }
 
 // CheckLinked asks the linked library for the name of every enum constant that has a name

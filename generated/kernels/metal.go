@@ -152,6 +152,38 @@ var tableMetal = Target{
 				ModelType:  "llama",
 			}},
 		},
+		{
+			DFlash: &DFlash{
+				DraftModel:     "toy-demo-dflash.gguf",
+				Gamma:          8,
+				MaskTokenID:    0,
+				TargetLayerIDs: []int{1, 2},
+				WindowSize:     64,
+			},
+			Description: "toy's demo model (toy train -preset demo)",
+			MatchNames:  []string{"toy "},
+			Name:        "toy-demo",
+			Types: []ModelType{{
+				HiddenSize: 192,
+				ModelType:  "llama",
+			}},
+		},
+		{
+			DFlash: &DFlash{
+				DraftModel:     "toy-go-dflash.gguf",
+				Gamma:          8,
+				MaskTokenID:    0,
+				TargetLayerIDs: []int{2, 5, 8},
+				WindowSize:     16,
+			},
+			Description: "toy's 30M Go model (docs/PERFORMANCE.md, speculative decoding)",
+			MatchNames:  []string{"toy "},
+			Name:        "toy-go",
+			Types: []ModelType{{
+				HiddenSize: 512,
+				ModelType:  "llama",
+			}},
+		},
 	},
 	Name: "metal",
 }

@@ -24,6 +24,8 @@ struct llama_vocab;
 struct llama_memory_i;
 typedef struct llama_memory_i * llama_memory_t;
 struct llama_adapter_lora;
+struct ggml_threadpool;
+typedef struct ggml_threadpool * ggml_threadpool_t;
 
 enum llama_vocab_type {
 	LLAMA_VOCAB_TYPE_NONE = 0,
@@ -73,6 +75,10 @@ enum llama_flash_attn_type {
 enum ggml_type {
 	GGML_TYPE_F32 = 0,
 	GGML_TYPE_F16 = 1,
+};
+
+enum ggml_sched_priority {
+	GGML_SCHED_PRIO_NORMAL = 0,
 };
 
 struct llama_model_params {
@@ -137,6 +143,15 @@ struct llama_batch {
 	void *logits;
 };
 
+struct ggml_threadpool_params {
+	bool cpumask[512];
+	int n_threads;
+	enum ggml_sched_priority prio;
+	uint32_t poll;
+	bool strict_cpu;
+	bool paused;
+};
+
 void llama_backend_init(void);
 const char *llama_print_system_info(void);
 const char *llama_flash_attn_type_name(enum llama_flash_attn_type t);
@@ -171,6 +186,11 @@ struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *model, co
 void llama_adapter_lora_free(struct llama_adapter_lora *adapter);
 int32_t llama_set_adapter_lora(struct llama_context *ctx, struct llama_adapter_lora *adapter, float scale);
 void llama_clear_adapter_lora(struct llama_context *ctx);
+struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads);
+ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params);
+void ggml_threadpool_free(ggml_threadpool_t threadpool);
+void llama_attach_threadpool(struct llama_context *ctx, ggml_threadpool_t threadpool, ggml_threadpool_t threadpoolBatch);
+void llama_detach_threadpool(struct llama_context *ctx);
 */
 import "C"
 
@@ -249,6 +269,21 @@ func (h AdapterLora) IsNil() bool {
 
 // Pointer is the handle's C address, for identity and diagnostics.
 func (h AdapterLora) Pointer() unsafe.Pointer {
+	return unsafe.Pointer(h.p)
+}
+
+// Threadpool is a ggml CPU thread pool whose workers persist between graphs.
+type Threadpool struct {
+	p C.ggml_threadpool_t
+}
+
+// IsNil reports whether the handle is C's NULL.
+func (h Threadpool) IsNil() bool {
+	return h.p == nil
+}
+
+// Pointer is the handle's C address, for identity and diagnostics.
+func (h Threadpool) Pointer() unsafe.Pointer {
 	return unsafe.Pointer(h.p)
 }
 
@@ -516,6 +551,50 @@ func fromCBatch(c C.struct_llama_batch) Batch {
 	return s
 }
 
+// ThreadpoolParams configure a Threadpool (from ThreadpoolParamsDefault).
+type ThreadpoolParams struct {
+	// Cpumask marks the cores the threads may run on (all false: the default affinity).
+	Cpumask [512]bool
+	// NThreads is the number of threads, the caller's included.
+	NThreads int
+	// Prio is the threads' scheduling priority.
+	Prio SchedPrio
+	// Poll is how long an idle worker polls before it sleeps (0 to 100).
+	Poll uint32
+	// StrictCPU places each thread on its own core of Cpumask.
+	StrictCPU bool
+	// Paused starts the pool paused.
+	Paused bool
+}
+
+func (s ThreadpoolParams) c() C.struct_ggml_threadpool_params {
+	c := C.struct_ggml_threadpool_params{
+		n_threads:  C.int(s.NThreads),
+		prio:       C.enum_ggml_sched_priority(s.Prio),
+		poll:       C.uint32_t(s.Poll),
+		strict_cpu: C.bool(s.StrictCPU),
+		paused:     C.bool(s.Paused),
+	}
+	for i, v := range s.Cpumask {
+		c.cpumask[i] = C.bool(v)
+	}
+	return c
+}
+
+// fromCThreadpoolParams copies a struct ggml_threadpool_params returned by value into its Go type.
+func fromCThreadpoolParams(c C.struct_ggml_threadpool_params) ThreadpoolParams {
+	var s ThreadpoolParams
+	for i, v := range c.cpumask {
+		s.Cpumask[i] = bool(v)
+	}
+	s.NThreads = int(c.n_threads)
+	s.Prio = SchedPrio(c.prio)
+	s.Poll = uint32(c.poll)
+	s.StrictCPU = bool(c.strict_cpu)
+	s.Paused = bool(c.paused)
+	return s
+}
+
 // BackendInit initialises llama.cpp's backends; call it once before anything else.
 //
 // C: void llama_backend_init(void).
@@ -754,4 +833,48 @@ func SetAdapterLora(ctx Context, adapter AdapterLora, scale float32) int32 {
 // C: void llama_clear_adapter_lora(struct llama_context *ctx).
 func ClearAdapterLora(ctx Context) {
 	C.llama_clear_adapter_lora(ctx.p)
+}
+
+// ThreadpoolParamsDefault are the default parameters of a pool of nThreads threads.
+//
+// C: struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads).
+func ThreadpoolParamsDefault(nThreads int) ThreadpoolParams {
+	return fromCThreadpoolParams(C.ggml_threadpool_params_default(C.int(nThreads)))
+}
+
+// ThreadpoolNew starts a pool; nil on failure.
+//
+// C: ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params).
+func ThreadpoolNew(params *ThreadpoolParams) Threadpool {
+	var c_params C.struct_ggml_threadpool_params
+	if params != nil {
+		c_params = params.c()
+	}
+	kgResult := C.ggml_threadpool_new(&c_params)
+	if params != nil {
+		*params = fromCThreadpoolParams(c_params)
+	}
+	return Threadpool{kgResult}
+}
+
+// ThreadpoolFree stops the pool's threads and releases it; no context may use it afterwards.
+//
+// C: void ggml_threadpool_free(ggml_threadpool_t threadpool).
+func ThreadpoolFree(threadpool Threadpool) {
+	C.ggml_threadpool_free(threadpool.p)
+}
+
+// AttachThreadpool makes ctx compute single tokens with threadpool and batches with
+// threadpoolBatch (nil: threadpool).
+//
+// C: void llama_attach_threadpool(struct llama_context *ctx, ggml_threadpool_t threadpool, ggml_threadpool_t threadpoolBatch).
+func AttachThreadpool(ctx Context, threadpool Threadpool, threadpoolBatch Threadpool) {
+	C.llama_attach_threadpool(ctx.p, threadpool.p, threadpoolBatch.p)
+}
+
+// DetachThreadpool makes ctx start its workers per graph again.
+//
+// C: void llama_detach_threadpool(struct llama_context *ctx).
+func DetachThreadpool(ctx Context) {
+	C.llama_detach_threadpool(ctx.p)
 }

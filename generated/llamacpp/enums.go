@@ -217,6 +217,23 @@ func (v GGMLType) String() string {
 	return "GGMLType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// SchedPrio is a thread scheduling priority (enum ggml_sched_priority).
+type SchedPrio int32
+
+const (
+	// SchedPrioNormal keeps the threads' inherited priority.
+	SchedPrioNormal SchedPrio = 0 // GGML_SCHED_PRIO_NORMAL
+)
+
+// String returns the name of the constant, or SchedPrio(N) for an undeclared value.
+func (v SchedPrio) String() string {
+	switch v {
+	case SchedPrioNormal:
+		return "SchedPrioNormal"
+	}
+	return "SchedPrio(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
 // An "invalid array index" compiler error means a constant's value changed: run go generate.
 func _() {
 	var x [1]struct{}
@@ -249,6 +266,7 @@ func _() {
 	_ = x[FlashAttnTypeEnabled-(1)]
 	_ = x[GGMLTypeF32-(0)]
 	_ = x[GGMLTypeF16-(1)]
+	_ = x[SchedPrioNormal-(0)]
 }
 
 // CheckLinked asks the linked library for the name of every enum constant that has a name

@@ -37,6 +37,9 @@ type Options struct {
 	Threads int
 	// FlashAttention makes llama.cpp use its fused attention.
 	FlashAttention bool
+	// KVF16 stores the KV cache as f16, llama.cpp's default, instead of f32 (for benchmarks:
+	// the comparisons of logits keep f32).
+	KVF16 bool
 }
 
 // Model is a GGUF loaded by llama.cpp (on the CPU, memory-mapped), with a context for decoding
@@ -47,10 +50,13 @@ type Model struct {
 	model  llamacpp.Model
 	vocab  llamacpp.Vocab
 	ctx    llamacpp.Context // nil when VocabOnly
+	pool   llamacpp.Threadpool
+	last   []float32 // Eval's logits
 	cp     llamacpp.ContextParams
 	loras  []lora
 	nVocab int
 	nCtx   int
+	pos    int // tokens in the KV cache
 }
 
 type lora struct {
@@ -61,7 +67,8 @@ type lora struct {
 var backendOnce sync.Once
 
 // Open loads the GGUF at path with llama.cpp: weights on the CPU (no layer offloaded),
-// memory-mapped, a KV cache of float32 so that comparisons measure the model, not the cache.
+// memory-mapped, a KV cache of float32 so that comparisons measure the model, not the cache
+// (unless KVF16), computed by a pool of Threads threads that persists until Close.
 func Open(path string, opts Options) (*Model, error) {
 	if opts.Context < 0 || opts.Context > math.MaxInt32 || opts.Threads < 0 || opts.Threads > 1024 {
 		return nil, fmt.Errorf("oracle: context %d or threads %d out of range", opts.Context, opts.Threads)
@@ -107,14 +114,25 @@ func Open(path string, opts Options) (*Model, error) {
 	cp.NThreads, cp.NThreadsBatch = int32(threads), int32(threads)
 	cp.Embeddings = false
 	cp.TypeK, cp.TypeV = llamacpp.GGMLTypeF32, llamacpp.GGMLTypeF32
+	if opts.KVF16 {
+		cp.TypeK, cp.TypeV = llamacpp.GGMLTypeF16, llamacpp.GGMLTypeF16
+	}
 	cp.FlashAttnType = llamacpp.FlashAttnTypeDisabled
 	if opts.FlashAttention {
 		cp.FlashAttnType = llamacpp.FlashAttnTypeEnabled
 	}
 	cp.NoPerf = true
 	m.cp, m.nCtx = cp, n
+	// A persistent pool, as llama-bench attaches: without one, every graph starts and joins its
+	// worker threads.
+	params := llamacpp.ThreadpoolParamsDefault(threads)
+	if m.pool = llamacpp.ThreadpoolNew(&params); m.pool.IsNil() {
+		llamacpp.ModelFree(model)
+		return nil, fmt.Errorf("oracle: cannot start a pool of %d threads", threads)
+	}
 	if err := m.newContext(); err != nil {
 		llamacpp.ModelFree(model)
+		llamacpp.ThreadpoolFree(m.pool)
 		return nil, err
 	}
 	return m, nil
@@ -125,10 +143,11 @@ func (m *Model) newContext() error {
 	if !m.ctx.IsNil() {
 		llamacpp.Free(m.ctx)
 	}
-	m.ctx = llamacpp.InitFromModel(m.model, m.cp)
+	m.ctx, m.pos = llamacpp.InitFromModel(m.model, m.cp), 0
 	if m.ctx.IsNil() {
 		return fmt.Errorf("oracle: llama.cpp cannot make a context of %d tokens for %s", m.nCtx, m.path)
 	}
+	llamacpp.AttachThreadpool(m.ctx, m.pool, llamacpp.Threadpool{})
 	for _, l := range m.loras {
 		if rc := llamacpp.SetAdapterLora(m.ctx, l.a, l.scale); rc != 0 {
 			return fmt.Errorf("oracle: llama_set_adapter_lora returned %d", rc)
@@ -148,6 +167,10 @@ func (m *Model) Close() error {
 	if !m.model.IsNil() {
 		llamacpp.ModelFree(m.model)
 		m.model = llamacpp.Model{}
+	}
+	if !m.pool.IsNil() {
+		llamacpp.ThreadpoolFree(m.pool)
+		m.pool = llamacpp.Threadpool{}
 	}
 	return nil
 }
@@ -224,21 +247,11 @@ func (m *Model) Piece(id int32, special bool) (string, error) {
 func (m *Model) Logits(tokens []int32) ([][]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.model.IsNil() {
-		return nil, errClosed
-	}
-	if m.ctx.IsNil() {
-		return nil, fmt.Errorf("oracle: %s was opened VocabOnly: no logits", m.path)
-	}
-	if len(tokens) == 0 || len(tokens) > m.nCtx {
-		return nil, fmt.Errorf("oracle: %d tokens, want 1 to %d (the context)", len(tokens), m.nCtx)
-	}
-	for i, t := range tokens {
-		if t < 0 || int(t) >= m.nVocab {
-			return nil, fmt.Errorf("oracle: token %d (position %d) out of range [0, %d)", t, i, m.nVocab)
-		}
+	if err := m.checkTokens(tokens, m.nCtx); err != nil {
+		return nil, err
 	}
 	llamacpp.MemoryClear(llamacpp.GetMemory(m.ctx), true)
+	m.pos = 0
 
 	toks := append([]int32(nil), tokens...)
 	outputs := make([]int8, len(toks))
@@ -254,6 +267,7 @@ func (m *Model) Logits(tokens []int32) ([][]float32, error) {
 	if rc := llamacpp.Decode(m.ctx, batch); rc != 0 {
 		return nil, fmt.Errorf("oracle: llama_decode of %d tokens returned %d", len(toks), rc)
 	}
+	m.pos = len(toks)
 	out := make([][]float32, len(toks))
 	for i := range out {
 		p := llamacpp.GetLogitsIth(m.ctx, int32(i))
@@ -263,6 +277,66 @@ func (m *Model) Logits(tokens []int32) ([][]float32, error) {
 		out[i] = append([]float32(nil), unsafe.Slice(p, m.nVocab)...)
 	}
 	return out, nil
+}
+
+// Reset empties the KV cache: the next Eval starts at position 0.
+func (m *Model) Reset() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.model.IsNil() {
+		return errClosed
+	}
+	if m.ctx.IsNil() {
+		return fmt.Errorf("oracle: %s was opened VocabOnly: no cache", m.path)
+	}
+	llamacpp.MemoryClear(llamacpp.GetMemory(m.ctx), true)
+	m.pos = 0
+	return nil
+}
+
+// Eval appends tokens to the sequence in the KV cache, as one batch at the next positions, and
+// returns the logits after the last one (NVocab values, in a slice Eval reuses): one step of
+// llama-bench's prompt processing (many tokens) or generation (one).
+func (m *Model) Eval(tokens []int32) ([]float32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.checkTokens(tokens, m.nCtx-m.pos); err != nil {
+		return nil, err
+	}
+	toks := append([]int32(nil), tokens...)
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	pin.Pin(&toks[0])
+	if rc := llamacpp.Decode(m.ctx, llamacpp.BatchGetOne(toks, int32(len(toks)))); rc != 0 {
+		return nil, fmt.Errorf("oracle: llama_decode of %d tokens at position %d returned %d", len(toks), m.pos, rc)
+	}
+	m.pos += len(toks)
+	p := llamacpp.GetLogitsIth(m.ctx, -1)
+	if p == nil {
+		return nil, fmt.Errorf("oracle: llama.cpp has no logits for the last token")
+	}
+	m.last = append(m.last[:0], unsafe.Slice(p, m.nVocab)...)
+	return m.last, nil
+}
+
+// checkTokens refuses a closed or VocabOnly model and tokens that are none, more than room,
+// or outside the vocabulary.
+func (m *Model) checkTokens(tokens []int32, room int) error {
+	if m.model.IsNil() {
+		return errClosed
+	}
+	if m.ctx.IsNil() {
+		return fmt.Errorf("oracle: %s was opened VocabOnly: no logits", m.path)
+	}
+	if len(tokens) == 0 || len(tokens) > room {
+		return fmt.Errorf("oracle: %d tokens, want 1 to %d (the context's room)", len(tokens), room)
+	}
+	for i, t := range tokens {
+		if t < 0 || int(t) >= m.nVocab {
+			return fmt.Errorf("oracle: token %d (position %d) out of range [0, %d)", t, i, m.nVocab)
+		}
+	}
+	return nil
 }
 
 // SetLoRA loads the LoRA adapter at path (a GGUF of general.type "adapter") and applies it, with

@@ -109,3 +109,38 @@ func TestLogitsChecksInputs(t *testing.T) {
 	_, err = m.Logits(seq)
 	assert.ErrorIs(t, err, errClosed)
 }
+
+// TestEvalAppends: Eval appends to the cache, so a prompt and then one token at a time give
+// the logits Logits gives at those positions; it refuses what does not fit, and Reset starts
+// over. With an f16 cache the logits stay close to the f32 cache's.
+func TestEvalAppends(t *testing.T) {
+	path, c := tinyModel(t)
+	seq := []int32{1, 5, 7, 2, 9, 3}
+	for _, f16 := range []bool{false, true} {
+		m, err := Open(path, Options{Threads: 1, KVF16: f16})
+		require.NoError(t, err)
+		defer m.Close()
+		all, err := m.Logits(seq)
+		require.NoError(t, err)
+		require.NoError(t, m.Reset())
+		tol := 1e-5
+		if f16 {
+			tol = 1e-2
+		}
+		for round := 0; round < 2; round++ {
+			last, err := m.Eval(seq[:3])
+			require.NoError(t, err)
+			assert.InDeltaSlice(t, all[2], last, tol, "the prompt's last logits")
+			for i := 3; i < len(seq); i++ {
+				last, err = m.Eval(seq[i : i+1])
+				require.NoError(t, err)
+				assert.InDeltaSlice(t, all[i], last, tol, "position %d", i)
+			}
+			_, err = m.Eval(make([]int32, c.Context-len(seq)+1))
+			assert.ErrorContains(t, err, "room", "past the context")
+			_, err = m.Eval([]int32{int32(c.Vocab)})
+			assert.ErrorContains(t, err, "out of range")
+			require.NoError(t, m.Reset())
+		}
+	}
+}

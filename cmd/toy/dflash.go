@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toyml/toy/engines/data"
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/kernels"
+)
+
+// runTrainDFlash is `toy train -recipe dflash`: a DFlash drafter for a target model, distilled
+// from the target's own predictions (llama.TrainDFlash).
+func runTrainDFlash(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("train -recipe dflash", flag.ContinueOnError)
+	fs.String("recipe", "dflash", "dflash")
+	targetPath := fs.String("target", "", "the target GGUF model the drafter drafts for (required)")
+	text := fs.String("data", "", "a text file or directory to distil on (default: the Go standard library's source)")
+	maxBytes := fs.Int64("max-text-bytes", 8<<20, "read at most this much text (0: all)")
+	generated := fs.Int("generated", 0, "distil on this many sequences the target generates greedily (after prompts from the data) instead of the data itself")
+	out := fs.String("o", "", "the drafter GGUF to write (default: the draft_model the kernel table pairs with the target, beside it; else dflash.gguf beside it)")
+	gamma := fs.Int("gamma", 0, "block size: the anchor and the masked positions one forward fills (default: the table's pairing, else 8)")
+	window := fs.Int("window", -1, "context positions the drafter reads (0: all; default: the table's pairing, else 64)")
+	mask := fs.Int("mask-token", -1, "the token whose embedding fills the masked positions (default: the table's pairing, else 0)")
+	layerIDs := fs.String("target-layers", "", "comma-separated target layers whose hidden states the drafter reads (default: the table's pairing, else 3 spread over the target)")
+	layers := fs.Int("layers", 1, "the drafter's transformer blocks")
+	steps := fs.Int("steps", 300, "optimizer steps")
+	seqs := fs.Int("seqs", 4, "corpus windows the target reads per step")
+	seqLen := fs.Int("seq", 128, "tokens per window (at most the target's context)")
+	anchors := fs.Int("anchors", 16, "blocks per window")
+	trainWindow := fs.Int("train-window", 64, "context rows a training block reads when -window is 0")
+	lr := fs.Float64("lr", 3e-3, "peak learning rate")
+	minLR := fs.Float64("min-lr", 3e-4, "final learning rate of the cosine schedule")
+	warmup := fs.Int("warmup", 20, "warmup steps")
+	seed := fs.Uint64("seed", 1, "seed of the drafter's initial weights and of the windows and anchors")
+	threads := fs.Int("t", 2, "CPU threads")
+	modelName := fs.String("model-name", "", "a name to match the target against the kernel table's entries")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy train -recipe dflash -target T.gguf [-data FILE|DIR] [flags]
+
+Trains a DFlash drafter for the target: a small transformer that fills a block of masked
+positions in one forward pass from the target's hidden states (docs/INFERENCE.md). Each step the
+target reads -seqs windows of the data, capturing its hidden states at the target layers; the
+drafter learns to put at each block position the token the target predicts there. The result is
+a GGUF holding the drafter and its pairing (block size, window, mask token, target layers, the
+target's shape); toy generate -dflash runs it where the kernel table pairs it with the model.
+The pairing's defaults come from the table's [dflash] declaration for the target.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if *targetPath == "" {
+		return usagef("-target T.gguf is required")
+	}
+	if err := usableThreads(stderr, "train", threads); err != nil {
+		return err
+	}
+	m, err := llama.OpenModel(*targetPath, llama.ModelOptions{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+	if err != nil {
+		return fmt.Errorf("%s: %w", *targetPath, err)
+	}
+	entry, named := resolveEntry(io.Discard, buildTarget(), modelRef(m, *targetPath, *modelName))
+	var decl *kernels.DFlash
+	if entry != nil && named {
+		decl = entry.DFlash
+	}
+	cfg := llama.DFlashConfig{Gamma: 8, Window: 64, Layers: *layers, TargetLayers: llama.DefaultTargetLayers(m.Arch.NLayers, 3)}
+	if decl != nil {
+		cfg.Gamma, cfg.Window, cfg.MaskToken = decl.Gamma, decl.WindowSize, decl.MaskTokenID
+		if len(decl.TargetLayerIDs) > 0 {
+			cfg.TargetLayers = decl.TargetLayerIDs
+		}
+	}
+	if *gamma != 0 {
+		cfg.Gamma = *gamma
+	}
+	if *window >= 0 {
+		cfg.Window = *window
+	}
+	if *mask >= 0 {
+		cfg.MaskToken = *mask
+	}
+	if *layerIDs != "" {
+		cfg.TargetLayers = nil
+		for _, f := range strings.Split(*layerIDs, ",") {
+			id, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return usagef("-target-layers %q: want comma-separated layer numbers", *layerIDs)
+			}
+			cfg.TargetLayers = append(cfg.TargetLayers, id)
+		}
+	}
+	if err := cfg.Check(m); err != nil {
+		return asUsage(err)
+	}
+	if *out == "" {
+		*out = filepath.Join(filepath.Dir(*targetPath), "dflash.gguf")
+		if decl != nil && !filepath.IsAbs(decl.DraftModel) {
+			*out = filepath.Join(filepath.Dir(*targetPath), decl.DraftModel)
+		}
+	}
+
+	var docs []data.Document
+	if *text == "" {
+		root, err := data.GoRoot()
+		if err != nil {
+			return err
+		}
+		if docs, _, err = data.GoSource(root, *maxBytes); err != nil {
+			return err
+		}
+	} else if docs, err = data.ReadTexts(*text, *maxBytes); err != nil {
+		return err
+	}
+	var corpus []int32
+	for _, d := range docs {
+		corpus = append(corpus, tok.Encode(string(d.Text), tokenizer.EncodeOptions{})...)
+		if tok.EOS() >= 0 {
+			corpus = append(corpus, tok.EOS())
+		}
+	}
+	fmt.Fprintf(stdout, "toy train: dflash drafter for %s (%d layers, width %d): block %d, window %d, mask token %d, target layers %v, %d drafter layers\n",
+		*targetPath, m.Arch.NLayers, m.Arch.DModel, cfg.Gamma, cfg.Window, cfg.MaskToken, cfg.TargetLayers, cfg.Layers)
+	fmt.Fprintf(stdout, "toy train: %d tokens of data\n", len(corpus))
+	if *generated > 0 {
+		const promptLen = 16
+		if len(corpus) < promptLen {
+			return fmt.Errorf("the data holds %d tokens, fewer than a prompt of %d", len(corpus), promptLen)
+		}
+		rng := rand.New(rand.NewPCG(*seed, 0x67656e))
+		prompts := make([][]int32, *generated)
+		for i := range prompts {
+			off := rng.IntN(len(corpus) - promptLen + 1)
+			prompts[i] = corpus[off : off+promptLen]
+		}
+		t0 := time.Now()
+		if corpus, err = llama.TargetText(m, prompts, *seqLen, sample.GreedyParams(), llama.DecoderOptions{Threads: *threads}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "toy train: the target generated %d tokens in %.1f s\n", len(corpus), time.Since(t0).Seconds())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	t0 := time.Now()
+	df, err := llama.TrainDFlash(m, cfg, corpus, llama.DFlashTrainOptions{
+		Steps: *steps, Sequences: *seqs, SeqLen: min(*seqLen, m.Arch.Context), Anchors: *anchors, Window: *trainWindow,
+		AdamW: train.FromScratch(), LR: *lr, MinLR: *minLR, Warmup: min(*warmup, *steps-1), Seed: *seed,
+		DecoderOptions: llama.DecoderOptions{Threads: *threads}, Interrupted: ctx,
+		Progress: func(step int, loss, acc, lr float64) {
+			if step%10 == 0 || step == *steps-1 {
+				fmt.Fprintf(stdout, "step %5d  loss %.4f  proposals matching the target %.1f %%  lr %.2e  %.1f s\n", step, loss, 100*acc, lr, time.Since(t0).Seconds())
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	defer df.Close()
+	if err := df.Save(*out); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "toy train: wrote %s (%.2fM parameters; the target's embeddings and head are shared)\n", *out, float64(df.Params())/1e6)
+	if ctx.Err() != nil {
+		return &interruptedError{errors.New("interrupted: the drafter trained so far is saved")}
+	}
+	return nil
+}
+
+// openDFlash opens the drafter the kernel table's entry pairs with the model (its [dflash]
+// draft_model, relative to modelsDir unless absolute) and checks that the file's pairing is
+// the declared one.
+func openDFlash(m *llama.GGUFModel, entry *kernels.Model, named bool, modelsDir string) (*llama.DFlash, error) {
+	if entry == nil || !named || entry.DFlash == nil {
+		name := "no entry"
+		if entry != nil {
+			name = "entry " + entry.Name
+		}
+		return nil, fmt.Errorf("-dflash: the kernel table pairs no DFlash drafter with %s (%s; a MODEL.toml [dflash] section names one, for a model its match names name); -draft names a draft model", m.Path(), name)
+	}
+	decl := entry.DFlash
+	path := decl.DraftModel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(modelsDir, path)
+	}
+	df, err := llama.OpenDFlash(path, m)
+	if err != nil {
+		return nil, fmt.Errorf("-dflash (the drafter entry %s pairs with the model): %w", entry.Name, err)
+	}
+	c := df.Cfg
+	want := llama.DFlashConfig{Gamma: decl.Gamma, Window: decl.WindowSize, MaskToken: decl.MaskTokenID, TargetLayers: decl.TargetLayerIDs, Layers: c.Layers}
+	if c.Gamma != want.Gamma || c.Window != want.Window || c.MaskToken != want.MaskToken || len(decl.TargetLayerIDs) > 0 && fmt.Sprint(c.TargetLayers) != fmt.Sprint(want.TargetLayers) {
+		df.Close()
+		return nil, fmt.Errorf("-dflash: %s was trained with block %d, window %d, mask token %d, target layers %v; entry %s declares %d, %d, %d, %v",
+			path, c.Gamma, c.Window, c.MaskToken, c.TargetLayers, entry.Name, want.Gamma, want.Window, want.MaskToken, want.TargetLayers)
+	}
+	return df, nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/generated/kernels"
+)
+
+// withTarget makes the gate audit t for the rest of the test.
+func withTarget(t *testing.T, target *kernels.Target) {
+	saved := buildTarget
+	buildTarget = func() *kernels.Target { return target }
+	t.Cleanup(func() { buildTarget = saved })
+}
+
+// TestKernelGate runs the commands that run a model against a cuda target whose llama entry
+// lacks the sampling module: toy generate, whose device sampling looks up argmax_f32 or
+// sample_f32 there, refuses unless --dangerously-allow-unresolved-kernel-lookups (and then
+// samples on the host); generate with parameters the sampling kernel does not compute, and
+// perplexity, bench, train, finetune and serve's gate, which dispatch none of toy's kernels,
+// run without it.
+func TestKernelGate(t *testing.T) {
+	model := tinyCheckpoint(t)
+	withTarget(t, &kernels.Target{
+		Name: "cuda-test", Backend: kernels.BackendCUDA, Arch: "sm_80", Sources: kernels.ModuleCUDASampling.Tree(),
+		Modules: []kernels.Module{
+			{ID: kernels.ModuleCUDAAdamw, Name: "adamw", Dir: "common", Kernels: []string{"adamw_f32"}},
+			{ID: kernels.ModuleCUDASampling, Name: "sampling", Dir: "common", Kernels: []string{"argmax_f32", "sample_f32"}},
+		},
+		Models: []kernels.Model{{Name: "llama", MatchNames: []string{"llama"}, Types: []kernels.ModelType{{ModelType: "llama"}},
+			Modules: []kernels.ModuleID{kernels.ModuleCUDAAdamw}}},
+	})
+	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0", "-t", "1"}
+	want, errOut, code := runToy(append(greedy, "--"+allowUnresolvedFlag)...)
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(want, "func main"), want)
+	assert.Contains(t, errOut, "sampling on the host", "a cpu build has no device: the allowed run samples on the host")
+
+	_, errOut, code = runToy(greedy...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "sampling.argmax_f32")
+	assert.NotContains(t, errOut, "sample_f32", "greedy generation looks up argmax only")
+	assert.Contains(t, errOut, allowUnresolvedFlag)
+
+	_, errOut, code = runToy("generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0.8", "-top-k", "0", "-top-p", "0.9", "-min-p", "0", "-seed", "1", "-t", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "sampling.sample_f32")
+
+	// Min-p is computed on the host: nothing is looked up, nothing refused.
+	_, errOut, code = runToy("generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0.8", "-min-p", "0.05", "-seed", "1", "-t", "1")
+	assert.Equal(t, 0, code, errOut)
+	// Speculative decoding samples on the host too.
+	got, errOut, code := runToy(append(greedy, "-draft", model)...)
+	assert.Equal(t, 0, code, errOut)
+	assert.Equal(t, want, got)
+
+	text := filepath.Join(t.TempDir(), "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
+	_, errOut, code = runToy("perplexity", "-m", model, "-f", text, "-c", "16", "-chunks", "1", "-t", "1")
+	assert.Equal(t, 0, code, errOut)
+	_, errOut, code = runToy("bench", "model", "-m", model, "-p", "4", "-n", "2", "-r", "1", "-t", "1")
+	assert.Equal(t, 0, code, errOut)
+	_, errOut, code = runToy("train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-seq", "16", "-batch", "2", "-steps", "1",
+		"-eval-batches", "1", "-sample", "0", "-text", text, "-runs", t.TempDir(), "-t", "1")
+	assert.Equal(t, 0, code, errOut)
+	_, errOut, code = runToy("finetune", "-m", model, "-data", text, "-steps", "1", "-batch", "2", "-seq", "16",
+		"-eval-batches", "1", "-runs", t.TempDir(), "-t", "1")
+	assert.Equal(t, 0, code, errOut)
+}

@@ -1,0 +1,415 @@
+package llama
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/ggml"
+)
+
+// dflashTarget opens a random 3-layer llama target (f32 weights).
+func dflashTarget(t *testing.T, seed uint64) *GGUFModel {
+	a := tinyArch("llama")
+	a.NLayers = 3
+	return openTiny(t, writeTiny(t, a, ggml.F32, seed), ModelOptions{})
+}
+
+// TestCaptureMatchesReference: the hidden states a decoder captures, through a batched prompt,
+// a verification-sized Append and single steps, are the float64 reference's layer outputs.
+func TestCaptureMatchesReference(t *testing.T) {
+	m := dflashTarget(t, 3)
+	d := newDecoder(t, m, DecoderOptions{KVType: KVF32, Batch: 4}, 0)
+	layers := []int{1, 0}
+	require.NoError(t, d.SetCapture(layers))
+	assert.Equal(t, 2*m.Arch.DModel, d.CaptureWidth())
+	rng := rand.New(rand.NewPCG(5, 6))
+	seq := randomTokens(rng, 16, m.Arch.Vocab)
+	var got [][]float32
+	_, err := d.Prompt(seq[:10]) // three graphs of at most 4 tokens
+	require.NoError(t, err)
+	got = append(got, d.Captured()...)
+	_, err = d.Append(seq[10:15])
+	require.NoError(t, err)
+	got = append(got, d.Captured()...)
+	_, err = d.Next(seq[15])
+	require.NoError(t, err)
+	got = append(got, d.Captured()...)
+	require.Len(t, got, 16)
+
+	ref := &refInfer{a: m.Arch, w: loadedWeights(t, m), states: make([][][]float64, m.Arch.NLayers)}
+	ref.logits(seq)
+	dm := m.Arch.DModel
+	worst := 0.0
+	for tk, row := range got {
+		for j, il := range layers {
+			for e := range dm {
+				worst = math.Max(worst, math.Abs(float64(row[j*dm+e])-ref.states[il][tk][e]))
+			}
+		}
+	}
+	t.Logf("max abs error %.2g", worst)
+	assert.Less(t, worst, 1e-4)
+
+	assert.Error(t, d.SetCapture([]int{2}), "the last layer")
+	assert.Error(t, d.SetCapture([]int{0, 0}))
+	require.NoError(t, d.SetCapture(nil))
+	_, err = d.Next(seq[0])
+	require.NoError(t, err)
+	assert.Empty(t, d.Captured())
+}
+
+// drafterRef is a float64 forward of a DFlash drafter written from its definition: logits of
+// the block's positions [Gamma][Vocab]. w holds the target's weights and the drafter's.
+func drafterRef(a Architecture, w map[string][]float64, cfg DFlashConfig, anchor int32, pos int, ctx [][]float32) [][]float64 {
+	d, H, hd, V, G := a.DModel, a.NHeads, a.HeadDimK, a.Vocab, cfg.Gamma
+	F := len(cfg.TargetLayers) * d
+	if cfg.Window > 0 && len(ctx) > cfg.Window {
+		ctx = ctx[len(ctx)-cfg.Window:]
+	}
+	n := len(ctx)
+	get := func(name string) []float64 {
+		v, ok := w[name]
+		if !ok {
+			panic("reference: no weight " + name)
+		}
+		return v
+	}
+	neox, ff := a.RopeMode == ggml.RopeNeox, w["rope_freqs.weight"]
+	rope := func(v []float64, p int) {
+		for hh := range H {
+			ropeRef(v[hh*hd:(hh+1)*hd], p, a.RopeDims, neox, float64(a.RopeBase), float64(a.RopeScale), ff)
+		}
+	}
+	c := make([][]float64, n)
+	for i, r := range ctx {
+		f := make([]float64, F)
+		for e := range f {
+			f[e] = float64(r[e])
+		}
+		c[i] = rmsnormRef(matvec(get("fc.weight"), F, d, f), get("hidden_norm.weight"), a.NormEps)
+	}
+	emb := get("token_embd.weight")
+	x := make([][]float64, G)
+	for k := range G {
+		tok := cfg.MaskToken
+		if k == 0 {
+			tok = int(anchor)
+		}
+		x[k] = make([]float64, d)
+		for e := range x[k] {
+			x[k][e] = emb[tok*d+e] * float64(a.EmbedScale)
+		}
+	}
+	for il := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", il)
+		h := make([][]float64, G)
+		for k := range G {
+			h[k] = rmsnormRef(x[k], get(p+"attn_norm.weight"), a.NormEps)
+		}
+		var keys, vals [][]float64
+		for i, kin := range append(append([][]float64{}, c...), h...) {
+			kp := pos - n + i
+			if i >= n {
+				kp = pos + i - n
+			}
+			k := matvec(get(p+"attn_k.weight"), d, H*hd, kin)
+			rope(k, kp)
+			keys, vals = append(keys, k), append(vals, matvec(get(p+"attn_v.weight"), d, H*hd, kin))
+		}
+		for k := range G {
+			q := matvec(get(p+"attn_q.weight"), d, H*hd, h[k])
+			rope(q, pos+k)
+			att := make([]float64, H*hd)
+			for hh := range H {
+				scores := make([]float64, len(keys))
+				for j, kk := range keys {
+					for e := range hd {
+						scores[j] += q[hh*hd+e] * kk[hh*hd+e]
+					}
+					scores[j] *= float64(a.QueryScale)
+				}
+				pr := softmaxRef(scores)
+				for j, vv := range vals {
+					for e := range hd {
+						att[hh*hd+e] += pr[j] * vv[hh*hd+e]
+					}
+				}
+			}
+			o := matvec(get(p+"attn_output.weight"), H*hd, d, att)
+			for e := range o {
+				x[k][e] += o[e]
+			}
+		}
+		r := &refInfer{a: a, w: w}
+		for k := range G {
+			hf := rmsnormRef(x[k], get(p+"ffn_norm.weight"), a.NormEps)
+			f := r.ffnRef(get(p+"ffn_gate.weight"), get(p+"ffn_up.weight"), get(p+"ffn_down.weight"), a.DFF, hf)
+			for e := range f {
+				x[k][e] += f[e]
+			}
+		}
+	}
+	out := "output.weight"
+	if _, ok := w[out]; !ok {
+		out = "token_embd.weight"
+	}
+	logits := make([][]float64, G)
+	for k := range G {
+		logits[k] = matvec(get(out), d, V, rmsnormRef(x[k], get("output_norm.weight"), a.NormEps))
+	}
+	return logits
+}
+
+// drafterWeights adds the drafter's weights to the target's, as float64 by name.
+func drafterWeights(t *testing.T, df *DFlash, target map[string][]float64) map[string][]float64 {
+	for _, p := range df.params {
+		v, err := p.F32()
+		require.NoError(t, err)
+		f := make([]float64, len(v))
+		for i, x := range v {
+			f[i] = float64(x)
+		}
+		target[p.Name()] = f
+	}
+	return target
+}
+
+// TestDFlashForwardMatchesReference: the drafter's graph gives the float64 reference's logits
+// for every block position, with a context shorter than the window (masked slots), one that
+// overflows it, and one exactly its length.
+func TestDFlashForwardMatchesReference(t *testing.T) {
+	m := dflashTarget(t, 4)
+	cfg := DFlashConfig{Gamma: 4, Window: 6, MaskToken: 3, TargetLayers: []int{0, 1}, Layers: 2}
+	df, err := NewDFlash(m, cfg, 9)
+	require.NoError(t, err)
+	defer df.Close()
+	w := drafterWeights(t, df, loadedWeights(t, m))
+	g, err := df.buildInference(1, cfg.Window)
+	require.NoError(t, err)
+	defer g.close()
+	rng := rand.New(rand.NewPCG(7, 8))
+	F := cfg.features(&m.Arch)
+	for _, n := range []int{0, 3, 6, 9} {
+		ctx := make([][]float32, n)
+		for i := range ctx {
+			ctx[i] = make([]float32, F)
+			for e := range ctx[i] {
+				ctx[i][e] = float32(rng.NormFloat64())
+			}
+		}
+		blk := dflashBlock{Anchor: 11, Pos: n, Ctx: ctx}
+		require.NoError(t, g.in.set(df, []dflashBlock{blk}))
+		require.NoError(t, m.backend.Compute(g.graph))
+		got, err := g.logits.F32()
+		require.NoError(t, err)
+		want := drafterRef(m.Arch, w, cfg, blk.Anchor, blk.Pos, ctx)
+		worst := 0.0
+		for k, row := range want {
+			for v, x := range row {
+				worst = math.Max(worst, math.Abs(float64(got[k*m.Arch.Vocab+v])-x))
+			}
+		}
+		t.Logf("context %d: max abs error %.2g", n, worst)
+		assert.Less(t, worst, 1e-4, "context of %d rows", n)
+	}
+}
+
+// TestDFlashGreedyIsTarget: greedy speculative decoding with a (random) DFlash drafter gives the
+// target's own tokens, with and without a window, for several prompts up to a full context;
+// the saved and reopened drafter proposes the same; a drafter of another target is refused.
+func TestDFlashGreedyIsTarget(t *testing.T) {
+	m := dflashTarget(t, 5)
+	td := newDecoder(t, m, DecoderOptions{}, 0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	prompts := [][]int32{{5}, randomTokens(rng, 7, m.Arch.Vocab), randomTokens(rng, 30, m.Arch.Vocab)}
+	want := make([][]int32, len(prompts))
+	for i, p := range prompts {
+		want[i] = targetGreedy(t, td, p, 40)
+	}
+	for _, cfg := range []DFlashConfig{
+		{Gamma: 4, Window: 0, MaskToken: 0, TargetLayers: []int{1}, Layers: 1},
+		{Gamma: 8, Window: 5, MaskToken: 7, TargetLayers: []int{0, 1}, Layers: 2},
+	} {
+		df, err := NewDFlash(m, cfg, 1)
+		require.NoError(t, err)
+		defer df.Close()
+		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		var stats []SpecStats
+		for i, p := range prompts {
+			got := specGenerate(t, sp, p, 40)
+			require.Equal(t, want[i], got, "γ %d window %d prompt %d", cfg.Gamma, cfg.Window, i)
+			stats = append(stats, sp.Stats())
+		}
+		require.NoError(t, sp.Close())
+		st := stats[len(stats)-1]
+		assert.Equal(t, st.Generated, st.Accepted+st.Steps)
+		t.Logf("γ %d: %d steps, mean accepted %.2f", cfg.Gamma, st.Steps, st.MeanAccepted())
+
+		path := filepath.Join(t.TempDir(), "drafter.gguf")
+		require.NoError(t, df.Save(path))
+		re, err := OpenDFlash(path, m)
+		require.NoError(t, err)
+		defer re.Close()
+		assert.Equal(t, cfg, re.Cfg)
+		sp2, err := NewDFlashSpeculative(td, re, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		for i, p := range prompts {
+			assert.Equal(t, want[i], specGenerate(t, sp2, p, 40))
+			assert.Equal(t, withoutTimes(stats[i]), withoutTimes(sp2.Stats()), "the reopened drafter proposes the same")
+		}
+		require.NoError(t, sp2.Close())
+
+		other := dflashTarget(t, 6)
+		a := other.Arch
+		a.NLayers = 4
+		bigger := openTiny(t, writeTiny(t, a, ggml.F32, 6), ModelOptions{})
+		_, err = OpenDFlash(path, bigger)
+		assert.ErrorContains(t, err, "drafts for a llama target of 3 layers")
+		od := newDecoder(t, other, DecoderOptions{}, 0)
+		_, err = NewDFlashSpeculative(od, df, sample.NewSampler(sample.GreedyParams()))
+		assert.ErrorContains(t, err, "was made for")
+	}
+	require.NoError(t, td.SetCapture(nil))
+
+	_, err := NewDFlash(m, DFlashConfig{Gamma: 1, TargetLayers: []int{0}, Layers: 1}, 1)
+	assert.ErrorContains(t, err, "block size 1")
+	_, err = NewDFlash(m, DFlashConfig{Gamma: 4, TargetLayers: []int{2}, Layers: 1}, 1)
+	assert.ErrorContains(t, err, "target layer 2")
+	_, err = NewDFlash(m, DFlashConfig{Gamma: 4, MaskToken: 48, TargetLayers: []int{0}, Layers: 1}, 1)
+	assert.ErrorContains(t, err, "mask token 48")
+}
+
+// withoutTimes keeps a SpecStats' counters.
+func withoutTimes(s SpecStats) SpecStats {
+	return SpecStats{Steps: s.Steps, Drafted: s.Drafted, Accepted: s.Accepted, Generated: s.Generated}
+}
+
+func TestDefaultTargetLayers(t *testing.T) {
+	assert.Equal(t, []int{1, 3, 5}, DefaultTargetLayers(8, 3))
+	assert.Equal(t, []int{0, 1, 2}, DefaultTargetLayers(4, 3))
+	assert.Equal(t, []int{0}, DefaultTargetLayers(2, 1))
+}
+
+// TestTrainDFlashLearns: distillation on the target's own greedy text lowers the drafter's loss,
+// and the trained drafter's proposals are accepted several times as often as a random
+// drafter's, the output staying the target's.
+func TestTrainDFlashLearns(t *testing.T) {
+	m := dflashTarget(t, 8)
+	rng := rand.New(rand.NewPCG(1, 1))
+	var prompts [][]int32
+	for range 24 {
+		prompts = append(prompts, randomTokens(rng, 3, m.Arch.Vocab))
+	}
+	corpus, err := TargetText(m, prompts, 45, sample.GreedyParams(), DecoderOptions{})
+	require.NoError(t, err)
+	require.Len(t, corpus, 24*48)
+	cfg := DFlashConfig{Gamma: 4, Window: 16, MaskToken: 0, TargetLayers: []int{0, 1}, Layers: 1}
+	const steps = 250
+	var first, last float64
+	trained, err := TrainDFlash(m, cfg, corpus, DFlashTrainOptions{Steps: steps, Sequences: 2, SeqLen: 48, Anchors: 8,
+		AdamW: train.FromScratch(), LR: 1e-2, MinLR: 1e-3, Warmup: 10, Seed: 3,
+		Progress: func(step int, loss, acc, lr float64) {
+			if step < 10 {
+				first += loss / 10
+			}
+			if step >= steps-10 {
+				last += loss / 10
+			}
+		}})
+	require.NoError(t, err)
+	defer trained.Close()
+	t.Logf("loss %.3f → %.3f", first, last)
+	assert.Less(t, last, 0.75*first)
+
+	random, err := NewDFlash(m, cfg, 3)
+	require.NoError(t, err)
+	defer random.Close()
+	td := newDecoder(t, m, DecoderOptions{}, 0)
+	accepted := func(df *DFlash) float64 {
+		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		defer sp.Close()
+		acc, n := 0, 0
+		for i := range 8 {
+			p := randomTokens(rand.New(rand.NewPCG(uint64(i), 9)), 3, m.Arch.Vocab)
+			require.Equal(t, targetGreedy(t, td, p, 40), specGenerate(t, sp, p, 40))
+			acc, n = acc+sp.Stats().Accepted, n+sp.Stats().Steps
+		}
+		return float64(acc) / float64(n)
+	}
+	r, tr := accepted(random), accepted(trained)
+	t.Logf("mean accepted per step of %d proposals: random drafter %.2f, trained %.2f", cfg.Gamma-1, r, tr)
+	assert.Greater(t, tr, 0.25)
+	assert.Greater(t, tr, 3*r)
+
+	_, err = TrainDFlash(m, cfg, corpus[:10], DFlashTrainOptions{Steps: 1, Sequences: 1, SeqLen: 32, Anchors: 1, AdamW: train.FromScratch(), LR: 1e-3})
+	assert.ErrorContains(t, err, "shorter than one sequence")
+	_, err = TrainDFlash(m, cfg, append([]int32{99}, corpus...), DFlashTrainOptions{Steps: 1, Sequences: 1, SeqLen: 32, Anchors: 1, AdamW: train.FromScratch(), LR: 1e-3})
+	assert.ErrorContains(t, err, "outside the target's vocabulary")
+}
+
+// BenchmarkDFlashPhases times the parts of a DFlash step on a target of kernels/models/toy-go's
+// shape (random f32 weights: 32.5M parameters, 10 layers, 512 wide, vocabulary 2048) after a
+// context of 128 tokens: the target's one-token Next (what plain decoding pays per token), its
+// verification of a block (Append of the anchor and 3 or 7 proposals, hidden states captured),
+// and the drafter's forward over a 16- or 64-position window. A step costs draft + verify and commits
+// accepted+1 tokens, so the speed-up is (accepted+1)·next / (draft + verify).
+//
+//	go test ./engines/llama -run '^$' -bench DFlashPhases -benchtime 50x
+func BenchmarkDFlashPhases(b *testing.B) {
+	a := tinyArch("llama")
+	a.Vocab, a.DModel, a.NLayers, a.DFF, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims = 2048, 512, 10, 1536, 8, 4, 64, 64, 64
+	a.Context, a.QueryScale, a.RopeFreqs = 512, float32(1/math.Sqrt(64)), false
+	m := openTiny(b, writeTiny(b, a, ggml.F32, 1), ModelOptions{Threads: 1})
+	cfg := DFlashConfig{Gamma: 8, Window: 64, TargetLayers: []int{2, 5, 8}, Layers: 1}
+	df, err := NewDFlash(m, cfg, 1)
+	require.NoError(b, err)
+	defer df.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	ctx := randomTokens(rng, 128, a.Vocab)
+	d := newDecoder(b, m, DecoderOptions{Batch: 128}, 0)
+	require.NoError(b, d.SetCapture(cfg.TargetLayers))
+	_, err = d.Prompt(ctx)
+	require.NoError(b, err)
+	rows := slices.Clone(d.Captured())
+	block := randomTokens(rng, cfg.Gamma, a.Vocab)
+	b.Run("next", func(b *testing.B) {
+		for range b.N {
+			_, err := d.Next(block[0])
+			require.NoError(b, err)
+			require.NoError(b, d.Truncate(len(ctx)))
+		}
+	})
+	for _, n := range []int{4, 8} {
+		b.Run(fmt.Sprintf("verify%d", n), func(b *testing.B) {
+			for range b.N {
+				_, err := d.Append(block[:n])
+				require.NoError(b, err)
+				require.NoError(b, d.Truncate(len(ctx)))
+			}
+		})
+	}
+	for _, w := range []int{16, 64} {
+		g, err := df.buildInference(1, w)
+		require.NoError(b, err)
+		defer g.close()
+		b.Run(fmt.Sprintf("draft-window%d", w), func(b *testing.B) {
+			for range b.N {
+				require.NoError(b, g.in.set(df, []dflashBlock{{Anchor: block[0], Pos: len(ctx), Ctx: rows[len(rows)-w:]}}))
+				require.NoError(b, m.backend.Compute(g.graph))
+				_, err := g.logits.F32()
+				require.NoError(b, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,356 @@
+package llama
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/ggml"
+)
+
+// dflashTrainer runs training steps of a DFlash drafter on batches of blocks: forward,
+// cross-entropy of the block's proposals against the target's tokens, backward, and one AdamW
+// step per drafter tensor. Its graph is built and allocated once.
+type dflashTrainer struct {
+	df       *DFlash
+	in       dflashInputs
+	state    *ggml.Context
+	stateBuf *ggml.Buffer
+	rows     *ggml.Tensor // i32 [(G−1)·B]: the logits rows of the proposals
+	labels   *ggml.Tensor // f32 [Vocab, (G−1)·B]: one-hot target tokens
+	decay    *ggml.Tensor
+	noDecay  *ggml.Tensor
+	lossSeed *ggml.Tensor
+	moments  map[*ggml.Tensor][2]*ggml.Tensor
+	gctx     *ggml.Context
+	graph    *ggml.Graph
+	alloc    *ggml.Allocator
+	loss     *ggml.Tensor
+	logits   *ggml.Tensor // [Vocab, (G−1)·B], the proposals' logits, for the accuracy
+}
+
+// newDFlashTrainer builds the training graph of df for B blocks, each reading W context rows.
+func newDFlashTrainer(df *DFlash, B, W int) (*dflashTrainer, error) {
+	a := &df.target.Arch
+	G := df.Cfg.Gamma
+	if B < 1 || W < 1 {
+		return nil, fmt.Errorf("llama: dflash training: %d blocks of %d context rows", B, W)
+	}
+	if B*a.NHeads > 1024 {
+		return nil, fmt.Errorf("llama: dflash training: %d blocks × %d heads exceeds 1024; use fewer blocks", B, a.NHeads)
+	}
+	tr := &dflashTrainer{df: df, in: dflashInputs{B: B, W: W, G: G}, moments: map[*ggml.Tensor][2]*ggml.Tensor{}}
+	if err := tr.build(); err != nil {
+		tr.close()
+		return nil, err
+	}
+	return tr, nil
+}
+
+func (tr *dflashTrainer) build() error {
+	df := tr.df
+	a := &df.target.Arch
+	B, G := tr.in.B, tr.in.G
+	var err error
+	if tr.state, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 16 + 2*len(df.params)}); err != nil {
+		return err
+	}
+	s := tr.state
+	tr.in.declare(s, df)
+	tr.rows = s.NewTensor(ggml.I32, int64((G-1)*B)).SetName("dflash_rows")
+	tr.labels = s.NewTensor(ggml.F32, int64(a.Vocab), int64((G-1)*B)).SetName("dflash_labels")
+	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
+	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
+	tr.lossSeed = s.NewTensor(ggml.F32, 1).SetName("loss.seed")
+	for _, w := range df.params {
+		ne := w.Shape()
+		tr.moments[w] = [2]*ggml.Tensor{s.NewTensor(ggml.F32, ne...), s.NewTensor(ggml.F32, ne...)}
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if tr.stateBuf, err = df.target.backend.Alloc(s); err != nil {
+		return err
+	}
+	tr.stateBuf.Clear(0)
+	rows := make([]int32, 0, (G-1)*B)
+	for b := range B {
+		for k := 1; k < G; k++ {
+			rows = append(rows, int32(b*G+k))
+		}
+	}
+	if err := tr.rows.SetI32(rows); err != nil {
+		return err
+	}
+
+	size := 4*df.graphSize() + 4*len(df.params) + 256
+	if tr.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true}); err != nil {
+		return err
+	}
+	g := tr.gctx
+	for _, w := range df.params {
+		w.SetParam()
+	}
+	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
+		if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
+			// The target's frozen half-precision head: the backward to x multiplies by it with
+			// ggml's OUT_PROD, which reads f32 and block-quantized types only.
+			return g.MulMat(g.Cast(w, ggml.F32), x)
+		}
+		return g.MulMat(w, x)
+	}
+	tr.logits = g.GetRows(df.forward(g, &tr.in, linear), tr.rows).SetOutput()
+	tr.loss = g.CrossEntropyLoss(tr.logits, tr.labels).SetName("loss").SetLoss().SetOutput()
+	if tr.graph, err = g.NewGraph(size, true); err != nil {
+		return err
+	}
+	if err := tr.graph.Expand(tr.loss); err != nil {
+		return fmt.Errorf("llama: building the dflash training graph: %w", err)
+	}
+	accs := make([]*ggml.Tensor, tr.graph.Len())
+	accs[tr.graph.Len()-1] = tr.lossSeed
+	if err := tr.graph.BuildBackward(accs); err != nil {
+		return err
+	}
+	for _, w := range df.params {
+		params := tr.noDecay
+		if len(w.Shape()) > 1 {
+			params = tr.decay
+		}
+		mv := tr.moments[w]
+		grad := tr.graph.Grad(w)
+		if grad == nil {
+			return fmt.Errorf("llama: dflash: %s has no gradient", w.Name())
+		}
+		if err := tr.graph.Expand(g.OptStepAdamW(w, grad, mv[0], mv[1], params)); err != nil {
+			return err
+		}
+	}
+	if tr.alloc, err = df.target.backend.NewAllocator(); err != nil {
+		return err
+	}
+	if err := tr.alloc.Alloc(tr.graph); err != nil {
+		return err
+	}
+	tr.graph.Reset()
+	return tr.lossSeed.SetF32([]float32{1})
+}
+
+func (tr *dflashTrainer) close() {
+	tr.alloc.Close()
+	if tr.gctx != nil {
+		tr.gctx.Close()
+	}
+	tr.stateBuf.Close()
+	if tr.state != nil {
+		tr.state.Close()
+	}
+}
+
+// step trains on B blocks, labels[b] holding the G−1 tokens the target puts after each block's
+// anchor, and returns the loss before the update and the share of proposals whose argmax was
+// the label.
+func (tr *dflashTrainer) step(blocks []dflashBlock, labels [][]int32, decay, noDecay [7]float32) (loss, acc float64, err error) {
+	V, G := tr.df.target.Arch.Vocab, tr.in.G
+	if len(blocks) != tr.in.B || len(labels) != tr.in.B {
+		return 0, 0, fmt.Errorf("llama: dflash training: %d blocks and %d label rows for a graph of %d", len(blocks), len(labels), tr.in.B)
+	}
+	if err := tr.in.set(tr.df, blocks); err != nil {
+		return 0, 0, err
+	}
+	oneHot := make([]float32, V*(G-1)*tr.in.B)
+	for b, ls := range labels {
+		for k, l := range ls {
+			oneHot[(b*(G-1)+k)*V+int(l)] = 1
+		}
+	}
+	for _, e := range []error{tr.labels.SetF32(oneHot), tr.decay.SetF32(decay[:]), tr.noDecay.SetF32(noDecay[:])} {
+		if e != nil {
+			return 0, 0, e
+		}
+	}
+	if err := tr.df.target.backend.Compute(tr.graph); err != nil {
+		return 0, 0, err
+	}
+	l, err := tr.loss.F32()
+	if err != nil {
+		return 0, 0, err
+	}
+	logits, err := tr.logits.F32()
+	if err != nil {
+		return 0, 0, err
+	}
+	flat := make([]int32, 0, (G-1)*tr.in.B)
+	for _, ls := range labels {
+		flat = append(flat, ls...)
+	}
+	return float64(l[0]), float64(countCorrect(logits, flat, V)) / float64(len(flat)), nil
+}
+
+// DFlashTrainOptions configure TrainDFlash.
+type DFlashTrainOptions struct {
+	// Steps is the number of optimizer steps.
+	Steps int
+	// Sequences is the number of corpus windows of SeqLen tokens the target reads per step;
+	// Anchors blocks are drawn from each.
+	Sequences, SeqLen, Anchors int
+	// Window is the number of context rows a training block reads when the pairing reads the
+	// whole context (DFlashConfig.Window 0); otherwise the pairing's window.
+	Window int
+	// AdamW and the cosine schedule from LR down to MinLR after Warmup steps.
+	AdamW          train.AdamW
+	LR, MinLR      float64
+	Warmup         int
+	Seed           uint64
+	DecoderOptions DecoderOptions
+	Progress       func(step int, loss, acc float64, lr float64)
+	Interrupted    context.Context
+}
+
+// TrainDFlash trains a DFlash drafter for target by distillation from the target itself: each
+// step the target reads Sequences random windows of the corpus (token ids of its vocabulary),
+// capturing its hidden states at cfg.TargetLayers; blocks are anchored at random positions of
+// them, and the drafter learns to put at each block position the token the target predicts
+// there (its argmax after the corpus text up to the position before), reading the target's
+// states of the positions before the anchor. The drafter starts from a random init (seed).
+// It stops early, with what it learned, when o.Interrupted is done.
+func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTrainOptions) (*DFlash, error) {
+	G := cfg.Gamma
+	switch {
+	case o.Steps < 1 || o.Sequences < 1 || o.Anchors < 1:
+		return nil, fmt.Errorf("llama: dflash training: %d steps of %d sequences × %d anchors", o.Steps, o.Sequences, o.Anchors)
+	case o.SeqLen < G+1 || o.SeqLen > target.Arch.Context:
+		return nil, fmt.Errorf("llama: dflash training: sequences of %d tokens: want %d..%d (the block plus one, the target's context)", o.SeqLen, G+1, target.Arch.Context)
+	case len(corpus) < o.SeqLen:
+		return nil, fmt.Errorf("llama: dflash training: a corpus of %d tokens is shorter than one sequence of %d", len(corpus), o.SeqLen)
+	}
+	for i, t := range corpus {
+		if t < 0 || int(t) >= target.Arch.Vocab {
+			return nil, fmt.Errorf("llama: dflash training: corpus token %d (at %d) is outside the target's vocabulary 0..%d", t, i, target.Arch.Vocab-1)
+		}
+	}
+	W := cfg.Window
+	if W == 0 {
+		W = o.Window
+	}
+	df, err := NewDFlash(target, cfg, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			df.Close()
+		}
+	}()
+	tr, err := newDFlashTrainer(df, o.Sequences*o.Anchors, W)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.close()
+	do := o.DecoderOptions
+	do.MaxContext, do.Batch, do.ContextFull = o.SeqLen, o.SeqLen, ContextError
+	dec, err := NewDecoder(target, do)
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	if err := dec.SetCapture(cfg.TargetLayers); err != nil {
+		return nil, err
+	}
+	sched := train.Cosine{Peak: o.LR, Min: o.MinLR, Warmup: o.Warmup, Total: o.Steps}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x7472))
+	blocks := make([]dflashBlock, 0, o.Sequences*o.Anchors)
+	labels := make([][]int32, 0, o.Sequences*o.Anchors)
+	for step := range o.Steps {
+		if o.Interrupted != nil && o.Interrupted.Err() != nil {
+			break
+		}
+		blocks, labels = blocks[:0], labels[:0]
+		for range o.Sequences {
+			off := rng.IntN(len(corpus) - o.SeqLen + 1)
+			seq := corpus[off : off+o.SeqLen]
+			logits, err := dec.Logits(seq)
+			if err != nil {
+				return nil, err
+			}
+			rows := slices.Clone(dec.Captured())
+			for range o.Anchors {
+				a := 1 + rng.IntN(o.SeqLen-G) // the anchor; its block ends at a+G−1 ≤ SeqLen−1
+				ls := make([]int32, G-1)
+				for k := 1; k < G; k++ {
+					ls[k-1] = int32(Argmax(logits[a+k-1])) // the target's token at a+k
+				}
+				blocks = append(blocks, dflashBlock{Anchor: seq[a], Pos: a, Ctx: rows[max(0, a-W):a]})
+				labels = append(labels, ls)
+			}
+		}
+		lr := sched.LR(step)
+		decay, err := o.AdamW.Params(step, lr, true)
+		if err != nil {
+			return nil, err
+		}
+		noDecay, err := o.AdamW.Params(step, lr, false)
+		if err != nil {
+			return nil, err
+		}
+		loss, acc, err := tr.step(blocks, labels, decay, noDecay)
+		if err != nil {
+			return nil, err
+		}
+		if o.Progress != nil {
+			o.Progress(step, loss, acc, lr)
+		}
+	}
+	ok = true
+	return df, nil
+}
+
+// TargetText generates a distillation corpus from the target itself: for each prompt, the
+// prompt and n tokens the target generates after it with sampler params p (greedy: its own
+// argmax chain, on which the drafter's labels are exactly the next tokens), concatenated. A
+// drafter trained on the target's own text sees at training the contexts it meets when
+// drafting.
+func TargetText(target *GGUFModel, prompts [][]int32, n int, p sample.Params, opts DecoderOptions) ([]int32, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	longest := 0
+	for _, pr := range prompts {
+		longest = max(longest, len(pr))
+	}
+	opts.MaxContext, opts.ContextFull = min(longest+n, target.Arch.Context), ContextError
+	dec, err := NewDecoder(target, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	s := sample.NewSampler(p)
+	var out []int32
+	for _, pr := range prompts {
+		if len(pr) == 0 || len(pr) >= dec.MaxContext() {
+			return nil, fmt.Errorf("llama: a prompt of %d tokens for a context of %d", len(pr), dec.MaxContext())
+		}
+		dec.Reset()
+		logits, err := dec.Prompt(pr)
+		if err != nil {
+			return nil, err
+		}
+		hist := slices.Clone(pr)
+		for len(hist) < dec.MaxContext() && len(hist) < len(pr)+n {
+			x := s.Sample(logits, hist)
+			hist = append(hist, x)
+			if len(hist) == dec.MaxContext() || len(hist) == len(pr)+n {
+				break
+			}
+			if logits, err = dec.Next(x); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, hist...)
+	}
+	return out, nil
+}
