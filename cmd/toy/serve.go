@@ -21,20 +21,149 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
+// serveFlags are the flags of toy serve that toy bench serve shares: the decoder's and the
+// server's.
+type serveFlags struct {
+	decoderFlags
+	parallel, queue     int
+	modelName, template string
+	allowUnresolved     *bool
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	f.decoderFlags.register(fs)
+	fs.IntVar(&f.parallel, "parallel", 4, "sequences decoded at once (slots); -c is shared among them")
+	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot; more are refused with 429")
+	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
+	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
+	f.allowUnresolved = registerGate(fs)
+}
+
+// check refuses bad flags before anything is loaded.
+func (f *serveFlags) check() error {
+	if f.parallel < 1 {
+		return usagef("-parallel %d: want at least 1", f.parallel)
+	}
+	if f.queue < 0 {
+		return usagef("-queue %d: want 0 or more", f.queue)
+	}
+	if f.ctxFull != "error" {
+		return usagef("-ctx-full %s: toy serve does not shift the context; a reply stops at the end of its slot's context (finish_reason length)", f.ctxFull)
+	}
+	if _, err := f.options(); err != nil {
+		return err
+	}
+	if f.model == "" {
+		return usagef("-m MODEL is required")
+	}
+	return nil
+}
+
+// servedModel is a server over a loaded model.
+type servedModel struct {
+	srv *serve.Server
+	// ready is the line toy serve prints when it takes requests: the model, slots, queue and
+	// sampling defaults.
+	ready string
+	// close stops the server and frees its decoder and model.
+	close func()
+}
+
+// start loads the model, runs the boot-time kernel gate (the table's entry for the model, its
+// audit printed on stderr; an unresolved lookup refuses to serve unless allowed) and starts a
+// server over it, whose handler serves once the caller hands it out.
+func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	if f.modelName == "" {
+		f.modelName = filepath.Base(f.model)
+		if ext := filepath.Ext(f.modelName); ext == ".gguf" {
+			f.modelName = f.modelName[:len(f.modelName)-len(ext)]
+		}
+	}
+	m, tok, err := f.openModel(stderr, "serve")
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
+	// The server samples on the host: it dispatches none of toy's own kernels.
+	t := buildTarget()
+	entry, named := resolveEntry(stderr, t, modelRef(m, f.model, f.modelName))
+	r, err := gate(t, entry, kernelrt.Dispatch{}, *f.allowUnresolved)
+	if err != nil {
+		return nil, err
+	}
+	info := map[string]any{"backend": ggml.BackendKind, "architecture": m.Arch.Name, "kernel_entry": nil, "kernel_entry_names_model": named}
+	if entry != nil {
+		fmt.Fprintf(stderr, "toy serve: kernel table %s: %s resolves to %s\n", t.Name, f.model, entry.Name)
+		for _, l := range r.Lines() {
+			fmt.Fprintf(stderr, "toy serve:   audit: %s\n", l)
+		}
+		if len(r.Lines()) == 0 {
+			fmt.Fprintf(stderr, "toy serve:   audit: no kernel lookups (ggml's kernels are compiled in)\n")
+		}
+		info["kernel_target"], info["kernel_entry"], info["kernel_unresolved"] = t.Name, entry.Name, len(r.Unresolved)
+	}
+	p := sample.DefaultParams()
+	if entry != nil && named {
+		applyPreset(&p, entry, map[string]bool{})
+	}
+	beh := modelBehaviour(m, tok, entry, named)
+	if f.template == "" {
+		f.template = beh.template
+	}
+	var tmpl *sample.Template
+	if t, err := chatTemplate(m, f.template); err == nil {
+		tmpl = &t
+	} else if f.template != "" {
+		return nil, err
+	} else {
+		fmt.Fprintf(stderr, "toy serve: the model has no chat template: /v1/chat/completions is refused (-template names one)\n")
+	}
+	nctx := f.ctx
+	if nctx == 0 {
+		nctx = m.Arch.Context
+	}
+	if nctx/f.parallel < 2 {
+		return nil, usagef("-c %d among -parallel %d leaves fewer than 2 positions a slot", nctx, f.parallel)
+	}
+	dec, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: f.parallel, SlotContext: nctx / f.parallel,
+		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.threads, Batch: opts.Batch})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AddBOS: beh.addBOS,
+		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, Info: info, Log: stderr})
+	if err != nil {
+		dec.Close()
+		return nil, err
+	}
+	ok = true
+	return &servedModel{srv: srv,
+		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, sampling %+v", f.modelName, f.parallel, nctx/f.parallel, f.queue, p),
+		close: func() {
+			srv.Close()
+			dec.Close()
+			m.Close()
+		}}, nil
+}
+
 // runServe serves a model over HTTP with OpenAI's API (engines/serve): it listens at once
 // (/health answers 503 while loading), loads the model, runs the kernel gate and prints the
 // audit, then serves until SIGTERM or SIGINT, when it stops taking requests and lets the
 // running ones finish within -shutdown-timeout.
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	var d decoderFlags
-	d.register(fs)
+	var f serveFlags
+	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
-	parallel := fs.Int("parallel", 4, "sequences decoded at once (slots); -c is shared among them")
-	queue := fs.Int("queue", 64, "requests that may wait for a slot; more are refused with 429")
-	modelName := fs.String("model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
-	templateName := fs.String("template", "", "chat template (chatml, gemma; default: the model's)")
-	allowUnresolved := registerGate(fs)
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
@@ -52,27 +181,8 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if *parallel < 1 {
-		return usagef("-parallel %d: want at least 1", *parallel)
-	}
-	if *queue < 0 {
-		return usagef("-queue %d: want 0 or more", *queue)
-	}
-	if d.ctxFull != "error" {
-		return usagef("-ctx-full %s: toy serve does not shift the context; a reply stops at the end of its slot's context (finish_reason length)", d.ctxFull)
-	}
-	opts, err := d.options()
-	if err != nil {
+	if err := f.check(); err != nil {
 		return err
-	}
-	if d.model == "" {
-		return usagef("-m MODEL is required")
-	}
-	if *modelName == "" {
-		*modelName = filepath.Base(d.model)
-		if ext := filepath.Ext(*modelName); ext == ".gguf" {
-			*modelName = (*modelName)[:len(*modelName)-len(ext)]
-		}
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -83,77 +193,19 @@ Flags:
 	hs := &http.Server{Handler: &front, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stderr, "toy serve: listening on http://%s (loading %s)\n", ln.Addr(), d.model)
+	fmt.Fprintf(stderr, "toy serve: listening on http://%s (loading %s)\n", ln.Addr(), f.model)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 
-	m, tok, err := d.openModel(stderr, "serve")
+	sm, err := f.start(stderr)
 	if err != nil {
 		hs.Close()
 		return err
 	}
-	defer m.Close()
-	// The boot-time gate: the table's entry for the model, its audit printed; an unresolved
-	// lookup refuses to serve unless allowed.
-	// The server samples on the host: it dispatches none of toy's own kernels.
-	t := buildTarget()
-	entry, named := resolveEntry(stderr, t, modelRef(m, d.model, *modelName))
-	r, err := gate(t, entry, kernelrt.Dispatch{}, *allowUnresolved)
-	if err != nil {
-		hs.Close()
-		return err
-	}
-	info := map[string]any{"backend": ggml.BackendKind, "architecture": m.Arch.Name, "kernel_entry": nil, "kernel_entry_names_model": named}
-	if entry != nil {
-		fmt.Fprintf(stderr, "toy serve: kernel table %s: %s resolves to %s\n", t.Name, d.model, entry.Name)
-		for _, l := range r.Lines() {
-			fmt.Fprintf(stderr, "toy serve:   audit: %s\n", l)
-		}
-		if len(r.Lines()) == 0 {
-			fmt.Fprintf(stderr, "toy serve:   audit: no kernel lookups (ggml's kernels are compiled in)\n")
-		}
-		info["kernel_target"], info["kernel_entry"], info["kernel_unresolved"] = t.Name, entry.Name, len(r.Unresolved)
-	}
-	p := sample.DefaultParams()
-	if entry != nil && named {
-		applyPreset(&p, entry, map[string]bool{})
-	}
-	beh := modelBehaviour(m, tok, entry, named)
-	if *templateName == "" {
-		*templateName = beh.template
-	}
-	var tmpl *sample.Template
-	if t, err := chatTemplate(m, *templateName); err == nil {
-		tmpl = &t
-	} else if *templateName != "" {
-		hs.Close()
-		return err
-	} else {
-		fmt.Fprintf(stderr, "toy serve: the model has no chat template: /v1/chat/completions is refused (-template names one)\n")
-	}
-	nctx := d.ctx
-	if nctx == 0 {
-		nctx = m.Arch.Context
-	}
-	if nctx/(*parallel) < 2 {
-		hs.Close()
-		return usagef("-c %d among -parallel %d leaves fewer than 2 positions a slot", nctx, *parallel)
-	}
-	dec, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: *parallel, SlotContext: nctx / *parallel,
-		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: d.threads, Batch: opts.Batch})
-	if err != nil {
-		hs.Close()
-		return err
-	}
-	defer dec.Close()
-	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: *modelName, AddBOS: beh.addBOS,
-		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: *queue, Info: info, Log: stderr})
-	if err != nil {
-		hs.Close()
-		return err
-	}
+	defer sm.close()
+	srv := sm.srv
 	front.Ready(srv.Handler())
-	fmt.Fprintf(stderr, "toy serve: ready: %s, %d slots of %d positions, queue %d, sampling %+v\n", *modelName, *parallel, nctx / *parallel, *queue, p)
+	fmt.Fprintf(stderr, "toy serve: ready: %s\n", sm.ready)
 
 	select {
 	case err := <-served:

@@ -33,11 +33,14 @@ const maxBatchGraphs = 24
 // another) and returns the logits after the last token of each. Sequences join and leave
 // between steps (Release).
 //
-// The cache is one tensor per layer whose cells interleave the slots: position p of slot s is
-// cell p·Slots+s, so a step attends to the cells below (longest sequence in it)·Slots, rounded
-// up to a bucket, and a mask per query keeps each token to its own slot's earlier positions.
-// The transformer is the one forward pass every engine shares (forwardPass), with this
-// attention as its attend hook; each token carries its own position for RoPE.
+// The cache is one tensor per layer in which each slot owns a region of SlotContext cells:
+// position p of slot s is cell s·SlotContext+p. A step's attention reads only the regions of
+// its own sequences, up to the longest one's position rounded up to a bucket: the sequences of
+// one token each (the generating ones) are one batched attention over the regions of the
+// slots from the first of them to the last, each sequence of a prompt chunk one over its own
+// region, and a mask per query row keeps each token to its earlier positions. The transformer
+// is the one forward pass every engine shares (forwardPass), with this attention as its attend
+// hook; each token carries its own position for RoPE.
 //
 // A BatchDecoder is not safe for concurrent use.
 type BatchDecoder struct {
@@ -46,7 +49,7 @@ type BatchDecoder struct {
 	slots   int
 	slotCtx int
 	bucket  int
-	kvCache // its cells interleaved over the slots
+	kvCache // a region of slotCtx cells per slot
 
 	graphs map[batchKey]*batchGraph
 	clock  int64
@@ -60,9 +63,16 @@ type BatchInput struct {
 	Tokens []int32
 }
 
+// batchBucket is the granularity of the cells a BatchDecoder's step attends per sequence
+// (kvBucket's counterpart: smaller, as every sequence of a step attends that many).
+const batchBucket = 64
+
 // batchKey identifies a cached graph: n tokens per step over seqs sequences, attending to
-// kvLen cache cells.
-type batchKey struct{ n, seqs, kvLen int }
+// kvLen cells of each, in the attention groups layout prints (BatchDecoder.layout).
+type batchKey struct {
+	n, seqs, kvLen int
+	layout         string
+}
 
 type batchGraph struct {
 	key    batchKey
@@ -73,11 +83,15 @@ type batchGraph struct {
 	pos    *ggml.Tensor // i32 [n]: RoPE positions
 	cell   *ggml.Tensor // i32 [n]: cache cells written
 	rows   *ggml.Tensor // i32 [seqs]: the tokens whose logits are returned
+	// gather (i32 [Σ T·S]) and scatter (i32 [n]) map the step's tokens to the attention's
+	// query rows and back (attnLayout).
+	gather, scatter *ggml.Tensor
 	cacheInputs
 	logits  *ggml.Tensor // [Vocab, seqs]
 	lastUse int64
 
-	posBuf, cellBuf, rowBuf []int32
+	posBuf, cellBuf, rowBuf, gatherBuf, scatterBuf []int32
+	queryPos                                       []int // the position of each query row's token; -1: padding
 }
 
 // NewBatchDecoder prepares a batched decoder of m: it allocates the cache of Slots·SlotContext
@@ -122,7 +136,7 @@ func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, err
 		return nil, fmt.Errorf("llama: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
 	}
 	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext,
-		bucket: kvBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
+		bucket: batchBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
 	if err := b.open(m, opts.KVType, opts.FlashAttention, opts.Threads, int(cells)); err != nil {
 		b.Close()
 		return nil, err
@@ -197,12 +211,13 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	if n > b.opts.Batch {
 		return nil, fmt.Errorf("llama: a step of %d tokens: at most %d", n, b.opts.Batch)
 	}
-	kvLen := min((maxEnd*b.slots+b.bucket-1)/b.bucket*b.bucket, b.cells)
-	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen})
+	kvLen := min((maxEnd+b.bucket-1)/b.bucket*b.bucket, b.slotCtx)
+	groups, rowOf := b.layout(in)
+	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups)}, groups)
 	if err != nil {
 		return nil, err
 	}
-	if err := g.setInputs(b, in); err != nil {
+	if err := g.setInputs(b, in, rowOf); err != nil {
 		return nil, err
 	}
 	if err := b.backend.Compute(g.graph); err != nil {
@@ -228,16 +243,56 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	return rows, nil
 }
 
-func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput) error {
+// layout groups the sequences of a step for attention (attnLayout): those of one token (the
+// generating ones) in one group over the regions of their slots' range, then each longer one
+// (a prompt chunk) alone over its own region. rowOf[i] is the query row of input i's first
+// token.
+func (b *BatchDecoder) layout(in []BatchInput) (groups []attnGroup, rowOf []int) {
+	rowOf = make([]int, len(in))
+	lo, hi := b.slots, -1
+	for _, s := range in {
+		if len(s.Tokens) == 1 {
+			lo, hi = min(lo, s.Slot), max(hi, s.Slot)
+		}
+	}
+	row := 0
+	if hi >= 0 {
+		g := attnGroup{T: 1, S: int64(hi - lo + 1), first: int64(lo * b.slotCtx), stride: int64(b.slotCtx)}
+		groups = append(groups, g)
+		for i, s := range in {
+			if len(s.Tokens) == 1 {
+				rowOf[i] = s.Slot - lo
+			}
+		}
+		row += int(g.rows())
+	}
+	for i, s := range in {
+		if len(s.Tokens) > 1 {
+			g := attnGroup{T: int64(len(s.Tokens)), S: 1, first: int64(s.Slot * b.slotCtx), stride: int64(b.slotCtx)}
+			groups = append(groups, g)
+			rowOf[i] = row
+			row += int(g.rows())
+		}
+	}
+	return groups, rowOf
+}
+
+// setInputs uploads the inputs of the step in, whose inputs' first query rows are rowOf.
+func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput, rowOf []int) error {
 	a := &b.m.Arch
-	S, kvLen := b.slots, g.key.kvLen
 	toks := make([]int32, 0, g.key.n)
+	for r := range g.gatherBuf {
+		g.gatherBuf[r] = 0
+		g.queryPos[r] = -1
+	}
 	t := 0
 	for i, s := range in {
 		p0 := b.pos[s.Slot]
 		for j := range s.Tokens {
 			g.posBuf[t] = int32(p0 + j)
-			g.cellBuf[t] = int32((p0+j)*S + s.Slot)
+			g.cellBuf[t] = int32(s.Slot*b.slotCtx + p0 + j)
+			r := rowOf[i] + j
+			g.gatherBuf[r], g.scatterBuf[t], g.queryPos[r] = int32(t), int32(r), p0+j
 			t++
 		}
 		toks = append(toks, s.Tokens...)
@@ -246,45 +301,41 @@ func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput) error {
 	for _, x := range []struct {
 		t   *ggml.Tensor
 		buf []int32
-	}{{g.tokens, toks}, {g.pos, g.posBuf}, {g.cell, g.cellBuf}, {g.rows, g.rowBuf}} {
+	}{{g.tokens, toks}, {g.pos, g.posBuf}, {g.cell, g.cellBuf}, {g.rows, g.rowBuf}, {g.gather, g.gatherBuf}, {g.scatter, g.scatterBuf}} {
 		if err := x.t.SetI32(x.buf); err != nil {
 			return err
 		}
 	}
+	kvLen := g.key.kvLen
 	return g.set(a, g.cellBuf, b.cells, func(f32 []float32, f16 []uint16, window int) {
 		if f16 != nil {
-			fillBatchMask(f16, in, b.pos, S, kvLen, window, 0, f16NegInf)
+			fillBatchMask(f16, g.queryPos, kvLen, window, 0, f16NegInf)
 		} else {
-			fillBatchMask(f32, in, b.pos, S, kvLen, window, 0, float32(math.Inf(-1)))
+			fillBatchMask(f32, g.queryPos, kvLen, window, 0, float32(math.Inf(-1)))
 		}
 	})
 }
 
-// fillBatchMask writes the [kvLen, n] mask of a step: the query at position p of slot s sees
-// the cells of its own slot (cell%S == s) at positions visible from p (visible), and nothing
-// else. pos holds each slot's positions before the step.
-func fillBatchMask[E float32 | uint16](mask []E, in []BatchInput, pos []int, S, kvLen, window int, zero, negInf E) {
-	t := 0
-	for _, s := range in {
-		p0 := pos[s.Slot]
-		for j := range s.Tokens {
-			row := mask[t*kvLen : (t+1)*kvLen]
-			for c := range row {
+// fillBatchMask writes the [kvLen, rows] mask of a step's query rows: the row of a query at
+// position p sees the cells of its sequence's region at positions visible from p (visible);
+// a padding row (position -1) sees every cell, so that its softmax stays finite (its output
+// is not used).
+func fillBatchMask[E float32 | uint16](mask []E, queryPos []int, kvLen, window int, zero, negInf E) {
+	for r, p := range queryPos {
+		row := mask[r*kvLen : (r+1)*kvLen]
+		for c := range row {
+			if p < 0 || visible(p, c, window) {
+				row[c] = zero
+			} else {
 				row[c] = negInf
 			}
-			for c := s.Slot; c < kvLen; c += S {
-				if visible(p0+j, c/S, window) {
-					row[c] = zero
-				}
-			}
-			t++
 		}
 	}
 }
 
 // graphFor returns the cached graph of key, building it (and evicting the least recently used
 // one when there are too many) if needed.
-func (b *BatchDecoder) graphFor(key batchKey) (*batchGraph, error) {
+func (b *BatchDecoder) graphFor(key batchKey, groups []attnGroup) (*batchGraph, error) {
 	b.clock++
 	if g, ok := b.graphs[key]; ok {
 		g.lastUse = b.clock
@@ -300,7 +351,7 @@ func (b *BatchDecoder) graphFor(key batchKey) (*batchGraph, error) {
 		oldest.close()
 		delete(b.graphs, oldest.key)
 	}
-	g, err := b.build(key)
+	g, err := b.build(key, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -309,10 +360,10 @@ func (b *BatchDecoder) graphFor(key batchKey) (*batchGraph, error) {
 	return g, nil
 }
 
-// build makes, allocates and returns the graph of key.
-func (b *BatchDecoder) build(key batchKey) (g *batchGraph, err error) {
+// build makes, allocates and returns the graph of key, whose attention has groups.
+func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, err error) {
 	a := &b.m.Arch
-	size := (&Decoder{m: b.m}).graphSize() + 8
+	size := (&Decoder{m: b.m}).graphSize() + 8 + a.NLayers*(4+16*len(groups))
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size + 16, Graphs: 1, GraphSize: size})
 	if err != nil {
 		return nil, err
@@ -329,12 +380,20 @@ func (b *BatchDecoder) build(key batchKey) (g *batchGraph, err error) {
 	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
 	g.cell = ctx.NewTensor(ggml.I32, n).SetName("inp_cells").SetInput()
 	g.rows = ctx.NewTensor(ggml.I32, int64(key.seqs)).SetName("inp_out_rows").SetInput()
+	queries := int64(0)
+	for _, gr := range groups {
+		queries += gr.rows()
+	}
+	g.gather = ctx.NewTensor(ggml.I32, queries).SetName("inp_gather").SetInput()
+	g.scatter = ctx.NewTensor(ggml.I32, n).SetName("inp_scatter").SetInput()
 	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.seqs)
-	g.declare(ctx, a, b.opts.FlashAttention, n, kvLen)
+	g.gatherBuf, g.scatterBuf, g.queryPos = make([]int32, queries), make([]int32, n), make([]int, queries)
+	g.declare(ctx, a, b.opts.FlashAttention, n, queries, kvLen)
+	layout := attnLayout{n: n, kvLen: kvLen, groups: groups, gather: g.gather, scatter: g.scatter}
 	f := forwardPass{ctx: ctx, a: a, w: &b.m.weights, pos: g.pos, rows: g.rows, sortTopK: b.sortTopK,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return b.m.mm(ctx, w, x) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
-			return b.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.cell, g.vIdx, int64(g.key.n), int64(g.key.kvLen))
+			return b.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.cell, g.vIdx, layout)
 		}}
 	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {

@@ -128,7 +128,7 @@ type stepGraph struct {
 // and, for the unfused path, the cells of the transposed values' elements.
 type cacheInputs struct {
 	vIdx    *ggml.Tensor // i32 [n·C]: element rows of the transposed V cache (unfused)
-	mask    *ggml.Tensor // [kvLen, n]: f32 (unfused) or f16 (flash)
+	mask    *ggml.Tensor // [kvLen, query rows]: f32 (unfused) or f16 (flash)
 	maskSWA *ggml.Tensor // the same for sliding-window layers, or nil
 	vIdxBuf []int32
 	maskF32 []float32
@@ -137,9 +137,10 @@ type cacheInputs struct {
 	swaF16  []uint16
 }
 
-// declare makes the inputs of n tokens over kvLen cells in ctx: one mask for the global
-// layers and one for the sliding-window ones, only those used.
-func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, flash bool, n, kvLen int64) {
+// declare makes the inputs of n tokens, attending as the given number of query rows, over
+// kvLen cells in ctx: one mask for the global layers and one for the sliding-window ones, only
+// those used.
+func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, flash bool, n, queries, kvLen int64) {
 	hasGlobal, hasSWA := false, false
 	for il := 0; il < a.NLayers; il++ {
 		hasSWA = hasSWA || a.IsSliding(il)
@@ -150,25 +151,25 @@ func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, flash bool, n
 		maskType = ggml.F16
 	}
 	if hasGlobal {
-		in.mask = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask").SetInput()
+		in.mask = ctx.NewTensor(maskType, kvLen, queries).SetName("inp_mask").SetInput()
 	}
 	if hasSWA {
-		in.maskSWA = ctx.NewTensor(maskType, kvLen, n).SetName("inp_mask_swa").SetInput()
+		in.maskSWA = ctx.NewTensor(maskType, kvLen, queries).SetName("inp_mask_swa").SetInput()
 	}
 	if flash {
 		if hasGlobal {
-			in.maskF16 = make([]uint16, kvLen*n)
+			in.maskF16 = make([]uint16, kvLen*queries)
 		}
 		if hasSWA {
-			in.swaF16 = make([]uint16, kvLen*n)
+			in.swaF16 = make([]uint16, kvLen*queries)
 		}
 		return
 	}
 	if hasGlobal {
-		in.maskF32 = make([]float32, kvLen*n)
+		in.maskF32 = make([]float32, kvLen*queries)
 	}
 	if hasSWA {
-		in.swaF32 = make([]float32, kvLen*n)
+		in.swaF32 = make([]float32, kvLen*queries)
 	}
 	c := int64(a.NKVHeads * a.HeadDimV)
 	in.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
@@ -628,11 +629,11 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	g.tokens = ctx.NewTensor(ggml.I32, n).SetName("inp_tokens").SetInput()
 	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
 	g.posBuf = make([]int32, n)
-	g.declare(ctx, a, d.opts.FlashAttention, n, kvLen)
+	g.declare(ctx, a, d.opts.FlashAttention, n, n, kvLen)
 	f := forwardPass{ctx: ctx, a: a, w: &d.m.weights, pos: g.pos, lastOnly: !key.all, sortTopK: d.sortTopK,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
-			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, int64(key.n), int64(key.kvLen))
+			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, attnLayout{n: n, kvLen: kvLen, groups: []attnGroup{{T: n, S: 1}}})
 		}, capture: d.captureHook(g)}
 	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
@@ -650,47 +651,99 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	return g, nil
 }
 
+// attnLayout is how a step's n queries meet the cache: in groups, each one batched attention
+// over the query rows that follow the previous group's (in the gathered order, and in the
+// mask's rows). The Decoder's step is one group, its n tokens; the BatchDecoder's has one per
+// sequence length, each sequence over its own region of the cache.
+type attnLayout struct {
+	n, kvLen int64
+	groups   []attnGroup
+	// gather (i32 [Σ T·S]) is the step token each query row takes (a padding row takes any);
+	// scatter (i32 [n]) the query row of each token. Both nil: the n tokens are the query
+	// rows, in order.
+	gather, scatter *ggml.Tensor
+}
+
+// attnGroup is S sequences of T query rows each (sequence-major), sequence s attending to the
+// kvLen cells from cell first+s·stride.
+type attnGroup struct{ T, S, first, stride int64 }
+
+// rows is the number of query rows of g.
+func (g attnGroup) rows() int64 { return g.T * g.S }
+
 // attend stores the step's keys and values in layer il's cache, at the cache cells rows holds
 // (i32 [n]; vIdx, for the transposed values of the unfused path, at each element's cell), and
-// attends the n queries q [HeadDimK, H, n] over the first kvLen cells under mask. It returns
-// [HeadDimV·H, n]. Both decoders build their attention with it.
-func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, n, kvLen int64) *ggml.Tensor {
+// attends the n queries q [HeadDimK, H, n] over the cache as l lays them out, under mask
+// [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it.
+func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, l attnLayout) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
+	n, kvLen := l.n, l.kvLen
 	kc, vc := c.kCache[il], c.vCache[il]
 	typ := kc.Type()
+	es := ggml.TypeSize(typ)
 	rowK, _ := ggml.RowSize(typ, hdk*Hkv)
 	headK, _ := ggml.RowSize(typ, hdk)
-	// Write the new keys at their cells, and read the cache through the write so that the
-	// graph orders the two.
+	rowV, _ := ggml.RowSize(typ, hdv*Hkv)
+	headV, _ := ggml.RowSize(typ, hdv)
+	// Write the new keys and values at their cells, and read the cache through the writes so
+	// that the graph orders them.
 	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), rows)
-	K := ctx.View(kAll, []int64{hdk, kvLen, Hkv}, []int{rowK, headK}, 0)
-	Q := ctx.Permute(q, [4]int{0, 2, 1, 3}) // [hdk, n, H]
-	softcap := a.AttnSoftcap
-
+	var vAll *ggml.Tensor
 	if c.flash {
-		rowV, _ := ggml.RowSize(typ, hdv*Hkv)
-		headV, _ := ggml.RowSize(typ, hdv)
-		vAll := ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), rows)
-		V := ctx.View(vAll, []int64{hdv, kvLen, Hkv}, []int{rowV, headV}, 0)
-		o := ctx.FlashAttnExt(Q, K, V, mask, a.QueryScale, 0, softcap) // [hdv, H, n]
-		return ctx.Reshape(o, hdv*H, n)
+		vAll = ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), rows)
+	} else {
+		// Unfused: V is cached transposed ([cells, channels]) so that v·p reads rows; each new
+		// value element is a one-element row written at channel·cells + cell.
+		ch := hdv * Hkv
+		vAll = ctx.SetRows(ctx.Reshape(vc, 1, int64(c.cells)*ch), ctx.Reshape(v, 1, ch*n), vIdx)
 	}
-	// Unfused: V is cached transposed ([cells, channels]) so that v·p reads rows; each new
-	// value element is a one-element row written at channel·cells + cell.
-	es := ggml.TypeSize(typ)
-	ch := hdv * Hkv
-	vAll := ctx.SetRows(ctx.Reshape(vc, 1, int64(c.cells)*ch), ctx.Reshape(v, 1, ch*n), vIdx)
-	V := ctx.View(vAll, []int64{kvLen, hdv, Hkv}, []int{c.cells * es, int(hdv) * c.cells * es}, 0)
-	kq := ctx.MulMat(K, Q) // [kvLen, n, H]
-	scale := a.QueryScale
-	if softcap > 0 {
-		kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
-		scale = 1
+	q = ctx.Reshape(q, hdk*H, n)
+	if l.gather != nil {
+		q = ctx.GetRows(q, l.gather)
 	}
-	kq = ctx.SoftMaxExt(kq, mask, scale, 0)
-	o := ctx.MulMat(V, kq) // [hdv, n, H]
-	o = ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3}))
-	return ctx.Reshape(o, hdv*H, n)
+	softcap := a.AttnSoftcap
+	qRow, _ := ggml.RowSize(ggml.F32, hdk*H)
+	mRow, _ := ggml.RowSize(mask.Type(), kvLen)
+	var out *ggml.Tensor // [hdv·H, Σ T·S]
+	row := 0
+	for _, g := range l.groups {
+		T, S := g.T, g.S
+		Q := q
+		M := mask
+		if len(l.groups) > 1 {
+			Q = ctx.View(q, []int64{hdk * H, g.rows()}, []int{qRow}, row*qRow)
+			M = ctx.View(mask, []int64{kvLen, g.rows()}, []int{mRow}, row*mRow)
+		}
+		Q = ctx.Permute(ctx.Reshape(Q, hdk, H, T, S), [4]int{0, 2, 1, 3}) // [hdk, T, H, S]
+		M = ctx.Reshape(M, kvLen, T, 1, S)
+		K := ctx.View(kAll, []int64{hdk, kvLen, Hkv, S}, []int{rowK, headK, int(g.stride) * rowK}, int(g.first)*rowK)
+		var o *ggml.Tensor // [hdv, H, T, S]
+		if c.flash {
+			V := ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{rowV, headV, int(g.stride) * rowV}, int(g.first)*rowV)
+			o = ctx.FlashAttnExt(Q, K, V, M, a.QueryScale, 0, softcap)
+		} else {
+			V := ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
+			kq := ctx.MulMat(K, Q) // [kvLen, T, H, S]
+			scale := a.QueryScale
+			if softcap > 0 {
+				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
+				scale = 1
+			}
+			kq = ctx.SoftMaxExt(kq, M, scale, 0)
+			o = ctx.Cont(ctx.Permute(ctx.MulMat(V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
+		}
+		o = ctx.Reshape(o, hdv*H, g.rows())
+		if out == nil {
+			out = o
+		} else {
+			out = ctx.Concat(out, o, 1)
+		}
+		row += int(g.rows())
+	}
+	if l.scatter != nil {
+		out = ctx.GetRows(out, l.scatter)
+	}
+	return out
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W.

@@ -28,10 +28,10 @@ func SmolLM2Architecture() Architecture {
 // stored as that type (f32, f16, bf16, q8_0, q4_0, k-quants, ...); a k-quant's other matrices
 // take the fallback llama.cpp's quantizer gives them (q4_K → q5_0, q5_K → q5_1, q6_K → q8_0,
 // q2_K and q3_K → iq4_nl), and what still does not split stays f32, as does the router of a
-// mixture of experts (as llama.cpp's quantizer leaves it); norms and biases are f32. For
-// benchmarks and tests.
-func WriteRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64) error {
-	_, err := writeRandomGGUF(path, a, weightType, seed, 1, false)
+// mixture of experts (as llama.cpp's quantizer leaves it); norms and biases are f32. extra are
+// more metadata (a tokenizer's keys, say). For benchmarks and tests.
+func WriteRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, extra ...KV) error {
+	_, err := writeRandomGGUF(path, a, weightType, seed, 1, false, extra...)
 	return err
 }
 
@@ -57,7 +57,7 @@ func rowType(typ ggml.Type, n int64) ggml.Type {
 // writeRandomGGUF writes the file; with keep it also returns every tensor's values before
 // conversion to the file's type. scale multiplies the standard deviation of every random
 // matrix (and the spread of norms and biases).
-func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, scale float64, keep bool) (map[string][]float32, error) {
+func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, scale float64, keep bool, extra ...KV) (map[string][]float32, error) {
 	if err := a.validate(path); err != nil {
 		return nil, err
 	}
@@ -69,6 +69,7 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 	}
 	var w gguffile.Writer
 	kvs := append([]KV{{Key: "general.architecture", Value: a.Name}, {Key: "general.name", Value: "toy random " + a.Name}}, a.metadata()...)
+	kvs = append(kvs, extra...)
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
 			return nil, fmt.Errorf("gguf %s: %w", path, err)

@@ -2,6 +2,8 @@ package sample
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -350,5 +352,36 @@ func TestProbs(t *testing.T) {
 	}
 	if s.Draw([]float64{0, 0}) != -1 {
 		t.Fatal("all-zero weights: want -1")
+	}
+}
+
+// TestTopPHeapMatchesSort checks top-p's heap against the plain definition it replaces: sort
+// every candidate best first (ties by id) and keep the prefix whose probabilities reach p.
+func TestTopPHeapMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		n := 1 + rng.IntN(300)
+		cand := make([]candidate, n)
+		sum := 0.0
+		for i := range cand {
+			// Few distinct logits, so that ties (broken by id) are common.
+			l := float64(rng.IntN(8)) * rng.Float64() * 4
+			if trial%2 == 0 {
+				l = math.Round(l)
+			}
+			cand[i] = candidate{id: int32(i), logit: l, p: math.Exp(l)}
+			sum += cand[i].p
+		}
+		for i := range cand {
+			cand[i].p /= sum
+		}
+		p := []float64{0, 0.1, 0.5, 0.9, 0.999, 1.5}[trial%6]
+		want := slices.Clone(cand)
+		slices.SortFunc(want, cmpCandidates)
+		want = want[:topPCount(want, p)]
+		s := NewSampler(Params{Temperature: 1, TopP: 0.5, RepeatPenalty: 1})
+		s.p.TopP = p // out of Validate's range too: the plain definition still holds
+		got := s.topP(slices.Clone(cand))
+		require.Equal(t, want, got, "trial %d, p %g", trial, p)
 	}
 }

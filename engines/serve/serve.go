@@ -269,7 +269,8 @@ func (s *Server) loop() {
 			}
 			continue
 		}
-		generated := 0
+		var gen []*slot // the slots whose logits give their next token
+		var logits [][]float32
 		for i, sl := range who {
 			if sl.fed < len(sl.j.ids) {
 				sl.fed += len(in[i].Tokens)
@@ -278,19 +279,33 @@ func (s *Server) loop() {
 					continue
 				}
 			}
-			generated++
-			if e, done := s.next(sl, rows[i]); done {
-				finish(sl, e)
+			gen, logits = append(gen, sl), append(logits, rows[i])
+		}
+		for i, tok := range sampleAll(gen, logits) {
+			if e, done := s.next(gen[i], tok); done {
+				finish(gen[i], e)
 			}
 		}
-		s.metrics.step(generated, time.Since(t0))
+		s.metrics.step(len(gen), time.Since(t0))
 	}
 }
 
-// next samples slot sl's next token from logits and sends its text; done says the request
-// ended (with the final event).
-func (s *Server) next(sl *slot, logits []float32) (event, bool) {
-	tok := sl.sampler.Sample(logits, sl.history)
+// sampleAll draws each slot's next token from its logits, the slots in parallel: sampling a
+// large vocabulary costs up to milliseconds a token, and the decoder's threads are idle
+// meanwhile.
+func sampleAll(slots []*slot, logits [][]float32) []int32 {
+	toks := make([]int32, len(slots))
+	var wg sync.WaitGroup
+	for i, sl := range slots {
+		wg.Go(func() { toks[i] = sl.sampler.Sample(logits[i], sl.history) })
+	}
+	wg.Wait()
+	return toks
+}
+
+// next takes tok as slot sl's next token and sends its text; done says the request ended
+// (with the final event).
+func (s *Server) next(sl *slot, tok int32) (event, bool) {
 	if !sl.first {
 		sl.first = true
 		s.metrics.firstToken(time.Since(sl.j.enqueued))

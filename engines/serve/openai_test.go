@@ -1,0 +1,101 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// openaiModules is where `make openai-npm` installs the npm package openai, from the
+// repository's root.
+const openaiModules = "deps/npm-openai/node_modules"
+
+// TestOpenAIClient drives the server with OpenAI's official client, the npm package openai run
+// by node (testdata/openai-client.js): chat and text completions, whole and streamed, and two
+// refused requests. What the client parsed must equal the server's replies to the same
+// requests read here over plain HTTP (greedy, so the same text), and the refusals must arrive
+// as the client's typed errors with the server's status and message.
+func TestOpenAIClient(t *testing.T) {
+	node := needTool(t, "node", "apt-get install nodejs")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	modules := filepath.Join(root, openaiModules)
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
+		absent(t, "the npm package openai", "make openai-npm")
+	}
+	_, ts := newServer(t, 2, 8, 256)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "testdata/openai-client.js", ts.URL)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr []byte
+	stdout, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		stderr = ee.Stderr
+	}
+	require.NoError(t, err, "%s", stderr)
+	type reply struct {
+		Text, Role, Finish, Object string
+		Chunks                     int
+		Usage                      map[string]float64
+	}
+	var got struct {
+		Version                                        string
+		Models                                         []string
+		Chat, Completion, ChatStream, CompletionStream reply
+		Errors                                         []struct {
+			Status      int
+			Class, Type string
+			Message     string
+		}
+	}
+	require.NoError(t, json.Unmarshal(stdout, &got), "%s", stdout)
+	t.Logf("openai %s (node %s)", got.Version, nodeVersion(t, node))
+
+	assert.Equal(t, []string{"tiny"}, got.Models)
+	chatBody := `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":5,"temperature":0}`
+	code, chat := post(t, ts, "/v1/chat/completions", chatBody)
+	require.Equal(t, 200, code, chat)
+	chatText := chat["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+	code, cmpl := post(t, ts, "/v1/completions", `{"model":"tiny","prompt":"func main","max_tokens":6,"temperature":0}`)
+	require.Equal(t, 200, code, cmpl)
+	cmplText := cmpl["choices"].([]any)[0].(map[string]any)["text"].(string)
+
+	assert.Equal(t, reply{Text: chatText, Role: "assistant", Finish: "length", Object: "chat.completion",
+		Usage: map[string]float64{"prompt_tokens": chat["usage"].(map[string]any)["prompt_tokens"].(float64), "completion_tokens": 5,
+			"total_tokens": chat["usage"].(map[string]any)["total_tokens"].(float64)}}, got.Chat)
+	assert.Equal(t, cmplText, got.Completion.Text)
+	assert.Equal(t, "length", got.Completion.Finish)
+	assert.Equal(t, 6.0, got.Completion.Usage["completion_tokens"])
+
+	assert.Equal(t, chatText, got.ChatStream.Text)
+	assert.Equal(t, "length", got.ChatStream.Finish)
+	assert.Equal(t, 5.0, got.ChatStream.Usage["completion_tokens"])
+	assert.Greater(t, got.ChatStream.Chunks, 2, "streamed in pieces")
+	assert.Equal(t, cmplText, got.CompletionStream.Text)
+	assert.Equal(t, "length", got.CompletionStream.Finish)
+	assert.Greater(t, got.CompletionStream.Chunks, 2, "streamed in pieces")
+
+	require.Len(t, got.Errors, 2)
+	assert.Equal(t, 404, got.Errors[0].Status)
+	assert.Equal(t, "NotFoundError", got.Errors[0].Class)
+	assert.Contains(t, got.Errors[0].Message, "nope")
+	assert.Equal(t, 400, got.Errors[1].Status)
+	assert.Equal(t, "BadRequestError", got.Errors[1].Class)
+	assert.Equal(t, "invalid_request_error", got.Errors[1].Type)
+	assert.Contains(t, got.Errors[1].Message, "max_tokens")
+}
+
+func nodeVersion(t *testing.T, node string) string {
+	out, err := exec.Command(node, "--version").Output()
+	require.NoError(t, err)
+	return string(out[:len(out)-1])
+}
