@@ -101,9 +101,9 @@ type loop struct {
 	save                 func(step int) error
 	// replicas, when the run is data-parallel, make every rank stop after the same step; only
 	// rank 0 logs, shows progress, evaluates and saves.
-	replicas             Replicas
-	lastSave             time.Time
-	elapsedSecs          float64 // the loop's time, for the summary
+	replicas    Replicas
+	lastSave    time.Time
+	elapsedSecs float64 // the loop's time, for the summary
 }
 
 // do runs the loop until steps or until ctx is cancelled (res.Interrupted), and returns the
