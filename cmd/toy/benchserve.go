@@ -58,8 +58,7 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := setFlags(fs)
 	switch {
 	case *streams < 1:
 		return usagef("-streams %d: want at least 1", *streams)

@@ -110,8 +110,7 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := setFlags(fs)
 	if f.Resume == "" {
 		if err := finetuneMode(&f, set, *full, *warm, *preset, model); err != nil {
 			return err

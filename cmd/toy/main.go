@@ -185,6 +185,13 @@ func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
+// setFlags is the set of the flags the command line gave (not those left at their defaults).
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.Usage = func() {

@@ -240,8 +240,7 @@ Flags:
 	// stop strings, BOS and chat template.
 	target, ref := buildTarget(), modelRef(m, d.model, *modelName)
 	entry, named := resolveEntry(stderr, target, ref)
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := setFlags(fs)
 	if entry != nil && named {
 		applyPreset(&p, entry, set)
 	}

@@ -160,8 +160,7 @@ Flags:
 	if s.GPT2 != nil {
 		s.GPT2.Seed = int(s.Seed)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := setFlags(fs)
 	if s.Resume != "" {
 		keep, newTotal, err := resumeFlags(set, stdout)
 		if err != nil {

@@ -81,8 +81,7 @@ Flags:
 		return asUsage(fmt.Errorf("model: %w", err))
 	}
 	v.Model, v.Out = m, stdout
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	set := setFlags(fs)
 	if v.Resume != "" {
 		delete(set, "arch")
 		keep, newTotal, err := resumeFlags(set, stdout)
