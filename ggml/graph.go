@@ -460,14 +460,7 @@ func checkBackwardNode(t ggmlc.Tensor, srcNeeds func(int) bool, hasGrad func(ggm
 
 // describeNode names a graph node in errors: `MUL_MAT "name" f32 [4 3]`, `UNARY(GELU) ...`.
 func describeNode(t ggmlc.Tensor) string {
-	op := ggmlc.OpName(t.Op())
-	switch t.Op() {
-	case ggmlc.OpUnary:
-		op += "(" + ggmlc.UnaryOpName(ggmlc.GetUnaryOp(t)) + ")"
-	case ggmlc.OpGlu:
-		op += "(" + ggmlc.GluOpName(ggmlc.GetGluOp(t)) + ")"
-	}
-	return op + " " + describeRaw(t)
+	return (&Tensor{t: t}).OpLabel() + " " + describeRaw(t)
 }
 
 func describeRaw(t ggmlc.Tensor) string { return (&Tensor{t: t}).describe() }

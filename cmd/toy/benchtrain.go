@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +33,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 10, "timed steps (after one warm-up step)")
 	threads := fs.Int("t", 2, "CPU threads")
 	vs := fs.String("vs", "", "also time this preset, its steps alternating with -preset's, and print the ratio of their utilizations (a comparison under the same load)")
+	profile := fs.Int("profile", 0, "after the timed steps, compute one more step node by node and print where its time goes: by op, and the `N` costliest kinds of node (op, operand types and shapes)")
 	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling (4096×512×14336) first, and OpenBLAS's sgemm on it where installed, for the utilization ratios")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
@@ -137,7 +140,84 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	if len(gflops) > 1 {
 		fmt.Fprintf(stdout, "utilization of %s relative to %s: %.2f\n", presets[0], presets[1], gflops[0]/gflops[1])
 	}
+	if *profile > 0 {
+		d, _ := opt.Params(*steps+1, opt.LR, true)
+		nd, _ := opt.Params(*steps+1, opt.LR, false)
+		for _, b := range benches {
+			if err := profileStep(stdout, b, d, nd, *profile); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// profileStep computes one training step node by node and prints its time by op and the top
+// costliest kinds of node.
+func profileStep(w io.Writer, b *trainBench, decay, noDecay [7]float32, top int) error {
+	byOp, byKind := map[string]*nodeCost{}, map[string]*nodeCost{}
+	var total time.Duration
+	b.tr.SetTimed(func(n *ggml.Tensor, d time.Duration) {
+		total += d
+		for _, c := range []struct {
+			m   map[string]*nodeCost
+			key string
+		}{{byOp, n.OpLabel()}, {byKind, nodeKind(n)}} {
+			if c.m[c.key] == nil {
+				c.m[c.key] = &nodeCost{key: c.key}
+			}
+			c.m[c.key].n++
+			c.m[c.key].d += d
+		}
+	})
+	defer b.tr.SetTimed(nil)
+	if _, err := b.tr.Step(b.seqs, decay, noDecay); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: one step node by node: %.3f s\n", b.name, total.Seconds())
+	print := func(title string, m map[string]*nodeCost, limit int) {
+		costs := make([]*nodeCost, 0, len(m))
+		for _, c := range m {
+			costs = append(costs, c)
+		}
+		slices.SortFunc(costs, func(a, b *nodeCost) int { return cmp.Compare(b.d, a.d) })
+		fmt.Fprintf(w, "%8s %6s %6s  %s\n", "ms", "%", "nodes", title)
+		for i, c := range costs {
+			if i == limit {
+				break
+			}
+			fmt.Fprintf(w, "%8.1f %6.1f %6d  %s\n", float64(c.d.Microseconds())/1e3, 100*c.d.Seconds()/total.Seconds(), c.n, c.key)
+		}
+	}
+	print("op", byOp, len(byOp))
+	print("node (op: result ← operands; ᵀ a strided operand)", byKind, top)
+	return nil
+}
+
+// nodeCost is the time nodes of one kind took and how many there were.
+type nodeCost struct {
+	key string
+	n   int
+	d   time.Duration
+}
+
+// nodeKind describes a node by its op, result and operands (type and shape, ᵀ where an operand
+// is not contiguous), so that the nodes of the same work in every layer group together.
+func nodeKind(n *ggml.Tensor) string {
+	shape := func(t *ggml.Tensor) string {
+		s := fmt.Sprintf("%s%v", ggml.TypeName(t.Type()), t.Shape())
+		if !t.IsContiguous() {
+			s += "ᵀ"
+		}
+		return s
+	}
+	k := n.OpLabel() + ": " + shape(n) + " ←"
+	for i := 0; i < 3; i++ {
+		if s := n.Src(i); s != nil {
+			k += " " + shape(s)
+		}
+	}
+	return k
 }
 
 // trainShape is a preset of either family: its name, what random tokens and -seq need, and

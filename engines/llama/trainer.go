@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -137,6 +138,8 @@ type Trainer struct {
 	// dp, set by the DataParallel option, averages the gradients over the replicas of a
 	// data-parallel job between the backward pass and AdamW.
 	dp *dataParallel
+	// timed, when set, sees every node a step computes and its time (SetTimed).
+	timed func(node *ggml.Tensor, d time.Duration)
 }
 
 // NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context). Its
@@ -485,7 +488,7 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	}
 	var loss []float32
 	for _, g := range tr.graphs() {
-		if err := tr.m.backend.Compute(g); err != nil {
+		if err := tr.compute(g); err != nil {
 			return 0, err
 		}
 		if g == tr.graph { // read before a recomputing graph reuses its memory
@@ -504,6 +507,19 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 		return tr.dp.step(tr.m.backend, l, weight)
 	}
 	return l, nil
+}
+
+// SetTimed makes the steps that follow compute their graphs one node at a time and call each
+// with every node and the time it took (ggml.Backend.ComputeTimed), to see where a step's time
+// goes; nil computes them whole again. The results do not change.
+func (tr *Trainer) SetTimed(each func(node *ggml.Tensor, d time.Duration)) { tr.timed = each }
+
+// compute runs one of the step's graphs, node by node when SetTimed asked for it.
+func (tr *Trainer) compute(g *ggml.Graph) error {
+	if tr.timed != nil {
+		return tr.m.backend.ComputeTimed(g, tr.timed)
+	}
+	return tr.m.backend.Compute(g)
 }
 
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer
