@@ -65,6 +65,9 @@ type tapAcc struct{ out, grad *ggml.Tensor }
 type detachedInput struct {
 	leaf *ggml.Tensor
 	copy *ggml.Tensor // CPY x → leaf, or nil when x is a leaf itself (a graph input)
+	// leafT is leafᵀ, made for the first weight gradient that needs it and shared by the
+	// others (the query, key and value projections read one input, as do gate and up).
+	leafT *ggml.Tensor
 	// grads are the contributions to x's gradient, made by the backward builders.
 	grads []*ggml.Tensor
 }
@@ -147,24 +150,31 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 	gb.backward = append(gb.backward, func() {
 		dp := g.MulMat(g.Cont(g.Transpose(vin.leaf)), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
-		vin.grads = append(vin.grads, productGradA(g, p, do, vt.Ne()[2]))
+		vin.grads = append(vin.grads, productGradA(g, groupsT(g, p, vt.Ne()[2]), do))
 		qin.grads = append(qin.grads, g.MulMat(g.Cont(g.Transpose(kin.leaf)), dkq))
-		kin.grads = append(kin.grads, productGradA(g, qin.leaf, dkq, k.Ne()[2]))
+		kin.grads = append(kin.grads, productGradA(g, groupsT(g, qin.leaf, k.Ne()[2]), dkq))
 	})
 	return out
 }
 
 // productGradA is the gradient of a in z = MulMat(a, b), a [K, M, G], b [K, N, G·r] (each
-// head of a serving r consecutive heads of b), from z's gradient dz [M, N, G·r]: the GEMM
-// bᵀ·dzᵀ over the N·r columns of each group, [K, M, G].
-func productGradA(g *ggml.Context, b, dz *ggml.Tensor, groups int64) *ggml.Tensor {
-	if b == nil || dz == nil {
+// head of a serving r consecutive heads of b), from bᵀ = groupsT(b, G) and z's gradient dz
+// [M, N, G·r]: the GEMM bᵀ·dzᵀ over the N·r columns of each group, [K, M, G].
+func productGradA(g *ggml.Context, bT, dz *ggml.Tensor) *ggml.Tensor {
+	if bT == nil {
 		return nil // the context holds the error
 	}
-	k, m := b.Ne()[0], dz.Ne()[0]
-	b = g.Reshape(b, k, b.Len()/(k*groups), groups)
-	dz = g.Reshape(dz, m, dz.Len()/(m*groups), groups)
-	return g.MulMat(g.Cont(g.Transpose(b)), g.Cont(g.Transpose(dz)))
+	return g.MulMat(bT, groupsT(g, dz, bT.Ne()[2]))
+}
+
+// groupsT is x [K, N, G·r] (or [K, N·G·r]) as G groups of its columns, each transposed:
+// [N·r, K, G], a dense copy.
+func groupsT(g *ggml.Context, x *ggml.Tensor, groups int64) *ggml.Tensor {
+	if x == nil {
+		return nil // the context holds the error
+	}
+	k := x.Ne()[0]
+	return g.Cont(g.Transpose(g.Reshape(x, k, x.Len()/(k*groups), groups)))
 }
 
 // gather is the rows ids of table (the forward pass's gather hook); a trained table's rows are
@@ -350,7 +360,10 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 	}
 	for _, p := range gb.products {
 		if p.w == w {
-			add(productGradA(g, p.in.leaf, p.grad, 1))
+			if p.in.leafT == nil {
+				p.in.leafT = groupsT(g, p.in.leaf, 1)
+			}
+			add(productGradA(g, p.in.leafT, p.grad))
 		}
 	}
 	for _, gr := range gb.gathers {
