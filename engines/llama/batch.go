@@ -25,9 +25,12 @@ type batchInputs struct {
 	tokens      *ggml.Tensor // i32 [T·B]
 	pos         *ggml.Tensor // i32 [T·B]: each token's position in its sequence
 	mask        *ggml.Tensor // f32 [T, T, 1, B]
-	labels      *ggml.Tensor // f32 [vocab, T·B] (nil with a chunked head)
-	maskBuf     []float32
-	labelsBuf   []float32
+	labels      *ggml.Tensor // f32 [vocab, T·B] (nil with a chunked head or targetAt)
+	// targetAt, when not nil, holds row·vocab + each row's target: crossEntropy gathers the
+	// rows' target probabilities there, and the dense labels are not needed.
+	targetAt  *ggml.Tensor // i32 [T·B]
+	maskBuf   []float32
+	labelsBuf []float32
 
 	// head, when not nil, are the inputs of the chunked loss of a frozen output projection
 	// (see headLoss), which replace the dense labels.
@@ -41,8 +44,9 @@ type batchInputs struct {
 
 // newBatchInputs declares the input tensors in s (which the caller then allocates). A
 // hiddenWidth above 0 declares the inputs of a chunked head loss over hidden states of that
-// width (headLoss) instead of the dense labels.
-func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool, hiddenWidth int) *batchInputs {
+// width (headLoss) instead of the dense labels; targets (unmasked graphs only) declares those
+// of crossEntropy instead.
+func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool, hiddenWidth int, targets bool) *batchInputs {
 	t, b, n := int64(T), int64(B), int64(T*B)
 	in := &batchInputs{
 		T: T, B: B, vocab: vocab, masked: masked, kept: T * B,
@@ -53,6 +57,10 @@ func newBatchInputs(s *ggml.Context, T, B, vocab int, masked bool, hiddenWidth i
 	}
 	if hiddenWidth > 0 {
 		in.head = newHeadInputs(s, T*B, vocab, hiddenWidth)
+		return in
+	}
+	if targets && !masked && int64(vocab)*n <= math.MaxInt32 { // targetAt's i32 indices reach every logit
+		in.targetAt = s.NewTensor(ggml.I32, n).SetName("in.target_at")
 		return in
 	}
 	in.labels = s.NewTensor(ggml.F32, int64(vocab), n).SetName("in.labels")
@@ -91,6 +99,30 @@ func (in *batchInputs) loss(ctx *ggml.Context, logits *ggml.Tensor) *ggml.Tensor
 	nb1 := 4 * in.vocab
 	padded := ctx.Acc(in.zeros, logits, nb1, nb1*(in.T*in.B+1), nb1*(in.T*in.B+1), 0)
 	return ctx.CrossEntropyLoss(ctx.GetRows(padded, in.rows), in.labels)
+}
+
+// crossEntropy is the mean cross entropy of logits [vocab, T·B] against the targets, for a
+// training graph whose backward pass gb starts at the logits: their gradient, (p − onehot) /
+// (T·B) with p the softmax of each row, is built here and seeded into gb (gemmBackward.seed).
+// ggml's CROSS_ENTROPY_LOSS, whose forward takes one exp at a time, and the dense one-hot
+// labels are not needed: the rows' target probabilities are gathered from p at targetAt, then
+// p's target entries are lowered by 1 in place to make the gradient.
+//
+// value reads a copy of those probabilities, so autodiff sees no path from it back to the
+// logits; the graph must expand copy, then value (its loss).
+func (in *batchInputs) crossEntropy(ctx *ggml.Context, logits *ggml.Tensor, gb *gemmBackward) (copy, value *ggml.Tensor) {
+	if logits == nil {
+		return nil, nil // the context holds the error
+	}
+	n := int64(in.T * in.B)
+	flat := ctx.Reshape(ctx.SoftMax(logits), 1, int64(in.vocab)*n)
+	pt := ctx.GetRows(flat, in.targetAt) // [1, n]
+	copied := ctx.NewTensor(ggml.F32, 1, n)
+	copy = ctx.Cpy(pt, copied)
+	value = ctx.Scale(ctx.Sum(ctx.Log(ctx.Clamp(copied, minTargetProb, 1))), -1/float32(n))
+	grad := ctx.Scale(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), in.targetAt), int64(in.vocab), n), 1/float32(n))
+	gb.seed(logits, grad)
+	return copy, value
 }
 
 // maskedLoss turns the graph's loss into the mean over the kept rows: the padding rows each
@@ -153,6 +185,14 @@ func (in *batchInputs) upload(seqs [][]int32, keep [][]bool, sep int32) error {
 			rows = append(rows, int32(n))
 		}
 		if err := in.rows.SetI32(rows); err != nil {
+			return err
+		}
+	} else if in.targetAt != nil {
+		at := make([]int32, len(b.Targets()))
+		for row, target := range b.Targets() {
+			at[row] = int32(row*in.vocab) + target
+		}
+		if err := in.targetAt.SetI32(at); err != nil {
 			return err
 		}
 	} else {

@@ -75,7 +75,7 @@ func (e *Evaluator) build() error {
 		if m.headFrozen() && !e.keepLogits { // the loss a chunk at a time, without the batch's logits
 			hiddenWidth = m.arch.DModel
 		}
-		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked, hiddenWidth)
+		e.in = newBatchInputs(s, e.T, e.B, m.arch.Vocab, e.masked, hiddenWidth, false)
 	}
 	if err := s.Err(); err != nil {
 		return err

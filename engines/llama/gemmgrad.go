@@ -122,10 +122,28 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	p := &gemmProduct{w: w, in: in, out: out, grad: grad}
 	gb.products = append(gb.products, p)
 	gb.used[w] = true
-	if in.copy != nil {
-		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(gb.transposed(w), grad)) })
+	if in.copy != nil { // p.grad, not grad: seed may replace it
+		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(gb.transposed(w), p.grad)) })
 	}
 	return out
+}
+
+// seed makes grad the gradient of t, a tensor of the forward pass whose loss gradient is built
+// by hand (crossEntropy's logits): autodiff starts there. When t is a product's tapped output,
+// grad replaces the tap's accumulator, so the product's GEMMs read it directly.
+func (gb *gemmBackward) seed(t, grad *ggml.Tensor) {
+	for _, p := range gb.products {
+		if p.out == t {
+			p.grad = grad
+		}
+	}
+	for i := range gb.accs {
+		if gb.accs[i].out == t {
+			gb.accs[i].grad = grad
+			return
+		}
+	}
+	gb.accs = append(gb.accs, tapAcc{t, grad})
 }
 
 // attention is softmax(kᵀ·q·scale + mask)·v for each of the H·B heads of q [hdk, t, H·B],

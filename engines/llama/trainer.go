@@ -208,7 +208,7 @@ func (tr *Trainer) build() error {
 		if m.headFrozen() {
 			hiddenWidth = m.arch.DModel
 		}
-		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked, hiddenWidth)
+		tr.in = newBatchInputs(s, tr.T, tr.B, m.arch.Vocab, tr.masked, hiddenWidth, true)
 	}
 	tr.decay = s.NewTensor(ggml.F32, 7).SetName("adamw.decay")
 	tr.noDecay = s.NewTensor(ggml.F32, 7).SetName("adamw.no_decay")
@@ -277,6 +277,10 @@ func (tr *Trainer) build() error {
 			out := m.w.head()
 			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.transposedCopy(out), f.hidden(tr.in.tokens), true)
 			tr.value = tr.value.SetOutput()
+		} else if tr.in.targetAt != nil {
+			var copy *ggml.Tensor
+			copy, tr.loss = tr.in.crossEntropy(g, f.logits(tr.in.tokens), gb)
+			head = []*ggml.Tensor{copy}
 		} else {
 			tr.loss = tr.in.loss(g, f.logits(tr.in.tokens))
 		}
