@@ -88,8 +88,18 @@ func TestAdapterGradients(t *testing.T) {
 		variant string
 		typ     ggml.Type
 		tol     float64
-	}{{"llama", ggml.F32, 1e-2}, {"qwen2", ggml.F32, 1e-2}, {"qwen3", ggml.F32, 1e-2}, {"gpt2", ggml.F32, 1e-2}, {"smollm2", ggml.Q8_0, 2e-2}, {"llama", ggml.F16, 2e-2}} {
-		t.Run(c.variant+"/"+ggml.TypeName(c.typ), func(t *testing.T) {
+		chunk   int64 // inputGradChunk, 0 for the default
+	}{{"llama", ggml.F32, 1e-2, 0}, {"qwen2", ggml.F32, 1e-2, 0}, {"qwen3", ggml.F32, 1e-2, 0}, {"gpt2", ggml.F32, 1e-2, 0}, {"smollm2", ggml.Q8_0, 2e-2, 0}, {"llama", ggml.F16, 2e-2, 0},
+		{"smollm2", ggml.Q8_0, 2e-2, 7}} { // the quantized base's input gradients by ragged chunks of 7 outputs
+		name := c.variant + "/" + ggml.TypeName(c.typ)
+		if c.chunk > 0 {
+			name += "/chunked"
+		}
+		t.Run(name, func(t *testing.T) {
+			if c.chunk > 0 {
+				defer func(n int64) { inputGradChunk = n }(inputGradChunk)
+				inputGradChunk = c.chunk
+			}
 			a := tinyArch(c.variant)
 			m := openTiny(t, writeTiny(t, a, c.typ, 3), ModelOptions{Backend: be})
 			ad, err := NewAdapter(m, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"all"}})

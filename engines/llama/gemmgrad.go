@@ -123,9 +123,44 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	gb.products = append(gb.products, p)
 	gb.used[w] = true
 	if in.copy != nil { // p.grad, not grad: seed may replace it
-		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, g.MulMat(gb.transposed(w), p.grad)) })
+		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, gb.inputGrad(w, p.grad)) })
 	}
 	return out
+}
+
+// inputGradChunk bounds the contraction of one GEMM of inputGrad: ggml's f32 GEMM (tinyBLAS)
+// runs along the whole contraction for each tile of its result, and slows down on one much
+// longer than its caches hold (1.5× over the 49152 outputs of a vocabulary head). A variable
+// for tests.
+var inputGradChunk int64 = 4096
+
+// inputGrad is Wᵀ·dz [k, n], the gradient of the input of a product of W [k, m] from its
+// output's gradient dz [m, n]: one GEMM, or, for a trained or block-quantized W with more
+// than inputGradChunk outputs, one per chunk of them, each taken transposed (dz's rows of the
+// chunk as the first operand, which ggml's GEMM reads at any stride, the chunk of Wᵀ as the
+// second), summed and transposed back.
+func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
+	g := gb.g
+	k, m := w.Ne()[0], w.Ne()[1]
+	if wt := gb.transposedCopy(w); wt != nil || m <= inputGradChunk {
+		return g.MulMat(gb.transposed(w), dz)
+	}
+	if dz == nil {
+		return nil // the context holds the error
+	}
+	var sumT *ggml.Tensor // [n, k]
+	for r := int64(0); r < m; r += inputGradChunk {
+		rows := min(inputGradChunk, m-r)
+		wc := g.View(w, []int64{k, rows}, []int{w.Nb()[1]}, int(r)*w.Nb()[1])
+		dzc := g.View(dz, []int64{rows, dz.Ne()[1]}, []int{dz.Nb()[1]}, int(r)*dz.Nb()[0])
+		part := g.MulMat(dzc, transposedF32(g, wc))
+		if sumT == nil {
+			sumT = part
+		} else {
+			sumT = g.Add(sumT, part)
+		}
+	}
+	return g.Cont(g.Transpose(sumT))
 }
 
 // seed makes grad the gradient of t, a tensor of the forward pass whose loss gradient is built

@@ -87,9 +87,17 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 		name       string
 		tied, bias bool
 		scaling    config.LlamaRopeScaling
-	}{{"tied", true, false, "none"}, {"untied", false, false, "none"}, {"tied+bias", true, true, "none"},
-		{"untied+bias", false, true, "none"}, {"linear", true, false, "linear"}, {"yarn", false, true, "yarn"}} {
+		chunk      int64 // inputGradChunk, 0 for the default
+	}{{"tied", true, false, "none", 0}, {"untied", false, false, "none", 0}, {"tied+bias", true, true, "none", 0},
+		{"untied+bias", false, true, "none", 0}, {"linear", true, false, "linear", 0}, {"yarn", false, true, "yarn", 0},
+		// input gradients by chunks of 4 outputs: the head's 11 (a ragged last chunk), the
+		// feed-forward's 12, the model width's 8
+		{"tied+chunked", true, false, "none", 4}, {"untied+chunked", false, true, "none", 4}} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.chunk > 0 {
+				defer func(c int64) { inputGradChunk = c }(inputGradChunk)
+				inputGradChunk = tc.chunk
+			}
 			rng := rand.New(rand.NewPCG(11, 12))
 			c := tinyConfig(t, tc.tied, tc.bias)
 			scaleRope(&c, tc.scaling)

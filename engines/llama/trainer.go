@@ -73,10 +73,14 @@ func (t *trainable) headFrozen() bool {
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
 // layer and 8 per weight product (its input copy, tap, and the GEMMs of its backward, see
-// gemmBackward), four times over for the backward pass.
+// gemmBackward) and per chunk of its input gradient (inputGrad), four times over for the
+// backward pass.
 func (t *trainable) graphSize() int {
+	a := t.arch
 	products := 7 + 1
-	fwd := 16 + (64+8*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers + 16*headChunks(t.arch.Vocab, t.arch.Context)
+	chunks := func(width int) int { return 8 * int((int64(width)+inputGradChunk-1)/inputGradChunk) }
+	perLayer := chunks(a.NHeads*a.HeadDimK) + 2*chunks(a.NKVHeads*max(a.HeadDimK, a.HeadDimV)) + 2*chunks(a.DModel) + 2*chunks(a.DFF)
+	fwd := 16 + (64+8*products+perLayer+4*len(t.lora)/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
