@@ -104,7 +104,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		d, _ := opt.Params(s, opt.LR, true)
 		nd, _ := opt.Params(s, opt.LR, false)
 		for _, b := range benches {
-			t0 := time.Now()
+			t0, c0 := time.Now(), cpuTime()
 			loss, err := b.tr.Step(b.seqs, d, nd)
 			if err != nil {
 				return err
@@ -112,6 +112,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 			dt := time.Since(t0)
 			if s > 0 {
 				b.total += dt
+				b.cpu += cpuTime() - c0
 			}
 			rss, hwm := memory()
 			if s <= 1 || s%max(1, *steps/10) == 0 || s == *steps {
@@ -125,7 +126,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		tps := float64(*batch**seq) / sec
 		g := 6 * float64(b.m.Params()) * tps / 1e9
 		gflops = append(gflops, g)
-		fmt.Fprintf(stdout, "%s: mean over %d steps: %.2f s/step, %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", b.name, *steps, sec, tps, g)
+		fmt.Fprintf(stdout, "%s: mean over %d steps: %.2f s/step (CPU %.2f s/step), %.1f tokens/s, %.1f GFLOP/s (6·params·tokens)", b.name, *steps, sec, b.cpu.Seconds()/float64(*steps), tps, g)
 		if peak > 0 {
 			fmt.Fprintf(stdout, ", %.0f%% of the matmul ceiling", 100*g/peak)
 		}
@@ -247,6 +248,9 @@ type trainBench struct {
 	tr    *llama.Trainer
 	seqs  [][]int32
 	total time.Duration
+	// cpu is the process's CPU time over the timed steps: with one thread on a busy machine,
+	// where the wall time depends on what else runs, the steadier measure of the work.
+	cpu time.Duration
 }
 
 func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int) (*trainBench, error) {
