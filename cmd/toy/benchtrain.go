@@ -154,40 +154,46 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 }
 
 // profileStep computes one training step node by node and prints its time by op and the top
-// costliest kinds of node.
+// costliest kinds of node: the wall time and the process's CPU time of each (with one thread on
+// a busy machine the CPU time is the steadier; it is sorted on).
 func profileStep(w io.Writer, b *trainBench, decay, noDecay [7]float32, top int) error {
 	byOp, byKind := map[string]*nodeCost{}, map[string]*nodeCost{}
-	var total time.Duration
+	var wall, cpu time.Duration
+	last := cpuTime()
 	b.tr.SetTimed(func(n *ggml.Tensor, d time.Duration) {
-		total += d
-		for _, c := range []struct {
+		now := cpuTime()
+		c := now - last
+		last = now
+		wall, cpu = wall+d, cpu+c
+		for _, k := range []struct {
 			m   map[string]*nodeCost
 			key string
 		}{{byOp, n.OpLabel()}, {byKind, nodeKind(n)}} {
-			if c.m[c.key] == nil {
-				c.m[c.key] = &nodeCost{key: c.key}
+			if k.m[k.key] == nil {
+				k.m[k.key] = &nodeCost{key: k.key}
 			}
-			c.m[c.key].n++
-			c.m[c.key].d += d
+			k.m[k.key].n++
+			k.m[k.key].wall += d
+			k.m[k.key].cpu += c
 		}
 	})
 	defer b.tr.SetTimed(nil)
 	if _, err := b.tr.Step(b.seqs, decay, noDecay); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: one step node by node: %.3f s\n", b.name, total.Seconds())
+	fmt.Fprintf(w, "%s: one step node by node: %.3f s wall, %.3f s CPU\n", b.name, wall.Seconds(), cpu.Seconds())
 	print := func(title string, m map[string]*nodeCost, limit int) {
 		costs := make([]*nodeCost, 0, len(m))
 		for _, c := range m {
 			costs = append(costs, c)
 		}
-		slices.SortFunc(costs, func(a, b *nodeCost) int { return cmp.Compare(b.d, a.d) })
-		fmt.Fprintf(w, "%8s %6s %6s  %s\n", "ms", "%", "nodes", title)
+		slices.SortFunc(costs, func(a, b *nodeCost) int { return cmp.Or(cmp.Compare(b.cpu, a.cpu), cmp.Compare(b.wall, a.wall)) })
+		fmt.Fprintf(w, "%9s %9s %6s %6s  %s\n", "wall ms", "CPU ms", "CPU %", "nodes", title)
 		for i, c := range costs {
 			if i == limit {
 				break
 			}
-			fmt.Fprintf(w, "%8.1f %6.1f %6d  %s\n", float64(c.d.Microseconds())/1e3, 100*c.d.Seconds()/total.Seconds(), c.n, c.key)
+			fmt.Fprintf(w, "%9.1f %9.1f %6.1f %6d  %s\n", float64(c.wall.Microseconds())/1e3, float64(c.cpu.Microseconds())/1e3, 100*c.cpu.Seconds()/cpu.Seconds(), c.n, c.key)
 		}
 	}
 	print("op", byOp, len(byOp))
@@ -197,9 +203,9 @@ func profileStep(w io.Writer, b *trainBench, decay, noDecay [7]float32, top int)
 
 // nodeCost is the time nodes of one kind took and how many there were.
 type nodeCost struct {
-	key string
-	n   int
-	d   time.Duration
+	key       string
+	n         int
+	wall, cpu time.Duration
 }
 
 // nodeKind describes a node by its op, result and operands (type and shape, ᵀ where an operand
