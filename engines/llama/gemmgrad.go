@@ -18,13 +18,17 @@ import (
 //     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz, p
 //     repeated), handed to BuildBackward as the tap's accumulator;
 //   - the copy's accumulator is Σ Wᵀ·dz over the products that read the leaf, a GEMM each with
-//     a transposed copy of W: made every step for a trained or block-quantized W (in f32), once
-//     for a frozen f32/f16/bf16 one (in its type, see prepare); autodiff passes it on to x as
-//     CPY's backward does. It sits in
+//     a transposed copy of W (inputGrad; by chunks of a long contraction): made every step for
+//     a trained or block-quantized W (in f32), once for a frozen f32/f16/bf16 one (in its
+//     type, see prepare); autodiff passes it on to x as CPY's backward does. It sits in
 //     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
 //     every product in the forward order, so comes after them backwards;
-//   - a trained W's gradient is inᵀ·dzᵀ (a GEMM), and a trained embedding table's the scatter
-//     of its rows' gradients, built after the backward pass (weightGrad);
+//   - a trained W's gradient is inᵀ·dzᵀ (a GEMM; the products that read one input share its
+//     transposed copy), and a trained embedding table's the scatter of its rows' gradients,
+//     built after the backward pass (weightGrad);
+//   - where the loss's gradient with respect to an output is built by hand (the logits, see
+//     batchInputs.crossEntropy), seed makes it that output's gradient, so the backward pass
+//     starts there;
 //   - attention (attention) is one such block: its inputs q, k and v are copied into leaves,
 //     its output is tapped, and its backward — the GEMMs of its two products and the softmax's
 //     — is built here from the output's gradient.
