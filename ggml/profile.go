@@ -13,17 +13,8 @@ import (
 // own (on the CPU backend a wake-up of the thread pool, some microseconds), so the times add up
 // to a little more than Compute's. Compute itself does not time anything.
 func (b *Backend) ComputeTimed(g *Graph, each func(node *Tensor, d time.Duration)) error {
-	if b.b.IsNil() {
-		return ErrClosed
-	}
-	if g.Len() == 0 {
-		return fmt.Errorf("ggml: ComputeTimed: the graph is empty")
-	}
-	if g.checkedOn != b.b {
-		if err := b.check(g); err != nil {
-			return err
-		}
-		g.checkedOn = b.b
+	if err := b.ready(g, "ComputeTimed"); err != nil {
+		return err
 	}
 	ctx, err := NewContext(ContextOptions{Graphs: 1, GraphSize: 1})
 	if err != nil {
