@@ -102,15 +102,17 @@ func (in *batchInputs) loss(ctx *ggml.Context, logits *ggml.Tensor) *ggml.Tensor
 }
 
 // crossEntropy is the mean cross entropy of logits [vocab, T·B] against the targets, for a
-// training graph whose backward pass gb starts at the logits: their gradient, (p − onehot) /
-// (T·B) with p the softmax of each row, is built here and seeded into gb (gemmBackward.seed).
+// training graph whose backward pass gb starts at the logits: their gradient, (p − onehot) ·
+// seed / (T·B) with p the softmax of each row and seed the loss's gradient (an f32 scalar the
+// caller sets, 1 but for a data-parallel replica's share), is built here and seeded into gb
+// (gemmBackward.seed).
 // ggml's CROSS_ENTROPY_LOSS, whose forward takes one exp at a time, and the dense one-hot
 // labels are not needed: the rows' target probabilities are gathered from p at targetAt, then
 // p's target entries are lowered by 1 in place to make the gradient.
 //
 // value reads a copy of those probabilities, so autodiff sees no path from it back to the
 // logits; the graph must expand copy, then value (its loss).
-func (in *batchInputs) crossEntropy(ctx *ggml.Context, logits *ggml.Tensor, gb *gemmBackward) (copy, value *ggml.Tensor) {
+func (in *batchInputs) crossEntropy(ctx *ggml.Context, logits, seed *ggml.Tensor, gb *gemmBackward) (copy, value *ggml.Tensor) {
 	if logits == nil {
 		return nil, nil // the context holds the error
 	}
@@ -120,7 +122,9 @@ func (in *batchInputs) crossEntropy(ctx *ggml.Context, logits *ggml.Tensor, gb *
 	copied := ctx.NewTensor(ggml.F32, 1, n)
 	copy = ctx.Cpy(pt, copied)
 	value = ctx.Scale(ctx.Sum(ctx.Log(ctx.Clamp(copied, minTargetProb, 1))), -1/float32(n))
-	grad := ctx.Scale(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), in.targetAt), int64(in.vocab), n), 1/float32(n))
+	// seed/n repeated along a row, so that ggml multiplies whole rows by it
+	scale := ctx.Repeat(ctx.Scale(seed, 1/float32(n)), ctx.NewTensor(ggml.F32, int64(in.vocab), 1))
+	grad := ctx.Mul(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), in.targetAt), int64(in.vocab), n), scale)
 	gb.seed(logits, grad)
 	return copy, value
 }

@@ -283,7 +283,7 @@ func (tr *Trainer) build() error {
 			tr.value = tr.value.SetOutput()
 		} else if tr.in.targetAt != nil {
 			var copy *ggml.Tensor
-			copy, tr.loss = tr.in.crossEntropy(g, f.logits(tr.in.tokens), gb)
+			copy, tr.loss = tr.in.crossEntropy(g, f.logits(tr.in.tokens), tr.lossSeed, gb)
 			head = []*ggml.Tensor{copy}
 		} else {
 			tr.loss = tr.in.loss(g, f.logits(tr.in.tokens))
