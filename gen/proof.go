@@ -229,11 +229,12 @@ func ProofSource(m *Model, lib Library) string {
 		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, ProofPrototype(f))
 	}
 	// An exported object must be declared; its header spelling must have the handle's type and be
-	// its address. Compilers fold the comparison of two addresses only when they are equal, so
-	// __builtin_constant_p turns "not constant" into a failed assertion with its message.
-	if len(m.Data) > 0 {
+	// its address; a constant address's spelling must be a void * of that value. Compilers fold
+	// the comparison of two addresses only when they are equal, so __builtin_constant_p turns
+	// "not constant" into a failed assertion with its message.
+	if objs := objects(m); len(objs) > 0 {
 		b.WriteString("\nvoid *kernelgen_data[] = {\n")
-		for _, d := range m.Data {
+		for _, d := range objs {
 			fmt.Fprintf(&b, "#line %d \"%s\"\n\t(void *)&%s,\n", d.Pos.Line, d.Pos.Filename, d.CName)
 		}
 		b.WriteString("};\n")
@@ -243,11 +244,14 @@ func ProofSource(m *Model, lib Library) string {
 			continue
 		}
 		at := fmt.Sprintf("%s:%d", d.Pos.Filename, d.Pos.Line)
+		ctype, same, what := "void *", fmt.Sprintf("%s == (void *)%#x", d.Macro, d.Address), fmt.Sprintf("%#x", d.Address)
+		if !d.Constant {
+			ctype, same, what = d.Handle.CPtr(), fmt.Sprintf("(void *)%s == (void *)&%s", d.Macro, d.CName), "the address of "+d.CName
+		}
 		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_types_compatible_p(__typeof__(%s), %s), \"%s: %s is not a %s\");\n",
-			d.Pos.Line, d.Pos.Filename, d.Macro, d.Handle.CPtr(), at, d.Macro, d.Handle.CPtr())
-		same := fmt.Sprintf("(void *)%s == (void *)&%s", d.Macro, d.CName)
-		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_constant_p(%s) && %s, \"%s: %s is not the address of %s\");\n",
-			d.Pos.Line, d.Pos.Filename, same, same, at, d.Macro, d.CName)
+			d.Pos.Line, d.Pos.Filename, d.Macro, ctype, at, d.Macro, ctype)
+		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_constant_p(%s) && %s, \"%s: %s is not %s\");\n",
+			d.Pos.Line, d.Pos.Filename, same, same, at, d.Macro, what)
 	}
 	return b.String()
 }
