@@ -151,3 +151,52 @@ func TestDataParallelMatchesOneTrainer(t *testing.T) {
 		}
 	}
 }
+
+// soleReducer is the reducer of a job of one replica: the sum is the buffer itself. It counts
+// the floats it was given.
+type soleReducer struct{ floats int }
+
+func (r *soleReducer) AllReduceSum(buf []float32) error {
+	r.floats += len(buf)
+	return nil
+}
+
+// TestDataParallelComputesInPlace: a replica's backward pass writes every gradient straight
+// into the buffer the reducer sums (no copy between them), and one replica alone trains as a
+// trainer without the option does, masked or not.
+func TestDataParallelComputesInPlace(t *testing.T) {
+	if mpitest.Rank() >= 0 {
+		t.Skip("a rank of another test")
+	}
+	for _, masked := range []bool{false, true} {
+		want := trainShare(t, nil, 0, 1, masked)
+		r := &soleReducer{}
+		got := trainShare(t, r, 0, 1, masked)
+		for i, l := range want.Losses {
+			assert.InEpsilon(t, l, got.Losses[i], 1e-6, "masked %v, step %d", masked, i)
+		}
+		for name, w := range want.Weights {
+			assert.InDeltaSlice(t, w, got.Weights[name], 1e-6, "masked %v: %s", masked, name)
+		}
+		assert.Greater(t, r.floats, 0)
+	}
+
+	c, err := config.LlamaPreset("tiny")
+	require.NoError(t, err)
+	be, err := ggml.NewCPUBackend(1)
+	require.NoError(t, err)
+	defer be.Close()
+	m, err := New(c, be)
+	require.NoError(t, err)
+	defer m.Close()
+	tr, err := NewTrainer(m, dpSeq, 2, DataParallel(&soleReducer{}))
+	require.NoError(t, err)
+	defer tr.Close()
+	require.Len(t, tr.dp.grads, len(m.trainable().params))
+	floats := 1 // the loss
+	for i, g := range tr.dp.grads {
+		assert.True(t, tr.dp.buf.Holds(g), "%s is computed outside the reduced buffer", g.Name())
+		floats += int(tr.dp.slots[i].Len())
+	}
+	assert.InDelta(t, floats, len(tr.dp.host), float64(64*len(tr.dp.grads)), "the reduced buffer is the gradients and the loss, aligned")
+}

@@ -362,7 +362,7 @@ func (tr *Trainer) build() error {
 		}
 	}
 	if tr.dp != nil {
-		if err := tr.dp.finish(m.backend); err != nil {
+		if err := tr.dp.finish(m.backend, g, tr.graph); err != nil {
 			return err
 		}
 	}
@@ -461,10 +461,23 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
 	}
+	seed := float32(1)
 	if tr.masked && tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
-		if err := tr.lossSeed.SetF32([]float32{float32(tr.T*tr.B) / float32(tr.in.kept)}); err != nil {
+		seed = float32(tr.T*tr.B) / float32(tr.in.kept)
+	}
+	share := float32(1) // the replica's share of a data-parallel step
+	if tr.dp != nil {
+		weight := float32(1) // replicas of equal batches count equally
+		if tr.masked {
+			weight = float32(tr.in.kept)
+		}
+		var err error
+		if share, err = tr.dp.scale(weight); err != nil {
 			return 0, err
 		}
+	}
+	if err := tr.lossSeed.SetF32([]float32{seed * share}); err != nil {
+		return 0, err
 	}
 	if err := tr.decay.SetF32(decay[:]); err != nil {
 		return 0, err
@@ -497,11 +510,7 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	}
 	l := tr.in.maskedLoss(loss[0])
 	if tr.dp != nil {
-		weight := float32(1) // replicas of equal batches count equally
-		if tr.masked {
-			weight = float32(tr.in.kept)
-		}
-		return tr.dp.step(tr.m.backend, l, weight)
+		return tr.dp.step(tr.m.backend, l*share)
 	}
 	return l, nil
 }
