@@ -51,7 +51,7 @@ type dataParallel struct {
 	loss    *ggml.Tensor   // the replica's weighted loss, then the mean over the replicas
 	ctx     *ggml.Context  // slots, loss and the optimizer graph
 	buf     *ggml.Buffer
-	host    []float32 // buf in place, on a backend whose memory is the host's
+	host    []float32   // buf in place, on a backend whose memory is the host's
 	opt     *ggml.Graph // the AdamW steps
 	alloc   *ggml.Allocator
 	// share is the positions the replica's loss covers, then those of every replica: an
