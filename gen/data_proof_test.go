@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -165,4 +166,51 @@ func TestProofOfTypedefs(t *testing.T) {
 	err = Prove(m, lib, dir, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclUniqueId has another size")
+}
+
+// TestProofOfNCCL proves specs/nccl against NCCL's own nccl.h where one is found ($NCCL_INCLUDE,
+// $NCCL_HOME/include, the CUDA toolkit's include directories, /usr/include), with the CUDA
+// runtime headers it includes or, where those are missing, the generator's stand-ins; then
+// breaks an enum value and a prototype: the proof must refuse each, naming the spec line. Where
+// no nccl.h is installed it is skipped (no Debian package ships it).
+func TestProofOfNCCL(t *testing.T) {
+	cc := needCC(t)
+	root := repoRoot(t)
+	dirs, err := IncludeDirs(root, NCCL)
+	if errors.Is(err, ErrNoHeaders) {
+		t.Skipf("NCCL's nccl.h is not installed (set NCCL_INCLUDE to its directory): %v", err)
+	}
+	require.NoError(t, err)
+	load := func() *Model {
+		m, err := Load(root, "./specs/nccl")
+		require.NoError(t, err)
+		return m
+	}
+	require.NoError(t, ProveWith(load(), NCCL, dirs, cc), "the spec must prove against %s", dirs[0])
+	runtime := "the generator's stand-ins"
+	if len(dirs) > 1 {
+		runtime = dirs[1]
+	}
+	t.Logf("proven against %s/nccl.h, CUDA runtime headers: %s", dirs[0], runtime)
+
+	m := load()
+	for _, v := range m.Enums[1].Values {
+		if v.CName == "ncclFloat32" {
+			v.Value = 9
+		}
+	}
+	err = ProveWith(m, NCCL, dirs, cc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ncclFloat32 is not 9")
+
+	m = load()
+	for _, f := range m.Funcs {
+		if f.CName == "ncclAllReduce" {
+			f.Params[2].Type = &Type{Kind: KindInt} // count is a size_t
+		}
+	}
+	err = ProveWith(m, NCCL, dirs, cc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "specs/nccl/nccl.go:")
+	assert.Contains(t, err.Error(), "ncclAllReduce")
 }

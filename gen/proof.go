@@ -28,6 +28,14 @@ type Library struct {
 	// Deps are the libraries whose headers these include (llama.h includes ggml.h): their
 	// include directories are added to the proof's.
 	Deps []Library
+	// Optional, on a dependency, lets the proof run without its headers: the dependent
+	// library's StandIns take their place.
+	Optional bool
+	// StandIns are headers the library's own include, written by the proof last on its include
+	// path (name → text), so that where only the library's header is installed the proof
+	// still compiles: minimal declarations of ours of what the library's header uses of them
+	// (nccl.h's cudaStream_t from cuda_runtime.h). Installed headers take precedence.
+	StandIns map[string]string
 }
 
 // GGML is the ggml that toy links: the cgo package inside the ollama module.
@@ -104,6 +112,9 @@ func IncludeDirs(dir string, lib Library) ([]string, error) {
 	dirs := []string{inc}
 	for _, d := range lib.Deps {
 		more, err := IncludeDirs(dir, d)
+		if errors.Is(err, ErrNoHeaders) && d.Optional {
+			continue // StandIns stand for its headers
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +161,18 @@ func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
 	args := append(strings.Fields(cc), "-std=c11", "-fsyntax-only", "-Wall", "-Werror")
 	for _, d := range includeDirs {
 		args = append(args, "-I", d)
+	}
+	if len(lib.StandIns) > 0 {
+		standIns := filepath.Join(tmp, "standins")
+		if err := os.Mkdir(standIns, 0o755); err != nil {
+			return err
+		}
+		for name, text := range lib.StandIns {
+			if err := os.WriteFile(filepath.Join(standIns, name), []byte(text), 0o644); err != nil {
+				return err
+			}
+		}
+		args = append(args, "-idirafter", standIns)
 	}
 	args = append(args, file)
 	cmd := exec.Command(args[0], args[1:]...)
