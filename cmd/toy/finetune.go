@@ -165,7 +165,7 @@ Flags:
 		return err
 	}
 	if job != nil {
-		f.Replicas = job
+		f.Replicas = job.replicas
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -3,16 +3,31 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/toyml/toy/engines/recipes"
+	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/mpi"
 )
+
+// job is this process's part in a data-parallel job.
+type job struct {
+	world *mpi.World
+	// replicas are what the recipes average gradients with: the World, or in a cuda build the
+	// World with NCCL on this rank's GPU.
+	replicas recipes.Replicas
+	// release frees what replicas hold beyond the World (nil when nothing).
+	release func() error
+}
 
 // joinJob makes this process a rank of a data-parallel job when Open MPI's mpirun started it
 // with others (docs/DISTRIBUTED.md): it loads libmpi and initializes MPI. Otherwise it returns
 // nil and loads nothing. TOY_MPI_TIMEOUT (a Go duration, e.g. 30m) bounds how long a rank
-// waits for the others in one step (mpi.DefaultOptions otherwise).
-func joinJob() (*mpi.World, error) {
+// waits for the others in one step (mpi.DefaultOptions otherwise). In a cuda build each rank
+// takes one GPU of its machine, by its local rank (pinGPU), and reduces on it with NCCL.
+func joinJob() (*job, error) {
 	n, err := mpi.Launched()
 	if err != nil || n == 1 {
 		return nil, err
@@ -25,21 +40,68 @@ func joinJob() (*mpi.World, error) {
 		}
 		opts.Timeout = d
 	}
-	return mpi.Init(opts)
+	gpu := ""
+	if ggml.BackendKind == "cuda" { // before anything starts CUDA, which reads the variable once
+		if gpu, err = pinGPU(os.Getenv("OMPI_COMM_WORLD_LOCAL_RANK"), os.Getenv(visibleDevices)); err != nil {
+			return nil, err
+		}
+		if err := os.Setenv(visibleDevices, gpu); err != nil {
+			return nil, err
+		}
+	}
+	w, err := mpi.Init(opts)
+	if err != nil {
+		return nil, err
+	}
+	j := &job{world: w, replicas: w}
+	if gpu != "" {
+		if j.replicas, j.release, err = onDevices(w); err != nil {
+			err = fmt.Errorf("rank %d, on GPU %s (%s): %w", w.Rank(), gpu, visibleDevices, err)
+			w.Abort(1, err)
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// visibleDevices is the CUDA variable that lists the GPUs a process sees.
+const visibleDevices = "CUDA_VISIBLE_DEVICES"
+
+// pinGPU chooses the GPU of the rank of local rank local (its index among the ranks of its
+// machine, which mpirun sets): the local-th entry of visible (CUDA_VISIBLE_DEVICES, when set),
+// else GPU number local. The rank then sees only that GPU, as its device 0.
+func pinGPU(local, visible string) (string, error) {
+	i, err := strconv.Atoi(local)
+	if err != nil || i < 0 {
+		return "", fmt.Errorf("OMPI_COMM_WORLD_LOCAL_RANK=%q: mpirun did not say which rank of its machine this is", local)
+	}
+	if visible == "" {
+		return strconv.Itoa(i), nil
+	}
+	gpus := strings.Split(visible, ",")
+	if i >= len(gpus) {
+		return "", fmt.Errorf("local rank %d has no GPU: %s=%s lists %d; start at most one rank per GPU on each machine", i, visibleDevices, visible, len(gpus))
+	}
+	return strings.TrimSpace(gpus[i]), nil
 }
 
 // leaveJob ends this rank's part in the job: after an error it aborts every rank (so none
-// waits for this one), else it finalizes MPI. A nil World (no job) leaves err as it is.
-func leaveJob(w *mpi.World, command string, err error) error {
-	if w == nil {
+// waits for this one), else it finalizes MPI. A nil job leaves err as it is.
+func leaveJob(j *job, command string, err error) error {
+	if j == nil {
 		return err
 	}
 	if err != nil {
 		if _, interrupted := err.(*interruptedError); !interrupted {
-			w.Abort(1, fmt.Errorf("toy %s: %w", command, err))
+			j.world.Abort(1, fmt.Errorf("toy %s: %w", command, err))
 		}
 	}
-	if ferr := w.Finalize(); ferr != nil && err == nil {
+	if j.release != nil {
+		if rerr := j.release(); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	if ferr := j.world.Finalize(); ferr != nil && err == nil {
 		return ferr
 	}
 	return err
