@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/toyml/toy/engines/recipes"
@@ -26,7 +24,7 @@ type job struct {
 // with others (docs/DISTRIBUTED.md): it loads libmpi and initializes MPI. Otherwise it returns
 // nil and loads nothing. TOY_MPI_TIMEOUT (a Go duration, e.g. 30m) bounds how long a rank
 // waits for the others in one step (mpi.DefaultOptions otherwise). In a cuda build each rank
-// takes one GPU of its machine, by its local rank (pinGPU), and reduces on it with NCCL.
+// takes one GPU of its machine, by its local rank (mpi.PinGPU), and reduces on it with NCCL.
 func joinJob() (*job, error) {
 	n, err := mpi.Launched()
 	if err != nil || n == 1 {
@@ -41,11 +39,8 @@ func joinJob() (*job, error) {
 		opts.Timeout = d
 	}
 	gpu := ""
-	if ggml.BackendKind == "cuda" { // before anything starts CUDA, which reads the variable once
-		if gpu, err = pinGPU(os.Getenv("OMPI_COMM_WORLD_LOCAL_RANK"), os.Getenv(visibleDevices)); err != nil {
-			return nil, err
-		}
-		if err := os.Setenv(visibleDevices, gpu); err != nil {
+	if ggml.BackendKind == "cuda" { // before anything starts CUDA
+		if gpu, err = mpi.PinGPU(); err != nil {
 			return nil, err
 		}
 	}
@@ -56,33 +51,12 @@ func joinJob() (*job, error) {
 	j := &job{world: w, replicas: w}
 	if gpu != "" {
 		if j.replicas, j.release, err = onDevices(w); err != nil {
-			err = fmt.Errorf("rank %d, on GPU %s (%s): %w", w.Rank(), gpu, visibleDevices, err)
+			err = fmt.Errorf("rank %d, on GPU %s (%s): %w", w.Rank(), gpu, mpi.VisibleDevices, err)
 			w.Abort(1, err)
 			return nil, err
 		}
 	}
 	return j, nil
-}
-
-// visibleDevices is the CUDA variable that lists the GPUs a process sees.
-const visibleDevices = "CUDA_VISIBLE_DEVICES"
-
-// pinGPU chooses the GPU of the rank of local rank local (its index among the ranks of its
-// machine, which mpirun sets): the local-th entry of visible (CUDA_VISIBLE_DEVICES, when set),
-// else GPU number local. The rank then sees only that GPU, as its device 0.
-func pinGPU(local, visible string) (string, error) {
-	i, err := strconv.Atoi(local)
-	if err != nil || i < 0 {
-		return "", fmt.Errorf("OMPI_COMM_WORLD_LOCAL_RANK=%q: mpirun did not say which rank of its machine this is", local)
-	}
-	if visible == "" {
-		return strconv.Itoa(i), nil
-	}
-	gpus := strings.Split(visible, ",")
-	if i >= len(gpus) {
-		return "", fmt.Errorf("local rank %d has no GPU: %s=%s lists %d; start at most one rank per GPU on each machine", i, visibleDevices, visible, len(gpus))
-	}
-	return strings.TrimSpace(gpus[i]), nil
 }
 
 // leaveJob ends this rank's part in the job: after an error it aborts every rank (so none

@@ -35,10 +35,15 @@ type dpCurve struct {
 // every sequence gets a random loss mask, so the replicas' losses cover different numbers of
 // positions.
 func trainShare(t *testing.T, r GradientReducer, rank, size int, masked bool) dpCurve {
+	return trainShareOn(t, ggml.NewCPUBackend, r, rank, size, masked)
+}
+
+// trainShareOn is trainShare on a backend that newBackend opens with 1 thread.
+func trainShareOn(t *testing.T, newBackend func(threads int) (*ggml.Backend, error), r GradientReducer, rank, size int, masked bool) dpCurve {
 	c, err := config.LlamaPreset("tiny")
 	require.NoError(t, err)
 	c.Seed = 11
-	be, err := ggml.NewCPUBackend(1)
+	be, err := newBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
 	m, err := New(c, be)
@@ -126,30 +131,41 @@ func TestDataParallelMatchesOneTrainer(t *testing.T) {
 	for _, masked := range []bool{false, true} {
 		want := trainShare(t, nil, 0, 1, masked)
 		for rank := 0; rank < 2; rank++ {
-			b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank%d-masked%v.json", rank, masked)))
-			require.NoError(t, err, res.Output)
-			var got dpCurve
-			require.NoError(t, json.Unmarshal(b, &got))
-			require.Len(t, got.Losses, dpSteps)
-			for i, l := range want.Losses {
-				assert.InEpsilon(t, l, got.Losses[i], 1e-5, "masked %v, rank %d, step %d", masked, rank, i)
-			}
-			assert.Less(t, want.Losses[dpSteps-1], want.Losses[0], "the curve learns")
-			require.Len(t, got.Weights, len(want.Weights))
-			worst, where := 0.0, ""
-			for name, w := range want.Weights {
-				g := got.Weights[name]
-				require.Len(t, g, len(w), name)
-				for i := range w {
-					if d := math.Abs(float64(w[i] - g[i])); d > worst {
-						worst, where = d, fmt.Sprintf("%s[%d]", name, i)
-					}
-				}
-			}
-			assert.Less(t, worst, 1e-4, "masked %v, rank %d: weights differ by %g at %s", masked, rank, worst, where)
-			t.Logf("masked %v, rank %d: largest weight difference %.2g (%s)", masked, rank, worst, where)
+			compareCurves(t, want, readCurve(t, dir, rank, masked, res.Output), fmt.Sprintf("masked %v, rank %d", masked, rank))
 		}
 	}
+}
+
+// readCurve reads what rank wrote into dir.
+func readCurve(t *testing.T, dir string, rank int, masked bool, output string) dpCurve {
+	b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank%d-masked%v.json", rank, masked)))
+	require.NoError(t, err, output)
+	var got dpCurve
+	require.NoError(t, json.Unmarshal(b, &got))
+	return got
+}
+
+// compareCurves checks a replica's curve against one trainer's within the tolerances
+// TestDataParallelMatchesOneTrainer explains.
+func compareCurves(t *testing.T, want, got dpCurve, what string) {
+	require.Len(t, got.Losses, dpSteps)
+	for i, l := range want.Losses {
+		assert.InEpsilon(t, l, got.Losses[i], 1e-5, "%s, step %d", what, i)
+	}
+	assert.Less(t, want.Losses[dpSteps-1], want.Losses[0], "the curve learns")
+	require.Len(t, got.Weights, len(want.Weights))
+	worst, where := 0.0, ""
+	for name, w := range want.Weights {
+		g := got.Weights[name]
+		require.Len(t, g, len(w), name)
+		for i := range w {
+			if d := math.Abs(float64(w[i] - g[i])); d > worst {
+				worst, where = d, fmt.Sprintf("%s[%d]", name, i)
+			}
+		}
+	}
+	assert.Less(t, worst, 1e-4, "%s: weights differ by %g at %s", what, worst, where)
+	t.Logf("%s: largest weight difference %.2g (%s)", what, worst, where)
 }
 
 // soleReducer is the reducer of a job of one replica: the sum is the buffer itself. It counts
