@@ -4,9 +4,11 @@
 // the library: Launched says whether to, and toy then runs as it always does.
 //
 // A World is this process's place in the job: its rank and the number of ranks, and the
-// collectives training needs (allreduce of float32 sums, broadcast, barrier), each guarded by
-// a timeout after which the process reports which collective stalled and exits, so that a
-// stopped or lost rank ends the job instead of hanging it. Abort ends every rank at once.
+// collectives training needs (allreduce of float32 sums, in place and in buckets, broadcast,
+// barrier), each guarded by a timeout after which the process reports which collective stalled
+// and exits, so that a stopped or lost rank ends the job instead of hanging it. Abort ends
+// every rank at once. In a cuda build, a DeviceWorld adds NCCL's allreduce on device memory,
+// one GPU per rank (PinGPU).
 //
 // MPI is initialized with MPI_THREAD_SERIALIZED: Go moves goroutines between OS threads, and a
 // World serializes its calls with a mutex.

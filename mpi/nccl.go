@@ -82,10 +82,11 @@ type DeviceWorld struct {
 	wait func() error
 }
 
-// OnDevices makes this rank's NCCL communicator (NewNCCL: every rank must call it, on the
-// thread-independent device 0 of a process that sees one GPU) and returns the World with it.
-// wait blocks until the device has finished the work queued on it (cuCtxSynchronize): ggml
-// computes on streams of its own, which do not wait for NCCL's.
+// OnDevices makes this rank's NCCL communicator (NewNCCL; every rank must call it) and returns
+// the World with it. The process must see its GPU alone, as device 0 (PinGPU), since NCCL
+// takes the calling thread's current device and Go moves calls between threads. wait blocks
+// until the device has finished the work queued on it (cuCtxSynchronize): ggml computes on
+// streams of its own, which do not wait for NCCL's.
 func (w *World) OnDevices(wait func() error) (*DeviceWorld, error) {
 	c, err := w.NewNCCL()
 	if err != nil {
