@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/toyml/toy/engines/recipes"
@@ -23,7 +24,8 @@ type job struct {
 // joinJob makes this process a rank of a data-parallel job when Open MPI's mpirun started it
 // with others (docs/DISTRIBUTED.md): it loads libmpi and initializes MPI. Otherwise it returns
 // nil and loads nothing. TOY_MPI_TIMEOUT (a Go duration, e.g. 30m) bounds how long a rank
-// waits for the others in one step (mpi.DefaultOptions otherwise). In a cuda build each rank
+// waits for the others in one step, and TOY_MPI_BUCKET_KIB sets the size of the parts MPI
+// reduces the gradients in (mpi.DefaultOptions otherwise). In a cuda build each rank
 // takes one GPU of its machine, by its local rank (mpi.PinGPU), and reduces on it with NCCL.
 func joinJob() (*job, error) {
 	n, err := mpi.Launched()
@@ -37,6 +39,13 @@ func joinJob() (*job, error) {
 			return nil, fmt.Errorf("TOY_MPI_TIMEOUT=%q: want a duration such as 30m", v)
 		}
 		opts.Timeout = d
+	}
+	if v := os.Getenv("TOY_MPI_BUCKET_KIB"); v != "" {
+		kib, err := strconv.Atoi(v)
+		if err != nil || kib <= 0 {
+			return nil, fmt.Errorf("TOY_MPI_BUCKET_KIB=%q: want a positive number of KiB, e.g. 4096", v)
+		}
+		opts.BucketBytes = kib << 10
 	}
 	gpu := ""
 	if ggml.BackendKind == "cuda" { // before anything starts CUDA
