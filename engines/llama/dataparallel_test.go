@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -215,4 +216,149 @@ func TestDataParallelComputesInPlace(t *testing.T) {
 		floats += int(tr.dp.slots[i].Len())
 	}
 	assert.InDelta(t, floats, len(tr.dp.host), float64(64*len(tr.dp.grads)), "the reduced buffer is the gradients and the loss, aligned")
+}
+
+// memJob is a data-parallel job of n replicas in one process (goroutines): each reduce waits
+// for all n and gives each the sum, added in replica order.
+type memJob struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	n     int
+	bufs  [][]float32
+	round int
+}
+
+func newMemJob(n int) *memJob {
+	j := &memJob{n: n}
+	j.cond = sync.NewCond(&j.mu)
+	return j
+}
+
+// replica is the reducer of replica r.
+func (j *memJob) replica(r int) GradientReducer { return memReplica{j, r} }
+
+type memReplica struct {
+	j *memJob
+	r int
+}
+
+func (m memReplica) AllReduceSum(buf []float32) error {
+	j := m.j
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.bufs == nil {
+		j.bufs = make([][]float32, j.n)
+	}
+	j.bufs[m.r] = buf
+	round := j.round
+	for _, b := range j.bufs {
+		if b == nil {
+			for j.round == round {
+				j.cond.Wait()
+			}
+			return nil
+		}
+	}
+	sum := make([]float32, len(buf))
+	for _, b := range j.bufs {
+		if len(b) != len(sum) {
+			return fmt.Errorf("replicas reduce %d and %d values", len(b), len(sum))
+		}
+		for i, v := range b {
+			sum[i] += v
+		}
+	}
+	for _, b := range j.bufs {
+		copy(b, sum)
+	}
+	j.bufs = nil
+	j.round++
+	j.cond.Broadcast()
+	return nil
+}
+
+// TestDataParallelViT: two replicas of a tiny ViT, each stepping half of every batch of
+// images with StepImages and averaging through an in-process job, reproduce one classifier
+// trainer of the whole batch (losses and final weights, within the tolerances of
+// TestDataParallelMatchesOneTrainer).
+func TestDataParallelViT(t *testing.T) {
+	if mpitest.Rank() >= 0 {
+		t.Skip("a rank of another test")
+	}
+	const B, steps = 6, 5
+	c := tinyViT()
+	c.InitScale = 0.3
+	rng := rand.New(rand.NewPCG(5, 6))
+	var batches []*train.ClassificationBatch
+	var halves [][2]*train.ClassificationBatch
+	for i := 0; i < steps; i++ {
+		_, px, labels := randomImages(rng, B, PixelsPerImage(c), c.Classes)
+		b, err := train.NewClassificationBatch(px, labels, PixelsPerImage(c), c.Classes)
+		require.NoError(t, err)
+		batches = append(batches, b)
+		var h [2]*train.ClassificationBatch
+		for r := range h {
+			h[r], err = train.NewClassificationBatch(px[r*B/2:(r+1)*B/2], labels[r*B/2:(r+1)*B/2], PixelsPerImage(c), c.Classes)
+			require.NoError(t, err)
+		}
+		halves = append(halves, h)
+	}
+	run := func(batch int, r GradientReducer, data func(step int) *train.ClassificationBatch) dpCurve {
+		be, err := ggml.NewCPUBackend(1)
+		require.NoError(t, err)
+		defer be.Close()
+		m, err := NewViT(c, be)
+		require.NoError(t, err)
+		defer m.Close()
+		require.NoError(t, m.Init())
+		var opts []TrainerOption
+		if r != nil {
+			opts = append(opts, DataParallel(r))
+		}
+		tr, err := NewClassifierTrainer(m, batch, opts...)
+		require.NoError(t, err)
+		defer tr.Close()
+		adamw := train.FromScratch()
+		// The keys' bias has no gradient but rounding (softmax ignores a shift of every
+		// key), which AdamW turns into steps of up to lr in either direction: the rate keeps
+		// them within the tolerance.
+		adamw.LR = 1e-3
+		var curve dpCurve
+		for i := 0; i < steps; i++ {
+			p, err := adamw.Params(i, adamw.LR, true)
+			require.NoError(t, err)
+			loss, _, err := tr.StepImages(data(i), p, p)
+			require.NoError(t, err)
+			curve.Losses = append(curve.Losses, loss)
+		}
+		curve.Weights = map[string][]float32{}
+		for _, w := range m.Weights() {
+			curve.Weights[w.Name()], err = w.F32()
+			require.NoError(t, err)
+		}
+		return curve
+	}
+	want := run(B, nil, func(i int) *train.ClassificationBatch { return batches[i] })
+	job := newMemJob(2)
+	var got [2]dpCurve
+	var wg sync.WaitGroup
+	for r := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[r] = run(B/2, job.replica(r), func(i int) *train.ClassificationBatch { return halves[i][r] })
+		}()
+	}
+	wg.Wait()
+	for r := range got {
+		require.Len(t, got[r].Losses, steps)
+		for i, l := range want.Losses {
+			assert.InEpsilon(t, l, got[r].Losses[i], 1e-5, "replica %d, step %d", r, i)
+		}
+		for name, w := range want.Weights {
+			assert.InDeltaSlice(t, w, got[r].Weights[name], 1e-4, "replica %d: %s", r, name)
+		}
+	}
+	assert.NotEqual(t, want.Weights, run(B/2, nil, func(i int) *train.ClassificationBatch { return halves[i][0] }).Weights,
+		"half the batch alone trains otherwise")
 }

@@ -461,22 +461,15 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
 	}
-	seed := float32(1)
-	if tr.masked && tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
-		seed = float32(tr.T*tr.B) / float32(tr.in.kept)
-	}
-	share := float32(1) // the replica's share of a data-parallel step
-	if tr.dp != nil {
-		weight := float32(1) // replicas of equal batches count equally
-		if tr.masked {
-			weight = float32(tr.in.kept)
-		}
-		var err error
-		if share, err = tr.dp.scale(weight); err != nil {
-			return 0, err
+	seed, weight := float32(1), float32(1) // replicas of equal batches count equally
+	if tr.masked {
+		weight = float32(tr.in.kept)
+		if tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
+			seed = float32(tr.T*tr.B) / float32(tr.in.kept)
 		}
 	}
-	if err := tr.lossSeed.SetF32([]float32{seed * share}); err != nil {
+	share, err := tr.seedShare(seed, weight)
+	if err != nil {
 		return 0, err
 	}
 	if err := tr.decay.SetF32(decay[:]); err != nil {
@@ -513,6 +506,20 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 		return tr.dp.step(tr.m.backend, l*share)
 	}
 	return l, nil
+}
+
+// seedShare seeds the backward pass with the gradient seed of the loss, times, in a
+// data-parallel step, the replica's share (weight over the replicas' total, which it agrees on
+// with them); it returns the share (1 without replicas).
+func (tr *Trainer) seedShare(seed, weight float32) (float32, error) {
+	share := float32(1)
+	if tr.dp != nil {
+		var err error
+		if share, err = tr.dp.scale(weight); err != nil {
+			return 0, err
+		}
+	}
+	return share, tr.lossSeed.SetF32([]float32{seed * share})
 }
 
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer
