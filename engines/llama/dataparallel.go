@@ -34,8 +34,8 @@ type TrainerOption func(*Trainer)
 //
 // The graph is then computed in two parts (forward and backward, then AdamW). The backward
 // pass computes the gradients, already weighted by the replica's share, straight into one
-// buffer of the backend, which the reducer sums in place and AdamW then reads: it holds a
-// second copy of the trained weights' size, and no other.
+// buffer of the backend, which the reducer sums in place and AdamW then reads: the gradients
+// take memory of the trained weights' size until the AdamW step, and the reduction no more.
 func DataParallel(r GradientReducer) TrainerOption {
 	return func(tr *Trainer) { tr.dp = &dataParallel{reducer: r} }
 }
