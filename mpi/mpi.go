@@ -212,9 +212,10 @@ const maxCount = 1 << 30
 // DefaultBucketBytes is the size of the parts AllReduceSum reduces a buffer in. One
 // MPI_Allreduce of a whole 540 MB gradient ran at 0.35 GB/s on two ranks of one machine (Open
 // MPI 4.1, shared memory), calls of 2 to 32 MB at 2 to 3.2 GB/s (docs/PERFORMANCE.md): the
-// library's own pipelining loses to cache-sized parts. Each part also costs a collective's
-// latency on a network, about 2(N−1) messages, so parts no smaller than a few MB.
-const DefaultBucketBytes = 4 << 20
+// library's own pipelining loses to cache-sized parts: 512 KiB to 2 MiB ran alike here, 4 MiB
+// 2.7× slower. Each part also costs a collective's latency on a network, about 2(N−1)
+// messages, so the largest of the fast ones; a cluster wants larger (docs/PERFORMANCE.md).
+const DefaultBucketBytes = 2 << 20
 
 // AllReduceSum replaces buf, on every rank, by the element-wise sum of every rank's buf, in
 // place (MPI_IN_PLACE: no second buffer), in parts of Options.BucketBytes. Every rank must

@@ -43,7 +43,7 @@ func joinJob() (*job, error) {
 	if v := os.Getenv("TOY_MPI_BUCKET_KIB"); v != "" {
 		kib, err := strconv.Atoi(v)
 		if err != nil || kib <= 0 {
-			return nil, fmt.Errorf("TOY_MPI_BUCKET_KIB=%q: want a positive number of KiB, e.g. 4096", v)
+			return nil, fmt.Errorf("TOY_MPI_BUCKET_KIB=%q: want a positive number of KiB, e.g. 32768", v)
 		}
 		opts.BucketBytes = kib << 10
 	}
