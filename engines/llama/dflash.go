@@ -315,6 +315,7 @@ type dflashInputs struct {
 	posK    *ggml.Tensor // i32 [(W+G)·B]: the context positions, then the block's
 	mask    *ggml.Tensor // f32 [W+G, G, 1, B]: 0 where a context row holds a token, -∞ elsewhere
 	zeros   *ggml.Tensor // f32 [d, W+G, B]: zeros, which the keys' input is accumulated into
+	cells   *ggml.Tensor // i32: the drafter cache's cells written or read (dflashCache)
 }
 
 // declare makes the inputs in ctx.
