@@ -400,22 +400,22 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *draft != "" || *dflash != "" {
-		var rows []specRow
+		var drafters []llama.SpecDrafter
+		var modes []string
 		if *draft != "" {
-			fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d, target alone and with the draft (γ %d) …\n", *tg, *pp, *draftN)
-			r, err := llama.BenchSpeculative(*model, *draft, max(*pp, 1), max(*tg, 1), *threads, *draftN, llama.BenchOptions{Decoder: opts, Reps: *reps})
-			if err != nil {
-				return err
-			}
-			rows = append(rows, specRow{"speculative", r})
+			drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN}), append(modes, "speculative")
 		}
 		if *dflash != "" {
-			fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d, target alone and with the DFlash drafter …\n", *tg, *pp)
-			r, err := llama.BenchDFlash(*model, *dflash, max(*pp, 1), max(*tg, 1), *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
-			if err != nil {
-				return err
-			}
-			rows = append(rows, specRow{"dflash", r})
+			drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, DFlash: true}), append(modes, "dflash")
+		}
+		fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d: the target alone and %s, in turn …\n", *tg, *pp, strings.Join(modes, " and "))
+		res, err := llama.BenchSpeculative(*model, drafters, max(*pp, 1), max(*tg, 1), *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
+		if err != nil {
+			return err
+		}
+		var rows []specRow
+		for i, r := range res {
+			rows = append(rows, specRow{modes[i], r})
 		}
 		writeSpecTable(stdout, rows)
 		return nil
