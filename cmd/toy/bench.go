@@ -335,6 +335,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	draft := fs.String("draft", "", "also measure greedy speculative decoding with this draft GGUF (\"self\": the target's own file, every proposal accepted: the ceiling)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	dflashN := fs.Int("dflash-n", 0, "of each DFlash block, the proposals the target verifies (with -dflash; 0: all, the block size − 1)")
 	allowUnresolved := registerGate(fs)
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
@@ -353,6 +354,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1", *draftN)
+	}
+	if *dflashN < 0 {
+		return usagef("-dflash-n %d: want at least 0", *dflashN)
 	}
 	if *draftLayers < 0 || (*draftLayers > 0 && (*random == "" || *draft != "")) {
 		return usagef("-draft-layers %d: want a positive number of layers, with -random and without -draft", *draftLayers)
@@ -406,7 +410,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN}), append(modes, "speculative")
 		}
 		if *dflash != "" {
-			drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, DFlash: true}), append(modes, "dflash")
+			drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true}), append(modes, "dflash")
 		}
 		fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d: the target alone and %s, in turn …\n", *tg, *pp, strings.Join(modes, " and "))
 		res, err := llama.BenchSpeculative(*model, drafters, max(*pp, 1), max(*tg, 1), *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})

@@ -11,17 +11,23 @@ import (
 // NewDFlashSpeculative returns a speculative decoder of target whose proposals come from the
 // DFlash drafter df: each step fills one block (the last committed token and Gamma−1 masked
 // positions) in one forward of the drafter, which reads the target's hidden states of the
-// context (the target decoder is set to capture them), and the target verifies the Gamma−1
-// proposals as with a draft model. df must have been made for target's model. The decoder and
-// the drafter are used, not owned.
-func NewDFlashSpeculative(target *Decoder, df *DFlash, s *sample.Sampler) (*Speculative, error) {
+// context (the target decoder is set to capture them), and the target verifies the first
+// proposals of them (0: all Gamma−1) as with a draft model. df must have been made for
+// target's model. The decoder and the drafter are used, not owned.
+func NewDFlashSpeculative(target *Decoder, df *DFlash, proposals int, s *sample.Sampler) (*Speculative, error) {
 	if df.target != target.m {
 		return nil, fmt.Errorf("llama: dflash: the drafter was made for %s, not %s", df.target.path, target.m.path)
+	}
+	if proposals == 0 {
+		proposals = df.Cfg.Gamma - 1
+	}
+	if proposals < 1 || proposals > df.Cfg.Gamma-1 {
+		return nil, fmt.Errorf("llama: dflash: %d proposals a step: the drafter's blocks of %d hold 1..%d", proposals, df.Cfg.Gamma, df.Cfg.Gamma-1)
 	}
 	if err := target.SetCapture(df.Cfg.TargetLayers); err != nil {
 		return nil, err
 	}
-	return newSpeculative(target, &dflashDrafter{df: df}, df.Cfg.Gamma-1, s), nil
+	return newSpeculative(target, &dflashDrafter{df: df}, proposals, s), nil
 }
 
 // dflashDrafter drafts with a DFlash block drafter. The context keys and values of every

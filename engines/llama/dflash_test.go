@@ -243,7 +243,7 @@ func TestDFlashCacheMatchesUncached(t *testing.T) {
 		require.NoError(t, err)
 		defer df.Close()
 		w := drafterWeights(t, df, loadedWeights(t, m))
-		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		require.NoError(t, ref.SetCapture(cfg.TargetLayers))
 		uncached := map[int]*dflashGraph{}
@@ -317,7 +317,7 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		df, err := NewDFlash(m, cfg, 1)
 		require.NoError(t, err)
 		defer df.Close()
-		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		var stats []SpecStats
 		for i, p := range prompts {
@@ -336,13 +336,23 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		require.NoError(t, err)
 		defer re.Close()
 		assert.Equal(t, cfg, re.Cfg)
-		sp2, err := NewDFlashSpeculative(td, re, sample.NewSampler(sample.GreedyParams()))
+		sp2, err := NewDFlashSpeculative(td, re, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		for i, p := range prompts {
 			assert.Equal(t, want[i], specGenerate(t, sp2, p, 40))
 			assert.Equal(t, withoutTimes(stats[i]), withoutTimes(sp2.Stats()), "the reopened drafter proposes the same")
 		}
 		require.NoError(t, sp2.Close())
+		// Verifying only the first proposals of each block.
+		sp3, err := NewDFlashSpeculative(td, re, 2, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		for i, p := range prompts {
+			assert.Equal(t, want[i], specGenerate(t, sp3, p, 40))
+			assert.LessOrEqual(t, sp3.Stats().Drafted, 2*sp3.Stats().Steps)
+		}
+		require.NoError(t, sp3.Close())
+		_, err = NewDFlashSpeculative(td, re, cfg.Gamma, sample.NewSampler(sample.GreedyParams()))
+		assert.ErrorContains(t, err, "proposals a step")
 
 		other := dflashTarget(t, 6)
 		a := other.Arch
@@ -351,7 +361,7 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		_, err = OpenDFlash(path, bigger)
 		assert.ErrorContains(t, err, "drafts for a llama target of 3 layers")
 		od := newDecoder(t, other, DecoderOptions{}, 0)
-		_, err = NewDFlashSpeculative(od, df, sample.NewSampler(sample.GreedyParams()))
+		_, err = NewDFlashSpeculative(od, df, 0, sample.NewSampler(sample.GreedyParams()))
 		assert.ErrorContains(t, err, "was made for")
 	}
 	require.NoError(t, td.SetCapture(nil))
@@ -411,7 +421,7 @@ func TestTrainDFlashLearns(t *testing.T) {
 	defer random.Close()
 	td := newDecoder(t, m, DecoderOptions{}, 0)
 	accepted := func(df *DFlash) float64 {
-		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		defer sp.Close()
 		acc, n := 0, 0

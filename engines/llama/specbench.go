@@ -39,8 +39,8 @@ func (r SpecBenchResult) Speedup() float64 {
 }
 
 // SpecDrafter names a drafter BenchSpeculative measures: a draft model proposing Gamma tokens
-// a step (0: DefaultDraftTokens), or, with DFlash, a DFlash drafter made for the target (its
-// block size sets γ: Gamma−1 proposals a step).
+// a step (0: DefaultDraftTokens), or, with DFlash, a DFlash drafter made for the target, of
+// whose blocks the target verifies the first Gamma proposals (0: all, the block size − 1).
 type SpecDrafter struct {
 	Path   string
 	Gamma  int
@@ -88,10 +88,13 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 				return nil, err
 			}
 			closers = append(closers, df)
-			r.Gamma, r.DraftParams = df.Cfg.Gamma-1, df.Params()
+			if r.Gamma == 0 {
+				r.Gamma = df.Cfg.Gamma - 1
+			}
+			r.DraftParams = df.Params()
 			results[i] = r
 			opens[i] = func(td *Decoder) (*Speculative, error) {
-				return NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+				return NewDFlashSpeculative(td, df, r.Gamma, sample.NewSampler(sample.GreedyParams()))
 			}
 		} else {
 			if r.Gamma == 0 {
