@@ -48,7 +48,7 @@ type SpecDrafter struct {
 }
 
 // BenchSpeculative measures greedy generation of genTokens tokens after a random prompt of
-// promptTokens (at least 1), by the target at targetPath alone (Prompt, then Next per token)
+// promptTokens (at least 1; opts.Prompt, when set, is the prompt instead), by the target at targetPath alone (Prompt, then Next per token)
 // and by speculative decoding with each drafter. They run in rounds, after a warm-up round:
 // each of opts.Reps repetitions runs the target alone, then each drafter, on the same prompt,
 // so that a load that changes during the run weighs on all alike; the prompt's processing is
@@ -63,6 +63,9 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 	}
 	if opts.Reps < 1 {
 		return nil, fmt.Errorf("llama: %d repetitions", opts.Reps)
+	}
+	if len(opts.Prompt) > 0 {
+		promptTokens = len(opts.Prompt)
 	}
 	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
 	if err != nil {
@@ -129,10 +132,13 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 		return d, err
 	}
 
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
-	prompt := make([]int32, promptTokens)
-	for i := range prompt {
-		prompt[i] = int32(rng.IntN(tm.Arch.Vocab))
+	prompt := opts.Prompt
+	if len(prompt) == 0 {
+		rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
+		prompt = make([]int32, promptTokens)
+		for i := range prompt {
+			prompt[i] = int32(rng.IntN(tm.Arch.Vocab))
+		}
 	}
 	pd, err := newDecoder() // the target alone's: no drafter sets it up
 	if err != nil {
