@@ -446,9 +446,12 @@ func TestTrainDFlashLearns(t *testing.T) {
 // BenchmarkDFlashPhases times the parts of a DFlash step on a target of kernels/models/toy-go's
 // shape (random f32 weights: 32.5M parameters, 10 layers, 512 wide, vocabulary 2048) after a
 // context of 128 tokens: the target's one-token Next (what plain decoding pays per token), its
-// verification of a block (Append of the anchor and 3 or 7 proposals, hidden states captured),
-// and the drafter's forward over a 16- or 64-position window. A step costs draft + verify and commits
-// accepted+1 tokens, so the speed-up is (accepted+1)·next / (draft + verify).
+// verification of a block (Append of the anchor and 1 to 7 proposals, hidden states
+// captured), and the drafter's block over a 16- or 64-position window, cached (the keys and
+// values of 4 new context rows, then the block) and uncached (the whole window projected, as
+// training does). A step costs draft + verify and commits accepted+1 tokens, so the speed-up
+// is (accepted+1)·next / (draft + verify). Each row reports cpu-ms/op beside the wall time:
+// on a loaded machine the CPU time is the work's cost.
 //
 //	go test ./engines/llama -run '^$' -bench DFlashPhases -benchtime 50x
 func BenchmarkDFlashPhases(b *testing.B) {
@@ -476,7 +479,7 @@ func BenchmarkDFlashPhases(b *testing.B) {
 			require.NoError(b, d.Truncate(len(ctx)))
 		}
 	})
-	for _, n := range []int{4, 8} {
+	for _, n := range []int{2, 4, 5, 6, 8} {
 		b.Run(fmt.Sprintf("verify%d", n), func(b *testing.B) {
 			defer reportCPU(b)()
 			for range b.N {
