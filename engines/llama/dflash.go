@@ -306,7 +306,8 @@ func (df *DFlash) Close() error {
 	return nil
 }
 
-// dflashInputs are the inputs of a drafter graph over B blocks, each reading W context rows.
+// dflashInputs are the inputs of a drafter graph over B blocks, each reading W context rows
+// (the drafter cache's graphs declare those they use: dflashCache).
 type dflashInputs struct {
 	B, W, G int
 	feat    *ggml.Tensor // f32 [F, W·B]: the context rows of each block
@@ -474,18 +475,21 @@ func (g *dflashGraph) close() {
 
 func (df *DFlash) graphSize() int { return 256 + 64*df.Cfg.Layers }
 
-// buildInference builds the forward graph of B blocks, each reading W context rows.
-func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
+// newGraph builds and allocates the graph that declare declares in ctx, computing the tensors
+// it returns.
+func (df *DFlash) newGraph(declare func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor) (*dflashGraph, error) {
 	size := df.graphSize()
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size})
 	if err != nil {
 		return nil, err
 	}
-	g := &dflashGraph{in: dflashInputs{B: B, W: W, G: df.Cfg.Gamma}, ctx: ctx}
-	g.in.declare(ctx, df)
-	g.logits = df.forward(ctx, &g.in, ctx.MulMat).SetOutput()
-	if g.graph, err = ctx.NewGraph(size, false); err == nil {
-		err = g.graph.Expand(g.logits)
+	g := &dflashGraph{ctx: ctx}
+	outs := declare(ctx, g)
+	g.graph, err = ctx.NewGraph(size, false)
+	for _, out := range outs {
+		if err == nil {
+			err = g.graph.Expand(out)
+		}
 	}
 	if err == nil {
 		g.alloc, err = df.target.backend.NewAllocator()

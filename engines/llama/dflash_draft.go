@@ -218,39 +218,10 @@ func (c *dflashCache) close() {
 	}
 }
 
-// newGraph builds and allocates the graph that declare declares in ctx, computing the tensors
-// it returns.
-func (c *dflashCache) newGraph(declare func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor) (*dflashGraph, error) {
-	size := c.df.graphSize()
-	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size})
-	if err != nil {
-		return nil, err
-	}
-	g := &dflashGraph{ctx: ctx}
-	outs := declare(ctx, g)
-	g.graph, err = ctx.NewGraph(size, false)
-	for _, out := range outs {
-		if err == nil {
-			err = g.graph.Expand(out)
-		}
-	}
-	if err == nil {
-		g.alloc, err = c.df.target.backend.NewAllocator()
-	}
-	if err == nil {
-		err = g.alloc.Alloc(g.graph)
-	}
-	if err != nil {
-		g.close()
-		return nil, fmt.Errorf("llama: building the dflash graph: %w", err)
-	}
-	return g, nil
-}
-
 // buildIngest builds the graph that writes the keys and values of n context rows (in.feat
 // [F, n], at positions in.posK) into their cells (in.cells).
 func (c *dflashCache) buildIngest(n int) (*dflashGraph, error) {
-	return c.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
+	return c.df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
 		df := c.df
 		a, w := &df.target.Arch, &df.target.weights
 		in := &g.in
@@ -292,7 +263,7 @@ func (c *dflashCache) setIngest(g *dflashGraph, rows []float32, p0 int) error {
 // buildBlock builds the graph of one block reading W context rows from the cache: their keys
 // and values gathered from the cells in.cells, then the block's own.
 func (c *dflashCache) buildBlock(W int) (*dflashGraph, error) {
-	return c.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
+	return c.df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
 		df := c.df
 		a, w := &df.target.Arch, &df.target.weights
 		G := int64(df.Cfg.Gamma)

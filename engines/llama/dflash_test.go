@@ -547,3 +547,14 @@ func reportCPU(b *testing.B) func() {
 		b.ReportMetric(float64(cpu()-c0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	}
 }
+
+// buildInference builds the uncached forward graph of B blocks, each reading W context rows:
+// the graph training differentiates, the drafter cache's reference.
+func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
+	return df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
+		g.in = dflashInputs{B: B, W: W, G: df.Cfg.Gamma}
+		g.in.declare(ctx, df)
+		g.logits = df.forward(ctx, &g.in, ctx.MulMat).SetOutput()
+		return []*ggml.Tensor{g.logits}
+	})
+}
