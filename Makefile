@@ -114,6 +114,7 @@ test:
 	$(GO) test $(TAGS) ./...
 	$(GO) test -tags cuda ./engines/kernelrt ./generated/kernels ./cuda
 	TOY_CUDA_FAKE_DRIVER=1 $(GO) test -tags cuda -count 1 -run '^TestFakeDriver$$' ./cuda
+	$(GO) test -tags cuda -count 1 -run '^TestFakeNCCL$$' ./mpi
 	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZ_OPEN_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/runs -run '^$$' -fuzz '^FuzzReadEvents$$' -fuzztime $(FUZZ_EVENTS_EXECS) -fuzzminimizetime 2s

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -11,7 +12,7 @@ import (
 )
 
 // dataHeader declares, as Open MPI's mpi.h does, predefined handles that are the addresses of
-// exported objects, and a function with a char *** parameter.
+// exported objects, constant addresses, and a function with a char *** parameter.
 const dataHeader = `
 typedef struct lib_comm_t *Lib_Comm;
 typedef struct lib_op_t *Lib_Op;
@@ -22,6 +23,9 @@ extern struct lib_predefined_op lib_op_sum;
 #define LIB_COMM_WORLD ((Lib_Comm) ((void *) &(lib_comm_world)))
 #define LIB_COMM_SELF ((Lib_Comm) ((void *) &(lib_comm_self)))
 #define LIB_SUM ((Lib_Op) ((void *) &(lib_op_sum)))
+#define LIB_IN_PLACE ((void *) 1)
+#define LIB_BOTTOM ((void *) 0)
+#define LIB_ONE_INT 1
 int lib_init(int *argc, char ***argv);
 `
 
@@ -35,6 +39,7 @@ func dataModel() *Model {
 		Data: []*Data{
 			{GoName: "CommWorld", CName: "lib_comm_world", Macro: "LIB_COMM_WORLD", Handle: comm, Pos: at(10)},
 			{GoName: "OpSum", CName: "lib_op_sum", Macro: "LIB_SUM", Handle: op, Pos: at(11)},
+			{GoName: "InPlace", Macro: "LIB_IN_PLACE", Constant: true, Address: 1, Pos: at(12)},
 		},
 		Funcs: []*Func{{GoName: "Init", CName: "lib_init", Result: &Type{Kind: KindInt}, Pos: at(20), Params: []*Param{
 			{Name: "argc", Type: &Type{Kind: KindPtr}, ProofCType: "int *"},
@@ -56,11 +61,14 @@ func TestProofOfDataSymbols(t *testing.T) {
 		mutate func(m *Model)
 		line   string
 	}{
-		"macro of another object": {func(m *Model) { m.Data[0].Macro = "LIB_COMM_SELF" }, "lib.go:10"},
-		"handle of another type":  {func(m *Model) { m.Data[1].Handle = m.Handles[0] }, "lib.go:11"},
-		"undeclared object":       {func(m *Model) { m.Data[1].CName = "lib_op_max" }, "lib.go:11"},
-		"parameter's real type":   {func(m *Model) { m.Funcs[0].Params[1].ProofCType = "char **" }, "lib.go:20"},
-		"no real type":            {func(m *Model) { m.Funcs[0].Params[0].ProofCType = "" }, "lib.go:20"},
+		"macro of another object":   {func(m *Model) { m.Data[0].Macro = "LIB_COMM_SELF" }, "lib.go:10"},
+		"handle of another type":    {func(m *Model) { m.Data[1].Handle = m.Handles[0] }, "lib.go:11"},
+		"undeclared object":         {func(m *Model) { m.Data[1].CName = "lib_op_max" }, "lib.go:11"},
+		"constant of another value": {func(m *Model) { m.Data[2].Address = 2 }, "lib.go:12"},
+		"constant of another macro": {func(m *Model) { m.Data[2].Macro = "LIB_BOTTOM" }, "lib.go:12"},
+		"constant that is an int":   {func(m *Model) { m.Data[2].Macro = "LIB_ONE_INT" }, "lib.go:12"},
+		"parameter's real type":     {func(m *Model) { m.Funcs[0].Params[1].ProofCType = "char **" }, "lib.go:20"},
+		"no real type":              {func(m *Model) { m.Funcs[0].Params[0].ProofCType = "" }, "lib.go:20"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := dataModel()
@@ -158,4 +166,51 @@ func TestProofOfTypedefs(t *testing.T) {
 	err = Prove(m, lib, dir, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclUniqueId has another size")
+}
+
+// TestProofOfNCCL proves specs/nccl against NCCL's own nccl.h where one is found ($NCCL_INCLUDE,
+// $NCCL_HOME/include, the CUDA toolkit's include directories, /usr/include), with the CUDA
+// runtime headers it includes or, where those are missing, the generator's stand-ins; then
+// breaks an enum value and a prototype: the proof must refuse each, naming the spec line. Where
+// no nccl.h is installed it is skipped (no Debian package ships it).
+func TestProofOfNCCL(t *testing.T) {
+	cc := needCC(t)
+	root := repoRoot(t)
+	dirs, err := IncludeDirs(root, NCCL)
+	if errors.Is(err, ErrNoHeaders) {
+		t.Skipf("NCCL's nccl.h is not installed (set NCCL_INCLUDE to its directory): %v", err)
+	}
+	require.NoError(t, err)
+	load := func() *Model {
+		m, err := Load(root, "./specs/nccl")
+		require.NoError(t, err)
+		return m
+	}
+	require.NoError(t, ProveWith(load(), NCCL, dirs, cc), "the spec must prove against %s", dirs[0])
+	runtime := "the generator's stand-ins"
+	if len(dirs) > 1 {
+		runtime = dirs[1]
+	}
+	t.Logf("proven against %s/nccl.h, CUDA runtime headers: %s", dirs[0], runtime)
+
+	m := load()
+	for _, v := range m.Enums[1].Values {
+		if v.CName == "ncclFloat32" {
+			v.Value = 9
+		}
+	}
+	err = ProveWith(m, NCCL, dirs, cc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ncclFloat32 is not 9")
+
+	m = load()
+	for _, f := range m.Funcs {
+		if f.CName == "ncclAllReduce" {
+			f.Params[2].Type = &Type{Kind: KindInt} // count is a size_t
+		}
+	}
+	err = ProveWith(m, NCCL, dirs, cc)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "specs/nccl/nccl.go:")
+	assert.Contains(t, err.Error(), "ncclAllReduce")
 }

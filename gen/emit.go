@@ -151,10 +151,20 @@ func Preamble(m *Model) string {
 		b.WriteString("\n")
 	}
 	for _, d := range m.Data {
+		if d.Constant {
+			b.WriteString(constantAccessor(d))
+			continue
+		}
 		fmt.Fprintf(&b, "extern char %s;\n", d.CName)
 		fmt.Fprintf(&b, "static %s %s(void) { return (%s)(void *)&%s; }\n", d.Handle.CPtr(), dataCall(d), d.Handle.CPtr(), d.CName)
 	}
 	return b.String()
+}
+
+// constantAccessor is the C function that returns a constant address (kernelgen:macro NAME
+// value=N): Go may not make a pointer of an integer, C may.
+func constantAccessor(d *Data) string {
+	return fmt.Sprintf("static void *%s(void) { return (void *)%#x; }\n", dataCall(d), d.Address)
 }
 
 // definition opens and closes the C definition of an enum or struct named ctype: a tagged one
@@ -168,7 +178,24 @@ func definition(kind, ctype string) (open, end string) {
 }
 
 func dataPointer(d *Data) string { return "kg_d_" + d.CName }
-func dataCall(d *Data) string    { return "kg_data_" + d.CName }
+
+func dataCall(d *Data) string {
+	if d.Constant {
+		return "kg_const_" + d.Macro
+	}
+	return "kg_data_" + d.CName
+}
+
+// objects are the data symbols that are exported objects (not constant addresses).
+func objects(m *Model) []*Data {
+	var ds []*Data
+	for _, d := range m.Data {
+		if !d.Constant {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
 
 // DynamicPreamble is the C text of bindings that dlopen their library: the same types as
 // Preamble, then per function a pointer (kg_p_NAME) that kg_resolve fills with dlsym and a
@@ -201,18 +228,22 @@ func DynamicPreamble(m *Model, global bool) string {
 		}
 	}
 	for _, d := range m.Data {
+		if d.Constant {
+			b.WriteString(constantAccessor(d))
+			continue
+		}
 		fmt.Fprintf(&b, "static void *%s;\n", dataPointer(d))
 		fmt.Fprintf(&b, "static %s %s(void) { return (%s)%s; }\n", d.Handle.CPtr(), dataCall(d), d.Handle.CPtr(), dataPointer(d))
 	}
 	what := "function pointer"
-	if len(m.Data) > 0 {
+	if len(objects(m)) > 0 {
 		what = "function pointer and object address"
 	}
 	fmt.Fprintf(&b, "\n// kg_resolve fills every %s from the library handle h; it returns NULL, or the\n// name of the first symbol the library lacks.\nstatic const char *kg_resolve(void *h) {\n", what)
 	for _, f := range m.Funcs {
 		fmt.Fprintf(&b, "\tif (!(*(void **)(&%s) = dlsym(h, \"%s\"))) return \"%s\";\n", dynPointer(f), f.CName, f.CName)
 	}
-	for _, d := range m.Data {
+	for _, d := range objects(m) {
 		fmt.Fprintf(&b, "\tif (!(%s = dlsym(h, \"%s\"))) return \"%s\";\n", dataPointer(d), d.CName, d.CName)
 	}
 	b.WriteString("\treturn NULL;\n}\n")
@@ -447,6 +478,13 @@ func emitCgo(m *Model, t Target) *jen.File {
 func emitData(f *jen.File, d *Data, dyn *Dynamic) {
 	docLines(f, d.Doc)
 	f.Comment("")
+	if d.Constant {
+		f.Commentf("C: %s, the constant address %#x.", d.Macro, d.Address)
+		f.Func().Id(d.GoName).Params().Qual("unsafe", "Pointer").Block(
+			jen.Return(cQual(dataCall(d)).Call()))
+		f.Line()
+		return
+	}
 	if d.Macro != "" {
 		f.Commentf("C: %s, the address of %s.", d.Macro, d.CName)
 	} else {

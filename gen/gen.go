@@ -133,13 +133,29 @@ var OpenMPI = Library{
 	Headers:    []string{"mpi.h"},
 }
 
-// NCCL is nccl.h, found where NVIDIA's NCCL packages put it, with the CUDA toolkit's headers
-// it includes. Without them the bindings are generated unproven here, with their proof in
-// generated/nccl/abiproof for a GPU machine.
+// NCCL is nccl.h, found through $NCCL_INCLUDE or where NVIDIA's NCCL packages put it. It
+// includes the CUDA toolkit's runtime headers: where those are not installed, the proof
+// stands in for them with the one declaration nccl.h uses (cudaStream_t, the same opaque
+// struct pointer the spec binds) and empty half-precision headers. Without nccl.h the bindings
+// are generated unproven here, with their proof in generated/nccl/abiproof for a GPU machine.
 var NCCL = Library{
-	HeaderDirs: []string{"$NCCL_HOME/include", "$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
+	HeaderDirs: []string{"$NCCL_INCLUDE", "$NCCL_HOME/include", "$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
 	Headers:    []string{"nccl.h"},
-	Deps:       []Library{CUDADriver},
+	Deps:       []Library{CUDARuntime},
+	StandIns: map[string]string{
+		"cuda_runtime.h": "/* kernelgen's stand-in for the CUDA runtime header: what nccl.h uses of it. */\n#include <stddef.h>\ntypedef struct CUstream_st *cudaStream_t;\n",
+		"cuda_fp16.h":    "/* kernelgen's stand-in: nccl.h's C declarations use no half type. */\n",
+		"cuda_bf16.h":    "/* kernelgen's stand-in: nccl.h's C declarations use no bfloat16 type. */\n",
+		"cuda_fp8.h":     "/* kernelgen's stand-in: nccl.h includes it only in C++. */\n",
+	},
+}
+
+// CUDARuntime is the CUDA toolkit's runtime header, which nccl.h includes; optional for its
+// proof (NCCL's StandIns).
+var CUDARuntime = Library{
+	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include"},
+	Headers:    []string{"cuda_runtime.h"},
+	Optional:   true,
 }
 
 // Configs lists the engine spec packages and where their configs go.

@@ -9,6 +9,7 @@ import (
 	"go/types"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"golang.org/x/tools/go/packages"
@@ -531,7 +532,9 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 // data records one method of a kernelgen:data interface: an exported object whose address is a
 // handle. The method takes nothing and returns the handle; its C name is prefix+snake_case(name)
 // unless kernelgen:c says otherwise, and kernelgen:macro NAME names the header's spelling of the
-// handle, which the proof checks against the object's address.
+// handle, which the proof checks against the object's address. kernelgen:macro NAME value=N
+// declares instead a constant address the header #defines (MPI_IN_PLACE): the method returns
+// Ptr, and there is no object.
 func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Position) {
 	name := m.Names[0].Name
 	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: GoDoc(pi.goprefix+name, name, doc(m.Doc)), Pos: l.position(m.Pos())}
@@ -542,10 +545,20 @@ func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Po
 		switch {
 		case dr.name == "c" && len(dr.args) == 1 && isCIdent(dr.args[0]):
 			d.CName = dr.args[0]
-		case dr.name == "macro" && len(dr.args) == 1 && isCIdent(dr.args[0]):
+		case dr.name == "macro" && len(dr.args) >= 1 && len(dr.args) <= 2 && isCIdent(dr.args[0]):
 			d.Macro = dr.args[0]
+			if len(dr.args) == 2 {
+				d.Constant = true
+				if v, ok := l.keyValues(dr, dr.args[1:], "value")["value"]; ok {
+					n, err := strconv.ParseUint(v, 0, 64)
+					if err != nil {
+						l.errorf(dr.pos, "kernelgen:macro %s: value=%s is not an address (an unsigned integer)", d.Macro, v)
+					}
+					d.Address = n
+				}
+			}
 		default:
-			l.errorf(dr.pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME)", strings.TrimSpace("kernelgen:"+dr.name+" "+strings.Join(dr.args, " ")), name)
+			l.errorf(dr.pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME [value=N])", strings.TrimSpace("kernelgen:"+dr.name+" "+strings.Join(dr.args, " ")), name)
 		}
 	}
 	if prev, dup := goNames[d.GoName]; dup {
@@ -557,6 +570,14 @@ func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Po
 	var result *Type
 	if sig.Results().Len() == 1 {
 		result = l.resolve(sig.Results().At(0).Type(), m.Pos(), "result")
+	}
+	if d.Constant {
+		if sig.Params().Len() != 0 || result == nil || result.Kind != KindPtr || result.Const {
+			l.errorf(m.Pos(), "data %s is a constant address (kernelgen:macro %s value=%d): it must take nothing and return Ptr", name, d.Macro, d.Address)
+		} else {
+			l.m.Data = append(l.m.Data, d)
+		}
+		return
 	}
 	if sig.Params().Len() != 0 || result == nil || result.Kind != KindHandle || result.Const {
 		l.errorf(m.Pos(), "data %s must take nothing and return a handle (the object's address)", name)

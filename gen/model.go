@@ -131,7 +131,13 @@ type Data struct {
 	Macro  string
 	Doc    string
 	Handle *Handle
-	Pos    token.Position
+	// Constant, set by kernelgen:macro NAME value=N on a method returning Ptr, makes the method
+	// no object but the constant address N that the macro spells (Open MPI's MPI_IN_PLACE is
+	// ((void *) 1)): nothing is resolved, Handle is nil, and the proof checks that the macro is a
+	// void * equal to N.
+	Constant bool
+	Address  uint64
+	Pos      token.Position
 }
 
 // Kind classifies a spec type by how it crosses into C.

@@ -28,6 +28,14 @@ type Library struct {
 	// Deps are the libraries whose headers these include (llama.h includes ggml.h): their
 	// include directories are added to the proof's.
 	Deps []Library
+	// Optional, on a dependency, lets the proof run without its headers: the dependent
+	// library's StandIns take their place.
+	Optional bool
+	// StandIns are headers the library's own include, written by the proof last on its include
+	// path (name → text), so that where only the library's header is installed the proof
+	// still compiles: minimal declarations of ours of what the library's header uses of them
+	// (nccl.h's cudaStream_t from cuda_runtime.h). Installed headers take precedence.
+	StandIns map[string]string
 }
 
 // GGML is the ggml that toy links: the cgo package inside the ollama module.
@@ -104,6 +112,9 @@ func IncludeDirs(dir string, lib Library) ([]string, error) {
 	dirs := []string{inc}
 	for _, d := range lib.Deps {
 		more, err := IncludeDirs(dir, d)
+		if errors.Is(err, ErrNoHeaders) && d.Optional {
+			continue // StandIns stand for its headers
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +161,18 @@ func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
 	args := append(strings.Fields(cc), "-std=c11", "-fsyntax-only", "-Wall", "-Werror")
 	for _, d := range includeDirs {
 		args = append(args, "-I", d)
+	}
+	if len(lib.StandIns) > 0 {
+		standIns := filepath.Join(tmp, "standins")
+		if err := os.Mkdir(standIns, 0o755); err != nil {
+			return err
+		}
+		for name, text := range lib.StandIns {
+			if err := os.WriteFile(filepath.Join(standIns, name), []byte(text), 0o644); err != nil {
+				return err
+			}
+		}
+		args = append(args, "-idirafter", standIns)
 	}
 	args = append(args, file)
 	cmd := exec.Command(args[0], args[1:]...)
@@ -229,11 +252,12 @@ func ProofSource(m *Model, lib Library) string {
 		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, ProofPrototype(f))
 	}
 	// An exported object must be declared; its header spelling must have the handle's type and be
-	// its address. Compilers fold the comparison of two addresses only when they are equal, so
-	// __builtin_constant_p turns "not constant" into a failed assertion with its message.
-	if len(m.Data) > 0 {
+	// its address; a constant address's spelling must be a void * of that value. Compilers fold
+	// the comparison of two addresses only when they are equal, so __builtin_constant_p turns
+	// "not constant" into a failed assertion with its message.
+	if objs := objects(m); len(objs) > 0 {
 		b.WriteString("\nvoid *kernelgen_data[] = {\n")
-		for _, d := range m.Data {
+		for _, d := range objs {
 			fmt.Fprintf(&b, "#line %d \"%s\"\n\t(void *)&%s,\n", d.Pos.Line, d.Pos.Filename, d.CName)
 		}
 		b.WriteString("};\n")
@@ -243,11 +267,14 @@ func ProofSource(m *Model, lib Library) string {
 			continue
 		}
 		at := fmt.Sprintf("%s:%d", d.Pos.Filename, d.Pos.Line)
+		ctype, same, what := "void *", fmt.Sprintf("%s == (void *)%#x", d.Macro, d.Address), fmt.Sprintf("%#x", d.Address)
+		if !d.Constant {
+			ctype, same, what = d.Handle.CPtr(), fmt.Sprintf("(void *)%s == (void *)&%s", d.Macro, d.CName), "the address of "+d.CName
+		}
 		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_types_compatible_p(__typeof__(%s), %s), \"%s: %s is not a %s\");\n",
-			d.Pos.Line, d.Pos.Filename, d.Macro, d.Handle.CPtr(), at, d.Macro, d.Handle.CPtr())
-		same := fmt.Sprintf("(void *)%s == (void *)&%s", d.Macro, d.CName)
-		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_constant_p(%s) && %s, \"%s: %s is not the address of %s\");\n",
-			d.Pos.Line, d.Pos.Filename, same, same, at, d.Macro, d.CName)
+			d.Pos.Line, d.Pos.Filename, d.Macro, ctype, at, d.Macro, ctype)
+		fmt.Fprintf(&b, "#line %d \"%s\"\n_Static_assert(__builtin_constant_p(%s) && %s, \"%s: %s is not %s\");\n",
+			d.Pos.Line, d.Pos.Filename, same, same, at, d.Macro, what)
 	}
 	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"github.com/toyml/toy/generated/ggmlc"
 )
@@ -150,6 +151,41 @@ func (buf *Buffer) Size() int { return ggmlc.BackendBufferGetSize(buf.buf) }
 
 // Clear sets every byte of the buffer to value.
 func (buf *Buffer) Clear(value byte) { ggmlc.BackendBufferClear(buf.buf, value) }
+
+// IsHost reports whether the buffer is in host memory (every buffer of the CPU backend), which
+// HostF32 can read and write in place.
+func (buf *Buffer) IsHost() bool { return ggmlc.BackendBufferIsHost(buf.buf) }
+
+// HostF32 is the whole buffer as float32 values in place, for a buffer in host memory whose
+// tensors are all F32 (bytes between them, which alignment leaves, read as whatever they hold:
+// zero after Clear(0)). It aliases C memory: it is valid until Close, and a computation that
+// writes the buffer's tensors changes it.
+func (buf *Buffer) HostF32() ([]float32, error) {
+	if buf.buf.IsNil() {
+		return nil, ErrClosed
+	}
+	if !buf.IsHost() {
+		return nil, fmt.Errorf("ggml: HostF32: the buffer is in device memory (%s)", ggmlc.BackendBufferName(buf.buf))
+	}
+	return unsafe.Slice((*float32)(ggmlc.BackendBufferGetBase(buf.buf)), buf.Size()/4), nil
+}
+
+// DeviceAddress is the address of the buffer's memory on its device (a CUDA device pointer in a
+// cuda build); an error for a buffer in host memory.
+func (buf *Buffer) DeviceAddress() (uintptr, error) {
+	if buf.buf.IsNil() {
+		return 0, ErrClosed
+	}
+	if buf.IsHost() {
+		return 0, fmt.Errorf("ggml: DeviceAddress: the buffer is in host memory (%s)", ggmlc.BackendBufferName(buf.buf))
+	}
+	return uintptr(ggmlc.BackendBufferGetBase(buf.buf)), nil
+}
+
+// Holds reports whether t's data lies in the buffer.
+func (buf *Buffer) Holds(t *Tensor) bool {
+	return t.HasMemory() && t.t.Buffer() == buf.buf
+}
 
 // Close frees the buffer; its tensors lose their memory. Safe to call more than once.
 func (buf *Buffer) Close() error {

@@ -187,6 +187,31 @@ func (t *Tensor) DeviceAddress() (uintptr, error) {
 	return uintptr(t.t.Data()), nil
 }
 
+// ShareMemory gives t the memory of m, which a backend buffer holds: t must have none yet, be
+// no view, and have m's type and shape. A graph node placed so is computed straight into m's
+// memory, where the graph allocator leaves it (as an output of a graph, say, that another
+// graph or the caller reads without a copy). It is an error when t cannot be placed.
+func (t *Tensor) ShareMemory(m *Tensor) error {
+	switch {
+	case t == nil || m == nil:
+		return fmt.Errorf("ggml: ShareMemory: invalid tensor")
+	case t.ctx.c.IsNil() || m.ctx.c.IsNil():
+		return fmt.Errorf("ggml: ShareMemory: %w", ErrClosed)
+	case t.HasMemory() || !t.t.Buffer().IsNil():
+		return fmt.Errorf("ggml: ShareMemory: %s already has memory", t.describe())
+	case !t.t.ViewSrc().IsNil():
+		return fmt.Errorf("ggml: ShareMemory: %s is a view", t.describe())
+	case !m.HasMemory():
+		return fmt.Errorf("ggml: ShareMemory: %s has no memory", m.describe())
+	case t.Type() != m.Type() || t.t.Ne() != m.t.Ne() || t.t.Nb() != m.t.Nb():
+		return fmt.Errorf("ggml: ShareMemory: %s and %s differ in type or layout", t.describe(), m.describe())
+	}
+	if st := ggmlc.BackendTensorAlloc(m.t.Buffer(), t.t, m.t.Data()); st != ggmlc.StatusSuccess {
+		return fmt.Errorf("ggml: ShareMemory: %s: %s", t.describe(), st)
+	}
+	return nil
+}
+
 // checkIO validates a copy of n bytes at byte offset off into or out of the tensor.
 func (t *Tensor) checkIO(op string, off, n int) error {
 	if t == nil {

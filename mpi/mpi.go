@@ -4,9 +4,11 @@
 // the library: Launched says whether to, and toy then runs as it always does.
 //
 // A World is this process's place in the job: its rank and the number of ranks, and the
-// collectives training needs (allreduce of float32 sums, broadcast, barrier), each guarded by
-// a timeout after which the process reports which collective stalled and exits, so that a
-// stopped or lost rank ends the job instead of hanging it. Abort ends every rank at once.
+// collectives training needs (allreduce of float32 sums, in place and in buckets, broadcast,
+// barrier), each guarded by a timeout after which the process reports which collective stalled
+// and exits, so that a stopped or lost rank ends the job instead of hanging it. Abort ends
+// every rank at once. In a cuda build, a DeviceWorld adds NCCL's allreduce on device memory,
+// one GPU per rank (PinGPU).
 //
 // MPI is initialized with MPI_THREAD_SERIALIZED: Go moves goroutines between OS threads, and a
 // World serializes its calls with a mutex.
@@ -92,12 +94,16 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives the timeout reports (os.Stderr when nil).
 	Log io.Writer
+	// BucketBytes is the size of the parts AllReduceSum reduces a buffer in (0: one call per
+	// 2³⁰ elements, MPI's limit).
+	BucketBytes int
 }
 
-// DefaultOptions wait 2 minutes for the job to start and 10 minutes for a collective: a
-// training step, on the slowest rank, must finish within that.
+// DefaultOptions wait 2 minutes for the job to start and 10 minutes for a collective (a
+// training step, on the slowest rank, must finish within that), and reduce in parts of
+// DefaultBucketBytes.
 func DefaultOptions() Options {
-	return Options{StartTimeout: 2 * time.Minute, Timeout: 10 * time.Minute}
+	return Options{StartTimeout: 2 * time.Minute, Timeout: 10 * time.Minute, BucketBytes: DefaultBucketBytes}
 }
 
 // World is this process's place in the job: MPI_COMM_WORLD with its rank and size.
@@ -106,7 +112,6 @@ type World struct {
 	rank      int
 	size      int
 	opts      Options
-	recv      []float32 // the allreduce's receive buffer, kept between calls
 	finalized bool
 	library   string
 }
@@ -204,37 +209,43 @@ func (w *World) collective(op string, call func() mpi.Result) error {
 // maxCount is the most elements one call moves: MPI counts are C ints.
 const maxCount = 1 << 30
 
-// AllReduceSum replaces buf, on every rank, by the element-wise sum of every rank's buf. Every
-// rank must call it with a buffer of the same length.
+// DefaultBucketBytes is the size of the parts AllReduceSum reduces a buffer in. One
+// MPI_Allreduce of a whole 540 MB gradient ran at 0.35 GB/s on two ranks of one machine (Open
+// MPI 4.1, shared memory), calls of 2 to 32 MB at 2 to 3.2 GB/s (docs/PERFORMANCE.md): the
+// library's own pipelining loses to cache-sized parts: 512 KiB to 2 MiB ran alike here, 4 MiB
+// 2.7× slower. Each part also costs a collective's latency on a network, about 2(N−1)
+// messages, so the largest of the fast ones; a cluster wants larger (docs/PERFORMANCE.md).
+const DefaultBucketBytes = 2 << 20
+
+// AllReduceSum replaces buf, on every rank, by the element-wise sum of every rank's buf, in
+// place (MPI_IN_PLACE: no second buffer), in parts of Options.BucketBytes. Every rank must
+// call it with a buffer of the same length.
 func (w *World) AllReduceSum(buf []float32) error {
-	if cap(w.recv) < len(buf) {
-		w.recv = make([]float32, len(buf))
+	return w.allReduceInPlace(unsafe.Pointer(unsafe.SliceData(buf)), len(buf), 4, mpi.Float(), mpi.OpSum())
+}
+
+// AllReduceMax replaces each element of buf by its maximum over the ranks, in place.
+func (w *World) AllReduceMax(buf []float64) error {
+	return w.allReduceInPlace(unsafe.Pointer(unsafe.SliceData(buf)), len(buf), 8, mpi.Double(), mpi.OpMax())
+}
+
+// allReduceInPlace reduces n elements of size bytes at p with op, one MPI_Allreduce per bucket.
+func (w *World) allReduceInPlace(p unsafe.Pointer, n, size int, typ mpi.Datatype, op mpi.Op) error {
+	step := min(maxCount, max(1, w.opts.BucketBytes/size))
+	if w.opts.BucketBytes <= 0 {
+		step = maxCount
 	}
-	recv := w.recv[:len(buf)]
-	for off := 0; off < len(buf); off += maxCount {
-		n := min(maxCount, len(buf)-off)
+	for off := 0; off < n; off += step {
+		count := min(step, n-off)
+		part := unsafe.Add(p, off*size)
 		err := w.collective("MPI_Allreduce", func() mpi.Result {
-			return mpi.Allreduce(unsafe.Pointer(&buf[off]), unsafe.Pointer(&recv[off]), n, mpi.Float(), mpi.OpSum(), mpi.CommWorld())
+			return mpi.Allreduce(mpi.InPlace(), part, count, typ, op, mpi.CommWorld())
 		})
 		if err != nil {
 			return err
 		}
 	}
-	copy(buf, recv)
 	return nil
-}
-
-// AllReduceMax replaces each element of buf by its maximum over the ranks.
-func (w *World) AllReduceMax(buf []float64) error {
-	if len(buf) == 0 {
-		return nil
-	}
-	recv := make([]float64, len(buf))
-	err := w.collective("MPI_Allreduce", func() mpi.Result {
-		return mpi.Allreduce(unsafe.Pointer(&buf[0]), unsafe.Pointer(&recv[0]), len(buf), mpi.Double(), mpi.OpMax(), mpi.CommWorld())
-	})
-	copy(buf, recv)
-	return err
 }
 
 // Broadcast copies buf from rank root to every other rank's buf (of the same length).

@@ -73,8 +73,8 @@ func rankInput(r, n int) []float32 {
 	return v
 }
 
-// TestCollectives runs three ranks: the sum of their random buffers (chunk boundaries
-// included) against a float64 sum, broadcasts of bytes, floats and a string, and a barrier.
+// TestCollectives runs three ranks: the sum of their random buffers, reduced in place in
+// buckets, against a float64 sum, broadcasts of bytes, floats and a string, and a barrier.
 func TestCollectives(t *testing.T) {
 	const np, n = 3, 100_003
 	if mpitest.Rank() < 0 {
@@ -83,7 +83,9 @@ func TestCollectives(t *testing.T) {
 		assert.Equal(t, np, strings.Count(res.Output, "collectives ok"), res.Output)
 		return
 	}
-	w, err := Init(DefaultOptions())
+	opts := DefaultOptions()
+	opts.BucketBytes = 4*4099 + 2 // 24 buckets of 4099 floats and one of 1627: each part lands where it belongs
+	w, err := Init(opts)
 	require.NoError(t, err)
 	require.Equal(t, np, w.Size())
 	require.Equal(t, mpitest.Rank(), w.Rank())

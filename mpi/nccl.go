@@ -11,11 +11,11 @@ import (
 
 // NCCL is this rank's NCCL communicator over the GPUs of the job: one rank per GPU, the
 // unique id that names the group made by rank 0 and broadcast over MPI. Its collectives work
-// on device memory, queued on the device's default stream. It exists in cuda builds only.
+// on device memory, queued on the device's default stream. It exists in cuda builds only;
+// DeviceWorld is what training uses of it.
 //
-// It is bound and compiles, but it is not yet used by training (the data-parallel trainer
-// averages gradients through host memory and MPI), and it has not run: no machine with NCCL
-// and several GPUs was available (docs/DISTRIBUTED.md).
+// It has been run only against a stand-in library (mpi/testdata/fakenccl.c): no machine with
+// NCCL and a GPU was available (docs/DISTRIBUTED.md).
 type NCCL struct {
 	comm nccl.Comm
 	w    *World
@@ -72,3 +72,48 @@ func (c *NCCL) Close() error {
 	c.comm = nccl.Comm{}
 	return err
 }
+
+// DeviceWorld is a World whose ranks each drive one GPU: besides the World's collectives on
+// host memory, it sums float32 gradients in device memory with ncclAllReduce
+// (llama.DeviceReducer), in place.
+type DeviceWorld struct {
+	*World
+	nccl *NCCL
+	wait func() error
+}
+
+// OnDevices makes this rank's NCCL communicator (NewNCCL; every rank must call it) and returns
+// the World with it. The process must see its GPU alone, as device 0 (PinGPU), since NCCL
+// takes the calling thread's current device and Go moves calls between threads. wait blocks
+// until the device has finished the work queued on it (cuCtxSynchronize): ggml computes on
+// streams of its own, which do not wait for NCCL's.
+func (w *World) OnDevices(wait func() error) (*DeviceWorld, error) {
+	c, err := w.NewNCCL()
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceWorld{World: w, nccl: c, wait: wait}, nil
+}
+
+// AllReduceSumDevice replaces the count float32 values at device address addr, on every rank,
+// by their sum over the ranks, and returns when the device holds the result. It is bounded by
+// the World's collective timeout.
+func (d *DeviceWorld) AllReduceSumDevice(addr uintptr, count int) error {
+	// A device address, never Go memory: the conversion through memory keeps vet's check of
+	// uintptr conversions, which guards Go pointers, out of it.
+	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.finalized {
+		return fmt.Errorf("mpi: ncclAllReduce after Finalize")
+	}
+	return d.guard("ncclAllReduce", d.opts.Timeout, func() error {
+		if err := d.nccl.AllReduceSum(p, p, count); err != nil {
+			return err
+		}
+		return d.wait()
+	})
+}
+
+// Close frees the NCCL communicator (the World stays).
+func (d *DeviceWorld) Close() error { return d.nccl.Close() }

@@ -6,15 +6,17 @@
 #   scripts/gpu-check.sh [DIR]      DIR holds cuda.test, ggml.test and llama.test (default bin/gpu)
 #
 # 1. the ABI proof of the CUDA driver bindings (generated/cudadrv/abiproof/proof.c) compiled
-#    against the installed cuda.h, when there is one;
+#    against the installed cuda.h, when there is one, and NCCL's (generated/nccl/abiproof) against
+#    nccl.h ($NCCL_INCLUDE, $NCCL_HOME/include, the toolkit's or /usr/include);
 # 2. toy's own kernels (package cuda: argmax, sampling, AdamW) against their float64 references;
 # 3. when ggml's CUDA backend library is there ($TOY_GGML_CUDA, or DIR/libggml-cuda.so), ggml's
 #    op tests (package ggml) on the GPU against internal/reference, and
 # 4. the decoder (package engines/llama) on the GPU against its float64 reference, per
 #    architecture, KV cache and weight type, and
 # 5. training on the GPU: whole-model gradients against finite differences, one AdamW step
-#    against plain Go, the evaluator against the reference.
-# GPU_CHECK_PARTS selects parts (default "proof kernels ggml llama train"); GPU_CHECK_LOGS names a
+#    against plain Go, the evaluator against the reference, and
+# 6. data-parallel training over NCCL, one rank per GPU (needs mpirun and libnccl.so.2).
+# GPU_CHECK_PARTS selects parts (default "proof kernels ggml llama train nccl"); GPU_CHECK_LOGS names a
 # directory that keeps each part's whole test log. It exits non-zero if any check
 # fails. Keep it to one short run: device time is scarce.
 set -uo pipefail
@@ -26,7 +28,7 @@ row() { rows+=("$(printf '%-22s %-6s %-12s %-12s %s' "$@")"); }
 
 echo "gpu-check: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
-parts=" ${GPU_CHECK_PARTS:-proof kernels ggml llama train} "
+parts=" ${GPU_CHECK_PARTS:-proof kernels ggml llama train nccl} "
 logs="${GPU_CHECK_LOGS:-}"
 [ -n "$logs" ] && mkdir -p "$logs"
 keep() { [ -n "$logs" ] && cp "$1" "$logs/$2.log"; rm -f "$1"; }
@@ -47,6 +49,21 @@ elif [ -n "$inc" ]; then
   fi
 else
   row "abi-proof (cuda.h)" "-" "skipped" "-" "no cuda.h found"
+fi
+nccl_inc=""
+for d in "${NCCL_INCLUDE:-}" "${NCCL_HOME:+$NCCL_HOME/include}" "$inc" /usr/include; do
+  if [ -n "$d" ] && [ -f "$d/nccl.h" ]; then nccl_inc="$d"; break; fi
+done
+if ! part proof; then :
+elif [ -n "$nccl_inc" ] && [ -n "$inc" ]; then
+  if out=$(${CC:-cc} -std=c11 -fsyntax-only -Wall -Werror -I "$nccl_inc" -I "$inc" generated/nccl/abiproof/proof.c 2>&1); then
+    row "abi-proof (nccl.h)" "-" "-" "-" "specs/nccl proven against $nccl_inc/nccl.h"
+  else
+    echo "$out"; fail=1
+    row "abi-proof (nccl.h)" "-" "FAIL" "-" "see the compiler errors above"
+  fi
+else
+  row "abi-proof (nccl.h)" "-" "skipped" "-" "no nccl.h or cuda.h found"
 fi
 
 # 2. toy's kernels.
@@ -95,6 +112,22 @@ backend_part ggml ggml.test "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|Un
 backend_part llama llama.test "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights|SortedTopK|F16Embeddings)$}" "decoder on CUDA vs the float64 reference"
 backend_part sampler cuda.test '^TestTokenSampler$' "toy generate's device sampling, from ggml's logits in place, vs the host sampler"
 backend_part train llama.test "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
+# 6. Data-parallel training with NCCL: one rank per GPU (4, 2 or 1 of them) sums its gradients on
+# the device with ncclAllReduce and reproduces one trainer on one GPU; it needs Open MPI's mpirun
+# and NCCL's libnccl.so.2.
+if part nccl; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  export TOY_NCCL_RANKS=1
+  [ "$gpus" -ge 2 ] && TOY_NCCL_RANKS=2
+  [ "$gpus" -ge 4 ] && TOY_NCCL_RANKS=4
+  if ! command -v mpirun >/dev/null; then
+    row nccl "-" "skipped" "-" "no mpirun (Debian: openmpi-bin)"
+  elif ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2' && [ -z "${LD_LIBRARY_PATH:-}" ]; then
+    row nccl "-" "skipped" "-" "no libnccl.so.2 (NVIDIA's libnccl2)"
+  else
+    backend_part nccl llama.test '^TestDataParallelOnGPUs$' "$TOY_NCCL_RANKS rank(s), one GPU each, NCCL allreduce vs one trainer"
+  fi
+fi
 
 echo
 printf '%-22s %-6s %-12s %-12s %s\n' kernel cases "max rel err" "time/call" notes

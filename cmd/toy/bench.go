@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/blasgemm"
@@ -335,6 +336,8 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	draft := fs.String("draft", "", "also measure greedy speculative decoding with this draft GGUF (\"self\": the target's own file, every proposal accepted: the ceiling)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	promptFile := fs.String("prompt-file", "", "with -draft or -dflash: the prompt is the first -p tokens of this text file (default: -p random tokens)")
+	dflashN := fs.Int("dflash-n", 0, "of each DFlash block, the proposals the target verifies (with -dflash; 0: all, the block size − 1)")
 	allowUnresolved := registerGate(fs)
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
@@ -353,6 +356,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1", *draftN)
+	}
+	if *dflashN < 0 {
+		return usagef("-dflash-n %d: want at least 0", *dflashN)
 	}
 	if *draftLayers < 0 || (*draftLayers > 0 && (*random == "" || *draft != "")) {
 		return usagef("-draft-layers %d: want a positive number of layers, with -random and without -draft", *draftLayers)
@@ -400,22 +406,28 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *draft != "" || *dflash != "" {
-		var rows []specRow
+		var drafters []llama.SpecDrafter
+		var modes []string
 		if *draft != "" {
-			fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d, target alone and with the draft (γ %d) …\n", *tg, *pp, *draftN)
-			r, err := llama.BenchSpeculative(*model, *draft, max(*pp, 1), max(*tg, 1), *threads, *draftN, llama.BenchOptions{Decoder: opts, Reps: *reps})
-			if err != nil {
-				return err
-			}
-			rows = append(rows, specRow{"speculative", r})
+			drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN}), append(modes, "speculative")
 		}
 		if *dflash != "" {
-			fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d, target alone and with the DFlash drafter …\n", *tg, *pp)
-			r, err := llama.BenchDFlash(*model, *dflash, max(*pp, 1), max(*tg, 1), *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
-			if err != nil {
+			drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true}), append(modes, "dflash")
+		}
+		bo := llama.BenchOptions{Decoder: opts, Reps: *reps}
+		if *promptFile != "" {
+			if bo.Prompt, err = benchPrompt(*model, *promptFile, max(*pp, 1)); err != nil {
 				return err
 			}
-			rows = append(rows, specRow{"dflash", r})
+		}
+		fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d: the target alone and %s, in turn …\n", *tg, *pp, strings.Join(modes, " and "))
+		res, err := llama.BenchSpeculative(*model, drafters, max(*pp, 1), max(*tg, 1), *threads, bo)
+		if err != nil {
+			return err
+		}
+		var rows []specRow
+		for i, r := range res {
+			rows = append(rows, specRow{modes[i], r})
 		}
 		writeSpecTable(stdout, rows)
 		return nil
@@ -426,6 +438,28 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, res)
 	return nil
+}
+
+// benchPrompt is the first n tokens of the text file path under the model's tokenizer.
+func benchPrompt(model, path string, n int) ([]int32, error) {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-prompt-file: %w", err)
+	}
+	f, err := ggml.OpenGGUF(model)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, err := f.Value(k); return v, err == nil })
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", model, err)
+	}
+	ids := tok.Encode(string(text), tokenizer.EncodeOptions{})
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("-prompt-file %s: no tokens", path)
+	}
+	return ids[:min(n, len(ids))], nil
 }
 
 // randomShape is the architecture of a training preset's shape and the weight type of

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -26,7 +28,7 @@ import (
 // runBenchServe is `toy bench serve`: the server's aggregate generation throughput with one
 // streaming client and with -streams of them at once, over HTTP on loopback, and their time to
 // first token.
-func runBenchServe(args []string, stdout, stderr io.Writer) error {
+func runBenchServe(args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
@@ -38,6 +40,7 @@ func runBenchServe(args []string, stdout, stderr io.Writer) error {
 	maxTokens := fs.Int("n", 64, "max_tokens of each request (greedy; a random model has no end of text, so it generates them all)")
 	temp := fs.Float64("temp", 0, "temperature of the requests (0: greedy)")
 	prompt := fs.String("prompt", "Once upon a time, in a land far away, there lived a", "the prompt of each request (a client's number and the request's are appended)")
+	profile := fs.String("profile", "", "write Go profiles of the measured runs (server and clients, one process) to PREFIX.cpu.pprof, PREFIX.block.pprof and PREFIX.mutex.pprof (go tool pprof reads them)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench serve -random smollm2-135m [-streams 8] [-t 2] [flags]
        toy bench serve -m MODEL [flags]
@@ -118,6 +121,17 @@ Flags:
 	if *streams > 1 {
 		counts = append(counts, *streams)
 	}
+	if *profile != "" {
+		stop, err := startProfiles(*profile)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if perr := stop(); err == nil {
+				err = perr
+			}
+		}()
+	}
 	var rows []benchServeRow
 	for _, n := range counts {
 		fmt.Fprintf(stderr, "toy bench: %d client(s) × %d requests of %d tokens …\n", n, *requests, *maxTokens)
@@ -129,6 +143,46 @@ Flags:
 	}
 	writeBenchServe(stdout, rows, *maxTokens)
 	return nil
+}
+
+// startProfiles starts Go's CPU profile into prefix.cpu.pprof and records blocking and mutex
+// contention; stop writes prefix.block.pprof and prefix.mutex.pprof and ends them.
+func startProfiles(prefix string) (stop func() error, err error) {
+	cpu, err := os.Create(prefix + ".cpu.pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		cpu.Close()
+		return nil, err
+	}
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	runtime.SetMutexProfileFraction(1)
+	return func() error {
+		pprof.StopCPUProfile()
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
+		err := cpu.Close()
+		for _, name := range []string{"block", "mutex"} {
+			if werr := writeProfile(name, prefix+"."+name+".pprof"); err == nil {
+				err = werr
+			}
+		}
+		return err
+	}, nil
+}
+
+// writeProfile writes the named runtime profile to path.
+func writeProfile(name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeRandomServable writes random weights of preset's shape with a synthetic tokenizer of its

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -16,7 +18,14 @@ import (
 // (a random model has no end of text, so every request generates all its tokens).
 func TestBenchServe(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, runBenchServe([]string{"-random", "demo", "-streams", "3", "-requests", "2", "-n", "5", "-t", "1", "-c", "768"}, &out, io.Discard))
+	prof := filepath.Join(t.TempDir(), "serve")
+	require.NoError(t, runBenchServe([]string{"-random", "demo", "-streams", "3", "-requests", "2", "-n", "5", "-t", "1", "-c", "768", "-profile", prof}, &out, io.Discard))
+	for _, name := range []string{"cpu", "block", "mutex"} {
+		b, err := os.ReadFile(prof + "." + name + ".pprof")
+		require.NoError(t, err)
+		require.Greater(t, len(b), 2, name)
+		assert.Equal(t, []byte{0x1f, 0x8b}, b[:2], "%s: a profile is gzipped protocol buffers", name)
+	}
 	rows := regexp.MustCompile(`(?m)^\|\s+(\d+) \|\s+(\d+) \|\s+(\d+) \|\s+([\d.]+) \|\s+([\d.]+) \|\s+([\d.]+) \|`).FindAllStringSubmatch(out.String(), -1)
 	require.Len(t, rows, 2, out.String())
 	for i, want := range [][3]int{{1, 2, 10}, {3, 6, 30}} {

@@ -67,6 +67,13 @@ func TestDFlashCLI(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `\| speculative \| tg8   \|   3 \|.*\| true      \|`, out)
 	assert.Regexp(t, `\| dflash      \| tg8   \|   7 \|.*\| true      \|`, out)
+	// A prompt from a text file, and a DFlash step verifying 3 of the block's 7 proposals.
+	out, errOut, code = runToy("bench", "model", "-m", model, "-dflash", drafter, "-dflash-n", "3", "-prompt-file", text, "-p", "6", "-n", "8", "-r", "1", "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `\| dflash      \| tg8   \|   3 \|.*\| true      \|`, out)
+	_, errOut, code = runToy("bench", "model", "-m", model, "-dflash", drafter, "-prompt-file", filepath.Join(t.TempDir(), "none.txt"))
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "none.txt")
 
 	tiny := tinyCheckpoint(t)
 	_, errOut, code = runToy("generate", "-m", tiny, "-p", "func main", "-n", "4", "--temp", "0", "-t", "1", "-dflash")

@@ -165,7 +165,7 @@ Flags:
 		return err
 	}
 	if job != nil {
-		f.Replicas = job
+		f.Replicas = job.replicas
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -265,7 +265,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("o", "", "the merged GGUF to write (required)")
 	typName := fs.String("type", "f16", "type of the merged weight matrices: f32, f16, bf16, q8_0, q4_0, q4_K, ... (ggml's quantizers)")
 	force := fs.Bool("force", false, "replace an existing model at -o")
-	fs.Bool("merge", true, "merge the adapters into the weights (the only export there is)")
+	merge := fs.Bool("merge", true, "merge the adapters into the weights (the only export there is; -merge=false is refused)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy export -m BASE.gguf -lora ADAPTER.gguf -o OUT.gguf [-type f16]
 
@@ -284,6 +284,9 @@ Flags:
 	}
 	if *base == "" || len(loras) == 0 || *out == "" {
 		return usagef("give the base model (-m), at least one adapter (-lora) and the output (-o)")
+	}
+	if !*merge {
+		return usagef("-merge=false: toy export only writes merged models; to apply an adapter without merging it, give it to toy generate -lora")
 	}
 	typ, ok := ggml.Type(-1), false
 	for t := ggml.Type(0); t < 64; t++ {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/internal/gguffile"
 )
 
 // TestFinetuneModeUsage: flags of another mode, and both modes at once, are usage errors
@@ -85,4 +87,68 @@ func TestBenchFinetune(t *testing.T) {
 		assert.Equal(t, 2, code, "%s: %s", c.args, errOut)
 		assert.Contains(t, errOut, c.msg)
 	}
+}
+
+// TestFinetuneLoRAExportCLI: the default mode (LoRA) writes an adapter; toy export merges it
+// into a model whose greedy text equals the base with the adapter applied at load; export's
+// usage errors are status 2 and an existing output is kept without -force.
+func TestFinetuneLoRAExportCLI(t *testing.T) {
+	model := tinyCheckpoint(t)
+	dir := t.TempDir()
+	text := filepath.Join(dir, "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
+	runsDir := filepath.Join(dir, "runs")
+	_, errOut, code := runToy("finetune", "-m", model, "-data", text, "-steps", "3", "-batch", "2", "-seq", "16",
+		"-lr", "0.05", "-eval-batches", "1", "-runs", runsDir, "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	adapters, err := filepath.Glob(filepath.Join(runsDir, "*", "weights", "adapter.gguf"))
+	require.NoError(t, err)
+	require.Len(t, adapters, 1)
+
+	merged := filepath.Join(dir, "merged.gguf")
+	_, errOut, code = runToy("export", "-m", model, "-lora", adapters[0], "-o", merged, "-type", "f32")
+	require.Equal(t, 0, code, errOut)
+	gen := func(args ...string) string {
+		out, errOut, code := runToy(append([]string{"generate", "-p", "func main", "-n", "12", "--temp", "0", "-t", "1"}, args...)...)
+		require.Equal(t, 0, code, errOut)
+		return out
+	}
+	withAdapter := gen("-m", model, "-lora", adapters[0])
+	assert.Equal(t, withAdapter, gen("-m", merged))
+	// The adapter trained: the merged query weights moved from the base's, the others did not.
+	tensor := func(path, name string) []byte {
+		f, err := gguffile.ReadFile(path)
+		require.NoError(t, err)
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		for _, ti := range f.Tensors {
+			if ti.Name == name {
+				return raw[f.DataOffset+int64(ti.Offset) : f.DataOffset+int64(ti.Offset)+ti.Size]
+			}
+		}
+		t.Fatalf("%s: no tensor %s", path, name)
+		return nil
+	}
+	assert.NotEqual(t, tensor(model, "blk.0.attn_q.weight"), tensor(merged, "blk.0.attn_q.weight"))
+	assert.Equal(t, tensor(model, "blk.0.attn_k.weight"), tensor(merged, "blk.0.attn_k.weight"))
+
+	before, err := os.ReadFile(merged)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-m", model, "-lora", adapters[0], "-o", merged, "-merge=false"}, 2, "-merge=false: toy export only writes merged models"},
+		{[]string{"-m", model, "-lora", adapters[0]}, 2, "give the base model (-m), at least one adapter (-lora) and the output (-o)"},
+		{[]string{"-m", model, "-lora", adapters[0], "-o", merged + ".2", "-type", "q9_9"}, 2, `-type "q9_9": not a ggml type`},
+		{[]string{"-m", model, "-lora", adapters[0], "-o", merged}, 1, merged},
+	} {
+		_, errOut, code := runToy(append([]string{"export"}, c.args...)...)
+		assert.Equal(t, c.code, code, "%v: %s", c.args, errOut)
+		assert.Contains(t, errOut, c.msg, c.args)
+	}
+	after, err := os.ReadFile(merged)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "a refused export must leave the existing file as it was")
 }

@@ -305,7 +305,7 @@ Flags:
 			if draftDec != nil {
 				return llama.NewSpeculative(dec, draftDec, *draftN, s)
 			}
-			return llama.NewDFlashSpeculative(dec, df, s)
+			return llama.NewDFlashSpeculative(dec, df, 0, s)
 		}
 		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
 	}

@@ -201,7 +201,7 @@ Flags:
 		return err
 	}
 	if job != nil {
-		s.Replicas = job
+		s.Replicas = job.replicas
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

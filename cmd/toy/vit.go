@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/mpi"
 )
 
 // runTrainViT is toy train -arch vit (and its other spelling, toy train-vit): a ViT
@@ -100,6 +102,10 @@ Flags:
 		v.Warmup = v.Steps / 10
 	}
 	v.Interactive = isTerminal(stdout)
+	// Every rank would train and write a run of its own: refuse before anything is written.
+	if n, err := mpi.Launched(); err != nil || n > 1 {
+		return errors.Join(err, fmt.Errorf("toy train -arch vit does not train data-parallel yet (the ViT recipe has no replicas): run it without mpirun, or with -np 1"))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := v.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume

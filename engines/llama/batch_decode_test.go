@@ -202,3 +202,60 @@ func TestBatchDecoderRefuses(t *testing.T) {
 	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
 	require.NoError(t, err)
 }
+
+// TestPaddedColumns checks the column counts against tinyBLAS's tiling worked out by hand:
+// tiles of RN = ceil(n/ceil(n/6)) columns, at most one of them RN wide.
+func TestPaddedColumns(t *testing.T) {
+	want := map[int]int{1: 1, 2: 2, 6: 6, 7: 7, 8: 9, 9: 9, 10: 11, 11: 11, 12: 13, 13: 13, 14: 16, 15: 16, 16: 16, 17: 17, 40: 40}
+	for n, c := range want {
+		require.Equal(t, c, paddedColumns(n), "%d columns", n)
+	}
+	for n := 1; n <= 64; n++ {
+		require.LessOrEqual(t, paddedColumns(n)-n, maxPadColumns, "%d columns", n)
+	}
+}
+
+// TestBatchDecoderPadding steps 8 and then 10 generating sequences (and a step with a prompt
+// chunk of 2 beside 6 of them), which paddedColumns pads with scratch tokens, and checks every
+// sequence's logits against a Decoder's for the same tokens: the padding tokens change nothing.
+func TestBatchDecoderPadding(t *testing.T) {
+	for _, flash := range []bool{false, true} {
+		a := tinyArch("smollm2")
+		m := openTiny(t, writeTiny(t, a, ggml.F32, 3), ModelOptions{})
+		dec := newDecoder(t, m, DecoderOptions{KVType: KVF32, FlashAttention: flash}, 16)
+		bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 10, SlotContext: 16, KVType: KVF32, FlashAttention: flash})
+		require.NoError(t, err)
+		bd.padTiles = true // whatever this machine's build
+		t.Cleanup(func() { bd.Close() })
+		rng := rand.New(rand.NewPCG(5, 8))
+		fed := map[int][]int32{}
+		step := func(in []BatchInput, padded int) {
+			rows, err := bd.Step(in)
+			require.NoError(t, err)
+			n := 0
+			for i, s := range in {
+				n += len(s.Tokens)
+				fed[s.Slot] = append(fed[s.Slot], s.Tokens...)
+				dec.Reset()
+				want, err := dec.Prompt(fed[s.Slot])
+				require.NoError(t, err)
+				require.Less(t, maxRelDiff(rows[i], want), 1e-4, "flash=%v slot %d after %d tokens", flash, s.Slot, len(fed[s.Slot]))
+			}
+			require.Equal(t, padded, paddedColumns(n))
+		}
+		ones := func(slots ...int) []BatchInput {
+			var in []BatchInput
+			for _, s := range slots {
+				in = append(in, BatchInput{Slot: s, Tokens: randomTokens(rng, 1, a.Vocab)})
+			}
+			return in
+		}
+		for range 3 {
+			step(ones(0, 1, 2, 3, 4, 5, 6, 7), 9)
+		}
+		step(append(ones(0, 1, 2, 3, 4, 5), BatchInput{Slot: 8, Tokens: randomTokens(rng, 2, a.Vocab)}), 9)
+		for range 2 {
+			step(ones(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), 11)
+		}
+	}
+}

@@ -20,6 +20,9 @@ type BenchOptions struct {
 	NoMmap bool
 	// Seed seeds the random tokens.
 	Seed uint64
+	// Prompt, when set, is the speculative bench's prompt (BenchSpeculative), instead of
+	// random tokens.
+	Prompt []int32
 }
 
 // BenchStat is one test's throughput over the repetitions.

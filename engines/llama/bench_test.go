@@ -1,10 +1,12 @@
 package llama
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,15 +98,22 @@ func TestBenchSmolLM2(t *testing.T) {
 }
 
 // BenchmarkBatchDecode measures the aggregate generation throughput of the BatchDecoder with
-// 1, 4 and 8 concurrent sequences on a random f16 model in the SmolLM2-135M shape, 2 threads:
+// 1, 4 and 8 concurrent sequences on a random f16 model in the SmolLM2-135M shape, -batch.t threads (2):
 // each iteration is one step that appends one token to every sequence (after a 16-token
 // prompt each), so tokens/s counts every sequence's token. What `toy serve` batches.
+// batchBenchThreads is BenchmarkBatchDecode's thread count (1 compares step costs on a busy machine).
+var (
+	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
+	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
+	batchBenchPad     = flag.Bool("batch.pad", true, "BenchmarkBatchDecode: pad steps past slow tinyBLAS tilings (paddedColumns) where the build does")
+)
+
 func BenchmarkBatchDecode(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "smollm2-f16.gguf")
 	if err := WriteRandomGGUF(path, SmolLM2Architecture(), ggml.F16, 1); err != nil {
 		b.Fatal(err)
 	}
-	be, err := ggml.NewCPUBackend(2)
+	be, err := ggml.NewCPUBackend(*batchBenchThreads)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -114,12 +123,17 @@ func BenchmarkBatchDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer m.Close()
-	for _, streams := range []int{1, 4, 8} {
+	for _, f := range strings.Split(*batchBenchStreams, ",") {
+		streams, err := strconv.Atoi(f)
+		if err != nil || streams < 1 {
+			b.Fatalf("-batch.streams %q: want positive numbers", *batchBenchStreams)
+		}
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: 256})
 			if err != nil {
 				b.Fatal(err)
 			}
+			d.padTiles = d.padTiles && *batchBenchPad
 			defer d.Close()
 			rng := rand.New(rand.NewPCG(3, 4))
 			in := make([]BatchInput, streams)
@@ -144,10 +158,12 @@ func BenchmarkBatchDecode(b *testing.B) {
 			}
 			step() // warm-up: the one-token graph
 			b.ResetTimer()
+			cpu0 := cpuTime()
 			for i := 0; i < b.N; i++ {
 				step()
 			}
 			b.ReportMetric(float64(streams)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+			b.ReportMetric(float64(streams)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "tokens/CPU-s")
 		})
 	}
 }

@@ -35,7 +35,7 @@ func (r *timedReducer) AllReduceSum(buf []float32) error {
 	t0 := time.Now()
 	err := r.w.AllReduceSum(buf)
 	r.spent += time.Since(t0)
-	r.bytes = 4 * len(buf)
+	r.bytes = max(r.bytes, 4*len(buf))
 	return err
 }
 
@@ -57,7 +57,7 @@ func BenchmarkDataParallelStep(b *testing.B) {
 	var red *timedReducer
 	size := 1
 	if mpitest.Rank() >= 0 {
-		benchWorldOnce.Do(func() { benchWorld, benchWorldErr = mpi.Init(mpi.DefaultOptions()) })
+		initBenchWorld()
 		require.NoError(b, benchWorldErr)
 		red = &timedReducer{w: benchWorld}
 		opts = append(opts, DataParallel(red))
@@ -104,7 +104,7 @@ func BenchmarkAllReduce(b *testing.B) {
 	if mpitest.Rank() < 0 {
 		b.Skip("run under mpirun (docs/DISTRIBUTED.md)")
 	}
-	benchWorldOnce.Do(func() { benchWorld, benchWorldErr = mpi.Init(mpi.DefaultOptions()) })
+	initBenchWorld()
 	require.NoError(b, benchWorldErr)
 	buf := make([]float32, *dpBenchMB*1e6/4)
 	require.NoError(b, benchWorld.AllReduceSum(buf)) // warm-up
@@ -115,7 +115,19 @@ func BenchmarkAllReduce(b *testing.B) {
 	}
 }
 
-var dpBenchMB = flag.Int("dp.mb", 540, "BenchmarkAllReduce: megabytes of float32 to sum")
+var (
+	dpBenchMB     = flag.Int("dp.mb", 540, "BenchmarkAllReduce: megabytes of float32 to sum")
+	dpBenchBucket = flag.Int("dp.bucket", mpi.DefaultBucketBytes>>10, "the benchmarks' allreduce bucket in KiB (0: one call per buffer)")
+)
+
+// initBenchWorld joins the job once, reducing in buckets of -dp.bucket KiB.
+func initBenchWorld() {
+	benchWorldOnce.Do(func() {
+		opts := mpi.DefaultOptions()
+		opts.BucketBytes = *dpBenchBucket << 10
+		benchWorld, benchWorldErr = mpi.Init(opts)
+	})
+}
 
 // TestMain finalizes MPI after the benchmarks that joined a job.
 func TestMain(m *testing.M) {

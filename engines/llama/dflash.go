@@ -306,7 +306,8 @@ func (df *DFlash) Close() error {
 	return nil
 }
 
-// dflashInputs are the inputs of a drafter graph over B blocks, each reading W context rows.
+// dflashInputs are the inputs of a drafter graph over B blocks, each reading W context rows
+// (the drafter cache's graphs declare those they use: dflashCache).
 type dflashInputs struct {
 	B, W, G int
 	feat    *ggml.Tensor // f32 [F, W·B]: the context rows of each block
@@ -315,6 +316,7 @@ type dflashInputs struct {
 	posK    *ggml.Tensor // i32 [(W+G)·B]: the context positions, then the block's
 	mask    *ggml.Tensor // f32 [W+G, G, 1, B]: 0 where a context row holds a token, -∞ elsewhere
 	zeros   *ggml.Tensor // f32 [d, W+G, B]: zeros, which the keys' input is accumulated into
+	cells   *ggml.Tensor // i32: the drafter cache's cells written or read (dflashCache)
 }
 
 // declare makes the inputs in ctx.
@@ -388,16 +390,11 @@ func (df *DFlash) forward(ctx *ggml.Context, in *dflashInputs, linear func(w, x 
 	a, w := &df.target.Arch, &df.target.weights
 	d, hd, H := int64(a.DModel), int64(a.HeadDimK), int64(a.NHeads)
 	B, W, G := int64(in.B), int64(in.W), int64(in.G)
-	eps := a.NormEps
-	norm := func(x, g *ggml.Tensor) *ggml.Tensor { return ctx.Mul(ctx.RMSNorm(x, eps), g) }
-	c := norm(linear(df.fc, in.feat), df.hNorm) // [d, W·B]
-	x := ctx.GetRows(w.embLookup, in.tokens)    // [d, G·B]
-	if a.EmbedScale != 1 {
-		x = ctx.Scale(x, a.EmbedScale)
-	}
+	c := df.project(ctx, in.feat, linear) // [d, W·B]
+	x := df.embed(ctx, in.tokens)         // [d, G·B]
 	r := a.rope(0)
 	for _, l := range df.layers {
-		h := norm(x, l.attnNorm)
+		h := df.norm(ctx, x, l.attnNorm)
 		// Per block, the keys' input is its context rows then its own positions: [d, W+G, B].
 		z := in.zeros
 		nb := z.Nb()
@@ -406,24 +403,58 @@ func (df *DFlash) forward(ctx *ggml.Context, in *dflashInputs, linear func(w, x 
 		kv = ctx.Reshape(kv, d, (W+G)*B)
 		q := ctx.RopeExt(ctx.Reshape(linear(l.wq, h), hd, H, G*B), in.posQ, w.ropeFreqs, r)
 		k := ctx.RopeExt(ctx.Reshape(linear(l.wk, kv), hd, H, (W+G)*B), in.posK, w.ropeFreqs, r)
-		v := linear(l.wv, kv)
-		q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hd, H, G, B), [4]int{0, 2, 1, 3})), hd, G, H*B)
-		k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hd, H, W+G, B), [4]int{0, 2, 1, 3})), hd, W+G, H*B)
-		vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hd, H, W+G, B), [4]int{1, 2, 0, 3})), W+G, hd, H*B)
-		kq := ctx.MulMat(k, q) // [W+G, G, H·B]
-		kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, W+G, G, H, B), in.mask, a.QueryScale, 0), W+G, G, H*B)
-		o := ctx.Reshape(ctx.MulMat(vt, kq), hd, G, H, B)
-		o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hd*H, G*B)
-		x = ctx.Add(x, linear(l.wo, o))
-		h = norm(x, l.ffnNorm)
-		x = ctx.Add(x, linear(l.down, ctx.SwigluSplit(linear(l.gate, h), linear(l.up, h))))
+		x = df.layer(ctx, l, x, q, k, linear(l.wv, kv), in.mask, G, W+G, B, linear)
 	}
-	x = norm(x, df.outNrm)
+	return df.head(ctx, x, linear)
+}
+
+// norm is RMSNorm scaled by g.
+func (df *DFlash) norm(ctx *ggml.Context, x, g *ggml.Tensor) *ggml.Tensor {
+	return ctx.Mul(ctx.RMSNorm(x, df.target.Arch.NormEps), g)
+}
+
+// project is the normalised projection of context rows feat [F, n] to the drafter's width:
+// the input of every layer's context keys and values.
+func (df *DFlash) project(ctx *ggml.Context, feat *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	return df.norm(ctx, linear(df.fc, feat), df.hNorm)
+}
+
+// embed is the blocks' input: the target's embeddings of tokens (anchors and mask tokens).
+func (df *DFlash) embed(ctx *ggml.Context, tokens *ggml.Tensor) *ggml.Tensor {
+	a := &df.target.Arch
+	x := ctx.GetRows(df.target.weights.embLookup, tokens)
+	if a.EmbedScale != 1 {
+		x = ctx.Scale(x, a.EmbedScale)
+	}
+	return x
+}
+
+// layer is one drafter block over B blocks of G positions x [d, G·B]: attention of the roped
+// queries q (G·B of them) over the S keys k (roped) and values v per block, S = the context
+// rows then the block's own positions, under mask [S, G, 1, B], then the feed-forward block.
+func (df *DFlash) layer(ctx *ggml.Context, l dflashLayer, x, q, k, v, mask *ggml.Tensor, G, S, B int64, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	a := &df.target.Arch
+	hd, H := int64(a.HeadDimK), int64(a.NHeads)
+	q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hd, H, G, B), [4]int{0, 2, 1, 3})), hd, G, H*B)
+	k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hd, H, S, B), [4]int{0, 2, 1, 3})), hd, S, H*B)
+	vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hd, H, S, B), [4]int{1, 2, 0, 3})), S, hd, H*B)
+	kq := ctx.MulMat(k, q) // [S, G, H·B]
+	kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, S, G, H, B), mask, a.QueryScale, 0), S, G, H*B)
+	o := ctx.Reshape(ctx.MulMat(vt, kq), hd, G, H, B)
+	o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hd*H, G*B)
+	x = ctx.Add(x, linear(l.wo, o))
+	h := df.norm(ctx, x, l.ffnNorm)
+	return ctx.Add(x, linear(l.down, ctx.SwigluSplit(linear(l.gate, h), linear(l.up, h))))
+}
+
+// head is the logits of the drafter's output x: its final norm, then the target's head.
+func (df *DFlash) head(ctx *ggml.Context, x *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	w := &df.target.weights
 	out := w.output
 	if out == nil {
 		out = w.tokEmbd
 	}
-	return linear(out, x)
+	return linear(out, df.norm(ctx, x, df.outNrm))
 }
 
 // dflashGraph is a built and allocated drafter graph for one shape.
@@ -444,18 +475,21 @@ func (g *dflashGraph) close() {
 
 func (df *DFlash) graphSize() int { return 256 + 64*df.Cfg.Layers }
 
-// buildInference builds the forward graph of B blocks, each reading W context rows.
-func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
+// newGraph builds and allocates the graph that declare declares in ctx, computing the tensors
+// it returns.
+func (df *DFlash) newGraph(declare func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor) (*dflashGraph, error) {
 	size := df.graphSize()
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size})
 	if err != nil {
 		return nil, err
 	}
-	g := &dflashGraph{in: dflashInputs{B: B, W: W, G: df.Cfg.Gamma}, ctx: ctx}
-	g.in.declare(ctx, df)
-	g.logits = df.forward(ctx, &g.in, ctx.MulMat).SetOutput()
-	if g.graph, err = ctx.NewGraph(size, false); err == nil {
-		err = g.graph.Expand(g.logits)
+	g := &dflashGraph{ctx: ctx}
+	outs := declare(ctx, g)
+	g.graph, err = ctx.NewGraph(size, false)
+	for _, out := range outs {
+		if err == nil {
+			err = g.graph.Expand(out)
+		}
 	}
 	if err == nil {
 		g.alloc, err = df.target.backend.NewAllocator()

@@ -6,7 +6,9 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,6 +225,79 @@ func TestDFlashForwardMatchesReference(t *testing.T) {
 	}
 }
 
+// TestDFlashCacheMatchesUncached: the block logits of the caching drafter, over speculative
+// steps whose accepted lengths vary, match those of the uncached graph given the same context
+// rows (the whole block recomputed) and the float64 reference, with and without a window, and
+// over contexts that fill the window's cells more than once; greedy, both propose the same.
+func TestDFlashCacheMatchesUncached(t *testing.T) {
+	m := dflashTarget(t, 11)
+	td := newDecoder(t, m, DecoderOptions{}, 0)
+	ref := newDecoder(t, m, DecoderOptions{}, 0) // the context rows, read apart
+	rng := rand.New(rand.NewPCG(13, 14))
+	V := m.Arch.Vocab
+	for _, cfg := range []DFlashConfig{
+		{Gamma: 4, Window: 0, MaskToken: 2, TargetLayers: []int{1}, Layers: 1},
+		{Gamma: 5, Window: 6, MaskToken: 7, TargetLayers: []int{0, 1}, Layers: 2},
+	} {
+		df, err := NewDFlash(m, cfg, 3)
+		require.NoError(t, err)
+		defer df.Close()
+		w := drafterWeights(t, df, loadedWeights(t, m))
+		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		require.NoError(t, ref.SetCapture(cfg.TargetLayers))
+		uncached := map[int]*dflashGraph{}
+		blocks := 0
+		for _, n := range []int{1, 9, 20} {
+			require.NoError(t, sp.Prompt(randomTokens(rng, n, V)))
+			for sp.target.Pos() < 50 {
+				hist := sp.History()
+				pos := len(hist) - 1
+				_, err := sp.Step(2 + rng.IntN(cfg.Gamma-1)) // varying proposals and commits
+				require.NoError(t, err)
+				got := sp.drafter.(*dflashDrafter).logits
+				var rows [][]float32
+				if pos > 0 {
+					ref.Reset()
+					_, err = ref.Prompt(hist[:pos])
+					require.NoError(t, err)
+					rows = slices.Clone(ref.Captured())
+				}
+				W := cfg.Window
+				if W == 0 {
+					W = max(1, (pos+contextBucket-1)/contextBucket*contextBucket)
+				}
+				g, ok := uncached[W]
+				if !ok {
+					g, err = df.buildInference(1, W)
+					require.NoError(t, err)
+					defer g.close()
+					uncached[W] = g
+				}
+				require.NoError(t, g.in.set(df, []dflashBlock{{Anchor: hist[pos], Pos: pos, Ctx: rows}}))
+				require.NoError(t, m.backend.Compute(g.graph))
+				want, err := g.logits.F32()
+				require.NoError(t, err)
+				r := drafterRef(m.Arch, w, cfg, hist[pos], pos, rows)
+				worst, worstRef := 0.0, 0.0
+				for k := 1; k < cfg.Gamma; k++ {
+					row, wrow := got[k*V:(k+1)*V], want[k*V:(k+1)*V]
+					assert.Equal(t, argmax32(wrow), argmax32(row), "block at %d, position %d", pos, k)
+					for v := range V {
+						worst = math.Max(worst, math.Abs(float64(row[v]-wrow[v])))
+						worstRef = math.Max(worstRef, math.Abs(float64(row[v])-r[k][v]))
+					}
+				}
+				require.Less(t, worst, 1e-4, "block at %d: cached against uncached", pos)
+				require.Less(t, worstRef, 1e-4, "block at %d: cached against the reference", pos)
+				blocks++
+			}
+		}
+		require.NoError(t, sp.Close())
+		t.Logf("γ %d window %d: %d blocks", cfg.Gamma, cfg.Window, blocks)
+	}
+}
+
 // TestDFlashGreedyIsTarget: greedy speculative decoding with a (random) DFlash drafter gives the
 // target's own tokens, with and without a window, for several prompts up to a full context;
 // the saved and reopened drafter proposes the same; a drafter of another target is refused.
@@ -242,7 +317,7 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		df, err := NewDFlash(m, cfg, 1)
 		require.NoError(t, err)
 		defer df.Close()
-		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		var stats []SpecStats
 		for i, p := range prompts {
@@ -261,13 +336,23 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		require.NoError(t, err)
 		defer re.Close()
 		assert.Equal(t, cfg, re.Cfg)
-		sp2, err := NewDFlashSpeculative(td, re, sample.NewSampler(sample.GreedyParams()))
+		sp2, err := NewDFlashSpeculative(td, re, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		for i, p := range prompts {
 			assert.Equal(t, want[i], specGenerate(t, sp2, p, 40))
 			assert.Equal(t, withoutTimes(stats[i]), withoutTimes(sp2.Stats()), "the reopened drafter proposes the same")
 		}
 		require.NoError(t, sp2.Close())
+		// Verifying only the first proposals of each block.
+		sp3, err := NewDFlashSpeculative(td, re, 2, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		for i, p := range prompts {
+			assert.Equal(t, want[i], specGenerate(t, sp3, p, 40))
+			assert.LessOrEqual(t, sp3.Stats().Drafted, 2*sp3.Stats().Steps)
+		}
+		require.NoError(t, sp3.Close())
+		_, err = NewDFlashSpeculative(td, re, cfg.Gamma, sample.NewSampler(sample.GreedyParams()))
+		assert.ErrorContains(t, err, "proposals a step")
 
 		other := dflashTarget(t, 6)
 		a := other.Arch
@@ -276,7 +361,7 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		_, err = OpenDFlash(path, bigger)
 		assert.ErrorContains(t, err, "drafts for a llama target of 3 layers")
 		od := newDecoder(t, other, DecoderOptions{}, 0)
-		_, err = NewDFlashSpeculative(od, df, sample.NewSampler(sample.GreedyParams()))
+		_, err = NewDFlashSpeculative(od, df, 0, sample.NewSampler(sample.GreedyParams()))
 		assert.ErrorContains(t, err, "was made for")
 	}
 	require.NoError(t, td.SetCapture(nil))
@@ -336,7 +421,7 @@ func TestTrainDFlashLearns(t *testing.T) {
 	defer random.Close()
 	td := newDecoder(t, m, DecoderOptions{}, 0)
 	accepted := func(df *DFlash) float64 {
-		sp, err := NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
+		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		defer sp.Close()
 		acc, n := 0, 0
@@ -361,9 +446,12 @@ func TestTrainDFlashLearns(t *testing.T) {
 // BenchmarkDFlashPhases times the parts of a DFlash step on a target of kernels/models/toy-go's
 // shape (random f32 weights: 32.5M parameters, 10 layers, 512 wide, vocabulary 2048) after a
 // context of 128 tokens: the target's one-token Next (what plain decoding pays per token), its
-// verification of a block (Append of the anchor and 3 or 7 proposals, hidden states captured),
-// and the drafter's forward over a 16- or 64-position window. A step costs draft + verify and commits
-// accepted+1 tokens, so the speed-up is (accepted+1)·next / (draft + verify).
+// verification of a block (Append of the anchor and 1 to 7 proposals, hidden states
+// captured), and the drafter's block over a 16- or 64-position window, cached (the keys and
+// values of 4 new context rows, then the block) and uncached (the whole window projected, as
+// training does). A step costs draft + verify and commits accepted+1 tokens, so the speed-up
+// is (accepted+1)·next / (draft + verify). Each row reports cpu-ms/op beside the wall time:
+// on a loaded machine the CPU time is the work's cost.
 //
 //	go test ./engines/llama -run '^$' -bench DFlashPhases -benchtime 50x
 func BenchmarkDFlashPhases(b *testing.B) {
@@ -384,14 +472,16 @@ func BenchmarkDFlashPhases(b *testing.B) {
 	rows := slices.Clone(d.Captured())
 	block := randomTokens(rng, cfg.Gamma, a.Vocab)
 	b.Run("next", func(b *testing.B) {
+		defer reportCPU(b)()
 		for range b.N {
 			_, err := d.Next(block[0])
 			require.NoError(b, err)
 			require.NoError(b, d.Truncate(len(ctx)))
 		}
 	})
-	for _, n := range []int{4, 8} {
+	for _, n := range []int{2, 4, 5, 6, 8} {
 		b.Run(fmt.Sprintf("verify%d", n), func(b *testing.B) {
+			defer reportCPU(b)()
 			for range b.N {
 				_, err := d.Append(block[:n])
 				require.NoError(b, err)
@@ -400,10 +490,37 @@ func BenchmarkDFlashPhases(b *testing.B) {
 		})
 	}
 	for _, w := range []int{16, 64} {
+		// The caching drafter: the keys and values of 4 new context rows (an average step's
+		// commits), then the block over the cached window.
+		c, err := newDFlashCache(df, w)
+		require.NoError(b, err)
+		defer c.close()
+		ingest, err := c.buildIngest(4)
+		require.NoError(b, err)
+		defer ingest.close()
+		blk, err := c.buildBlock(w)
+		require.NoError(b, err)
+		defer blk.close()
+		var feat []float32
+		for _, r := range rows[len(rows)-4:] {
+			feat = append(feat, r...)
+		}
+		b.Run(fmt.Sprintf("draft-cached-window%d", w), func(b *testing.B) {
+			defer reportCPU(b)()
+			for range b.N {
+				require.NoError(b, c.setIngest(ingest, feat, len(ctx)-4))
+				require.NoError(b, m.backend.Compute(ingest.graph))
+				require.NoError(b, c.setBlock(blk, block[0], len(ctx)))
+				require.NoError(b, m.backend.Compute(blk.graph))
+				_, err := blk.logits.F32()
+				require.NoError(b, err)
+			}
+		})
 		g, err := df.buildInference(1, w)
 		require.NoError(b, err)
 		defer g.close()
 		b.Run(fmt.Sprintf("draft-window%d", w), func(b *testing.B) {
+			defer reportCPU(b)()
 			for range b.N {
 				require.NoError(b, g.in.set(df, []dflashBlock{{Anchor: block[0], Pos: len(ctx), Ctx: rows[len(rows)-w:]}}))
 				require.NoError(b, m.backend.Compute(g.graph))
@@ -412,4 +529,32 @@ func BenchmarkDFlashPhases(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportCPU reports the process's CPU time per iteration (user and system, all threads) beside
+// the wall time when the returned function runs: on a loaded machine, where the wall time
+// measures the contention, it is what the work cost.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	c0 := cpu()
+	return func() {
+		b.ReportMetric(float64(cpu()-c0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	}
+}
+
+// buildInference builds the uncached forward graph of B blocks, each reading W context rows:
+// the graph training differentiates, the drafter cache's reference.
+func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
+	return df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
+		g.in = dflashInputs{B: B, W: W, G: df.Cfg.Gamma}
+		g.in.declare(ctx, df)
+		g.logits = df.forward(ctx, &g.in, ctx.MulMat).SetOutput()
+		return []*ggml.Tensor{g.logits}
+	})
 }

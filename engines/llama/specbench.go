@@ -38,103 +38,117 @@ func (r SpecBenchResult) Speedup() float64 {
 	return r.Spec.Mean / r.Plain.Mean
 }
 
+// SpecDrafter names a drafter BenchSpeculative measures: a draft model proposing Gamma tokens
+// a step (0: DefaultDraftTokens), or, with DFlash, a DFlash drafter made for the target, of
+// whose blocks the target verifies the first Gamma proposals (0: all, the block size − 1).
+type SpecDrafter struct {
+	Path   string
+	Gamma  int
+	DFlash bool
+}
+
 // BenchSpeculative measures greedy generation of genTokens tokens after a random prompt of
-// promptTokens (at least 1), by the target at targetPath alone (Prompt, then Next per token)
-// and by speculative decoding with the draft at draftPath proposing gamma tokens per step. Each
-// is repeated opts.Reps times after a warm-up, on the same prompt; the prompt's processing is
-// not timed. opts.Decoder configures both decoders.
-func BenchSpeculative(targetPath, draftPath string, promptTokens, genTokens, threads, gamma int, opts BenchOptions) (SpecBenchResult, error) {
-	r := SpecBenchResult{Target: targetPath, Draft: draftPath, Threads: threads, Gamma: gamma, PromptTokens: promptTokens, GenTokens: genTokens}
-	if promptTokens < 1 || genTokens < 1 || threads < 1 {
-		return r, fmt.Errorf("llama: speculative bench of %d prompt and %d generated tokens on %d threads", promptTokens, genTokens, threads)
+// promptTokens (at least 1; opts.Prompt, when set, is the prompt instead), by the target at targetPath alone (Prompt, then Next per token)
+// and by speculative decoding with each drafter. They run in rounds, after a warm-up round:
+// each of opts.Reps repetitions runs the target alone, then each drafter, on the same prompt,
+// so that a load that changes during the run weighs on all alike; the prompt's processing is
+// not timed. It returns one result per drafter, each with the target alone's figures (Plain)
+// of the same rounds. opts.Decoder configures every decoder.
+func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, genTokens, threads int, opts BenchOptions) ([]SpecBenchResult, error) {
+	if promptTokens < 1 || genTokens < 1 || threads < 1 || len(drafters) == 0 {
+		return nil, fmt.Errorf("llama: speculative bench of %d prompt and %d generated tokens on %d threads with %d drafters", promptTokens, genTokens, threads, len(drafters))
 	}
-	if r.Gamma == 0 {
-		r.Gamma = DefaultDraftTokens
-	}
-	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
-	if err != nil {
-		return r, err
-	}
-	defer tm.Close()
-	dm, err := OpenModel(draftPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
-	if err != nil {
-		return r, err
-	}
-	defer dm.Close()
-	if err := CheckVocab(tm, dm); err != nil {
-		return r, err
-	}
-	r.DraftParams = dm.Params()
-	dd, err := NewDecoder(dm, r.decoderOptions(opts))
-	if err != nil {
-		return r, err
-	}
-	defer dd.Close()
-	return benchSpeculative(r, tm, opts, func(td *Decoder) (*Speculative, error) {
-		return NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
-	})
-}
-
-// BenchDFlash is BenchSpeculative with the DFlash drafter at drafterPath, made for the target
-// (its block size sets γ: Gamma−1 proposals per step).
-func BenchDFlash(targetPath, drafterPath string, promptTokens, genTokens, threads int, opts BenchOptions) (SpecBenchResult, error) {
-	r := SpecBenchResult{Target: targetPath, Draft: drafterPath, Threads: threads, PromptTokens: promptTokens, GenTokens: genTokens}
-	if promptTokens < 1 || genTokens < 1 || threads < 1 {
-		return r, fmt.Errorf("llama: dflash bench of %d prompt and %d generated tokens on %d threads", promptTokens, genTokens, threads)
-	}
-	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
-	if err != nil {
-		return r, err
-	}
-	defer tm.Close()
-	df, err := OpenDFlash(drafterPath, tm)
-	if err != nil {
-		return r, err
-	}
-	defer df.Close()
-	r.Gamma, r.DraftParams = df.Cfg.Gamma-1, df.Params()
-	return benchSpeculative(r, tm, opts, func(td *Decoder) (*Speculative, error) {
-		return NewDFlashSpeculative(td, df, sample.NewSampler(sample.GreedyParams()))
-	})
-}
-
-// decoderOptions are the options of the bench's decoders: opts.Decoder on the model's
-// backend, with room for the prompt in one batch and for the generation's last proposals.
-func (r SpecBenchResult) decoderOptions(opts BenchOptions) DecoderOptions {
-	do := opts.Decoder
-	do.Threads = 0
-	do.Batch = max(r.PromptTokens, r.Gamma+1)
-	do.MaxContext = r.PromptTokens + r.GenTokens + r.Gamma + 1
-	return do
-}
-
-// benchSpeculative measures the target alone and with the speculative decoder newSp makes of
-// the target's decoder, as BenchSpeculative describes.
-func benchSpeculative(r SpecBenchResult, tm *GGUFModel, opts BenchOptions, newSp func(td *Decoder) (*Speculative, error)) (SpecBenchResult, error) {
-	promptTokens, genTokens := r.PromptTokens, r.GenTokens
 	if opts.Reps == 0 {
 		opts.Reps = 5
 	}
 	if opts.Reps < 1 {
-		return r, fmt.Errorf("llama: %d repetitions", opts.Reps)
+		return nil, fmt.Errorf("llama: %d repetitions", opts.Reps)
 	}
-	r.TargetParams = tm.Params()
-	td, err := NewDecoder(tm, r.decoderOptions(opts))
+	if len(opts.Prompt) > 0 {
+		promptTokens = len(opts.Prompt)
+	}
+	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
 	if err != nil {
-		return r, err
+		return nil, err
 	}
-	defer td.Close()
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
-	prompt := make([]int32, promptTokens)
-	for i := range prompt {
-		prompt[i] = int32(rng.IntN(tm.Arch.Vocab))
+	defer tm.Close()
+	var closers []interface{ Close() error }
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i].Close()
+		}
+	}()
+	// Each decoder has room for the prompt in one batch and for the generation's last
+	// proposals.
+	gamma := 0
+	results := make([]SpecBenchResult, len(drafters))
+	opens := make([]func(td *Decoder) (*Speculative, error), len(drafters)) // each drafter's decoder of td
+	for i, dr := range drafters {
+		r := SpecBenchResult{Target: targetPath, Draft: dr.Path, Threads: threads, Gamma: dr.Gamma, PromptTokens: promptTokens, GenTokens: genTokens, TargetParams: tm.Params()}
+		if dr.DFlash {
+			df, err := OpenDFlash(dr.Path, tm)
+			if err != nil {
+				return nil, err
+			}
+			closers = append(closers, df)
+			if r.Gamma == 0 {
+				r.Gamma = df.Cfg.Gamma - 1
+			}
+			r.DraftParams = df.Params()
+			results[i] = r
+			opens[i] = func(td *Decoder) (*Speculative, error) {
+				return NewDFlashSpeculative(td, df, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+			}
+		} else {
+			if r.Gamma == 0 {
+				r.Gamma = DefaultDraftTokens
+			}
+			dm, err := OpenModel(dr.Path, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+			if err != nil {
+				return nil, err
+			}
+			closers = append(closers, dm)
+			if err := CheckVocab(tm, dm); err != nil {
+				return nil, err
+			}
+			r.DraftParams = dm.Params()
+			results[i] = r
+			opens[i] = func(td *Decoder) (*Speculative, error) {
+				dd, err := NewDecoder(dm, decoderOptions(opts, promptTokens, genTokens, gamma))
+				if err != nil {
+					return nil, err
+				}
+				closers = append(closers, dd)
+				return NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+			}
+		}
+		gamma = max(gamma, r.Gamma)
+	}
+	newDecoder := func() (*Decoder, error) {
+		d, err := NewDecoder(tm, decoderOptions(opts, promptTokens, genTokens, gamma))
+		if err == nil {
+			closers = append(closers, d)
+		}
+		return d, err
 	}
 
+	prompt := opts.Prompt
+	if len(prompt) == 0 {
+		rng := rand.New(rand.NewPCG(opts.Seed, 0x62656e6368))
+		prompt = make([]int32, promptTokens)
+		for i := range prompt {
+			prompt[i] = int32(rng.IntN(tm.Arch.Vocab))
+		}
+	}
+	pd, err := newDecoder() // the target alone's: no drafter sets it up
+	if err != nil {
+		return nil, err
+	}
 	var want []int32
 	plain := func() (float64, error) {
-		td.Reset()
+		pd.Reset()
 		s := sample.NewSampler(sample.GreedyParams())
-		logits, err := td.Prompt(prompt)
+		logits, err := pd.Prompt(prompt)
 		if err != nil {
 			return 0, err
 		}
@@ -146,7 +160,7 @@ func benchSpeculative(r SpecBenchResult, tm *GGUFModel, opts BenchOptions, newSp
 			if len(hist) == promptTokens+genTokens {
 				break
 			}
-			if logits, err = td.Next(x); err != nil {
+			if logits, err = pd.Next(x); err != nil {
 				return 0, err
 			}
 		}
@@ -154,14 +168,21 @@ func benchSpeculative(r SpecBenchResult, tm *GGUFModel, opts BenchOptions, newSp
 		want = hist[promptTokens:]
 		return float64(genTokens) / el.Seconds(), nil
 	}
-	sp, err := newSp(td)
-	if err != nil {
-		return r, err
+	sps := make([]*Speculative, len(drafters))
+	for i, open := range opens {
+		td, err := newDecoder()
+		if err != nil {
+			return nil, err
+		}
+		if sps[i], err = open(td); err != nil {
+			return nil, err
+		}
+		closers = append(closers, sps[i])
+		results[i].Identical = true
 	}
-	defer sp.Close()
-	r.Identical = true
-	timed := false
-	spec := func() (float64, error) {
+	// spec runs drafter i once; timed, its counters and times add to its result.
+	spec := func(i int, timed bool) (float64, error) {
+		sp, r := sps[i], &results[i]
 		if err := sp.Prompt(prompt); err != nil {
 			return 0, err
 		}
@@ -190,15 +211,40 @@ func benchSpeculative(r SpecBenchResult, tm *GGUFModel, opts BenchOptions, newSp
 		}
 		return float64(genTokens) / el.Seconds(), nil
 	}
-	run := func(f func() (float64, error)) (BenchStat, error) {
-		timed = false
-		return repeated(opts.Reps, f, func() { timed = true })
+	plainTS := make([]float64, 0, opts.Reps)
+	specTS := make([][]float64, len(drafters))
+	for round := 0; round <= opts.Reps; round++ {
+		timed := round > 0 // round 0 warms up
+		v, err := plain()
+		if err != nil {
+			return nil, err
+		}
+		if timed {
+			plainTS = append(plainTS, v)
+		}
+		for i := range drafters {
+			v, err := spec(i, timed)
+			if err != nil {
+				return nil, err
+			}
+			if timed {
+				specTS[i] = append(specTS[i], v)
+			}
+		}
 	}
-	if r.Plain, err = run(plain); err != nil {
-		return r, err
+	for i := range results {
+		results[i].Plain, results[i].Spec = stat(plainTS), stat(specTS[i])
 	}
-	if r.Spec, err = run(spec); err != nil {
-		return r, err
-	}
-	return r, nil
+	return results, nil
+}
+
+// decoderOptions are the options of the bench's decoders: opts.Decoder on the model's
+// backend, with room for the prompt in one batch and for the generation's last gamma
+// proposals.
+func decoderOptions(opts BenchOptions, promptTokens, genTokens, gamma int) DecoderOptions {
+	do := opts.Decoder
+	do.Threads = 0
+	do.Batch = max(promptTokens, gamma+1)
+	do.MaxContext = promptTokens + genTokens + gamma + 1
+	return do
 }

@@ -218,8 +218,10 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 
 func TestBenchSpeculative(t *testing.T) {
 	path := writeTiny(t, tinyArch("llama"), ggml.F32, 2)
-	r, err := BenchSpeculative(path, path, 8, 12, 1, 4, BenchOptions{Reps: 1})
+	rs, err := BenchSpeculative(path, []SpecDrafter{{Path: path, Gamma: 4}}, 8, 12, 1, BenchOptions{Reps: 1})
 	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	r := rs[0]
 	assert.True(t, r.Identical)
 	assert.Equal(t, r.Stats.Drafted, r.Stats.Accepted, "the target as its own draft")
 	assert.Positive(t, r.Spec.Mean)

@@ -373,7 +373,7 @@ func (tr *Trainer) build() error {
 		}
 	}
 	if tr.dp != nil {
-		if err := tr.dp.finish(m.backend); err != nil {
+		if err := tr.dp.finish(m.backend, g, tr.graph); err != nil {
 			return err
 		}
 	}
@@ -472,10 +472,16 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
 	}
-	if tr.masked && tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
-		if err := tr.lossSeed.SetF32([]float32{float32(tr.T*tr.B) / float32(tr.in.kept)}); err != nil {
-			return 0, err
+	seed, weight := float32(1), float32(1) // replicas of equal batches count equally
+	if tr.masked {
+		weight = float32(tr.in.kept)
+		if tr.value == nil { // the graph's loss is a mean over all B·T rows: scale its gradient to the kept ones
+			seed = float32(tr.T*tr.B) / float32(tr.in.kept)
 		}
+	}
+	share, err := tr.seedShare(seed, weight)
+	if err != nil {
+		return 0, err
 	}
 	if err := tr.decay.SetF32(decay[:]); err != nil {
 		return 0, err
@@ -508,11 +514,7 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	}
 	l := tr.in.maskedLoss(loss[0])
 	if tr.dp != nil {
-		weight := float32(1) // replicas of equal batches count equally
-		if tr.masked {
-			weight = float32(tr.in.kept)
-		}
-		return tr.dp.step(tr.m.backend, l, weight)
+		return tr.dp.step(tr.m.backend, l*share)
 	}
 	return l, nil
 }
@@ -528,6 +530,20 @@ func (tr *Trainer) compute(g *ggml.Graph) error {
 		return tr.m.backend.ComputeTimed(g, tr.timed)
 	}
 	return tr.m.backend.Compute(g)
+}
+
+// seedShare seeds the backward pass with the gradient seed of the loss, times, in a
+// data-parallel step, the replica's share (weight over the replicas' total, which it agrees on
+// with them); it returns the share (1 without replicas).
+func (tr *Trainer) seedShare(seed, weight float32) (float32, error) {
+	share := float32(1)
+	if tr.dp != nil {
+		var err error
+		if share, err = tr.dp.scale(weight); err != nil {
+			return 0, err
+		}
+	}
+	return share, tr.lossSeed.SetF32([]float32{seed * share})
 }
 
 // grad returns the gradient of the last step's loss with respect to weight w, for a trainer

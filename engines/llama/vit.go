@@ -199,12 +199,12 @@ func (f *forwardPass) classify(in *imageInputs) *ggml.Tensor {
 // NewClassifierTrainer builds the training graph of an image model (NewViT) for batches of B
 // images: the class logits, their mean cross entropy against the labels, the backward and
 // AdamW. Step it with StepImages.
-func NewClassifierTrainer(m Trainable, B int) (*Trainer, error) {
+func NewClassifierTrainer(m Trainable, B int, opts ...TrainerOption) (*Trainer, error) {
 	t := m.trainable()
 	if t.arch.Input != InputPatches {
 		return nil, fmt.Errorf("llama: a classifier trainer for the %s model, which reads tokens", t.arch.Name)
 	}
-	return newTrainer(m, t.arch.Context, B, false, false)
+	return newTrainer(m, t.arch.Context, B, false, false, opts...)
 }
 
 // StepImages trains on one batch of B images with the given AdamW parameters (as Step) and
@@ -223,6 +223,10 @@ func (tr *Trainer) StepImages(b *train.ClassificationBatch, decay, noDecay [7]fl
 	if err := tr.noDecay.SetF32(noDecay[:]); err != nil {
 		return 0, 0, err
 	}
+	share, err := tr.seedShare(1, 1)
+	if err != nil {
+		return 0, 0, err
+	}
 	if err := tr.m.backend.Compute(tr.graph); err != nil {
 		return 0, 0, err
 	}
@@ -234,7 +238,11 @@ func (tr *Trainer) StepImages(b *train.ClassificationBatch, decay, noDecay [7]fl
 	if err != nil {
 		return 0, 0, err
 	}
-	return l[0], countCorrect(logits, b.Labels, tr.m.arch.Vocab), nil
+	correct = countCorrect(logits, b.Labels, tr.m.arch.Vocab)
+	if tr.dp != nil { // the replicas' mean loss; correct stays this replica's
+		l[0], err = tr.dp.step(tr.m.backend, l[0]*share)
+	}
+	return l[0], correct, err
 }
 
 // countCorrect counts the rows of logits [classes, n] whose argmax is the label.

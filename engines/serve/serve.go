@@ -292,12 +292,17 @@ func (s *Server) loop() {
 
 // sampleAll draws each slot's next token from its logits, the slots in parallel: sampling a
 // large vocabulary costs up to milliseconds a token, and the decoder's threads are idle
-// meanwhile.
+// meanwhile. The calling goroutine samples the first slot itself, so that a step of one
+// sequence starts no goroutine, as toy generate samples between its steps: a new goroutine
+// may have to wake a thread while ggml's worker still spins on the other core.
 func sampleAll(slots []*slot, logits [][]float32) []int32 {
 	toks := make([]int32, len(slots))
 	var wg sync.WaitGroup
-	for i, sl := range slots {
-		wg.Go(func() { toks[i] = sl.sampler.Sample(logits[i], sl.history) })
+	for i, sl := range slots[min(1, len(slots)):] {
+		wg.Go(func() { toks[i+1] = sl.sampler.Sample(logits[i+1], sl.history) })
+	}
+	if len(slots) > 0 {
+		toks[0] = slots[0].sampler.Sample(logits[0], slots[0].history)
 	}
 	wg.Wait()
 	return toks

@@ -78,6 +78,7 @@ static void *kg_d_ompi_mpi_op_min;
 static MPI_Op kg_data_ompi_mpi_op_min(void) { return (MPI_Op)kg_d_ompi_mpi_op_min; }
 static void *kg_d_ompi_mpi_errors_return;
 static MPI_Errhandler kg_data_ompi_mpi_errors_return(void) { return (MPI_Errhandler)kg_d_ompi_mpi_errors_return; }
+static void *kg_const_MPI_IN_PLACE(void) { return (void *)0x1; }
 
 // kg_resolve fills every function pointer and object address from the library handle h; it returns NULL, or the
 // name of the first symbol the library lacks.
@@ -316,7 +317,8 @@ func CommSetErrhandler(comm Comm, handler Errhandler) Result {
 }
 
 // Allreduce combines count elements of sendbuf from every process of comm with op and
-// writes the result into every process's recvbuf (the buffers must not overlap).
+// writes the result into every process's recvbuf (the buffers must not overlap); with
+// sendbuf InPlace(), recvbuf is the input too.
 //
 // C: int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm).
 func Allreduce(sendbuf unsafe.Pointer, recvbuf unsafe.Pointer, count int, datatype Datatype, op Op, comm Comm) Result {
@@ -437,4 +439,12 @@ func OpMin() Op {
 func ErrorsReturn() Errhandler {
 	mustBeLoaded()
 	return Errhandler{C.kg_data_ompi_mpi_errors_return()}
+}
+
+// InPlace, passed as an allreduce's send buffer, makes the receive buffer both the input
+// and the result: no second buffer, no copy. It is no object but the constant address 1.
+//
+// C: MPI_IN_PLACE, the constant address 0x1.
+func InPlace() unsafe.Pointer {
+	return C.kg_const_MPI_IN_PLACE()
 }

@@ -80,7 +80,7 @@ type Op struct{}
 type Errhandler struct{}
 
 // Predefined are Open MPI's predefined handles: each is the address of an object libmpi
-// exports, which mpi.h's macro casts to the handle type.
+// exports, which mpi.h's macro casts to the handle type; and MPI_IN_PLACE, a constant address.
 //
 //kernelgen:data prefix=ompi_mpi_
 type Predefined interface {
@@ -108,6 +108,10 @@ type Predefined interface {
 	// ErrorsReturn makes a failed call return its error code instead of aborting the job.
 	//kernelgen:macro MPI_ERRORS_RETURN
 	ErrorsReturn() Errhandler
+	// InPlace, passed as an allreduce's send buffer, makes the receive buffer both the input
+	// and the result: no second buffer, no copy. It is no object but the constant address 1.
+	//kernelgen:macro MPI_IN_PLACE value=1
+	InPlace() Ptr
 }
 
 // Funcs are the MPI calls toy binds. Counts are C ints: a buffer of more than 2³¹−1 elements
@@ -141,7 +145,8 @@ type Funcs interface {
 	//kernelgen:c MPI_Comm_set_errhandler
 	CommSetErrhandler(comm Comm, handler Errhandler) Result
 	// Allreduce combines count elements of sendbuf from every process of comm with op and
-	// writes the result into every process's recvbuf (the buffers must not overlap).
+	// writes the result into every process's recvbuf (the buffers must not overlap); with
+	// sendbuf InPlace(), recvbuf is the input too.
 	//kernelgen:c MPI_Allreduce
 	Allreduce(sendbuf Const[Ptr], recvbuf Ptr, count Int, datatype Datatype, op Op, comm Comm) Result
 	// Bcast copies count elements of buffer from process root to every other process of comm.

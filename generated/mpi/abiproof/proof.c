@@ -26,59 +26,59 @@ _Static_assert(MPI_MAX_ERROR_STRING == 256, "specs/mpi/mpi.go:58: MPI_MAX_ERROR_
 _Static_assert(MPI_MAX_LIBRARY_VERSION_STRING == 256, "specs/mpi/mpi.go:59: MPI_MAX_LIBRARY_VERSION_STRING is not 256");
 
 void *kernelgen_declared[] = {
-#line 123 "specs/mpi/mpi.go"
+#line 127 "specs/mpi/mpi.go"
 	(void *)&MPI_Init_thread,
-#line 126 "specs/mpi/mpi.go"
+#line 130 "specs/mpi/mpi.go"
 	(void *)&MPI_Initialized,
-#line 129 "specs/mpi/mpi.go"
-	(void *)&MPI_Finalized,
 #line 133 "specs/mpi/mpi.go"
+	(void *)&MPI_Finalized,
+#line 137 "specs/mpi/mpi.go"
 	(void *)&MPI_Get_library_version,
-#line 136 "specs/mpi/mpi.go"
+#line 140 "specs/mpi/mpi.go"
 	(void *)&MPI_Comm_rank,
-#line 139 "specs/mpi/mpi.go"
+#line 143 "specs/mpi/mpi.go"
 	(void *)&MPI_Comm_size,
-#line 142 "specs/mpi/mpi.go"
-	(void *)&MPI_Comm_set_errhandler,
 #line 146 "specs/mpi/mpi.go"
+	(void *)&MPI_Comm_set_errhandler,
+#line 151 "specs/mpi/mpi.go"
 	(void *)&MPI_Allreduce,
-#line 149 "specs/mpi/mpi.go"
+#line 154 "specs/mpi/mpi.go"
 	(void *)&MPI_Bcast,
-#line 152 "specs/mpi/mpi.go"
+#line 157 "specs/mpi/mpi.go"
 	(void *)&MPI_Barrier,
-#line 156 "specs/mpi/mpi.go"
+#line 161 "specs/mpi/mpi.go"
 	(void *)&MPI_Abort,
-#line 159 "specs/mpi/mpi.go"
+#line 164 "specs/mpi/mpi.go"
 	(void *)&MPI_Finalize,
-#line 163 "specs/mpi/mpi.go"
+#line 168 "specs/mpi/mpi.go"
 	(void *)&MPI_Error_string,
 };
 
-#line 123 "specs/mpi/mpi.go"
+#line 127 "specs/mpi/mpi.go"
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
-#line 126 "specs/mpi/mpi.go"
+#line 130 "specs/mpi/mpi.go"
 int MPI_Initialized(int *flag);
-#line 129 "specs/mpi/mpi.go"
-int MPI_Finalized(int *flag);
 #line 133 "specs/mpi/mpi.go"
+int MPI_Finalized(int *flag);
+#line 137 "specs/mpi/mpi.go"
 int MPI_Get_library_version(char *version, int *length);
-#line 136 "specs/mpi/mpi.go"
+#line 140 "specs/mpi/mpi.go"
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
-#line 139 "specs/mpi/mpi.go"
+#line 143 "specs/mpi/mpi.go"
 int MPI_Comm_size(MPI_Comm comm, int *size);
-#line 142 "specs/mpi/mpi.go"
-int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler handler);
 #line 146 "specs/mpi/mpi.go"
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler handler);
+#line 151 "specs/mpi/mpi.go"
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
-#line 149 "specs/mpi/mpi.go"
+#line 154 "specs/mpi/mpi.go"
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
-#line 152 "specs/mpi/mpi.go"
+#line 157 "specs/mpi/mpi.go"
 int MPI_Barrier(MPI_Comm comm);
-#line 156 "specs/mpi/mpi.go"
+#line 161 "specs/mpi/mpi.go"
 int MPI_Abort(MPI_Comm comm, int errorcode);
-#line 159 "specs/mpi/mpi.go"
+#line 164 "specs/mpi/mpi.go"
 int MPI_Finalize(void);
-#line 163 "specs/mpi/mpi.go"
+#line 168 "specs/mpi/mpi.go"
 int MPI_Error_string(int code, char *text, int *length);
 
 void *kernelgen_data[] = {
@@ -131,3 +131,7 @@ _Static_assert(__builtin_constant_p((void *)MPI_MIN == (void *)&ompi_mpi_op_min)
 _Static_assert(__builtin_types_compatible_p(__typeof__(MPI_ERRORS_RETURN), MPI_Errhandler), "specs/mpi/mpi.go:110: MPI_ERRORS_RETURN is not a MPI_Errhandler");
 #line 110 "specs/mpi/mpi.go"
 _Static_assert(__builtin_constant_p((void *)MPI_ERRORS_RETURN == (void *)&ompi_mpi_errors_return) && (void *)MPI_ERRORS_RETURN == (void *)&ompi_mpi_errors_return, "specs/mpi/mpi.go:110: MPI_ERRORS_RETURN is not the address of ompi_mpi_errors_return");
+#line 114 "specs/mpi/mpi.go"
+_Static_assert(__builtin_types_compatible_p(__typeof__(MPI_IN_PLACE), void *), "specs/mpi/mpi.go:114: MPI_IN_PLACE is not a void *");
+#line 114 "specs/mpi/mpi.go"
+_Static_assert(__builtin_constant_p(MPI_IN_PLACE == (void *)0x1) && MPI_IN_PLACE == (void *)0x1, "specs/mpi/mpi.go:114: MPI_IN_PLACE is not 0x1");
