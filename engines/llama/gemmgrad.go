@@ -18,9 +18,9 @@ import (
 //     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz, p
 //     repeated), handed to BuildBackward as the tap's accumulator;
 //   - the copy's accumulator is Σ Wᵀ·dz over the products that read the leaf, a GEMM each with
-//     a transposed copy of W: made every step for a trained or block-quantized W (in f32), once
-//     for a frozen f32/f16/bf16 one (in its type, see prepare); autodiff passes it on to x as
-//     CPY's backward does. It sits in
+//     a transposed copy of W (transposed): made every step for a trained or block-quantized W
+//     (in f32), once for a frozen f32/f16/bf16 one (in its type, see prepare); autodiff passes
+//     it on to x as CPY's backward does. It sits in
 //     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
 //     every product in the forward order, so comes after them backwards;
 //   - a trained W's gradient is inᵀ·dzᵀ (a GEMM), and a trained embedding table's the scatter
@@ -39,8 +39,8 @@ type gemmBackward struct {
 	taps   *ggml.Context
 	tapBuf *ggml.Buffer
 	tapOf  map[int64]*ggml.Tensor
-	// frozenT are the transposed copies of frozen f32/f16/bf16 weights, by weight, made once
-	// (prepare); frozen holds them.
+	// frozenT are the transposed copies of frozen weights, by weight, made once (prepare);
+	// frozen holds them.
 	frozen    *ggml.Context
 	frozenBuf *ggml.Buffer
 	frozenT   map[*ggml.Tensor]*ggml.Tensor
@@ -65,6 +65,11 @@ type tapAcc struct{ out, grad *ggml.Tensor }
 type detachedInput struct {
 	leaf *ggml.Tensor
 	copy *ggml.Tensor // CPY x → leaf, or nil when x is a leaf itself (a graph input)
+	// release reads one element of the copy, so that the leaf's memory is freed after its last
+	// reader: the copy's result is a view of the leaf, and ggml's graph allocator frees a
+	// tensor only when every view of it has been read, so a view nothing reads would keep the
+	// leaf (an activation the backward of a frozen product no longer needs) to the graph's end.
+	release *ggml.Tensor
 	// grads are the contributions to x's gradient, made by the backward builders.
 	grads []*ggml.Tensor
 }
@@ -192,6 +197,7 @@ func (gb *gemmBackward) detach(x *ggml.Tensor) *detachedInput {
 	if !x.IsLeaf() || x.IsParam() {
 		in.leaf = gb.g.NewTensor(x.Type(), x.Shape()...)
 		in.copy = gb.g.Cpy(x, in.leaf)
+		in.release = gb.g.Cont(gb.g.View(in.copy, []int64{1}, nil, 0))
 	}
 	gb.inputs = append(gb.inputs, in)
 	gb.inputOf[x.ID()] = in
@@ -219,24 +225,31 @@ func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 
 // transposed is Wᵀ for the gradient of a product's input: the copy made once for a frozen
-// f32/f16/bf16 weight, a copy made in the graph otherwise (transposedF32).
+// f32/f16/bf16 weight (frozenTranspose), a copy made in the graph each step otherwise
+// (transposedF32): caching those of a block-quantized base would cost 2 bytes a parameter
+// beside the base's 0.5–1.
 func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
-	if wt := gb.transposedCopy(w); wt != nil {
-		return wt
+	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+		return transposedF32(gb.g, w)
 	}
-	return transposedF32(gb.g, w)
+	return gb.frozenTranspose(w)
 }
 
-// transposedCopy is Wᵀ, in W's type, for a frozen f32/f16/bf16 weight: a copy made once
-// (prepare). It is nil for a trained or block-quantized W.
-func (gb *gemmBackward) transposedCopy(w *ggml.Tensor) *ggml.Tensor {
-	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+// frozenTranspose is Wᵀ for a frozen weight, a copy made once (prepare): in W's type for
+// f32/f16/bf16, in f16 for a block-quantized one (whose blocks run along W's rows). It is nil
+// for a trained weight.
+func (gb *gemmBackward) frozenTranspose(w *ggml.Tensor) *ggml.Tensor {
+	if gb.trained[w] {
 		return nil
 	}
 	wt := gb.frozenT[w]
 	if wt == nil {
+		typ := w.Type()
+		if ggml.IsQuantized(typ) {
+			typ = ggml.F16
+		}
 		ne := w.Ne()
-		wt = gb.frozen.NewTensor(w.Type(), ne[1], ne[0]).SetName("transposed." + w.Name())
+		wt = gb.frozen.NewTensor(typ, ne[1], ne[0]).SetName("transposed." + w.Name())
 		gb.frozenT[w] = wt
 	}
 	return wt
@@ -263,7 +276,7 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 	if gb.frozenBuf, err = be.Alloc(gb.frozen); err != nil {
 		return err
 	}
-	n := 2*len(gb.frozenT) + 8
+	n := 3*len(gb.frozenT) + 8
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: n, Graphs: 1, GraphSize: n})
 	if err != nil {
 		return err
@@ -274,6 +287,9 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 		return err
 	}
 	for w, wt := range gb.frozenT {
+		if ggml.IsQuantized(w.Type()) {
+			w = ctx.Cast(w, ggml.F32) // ggml copies block-quantized rows only whole
+		}
 		if err := graph.Expand(ctx.Cpy(ctx.Transpose(w), wt)); err != nil {
 			return err
 		}
@@ -289,12 +305,12 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 	return be.Compute(graph)
 }
 
-// expandCopies puts the input copies into the graph, in the order they were made, before
-// anything else: each must run before the products that read its leaf.
+// expandCopies puts the input copies (and their releases) into the graph, in the order they
+// were made, before anything else: each must run before the products that read its leaf.
 func (gb *gemmBackward) expandCopies(graph *ggml.Graph) error {
 	for _, in := range gb.inputs {
 		if in.copy != nil {
-			if err := graph.Expand(in.copy); err != nil {
+			if err := graph.Expand(in.release); err != nil {
 				return err
 			}
 		}

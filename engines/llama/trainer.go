@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -71,11 +72,11 @@ func (t *trainable) headFrozen() bool {
 }
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
-// layer and 8 per weight product (its input copy, tap, and the GEMMs of its backward, see
-// gemmBackward), four times over for the backward pass.
+// layer and 10 per weight product (its input copy and release, tap, and the GEMMs of its
+// backward, see gemmBackward), four times over for the backward pass.
 func (t *trainable) graphSize() int {
 	products := 7 + 1
-	fwd := 16 + (64+8*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers + 16*headChunks(t.arch.Vocab, t.arch.Context)
+	fwd := 16 + (64+10*products+4*len(t.lora)/t.arch.NLayers)*t.arch.NLayers + 16*headChunks(t.arch.Vocab, t.arch.Context)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
@@ -137,6 +138,8 @@ type Trainer struct {
 	// dp, set by the DataParallel option, averages the gradients over the replicas of a
 	// data-parallel job between the backward pass and AdamW.
 	dp *dataParallel
+	// timed, when set (Profile), is called with every node a step computes and its time.
+	timed func(node *ggml.Tensor, d time.Duration)
 }
 
 // NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context). Its
@@ -272,7 +275,7 @@ func (tr *Trainer) build() error {
 		}
 		if tr.in.head != nil {
 			out := m.w.head()
-			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.transposedCopy(out), f.hidden(tr.in.tokens), true)
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out), f.hidden(tr.in.tokens))
 			tr.value = tr.value.SetOutput()
 		} else {
 			tr.loss = tr.in.loss(g, f.logits(tr.in.tokens))
@@ -416,6 +419,28 @@ func (tr *Trainer) graphs() []*ggml.Graph {
 // that are up to date. A warm start holds the transplanted embeddings for its first steps.
 func (tr *Trainer) HoldEmbeddings(hold bool) { tr.holdEmbed = hold }
 
+// Profile makes the steps that follow compute their graphs one node at a time and call each
+// with every node and its time (ggml.Backend.ComputeTimed), to find where a step's time goes;
+// nil computes them whole again.
+func (tr *Trainer) Profile(each func(node *ggml.Tensor, d time.Duration)) { tr.timed = each }
+
+// GraphPeak is what one of a Trainer's graphs holds in the allocator's buffer at its peak
+// (ggml.Graph.PeakLive).
+type GraphPeak struct {
+	Node, Bytes int
+	Live        []ggml.LiveTensor
+}
+
+// PeakLive is the peak of each of the trainer's graphs, in the order a step computes them.
+func (tr *Trainer) PeakLive() []GraphPeak {
+	var out []GraphPeak
+	for _, g := range tr.graphs() {
+		n, b, live := g.PeakLive()
+		out = append(out, GraphPeak{n, b, live})
+	}
+	return out
+}
+
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {
 	tr.dp.close()
@@ -485,7 +510,11 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 	}
 	var loss []float32
 	for _, g := range tr.graphs() {
-		if err := tr.m.backend.Compute(g); err != nil {
+		compute := tr.m.backend.Compute
+		if tr.timed != nil {
+			compute = func(g *ggml.Graph) error { return tr.m.backend.ComputeTimed(g, tr.timed) }
+		}
+		if err := compute(g); err != nil {
 			return 0, err
 		}
 		if g == tr.graph { // read before a recomputing graph reuses its memory
