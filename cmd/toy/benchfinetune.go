@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	targets := fs.String("lora-targets", "q,v", "LoRA targets")
 	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
+	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
 
@@ -87,7 +89,7 @@ Flags:
 		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
 			return err
 		}
-		return benchFinetuneMode(stdout, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, *recompute, strings.Split(*targets, ","))
+		return benchFinetuneMode(stdout, stderr, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, *recompute, *profile, strings.Split(*targets, ","))
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -123,7 +125,7 @@ Flags:
 	tps := map[string]float64{}
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
-			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset)
+			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset, "-profile", fmt.Sprint(*profile))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		if err := cmd.Run(); err != nil {
@@ -182,7 +184,7 @@ func parseBenchMode(s string) (benchMode, error) {
 }
 
 // benchFinetuneMode times one mode in this process and prints its result line.
-func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, steps, threads, rank, recompute int, targets []string) error {
+func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq, batch, steps, threads, rank, recompute, profile int, targets []string) error {
 	be, err := ggml.NewBackend(threads)
 	if err != nil {
 		return err
@@ -251,6 +253,107 @@ func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, 
 	}
 	sec := total.Seconds() / float64(steps)
 	_, hwm := memory()
+	if profile > 0 {
+		p := newNodeProfile()
+		tr.Profile(p.add)
+		d, _ := opt.Params(steps+1, opt.LR, true)
+		nd, _ := opt.Params(steps+1, opt.LR, false)
+		if _, err := tr.Step(seqs, d, nd); err != nil {
+			return err
+		}
+		p.print(stderr, bm.name, profile)
+		printPeaks(stderr, bm.name, tr, profile)
+	}
 	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20))
 	return nil
+}
+
+// nodeProfile sums the times of a step's graph nodes (Trainer.Profile) by kind: the op, its
+// operands' types and the result's, and whether an operand is read transposed.
+type nodeProfile struct {
+	total  time.Duration
+	byKind map[string]time.Duration
+	count  map[string]int
+	nodes  []timedNode
+}
+
+type timedNode struct {
+	what string
+	d    time.Duration
+}
+
+func newNodeProfile() *nodeProfile {
+	return &nodeProfile{byKind: map[string]time.Duration{}, count: map[string]int{}}
+}
+
+func (p *nodeProfile) add(n *ggml.Tensor, d time.Duration) {
+	kind := n.OpName() + "("
+	shapes := ""
+	for i := 0; i < 3; i++ {
+		s := n.Src(i)
+		if s == nil {
+			break
+		}
+		if i > 0 {
+			kind += ","
+			shapes += " "
+		}
+		kind += ggml.TypeName(s.Type())
+		if !s.IsContiguous() {
+			kind += "ᵀ"
+		}
+		shapes += fmt.Sprint(s.Shape())
+	}
+	kind += ")→" + ggml.TypeName(n.Type())
+	p.total += d
+	p.byKind[kind] += d
+	p.count[kind]++
+	p.nodes = append(p.nodes, timedNode{fmt.Sprintf("%s %s → %v %q", kind, shapes, n.Shape(), n.Name()), d})
+}
+
+// print writes the n costliest kinds and single nodes.
+func (p *nodeProfile) print(w io.Writer, mode string, n int) {
+	kinds := make([]string, 0, len(p.byKind))
+	for k := range p.byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return p.byKind[kinds[i]] > p.byKind[kinds[j]] })
+	fmt.Fprintf(w, "%s: profiled step %.2f s over %d nodes; by kind:\n", mode, p.total.Seconds(), len(p.nodes))
+	for _, k := range kinds[:min(n, len(kinds))] {
+		fmt.Fprintf(w, "  %7.3f s %5.1f %% %5d× %s\n", p.byKind[k].Seconds(), 100*p.byKind[k].Seconds()/p.total.Seconds(), p.count[k], k)
+	}
+	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].d > p.nodes[j].d })
+	fmt.Fprintf(w, "%s: costliest nodes:\n", mode)
+	for _, t := range p.nodes[:min(n, len(p.nodes))] {
+		fmt.Fprintf(w, "  %7.1f ms %s\n", 1000*t.d.Seconds(), t.what)
+	}
+}
+
+// printPeaks writes what each of tr's graphs holds at its peak, by kind of tensor.
+func printPeaks(w io.Writer, mode string, tr *llama.Trainer, n int) {
+	for i, gp := range tr.PeakLive() {
+		if i > 0 && i < len(tr.PeakLive())-1 && n < 1000 {
+			continue
+		}
+		fmt.Fprintf(w, "%s: graph %d holds %.1f MiB at node %d (%d tensors); by kind:\n", mode, i, float64(gp.Bytes)/(1<<20), gp.Node, len(gp.Live))
+		by := map[string]int{}
+		cnt := map[string]int{}
+		for _, l := range gp.Live {
+			t := l.Tensor
+			k := fmt.Sprintf("%s %s %v", t.OpName(), ggml.TypeName(t.Type()), t.Shape())
+			if s := t.Src(0); s != nil {
+				k += fmt.Sprintf(" ← %s %v", s.OpName(), s.Shape())
+			}
+			by[k] += l.Bytes
+			cnt[k]++
+		}
+		keys := make([]string, 0, len(by))
+		for k := range by {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return by[keys[i]] > by[keys[j]] })
+		for _, k := range keys[:min(n, len(keys))] {
+			fmt.Fprintf(w, "  %8.1f MiB %4d× %s\n", float64(by[k])/(1<<20), cnt[k], k)
+		}
+	}
 }
