@@ -56,6 +56,9 @@ type gemmBackward struct {
 	backward []func()
 	// accs are the taps' outputs and their gradient accumulators.
 	accs []tapAcc
+	// recomputeProbs makes attention's backward recompute the probabilities rather than keep
+	// the forward's (LoRAOptions.RecomputeAttention).
+	recomputeProbs bool
 }
 
 // tapAcc is a tapped output and the accumulator of its gradient.
@@ -134,7 +137,9 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 // sharing the Hkv·B heads of k [hdk, t, Hkv·B] and vt (vᵀ) [t, hdv, Hkv·B] by groups of H/Hkv
 // consecutive heads; the mask is [t, t, 1, B] and the result [hdv, t, H·B]. Its backward is
 // built here: from the output's gradient do, dp = v·do and dvᵀ = pᵀ-wise GEMMs, the softmax's
-// backward gives d(kᵀq), and from it dq and dk.
+// backward gives d(kᵀq), and from it dq and dk. With recomputeProbs the backward computes the
+// probabilities p again, by the same ops (so to the bit), and the forward's are freed once
+// multiplied.
 func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
 	g := gb.g
 	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
@@ -143,13 +148,19 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 		return nil // the context holds the error
 	}
 	t := kq.Ne()[0]
-	p := g.Reshape(g.SoftMaxExt(g.Reshape(kq, t, t, H, B), mask, scale, 0), t, t, H*B)
+	probs := func(kq *ggml.Tensor) *ggml.Tensor {
+		return g.Reshape(g.SoftMaxExt(g.Reshape(kq, t, t, H, B), mask, scale, 0), t, t, H*B)
+	}
+	p := probs(kq)
 	o := g.MulMat(vin.leaf, p) // [hdv, t, H·B]
 	if o == nil {
 		return nil
 	}
 	out, do := gb.tap(o)
 	gb.backward = append(gb.backward, func() {
+		if gb.recomputeProbs {
+			p = probs(g.MulMat(kin.leaf, qin.leaf))
+		}
 		dp := g.MulMat(g.Cont(g.Transpose(vin.leaf)), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
 		vin.grads = append(vin.grads, productGradA(g, p, do, vt.Ne()[2]))

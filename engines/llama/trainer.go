@@ -29,6 +29,9 @@ type trainable struct {
 	lora map[*ggml.Tensor][]loraTerm
 	// recompute is how many first blocks the Trainer recomputes (LoRAOptions.Recompute).
 	recompute int
+	// recomputeAttention recomputes the attention probabilities of the blocks the main graph
+	// runs in its backward pass (LoRAOptions.RecomputeAttention).
+	recomputeAttention bool
 }
 
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
@@ -264,6 +267,7 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	gb := tr.gemm
+	gb.recomputeProbs = m.recomputeAttention
 	var head []*ggml.Tensor // what the graph computes before the loss, in order (headLoss)
 	if tr.img != nil {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
