@@ -43,7 +43,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")
 	recomputeAttention := fs.Bool("recompute-attention", false, "LoRA modes recompute the other blocks' attention probabilities in the backward pass instead of keeping them")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
-	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes")
+	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes, and the N largest kinds of tensor the largest graph holds at its peak")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
 
@@ -343,31 +343,34 @@ func (p *nodeProfile) print(w io.Writer, mode string, n int) {
 	}
 }
 
-// printPeaks writes what each of tr's graphs holds at its peak, by kind of tensor.
+// printPeaks writes what each of tr's graphs holds at its peak and, by kind of tensor, the n
+// largest shares of the largest peak.
 func printPeaks(w io.Writer, mode string, tr *llama.Trainer, n int) {
-	for i, gp := range tr.PeakLive() {
-		if i > 0 && i < len(tr.PeakLive())-1 && n < 1000 {
-			continue
+	peaks := tr.PeakLive()
+	top := 0
+	for i, gp := range peaks {
+		fmt.Fprintf(w, "%s: graph %d of %d holds %.1f MiB at its peak (node %d, %d tensors)\n", mode, i+1, len(peaks), float64(gp.Bytes)/(1<<20), gp.Node, len(gp.Live))
+		if gp.Bytes > peaks[top].Bytes {
+			top = i
 		}
-		fmt.Fprintf(w, "%s: graph %d holds %.1f MiB at node %d (%d tensors); by kind:\n", mode, i, float64(gp.Bytes)/(1<<20), gp.Node, len(gp.Live))
-		by := map[string]int{}
-		cnt := map[string]int{}
-		for _, l := range gp.Live {
-			t := l.Tensor
-			k := fmt.Sprintf("%s %s %v", t.OpName(), ggml.TypeName(t.Type()), t.Shape())
-			if s := t.Src(0); s != nil {
-				k += fmt.Sprintf(" ← %s %v", s.OpName(), s.Shape())
-			}
-			by[k] += l.Bytes
-			cnt[k]++
+	}
+	by, count := map[string]int{}, map[string]int{}
+	for _, l := range peaks[top].Live {
+		t := l.Tensor
+		k := fmt.Sprintf("%s %s %v", t.OpName(), ggml.TypeName(t.Type()), t.Shape())
+		if s := t.Src(0); s != nil {
+			k += fmt.Sprintf(" ← %s %v", s.OpName(), s.Shape())
 		}
-		keys := make([]string, 0, len(by))
-		for k := range by {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool { return by[keys[i]] > by[keys[j]] })
-		for _, k := range keys[:min(n, len(keys))] {
-			fmt.Fprintf(w, "  %8.1f MiB %4d× %s\n", float64(by[k])/(1<<20), cnt[k], k)
-		}
+		by[k] += l.Bytes
+		count[k]++
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return by[keys[i]] > by[keys[j]] })
+	fmt.Fprintf(w, "%s: graph %d's peak by kind of tensor:\n", mode, top+1)
+	for _, k := range keys[:min(n, len(keys))] {
+		fmt.Fprintf(w, "  %8.1f MiB %4d× %s\n", float64(by[k])/(1<<20), count[k], k)
 	}
 }
