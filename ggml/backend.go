@@ -225,20 +225,29 @@ func (b *Backend) Supports(t *Tensor) bool {
 // node (memory, and the backend's support for the op); later ones skip that walk until the
 // graph changes, so a graph reused every step (a decoder's, a trainer's) pays for it once.
 func (b *Backend) Compute(g *Graph) error {
+	if err := b.ready(g, "Compute"); err != nil {
+		return err
+	}
+	if st := ggmlc.BackendGraphCompute(b.b, g.g); st != ggmlc.StatusSuccess {
+		return fmt.Errorf("ggml: Compute: %s", ggmlc.StatusToString(st))
+	}
+	return nil
+}
+
+// ready refuses a closed backend or an empty graph, and checks the graph once (check) for
+// op, the caller's name.
+func (b *Backend) ready(g *Graph, op string) error {
 	if b.b.IsNil() {
 		return ErrClosed
 	}
 	if g.Len() == 0 {
-		return fmt.Errorf("ggml: Compute: the graph is empty")
+		return fmt.Errorf("ggml: %s: the graph is empty", op)
 	}
 	if g.checkedOn != b.b {
 		if err := b.check(g); err != nil {
 			return err
 		}
 		g.checkedOn = b.b
-	}
-	if st := ggmlc.BackendGraphCompute(b.b, g.g); st != ggmlc.StatusSuccess {
-		return fmt.Errorf("ggml: Compute: %s", ggmlc.StatusToString(st))
 	}
 	return nil
 }

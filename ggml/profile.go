@@ -14,17 +14,8 @@ import (
 // own work (a few microseconds on the CPU), so use it to find the expensive ops, not to time
 // the whole graph.
 func (b *Backend) ComputeTimed(g *Graph, each func(node *Tensor, d time.Duration)) error {
-	if b.b.IsNil() {
-		return ErrClosed
-	}
-	if g.Len() == 0 {
-		return fmt.Errorf("ggml: ComputeTimed: the graph is empty")
-	}
-	if g.checkedOn != b.b {
-		if err := b.check(g); err != nil {
-			return err
-		}
-		g.checkedOn = b.b
+	if err := b.ready(g, "ComputeTimed"); err != nil {
+		return err
 	}
 	ctx, err := NewContext(ContextOptions{Graphs: 1, GraphSize: 1})
 	if err != nil {
