@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/internal/reference"
@@ -35,4 +36,51 @@ func TestComputeTimed(t *testing.T) {
 	require.Contains(t, seen, "MUL_MAT")
 	require.Contains(t, seen, "SOFT_MAX")
 	near(t, "node by node", reference.SoftMax(reference.Add(reference.MulMat(a, b), c)), h.out(out), mulMatTol, 1)
+}
+
+// TestPeakLive: the replay of the graph allocator finds the peak of a chain of ops, within
+// the buffer the allocator made, and shows the leaf a CPY writes staying to the end of the
+// graph unless a view of the copy is read (the GEMM backward's release nodes).
+func TestPeakLive(t *testing.T) {
+	const n = 1024 // 4 KiB of f32
+	for _, release := range []bool{false, true} {
+		h := newHarness(t)
+		a := h.in(h.rand(-1, 1, n))
+		leaf := h.c.NewTensor(F32, n)
+		c := h.c.Cpy(h.c.Scale(a, 2), leaf)
+		g, err := h.c.NewGraph(64, false)
+		require.NoError(t, err)
+		if release {
+			require.NoError(t, g.Expand(h.c.Cont(h.c.View(c, []int64{1}, nil, 0))))
+		} else {
+			require.NoError(t, g.Expand(c))
+		}
+		v := h.c.Sqr(h.c.Mul(leaf, a))
+		big := h.c.Repeat(v, h.c.NewTensor(F32, n, 8)) // 32 KiB, the last node
+		require.NoError(t, g.Expand(big.SetOutput()))
+		h.upload()
+		alloc, err := h.be.NewAllocator()
+		require.NoError(t, err)
+		defer alloc.Close()
+		require.NoError(t, alloc.Alloc(g))
+
+		node, peak, live := g.PeakLive()
+		assert.Equal(t, g.Len()-1, node, "the peak is at the last node")
+		var held []TensorID
+		for _, l := range live {
+			held = append(held, l.Tensor.ID())
+		}
+		assert.Contains(t, held, big.ID())
+		assert.Contains(t, held, v.ID(), "big's operand")
+		want := 4*8*n + 4*n // big and v
+		if release {
+			assert.NotContains(t, held, leaf.ID(), "the leaf is freed after its last reader")
+			want += 4 // the release's one element, which nothing reads
+		} else {
+			assert.Contains(t, held, leaf.ID(), "a view nothing reads keeps the leaf")
+			want += 4 * n
+		}
+		assert.Equal(t, want, peak, "release %v", release)
+		assert.LessOrEqual(t, peak, alloc.Size(), "the allocator's buffer holds the peak")
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,9 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	rank := fs.Int("r", 16, "LoRA rank")
 	targets := fs.String("lora-targets", "q,v", "LoRA targets")
 	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")
+	recomputeAttention := fs.Bool("recompute-attention", false, "LoRA modes recompute the other blocks' attention probabilities in the backward pass instead of keeping them")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
+	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes, and the N largest kinds of tensor the largest graph holds at its peak")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
 
@@ -87,7 +90,8 @@ Flags:
 		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
 			return err
 		}
-		return benchFinetuneMode(stdout, bm, *baseFile, *seq, *batch, *steps, *threads, *rank, *recompute, strings.Split(*targets, ","))
+		lo := llama.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention}
+		return benchFinetuneMode(stdout, stderr, bm, *baseFile, *seq, *batch, *steps, *threads, *profile, lo)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -117,13 +121,18 @@ Flags:
 		}
 		bases[bm.typ] = path
 	}
-	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s recomputing %d blocks; %d timed steps a mode, each mode in its own process\n",
-		*preset, *batch, *seq, *threads, *rank, *targets, *recompute, *steps)
+	attention := ""
+	if *recomputeAttention {
+		attention = " and the others' attention probabilities"
+	}
+	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s recomputing %d blocks%s; %d timed steps a mode, each mode in its own process\n",
+		*preset, *batch, *seq, *threads, *rank, *targets, *recompute, attention, *steps)
 	fmt.Fprintf(stdout, "%-12s %10s %8s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "compute MiB", "peak RSS MiB")
 	tps := map[string]float64{}
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
-			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset)
+			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset, "-profile", fmt.Sprint(*profile),
+			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		if err := cmd.Run(); err != nil {
@@ -182,7 +191,7 @@ func parseBenchMode(s string) (benchMode, error) {
 }
 
 // benchFinetuneMode times one mode in this process and prints its result line.
-func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, steps, threads, rank, recompute int, targets []string) error {
+func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq, batch, steps, threads, profile int, lo llama.LoRAOptions) error {
 	be, err := ggml.NewBackend(threads)
 	if err != nil {
 		return err
@@ -198,7 +207,7 @@ func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, 
 	var trained int64
 	opt := train.LoRA()
 	if bm.lora {
-		ad, err := llama.NewAdapter(base, llama.LoRAOptions{Rank: rank, Alpha: float32(2 * rank), Targets: targets, Seed: 1, Recompute: recompute})
+		ad, err := llama.NewAdapter(base, lo)
 		if err != nil {
 			return err
 		}
@@ -237,7 +246,7 @@ func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, 
 	for s := 0; s <= steps; s++ {
 		d, _ := opt.Params(s, opt.LR, true)
 		nd, _ := opt.Params(s, opt.LR, false)
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		loss, err := tr.Step(seqs, d, nd)
 		if err != nil {
 			return err
@@ -247,10 +256,121 @@ func benchFinetuneMode(stdout io.Writer, bm benchMode, path string, seq, batch, 
 			total += dt
 		}
 		rss, hwm := memory()
-		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s, RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), rss, hwm)
+		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s (processor %.2f s), RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), (cpuTime() - c0).Seconds(), rss, hwm)
 	}
 	sec := total.Seconds() / float64(steps)
 	_, hwm := memory()
+	if profile > 0 {
+		p := newNodeProfile()
+		tr.SetTimed(p.add)
+		d, _ := opt.Params(steps+1, opt.LR, true)
+		nd, _ := opt.Params(steps+1, opt.LR, false)
+		if _, err := tr.Step(seqs, d, nd); err != nil {
+			return err
+		}
+		p.print(stderr, bm.name, profile)
+		printPeaks(stderr, bm.name, tr, profile)
+	}
 	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20))
 	return nil
+}
+
+// nodeProfile sums the times of a step's graph nodes (Trainer.Profile) by kind: the op, its
+// operands' types and the result's, and whether an operand is read transposed.
+type nodeProfile struct {
+	total, totalCPU time.Duration
+	byKind, cpu     map[string]time.Duration
+	count           map[string]int
+	nodes           []timedNode
+	lastCPU         time.Duration // the processor time when the last node finished
+}
+
+type timedNode struct {
+	what   string
+	d, cpu time.Duration
+}
+
+func newNodeProfile() *nodeProfile {
+	return &nodeProfile{byKind: map[string]time.Duration{}, cpu: map[string]time.Duration{}, count: map[string]int{}, lastCPU: cpuTime()}
+}
+
+func (p *nodeProfile) add(n *ggml.Tensor, d time.Duration) {
+	kind := n.OpName() + "("
+	shapes := ""
+	for i := 0; i < 3; i++ {
+		s := n.Src(i)
+		if s == nil {
+			break
+		}
+		if i > 0 {
+			kind += ","
+			shapes += " "
+		}
+		kind += ggml.TypeName(s.Type())
+		if !s.IsContiguous() {
+			kind += "ᵀ"
+		}
+		shapes += fmt.Sprint(s.Shape())
+	}
+	kind += ")→" + ggml.TypeName(n.Type())
+	now := cpuTime()
+	cpu := now - p.lastCPU
+	p.lastCPU = now
+	p.total += d
+	p.totalCPU += cpu
+	p.byKind[kind] += d
+	p.cpu[kind] += cpu
+	p.count[kind]++
+	p.nodes = append(p.nodes, timedNode{fmt.Sprintf("%s %s → %v %q", kind, shapes, n.Shape(), n.Name()), d, cpu})
+}
+
+// print writes the n costliest kinds and single nodes.
+func (p *nodeProfile) print(w io.Writer, mode string, n int) {
+	kinds := make([]string, 0, len(p.byKind))
+	for k := range p.byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool { return p.byKind[kinds[i]] > p.byKind[kinds[j]] })
+	fmt.Fprintf(w, "%s: profiled step %.2f s (processor %.2f s) over %d nodes; by kind (wall s, %%, processor s, %%):\n", mode, p.total.Seconds(), p.totalCPU.Seconds(), len(p.nodes))
+	for _, k := range kinds[:min(n, len(kinds))] {
+		fmt.Fprintf(w, "  %7.3f s %5.1f %% %7.3f s %5.1f %% %5d× %s\n", p.byKind[k].Seconds(), 100*p.byKind[k].Seconds()/p.total.Seconds(),
+			p.cpu[k].Seconds(), 100*p.cpu[k].Seconds()/max(p.totalCPU.Seconds(), 1e-9), p.count[k], k)
+	}
+	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].d > p.nodes[j].d })
+	fmt.Fprintf(w, "%s: costliest nodes (wall, processor ms):\n", mode)
+	for _, t := range p.nodes[:min(n, len(p.nodes))] {
+		fmt.Fprintf(w, "  %7.1f %7.1f ms %s\n", 1000*t.d.Seconds(), 1000*t.cpu.Seconds(), t.what)
+	}
+}
+
+// printPeaks writes what each of tr's graphs holds at its peak and, by kind of tensor, the n
+// largest shares of the largest peak.
+func printPeaks(w io.Writer, mode string, tr *llama.Trainer, n int) {
+	peaks := tr.PeakLive()
+	top := 0
+	for i, gp := range peaks {
+		fmt.Fprintf(w, "%s: graph %d of %d holds %.1f MiB at its peak (node %d, %d tensors)\n", mode, i+1, len(peaks), float64(gp.Bytes)/(1<<20), gp.Node, len(gp.Live))
+		if gp.Bytes > peaks[top].Bytes {
+			top = i
+		}
+	}
+	by, count := map[string]int{}, map[string]int{}
+	for _, l := range peaks[top].Live {
+		t := l.Tensor
+		k := fmt.Sprintf("%s %s %v", t.OpName(), ggml.TypeName(t.Type()), t.Shape())
+		if s := t.Src(0); s != nil {
+			k += fmt.Sprintf(" ← %s %v", s.OpName(), s.Shape())
+		}
+		by[k] += l.Bytes
+		count[k]++
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return by[keys[i]] > by[keys[j]] })
+	fmt.Fprintf(w, "%s: graph %d's peak by kind of tensor:\n", mode, top+1)
+	for _, k := range keys[:min(n, len(keys))] {
+		fmt.Fprintf(w, "  %8.1f MiB %4d× %s\n", float64(by[k])/(1<<20), count[k], k)
+	}
 }

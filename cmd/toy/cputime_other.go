@@ -4,5 +4,5 @@ package main
 
 import "time"
 
-// cpuTime is 0 where the process's CPU time is not read.
+// cpuTime is 0 where the processor time is not read (see cputime_unix.go).
 func cpuTime() time.Duration { return 0 }

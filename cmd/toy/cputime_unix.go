@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-// cpuTime is the CPU time the process has used so far (user and system, all threads).
+// cpuTime is the processor time this process has used (user and system, all threads): on a
+// machine shared with other work it measures a step's work far more steadily than the wall
+// clock, when ggml's threads do not outnumber the free cores (their barriers spin).
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {

@@ -31,6 +31,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	targets := fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(llama.LoRATargets, ", ")+", or all")
 	fs.Uint64Var(&f.LoRA.Seed, "lora-seed", f.LoRA.Seed, "seed of the adapters' initial A matrices")
 	fs.IntVar(&f.Recompute, "recompute", 0, "LoRA: recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them a step)")
+	fs.BoolVar(&f.RecomputeAttention, "recompute-attention", false, "LoRA: recompute the other blocks' attention probabilities in the backward pass instead of keeping them (T·T·heads floats a block less, one more query-key product and softmax a block)")
 	fs.IntVar(&f.Steps, "steps", f.Steps, "optimizer steps")
 	fs.IntVar(&f.Batch, "batch", f.Batch, "sequences per step")
 	fs.IntVar(&f.SeqLen, "seq", f.SeqLen, "tokens per sequence (at most the model's context; a chat conversation is one sequence)")
@@ -71,7 +72,9 @@ Modes:
                       toy generate -m BASE -lora ADAPTER runs it, llama.cpp's --lora loads it,
                       toy export -m BASE -lora ADAPTER -o OUT.gguf merges it.
                       -recompute N recomputes the first N blocks in the backward pass
-                      instead of keeping their activations: less memory, slower steps.
+                      instead of keeping their activations: less memory, slower steps;
+                      -recompute-attention recomputes the other blocks' attention
+                      probabilities (the largest activation at long contexts) likewise.
   -full               trains every weight of the base: its weights, whatever their type, are
                       dequantized to an f32 copy (4 bytes a parameter, plus 8 for AdamW's
                       moments); -freeze-embeddings keeps the token embeddings fixed. The
@@ -187,7 +190,7 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 	}
 	slices.Sort(modelFlags)
 	var loraFlags []string
-	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed", "recompute"} {
+	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed", "recompute", "recompute-attention"} {
 		if set[name] {
 			loraFlags = append(loraFlags, "-"+name)
 		}

@@ -26,6 +26,11 @@ type LoRAOptions struct {
 	// instead of keeping their activations (gradient checkpointing): less memory for one more
 	// forward pass of those blocks a step. It changes no result and is not saved.
 	Recompute int
+	// RecomputeAttention recomputes each other block's attention probabilities (a
+	// [T, T, heads] tensor a sequence, the largest activation the backward pass keeps) in the
+	// backward pass instead of keeping them: one more product of queries and keys and softmax
+	// a block and step. It changes no result and is not saved.
+	RecomputeAttention bool
 }
 
 // LoRATargets are the projections an adapter may adapt, by their short names.
@@ -177,7 +182,8 @@ func (ad *Adapter) Init() error {
 func (ad *Adapter) trainable() *trainable {
 	m := ad.base
 	return &trainable{arch: &m.Arch, w: &m.weights, backend: m.backend, params: ad.all,
-		matrix: func(*ggml.Tensor) bool { return false }, lora: ad.terms, recompute: ad.opts.Recompute}
+		matrix: func(*ggml.Tensor) bool { return false }, lora: ad.terms,
+		recompute: ad.opts.Recompute, recomputeAttention: ad.opts.RecomputeAttention}
 }
 
 // trainable is the model as an Evaluator runs it: with its loaded adapters and nothing to

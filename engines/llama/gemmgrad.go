@@ -43,8 +43,8 @@ type gemmBackward struct {
 	taps   *ggml.Context
 	tapBuf *ggml.Buffer
 	tapOf  map[int64]*ggml.Tensor
-	// frozenT are the transposed copies of frozen f32/f16/bf16 weights, by weight, made once
-	// (prepare); frozen holds them.
+	// frozenT are the transposed copies of frozen weights, by weight, made once (prepare);
+	// frozen holds them.
 	frozen    *ggml.Context
 	frozenBuf *ggml.Buffer
 	frozenT   map[*ggml.Tensor]*ggml.Tensor
@@ -60,6 +60,9 @@ type gemmBackward struct {
 	backward []func()
 	// accs are the taps' outputs and their gradient accumulators.
 	accs []tapAcc
+	// recomputeProbs makes attention's backward recompute the probabilities rather than keep
+	// the forward's (LoRAOptions.RecomputeAttention).
+	recomputeProbs bool
 }
 
 // tapAcc is a tapped output and the accumulator of its gradient.
@@ -72,6 +75,11 @@ type detachedInput struct {
 	// leafT is leafᵀ, made for the first weight gradient that needs it and shared by the
 	// others (the query, key and value projections read one input, as do gate and up).
 	leafT *ggml.Tensor
+	// release reads one element of the copy, so that the leaf's memory is freed after its last
+	// reader: the copy's result is a view of the leaf, and ggml's graph allocator frees a
+	// tensor only when every view of it has been read, so a view nothing reads would keep the
+	// leaf (an activation the backward of a frozen product no longer needs) to the graph's end.
+	release *ggml.Tensor
 	// grads are the contributions to x's gradient, made by the backward builders.
 	grads []*ggml.Tensor
 }
@@ -146,7 +154,7 @@ var inputGradChunk int64 = 4096
 func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
-	if wt := gb.transposedCopy(w); wt != nil || m <= inputGradChunk {
+	if frozenCopy := !gb.trained[w] && !ggml.IsQuantized(w.Type()); frozenCopy || m <= inputGradChunk {
 		return g.MulMat(gb.transposed(w), dz)
 	}
 	if dz == nil {
@@ -189,7 +197,9 @@ func (gb *gemmBackward) seed(t, grad *ggml.Tensor) {
 // sharing the Hkv·B heads of k [hdk, t, Hkv·B] and vt (vᵀ) [t, hdv, Hkv·B] by groups of H/Hkv
 // consecutive heads; the mask is [t, t, 1, B] and the result [hdv, t, H·B]. Its backward is
 // built here: from the output's gradient do, dp = v·do and dvᵀ = pᵀ-wise GEMMs, the softmax's
-// backward gives d(kᵀq), and from it dq and dk.
+// backward gives d(kᵀq), and from it dq and dk. With recomputeProbs the backward computes the
+// probabilities p again, by the same ops (so to the bit), and the forward's are freed once
+// multiplied.
 func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
 	g := gb.g
 	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
@@ -198,13 +208,19 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 		return nil // the context holds the error
 	}
 	t := kq.Ne()[0]
-	p := g.Reshape(g.SoftMaxExt(g.Reshape(kq, t, t, H, B), mask, scale, 0), t, t, H*B)
+	probs := func(kq *ggml.Tensor) *ggml.Tensor {
+		return g.Reshape(g.SoftMaxExt(g.Reshape(kq, t, t, H, B), mask, scale, 0), t, t, H*B)
+	}
+	p := probs(kq)
 	o := g.MulMat(vin.leaf, p) // [hdv, t, H·B]
 	if o == nil {
 		return nil
 	}
 	out, do := gb.tap(o)
 	gb.backward = append(gb.backward, func() {
+		if gb.recomputeProbs {
+			p = probs(g.MulMat(kin.leaf, qin.leaf))
+		}
 		dp := g.MulMat(g.Cont(g.Transpose(vin.leaf)), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
 		vin.grads = append(vin.grads, productGradA(g, groupsT(g, p, vt.Ne()[2]), do))
@@ -259,6 +275,7 @@ func (gb *gemmBackward) detach(x *ggml.Tensor) *detachedInput {
 	if !x.IsLeaf() || x.IsParam() {
 		in.leaf = gb.g.NewTensor(x.Type(), x.Shape()...)
 		in.copy = gb.g.Cpy(x, in.leaf)
+		in.release = gb.g.Cont(gb.g.View(in.copy, []int64{1}, nil, 0))
 	}
 	gb.inputs = append(gb.inputs, in)
 	gb.inputOf[x.ID()] = in
@@ -286,24 +303,31 @@ func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 
 // transposed is Wᵀ for the gradient of a product's input: the copy made once for a frozen
-// f32/f16/bf16 weight, a copy made in the graph otherwise (transposedF32).
+// f32/f16/bf16 weight (frozenTranspose), a copy made in the graph each step otherwise
+// (transposedF32): caching those of a block-quantized base would cost 2 bytes a parameter
+// beside the base's 0.5–1.
 func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
-	if wt := gb.transposedCopy(w); wt != nil {
-		return wt
+	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+		return transposedF32(gb.g, w)
 	}
-	return transposedF32(gb.g, w)
+	return gb.frozenTranspose(w)
 }
 
-// transposedCopy is Wᵀ, in W's type, for a frozen f32/f16/bf16 weight: a copy made once
-// (prepare). It is nil for a trained or block-quantized W.
-func (gb *gemmBackward) transposedCopy(w *ggml.Tensor) *ggml.Tensor {
-	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+// frozenTranspose is Wᵀ for a frozen weight, a copy made once (prepare): in W's type for
+// f32/f16/bf16, in f16 for a block-quantized one (whose blocks run along W's rows). It is nil
+// for a trained weight.
+func (gb *gemmBackward) frozenTranspose(w *ggml.Tensor) *ggml.Tensor {
+	if gb.trained[w] {
 		return nil
 	}
 	wt := gb.frozenT[w]
 	if wt == nil {
+		typ := w.Type()
+		if ggml.IsQuantized(typ) {
+			typ = ggml.F16
+		}
 		ne := w.Ne()
-		wt = gb.frozen.NewTensor(w.Type(), ne[1], ne[0]).SetName("transposed." + w.Name())
+		wt = gb.frozen.NewTensor(typ, ne[1], ne[0]).SetName("transposed." + w.Name())
 		gb.frozenT[w] = wt
 	}
 	return wt
@@ -330,7 +354,7 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 	if gb.frozenBuf, err = be.Alloc(gb.frozen); err != nil {
 		return err
 	}
-	n := 2*len(gb.frozenT) + 8
+	n := 3*len(gb.frozenT) + 8
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: n, Graphs: 1, GraphSize: n})
 	if err != nil {
 		return err
@@ -341,6 +365,9 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 		return err
 	}
 	for w, wt := range gb.frozenT {
+		if ggml.IsQuantized(w.Type()) {
+			w = ctx.Cast(w, ggml.F32) // ggml copies block-quantized rows only whole
+		}
 		if err := graph.Expand(ctx.Cpy(ctx.Transpose(w), wt)); err != nil {
 			return err
 		}
@@ -356,12 +383,12 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 	return be.Compute(graph)
 }
 
-// expandCopies puts the input copies into the graph, in the order they were made, before
-// anything else: each must run before the products that read its leaf.
+// expandCopies puts the input copies (and their releases) into the graph, in the order they
+// were made, before anything else: each must run before the products that read its leaf.
 func (gb *gemmBackward) expandCopies(graph *ggml.Graph) error {
 	for _, in := range gb.inputs {
 		if in.copy != nil {
-			if err := graph.Expand(in.copy); err != nil {
+			if err := graph.Expand(in.release); err != nil {
 				return err
 			}
 		}

@@ -69,23 +69,19 @@ const minTargetProb = 1.17549435e-38
 // vocabulary of 49152 and 512 rows would otherwise keep logits, their gradient and the labels,
 // 96 MiB each, for the backward pass. Each chunk of rows computes its logits, softmax p, its
 // share of the loss −Σ w·ln p[target], and the gradient with respect to its hidden states
-// outᵀ·(w·(p − onehot)) outright, so its memory is reused by the next chunk.
+// w·outᵀ·(p − onehot) outright, so its memory is reused by the next chunk.
 //
 // The chunks read a copy of hn (the first of steps), so autodiff never differentiates them;
 // the graph must expand steps in order, then the returned surrogate, sum(hn ⊙ gradient), as
 // its loss: its gradient with respect to hn is the cross entropy's, which autodiff carries
-// back through the model. value is the cross entropy itself. Without grad (an Evaluator)
-// only value is built.
+// back through the model. value is the cross entropy itself.
 //
-// outT, when not nil, is outᵀ in out's type (gemmBackward.transposedCopy): the hidden states'
-// gradient is then a GEMM with it. Without it, the gradient is ggml's OUT_PROD with out, which
-// reads f32 and block-quantized types only, so a half-precision out is multiplied as an f32
-// copy.
-func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor, grad bool) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
+// outT is outᵀ (gemmBackward.frozenTranspose), with which the hidden states' gradient is a
+// GEMM; the rows' weights scale its result rather than the softmax's entries, which are of
+// order 1/vocab and would round to zero where outT is f16 (the GEMM rounds its other operand
+// to f16 too). Without outT (an Evaluator) only value is built.
+func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
 	steps = append(steps, ctx.Cpy(hn, h.hidden))
-	if t := out.Type(); grad && outT == nil && (t == ggml.F16 || t == ggml.BF16) {
-		out = ctx.Cast(out, ggml.F32)
-	}
 	n := h.hidden.Ne()[1]
 	R, V := int64(h.rows), int64(h.vocab)
 	cols := func(t *ggml.Tensor, c int64) *ggml.Tensor { // chunk c of a [w, n] tensor
@@ -104,21 +100,15 @@ func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor, grad bo
 		} else {
 			sum = ctx.Add(sum, share)
 		}
-		if grad {
-			dLogits := ctx.Mul(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R), w)
-			var dHidden *ggml.Tensor // [d, R]
-			if outT != nil {
-				dHidden = ctx.MulMat(outT, dLogits)
-			} else {
-				dHidden = ctx.OutProd(out, ctx.Transpose(dLogits))
-			}
-			steps = append(steps, ctx.Cpy(dHidden, cols(h.hiddenGrad, c)))
+		if outT != nil {
+			dLogits := ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R) // p − onehot
+			steps = append(steps, ctx.Cpy(ctx.Mul(ctx.MulMat(outT, dLogits), w), cols(h.hiddenGrad, c)))
 		}
 		steps = append(steps, sum)
 	}
 	value = ctx.Scale(sum, -1)
 	steps = append(steps, value)
-	if !grad {
+	if outT == nil {
 		return steps, value, nil
 	}
 	return steps, value, ctx.Sum(ctx.Mul(hn, h.hiddenGrad))

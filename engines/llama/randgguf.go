@@ -30,6 +30,11 @@ func SmolLM2Architecture() Architecture {
 // q2_K and q3_K → iq4_nl), and what still does not split stays f32, as does the router of a
 // mixture of experts (as llama.cpp's quantizer leaves it); norms and biases are f32. extra are
 // more metadata (a tokenizer's keys, say). For benchmarks and tests.
+//
+// A large block-quantized matrix (usePool) is made of blocks drawn at random from a pool of
+// quantizedPoolBlocks blocks that ggml's quantizer made of random values of the matrix's
+// spread (one pool per type and spread): quantizing every value of a 1.7B-parameter model
+// took minutes, drawing its blocks takes seconds. Smaller ones are quantized value by value.
 func WriteRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uint64, extra ...KV) error {
 	_, err := writeRandomGGUF(path, a, weightType, seed, 1, false, extra...)
 	return err
@@ -80,13 +85,37 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 	if keep {
 		kept = map[string][]float32{}
 	}
+	pools := map[quantizedPoolKey]*quantizedPool{}
 	for _, s := range a.tensorSpecs() {
 		n := int64(1)
 		for _, d := range s.ne {
 			n *= d
 		}
-		vals := make([]float32, n)
 		name := s.name
+		typ := ggml.F32
+		if s.role.multiplied() && len(s.ne) >= 2 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
+			typ = rowType(weightType, s.ne[0])
+		}
+		if usePool(typ, s.ne[0], n) {
+			key := quantizedPoolKey{typ, randomStd(a, s, scale)}
+			pool := pools[key]
+			if pool == nil {
+				var err error
+				if pool, err = newQuantizedPool(rng, key); err != nil {
+					return nil, fmt.Errorf("gguf %s: tensor %q: %w", path, name, err)
+				}
+				pools[key] = pool
+			}
+			data, vals := pool.draw(rng, n, keep)
+			if err := w.AddTensor(name, uint32(typ), s.ne, data); err != nil {
+				return nil, fmt.Errorf("gguf %s: %w", path, err)
+			}
+			if keep {
+				kept[name] = vals
+			}
+			continue
+		}
+		vals := make([]float32, n)
 		switch s.role {
 		case roleRopeFreqs:
 			for i := range vals {
@@ -101,20 +130,10 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 				vals[i] = float32(0.2 * scale * rng.NormFloat64())
 			}
 		default:
-			std := scale / math.Sqrt(float64(s.ne[0]))
-			switch {
-			case s.role == roleEmbedding:
-				std = scale / float64(a.EmbedScale)
-			case strings.HasSuffix(name, "ffn_gate_inp.weight"):
-				std *= 4 // decisive routing: top-k rarely hangs on a near tie
-			}
+			std := randomStd(a, s, scale)
 			for i := range vals {
 				vals[i] = float32(std * rng.NormFloat64())
 			}
-		}
-		typ := ggml.F32
-		if s.role.multiplied() && len(s.ne) >= 2 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
-			typ = rowType(weightType, s.ne[0])
 		}
 		var data []byte
 		if typ == ggml.F32 {
@@ -139,4 +158,75 @@ func writeRandomGGUF(path string, a Architecture, weightType ggml.Type, seed uin
 		return nil, err
 	}
 	return kept, nil
+}
+
+// randomStd is the standard deviation of the random values of matrix s.
+func randomStd(a Architecture, s tensorSpec, scale float64) float64 {
+	switch {
+	case s.role == roleEmbedding:
+		return scale / float64(a.EmbedScale)
+	case strings.HasSuffix(s.name, "ffn_gate_inp.weight"):
+		return 4 * scale / math.Sqrt(float64(s.ne[0])) // decisive routing: top-k rarely hangs on a near tie
+	}
+	return scale / math.Sqrt(float64(s.ne[0]))
+}
+
+// quantizedPoolBlocks is how many quantized random blocks a pool holds.
+const quantizedPoolBlocks = 4096
+
+// usePool reports whether a matrix of n values of type typ in rows of rowLen is drawn from a
+// pool: it is block-quantized, larger than the pool (or quantizing it is cheaper), and its
+// rows hold at least 4 blocks, so that two of them are equal with a chance of at most
+// rows²/2 · 4096⁻⁴, 2·10⁻⁶ for a vocabulary of 100,000.
+func usePool(typ ggml.Type, rowLen, n int64) bool {
+	if !ggml.IsQuantized(typ) {
+		return false
+	}
+	bs := int64(ggml.BlockSize(typ))
+	return rowLen/bs >= 4 && n/bs > quantizedPoolBlocks
+}
+
+type quantizedPoolKey struct {
+	typ ggml.Type
+	std float64
+}
+
+// quantizedPool is quantizedPoolBlocks blocks of a type, quantized from N(0, std²) values, and
+// those values.
+type quantizedPool struct {
+	blockBytes, blockSize int
+	data                  []byte
+	vals                  []float32
+}
+
+func newQuantizedPool(rng *rand.Rand, key quantizedPoolKey) (*quantizedPool, error) {
+	bs := ggml.BlockSize(key.typ)
+	vals := make([]float32, quantizedPoolBlocks*bs)
+	for i := range vals {
+		vals[i] = float32(key.std * rng.NormFloat64())
+	}
+	data, err := ggml.Quantize(key.typ, vals, bs)
+	if err != nil {
+		return nil, err
+	}
+	return &quantizedPool{blockBytes: len(data) / quantizedPoolBlocks, blockSize: bs, data: data, vals: vals}, nil
+}
+
+// draw is n values' worth of blocks drawn at random, and with keep the values they were
+// quantized from.
+func (p *quantizedPool) draw(rng *rand.Rand, n int64, keep bool) ([]byte, []float32) {
+	blocks := int(n) / p.blockSize
+	data := make([]byte, blocks*p.blockBytes)
+	var vals []float32
+	if keep {
+		vals = make([]float32, 0, n)
+	}
+	for b := range blocks {
+		i := rng.IntN(quantizedPoolBlocks)
+		copy(data[b*p.blockBytes:], p.data[i*p.blockBytes:(i+1)*p.blockBytes])
+		if keep {
+			vals = append(vals, p.vals[i*p.blockSize:(i+1)*p.blockSize]...)
+		}
+	}
+	return data, vals
 }

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -10,11 +11,12 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// TestRecompute: recomputing the first blocks of an adapter's base (LoRAOptions.Recompute)
-// gives the loss and adapter gradients of the trainer that keeps every activation (which
-// TestAdapterGradients and TestMaskedLoss check against finite differences), with and without
-// a loss mask, and the same adapters after AdamW steps, on a q8_0 base and an f16 one (whose
-// products' input gradients use transposed copies made once).
+// TestRecompute: recomputing the first blocks of an adapter's base (LoRAOptions.Recompute),
+// the attention probabilities of the others (RecomputeAttention), or both, gives the loss and
+// adapter gradients of the trainer that keeps every activation (which TestAdapterGradients and
+// TestMaskedLoss check against finite differences), with and without a loss mask, and the same
+// adapters after AdamW steps, on a q8_0 base and an f16 one (whose products' input gradients
+// use transposed copies made once).
 func TestRecompute(t *testing.T) {
 	for _, typ := range []ggml.Type{ggml.Q8_0, ggml.F16} {
 		t.Run(typ.String(), func(t *testing.T) { testRecompute(t, typ) })
@@ -30,8 +32,8 @@ func testRecompute(t *testing.T, typ ggml.Type) {
 	rng := rand.New(rand.NewPCG(51, 52))
 	seqs := [][]int32{randomTokens(rng, T+1, a.Vocab), randomTokens(rng, T+1, a.Vocab)}
 	keep := [][]bool{{false, true, true, true, false, true}, {false, true, false, false, true, false}}
-	adapter := func(recompute int) *Adapter {
-		ad, err := NewAdapter(m, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"q", "v", "o", "up"}, Recompute: recompute})
+	adapter := func(recompute int, attention bool) *Adapter {
+		ad, err := NewAdapter(m, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"q", "v", "o", "up"}, Recompute: recompute, RecomputeAttention: attention})
 		require.NoError(t, err)
 		t.Cleanup(func() { ad.Close() })
 		randomizeAdapter(t, ad, rand.New(rand.NewPCG(53, 54)))
@@ -43,8 +45,8 @@ func testRecompute(t *testing.T, typ ggml.Type) {
 		grads  map[string][]float32
 		after  map[string][]float32
 	}
-	run := func(recompute int, masked bool) result {
-		ad := adapter(recompute)
+	run := func(recompute int, attention, masked bool) result {
+		ad := adapter(recompute, attention)
 		tr, err := newTrainer(ad, T, B, true, masked)
 		require.NoError(t, err)
 		defer tr.Close()
@@ -72,19 +74,23 @@ func testRecompute(t *testing.T, typ ggml.Type) {
 		return r
 	}
 	for _, masked := range []bool{false, true} {
-		want := run(0, masked)
-		for _, n := range []int{1, 3} {
-			got := run(n, masked)
-			assert.Equal(t, want.losses, got.losses, "losses, recompute %d, masked %v", n, masked)
+		want := run(0, false, masked)
+		for _, c := range []struct {
+			n         int
+			attention bool
+		}{{1, false}, {3, false}, {0, true}, {1, true}} {
+			got := run(c.n, c.attention, masked)
+			what := fmt.Sprintf("recompute %d, attention %v, masked %v", c.n, c.attention, masked)
+			assert.Equal(t, want.losses, got.losses, "losses, %s", what)
 			for name, g := range want.grads {
-				assert.Equal(t, g, got.grads[name], "gradient of %s, recompute %d, masked %v", name, n, masked)
-				assert.Equal(t, want.after[name], got.after[name], "%s after steps, recompute %d, masked %v", name, n, masked)
+				assert.Equal(t, g, got.grads[name], "gradient of %s, %s", name, what)
+				assert.Equal(t, want.after[name], got.after[name], "%s after steps, %s", name, what)
 			}
 		}
 	}
 	_, err := NewAdapter(m, LoRAOptions{Recompute: 4})
 	assert.ErrorContains(t, err, "the model has 3")
-	_, err = NewTrainer(adapter(1), T, B, DataParallel(sumOfOne{}))
+	_, err = NewTrainer(adapter(1, false), T, B, DataParallel(sumOfOne{}))
 	assert.ErrorContains(t, err, "data-parallel training cannot recompute blocks")
 }
 

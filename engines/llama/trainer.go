@@ -29,6 +29,9 @@ type trainable struct {
 	lora map[*ggml.Tensor][]loraTerm
 	// recompute is how many first blocks the Trainer recomputes (LoRAOptions.Recompute).
 	recompute int
+	// recomputeAttention recomputes the attention probabilities of the blocks the main graph
+	// runs in its backward pass (LoRAOptions.RecomputeAttention).
+	recomputeAttention bool
 }
 
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
@@ -72,15 +75,15 @@ func (t *trainable) headFrozen() bool {
 }
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
-// layer and 8 per weight product (its input copy, tap, and the GEMMs of its backward, see
-// gemmBackward) and per chunk of its input gradient (inputGrad), four times over for the
-// backward pass.
+// layer and 10 per weight product (its input copy and release, tap, and the GEMMs of its
+// backward, see gemmBackward) and 8 per chunk of its input gradient (inputGrad), four times
+// over for the backward pass.
 func (t *trainable) graphSize() int {
 	a := t.arch
 	products := 7 + 1
 	chunks := func(width int) int { return 8 * int((int64(width)+inputGradChunk-1)/inputGradChunk) }
 	perLayer := chunks(a.NHeads*a.HeadDimK) + 2*chunks(a.NKVHeads*max(a.HeadDimK, a.HeadDimV)) + 2*chunks(a.DModel) + 2*chunks(a.DFF)
-	fwd := 16 + (64+8*products+perLayer+4*len(t.lora)/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
+	fwd := 16 + (64+10*products+perLayer+4*len(t.lora)/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
@@ -268,6 +271,7 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	gb := tr.gemm
+	gb.recomputeProbs = m.recomputeAttention
 	var head []*ggml.Tensor // what the graph computes before the loss, in order (headLoss)
 	if tr.img != nil {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
@@ -279,7 +283,7 @@ func (tr *Trainer) build() error {
 		}
 		if tr.in.head != nil {
 			out := m.w.head()
-			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.transposedCopy(out), f.hidden(tr.in.tokens), true)
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out), f.hidden(tr.in.tokens))
 			tr.value = tr.value.SetOutput()
 		} else if tr.in.targetAt != nil {
 			var copy *ggml.Tensor
@@ -426,6 +430,23 @@ func (tr *Trainer) graphs() []*ggml.Graph {
 // are computed and their AdamW moments follow them, so training them resumes from moments
 // that are up to date. A warm start holds the transplanted embeddings for its first steps.
 func (tr *Trainer) HoldEmbeddings(hold bool) { tr.holdEmbed = hold }
+
+// GraphPeak is what one of a Trainer's graphs holds in the allocator's buffer at its peak
+// (ggml.Graph.PeakLive).
+type GraphPeak struct {
+	Node, Bytes int
+	Live        []ggml.LiveTensor
+}
+
+// PeakLive is the peak of each of the trainer's graphs, in the order a step computes them.
+func (tr *Trainer) PeakLive() []GraphPeak {
+	var out []GraphPeak
+	for _, g := range tr.graphs() {
+		n, b, live := g.PeakLive()
+		out = append(out, GraphPeak{n, b, live})
+	}
+	return out
+}
 
 // Close frees the trainer's graph and optimizer state (not the model).
 func (tr *Trainer) Close() error {

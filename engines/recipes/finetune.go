@@ -53,6 +53,11 @@ type Finetune struct {
 	// of keeping their activations (llama.LoRAOptions.Recompute): less memory, one more
 	// forward pass of those blocks a step.
 	Recompute int `json:"recompute,omitempty"`
+	// RecomputeAttention makes LoRA recompute the attention probabilities of the other blocks
+	// in the backward pass instead of keeping them (llama.LoRAOptions.RecomputeAttention):
+	// T·T·heads floats a sequence and block less, one more product of queries and keys and
+	// softmax a block and step.
+	RecomputeAttention bool `json:"recompute_attention,omitempty"`
 	// NewModel is the shape of a warm-started model; its vocabulary is the donor's (the
 	// recipe sets it) and its Seed seeds the initial weights.
 	NewModel *config.Llama `json:"new_model,omitempty"`
@@ -186,7 +191,8 @@ func (f *Finetune) printf(format string, args ...any) {
 func (f *Finetune) IsChat() (bool, error) { return data.IsChatData(f.Data) }
 
 func (f *Finetune) loraOptions() llama.LoRAOptions {
-	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed, Recompute: f.Recompute}
+	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed, Recompute: f.Recompute,
+		RecomputeAttention: f.RecomputeAttention}
 }
 
 // Validate checks the options that do not need the base model.
