@@ -261,86 +261,15 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 	sec := total.Seconds() / float64(steps)
 	_, hwm := memory()
 	if profile > 0 {
-		p := newNodeProfile()
-		tr.SetTimed(p.add)
 		d, _ := opt.Params(steps+1, opt.LR, true)
 		nd, _ := opt.Params(steps+1, opt.LR, false)
-		if _, err := tr.Step(seqs, d, nd); err != nil {
+		if err := profileStep(stderr, bm.name, tr, func() error { _, err := tr.Step(seqs, d, nd); return err }, profile); err != nil {
 			return err
 		}
-		p.print(stderr, bm.name, profile)
 		printPeaks(stderr, bm.name, tr, profile)
 	}
 	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20))
 	return nil
-}
-
-// nodeProfile sums the times of a step's graph nodes (Trainer.Profile) by kind: the op, its
-// operands' types and the result's, and whether an operand is read transposed.
-type nodeProfile struct {
-	total, totalCPU time.Duration
-	byKind, cpu     map[string]time.Duration
-	count           map[string]int
-	nodes           []timedNode
-	lastCPU         time.Duration // the processor time when the last node finished
-}
-
-type timedNode struct {
-	what   string
-	d, cpu time.Duration
-}
-
-func newNodeProfile() *nodeProfile {
-	return &nodeProfile{byKind: map[string]time.Duration{}, cpu: map[string]time.Duration{}, count: map[string]int{}, lastCPU: cpuTime()}
-}
-
-func (p *nodeProfile) add(n *ggml.Tensor, d time.Duration) {
-	kind := n.OpName() + "("
-	shapes := ""
-	for i := 0; i < 3; i++ {
-		s := n.Src(i)
-		if s == nil {
-			break
-		}
-		if i > 0 {
-			kind += ","
-			shapes += " "
-		}
-		kind += ggml.TypeName(s.Type())
-		if !s.IsContiguous() {
-			kind += "ᵀ"
-		}
-		shapes += fmt.Sprint(s.Shape())
-	}
-	kind += ")→" + ggml.TypeName(n.Type())
-	now := cpuTime()
-	cpu := now - p.lastCPU
-	p.lastCPU = now
-	p.total += d
-	p.totalCPU += cpu
-	p.byKind[kind] += d
-	p.cpu[kind] += cpu
-	p.count[kind]++
-	p.nodes = append(p.nodes, timedNode{fmt.Sprintf("%s %s → %v %q", kind, shapes, n.Shape(), n.Name()), d, cpu})
-}
-
-// print writes the n costliest kinds and single nodes.
-func (p *nodeProfile) print(w io.Writer, mode string, n int) {
-	kinds := make([]string, 0, len(p.byKind))
-	for k := range p.byKind {
-		kinds = append(kinds, k)
-	}
-	sort.Slice(kinds, func(i, j int) bool { return p.byKind[kinds[i]] > p.byKind[kinds[j]] })
-	fmt.Fprintf(w, "%s: profiled step %.2f s (processor %.2f s) over %d nodes; by kind (wall s, %%, processor s, %%):\n", mode, p.total.Seconds(), p.totalCPU.Seconds(), len(p.nodes))
-	for _, k := range kinds[:min(n, len(kinds))] {
-		fmt.Fprintf(w, "  %7.3f s %5.1f %% %7.3f s %5.1f %% %5d× %s\n", p.byKind[k].Seconds(), 100*p.byKind[k].Seconds()/p.total.Seconds(),
-			p.cpu[k].Seconds(), 100*p.cpu[k].Seconds()/max(p.totalCPU.Seconds(), 1e-9), p.count[k], k)
-	}
-	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].d > p.nodes[j].d })
-	fmt.Fprintf(w, "%s: costliest nodes (wall, processor ms):\n", mode)
-	for _, t := range p.nodes[:min(n, len(p.nodes))] {
-		fmt.Fprintf(w, "  %7.1f %7.1f ms %s\n", 1000*t.d.Seconds(), 1000*t.cpu.Seconds(), t.what)
-	}
 }
 
 // printPeaks writes what each of tr's graphs holds at its peak and, by kind of tensor, the n

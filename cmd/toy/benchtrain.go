@@ -145,7 +145,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		d, _ := opt.Params(*steps+1, opt.LR, true)
 		nd, _ := opt.Params(*steps+1, opt.LR, false)
 		for _, b := range benches {
-			if err := profileStep(stdout, b, d, nd, *profile); err != nil {
+			if err := profileStep(stdout, b.name, b.tr, func() error { _, err := b.tr.Step(b.seqs, d, nd); return err }, *profile); err != nil {
 				return err
 			}
 		}
@@ -153,14 +153,15 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// profileStep computes one training step node by node and prints its time by op and the top
-// costliest kinds of node: the wall time and the process's CPU time of each (with one thread on
-// a busy machine the CPU time is the steadier; it is sorted on).
-func profileStep(w io.Writer, b *trainBench, decay, noDecay [7]float32, top int) error {
+// profileStep computes one training step (step, on tr) node by node and prints its time by op
+// and the top costliest kinds of node: the wall time and the process's CPU time of each (with
+// one thread on a busy machine the CPU time is the steadier; it is sorted on). bench train and
+// bench finetune share it.
+func profileStep(w io.Writer, name string, tr *llama.Trainer, step func() error, top int) error {
 	byOp, byKind := map[string]*nodeCost{}, map[string]*nodeCost{}
 	var wall, cpu time.Duration
 	last := cpuTime()
-	b.tr.SetTimed(func(n *ggml.Tensor, d time.Duration) {
+	tr.SetTimed(func(n *ggml.Tensor, d time.Duration) {
 		now := cpuTime()
 		c := now - last
 		last = now
@@ -177,11 +178,11 @@ func profileStep(w io.Writer, b *trainBench, decay, noDecay [7]float32, top int)
 			k.m[k.key].cpu += c
 		}
 	})
-	defer b.tr.SetTimed(nil)
-	if _, err := b.tr.Step(b.seqs, decay, noDecay); err != nil {
+	defer tr.SetTimed(nil)
+	if err := step(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: one step node by node: %.3f s wall, %.3f s CPU\n", b.name, wall.Seconds(), cpu.Seconds())
+	fmt.Fprintf(w, "%s: one step node by node: %.3f s wall, %.3f s CPU\n", name, wall.Seconds(), cpu.Seconds())
 	print := func(title string, m map[string]*nodeCost, limit int) {
 		costs := make([]*nodeCost, 0, len(m))
 		for _, c := range m {

@@ -73,9 +73,13 @@ func TestFinetuneFullCLI(t *testing.T) {
 func TestBenchFinetune(t *testing.T) {
 	model := tinyCheckpoint(t)
 	for _, mode := range []string{"lora-f32", "full-f32"} {
-		out, errOut, code := runToy("bench", "finetune", "-preset", "tiny", "-mode", mode, "-base", model, "-seq", "8", "-steps", "1", "-t", "1")
+		out, errOut, code := runToy("bench", "finetune", "-preset", "tiny", "-mode", mode, "-base", model, "-seq", "8", "-steps", "1", "-t", "1", "-profile", "2")
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, benchFinetuneResult+" ", mode)
+		// -profile: the step node by node, by op and by kind, and the graphs' memory peaks.
+		assert.Contains(t, errOut, mode+": one step node by node", mode)
+		assert.Contains(t, errOut, "MUL_MAT", mode)
+		assert.Contains(t, errOut, mode+": graph 1 of ", mode)
 	}
 	for _, c := range []struct{ args, msg string }{
 		{"-modes lora-f7", `"f7" is not a ggml weight type`},
