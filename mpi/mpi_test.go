@@ -197,3 +197,21 @@ func runChild(self, test string, env ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
+
+// TestBucketBytesFor: a job on one machine reduces in cache-sized parts, one across machines in
+// parts large enough that network latencies stay small; LocalSize reads mpirun's count.
+func TestBucketBytesFor(t *testing.T) {
+	for _, c := range []struct{ local, world, want int }{
+		{2, 2, DefaultBucketBytes},
+		{8, 8, DefaultBucketBytes},
+		{0, 4, DefaultBucketBytes}, // mpirun did not say: as on one machine
+		{1, 2, ClusterBucketBytes},
+		{4, 64, ClusterBucketBytes},
+	} {
+		assert.Equal(t, c.want, BucketBytesFor(c.local, c.world), "%d of %d local", c.local, c.world)
+	}
+	t.Setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3")
+	assert.Equal(t, 3, LocalSize())
+	t.Setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "")
+	assert.Equal(t, 0, LocalSize())
+}

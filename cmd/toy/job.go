@@ -25,7 +25,8 @@ type job struct {
 // with others (docs/DISTRIBUTED.md): it loads libmpi and initializes MPI. Otherwise it returns
 // nil and loads nothing. TOY_MPI_TIMEOUT (a Go duration, e.g. 30m) bounds how long a rank
 // waits for the others in one step, and TOY_MPI_BUCKET_KIB sets the size of the parts MPI
-// reduces the gradients in (mpi.DefaultOptions otherwise). In a cuda build each rank
+// reduces the gradients in (otherwise 2 MiB when every rank runs on this machine, 32 MiB when
+// the job spans machines: mpi.BucketBytesFor). In a cuda build each rank
 // takes one GPU of its machine, by its local rank (mpi.PinGPU), and reduces on it with NCCL.
 func joinJob() (*job, error) {
 	n, err := mpi.Launched()
@@ -33,6 +34,7 @@ func joinJob() (*job, error) {
 		return nil, err
 	}
 	opts := mpi.DefaultOptions()
+	opts.BucketBytes = mpi.BucketBytesFor(mpi.LocalSize(), n)
 	if v := os.Getenv("TOY_MPI_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {

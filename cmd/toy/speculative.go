@@ -14,7 +14,8 @@ import (
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
-// openDraft opens the draft model of `toy generate -draft` with the target's threads, and a
+// openDraft opens the draft model of `toy generate -draft` on the target's backend (two thread
+// pools would spin against each other between the phases), and a
 // decoder of the target decoder's context and options. A vocabulary unlike the target's is an
 // error here, before anything runs.
 func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, path string) (*llama.GGUFModel, *llama.Decoder, error) {
@@ -22,7 +23,7 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 	if err != nil {
 		return nil, nil, err
 	}
-	dm, err := llama.OpenModel(path, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap})
+	dm, err := llama.OpenModel(path, llama.ModelOptions{Backend: target.Backend(), NoMmap: d.noMmap}) // one thread pool for both
 	if err != nil {
 		return nil, nil, fmt.Errorf("-draft: %w", err)
 	}

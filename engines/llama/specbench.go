@@ -103,7 +103,7 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 			if r.Gamma == 0 {
 				r.Gamma = DefaultDraftTokens
 			}
-			dm, err := OpenModel(dr.Path, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+			dm, err := OpenModel(dr.Path, ModelOptions{Backend: tm.Backend(), NoMmap: opts.NoMmap}) // the target's thread pool
 			if err != nil {
 				return nil, err
 			}
