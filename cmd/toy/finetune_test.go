@@ -115,6 +115,7 @@ func TestFinetuneLoRAExportCLI(t *testing.T) {
 	gen := func(args ...string) string {
 		out, errOut, code := runToy(append([]string{"generate", "-p", "func main", "-n", "12", "--temp", "0", "-t", "1"}, args...)...)
 		require.Equal(t, 0, code, errOut)
+		assert.Regexp(t, `toy generate: \d+ prompt tokens in \d+ ms, 12 tokens at [0-9.]+ tokens/s after the first\n`, errOut)
 		return out
 	}
 	withAdapter := gen("-m", model, "-lora", adapters[0])

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toyml/toy/cuda"
@@ -328,6 +329,7 @@ Flags:
 			dec.SetDeviceLogits(true)
 		}
 	}
+	t0 := time.Now()
 	logits, err := dec.Prompt(ids)
 	if err != nil {
 		return err
@@ -339,6 +341,14 @@ Flags:
 	}
 	stopper := sample.NewStopper(stops...)
 	history := append([]int32(nil), ids...)
+	var first time.Time // when the first token was out
+	generated := 0
+	defer func() {
+		if generated > 1 {
+			fmt.Fprintf(stderr, "toy generate: %d prompt tokens in %.0f ms, %d tokens at %.1f tokens/s after the first\n",
+				len(ids), 1000*first.Sub(t0).Seconds(), generated, float64(generated-1)/time.Since(first).Seconds())
+		}
+	}()
 	for i := 0; *n < 0 || i < *n; i++ {
 		next := int32(-1)
 		if onDevice != nil {
@@ -359,6 +369,9 @@ Flags:
 		safe, stopped := stopper.Feed(piece)
 		fmt.Fprint(out, safe)
 		out.Flush()
+		if generated++; generated == 1 {
+			first = time.Now()
+		}
 		if stopped {
 			break
 		}
