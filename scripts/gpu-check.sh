@@ -39,14 +39,22 @@ inc=""
 for d in "${CUDA_PATH:-}" "${CUDA_HOME:-}" /usr/local/cuda; do
   if [ -n "$d" ] && [ -f "$d/include/cuda.h" ]; then inc="$d/include"; break; fi
 done
-if ! part proof; then :
-elif [ -n "$inc" ]; then
-  if out=$(${CC:-cc} -std=c11 -fsyntax-only -Wall -Werror -I "$inc" generated/cudadrv/abiproof/proof.c 2>&1); then
-    row "abi-proof (cuda.h)" "-" "-" "-" "specs/cuda proven against $inc/cuda.h"
+# prove HEADER SPEC PROOF_C INCLUDE...: compile a generated ABI proof against the header found
+# in the first include directory, and report the row.
+prove() {
+  local header=$1 spec=$2 proof=$3; shift 3
+  local flags=() d
+  for d in "$@"; do flags+=(-I "$d"); done
+  if out=$(${CC:-cc} -std=c11 -fsyntax-only -Wall -Werror "${flags[@]}" "$proof" 2>&1); then
+    row "abi-proof ($header)" "-" "-" "-" "$spec proven against $1/$header"
   else
     echo "$out"; fail=1
-    row "abi-proof (cuda.h)" "-" "FAIL" "-" "see the compiler errors above"
+    row "abi-proof ($header)" "-" "FAIL" "-" "see the compiler errors above"
   fi
+}
+if ! part proof; then :
+elif [ -n "$inc" ]; then
+  prove cuda.h specs/cuda generated/cudadrv/abiproof/proof.c "$inc"
 else
   row "abi-proof (cuda.h)" "-" "skipped" "-" "no cuda.h found"
 fi
@@ -56,12 +64,7 @@ for d in "${NCCL_INCLUDE:-}" "${NCCL_HOME:+$NCCL_HOME/include}" "$inc" /usr/incl
 done
 if ! part proof; then :
 elif [ -n "$nccl_inc" ] && [ -n "$inc" ]; then
-  if out=$(${CC:-cc} -std=c11 -fsyntax-only -Wall -Werror -I "$nccl_inc" -I "$inc" generated/nccl/abiproof/proof.c 2>&1); then
-    row "abi-proof (nccl.h)" "-" "-" "-" "specs/nccl proven against $nccl_inc/nccl.h"
-  else
-    echo "$out"; fail=1
-    row "abi-proof (nccl.h)" "-" "FAIL" "-" "see the compiler errors above"
-  fi
+  prove nccl.h specs/nccl generated/nccl/abiproof/proof.c "$nccl_inc" "$inc"
 else
   row "abi-proof (nccl.h)" "-" "skipped" "-" "no nccl.h or cuda.h found"
 fi
