@@ -106,6 +106,15 @@ func (b *Backend) SetThreads(n int) error {
 	return b.setCPUThreads(n)
 }
 
+// PauseWorkers lets a CPU backend's pooled workers sleep until its next graph, which wakes
+// them, instead of polling for it. For a process that computes on another backend meanwhile:
+// two pools' polling workers would otherwise share the cores with the one computing.
+func (b *Backend) PauseWorkers() {
+	if b != nil && !b.pool.IsNil() {
+		ggmlc.ThreadpoolPause(b.pool)
+	}
+}
+
 // Close frees the backend. It is safe to call more than once.
 func (b *Backend) Close() error {
 	if b == nil || b.b.IsNil() {

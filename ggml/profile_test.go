@@ -84,3 +84,19 @@ func TestPeakLive(t *testing.T) {
 		assert.LessOrEqual(t, peak, alloc.Size(), "the allocator's buffer holds the peak")
 	}
 }
+
+// TestPauseWorkers: a graph computed after the pool's workers were paused wakes them and gives
+// the same result, every time.
+func TestPauseWorkers(t *testing.T) {
+	h := newHarness(t)
+	a, b := h.in(h.rand(-1, 1, 64, 48)), h.in(h.rand(-1, 1, 64, 9))
+	y := h.c.MulMat(a, b)
+	h.run(y)
+	want := h.out(y)
+	for i := 0; i < 5; i++ {
+		h.be.PauseWorkers()
+		h.be.PauseWorkers() // twice is the same as once
+		require.NoError(t, h.be.Compute(h.g))
+		require.Equal(t, want, h.out(y), "compute %d after a pause", i)
+	}
+}

@@ -112,6 +112,9 @@ func TestVsLlamaCpp(t *testing.T) {
 			o, err := oracle.Open(path, oracle.Options{Context: prompt + gen, Threads: th, FlashAttention: fa, KVF16: true})
 			require.NoError(t, err)
 			engines := [2]benchEngine{decoderEngine{d}, oracleEngine{o}}
+			// After its test, each engine's workers sleep instead of polling for a next graph,
+			// so that they do not share the cores with the other engine's test.
+			pause := [2]func(){m.Backend().PauseWorkers, o.PauseWorkers}
 			tests := []struct {
 				name string
 				n    int
@@ -120,11 +123,12 @@ func TestVsLlamaCpp(t *testing.T) {
 				{fmt.Sprintf("pp%d", prompt), prompt, func(e benchEngine) (float64, error) { return promptRate(e, tokens(prompt)) }},
 				{fmt.Sprintf("tg%d", gen), gen, func(e benchEngine) (float64, error) { return generateRate(e, tokens(gen)) }},
 			}
-			for _, e := range engines { // warm-up: graphs built, the mapping faulted in
+			for i, e := range engines { // warm-up: graphs built, the mapping faulted in
 				for _, test := range tests {
 					_, err := test.run(e)
 					require.NoError(t, err)
 				}
+				pause[i]()
 			}
 			for _, test := range tests {
 				var rates [2][]float64 // toy, llama.cpp
@@ -137,6 +141,7 @@ func TestVsLlamaCpp(t *testing.T) {
 						rate[k], err = test.run(engines[k])
 						require.NoError(t, err)
 						cpuRate[k] = float64(test.n) / (cpuTime() - cpu0).Seconds()
+						pause[k]()
 					}
 					rates[0], rates[1] = append(rates[0], rate[0]), append(rates[1], rate[1])
 					ratios, cpuRatios = append(ratios, rate[0]/rate[1]), append(cpuRatios, cpuRate[0]/cpuRate[1])

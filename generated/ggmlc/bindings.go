@@ -820,6 +820,7 @@ size_t ggml_quantize_chunk(enum ggml_type typ, const float *src, void *dst, int6
 struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads);
 ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params);
 void ggml_threadpool_free(ggml_threadpool_t threadpool);
+void ggml_threadpool_pause(ggml_threadpool_t threadpool);
 void ggml_backend_cpu_set_threadpool(ggml_backend_t be, ggml_threadpool_t threadpool);
 */
 import "C"
@@ -4625,6 +4626,14 @@ func ThreadpoolNew(params *ThreadpoolParams) Threadpool {
 // C: void ggml_threadpool_free(ggml_threadpool_t threadpool).
 func ThreadpoolFree(threadpool Threadpool) {
 	C.ggml_threadpool_free(threadpool.p)
+}
+
+// ThreadpoolPause lets the pool's workers sleep until its next graph, which resumes them, instead of
+// polling for one.
+//
+// C: void ggml_threadpool_pause(ggml_threadpool_t threadpool).
+func ThreadpoolPause(threadpool Threadpool) {
+	C.ggml_threadpool_pause(threadpool.p)
 }
 
 // BackendCPUSetThreadpool makes the CPU backend compute with threadpool (nil: its own workers,

@@ -189,6 +189,7 @@ void llama_clear_adapter_lora(struct llama_context *ctx);
 struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads);
 ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params);
 void ggml_threadpool_free(ggml_threadpool_t threadpool);
+void ggml_threadpool_pause(ggml_threadpool_t threadpool);
 void llama_attach_threadpool(struct llama_context *ctx, ggml_threadpool_t threadpool, ggml_threadpool_t threadpoolBatch);
 void llama_detach_threadpool(struct llama_context *ctx);
 */
@@ -862,6 +863,14 @@ func ThreadpoolNew(params *ThreadpoolParams) Threadpool {
 // C: void ggml_threadpool_free(ggml_threadpool_t threadpool).
 func ThreadpoolFree(threadpool Threadpool) {
 	C.ggml_threadpool_free(threadpool.p)
+}
+
+// ThreadpoolPause lets the pool's workers sleep until its next graph, which resumes them, instead of
+// polling for one.
+//
+// C: void ggml_threadpool_pause(ggml_threadpool_t threadpool).
+func ThreadpoolPause(threadpool Threadpool) {
+	C.ggml_threadpool_pause(threadpool.p)
 }
 
 // AttachThreadpool makes ctx compute single tokens with threadpool and batches with

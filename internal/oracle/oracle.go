@@ -156,6 +156,16 @@ func (m *Model) newContext() error {
 	return nil
 }
 
+// PauseWorkers lets llama.cpp's pooled workers sleep until its next graph, which wakes them,
+// instead of polling for it (ggml.Backend.PauseWorkers: for benchmarks that alternate engines).
+func (m *Model) PauseWorkers() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.pool.IsNil() {
+		llamacpp.ThreadpoolPause(m.pool)
+	}
+}
+
 // Close releases the context and the model (with its adapters). It is safe to call twice.
 func (m *Model) Close() error {
 	m.mu.Lock()

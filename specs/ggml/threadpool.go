@@ -58,6 +58,9 @@ type ThreadpoolFuncs interface {
 	New(params *ThreadpoolParams) Threadpool
 	// Free stops the pool's threads and releases it; no backend may use it afterwards.
 	Free(threadpool Threadpool)
+	// Pause lets the pool's workers sleep until its next graph, which resumes them, instead of
+	// polling for one.
+	Pause(threadpool Threadpool)
 }
 
 // CPUThreadpoolFuncs attach a pool to a CPU backend.

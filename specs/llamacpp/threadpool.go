@@ -50,6 +50,9 @@ type ThreadpoolFuncs interface {
 	New(params *ThreadpoolParams) Threadpool
 	// Free stops the pool's threads and releases it; no context may use it afterwards.
 	Free(threadpool Threadpool)
+	// Pause lets the pool's workers sleep until its next graph, which resumes them, instead of
+	// polling for one.
+	Pause(threadpool Threadpool)
 }
 
 // ThreadpoolAPI attaches pools to a context.
