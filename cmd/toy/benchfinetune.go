@@ -19,6 +19,7 @@ import (
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/cputime"
 )
 
 // benchFinetuneResult is the last line a -mode run prints, which the parent reads.
@@ -246,7 +247,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 	for s := 0; s <= steps; s++ {
 		d, _ := opt.Params(s, opt.LR, true)
 		nd, _ := opt.Params(s, opt.LR, false)
-		t0, c0 := time.Now(), cpuTime()
+		t0, c0 := time.Now(), cputime.Process()
 		loss, err := tr.Step(seqs, d, nd)
 		if err != nil {
 			return err
@@ -256,7 +257,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 			total += dt
 		}
 		rss, hwm := memory()
-		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s (processor %.2f s), RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), (cpuTime() - c0).Seconds(), rss, hwm)
+		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s (processor %.2f s), RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), (cputime.Process() - c0).Seconds(), rss, hwm)
 	}
 	sec := total.Seconds() / float64(steps)
 	_, hwm := memory()

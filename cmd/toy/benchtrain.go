@@ -18,6 +18,7 @@ import (
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/blasgemm"
+	"github.com/toyml/toy/internal/cputime"
 )
 
 // runBenchTrain measures training throughput of a model shape on random tokens: tokens/s, the
@@ -104,7 +105,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		d, _ := opt.Params(s, opt.LR, true)
 		nd, _ := opt.Params(s, opt.LR, false)
 		for _, b := range benches {
-			t0, c0 := time.Now(), cpuTime()
+			t0, c0 := time.Now(), cputime.Process()
 			loss, err := b.tr.Step(b.seqs, d, nd)
 			if err != nil {
 				return err
@@ -112,7 +113,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 			dt := time.Since(t0)
 			if s > 0 {
 				b.total += dt
-				b.cpu += cpuTime() - c0
+				b.cpu += cputime.Process() - c0
 			}
 			rss, hwm := memory()
 			if s <= 1 || s%max(1, *steps/10) == 0 || s == *steps {
@@ -160,9 +161,9 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 func profileStep(w io.Writer, name string, tr *llama.Trainer, step func() error, top int) error {
 	byOp, byKind := map[string]*nodeCost{}, map[string]*nodeCost{}
 	var wall, cpu time.Duration
-	last := cpuTime()
+	last := cputime.Process()
 	tr.SetTimed(func(n *ggml.Tensor, d time.Duration) {
-		now := cpuTime()
+		now := cputime.Process()
 		c := now - last
 		last = now
 		wall, cpu = wall+d, cpu+c

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/cputime"
 )
 
 // BenchmarkTrainStep times one training step (forward, backward, AdamW) of the preset named by
@@ -158,12 +159,12 @@ func BenchmarkBatchDecode(b *testing.B) {
 			}
 			step() // warm-up: the one-token graph
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := cputime.Process()
 			for i := 0; i < b.N; i++ {
 				step()
 			}
 			b.ReportMetric(float64(streams)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
-			b.ReportMetric(float64(streams)*float64(b.N)/(cpuTime()-cpu0).Seconds(), "tokens/CPU-s")
+			b.ReportMetric(float64(streams)*float64(b.N)/(cputime.Process()-cpu0).Seconds(), "tokens/CPU-s")
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/cputime"
 )
 
 // dflashTarget opens a random 3-layer llama target (f32 weights).
@@ -535,16 +535,9 @@ func BenchmarkDFlashPhases(b *testing.B) {
 // the wall time when the returned function runs: on a loaded machine, where the wall time
 // measures the contention, it is what the work cost.
 func reportCPU(b *testing.B) func() {
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			return 0
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	c0 := cpu()
+	c0 := cputime.Process()
 	return func() {
-		b.ReportMetric(float64(cpu()-c0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+		b.ReportMetric(float64(cputime.Process()-c0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	}
 }
 

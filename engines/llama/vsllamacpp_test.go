@@ -9,13 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/cputime"
 	"github.com/toyml/toy/internal/oracle"
 )
 
@@ -137,10 +136,10 @@ func TestVsLlamaCpp(t *testing.T) {
 					var rate, cpuRate [2]float64
 					for i := range engines {
 						k := (i + r) % 2 // toy first in even rounds, llama.cpp first in odd ones
-						cpu0 := cpuTime()
+						cpu0 := cputime.Process()
 						rate[k], err = test.run(engines[k])
 						require.NoError(t, err)
-						cpuRate[k] = float64(test.n) / (cpuTime() - cpu0).Seconds()
+						cpuRate[k] = float64(test.n) / (cputime.Process() - cpu0).Seconds()
 						pause[k]()
 					}
 					rates[0], rates[1] = append(rates[0], rate[0]), append(rates[1], rate[1])
@@ -161,17 +160,6 @@ func TestVsLlamaCpp(t *testing.T) {
 	t.Logf("toy vs llama.cpp (same ggml, same process), flash attention %v, %d rounds; ratios are means over the rounds (min–max):\n"+
 		"| weights | threads | test | toy t/s | llama.cpp t/s | toy / llama.cpp | per CPU second |\n| --- | ---: | --- | ---: | ---: | ---: | ---: |\n%s",
 		fa, rounds, strings.Join(table, "\n"))
-}
-
-// cpuTime is the CPU time the process has used (user and system, every thread): tokens per CPU
-// second compare the engines' work where other processes take the cores (at one thread; more
-// threads also count the time ggml's workers spin at their barriers).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func minOf(v []float64) float64 {
