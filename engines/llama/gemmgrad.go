@@ -154,7 +154,7 @@ var inputGradChunk int64 = 4096
 func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
-	if frozenCopy := !gb.trained[w] && !ggml.IsQuantized(w.Type()); frozenCopy || m <= inputGradChunk {
+	if !gb.transposedEachStep(w) || m <= inputGradChunk {
 		return g.MulMat(gb.transposed(w), dz)
 	}
 	if dz == nil {
@@ -307,10 +307,16 @@ func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 // (transposedF32): caching those of a block-quantized base would cost 2 bytes a parameter
 // beside the base's 0.5–1.
 func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
-	if gb.trained[w] || ggml.IsQuantized(w.Type()) {
+	if gb.transposedEachStep(w) {
 		return transposedF32(gb.g, w)
 	}
 	return gb.frozenTranspose(w)
+}
+
+// transposedEachStep reports whether transposed copies W in the graph each step: for a trained
+// or block-quantized W.
+func (gb *gemmBackward) transposedEachStep(w *ggml.Tensor) bool {
+	return gb.trained[w] || ggml.IsQuantized(w.Type())
 }
 
 // frozenTranspose is Wᵀ for a frozen weight, a copy made once (prepare): in W's type for
