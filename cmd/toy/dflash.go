@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -145,25 +144,19 @@ Flags:
 	fmt.Fprintf(stdout, "toy train: dflash drafter for %s (%d layers, width %d): block %d, window %d, mask token %d, target layers %v, %d drafter layers\n",
 		*targetPath, m.Arch.NLayers, m.Arch.DModel, cfg.Gamma, cfg.Window, cfg.MaskToken, cfg.TargetLayers, cfg.Layers)
 	fmt.Fprintf(stdout, "toy train: %d tokens of data\n", len(corpus))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if *generated > 0 {
-		const promptLen = 16
-		if len(corpus) < promptLen {
-			return fmt.Errorf("the data holds %d tokens, fewer than a prompt of %d", len(corpus), promptLen)
-		}
-		rng := rand.New(rand.NewPCG(*seed, 0x67656e))
-		prompts := make([][]int32, *generated)
-		for i := range prompts {
-			off := rng.IntN(len(corpus) - promptLen + 1)
-			prompts[i] = corpus[off : off+promptLen]
+		prompts, err := llama.TeacherPrompts(corpus, *generated, 16, *seed)
+		if err != nil {
+			return err
 		}
 		t0 := time.Now()
-		if corpus, err = llama.TargetText(m, prompts, *seqLen, sample.GreedyParams(), llama.DecoderOptions{Threads: *threads}); err != nil {
+		if corpus, err = llama.TargetText(ctx, m, prompts, *seqLen, sample.GreedyParams(), llama.DecoderOptions{Threads: *threads}, nil); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "toy train: the target generated %d tokens in %.1f s\n", len(corpus), time.Since(t0).Seconds())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	t0 := time.Now()
 	df, err := llama.TrainDFlash(m, cfg, corpus, llama.DFlashTrainOptions{
 		Steps: *steps, Sequences: *seqs, SeqLen: min(*seqLen, m.Arch.Context), Anchors: *anchors, Window: *trainWindow,

@@ -95,6 +95,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Text, "text", "", "a text file or directory to train on (default: the Go standard library's source)")
 	fs.StringVar(&s.Corpus, "corpus", "", "a token corpus made by toy tokenize (needs -tokenizer)")
 	fs.StringVar(&s.Tokenizer, "tokenizer", "", "a GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
+	fs.StringVar(&s.Teacher, "teacher", "", "distil this GGUF model: train on its greedy continuations (token ids, its tokenizer) of -generated openings of the text; makes a draft model for toy generate -draft")
+	fs.IntVar(&s.Generated, "generated", 0, "with -teacher: the sequences of -seq tokens it generates for training (a twentieth as many more are held out)")
 	fs.Int64Var(&s.MaxTextBytes, "max-text-bytes", s.MaxTextBytes, "read at most this much text (0: all)")
 	fs.IntVar(&s.Steps, "steps", s.Steps, "optimizer steps")
 	tokens := fs.Int64("tokens", 0, "train on about this many tokens instead of -steps")
@@ -133,6 +135,10 @@ tokenized data), and checkpoints in weights/ (step-<N>/model.gguf and optimizer.
 weights/checkpoint.json; weights/model.gguf is the latest model). Checkpoints are saved every
 -save-every steps and -save-minutes minutes; Ctrl-C saves one and exits (status 130);
 -resume runs/<id> continues it bit for bit, after Ctrl-C or a crash.
+
+-teacher T.gguf -generated N distils a model: the data becomes T's greedy continuations of N
+openings of the text, in T's token ids and tokenizer. A small model distilled so is a draft
+for speculative decoding with T (toy generate -m T -draft runs/<id>/weights/model.gguf).
 
 Under Open MPI's mpirun (mpirun -np N toy train ...) it trains data-parallel: -batch is the
 global batch, each rank trains batch/N sequences of it, and rank 0 writes the run

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -395,7 +396,7 @@ func TestTrainDFlashLearns(t *testing.T) {
 	for range 24 {
 		prompts = append(prompts, randomTokens(rng, 3, m.Arch.Vocab))
 	}
-	corpus, err := TargetText(m, prompts, 45, sample.GreedyParams(), DecoderOptions{})
+	corpus, err := TargetText(context.Background(), m, prompts, 45, sample.GreedyParams(), DecoderOptions{}, nil)
 	require.NoError(t, err)
 	require.Len(t, corpus, 24*48)
 	cfg := DFlashConfig{Gamma: 4, Window: 16, MaskToken: 0, TargetLayers: []int{0, 1}, Layers: 1}

@@ -309,12 +309,30 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 	return df, nil
 }
 
+// TeacherPrompts draws n prompts of length tokens from corpus, at offsets a PCG seeded with
+// seed picks: the openings a teacher continues to make a distillation corpus (TargetText).
+func TeacherPrompts(corpus []int32, n, length int, seed uint64) ([][]int32, error) {
+	if length < 1 || len(corpus) < length {
+		return nil, fmt.Errorf("llama: the data holds %d tokens, fewer than a prompt of %d", len(corpus), length)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x67656e))
+	prompts := make([][]int32, n)
+	for i := range prompts {
+		off := rng.IntN(len(corpus) - length + 1)
+		prompts[i] = corpus[off : off+length]
+	}
+	return prompts, nil
+}
+
 // TargetText generates a distillation corpus from the target itself: for each prompt, the
 // prompt and n tokens the target generates after it with sampler params p (greedy: its own
-// argmax chain, on which the drafter's labels are exactly the next tokens), concatenated. A
-// drafter trained on the target's own text sees at training the contexts it meets when
-// drafting.
-func TargetText(target *GGUFModel, prompts [][]int32, n int, p sample.Params, opts DecoderOptions) ([]int32, error) {
+// argmax chain, on which a drafter's labels are exactly the next tokens), concatenated, in the
+// target's token ids (not re-tokenized text: a model's greedy chain is often not the
+// tokenizer's own split of its text, and a draft must predict the chain). A drafter or draft
+// model trained on the target's own text sees at training the contexts it meets when
+// drafting. progress, when not nil, is called after each prompt with the number done; a
+// cancelled ctx stops it between prompts with ctx's error.
+func TargetText(ctx context.Context, target *GGUFModel, prompts [][]int32, n int, p sample.Params, opts DecoderOptions, progress func(done int)) ([]int32, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -330,7 +348,10 @@ func TargetText(target *GGUFModel, prompts [][]int32, n int, p sample.Params, op
 	defer dec.Close()
 	s := sample.NewSampler(p)
 	var out []int32
-	for _, pr := range prompts {
+	for i, pr := range prompts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if len(pr) == 0 || len(pr) >= dec.MaxContext() {
 			return nil, fmt.Errorf("llama: a prompt of %d tokens for a context of %d", len(pr), dec.MaxContext())
 		}
@@ -351,6 +372,9 @@ func TargetText(target *GGUFModel, prompts [][]int32, n int, p sample.Params, op
 			}
 		}
 		out = append(out, hist...)
+		if progress != nil {
+			progress(i + 1)
+		}
 	}
 	return out, nil
 }

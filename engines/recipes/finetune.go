@@ -486,6 +486,7 @@ func (f *Finetune) chatData(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (func(
 	}, nil
 }
 
+// writeIDs writes token ids (or mask values) into a token file of width bytes a value.
 func writeIDs(path string, ids []int32, vocab, width int) error {
 	w, err := data.NewWriter(path, width, vocab)
 	if err != nil {

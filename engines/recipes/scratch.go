@@ -20,6 +20,7 @@ import (
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
+	sampling "github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/config"
@@ -42,6 +43,14 @@ type Scratch struct {
 	Text      string `json:"text"`
 	Corpus    string `json:"corpus"`
 	Tokenizer string `json:"tokenizer"`
+	// Teacher, when set, makes the run a distillation of that GGUF model: the data becomes the
+	// teacher's greedy continuations of Generated prompts drawn from the text (SeqLen tokens
+	// after 16 of the text's), in the teacher's tokenizer and its own token ids, a twentieth as
+	// many for the held-out part from the held-out text. It makes a draft model for speculative
+	// decoding: what a draft must predict is the target's greedy chain, which is often not how
+	// the tokenizer would split the same text.
+	Teacher   string `json:"teacher"`
+	Generated int    `json:"generated"`
 	// MaxTextBytes caps how much text is read (0: all).
 	MaxTextBytes int64 `json:"max_text_bytes"`
 	// Steps is the number of optimizer steps; Batch sequences of SeqLen tokens each.
@@ -176,6 +185,20 @@ func (s *Scratch) Validate() error {
 	if s.Corpus != "" && s.Text != "" {
 		errs = append(errs, fmt.Errorf("give a text or a token corpus, not both"))
 	}
+	switch {
+	case s.Generated < 0:
+		errs = append(errs, fmt.Errorf("generated %d: want 0 or more", s.Generated))
+	case s.Teacher == "" && s.Generated > 0:
+		errs = append(errs, fmt.Errorf("generated %d: sequences of a teacher, but no teacher is given (-teacher)", s.Generated))
+	case s.Teacher != "" && s.Generated == 0:
+		errs = append(errs, fmt.Errorf("a teacher (%s) needs the number of sequences it generates (-generated)", s.Teacher))
+	}
+	if s.Teacher != "" && s.Corpus != "" {
+		errs = append(errs, fmt.Errorf("a teacher's prompts come from a text, not a token corpus (%s)", s.Corpus))
+	}
+	if s.Teacher != "" && s.Tokenizer != "" && s.Tokenizer != s.Teacher {
+		errs = append(errs, fmt.Errorf("a distilled model takes its teacher's tokenizer (%s), not another (%s)", s.Teacher, s.Tokenizer))
+	}
 	return errors.Join(errs...)
 }
 
@@ -192,7 +215,7 @@ func (s *Scratch) Run(ctx context.Context) (*Result, error) {
 		err   error
 	)
 	if isLead(s.Replicas) {
-		run, tok, start, err = s.prepare()
+		run, tok, start, err = s.prepare(ctx)
 	} else {
 		s.Out = nil // rank 0 reports
 	}
@@ -243,14 +266,14 @@ func (s *Scratch) shareStart(run *runs.Run, tok *tokenizer.Tokenizer, start int,
 }
 
 // prepare creates (or reopens) the run directory with its token files and tokenizer.
-func (s *Scratch) prepare() (*runs.Run, *tokenizer.Tokenizer, int, error) {
+func (s *Scratch) prepare(ctx context.Context) (*runs.Run, *tokenizer.Tokenizer, int, error) {
 	if s.Resume != "" {
 		return s.reopen()
 	}
 	if err := s.Validate(); err != nil {
 		return nil, nil, 0, err
 	}
-	d, err := s.loadData()
+	d, err := s.loadData(ctx)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -277,15 +300,17 @@ func (s *Scratch) discard(dir string) {
 	}
 }
 
-// preparedData is a new run's data, read and checked before the run directory exists.
+// preparedData is a new run's data, read and checked before the run directory exists: the
+// text's documents, or a teacher's token ids.
 type preparedData struct {
 	tok                 *tokenizer.Tokenizer
 	trainDocs, heldDocs []data.Document
+	trainIDs, heldIDs   []int32
 }
 
 // loadData reads the text (or opens the token corpus) and loads or trains the tokenizer,
 // writing nothing.
-func (s *Scratch) loadData() (*preparedData, error) {
+func (s *Scratch) loadData(ctx context.Context) (*preparedData, error) {
 	if s.Corpus != "" {
 		tok, err := loadTokenizer(s.Tokenizer)
 		if err != nil {
@@ -315,6 +340,9 @@ func (s *Scratch) loadData() (*preparedData, error) {
 	}
 	s.printf("corpus: %d training documents (%.1f MiB), %d held out\n", len(trainDocs), float64(n)/(1<<20), len(heldDocs))
 	var tok *tokenizer.Tokenizer
+	if s.Teacher != "" {
+		s.Tokenizer = s.Teacher
+	}
 	if s.Tokenizer != "" {
 		if tok, err = loadTokenizer(s.Tokenizer); err != nil {
 			return nil, err
@@ -334,13 +362,82 @@ func (s *Scratch) loadData() (*preparedData, error) {
 		s.printf("tokenizer: byte-level BPE, %d tokens, trained in %.1fs\n", tok.VocabSize(), time.Since(t0).Seconds())
 	}
 	s.setVocab(tok.VocabSize())
-	return &preparedData{tok: tok, trainDocs: trainDocs, heldDocs: heldDocs}, nil
+	d := &preparedData{tok: tok, trainDocs: trainDocs, heldDocs: heldDocs}
+	if s.Teacher != "" {
+		if err := s.distil(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// teacherPrompt is the length of the text's openings a teacher continues (at most half its
+// context).
+const teacherPrompt = 16
+
+// distil replaces the text of d by the teacher's greedy continuations of openings drawn from
+// it: Generated for training, a twentieth as many (at least one) from the held-out text. A
+// cancelled ctx stops it between sequences, before anything is written.
+func (s *Scratch) distil(ctx context.Context, d *preparedData) error {
+	teacher, err := llama.OpenModel(s.Teacher, llama.ModelOptions{Threads: s.Threads})
+	if err != nil {
+		return err
+	}
+	defer teacher.Close()
+	if teacher.Arch.Vocab != d.tok.VocabSize() {
+		return fmt.Errorf("%s: its model has %d tokens, its tokenizer %d", s.Teacher, teacher.Arch.Vocab, d.tok.VocabSize())
+	}
+	promptLen := min(teacherPrompt, teacher.Arch.Context/2)
+	if promptLen < 1 {
+		return fmt.Errorf("%s: a context of %d positions leaves no room for a prompt and its continuation", s.Teacher, teacher.Arch.Context)
+	}
+	eos := d.tok.EOS()
+	t0 := time.Now()
+	total, done := s.Generated+max(1, s.Generated/20), 0
+	for _, part := range []struct {
+		docs []data.Document
+		n    int
+		seed uint64
+		out  *[]int32
+	}{{d.trainDocs, s.Generated, s.Seed, &d.trainIDs}, {d.heldDocs, max(1, s.Generated/20), heldOutSeed, &d.heldIDs}} {
+		var text []int32
+		for _, doc := range part.docs {
+			text = append(text, d.tok.Encode(string(doc.Text), tokenizer.EncodeOptions{})...)
+			if eos >= 0 {
+				text = append(text, eos)
+			}
+		}
+		prompts, err := llama.TeacherPrompts(text, part.n, promptLen, part.seed)
+		if err != nil {
+			return err
+		}
+		before := done
+		*part.out, err = llama.TargetText(ctx, teacher, prompts, s.SeqLen, sampling.GreedyParams(), llama.DecoderOptions{Threads: s.Threads}, func(k int) {
+			if done = before + k; done%max(1, total/10) == 0 || done == total {
+				s.printf("teacher: %d of %d sequences generated (%.0f s)\n", done, total, time.Since(t0).Seconds())
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("teacher %s: %w", s.Teacher, err)
+		}
+	}
+	s.printf("teacher: %s generated %d training and %d held-out tokens in %.1f s\n", s.Teacher, len(d.trainIDs), len(d.heldIDs), time.Since(t0).Seconds())
+	if window := s.SeqLen + 1; len(d.trainIDs) < window || len(d.heldIDs) < window {
+		return fmt.Errorf("teacher %s: %d training and %d held-out tokens generated, fewer than a window of %d: generate more sequences (-generated)", s.Teacher, len(d.trainIDs), len(d.heldIDs), window)
+	}
+	return nil
 }
 
 // writeData writes the run's train and held-out token files.
 func (s *Scratch) writeData(dir string, d *preparedData) error {
 	if s.Corpus != "" {
 		return splitCorpus(s.Corpus, dir, d.tok.VocabSize())
+	}
+	if d.trainIDs != nil {
+		if err := writeIDs(filepath.Join(dir, trainFile), d.trainIDs, d.tok.VocabSize(), 4); err != nil {
+			return err
+		}
+		return writeIDs(filepath.Join(dir, heldOutFile), d.heldIDs, d.tok.VocabSize(), 4)
 	}
 	eos := d.tok.EOS()
 	for _, part := range []struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -449,4 +451,95 @@ func TestScratchCheckpointPairing(t *testing.T) {
 	assert.Equal(t, want, got)
 	_, err = os.Stat(filepath.Join(w, runs.CheckpointFile))
 	assert.NoError(t, err, "the next save writes the new layout")
+}
+
+// TestScratchDistil distils a trained teacher into a student run: the run's data are the
+// teacher's greedy continuations, in its token ids, of openings of the text — checked against
+// the teacher's logits over each whole sequence computed at once (not by the step-by-step
+// decoding that generated them) — and the student carries the teacher's tokenizer, so it can
+// draft for it.
+func TestScratchDistil(t *testing.T) {
+	text := writeText(t)
+	ts := tinyScratch(t, text)
+	ts.Model.Context = 48
+	ts.Steps, ts.Warmup, ts.SampleTokens = 40, 4, 0
+	res, err := ts.Run(context.Background())
+	require.NoError(t, err)
+	teacherPath := filepath.Join(res.RunDir, "weights", modelFile)
+
+	s := tinyScratch(t, text)
+	s.Teacher, s.Generated, s.Steps, s.SampleTokens = teacherPath, 8, 4, 0
+	var out bytes.Buffer
+	s.Out = &out
+	res, err = s.Run(context.Background())
+	require.NoError(t, err, out.String())
+	assert.Contains(t, out.String(), "teacher: 9 of 9 sequences generated")
+
+	teacher, err := llama.OpenModel(teacherPath, llama.ModelOptions{Threads: 1})
+	require.NoError(t, err)
+	defer teacher.Close()
+	dec, err := llama.NewDecoder(teacher, llama.DecoderOptions{})
+	require.NoError(t, err)
+	defer dec.Close()
+	tok, err := LoadTokenizer(teacherPath)
+	require.NoError(t, err)
+	docs, err := data.ReadTexts(text, 0)
+	require.NoError(t, err)
+	var textIDs []int32
+	for _, d := range docs {
+		textIDs = append(append(textIDs, tok.Encode(string(d.Text), tokenizer.EncodeOptions{})...), tok.EOS())
+	}
+	const promptLen, seqLen = teacherPrompt, 16
+	for file, want := range map[string]int{trainFile: 8, heldOutFile: 1} {
+		c, err := data.Open(filepath.Join(res.RunDir, file))
+		require.NoError(t, err)
+		ids := make([]int32, c.Len())
+		_, err = c.ReadAt(ids, 0)
+		c.Close()
+		require.NoError(t, err)
+		require.Len(t, ids, want*(promptLen+seqLen), file)
+		for off := 0; off < len(ids); off += promptLen + seqLen {
+			seq := ids[off : off+promptLen+seqLen]
+			assert.True(t, containsRun(textIDs, seq[:promptLen]), "%s: sequence at %d opens with a run of the text's tokens", file, off)
+			rows, err := dec.Logits(seq)
+			require.NoError(t, err)
+			for i := promptLen - 1; i < len(seq)-1; i++ {
+				best := slices.Max(rows[i])
+				assert.InDelta(t, best, rows[i][seq[i+1]], 1e-4, "%s: token %d of the sequence at %d is the teacher's argmax", file, i+1, off)
+			}
+		}
+	}
+
+	student, err := llama.OpenModel(filepath.Join(res.RunDir, "weights", modelFile), llama.ModelOptions{Threads: 1})
+	require.NoError(t, err)
+	defer student.Close()
+	assert.NoError(t, llama.CheckVocab(teacher, student), "the student drafts for its teacher")
+
+	for _, bad := range []struct {
+		edit func(*Scratch)
+		want string
+	}{
+		{func(s *Scratch) { s.Generated = 0 }, "needs the number of sequences"},
+		{func(s *Scratch) { s.Teacher = "" }, "no teacher is given"},
+		{func(s *Scratch) { s.Tokenizer = filepath.Join(t.TempDir(), "other.gguf") }, "takes its teacher's tokenizer"},
+		{func(s *Scratch) { s.Teacher = filepath.Join(t.TempDir(), "missing.gguf") }, "missing.gguf"},
+	} {
+		s := tinyScratch(t, text)
+		s.Teacher, s.Generated = teacherPath, 8
+		bad.edit(&s)
+		_, err := s.Run(context.Background())
+		assert.ErrorContains(t, err, bad.want)
+		entries, _ := os.ReadDir(s.RunsDir)
+		assert.Empty(t, entries, "a refused distillation writes no run")
+	}
+}
+
+// containsRun reports whether run occurs in ids as consecutive tokens.
+func containsRun(ids, run []int32) bool {
+	for i := 0; i+len(run) <= len(ids); i++ {
+		if slices.Equal(ids[i:i+len(run)], run) {
+			return true
+		}
+	}
+	return false
 }
