@@ -338,6 +338,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
 	promptFile := fs.String("prompt-file", "", "with -draft or -dflash: the prompt is the first -p tokens of this text file (default: -p random tokens)")
 	dflashN := fs.Int("dflash-n", 0, "of each DFlash block, the proposals the target verifies (with -dflash; 0: all, the block size − 1)")
+	pMins := fs.String("draft-p-min", "0", "comma-separated minimum draft probabilities (with -draft or -dflash): a drafter stops proposing at a token it gives less; each value is measured as its own row (0: always γ)")
 	allowUnresolved := registerGate(fs)
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
@@ -406,13 +407,19 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *draft != "" || *dflash != "" {
+		minProbs, err := parseProbabilities(*pMins)
+		if err != nil {
+			return usagef("-draft-p-min %q: %v", *pMins, err)
+		}
 		var drafters []llama.SpecDrafter
 		var modes []string
-		if *draft != "" {
-			drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN}), append(modes, "speculative")
-		}
-		if *dflash != "" {
-			drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true}), append(modes, "dflash")
+		for _, p := range minProbs {
+			if *draft != "" {
+				drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN, MinProbability: p}), append(modes, "speculative")
+			}
+			if *dflash != "" {
+				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: p}), append(modes, "dflash")
+			}
 		}
 		bo := llama.BenchOptions{Decoder: opts, Reps: *reps}
 		if *promptFile != "" {
@@ -476,6 +483,19 @@ func randomShape(preset, typeName string) (llama.Architecture, ggml.Type, error)
 	return llama.ArchitectureFromConfig(c), types[0], nil
 }
 
+// parseProbabilities parses a comma-separated list of probabilities in [0, 1).
+func parseProbabilities(list string) ([]float64, error) {
+	var ps []float64
+	for _, f := range strings.Split(list, ",") {
+		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(p >= 0 && p < 1) {
+			return nil, fmt.Errorf("%q is not a probability in [0, 1)", f)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
 // specRow is one speculative mode's bench.
 type specRow struct {
 	mode string
@@ -492,10 +512,10 @@ func writeSpecTable(w io.Writer, rows []specRow) {
 		fmt.Fprintf(w, "%s: %s (%.2fM params)\n", row.mode, filepath.Base(row.r.Draft), float64(row.r.DraftParams)/1e6)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| mode        | test  |   γ |             t/s | speedup | accepted/step | accept % | draft ms/t | verify ms/t | accept ms/t | rollback ms/t | other ms/t | identical |")
-	fmt.Fprintln(w, "| ----------- | ----- | --: | --------------: | ------: | ------------: | -------: | ---------: | ----------: | ----------: | ------------: | ---------: | --------- |")
+	fmt.Fprintln(w, "| mode        | test  |   γ | p-min |             t/s | speedup | accepted/step | accept % | draft ms/t | verify ms/t | accept ms/t | rollback ms/t | other ms/t | identical |")
+	fmt.Fprintln(w, "| ----------- | ----- | --: | ----: | --------------: | ------: | ------------: | -------: | ---------: | ----------: | ----------: | ------------: | ---------: | --------- |")
 	test := fmt.Sprintf("tg%d", r0.GenTokens)
-	fmt.Fprintf(w, "| target      | %-5s |   – | %15s |    1.00 |             – |        – |          – |           – |           – |             – |          – | –         |\n", test, r0.Plain)
+	fmt.Fprintf(w, "| target      | %-5s |   – |     – | %15s |    1.00 |             – |        – |          – |           – |           – |             – |          – | –         |\n", test, r0.Plain)
 	for _, row := range rows {
 		r, st := row.r, row.r.Stats
 		per := func(d time.Duration) string {
@@ -504,7 +524,7 @@ func writeSpecTable(w io.Writer, rows []specRow) {
 			}
 			return fmt.Sprintf("%.2f", d.Seconds()*1e3/float64(st.Generated))
 		}
-		fmt.Fprintf(w, "| %-11s | %-5s | %3d | %15s | %7.2f | %13.2f | %8.1f | %10s | %11s | %11s | %13s | %10s | %-9v |\n", row.mode, test, r.Gamma, r.Spec, r.Speedup(),
+		fmt.Fprintf(w, "| %-11s | %-5s | %3d | %5.2f | %15s | %7.2f | %13.2f | %8.1f | %10s | %11s | %11s | %13s | %10s | %-9v |\n", row.mode, test, r.Gamma, r.MinProbability, r.Spec, r.Speedup(),
 			st.MeanAccepted(), 100*st.AcceptRate(), per(st.DraftTime), per(st.VerifyTime), per(st.AcceptTime), per(st.RollbackTime), per(r.Other()), r.Identical)
 	}
 }

@@ -195,6 +195,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	pMin := fs.Float64("draft-p-min", 0, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (llama.cpp's --draft-p-min; 0: always -draft-n)")
 	dflash := fs.Bool("dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model); -draft takes precedence")
 	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	fs.Usage = func() {
@@ -219,6 +220,9 @@ Flags:
 	}
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1 token per step", *draftN)
+	}
+	if !(*pMin >= 0 && *pMin < 1) {
+		return usagef("-draft-p-min %v: want a probability from 0 (off) up to, not including, 1", *pMin)
 	}
 	m, tok, dec, err := d.open(stderr, "generate")
 	if err != nil {
@@ -302,11 +306,16 @@ Flags:
 		return errors.New("the prompt encodes to no tokens (give -p)")
 	}
 	if draftDec != nil || df != nil {
-		newSp := func(s *sample.Sampler) (*llama.Speculative, error) {
+		newSp := func(s *sample.Sampler) (sp *llama.Speculative, err error) {
 			if draftDec != nil {
-				return llama.NewSpeculative(dec, draftDec, *draftN, s)
+				sp, err = llama.NewSpeculative(dec, draftDec, *draftN, s)
+			} else {
+				sp, err = llama.NewDFlashSpeculative(dec, df, 0, s)
 			}
-			return llama.NewDFlashSpeculative(dec, df, 0, s)
+			if err == nil {
+				err = sp.SetMinProbability(*pMin)
+			}
+			return sp, err
 		}
 		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
 	}

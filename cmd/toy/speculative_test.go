@@ -20,11 +20,13 @@ func TestGenerateDraft(t *testing.T) {
 	want, _, code := runToy(base...)
 	require.Equal(t, 0, code)
 	for _, g := range []string{"1", "3", "8"} {
-		got, errOut, code := runToy(append(base, "-draft", model, "-draft-n", g)...)
-		require.Equal(t, 0, code, errOut)
-		assert.Equal(t, want, got, "γ %s", g)
-		assert.Contains(t, errOut, "verification steps")
-		assert.Contains(t, errOut, "tokens/s")
+		for _, pMin := range []string{"0", "0.5"} {
+			got, errOut, code := runToy(append(base, "-draft", model, "-draft-n", g, "-draft-p-min", pMin)...)
+			require.Equal(t, 0, code, errOut)
+			assert.Equal(t, want, got, "γ %s p-min %s", g, pMin)
+			assert.Contains(t, errOut, "verification steps")
+			assert.Contains(t, errOut, "tokens/s")
+		}
 	}
 	_, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-n", "10", "--temp", "0.8", "-seed", "3", "-t", "1", "-draft", model)
 	assert.Equal(t, 0, code, errOut)
@@ -39,12 +41,19 @@ func TestGenerateDraft(t *testing.T) {
 	assert.Contains(t, errOut, "vocabulary")
 	_, _, code = runToy(append(base, "-draft", model, "-draft-n", "0")...)
 	assert.Equal(t, 2, code)
+	_, errOut, code = runToy(append(base, "-draft", model, "-draft-p-min", "1")...)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "-draft-p-min 1")
 }
 
 func TestBenchModelDraft(t *testing.T) {
 	model := tinyCheckpoint(t)
-	out, errOut, code := runToy("bench", "model", "-m", model, "-draft", "self", "-p", "4", "-n", "8", "-r", "1", "-t", "1", "-draft-n", "4")
+	out, errOut, code := runToy("bench", "model", "-m", model, "-draft", "self", "-p", "4", "-n", "8", "-r", "1", "-t", "1", "-draft-n", "4", "-draft-p-min", "0,0.99")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "| speculative | tg8   |   4 |")
-	assert.Contains(t, out, "true")
+	assert.Contains(t, out, "| speculative | tg8   |   4 |  0.00 |")
+	assert.Contains(t, out, "| speculative | tg8   |   4 |  0.99 |")
+	assert.NotContains(t, out, "false", "identical output in every row")
+	_, errOut, code = runToy("bench", "model", "-m", model, "-draft", "self", "-p", "4", "-n", "8", "-r", "1", "-t", "1", "-draft-p-min", "0,x")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "not a probability")
 }

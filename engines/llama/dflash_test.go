@@ -352,6 +352,19 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 			assert.LessOrEqual(t, sp3.Stats().Drafted, 2*sp3.Stats().Steps)
 		}
 		require.NoError(t, sp3.Close())
+		// Stopping at the first proposal below a minimum probability.
+		sp4, err := NewDFlashSpeculative(td, re, 0, sample.NewSampler(sample.GreedyParams()))
+		require.NoError(t, err)
+		require.NoError(t, sp4.SetMinProbability(0.1))
+		short := 0
+		for i, p := range prompts {
+			assert.Equal(t, want[i], specGenerate(t, sp4, p, 40))
+			short += (cfg.Gamma-1)*sp4.Stats().Steps - sp4.Stats().Drafted
+		}
+		assert.Positive(t, short, "the minimum stopped some blocks early")
+		require.NoError(t, sp4.Close())
+		assert.Error(t, sp4.SetMinProbability(1))
+		assert.Error(t, sp4.SetMinProbability(math.NaN()))
 		_, err = NewDFlashSpeculative(td, re, cfg.Gamma, sample.NewSampler(sample.GreedyParams()))
 		assert.ErrorContains(t, err, "proposals a step")
 

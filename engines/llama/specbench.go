@@ -15,6 +15,7 @@ type SpecBenchResult struct {
 	Target, Draft             string
 	TargetParams, DraftParams int64
 	Threads, Gamma            int
+	MinProbability            float64 // the drafter's (SpecDrafter.MinProbability)
 	PromptTokens, GenTokens   int
 	Plain, Spec               BenchStat // generated tokens per second, prompt excluded
 	Stats                     SpecStats // summed over the timed speculative repetitions
@@ -41,10 +42,12 @@ func (r SpecBenchResult) Speedup() float64 {
 // SpecDrafter names a drafter BenchSpeculative measures: a draft model proposing Gamma tokens
 // a step (0: DefaultDraftTokens), or, with DFlash, a DFlash drafter made for the target, of
 // whose blocks the target verifies the first Gamma proposals (0: all, the block size − 1).
+// MinProbability is the drafter's minimum probability (Speculative.SetMinProbability; 0: off).
 type SpecDrafter struct {
-	Path   string
-	Gamma  int
-	DFlash bool
+	Path           string
+	Gamma          int
+	DFlash         bool
+	MinProbability float64
 }
 
 // BenchSpeculative measures greedy generation of genTokens tokens after a random prompt of
@@ -84,7 +87,7 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 	results := make([]SpecBenchResult, len(drafters))
 	opens := make([]func(td *Decoder) (*Speculative, error), len(drafters)) // each drafter's decoder of td
 	for i, dr := range drafters {
-		r := SpecBenchResult{Target: targetPath, Draft: dr.Path, Threads: threads, Gamma: dr.Gamma, PromptTokens: promptTokens, GenTokens: genTokens, TargetParams: tm.Params()}
+		r := SpecBenchResult{Target: targetPath, Draft: dr.Path, Threads: threads, Gamma: dr.Gamma, MinProbability: dr.MinProbability, PromptTokens: promptTokens, GenTokens: genTokens, TargetParams: tm.Params()}
 		if dr.DFlash {
 			df, err := OpenDFlash(dr.Path, tm)
 			if err != nil {
@@ -97,7 +100,11 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 			r.DraftParams = df.Params()
 			results[i] = r
 			opens[i] = func(td *Decoder) (*Speculative, error) {
-				return NewDFlashSpeculative(td, df, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+				sp, err := NewDFlashSpeculative(td, df, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+				if err == nil {
+					err = sp.SetMinProbability(dr.MinProbability)
+				}
+				return sp, err
 			}
 		} else {
 			if r.Gamma == 0 {
@@ -119,7 +126,11 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 					return nil, err
 				}
 				closers = append(closers, dd)
-				return NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+				sp, err := NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
+				if err == nil {
+					err = sp.SetMinProbability(dr.MinProbability)
+				}
+				return sp, err
 			}
 		}
 		gamma = max(gamma, r.Gamma)

@@ -70,6 +70,7 @@ type Speculative struct {
 	gamma  int
 	s      *sample.Sampler
 	greedy bool
+	pMin   float64 // a proposal the drafter gives a lower probability ends the drafting
 
 	hist  []int32 // committed tokens: the prompt, then the generated ones
 	stats SpecStats
@@ -133,6 +134,22 @@ func newSpeculative(target *Decoder, d drafter, gamma int, s *sample.Sampler) *S
 	return &Speculative{target: target, drafter: d, gamma: gamma, s: s, greedy: s.Params().Temperature == 0}
 }
 
+// SetMinProbability makes the drafter stop proposing, each step, at the first token it gives a
+// probability below p (greedy: the softmax of its logits at the proposal; sampling: q(x)), as
+// llama.cpp's --draft-p-min does: a step then verifies fewer and likelier proposals, and text
+// the drafter cannot predict costs little more than plain decoding. 0, the default, always
+// proposes γ. The output does not change (greedy: the target's; sampling: its distribution,
+// since the rule reads only the drafter's own distribution and draws, and a proposal is
+// verified against the distribution it was drawn from given that it was made: the drafter's,
+// restricted to the tokens of probability ≥ p).
+func (sp *Speculative) SetMinProbability(p float64) error {
+	if !(p >= 0 && p < 1) {
+		return fmt.Errorf("llama: speculative decoding: minimum draft probability %v: want 0 (off) up to, not including, 1", p)
+	}
+	sp.pMin = p
+	return nil
+}
+
 // Stats returns the counters and times since the last Prompt.
 func (sp *Speculative) Stats() SpecStats { return sp.stats }
 
@@ -177,13 +194,46 @@ func (sp *Speculative) room() int {
 }
 
 // pick draws proposal i from the drafter's logits, which follow the history h: greedy, the
-// sampler's choice; sampling, a draw from its distribution, kept in sp.q[i].
-func (sp *Speculative) pick(i int, logits []float32, h []int32) int32 {
+// sampler's choice; sampling, a draw from its distribution, kept in sp.q[i]. ok is false when
+// the drafter gives the token a probability below the minimum (SetMinProbability): the
+// drafting stops there, without it.
+func (sp *Speculative) pick(i int, logits []float32, h []int32) (x int32, ok bool) {
 	if sp.greedy {
-		return sp.s.Sample(logits, h)
+		x = sp.s.Sample(logits, h)
+		return x, sp.pMin == 0 || softmaxAt(logits, x) >= sp.pMin
 	}
-	sp.q[i] = sp.s.Probs(logits, h, sp.q[i])
-	return sp.s.Draw(sp.q[i])
+	q := sp.s.Probs(logits, h, sp.q[i])
+	sp.q[i] = q
+	x = sp.s.Draw(q)
+	if sp.pMin == 0 {
+		return x, true
+	}
+	if q[x] < sp.pMin {
+		return x, false
+	}
+	// A proposal is made only when the draw lands on a token of probability ≥ pMin, so given
+	// that it is made, it follows q restricted to those tokens, renormalised: the acceptance
+	// rule must compare the target's distribution with that one to keep it exact.
+	z := 0.0
+	for j, v := range q {
+		if v < sp.pMin {
+			q[j] = 0
+		}
+		z += q[j]
+	}
+	for j := range q {
+		q[j] /= z
+	}
+	return x, true
+}
+
+// softmaxAt is the softmax of logits at x.
+func softmaxAt(logits []float32, x int32) float64 {
+	lx, sum := float64(logits[x]), 0.0
+	for _, l := range logits {
+		sum += math.Exp(float64(l) - lx)
+	}
+	return 1 / sum
 }
 
 // Step runs one draft-and-verify step and returns the tokens it commits: between 1 and γ+1,
@@ -214,6 +264,7 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 		if drafts, err = sp.propose(sp, g); err != nil {
 			return nil, err
 		}
+		g = len(drafts) // fewer when the drafter stopped at an unlikely proposal
 	}
 	t1 := time.Now()
 	sp.stats.DraftTime += t1.Sub(t0)
@@ -291,6 +342,7 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 type modelDrafter struct {
 	dec     *Decoder
 	pending []int32
+	read    int // proposals of this step the draft has read
 }
 
 func (m *modelDrafter) start(sp *Speculative, head []int32) error {
@@ -313,7 +365,8 @@ func (m *modelDrafter) room(sp *Speculative) int {
 	return d.maxCtx - d.Pos() - (len(m.pending) - 1)
 }
 
-// propose reads the pending tokens, then each proposal but the last, one forward each.
+// propose reads the pending tokens, then each proposal but the last, one forward each (all of
+// them when it stops at an unlikely one, whose logits needed the last).
 func (m *modelDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 	n0 := len(sp.hist)
 	drafts := make([]int32, 0, g+1)
@@ -328,26 +381,29 @@ func (m *modelDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 				return nil, err
 			}
 		}
+		m.read = i
 		h := append(sp.hist[:n0], drafts...) // the history the proposal follows
 		sp.hist = h[:n0]
-		drafts = append(drafts, sp.pick(i, logits, h))
+		x, ok := sp.pick(i, logits, h)
+		if !ok {
+			break
+		}
+		drafts = append(drafts, x)
 	}
 	return drafts, nil
 }
 
+// commit keeps the k accepted proposals the draft read and queues the rest of the committed
+// tokens (accepted proposals it did not read, and y) for its next step.
 func (m *modelDrafter) commit(sp *Speculative, g, k int, y int32) error {
-	n := len(sp.hist)
-	switch {
-	case g == 0:
-		m.pending = append(m.pending, y)
-	case k == g:
-		m.pending = append(m.pending[:0], sp.hist[n-2], y) // the draft never read its last proposal
-	default:
-		// The draft read g−1 proposals and keeps k of them.
-		if err := m.dec.Truncate(m.dec.Pos() - (g - 1 - k)); err != nil {
+	read := m.read
+	m.read = 0
+	if read > k {
+		if err := m.dec.Truncate(m.dec.Pos() - (read - k)); err != nil {
 			return err
 		}
-		m.pending = append(m.pending[:0], y)
+		read = k
 	}
+	m.pending = append(m.pending, sp.hist[len(sp.hist)-1-(k-read):]...) // proposals read..k−1, and y
 	return nil
 }

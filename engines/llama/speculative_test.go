@@ -105,7 +105,15 @@ func specGenerate(t *testing.T, sp *Speculative, prompt []int32, n int) []int32 
 // TestSpeculativeGreedyIsTarget checks that greedy speculative decoding gives the target's
 // own tokens, for drafts that agree always (the target's file), often (the target's seed with
 // fewer layers) and rarely (another model), several prompts and γ, up to a full context.
+// With a minimum draft probability (SetMinProbability), the drafts stop early, the output
+// staying the target's.
 func TestSpeculativeGreedyIsTarget(t *testing.T) {
+	stopped := map[float64]int{} // proposals short of γ a step, by minimum probability
+	defer func() {
+		t.Logf("proposals short of γ a step, by minimum: %v", stopped)
+		assert.Greater(t, stopped[0.1], stopped[0], "a minimum stops drafts that only the step limits would not")
+		assert.Greater(t, stopped[0.5], stopped[0.1])
+	}()
 	for _, variant := range []string{"llama", "qwen3"} {
 		a := tinyArch(variant)
 		a.NLayers = 3
@@ -130,21 +138,31 @@ func TestSpeculativeGreedyIsTarget(t *testing.T) {
 			dm := openTiny(t, dpath, ModelOptions{})
 			dd := newDecoder(t, dm, DecoderOptions{}, 0)
 			for _, gamma := range []int{1, 4, 8} {
-				sp, err := NewSpeculative(td, dd, gamma, sample.NewSampler(sample.GreedyParams()))
-				require.NoError(t, err)
-				for i, p := range prompts {
-					got := specGenerate(t, sp, p, 40)
-					require.Equal(t, want[i], got, "%s draft %s γ %d prompt %d", variant, name, gamma, i)
+				for _, pMin := range []float64{0, 0.1, 0.5} {
+					sp, err := NewSpeculative(td, dd, gamma, sample.NewSampler(sample.GreedyParams()))
+					require.NoError(t, err)
+					require.NoError(t, sp.SetMinProbability(pMin))
+					var st SpecStats
+					for i, p := range prompts {
+						got := specGenerate(t, sp, p, 40)
+						require.Equal(t, want[i], got, "%s draft %s γ %d p-min %g prompt %d", variant, name, gamma, pMin, i)
+						st = addStats(st, sp.Stats())
+					}
+					assert.Equal(t, st.Generated, st.Accepted+st.Steps)
+					if name == "same" {
+						assert.Equal(t, st.Drafted, st.Accepted, "the target's own file as draft: every proposal accepted")
+					}
+					stopped[pMin] += gamma*st.Steps - st.Drafted
+					t.Logf("%s draft %s γ %d p-min %g: %d steps, %d proposals, mean accepted %.2f", variant, name, gamma, pMin, st.Steps, st.Drafted, st.MeanAccepted())
 				}
-				st := sp.Stats()
-				assert.Equal(t, st.Generated, st.Accepted+st.Steps)
-				if name == "same" {
-					assert.Equal(t, st.Drafted, st.Accepted, "the target's own file as draft: every proposal accepted")
-				}
-				t.Logf("%s draft %s γ %d: %d steps, mean accepted %.2f", variant, name, gamma, st.Steps, st.MeanAccepted())
 			}
 		}
 	}
+}
+
+// addStats sums the counters of two SpecStats.
+func addStats(a, b SpecStats) SpecStats {
+	return SpecStats{Steps: a.Steps + b.Steps, Drafted: a.Drafted + b.Drafted, Accepted: a.Accepted + b.Accepted, Generated: a.Generated + b.Generated}
 }
 
 // TestSpeculativeVocabMismatch: a draft of another vocabulary is an error before anything runs.
@@ -188,32 +206,48 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	t.Logf("target %.3f, draft %.3f, total variation %.3f", p, q, tv)
 	require.Greater(t, tv, 0.1, "the draft must differ from the target for the test to mean anything")
 
-	sp, err := NewSpeculative(td, dd, 2, sample.NewSampler(params))
-	require.NoError(t, err)
 	const N = 3000
-	counts := make([]float64, a.Vocab)
-	for i := 0; i < N; i++ {
-		require.NoError(t, sp.Prompt(prompt))
-		toks, err := sp.Step(3)
+	for _, pMin := range []float64{0, 0.3} {
+		sp, err := NewSpeculative(td, dd, 2, sample.NewSampler(params))
 		require.NoError(t, err)
-		counts[toks[0]]++
-	}
-	chi2 := func(p []float64) float64 {
-		x := 0.0
-		for i, c := range counts {
-			if e := N * p[i]; e > 0 {
-				x += (c - e) * (c - e) / e
-			} else if c > 0 {
-				return math.Inf(1)
-			}
+		require.NoError(t, sp.SetMinProbability(pMin))
+		counts := make([]float64, a.Vocab)
+		var st SpecStats
+		for i := 0; i < N; i++ {
+			require.NoError(t, sp.Prompt(prompt))
+			toks, err := sp.Step(3)
+			require.NoError(t, err)
+			counts[toks[0]]++
+			st = addStats(st, sp.Stats())
 		}
-		return x
+		x2p, x2q := chiSquare(counts, p), chiSquare(counts, q)
+		t.Logf("p-min %g: counts %v, χ² %.2f against the target, %.2f against the draft; %d of %d proposals accepted in %d steps", pMin, counts, x2p, x2q, st.Accepted, st.Drafted, st.Steps)
+		// 5 degrees of freedom: P(χ² > 20.5) = 0.001.
+		assert.Less(t, x2p, 20.5, "p-min %g: the first token follows the target's distribution", pMin)
+		assert.Greater(t, x2q, 20.5, "p-min %g: and not the draft's", pMin)
+		if pMin > 0 {
+			assert.Less(t, st.Drafted, 2*st.Steps*9/10, "the minimum stopped at least a tenth of the proposals")
+			assert.Positive(t, st.Drafted)
+		}
 	}
-	st := sp.Stats()
-	t.Logf("counts %v, χ² %.2f against the target, %.2f against the draft; last run: %d of %d accepted", counts, chi2(p), chi2(q), st.Accepted, st.Drafted)
-	// 5 degrees of freedom: P(χ² > 20.5) = 0.001.
-	assert.Less(t, chi2(p), 20.5, "the first token follows the target's distribution")
-	assert.Greater(t, chi2(q), 20.5, "and not the draft's")
+}
+
+// chiSquare is Pearson's χ² of counts against the distribution p (infinite where a count
+// falls on a zero probability).
+func chiSquare(counts, p []float64) float64 {
+	n := 0.0
+	for _, c := range counts {
+		n += c
+	}
+	x := 0.0
+	for i, c := range counts {
+		if e := n * p[i]; e > 0 {
+			x += (c - e) * (c - e) / e
+		} else if c > 0 {
+			return math.Inf(1)
+		}
+	}
+	return x
 }
 
 func TestBenchSpeculative(t *testing.T) {
