@@ -82,10 +82,9 @@ func (rc *recompute) buildForward(tr *Trainer) error {
 		return err
 	}
 	rc.ctxs = append(rc.ctxs, ctx)
-	// The products compute as gemmBackward.linear's do, so the streams are bit for bit those
-	// of a graph that keeps every activation.
+	// The products compute as gemmBackward.linear's do (W·x in W's type), so the streams are
+	// bit for bit those of a graph that keeps every activation.
 	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil)
-	f.linear = m.adapted(ctx, func(w, x *ggml.Tensor) *ggml.Tensor { return mulMatF32(ctx, w, x) })
 	if rc.fwd, err = ctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -126,6 +125,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 		if err != nil {
 			return err
 		}
+		gb.keepTransposed = m.keepTransposed
 		rc.gemms = append(rc.gemms, gb)
 		x := rc.stream[l]
 		if l > 0 {

@@ -32,6 +32,9 @@ type trainable struct {
 	// recomputeAttention recomputes the attention probabilities of the blocks the main graph
 	// runs in its backward pass (LoRAOptions.RecomputeAttention).
 	recomputeAttention bool
+	// keepTransposed keeps the transposed copies of block-quantized frozen weights
+	// (LoRAOptions.KeepTransposed).
+	keepTransposed bool
 }
 
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
@@ -271,7 +274,7 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	gb := tr.gemm
-	gb.recomputeProbs = m.recomputeAttention
+	gb.recomputeProbs, gb.keepTransposed = m.recomputeAttention, m.keepTransposed
 	var head []*ggml.Tensor // what the graph computes before the loss, in order (headLoss)
 	if tr.img != nil {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
@@ -283,7 +286,7 @@ func (tr *Trainer) build() error {
 		}
 		if tr.in.head != nil {
 			out := m.w.head()
-			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out), f.hidden(tr.in.tokens))
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out, headTransposeType(out.Type())), f.hidden(tr.in.tokens))
 			tr.value = tr.value.SetOutput()
 		} else if tr.in.targetAt != nil {
 			var copy *ggml.Tensor
