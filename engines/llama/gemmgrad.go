@@ -53,6 +53,7 @@ type gemmBackward struct {
 	inputOf map[ggml.TensorID]*detachedInput
 	// products and gathers are every weight product and trained lookup of the forward pass.
 	products []*gemmProduct
+	lora     []*loraProduct
 	gathers  []*tappedGather
 	used     map[*ggml.Tensor]bool
 	// backward builds, for each product and attention, its inputs' gradient contributions
@@ -94,6 +95,15 @@ type gemmProduct struct {
 	out, grad *ggml.Tensor
 }
 
+// loraProduct is the second product of a LoRA term, scale·B·u, added to the output of the
+// product of: its output's gradient is scale times that product's.
+type loraProduct struct {
+	b     *ggml.Tensor
+	u     *detachedInput
+	scale float32
+	of    *gemmProduct
+}
+
 // tappedGather is a lookup of rows ids of a trained table.
 type tappedGather struct {
 	table, ids, out, grad *ggml.Tensor
@@ -124,10 +134,18 @@ func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gem
 	return gb, nil
 }
 
-// linear is W·x for the forward pass (its linear hook). W is multiplied in its own type, as the
-// decoder and an Evaluator multiply it (ggml rounds x to f16 for an f16 W, to q8_0 blocks for
-// a q8_0 one): autodiff never differentiates the product, so nothing needs an f32 W.
-func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
+// linear is W·x plus the LoRA terms of W, scale·B·(A·x), for the forward pass (its linear
+// hook). W is multiplied in its own type, as the decoder and an Evaluator multiply it (ggml
+// rounds x to f16 for an f16 W, to q8_0 blocks for a q8_0 one): autodiff never differentiates
+// the product, so nothing needs an f32 W.
+//
+// A LoRA term's second product is differentiated here too: its input u = A·x is copied into a
+// leaf, and its output's gradient is scale times the tapped product's, so du = scale·Bᵀ·dz (a
+// GEMM with a transposed copy of B, r × out) and dB = scale·(dz·uᵀ)ᵀ (weightGrad). Autodiff
+// would take both with OUT_PROD along the rank, a vector operation of r elements each
+// (5–20 times the GEMMs' time). The first product, A·x, is left to autodiff, whose OUT_PRODs
+// run along x's width, and which carries du to x and to A.
+func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor {
 	g := gb.g
 	in := gb.detach(x)
 	z := g.MulMat(w, in.leaf)
@@ -140,6 +158,15 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	gb.used[w] = true
 	if in.copy != nil { // p.grad, not grad: seed may replace it
 		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, gb.inputGrad(w, p.grad)) })
+	}
+	for _, l := range terms {
+		u := gb.detach(g.MulMat(l.a, x))
+		out = g.Add(out, g.Scale(g.MulMat(l.b, u.leaf), l.scale))
+		gb.lora = append(gb.lora, &loraProduct{b: l.b, u: u, scale: l.scale, of: p})
+		gb.used[l.b] = gb.used[l.b] || gb.trained[l.b]
+		gb.backward = append(gb.backward, func() {
+			u.grads = append(u.grads, g.Scale(g.MulMat(transposedF32(g, l.b), p.grad), l.scale))
+		})
 	}
 	return out
 }
@@ -436,8 +463,9 @@ func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
 	}
 }
 
-// weightGrad builds the gradient of a trained tensor from its products (inᵀ·dzᵀ) and lookups
-// (the scatter of the rows' gradients), after the backward pass; nil when it has none.
+// weightGrad builds the gradient of a trained tensor from its products (inᵀ·dzᵀ), its LoRA
+// products (linear) and lookups (the scatter of the rows' gradients), after the backward
+// pass; nil when it has none.
 func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	var grad *ggml.Tensor
@@ -454,6 +482,11 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 				p.in.leafT = groupsT(g, p.in.leaf, 1)
 			}
 			add(productGradA(g, p.in.leafT, p.grad))
+		}
+	}
+	for _, lp := range gb.lora {
+		if lp.b == w { // [r, out] from OUT_PROD's [out, r], which runs along out
+			add(g.Scale(g.Cont(g.Transpose(g.OutProd(lp.of.grad, lp.u.leaf))), lp.scale))
 		}
 	}
 	for _, gr := range gb.gathers {
