@@ -15,11 +15,6 @@ type headInputs struct {
 	hiddenGrad  *ggml.Tensor // f32 [d, B·T]: the loss's gradient with respect to them
 }
 
-// headGradScale scales p − onehot before headLoss's GEMM rounds it to a half-precision outT:
-// a power of two (exact, both ways), the largest whose product with an entry of [−1, 1] stays
-// below f16's largest finite value.
-const headGradScale float32 = 1 << 15
-
 // headTransposeType is the type of the transposed copy of a frozen output projection of type
 // t that headLoss multiplies: t's own for f32, f16 and bf16, f16 for a block-quantized one
 // (half the memory of f32: 56 MiB for SmolLM2's 49152 × 576, where the copy is the largest
@@ -93,11 +88,11 @@ const minTargetProb = 1.17549435e-38
 // back through the model. value is the cross entropy itself.
 //
 // outT is outᵀ (gemmBackward.frozenTranspose, of headTransposeType), with which the hidden
-// states' gradient is a GEMM. The GEMM rounds its other operand, p − onehot, to outT's type:
-// for f16, whose smallest step is 6e-8, p − onehot is scaled by headGradScale first (its
-// entries lie in [−1, 1], so the scaled ones stay below f16's largest, 65504) and the result
-// back, and the rows' weights scale the result rather than the entries. Without outT (an
-// Evaluator) only value is built.
+// states' gradient is a GEMM. The GEMM rounds its other operand, p − onehot, to outT's type,
+// so the rows' weights scale its result rather than the entries: w·p, of order
+// 1/(vocab · rows), would flush to zero in f16. The entries themselves lie in [−1, 1]; those
+// f16 flushes (below 6e-8) change a row's gradient by at most vocab · 6e-8 of its size. Without
+// outT (an Evaluator) only value is built.
 func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
 	steps = append(steps, ctx.Cpy(hn, h.hidden))
 	n := h.hidden.Ne()[1]
@@ -120,9 +115,6 @@ func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps 
 		}
 		if outT != nil {
 			dLogits := ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R) // p − onehot
-			if outT.Type() != ggml.F32 {
-				dLogits, w = ctx.Scale(dLogits, headGradScale), ctx.Scale(w, 1/headGradScale)
-			}
 			steps = append(steps, ctx.Cpy(ctx.Mul(ctx.MulMat(outT, dLogits), w), cols(h.hiddenGrad, c)))
 		}
 		steps = append(steps, sum)
