@@ -51,7 +51,8 @@ type gemmBackward struct {
 	// inputs are the detached product inputs in the order they were made, by source tensor.
 	inputs  []*detachedInput
 	inputOf map[ggml.TensorID]*detachedInput
-	// products and gathers are every weight product and trained lookup of the forward pass.
+	// products, lora and gathers are every weight product, second product of a LoRA term and
+	// trained lookup of the forward pass.
 	products []*gemmProduct
 	lora     []*loraProduct
 	gathers  []*tappedGather

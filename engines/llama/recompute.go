@@ -115,7 +115,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 			}
 		}
 		products := 7 + 1
-		size := 4*(64+10*products+12*len(params)) + 4*len(params) + 64
+		size := 4*(64+10*products+4*len(params)) + 4*len(params) + 64
 		ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true})
 		if err != nil {
 			return err

@@ -74,7 +74,7 @@ func (t *trainable) headFrozen() bool {
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
 // layer, 10 per weight product (its input copy and release, tap, and the GEMMs of its
-// backward, see gemmBackward) and 24 per LoRA term, and 8 per chunk of its input gradient
+// backward, see gemmBackward) and 6 per LoRA term, and 8 per chunk of its input gradient
 // (inputGrad), four times over for the backward pass.
 func (t *trainable) graphSize() int {
 	a := t.arch
@@ -85,7 +85,7 @@ func (t *trainable) graphSize() int {
 	for _, ts := range t.lora {
 		terms += len(ts)
 	}
-	fwd := 16 + (64+10*products+perLayer+24*terms/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
+	fwd := 16 + (64+10*products+perLayer+6*terms/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
