@@ -143,8 +143,8 @@ func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gem
 // A LoRA term's second product is differentiated here too: its input u = A·x is copied into a
 // leaf, and its output's gradient is scale times the tapped product's, so du = scale·Bᵀ·dz (a
 // GEMM with a transposed copy of B, r × out) and dB = scale·(dz·uᵀ)ᵀ (weightGrad). Autodiff
-// would take both with OUT_PROD along the rank, a vector operation of r elements each
-// (5–20 times the GEMMs' time). The first product, A·x, is left to autodiff, whose OUT_PRODs
+// would take both with OUT_PROD along the rank, vector operations of r elements (at rank 16,
+// about 30 times the GEMMs' time). The first product, A·x, is left to autodiff, whose OUT_PRODs
 // run along x's width, and which carries du to x and to A.
 func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor {
 	g := gb.g
