@@ -191,7 +191,7 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 	}
 	slices.Sort(modelFlags)
 	var loraFlags []string
-	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed", "recompute", "recompute-attention"} {
+	for _, name := range []string{"r", "alpha", "lora-targets", "lora-seed", "recompute", "recompute-attention", "keep-transposed"} {
 		if set[name] {
 			loraFlags = append(loraFlags, "-"+name)
 		}
