@@ -43,6 +43,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	targets := fs.String("lora-targets", "q,v", "LoRA targets")
 	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")
 	recomputeAttention := fs.Bool("recompute-attention", false, "LoRA modes recompute the other blocks' attention probabilities in the backward pass instead of keeping them")
+	keepTransposed := fs.Bool("keep-transposed", false, "LoRA modes on a block-quantized base keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of making it each step")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
 	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes, and the N largest kinds of tensor the largest graph holds at its peak")
 	fs.Usage = func() {
@@ -91,7 +92,7 @@ Flags:
 		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
 			return err
 		}
-		lo := llama.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention}
+		lo := llama.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention, KeepTransposed: *keepTransposed}
 		return benchFinetuneMode(stdout, stderr, bm, *baseFile, *seq, *batch, *steps, *threads, *profile, lo)
 	}
 	self, err := os.Executable()
@@ -126,6 +127,9 @@ Flags:
 	if *recomputeAttention {
 		attention = " and the others' attention probabilities"
 	}
+	if *keepTransposed {
+		attention += ", keeping quantized weights' transposes"
+	}
 	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s recomputing %d blocks%s; %d timed steps a mode, each mode in its own process\n",
 		*preset, *batch, *seq, *threads, *rank, *targets, *recompute, attention, *steps)
 	fmt.Fprintf(stdout, "%-12s %10s %8s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "compute MiB", "peak RSS MiB")
@@ -133,7 +137,7 @@ Flags:
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
 			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset, "-profile", fmt.Sprint(*profile),
-			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention))
+			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention), fmt.Sprintf("-keep-transposed=%v", *keepTransposed))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		if err := cmd.Run(); err != nil {

@@ -31,6 +31,11 @@ type LoRAOptions struct {
 	// backward pass instead of keeping them: one more product of queries and keys and softmax
 	// a block and step. It changes no result and is not saved.
 	RecomputeAttention bool
+	// KeepTransposed keeps, for a block-quantized base, a transposed f32 copy of each frozen
+	// weight for the backward pass (4 bytes a parameter, made once) instead of dequantizing and
+	// transposing each weight every step: faster, for memory. Other bases always keep theirs. It
+	// changes no result and is not saved.
+	KeepTransposed bool
 }
 
 // LoRATargets are the projections an adapter may adapt, by their short names.
@@ -183,7 +188,7 @@ func (ad *Adapter) trainable() *trainable {
 	m := ad.base
 	return &trainable{arch: &m.Arch, w: &m.weights, backend: m.backend, params: ad.all,
 		matrix: func(*ggml.Tensor) bool { return false }, lora: ad.terms,
-		recompute: ad.opts.Recompute, recomputeAttention: ad.opts.RecomputeAttention}
+		recompute: ad.opts.Recompute, recomputeAttention: ad.opts.RecomputeAttention, keepTransposed: ad.opts.KeepTransposed}
 }
 
 // trainable is the model as an Evaluator runs it: with its loaded adapters and nothing to

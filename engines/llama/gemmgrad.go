@@ -18,9 +18,9 @@ import (
 //     computes dL/dz. That gradient accumulates in place into a zero tensor made here (dz, p
 //     repeated), handed to BuildBackward as the tap's accumulator;
 //   - the copy's accumulator is Σ Wᵀ·dz over the products that read the leaf, a GEMM each with
-//     a transposed copy of W (inputGrad; by chunks of a long contraction): made every step for
-//     a trained or block-quantized W (in f32), once for a frozen f32/f16/bf16 one (in its
-//     type, see prepare); autodiff passes it on to x as CPY's backward does. It sits in
+//     a transposed f32 copy of W (inputGrad; by chunks of a long contraction): made every step
+//     for a trained or block-quantized W, once for a frozen f32/f16/bf16 one (see transposed
+//     and prepare); autodiff passes it on to x as CPY's backward does. It sits in
 //     the graph after the dz it reads: ggml adds it when it reaches the copy, which precedes
 //     every product in the forward order, so comes after them backwards;
 //   - a trained W's gradient is inᵀ·dzᵀ (a GEMM; the products that read one input share its
@@ -51,8 +51,10 @@ type gemmBackward struct {
 	// inputs are the detached product inputs in the order they were made, by source tensor.
 	inputs  []*detachedInput
 	inputOf map[ggml.TensorID]*detachedInput
-	// products and gathers are every weight product and trained lookup of the forward pass.
+	// products, lora and gathers are every weight product, second product of a LoRA term and
+	// trained lookup of the forward pass.
 	products []*gemmProduct
+	lora     []*loraProduct
 	gathers  []*tappedGather
 	used     map[*ggml.Tensor]bool
 	// backward builds, for each product and attention, its inputs' gradient contributions
@@ -63,6 +65,9 @@ type gemmBackward struct {
 	// recomputeProbs makes attention's backward recompute the probabilities rather than keep
 	// the forward's (LoRAOptions.RecomputeAttention).
 	recomputeProbs bool
+	// keepTransposed keeps the transposed f32 copies of block-quantized frozen weights too
+	// (LoRAOptions.KeepTransposed).
+	keepTransposed bool
 }
 
 // tapAcc is a tapped output and the accumulator of its gradient.
@@ -89,6 +94,15 @@ type gemmProduct struct {
 	w         *ggml.Tensor
 	in        *detachedInput
 	out, grad *ggml.Tensor
+}
+
+// loraProduct is the second product of a LoRA term, scale·B·u, added to the output of the
+// product of: its output's gradient is scale times that product's.
+type loraProduct struct {
+	b     *ggml.Tensor
+	u     *detachedInput
+	scale float32
+	of    *gemmProduct
 }
 
 // tappedGather is a lookup of rows ids of a trained table.
@@ -121,12 +135,21 @@ func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gem
 	return gb, nil
 }
 
-// linear is W·x for the forward pass (its linear hook). A half-precision W is multiplied as an
-// f32 copy, so that the forward pass computes in f32 as ggml's backward kernels expect.
-func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
+// linear is W·x plus the LoRA terms of W, scale·B·(A·x), for the forward pass (its linear
+// hook). W is multiplied in its own type, as the decoder and an Evaluator multiply it (ggml
+// rounds x to f16 for an f16 W, to q8_0 blocks for a q8_0 one): autodiff never differentiates
+// the product, so nothing needs an f32 W.
+//
+// A LoRA term's second product is differentiated here too: its input u = A·x is copied into a
+// leaf, and its output's gradient is scale times the tapped product's, so du = scale·Bᵀ·dz (a
+// GEMM with a transposed copy of B, r × out) and dB = scale·(dz·uᵀ)ᵀ (weightGrad). Autodiff
+// would take both with OUT_PROD along the rank, vector operations of r elements (at rank 16,
+// about 30 times the GEMMs' time). The first product, A·x, is left to autodiff, whose OUT_PRODs
+// run along x's width, and which carries du to x and to A.
+func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor {
 	g := gb.g
 	in := gb.detach(x)
-	z := mulMatF32(g, w, in.leaf)
+	z := g.MulMat(w, in.leaf)
 	if z == nil {
 		return nil // the context holds the error
 	}
@@ -136,6 +159,15 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor) *ggml.Tensor {
 	gb.used[w] = true
 	if in.copy != nil { // p.grad, not grad: seed may replace it
 		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, gb.inputGrad(w, p.grad)) })
+	}
+	for _, l := range terms {
+		u := gb.detach(g.MulMat(l.a, x))
+		out = g.Add(out, g.Scale(g.MulMat(l.b, u.leaf), l.scale))
+		gb.lora = append(gb.lora, &loraProduct{b: l.b, u: u, scale: l.scale, of: p})
+		gb.used[l.b] = gb.used[l.b] || gb.trained[l.b]
+		gb.backward = append(gb.backward, func() {
+			u.grads = append(u.grads, g.Scale(g.MulMat(transposedF32(g, l.b), p.grad), l.scale))
+		})
 	}
 	return out
 }
@@ -302,36 +334,32 @@ func (gb *gemmBackward) tap(z *ggml.Tensor) (out, grad *ggml.Tensor) {
 // while ggml builds the backward pass.
 func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 
-// transposed is Wᵀ for the gradient of a product's input: the copy made once for a frozen
-// f32/f16/bf16 weight (frozenTranspose), a copy made in the graph each step otherwise
-// (transposedF32): caching those of a block-quantized base would cost 2 bytes a parameter
-// beside the base's 0.5–1.
+// transposed is Wᵀ in f32 for the gradient of a product's input: the copy made once for a
+// frozen weight (frozenTranspose), or a copy made in the graph each step (transposedF32). It is
+// f32 because ggml's GEMM rounds its second operand, the output's gradient, to the first's type:
+// an f16 Wᵀ would flush gradient entries below 6e-8 to zero and keep 11 bits of the others.
 func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
 	if gb.transposedEachStep(w) {
 		return transposedF32(gb.g, w)
 	}
-	return gb.frozenTranspose(w)
+	return gb.frozenTranspose(w, ggml.F32)
 }
 
 // transposedEachStep reports whether transposed copies W in the graph each step: for a trained
-// or block-quantized W.
+// W, and for a block-quantized one unless keepTransposed (kept, its f32 copy would cost 4 bytes
+// a parameter beside the base's 0.5–1).
 func (gb *gemmBackward) transposedEachStep(w *ggml.Tensor) bool {
-	return gb.trained[w] || ggml.IsQuantized(w.Type())
+	return gb.trained[w] || ggml.IsQuantized(w.Type()) && !gb.keepTransposed
 }
 
-// frozenTranspose is Wᵀ for a frozen weight, a copy made once (prepare): in W's type for
-// f32/f16/bf16, in f16 for a block-quantized one (whose blocks run along W's rows). It is nil
-// for a trained weight.
-func (gb *gemmBackward) frozenTranspose(w *ggml.Tensor) *ggml.Tensor {
+// frozenTranspose is Wᵀ for a frozen weight, a copy of type typ made once (prepare); nil for
+// a trained weight. A weight has one copy: the type of the first request.
+func (gb *gemmBackward) frozenTranspose(w *ggml.Tensor, typ ggml.Type) *ggml.Tensor {
 	if gb.trained[w] {
 		return nil
 	}
 	wt := gb.frozenT[w]
 	if wt == nil {
-		typ := w.Type()
-		if ggml.IsQuantized(typ) {
-			typ = ggml.F16
-		}
 		ne := w.Ne()
 		wt = gb.frozen.NewTensor(typ, ne[1], ne[0]).SetName("transposed." + w.Name())
 		gb.frozenT[w] = wt
@@ -340,7 +368,7 @@ func (gb *gemmBackward) frozenTranspose(w *ggml.Tensor) *ggml.Tensor {
 }
 
 // prepare places the taps' params (zeroed) and the frozen weights' transposes in memory of the
-// backend, and computes the transposes.
+// backend, and computes the transposes (through an f32 copy where the types differ).
 func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 	for _, c := range []*ggml.Context{gb.taps, gb.frozen} {
 		if err := c.Err(); err != nil {
@@ -371,7 +399,7 @@ func (gb *gemmBackward) prepare(be *ggml.Backend) error {
 		return err
 	}
 	for w, wt := range gb.frozenT {
-		if ggml.IsQuantized(w.Type()) {
+		if w.Type() != wt.Type() {
 			w = ctx.Cast(w, ggml.F32) // ggml copies block-quantized rows only whole
 		}
 		if err := graph.Expand(ctx.Cpy(ctx.Transpose(w), wt)); err != nil {
@@ -436,8 +464,9 @@ func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
 	}
 }
 
-// weightGrad builds the gradient of a trained tensor from its products (inᵀ·dzᵀ) and lookups
-// (the scatter of the rows' gradients), after the backward pass; nil when it has none.
+// weightGrad builds the gradient of a trained tensor from its products (inᵀ·dzᵀ), its LoRA
+// products (linear) and lookups (the scatter of the rows' gradients), after the backward
+// pass; nil when it has none.
 func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	var grad *ggml.Tensor
@@ -454,6 +483,11 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 				p.in.leafT = groupsT(g, p.in.leaf, 1)
 			}
 			add(productGradA(g, p.in.leafT, p.grad))
+		}
+	}
+	for _, lp := range gb.lora {
+		if lp.b == w { // [r, out] from OUT_PROD's [out, r], which runs along out
+			add(g.Scale(g.Cont(g.Transpose(g.OutProd(lp.of.grad, lp.u.leaf))), lp.scale))
 		}
 	}
 	for _, gr := range gb.gathers {
@@ -482,13 +516,4 @@ func transposedF32(g *ggml.Context, w *ggml.Tensor) *ggml.Tensor {
 		return g.Cast(g.Transpose(w), ggml.F32)
 	}
 	return g.Cont(g.Transpose(g.Cast(w, ggml.F32)))
-}
-
-// mulMatF32 is W·x with a half-precision W multiplied as an f32 copy: training graphs compute
-// their products in f32, as ggml's backward kernels expect.
-func mulMatF32(g *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
-	if typ := w.Type(); typ == ggml.F16 || typ == ggml.BF16 {
-		w = g.Cast(w, ggml.F32)
-	}
-	return g.MulMat(w, x)
 }

@@ -15,6 +15,17 @@ type headInputs struct {
 	hiddenGrad  *ggml.Tensor // f32 [d, B·T]: the loss's gradient with respect to them
 }
 
+// headTransposeType is the type of the transposed copy of a frozen output projection of type
+// t that headLoss multiplies: t's own for f32, f16 and bf16, f16 for a block-quantized one
+// (half the memory of f32: 56 MiB for SmolLM2's 49152 × 576, where the copy is the largest
+// thing a LoRA step keeps besides the base).
+func headTransposeType(t ggml.Type) ggml.Type {
+	if ggml.IsQuantized(t) {
+		return ggml.F16
+	}
+	return t
+}
+
 // headChunkBytes bounds the logits of one chunk of headLoss (a variable for tests).
 var headChunkBytes = 16 << 20
 
@@ -76,10 +87,12 @@ const minTargetProb = 1.17549435e-38
 // its loss: its gradient with respect to hn is the cross entropy's, which autodiff carries
 // back through the model. value is the cross entropy itself.
 //
-// outT is outᵀ (gemmBackward.frozenTranspose), with which the hidden states' gradient is a
-// GEMM; the rows' weights scale its result rather than the softmax's entries, which are of
-// order 1/vocab and would round to zero where outT is f16 (the GEMM rounds its other operand
-// to f16 too). Without outT (an Evaluator) only value is built.
+// outT is outᵀ (gemmBackward.frozenTranspose, of headTransposeType), with which the hidden
+// states' gradient is a GEMM. The GEMM rounds its other operand, p − onehot, to outT's type,
+// so the rows' weights scale its result rather than the entries: w·p, of order
+// 1/(vocab · rows), would flush to zero in f16. The entries themselves lie in [−1, 1]; those
+// f16 flushes (below 6e-8) change a row's gradient by at most vocab · 6e-8 of its size. Without
+// outT (an Evaluator) only value is built.
 func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
 	steps = append(steps, ctx.Cpy(hn, h.hidden))
 	n := h.hidden.Ne()[1]

@@ -82,10 +82,9 @@ func (rc *recompute) buildForward(tr *Trainer) error {
 		return err
 	}
 	rc.ctxs = append(rc.ctxs, ctx)
-	// The products compute as gemmBackward.linear's do, so the streams are bit for bit those
-	// of a graph that keeps every activation.
+	// The products compute as gemmBackward.linear's do (W·x in W's type), so the streams are
+	// bit for bit those of a graph that keeps every activation.
 	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil)
-	f.linear = m.adapted(ctx, func(w, x *ggml.Tensor) *ggml.Tensor { return mulMatF32(ctx, w, x) })
 	if rc.fwd, err = ctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -103,9 +102,9 @@ func (rc *recompute) buildForward(tr *Trainer) error {
 
 // buildBackward builds, for each recomputed block, the graph that recomputes it from its
 // stored input, back-propagates the gradient of its output through it into its adapters
-// (stepped with AdamW) and into the gradient of its input. Its frozen products and attention
-// are differentiated as the Trainer's main graph does them (gemmBackward), the LoRA terms by
-// autodiff, so the gradients are bit for bit those of a graph that keeps every activation.
+// (stepped with AdamW) and into the gradient of its input. Its products, LoRA terms and
+// attention are differentiated as the Trainer's main graph does them (gemmBackward), so the
+// gradients are bit for bit those of a graph that keeps every activation.
 func (rc *recompute) buildBackward(tr *Trainer) error {
 	m, in := tr.m, tr.in
 	for l := rc.n - 1; l >= 0; l-- {
@@ -126,6 +125,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 		if err != nil {
 			return err
 		}
+		gb.keepTransposed = m.keepTransposed
 		rc.gemms = append(rc.gemms, gb)
 		x := rc.stream[l]
 		if l > 0 {
@@ -133,6 +133,11 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 		}
 		f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, gb)
 		loss := ctx.Sum(ctx.Mul(f.block(l, x, int64(tr.T*tr.B)), rc.grad[(l+1)%2])).SetLoss()
+		for _, p := range params { // as the Trainer's main graph flags its own
+			if !gb.multiplies(p) {
+				p.SetParam()
+			}
+		}
 		g, err := ctx.NewGraph(size, true)
 		if err != nil {
 			return err
@@ -151,10 +156,15 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 		}
 		var out []*ggml.Tensor
 		for _, p := range params {
+			grad := g.Grad(p)
+			if gb.multiplies(p) {
+				grad = gb.weightGrad(p)
+				p.SetParam() // the AdamW step updates params only
+			}
 			mv := tr.moments[p]
-			out = append(out, ctx.OptStepAdamW(p, g.Grad(p), mv[0], mv[1], tr.noDecay))
+			out = append(out, ctx.OptStepAdamW(p, grad, mv[0], mv[1], tr.noDecay))
 			if k := rc.kept[p]; k != nil {
-				out = append(out, ctx.Cpy(g.Grad(p), k))
+				out = append(out, ctx.Cpy(grad, k))
 			}
 		}
 		if l > 0 {

@@ -32,33 +32,31 @@ type trainable struct {
 	// recomputeAttention recomputes the attention probabilities of the blocks the main graph
 	// runs in its backward pass (LoRAOptions.RecomputeAttention).
 	recomputeAttention bool
+	// keepTransposed keeps the transposed copies of block-quantized frozen weights
+	// (LoRAOptions.KeepTransposed).
+	keepTransposed bool
 }
 
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
 // positions, nil for an image model), with the LoRA terms added to the products of adapted
-// weights. In a training graph gb differentiates the weight products, the trained lookups and
-// the attention (gemmBackward); nil builds them plainly, as an Evaluator does. The LoRA terms
-// are left to ggml's autodiff either way: their rank-r products cost r/k of a GEMM's work in
-// OUT_PROD, less than the copies and taps gemmBackward would add.
+// weights. In a training graph gb differentiates the weight products with their LoRA terms,
+// the trained lookups and the attention (gemmBackward); nil builds them plainly, as an
+// Evaluator does.
 func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *forwardPass {
-	linear := ctx.MulMat
-	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
-	if gb != nil {
-		linear, gather = gb.linear, gb.gather
-	}
-	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
-		differentiable: true, gather: gather, linear: t.adapted(ctx, linear)}
-}
-
-// adapted makes the weight products with linear, plus the LoRA terms of adapted weights.
-func (t *trainable) adapted(ctx *ggml.Context, linear func(w, x *ggml.Tensor) *ggml.Tensor) func(w, x *ggml.Tensor) *ggml.Tensor {
-	return func(w, x *ggml.Tensor) *ggml.Tensor {
-		y := linear(w, x)
+	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
+		y := ctx.MulMat(w, x)
 		for _, l := range t.lora[w] {
 			y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
 		}
 		return y
 	}
+	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
+	if gb != nil {
+		linear = func(w, x *ggml.Tensor) *ggml.Tensor { return gb.linear(w, x, t.lora[w]) }
+		gather = gb.gather
+	}
+	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
+		differentiable: true, gather: gather, linear: linear}
 }
 
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
@@ -75,15 +73,19 @@ func (t *trainable) headFrozen() bool {
 }
 
 // graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
-// layer and 10 per weight product (its input copy and release, tap, and the GEMMs of its
-// backward, see gemmBackward) and 8 per chunk of its input gradient (inputGrad), four times
-// over for the backward pass.
+// layer, 10 per weight product (its input copy and release, tap, and the GEMMs of its
+// backward, see gemmBackward) and 6 per LoRA term, and 8 per chunk of its input gradient
+// (inputGrad), four times over for the backward pass.
 func (t *trainable) graphSize() int {
 	a := t.arch
 	products := 7 + 1
 	chunks := func(width int) int { return 8 * int((int64(width)+inputGradChunk-1)/inputGradChunk) }
 	perLayer := chunks(a.NHeads*a.HeadDimK) + 2*chunks(a.NKVHeads*max(a.HeadDimK, a.HeadDimV)) + 2*chunks(a.DModel) + 2*chunks(a.DFF)
-	fwd := 16 + (64+10*products+perLayer+4*len(t.lora)/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
+	terms := 0
+	for _, ts := range t.lora {
+		terms += len(ts)
+	}
+	fwd := 16 + (64+10*products+perLayer+6*terms/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
 	return 4*fwd + 4*len(t.params) + 256
 }
 
@@ -271,7 +273,7 @@ func (tr *Trainer) build() error {
 		return err
 	}
 	gb := tr.gemm
-	gb.recomputeProbs = m.recomputeAttention
+	gb.recomputeProbs, gb.keepTransposed = m.recomputeAttention, m.keepTransposed
 	var head []*ggml.Tensor // what the graph computes before the loss, in order (headLoss)
 	if tr.img != nil {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
@@ -283,7 +285,7 @@ func (tr *Trainer) build() error {
 		}
 		if tr.in.head != nil {
 			out := m.w.head()
-			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out), f.hidden(tr.in.tokens))
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out, headTransposeType(out.Type())), f.hidden(tr.in.tokens))
 			tr.value = tr.value.SetOutput()
 		} else if tr.in.targetAt != nil {
 			var copy *ggml.Tensor
@@ -300,7 +302,7 @@ func (tr *Trainer) build() error {
 	// Params must be flagged before they enter the graph; those gemmBackward differentiates
 	// must not be params while the backward pass is built.
 	for _, w := range m.params {
-		if !gb.multiplies(w) {
+		if !gb.multiplies(w) && tr.rc.trains(w) { // a recomputed block's graph flags its own
 			w.SetParam()
 		}
 	}

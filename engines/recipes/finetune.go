@@ -58,6 +58,10 @@ type Finetune struct {
 	// T·T·heads floats a sequence and block less, one more product of queries and keys and
 	// softmax a block and step.
 	RecomputeAttention bool `json:"recompute_attention,omitempty"`
+	// KeepTransposed makes LoRA on a block-quantized base keep a transposed f32 copy of each
+	// frozen weight for the backward pass (llama.LoRAOptions.KeepTransposed): 4 bytes a
+	// parameter, for the dequantizing transposes of every step.
+	KeepTransposed bool `json:"keep_transposed,omitempty"`
 	// NewModel is the shape of a warm-started model; its vocabulary is the donor's (the
 	// recipe sets it) and its Seed seeds the initial weights.
 	NewModel *config.Llama `json:"new_model,omitempty"`
@@ -192,7 +196,7 @@ func (f *Finetune) IsChat() (bool, error) { return data.IsChatData(f.Data) }
 
 func (f *Finetune) loraOptions() llama.LoRAOptions {
 	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed, Recompute: f.Recompute,
-		RecomputeAttention: f.RecomputeAttention}
+		RecomputeAttention: f.RecomputeAttention, KeepTransposed: f.KeepTransposed}
 }
 
 // Validate checks the options that do not need the base model.
@@ -239,6 +243,9 @@ func (f *Finetune) Validate() error {
 	}
 	if f.mode() != ModeLoRA && f.Recompute != 0 {
 		errs = append(errs, fmt.Errorf("recomputing blocks is for LoRA (the full and warm-start modes keep every activation)"))
+	}
+	if f.mode() != ModeLoRA && f.KeepTransposed {
+		errs = append(errs, fmt.Errorf("keeping transposed weights is for LoRA on a quantized base (the full and warm-start modes train every weight)"))
 	}
 	switch {
 	case f.FreezeEmbeddingsSteps < 0:

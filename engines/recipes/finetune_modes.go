@@ -150,6 +150,9 @@ func (ln *learner) describe(base BaseModel) string {
 		if o.RecomputeAttention {
 			recompute += "; attention probabilities recomputed in the backward pass"
 		}
+		if o.KeepTransposed {
+			recompute += "; transposed weights kept"
+		}
 		return fmt.Sprintf("base: %s (%s, %s, %.1fM parameters, frozen); LoRA rank %d alpha %g on %s: %.2fM trainable parameters%s",
 			ln.f.Base, base.Architecture, base.Type, float64(base.Params)/1e6, o.Rank, o.Alpha, strings.Join(o.Targets, ","), float64(ln.adapter.Params())/1e6, recompute)
 	case ModeFull:
