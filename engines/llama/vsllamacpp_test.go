@@ -86,8 +86,8 @@ func typeNamed(name string) (ggml.Type, bool) {
 // of tokens per second, of tokens per CPU second and of the median step time (generation: the
 // median of the 32 steps, which one disturbed step does not move). Each timed test follows an
 // untimed one-token step of the same engine: the first step an engine computes after the other
-// one ran is about one step slower (its caches and translations were the other's), a cost
-// that falls on whichever engine goes second and that neither pays when it runs alone.
+// one ran takes two to three times a step (docs/PERFORMANCE.md), a cost that falls on whichever
+// engine goes second and that neither pays when it runs alone.
 // It runs only when TOY_VS_LLAMACPP names a directory to keep the checkpoints in (written once);
 // vsEnv lists the other settings.
 //
