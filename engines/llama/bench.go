@@ -180,16 +180,31 @@ func promptRate(e benchEngine, tokens []int32) (float64, error) {
 
 // generateRate is llama-bench's tg test: from an empty cache, tokens one at a time; tokens/s.
 func generateRate(e benchEngine, tokens []int32) (float64, error) {
-	if err := e.Reset(); err != nil {
+	steps, err := generateSteps(e, tokens)
+	if err != nil {
 		return 0, err
 	}
-	t0 := time.Now()
-	for i := range tokens {
-		if err := e.Eval(tokens[i : i+1]); err != nil {
-			return 0, err
-		}
+	var total time.Duration
+	for _, d := range steps {
+		total += d
 	}
-	return float64(len(tokens)) / time.Since(t0).Seconds(), nil
+	return float64(len(tokens)) / total.Seconds(), nil
+}
+
+// generateSteps runs generateRate's test and returns the wall time of each step.
+func generateSteps(e benchEngine, tokens []int32) ([]time.Duration, error) {
+	if err := e.Reset(); err != nil {
+		return nil, err
+	}
+	steps := make([]time.Duration, len(tokens))
+	for i := range tokens {
+		t0 := time.Now()
+		if err := e.Eval(tokens[i : i+1]); err != nil {
+			return nil, err
+		}
+		steps[i] = time.Since(t0)
+	}
+	return steps, nil
 }
 
 // repeated runs f once to warm up, then warmed, then f reps times, and returns the statistics of
