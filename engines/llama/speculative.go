@@ -15,12 +15,17 @@ import (
 // docs/PERFORMANCE.md it cost less than a verification of 5 or 8 and gave the best speed-up.
 const DefaultDraftTokens = 5
 
+// maxBackoff bounds the steps a Speculative decodes without drafting after steps that accepted
+// nothing: 1 after the first such step, doubling with each next one up to this.
+const maxBackoff = 8
+
 // SpecStats are the counters and times of a Speculative decoder since its last Prompt.
 type SpecStats struct {
 	Steps     int // verification steps: target forwards over the last token plus the drafts
 	Drafted   int // tokens the draft proposed
 	Accepted  int // of them, those the target accepted
 	Generated int // tokens committed: the accepted ones plus one of the target's per step
+	Plain     int // of the steps, those that drafted nothing because earlier ones accepted nothing
 
 	PromptTime   time.Duration // both decoders reading the prompt
 	DraftTime    time.Duration // the draft's forwards and its sampling
@@ -52,7 +57,11 @@ func (s SpecStats) AcceptRate() float64 {
 // last committed token and the γ proposals in one batched forward, keeps the longest prefix it
 // accepts plus one token of its own (the correction at the first rejection, or a bonus token
 // when all are accepted), and the target's cache (and a draft decoder's) is truncated to the
-// committed tokens.
+// committed tokens. A step whose drafting gave no accepted token (every proposal rejected, or
+// none made: SetMinProbability) makes the next step verify only the last token, without
+// drafting; each further such step doubles that run, up to maxBackoff steps (SpecStats.Plain
+// counts them). Text the drafter cannot predict then costs about what plain decoding does, and
+// the drafter reads the skipped tokens in one batch when it drafts again.
 //
 // Greedy (temperature 0) the output is the target's argmax chain, token for token. Sampling
 // uses the rejection rule that preserves the target's distribution exactly: a proposal x drawn
@@ -71,6 +80,11 @@ type Speculative struct {
 	s      *sample.Sampler
 	greedy bool
 	pMin   float64 // a proposal the drafter gives a lower probability ends the drafting
+
+	// backoff is the length of the last run of steps without drafting, skip the steps of it
+	// left: after a step whose drafting gave no accepted token, the next steps only verify
+	// the last token, and the drafter catches up on them in one batch when drafting resumes.
+	backoff, skip int
 
 	hist  []int32 // committed tokens: the prompt, then the generated ones
 	stats SpecStats
@@ -166,6 +180,7 @@ func (sp *Speculative) Prompt(tokens []int32) error {
 		return fmt.Errorf("llama: speculative decoding: an empty prompt")
 	}
 	sp.stats = SpecStats{}
+	sp.backoff, sp.skip = 0, 0
 	sp.target.Reset()
 	sp.hist = append(sp.hist[:0], tokens...)
 	head := tokens[:len(tokens)-1]
@@ -259,20 +274,34 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 		sp.q = append(sp.q, nil)
 	}
 	var drafts []int32
-	if g > 0 {
+	drafted := g > 0 && sp.skip == 0
+	if drafted {
 		var err error
 		if drafts, err = sp.propose(sp, g); err != nil {
 			return nil, err
 		}
-		g = len(drafts) // fewer when the drafter stopped at an unlikely proposal
+	} else if g > 0 {
+		sp.skip--
+		sp.stats.Plain++
 	}
+	g = len(drafts) // fewer when the drafter stopped at an unlikely proposal, or skipped
 	t1 := time.Now()
 	sp.stats.DraftTime += t1.Sub(t0)
 
 	// Verify: the last committed token and the proposals in one forward.
-	rows, err := sp.target.Append(append([]int32{last}, drafts...))
-	if err != nil {
-		return nil, err
+	var rows [][]float32
+	if g == 0 {
+		// Nothing to verify: a plain decoding step, through Next's graph and buffer.
+		logits, err := sp.target.Next(last)
+		if err != nil {
+			return nil, err
+		}
+		rows = [][]float32{logits}
+	} else {
+		var err error
+		if rows, err = sp.target.Append(append([]int32{last}, drafts...)); err != nil {
+			return nil, err
+		}
 	}
 	t2 := time.Now()
 	sp.stats.VerifyTime += t2.Sub(t1)
@@ -329,6 +358,13 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 		return nil, err
 	}
 	sp.stats.RollbackTime += time.Since(t3)
+	switch {
+	case drafted && k == 0:
+		sp.backoff = min(max(1, 2*sp.backoff), maxBackoff)
+		sp.skip = sp.backoff
+	case k > 0:
+		sp.backoff = 0
+	}
 	sp.stats.Steps++
 	sp.stats.Drafted += g
 	sp.stats.Accepted += k

@@ -108,9 +108,9 @@ func specGenerate(t *testing.T, sp *Speculative, prompt []int32, n int) []int32 
 // With a minimum draft probability (SetMinProbability), the drafts stop early, the output
 // staying the target's.
 func TestSpeculativeGreedyIsTarget(t *testing.T) {
-	stopped := map[float64]int{} // proposals short of γ a step, by minimum probability
+	stopped := map[float64]int{} // proposals short of γ a drafting step, by minimum probability
 	defer func() {
-		t.Logf("proposals short of γ a step, by minimum: %v", stopped)
+		t.Logf("proposals short of γ a drafting step, by minimum: %v", stopped)
 		assert.Greater(t, stopped[0.1], stopped[0], "a minimum stops drafts that only the step limits would not")
 		assert.Greater(t, stopped[0.5], stopped[0.1])
 	}()
@@ -151,9 +151,15 @@ func TestSpeculativeGreedyIsTarget(t *testing.T) {
 					assert.Equal(t, st.Generated, st.Accepted+st.Steps)
 					if name == "same" {
 						assert.Equal(t, st.Drafted, st.Accepted, "the target's own file as draft: every proposal accepted")
+						if pMin == 0 {
+							assert.Zero(t, st.Plain, "nothing rejected, nothing skipped")
+						}
 					}
-					stopped[pMin] += gamma*st.Steps - st.Drafted
-					t.Logf("%s draft %s γ %d p-min %g: %d steps, %d proposals, mean accepted %.2f", variant, name, gamma, pMin, st.Steps, st.Drafted, st.MeanAccepted())
+					if name == "other" && gamma == 4 && pMin == 0 {
+						assert.Positive(t, st.Plain, "a draft that rarely agrees makes plain steps")
+					}
+					stopped[pMin] += gamma*(st.Steps-st.Plain) - st.Drafted
+					t.Logf("%s draft %s γ %d p-min %g: %d steps (%d plain), %d proposals, mean accepted %.2f", variant, name, gamma, pMin, st.Steps, st.Plain, st.Drafted, st.MeanAccepted())
 				}
 			}
 		}
@@ -162,7 +168,7 @@ func TestSpeculativeGreedyIsTarget(t *testing.T) {
 
 // addStats sums the counters of two SpecStats.
 func addStats(a, b SpecStats) SpecStats {
-	return SpecStats{Steps: a.Steps + b.Steps, Drafted: a.Drafted + b.Drafted, Accepted: a.Accepted + b.Accepted, Generated: a.Generated + b.Generated}
+	return SpecStats{Steps: a.Steps + b.Steps, Drafted: a.Drafted + b.Drafted, Accepted: a.Accepted + b.Accepted, Generated: a.Generated + b.Generated, Plain: a.Plain + b.Plain}
 }
 
 // TestSpeculativeVocabMismatch: a draft of another vocabulary is an error before anything runs.
