@@ -71,8 +71,8 @@ func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp fun
 	report := func() {
 		st := sp.Stats()
 		el := time.Since(tGen)
-		fmt.Fprintf(stderr, "toy generate: speculative, γ %d: %d tokens in %d verification steps, %.2f of %d proposals accepted per step (%.0f %% accepted)\n",
-			sp.Gamma(), emitted, st.Steps, st.MeanAccepted(), sp.Gamma(), 100*st.AcceptRate())
+		fmt.Fprintf(stderr, "toy generate: speculative, γ %d: %d tokens in %d verification steps (%d of them plain, after steps that accepted nothing), %.2f of %d proposals accepted per step (%.0f %% accepted)\n",
+			sp.Gamma(), emitted, st.Steps, st.Plain, st.MeanAccepted(), sp.Gamma(), 100*st.AcceptRate())
 		fmt.Fprintf(stderr, "toy generate: prompt %.3f s; draft %.3f s, verify %.3f s, accept %.3f s, rollback %.6f s; %.2f tokens/s\n",
 			tGen.Sub(t0).Seconds(), st.DraftTime.Seconds(), st.VerifyTime.Seconds(), st.AcceptTime.Seconds(), st.RollbackTime.Seconds(), float64(emitted)/el.Seconds())
 	}
