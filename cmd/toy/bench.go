@@ -338,7 +338,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
 	promptFile := fs.String("prompt-file", "", "with -draft or -dflash: the prompt is the first -p tokens of this text file (default: -p random tokens)")
 	dflashN := fs.Int("dflash-n", 0, "of each DFlash block, the proposals the target verifies (with -dflash; 0: all, the block size − 1)")
-	pMins := fs.String("draft-p-min", "0", "comma-separated minimum draft probabilities (with -draft or -dflash): a drafter stops proposing at a token it gives less; each value is measured as its own row (0: always γ)")
+	pMins := fs.String("draft-p-min", "", "comma-separated minimum draft probabilities (with -draft or -dflash): a drafter stops proposing at a token it gives less; each value is measured as its own row (0: always γ; default 0.75 for -draft and 0 for -dflash, as toy generate)")
 	allowUnresolved := registerGate(fs)
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
@@ -407,18 +407,22 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *draft != "" || *dflash != "" {
-		minProbs, err := parseProbabilities(*pMins)
-		if err != nil {
-			return usagef("-draft-p-min %q: %v", *pMins, err)
+		draftMins, dflashMins := []float64{llama.DefaultMinProbability}, []float64{0}
+		if *pMins != "" {
+			ps, err := parseProbabilities(*pMins)
+			if err != nil {
+				return usagef("-draft-p-min %q: %v", *pMins, err)
+			}
+			draftMins, dflashMins = ps, ps
 		}
 		var drafters []llama.SpecDrafter
 		var modes []string
-		for _, p := range minProbs {
-			if *draft != "" {
-				drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN, MinProbability: p}), append(modes, "speculative")
+		for i := range max(len(draftMins), len(dflashMins)) {
+			if *draft != "" && i < len(draftMins) {
+				drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN, MinProbability: draftMins[i]}), append(modes, "speculative")
 			}
-			if *dflash != "" {
-				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: p}), append(modes, "dflash")
+			if *dflash != "" && i < len(dflashMins) {
+				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: dflashMins[i]}), append(modes, "dflash")
 			}
 		}
 		bo := llama.BenchOptions{Decoder: opts, Reps: *reps}

@@ -195,7 +195,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
-	pMin := fs.Float64("draft-p-min", 0, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (llama.cpp's --draft-p-min; 0: always -draft-n)")
+	pMin := fs.Float64("draft-p-min", 0, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (llama.cpp's --draft-p-min; 0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
 	dflash := fs.Bool("dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model); -draft takes precedence")
 	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	fs.Usage = func() {
@@ -313,7 +313,11 @@ Flags:
 				sp, err = llama.NewDFlashSpeculative(dec, df, 0, s)
 			}
 			if err == nil {
-				err = sp.SetMinProbability(*pMin)
+				p := *pMin
+				if !set["draft-p-min"] && draftDec != nil {
+					p = llama.DefaultMinProbability
+				}
+				err = sp.SetMinProbability(p)
 			}
 			return sp, err
 		}

@@ -15,6 +15,13 @@ import (
 // docs/PERFORMANCE.md it cost less than a verification of 5 or 8 and gave the best speed-up.
 const DefaultDraftTokens = 5
 
+// DefaultMinProbability is the minimum draft probability (SetMinProbability) toy generate and
+// toy bench model use with a draft model unless told otherwise: on the trained 30M Go pair of
+// docs/PERFORMANCE.md minimums of 0.6 to 0.9 gave the best speed-ups over four prompts. A
+// DFlash drafter's block probabilities run lower (there, no proposal reached 0.6), so it gets
+// none.
+const DefaultMinProbability = 0.75
+
 // maxBackoff bounds the steps a Speculative decodes without drafting after steps that accepted
 // nothing: 1 after the first such step, doubling with each next one up to this.
 const maxBackoff = 8
