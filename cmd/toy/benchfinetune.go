@@ -132,8 +132,8 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "%s, batch %d × %d tokens, %d threads, LoRA rank %d on %s recomputing %d blocks%s; %d timed steps a mode, each mode in its own process\n",
 		*preset, *batch, *seq, *threads, *rank, *targets, *recompute, attention, *steps)
-	fmt.Fprintf(stdout, "%-12s %10s %8s %10s %12s %14s\n", "mode", "trained M", "s/step", "tokens/s", "compute MiB", "peak RSS MiB")
-	tps := map[string]float64{}
+	fmt.Fprintf(stdout, "%-12s %10s %8s %12s %10s %12s %14s\n", "mode", "trained M", "s/step", "CPU s/step", "tokens/s", "compute MiB", "peak RSS MiB")
+	tps, cpus := map[string]float64{}, map[string]float64{} // tokens/s and processor s/step by mode
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
 			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset, "-profile", fmt.Sprint(*profile),
@@ -143,30 +143,31 @@ Flags:
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("mode %s: %w\n%s", bm.name, err, out.String())
 		}
-		var params, sec, rate, peak, compute float64
+		var params, sec, rate, peak, compute, cpu float64
 		sc := bufio.NewScanner(&out)
 		found := false
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) == 6 && f[0] == benchFinetuneResult {
+			if len(f) == 7 && f[0] == benchFinetuneResult {
 				params, _ = strconv.ParseFloat(f[1], 64)
 				sec, _ = strconv.ParseFloat(f[2], 64)
 				rate, _ = strconv.ParseFloat(f[3], 64)
 				peak, _ = strconv.ParseFloat(f[4], 64)
 				compute, _ = strconv.ParseFloat(f[5], 64)
+				cpu, _ = strconv.ParseFloat(f[6], 64)
 				found = true
 			}
 		}
 		if !found {
 			return fmt.Errorf("mode %s printed no result:\n%s", bm.name, out.String())
 		}
-		tps[bm.name] = rate
-		fmt.Fprintf(stdout, "%-12s %10.2f %8.2f %10.1f %12.0f %14.0f\n", bm.name, params/1e6, sec, rate, compute, peak)
+		tps[bm.name], cpus[bm.name] = rate, cpu
+		fmt.Fprintf(stdout, "%-12s %10.2f %8.2f %12.2f %10.1f %12.0f %14.0f\n", bm.name, params/1e6, sec, cpu, rate, compute, peak)
 	}
 	for _, a := range list {
 		for _, b := range list {
 			if a.lora && !b.lora && tps[b.name] > 0 {
-				fmt.Fprintf(stdout, "%s / %s: %.2f× the tokens/s\n", a.name, b.name, tps[a.name]/tps[b.name])
+				fmt.Fprintf(stdout, "%s / %s: %.2f× the tokens/s, %.2f× by processor time (steadier on a busy machine)\n", a.name, b.name, tps[a.name]/tps[b.name], cpus[b.name]/cpus[a.name])
 			}
 		}
 	}
@@ -247,7 +248,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 			seqs[i][j] = int32(rng.IntN(vocab))
 		}
 	}
-	var total time.Duration
+	var total, totalCPU time.Duration
 	for s := 0; s <= steps; s++ {
 		d, _ := opt.Params(s, opt.LR, true)
 		nd, _ := opt.Params(s, opt.LR, false)
@@ -256,12 +257,12 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 		if err != nil {
 			return err
 		}
-		dt := time.Since(t0)
+		dt, dc := time.Since(t0), cputime.Process()-c0
 		if s > 0 {
-			total += dt
+			total, totalCPU = total+dt, totalCPU+dc
 		}
 		rss, hwm := memory()
-		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s (processor %.2f s), RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), (cputime.Process() - c0).Seconds(), rss, hwm)
+		fmt.Fprintf(stdout, "%s step %d: loss %.4f, %.2f s (processor %.2f s), RSS %.0f MiB (peak %.0f)\n", bm.name, s, loss, dt.Seconds(), dc.Seconds(), rss, hwm)
 	}
 	sec := total.Seconds() / float64(steps)
 	_, hwm := memory()
@@ -273,7 +274,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 		}
 		printPeaks(stderr, bm.name, tr, profile)
 	}
-	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20))
+	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f %.4f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20), totalCPU.Seconds()/float64(steps))
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,6 +77,14 @@ func TestBenchFinetune(t *testing.T) {
 		out, errOut, code := runToy("bench", "finetune", "-preset", "tiny", "-mode", mode, "-base", model, "-seq", "8", "-steps", "1", "-t", "1", "-profile", "2")
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, benchFinetuneResult+" ", mode)
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == benchFinetuneResult {
+				require.Len(t, f, 7, "the result line: trained, s/step, tokens/s, peak MiB, compute MiB, processor s/step")
+				cpu, err := strconv.ParseFloat(f[6], 64)
+				require.NoError(t, err)
+				assert.Positive(t, cpu, "a step takes processor time")
+			}
+		}
 		// -profile: the step node by node, by op and by kind, and the graphs' memory peaks.
 		assert.Contains(t, errOut, mode+": one step node by node", mode)
 		assert.Contains(t, errOut, "MUL_MAT", mode)
