@@ -323,6 +323,7 @@ func parseBenchShapes(s string) ([][3]int, error) {
 // runBenchModel is `toy bench model`: prompt processing and generation speed like
 // llama-bench, of a GGUF file or of random weights in a preset's shape.
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
+	defer oneGoProc()() // as toy generate decodes
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	model := fs.String("m", "", "GGUF model file")
 	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,6 +99,12 @@ func TestVsLlamaCpp(t *testing.T) {
 		t.Skip("set TOY_VS_LLAMACPP=<dir> to run")
 	}
 	types, threads, rounds, fa := vsEnv(t)
+	// One P, as toy generate and toy bench model decode (cmd/toy's oneGoProc): a second one lets
+	// Go's scheduler take a core from ggml's workers during a step. TOY_VS_GOMAXPROCS=0 keeps
+	// the process's own.
+	if os.Getenv("TOY_VS_GOMAXPROCS") != "0" {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	}
 	const prompt, gen = 128, 32
 	rng := rand.New(rand.NewPCG(16, 16))
 	a := SmolLM2Architecture()
