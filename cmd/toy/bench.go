@@ -418,11 +418,11 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		var drafters []llama.SpecDrafter
 		var modes []string
-		for i := range max(len(draftMins), len(dflashMins)) {
-			if *draft != "" && i < len(draftMins) {
+		for i := range draftMins { // as many as dflashMins
+			if *draft != "" {
 				drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN, MinProbability: draftMins[i]}), append(modes, "speculative")
 			}
-			if *dflash != "" && i < len(dflashMins) {
+			if *dflash != "" {
 				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: dflashMins[i]}), append(modes, "dflash")
 			}
 		}
@@ -488,13 +488,17 @@ func randomShape(preset, typeName string) (llama.Architecture, ggml.Type, error)
 	return llama.ArchitectureFromConfig(c), types[0], nil
 }
 
-// parseProbabilities parses a comma-separated list of probabilities in [0, 1).
+// parseProbabilities parses a comma-separated list of minimum draft probabilities
+// (llama.CheckMinProbability).
 func parseProbabilities(list string) ([]float64, error) {
 	var ps []float64
 	for _, f := range strings.Split(list, ",") {
 		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(p >= 0 && p < 1) {
+		if err != nil {
 			return nil, fmt.Errorf("%q is not a probability in [0, 1)", f)
+		}
+		if err := llama.CheckMinProbability(p); err != nil {
+			return nil, fmt.Errorf("%q: %w", f, err)
 		}
 		ps = append(ps, p)
 	}

@@ -235,8 +235,8 @@ Flags:
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1 token per step", *draftN)
 	}
-	if !(*pMin >= 0 && *pMin < 1) {
-		return usagef("-draft-p-min %v: want a probability from 0 (off) up to, not including, 1", *pMin)
+	if err := llama.CheckMinProbability(*pMin); err != nil {
+		return usagef("-draft-p-min %v: %v", *pMin, err)
 	}
 	m, tok, dec, err := d.open(stderr, "generate")
 	if err != nil {
@@ -320,6 +320,10 @@ Flags:
 		return errors.New("the prompt encodes to no tokens (give -p)")
 	}
 	if draftDec != nil || df != nil {
+		minProb := *pMin
+		if !set["draft-p-min"] && draftDec != nil {
+			minProb = llama.DefaultMinProbability
+		}
 		newSp := func(s *sample.Sampler) (sp *llama.Speculative, err error) {
 			if draftDec != nil {
 				sp, err = llama.NewSpeculative(dec, draftDec, *draftN, s)
@@ -327,11 +331,7 @@ Flags:
 				sp, err = llama.NewDFlashSpeculative(dec, df, 0, s)
 			}
 			if err == nil {
-				p := *pMin
-				if !set["draft-p-min"] && draftDec != nil {
-					p = llama.DefaultMinProbability
-				}
-				err = sp.SetMinProbability(p)
+				err = sp.SetMinProbability(minProb)
 			}
 			return sp, err
 		}

@@ -100,11 +100,7 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 			r.DraftParams = df.Params()
 			results[i] = r
 			opens[i] = func(td *Decoder) (*Speculative, error) {
-				sp, err := NewDFlashSpeculative(td, df, r.Gamma, sample.NewSampler(sample.GreedyParams()))
-				if err == nil {
-					err = sp.SetMinProbability(dr.MinProbability)
-				}
-				return sp, err
+				return NewDFlashSpeculative(td, df, r.Gamma, sample.NewSampler(sample.GreedyParams()))
 			}
 		} else {
 			if r.Gamma == 0 {
@@ -126,11 +122,7 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 					return nil, err
 				}
 				closers = append(closers, dd)
-				sp, err := NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
-				if err == nil {
-					err = sp.SetMinProbability(dr.MinProbability)
-				}
-				return sp, err
+				return NewSpeculative(td, dd, r.Gamma, sample.NewSampler(sample.GreedyParams()))
 			}
 		}
 		gamma = max(gamma, r.Gamma)
@@ -189,6 +181,9 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 			return nil, err
 		}
 		closers = append(closers, sps[i])
+		if err := sps[i].SetMinProbability(drafters[i].MinProbability); err != nil {
+			return nil, err
+		}
 		results[i].Identical = true
 	}
 	// spec runs drafter i once; timed, its counters and times add to its result.

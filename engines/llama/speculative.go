@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -164,10 +165,19 @@ func newSpeculative(target *Decoder, d drafter, gamma int, s *sample.Sampler) *S
 // verified against the distribution it was drawn from given that it was made: the drafter's,
 // restricted to the tokens of probability ≥ p).
 func (sp *Speculative) SetMinProbability(p float64) error {
-	if !(p >= 0 && p < 1) {
-		return fmt.Errorf("llama: speculative decoding: minimum draft probability %v: want 0 (off) up to, not including, 1", p)
+	if err := CheckMinProbability(p); err != nil {
+		return fmt.Errorf("llama: speculative decoding: minimum draft probability %v: %w", p, err)
 	}
 	sp.pMin = p
+	return nil
+}
+
+// CheckMinProbability reports whether p is a minimum draft probability SetMinProbability
+// takes: 0 (off) up to, not including, 1.
+func CheckMinProbability(p float64) error {
+	if !(p >= 0 && p < 1) {
+		return errors.New("want 0 (off) up to, not including, 1")
+	}
 	return nil
 }
 
@@ -222,7 +232,11 @@ func (sp *Speculative) room() int {
 func (sp *Speculative) pick(i int, logits []float32, h []int32) (x int32, ok bool) {
 	if sp.greedy {
 		x = sp.s.Sample(logits, h)
-		return x, sp.pMin == 0 || softmaxAt(logits, x) >= sp.pMin
+		if sp.pMin == 0 {
+			return x, true
+		}
+		nll, err := nllOf(logits, x) // the drafter's softmax at x is exp(−nll)
+		return x, err == nil && math.Exp(-nll) >= sp.pMin
 	}
 	q := sp.s.Probs(logits, h, sp.q[i])
 	sp.q[i] = q
@@ -247,15 +261,6 @@ func (sp *Speculative) pick(i int, logits []float32, h []int32) (x int32, ok boo
 		q[j] /= z
 	}
 	return x, true
-}
-
-// softmaxAt is the softmax of logits at x.
-func softmaxAt(logits []float32, x int32) float64 {
-	lx, sum := float64(logits[x]), 0.0
-	for _, l := range logits {
-		sum += math.Exp(float64(l) - lx)
-	}
-	return 1 / sum
 }
 
 // Step runs one draft-and-verify step and returns the tokens it commits: between 1 and γ+1,
