@@ -147,7 +147,7 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *generated > 0 {
-		prompts, err := llama.TeacherPrompts(corpus, *generated, 16, *seed)
+		prompts, err := llama.TeacherPrompts(corpus, *generated, llama.TeacherPromptTokens, *seed)
 		if err != nil {
 			return err
 		}

@@ -309,6 +309,10 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 	return df, nil
 }
 
+// TeacherPromptTokens is the length of the text's openings a teacher continues to make a
+// distillation corpus (toy train -teacher, the dflash recipe's -generated).
+const TeacherPromptTokens = 16
+
 // TeacherPrompts draws n prompts of length tokens from corpus, at offsets a PCG seeded with
 // seed picks: the openings a teacher continues to make a distillation corpus (TargetText).
 func TeacherPrompts(corpus []int32, n, length int, seed uint64) ([][]int32, error) {

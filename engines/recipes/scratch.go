@@ -45,10 +45,10 @@ type Scratch struct {
 	Tokenizer string `json:"tokenizer"`
 	// Teacher, when set, makes the run a distillation of that GGUF model: the data becomes the
 	// teacher's greedy continuations of Generated prompts drawn from the text (SeqLen tokens
-	// after 16 of the text's), in the teacher's tokenizer and its own token ids, a twentieth as
-	// many for the held-out part from the held-out text. It makes a draft model for speculative
-	// decoding: what a draft must predict is the target's greedy chain, which is often not how
-	// the tokenizer would split the same text.
+	// after llama.TeacherPromptTokens of the text's), in the teacher's tokenizer and its own
+	// token ids, a twentieth as many for the held-out part from the held-out text. It makes a
+	// draft model for speculative decoding: what a draft must predict is the target's greedy
+	// chain, which is often not how the tokenizer would split the same text.
 	Teacher   string `json:"teacher"`
 	Generated int    `json:"generated"`
 	// MaxTextBytes caps how much text is read (0: all).
@@ -371,10 +371,6 @@ func (s *Scratch) loadData(ctx context.Context) (*preparedData, error) {
 	return d, nil
 }
 
-// teacherPrompt is the length of the text's openings a teacher continues (at most half its
-// context).
-const teacherPrompt = 16
-
 // distil replaces the text of d by the teacher's greedy continuations of openings drawn from
 // it: Generated for training, a twentieth as many (at least one) from the held-out text. A
 // cancelled ctx stops it between sequences, before anything is written.
@@ -387,7 +383,7 @@ func (s *Scratch) distil(ctx context.Context, d *preparedData) error {
 	if teacher.Arch.Vocab != d.tok.VocabSize() {
 		return fmt.Errorf("%s: its model has %d tokens, its tokenizer %d", s.Teacher, teacher.Arch.Vocab, d.tok.VocabSize())
 	}
-	promptLen := min(teacherPrompt, teacher.Arch.Context/2)
+	promptLen := min(llama.TeacherPromptTokens, teacher.Arch.Context/2) // room for a continuation
 	if promptLen < 1 {
 		return fmt.Errorf("%s: a context of %d positions leaves no room for a prompt and its continuation", s.Teacher, teacher.Arch.Context)
 	}

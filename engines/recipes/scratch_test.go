@@ -489,7 +489,7 @@ func TestScratchDistil(t *testing.T) {
 	for _, d := range docs {
 		textIDs = append(append(textIDs, tok.Encode(string(d.Text), tokenizer.EncodeOptions{})...), tok.EOS())
 	}
-	const promptLen, seqLen = teacherPrompt, 16
+	const promptLen, seqLen = llama.TeacherPromptTokens, 16
 	for file, want := range map[string]int{trainFile: 8, heldOutFile: 1} {
 		c, err := data.Open(filepath.Join(res.RunDir, file))
 		require.NoError(t, err)
