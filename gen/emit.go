@@ -17,7 +17,8 @@ type Target struct {
 	// Source names the spec for the header line, e.g. "specs/ggml".
 	Source string
 	// Link is the import path of the cgo package that compiles the C library; the bindings
-	// import it for its side effect of linking. Empty for a Dynamic library.
+	// import it for its side effect of linking. Empty for a Dynamic library, and for C sources
+	// the bindings' package compiles itself (Binding.Sources).
 	Link string
 	// Dynamic, when set, makes the bindings load the library with dlopen at run time (Load)
 	// instead of linking it, so a binary builds without the library or its headers.
@@ -42,6 +43,11 @@ func Header(source string) string {
 
 // EmitBindings renders the bindings of m as Go files, by file name.
 func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
+	for _, fn := range m.Funcs {
+		if fn.Address && t.Dynamic != nil {
+			return nil, fmt.Errorf("kernelgen: %s:%d: kernelgen:address needs a linked library (%s is loaded with dlopen)", fn.Pos.Filename, fn.Pos.Line, t.Source)
+		}
+	}
 	if t.Dynamic != nil {
 		for _, fn := range m.Funcs {
 			if reservedInDynamic(fn.GoName) {
@@ -60,10 +66,12 @@ func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
 		return nil, fmt.Errorf("kernelgen: bindings.go: %w", err)
 	}
 	files["bindings.go"] = b
-	if b, err = render(emitEnums(m, t)); err != nil {
-		return nil, fmt.Errorf("kernelgen: enums.go: %w", err)
+	if len(m.Enums) > 0 { // a spec without enums has nothing to guard or check
+		if b, err = render(emitEnums(m, t)); err != nil {
+			return nil, fmt.Errorf("kernelgen: enums.go: %w", err)
+		}
+		files["enums.go"] = b
 	}
-	files["enums.go"] = b
 	files["UNBOUND.md"] = unboundReport(m, t)
 	if err := checkFiles(files, specPositions(m)); err != nil {
 		return nil, err
@@ -145,6 +153,11 @@ func Preamble(m *Model) string {
 	b.WriteString("\n")
 	for _, f := range m.Funcs {
 		fmt.Fprintf(&b, "%s;\n", layoutProto(f, f.Wide()))
+	}
+	for _, f := range m.Funcs {
+		if f.Address {
+			fmt.Fprintf(&b, "static void *%s(void) { return (void *)&%s; }\n", addressCall(f), f.CName)
+		}
 	}
 	if len(m.Data) > 0 {
 		// The objects' types stay opaque: only their addresses are used.
@@ -454,7 +467,9 @@ func emitCgo(m *Model, t Target) *jen.File {
 			"Every prototype, enum value and struct layout below was proven against the real headers\n"+
 			"when it was generated. Use the idiomatic layer over it rather than this package.", t.PkgName, t.Source))
 		f.CgoPreamble(Preamble(m))
-		f.Anon(t.Link)
+		if t.Link != "" {
+			f.Anon(t.Link)
+		}
 	}
 	for _, h := range m.Handles {
 		emitHandle(f, h)
@@ -467,11 +482,27 @@ func emitCgo(m *Model, t Target) *jen.File {
 	}
 	for _, fn := range m.Funcs {
 		emitFunc(f, fn, t.Dynamic)
+		if fn.Address {
+			emitAddress(f, fn)
+		}
 	}
 	for _, d := range m.Data {
 		emitData(f, d, t.Dynamic)
 	}
 	return f
+}
+
+// addressCall is the C function that returns a kernelgen:address function's address.
+func addressCall(f *Func) string { return "kg_addr_" + f.CName }
+
+// emitAddress writes the function that returns a C function's address, for a C API that takes
+// it as a callback.
+func emitAddress(f *jen.File, fn *Func) {
+	f.Commentf("%sAddress is the address of the C function %s (see %s), for a C API that takes", fn.GoName, fn.CName, fn.GoName)
+	f.Comment("it as a callback.")
+	f.Func().Id(fn.GoName+"Address").Params().Qual("unsafe", "Pointer").Block(
+		jen.Return(cQual(addressCall(fn)).Call()))
+	f.Line()
 }
 
 // emitData writes the function that returns an exported object's address as its handle.

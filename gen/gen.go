@@ -28,6 +28,14 @@ type Binding struct {
 	OutDir string // relative to the root
 	Target Target
 	Lib    Library
+	// Sources, when set, is a directory of toy's own C sources (relative to the root) that the
+	// bindings' package compiles: each .c and .h file is written into OutDir under its own
+	// name, with a generated-file header.
+	Sources string
+	// Declares is the binding (by Spec) whose proven types — handles, enums and structs, no
+	// functions — the sources read from a generated header, DeclHeader, so that they build
+	// with no header path (ggml's struct ggml_tensor for toy's CPU operations).
+	Declares, DeclHeader string
 }
 
 // Bindings lists what toy generates bindings for.
@@ -88,6 +96,20 @@ var Bindings = []Binding{{
 	},
 	Lib: NCCL,
 }, {
+	// toy's own CPU operations (kernels/cpu/c): C kernels ggml runs as custom operations where
+	// its own are slow; the package compiles them, and reads struct ggml_tensor from kg_ggml.h.
+	Spec:   "./specs/cpuops",
+	OutDir: "generated/cpuops",
+	Target: Target{
+		ImportPath: "github.com/toyml/toy/generated/cpuops",
+		PkgName:    "cpuops",
+		Source:     "specs/cpuops",
+	},
+	Lib:        CPUOps,
+	Sources:    "kernels/cpu/c",
+	Declares:   "./specs/ggml",
+	DeclHeader: "kg_ggml.h",
+}, {
 	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
 	// benchmarks import; the product binary never links it.
 	Spec:   "./specs/llamacpp",
@@ -108,6 +130,14 @@ var LlamaCpp = Library{
 	IncludeRel: "../include",
 	Headers:    []string{"llama.h"},
 	Deps:       []Library{GGML},
+}
+
+// CPUOps is toy's own CPU operations' header, in the module (kernels/cpu/c); its kernels take
+// ggml's tensors, so ggml's headers are on the proof's include path too.
+var CPUOps = Library{
+	RootDir: "kernels/cpu/c",
+	Headers: []string{"toy_cpu.h"},
+	Deps:    []Library{GGML},
 }
 
 // CUDADriver is the CUDA driver API's header, found where a CUDA toolkit is installed. Without
@@ -183,11 +213,13 @@ func Generate(opts Options) (*Output, error) {
 	if cc == "" {
 		cc = "cc"
 	}
+	models := map[string]*Model{}
 	for _, b := range Bindings {
 		m, err := Load(opts.Root, b.Spec)
 		if err != nil {
 			return nil, err
 		}
+		models[b.Spec] = m
 		proven := "proven"
 		if opts.Prove {
 			inc, err := IncludeDirs(opts.Root, b.Lib)
@@ -209,6 +241,11 @@ func Generate(opts Options) (*Output, error) {
 			return nil, err
 		}
 		out.Dirs[b.OutDir] = files
+		if b.Sources != "" {
+			if err := addSources(opts.Root, b, models, files); err != nil {
+				return nil, err
+			}
+		}
 		if b.Target.Dynamic != nil {
 			// The proof travels with bindings whose headers may be absent where they are generated.
 			out.Dirs[b.OutDir+"/abiproof"] = map[string][]byte{

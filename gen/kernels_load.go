@@ -354,7 +354,8 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		t.Tree = namedTree(root, dir, name, *h.Sources, t.Backend, hwPath, lines["hardware.sources"], trees, ke)
 	}
 
-	// The target's directory: HARDWARE.toml, ptx/ (the builds of a cuda tree) and models/.
+	// The target's directory: HARDWARE.toml, ptx/ (the builds of a cuda tree), c/ (toy's own CPU
+	// operations, which the cpuops binding compiles: gen.Bindings) and models/.
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
@@ -366,8 +367,9 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		case !s.IsDir() && s.Name() == "HARDWARE.toml", s.IsDir() && s.Name() == ModelsDir:
 		case s.IsDir() && s.Name() == "ptx" && t.Backend == "cuda":
 			hasPTX = true
+		case s.IsDir() && s.Name() == "c" && t.Backend == "cpu" && rel == "kernels/cpu":
 		default:
-			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/ and, for cuda, ptx/ (sources live in the tree its sources names)",
+			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/, for cuda, ptx/ (sources live in the tree its sources names) and, for the cpu target, c/",
 				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir)
 		}
 	}

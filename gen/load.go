@@ -481,10 +481,12 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 				fn.CName = d.args[0]
 			case d.name == "optional" && len(d.args) == 0:
 				fn.Optional = true
+			case d.name == "address" && len(d.args) == 0:
+				fn.Address = true
 			case d.name == "ctype" && len(d.args) >= 2:
 				ctypes[d.args[0]] = strings.Join(d.args[1:], " ")
 			default:
-				l.errorf(d.pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:ctype PARAM C-TYPE)", strings.TrimSpace("kernelgen:"+d.name+" "+strings.Join(d.args, " ")), name)
+				l.errorf(d.pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:address, kernelgen:ctype PARAM C-TYPE)", strings.TrimSpace("kernelgen:"+d.name+" "+strings.Join(d.args, " ")), name)
 			}
 		}
 		if prev, dup := goNames[fn.GoName]; dup {
@@ -492,6 +494,12 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			continue
 		}
 		goNames[fn.GoName] = fn.Pos
+		if fn.Address {
+			if prev, dup := goNames[fn.GoName+"Address"]; dup {
+				l.errorf(m.Pos(), "Go name %sAddress (kernelgen:address) is already used at %s:%d", fn.GoName, prev.Filename, prev.Line)
+			}
+			goNames[fn.GoName+"Address"] = fn.Pos
+		}
 		sig := l.pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
 		if sig.Variadic() {
 			l.errorf(m.Pos(), "method %s: variadic functions cannot be bound", name)

@@ -100,7 +100,10 @@ type Func struct {
 	Params   []*Param
 	Result   *Type // nil for void
 	Optional bool
-	Pos      token.Position
+	// Address, set by kernelgen:address, also binds the function's address (GoName+"Address"),
+	// for a C API that takes it as a callback (ggml's custom operations).
+	Address bool
+	Pos     token.Position
 }
 
 // wideProto is the length of a C prototype beyond which a function is Wide.

@@ -18,6 +18,9 @@ type Library struct {
 	// GoPackage is the import path of the cgo package that compiles the library; empty for a
 	// library found through HeaderDirs.
 	GoPackage string
+	// RootDir is the header directory of a library in toy's own tree, relative to the module
+	// root (toy's CPU operations).
+	RootDir string
 	// HeaderDirs are searched, in order, for a library with no Go package (environment
 	// variables are expanded; an unset one drops its entry).
 	HeaderDirs []string
@@ -48,6 +51,15 @@ var GGML = Library{
 // FindHeaders locates lib's header directory through go/packages, from the module at dir, so the
 // proof always reads the headers of the exact module version the build links.
 func FindHeaders(dir string, lib Library) (string, error) {
+	if lib.RootDir != "" {
+		inc := filepath.Join(dir, filepath.FromSlash(lib.RootDir))
+		for _, h := range lib.Headers {
+			if _, err := os.Stat(filepath.Join(inc, h)); err != nil {
+				return "", fmt.Errorf("kernelgen: header %s: %w", h, err)
+			}
+		}
+		return inc, nil
+	}
 	if lib.GoPackage == "" {
 		return findHeaderDir(lib)
 	}

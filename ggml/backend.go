@@ -87,6 +87,10 @@ func (b *Backend) Raw() ggmlc.Backend { return b.b }
 // Name is the backend's name ("CPU").
 func (b *Backend) Name() string { return ggmlc.BackendName(b.b) }
 
+// IsCPU reports whether the backend is ggml's CPU backend, the one that computes toy's own CPU
+// operations (ContCPU).
+func (b *Backend) IsCPU() bool { return !b.b.IsNil() && ggmlc.BackendIsCPU(b.b) }
+
 // Threads is the number of threads a CPU backend computes with.
 func (b *Backend) Threads() int { return b.threads }
 

@@ -46,6 +46,33 @@ func BenchmarkMulMat(b *testing.B) {
 	}
 }
 
+// BenchmarkMulMatCols times a product of a few columns, as a generation step of several
+// sequences or a verification of proposals makes, by ggml's kernels and by toy's own
+// (MulMatCols): f16 weights, the SmolLM2-135M head (49152×576, 56 MB: streamed from memory, as
+// a decode step streams every weight) and a feed-forward matrix (1536×576, cache-resident here).
+func BenchmarkMulMatCols(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	for _, m := range []int{49152, 1536} {
+		for _, n := range []int{1, 2, 4, 8, 16} {
+			for _, kernel := range []string{"ggml", "toy"} {
+				b.Run(fmt.Sprintf("%s/f16/%dx%dx576", kernel, m, n), func(b *testing.B) {
+					mm, err := newBenchProduct(be, F16, m, n, 576, 1, kernel == "toy")
+					require.NoError(b, err)
+					defer mm.Close()
+					require.NoError(b, mm.compute()) // warm-up
+					for b.Loop() {
+						if err := mm.compute(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkThreadpool times small products (a SmolLM2-sized matrix-vector product and a
 // 32-token projection, f16 weights) computed with the backend's persistent thread pool and,
 // alternating with it, with ggml's per-compute workers (started and joined by every compute,

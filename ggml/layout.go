@@ -3,6 +3,7 @@ package ggml
 import (
 	"fmt"
 
+	"github.com/toyml/toy/generated/cpuops"
 	"github.com/toyml/toy/generated/ggmlc"
 )
 
@@ -92,6 +93,63 @@ func (c *Context) Transpose(a *Tensor) *Tensor {
 func (c *Context) Cont(a *Tensor) *Tensor {
 	return c.op("Cont", []*Tensor{a}, 1, nil, func() ggmlc.Tensor { return ggmlc.Cont(c.c, a.t) })
 }
+
+// ContCPU is Cont of an f32 tensor, computed by toy's own CPU kernel (kernels/cpu/c, bound in
+// generated/cpuops) as a ggml custom operation: it copies by tiles of 16×16, several times
+// faster than ggml's copy on a transpose, and gives the same values. Only the CPU backend
+// computes it (Compute refuses it on another), and autodiff cannot differentiate it: use it in
+// graphs for the CPU, in a hand-built backward pass.
+func (c *Context) ContCPU(a *Tensor) *Tensor {
+	return c.op("ContCPU", []*Tensor{a}, 1, func() error { return needType(a, F32, "operand") }, func() ggmlc.Tensor {
+		return ggmlc.MapCustom1(c.c, a.t, cpuops.ContF32Address(), allThreads, nil)
+	})
+}
+
+// MulMatColsMax is the most columns MulMatCols takes.
+const MulMatColsMax = 16
+
+// MulMatColsFast reports whether MulMatCols is vectorized in this build (AVX-512, or AVX2 with
+// F16C and FMA); elsewhere it is a plain loop, slower than MulMat.
+func MulMatColsFast() bool { return cpuops.MulMatColsVectorized() == 1 }
+
+// MulMatCols is MulMat(w, x) for a few columns, computed by toy's own CPU kernel
+// (kernels/cpu/c) as a ggml custom operation: w is f16, bf16 or f32 [k, n], x f32 [k, m] with
+// m ≤ MulMatColsMax, both 2-D with contiguous rows; the result is f32 [n, m]. It reads each
+// weight row once for up to 8 columns, where ggml's kernels for more than one column cost 2–3×
+// one column's (docs/PERFORMANCE.md, "toy's own CPU kernels"), and sums each (row, column)
+// product in the same order whatever m is, so a column's result does not depend on the others.
+// The columns stay f32 (ggml rounds them to f16 or bf16 for such weights). Only the CPU backend computes
+// it, and autodiff cannot differentiate it.
+func (c *Context) MulMatCols(w, x *Tensor) *Tensor {
+	return c.op("MulMatCols", []*Tensor{w, x}, 1, func() error {
+		if w.Type() != F16 && w.Type() != BF16 && w.Type() != F32 {
+			return fmt.Errorf("weights %s: want f16, bf16 or f32", w.describe())
+		}
+		if err := needType(x, F32, "columns"); err != nil {
+			return err
+		}
+		wn, xn := w.Ne(), x.Ne()
+		if wn[2] != 1 || wn[3] != 1 || xn[2] != 1 || xn[3] != 1 {
+			return fmt.Errorf("%s and %s: want 2-D operands", w.describe(), x.describe())
+		}
+		if wn[0] != xn[0] {
+			return fmt.Errorf("%s and %s differ in row length", w.describe(), x.describe())
+		}
+		if xn[1] > MulMatColsMax {
+			return fmt.Errorf("%s: %d columns, at most %d", x.describe(), xn[1], MulMatColsMax)
+		}
+		if w.Nb()[0] != TypeSize(w.Type()) || x.Nb()[0] != 4 {
+			return fmt.Errorf("%s and %s: want rows with contiguous elements", w.describe(), x.describe())
+		}
+		return nil
+	}, func() ggmlc.Tensor {
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, w.Ne()[1], x.Ne()[1], 1, 1, []ggmlc.Tensor{w.t, x.t}, 2,
+			cpuops.MulMatColsAddress(), allThreads, nil)
+	})
+}
+
+// allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
+const allThreads = -1
 
 // Dup is a copy of a.
 func (c *Context) Dup(a *Tensor) *Tensor {

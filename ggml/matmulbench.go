@@ -124,6 +124,12 @@ var benchWeightTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K
 const benchFillRows = 256
 
 func newBenchMatMul(be *Backend, weight Type, m, n, k int, seed uint64) (_ *benchMatMul, err error) {
+	return newBenchProduct(be, weight, m, n, k, seed, false)
+}
+
+// newBenchProduct is newBenchMatMul computing the product with toy's own kernel for a few
+// columns (MulMatCols) when cols is set.
+func newBenchProduct(be *Backend, weight Type, m, n, k int, seed uint64, cols bool) (_ *benchMatMul, err error) {
 	fillable := false
 	for _, t := range benchWeightTypes {
 		fillable = fillable || t == weight
@@ -184,7 +190,15 @@ func newBenchMatMul(be *Backend, weight Type, m, n, k int, seed uint64) (_ *benc
 	if mm.gctx, err = NewContext(ContextOptions{MaxTensors: 1, Graphs: 1, GraphSize: 8}); err != nil {
 		return nil, err
 	}
-	mm.out = mm.gctx.MulMat(mm.a, mm.b).SetName("out").SetOutput()
+	if cols {
+		mm.out = mm.gctx.MulMatCols(mm.a, mm.b)
+	} else {
+		mm.out = mm.gctx.MulMat(mm.a, mm.b)
+	}
+	if mm.out == nil {
+		return nil, mm.gctx.Err()
+	}
+	mm.out.SetName("out").SetOutput()
 	if mm.graph, err = mm.gctx.NewGraph(8, false); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -644,4 +645,110 @@ func TestCopyAndCast(t *testing.T) {
 	near(t, "Cast f32→f16→f32", a.Map(reference.RoundF16), h.out(cast), 0, 1)
 	near(t, "Cast f32→bf16→f32", a.Map(reference.RoundBF16), h.out(bf), 0, 1)
 	near(t, "Cpy reshaping", a.Reshape(15, 7), h.out(into2D), 0, 1)
+}
+
+// TestContCPU checks toy's own tiled copy against the float64 reference's permutation (and
+// ggml's Cont, value for value) on odd shapes that leave partial tiles, every transposing
+// permutation, a strided view, and both thread counts' splits of the rows.
+func TestContCPU(t *testing.T) {
+	if !onCPU {
+		t.Skip("ContCPU runs on the CPU backend only")
+	}
+	for _, s := range []struct {
+		ne   []int
+		axes [4]int
+	}{
+		{[]int{37, 21}, [4]int{1, 0, 2, 3}},
+		{[]int{16, 48}, [4]int{1, 0, 2, 3}},
+		{[]int{33, 17, 3}, [4]int{1, 0, 2, 3}},
+		{[]int{19, 5, 7, 2}, [4]int{2, 0, 3, 1}},
+		{[]int{9, 40, 3, 2}, [4]int{0, 2, 1, 3}},
+		{[]int{1, 23}, [4]int{1, 0, 2, 3}},
+	} {
+		t.Run(fmt.Sprint(s.ne, s.axes), func(t *testing.T) {
+			h := newHarness(t)
+			x := h.distinct(s.ne...)
+			p := h.c.Permute(h.in(x), s.axes)
+			fast, slow := h.c.ContCPU(p), h.c.Cont(p)
+			h.run(fast, slow)
+			want := reference.Permute(x, s.axes[0], s.axes[1], s.axes[2], s.axes[3])
+			near(t, "ContCPU", want, h.out(fast), 0, 1)
+			near(t, "Cont", h.out(slow), h.out(fast), 0, 1)
+		})
+	}
+	t.Run("view", func(t *testing.T) {
+		h := newHarness(t)
+		x := h.distinct(29, 40)
+		in := h.in(x)
+		// Rows 3..38 of columns 2..22, transposed: a row stride of 29 floats, an offset.
+		v := h.c.View(in, []int64{21, 36}, []int{29 * 4}, (3*29+2)*4)
+		got := h.eval(h.c.ContCPU(h.c.Transpose(v)))
+		for i := 0; i < 21; i++ {
+			for j := 0; j < 36; j++ {
+				require.Equal(t, x.Data[(3+j)*29+2+i], got.Data[i*36+j], "element (%d, %d)", j, i)
+			}
+		}
+	})
+	t.Run("f16 refused", func(t *testing.T) {
+		h := newHarness(t)
+		require.Nil(t, h.c.ContCPU(h.inF16(h.rand(-1, 1, 4, 4))))
+		require.ErrorContains(t, h.c.Err(), "want f32")
+	})
+}
+
+// TestMulMatCols checks toy's own kernel for a few columns against the float64 reference
+// (f16 and bf16 weights with the columns unrounded, f32 weights), on shapes that leave a row tail
+// (k not a multiple of the vector width), rows the lanes do not divide, and every column count
+// up to MulMatColsMax (two passes past 8); and that a column's result is the same, to the bit,
+// whatever the other columns: the kernel sums each (row, column) product alone.
+func TestMulMatCols(t *testing.T) {
+	if !onCPU {
+		t.Skip("MulMatCols runs on the CPU backend only")
+	}
+	for _, typ := range []Type{F16, BF16, F32} {
+		for _, s := range []struct{ k, n int }{{37, 23}, {64, 9}, {576, 130}, {5, 3}} {
+			t.Run(fmt.Sprintf("%s/%dx%d", TypeName(typ), s.k, s.n), func(t *testing.T) {
+				h := newHarness(t)
+				a := h.rand(-1, 1, s.k, s.n)
+				var w *Tensor
+				switch typ {
+				case F16:
+					a = a.Map(reference.RoundF16)
+					w = h.inF16(a)
+				case BF16:
+					a = a.Map(reference.RoundBF16)
+					raw := make([]byte, 2*len(a.Data))
+					for i, v := range a.Data {
+						binary.LittleEndian.PutUint16(raw[2*i:], reference.F32ToBF16(float32(v)))
+					}
+					w = h.inBytes(BF16, raw, int64(s.k), int64(s.n))
+				default:
+					w = h.in(a)
+				}
+				b := h.rand(-1, 1, s.k, MulMatColsMax)
+				x := h.in(b)
+				var outs []*Tensor
+				for m := 1; m <= MulMatColsMax; m++ {
+					cols := h.c.View(x, []int64{int64(s.k), int64(m)}, []int{s.k * 4}, 0)
+					outs = append(outs, h.c.MulMatCols(w, cols))
+				}
+				h.run(outs...)
+				full := h.out(outs[MulMatColsMax-1])
+				// float32 sums of k terms of magnitude ≤ 1: k·u bounds their rounding.
+				near(t, "MulMatCols", reference.MulMat(a, b), full, max(mulMatTol, float64(s.k)*0x1p-24), 1)
+				for m, o := range outs {
+					got := h.out(o)
+					for i := range got.Data {
+						require.Equal(t, full.Data[i], got.Data[i], "%d columns: element %d differs from the %d-column product's", m+1, i, MulMatColsMax)
+					}
+				}
+			})
+		}
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		w, x := h.in(h.rand(-1, 1, 8, 4)), h.in(h.rand(-1, 1, 8, MulMatColsMax+1))
+		require.Nil(t, h.c.MulMatCols(w, x))
+		require.ErrorContains(t, h.c.Err(), "at most 16")
+	})
 }

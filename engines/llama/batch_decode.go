@@ -3,7 +3,6 @@ package llama
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -41,9 +40,9 @@ const maxBatchGraphs = 24
 // slots from the first of them to the last, each sequence of a prompt chunk one over its own
 // region, and a mask per query row keeps each token to its earlier positions. The transformer
 // is the one forward pass every engine shares (forwardPass), with this attention as its attend
-// hook; each token carries its own position for RoPE. On an AVX-512 CPU build with float
-// weights, a step of a few tokens may carry one or two padding tokens (paddedColumns), which
-// write to scratch cells after the slots' regions and which no sequence attends.
+// hook; each token carries its own position for RoPE. On the CPU the weights multiply a step's
+// few columns with toy's own kernel (GGUFModel.ownColumns), so a sequence's logits do not
+// depend on which other sequences share its step.
 //
 // A BatchDecoder is not safe for concurrent use.
 type BatchDecoder struct {
@@ -58,10 +57,6 @@ type BatchDecoder struct {
 	clock  int64
 	pos    []int     // positions used per slot
 	out    []float32 // the logits Step returns
-	// padTiles pads a step's columns past ggml's slow tinyBLAS tilings (paddedColumns); the
-	// padding tokens write their keys and values to the scratch cells after the slots' regions.
-	padTiles bool
-	scratch  int // the first scratch cell
 }
 
 // BatchInput is one sequence's new tokens in a step.
@@ -102,7 +97,7 @@ type batchGraph struct {
 }
 
 // NewBatchDecoder prepares a batched decoder of m: it allocates the cache of Slots·SlotContext
-// cells and the padding tokens' scratch cells (zeroed) and checks opts.
+// cells (zeroed) and checks opts.
 func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, error) {
 	a := &m.Arch
 	if opts.Slots == 0 {
@@ -138,13 +133,12 @@ func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, err
 			return nil, fmt.Errorf("llama: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
 		}
 	}
-	cells := int64(opts.Slots)*int64(opts.SlotContext) + maxPadColumns
+	cells := int64(opts.Slots) * int64(opts.SlotContext)
 	if c := int64(a.NKVHeads * a.HeadDimV); cells*c > math.MaxInt32 {
 		return nil, fmt.Errorf("llama: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
 	}
 	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext,
-		bucket: batchBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots),
-		padTiles: tinyBLASTiled(m), scratch: opts.Slots * opts.SlotContext}
+		bucket: batchBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
 	if err := b.open(m, opts.KVType, opts.FlashAttention, opts.Threads, int(cells)); err != nil {
 		b.Close()
 		return nil, err
@@ -221,11 +215,7 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	}
 	kvLen := min((maxEnd+b.bucket-1)/b.bucket*b.bucket, b.slotCtx)
 	groups, rowOf := b.layout(in)
-	cols := n
-	if b.padTiles {
-		cols = paddedColumns(n)
-	}
-	g, err := b.graphFor(batchKey{n: cols, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups)}, groups)
+	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups)}, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -253,49 +243,6 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 		}
 	}
 	return rows, nil
-}
-
-// maxPadColumns is the most padding tokens paddedColumns adds, and so the scratch cells a
-// BatchDecoder's cache has after its slots' regions.
-const maxPadColumns = 2
-
-// paddedColumns is the number of columns, n or a little more, whose products with f16 (f32,
-// bf16) weights ggml computes fastest on an AVX-512 build. ggml's CPU backend multiplies such
-// a weight by n ≥ 2 columns with llamafile's tinyBLAS, which splits the columns into
-// ceil(n/6) tiles of RN = ceil(n/ceil(n/6)) columns, the last ones RN−1 wide where n falls
-// short, and for each 4 rows of the weight runs one kernel call per tile. When two or more
-// tiles are RN wide, the second call of the same kernel on the same rows is as slow as the
-// first (it should hit the L1 cache): measured with one thread on the SmolLM2-135M shapes
-// (cold weights), 8 columns cost 1.6× what 9 cost (tiles 4+4 against 5+4), 10 cost 1.6× 11,
-// 12 1.6× 13, and 14 and 15 1.3–1.5× 16. So a step of those sizes carries one or two padding
-// tokens; above 16 columns (prompt chunks) the products are compute-bound and n is kept.
-func paddedColumns(n int) int {
-	if n < 2 || n > 16 {
-		return n
-	}
-	for c := n; c <= n+maxPadColumns; c++ {
-		blocks := (c + 5) / 6
-		rn := (c + blocks - 1) / blocks
-		if full := blocks - (blocks*rn - c); full <= 1 {
-			return c
-		}
-	}
-	return n
-}
-
-// tinyBLASTiled reports whether m's products go through the tinyBLAS tiling paddedColumns
-// works around: a CPU backend of an AVX-512 build and float weight matrices.
-func tinyBLASTiled(m *GGUFModel) bool {
-	if m.backend.Name() != "CPU" || !slices.Contains(ggml.Build().CPUFeatures, "AVX512") {
-		return false
-	}
-	w := &m.weights
-	for _, t := range []*ggml.Tensor{w.head(), w.layers[0].wq, w.layers[0].wqkv, w.layers[0].down} {
-		if t != nil && t.Type() != ggml.F16 && t.Type() != ggml.F32 && t.Type() != ggml.BF16 {
-			return false
-		}
-	}
-	return true
 }
 
 // layout groups the sequences of a step for attention (attnLayout): those of one token (the
@@ -352,12 +299,6 @@ func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput, rowOf []int) er
 		}
 		toks = append(toks, s.Tokens...)
 		g.rowBuf[i] = int32(t - 1)
-	}
-	// Padding tokens (paddedColumns): token 0 at position 0, written to a scratch cell each,
-	// taking the first query row's output; no query row reads them and no logits row is theirs.
-	for j := 0; t < g.key.n; j, t = j+1, t+1 {
-		g.posBuf[t], g.cellBuf[t], g.scatterBuf[t] = 0, int32(b.scratch+j), 0
-		toks = append(toks, 0)
 	}
 	for _, x := range []struct {
 		t   *ggml.Tensor

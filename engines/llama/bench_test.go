@@ -106,7 +106,7 @@ func TestBenchSmolLM2(t *testing.T) {
 var (
 	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
 	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
-	batchBenchPad     = flag.Bool("batch.pad", true, "BenchmarkBatchDecode: pad steps past slow tinyBLAS tilings (paddedColumns) where the build does")
+	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: multiply with ggml's kernels, not toy's own for a few columns (ModelOptions.GGMLProducts)")
 )
 
 func BenchmarkBatchDecode(b *testing.B) {
@@ -119,7 +119,7 @@ func BenchmarkBatchDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	m, err := OpenModel(path, ModelOptions{Backend: be})
+	m, err := OpenModel(path, ModelOptions{Backend: be, GGMLProducts: *batchBenchGGML})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +134,6 @@ func BenchmarkBatchDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d.padTiles = d.padTiles && *batchBenchPad
 			defer d.Close()
 			rng := rand.New(rand.NewPCG(3, 4))
 			in := make([]BatchInput, streams)

@@ -749,10 +749,28 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W.
 func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return d.m.mm(ctx, w, x) }
 
+// ownColumns reports whether W·x goes through toy's own kernel (ggml.MulMatCols) rather than
+// ggml's: a few columns (a generation step of one or several sequences, a verification of
+// proposals) of an f16, bf16 or f32 weight on the CPU backend of a build where the kernel is
+// vectorized. ggml multiplies more than one such column at 2–3× one column's cost, toy's kernel
+// at little more than one (docs/PERFORMANCE.md, "toy's own CPU kernels").
+func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
+	if !m.colsKernel || w == nil || x == nil || (w.Type() != ggml.F16 && w.Type() != ggml.BF16 && w.Type() != ggml.F32) || x.Type() != ggml.F32 {
+		return false
+	}
+	wn, xn := w.Ne(), x.Ne()
+	return wn[2] == 1 && wn[3] == 1 && xn[2] == 1 && xn[3] == 1 && xn[1] <= ggml.MulMatColsMax && x.IsContiguous()
+}
+
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of
 // every decoding forward pass (Decoder, BatchDecoder).
 func (m *GGUFModel) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
-	y := ctx.MulMat(w, x)
+	var y *ggml.Tensor
+	if m.ownColumns(w, x) {
+		y = ctx.MulMatCols(w, x)
+	} else {
+		y = ctx.MulMat(w, x)
+	}
 	for _, t := range m.lora[w] {
 		y = ctx.Add(y, ctx.Scale(ctx.MulMat(t.b, ctx.MulMat(t.a, x)), t.scale))
 	}

@@ -68,6 +68,9 @@ type gemmBackward struct {
 	// keepTransposed keeps the transposed f32 copies of block-quantized frozen weights too
 	// (LoRAOptions.KeepTransposed).
 	keepTransposed bool
+	// cpu says the graph runs on the CPU backend, whose dense copies of transposes are toy's
+	// own tiled kernel (dense).
+	cpu bool
 }
 
 // tapAcc is a tapped output and the accumulator of its gradient.
@@ -116,7 +119,8 @@ const maxTaps = 64
 
 // newGemmBackward prepares the differentiation of a graph built in g, of which the tensors
 // trained are trained and at most weights other weights are multiplied.
-func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gemmBackward, error) {
+// The graph runs on be, which decides how transposes are copied (dense).
+func newGemmBackward(g *ggml.Context, be *ggml.Backend, trained []*ggml.Tensor, weights int) (*gemmBackward, error) {
 	taps, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: maxTaps})
 	if err != nil {
 		return nil, err
@@ -128,7 +132,7 @@ func newGemmBackward(g *ggml.Context, trained []*ggml.Tensor, weights int) (*gem
 	}
 	gb := &gemmBackward{g: g, trained: map[*ggml.Tensor]bool{}, taps: taps, tapOf: map[int64]*ggml.Tensor{},
 		frozen: frozen, frozenT: map[*ggml.Tensor]*ggml.Tensor{},
-		inputOf: map[ggml.TensorID]*detachedInput{}, used: map[*ggml.Tensor]bool{}}
+		inputOf: map[ggml.TensorID]*detachedInput{}, used: map[*ggml.Tensor]bool{}, cpu: be.IsCPU()}
 	for _, t := range trained {
 		gb.trained[t] = true
 	}
@@ -166,7 +170,7 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor
 		gb.lora = append(gb.lora, &loraProduct{b: l.b, u: u, scale: l.scale, of: p})
 		gb.used[l.b] = gb.used[l.b] || gb.trained[l.b]
 		gb.backward = append(gb.backward, func() {
-			u.grads = append(u.grads, g.Scale(g.MulMat(transposedF32(g, l.b), p.grad), l.scale))
+			u.grads = append(u.grads, g.Scale(g.MulMat(gb.transposedF32(l.b), p.grad), l.scale))
 		})
 	}
 	return out
@@ -197,14 +201,14 @@ func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 		rows := min(inputGradChunk, m-r)
 		wc := g.View(w, []int64{k, rows}, []int{w.Nb()[1]}, int(r)*w.Nb()[1])
 		dzc := g.View(dz, []int64{rows, dz.Ne()[1]}, []int{dz.Nb()[1]}, int(r)*dz.Nb()[0])
-		part := g.MulMat(dzc, transposedF32(g, wc))
+		part := g.MulMat(dzc, gb.transposedF32(wc))
 		if sumT == nil {
 			sumT = part
 		} else {
 			sumT = g.Add(sumT, part)
 		}
 	}
-	return g.Cont(g.Transpose(sumT))
+	return gb.dense(g.Transpose(sumT))
 }
 
 // seed makes grad the gradient of t, a tensor of the forward pass whose loss gradient is built
@@ -253,11 +257,11 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 		if gb.recomputeProbs {
 			p = probs(g.MulMat(kin.leaf, qin.leaf))
 		}
-		dp := g.MulMat(g.Cont(g.Transpose(vin.leaf)), do)
+		dp := g.MulMat(gb.dense(g.Transpose(vin.leaf)), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
-		vin.grads = append(vin.grads, productGradA(g, groupsT(g, p, vt.Ne()[2]), do))
-		qin.grads = append(qin.grads, g.MulMat(g.Cont(g.Transpose(kin.leaf)), dkq))
-		kin.grads = append(kin.grads, productGradA(g, groupsT(g, qin.leaf, k.Ne()[2]), dkq))
+		vin.grads = append(vin.grads, gb.productGradA(gb.groupsT(p, vt.Ne()[2]), do))
+		qin.grads = append(qin.grads, g.MulMat(gb.dense(g.Transpose(kin.leaf)), dkq))
+		kin.grads = append(kin.grads, gb.productGradA(gb.groupsT(qin.leaf, k.Ne()[2]), dkq))
 	})
 	return out
 }
@@ -265,21 +269,31 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 // productGradA is the gradient of a in z = MulMat(a, b), a [K, M, G], b [K, N, G·r] (each
 // head of a serving r consecutive heads of b), from bᵀ = groupsT(b, G) and z's gradient dz
 // [M, N, G·r]: the GEMM bᵀ·dzᵀ over the N·r columns of each group, [K, M, G].
-func productGradA(g *ggml.Context, bT, dz *ggml.Tensor) *ggml.Tensor {
+func (gb *gemmBackward) productGradA(bT, dz *ggml.Tensor) *ggml.Tensor {
 	if bT == nil {
 		return nil // the context holds the error
 	}
-	return g.MulMat(bT, groupsT(g, dz, bT.Ne()[2]))
+	return gb.g.MulMat(bT, gb.groupsT(dz, bT.Ne()[2]))
 }
 
 // groupsT is x [K, N, G·r] (or [K, N·G·r]) as G groups of its columns, each transposed:
 // [N·r, K, G], a dense copy.
-func groupsT(g *ggml.Context, x *ggml.Tensor, groups int64) *ggml.Tensor {
+func (gb *gemmBackward) groupsT(x *ggml.Tensor, groups int64) *ggml.Tensor {
 	if x == nil {
 		return nil // the context holds the error
 	}
 	k := x.Ne()[0]
-	return g.Cont(g.Transpose(g.Reshape(x, k, x.Len()/(k*groups), groups)))
+	return gb.dense(gb.g.Transpose(gb.g.Reshape(x, k, x.Len()/(k*groups), groups)))
+}
+
+// dense is a dense copy of the f32 view x (a transpose): on the CPU backend by toy's own
+// kernel, which copies by tiles (ggml's copy reads a transpose an element per cache line and
+// took a fifth of a training step), elsewhere by ggml's.
+func (gb *gemmBackward) dense(x *ggml.Tensor) *ggml.Tensor {
+	if gb.cpu && x != nil && x.Type() == ggml.F32 {
+		return gb.g.ContCPU(x)
+	}
+	return gb.g.Cont(x)
 }
 
 // gather is the rows ids of table (the forward pass's gather hook); a trained table's rows are
@@ -340,7 +354,7 @@ func (gb *gemmBackward) multiplies(t *ggml.Tensor) bool { return gb.used[t] }
 // an f16 Wᵀ would flush gradient entries below 6e-8 to zero and keep 11 bits of the others.
 func (gb *gemmBackward) transposed(w *ggml.Tensor) *ggml.Tensor {
 	if gb.transposedEachStep(w) {
-		return transposedF32(gb.g, w)
+		return gb.transposedF32(w)
 	}
 	return gb.frozenTranspose(w, ggml.F32)
 }
@@ -480,14 +494,14 @@ func (gb *gemmBackward) weightGrad(w *ggml.Tensor) *ggml.Tensor {
 	for _, p := range gb.products {
 		if p.w == w {
 			if p.in.leafT == nil {
-				p.in.leafT = groupsT(g, p.in.leaf, 1)
+				p.in.leafT = gb.groupsT(p.in.leaf, 1)
 			}
-			add(productGradA(g, p.in.leafT, p.grad))
+			add(gb.productGradA(p.in.leafT, p.grad))
 		}
 	}
 	for _, lp := range gb.lora {
 		if lp.b == w { // [r, out] from OUT_PROD's [out, r], which runs along out
-			add(g.Scale(g.Cont(g.Transpose(g.OutProd(lp.of.grad, lp.u.leaf))), lp.scale))
+			add(g.Scale(gb.dense(g.Transpose(g.OutProd(lp.of.grad, lp.u.leaf))), lp.scale))
 		}
 	}
 	for _, gr := range gb.gathers {
@@ -508,12 +522,13 @@ func (gb *gemmBackward) Close() {
 
 // transposedF32 is Wᵀ as a dense f32 matrix: one copy for f32 and half-precision types, a
 // conversion then a copy for block-quantized ones (whose blocks run along W's rows).
-func transposedF32(g *ggml.Context, w *ggml.Tensor) *ggml.Tensor {
+func (gb *gemmBackward) transposedF32(w *ggml.Tensor) *ggml.Tensor {
+	g := gb.g
 	switch w.Type() {
 	case ggml.F32:
-		return g.Cont(g.Transpose(w))
+		return gb.dense(g.Transpose(w))
 	case ggml.F16, ggml.BF16:
 		return g.Cast(g.Transpose(w), ggml.F32)
 	}
-	return g.Cont(g.Transpose(g.Cast(w, ggml.F32)))
+	return gb.dense(g.Transpose(g.Cast(w, ggml.F32)))
 }

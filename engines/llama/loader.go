@@ -16,6 +16,9 @@ type ModelOptions struct {
 	NoMmap bool
 	// LoRA adapters to apply (in order) to the weights, as llama.cpp does at run time.
 	LoRA []LoRA
+	// GGMLProducts multiplies every weight with ggml's kernels, never toy's own kernel for a
+	// few columns (ggml.MulMatCols): what benchmarks compare it with.
+	GGMLProducts bool
 
 	// f16Embeddings makes the decoder gather from an f16 copy of token_embd even where the
 	// backend can gather its type (tests of the path GPU backends take).
@@ -37,6 +40,8 @@ type GGUFModel struct {
 	mapped     *ggml.MappedGGUF
 	adapters   []*ggml.MappedGGUF          // LoRA adapter files
 	lora       map[*ggml.Tensor][]loraTerm // their updates, by weight
+	// colsKernel: the products of a few columns go through toy's own CPU kernel (ownColumns).
+	colsKernel bool
 
 	weights
 
@@ -100,6 +105,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 		m.ownBackend = true
 	}
+	m.colsKernel = !opts.GGMLProducts && m.backend.IsCPU() && ggml.MulMatColsFast()
 	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
 		m.Close()
 		return nil, err

@@ -121,7 +121,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 			return err
 		}
 		rc.ctxs = append(rc.ctxs, ctx)
-		gb, err := newGemmBackward(ctx, params, 16)
+		gb, err := newGemmBackward(ctx, m.backend, params, 16)
 		if err != nil {
 			return err
 		}

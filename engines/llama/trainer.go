@@ -269,7 +269,7 @@ func (tr *Trainer) build() error {
 	g := tr.gctx
 	// The weight products and trained embedding lookups are differentiated as GEMMs (see
 	// gemmBackward); autodiff differentiates the rest (norms, biases, attention).
-	if tr.gemm, err = newGemmBackward(g, m.params, 16*m.arch.NLayers+8); err != nil {
+	if tr.gemm, err = newGemmBackward(g, m.backend, m.params, 16*m.arch.NLayers+8); err != nil {
 		return err
 	}
 	gb := tr.gemm

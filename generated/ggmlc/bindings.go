@@ -652,6 +652,19 @@ struct ggml_tensor *ggml_out_prod(struct ggml_context *ctx, struct ggml_tensor *
 struct ggml_tensor *ggml_cpy(struct ggml_context *ctx, struct ggml_tensor *a, struct ggml_tensor *b);
 struct ggml_tensor *ggml_cast(struct ggml_context *ctx, struct ggml_tensor *a, enum ggml_type typ);
 struct ggml_tensor *ggml_cont(struct ggml_context *ctx, struct ggml_tensor *a);
+struct ggml_tensor *ggml_map_custom1(struct ggml_context *ctx, struct ggml_tensor *a, void *fun, int nTasks, void *userdata);
+struct ggml_tensor *ggml_custom_4d(
+	struct ggml_context *ctx,
+	enum ggml_type typ,
+	int64_t ne0,
+	int64_t ne1,
+	int64_t ne2,
+	int64_t ne3,
+	struct ggml_tensor **args,
+	int nArgs,
+	void *fun,
+	int nTasks,
+	void *userdata);
 struct ggml_tensor *ggml_cont_1d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0);
 struct ggml_tensor *ggml_cont_2d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1);
 struct ggml_tensor *ggml_cont_3d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2);
@@ -3574,6 +3587,68 @@ func Cast(ctx Context, a Tensor, typ Type) Tensor {
 // C: struct ggml_tensor *ggml_cont(struct ggml_context *ctx, struct ggml_tensor *a).
 func Cont(ctx Context, a Tensor) Tensor {
 	return Tensor{C.ggml_cont(ctx.p, a.p)}
+}
+
+// MapCustom1 is a new tensor of a's type and shape (contiguous) that fun, a C kernel of the
+// type ggml_custom1_op_t, computes from a: called by each of nTasks threads (-1: all of the
+// backend's) with its index, and with userdata unchanged. Only the CPU backend runs it, and
+// autodiff cannot differentiate it.
+//
+// C: struct ggml_tensor *ggml_map_custom1(struct ggml_context *ctx, struct ggml_tensor *a, void *fun, int nTasks, void *userdata).
+func MapCustom1(ctx Context, a Tensor, fun unsafe.Pointer, nTasks int, userdata unsafe.Pointer) Tensor {
+	return Tensor{C.ggml_map_custom1(ctx.p, a.p, fun, C.int(nTasks), userdata)}
+}
+
+// Custom4D is a new contiguous tensor of type typ and shape [ne0, ne1, ne2, ne3] that fun,
+// a C kernel of the type ggml_custom_op_t, computes from its sources: args, the first nArgs
+// of which become the result's Src. fun is called by each of nTasks threads (-1: all of the
+// backend's) with its index, and with userdata unchanged. Only the CPU backend runs it, and
+// autodiff cannot differentiate it.
+//
+// C:
+//
+//	struct ggml_tensor *ggml_custom_4d(
+//		struct ggml_context *ctx,
+//		enum ggml_type typ,
+//		int64_t ne0,
+//		int64_t ne1,
+//		int64_t ne2,
+//		int64_t ne3,
+//		struct ggml_tensor **args,
+//		int nArgs,
+//		void *fun,
+//		int nTasks,
+//		void *userdata)
+func Custom4D(
+	ctx Context,
+	typ Type,
+	ne0 int64,
+	ne1 int64,
+	ne2 int64,
+	ne3 int64,
+	args []Tensor,
+	nArgs int,
+	fun unsafe.Pointer,
+	nTasks int,
+	userdata unsafe.Pointer,
+) Tensor {
+	var c_args **C.struct_ggml_tensor
+	if len(args) > 0 {
+		c_args = (**C.struct_ggml_tensor)(unsafe.Pointer(&args[0]))
+	}
+	return Tensor{C.ggml_custom_4d(
+		ctx.p,
+		C.enum_ggml_type(typ),
+		C.int64_t(ne0),
+		C.int64_t(ne1),
+		C.int64_t(ne2),
+		C.int64_t(ne3),
+		c_args,
+		C.int(nArgs),
+		fun,
+		C.int(nTasks),
+		userdata,
+	)}
 }
 
 // Cont1D returns a contiguous copy of a reshaped to [ne0].

@@ -309,6 +309,21 @@ type Ops interface {
 	Cast(ctx Context, a Tensor, typ Type) Tensor
 	// Cont returns a contiguous copy of a (e.g. after Permute or Transpose).
 	Cont(ctx Context, a Tensor) Tensor
+	// MapCustom1 is a new tensor of a's type and shape (contiguous) that fun, a C kernel of the
+	// type ggml_custom1_op_t, computes from a: called by each of nTasks threads (-1: all of the
+	// backend's) with its index, and with userdata unchanged. Only the CPU backend runs it, and
+	// autodiff cannot differentiate it.
+	//kernelgen:c ggml_map_custom1
+	//kernelgen:ctype fun ggml_custom1_op_t
+	MapCustom1(ctx Context, a Tensor, fun Ptr, nTasks Int, userdata Ptr) Tensor
+	// Custom4D is a new contiguous tensor of type typ and shape [ne0, ne1, ne2, ne3] that fun,
+	// a C kernel of the type ggml_custom_op_t, computes from its sources: args, the first nArgs
+	// of which become the result's Src. fun is called by each of nTasks threads (-1: all of the
+	// backend's) with its index, and with userdata unchanged. Only the CPU backend runs it, and
+	// autodiff cannot differentiate it.
+	//kernelgen:c ggml_custom_4d
+	//kernelgen:ctype fun ggml_custom_op_t
+	Custom4D(ctx Context, typ Type, ne0, ne1, ne2, ne3 int64, args []Tensor, nArgs Int, fun Ptr, nTasks Int, userdata Ptr) Tensor
 	// Cont1D returns a contiguous copy of a reshaped to [ne0].
 	Cont1D(ctx Context, a Tensor, ne0 int64) Tensor
 	// Cont2D returns a contiguous copy of a reshaped to [ne0, ne1].

@@ -1,0 +1,33 @@
+/*
+ * toy's own CPU operations: kernels that ggml runs as custom operations (ggml_map_custom1)
+ * where its own kernel for the same work is slow. Each has the signature of ggml_custom1_op_t:
+ * it fills dst from a, the share of thread ith of nth. specs/cpuops binds them; the cpuops
+ * package compiles them.
+ */
+#ifndef TOY_CPU_H
+#define TOY_CPU_H
+
+struct ggml_tensor;
+
+/*
+ * toy_cont_f32 copies a, an f32 tensor with any strides (a transpose, a permutation), into
+ * dst, a contiguous f32 tensor of the same shape: ggml_cont's result. It copies tiles of 16
+ * rows by 16 columns, so a transposed source is read a cache line at a time rather than an
+ * element per cache line as ggml's strided copy reads it.
+ */
+void toy_cont_f32(struct ggml_tensor * dst, const struct ggml_tensor * a, int ith, int nth, void * userdata);
+
+/*
+ * toy_mul_mat_cols is ggml_mul_mat(a, b) for a few columns, as a ggml_custom_op_t over
+ * dst->src[0] = a, f16, bf16 or f32 weights [k, n] (2-D, rows contiguous), and dst->src[1] = b, f32
+ * columns [k, m] (2-D, rows contiguous): dst = f32 [n, m]. Each weight row is read once for up
+ * to 8 columns, and each (row, column) dot product is summed in the same order whatever m is,
+ * in f32 (ggml rounds the columns to f16 or bf16 for such weights; this kernel does not).
+ */
+void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/* toy_mul_mat_cols_vectorized is 1 where toy_mul_mat_cols was compiled with AVX-512 or AVX2 (with
+ * F16C and FMA), 0 where it is a plain loop, slower than ggml's kernels. */
+int toy_mul_mat_cols_vectorized(void);
+
+#endif

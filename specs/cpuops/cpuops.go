@@ -1,0 +1,35 @@
+// Package cpuops declares toy's own CPU operations: C kernels, in kernels/cpu/c, that ggml runs
+// as custom operations (ggml_map_custom1) where its own kernel for the same work is slow. It is
+// a spec: cmd/kernelgen reads it, proves it against kernels/cpu/c/toy_cpu.h and emits
+// generated/cpuops, which compiles the kernels and gives their addresses to the ggml layer. See
+// docs/SPECS.md.
+package cpuops
+
+import . "github.com/toyml/toy/specs/spec"
+
+// Tensor is a ggml tensor (struct ggml_tensor); the kernels read its shape, strides and data.
+//
+//kernelgen:handle struct ggml_tensor
+type Tensor struct{}
+
+// Ops are the kernels. Each has the signature of ggml's ggml_custom1_op_t: it fills dst from a,
+// the share of thread ith of nth; userdata is what the operation was made with.
+//
+//kernelgen:functions prefix=toy_
+type Ops interface {
+	// ContF32 copies a, an f32 tensor with any strides (a transpose, a permutation), into dst,
+	// a contiguous f32 tensor of the same shape, by tiles of 16 rows by 16 columns: ggml_cont's
+	// result, several times faster on a transpose.
+	//kernelgen:address
+	ContF32(dst Tensor, a Const[Tensor], ith, nth Int, userdata Ptr)
+	// MulMatCols is ggml_mul_mat(a, b) for a few columns, with the signature of
+	// ggml_custom_op_t: dst->src[0] = a, f16, bf16 or f32 weights [k, n] (2-D, rows contiguous),
+	// dst->src[1] = b, f32 columns [k, m] (2-D, rows contiguous), dst = f32 [n, m]. Each
+	// weight row is read once for up to 8 columns, and each (row, column) dot product is
+	// summed in the same order whatever m is, in f32.
+	//kernelgen:address
+	MulMatCols(dst Tensor, ith, nth Int, userdata Ptr)
+	// MulMatColsVectorized is 1 where MulMatCols was compiled with AVX-512 or AVX2 (with F16C
+	// and FMA), 0 where it is a plain loop, slower than ggml's kernels.
+	MulMatColsVectorized() Int
+}
