@@ -48,29 +48,37 @@ func BenchmarkMulMat(b *testing.B) {
 
 // BenchmarkMulMatCols times a product of a few columns, as a generation step of several
 // sequences or a verification of proposals makes, by ggml's kernels and by toy's own
-// (MulMatCols): f16 weights, the SmolLM2-135M head (49152×576, 56 MB: streamed from memory, as
-// a decode step streams every weight) and a feed-forward matrix (1536×576, cache-resident here).
+// (MulMatCols): f16 and f32 weights, the SmolLM2-135M head (49152×576, 56 MB in f16: streamed
+// from memory, as a decode step streams every weight) and a feed-forward matrix (1536×576,
+// cache-resident here).
 func BenchmarkMulMatCols(b *testing.B) {
 	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
 	require.NoError(b, err)
 	defer be.Close()
-	for _, m := range []int{49152, 1536} {
-		for _, n := range []int{1, 2, 4, 8, 16} {
-			for _, kernel := range []string{"ggml", "toy"} {
-				b.Run(fmt.Sprintf("%s/f16/%dx%dx576", kernel, m, n), func(b *testing.B) {
-					mm, err := newBenchProduct(be, F16, m, n, 576, 1, kernel == "toy")
-					require.NoError(b, err)
-					defer mm.Close()
-					require.NoError(b, mm.compute()) // warm-up
-					for b.Loop() {
-						if err := mm.compute(); err != nil {
-							b.Fatal(err)
-						}
-					}
-				})
+	for _, typ := range []Type{F16, F32} {
+		for _, m := range []int{49152, 1536} {
+			for _, n := range []int{1, 2, 4, 8, 16} {
+				for _, kernel := range []string{"ggml", "toy"} {
+					benchProduct(b, be, kernel, typ, m, n)
+				}
 			}
 		}
 	}
+}
+
+// benchProduct times one product of BenchmarkMulMatCols.
+func benchProduct(b *testing.B, be *Backend, kernel string, typ Type, m, n int) {
+	b.Run(fmt.Sprintf("%s/%s/%dx%dx576", kernel, TypeName(typ), m, n), func(b *testing.B) {
+		mm, err := newBenchProduct(be, typ, m, n, 576, 1, kernel == "toy")
+		require.NoError(b, err)
+		defer mm.Close()
+		require.NoError(b, mm.compute()) // warm-up
+		for b.Loop() {
+			if err := mm.compute(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkThreadpool times small products (a SmolLM2-sized matrix-vector product and a
