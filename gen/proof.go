@@ -51,29 +51,25 @@ var GGML = Library{
 // FindHeaders locates lib's header directory through go/packages, from the module at dir, so the
 // proof always reads the headers of the exact module version the build links.
 func FindHeaders(dir string, lib Library) (string, error) {
-	if lib.RootDir != "" {
-		inc := filepath.Join(dir, filepath.FromSlash(lib.RootDir))
-		for _, h := range lib.Headers {
-			if _, err := os.Stat(filepath.Join(inc, h)); err != nil {
-				return "", fmt.Errorf("kernelgen: header %s: %w", h, err)
-			}
-		}
-		return inc, nil
-	}
-	if lib.GoPackage == "" {
+	var inc, where string
+	switch {
+	case lib.RootDir != "":
+		inc, where = filepath.Join(dir, filepath.FromSlash(lib.RootDir)), lib.RootDir
+	case lib.GoPackage == "":
 		return findHeaderDir(lib)
+	default:
+		pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles, Dir: dir}, lib.GoPackage)
+		if err != nil {
+			return "", fmt.Errorf("kernelgen: finding %s: %w", lib.GoPackage, err)
+		}
+		if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 || len(pkgs[0].GoFiles) == 0 {
+			return "", fmt.Errorf("kernelgen: cannot locate the Go package %s from %s (is it in go.mod?)", lib.GoPackage, dir)
+		}
+		inc, where = filepath.Join(filepath.Dir(pkgs[0].GoFiles[0]), lib.IncludeRel), lib.GoPackage
 	}
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedFiles, Dir: dir}, lib.GoPackage)
-	if err != nil {
-		return "", fmt.Errorf("kernelgen: finding %s: %w", lib.GoPackage, err)
-	}
-	if len(pkgs) != 1 || len(pkgs[0].Errors) > 0 || len(pkgs[0].GoFiles) == 0 {
-		return "", fmt.Errorf("kernelgen: cannot locate the Go package %s from %s (is it in go.mod?)", lib.GoPackage, dir)
-	}
-	inc := filepath.Join(filepath.Dir(pkgs[0].GoFiles[0]), lib.IncludeRel)
 	for _, h := range lib.Headers {
 		if _, err := os.Stat(filepath.Join(inc, h)); err != nil {
-			return "", fmt.Errorf("kernelgen: header %s not found beside %s: %w", h, lib.GoPackage, err)
+			return "", fmt.Errorf("kernelgen: header %s not found in %s: %w", h, where, err)
 		}
 	}
 	return inc, nil

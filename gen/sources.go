@@ -21,9 +21,7 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	for _, e := range entries {
 		ext := filepath.Ext(e.Name())
 		switch {
-		case e.IsDir() || strings.HasPrefix(e.Name(), "."):
-			return fmt.Errorf("kernelgen: %s/%s: a source directory holds only .c and .h files", b.Sources, e.Name())
-		case ext != ".c" && ext != ".h":
+		case e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".c" && ext != ".h"):
 			return fmt.Errorf("kernelgen: %s/%s: a source directory holds only .c and .h files", b.Sources, e.Name())
 		case e.Name() == b.DeclHeader:
 			return fmt.Errorf("kernelgen: %s/%s: that name is the generated declarations' header", b.Sources, e.Name())

@@ -113,39 +113,42 @@ const MulMatColsMax = 16
 func MulMatColsFast() bool { return cpuops.MulMatColsVectorized() == 1 }
 
 // MulMatCols is MulMat(w, x) for a few columns, computed by toy's own CPU kernel
-// (kernels/cpu/c) as a ggml custom operation: w is f16, bf16 or f32 [k, n], x f32 [k, m] with
-// m ≤ MulMatColsMax, both 2-D with contiguous rows; the result is f32 [n, m]. It reads each
-// weight row once for up to 8 columns, where ggml's kernels for more than one column cost 2–3×
-// one column's (docs/PERFORMANCE.md, "toy's own CPU kernels"), and sums each (row, column)
-// product in the same order whatever m is, so a column's result does not depend on the others.
-// The columns stay f32 (ggml rounds them to f16 or bf16 for such weights). Only the CPU backend computes
-// it, and autodiff cannot differentiate it.
+// (kernels/cpu/c) as a ggml custom operation: w and x as MulMatColsFits takes them; the result
+// is f32 [n, m]. It reads each weight row once for up to 8 columns, where ggml's kernels for
+// more than one column cost 2–3× one column's (docs/PERFORMANCE.md, "toy's own CPU kernels"),
+// and sums each (row, column) product in the same order whatever m is, so a column's result
+// does not depend on the others. The columns stay f32 (ggml rounds them to f16 or bf16 for such
+// weights). Only the CPU backend computes it, and autodiff cannot differentiate it.
 func (c *Context) MulMatCols(w, x *Tensor) *Tensor {
-	return c.op("MulMatCols", []*Tensor{w, x}, 1, func() error {
-		if w.Type() != F16 && w.Type() != BF16 && w.Type() != F32 {
-			return fmt.Errorf("weights %s: want f16, bf16 or f32", w.describe())
-		}
-		if err := needType(x, F32, "columns"); err != nil {
-			return err
-		}
-		wn, xn := w.Ne(), x.Ne()
-		if wn[2] != 1 || wn[3] != 1 || xn[2] != 1 || xn[3] != 1 {
-			return fmt.Errorf("%s and %s: want 2-D operands", w.describe(), x.describe())
-		}
-		if wn[0] != xn[0] {
-			return fmt.Errorf("%s and %s differ in row length", w.describe(), x.describe())
-		}
-		if xn[1] > MulMatColsMax {
-			return fmt.Errorf("%s: %d columns, at most %d", x.describe(), xn[1], MulMatColsMax)
-		}
-		if w.Nb()[0] != TypeSize(w.Type()) || x.Nb()[0] != 4 {
-			return fmt.Errorf("%s and %s: want rows with contiguous elements", w.describe(), x.describe())
-		}
-		return nil
-	}, func() ggmlc.Tensor {
+	return c.op("MulMatCols", []*Tensor{w, x}, 1, func() error { return MulMatColsFits(w, x) }, func() ggmlc.Tensor {
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, w.Ne()[1], x.Ne()[1], 1, 1, []ggmlc.Tensor{w.t, x.t}, 2,
 			cpuops.MulMatColsAddress(), allThreads, nil)
 	})
+}
+
+// MulMatColsFits says why MulMatCols cannot take w and x, or nil when it can: w f16, bf16 or f32
+// [k, n], x f32 [k, m] with m ≤ MulMatColsMax, both 2-D with contiguous rows.
+func MulMatColsFits(w, x *Tensor) error {
+	if w.Type() != F16 && w.Type() != BF16 && w.Type() != F32 {
+		return fmt.Errorf("weights %s: want f16, bf16 or f32", w.describe())
+	}
+	if err := needType(x, F32, "columns"); err != nil {
+		return err
+	}
+	wn, xn := w.Ne(), x.Ne()
+	if wn[2] != 1 || wn[3] != 1 || xn[2] != 1 || xn[3] != 1 {
+		return fmt.Errorf("%s and %s: want 2-D operands", w.describe(), x.describe())
+	}
+	if wn[0] != xn[0] {
+		return fmt.Errorf("%s and %s differ in row length", w.describe(), x.describe())
+	}
+	if xn[1] > MulMatColsMax {
+		return fmt.Errorf("%s: %d columns, at most %d", x.describe(), xn[1], MulMatColsMax)
+	}
+	if w.Nb()[0] != TypeSize(w.Type()) || x.Nb()[0] != 4 {
+		return fmt.Errorf("%s and %s: want rows with contiguous elements", w.describe(), x.describe())
+	}
+	return nil
 }
 
 // allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.

@@ -755,11 +755,7 @@ func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return
 // vectorized. ggml multiplies more than one such column at 2–3× one column's cost, toy's kernel
 // at little more than one (docs/PERFORMANCE.md, "toy's own CPU kernels").
 func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
-	if !m.colsKernel || w == nil || x == nil || (w.Type() != ggml.F16 && w.Type() != ggml.BF16 && w.Type() != ggml.F32) || x.Type() != ggml.F32 {
-		return false
-	}
-	wn, xn := w.Ne(), x.Ne()
-	return wn[2] == 1 && wn[3] == 1 && xn[2] == 1 && xn[3] == 1 && xn[1] <= ggml.MulMatColsMax && x.IsContiguous()
+	return m.colsKernel && w != nil && x != nil && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of
