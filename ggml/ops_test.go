@@ -700,15 +700,23 @@ func TestContCPU(t *testing.T) {
 // (f16 and bf16 weights with the columns unrounded, f32 weights), on shapes that leave a row tail
 // (k not a multiple of the vector width), rows the lanes do not divide, and every column count
 // up to MulMatColsMax (two passes past 8); and that a column's result is the same, to the bit,
-// whatever the other columns: the kernel sums each (row, column) product alone.
+// whatever the other columns: the kernel sums each (row, column) product alone. The larger
+// shapes cut the rows into many chunks, which the threads claim in turn (or one thread takes
+// alone), and pack more columns than the kernel's stack holds.
 func TestMulMatCols(t *testing.T) {
 	if !onCPU {
 		t.Skip("MulMatCols runs on the CPU backend only")
 	}
 	for _, typ := range []Type{F16, BF16, F32} {
-		for _, s := range []struct{ k, n int }{{37, 23}, {64, 9}, {576, 130}, {5, 3}} {
-			t.Run(fmt.Sprintf("%s/%dx%d", TypeName(typ), s.k, s.n), func(t *testing.T) {
+		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1}} {
+			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d", TypeName(typ), s.k, s.n, s.threads), func(t *testing.T) {
 				h := newHarness(t)
+				if s.threads != testThreads {
+					be, err := NewCPUBackend(s.threads)
+					require.NoError(t, err)
+					t.Cleanup(func() { be.Close() })
+					h.be = be
+				}
 				a := h.rand(-1, 1, s.k, s.n)
 				var w *Tensor
 				switch typ {

@@ -107,6 +107,7 @@ var (
 	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
 	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
 	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: multiply with ggml's kernels, not toy's own for a few columns (ModelOptions.GGMLProducts)")
+	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: attend with ggml's flash attention (BatchDecoderOptions.FlashAttention)")
 )
 
 func BenchmarkBatchDecode(b *testing.B) {
@@ -130,7 +131,7 @@ func BenchmarkBatchDecode(b *testing.B) {
 			b.Fatalf("-batch.streams %q: want positive numbers", *batchBenchStreams)
 		}
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
-			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: 256})
+			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: 256, FlashAttention: *batchBenchFlash})
 			if err != nil {
 				b.Fatal(err)
 			}
