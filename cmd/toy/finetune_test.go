@@ -146,6 +146,14 @@ func TestFinetuneLoRAExportCLI(t *testing.T) {
 	assert.NotEqual(t, tensor(model, "blk.0.attn_q.weight"), tensor(merged, "blk.0.attn_q.weight"))
 	assert.Equal(t, tensor(model, "blk.0.attn_k.weight"), tensor(merged, "blk.0.attn_k.weight"))
 
+	// Without -lora, export converts: the f32 checkpoint's matrices become f16, and it runs.
+	converted := filepath.Join(dir, "f16.gguf")
+	out, errOut, code := runToy("export", "-m", model, "-o", converted, "-type", "f16")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "weight matrices to f16")
+	assert.Len(t, tensor(converted, "blk.0.attn_k.weight"), len(tensor(model, "blk.0.attn_k.weight"))/2)
+	gen("-m", converted)
+
 	before, err := os.ReadFile(merged)
 	require.NoError(t, err)
 	for _, c := range []struct {
@@ -154,7 +162,7 @@ func TestFinetuneLoRAExportCLI(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"-m", model, "-lora", adapters[0], "-o", merged, "-merge=false"}, 2, "-merge=false: toy export only writes merged models"},
-		{[]string{"-m", model, "-lora", adapters[0]}, 2, "give the base model (-m), at least one adapter (-lora) and the output (-o)"},
+		{[]string{"-m", model, "-lora", adapters[0]}, 2, "give the model (-m) and the output (-o)"},
 		{[]string{"-m", model, "-lora", adapters[0], "-o", merged + ".2", "-type", "q9_9"}, 2, `-type "q9_9": not a ggml type`},
 		{[]string{"-m", model, "-lora", adapters[0], "-o", merged}, 1, merged},
 	} {

@@ -53,7 +53,7 @@ func commands() []command {
 		{"train-vit", "train a ViT image classifier from scratch: toy train -arch vit, spelled as its own command", runTrainViT},
 		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
-		{"export", "merge LoRA adapters into a GGUF model (export -merge)", runExport},
+		{"export", "merge LoRA adapters into a GGUF model, or convert its weight matrices to another type (f16, q8_0, ...)", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", runGenerate},
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},

@@ -13,14 +13,18 @@ import (
 // weights: each adapted weight W becomes W + Σ scale·B·A, computed in float64 from W's
 // dequantized values and stored as typ (f32, f16, bf16 or a block-quantized type, with ggml's
 // quantizers); every other tensor and every metadata key is copied as it is. The result runs
-// wherever the base ran, without the adapters. The file is held in memory while it is written
+// wherever the base ran, without the adapters. With no adapters it converts the model instead:
+// every weight matrix an adapter could update, and the token embeddings (the head, where it is
+// tied to them), is stored as typ (a model toy trained in f32, for one, decodes faster in f16,
+// which halves the bytes every token streams). The file is held in memory while it is written
 // (atomically).
 func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
+	verb := "merge"
 	if len(adapters) == 0 {
-		return fmt.Errorf("merge %s: no adapters to merge", base)
+		verb = "convert"
 	}
 	if !ggml.ValidType(typ) || !computable(typ) {
-		return fmt.Errorf("merge %s: ggml cannot multiply weights of type %v", base, ggml.TypeName(typ))
+		return fmt.Errorf("%s %s: ggml cannot multiply weights of type %v", verb, base, ggml.TypeName(typ))
 	}
 	cpu, err := ggml.NewCPUBackend(0)
 	if err != nil {
@@ -39,12 +43,18 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 	var w gguffile.Writer
 	for _, kv := range hdr.KVs {
 		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			return fmt.Errorf("merge %s: %w", base, err)
+			return fmt.Errorf("%s %s: %w", verb, base, err)
 		}
 	}
 	adapted := map[string]*ggml.Tensor{}
 	for t := range m.lora {
 		adapted[t.Name()] = t
+	}
+	if len(adapters) == 0 {
+		adapted = m.matrices()
+		if t := m.tokEmbd; t != nil {
+			adapted[t.Name()] = t
+		}
 	}
 	src, err := ggml.OpenGGUF(base)
 	if err != nil {
@@ -59,17 +69,17 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 				return err
 			}
 			if err := w.AddTensor(ti.Name, ti.Type, ti.Shape(), data); err != nil {
-				return fmt.Errorf("merge %s: %w", base, err)
+				return fmt.Errorf("%s %s: %w", verb, base, err)
 			}
 			continue
 		}
 		merged, err := m.merged(t)
 		if err != nil {
-			return fmt.Errorf("merge %s: %s: %w", base, ti.Name, err)
+			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
 		}
 		in := int(ti.Ne[0])
 		if in%ggml.BlockSize(typ) != 0 {
-			return fmt.Errorf("merge %s: %s has rows of %d, not a multiple of %s's block of %d", base, ti.Name, in, ggml.TypeName(typ), ggml.BlockSize(typ))
+			return fmt.Errorf("%s %s: %s has rows of %d, not a multiple of %s's block of %d", verb, base, ti.Name, in, ggml.TypeName(typ), ggml.BlockSize(typ))
 		}
 		var data []byte
 		if typ == ggml.F32 {
@@ -78,10 +88,10 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
 			}
 		} else if data, err = ggml.Quantize(typ, merged, in); err != nil {
-			return fmt.Errorf("merge %s: %s: %w", base, ti.Name, err)
+			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
 		}
 		if err := w.AddTensor(ti.Name, uint32(typ), ti.Shape(), data); err != nil {
-			return fmt.Errorf("merge %s: %w", base, err)
+			return fmt.Errorf("%s %s: %w", verb, base, err)
 		}
 	}
 	return w.WriteFile(out)

@@ -1,14 +1,18 @@
 package llama
 
 import (
+	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/reference"
 )
 
 // TestMergeRequantizes: MergeLoRA into a block-quantized type writes, for each adapted weight,
@@ -88,4 +92,63 @@ func TestMergeRequantizes(t *testing.T) {
 	require.NoError(t, sad.Save(sadPath, nil))
 	err = MergeLoRA(small, []LoRA{{Path: sadPath}}, filepath.Join(t.TempDir(), "x.gguf"), ggml.Q4_K)
 	assert.ErrorContains(t, err, "not a multiple of q4_K's block of 256")
+}
+
+// TestConvert: MergeLoRA without adapters stores every weight matrix and the token embeddings
+// as the type asked for (in f16, each f32 value rounded as the reference's F32ToF16 rounds it),
+// copies every other tensor, and the converted model's logits are the f32 model's within f16's
+// rounding of the weights.
+func TestConvert(t *testing.T) {
+	be := newBackend(t)
+	a := tinyArch("llama")
+	path := writeTiny(t, a, ggml.F32, 9)
+	out := filepath.Join(t.TempDir(), "f16.gguf")
+	require.NoError(t, MergeLoRA(path, nil, out, ggml.F16))
+
+	m := openTiny(t, path, ModelOptions{Backend: be})
+	converted := m.matrices()
+	converted[m.tokEmbd.Name()] = m.tokEmbd
+	src, err := ggml.OpenGGUF(path)
+	require.NoError(t, err)
+	defer src.Close()
+	dst, err := ggml.OpenGGUF(out)
+	require.NoError(t, err)
+	defer dst.Close()
+	n := 0
+	for _, ti := range src.Tensors() {
+		raw, err := src.ReadTensorData(ti.Name)
+		require.NoError(t, err)
+		got, err := dst.ReadTensorData(ti.Name)
+		require.NoError(t, err)
+		if converted[ti.Name] == nil {
+			assert.Equal(t, raw, got, "%s is copied", ti.Name)
+			continue
+		}
+		n++
+		want := make([]byte, len(raw)/2)
+		for i := range len(raw) / 4 {
+			binary.LittleEndian.PutUint16(want[2*i:], reference.F32ToF16(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))))
+		}
+		assert.Equal(t, want, got, "%s in f16", ti.Name)
+	}
+	assert.Equal(t, len(converted), n)
+
+	logits := func(path string) []float32 {
+		m := openTiny(t, path, ModelOptions{Backend: be})
+		d, err := NewDecoder(m, DecoderOptions{})
+		require.NoError(t, err)
+		defer d.Close()
+		l, err := d.Prompt(randomTokens(rand.New(rand.NewPCG(5, 6)), 9, a.Vocab))
+		require.NoError(t, err)
+		return slices.Clone(l)
+	}
+	want, got := logits(path), logits(out)
+	scale := 0.0
+	for _, v := range want {
+		scale = max(scale, math.Abs(float64(v)))
+	}
+	for i := range want {
+		require.InDelta(t, want[i], got[i], 0.02*scale, "logit %d", i)
+	}
+	assert.Equal(t, ggml.F16, openTiny(t, out, ModelOptions{Backend: be}).WeightType())
 }
