@@ -151,6 +151,59 @@ func MulMatColsFits(w, x *Tensor) error {
 	return nil
 }
 
+// AttendOneFast reports whether AttendOne can run in this build (AVX-512, or AVX2 with F16C and
+// FMA); elsewhere attention stays ggml's.
+func AttendOneFast() bool { return cpuops.AttendOneVectorized() == 1 }
+
+// AttendOne is the attention of one query per sequence over a key/value cache (a generation
+// step), computed by toy's own CPU kernel (kernels/cpu/c/attend.c) as a ggml custom operation:
+// q f32 [hdk, H, S] with contiguous rows (the queries of S sequences, already scaled), k f16
+// [hdk, kvLen, Hkv, S] and v f16 [kvLen, hdv, Hkv, S] (views of the key cache and of the
+// transposed value cache, with contiguous elements), mask f32 or f16 [kvLen, S] (added to the
+// scores: 0 or -inf). Query head h reads key/value head h / (H / Hkv). The result is f32
+// [hdv, H, S]: softmax(k·q + mask)·v per head, in f32 throughout, where ggml's unfused
+// attention takes five operations and rounds the queries and the probabilities to f16. Only
+// the CPU backend computes it, and autodiff cannot differentiate it.
+func (c *Context) AttendOne(q, k, v, mask *Tensor) *Tensor {
+	return c.op("AttendOne", []*Tensor{q, k, v, mask}, 1, func() error { return AttendOneFits(q, k, v, mask) }, func() ggmlc.Tensor {
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, v.Ne()[1], q.Ne()[1], q.Ne()[2], 1, []ggmlc.Tensor{q.t, k.t, v.t, mask.t}, 4,
+			cpuops.AttendOneAddress(), allThreads, nil)
+	})
+}
+
+// AttendOneFits says why AttendOne cannot take q, k, v and mask, or nil when it can.
+func AttendOneFits(q, k, v, mask *Tensor) error {
+	if err := needType(q, F32, "queries"); err != nil {
+		return err
+	}
+	if err := needType(k, F16, "keys"); err != nil {
+		return err
+	}
+	if err := needType(v, F16, "values"); err != nil {
+		return err
+	}
+	if mask.Type() != F32 && mask.Type() != F16 {
+		return fmt.Errorf("mask %s: want f32 or f16", mask.describe())
+	}
+	qn, kn, vn, mn := q.Ne(), k.Ne(), v.Ne(), mask.Ne()
+	hdk, H, S, kvLen, Hkv, hdv := qn[0], qn[1], qn[2], kn[1], kn[2], vn[1]
+	switch {
+	case qn[3] != 1 || q.Nb()[0] != 4:
+		return fmt.Errorf("queries %s: want [hdk, H, S] with contiguous rows", q.describe())
+	case kn[0] != hdk || kn[3] != S || k.Nb()[0] != 2:
+		return fmt.Errorf("keys %s: want [%d, kvLen, Hkv, %d] with contiguous elements", k.describe(), hdk, S)
+	case vn[0] != kvLen || vn[2] != Hkv || vn[3] != S || v.Nb()[0] != 2:
+		return fmt.Errorf("values %s: want [%d, hdv, %d, %d] with contiguous elements", v.describe(), kvLen, Hkv, S)
+	case mn[0] != kvLen || mn[1] != S || mn[2] != 1 || mn[3] != 1 || mask.Nb()[0] != int(TypeSize(mask.Type())):
+		return fmt.Errorf("mask %s: want [%d, %d] with contiguous elements", mask.describe(), kvLen, S)
+	case Hkv < 1 || H%Hkv != 0:
+		return fmt.Errorf("%d query heads over %d key/value heads: want a multiple", H, Hkv)
+	case hdk%16 != 0 || hdv%16 != 0 || hdk > 256 || hdv > 256 || hdk < 16 || hdv < 16:
+		return fmt.Errorf("head sizes %d and %d: want multiples of 16 up to 256", hdk, hdv)
+	}
+	return nil
+}
+
 // allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
 const allThreads = -1
 

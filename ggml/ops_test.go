@@ -760,3 +760,89 @@ func TestMulMatCols(t *testing.T) {
 		require.ErrorContains(t, h.c.Err(), "at most 16")
 	})
 }
+
+// TestAttendOne checks toy's own attention kernel for one query per sequence against a float64
+// reference, on views laid out as a decoder's cache is (each sequence's region of cells from
+// its own offset, grouped query heads, the values transposed), with masks that hide random
+// cells (every row keeps one), f32 and f16 masks, and cell counts that are and are not
+// multiples of the vector width; and that ggml's own unfused attention agrees within its f16
+// rounding of the queries and probabilities.
+func TestAttendOne(t *testing.T) {
+	if !onCPU || !AttendOneFast() {
+		t.Skip("AttendOne runs on a vectorized CPU build only")
+	}
+	for _, s := range []struct {
+		hdk, hdv, H, Hkv, S, kvLen int
+		maskType                   Type
+	}{{64, 64, 6, 2, 3, 37, F32}, {64, 64, 9, 3, 8, 64, F16}, {32, 48, 4, 4, 1, 130, F32}, {128, 128, 2, 1, 2, 16, F16}} {
+		t.Run(fmt.Sprintf("hdk=%d/hdv=%d/H=%d/Hkv=%d/S=%d/kv=%d/%s", s.hdk, s.hdv, s.H, s.Hkv, s.S, s.kvLen, TypeName(s.maskType)), func(t *testing.T) {
+			h := newHarness(t)
+			const first, stride = 3, 150 // sequence j's cells start at first + j·stride
+			cells := first + s.S*stride
+			q := h.rand(-1, 1, s.hdk, s.H, s.S)
+			kc := h.rand(-1, 1, s.hdk*s.Hkv, cells).Map(reference.RoundF16)
+			vc := h.rand(-1, 1, cells, s.hdv*s.Hkv).Map(reference.RoundF16)
+			mask := make([]float64, s.kvLen*s.S)
+			for j := 0; j < s.S; j++ {
+				keep := h.rng.IntN(s.kvLen)
+				for c := 0; c < s.kvLen; c++ {
+					if c != keep && h.rng.IntN(3) == 0 {
+						mask[j*s.kvLen+c] = math.Inf(-1)
+					}
+				}
+			}
+			mt := reference.Tensor{Ne: [4]int{s.kvLen, s.S, 1, 1}, Data: mask}
+			var m *Tensor
+			if s.maskType == F16 {
+				m = h.inF16(mt)
+			} else {
+				m = h.in(mt)
+			}
+			K, V := h.inF16(kc), h.inF16(vc)
+			rowK := 2 * s.hdk * s.Hkv
+			kv := h.c.View(K, []int64{int64(s.hdk), int64(s.kvLen), int64(s.Hkv), int64(s.S)}, []int{rowK, 2 * s.hdk, stride * rowK}, first*rowK)
+			vv := h.c.View(V, []int64{int64(s.kvLen), int64(s.hdv), int64(s.Hkv), int64(s.S)}, []int{2 * cells, 2 * s.hdv * cells, 2 * stride}, 2*first)
+			qt := h.in(q)
+			got := h.c.AttendOne(qt, kv, vv, m)
+			require.NotNil(t, got, "%v", h.c.Err())
+			// ggml's unfused attention of the same views, as kvCache.attend builds it for T = 1.
+			Q := h.c.Permute(h.c.Reshape(qt, int64(s.hdk), int64(s.H), 1, int64(s.S)), [4]int{0, 2, 1, 3})
+			kq := h.c.SoftMaxExt(h.c.MulMat(kv, Q), h.c.Reshape(m, int64(s.kvLen), 1, 1, int64(s.S)), 1, 0)
+			viaGGML := h.c.Cont(h.c.Permute(h.c.MulMat(vv, kq), [4]int{0, 2, 1, 3}))
+			h.run(got, viaGGML)
+
+			want := reference.Tensor{Ne: [4]int{s.hdv, s.H, s.S, 1}, Data: make([]float64, s.hdv*s.H*s.S)}
+			for j := 0; j < s.S; j++ {
+				for hd := 0; hd < s.H; hd++ {
+					g := hd / (s.H / s.Hkv)
+					score := make([]float64, s.kvLen)
+					mx := math.Inf(-1)
+					for c := 0; c < s.kvLen; c++ {
+						cell := first + j*stride + c
+						for d := 0; d < s.hdk; d++ {
+							score[c] += q.Data[(j*s.H+hd)*s.hdk+d] * kc.Data[cell*s.hdk*s.Hkv+g*s.hdk+d]
+						}
+						score[c] += mask[j*s.kvLen+c]
+						mx = math.Max(mx, score[c])
+					}
+					sum := 0.0
+					for c := range score {
+						score[c] = math.Exp(score[c] - mx)
+						sum += score[c]
+					}
+					for e := 0; e < s.hdv; e++ {
+						o := 0.0
+						for c := 0; c < s.kvLen; c++ {
+							o += score[c] * vc.Data[(g*s.hdv+e)*cells+first+j*stride+c]
+						}
+						want.Data[(j*s.H+hd)*s.hdv+e] = o / sum
+					}
+				}
+			}
+			near(t, "AttendOne", want, h.out(got), 1e-5, 1)
+			ggmlOut := h.out(viaGGML)
+			ggmlOut.Ne = want.Ne
+			near(t, "ggml's unfused attention", want, ggmlOut, 2e-3, 1)
+		})
+	}
+}

@@ -106,7 +106,7 @@ func TestBenchSmolLM2(t *testing.T) {
 var (
 	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
 	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
-	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: multiply with ggml's kernels, not toy's own for a few columns (ModelOptions.GGMLProducts)")
+	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: compute with ggml's kernels, not toy's own for a few columns and one query (ModelOptions.GGMLKernels)")
 	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: attend with ggml's flash attention (BatchDecoderOptions.FlashAttention)")
 )
 
@@ -120,7 +120,7 @@ func BenchmarkBatchDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	m, err := OpenModel(path, ModelOptions{Backend: be, GGMLProducts: *batchBenchGGML})
+	m, err := OpenModel(path, ModelOptions{Backend: be, GGMLKernels: *batchBenchGGML})
 	if err != nil {
 		b.Fatal(err)
 	}

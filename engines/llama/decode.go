@@ -279,6 +279,9 @@ type kvCache struct {
 	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
+	// ownAttention: a group of one query per sequence attends through toy's own CPU kernel
+	// (ggml.AttendOne) rather than ggml's unfused attention (GGUFModel.attendKernel).
+	ownAttention bool
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -287,7 +290,7 @@ type kvCache struct {
 // open chooses the backend and allocates the cache, zeroed.
 func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells int) error {
 	a := &m.Arch
-	c.backend, c.cells, c.flash = m.backend, cells, flash
+	c.backend, c.cells, c.flash, c.ownAttention = m.backend, cells, flash, m.attendKernel
 	if a.IsMoE() {
 		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
 			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
@@ -708,29 +711,39 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 	row := 0
 	for _, g := range l.groups {
 		T, S := g.T, g.S
-		Q := q
-		M := mask
+		Q, M := q, mask // the group's query rows and their mask rows
 		if len(l.groups) > 1 {
 			Q = ctx.View(q, []int64{hdk * H, g.rows()}, []int{qRow}, row*qRow)
 			M = ctx.View(mask, []int64{kvLen, g.rows()}, []int{mRow}, row*mRow)
 		}
-		Q = ctx.Permute(ctx.Reshape(Q, hdk, H, T, S), [4]int{0, 2, 1, 3}) // [hdk, T, H, S]
-		M = ctx.Reshape(M, kvLen, T, 1, S)
 		K := ctx.View(kAll, []int64{hdk, kvLen, Hkv, S}, []int{rowK, headK, int(g.stride) * rowK}, int(g.first)*rowK)
-		var o *ggml.Tensor // [hdv, H, T, S]
+		var V *ggml.Tensor
 		if c.flash {
-			V := ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{rowV, headV, int(g.stride) * rowV}, int(g.first)*rowV)
-			o = ctx.FlashAttnExt(Q, K, V, M, a.QueryScale, 0, softcap)
+			V = ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{rowV, headV, int(g.stride) * rowV}, int(g.first)*rowV)
 		} else {
-			V := ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
-			kq := ctx.MulMat(K, Q) // [kvLen, T, H, S]
-			scale := a.QueryScale
-			if softcap > 0 {
-				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
-				scale = 1
+			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
+		}
+		var o *ggml.Tensor // [hdv, H, T, S]
+		if c.ownAttention && !c.flash && T == 1 && softcap == 0 {
+			if Q3 := ctx.Reshape(Q, hdk, H, S); Q3 != nil && K != nil && V != nil && M != nil && ggml.AttendOneFits(Q3, K, V, M) == nil {
+				o = ctx.AttendOne(ctx.Scale(Q3, a.QueryScale), K, V, M)
 			}
-			kq = ctx.SoftMaxExt(kq, M, scale, 0)
-			o = ctx.Cont(ctx.Permute(ctx.MulMat(V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
+		}
+		if o == nil {
+			Q = ctx.Permute(ctx.Reshape(Q, hdk, H, T, S), [4]int{0, 2, 1, 3}) // [hdk, T, H, S]
+			M = ctx.Reshape(M, kvLen, T, 1, S)
+			if c.flash {
+				o = ctx.FlashAttnExt(Q, K, V, M, a.QueryScale, 0, softcap)
+			} else {
+				kq := ctx.MulMat(K, Q) // [kvLen, T, H, S]
+				scale := a.QueryScale
+				if softcap > 0 {
+					kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
+					scale = 1
+				}
+				kq = ctx.SoftMaxExt(kq, M, scale, 0)
+				o = ctx.Cont(ctx.Permute(ctx.MulMat(V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
+			}
 		}
 		o = ctx.Reshape(o, hdv*H, g.rows())
 		if out == nil {

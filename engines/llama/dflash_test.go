@@ -293,8 +293,12 @@ func TestDFlashCacheMatchesUncached(t *testing.T) {
 						worstRef = math.Max(worstRef, math.Abs(float64(row[v])-r[k][v]))
 					}
 				}
-				require.Less(t, worst, 1e-4, "block at %d: cached against uncached", pos)
-				require.Less(t, worstRef, 1e-4, "block at %d: cached against the reference", pos)
+				// 5e-4: the cached drafter's context rows were captured in generation steps,
+				// which attend with toy's kernel in f32; the rows given to the others come from
+				// one prompt, which ggml attends with queries and probabilities rounded to f16
+				// (TestAttendOne: up to ~1e-3 apart). Within one attention they agreed to 1e-4.
+				require.Less(t, worst, 5e-4, "block at %d: cached against uncached", pos)
+				require.Less(t, worstRef, 5e-4, "block at %d: cached against the reference", pos)
 				blocks++
 			}
 		}

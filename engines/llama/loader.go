@@ -16,9 +16,10 @@ type ModelOptions struct {
 	NoMmap bool
 	// LoRA adapters to apply (in order) to the weights, as llama.cpp does at run time.
 	LoRA []LoRA
-	// GGMLProducts multiplies every weight with ggml's kernels, never toy's own kernel for a
-	// few columns (ggml.MulMatCols): what benchmarks compare it with.
-	GGMLProducts bool
+	// GGMLKernels computes everything with ggml's kernels, never toy's own CPU kernels for the
+	// products of a few columns (ggml.MulMatCols) and the attention of one query per sequence
+	// (ggml.AttendOne): what benchmarks compare them with.
+	GGMLKernels bool
 
 	// f16Embeddings makes the decoder gather from an f16 copy of token_embd even where the
 	// backend can gather its type (tests of the path GPU backends take).
@@ -40,8 +41,9 @@ type GGUFModel struct {
 	mapped     *ggml.MappedGGUF
 	adapters   []*ggml.MappedGGUF          // LoRA adapter files
 	lora       map[*ggml.Tensor][]loraTerm // their updates, by weight
-	// colsKernel: the products of a few columns go through toy's own CPU kernel (ownColumns).
-	colsKernel bool
+	// colsKernel: the products of a few columns go through toy's own CPU kernel (ownColumns);
+	// attendKernel: so does the attention of one query per sequence (kvCache.attend).
+	colsKernel, attendKernel bool
 
 	weights
 
@@ -105,7 +107,8 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 		m.ownBackend = true
 	}
-	m.colsKernel = !opts.GGMLProducts && m.backend.IsCPU() && ggml.MulMatColsFast()
+	m.colsKernel = !opts.GGMLKernels && m.backend.IsCPU() && ggml.MulMatColsFast()
+	m.attendKernel = !opts.GGMLKernels && m.backend.IsCPU() && ggml.AttendOneFast()
 	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
 		m.Close()
 		return nil, err

@@ -20,8 +20,11 @@ struct ggml_tensor;
 void toy_cont_f32(struct ggml_tensor *dst, const struct ggml_tensor *a, int ith, int nth, void *userdata);
 void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_mul_mat_cols_vectorized(void);
+void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+int toy_attend_one_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
+static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
 */
 import "C"
 
@@ -78,4 +81,28 @@ func MulMatColsAddress() unsafe.Pointer {
 // C: int toy_mul_mat_cols_vectorized(void).
 func MulMatColsVectorized() int {
 	return int(C.toy_mul_mat_cols_vectorized())
+}
+
+// AttendOne is the attention of one query per sequence over a key/value cache, with the
+// signature of ggml_custom_op_t: dst->src[0] = q, f32 [hdk, H, S], scaled; dst->src[1] = k,
+// f16 [hdk, kvLen, Hkv, S]; dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (the transposed value
+// cache); dst->src[3] = mask, f32 or f16 [kvLen, S]; dst = f32 [hdv, H, S]. In f32.
+//
+// C: void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func AttendOne(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_attend_one(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// AttendOneAddress is the address of the C function toy_attend_one (see AttendOne), for a C API that takes
+// it as a callback.
+func AttendOneAddress() unsafe.Pointer {
+	return C.kg_addr_toy_attend_one()
+}
+
+// AttendOneVectorized is 1 where AttendOne was compiled with AVX-512 or AVX2 (with F16C and
+// FMA), 0 where it cannot run.
+//
+// C: int toy_attend_one_vectorized(void).
+func AttendOneVectorized() int {
+	return int(C.toy_attend_one_vectorized())
 }

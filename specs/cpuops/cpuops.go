@@ -32,4 +32,13 @@ type Ops interface {
 	// MulMatColsVectorized is 1 where MulMatCols was compiled with AVX-512 or AVX2 (with F16C
 	// and FMA), 0 where it is a plain loop, slower than ggml's kernels.
 	MulMatColsVectorized() Int
+	// AttendOne is the attention of one query per sequence over a key/value cache, with the
+	// signature of ggml_custom_op_t: dst->src[0] = q, f32 [hdk, H, S], scaled; dst->src[1] = k,
+	// f16 [hdk, kvLen, Hkv, S]; dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (the transposed value
+	// cache); dst->src[3] = mask, f32 or f16 [kvLen, S]; dst = f32 [hdv, H, S]. In f32.
+	//kernelgen:address
+	AttendOne(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendOneVectorized is 1 where AttendOne was compiled with AVX-512 or AVX2 (with F16C and
+	// FMA), 0 where it cannot run.
+	AttendOneVectorized() Int
 }

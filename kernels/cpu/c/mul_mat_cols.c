@@ -2,12 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__) && defined(__FMA__))
-#include <immintrin.h>
-#endif
-
 #include "kg_ggml.h"
 #include "toy_cpu.h"
+#include "toy_vec.h"
 
 /*
  * Each (row, column) dot product runs in its own vector accumulator over the whole row, in the
@@ -18,39 +15,8 @@
 /* The most columns one pass over a block of rows keeps in registers; more take another pass. */
 enum { GROUP = 8 };
 
-/* f16 (IEEE binary16) to f32, for the scalar paths. */
-static inline float half_to_float(uint16_t h) {
-#if defined(__F16C__)
-	return _cvtsh_ss(h);
-#else
-	const uint32_t sign = (uint32_t) (h & 0x8000) << 16;
-	uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-	if (exp == 0x1f) {
-		bits = sign | 0x7f800000u | (man << 13);
-	} else if (exp != 0) {
-		bits = sign | ((exp + 112) << 23) | (man << 13);
-	} else if (man == 0) {
-		bits = sign;
-	} else { /* subnormal: normalise */
-		exp = 113;
-		while (!(man & 0x400)) {
-			man <<= 1;
-			exp--;
-		}
-		bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-	}
-	union { uint32_t u; float f; } v = { bits };
-	return v.f;
-#endif
-}
-
 /* The weight types: a weight's kind is a constant wherever the vector loops load it. */
 enum { KIND_F32, KIND_F16, KIND_BF16 };
-
-static inline float bf16_to_float(uint16_t h) {
-	union { uint32_t u; float f; } v = { (uint32_t) h << 16 };
-	return v.f;
-}
 
 static inline float weight_at(const char * row, int kind, int64_t i) {
 	switch (kind) {
@@ -62,76 +28,7 @@ static inline float weight_at(const char * row, int kind, int64_t i) {
 	return ((const float *) row)[i];
 }
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__) && defined(__FMA__))
-
-#if defined(__AVX512F__)
-typedef __m512 vec;
-enum { LANES = 16 };
-#define VZERO() _mm512_setzero_ps()
-#define VLOAD(p) _mm512_loadu_ps(p)
-#define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (p)))
-#define VLOADB(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) (p))), 16))
-#define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define VADD(a, b) _mm512_add_ps(a, b)
-#define VSHUF(a, b, imm) _mm512_shuffle_ps(a, b, imm)
-#define VSTORE(p, a) _mm512_storeu_ps(p, a)
-/* halves(a, b): [a's low 256 bits | b's low 256] + [a's high | b's high], each accumulator's
- * lanes l and l+8 summed; quarters: the same within each half, of four accumulators' halves. */
-static inline vec halves(vec a, vec b) {
-	return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-static inline vec quarters(vec a, vec b) {
-	return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-#else
-typedef __m256 vec;
-enum { LANES = 8 };
-#define VZERO() _mm256_setzero_ps()
-#define VLOAD(p) _mm256_loadu_ps(p)
-#define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (p)))
-#define VLOADB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *) (p))), 16))
-#define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
-#define VADD(a, b) _mm256_add_ps(a, b)
-#define VSHUF(a, b, imm) _mm256_shuffle_ps(a, b, imm)
-#define VSTORE(p, a) _mm256_storeu_ps(p, a)
-static inline vec quarters(vec a, vec b) {
-	return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-}
-#endif
-
-/*
- * vsums stores the sums of the LANES vectors v into out[0..LANES): each vector's lanes are added
- * as a pairwise tree, lane l and l+LANES/2, then l and l+LANES/4, and so on (the order of a
- * single vector's horizontal sum), for all the vectors at once, a level of the tree at a time.
- * That takes about a third of the shuffles and adds of LANES separate sums, and each sum still
- * depends on its own vector only.
- */
-static inline __attribute__((always_inline)) void vsums(const vec * v, float * out) {
-	vec q[4], p[2];
-#if defined(__AVX512F__)
-	vec h[8];
-	for (int i = 0; i < 8; i++) {
-		h[i] = halves(v[2 * i], v[2 * i + 1]);
-	}
-	for (int i = 0; i < 4; i++) {
-		q[i] = quarters(h[2 * i], h[2 * i + 1]);
-	}
-#else
-	for (int i = 0; i < 4; i++) {
-		q[i] = quarters(v[2 * i], v[2 * i + 1]);
-	}
-#endif
-	/* Within each 128-bit block, lanes 0+2 and 1+3 of two vectors, then 0+1 of those. */
-	for (int i = 0; i < 2; i++) {
-		p[i] = VADD(VSHUF(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)), VSHUF(q[2 * i], q[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-	}
-	float z[LANES];
-	VSTORE(z, VADD(VSHUF(p[0], p[1], _MM_SHUFFLE(2, 0, 2, 0)), VSHUF(p[0], p[1], _MM_SHUFFLE(3, 1, 3, 1))));
-	/* The tree leaves vector i's sum in lane 4·(i mod LANES/4) + i div (LANES/4). */
-	for (int i = 0; i < LANES; i++) {
-		out[i] = z[4 * (i % (LANES / 4)) + i / (LANES / 4)];
-	}
-}
+#if TOY_VECTOR
 
 /*
  * lanes_cols computes R·lane rows of the weights at w (each stride bytes apart) against the M

@@ -32,4 +32,20 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
  * F16C and FMA), 0 where it is a plain loop, slower than ggml's kernels. */
 int toy_mul_mat_cols_vectorized(void);
 
+/*
+ * toy_attend_one is the attention of one query per sequence over a key/value cache, as a
+ * ggml_custom_op_t over dst->src[0] = q, f32 [hdk, H, S] (rows contiguous; the queries, already
+ * scaled), dst->src[1] = k, f16 [hdk, kvLen, Hkv, S] (a view of the key cache, elements
+ * contiguous along hdk), dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (a view of the transposed value
+ * cache, elements contiguous along kvLen) and dst->src[3] = mask, f32 or f16 [kvLen, S] (added to
+ * the scores: 0 or -inf): dst = f32 [hdv, H, S], head h reading the keys and values of head
+ * h / (H / Hkv). hdk and hdv are multiples of 16 and at most 256. In f32 throughout (ggml's
+ * unfused attention rounds the queries and the probabilities to f16).
+ */
+void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/* toy_attend_one_vectorized is 1 where toy_attend_one was compiled with AVX-512 or AVX2 (with
+ * F16C and FMA), 0 where it cannot run (it aborts). */
+int toy_attend_one_vectorized(void);
+
 #endif
