@@ -57,7 +57,7 @@ func BenchmarkMulMatCols(b *testing.B) {
 	defer be.Close()
 	for _, typ := range []Type{F16, F32} {
 		for _, m := range []int{49152, 1536} {
-			for _, n := range []int{1, 2, 4, 8, 16} {
+			for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
 				for _, kernel := range []string{"ggml", "toy"} {
 					benchProduct(b, be, kernel, typ, m, n)
 				}

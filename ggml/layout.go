@@ -105,8 +105,10 @@ func (c *Context) ContCPU(a *Tensor) *Tensor {
 	})
 }
 
-// MulMatColsMax is the most columns MulMatCols takes.
-const MulMatColsMax = 16
+// MulMatColsMax is the most columns MulMatCols takes: up to there it is faster than ggml's
+// kernels on the SmolLM2-135M shapes (BenchmarkMulMatCols; 64 columns of the head in 13.6 ms
+// against 16.8).
+const MulMatColsMax = 64
 
 // MulMatColsFast reports whether MulMatCols is vectorized in this build (AVX-512, or AVX2 with
 // F16C and FMA); elsewhere it is a plain loop, slower than MulMat.
@@ -114,8 +116,9 @@ func MulMatColsFast() bool { return cpuops.MulMatColsVectorized() == 1 }
 
 // MulMatCols is MulMat(w, x) for a few columns, computed by toy's own CPU kernel
 // (kernels/cpu/c) as a ggml custom operation: w and x as MulMatColsFits takes them; the result
-// is f32 [n, m]. It reads each weight row once for up to 8 columns, where ggml's kernels for
-// more than one column cost 2–3× one column's (docs/PERFORMANCE.md, "toy's own CPU kernels"),
+// is f32 [n, m]. It reads each weight row once for up to 8 columns (a pass per 8 more, over
+// rows still in the core's cache), where ggml's kernels for more than one column cost 2–3× one
+// column's (docs/PERFORMANCE.md, "toy's own CPU kernels"),
 // and sums each (row, column) product in the same order whatever m is, so a column's result
 // does not depend on the others. The columns stay f32 (ggml rounds them to f16 or bf16 for such
 // weights). Only the CPU backend computes it, and autodiff cannot differentiate it.

@@ -757,7 +757,7 @@ func TestMulMatCols(t *testing.T) {
 		h := newHarness(t)
 		w, x := h.in(h.rand(-1, 1, 8, 4)), h.in(h.rand(-1, 1, 8, MulMatColsMax+1))
 		require.Nil(t, h.c.MulMatCols(w, x))
-		require.ErrorContains(t, h.c.Err(), "at most 16")
+		require.ErrorContains(t, h.c.Err(), fmt.Sprintf("at most %d", MulMatColsMax))
 	})
 }
 

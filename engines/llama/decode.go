@@ -763,8 +763,9 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return d.m.mm(ctx, w, x) }
 
 // ownColumns reports whether W·x goes through toy's own kernel (ggml.MulMatCols) rather than
-// ggml's: a few columns (a generation step of one or several sequences, a verification of
-// proposals) of an f16, bf16 or f32 weight on the CPU backend of a build where the kernel is
+// ggml's: up to ggml.MulMatColsMax columns (a generation step of one or several sequences, a
+// verification of proposals, a short prompt or a server step a prompt joins) of an f16, bf16
+// or f32 weight on the CPU backend of a build where the kernel is
 // vectorized. ggml multiplies more than one such column at 2–3× one column's cost, toy's kernel
 // at little more than one (docs/PERFORMANCE.md, "toy's own CPU kernels").
 func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {

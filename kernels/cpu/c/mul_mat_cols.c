@@ -209,6 +209,10 @@ enum { CLAIMED = 14, FINISHED = 15 };
  * costs an atomic add), and the fewest rows in a chunk. */
 enum { CHUNKS_PER_THREAD = 16, MIN_CHUNK = 16 };
 
+/* With more than GROUP columns, a chunk holds at most this many bytes of weights (a quarter of
+ * the smallest L2 cache measured, 1 MiB), which the passes of the later groups read from there. */
+enum { GROUP_PASS_BYTES = 256 << 10 };
+
 /* Columns whose packed copy is at most this many floats (32 KiB: 8 columns of 1024) are packed
  * on the stack (a thread's stack may be as small as musl's 128 KiB), larger ones on the heap. */
 enum { STACK_PACK = 8192 };
@@ -243,6 +247,10 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	 * keep busy on every thread. */
 	const int per_thread = m == 1 ? 1 : CHUNKS_PER_THREAD;
 	int64_t chunk = (n + (int64_t) nth * per_thread - 1) / ((int64_t) nth * per_thread);
+	if (m > GROUP && chunk * (int64_t) stride > GROUP_PASS_BYTES) {
+		/* Each column group passes over the chunk's rows again: keep them in the core's cache. */
+		chunk = GROUP_PASS_BYTES / (int64_t) stride;
+	}
 	chunk = chunk < MIN_CHUNK ? MIN_CHUNK : (chunk + 3) / 4 * 4;
 	const int64_t chunks = (n + chunk - 1) / chunk;
 	const int64_t per_region = (chunks + nth - 1) / nth;
