@@ -677,7 +677,10 @@ func (g attnGroup) rows() int64 { return g.T * g.S }
 // attend stores the step's keys and values in layer il's cache, at the cache cells rows holds
 // (i32 [n]; vIdx, for the transposed values of the unfused path, at each element's cell), and
 // attends the n queries q [HeadDimK, H, n] over the cache as l lays them out, under mask
-// [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it.
+// [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it. A
+// group of one query per sequence (generation steps) attends through toy's own CPU kernel
+// (ggml.AttendOne) where c.ownAttention allows it, without flash attention or a soft-cap;
+// every other group through ggml's attention.
 func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, l attnLayout) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	n, kvLen := l.n, l.kvLen
