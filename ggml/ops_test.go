@@ -764,9 +764,10 @@ func TestMulMatCols(t *testing.T) {
 // TestAttendOne checks toy's own attention kernel for one query per sequence against a float64
 // reference, on views laid out as a decoder's cache is (each sequence's region of cells from
 // its own offset, grouped query heads, the values transposed), with masks that hide random
-// cells (every row keeps one), f32 and f16 masks, and cell counts that are and are not
-// multiples of the vector width; and that ggml's own unfused attention agrees within its f16
-// rounding of the queries and probabilities.
+// cells (every row keeps one), f32 and f16 masks, cell counts that are and are not multiples
+// of the vector width, many query heads to a key/value head, and more cells than the kernel's
+// stack holds; and that ggml's own unfused attention agrees within its
+// f16 rounding of the queries and probabilities.
 func TestAttendOne(t *testing.T) {
 	if !onCPU || !AttendOneFast() {
 		t.Skip("AttendOne runs on a vectorized CPU build only")
@@ -774,10 +775,11 @@ func TestAttendOne(t *testing.T) {
 	for _, s := range []struct {
 		hdk, hdv, H, Hkv, S, kvLen int
 		maskType                   Type
-	}{{64, 64, 6, 2, 3, 37, F32}, {64, 64, 9, 3, 8, 64, F16}, {32, 48, 4, 4, 1, 130, F32}, {128, 128, 2, 1, 2, 16, F16}} {
+	}{{64, 64, 6, 2, 3, 37, F32}, {64, 64, 9, 3, 8, 64, F16}, {32, 48, 4, 4, 1, 130, F32}, {128, 128, 2, 1, 2, 16, F16},
+		{64, 64, 10, 1, 2, 50, F32}, {16, 16, 2, 1, 1, 4200, F16}} {
 		t.Run(fmt.Sprintf("hdk=%d/hdv=%d/H=%d/Hkv=%d/S=%d/kv=%d/%s", s.hdk, s.hdv, s.H, s.Hkv, s.S, s.kvLen, TypeName(s.maskType)), func(t *testing.T) {
 			h := newHarness(t)
-			const first, stride = 3, 150 // sequence j's cells start at first + j·stride
+			first, stride := 3, max(150, s.kvLen) // sequence j's cells start at first + j·stride
 			cells := first + s.S*stride
 			q := h.rand(-1, 1, s.hdk, s.H, s.S)
 			kc := h.rand(-1, 1, s.hdk*s.Hkv, cells).Map(reference.RoundF16)
