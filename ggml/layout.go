@@ -207,6 +207,51 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 	return nil
 }
 
+// MulMatShortMaxK is the longest shared dimension MulMatShort takes.
+const MulMatShortMaxK = 128
+
+// MulMatShortFast reports whether MulMatShort can run in this build (AVX-512, or AVX2 with F16C
+// and FMA).
+func MulMatShortFast() bool { return cpuops.MulMatShortVectorized() == 1 }
+
+// MulMatShort is MulMat(a, b) for a short shared dimension (attention's scores in training: a
+// head's 64 values), computed by toy's own CPU kernel (kernels/cpu/c/mul_mat_short.c): a f32
+// [K, M, G] and b f32 [K, N, G·r] with contiguous rows and K ≤ MulMatShortMaxK, head h of b
+// reading group h / r of a, as MulMat broadcasts; the result is f32 [M, N, G·r]. ggml's kernel
+// sums each output along K and then adds its vector's lanes, which for K = 64 costs about as
+// much as the products; this one keeps rows of the result in its vectors and needs no such
+// sums. Only the CPU backend computes it, and autodiff cannot differentiate it.
+func (c *Context) MulMatShort(a, b *Tensor) *Tensor {
+	return c.op("MulMatShort", []*Tensor{a, b}, 1, func() error { return MulMatShortFits(a, b) }, func() ggmlc.Tensor {
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, a.Ne()[1], b.Ne()[1], b.Ne()[2], 1, []ggmlc.Tensor{a.t, b.t}, 2,
+			cpuops.MulMatShortAddress(), allThreads, nil)
+	})
+}
+
+// MulMatShortFits says why MulMatShort cannot take a and b, or nil when it can.
+func MulMatShortFits(a, b *Tensor) error {
+	if err := needType(a, F32, "a"); err != nil {
+		return err
+	}
+	if err := needType(b, F32, "b"); err != nil {
+		return err
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case an[3] != 1 || bn[3] != 1:
+		return fmt.Errorf("%s and %s: want at most 3-D operands", a.describe(), b.describe())
+	case an[0] != bn[0]:
+		return fmt.Errorf("%s and %s differ in the shared dimension", a.describe(), b.describe())
+	case an[0] > MulMatShortMaxK:
+		return fmt.Errorf("%s: a shared dimension of %d, at most %d", a.describe(), an[0], MulMatShortMaxK)
+	case an[2] < 1 || bn[2]%an[2] != 0:
+		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b.describe(), bn[2], an[2])
+	case a.Nb()[0] != 4 || b.Nb()[0] != 4:
+		return fmt.Errorf("%s and %s: want rows with contiguous elements", a.describe(), b.describe())
+	}
+	return nil
+}
+
 // allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
 const allThreads = -1
 

@@ -848,3 +848,45 @@ func TestAttendOne(t *testing.T) {
 		})
 	}
 }
+
+// TestMulMatShort checks toy's own kernel for a short shared dimension against a float64
+// reference and against ggml's MulMat with the same broadcast of a's groups over b's heads, on
+// shapes whose rows and columns do and do not fill the kernel's blocks and tiles.
+func TestMulMatShort(t *testing.T) {
+	if !onCPU || !MulMatShortFast() {
+		t.Skip("MulMatShort runs on a vectorized CPU build only")
+	}
+	for _, s := range []struct{ K, M, G, N, heads int }{{64, 512, 3, 512, 9}, {37, 70, 2, 13, 2}, {128, 64, 1, 5, 4}, {16, 130, 2, 7, 6}, {1, 17, 1, 1, 1}} {
+		t.Run(fmt.Sprintf("%dx%dx%d·%dx%d", s.K, s.M, s.G, s.N, s.heads), func(t *testing.T) {
+			h := newHarness(t)
+			a := h.rand(-1, 1, s.K, s.M, s.G)
+			b := h.rand(-1, 1, s.K, s.N, s.heads)
+			at, bt := h.in(a), h.in(b)
+			got, viaGGML := h.c.MulMatShort(at, bt), h.c.MulMat(at, bt)
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got, viaGGML)
+			want := reference.Tensor{Ne: [4]int{s.M, s.N, s.heads, 1}, Data: make([]float64, s.M*s.N*s.heads)}
+			r := s.heads / s.G
+			for hd := 0; hd < s.heads; hd++ {
+				for n := 0; n < s.N; n++ {
+					for m := 0; m < s.M; m++ {
+						sum := 0.0
+						for k := 0; k < s.K; k++ {
+							sum += a.Data[((hd/r)*s.M+m)*s.K+k] * b.Data[(hd*s.N+n)*s.K+k]
+						}
+						want.Data[(hd*s.N+n)*s.M+m] = sum
+					}
+				}
+			}
+			tol := max(mulMatTol, float64(s.K)*0x1p-24)
+			near(t, "MulMatShort", want, h.out(got), tol, 1)
+			near(t, "ggml's MulMat", want, h.out(viaGGML), max(tol, 1e-4), 1)
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		a, b := h.in(h.rand(-1, 1, MulMatShortMaxK+1, 4)), h.in(h.rand(-1, 1, MulMatShortMaxK+1, 3))
+		require.Nil(t, h.c.MulMatShort(a, b))
+		require.ErrorContains(t, h.c.Err(), fmt.Sprintf("at most %d", MulMatShortMaxK))
+	})
+}

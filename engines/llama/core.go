@@ -306,8 +306,10 @@ func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
 // (k·q, softmax, v·p), so the graph has a backward. The batch is folded into the head
 // dimension ([hd, T, heads·B]) so that the GQA broadcast of keys and values over query heads
 // stays within ggml's backward (GGML-NOTES §1.1). In a training graph gb builds the attention
-// and its backward (gemmBackward.attention; the trainer refuses soft-capped attention).
-func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+// and its backward (gemmBackward.attention; the trainer refuses soft-capped attention). Without
+// gb, cpuScores computes the scores as a training graph on the CPU does (shortProduct), for a
+// pass whose activations must be those of such a graph to the bit (recompute).
+func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuScores bool) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	t, b := int64(T), int64(B)
 	return func(_ int, q, k, v *ggml.Tensor) *ggml.Tensor {
@@ -318,7 +320,7 @@ func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B in
 		if gb != nil {
 			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b)
 		} else {
-			kq := ctx.MulMat(k, q) // [keys, queries, H·B]
+			kq := shortProduct(ctx, cpuScores, k, q) // [keys, queries, H·B]
 			scale := a.QueryScale
 			if c := a.AttnSoftcap; c > 0 {
 				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)

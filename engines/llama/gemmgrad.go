@@ -239,7 +239,7 @@ func (gb *gemmBackward) seed(t, grad *ggml.Tensor) {
 func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
 	g := gb.g
 	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
-	kq := g.MulMat(kin.leaf, qin.leaf) // [t, t, H·B]
+	kq := gb.short(kin.leaf, qin.leaf) // [t, t, H·B]
 	if kq == nil {
 		return nil // the context holds the error
 	}
@@ -255,9 +255,9 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 	out, do := gb.tap(o)
 	gb.backward = append(gb.backward, func() {
 		if gb.recomputeProbs {
-			p = probs(g.MulMat(kin.leaf, qin.leaf))
+			p = probs(gb.short(kin.leaf, qin.leaf))
 		}
-		dp := g.MulMat(gb.dense(g.Transpose(vin.leaf)), do)
+		dp := gb.short(gb.dense(g.Transpose(vin.leaf)), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
 		vin.grads = append(vin.grads, gb.productGradA(gb.groupsT(p, vt.Ne()[2]), do))
 		qin.grads = append(qin.grads, g.MulMat(gb.dense(g.Transpose(kin.leaf)), dkq))
@@ -284,6 +284,25 @@ func (gb *gemmBackward) groupsT(x *ggml.Tensor, groups int64) *ggml.Tensor {
 	}
 	k := x.Ne()[0]
 	return gb.dense(gb.g.Transpose(gb.g.Reshape(x, k, x.Len()/(k*groups), groups)))
+}
+
+// short is MulMat(a, b) for attention's products over a head's values (the scores, and the
+// probabilities' gradient): on the CPU backend by toy's own kernel (ggml.MulMatShort), which
+// needs no horizontal sums where ggml's spends about as long on them as on the products
+// (3–7× faster for SmolLM2's 64 values, 512 tokens), elsewhere by ggml's.
+func (gb *gemmBackward) short(a, b *ggml.Tensor) *ggml.Tensor {
+	return shortProduct(gb.g, gb.cpu, a, b)
+}
+
+// shortProduct is MulMat(a, b) by toy's kernel for a short shared dimension where cpu (the
+// graph runs on the CPU backend) allows it, ggml's otherwise: the one choice of every training
+// graph's attention (gemmBackward.short, and the plain passes that must match it bit for bit).
+// Autodiff cannot differentiate toy's kernel: a graph ggml differentiates passes cpu false.
+func shortProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
+	if cpu && a != nil && b != nil && ggml.MulMatShortFast() && ggml.MulMatShortFits(a, b) == nil {
+		return ctx.MulMatShort(a, b)
+	}
+	return ctx.MulMat(a, b)
 }
 
 // dense is a dense copy of the f32 view x (a transpose): on the CPU backend by toy's own

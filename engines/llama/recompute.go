@@ -82,9 +82,10 @@ func (rc *recompute) buildForward(tr *Trainer) error {
 		return err
 	}
 	rc.ctxs = append(rc.ctxs, ctx)
-	// The products compute as gemmBackward.linear's do (W·x in W's type), so the streams are
-	// bit for bit those of a graph that keeps every activation.
-	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil)
+	// The products compute as gemmBackward.linear's do (W·x in W's type), and the attention's
+	// scores as gemmBackward.short's, so the streams are bit for bit those of a graph that
+	// keeps every activation.
+	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil, m.backend.IsCPU())
 	if rc.fwd, err = ctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 		if l > 0 {
 			x.SetParam() // for its gradient, which the block below needs; nothing steps it
 		}
-		f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, gb)
+		f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, gb, false)
 		loss := ctx.Sum(ctx.Mul(f.block(l, x, int64(tr.T*tr.B)), rc.grad[(l+1)%2])).SetLoss()
 		for _, p := range params { // as the Trainer's main graph flags its own
 			if !gb.multiplies(p) {

@@ -41,8 +41,9 @@ type trainable struct {
 // positions, nil for an image model), with the LoRA terms added to the products of adapted
 // weights. In a training graph gb differentiates the weight products with their LoRA terms,
 // the trained lookups and the attention (gemmBackward); nil builds them plainly, as an
-// Evaluator does.
-func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *forwardPass {
+// Evaluator does, with the attention's scores as a CPU training graph computes them where
+// cpuScores is set (attendPacked).
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuScores bool) *forwardPass {
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
 		y := ctx.MulMat(w, x)
 		for _, l := range t.lora[w] {
@@ -55,14 +56,14 @@ func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb
 		linear = func(w, x *ggml.Tensor) *ggml.Tensor { return gb.linear(w, x, t.lora[w]) }
 		gather = gb.gather
 	}
-	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb),
+	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb, cpuScores),
 		differentiable: true, gather: gather, linear: linear}
 }
 
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
 // Model.Forward and pass).
 func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
-	return t.pass(ctx, pos, mask, T, B, gb).logits(tokens)
+	return t.pass(ctx, pos, mask, T, B, gb, false).logits(tokens)
 }
 
 // headFrozen reports whether the output projection is neither trained nor adapted, so the
@@ -279,7 +280,7 @@ func (tr *Trainer) build() error {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
 		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.labels)
 	} else {
-		f := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, gb)
+		f := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, gb, false)
 		if tr.rc != nil { // start after the recomputed blocks, from the stream the forward graph stored
 			f.from, f.stream = tr.rc.n, tr.rc.stream[tr.rc.n].SetParam()
 		}

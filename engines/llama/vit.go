@@ -172,7 +172,7 @@ func (in *imageInputs) upload(b *train.ClassificationBatch) error {
 // classify builds the class logits [classes, B] of the uploaded images (see
 // forwardPass.classify and trainable.pass).
 func (t *trainable) classify(ctx *ggml.Context, in *imageInputs, gb *gemmBackward) *ggml.Tensor {
-	f := t.pass(ctx, nil, in.mask, t.arch.Context, in.B, gb)
+	f := t.pass(ctx, nil, in.mask, t.arch.Context, in.B, gb, false)
 	return f.classify(in)
 }
 

@@ -22,9 +22,12 @@ void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata)
 int toy_mul_mat_cols_vectorized(void);
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_attend_one_vectorized(void);
+void toy_mul_mat_short(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+int toy_mul_mat_short_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
+static void *kg_addr_toy_mul_mat_short(void) { return (void *)&toy_mul_mat_short; }
 */
 import "C"
 
@@ -105,4 +108,27 @@ func AttendOneAddress() unsafe.Pointer {
 // C: int toy_attend_one_vectorized(void).
 func AttendOneVectorized() int {
 	return int(C.toy_attend_one_vectorized())
+}
+
+// MulMatShort is ggml_mul_mat(a, b) for a short shared dimension, with the signature of
+// ggml_custom_op_t: dst->src[0] = a, f32 [K, M, G], dst->src[1] = b, f32 [K, N, G·r]
+// (K ≤ 128), dst = f32 [M, N, G·r]; no horizontal sums.
+//
+// C: void toy_mul_mat_short(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func MulMatShort(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_mul_mat_short(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// MulMatShortAddress is the address of the C function toy_mul_mat_short (see MulMatShort), for a C API that takes
+// it as a callback.
+func MulMatShortAddress() unsafe.Pointer {
+	return C.kg_addr_toy_mul_mat_short()
+}
+
+// MulMatShortVectorized is 1 where MulMatShort was compiled with AVX-512 or AVX2 (with F16C
+// and FMA), 0 where it does nothing.
+//
+// C: int toy_mul_mat_short_vectorized(void).
+func MulMatShortVectorized() int {
+	return int(C.toy_mul_mat_short_vectorized())
 }

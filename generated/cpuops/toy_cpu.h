@@ -50,4 +50,16 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
  * F16C and FMA), 0 where it cannot run (it aborts). */
 int toy_attend_one_vectorized(void);
 
+/*
+ * toy_mul_mat_short is ggml_mul_mat(a, b) for a short shared dimension, as a ggml_custom_op_t
+ * over dst->src[0] = a, f32 [K, M, G] and dst->src[1] = b, f32 [K, N, G·r] (rows contiguous,
+ * K ≤ 128; head h of b reads group h / r of a): dst = f32 [M, N, G·r]. Each output vector holds
+ * rows of the result, each value of K one FMA with a broadcast: no horizontal sums.
+ */
+void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/* toy_mul_mat_short_vectorized is 1 where toy_mul_mat_short was compiled with AVX-512 or AVX2
+ * (with F16C and FMA), 0 where it does nothing. */
+int toy_mul_mat_short_vectorized(void);
+
 #endif

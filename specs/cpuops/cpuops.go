@@ -41,4 +41,12 @@ type Ops interface {
 	// AttendOneVectorized is 1 where AttendOne was compiled with AVX-512 or AVX2 (with F16C and
 	// FMA), 0 where it cannot run.
 	AttendOneVectorized() Int
+	// MulMatShort is ggml_mul_mat(a, b) for a short shared dimension, with the signature of
+	// ggml_custom_op_t: dst->src[0] = a, f32 [K, M, G], dst->src[1] = b, f32 [K, N, G·r]
+	// (K ≤ 128), dst = f32 [M, N, G·r]; no horizontal sums.
+	//kernelgen:address
+	MulMatShort(dst Tensor, ith, nth Int, userdata Ptr)
+	// MulMatShortVectorized is 1 where MulMatShort was compiled with AVX-512 or AVX2 (with F16C
+	// and FMA), 0 where it does nothing.
+	MulMatShortVectorized() Int
 }
