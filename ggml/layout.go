@@ -110,9 +110,10 @@ func (c *Context) ContCPU(a *Tensor) *Tensor {
 // against 16.8).
 const MulMatColsMax = 64
 
-// MulMatColsFast reports whether MulMatCols is vectorized in this build (AVX-512, or AVX2 with
-// F16C and FMA); elsewhere it is a plain loop, slower than MulMat.
-func MulMatColsFast() bool { return cpuops.MulMatColsVectorized() == 1 }
+// CPUKernelsFast reports whether toy's own CPU kernels (MulMatCols, AttendOne, MulMatShort) are
+// vectorized in this build (AVX-512, or AVX2 with F16C and FMA). Elsewhere MulMatCols is a plain
+// loop, slower than MulMat, and the others cannot run: their callers keep ggml's kernels.
+func CPUKernelsFast() bool { return cpuops.Vectorized() == 1 }
 
 // MulMatCols is MulMat(w, x) for a few columns, computed by toy's own CPU kernel
 // (kernels/cpu/c) as a ggml custom operation: w and x as MulMatColsFits takes them; the result
@@ -153,10 +154,6 @@ func MulMatColsFits(w, x *Tensor) error {
 	}
 	return nil
 }
-
-// AttendOneFast reports whether AttendOne can run in this build (AVX-512, or AVX2 with F16C and
-// FMA); elsewhere attention stays ggml's.
-func AttendOneFast() bool { return cpuops.AttendOneVectorized() == 1 }
 
 // AttendOne is the attention of one query per sequence over a key/value cache (a generation
 // step), computed by toy's own CPU kernel (kernels/cpu/c/attend.c) as a ggml custom operation:
@@ -209,10 +206,6 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 
 // MulMatShortMaxK is the longest shared dimension MulMatShort takes.
 const MulMatShortMaxK = 128
-
-// MulMatShortFast reports whether MulMatShort can run in this build (AVX-512, or AVX2 with F16C
-// and FMA).
-func MulMatShortFast() bool { return cpuops.MulMatShortVectorized() == 1 }
 
 // MulMatShort is MulMat(a, b) for a short shared dimension (attention's scores in training: a
 // head's 64 values), computed by toy's own CPU kernel (kernels/cpu/c/mul_mat_short.c): a f32

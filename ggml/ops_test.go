@@ -769,7 +769,7 @@ func TestMulMatCols(t *testing.T) {
 // stack holds; and that ggml's own unfused attention agrees within its
 // f16 rounding of the queries and probabilities.
 func TestAttendOne(t *testing.T) {
-	if !onCPU || !AttendOneFast() {
+	if !onCPU || !CPUKernelsFast() {
 		t.Skip("AttendOne runs on a vectorized CPU build only")
 	}
 	for _, s := range []struct {
@@ -853,7 +853,7 @@ func TestAttendOne(t *testing.T) {
 // reference and against ggml's MulMat with the same broadcast of a's groups over b's heads, on
 // shapes whose rows and columns do and do not fill the kernel's blocks and tiles.
 func TestMulMatShort(t *testing.T) {
-	if !onCPU || !MulMatShortFast() {
+	if !onCPU || !CPUKernelsFast() {
 		t.Skip("MulMatShort runs on a vectorized CPU build only")
 	}
 	for _, s := range []struct{ K, M, G, N, heads int }{{64, 512, 3, 512, 9}, {37, 70, 2, 13, 2}, {128, 64, 1, 5, 4}, {16, 130, 2, 7, 6}, {1, 17, 1, 1, 1}} {

@@ -280,7 +280,7 @@ type kvCache struct {
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
 	// ownAttention: a group of one query per sequence attends through toy's own CPU kernel
-	// (ggml.AttendOne) rather than ggml's unfused attention (GGUFModel.attendKernel).
+	// (ggml.AttendOne) rather than ggml's unfused attention (GGUFModel.ownKernels).
 	ownAttention bool
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
@@ -290,7 +290,7 @@ type kvCache struct {
 // open chooses the backend and allocates the cache, zeroed.
 func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells int) error {
 	a := &m.Arch
-	c.backend, c.cells, c.flash, c.ownAttention = m.backend, cells, flash, m.attendKernel
+	c.backend, c.cells, c.flash, c.ownAttention = m.backend, cells, flash, m.ownKernels
 	if a.IsMoE() {
 		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
 			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
@@ -772,7 +772,7 @@ func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return
 // vectorized. ggml multiplies more than one such column at 2–3× one column's cost, toy's kernel
 // at little more than one (docs/PERFORMANCE.md, "toy's own CPU kernels").
 func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
-	return m.colsKernel && w != nil && x != nil && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
+	return m.ownKernels && w != nil && x != nil && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of

@@ -68,8 +68,8 @@ type gemmBackward struct {
 	// keepTransposed keeps the transposed f32 copies of block-quantized frozen weights too
 	// (LoRAOptions.KeepTransposed).
 	keepTransposed bool
-	// cpu says the graph runs on the CPU backend, whose dense copies of transposes are toy's
-	// own tiled kernel (dense).
+	// cpu says the graph runs on the CPU backend, where dense copies of transposes and
+	// attention's short products are toy's own kernels (dense, short).
 	cpu bool
 }
 
@@ -299,7 +299,7 @@ func (gb *gemmBackward) short(a, b *ggml.Tensor) *ggml.Tensor {
 // graph's attention (gemmBackward.short, and the plain passes that must match it bit for bit).
 // Autodiff cannot differentiate toy's kernel: a graph ggml differentiates passes cpu false.
 func shortProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
-	if cpu && a != nil && b != nil && ggml.MulMatShortFast() && ggml.MulMatShortFits(a, b) == nil {
+	if cpu && a != nil && b != nil && ggml.CPUKernelsFast() && ggml.MulMatShortFits(a, b) == nil {
 		return ctx.MulMatShort(a, b)
 	}
 	return ctx.MulMat(a, b)

@@ -41,9 +41,9 @@ type GGUFModel struct {
 	mapped     *ggml.MappedGGUF
 	adapters   []*ggml.MappedGGUF          // LoRA adapter files
 	lora       map[*ggml.Tensor][]loraTerm // their updates, by weight
-	// colsKernel: the products of a few columns go through toy's own CPU kernel (ownColumns);
-	// attendKernel: so does the attention of one query per sequence (kvCache.attend).
-	colsKernel, attendKernel bool
+	// ownKernels: the products of a few columns (ownColumns) and the attention of one query per
+	// sequence (kvCache.attend) go through toy's own CPU kernels.
+	ownKernels bool
 
 	weights
 
@@ -107,8 +107,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 		m.ownBackend = true
 	}
-	m.colsKernel = !opts.GGMLKernels && m.backend.IsCPU() && ggml.MulMatColsFast()
-	m.attendKernel = !opts.GGMLKernels && m.backend.IsCPU() && ggml.AttendOneFast()
+	m.ownKernels = !opts.GGMLKernels && m.backend.IsCPU() && ggml.CPUKernelsFast()
 	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
 		m.Close()
 		return nil, err

@@ -46,15 +46,15 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 			return fmt.Errorf("%s %s: %w", verb, base, err)
 		}
 	}
-	adapted := map[string]*ggml.Tensor{}
-	for t := range m.lora {
-		adapted[t.Name()] = t
-	}
+	adapted := map[string]*ggml.Tensor{} // the weights stored as typ, by name
 	if len(adapters) == 0 {
 		adapted = m.matrices()
 		if t := m.tokEmbd; t != nil {
 			adapted[t.Name()] = t
 		}
+	}
+	for t := range m.lora {
+		adapted[t.Name()] = t
 	}
 	src, err := ggml.OpenGGUF(base)
 	if err != nil {

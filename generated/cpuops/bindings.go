@@ -19,11 +19,9 @@ struct ggml_tensor;
 
 void toy_cont_f32(struct ggml_tensor *dst, const struct ggml_tensor *a, int ith, int nth, void *userdata);
 void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata);
-int toy_mul_mat_cols_vectorized(void);
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
-int toy_attend_one_vectorized(void);
 void toy_mul_mat_short(struct ggml_tensor *dst, int ith, int nth, void *userdata);
-int toy_mul_mat_short_vectorized(void);
+int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
@@ -78,14 +76,6 @@ func MulMatColsAddress() unsafe.Pointer {
 	return C.kg_addr_toy_mul_mat_cols()
 }
 
-// MulMatColsVectorized is 1 where MulMatCols was compiled with AVX-512 or AVX2 (with F16C
-// and FMA), 0 where it is a plain loop, slower than ggml's kernels.
-//
-// C: int toy_mul_mat_cols_vectorized(void).
-func MulMatColsVectorized() int {
-	return int(C.toy_mul_mat_cols_vectorized())
-}
-
 // AttendOne is the attention of one query per sequence over a key/value cache, with the
 // signature of ggml_custom_op_t: dst->src[0] = q, f32 [hdk, H, S], scaled; dst->src[1] = k,
 // f16 [hdk, kvLen, Hkv, S]; dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (the transposed value
@@ -100,14 +90,6 @@ func AttendOne(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func AttendOneAddress() unsafe.Pointer {
 	return C.kg_addr_toy_attend_one()
-}
-
-// AttendOneVectorized is 1 where AttendOne was compiled with AVX-512 or AVX2 (with F16C and
-// FMA), 0 where it cannot run.
-//
-// C: int toy_attend_one_vectorized(void).
-func AttendOneVectorized() int {
-	return int(C.toy_attend_one_vectorized())
 }
 
 // MulMatShort is ggml_mul_mat(a, b) for a short shared dimension, with the signature of
@@ -125,10 +107,10 @@ func MulMatShortAddress() unsafe.Pointer {
 	return C.kg_addr_toy_mul_mat_short()
 }
 
-// MulMatShortVectorized is 1 where MulMatShort was compiled with AVX-512 or AVX2 (with F16C
-// and FMA), 0 where it does nothing.
+// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
+// 0 where they are plain loops or do nothing, and ggml keeps their work.
 //
-// C: int toy_mul_mat_short_vectorized(void).
-func MulMatShortVectorized() int {
-	return int(C.toy_mul_mat_short_vectorized())
+// C: int toy_vectorized(void).
+func Vectorized() int {
+	return int(C.toy_vectorized())
 }

@@ -30,10 +30,6 @@ void toy_cont_f32(struct ggml_tensor * dst, const struct ggml_tensor * a, int it
  */
 void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
-/* toy_mul_mat_cols_vectorized is 1 where toy_mul_mat_cols was compiled with AVX-512 or AVX2 (with
- * F16C and FMA), 0 where it is a plain loop, slower than ggml's kernels. */
-int toy_mul_mat_cols_vectorized(void);
-
 /*
  * toy_attend_one is the attention of one query per sequence over a key/value cache, as a
  * ggml_custom_op_t over dst->src[0] = q, f32 [hdk, H, S] (rows contiguous; the queries, already
@@ -46,10 +42,6 @@ int toy_mul_mat_cols_vectorized(void);
  */
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
-/* toy_attend_one_vectorized is 1 where toy_attend_one was compiled with AVX-512 or AVX2 (with
- * F16C and FMA), 0 where it cannot run (it aborts). */
-int toy_attend_one_vectorized(void);
-
 /*
  * toy_mul_mat_short is ggml_mul_mat(a, b) for a short shared dimension, as a ggml_custom_op_t
  * over dst->src[0] = a, f32 [K, M, G] and dst->src[1] = b, f32 [K, N, G·r] (rows contiguous,
@@ -58,8 +50,9 @@ int toy_attend_one_vectorized(void);
  */
 void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
-/* toy_mul_mat_short_vectorized is 1 where toy_mul_mat_short was compiled with AVX-512 or AVX2
- * (with F16C and FMA), 0 where it does nothing. */
-int toy_mul_mat_short_vectorized(void);
+/* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
+ * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
+ * (toy_attend_one aborts, toy_mul_mat_short returns): the Go layer leaves such work to ggml. */
+int toy_vectorized(void);
 
 #endif

@@ -29,24 +29,18 @@ type Ops interface {
 	// summed in the same order whatever m is, in f32.
 	//kernelgen:address
 	MulMatCols(dst Tensor, ith, nth Int, userdata Ptr)
-	// MulMatColsVectorized is 1 where MulMatCols was compiled with AVX-512 or AVX2 (with F16C
-	// and FMA), 0 where it is a plain loop, slower than ggml's kernels.
-	MulMatColsVectorized() Int
 	// AttendOne is the attention of one query per sequence over a key/value cache, with the
 	// signature of ggml_custom_op_t: dst->src[0] = q, f32 [hdk, H, S], scaled; dst->src[1] = k,
 	// f16 [hdk, kvLen, Hkv, S]; dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (the transposed value
 	// cache); dst->src[3] = mask, f32 or f16 [kvLen, S]; dst = f32 [hdv, H, S]. In f32.
 	//kernelgen:address
 	AttendOne(dst Tensor, ith, nth Int, userdata Ptr)
-	// AttendOneVectorized is 1 where AttendOne was compiled with AVX-512 or AVX2 (with F16C and
-	// FMA), 0 where it cannot run.
-	AttendOneVectorized() Int
 	// MulMatShort is ggml_mul_mat(a, b) for a short shared dimension, with the signature of
 	// ggml_custom_op_t: dst->src[0] = a, f32 [K, M, G], dst->src[1] = b, f32 [K, N, G·r]
 	// (K ≤ 128), dst = f32 [M, N, G·r]; no horizontal sums.
 	//kernelgen:address
 	MulMatShort(dst Tensor, ith, nth Int, userdata Ptr)
-	// MulMatShortVectorized is 1 where MulMatShort was compiled with AVX-512 or AVX2 (with F16C
-	// and FMA), 0 where it does nothing.
-	MulMatShortVectorized() Int
+	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
+	// 0 where they are plain loops or do nothing, and ggml keeps their work.
+	Vectorized() Int
 }

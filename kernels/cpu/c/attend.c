@@ -187,8 +187,6 @@ static void attend_head(const float * q, int64_t hdk, const char * kb, size_t ks
 	}
 }
 
-int toy_attend_one_vectorized(void) { return 1; }
-
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	(void) userdata;
 	const struct ggml_tensor * q = dst->src[0];
@@ -221,9 +219,7 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 
 #else
 
-int toy_attend_one_vectorized(void) { return 0; }
-
-/* No vector unit this file knows: the Go layer asks toy_attend_one_vectorized and leaves the
+/* No vector unit this file knows: the Go layer asks toy_vectorized and leaves the
  * attention to ggml, so this is never called. */
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	(void) dst, (void) ith, (void) nth, (void) userdata;

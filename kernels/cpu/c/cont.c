@@ -2,6 +2,7 @@
 
 #include "kg_ggml.h"
 #include "toy_cpu.h"
+#include "toy_vec.h"
 
 /* The tile's side: 16 floats are one 64-byte cache line of a contiguous source row. */
 enum { TILE = 16 };
@@ -30,3 +31,6 @@ void toy_cont_f32(struct ggml_tensor * dst, const struct ggml_tensor * a, int it
 		}
 	}
 }
+
+/* toy_vectorized says which code toy_vec.h compiled the kernels to: 1 with a vector unit. */
+int toy_vectorized(void) { return TOY_VECTOR; }

@@ -167,12 +167,10 @@ static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) 
 	}
 }
 
-int toy_mul_mat_cols_vectorized(void) { return 1; }
-
 #else
 
 /* No vector unit this file knows: a plain loop, for correctness only (the Go layer asks
- * toy_mul_mat_cols_vectorized and leaves the products to ggml). */
+ * toy_vectorized and leaves the products to ggml). */
 static void block(const char * w, size_t stride, int kind, const float * x, int64_t xs, const float * xp, int64_t k,
 		float * y, int64_t n, int64_t rows, int m) {
 	(void) xp;
@@ -189,8 +187,6 @@ static void block(const char * w, size_t stride, int kind, const float * x, int6
 
 static int64_t packed_size(int64_t k, int64_t m) { (void) k, (void) m; return 0; }
 static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) { (void) x, (void) xs, (void) k, (void) m, (void) xp; }
-
-int toy_mul_mat_cols_vectorized(void) { return 0; }
 
 #endif
 

@@ -63,8 +63,6 @@ static inline __attribute__((always_inline)) void tile(const float * ap, const f
 	}
 }
 
-int toy_mul_mat_short_vectorized(void) { return 1; }
-
 void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	(void) userdata;
 	const struct ggml_tensor * a = dst->src[0];
@@ -126,9 +124,7 @@ void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userda
 
 #else
 
-int toy_mul_mat_short_vectorized(void) { return 0; }
-
-/* No vector unit this file knows: the Go layer asks toy_mul_mat_short_vectorized and leaves the
+/* No vector unit this file knows: the Go layer asks toy_vectorized and leaves the
  * products to ggml, so this is never called. */
 void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	(void) dst, (void) ith, (void) nth, (void) userdata;
