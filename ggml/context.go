@@ -3,7 +3,9 @@ package ggml
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/toyml/toy/generated/ggmlc"
 )
@@ -33,6 +35,9 @@ type Context struct {
 	err error
 	// memSize is the arena's size; tensorOverhead is what one tensor object takes of it.
 	memSize, tensorOverhead int
+	// pins keeps the parameters of toy's own operations (pinned) where ggml's nodes point to
+	// them, until Close.
+	pins runtime.Pinner
 }
 
 // NewContext makes a Context with room for what opts asks.
@@ -69,9 +74,19 @@ func (c *Context) Close() error {
 		return nil
 	}
 	ggmlc.Free(c.c)
+	c.pins.Unpin()
 	c.c = ggmlc.Context{}
 	c.err = ErrClosed
 	return nil
+}
+
+// pinnedFloat is a pointer to a copy of v that C may keep until the context closes: the user
+// data of a custom operation, which ggml stores in the node.
+func (c *Context) pinnedFloat(v float32) unsafe.Pointer {
+	p := new(float32)
+	*p = v
+	c.pins.Pin(p)
+	return unsafe.Pointer(p)
 }
 
 // Err is the first error recorded while building in this context.

@@ -852,6 +852,78 @@ func TestAttendOne(t *testing.T) {
 // TestMulMatShort checks toy's own kernel for a short shared dimension against a float64
 // reference and against ggml's MulMat with the same broadcast of a's groups over b's heads, on
 // shapes whose rows and columns do and do not fill the kernel's blocks and tiles.
+func TestSoftMaxCPU(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("SoftMaxCPU runs on a vectorized CPU build only")
+	}
+	for _, s := range []struct {
+		name   string
+		ne     [4]int // of the operand
+		maskNe []int  // nil: no mask
+		f16    bool
+	}{
+		{"training's attention", [4]int{512, 512, 9, 1}, []int{512, 512, 1, 1}, false},
+		{"odd rows, f16 mask per sequence", [4]int{37, 5, 3, 2}, []int{37, 7, 1, 2}, true},
+		{"mask per head", [4]int{48, 6, 4, 1}, []int{48, 6, 2, 1}, false},
+		{"no mask", [4]int{21, 4, 2, 1}, nil, false},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.rand(-4, 4, s.ne[:]...)
+			var mask *reference.Tensor
+			var mi *Tensor
+			if s.maskNe != nil {
+				// A causal mask (whole vectors of hidden cells in the long rows) plus random
+				// biases in [-2, 0].
+				m := h.rand(-2, 0, s.maskNe...)
+				causal := reference.CausalMask(s.maskNe[0], s.maskNe[1], 0)
+				for i := range m.Data {
+					m.Data[i] += causal.Data[i%len(causal.Data)]
+				}
+				if s.f16 {
+					mi, m = h.inF16(m), m.Map(reference.RoundF16)
+				} else {
+					mi = h.in(m)
+				}
+				mask = &m
+			}
+			const scale = 0.125
+			at := h.in(a)
+			got, viaGGML := h.c.SoftMaxCPU(at, mi, scale), h.c.SoftMaxExt(at, mi, scale, 0)
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got, viaGGML)
+			want := reference.SoftMaxExt(a, mask, scale, 0)
+			near(t, "SoftMaxCPU", want, h.out(got), 1e-6, 1)
+			near(t, "ggml's SoftMaxExt", want, h.out(viaGGML), 1e-6, 1)
+		})
+	}
+	t.Run("hidden row", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.rand(-4, 4, 40, 2)
+		m := reference.New(40, 2)
+		for i := range 40 {
+			m.Data[i] = math.Inf(-1) // row 0 hidden entirely; row 1 sees every cell
+		}
+		got := h.c.SoftMaxCPU(h.in(a), h.in(m), 1)
+		h.run(got)
+		out := h.out(got)
+		want := reference.SoftMaxExt(reference.FromData(a.Data[40:], 40), nil, 1, 0)
+		for i := range 40 {
+			require.Zero(t, out.Data[i], "cell %d of the hidden row", i)
+			require.InDelta(t, want.Data[i], out.Data[40+i], 1e-6, "cell %d of the open row", i)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		a := h.in(h.rand(-1, 1, 8, 4))
+		require.Nil(t, h.c.SoftMaxCPU(a, h.in(h.rand(-1, 1, 8, 3)), 1))
+		require.ErrorContains(t, h.c.Err(), "at least 4")
+		h = newHarness(t)
+		require.Nil(t, h.c.SoftMaxCPU(h.in(h.rand(-1, 1, 8, 4)), nil, float32(math.Inf(1))))
+		require.ErrorContains(t, h.c.Err(), "finite")
+	})
+}
+
 func TestMulMatShort(t *testing.T) {
 	if !onCPU || !CPUKernelsFast() {
 		t.Skip("MulMatShort runs on a vectorized CPU build only")

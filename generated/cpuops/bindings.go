@@ -21,11 +21,13 @@ void toy_cont_f32(struct ggml_tensor *dst, const struct ggml_tensor *a, int ith,
 void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_mul_mat_short(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
 static void *kg_addr_toy_mul_mat_short(void) { return (void *)&toy_mul_mat_short; }
+static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 */
 import "C"
 
@@ -105,6 +107,23 @@ func MulMatShort(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func MulMatShortAddress() unsafe.Pointer {
 	return C.kg_addr_toy_mul_mat_short()
+}
+
+// SoftMax is ggml_soft_max_ext(x, mask, scale, 0), with the signature of ggml_custom_op_t:
+// dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous), dst->src[1] = mask, f32 or f16
+// [n, ≥ r1, m2, m3] (broadcast over dims 2 and 3) or NULL, userdata points to the float
+// scale; dst = f32 [n, r1, r2, r3]. Two passes over each row in the core's cache and a third
+// that divides; a row the mask hides entirely becomes zeros.
+//
+// C: void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func SoftMax(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_soft_max(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// SoftMaxAddress is the address of the C function toy_soft_max (see SoftMax), for a C API that takes
+// it as a callback.
+func SoftMaxAddress() unsafe.Pointer {
+	return C.kg_addr_toy_soft_max()
 }
 
 // Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),

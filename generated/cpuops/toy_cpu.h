@@ -50,6 +50,15 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
  */
 void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
+/*
+ * toy_soft_max is ggml_soft_max_ext(x, mask, scale, 0), as a ggml_custom_op_t over dst->src[0]
+ * = x, f32 [n, r1, r2, r3] (rows contiguous), and dst->src[1] = mask, f32 or f16 [n, ≥ r1, m2,
+ * m3] (rows contiguous; broadcast over dims 2 and 3, which m2 and m3 divide) or NULL, with
+ * userdata pointing to the float scale: dst = f32 [n, r1, r2, r3], softmax(scale·x + mask) of
+ * each row. A row the mask hides entirely becomes zeros (ggml's gives NaN).
+ */
+void toy_soft_max(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
  * (toy_attend_one aborts, toy_mul_mat_short returns): the Go layer leaves such work to ggml. */

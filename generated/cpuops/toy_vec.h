@@ -2,9 +2,10 @@
 
 /*
  * The vector unit toy's CPU kernels use, as the compiler targets it: AVX-512, or AVX2 with F16C
- * and FMA (TOY_VECTOR is 1), LANES floats a vector, with loads of f32, f16 and bf16 values and
- * a horizontal sum of LANES vectors at once; where there is neither, TOY_VECTOR is 0 and the
- * kernels are plain loops. Also the scalar conversions of f16 and bf16.
+ * and FMA (TOY_VECTOR is 1), LANES floats a vector, with loads of f32, f16 and bf16 values, a
+ * horizontal sum of LANES vectors at once and the softmax kernels' exponential; where there is
+ * neither, TOY_VECTOR is 0 and the kernels are plain loops. Also the scalar conversions of f16
+ * and bf16.
  */
 #ifndef TOY_VEC_H
 #define TOY_VEC_H
@@ -118,6 +119,62 @@ static inline __attribute__((always_inline)) void vsums(const vec * v, float * o
 	for (int i = 0; i < LANES; i++) {
 		out[i] = z[4 * (i % (LANES / 4)) + i / (LANES / 4)];
 	}
+}
+
+/* Element-wise helpers of the softmax kernels (attend.c, softmax.c). */
+#if defined(__AVX512F__)
+#define VSET(x) _mm512_set1_ps(x)
+#define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VMAX(a, b) _mm512_max_ps(a, b)
+#define VROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VPOW2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
+#define VKEEP_GE(a, x, lo) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), a)
+#define VREDUCE_MAX(a) _mm512_reduce_max_ps(a)
+#define VREDUCE_ADD(a) _mm512_reduce_add_ps(a)
+#define VALL_LT(a, b) (_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) == 0xffff)
+#else
+#define VSET(x) _mm256_set1_ps(x)
+#define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VMAX(a, b) _mm256_max_ps(a, b)
+#define VROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define VPOW2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
+#define VKEEP_GE(a, x, lo) _mm256_and_ps(a, _mm256_cmp_ps(x, lo, _CMP_GE_OQ))
+#define VALL_LT(a, b) (_mm256_movemask_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ)) == 0xff)
+static inline float VREDUCE_ADD(__m256 a) {
+	__m128 m = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+	m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+	m = _mm_add_ss(m, _mm_movehdup_ps(m));
+	return _mm_cvtss_f32(m);
+}
+static inline float VREDUCE_MAX(__m256 a) {
+	__m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+	m = _mm_max_ss(m, _mm_movehdup_ps(m));
+	return _mm_cvtss_f32(m);
+}
+#endif
+
+/*
+ * vexp is e^x for x ≤ 0, and 0 below -87 (where e^x is no longer a normal float; a masked
+ * cell's -inf is there): e^x = 2^n·e^r with n = round(x·log2 e) and r = x − n·ln 2 (ln 2 in two
+ * parts), e^r by its Taylor series to r^7 (|r| ≤ ln 2 / 2: relative error under 2e-8, below
+ * float's rounding).
+ */
+static inline vec vexp(vec x) {
+	const vec lo = VSET(-87.0f);
+	const vec xc = VMAX(x, lo);
+	const vec n = VROUND(VMUL(xc, VSET(1.44269504088896341f)));
+	vec r = VFMA(n, VSET(-0.693145751953125f), xc);
+	r = VFMA(n, VSET(-1.428606765330187e-06f), r);
+	vec p = VSET(1.0f / 5040);
+	p = VFMA(p, r, VSET(1.0f / 720));
+	p = VFMA(p, r, VSET(1.0f / 120));
+	p = VFMA(p, r, VSET(1.0f / 24));
+	p = VFMA(p, r, VSET(1.0f / 6));
+	p = VFMA(p, r, VSET(0.5f));
+	p = VFMA(p, r, VSET(1.0f));
+	p = VFMA(p, r, VSET(1.0f));
+	return VKEEP_GE(VMUL(p, VPOW2(n)), x, lo);
 }
 
 #endif /* TOY_VECTOR */

@@ -40,6 +40,13 @@ type Ops interface {
 	// (K ≤ 128), dst = f32 [M, N, G·r]; no horizontal sums.
 	//kernelgen:address
 	MulMatShort(dst Tensor, ith, nth Int, userdata Ptr)
+	// SoftMax is ggml_soft_max_ext(x, mask, scale, 0), with the signature of ggml_custom_op_t:
+	// dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous), dst->src[1] = mask, f32 or f16
+	// [n, ≥ r1, m2, m3] (broadcast over dims 2 and 3) or NULL, userdata points to the float
+	// scale; dst = f32 [n, r1, r2, r3]. Two passes over each row in the core's cache and a third
+	// that divides; a row the mask hides entirely becomes zeros.
+	//kernelgen:address
+	SoftMax(dst Tensor, ith, nth Int, userdata Ptr)
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int

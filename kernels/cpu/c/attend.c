@@ -26,52 +26,6 @@ static inline float mask_at(const struct ggml_tensor * mask, int64_t c, int64_t 
 
 #if TOY_VECTOR
 
-#if defined(__AVX512F__)
-#define VSET(x) _mm512_set1_ps(x)
-#define VMUL(a, b) _mm512_mul_ps(a, b)
-#define VMAX(a, b) _mm512_max_ps(a, b)
-#define VROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define VPOW2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
-#define VKEEP_GE(a, x, lo) _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GE_OQ), a)
-#define VREDUCE_MAX(a) _mm512_reduce_max_ps(a)
-#else
-#define VSET(x) _mm256_set1_ps(x)
-#define VMUL(a, b) _mm256_mul_ps(a, b)
-#define VMAX(a, b) _mm256_max_ps(a, b)
-#define VROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-#define VPOW2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
-#define VKEEP_GE(a, x, lo) _mm256_and_ps(a, _mm256_cmp_ps(x, lo, _CMP_GE_OQ))
-static inline float VREDUCE_MAX(__m256 a) {
-	__m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-	m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-	m = _mm_max_ss(m, _mm_movehdup_ps(m));
-	return _mm_cvtss_f32(m);
-}
-#endif
-
-/*
- * vexp is e^x for x ≤ 0, and 0 below -87 (where e^x is no longer a normal float; a masked
- * cell's -inf is there): e^x = 2^n·e^r with n = round(x·log2 e) and r = x − n·ln 2 (ln 2 in two
- * parts), e^r by its Taylor series to r^7 (|r| ≤ ln 2 / 2: relative error under 2e-8, below
- * float's rounding).
- */
-static inline vec vexp(vec x) {
-	const vec lo = VSET(-87.0f);
-	const vec xc = VMAX(x, lo);
-	const vec n = VROUND(VMUL(xc, VSET(1.44269504088896341f)));
-	vec r = VFMA(n, VSET(-0.693145751953125f), xc);
-	r = VFMA(n, VSET(-1.428606765330187e-06f), r);
-	vec p = VSET(1.0f / 5040);
-	p = VFMA(p, r, VSET(1.0f / 720));
-	p = VFMA(p, r, VSET(1.0f / 120));
-	p = VFMA(p, r, VSET(1.0f / 24));
-	p = VFMA(p, r, VSET(1.0f / 6));
-	p = VFMA(p, r, VSET(0.5f));
-	p = VFMA(p, r, VSET(1.0f));
-	p = VFMA(p, r, VSET(1.0f));
-	return VKEEP_GE(VMUL(p, VPOW2(n)), x, lo);
-}
-
 /*
  * attend_head computes the output of one query q (hdk floats) over kvLen cells: keys at kb
  * (cell c's hdk f16 values at kb + c·ks), values at vb (channel d's kvLen f16 values, one per
