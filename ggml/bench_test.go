@@ -46,6 +46,37 @@ func BenchmarkMulMat(b *testing.B) {
 	}
 }
 
+// BenchmarkMulMatPacked times toy's packed GEMM (MulMatPacked) against ggml's MulMat on the f32
+// products of a SmolLM2-135M training step (m×n×k: result rows, columns, shared dimension):
+// forward and input gradients of the attention and feed-forward weights, the weight gradients
+// (k = 512 tokens), a key/value width, and the head's input gradient in chunks of 4096.
+func BenchmarkMulMatPacked(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	for _, s := range [][3]int{{1536, 512, 576}, {576, 512, 1536}, {576, 1536, 512}, {576, 576, 512}, {192, 512, 576}, {512, 576, 4096}, {4096, 512, 576}} {
+		for _, kernel := range []string{"ggml", "toy"} {
+			m, n, k := s[0], s[1], s[2]
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", kernel, m, n, k), func(b *testing.B) {
+				product := productGGML
+				if kernel == "toy" {
+					product = productPacked
+				}
+				mm, err := newBenchProduct(be, F32, m, n, k, 1, product)
+				require.NoError(b, err)
+				defer mm.Close()
+				require.NoError(b, mm.compute())
+				for b.Loop() {
+					if err := mm.compute(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}
+
 // BenchmarkMulMatCols times a product of a few columns, as a generation step of several
 // sequences or a verification of proposals makes, by ggml's kernels and by toy's own
 // (MulMatCols): f16 and f32 weights, the SmolLM2-135M head (49152×576, 56 MB in f16: streamed
@@ -69,7 +100,11 @@ func BenchmarkMulMatCols(b *testing.B) {
 // benchProduct times one product of BenchmarkMulMatCols.
 func benchProduct(b *testing.B, be *Backend, kernel string, typ Type, m, n int) {
 	b.Run(fmt.Sprintf("%s/%s/%dx%dx576", kernel, TypeName(typ), m, n), func(b *testing.B) {
-		mm, err := newBenchProduct(be, typ, m, n, 576, 1, kernel == "toy")
+		product := productGGML
+		if kernel == "toy" {
+			product = productCols
+		}
+		mm, err := newBenchProduct(be, typ, m, n, 576, 1, product)
 		require.NoError(b, err)
 		defer mm.Close()
 		require.NoError(b, mm.compute()) // warm-up

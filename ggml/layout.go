@@ -111,7 +111,7 @@ func (c *Context) ContCPU(a *Tensor) *Tensor {
 // against 16.8).
 const MulMatColsMax = 64
 
-// CPUKernelsFast reports whether toy's own CPU kernels (MulMatCols, AttendOne, MulMatShort,
+// CPUKernelsFast reports whether toy's own CPU kernels (MulMatCols, AttendOne, MulMatPacked,
 // SoftMaxCPU) are vectorized in this build (AVX-512, or AVX2 with F16C and FMA). Elsewhere
 // MulMatCols is a plain loop, slower than MulMat, and the others cannot run: their callers keep
 // ggml's kernels.
@@ -206,27 +206,32 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 	return nil
 }
 
-// MulMatShortMaxK is the longest shared dimension MulMatShort takes.
-const MulMatShortMaxK = 128
+// MulMatPackedMaxK is the longest shared dimension MulMatPacked takes: each thread packs 64 rows
+// of a at a time, in f32 (8 MiB at this length).
+const MulMatPackedMaxK = 1 << 15
 
-// MulMatShort is MulMat(a, b) for a short shared dimension (attention's scores in training: a
-// head's 64 values), computed by toy's own CPU kernel (kernels/cpu/c/mul_mat_short.c): a f32
-// [K, M, G] and b f32 [K, N, G·r] with contiguous rows and K ≤ MulMatShortMaxK, head h of b
-// reading group h / r of a, as MulMat broadcasts; the result is f32 [M, N, G·r]. ggml's kernel
-// sums each output along K and then adds its vector's lanes, which for K = 64 costs about as
-// much as the products; this one keeps rows of the result in its vectors and needs no such
-// sums. Only the CPU backend computes it, and autodiff cannot differentiate it.
-func (c *Context) MulMatShort(a, b *Tensor) *Tensor {
-	return c.op("MulMatShort", []*Tensor{a, b}, 1, func() error { return MulMatShortFits(a, b) }, func() ggmlc.Tensor {
+// MulMatPacked is MulMat(a, b) computed by toy's packed GEMM (kernels/cpu/c/mul_mat_packed.c)
+// as a ggml custom operation: a f32, f16, bf16 or q8_0 [K, M, G] and b f32 [K, N, G·r] with
+// contiguous rows and K ≤ MulMatPackedMaxK, head h of b reading group h / r of a, as MulMat
+// broadcasts; the result is f32 [M, N, G·r]. It packs 64 rows of a at a time, transposed and in
+// f32 (b is not rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns
+// of the result in its vectors: no horizontal sums, where ggml's tinyBLAS sums along K and then
+// adds its vectors' lanes. 1.3–1.7× ggml's f32 GEMM on SmolLM2-135M's training products, 3–7× on
+// attention's over a head's 64 values (BenchmarkMulMatPacked). Only the CPU backend computes
+// it, and autodiff cannot differentiate it.
+func (c *Context) MulMatPacked(a, b *Tensor) *Tensor {
+	return c.op("MulMatPacked", []*Tensor{a, b}, 1, func() error { return MulMatPackedFits(a, b) }, func() ggmlc.Tensor {
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, a.Ne()[1], b.Ne()[1], b.Ne()[2], 1, []ggmlc.Tensor{a.t, b.t}, 2,
-			cpuops.MulMatShortAddress(), allThreads, nil)
+			cpuops.MulMatPackedAddress(), allThreads, nil)
 	})
 }
 
-// MulMatShortFits says why MulMatShort cannot take a and b, or nil when it can.
-func MulMatShortFits(a, b *Tensor) error {
-	if err := needType(a, F32, "a"); err != nil {
-		return err
+// MulMatPackedFits says why MulMatPacked cannot take a and b, or nil when it can.
+func MulMatPackedFits(a, b *Tensor) error {
+	switch a.Type() {
+	case F32, F16, BF16, Q8_0:
+	default:
+		return fmt.Errorf("a %s: want f32, f16, bf16 or q8_0", a.describe())
 	}
 	if err := needType(b, F32, "b"); err != nil {
 		return err
@@ -237,11 +242,11 @@ func MulMatShortFits(a, b *Tensor) error {
 		return fmt.Errorf("%s and %s: want at most 3-D operands", a.describe(), b.describe())
 	case an[0] != bn[0]:
 		return fmt.Errorf("%s and %s differ in the shared dimension", a.describe(), b.describe())
-	case an[0] > MulMatShortMaxK:
-		return fmt.Errorf("%s: a shared dimension of %d, at most %d", a.describe(), an[0], MulMatShortMaxK)
+	case an[0] > MulMatPackedMaxK:
+		return fmt.Errorf("%s: a shared dimension of %d, at most %d", a.describe(), an[0], MulMatPackedMaxK)
 	case an[2] < 1 || bn[2]%an[2] != 0:
 		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b.describe(), bn[2], an[2])
-	case a.Nb()[0] != 4 || b.Nb()[0] != 4:
+	case a.Nb()[0] != int(TypeSize(a.Type())) || b.Nb()[0] != 4:
 		return fmt.Errorf("%s and %s: want rows with contiguous elements", a.describe(), b.describe())
 	}
 	return nil

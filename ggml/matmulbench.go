@@ -65,12 +65,24 @@ func (r MatMulResult) GFLOPSStdDev() float64 {
 // quantizes without an importance matrix (q8_0, q4_0, q4_K, …); k must be a multiple of its
 // block size.
 func MeasureMatMul(b *Backend, weight Type, m, n, k int, minDuration time.Duration) (MatMulResult, error) {
+	return measureProduct(b, productGGML, weight, m, n, k, minDuration)
+}
+
+// MeasurePackedMatMul is MeasureMatMul computing the product with toy's packed GEMM
+// (MulMatPacked, which the trainer uses on the CPU): the ceiling of the training step's
+// products.
+func MeasurePackedMatMul(b *Backend, weight Type, m, n, k int, minDuration time.Duration) (MatMulResult, error) {
+	return measureProduct(b, productPacked, weight, m, n, k, minDuration)
+}
+
+// measureProduct is MeasureMatMul with the product computed by kernel.
+func measureProduct(b *Backend, kernel productKernel, weight Type, m, n, k int, minDuration time.Duration) (MatMulResult, error) {
 	r := MatMulResult{Weight: weight, M: m, N: n, K: k}
 	if b == nil || b.b.IsNil() {
 		return r, fmt.Errorf("ggml: MeasureMatMul: %w", ErrClosed)
 	}
 	r.Backend, r.Threads = b.Name(), b.Threads()
-	mm, err := newBenchMatMul(b, weight, m, n, k, 1)
+	mm, err := newBenchProduct(b, weight, m, n, k, 1, kernel)
 	if err != nil {
 		return r, err
 	}
@@ -124,12 +136,20 @@ var benchWeightTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K
 const benchFillRows = 256
 
 func newBenchMatMul(be *Backend, weight Type, m, n, k int, seed uint64) (_ *benchMatMul, err error) {
-	return newBenchProduct(be, weight, m, n, k, seed, false)
+	return newBenchProduct(be, weight, m, n, k, seed, productGGML)
 }
 
-// newBenchProduct is newBenchMatMul computing the product with toy's own kernel for a few
-// columns (MulMatCols) when cols is set.
-func newBenchProduct(be *Backend, weight Type, m, n, k int, seed uint64, cols bool) (_ *benchMatMul, err error) {
+// productKernel is which kernel computes a benchmark's product.
+type productKernel int
+
+const (
+	productGGML   productKernel = iota // ggml's MulMat
+	productCols                        // toy's kernel for a few columns (MulMatCols)
+	productPacked                      // toy's packed GEMM (MulMatPacked)
+)
+
+// newBenchProduct is newBenchMatMul computing the product with kernel.
+func newBenchProduct(be *Backend, weight Type, m, n, k int, seed uint64, kernel productKernel) (_ *benchMatMul, err error) {
 	fillable := false
 	for _, t := range benchWeightTypes {
 		fillable = fillable || t == weight
@@ -190,9 +210,12 @@ func newBenchProduct(be *Backend, weight Type, m, n, k int, seed uint64, cols bo
 	if mm.gctx, err = NewContext(ContextOptions{MaxTensors: 1, Graphs: 1, GraphSize: 8}); err != nil {
 		return nil, err
 	}
-	if cols {
+	switch kernel {
+	case productCols:
 		mm.out = mm.gctx.MulMatCols(mm.a, mm.b)
-	} else {
+	case productPacked:
+		mm.out = mm.gctx.MulMatPacked(mm.a, mm.b)
+	default:
 		mm.out = mm.gctx.MulMat(mm.a, mm.b)
 	}
 	if mm.out == nil {

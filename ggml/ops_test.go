@@ -849,9 +849,9 @@ func TestAttendOne(t *testing.T) {
 	}
 }
 
-// TestMulMatShort checks toy's own kernel for a short shared dimension against a float64
-// reference and against ggml's MulMat with the same broadcast of a's groups over b's heads, on
-// shapes whose rows and columns do and do not fill the kernel's blocks and tiles.
+// TestSoftMaxCPU checks toy's own softmax kernel against a float64 reference and ggml's
+// SoftMaxExt: training's shape with a causal mask, odd rows, f16 masks broadcast per sequence
+// and per head, no mask, and a row the mask hides entirely.
 func TestSoftMaxCPU(t *testing.T) {
 	if !onCPU || !CPUKernelsFast() {
 		t.Skip("SoftMaxCPU runs on a vectorized CPU build only")
@@ -924,17 +924,21 @@ func TestSoftMaxCPU(t *testing.T) {
 	})
 }
 
-func TestMulMatShort(t *testing.T) {
+// TestMulMatPacked checks toy's packed GEMM against a float64 reference and against ggml's
+// MulMat with the same broadcast of a's groups over b's heads, on shapes whose rows and columns
+// do and do not fill the kernel's blocks, tiles and runs of columns, with shared dimensions
+// short (attention's 64) and long (training's 576 and 1537, past the packed block's stack).
+func TestMulMatPacked(t *testing.T) {
 	if !onCPU || !CPUKernelsFast() {
-		t.Skip("MulMatShort runs on a vectorized CPU build only")
+		t.Skip("MulMatPacked runs on a vectorized CPU build only")
 	}
-	for _, s := range []struct{ K, M, G, N, heads int }{{64, 512, 3, 512, 9}, {37, 70, 2, 13, 2}, {128, 64, 1, 5, 4}, {16, 130, 2, 7, 6}, {1, 17, 1, 1, 1}} {
+	for _, s := range []struct{ K, M, G, N, heads int }{{64, 512, 3, 512, 9}, {37, 70, 2, 13, 2}, {128, 64, 1, 5, 4}, {16, 130, 2, 7, 6}, {1, 17, 1, 1, 1}, {576, 200, 1, 130, 1}, {1537, 70, 1, 300, 1}, {300, 64, 2, 97, 4}} {
 		t.Run(fmt.Sprintf("%dx%dx%d·%dx%d", s.K, s.M, s.G, s.N, s.heads), func(t *testing.T) {
 			h := newHarness(t)
 			a := h.rand(-1, 1, s.K, s.M, s.G)
 			b := h.rand(-1, 1, s.K, s.N, s.heads)
 			at, bt := h.in(a), h.in(b)
-			got, viaGGML := h.c.MulMatShort(at, bt), h.c.MulMat(at, bt)
+			got, viaGGML := h.c.MulMatPacked(at, bt), h.c.MulMat(at, bt)
 			require.NotNil(t, got, "%v", h.c.Err())
 			h.run(got, viaGGML)
 			want := reference.Tensor{Ne: [4]int{s.M, s.N, s.heads, 1}, Data: make([]float64, s.M*s.N*s.heads)}
@@ -951,14 +955,41 @@ func TestMulMatShort(t *testing.T) {
 				}
 			}
 			tol := max(mulMatTol, float64(s.K)*0x1p-24)
-			near(t, "MulMatShort", want, h.out(got), tol, 1)
+			near(t, "MulMatPacked", want, h.out(got), tol, 1)
 			near(t, "ggml's MulMat", want, h.out(viaGGML), max(tol, 1e-4), 1)
 		})
 	}
+	// Weights of other types are converted to f32 as they are packed; b stays f32, so the
+	// reference is the product of the weights' values as their type holds them.
+	for _, typ := range []Type{F16, BF16, Q8_0} {
+		for _, s := range []struct{ K, M, N int }{{576, 200, 130}, {96, 64, 7}} {
+			t.Run(fmt.Sprintf("%s/%dx%d·%d", TypeName(typ), s.K, s.M, s.N), func(t *testing.T) {
+				h := newHarness(t)
+				a, b := h.rand(-1, 1, s.K, s.M), h.rand(-1, 1, s.K, s.N)
+				var at *Tensor
+				switch typ {
+				case F16:
+					at, a = h.inF16(a), a.Map(reference.RoundF16)
+				case BF16:
+					raw, err := Quantize(BF16, a.ToF32(), s.K)
+					require.NoError(t, err)
+					at = h.inBytes(BF16, raw, int64(s.K), int64(s.M))
+					a = a.Map(func(v float64) float64 { return float64(reference.BF16ToF32(reference.F32ToBF16(float32(v)))) })
+				case Q8_0:
+					raw := reference.QuantizeQ8_0(a.ToF32())
+					at, a = h.inBytes(Q8_0, raw, int64(s.K), int64(s.M)), reference.FromF32(reference.DequantizeQ8_0(raw), s.K, s.M)
+				}
+				got := h.c.MulMatPacked(at, h.in(b))
+				require.NotNil(t, got, "%v", h.c.Err())
+				h.run(got)
+				near(t, "MulMatPacked "+TypeName(typ), reference.MulMat(a, b), h.out(got), max(mulMatTol, float64(s.K)*0x1p-24), 1)
+			})
+		}
+	}
 	t.Run("refused", func(t *testing.T) {
 		h := newHarness(t)
-		a, b := h.in(h.rand(-1, 1, MulMatShortMaxK+1, 4)), h.in(h.rand(-1, 1, MulMatShortMaxK+1, 3))
-		require.Nil(t, h.c.MulMatShort(a, b))
-		require.ErrorContains(t, h.c.Err(), fmt.Sprintf("at most %d", MulMatShortMaxK))
+		a, b := h.in(h.rand(-1, 1, MulMatPackedMaxK+1, 4)), h.in(h.rand(-1, 1, MulMatPackedMaxK+1, 3))
+		require.Nil(t, h.c.MulMatPacked(a, b))
+		require.ErrorContains(t, h.c.Err(), fmt.Sprintf("at most %d", MulMatPackedMaxK))
 	})
 }

@@ -307,10 +307,10 @@ func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
 // dimension ([hd, T, heads·B]) so that the GQA broadcast of keys and values over query heads
 // stays within ggml's backward (GGML-NOTES §1.1). In a training graph gb builds the attention
 // and its backward (gemmBackward.attention; the trainer refuses soft-capped attention). Without
-// gb, cpuAttention computes the scores and the probabilities as a training graph on the CPU
-// does (shortProduct, attentionProbs), for a pass whose activations must be those of such a
-// graph to the bit (recompute).
-func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuAttention bool) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+// gb, cpuKernels computes the products and the probabilities as a training graph on the CPU
+// does (cpuProduct, attentionProbs), for a pass whose activations must be those of such a graph
+// to the bit (recompute).
+func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuKernels bool) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	t, b := int64(T), int64(B)
 	return func(_ int, q, k, v *ggml.Tensor) *ggml.Tensor {
@@ -321,13 +321,13 @@ func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B in
 		if gb != nil {
 			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b)
 		} else {
-			kq := shortProduct(ctx, cpuAttention, k, q) // [keys, queries, H·B]
+			kq := cpuProduct(ctx, cpuKernels, k, q) // [keys, queries, H·B]
 			scale := a.QueryScale
 			if c := a.AttnSoftcap; c > 0 {
 				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
 				scale = 1
 			}
-			o = ctx.MulMat(vt, attentionProbs(ctx, cpuAttention, kq, mask, scale, H, b))
+			o = cpuProduct(ctx, cpuKernels, vt, attentionProbs(ctx, cpuKernels, kq, mask, scale, H, b))
 		}
 		o = ctx.Reshape(o, hdv, t, H, b)
 		return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, t*b)

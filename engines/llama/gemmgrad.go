@@ -153,7 +153,7 @@ func newGemmBackward(g *ggml.Context, be *ggml.Backend, trained []*ggml.Tensor, 
 func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor {
 	g := gb.g
 	in := gb.detach(x)
-	z := g.MulMat(w, in.leaf)
+	z := gb.product(w, in.leaf)
 	if z == nil {
 		return nil // the context holds the error
 	}
@@ -165,12 +165,13 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor
 		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, gb.inputGrad(w, p.grad)) })
 	}
 	for _, l := range terms {
+		// ggml's products: a trained B or A is a param the graph's backward checks.
 		u := gb.detach(g.MulMat(l.a, x))
 		out = g.Add(out, g.Scale(g.MulMat(l.b, u.leaf), l.scale))
 		gb.lora = append(gb.lora, &loraProduct{b: l.b, u: u, scale: l.scale, of: p})
 		gb.used[l.b] = gb.used[l.b] || gb.trained[l.b]
 		gb.backward = append(gb.backward, func() {
-			u.grads = append(u.grads, g.Scale(g.MulMat(gb.transposedF32(l.b), p.grad), l.scale))
+			u.grads = append(u.grads, g.Scale(gb.product(gb.transposedF32(l.b), p.grad), l.scale))
 		})
 	}
 	return out
@@ -191,7 +192,7 @@ func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
 	if !gb.transposedEachStep(w) || m <= inputGradChunk {
-		return g.MulMat(gb.transposed(w), dz)
+		return gb.product(gb.transposed(w), dz)
 	}
 	if dz == nil {
 		return nil // the context holds the error
@@ -201,7 +202,7 @@ func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 		rows := min(inputGradChunk, m-r)
 		wc := g.View(w, []int64{k, rows}, []int{w.Nb()[1]}, int(r)*w.Nb()[1])
 		dzc := g.View(dz, []int64{rows, dz.Ne()[1]}, []int{dz.Nb()[1]}, int(r)*dz.Nb()[0])
-		part := g.MulMat(dzc, gb.transposedF32(wc))
+		part := gb.product(dzc, gb.transposedF32(wc))
 		if sumT == nil {
 			sumT = part
 		} else {
@@ -239,25 +240,25 @@ func (gb *gemmBackward) seed(t, grad *ggml.Tensor) {
 func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
 	g := gb.g
 	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
-	kq := gb.short(kin.leaf, qin.leaf) // [t, t, H·B]
+	kq := gb.product(kin.leaf, qin.leaf) // [t, t, H·B]
 	if kq == nil {
 		return nil // the context holds the error
 	}
 	probs := func(kq *ggml.Tensor) *ggml.Tensor { return attentionProbs(g, gb.cpu, kq, mask, scale, H, B) }
 	p := probs(kq)
-	o := g.MulMat(vin.leaf, p) // [hdv, t, H·B]
+	o := gb.product(vin.leaf, p) // [hdv, t, H·B]
 	if o == nil {
 		return nil
 	}
 	out, do := gb.tap(o)
 	gb.backward = append(gb.backward, func() {
 		if gb.recomputeProbs {
-			p = probs(gb.short(kin.leaf, qin.leaf))
+			p = probs(gb.product(kin.leaf, qin.leaf))
 		}
-		dp := gb.short(gb.dense(g.Transpose(vin.leaf)), do)
+		dp := gb.product(gb.dense(g.Transpose(vin.leaf)), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
 		vin.grads = append(vin.grads, gb.productGradA(gb.groupsT(p, vt.Ne()[2]), do))
-		qin.grads = append(qin.grads, g.MulMat(gb.dense(g.Transpose(kin.leaf)), dkq))
+		qin.grads = append(qin.grads, gb.product(gb.dense(g.Transpose(kin.leaf)), dkq))
 		kin.grads = append(kin.grads, gb.productGradA(gb.groupsT(qin.leaf, k.Ne()[2]), dkq))
 	})
 	return out
@@ -270,7 +271,7 @@ func (gb *gemmBackward) productGradA(bT, dz *ggml.Tensor) *ggml.Tensor {
 	if bT == nil {
 		return nil // the context holds the error
 	}
-	return gb.g.MulMat(bT, gb.groupsT(dz, bT.Ne()[2]))
+	return gb.product(bT, gb.groupsT(dz, bT.Ne()[2]))
 }
 
 // groupsT is x [K, N, G·r] (or [K, N·G·r]) as G groups of its columns, each transposed:
@@ -283,21 +284,28 @@ func (gb *gemmBackward) groupsT(x *ggml.Tensor, groups int64) *ggml.Tensor {
 	return gb.dense(gb.g.Transpose(gb.g.Reshape(x, k, x.Len()/(k*groups), groups)))
 }
 
-// short is MulMat(a, b) for attention's products over a head's values (the scores, and the
-// probabilities' gradient): on the CPU backend by toy's own kernel (ggml.MulMatShort), which
-// needs no horizontal sums where ggml's spends about as long on them as on the products
-// (3–7× faster for SmolLM2's 64 values, 512 tokens), elsewhere by ggml's.
-func (gb *gemmBackward) short(a, b *ggml.Tensor) *ggml.Tensor {
-	return shortProduct(gb.g, gb.cpu, a, b)
+// product is MulMat(a, b) in a training graph: on the CPU backend by toy's own kernel where it
+// takes the operands (cpuProduct), elsewhere by ggml's.
+func (gb *gemmBackward) product(a, b *ggml.Tensor) *ggml.Tensor {
+	return cpuProduct(gb.g, gb.cpu, a, b)
 }
 
-// shortProduct is MulMat(a, b) by toy's kernel for a short shared dimension where cpu (the
-// graph runs on the CPU backend) allows it, ggml's otherwise: the one choice of every training
-// graph's attention (gemmBackward.short, and the plain passes that must match it bit for bit).
-// Autodiff cannot differentiate toy's kernel: a graph ggml differentiates passes cpu false.
-func shortProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
-	if cpu && a != nil && b != nil && ggml.CPUKernelsFast() && ggml.MulMatShortFits(a, b) == nil {
-		return ctx.MulMatShort(a, b)
+// packedMinRows is the fewest rows of a (the result's rows) for which toy's packed kernel
+// computes a product: it fills its registers 64 rows at a time, so narrower products (LoRA's
+// rank) stay with ggml's.
+const packedMinRows = 64
+
+// cpuProduct is MulMat(a, b) by toy's packed GEMM (ggml.MulMatPacked: 1.3–1.7× ggml's f32 GEMM
+// on SmolLM2's training products, 3–7× on attention's over a head's 64 values, where ggml's
+// spends as long on horizontal sums as on FMAs) for an f32 a where cpu (the graph runs on the
+// CPU backend) allows it, ggml's otherwise. A weight of another type stays with ggml's
+// kernels, which round b to its type, so that the trainer multiplies it as the evaluator and
+// the decoder's prompts do: the one choice of every training graph's products
+// (gemmBackward.product, and the plain passes that must match it bit for bit). Autodiff cannot
+// differentiate toy's kernel: a graph ggml differentiates passes cpu false.
+func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
+	if cpu && a != nil && b != nil && a.Type() == ggml.F32 && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil {
+		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)
 }
@@ -306,7 +314,7 @@ func shortProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
 // mask [t, t, 1, B], [t, t, H·B]: where cpu (the graph runs on the CPU backend) allows it by
 // toy's own kernel (ggml.SoftMaxCPU: two passes over each row where ggml's kernel makes six,
 // about 3× faster on SmolLM2's 512-token heads), elsewhere by ggml's. The one choice of every
-// training graph's attention, like shortProduct.
+// training graph's attention, like cpuProduct.
 func attentionProbs(ctx *ggml.Context, cpu bool, kq, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
 	if kq == nil {
 		return nil // the context holds the error

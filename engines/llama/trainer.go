@@ -41,11 +41,11 @@ type trainable struct {
 // positions, nil for an image model), with the LoRA terms added to the products of adapted
 // weights. In a training graph gb differentiates the weight products with their LoRA terms,
 // the trained lookups and the attention (gemmBackward); nil builds them plainly, as an
-// Evaluator does, with the attention's scores and probabilities as a CPU training graph
-// computes them where cpuAttention is set (attendPacked).
-func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuAttention bool) *forwardPass {
+// Evaluator does, with the products and the attention's probabilities as a CPU training graph
+// computes them where cpuKernels is set (cpuProduct, attendPacked).
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuKernels bool) *forwardPass {
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
-		y := ctx.MulMat(w, x)
+		y := cpuProduct(ctx, cpuKernels, w, x)
 		for _, l := range t.lora[w] {
 			y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
 		}
@@ -56,7 +56,7 @@ func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb
 		linear = func(w, x *ggml.Tensor) *ggml.Tensor { return gb.linear(w, x, t.lora[w]) }
 		gather = gb.gather
 	}
-	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb, cpuAttention),
+	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb, cpuKernels),
 		differentiable: true, gather: gather, linear: linear}
 }
 

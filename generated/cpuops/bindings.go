@@ -20,13 +20,13 @@ struct ggml_tensor;
 void toy_cont_f32(struct ggml_tensor *dst, const struct ggml_tensor *a, int ith, int nth, void *userdata);
 void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
-void toy_mul_mat_short(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
-static void *kg_addr_toy_mul_mat_short(void) { return (void *)&toy_mul_mat_short; }
+static void *kg_addr_toy_mul_mat_packed(void) { return (void *)&toy_mul_mat_packed; }
 static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 */
 import "C"
@@ -94,19 +94,20 @@ func AttendOneAddress() unsafe.Pointer {
 	return C.kg_addr_toy_attend_one()
 }
 
-// MulMatShort is ggml_mul_mat(a, b) for a short shared dimension, with the signature of
-// ggml_custom_op_t: dst->src[0] = a, f32 [K, M, G], dst->src[1] = b, f32 [K, N, G·r]
-// (K ≤ 128), dst = f32 [M, N, G·r]; no horizontal sums.
+// MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of
+// ggml_custom_op_t: dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G], dst->src[1] = b, f32
+// [K, N, G·r], dst = f32 [M, N, G·r]; 64 rows of a packed transposed in f32 at a time, no
+// horizontal sums.
 //
-// C: void toy_mul_mat_short(struct ggml_tensor *dst, int ith, int nth, void *userdata).
-func MulMatShort(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
-	C.toy_mul_mat_short(dst.p, C.int(ith), C.int(nth), userdata)
+// C: void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func MulMatPacked(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_mul_mat_packed(dst.p, C.int(ith), C.int(nth), userdata)
 }
 
-// MulMatShortAddress is the address of the C function toy_mul_mat_short (see MulMatShort), for a C API that takes
+// MulMatPackedAddress is the address of the C function toy_mul_mat_packed (see MulMatPacked), for a C API that takes
 // it as a callback.
-func MulMatShortAddress() unsafe.Pointer {
-	return C.kg_addr_toy_mul_mat_short()
+func MulMatPackedAddress() unsafe.Pointer {
+	return C.kg_addr_toy_mul_mat_packed()
 }
 
 // SoftMax is ggml_soft_max_ext(x, mask, scale, 0), with the signature of ggml_custom_op_t:

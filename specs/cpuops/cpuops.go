@@ -35,11 +35,12 @@ type Ops interface {
 	// cache); dst->src[3] = mask, f32 or f16 [kvLen, S]; dst = f32 [hdv, H, S]. In f32.
 	//kernelgen:address
 	AttendOne(dst Tensor, ith, nth Int, userdata Ptr)
-	// MulMatShort is ggml_mul_mat(a, b) for a short shared dimension, with the signature of
-	// ggml_custom_op_t: dst->src[0] = a, f32 [K, M, G], dst->src[1] = b, f32 [K, N, G·r]
-	// (K ≤ 128), dst = f32 [M, N, G·r]; no horizontal sums.
+	// MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of
+	// ggml_custom_op_t: dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G], dst->src[1] = b, f32
+	// [K, N, G·r], dst = f32 [M, N, G·r]; 64 rows of a packed transposed in f32 at a time, no
+	// horizontal sums.
 	//kernelgen:address
-	MulMatShort(dst Tensor, ith, nth Int, userdata Ptr)
+	MulMatPacked(dst Tensor, ith, nth Int, userdata Ptr)
 	// SoftMax is ggml_soft_max_ext(x, mask, scale, 0), with the signature of ggml_custom_op_t:
 	// dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous), dst->src[1] = mask, f32 or f16
 	// [n, ≥ r1, m2, m3] (broadcast over dims 2 and 3) or NULL, userdata points to the float

@@ -41,12 +41,14 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /*
- * toy_mul_mat_short is ggml_mul_mat(a, b) for a short shared dimension, as a ggml_custom_op_t
- * over dst->src[0] = a, f32 [K, M, G] and dst->src[1] = b, f32 [K, N, G·r] (rows contiguous,
- * K ≤ 128; head h of b reads group h / r of a): dst = f32 [M, N, G·r]. Each output vector holds
- * rows of the result, each value of K one FMA with a broadcast: no horizontal sums.
+ * toy_mul_mat_packed is ggml_mul_mat(a, b) as a packed GEMM, as a ggml_custom_op_t over
+ * dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G] and dst->src[1] = b, f32 [K, N, G·r] (rows
+ * contiguous; head h of b reads group h / r of a): dst = f32 [M, N, G·r]. It packs 64 rows of a
+ * at a time, transposed and in f32, and each output vector holds rows of the result, each
+ * value of K one FMA with a broadcast of b's: no horizontal sums. The threads claim jobs (a
+ * head, 64 rows, a run of columns) from a counter in dst->op_params (entries 14 and 15).
  */
-void toy_mul_mat_short(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /*
  * toy_soft_max is ggml_soft_max_ext(x, mask, scale, 0), as a ggml_custom_op_t over dst->src[0]
@@ -59,7 +61,7 @@ void toy_soft_max(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
- * (toy_attend_one aborts, toy_mul_mat_short returns): the Go layer leaves such work to ggml. */
+ * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */
 int toy_vectorized(void);
 
 #endif

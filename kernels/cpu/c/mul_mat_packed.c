@@ -1,0 +1,221 @@
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kg_ggml.h"
+#include "toy_cpu.h"
+#include "toy_vec.h"
+
+/*
+ * ggml_mul_mat(a, b) as a packed GEMM: a block of 64 rows of a (the result's rows) is packed
+ * transposed, in f32 (an f16, bf16 or q8_0 weight is converted as it is packed), and each tile
+ * of the result keeps 64 rows by 6 columns in 24 vector accumulators, every value of the shared
+ * dimension one FMA per accumulator with a broadcast of b's value: no horizontal sums at all.
+ * ggml's tinyBLAS sums each output as a dot product along the shared dimension and then adds
+ * its vector's lanes: with attention's 64 values of a head that costs about as much as the
+ * FMAs, and on training's longer products its tiles read both operands from the L2 cache where
+ * this kernel reads the packed block there and b's few columns from L1 (1.3–1.7× ggml's f32
+ * GEMM on SmolLM2-135M's training shapes, BenchmarkMulMatPacked).
+ */
+
+#if TOY_VECTOR
+
+/* The register tile: MR vectors of the result's rows by NR of its columns (macros: the
+ * preprocessor picks the cases below). */
+#if defined(__AVX512F__)
+#define VBCAST(p) _mm512_set1_ps(*(p))
+#define MR 4
+#define NR 6
+#else
+#define VBCAST(p) _mm256_broadcast_ss(p)
+#define MR 2
+#define NR 4
+#endif
+
+/* The rows of a (the result's rows) one job packs and computes, a multiple of MR·LANES, and
+ * the longest shared dimension whose packed block (32 KiB) is kept on the stack; a longer one's
+ * is on the heap. */
+enum { BLOCK = 64, MAX_K = 128 };
+
+/*
+ * tile computes the NC (≤ NR) columns of the result from column n0 for the MR·LANES rows at
+ * ap (the packed a: the block's rows for shared index d at ap + d·BLOCK), over d < K, into c
+ * (column j at c + j·cs floats); b's column n is K floats at b + n·bs.
+ */
+static inline __attribute__((always_inline)) void tile(const float * ap, const float * b, int64_t bs, int64_t K, float * c,
+		int64_t cs, const int NC) {
+	vec acc[MR][NR];
+	for (int i = 0; i < MR; i++) {
+		for (int j = 0; j < NC; j++) {
+			acc[i][j] = VZERO();
+		}
+	}
+	for (int64_t d = 0; d < K; d++) {
+		vec av[MR];
+		for (int i = 0; i < MR; i++) {
+			av[i] = VLOAD(ap + d * BLOCK + i * LANES);
+		}
+		for (int j = 0; j < NC; j++) {
+			const vec bj = VBCAST(b + j * bs + d);
+			for (int i = 0; i < MR; i++) {
+				acc[i][j] = VFMA(av[i], bj, acc[i][j]);
+			}
+		}
+	}
+	for (int j = 0; j < NC; j++) {
+		for (int i = 0; i < MR; i++) {
+			VSTORE(c + j * cs + i * LANES, acc[i][j]);
+		}
+	}
+}
+
+/* q8_0's block: an f16 scale and 32 signed bytes (ggml's block_q8_0). */
+enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
+
+/* load_row writes the K values of a's row at row (of type type: f16, bf16 or q8_0) to out as
+ * floats, as ggml dequantizes them. */
+static void load_row(const char * row, enum ggml_type type, int64_t K, float * out) {
+	int64_t d = 0;
+	switch (type) {
+	case GGML_TYPE_F16:
+		for (; d + LANES <= K; d += LANES) {
+			VSTORE(out + d, VLOADH((const uint16_t *) row + d));
+		}
+		for (; d < K; d++) {
+			out[d] = half_to_float(((const uint16_t *) row)[d]);
+		}
+		return;
+	case GGML_TYPE_BF16:
+		for (; d + LANES <= K; d += LANES) {
+			VSTORE(out + d, VLOADB((const uint16_t *) row + d));
+		}
+		for (; d < K; d++) {
+			out[d] = bf16_to_float(((const uint16_t *) row)[d]);
+		}
+		return;
+	default: /* q8_0 */
+		for (int64_t blk = 0; blk < K / Q8_0_BLOCK; blk++) {
+			const char * b = row + blk * Q8_0_BYTES;
+			const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+			for (int i = 0; i < Q8_0_BLOCK; i++) {
+				out[blk * Q8_0_BLOCK + i] = scale * (float) (int8_t) b[2 + i];
+			}
+		}
+		return;
+	}
+}
+
+/* The threads claim jobs from a counter kept in dst->op_params (entries 14 and 15, past
+ * ggml_custom_4d's parameters), as toy_mul_mat_cols does, and the last to finish resets it. */
+enum { CLAIMED = 14, FINISHED = 15 };
+
+/* A product is cut into at least this many jobs per thread (more columns a job when there are
+ * enough row blocks), and a job takes at least this many columns (packing its block costs about
+ * one column's FMAs for every LANES). */
+enum { JOBS_PER_THREAD = 4, MIN_JOB_COLS = 8 * NR };
+
+void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	(void) userdata;
+	const struct ggml_tensor * a = dst->src[0];
+	const struct ggml_tensor * b = dst->src[1];
+	const int64_t K = a->ne[0], M = a->ne[1], G = a->ne[2];
+	const int64_t N = b->ne[1], heads = b->ne[2];
+	const int64_t r = heads / G;
+	const int64_t bs = b->nb[1] / sizeof(float), cs = dst->nb[1] / sizeof(float);
+	const int64_t blocks = (M + BLOCK - 1) / BLOCK;
+	/* Jobs are (head, block of BLOCK rows, run of columns); a job's run holds jobCols columns. */
+	int64_t runs = (JOBS_PER_THREAD * (int64_t) nth + heads * blocks - 1) / (heads * blocks);
+	int64_t jobCols = (N + runs - 1) / runs;
+	jobCols = jobCols < MIN_JOB_COLS ? MIN_JOB_COLS : (jobCols + NR - 1) / NR * NR;
+	runs = (N + jobCols - 1) / jobCols;
+	const int64_t jobs = heads * blocks * runs;
+	/* The packed block, and a row of a in f32 for a weight of another type. */
+	const int f32 = a->type == GGML_TYPE_F32;
+	float ap_stack[BLOCK * MAX_K] __attribute__((aligned(64)));
+	const size_t need = (size_t) ((BLOCK + (f32 ? 0 : 1)) * K);
+	float * ap = need <= BLOCK * MAX_K ? ap_stack : (float *) aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
+	if (ap == NULL) {
+		fprintf(stderr, "toy_mul_mat_packed: out of memory for a packed block of %lld values\n", (long long) need);
+		abort();
+	}
+	float * tmp = ap + BLOCK * K;
+	int32_t * claimed = &dst->op_params[CLAIMED];
+	int32_t * finished = &dst->op_params[FINISHED];
+	int64_t packed = -1; /* the (head, block) whose rows ap holds */
+	for (int64_t next = 0;; next++) {
+		const int64_t job = nth > 1 ? __atomic_fetch_add(claimed, 1, __ATOMIC_RELAXED) : next;
+		if (job >= jobs) {
+			break;
+		}
+		const int64_t hb = job / runs, h = hb / blocks, m0 = (hb % blocks) * BLOCK;
+		const int64_t nBegin = (job % runs) * jobCols, nEnd = nBegin + jobCols < N ? nBegin + jobCols : N;
+		const int64_t rows = M - m0 < BLOCK ? M - m0 : BLOCK;
+		const float * bh = (const float *) ((const char *) b->data + h * b->nb[2]);
+		float * ch = (float *) ((char *) dst->data + h * dst->nb[2]);
+		if (hb != packed) {
+			/* Pack the block's rows transposed: row m's value d at ap[d·BLOCK + m − m0], and
+			 * zeros up to a whole tile. */
+			const char * ah = (const char *) a->data + (h / r) * a->nb[2];
+			for (int64_t m = 0; m < rows; m++) {
+				const float * row = (const float *) (ah + (m0 + m) * a->nb[1]);
+				if (!f32) {
+					load_row((const char *) row, a->type, K, tmp);
+					row = tmp;
+				}
+				for (int64_t d = 0; d < K; d++) {
+					ap[d * BLOCK + m] = row[d];
+				}
+			}
+			for (int64_t m = rows; m < (rows + MR * LANES - 1) / (MR * LANES) * (MR * LANES); m++) {
+				for (int64_t d = 0; d < K; d++) {
+					ap[d * BLOCK + m] = 0;
+				}
+			}
+			packed = hb;
+		}
+		for (int64_t i0 = 0; i0 < rows; i0 += MR * LANES) {
+			/* A tile past the block's last rows computes zeros into a scratch column set. */
+			const int full = i0 + MR * LANES <= rows;
+			float scratch[MR * LANES * NR] __attribute__((aligned(64)));
+			for (int64_t n0 = nBegin; n0 < nEnd; n0 += NR) {
+				const int nc = (int) (nEnd - n0 < NR ? nEnd - n0 : NR);
+				float * c = full ? ch + n0 * cs + m0 + i0 : scratch;
+				const int64_t ccs = full ? cs : MR * LANES;
+				switch (nc) {
+				case 1: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 1); break;
+				case 2: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 2); break;
+				case 3: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 3); break;
+#if NR > 4
+				case 4: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 4); break;
+				case 5: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 5); break;
+#endif
+				default: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, NR); break;
+				}
+				if (!full) {
+					for (int j = 0; j < nc; j++) {
+						for (int64_t m = i0; m < rows; m++) {
+							ch[(n0 + j) * cs + m0 + m] = scratch[j * MR * LANES + m - i0];
+						}
+					}
+				}
+			}
+		}
+	}
+	if (nth > 1 && __atomic_add_fetch(finished, 1, __ATOMIC_ACQ_REL) == nth) {
+		__atomic_store_n(claimed, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(finished, 0, __ATOMIC_RELEASE);
+	}
+	if (ap != ap_stack) {
+		free(ap);
+	}
+}
+
+#else
+
+/* No vector unit this file knows: the Go layer asks toy_vectorized and leaves the
+ * products to ggml, so this is never called. */
+void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	(void) dst, (void) ith, (void) nth, (void) userdata;
+}
+
+#endif
