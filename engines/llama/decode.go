@@ -280,7 +280,8 @@ type kvCache struct {
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
 	// ownAttention: a group of one query per sequence attends through toy's own CPU kernel
-	// (ggml.AttendOne) rather than ggml's unfused attention (GGUFModel.ownKernels).
+	// (ggml.AttendOne) rather than ggml's unfused attention, and the unfused attention of
+	// the others takes toy's packed GEMM and softmax where they fit (GGUFModel.ownKernels).
 	ownAttention bool
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
@@ -680,7 +681,9 @@ func (g attnGroup) rows() int64 { return g.T * g.S }
 // [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it. A
 // group of one query per sequence (generation steps) attends through toy's own CPU kernel
 // (ggml.AttendOne) where c.ownAttention allows it, without flash attention or a soft-cap;
-// every other group through ggml's attention.
+// every other group through ggml's attention, flash or unfused, whose products and softmax
+// are toy's kernels (MulMatPacked, SoftMaxCPU) where c.ownAttention allows it and they fit
+// (a prompt of one sequence: the Decoder's, a server's slot alone in its group).
 func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, l attnLayout) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	n, kvLen := l.n, l.kvLen
@@ -738,14 +741,18 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 			if c.flash {
 				o = ctx.FlashAttnExt(Q, K, V, M, a.QueryScale, 0, softcap)
 			} else {
-				kq := ctx.MulMat(K, Q) // [kvLen, T, H, S]
+				kq := c.product(ctx, K, Q) // [kvLen, T, H, S]
 				scale := a.QueryScale
 				if softcap > 0 {
 					kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
 					scale = 1
 				}
-				kq = ctx.SoftMaxExt(kq, M, scale, 0)
-				o = ctx.Cont(ctx.Permute(ctx.MulMat(V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
+				if c.ownAttention && kq != nil && M != nil && ggml.SoftMaxCPUFits(kq, M, scale) == nil {
+					kq = ctx.SoftMaxCPU(kq, M, scale)
+				} else {
+					kq = ctx.SoftMaxExt(kq, M, scale, 0)
+				}
+				o = ctx.Cont(ctx.Permute(c.product(ctx, V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
 			}
 		}
 		o = ctx.Reshape(o, hdv*H, g.rows())
@@ -762,6 +769,18 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 	return out
 }
 
+// product is MulMat(a, b) for the unfused attention's products over the cache (the scores and
+// the values' weighted sums): by toy's packed GEMM where c.ownAttention allows it and the
+// operands fit it (one sequence: 3-D), by ggml's otherwise. ggml's sums each output along the
+// head's 64 values and then adds its vector's lanes, about as long as the FMAs, and rounds the
+// queries and the probabilities to f16; toy's kernel needs no such sums and keeps them f32.
+func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
+	if c.ownAttention && a != nil && b != nil && ggml.MulMatPackedFits(a, b) == nil {
+		return ctx.MulMatPacked(a, b)
+	}
+	return ctx.MulMat(a, b)
+}
+
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W.
 func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return d.m.mm(ctx, w, x) }
 
@@ -775,13 +794,32 @@ func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
 	return m.ownKernels && w != nil && x != nil && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
 }
 
+// ownPacked reports whether W·x goes through toy's packed GEMM (ggml.MulMatPacked) rather than
+// ggml's: more columns than MulMatCols takes (a prompt) of an f16, bf16 or f32 weight on the CPU
+// backend of a build where the kernel is vectorized. It keeps the columns in f32, as MulMatCols
+// does, where ggml rounds them to the weight's type; block-quantized weights stay with ggml's
+// integer kernels.
+func (m *GGUFModel) ownPacked(w, x *ggml.Tensor) bool {
+	if !m.ownKernels || w == nil || x == nil || !x.IsContiguous() {
+		return false
+	}
+	switch w.Type() {
+	case ggml.F32, ggml.F16, ggml.BF16:
+		return ggml.MulMatPackedFits(w, x) == nil
+	}
+	return false
+}
+
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of
 // every decoding forward pass (Decoder, BatchDecoder).
 func (m *GGUFModel) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
 	var y *ggml.Tensor
-	if m.ownColumns(w, x) {
+	switch {
+	case m.ownColumns(w, x):
 		y = ctx.MulMatCols(w, x)
-	} else {
+	case m.ownPacked(w, x):
+		y = ctx.MulMatPacked(w, x)
+	default:
 		y = ctx.MulMat(w, x)
 	}
 	for _, t := range m.lora[w] {
