@@ -211,9 +211,9 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 const MulMatPackedMaxK = 1 << 15
 
 // MulMatPacked is MulMat(a, b) computed by toy's packed GEMM (kernels/cpu/c/mul_mat_packed.c)
-// as a ggml custom operation: a f32, f16, bf16 or q8_0 [K, M, G] and b f32 [K, N, G·r] with
-// contiguous rows and K ≤ MulMatPackedMaxK, head h of b reading group h / r of a, as MulMat
-// broadcasts; the result is f32 [M, N, G·r]. It packs 64 rows of a at a time, transposed and in
+// as a ggml custom operation: a f32, f16, bf16 or q8_0 [K, M, G, S] and b f32 [K, N, G·r, S·r3]
+// with contiguous rows and K ≤ MulMatPackedMaxK, b's head h of sequence s reading a's group
+// h / r of sequence s / r3, as MulMat broadcasts; the result is f32 [M, N, G·r, S·r3]. It packs 64 rows of a at a time, transposed and in
 // f32 (b is not rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns
 // of the result in its vectors: no horizontal sums, where ggml's tinyBLAS sums along K and then
 // adds its vectors' lanes. 1.3–1.7× ggml's f32 GEMM on SmolLM2-135M's training products, 3–7× on
@@ -221,7 +221,7 @@ const MulMatPackedMaxK = 1 << 15
 // it, and autodiff cannot differentiate it.
 func (c *Context) MulMatPacked(a, b *Tensor) *Tensor {
 	return c.op("MulMatPacked", []*Tensor{a, b}, 1, func() error { return MulMatPackedFits(a, b) }, func() ggmlc.Tensor {
-		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, a.Ne()[1], b.Ne()[1], b.Ne()[2], 1, []ggmlc.Tensor{a.t, b.t}, 2,
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, a.Ne()[1], b.Ne()[1], b.Ne()[2], b.Ne()[3], []ggmlc.Tensor{a.t, b.t}, 2,
 			cpuops.MulMatPackedAddress(), allThreads, nil)
 	})
 }
@@ -238,10 +238,10 @@ func MulMatPackedFits(a, b *Tensor) error {
 	}
 	an, bn := a.Ne(), b.Ne()
 	switch {
-	case an[3] != 1 || bn[3] != 1:
-		return fmt.Errorf("%s and %s: want at most 3-D operands", a.describe(), b.describe())
 	case an[0] != bn[0]:
 		return fmt.Errorf("%s and %s differ in the shared dimension", a.describe(), b.describe())
+	case an[3] < 1 || bn[3]%an[3] != 0:
+		return fmt.Errorf("%s and %s: b's %d sequences are not a multiple of a's %d", a.describe(), b.describe(), bn[3], an[3])
 	case an[0] > MulMatPackedMaxK:
 		return fmt.Errorf("%s: a shared dimension of %d, at most %d", a.describe(), an[0], MulMatPackedMaxK)
 	case an[2] < 1 || bn[2]%an[2] != 0:

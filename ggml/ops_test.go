@@ -959,6 +959,18 @@ func TestMulMatPacked(t *testing.T) {
 			near(t, "ggml's MulMat", want, h.out(viaGGML), max(tol, 1e-4), 1)
 		})
 	}
+	// Sequences (dim 3): each of a's own, and one of a's broadcast over two of b's.
+	for _, s := range []struct{ aS, bS int }{{2, 2}, {1, 2}} {
+		t.Run(fmt.Sprintf("sequences %d·%d", s.aS, s.bS), func(t *testing.T) {
+			h := newHarness(t)
+			a, b := h.rand(-1, 1, 64, 70, 3, s.aS), h.rand(-1, 1, 64, 13, 9, s.bS)
+			at, bt := h.in(a), h.in(b)
+			got := h.c.MulMatPacked(at, bt)
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got)
+			near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), mulMatTol, 1)
+		})
+	}
 	// Weights of other types are converted to f32 as they are packed; b stays f32, so the
 	// reference is the product of the weights' values as their type holds them.
 	for _, typ := range []Type{F16, BF16, Q8_0} {

@@ -100,7 +100,7 @@ func (e *Evaluator) build() error {
 		e.logits = m.classify(e.gctx, e.img, nil).SetOutput()
 		e.loss = e.gctx.CrossEntropyLoss(e.logits, e.img.labels).SetOutput()
 	} else if e.in.head != nil {
-		hn := m.pass(e.gctx, e.in.pos, e.in.mask, e.T, e.B, nil, false).hidden(e.in.tokens)
+		hn := m.pass(e.gctx, e.in.pos, e.in.mask, e.T, e.B, nil, m.backend.IsCPU()).hidden(e.in.tokens)
 		head, e.loss, _ = e.in.head.loss(e.gctx, m.w.head(), nil, hn)
 		e.loss = e.loss.SetOutput()
 	} else {

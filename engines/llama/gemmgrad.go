@@ -297,14 +297,14 @@ const packedMinRows = 64
 
 // cpuProduct is MulMat(a, b) by toy's packed GEMM (ggml.MulMatPacked: 1.3–1.7× ggml's f32 GEMM
 // on SmolLM2's training products, 3–7× on attention's over a head's 64 values, where ggml's
-// spends as long on horizontal sums as on FMAs) for an f32 a where cpu (the graph runs on the
-// CPU backend) allows it, ggml's otherwise. A weight of another type stays with ggml's
-// kernels, which round b to its type, so that the trainer multiplies it as the evaluator and
-// the decoder's prompts do: the one choice of every training graph's products
+// spends as long on horizontal sums as on FMAs) for an f32, f16 or bf16 a where cpu (the graph
+// runs on the CPU backend) allows it, ggml's otherwise. b stays f32, as the decoder keeps its
+// columns on the CPU (MulMatCols, MulMatPacked); a block-quantized weight stays with ggml's
+// integer kernels, which round b to q8_0 blocks, as the decoder's do: the one choice of every training graph's products
 // (gemmBackward.product, and the plain passes that must match it bit for bit). Autodiff cannot
 // differentiate toy's kernel: a graph ggml differentiates passes cpu false.
 func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
-	if cpu && a != nil && b != nil && a.Type() == ggml.F32 && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil {
+	if cpu && a != nil && b != nil && !ggml.IsQuantized(a.Type()) && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil {
 		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)

@@ -63,7 +63,7 @@ func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
 // Model.Forward and pass).
 func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
-	return t.pass(ctx, pos, mask, T, B, gb, false).logits(tokens)
+	return t.pass(ctx, pos, mask, T, B, gb, t.backend.IsCPU()).logits(tokens)
 }
 
 // headFrozen reports whether the output projection is neither trained nor adapted, so the

@@ -95,9 +95,9 @@ func AttendOneAddress() unsafe.Pointer {
 }
 
 // MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of
-// ggml_custom_op_t: dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G], dst->src[1] = b, f32
-// [K, N, G·r], dst = f32 [M, N, G·r]; 64 rows of a packed transposed in f32 at a time, no
-// horizontal sums.
+// ggml_custom_op_t: dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G, S], dst->src[1] = b,
+// f32 [K, N, G·r, S·r3], dst = f32 [M, N, G·r, S·r3]; 64 rows of a packed transposed in f32
+// at a time, no horizontal sums.
 //
 // C: void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata).
 func MulMatPacked(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {

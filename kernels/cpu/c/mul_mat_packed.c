@@ -119,11 +119,12 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 	const struct ggml_tensor * a = dst->src[0];
 	const struct ggml_tensor * b = dst->src[1];
 	const int64_t K = a->ne[0], M = a->ne[1], G = a->ne[2];
-	const int64_t N = b->ne[1], heads = b->ne[2];
-	const int64_t r = heads / G;
+	const int64_t N = b->ne[1], H = b->ne[2], heads = H * b->ne[3]; /* b's heads of every sequence */
+	const int64_t r = H / G, r3 = b->ne[3] / a->ne[3];
 	const int64_t bs = b->nb[1] / sizeof(float), cs = dst->nb[1] / sizeof(float);
 	const int64_t blocks = (M + BLOCK - 1) / BLOCK;
-	/* Jobs are (head, block of BLOCK rows, run of columns); a job's run holds jobCols columns. */
+	/* Jobs are (head of a sequence, block of BLOCK rows, run of columns); a job's run holds
+	 * jobCols columns. */
 	int64_t runs = (JOBS_PER_THREAD * (int64_t) nth + heads * blocks - 1) / (heads * blocks);
 	int64_t jobCols = (N + runs - 1) / runs;
 	jobCols = jobCols < MIN_JOB_COLS ? MIN_JOB_COLS : (jobCols + NR - 1) / NR * NR;
@@ -147,15 +148,16 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 		if (job >= jobs) {
 			break;
 		}
-		const int64_t hb = job / runs, h = hb / blocks, m0 = (hb % blocks) * BLOCK;
+		const int64_t hb = job / runs, hs = hb / blocks, m0 = (hb % blocks) * BLOCK;
+		const int64_t h = hs % H, s3 = hs / H;
 		const int64_t nBegin = (job % runs) * jobCols, nEnd = nBegin + jobCols < N ? nBegin + jobCols : N;
 		const int64_t rows = M - m0 < BLOCK ? M - m0 : BLOCK;
-		const float * bh = (const float *) ((const char *) b->data + h * b->nb[2]);
-		float * ch = (float *) ((char *) dst->data + h * dst->nb[2]);
+		const float * bh = (const float *) ((const char *) b->data + h * b->nb[2] + s3 * b->nb[3]);
+		float * ch = (float *) ((char *) dst->data + h * dst->nb[2] + s3 * dst->nb[3]);
 		if (hb != packed) {
 			/* Pack the block's rows transposed: row m's value d at ap[d·BLOCK + m − m0], and
 			 * zeros up to a whole tile. */
-			const char * ah = (const char *) a->data + (h / r) * a->nb[2];
+			const char * ah = (const char *) a->data + (h / r) * a->nb[2] + (s3 / r3) * a->nb[3];
 			for (int64_t m = 0; m < rows; m++) {
 				const float * row = (const float *) (ah + (m0 + m) * a->nb[1]);
 				if (!f32) {

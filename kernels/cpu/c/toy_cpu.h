@@ -42,10 +42,11 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 
 /*
  * toy_mul_mat_packed is ggml_mul_mat(a, b) as a packed GEMM, as a ggml_custom_op_t over
- * dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G] and dst->src[1] = b, f32 [K, N, G·r] (rows
- * contiguous; head h of b reads group h / r of a): dst = f32 [M, N, G·r]. It packs 64 rows of a
- * at a time, transposed and in f32, and each output vector holds rows of the result, each
- * value of K one FMA with a broadcast of b's: no horizontal sums. The threads claim jobs (a
+ * dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G, S] and dst->src[1] = b, f32 [K, N, G·r,
+ * S·r3] (rows contiguous; b's head h of sequence s reads a's group h / r of sequence s / r3):
+ * dst = f32 [M, N, G·r, S·r3]. It packs 64 rows of a at a time, transposed and in f32, and each
+ * output vector holds rows of the result, each value of K one FMA with a broadcast of b's: no
+ * horizontal sums. The threads claim jobs (a
  * head, 64 rows, a run of columns) from a counter in dst->op_params (entries 14 and 15).
  */
 void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userdata);
