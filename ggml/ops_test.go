@@ -971,6 +971,30 @@ func TestMulMatPacked(t *testing.T) {
 			near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), mulMatTol, 1)
 		})
 	}
+	// Transposed views: a read with contiguous columns instead of rows (b's is refused).
+	for _, s := range []struct{ ta, tb bool }{{true, false}, {false, true}} {
+		t.Run(fmt.Sprintf("transposed a %v b %v", s.ta, s.tb), func(t *testing.T) {
+			h := newHarness(t)
+			const K, M, N = 300, 130, 77
+			a, b := h.rand(-1, 1, K, M, 2), h.rand(-1, 1, K, N, 4)
+			at, bt := h.in(a), h.in(b)
+			if s.ta { // a's data laid out as its transpose [M, K, 2], viewed back as [K, M, 2]
+				at = h.c.Transpose(h.in(reference.Transpose(a)))
+			}
+			if s.tb {
+				bt = h.c.Transpose(h.in(reference.Transpose(b)))
+			}
+			got := h.c.MulMatPacked(at, bt)
+			if s.tb {
+				require.Nil(t, got)
+				require.ErrorContains(t, h.c.Err(), "want rows with contiguous elements")
+				return
+			}
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got)
+			near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
+		})
+	}
 	// Weights of other types are converted to f32 as they are packed; b stays f32, so the
 	// reference is the product of the weights' values as their type holds them.
 	for _, typ := range []Type{F16, BF16, Q8_0} {

@@ -255,10 +255,10 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 		if gb.recomputeProbs {
 			p = probs(gb.product(kin.leaf, qin.leaf))
 		}
-		dp := gb.product(gb.dense(g.Transpose(vin.leaf)), do)
+		dp := gb.product(gb.transposedView(vin.leaf), do)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
 		vin.grads = append(vin.grads, gb.productGradA(gb.groupsT(p, vt.Ne()[2]), do))
-		qin.grads = append(qin.grads, gb.product(gb.dense(g.Transpose(kin.leaf)), dkq))
+		qin.grads = append(qin.grads, gb.product(gb.transposedView(kin.leaf), dkq))
 		kin.grads = append(kin.grads, gb.productGradA(gb.groupsT(qin.leaf, k.Ne()[2]), dkq))
 	})
 	return out
@@ -275,19 +275,55 @@ func (gb *gemmBackward) productGradA(bT, dz *ggml.Tensor) *ggml.Tensor {
 }
 
 // groupsT is x [K, N, G·r] (or [K, N·G·r]) as G groups of its columns, each transposed:
-// [N·r, K, G], a dense copy.
+// [N·r, K, G], an operand of product (transposedView).
 func (gb *gemmBackward) groupsT(x *ggml.Tensor, groups int64) *ggml.Tensor {
 	if x == nil {
 		return nil // the context holds the error
 	}
 	k := x.Ne()[0]
-	return gb.dense(gb.g.Transpose(gb.g.Reshape(x, k, x.Len()/(k*groups), groups)))
+	return gb.transposedView(gb.g.Reshape(x, k, x.Len()/(k*groups), groups))
 }
 
 // product is MulMat(a, b) in a training graph: on the CPU backend by toy's own kernel where it
-// takes the operands (cpuProduct), elsewhere by ggml's.
+// takes the operands (cpuProduct), elsewhere by ggml's. Either operand may be a transposed view
+// (transposedView): toy's kernel reads a transposed a as it is (it packs a's rows anyway), and
+// the others are copied dense first (a transposed b read in place, a row of it per value of the
+// shared dimension, ran 2× slower than its copy and product).
 func (gb *gemmBackward) product(a, b *ggml.Tensor) *ggml.Tensor {
-	return cpuProduct(gb.g, gb.cpu, a, b)
+	if a == nil || b == nil {
+		return nil // the context holds the error
+	}
+	b = gb.rows(b)
+	if gb.packs(a, b) {
+		return gb.g.MulMatPacked(a, b)
+	}
+	return gb.g.MulMat(gb.rows(a), b)
+}
+
+// packs reports whether cpuProduct multiplies a and b with toy's packed GEMM.
+func (gb *gemmBackward) packs(a, b *ggml.Tensor) bool {
+	return gb.cpu && !ggml.IsQuantized(a.Type()) && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil
+}
+
+// rows is x with contiguous rows: x itself, or a dense copy of a transposed view.
+func (gb *gemmBackward) rows(x *ggml.Tensor) *ggml.Tensor {
+	if x.Nb()[0] == ggml.TypeSize(x.Type()) {
+		return x
+	}
+	return gb.dense(x)
+}
+
+// transposedView is xᵀ as an operand of product: on the CPU, where toy's packed GEMM reads a
+// transposed operand as it is, a view (product copies it for ggml's GEMM if it must); elsewhere
+// a dense copy.
+func (gb *gemmBackward) transposedView(x *ggml.Tensor) *ggml.Tensor {
+	if x == nil {
+		return nil // the context holds the error
+	}
+	if gb.cpu && x.Type() == ggml.F32 && ggml.CPUKernelsFast() {
+		return gb.g.Transpose(x)
+	}
+	return gb.dense(gb.g.Transpose(x))
 }
 
 // packedMinRows is the fewest rows of a (the result's rows) for which toy's packed kernel
@@ -304,7 +340,7 @@ const packedMinRows = 64
 // (gemmBackward.product, and the plain passes that must match it bit for bit). Autodiff cannot
 // differentiate toy's kernel: a graph ggml differentiates passes cpu false.
 func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
-	if cpu && a != nil && b != nil && !ggml.IsQuantized(a.Type()) && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil {
+	if a != nil && b != nil && (&gemmBackward{g: ctx, cpu: cpu}).packs(a, b) {
 		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)
@@ -564,13 +600,14 @@ func (gb *gemmBackward) Close() {
 	gb.frozen.Close()
 }
 
-// transposedF32 is Wᵀ as a dense f32 matrix: one copy for f32 and half-precision types, a
-// conversion then a copy for block-quantized ones (whose blocks run along W's rows).
+// transposedF32 is Wᵀ in f32 as an operand of product: a view of an f32 W (transposedView), one
+// conversion for half-precision types, a conversion then a copy for block-quantized ones (whose
+// blocks run along W's rows).
 func (gb *gemmBackward) transposedF32(w *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	switch w.Type() {
 	case ggml.F32:
-		return gb.dense(g.Transpose(w))
+		return gb.transposedView(w)
 	case ggml.F16, ggml.BF16:
 		return g.Cast(g.Transpose(w), ggml.F32)
 	}

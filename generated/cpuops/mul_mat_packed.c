@@ -160,14 +160,26 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 			/* Pack the block's rows transposed: row m's value d at ap[d·BLOCK + m − m0], and
 			 * zeros up to a whole tile. */
 			const char * ah = (const char *) a->data + (h / r) * a->nb[2] + (s3 / r3) * a->nb[3];
-			for (int64_t m = 0; m < rows; m++) {
-				const float * row = (const float *) (ah + (m0 + m) * a->nb[1]);
-				if (!f32) {
-					load_row((const char *) row, a->type, K, tmp);
-					row = tmp;
+			if (!f32 || a->nb[0] == sizeof(float)) {
+				/* a's rows contiguous: each row scattered into the block's column. */
+				for (int64_t m = 0; m < rows; m++) {
+					const float * row = (const float *) (ah + (m0 + m) * a->nb[1]);
+					if (!f32) {
+						load_row((const char *) row, a->type, K, tmp);
+						row = tmp;
+					}
+					for (int64_t d = 0; d < K; d++) {
+						ap[d * BLOCK + m] = row[d];
+					}
 				}
+			} else {
+				/* A transposed view (a's columns contiguous): each value of the shared
+				 * dimension is the block's rows side by side, one copy. */
 				for (int64_t d = 0; d < K; d++) {
-					ap[d * BLOCK + m] = row[d];
+					const char * col = ah + d * a->nb[0] + m0 * a->nb[1];
+					for (int64_t m = 0; m < rows; m++) {
+						ap[d * BLOCK + m] = *(const float *) (col + m * a->nb[1]);
+					}
 				}
 			}
 			for (int64_t m = rows; m < (rows + MR * LANES - 1) / (MR * LANES) * (MR * LANES); m++) {
@@ -185,15 +197,16 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 				const int nc = (int) (nEnd - n0 < NR ? nEnd - n0 : NR);
 				float * c = full ? ch + n0 * cs + m0 + i0 : scratch;
 				const int64_t ccs = full ? cs : MR * LANES;
+				const float * bn = bh + n0 * bs;
 				switch (nc) {
-				case 1: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 1); break;
-				case 2: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 2); break;
-				case 3: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 3); break;
+				case 1: tile(ap + i0, bn, bs, K, c, ccs, 1); break;
+				case 2: tile(ap + i0, bn, bs, K, c, ccs, 2); break;
+				case 3: tile(ap + i0, bn, bs, K, c, ccs, 3); break;
 #if NR > 4
-				case 4: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 4); break;
-				case 5: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, 5); break;
+				case 4: tile(ap + i0, bn, bs, K, c, ccs, 4); break;
+				case 5: tile(ap + i0, bn, bs, K, c, ccs, 5); break;
 #endif
-				default: tile(ap + i0, bh + n0 * bs, bs, K, c, ccs, NR); break;
+				default: tile(ap + i0, bn, bs, K, c, ccs, NR); break;
 				}
 				if (!full) {
 					for (int j = 0; j < nc; j++) {
