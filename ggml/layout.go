@@ -212,8 +212,8 @@ const MulMatPackedMaxK = 1 << 15
 
 // MulMatPacked is MulMat(a, b) computed by toy's packed GEMM (kernels/cpu/c/mul_mat_packed.c)
 // as a ggml custom operation: a f32, f16, bf16 or q8_0 [K, M, G, S] and b f32 [K, N, G·r, S·r3]
-// with contiguous rows (an f32 a may have contiguous columns instead: a transposed view, which
-// saves the dense copy ggml's GEMM needs) and K ≤ MulMatPackedMaxK, b's head h of sequence s reading a's group
+// with contiguous rows (a may be a transposed view instead, Transpose of a matrix of one of those
+// types, which saves the dense copy ggml's GEMM needs) and K ≤ MulMatPackedMaxK, b's head h of sequence s reading a's group
 // h / r of sequence s / r3, as MulMat broadcasts; the result is f32 [M, N, G·r, S·r3]. It packs 64 rows of a at a time, transposed and in
 // f32 (b is not rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns
 // of the result in its vectors: no horizontal sums, where ggml's tinyBLAS sums along K and then
@@ -247,8 +247,10 @@ func MulMatPackedFits(a, b *Tensor) error {
 		return fmt.Errorf("%s: a shared dimension of %d, at most %d", a.describe(), an[0], MulMatPackedMaxK)
 	case an[2] < 1 || bn[2]%an[2] != 0:
 		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b.describe(), bn[2], an[2])
-	case a.Nb()[0] != int(TypeSize(a.Type())) && (a.Type() != F32 || a.Nb()[1] != 4):
-		return fmt.Errorf("%s: want rows with contiguous elements (or, in f32, columns)", a.describe())
+	case a.Nb()[0] != int(TypeSize(a.Type())) && a.Nb()[1] != int(TypeSize(a.Type())):
+		return fmt.Errorf("%s: want rows or columns with contiguous elements", a.describe())
+	case a.Type() == Q8_0 && a.Nb()[0] != int(TypeSize(Q8_0)) && an[1]%int64(BlockSize(Q8_0)) != 0:
+		return fmt.Errorf("%s: a transposed q8_0 matrix of whole blocks, want rows a multiple of %d", a.describe(), BlockSize(Q8_0))
 	case b.Nb()[0] != 4:
 		return fmt.Errorf("%s: want rows with contiguous elements", b.describe())
 	}

@@ -995,6 +995,27 @@ func TestMulMatPacked(t *testing.T) {
 			near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
 		})
 	}
+	t.Run("transposed f16 a", func(t *testing.T) {
+		h := newHarness(t)
+		const K, M, N = 200, 70, 33
+		a, b := h.rand(-1, 1, K, M), h.rand(-1, 1, K, N)
+		a = a.Map(reference.RoundF16)
+		got := h.c.MulMatPacked(h.c.Transpose(h.inF16(reference.Transpose(a))), h.in(b))
+		require.NotNil(t, got, "%v", h.c.Err())
+		h.run(got)
+		near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
+	})
+	t.Run("transposed q8_0 a", func(t *testing.T) {
+		h := newHarness(t)
+		const K, M, N = 70, 96, 33 // a is W [M, K] transposed: W's rows of 96, 3 blocks each
+		w, b := h.rand(-1, 1, M, K), h.rand(-1, 1, K, N)
+		raw := reference.QuantizeQ8_0(w.ToF32())
+		wq := reference.FromF32(reference.DequantizeQ8_0(raw), M, K)
+		got := h.c.MulMatPacked(h.c.Transpose(h.inBytes(Q8_0, raw, M, K)), h.in(b))
+		require.NotNil(t, got, "%v", h.c.Err())
+		h.run(got)
+		near(t, "MulMatPacked", reference.MulMat(reference.Transpose(wq), b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
+	})
 	// Weights of other types are converted to f32 as they are packed; b stays f32, so the
 	// reference is the product of the weights' values as their type holds them.
 	for _, typ := range []Type{F16, BF16, Q8_0} {

@@ -43,7 +43,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	targets := fs.String("lora-targets", "q,v", "LoRA targets")
 	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")
 	recomputeAttention := fs.Bool("recompute-attention", false, "LoRA modes recompute the other blocks' attention probabilities in the backward pass instead of keeping them")
-	keepTransposed := fs.Bool("keep-transposed", false, "LoRA modes on a block-quantized base keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of making it each step")
+	keepTransposed := fs.Bool("keep-transposed", false, "LoRA modes on a block-quantized base keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of making it each step, where a copy is needed (not on a CPU whose vector kernels toy built: its GEMM reads the weights transposed in place)")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
 	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes, and the N largest kinds of tensor the largest graph holds at its peak")
 	fs.Usage = func() {

@@ -32,7 +32,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&f.LoRA.Seed, "lora-seed", f.LoRA.Seed, "seed of the adapters' initial A matrices")
 	fs.IntVar(&f.Recompute, "recompute", 0, "LoRA: recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them a step)")
 	fs.BoolVar(&f.RecomputeAttention, "recompute-attention", false, "LoRA: recompute the other blocks' attention probabilities in the backward pass instead of keeping them (T·T·heads floats a block less, one more query-key product and softmax a block)")
-	fs.BoolVar(&f.KeepTransposed, "keep-transposed", false, "LoRA on a block-quantized base: keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of dequantizing and transposing it every step (faster; other bases always keep theirs)")
+	fs.BoolVar(&f.KeepTransposed, "keep-transposed", false, "LoRA on a block-quantized base: keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of dequantizing and transposing it every step, where a copy is needed (a GPU; on a CPU with toy's vector kernels the backward pass reads the weights transposed in place, and no base needs a copy)")
 	fs.IntVar(&f.Steps, "steps", f.Steps, "optimizer steps")
 	fs.IntVar(&f.Batch, "batch", f.Batch, "sequences per step")
 	fs.IntVar(&f.SeqLen, "seq", f.SeqLen, "tokens per sequence (at most the model's context; a chat conversation is one sequence)")

@@ -33,7 +33,9 @@ type LoRAOptions struct {
 	RecomputeAttention bool
 	// KeepTransposed keeps, for a block-quantized base, a transposed f32 copy of each frozen
 	// weight for the backward pass (4 bytes a parameter, made once) instead of dequantizing and
-	// transposing each weight every step: faster, for memory. Other bases always keep theirs. It
+	// transposing each weight every step: faster, for memory. Other bases always keep theirs.
+	// Only where a copy is needed: on the CPU backend of a build with toy's vector kernels the
+	// backward pass reads every base's weights transposed in place (ggml.MulMatPacked). It
 	// changes no result and is not saved.
 	KeepTransposed bool
 }

@@ -140,9 +140,9 @@ func newGemmBackward(g *ggml.Context, be *ggml.Backend, trained []*ggml.Tensor, 
 }
 
 // linear is W·x plus the LoRA terms of W, scale·B·(A·x), for the forward pass (its linear
-// hook). W is multiplied in its own type, as the decoder and an Evaluator multiply it (ggml
-// rounds x to f16 for an f16 W, to q8_0 blocks for a q8_0 one): autodiff never differentiates
-// the product, so nothing needs an f32 W.
+// hook). W is multiplied in its own type, as an Evaluator multiplies it (product: on the CPU
+// toy's packed GEMM converts it to f32 as it packs it): autodiff never differentiates the
+// product, so nothing needs an f32 copy of W.
 //
 // A LoRA term's second product is differentiated here too: its input u = A·x is copied into a
 // leaf, and its output's gradient is scale times the tapped product's, so du = scale·Bᵀ·dz (a
@@ -187,10 +187,17 @@ var inputGradChunk int64 = 4096
 // output's gradient dz [m, n]: one GEMM, or, for a trained or block-quantized W with more
 // than inputGradChunk outputs, one per chunk of them, each taken transposed (dz's rows of the
 // chunk as the first operand, which ggml's GEMM reads at any stride, the chunk of Wᵀ as the
-// second), summed and transposed back.
+// second), summed and transposed back. On the CPU, toy's packed GEMM reads an f32, f16, bf16 or
+// q8_0 W transposed in place: no copy of Wᵀ at all, neither each step nor kept for a frozen
+// weight (4 bytes a parameter).
 func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
+	if dz != nil {
+		if wt := g.Transpose(w); wt != nil && gb.packs(wt, dz) {
+			return g.MulMatPacked(wt, dz)
+		}
+	}
 	if !gb.transposedEachStep(w) || m <= inputGradChunk {
 		return gb.product(gb.transposed(w), dz)
 	}
@@ -302,7 +309,7 @@ func (gb *gemmBackward) product(a, b *ggml.Tensor) *ggml.Tensor {
 
 // packs reports whether cpuProduct multiplies a and b with toy's packed GEMM.
 func (gb *gemmBackward) packs(a, b *ggml.Tensor) bool {
-	return gb.cpu && !ggml.IsQuantized(a.Type()) && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil
+	return gb.cpu && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil
 }
 
 // rows is x with contiguous rows: x itself, or a dense copy of a transposed view.
@@ -333,12 +340,14 @@ const packedMinRows = 64
 
 // cpuProduct is MulMat(a, b) by toy's packed GEMM (ggml.MulMatPacked: 1.3–1.7× ggml's f32 GEMM
 // on SmolLM2's training products, 3–7× on attention's over a head's 64 values, where ggml's
-// spends as long on horizontal sums as on FMAs) for an f32, f16 or bf16 a where cpu (the graph
-// runs on the CPU backend) allows it, ggml's otherwise. b stays f32, as the decoder keeps its
-// columns on the CPU (MulMatCols, MulMatPacked); a block-quantized weight stays with ggml's
-// integer kernels, which round b to q8_0 blocks, as the decoder's do: the one choice of every training graph's products
-// (gemmBackward.product, and the plain passes that must match it bit for bit). Autodiff cannot
-// differentiate toy's kernel: a graph ggml differentiates passes cpu false.
+// spends as long on horizontal sums as on FMAs) where cpu (the graph runs on the CPU backend)
+// allows it, ggml's otherwise: the one choice of every training graph's products
+// (gemmBackward.product, and the plain passes that must match it bit for bit, the Evaluator's
+// too). An f16, bf16 or q8_0 weight is converted to f32 as it is packed and b stays f32, where
+// ggml's kernels round b to the weight's type (f16, or q8_0 blocks): as the decoder keeps its
+// columns f32 on the CPU for f16 and bf16 weights; for q8_0 it keeps ggml's integer kernels
+// (a relative difference of about 1e-3 in the logits). Autodiff cannot differentiate toy's
+// kernel: a graph ggml differentiates passes cpu false.
 func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
 	if a != nil && b != nil && (&gemmBackward{g: ctx, cpu: cpu}).packs(a, b) {
 		return ctx.MulMatPacked(a, b)

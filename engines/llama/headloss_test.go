@@ -15,7 +15,7 @@ import (
 // against finite differences), with and without a loss mask, as the evaluator's loss does
 // (and the loss from its logits when it keeps them); the trainer of an adapter keeps no dense
 // labels. The hidden states' gradient is a GEMM with the head's transposed f16 copy. The
-// trainer multiplies every weight in its own type, as the evaluator and the decoder do.
+// trainer multiplies every weight in its own type, as the evaluator does.
 func TestHeadLossChunks(t *testing.T) {
 	for _, typ := range []ggml.Type{ggml.Q8_0, ggml.F16} {
 		t.Run(typ.String(), func(t *testing.T) { testHeadLossChunks(t, typ) })

@@ -134,6 +134,7 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 	const int64_t jobs = heads * blocks * runs;
 	/* The packed block, and a row of a in f32 for a weight of another type. */
 	const int f32 = a->type == GGML_TYPE_F32;
+	const size_t esize = f32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
 	float ap_stack[BLOCK * MAX_K] __attribute__((aligned(64)));
 	const size_t need = (size_t) ((BLOCK + (f32 ? 0 : 1)) * K);
 	float * ap = need <= BLOCK * MAX_K ? ap_stack : (float *) aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
@@ -160,7 +161,7 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 			/* Pack the block's rows transposed: row m's value d at ap[d·BLOCK + m − m0], and
 			 * zeros up to a whole tile. */
 			const char * ah = (const char *) a->data + (h / r) * a->nb[2] + (s3 / r3) * a->nb[3];
-			if (!f32 || a->nb[0] == sizeof(float)) {
+			if (a->nb[0] == esize) {
 				/* a's rows contiguous: each row scattered into the block's column. */
 				for (int64_t m = 0; m < rows; m++) {
 					const float * row = (const float *) (ah + (m0 + m) * a->nb[1]);
@@ -172,13 +173,35 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 						ap[d * BLOCK + m] = row[d];
 					}
 				}
+			} else if (a->type == GGML_TYPE_Q8_0) {
+				/* A transposed q8_0 matrix W (ggml_transpose: a's value (m, d) is W's row d,
+				 * element m): each value of the shared dimension is W's row d from element
+				 * m0 on, whole blocks (m0 is a multiple of 64, W's rows of 32). */
+				for (int64_t d = 0; d < K; d++) {
+					const char * blocks = ah + d * a->nb[0] + (m0 / Q8_0_BLOCK) * Q8_0_BYTES;
+					for (int64_t blk = 0; blk * Q8_0_BLOCK < rows; blk++) {
+						const char * b = blocks + blk * Q8_0_BYTES;
+						const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+						for (int i = 0; i < Q8_0_BLOCK && blk * Q8_0_BLOCK + i < rows; i++) {
+							ap[d * BLOCK + blk * Q8_0_BLOCK + i] = scale * (float) (int8_t) b[2 + i];
+						}
+					}
+				}
 			} else {
-				/* A transposed view (a's columns contiguous): each value of the shared
-				 * dimension is the block's rows side by side, one copy. */
+				/* A transposed view (a's columns contiguous, f32, f16 or bf16): each value of
+				 * the shared dimension is the block's rows side by side, one load. */
 				for (int64_t d = 0; d < K; d++) {
 					const char * col = ah + d * a->nb[0] + m0 * a->nb[1];
-					for (int64_t m = 0; m < rows; m++) {
-						ap[d * BLOCK + m] = *(const float *) (col + m * a->nb[1]);
+					int64_t m = 0;
+					for (; m + LANES <= rows; m += LANES) {
+						const char * p = col + m * a->nb[1];
+						VSTORE(ap + d * BLOCK + m, f32 ? VLOAD((const float *) p)
+							: a->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) p) : VLOADB((const uint16_t *) p));
+					}
+					for (; m < rows; m++) {
+						const char * p = col + m * a->nb[1];
+						ap[d * BLOCK + m] = f32 ? *(const float *) p
+							: a->type == GGML_TYPE_F16 ? half_to_float(*(const uint16_t *) p) : bf16_to_float(*(const uint16_t *) p);
 					}
 				}
 			}
