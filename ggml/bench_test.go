@@ -55,14 +55,17 @@ func BenchmarkMulMatPacked(b *testing.B) {
 	require.NoError(b, err)
 	defer be.Close()
 	for _, s := range [][3]int{{1536, 512, 576}, {576, 512, 1536}, {576, 1536, 512}, {576, 576, 512}, {192, 512, 576}, {512, 576, 4096}, {4096, 512, 576}} {
-		for _, kernel := range []string{"ggml", "toy"} {
+		for _, kernel := range []string{"ggml", "toy", "toy-f16"} {
 			m, n, k := s[0], s[1], s[2]
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", kernel, m, n, k), func(b *testing.B) {
-				product := productGGML
-				if kernel == "toy" {
+				product, typ := productGGML, F32
+				switch kernel {
+				case "toy":
 					product = productPacked
+				case "toy-f16": // f16 weights, converted as they are packed
+					product, typ = productPacked, F16
 				}
-				mm, err := newBenchProduct(be, F32, m, n, k, 1, product)
+				mm, err := newBenchProduct(be, typ, m, n, k, 1, product)
 				require.NoError(b, err)
 				defer mm.Close()
 				require.NoError(b, mm.compute())
