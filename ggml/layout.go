@@ -206,20 +206,17 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 	return nil
 }
 
-// MulMatPackedMaxK is the longest shared dimension MulMatPacked takes: each thread packs 64 rows
-// of a at a time, in f32 (8 MiB at this length).
-const MulMatPackedMaxK = 1 << 15
-
 // MulMatPacked is MulMat(a, b) computed by toy's packed GEMM (kernels/cpu/c/mul_mat_packed.c)
 // as a ggml custom operation: a f32, f16, bf16 or q8_0 [K, M, G, S] and b f32 [K, N, G·r, S·r3]
 // with contiguous rows (a may be a transposed view instead, Transpose of a matrix of one of those
-// types, which saves the dense copy ggml's GEMM needs) and K ≤ MulMatPackedMaxK, b's head h of sequence s reading a's group
-// h / r of sequence s / r3, as MulMat broadcasts; the result is f32 [M, N, G·r, S·r3]. It packs 64 rows of a at a time, transposed and in
-// f32 (b is not rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns
-// of the result in its vectors: no horizontal sums, where ggml's tinyBLAS sums along K and then
-// adds its vectors' lanes. 1.3–1.7× ggml's f32 GEMM on SmolLM2-135M's training products, 3–7× on
-// attention's over a head's 64 values (BenchmarkMulMatPacked). Only the CPU backend computes
-// it, and autodiff cannot differentiate it.
+// types, which saves the dense copy ggml's GEMM needs), b's head h of sequence s reading a's
+// group h / r of sequence s / r3, as MulMat broadcasts; the result is f32 [M, N, G·r, S·r3]. It
+// packs 64 rows of a by up to 8192 values of K at a time, transposed and in f32 (b is not
+// rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns of the result
+// in its vectors: no horizontal sums, where ggml's tinyBLAS sums along K and then adds its
+// vectors' lanes. 1.3–1.7× ggml's f32 GEMM on SmolLM2-135M's training products, 3–7× on
+// attention's over a head's 64 values (BenchmarkMulMatPacked). Only the CPU backend computes it,
+// and autodiff cannot differentiate it.
 func (c *Context) MulMatPacked(a, b *Tensor) *Tensor {
 	return c.op("MulMatPacked", []*Tensor{a, b}, 1, func() error { return MulMatPackedFits(a, b) }, func() ggmlc.Tensor {
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, a.Ne()[1], b.Ne()[1], b.Ne()[2], b.Ne()[3], []ggmlc.Tensor{a.t, b.t}, 2,
@@ -243,8 +240,6 @@ func MulMatPackedFits(a, b *Tensor) error {
 		return fmt.Errorf("%s and %s differ in the shared dimension", a.describe(), b.describe())
 	case an[3] < 1 || bn[3]%an[3] != 0:
 		return fmt.Errorf("%s and %s: b's %d sequences are not a multiple of a's %d", a.describe(), b.describe(), bn[3], an[3])
-	case an[0] > MulMatPackedMaxK:
-		return fmt.Errorf("%s: a shared dimension of %d, at most %d", a.describe(), an[0], MulMatPackedMaxK)
 	case an[2] < 1 || bn[2]%an[2] != 0:
 		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b.describe(), bn[2], an[2])
 	case a.Nb()[0] != int(TypeSize(a.Type())) && a.Nb()[1] != int(TypeSize(a.Type())):

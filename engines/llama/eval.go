@@ -101,7 +101,7 @@ func (e *Evaluator) build() error {
 		e.loss = e.gctx.CrossEntropyLoss(e.logits, e.img.labels).SetOutput()
 	} else if e.in.head != nil {
 		hn := m.pass(e.gctx, e.in.pos, e.in.mask, e.T, e.B, nil, m.backend.IsCPU()).hidden(e.in.tokens)
-		head, e.loss, _ = e.in.head.loss(e.gctx, m.w.head(), nil, hn)
+		head, e.loss, _ = e.in.head.loss(e.gctx, m.w.head(), nil, hn, m.backend.IsCPU())
 		e.loss = e.loss.SetOutput()
 	} else {
 		e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, nil).SetOutput()

@@ -308,8 +308,12 @@ func (gb *gemmBackward) product(a, b *ggml.Tensor) *ggml.Tensor {
 }
 
 // packs reports whether cpuProduct multiplies a and b with toy's packed GEMM.
-func (gb *gemmBackward) packs(a, b *ggml.Tensor) bool {
-	return gb.cpu && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil
+func (gb *gemmBackward) packs(a, b *ggml.Tensor) bool { return packs(gb.cpu, a, b) }
+
+// packs reports whether cpuProduct multiplies a and b with toy's packed GEMM in a graph that
+// runs on the CPU backend when cpu is set.
+func packs(cpu bool, a, b *ggml.Tensor) bool {
+	return cpu && a != nil && b != nil && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil
 }
 
 // rows is x with contiguous rows: x itself, or a dense copy of a transposed view.
@@ -349,7 +353,7 @@ const packedMinRows = 64
 // (a relative difference of about 1e-3 in the logits). Autodiff cannot differentiate toy's
 // kernel: a graph ggml differentiates passes cpu false.
 func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
-	if a != nil && b != nil && (&gemmBackward{g: ctx, cpu: cpu}).packs(a, b) {
+	if packs(cpu, a, b) {
 		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)

@@ -87,13 +87,14 @@ const minTargetProb = 1.17549435e-38
 // its loss: its gradient with respect to hn is the cross entropy's, which autodiff carries
 // back through the model. value is the cross entropy itself.
 //
-// outT is outᵀ (gemmBackward.frozenTranspose, of headTransposeType), with which the hidden
-// states' gradient is a GEMM. The GEMM rounds its other operand, p − onehot, to outT's type,
-// so the rows' weights scale its result rather than the entries: w·p, of order
-// 1/(vocab · rows), would flush to zero in f16. The entries themselves lie in [−1, 1]; those
-// f16 flushes (below 6e-8) change a row's gradient by at most vocab · 6e-8 of its size. Without
-// outT (an Evaluator) only value is built.
-func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
+// The hidden states' gradient is a GEMM with outᵀ: on the CPU (cpu set, toy's packed GEMM)
+// out read transposed in place, in f32 throughout; elsewhere outT(), a copy of outᵀ
+// (gemmBackward.frozenTranspose, of headTransposeType), whose GEMM rounds its other operand,
+// p − onehot, to outT's type, so the rows' weights scale its result rather than the entries:
+// w·p, of order 1/(vocab · rows), would flush to zero in f16. The entries themselves lie in
+// [−1, 1]; those f16 flushes (below 6e-8) change a row's gradient by at most vocab · 6e-8 of
+// its size. Without outT (an Evaluator) only value is built.
+func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml.Tensor, hn *ggml.Tensor, cpu bool) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
 	steps = append(steps, ctx.Cpy(hn, h.hidden))
 	n := h.hidden.Ne()[1]
 	R, V := int64(h.rows), int64(h.vocab)
@@ -105,6 +106,8 @@ func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps 
 	for c := int64(0); c < n/R; c++ {
 		at := ctx.View(h.labelAt, []int64{R}, nil, int(c*R)*4)
 		w := cols(h.weight, c)
+		// ggml's product: toy's would repack the whole vocabulary's weights for each chunk's
+		// few columns (a q8_0 head's 13 % slower a LoRA step).
 		flat := ctx.Reshape(ctx.SoftMax(ctx.MulMat(out, cols(h.hidden, c))), 1, V*R)
 		pt := ctx.GetRows(flat, at) // [1, R]: each row's probability of its target
 		share := ctx.Sum(ctx.Mul(ctx.Log(ctx.Clamp(pt, minTargetProb, 1)), w))
@@ -115,7 +118,13 @@ func (h *headInputs) loss(ctx *ggml.Context, out, outT, hn *ggml.Tensor) (steps 
 		}
 		if outT != nil {
 			dLogits := ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R) // p − onehot
-			steps = append(steps, ctx.Cpy(ctx.Mul(ctx.MulMat(outT, dLogits), w), cols(h.hiddenGrad, c)))
+			var grad *ggml.Tensor                                                         // outᵀ·(p − onehot) [d, R]
+			if wt := ctx.Transpose(out); packs(cpu, wt, dLogits) {
+				grad = ctx.MulMatPacked(wt, dLogits)
+			} else {
+				grad = ctx.MulMat(outT(), dLogits)
+			}
+			steps = append(steps, ctx.Cpy(ctx.Mul(grad, w), cols(h.hiddenGrad, c)))
 		}
 		steps = append(steps, sum)
 	}

@@ -286,7 +286,8 @@ func (tr *Trainer) build() error {
 		}
 		if tr.in.head != nil {
 			out := m.w.head()
-			head, tr.value, tr.loss = tr.in.head.loss(g, out, gb.frozenTranspose(out, headTransposeType(out.Type())), f.hidden(tr.in.tokens))
+			outT := func() *ggml.Tensor { return gb.frozenTranspose(out, headTransposeType(out.Type())) }
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, outT, f.hidden(tr.in.tokens), gb.cpu)
 			tr.value = tr.value.SetOutput()
 		} else if tr.in.targetAt != nil {
 			var copy *ggml.Tensor

@@ -2,10 +2,10 @@
 
 /*
  * The vector unit toy's CPU kernels use, as the compiler targets it: AVX-512, or AVX2 with F16C
- * and FMA (TOY_VECTOR is 1), LANES floats a vector, with loads of f32, f16 and bf16 values, a
- * horizontal sum of LANES vectors at once and the softmax kernels' exponential; where there is
- * neither, TOY_VECTOR is 0 and the kernels are plain loops. Also the scalar conversions of f16
- * and bf16.
+ * and FMA (TOY_VECTOR is 1), LANES floats a vector, with loads of f32, f16, bf16 and int8
+ * values, a horizontal sum of LANES vectors at once and the softmax kernels' exponential; where
+ * there is neither, TOY_VECTOR is 0 and the kernels are plain loops. Also the scalar conversions
+ * of f16 and bf16.
  */
 #ifndef TOY_VEC_H
 #define TOY_VEC_H
@@ -59,6 +59,7 @@ enum { LANES = 16 };
 #define VLOAD(p) _mm512_loadu_ps(p)
 #define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (p)))
 #define VLOADB(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) (p))), 16))
+#define VLOADQ(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (p))))
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VSHUF(a, b, imm) _mm512_shuffle_ps(a, b, imm)
@@ -78,6 +79,7 @@ enum { LANES = 8 };
 #define VLOAD(p) _mm256_loadu_ps(p)
 #define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (p)))
 #define VLOADB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *) (p))), 16))
+#define VLOADQ(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) (p))))
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VADD(a, b) _mm256_add_ps(a, b)
 #define VSHUF(a, b, imm) _mm256_shuffle_ps(a, b, imm)

@@ -32,22 +32,24 @@
 #define NR 4
 #endif
 
-/* The rows of a (the result's rows) one job packs and computes, a multiple of MR·LANES, and
- * the longest shared dimension whose packed block (32 KiB) is kept on the stack; a longer one's
- * is on the heap. */
-enum { BLOCK = 64, MAX_K = 128 };
+/* The rows of a (the result's rows) one job packs and computes, a multiple of MR·LANES; the
+ * longest shared dimension whose packed block (32 KiB) is kept on the stack (a longer one's is
+ * on the heap); and the most values of the shared dimension one pass packs (2 MiB; a multiple
+ * of q8_0's block): a longer one takes more passes, each adding to the result the last left. */
+enum { BLOCK = 64, MAX_K = 128, KC = 8192 };
 
 /*
  * tile computes the NC (≤ NR) columns of the result from column n0 for the MR·LANES rows at
  * ap (the packed a: the block's rows for shared index d at ap + d·BLOCK), over d < K, into c
- * (column j at c + j·cs floats); b's column n is K floats at b + n·bs.
+ * (column j at c + j·cs floats), or adds them to c's when ACC is set; b's column n is K floats
+ * at b + n·bs.
  */
 static inline __attribute__((always_inline)) void tile(const float * ap, const float * b, int64_t bs, int64_t K, float * c,
-		int64_t cs, const int NC) {
+		int64_t cs, const int NC, const int ACC) {
 	vec acc[MR][NR];
 	for (int i = 0; i < MR; i++) {
 		for (int j = 0; j < NC; j++) {
-			acc[i][j] = VZERO();
+			acc[i][j] = ACC ? VLOAD(c + j * cs + i * LANES) : VZERO();
 		}
 	}
 	for (int64_t d = 0; d < K; d++) {
@@ -97,8 +99,8 @@ static void load_row(const char * row, enum ggml_type type, int64_t K, float * o
 		for (int64_t blk = 0; blk < K / Q8_0_BLOCK; blk++) {
 			const char * b = row + blk * Q8_0_BYTES;
 			const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
-			for (int i = 0; i < Q8_0_BLOCK; i++) {
-				out[blk * Q8_0_BLOCK + i] = scale * (float) (int8_t) b[2 + i];
+			for (int i = 0; i < Q8_0_BLOCK; i += LANES) {
+				VSTORE(out + blk * Q8_0_BLOCK + i, VMUL(VSET(scale), VLOADQ(b + 2 + i)));
 			}
 		}
 		return;
@@ -113,6 +115,105 @@ enum { CLAIMED = 14, FINISHED = 15 };
  * enough row blocks), and a job takes at least this many columns (packing its block costs about
  * one column's FMAs for every LANES). */
 enum { JOBS_PER_THREAD = 4, MIN_JOB_COLS = 8 * NR };
+
+/* row_from is the address of value k0 of a's row at row, of type type (k0 a multiple of q8_0's
+ * block for q8_0). */
+static const char * row_from(const char * row, enum ggml_type type, int64_t k0) {
+	switch (type) {
+	case GGML_TYPE_F32:
+		return row + k0 * (int64_t) sizeof(float);
+	case GGML_TYPE_F16:
+	case GGML_TYPE_BF16:
+		return row + k0 * (int64_t) sizeof(uint16_t);
+	default: /* q8_0 */
+		return row + k0 / Q8_0_BLOCK * Q8_0_BYTES;
+	}
+}
+
+/*
+ * pack copies values [k0, k0 + kc) of the rows [m0, m0 + rows) of a's matrix at ah into ap,
+ * transposed and in f32 (row m's value d at ap[(d − k0)·BLOCK + m − m0]), and zeros up to a
+ * whole tile; tmp holds kc floats.
+ */
+static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float * ap,
+		float * tmp) {
+	const int f32 = a->type == GGML_TYPE_F32;
+	const size_t esize = f32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
+	if (a->nb[0] == esize) {
+		/* a's rows contiguous: each row scattered into the block's column. */
+		for (int64_t m = 0; m < rows; m++) {
+			const char * from = row_from(ah + (m0 + m) * a->nb[1], a->type, k0);
+			const float * row = (const float *) from;
+			if (!f32) {
+				load_row(from, a->type, kc, tmp);
+				row = tmp;
+			}
+			for (int64_t d = 0; d < kc; d++) {
+				ap[d * BLOCK + m] = row[d];
+			}
+		}
+	} else if (a->type == GGML_TYPE_Q8_0) {
+		/* A transposed q8_0 matrix W (ggml_transpose: a's value (m, d) is W's row d,
+		 * element m): each value of the shared dimension is W's row d from element
+		 * m0 on, whole blocks (m0 is a multiple of 64, W's rows of 32). */
+		for (int64_t d = 0; d < kc; d++) {
+			const char * blocks = ah + (k0 + d) * a->nb[0] + (m0 / Q8_0_BLOCK) * Q8_0_BYTES;
+			for (int64_t blk = 0; blk * Q8_0_BLOCK < rows; blk++) {
+				const char * b = blocks + blk * Q8_0_BYTES;
+				const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+				float * out = ap + d * BLOCK + blk * Q8_0_BLOCK;
+				int i = 0;
+				if ((blk + 1) * Q8_0_BLOCK <= rows) { /* a whole block, LANES values at a time */
+					for (; i < Q8_0_BLOCK; i += LANES) {
+						VSTORE(out + i, VMUL(VSET(scale), VLOADQ(b + 2 + i)));
+					}
+				}
+				for (; i < Q8_0_BLOCK && blk * Q8_0_BLOCK + i < rows; i++) {
+					out[i] = scale * (float) (int8_t) b[2 + i];
+				}
+			}
+		}
+	} else {
+		/* A transposed view (a's columns contiguous, f32, f16 or bf16): each value of
+		 * the shared dimension is the block's rows side by side, one load. */
+		for (int64_t d = 0; d < kc; d++) {
+			const char * col = ah + (k0 + d) * a->nb[0] + m0 * a->nb[1];
+			int64_t m = 0;
+			for (; m + LANES <= rows; m += LANES) {
+				const char * p = col + m * a->nb[1];
+				VSTORE(ap + d * BLOCK + m, f32 ? VLOAD((const float *) p)
+					: a->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) p) : VLOADB((const uint16_t *) p));
+			}
+			for (; m < rows; m++) {
+				const char * p = col + m * a->nb[1];
+				ap[d * BLOCK + m] = f32 ? *(const float *) p
+					: a->type == GGML_TYPE_F16 ? half_to_float(*(const uint16_t *) p) : bf16_to_float(*(const uint16_t *) p);
+			}
+		}
+	}
+	for (int64_t m = rows; m < (rows + MR * LANES - 1) / (MR * LANES) * (MR * LANES); m++) {
+		for (int64_t d = 0; d < kc; d++) {
+			ap[d * BLOCK + m] = 0;
+		}
+	}
+}
+
+/* TILES(ACC) calls tile for the nc columns at bn into c, adding to c's values when ACC is 1. */
+#if NR > 4
+#define TILES_WIDE(ACC) \
+	case 4: tile(ap + i0, bn, bs, kc, c, ccs, 4, ACC); break; \
+	case 5: tile(ap + i0, bn, bs, kc, c, ccs, 5, ACC); break;
+#else
+#define TILES_WIDE(ACC)
+#endif
+#define TILES(ACC) \
+	switch (nc) { \
+	case 1: tile(ap + i0, bn, bs, kc, c, ccs, 1, ACC); break; \
+	case 2: tile(ap + i0, bn, bs, kc, c, ccs, 2, ACC); break; \
+	case 3: tile(ap + i0, bn, bs, kc, c, ccs, 3, ACC); break; \
+	TILES_WIDE(ACC) \
+	default: tile(ap + i0, bn, bs, kc, c, ccs, NR, ACC); break; \
+	}
 
 void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	(void) userdata;
@@ -130,20 +231,19 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 	jobCols = jobCols < MIN_JOB_COLS ? MIN_JOB_COLS : (jobCols + NR - 1) / NR * NR;
 	runs = (N + jobCols - 1) / jobCols;
 	const int64_t jobs = heads * blocks * runs;
-	/* The packed block, and a row of a in f32 for a weight of another type. */
-	const int f32 = a->type == GGML_TYPE_F32;
-	const size_t esize = f32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
+	/* The packed block of at most KC values of the shared dimension, and a row of a in f32. */
+	const int64_t kcMax = K < KC ? K : KC;
 	float ap_stack[BLOCK * MAX_K] __attribute__((aligned(64)));
-	const size_t need = (size_t) ((BLOCK + (f32 ? 0 : 1)) * K);
+	const size_t need = (size_t) ((BLOCK + 1) * kcMax);
 	float * ap = need <= BLOCK * MAX_K ? ap_stack : (float *) aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
 	if (ap == NULL) {
 		fprintf(stderr, "toy_mul_mat_packed: out of memory for a packed block of %lld values\n", (long long) need);
 		abort();
 	}
-	float * tmp = ap + BLOCK * K;
+	float * tmp = ap + BLOCK * kcMax;
 	int32_t * claimed = &dst->op_params[CLAIMED];
 	int32_t * finished = &dst->op_params[FINISHED];
-	int64_t packed = -1; /* the (head, block) whose rows ap holds */
+	int64_t packed = -1; /* the (head, block) whose rows ap holds, when one pass takes all of K */
 	for (int64_t next = 0;; next++) {
 		const int64_t job = nth > 1 ? __atomic_fetch_add(claimed, 1, __ATOMIC_RELAXED) : next;
 		if (job >= jobs) {
@@ -153,86 +253,43 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 		const int64_t h = hs % H, s3 = hs / H;
 		const int64_t nBegin = (job % runs) * jobCols, nEnd = nBegin + jobCols < N ? nBegin + jobCols : N;
 		const int64_t rows = M - m0 < BLOCK ? M - m0 : BLOCK;
+		const char * ah = (const char *) a->data + (h / r) * a->nb[2] + (s3 / r3) * a->nb[3];
 		const float * bh = (const float *) ((const char *) b->data + h * b->nb[2] + s3 * b->nb[3]);
 		float * ch = (float *) ((char *) dst->data + h * dst->nb[2] + s3 * dst->nb[3]);
-		if (hb != packed) {
-			/* Pack the block's rows transposed: row m's value d at ap[d·BLOCK + m − m0], and
-			 * zeros up to a whole tile. */
-			const char * ah = (const char *) a->data + (h / r) * a->nb[2] + (s3 / r3) * a->nb[3];
-			if (a->nb[0] == esize) {
-				/* a's rows contiguous: each row scattered into the block's column. */
-				for (int64_t m = 0; m < rows; m++) {
-					const float * row = (const float *) (ah + (m0 + m) * a->nb[1]);
-					if (!f32) {
-						load_row((const char *) row, a->type, K, tmp);
-						row = tmp;
-					}
-					for (int64_t d = 0; d < K; d++) {
-						ap[d * BLOCK + m] = row[d];
-					}
-				}
-			} else if (a->type == GGML_TYPE_Q8_0) {
-				/* A transposed q8_0 matrix W (ggml_transpose: a's value (m, d) is W's row d,
-				 * element m): each value of the shared dimension is W's row d from element
-				 * m0 on, whole blocks (m0 is a multiple of 64, W's rows of 32). */
-				for (int64_t d = 0; d < K; d++) {
-					const char * blocks = ah + d * a->nb[0] + (m0 / Q8_0_BLOCK) * Q8_0_BYTES;
-					for (int64_t blk = 0; blk * Q8_0_BLOCK < rows; blk++) {
-						const char * b = blocks + blk * Q8_0_BYTES;
-						const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
-						for (int i = 0; i < Q8_0_BLOCK && blk * Q8_0_BLOCK + i < rows; i++) {
-							ap[d * BLOCK + blk * Q8_0_BLOCK + i] = scale * (float) (int8_t) b[2 + i];
+		/* The shared dimension in passes of KC values, each adding to the result the last left. */
+		for (int64_t k0 = 0; k0 < K; k0 += KC) {
+			const int64_t kc = K - k0 < KC ? K - k0 : KC;
+			const int add = k0 > 0;
+			if (hb != packed || K > KC) {
+				pack(a, ah, m0, rows, k0, kc, ap, tmp);
+				packed = hb;
+			}
+			for (int64_t i0 = 0; i0 < rows; i0 += MR * LANES) {
+				/* A tile past the block's last rows works in a scratch column set. */
+				const int full = i0 + MR * LANES <= rows;
+				float scratch[MR * LANES * NR] __attribute__((aligned(64)));
+				for (int64_t n0 = nBegin; n0 < nEnd; n0 += NR) {
+					const int nc = (int) (nEnd - n0 < NR ? nEnd - n0 : NR);
+					float * c = full ? ch + n0 * cs + m0 + i0 : scratch;
+					const int64_t ccs = full ? cs : MR * LANES;
+					if (!full && add) {
+						for (int j = 0; j < nc; j++) {
+							for (int64_t m = i0; m < rows; m++) {
+								scratch[j * MR * LANES + m - i0] = ch[(n0 + j) * cs + m0 + m];
+							}
 						}
 					}
-				}
-			} else {
-				/* A transposed view (a's columns contiguous, f32, f16 or bf16): each value of
-				 * the shared dimension is the block's rows side by side, one load. */
-				for (int64_t d = 0; d < K; d++) {
-					const char * col = ah + d * a->nb[0] + m0 * a->nb[1];
-					int64_t m = 0;
-					for (; m + LANES <= rows; m += LANES) {
-						const char * p = col + m * a->nb[1];
-						VSTORE(ap + d * BLOCK + m, f32 ? VLOAD((const float *) p)
-							: a->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) p) : VLOADB((const uint16_t *) p));
+					const float * bn = bh + n0 * bs + k0;
+					if (add) {
+						TILES(1);
+					} else {
+						TILES(0);
 					}
-					for (; m < rows; m++) {
-						const char * p = col + m * a->nb[1];
-						ap[d * BLOCK + m] = f32 ? *(const float *) p
-							: a->type == GGML_TYPE_F16 ? half_to_float(*(const uint16_t *) p) : bf16_to_float(*(const uint16_t *) p);
-					}
-				}
-			}
-			for (int64_t m = rows; m < (rows + MR * LANES - 1) / (MR * LANES) * (MR * LANES); m++) {
-				for (int64_t d = 0; d < K; d++) {
-					ap[d * BLOCK + m] = 0;
-				}
-			}
-			packed = hb;
-		}
-		for (int64_t i0 = 0; i0 < rows; i0 += MR * LANES) {
-			/* A tile past the block's last rows computes zeros into a scratch column set. */
-			const int full = i0 + MR * LANES <= rows;
-			float scratch[MR * LANES * NR] __attribute__((aligned(64)));
-			for (int64_t n0 = nBegin; n0 < nEnd; n0 += NR) {
-				const int nc = (int) (nEnd - n0 < NR ? nEnd - n0 : NR);
-				float * c = full ? ch + n0 * cs + m0 + i0 : scratch;
-				const int64_t ccs = full ? cs : MR * LANES;
-				const float * bn = bh + n0 * bs;
-				switch (nc) {
-				case 1: tile(ap + i0, bn, bs, K, c, ccs, 1); break;
-				case 2: tile(ap + i0, bn, bs, K, c, ccs, 2); break;
-				case 3: tile(ap + i0, bn, bs, K, c, ccs, 3); break;
-#if NR > 4
-				case 4: tile(ap + i0, bn, bs, K, c, ccs, 4); break;
-				case 5: tile(ap + i0, bn, bs, K, c, ccs, 5); break;
-#endif
-				default: tile(ap + i0, bn, bs, K, c, ccs, NR); break;
-				}
-				if (!full) {
-					for (int j = 0; j < nc; j++) {
-						for (int64_t m = i0; m < rows; m++) {
-							ch[(n0 + j) * cs + m0 + m] = scratch[j * MR * LANES + m - i0];
+					if (!full) {
+						for (int j = 0; j < nc; j++) {
+							for (int64_t m = i0; m < rows; m++) {
+								ch[(n0 + j) * cs + m0 + m] = scratch[j * MR * LANES + m - i0];
+							}
 						}
 					}
 				}
