@@ -747,11 +747,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 					kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
 					scale = 1
 				}
-				if c.ownAttention && kq != nil && M != nil && ggml.SoftMaxCPUFits(kq, M, scale) == nil {
-					kq = ctx.SoftMaxCPU(kq, M, scale)
-				} else {
-					kq = ctx.SoftMaxExt(kq, M, scale, 0)
-				}
+				kq = cpuSoftMax(ctx, c.ownAttention, kq, M, scale)
 				o = ctx.Cont(ctx.Permute(c.product(ctx, V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
 			}
 		}

@@ -68,8 +68,8 @@ type gemmBackward struct {
 	// keepTransposed keeps the transposed f32 copies of block-quantized frozen weights too
 	// (LoRAOptions.KeepTransposed).
 	keepTransposed bool
-	// cpu says the graph runs on the CPU backend, where dense copies of transposes and
-	// attention's short products are toy's own kernels (dense, short).
+	// cpu says the graph runs on the CPU backend, where the products, attention's softmax and
+	// the dense copies of transposes are toy's own kernels (product, attentionProbs, dense).
 	cpu bool
 }
 
@@ -194,7 +194,7 @@ func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
 	if dz != nil {
-		if wt := g.Transpose(w); wt != nil && gb.packs(wt, dz) {
+		if wt := g.Transpose(w); packs(gb.cpu, wt, dz) {
 			return g.MulMatPacked(wt, dz)
 		}
 	}
@@ -301,14 +301,11 @@ func (gb *gemmBackward) product(a, b *ggml.Tensor) *ggml.Tensor {
 		return nil // the context holds the error
 	}
 	b = gb.rows(b)
-	if gb.packs(a, b) {
+	if packs(gb.cpu, a, b) {
 		return gb.g.MulMatPacked(a, b)
 	}
 	return gb.g.MulMat(gb.rows(a), b)
 }
-
-// packs reports whether cpuProduct multiplies a and b with toy's packed GEMM.
-func (gb *gemmBackward) packs(a, b *ggml.Tensor) bool { return packs(gb.cpu, a, b) }
 
 // packs reports whether cpuProduct multiplies a and b with toy's packed GEMM in a graph that
 // runs on the CPU backend when cpu is set.
@@ -369,14 +366,18 @@ func attentionProbs(ctx *ggml.Context, cpu bool, kq, mask *ggml.Tensor, scale fl
 		return nil // the context holds the error
 	}
 	t := kq.Ne()[0]
-	kq = ctx.Reshape(kq, t, t, H, B)
-	var p *ggml.Tensor
-	if cpu && kq != nil && mask != nil && ggml.CPUKernelsFast() && ggml.SoftMaxCPUFits(kq, mask, scale) == nil {
-		p = ctx.SoftMaxCPU(kq, mask, scale)
-	} else {
-		p = ctx.SoftMaxExt(kq, mask, scale, 0)
+	return ctx.Reshape(cpuSoftMax(ctx, cpu, ctx.Reshape(kq, t, t, H, B), mask, scale), t, t, H*B)
+}
+
+// cpuSoftMax is SoftMaxExt(x, mask, scale, 0) by toy's own kernel (ggml.SoftMaxCPU) where cpu
+// (the graph runs on the CPU backend) allows it and the operands fit it, by ggml's otherwise:
+// the one choice of training's attention (attentionProbs) and the decoder's unfused attention
+// (kvCache.attend).
+func cpuSoftMax(ctx *ggml.Context, cpu bool, x, mask *ggml.Tensor, scale float32) *ggml.Tensor {
+	if cpu && x != nil && mask != nil && ggml.CPUKernelsFast() && ggml.SoftMaxCPUFits(x, mask, scale) == nil {
+		return ctx.SoftMaxCPU(x, mask, scale)
 	}
-	return ctx.Reshape(p, t, t, H*B)
+	return ctx.SoftMaxExt(x, mask, scale, 0)
 }
 
 // dense is a dense copy of the f32 view x (a transpose): on the CPU backend by toy's own

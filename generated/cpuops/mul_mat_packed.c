@@ -76,6 +76,11 @@ static inline __attribute__((always_inline)) void tile(const float * ap, const f
 /* q8_0's block: an f16 scale and 32 signed bytes (ggml's block_q8_0). */
 enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
 
+/* q8_0_scale is the f16 scale of the q8_0 block at b (little-endian, at any alignment). */
+static inline float q8_0_scale(const char * b) {
+	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+}
+
 /* load_row writes the K values of a's row at row (of type type: f16, bf16 or q8_0) to out as
  * floats, as ggml dequantizes them. */
 static void load_row(const char * row, enum ggml_type type, int64_t K, float * out) {
@@ -100,7 +105,7 @@ static void load_row(const char * row, enum ggml_type type, int64_t K, float * o
 	default: /* q8_0 */
 		for (int64_t blk = 0; blk < K / Q8_0_BLOCK; blk++) {
 			const char * b = row + blk * Q8_0_BYTES;
-			const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+			const float scale = q8_0_scale(b);
 			for (int i = 0; i < Q8_0_BLOCK; i += LANES) {
 				VSTORE(out + blk * Q8_0_BLOCK + i, VMUL(VSET(scale), VLOADQ(b + 2 + i)));
 			}
@@ -162,7 +167,7 @@ static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int6
 			const char * blocks = ah + (k0 + d) * a->nb[0] + (m0 / Q8_0_BLOCK) * Q8_0_BYTES;
 			for (int64_t blk = 0; blk * Q8_0_BLOCK < rows; blk++) {
 				const char * b = blocks + blk * Q8_0_BYTES;
-				const float scale = half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+				const float scale = q8_0_scale(b);
 				float * out = ap + d * BLOCK + blk * Q8_0_BLOCK;
 				int i = 0;
 				if ((blk + 1) * Q8_0_BLOCK <= rows) { /* a whole block, LANES values at a time */
