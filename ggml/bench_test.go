@@ -80,6 +80,71 @@ func BenchmarkMulMatPacked(b *testing.B) {
 	}
 }
 
+// BenchmarkMulMatPackedCausal times the products of one layer's causal attention in a
+// SmolLM2-135M training step (512 positions, 9 query heads of 64 values on 3 key/value heads)
+// with toy's packed GEMM, skipping what the causal mask makes zero (causal) or not (dense):
+// the scores k·q, the probabilities' products v·p, and the gradients of v and k, whose first
+// operand is the probabilities transposed by groups, read in place.
+func BenchmarkMulMatPackedCausal(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	const T, hd, G, H = 512, 64, 3, 9
+	for _, s := range []struct {
+		name       string
+		a, b       [3]int64
+		transposeA bool
+		mode       Causality
+	}{{"scores", [3]int64{hd, T, G}, [3]int64{hd, T, H}, false, CausalScores},
+		{"probs", [3]int64{T, hd, G}, [3]int64{T, T, H}, false, CausalProbs},
+		{"probsT", [3]int64{T * H / G, T, G}, [3]int64{T * H / G, hd, G}, true, CausalProbsT}} {
+		for _, mode := range []Causality{Dense, s.mode} {
+			name := "dense"
+			if mode != Dense {
+				name = "causal"
+			}
+			b.Run(s.name+"/"+name, func(b *testing.B) {
+				ctx, err := NewContext(ContextOptions{MaxTensors: 8, Graphs: 1, GraphSize: 8})
+				require.NoError(b, err)
+				defer ctx.Close()
+				ane := s.a
+				if s.transposeA {
+					ane = [3]int64{s.a[1], s.a[0], s.a[2]}
+				}
+				a, bt := ctx.NewTensor(F32, ane[:]...), ctx.NewTensor(F32, s.b[:]...)
+				av := a
+				if s.transposeA {
+					av = ctx.Transpose(a)
+				}
+				out := ctx.MulMatPackedCausal(av, bt, mode)
+				require.NotNil(b, out, "%v", ctx.Err())
+				g, err := ctx.NewGraph(8, false)
+				require.NoError(b, err)
+				require.NoError(b, g.Expand(out))
+				buf, err := be.Alloc(ctx)
+				require.NoError(b, err)
+				defer buf.Close()
+				for _, x := range []*Tensor{a, bt} {
+					v := make([]float32, x.Len())
+					for i := range v {
+						v[i] = float32(math.Sin(float64(i)))
+					}
+					require.NoError(b, x.SetF32(v))
+				}
+				require.NoError(b, be.Compute(g))
+				for b.Loop() {
+					if err := be.Compute(g); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ne := out.Ne()
+				flops := 2 * float64(ne[0]*ne[1]*ne[2]) * float64(av.Ne()[0])
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "dense-GFLOP/s")
+			})
+		}
+	}
+}
+
 // BenchmarkMulMatCols times a product of a few columns, as a generation step of several
 // sequences or a verification of proposals makes, by ggml's kernels and by toy's own
 // (MulMatCols): f16 and f32 weights, the SmolLM2-135M head (49152×576, 56 MB in f16: streamed

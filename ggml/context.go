@@ -80,10 +80,10 @@ func (c *Context) Close() error {
 	return nil
 }
 
-// pinnedFloat is a pointer to a copy of v that C may keep until the context closes: the user
-// data of a custom operation, which ggml stores in the node.
-func (c *Context) pinnedFloat(v float32) unsafe.Pointer {
-	p := new(float32)
+// pinned is a pointer to a copy of v that C may keep until c closes: the user data of a custom
+// operation, which ggml stores in the node.
+func pinned[T float32 | int32](c *Context, v T) unsafe.Pointer {
+	p := new(T)
 	*p = v
 	c.pins.Pin(p)
 	return unsafe.Pointer(p)

@@ -3,6 +3,7 @@ package ggml
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/toyml/toy/generated/cpuops"
 	"github.com/toyml/toy/generated/ggmlc"
@@ -217,11 +218,68 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 // vectors' lanes. 1.3–1.7× ggml's f32 GEMM on SmolLM2-135M's training products, 3–7× on
 // attention's over a head's 64 values (BenchmarkMulMatPacked). Only the CPU backend computes it,
 // and autodiff cannot differentiate it.
-func (c *Context) MulMatPacked(a, b *Tensor) *Tensor {
-	return c.op("MulMatPacked", []*Tensor{a, b}, 1, func() error { return MulMatPackedFits(a, b) }, func() ggmlc.Tensor {
+func (c *Context) MulMatPacked(a, b *Tensor) *Tensor { return c.MulMatPackedCausal(a, b, Dense) }
+
+// Causality is what MulMatPackedCausal may assume of a product of causal attention, where a
+// key after its query is masked: which values are exact zeros or unread, so that it skips them.
+// The values it computes are those MulMatPacked computes, to the bit (each a sum in the same
+// order, where a skipped term would add 0).
+type Causality int32
+
+const (
+	// Dense assumes nothing: MulMatPacked.
+	Dense Causality = iota
+	// CausalScores: the result is each head's scores [keys M, queries N] (M = N) under a
+	// causal mask, which hides a key after its query (m > n): those values are not to be read.
+	// Where a whole tile of them is (most), they are not computed but set to 0.
+	CausalScores
+	// CausalProbs: b is each head's probabilities [keys K, queries N] (K = N), or their
+	// gradient, zero for a key after its query (d > n): column n's sum stops at n.
+	CausalProbs
+	// CausalProbsT: a is probabilities or their gradient transposed by groups of r heads
+	// [queries·r K, keys M] (K a multiple of M), zero for a query before its key
+	// (d mod M < m): row m's sum starts at m in each of the r runs of M values.
+	CausalProbsT
+)
+
+// MulMatPackedCausal is MulMatPacked for a product of causal attention: it skips the values
+// mode says are zero or unread (Causality), about half the work of each head's product.
+func (c *Context) MulMatPackedCausal(a, b *Tensor, mode Causality) *Tensor {
+	return c.op("MulMatPacked", []*Tensor{a, b}, 1, func() error { return MulMatPackedCausalFits(a, b, mode) }, func() ggmlc.Tensor {
+		var user unsafe.Pointer
+		if mode != Dense {
+			user = pinned(c, int32(mode))
+		}
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, a.Ne()[1], b.Ne()[1], b.Ne()[2], b.Ne()[3], []ggmlc.Tensor{a.t, b.t}, 2,
-			cpuops.MulMatPackedAddress(), allThreads, nil)
+			cpuops.MulMatPackedAddress(), allThreads, user)
 	})
+}
+
+// MulMatPackedCausalFits says why MulMatPackedCausal cannot take a, b and mode, or nil when it
+// can.
+func MulMatPackedCausalFits(a, b *Tensor, mode Causality) error {
+	if err := MulMatPackedFits(a, b); err != nil {
+		return err
+	}
+	K, M, N := a.Ne()[0], a.Ne()[1], b.Ne()[1]
+	switch mode {
+	case Dense:
+	case CausalScores:
+		if M != N {
+			return fmt.Errorf("causal scores of %d keys and %d queries: want as many of each", M, N)
+		}
+	case CausalProbs:
+		if K != N {
+			return fmt.Errorf("causal probabilities of %d keys and %d queries: want as many of each", K, N)
+		}
+	case CausalProbsT:
+		if K%M != 0 {
+			return fmt.Errorf("causal probabilities transposed, %d keys and %d queries: want a multiple", M, K)
+		}
+	default:
+		return fmt.Errorf("unknown causality %d", mode)
+	}
+	return nil
 }
 
 // MulMatPackedFits says why MulMatPacked cannot take a and b, or nil when it can.
@@ -272,7 +330,7 @@ func (c *Context) SoftMaxCPU(a, mask *Tensor, scale float32) *Tensor {
 			args = append(args, mask.t)
 		}
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, ne[0], ne[1], ne[2], ne[3], args, len(args),
-			cpuops.SoftMaxAddress(), allThreads, c.pinnedFloat(scale))
+			cpuops.SoftMaxAddress(), allThreads, pinned(c, scale))
 	})
 }
 

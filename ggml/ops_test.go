@@ -1045,3 +1045,104 @@ func TestMulMatPacked(t *testing.T) {
 		}
 	}
 }
+
+// TestMulMatPackedCausal checks each Causality of the packed GEMM on operands that hold its
+// zeros: the values it computes equal MulMatPacked's to the bit (and float64's), and a masked
+// causal score is 0 where it skips it.
+func TestMulMatPackedCausal(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("MulMatPacked runs on a vectorized CPU build only")
+	}
+	// zero sets x's value (i, j) of each head to 0 where zeroAt(i, j) (i along ne0, j along ne1).
+	zero := func(x reference.Tensor, zeroAt func(i, j int) bool) reference.Tensor {
+		ne := x.Ne
+		for h := 0; h < ne[2]*max(ne[3], 1); h++ {
+			for j := 0; j < ne[1]; j++ {
+				for i := 0; i < ne[0]; i++ {
+					if zeroAt(i, j) {
+						x.Data[(h*ne[1]+j)*ne[0]+i] = 0
+					}
+				}
+			}
+		}
+		return x
+	}
+	// check returns how many masked scores are 0 (skipped), and how many are masked.
+	check := func(t *testing.T, h *harness, mode Causality, a, b reference.Tensor, at, bt *Tensor, unread func(m, n int) bool) (skipped, masked int) {
+		got, dense := h.c.MulMatPackedCausal(at, bt, mode), h.c.MulMatPacked(at, bt)
+		require.NotNil(t, got, "%v", h.c.Err())
+		h.run(got, dense)
+		g, d, want := h.out(got), h.out(dense), reference.MulMat(a, b)
+		M, N := g.Ne[0], g.Ne[1]
+		bad := 0
+		for i := range g.Data {
+			m, n := i%M, i/M%N
+			switch {
+			case unread != nil && unread(m, n) && g.Data[i] == 0:
+				want.Data[i] = 0
+				skipped++
+			case math.Float32bits(float32(g.Data[i])) != math.Float32bits(float32(d.Data[i])):
+				bad++
+			}
+		}
+		require.Zero(t, bad, "%d of %d values differ from MulMatPacked's (a masked score: and are not 0)", bad, len(g.Data))
+		near(t, "MulMatPackedCausal", want, g, max(mulMatTol, float64(a.Ne[0])*0x1p-24), 1)
+		if unread != nil {
+			for i := range g.Data {
+				if unread(i%M, i/M%N) {
+					masked++
+				}
+			}
+		}
+		return skipped, masked
+	}
+	// Scores k·q [keys, queries]: a key after its query is masked, 0 where skipped; more than
+	// a third of them are (tiles of 64 keys by 6 queries on AVX-512, 16 by 4 on AVX2).
+	for _, s := range []struct{ T, G, heads int }{{512, 3, 9}, {70, 1, 2}, {13, 2, 2}, {130, 1, 1}, {65, 1, 1}} { // 65: a tile ends on the diagonal
+		t.Run(fmt.Sprintf("scores/%d·%d", s.T, s.heads), func(t *testing.T) {
+			h := newHarness(t)
+			a, b := h.rand(-1, 1, 64, s.T, s.G), h.rand(-1, 1, 64, s.T, s.heads)
+			skipped, masked := check(t, h, CausalScores, a, b, h.in(a), h.in(b), func(m, n int) bool { return m > n })
+			if s.T >= 512 {
+				require.Greater(t, skipped, masked/3, "masked scores skipped")
+			}
+		})
+	}
+	// Probabilities p [keys, queries] as b (v·p, kᵀ·dp), zero for a key after its query.
+	for _, s := range []struct{ T, M, G, heads int }{{512, 64, 3, 9}, {70, 70, 1, 2}, {13, 64, 2, 2}, {200, 17, 1, 1}} {
+		t.Run(fmt.Sprintf("probs/%d·%dx%d", s.T, s.M, s.heads), func(t *testing.T) {
+			h := newHarness(t)
+			a := h.rand(-1, 1, s.T, s.M, s.G)
+			b := zero(h.rand(0, 1, s.T, s.T, s.heads), func(d, n int) bool { return d > n })
+			_, _ = check(t, h, CausalProbs, a, b, h.in(a), h.in(b), nil)
+		})
+	}
+	// Probabilities transposed by groups [queries·r, keys] as a (the gradients of v and k), zero
+	// for a query before its key, read in place (a transposed view) or contiguous; 1100·8 is past
+	// one pass of the kernel (8192), in the middle of a run.
+	for _, s := range []struct {
+		T, r, N, G int
+		view       bool
+	}{{512, 3, 64, 3, true}, {70, 2, 64, 1, false}, {130, 1, 7, 2, true}, {1100, 8, 13, 1, true}} {
+		t.Run(fmt.Sprintf("probsT/%d·%dx%d view %v", s.T, s.r, s.N, s.view), func(t *testing.T) {
+			h := newHarness(t)
+			a := zero(h.rand(0, 1, s.T*s.r, s.T, s.G), func(d, m int) bool { return d%s.T < m })
+			b := h.rand(-1, 1, s.T*s.r, s.N, s.G)
+			at := h.in(a)
+			if s.view {
+				at = h.c.Transpose(h.in(reference.Transpose(a)))
+			}
+			_, _ = check(t, h, CausalProbsT, a, b, at, h.in(b), nil)
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		a, b := h.in(h.rand(-1, 1, 64, 70)), h.in(h.rand(-1, 1, 64, 71))
+		require.Nil(t, h.c.MulMatPackedCausal(a, b, CausalScores))
+		require.ErrorContains(t, h.c.Err(), "causal scores of 70 keys and 71 queries")
+		h = newHarness(t)
+		a, b = h.in(h.rand(-1, 1, 100, 70)), h.in(h.rand(-1, 1, 100, 7))
+		require.Nil(t, h.c.MulMatPackedCausal(a, b, CausalProbsT))
+		require.ErrorContains(t, h.c.Err(), "want a multiple")
+	})
+}

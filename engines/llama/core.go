@@ -313,21 +313,23 @@ func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
 func attendPacked(ctx *ggml.Context, a *Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuKernels bool) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	t, b := int64(T), int64(B)
+	causal := a.Input != InputPatches // a language model's mask is (block-)causal; an image model's hides nothing
+	scores, probs, _ := attentionModes(causal)
 	return func(_ int, q, k, v *ggml.Tensor) *ggml.Tensor {
 		q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hdk, H, t, b), [4]int{0, 2, 1, 3})), hdk, t, H*b)
 		k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hdk, Hkv, t, b), [4]int{0, 2, 1, 3})), hdk, t, Hkv*b)
 		vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hdv, Hkv, t, b), [4]int{1, 2, 0, 3})), t, hdv, Hkv*b) // vᵀ per head
 		var o *ggml.Tensor                                                                                          // [hdv, queries, H·B]
 		if gb != nil {
-			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b)
+			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b, causal)
 		} else {
-			kq := cpuProduct(ctx, cpuKernels, k, q) // [keys, queries, H·B]
+			kq := cpuProduct(ctx, cpuKernels, k, q, scores) // [keys, queries, H·B]
 			scale := a.QueryScale
 			if c := a.AttnSoftcap; c > 0 {
 				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
 				scale = 1
 			}
-			o = cpuProduct(ctx, cpuKernels, vt, attentionProbs(ctx, cpuKernels, kq, mask, scale, H, b))
+			o = cpuProduct(ctx, cpuKernels, vt, attentionProbs(ctx, cpuKernels, kq, mask, scale, H, b), probs)
 		}
 		o = ctx.Reshape(o, hdv, t, H, b)
 		return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, t*b)

@@ -194,7 +194,7 @@ func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
 	if dz != nil {
-		if wt := g.Transpose(w); packs(gb.cpu, wt, dz) {
+		if wt := g.Transpose(w); packs(gb.cpu, wt, dz, ggml.Dense) {
 			return g.MulMatPacked(wt, dz)
 		}
 	}
@@ -243,32 +243,54 @@ func (gb *gemmBackward) seed(t, grad *ggml.Tensor) {
 // built here: from the output's gradient do, dp = v·do and dvᵀ = pᵀ-wise GEMMs, the softmax's
 // backward gives d(kᵀq), and from it dq and dk. With recomputeProbs the backward computes the
 // probabilities p again, by the same ops (so to the bit), and the forward's are freed once
-// multiplied.
-func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
+// multiplied. causal says the mask hides every key after its query (a language model's), so
+// toy's kernel skips what that makes zero (attentionModes).
+func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H, B int64, causal bool) *ggml.Tensor {
 	g := gb.g
+	scores, probs, probsT := attentionModes(causal)
 	kin, qin, vin := gb.detach(k), gb.detach(q), gb.detach(vt)
-	kq := gb.product(kin.leaf, qin.leaf) // [t, t, H·B]
+	kq := gb.causalProduct(kin.leaf, qin.leaf, scores) // [t, t, H·B]
 	if kq == nil {
 		return nil // the context holds the error
 	}
-	probs := func(kq *ggml.Tensor) *ggml.Tensor { return attentionProbs(g, gb.cpu, kq, mask, scale, H, B) }
-	p := probs(kq)
-	o := gb.product(vin.leaf, p) // [hdv, t, H·B]
+	softmax := func(kq *ggml.Tensor) *ggml.Tensor { return attentionProbs(g, gb.cpu, kq, mask, scale, H, B) }
+	p := softmax(kq)
+	o := gb.causalProduct(vin.leaf, p, probs) // [hdv, t, H·B]
 	if o == nil {
 		return nil
 	}
 	out, do := gb.tap(o)
+	G := k.Ne()[2]
 	gb.backward = append(gb.backward, func() {
 		if gb.recomputeProbs {
-			p = probs(gb.product(kin.leaf, qin.leaf))
+			p = softmax(gb.causalProduct(kin.leaf, qin.leaf, scores))
 		}
-		dp := gb.product(gb.transposedView(vin.leaf), do)
+		dp := gb.causalProduct(gb.transposedView(vin.leaf), do, scores)
 		dkq := g.SoftMaxExtBack(dp, p, scale)
-		vin.grads = append(vin.grads, gb.productGradA(gb.groupsT(p, vt.Ne()[2]), do))
-		qin.grads = append(qin.grads, gb.product(gb.transposedView(kin.leaf), dkq))
-		kin.grads = append(kin.grads, gb.productGradA(gb.groupsT(qin.leaf, k.Ne()[2]), dkq))
+		vin.grads = append(vin.grads, gb.causalProduct(gb.groupsT(p, G), gb.groupsT(do, G), probsT))
+		qin.grads = append(qin.grads, gb.causalProduct(gb.transposedView(kin.leaf), dkq, probs))
+		if gb.cpu {
+			// dkᵀ from d(kᵀq)'s groups read in place, where toy's kernel skips their zeros,
+			// and q's, transposed back: this copies q's groups and dkᵀ ([t·r, hdk] and
+			// [t, hdk]) where dk = q·d(kᵀq)ᵀ copies d(kᵀq)'s ([t·r, t]); the same sums.
+			dkT := gb.causalProduct(gb.groupsT(dkq, G), gb.groupsT(qin.leaf, G), probsT)
+			kin.grads = append(kin.grads, gb.dense(g.Transpose(dkT)))
+		} else {
+			kin.grads = append(kin.grads, gb.productGradA(gb.groupsT(qin.leaf, G), dkq))
+		}
 	})
 	return out
+}
+
+// attentionModes are what toy's kernel may skip in attention's products (ggml.Causality): of
+// the scores kᵀ·q (and dp = v·do), of products with the probabilities (and d(kᵀq)) as their
+// second operand, and with them transposed by groups as their first. Without a causal mask,
+// nothing.
+func attentionModes(causal bool) (scores, probs, probsT ggml.Causality) {
+	if !causal {
+		return ggml.Dense, ggml.Dense, ggml.Dense
+	}
+	return ggml.CausalScores, ggml.CausalProbs, ggml.CausalProbsT
 }
 
 // productGradA is the gradient of a in z = MulMat(a, b), a [K, M, G], b [K, N, G·r] (each
@@ -297,20 +319,26 @@ func (gb *gemmBackward) groupsT(x *ggml.Tensor, groups int64) *ggml.Tensor {
 // the others are copied dense first (a transposed b read in place, a row of it per value of the
 // shared dimension, ran 2× slower than its copy and product).
 func (gb *gemmBackward) product(a, b *ggml.Tensor) *ggml.Tensor {
+	return gb.causalProduct(a, b, ggml.Dense)
+}
+
+// causalProduct is product for a product of causal attention: toy's kernel skips what mode
+// says is zero or unread (ggml.Causality); ggml's computes every value.
+func (gb *gemmBackward) causalProduct(a, b *ggml.Tensor, mode ggml.Causality) *ggml.Tensor {
 	if a == nil || b == nil {
 		return nil // the context holds the error
 	}
 	b = gb.rows(b)
-	if packs(gb.cpu, a, b) {
-		return gb.g.MulMatPacked(a, b)
+	if packs(gb.cpu, a, b, mode) {
+		return gb.g.MulMatPackedCausal(a, b, mode)
 	}
 	return gb.g.MulMat(gb.rows(a), b)
 }
 
-// packs reports whether cpuProduct multiplies a and b with toy's packed GEMM in a graph that
-// runs on the CPU backend when cpu is set.
-func packs(cpu bool, a, b *ggml.Tensor) bool {
-	return cpu && a != nil && b != nil && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedFits(a, b) == nil
+// packs reports whether cpuProduct multiplies a and b (as mode allows) with toy's packed GEMM in
+// a graph that runs on the CPU backend when cpu is set.
+func packs(cpu bool, a, b *ggml.Tensor, mode ggml.Causality) bool {
+	return cpu && a != nil && b != nil && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedCausalFits(a, b, mode) == nil
 }
 
 // rows is x with contiguous rows: x itself, or a dense copy of a transposed view.
@@ -348,10 +376,11 @@ const packedMinRows = 64
 // ggml's kernels round b to the weight's type (f16, or q8_0 blocks): as the decoder keeps its
 // columns f32 on the CPU for f16 and bf16 weights; for q8_0 it keeps ggml's integer kernels
 // (a relative difference of about 1e-3 in the logits). Autodiff cannot differentiate toy's
-// kernel: a graph ggml differentiates passes cpu false.
-func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor) *ggml.Tensor {
-	if packs(cpu, a, b) {
-		return ctx.MulMatPacked(a, b)
+// kernel: a graph ggml differentiates passes cpu false. mode is what toy's kernel may skip in a
+// product of causal attention (ggml.Causality; ggml.Dense: nothing).
+func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor, mode ggml.Causality) *ggml.Tensor {
+	if packs(cpu, a, b, mode) {
+		return ctx.MulMatPackedCausal(a, b, mode)
 	}
 	return ctx.MulMat(a, b)
 }

@@ -119,7 +119,7 @@ func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml
 		if outT != nil {
 			dLogits := ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R) // p − onehot
 			var grad *ggml.Tensor                                                         // outᵀ·(p − onehot) [d, R]
-			if wt := ctx.Transpose(out); packs(cpu, wt, dLogits) {
+			if wt := ctx.Transpose(out); packs(cpu, wt, dLogits, ggml.Dense) {
 				grad = ctx.MulMatPacked(wt, dLogits)
 			} else {
 				grad = ctx.MulMat(outT(), dLogits)

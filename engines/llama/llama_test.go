@@ -146,6 +146,71 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 	}
 }
 
+// TestPackedAttentionGradients checks, against central finite differences of the float64
+// reference, the gradients of a model large enough for toy's packed GEMM to compute every
+// product of the trainer's attention on the CPU, with the zeros of the causal mask skipped
+// (ggml.Causality): 70 positions, heads of 64 values, GQA (2 query heads on 1 key/value head), a
+// batch of 2 and a document separator. TestGradientsMatchFiniteDifferences's models are too
+// small for the packed kernel (it takes 64 rows or more), so ggml computes theirs.
+func TestPackedAttentionGradients(t *testing.T) {
+	if !ggml.CPUKernelsFast() {
+		t.Skip("toy's packed GEMM runs on a vectorized CPU build only")
+	}
+	be := newBackend(t)
+	rng := rand.New(rand.NewPCG(13, 14))
+	c := tinyConfig(t, true, false)
+	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads, c.NLayers, c.Context = 67, 128, 192, 2, 1, 2, 72
+	require.NoError(t, Validate(c))
+	m, err := New(c, be)
+	require.NoError(t, err)
+	defer m.Close()
+	ref := randomize(t, m, rng)
+	const T, B, sep = 70, 2, 3
+	tr, err := newTrainer(m, T, B, true, false)
+	require.NoError(t, err)
+	defer tr.Close()
+	packed := 0
+	for i := 0; i < tr.graph.Len(); i++ {
+		if n := tr.graph.Node(i); n.OpName() == "CUSTOM" && n.Ne()[0] == T && n.Ne()[1] == T {
+			packed++ // a head's scores k·q or dp = v·do
+		}
+	}
+	require.Positive(t, packed, "no attention product of the training graph is toy's kernel")
+	tr.Sep = sep
+	seqs := randomSeqs(rng, B, T, m.Cfg.Vocab)
+	seqs[1][40] = sep // a document boundary inside the second sequence
+	loss, err := tr.Step(seqs, [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1}, [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1})
+	require.NoError(t, err)
+	assert.InDelta(t, ref.loss(seqs, sep), float64(loss), 1e-4*math.Max(1, float64(loss)), "loss")
+	for _, w := range m.Weights() {
+		switch w.Name() {
+		case "blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.1.attn_k.weight":
+		default:
+			continue
+		}
+		got, err := tr.grad(w)
+		require.NoError(t, err)
+		vals := ref.w[w.Name()]
+		maxAbs, worst := 0.0, 0.0
+		for _, g := range got {
+			maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
+		}
+		for _, i := range rng.Perm(len(vals))[:5] {
+			const eps = 1e-4
+			orig := vals[i]
+			vals[i] = orig + eps
+			up := ref.loss(seqs, sep)
+			vals[i] = orig - eps
+			down := ref.loss(seqs, sep)
+			vals[i] = orig
+			fd := (up - down) / (2 * eps)
+			e := math.Abs(float64(got[i])-fd) / math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6))
+			worst = math.Max(worst, e)
+		}
+		assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
+	}
+}
+
 // TestTrainerMultipliesWeightsWithGEMMs: no weight reaches ggml's OUT_PROD in a training
 // graph, neither a trained one (full model, tied embedding) nor a frozen base's (LoRA), and no
 // attention operand either: gemmBackward differentiates them with GEMMs. Only the LoRA terms

@@ -45,7 +45,7 @@ type trainable struct {
 // computes them where cpuKernels is set (cpuProduct, attendPacked).
 func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuKernels bool) *forwardPass {
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
-		y := cpuProduct(ctx, cpuKernels, w, x)
+		y := cpuProduct(ctx, cpuKernels, w, x, ggml.Dense)
 		for _, l := range t.lora[w] {
 			y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.b, ctx.MulMat(l.a, x)), l.scale))
 		}

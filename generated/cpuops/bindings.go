@@ -97,7 +97,8 @@ func AttendOneAddress() unsafe.Pointer {
 // MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of
 // ggml_custom_op_t: dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G, S], dst->src[1] = b,
 // f32 [K, N, G·r, S·r3], dst = f32 [M, N, G·r, S·r3]; 64 rows of a packed transposed in f32
-// at a time, no horizontal sums.
+// at a time, no horizontal sums. userdata is NULL or points to an int32 Causality
+// (ggml.Causality): which values of a causal attention's product it may skip.
 //
 // C: void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata).
 func MulMatPacked(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {

@@ -203,25 +203,50 @@ static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int6
 	}
 }
 
-/* TILES(ACC) calls tile for the nc columns at bn into c, adding to c's values when ACC is 1. */
+/* tiles runs tile for the nc (1..NR) columns at b into c, adding to c's values when acc is set;
+ * with K 0 and acc clear it writes zeros. */
+static __attribute__((noinline)) void tiles(const float * ap, const float * b, int64_t bs, int64_t K, float * c, int64_t cs,
+		int nc, int acc) {
+	switch (acc ? -nc : nc) {
+	case 1: tile(ap, b, bs, K, c, cs, 1, 0); break;
+	case 2: tile(ap, b, bs, K, c, cs, 2, 0); break;
+	case 3: tile(ap, b, bs, K, c, cs, 3, 0); break;
+	case -1: tile(ap, b, bs, K, c, cs, 1, 1); break;
+	case -2: tile(ap, b, bs, K, c, cs, 2, 1); break;
+	case -3: tile(ap, b, bs, K, c, cs, 3, 1); break;
 #if NR > 4
-#define TILES_WIDE(ACC) \
-	case 4: tile(ap + i0, bn, bs, kc, c, ccs, 4, ACC); break; \
-	case 5: tile(ap + i0, bn, bs, kc, c, ccs, 5, ACC); break;
-#else
-#define TILES_WIDE(ACC)
+	case 4: tile(ap, b, bs, K, c, cs, 4, 0); break;
+	case 5: tile(ap, b, bs, K, c, cs, 5, 0); break;
+	case -4: tile(ap, b, bs, K, c, cs, 4, 1); break;
+	case -5: tile(ap, b, bs, K, c, cs, 5, 1); break;
 #endif
-#define TILES(ACC) \
-	switch (nc) { \
-	case 1: tile(ap + i0, bn, bs, kc, c, ccs, 1, ACC); break; \
-	case 2: tile(ap + i0, bn, bs, kc, c, ccs, 2, ACC); break; \
-	case 3: tile(ap + i0, bn, bs, kc, c, ccs, 3, ACC); break; \
-	TILES_WIDE(ACC) \
-	default: tile(ap + i0, bn, bs, kc, c, ccs, NR, ACC); break; \
+	default:
+		if (acc) {
+			tile(ap, b, bs, K, c, cs, NR, 1);
+		} else {
+			tile(ap, b, bs, K, c, cs, NR, 0);
+		}
 	}
+}
+
+/*
+ * What the caller knows of a causal attention's product (the user data, ggml.Causality), so
+ * that the kernel skips the values it would multiply by zero or that nothing reads:
+ *   CAUSAL_SCORES   the result is scores [keys M, queries N] of each head (M = N): a key after its
+ *                   query (m > n) is masked, so its value is not read; a tile of only such values
+ *                   is not computed but written as 0;
+ *   CAUSAL_PROBS    b is probabilities [keys K, queries N] (K = N), zero for a key after its
+ *                   query (d > n): column n's sum stops at d = n;
+ *   CAUSAL_PROBS_T  a is probabilities (or their gradient) transposed by groups, [queries·r K,
+ *                   keys M] (K a multiple of M), zero for a query before its key (d mod M < m):
+ *                   row m's sum starts at m in each of the r runs of M.
+ * The values skipped are exact zeros, so the others are computed to the bit as without a mode
+ * (each a sum in the same order, where the skipped terms would add 0).
+ */
+enum { DENSE, CAUSAL_SCORES, CAUSAL_PROBS, CAUSAL_PROBS_T };
 
 void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
-	(void) userdata;
+	const int mode = userdata != NULL ? *(const int32_t *) userdata : DENSE;
 	const struct ggml_tensor * a = dst->src[0];
 	const struct ggml_tensor * b = dst->src[1];
 	const int64_t K = a->ne[0], M = a->ne[1], G = a->ne[2];
@@ -261,6 +286,15 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 		const char * ah = (const char *) a->data + (h / r) * a->nb[2] + (s3 / r3) * a->nb[3];
 		const float * bh = (const float *) ((const char *) b->data + h * b->nb[2] + s3 * b->nb[3]);
 		float * ch = (float *) ((char *) dst->data + h * dst->nb[2] + s3 * dst->nb[3]);
+		if (mode == CAUSAL_SCORES && m0 >= nEnd) {
+			/* Every key of the job after every query: zeros, nothing packed. */
+			for (int64_t n = nBegin; n < nEnd; n++) {
+				for (int64_t m = m0; m < m0 + rows; m++) {
+					ch[n * cs + m] = 0;
+				}
+			}
+			continue;
+		}
 		/* The shared dimension in passes of KC values, each adding to the result the last left. */
 		for (int64_t k0 = 0; k0 < K; k0 += KC) {
 			const int64_t kc = K - k0 < KC ? K - k0 : KC;
@@ -285,10 +319,38 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 						}
 					}
 					const float * bn = bh + n0 * bs + k0;
-					if (add) {
-						TILES(1);
-					} else {
-						TILES(0);
+					/* The runs [d0, d1) of this pass (relative to k0) the mode leaves, each
+					 * added to the last (the first to what an earlier pass left). */
+					int runs_done = 0;
+#define RUN(d0, d1) (tiles(ap + (d0) * BLOCK + i0, bn + (d0), bs, (d1) - (d0), c, ccs, nc, add || runs_done), runs_done++)
+					switch (mode) {
+					case CAUSAL_SCORES:
+						if (m0 + i0 < n0 + nc) {
+							RUN(0, kc);
+						}
+						break;
+					case CAUSAL_PROBS: {
+						const int64_t d1 = n0 + nc - k0 < kc ? n0 + nc - k0 : kc;
+						if (d1 > 0) {
+							RUN(0, d1);
+						}
+						break;
+					}
+					case CAUSAL_PROBS_T:
+						for (int64_t s0 = k0 / M * M; s0 < k0 + kc; s0 += M) {
+							const int64_t d0 = s0 + m0 + i0 > k0 ? s0 + m0 + i0 - k0 : 0;
+							const int64_t d1 = s0 + M < k0 + kc ? s0 + M - k0 : kc;
+							if (d1 > d0) {
+								RUN(d0, d1);
+							}
+						}
+						break;
+					default:
+						RUN(0, kc);
+					}
+#undef RUN
+					if (runs_done == 0 && !add) {
+						tiles(ap + i0, bn, bs, 0, c, ccs, nc, 0); /* zeros */
 					}
 					if (!full) {
 						for (int j = 0; j < nc; j++) {
