@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/internal/reference"
 )
 
 // The benchmarks behind docs/PERFORMANCE.md (`make bench`). ggml computes with GOMAXPROCS
@@ -142,6 +143,54 @@ func BenchmarkMulMatPackedCausal(b *testing.B) {
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "dense-GFLOP/s")
 			})
 		}
+	}
+}
+
+// BenchmarkAttendOne times toy's attention of a generation step (AttendOne) of one and of eight
+// sequences over 256 cached cells of SmolLM2-135M's shape: 9 query heads of 64 values on 3
+// key/value heads, an f16 cache.
+func BenchmarkAttendOne(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	const hd, H, Hkv, kvLen = 64, 9, 3, 256
+	for _, S := range []int64{1, 8} {
+		b.Run(fmt.Sprintf("streams=%d", S), func(b *testing.B) {
+			ctx, err := NewContext(ContextOptions{MaxTensors: 8, Graphs: 1, GraphSize: 8})
+			require.NoError(b, err)
+			defer ctx.Close()
+			q := ctx.NewTensor(F32, hd, H, S)
+			k := ctx.NewTensor(F16, hd, kvLen, Hkv, S)
+			v := ctx.NewTensor(F16, kvLen, hd, Hkv, S)
+			mask := ctx.NewTensor(F32, kvLen, S)
+			out := ctx.AttendOne(q, k, v, mask)
+			require.NotNil(b, out, "%v", ctx.Err())
+			g, err := ctx.NewGraph(8, false)
+			require.NoError(b, err)
+			require.NoError(b, g.Expand(out))
+			buf, err := be.Alloc(ctx)
+			require.NoError(b, err)
+			defer buf.Close()
+			vals := make([]float32, q.Len())
+			for i := range vals {
+				vals[i] = float32(math.Sin(float64(i))) / 4
+			}
+			require.NoError(b, q.SetF32(vals))
+			for _, x := range []*Tensor{k, v} {
+				bits := make([]uint16, x.Len())
+				for i := range bits {
+					bits[i] = reference.F32ToF16(float32(math.Cos(float64(i))) / 4)
+				}
+				require.NoError(b, x.SetF16(bits))
+			}
+			require.NoError(b, mask.SetF32(make([]float32, mask.Len())))
+			require.NoError(b, be.Compute(g))
+			for b.Loop() {
+				if err := be.Compute(g); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -807,11 +807,24 @@ func TestAttendOne(t *testing.T) {
 			qt := h.in(q)
 			got := h.c.AttendOne(qt, kv, vv, m)
 			require.NotNil(t, got, "%v", h.c.Err())
+			// The first sequence alone: with fewer jobs than 2 a thread, the kernel attends one
+			// query head at a time, where the S sequences' heads of one key/value head go
+			// together; the outputs must be the same to the bit.
+			qn, kn, vn := qt.Nb(), kv.Nb(), vv.Nb()
+			alone := h.c.AttendOne(h.c.View(qt, []int64{int64(s.hdk), int64(s.H), 1}, []int{qn[1], qn[2]}, 0),
+				h.c.View(K, []int64{int64(s.hdk), int64(s.kvLen), int64(s.Hkv), 1}, []int{kn[1], kn[2], kn[3]}, first*rowK),
+				h.c.View(V, []int64{int64(s.kvLen), int64(s.hdv), int64(s.Hkv), 1}, []int{vn[1], vn[2], vn[3]}, 2*first),
+				h.c.View(m, []int64{int64(s.kvLen), 1}, []int{m.Nb()[1]}, 0))
+			require.NotNil(t, alone, "%v", h.c.Err())
 			// ggml's unfused attention of the same views, as kvCache.attend builds it for T = 1.
 			Q := h.c.Permute(h.c.Reshape(qt, int64(s.hdk), int64(s.H), 1, int64(s.S)), [4]int{0, 2, 1, 3})
 			kq := h.c.SoftMaxExt(h.c.MulMat(kv, Q), h.c.Reshape(m, int64(s.kvLen), 1, 1, int64(s.S)), 1, 0)
 			viaGGML := h.c.Cont(h.c.Permute(h.c.MulMat(vv, kq), [4]int{0, 2, 1, 3}))
-			h.run(got, viaGGML)
+			h.run(got, viaGGML, alone)
+			all, one := h.out(got), h.out(alone)
+			for i, v := range one.Data {
+				require.Equal(t, math.Float32bits(float32(all.Data[i])), math.Float32bits(float32(v)), "sequence 0 alone, value %d", i)
+			}
 
 			want := reference.Tensor{Ne: [4]int{s.hdv, s.H, s.S, 1}, Data: make([]float64, s.hdv*s.H*s.S)}
 			for j := 0; j < s.S; j++ {
