@@ -209,8 +209,8 @@ func AttendOneFits(q, k, v, mask *Tensor) error {
 
 // MulMatPacked is MulMat(a, b) computed by toy's packed GEMM (kernels/cpu/c/mul_mat_packed.c)
 // as a ggml custom operation: a f32, f16, bf16 or q8_0 [K, M, G, S] and b f32 [K, N, G·r, S·r3]
-// with contiguous rows (a may be a transposed view instead, Transpose of a matrix of one of those
-// types, which saves the dense copy ggml's GEMM needs), b's head h of sequence s reading a's
+// with contiguous rows (either may be a transposed view instead, Transpose of a matrix of one of
+// those types, which saves the dense copy ggml's GEMM needs), b's head h of sequence s reading a's
 // group h / r of sequence s / r3, as MulMat broadcasts; the result is f32 [M, N, G·r, S·r3]. It
 // packs 64 rows of a by up to 8192 values of K at a time, transposed and in f32 (b is not
 // rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns of the result
@@ -304,8 +304,8 @@ func MulMatPackedFits(a, b *Tensor) error {
 		return fmt.Errorf("%s: want rows or columns with contiguous elements", a.describe())
 	case a.Type() == Q8_0 && a.Nb()[0] != int(TypeSize(Q8_0)) && an[1]%int64(BlockSize(Q8_0)) != 0:
 		return fmt.Errorf("%s: a transposed q8_0 matrix of whole blocks, want rows a multiple of %d", a.describe(), BlockSize(Q8_0))
-	case b.Nb()[0] != 4:
-		return fmt.Errorf("%s: want rows with contiguous elements", b.describe())
+	case b.Nb()[0] != 4 && b.Nb()[1] != 4:
+		return fmt.Errorf("%s: want rows or columns with contiguous elements", b.describe())
 	}
 	return nil
 }

@@ -985,12 +985,16 @@ func TestMulMatPacked(t *testing.T) {
 			near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), mulMatTol, 1)
 		})
 	}
-	// Transposed views: a read with contiguous columns instead of rows (b's is refused).
-	for _, s := range []struct{ ta, tb bool }{{true, false}, {false, true}} {
-		t.Run(fmt.Sprintf("transposed a %v b %v", s.ta, s.tb), func(t *testing.T) {
+	// Transposed views: a or b (or both) read with contiguous columns instead of rows, to the
+	// bit as their dense copies; 8300 is past one pass of the kernel (8192).
+	for _, s := range []struct {
+		ta, tb bool
+		K      int
+	}{{true, false, 300}, {false, true, 300}, {true, true, 300}, {false, true, 8300}} {
+		t.Run(fmt.Sprintf("transposed a %v b %v K %d", s.ta, s.tb, s.K), func(t *testing.T) {
 			h := newHarness(t)
-			const K, M, N = 300, 130, 77
-			a, b := h.rand(-1, 1, K, M, 2), h.rand(-1, 1, K, N, 4)
+			const M, N = 130, 77
+			a, b := h.rand(-1, 1, s.K, M, 2), h.rand(-1, 1, s.K, N, 4)
 			at, bt := h.in(a), h.in(b)
 			if s.ta { // a's data laid out as its transpose [M, K, 2], viewed back as [K, M, 2]
 				at = h.c.Transpose(h.in(reference.Transpose(a)))
@@ -998,17 +1002,25 @@ func TestMulMatPacked(t *testing.T) {
 			if s.tb {
 				bt = h.c.Transpose(h.in(reference.Transpose(b)))
 			}
-			got := h.c.MulMatPacked(at, bt)
-			if s.tb {
-				require.Nil(t, got)
-				require.ErrorContains(t, h.c.Err(), "want rows with contiguous elements")
-				return
-			}
+			got, dense := h.c.MulMatPacked(at, bt), h.c.MulMatPacked(h.in(a), h.in(b))
 			require.NotNil(t, got, "%v", h.c.Err())
-			h.run(got)
-			near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
+			h.run(got, dense)
+			g, d := h.out(got), h.out(dense)
+			near(t, "MulMatPacked", reference.MulMat(a, b), g, max(mulMatTol, float64(s.K)*0x1p-24), 1)
+			for i := range g.Data {
+				require.Equal(t, math.Float32bits(float32(d.Data[i])), math.Float32bits(float32(g.Data[i])), "value %d", i)
+			}
 		})
 	}
+	t.Run("b strided both ways", func(t *testing.T) {
+		h := newHarness(t)
+		a, b := h.in(h.rand(-1, 1, 64, 70)), h.in(h.rand(-1, 1, 128, 13))
+		// b's values two apart along K and 128 apart along N: [64, 13, 2], strides 8, 512, 4
+		strided := h.c.Permute(h.c.Reshape(b, 2, 64, 13), [4]int{2, 0, 1, 3})
+		require.NotNil(t, strided, "%v", h.c.Err())
+		require.Nil(t, h.c.MulMatPacked(a, strided))
+		require.ErrorContains(t, h.c.Err(), "want rows or columns with contiguous elements")
+	})
 	t.Run("transposed f16 a", func(t *testing.T) {
 		h := newHarness(t)
 		const K, M, N = 8300, 70, 33 // past one pass of the kernel (8192)

@@ -41,11 +41,12 @@ enum { BLOCK = 64, MAX_K = 128, KC = 8192 };
 /*
  * tile computes the NC (≤ NR) columns of the result from column n0 for the MR·LANES rows at
  * ap (the packed a: the block's rows for shared index d at ap + d·BLOCK), over d < K, into c
- * (column j at c + j·cs floats), or adds them to c's when ACC is set; b's column n is K floats
- * at b + n·bs.
+ * (column j at c + j·cs floats), or adds them to c's when ACC is set; b's value (d, n) is at
+ * b + n·bs + d, or, where BT is set (b a transposed view, its columns' values side by side),
+ * at b + n + d·bd.
  */
-static inline __attribute__((always_inline)) void tile(const float * ap, const float * b, int64_t bs, int64_t K, float * c,
-		int64_t cs, const int NC, const int ACC) {
+static inline __attribute__((always_inline)) void tile(const float * ap, const float * b, int64_t bs, int64_t bd, int64_t K,
+		float * c, int64_t cs, const int NC, const int ACC, const int BT) {
 	vec acc[MR][NR];
 	for (int i = 0; i < MR; i++) {
 		for (int j = 0; j < NC; j++) {
@@ -57,8 +58,9 @@ static inline __attribute__((always_inline)) void tile(const float * ap, const f
 		for (int i = 0; i < MR; i++) {
 			av[i] = VLOAD(ap + d * BLOCK + i * LANES);
 		}
+		const float * bp = BT ? b + d * bd : b + d;
 		for (int j = 0; j < NC; j++) {
-			const vec bj = VBCAST(b + j * bs + d);
+			const vec bj = VBCAST(BT ? bp + j : bp + j * bs);
 			for (int i = 0; i < MR; i++) {
 				acc[i][j] = VFMA(av[i], bj, acc[i][j]);
 			}
@@ -203,29 +205,41 @@ static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int6
 	}
 }
 
-/* tiles runs tile for the nc (1..NR) columns at b into c, adding to c's values when acc is set;
- * with K 0 and acc clear it writes zeros. */
-static __attribute__((noinline)) void tiles(const float * ap, const float * b, int64_t bs, int64_t K, float * c, int64_t cs,
-		int nc, int acc) {
-	switch (acc ? -nc : nc) {
-	case 1: tile(ap, b, bs, K, c, cs, 1, 0); break;
-	case 2: tile(ap, b, bs, K, c, cs, 2, 0); break;
-	case 3: tile(ap, b, bs, K, c, cs, 3, 0); break;
-	case -1: tile(ap, b, bs, K, c, cs, 1, 1); break;
-	case -2: tile(ap, b, bs, K, c, cs, 2, 1); break;
-	case -3: tile(ap, b, bs, K, c, cs, 3, 1); break;
+/* TILE_CASES(BT) calls tile for nc columns, adding when acc is set. */
 #if NR > 4
-	case 4: tile(ap, b, bs, K, c, cs, 4, 0); break;
-	case 5: tile(ap, b, bs, K, c, cs, 5, 0); break;
-	case -4: tile(ap, b, bs, K, c, cs, 4, 1); break;
-	case -5: tile(ap, b, bs, K, c, cs, 5, 1); break;
+#define TILE_WIDE(BT) \
+	case 4: tile(ap, b, bs, bd, K, c, cs, 4, 0, BT); break; \
+	case 5: tile(ap, b, bs, bd, K, c, cs, 5, 0, BT); break; \
+	case -4: tile(ap, b, bs, bd, K, c, cs, 4, 1, BT); break; \
+	case -5: tile(ap, b, bs, bd, K, c, cs, 5, 1, BT); break;
+#else
+#define TILE_WIDE(BT)
 #endif
-	default:
-		if (acc) {
-			tile(ap, b, bs, K, c, cs, NR, 1);
-		} else {
-			tile(ap, b, bs, K, c, cs, NR, 0);
-		}
+#define TILE_CASES(BT) \
+	switch (acc ? -nc : nc) { \
+	case 1: tile(ap, b, bs, bd, K, c, cs, 1, 0, BT); break; \
+	case 2: tile(ap, b, bs, bd, K, c, cs, 2, 0, BT); break; \
+	case 3: tile(ap, b, bs, bd, K, c, cs, 3, 0, BT); break; \
+	case -1: tile(ap, b, bs, bd, K, c, cs, 1, 1, BT); break; \
+	case -2: tile(ap, b, bs, bd, K, c, cs, 2, 1, BT); break; \
+	case -3: tile(ap, b, bs, bd, K, c, cs, 3, 1, BT); break; \
+	TILE_WIDE(BT) \
+	default: \
+		if (acc) { \
+			tile(ap, b, bs, bd, K, c, cs, NR, 1, BT); \
+		} else { \
+			tile(ap, b, bs, bd, K, c, cs, NR, 0, BT); \
+		} \
+	}
+
+/* tiles runs tile for the nc (1..NR) columns at b into c, adding to c's values when acc is set,
+ * reading b transposed when bt is set; with K 0 and acc clear it writes zeros. */
+static __attribute__((noinline)) void tiles(const float * ap, const float * b, int64_t bs, int64_t bd, int64_t K, float * c,
+		int64_t cs, int nc, int acc, int bt) {
+	if (bt) {
+		TILE_CASES(1)
+	} else {
+		TILE_CASES(0)
 	}
 }
 
@@ -252,7 +266,11 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 	const int64_t K = a->ne[0], M = a->ne[1], G = a->ne[2];
 	const int64_t N = b->ne[1], H = b->ne[2], heads = H * b->ne[3]; /* b's heads of every sequence */
 	const int64_t r = H / G, r3 = b->ne[3] / a->ne[3];
-	const int64_t bs = b->nb[1] / sizeof(float), cs = dst->nb[1] / sizeof(float);
+	/* b's value (d, n) is at bh + n·bs + d·bd: rows contiguous (bd 1), or a transposed view
+	 * whose columns' values are side by side (bs 1). */
+	const int bt = b->nb[0] != sizeof(float);
+	const int64_t bs = bt ? 1 : (int64_t) (b->nb[1] / sizeof(float)), bd = bt ? (int64_t) (b->nb[0] / sizeof(float)) : 1;
+	const int64_t cs = dst->nb[1] / sizeof(float);
 	const int64_t blocks = (M + BLOCK - 1) / BLOCK;
 	/* Jobs are (head of a sequence, block of BLOCK rows, run of columns); a job's run holds
 	 * jobCols columns. */
@@ -318,11 +336,12 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 							}
 						}
 					}
-					const float * bn = bh + n0 * bs + k0;
+					const float * bn = bh + n0 * bs + k0 * bd;
 					/* The runs [d0, d1) of this pass (relative to k0) the mode leaves, each
 					 * added to the last (the first to what an earlier pass left). */
 					int runs_done = 0;
-#define RUN(d0, d1) (tiles(ap + (d0) * BLOCK + i0, bn + (d0), bs, (d1) - (d0), c, ccs, nc, add || runs_done), runs_done++)
+#define RUN(d0, d1) (tiles(ap + (d0) * BLOCK + i0, bn + (d0) * bd, bs, bd, (d1) - (d0), c, ccs, nc, add || runs_done, bt), \
+	runs_done++)
 					switch (mode) {
 					case CAUSAL_SCORES:
 						if (m0 + i0 < n0 + nc) {
@@ -350,7 +369,7 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 					}
 #undef RUN
 					if (runs_done == 0 && !add) {
-						tiles(ap + i0, bn, bs, 0, c, ccs, nc, 0); /* zeros */
+						tiles(ap + i0, bn, bs, bd, 0, c, ccs, nc, 0, bt); /* zeros */
 					}
 					if (!full) {
 						for (int j = 0; j < nc; j++) {
