@@ -163,7 +163,7 @@ func BenchmarkAttendOne(b *testing.B) {
 			k := ctx.NewTensor(F16, hd, kvLen, Hkv, S)
 			v := ctx.NewTensor(F16, kvLen, hd, Hkv, S)
 			mask := ctx.NewTensor(F32, kvLen, S)
-			out := ctx.AttendOne(q, k, v, mask)
+			out := ctx.AttendOne(q, k, v, mask, 0.125)
 			require.NotNil(b, out, "%v", ctx.Err())
 			g, err := ctx.NewGraph(8, false)
 			require.NoError(b, err)

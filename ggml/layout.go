@@ -160,24 +160,27 @@ func MulMatColsFits(w, x *Tensor) error {
 
 // AttendOne is the attention of one query per sequence over a key/value cache (a generation
 // step), computed by toy's own CPU kernel (kernels/cpu/c/attend.c) as a ggml custom operation:
-// q f32 [hdk, H, S] with contiguous rows (the queries of S sequences, already scaled), k f16
+// q f32 [hdk, H, S] with contiguous rows (the queries of S sequences), k f16
 // [hdk, kvLen, Hkv, S] and v f16 [kvLen, hdv, Hkv, S] (views of the key cache and of the
 // transposed value cache, with contiguous elements), mask f32 or f16 [kvLen, S] (added to the
-// scores: 0 or -inf). Query head h reads key/value head h / (H / Hkv). The result is f32
-// [hdv, H, S]: softmax(k·q + mask)·v per head, in f32 throughout, where ggml's unfused
-// attention takes five operations and rounds the queries and the probabilities to f16. Only
-// the CPU backend computes it, and autodiff cannot differentiate it.
-func (c *Context) AttendOne(q, k, v, mask *Tensor) *Tensor {
-	return c.op("AttendOne", []*Tensor{q, k, v, mask}, 1, func() error { return AttendOneFits(q, k, v, mask) }, func() ggmlc.Tensor {
+// scaled scores: 0 or -inf). Query head h reads key/value head h / (H / Hkv). The result is f32
+// [hdv, H, S]: softmax(scale·k·q + mask)·v per head, in f32 throughout, where ggml's unfused
+// attention takes five operations (six with the queries' scale) and rounds the queries and the
+// probabilities to f16. Only the CPU backend computes it, and autodiff cannot differentiate it.
+func (c *Context) AttendOne(q, k, v, mask *Tensor, scale float32) *Tensor {
+	return c.op("AttendOne", []*Tensor{q, k, v, mask}, 1, func() error { return AttendOneFits(q, k, v, mask, scale) }, func() ggmlc.Tensor {
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, v.Ne()[1], q.Ne()[1], q.Ne()[2], 1, []ggmlc.Tensor{q.t, k.t, v.t, mask.t}, 4,
-			cpuops.AttendOneAddress(), allThreads, nil)
+			cpuops.AttendOneAddress(), allThreads, pinned(c, scale))
 	})
 }
 
-// AttendOneFits says why AttendOne cannot take q, k, v and mask, or nil when it can.
-func AttendOneFits(q, k, v, mask *Tensor) error {
+// AttendOneFits says why AttendOne cannot take q, k, v, mask and scale, or nil when it can.
+func AttendOneFits(q, k, v, mask *Tensor, scale float32) error {
 	if err := needType(q, F32, "queries"); err != nil {
 		return err
+	}
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
+		return fmt.Errorf("scale %g: want a finite number", scale)
 	}
 	if err := needType(k, F16, "keys"); err != nil {
 		return err

@@ -805,7 +805,8 @@ func TestAttendOne(t *testing.T) {
 			kv := h.c.View(K, []int64{int64(s.hdk), int64(s.kvLen), int64(s.Hkv), int64(s.S)}, []int{rowK, 2 * s.hdk, stride * rowK}, first*rowK)
 			vv := h.c.View(V, []int64{int64(s.kvLen), int64(s.hdv), int64(s.Hkv), int64(s.S)}, []int{2 * cells, 2 * s.hdv * cells, 2 * stride}, 2*first)
 			qt := h.in(q)
-			got := h.c.AttendOne(qt, kv, vv, m)
+			scale := float32(1 / math.Sqrt(float64(s.hdk)))
+			got := h.c.AttendOne(qt, kv, vv, m, scale)
 			require.NotNil(t, got, "%v", h.c.Err())
 			// The first sequence alone: with fewer jobs than 2 a thread, the kernel attends one
 			// query head at a time, where the S sequences' heads of one key/value head go
@@ -814,11 +815,11 @@ func TestAttendOne(t *testing.T) {
 			alone := h.c.AttendOne(h.c.View(qt, []int64{int64(s.hdk), int64(s.H), 1}, []int{qn[1], qn[2]}, 0),
 				h.c.View(K, []int64{int64(s.hdk), int64(s.kvLen), int64(s.Hkv), 1}, []int{kn[1], kn[2], kn[3]}, first*rowK),
 				h.c.View(V, []int64{int64(s.kvLen), int64(s.hdv), int64(s.Hkv), 1}, []int{vn[1], vn[2], vn[3]}, 2*first),
-				h.c.View(m, []int64{int64(s.kvLen), 1}, []int{m.Nb()[1]}, 0))
+				h.c.View(m, []int64{int64(s.kvLen), 1}, []int{m.Nb()[1]}, 0), scale)
 			require.NotNil(t, alone, "%v", h.c.Err())
 			// ggml's unfused attention of the same views, as kvCache.attend builds it for T = 1.
 			Q := h.c.Permute(h.c.Reshape(qt, int64(s.hdk), int64(s.H), 1, int64(s.S)), [4]int{0, 2, 1, 3})
-			kq := h.c.SoftMaxExt(h.c.MulMat(kv, Q), h.c.Reshape(m, int64(s.kvLen), 1, 1, int64(s.S)), 1, 0)
+			kq := h.c.SoftMaxExt(h.c.MulMat(kv, Q), h.c.Reshape(m, int64(s.kvLen), 1, 1, int64(s.S)), scale, 0)
 			viaGGML := h.c.Cont(h.c.Permute(h.c.MulMat(vv, kq), [4]int{0, 2, 1, 3}))
 			h.run(got, viaGGML, alone)
 			all, one := h.out(got), h.out(alone)
@@ -837,7 +838,7 @@ func TestAttendOne(t *testing.T) {
 						for d := 0; d < s.hdk; d++ {
 							score[c] += q.Data[(j*s.H+hd)*s.hdk+d] * kc.Data[cell*s.hdk*s.Hkv+g*s.hdk+d]
 						}
-						score[c] += mask[j*s.kvLen+c]
+						score[c] = score[c]*float64(scale) + mask[j*s.kvLen+c]
 						mx = math.Max(mx, score[c])
 					}
 					sum := 0.0

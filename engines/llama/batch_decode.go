@@ -70,10 +70,13 @@ type BatchInput struct {
 const batchBucket = 64
 
 // batchKey identifies a cached graph: n tokens per step over seqs sequences, attending to
-// kvLen cells of each, in the attention groups layout prints (BatchDecoder.layout).
+// kvLen cells of each, in the attention groups layout prints (BatchDecoder.layout); direct
+// when the tokens are the query rows in order (no padding rows), so that the graph gathers and
+// scatters nothing.
 type batchKey struct {
 	n, seqs, kvLen int
 	layout         string
+	direct         bool
 }
 
 type batchGraph struct {
@@ -86,7 +89,7 @@ type batchGraph struct {
 	cell   *ggml.Tensor // i32 [n]: cache cells written
 	rows   *ggml.Tensor // i32 [seqs]: the tokens whose logits are returned
 	// gather (i32 [Σ T·S]) and scatter (i32 [n]) map the step's tokens to the attention's
-	// query rows and back (attnLayout).
+	// query rows and back (attnLayout); nil in a direct graph (batchKey).
 	gather, scatter *ggml.Tensor
 	cacheInputs
 	logits  *ggml.Tensor // [Vocab, seqs]
@@ -215,7 +218,16 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	}
 	kvLen := min((maxEnd+b.bucket-1)/b.bucket*b.bucket, b.slotCtx)
 	groups, rowOf := b.layout(in)
-	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups)}, groups)
+	direct, t := true, 0
+	for i, s := range in {
+		direct = direct && rowOf[i] == t
+		t += len(s.Tokens)
+	}
+	for _, gr := range groups {
+		t -= int(gr.rows())
+	}
+	direct = direct && t == 0 // no padding rows
+	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups), direct: direct}, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -304,6 +316,9 @@ func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput, rowOf []int) er
 		t   *ggml.Tensor
 		buf []int32
 	}{{g.tokens, toks}, {g.pos, g.posBuf}, {g.cell, g.cellBuf}, {g.rows, g.rowBuf}, {g.gather, g.gatherBuf}, {g.scatter, g.scatterBuf}} {
+		if x.t == nil {
+			continue // a direct graph's gather and scatter
+		}
 		if err := x.t.SetI32(x.buf); err != nil {
 			return err
 		}
@@ -386,8 +401,10 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 	for _, gr := range groups {
 		queries += gr.rows()
 	}
-	g.gather = ctx.NewTensor(ggml.I32, queries).SetName("inp_gather").SetInput()
-	g.scatter = ctx.NewTensor(ggml.I32, n).SetName("inp_scatter").SetInput()
+	if !key.direct {
+		g.gather = ctx.NewTensor(ggml.I32, queries).SetName("inp_gather").SetInput()
+		g.scatter = ctx.NewTensor(ggml.I32, n).SetName("inp_scatter").SetInput()
+	}
 	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.seqs)
 	g.gatherBuf, g.scatterBuf, g.queryPos = make([]int32, queries), make([]int32, n), make([]int, queries)
 	g.declare(ctx, a, b.opts.FlashAttention, n, queries, kvLen)

@@ -731,8 +731,8 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 		}
 		var o *ggml.Tensor // [hdv, H, T, S]
 		if c.ownAttention && !c.flash && T == 1 && softcap == 0 {
-			if Q3 := ctx.Reshape(Q, hdk, H, S); Q3 != nil && K != nil && V != nil && M != nil && ggml.AttendOneFits(Q3, K, V, M) == nil {
-				o = ctx.AttendOne(ctx.Scale(Q3, a.QueryScale), K, V, M)
+			if Q3 := ctx.Reshape(Q, hdk, H, S); Q3 != nil && K != nil && V != nil && M != nil && ggml.AttendOneFits(Q3, K, V, M, a.QueryScale) == nil {
+				o = ctx.AttendOne(Q3, K, V, M, a.QueryScale)
 			}
 		}
 		if o == nil {

@@ -79,9 +79,10 @@ func MulMatColsAddress() unsafe.Pointer {
 }
 
 // AttendOne is the attention of one query per sequence over a key/value cache, with the
-// signature of ggml_custom_op_t: dst->src[0] = q, f32 [hdk, H, S], scaled; dst->src[1] = k,
-// f16 [hdk, kvLen, Hkv, S]; dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (the transposed value
-// cache); dst->src[3] = mask, f32 or f16 [kvLen, S]; dst = f32 [hdv, H, S]. In f32.
+// signature of ggml_custom_op_t: dst->src[0] = q, f32 [hdk, H, S]; dst->src[1] = k, f16
+// [hdk, kvLen, Hkv, S]; dst->src[2] = v, f16 [kvLen, hdv, Hkv, S] (the transposed value
+// cache); dst->src[3] = mask, f32 or f16 [kvLen, S]; userdata points to the float scale of
+// the scores (NULL: 1); dst = f32 [hdv, H, S]. In f32.
 //
 // C: void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata).
 func AttendOne(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {

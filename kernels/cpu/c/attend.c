@@ -82,26 +82,27 @@ static inline __attribute__((always_inline)) void scores(const float * const * q
 }
 
 /*
- * softmax adds the mask's row of sequence s to the scores p of kvLen cells and turns them into
- * exponentials relative to their largest (p holds kvLen rounded up to LANES; the cells past
- * kvLen become 0), and returns the reciprocal of their sum; 0 when the mask hides every cell,
- * with p all zeros.
+ * softmax scales the scores p of kvLen cells, adds the mask's row of sequence s and turns them
+ * into exponentials relative to their largest (p holds kvLen rounded up to LANES; the cells
+ * past kvLen become 0), and returns the reciprocal of their sum; 0 when the mask hides every
+ * cell, with p all zeros.
  */
-static float softmax(float * p, int64_t kvLen, const struct ggml_tensor * mask, int64_t s) {
+static float softmax(float * p, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s) {
 	const int64_t cells = (kvLen + LANES - 1) / LANES * LANES;
 	/* The mask, and the largest score, a vector at a time (the cells past kvLen are -inf). */
 	const char * mrow = (const char *) mask->data + s * mask->nb[1];
 	const int64_t kv = kvLen - kvLen % LANES;
 	vec mxv = VSET(-INFINITY);
+	const vec sc = VSET(scale);
 	for (int64_t c = 0; c < kv; c += LANES) {
 		const vec m = mask->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) mrow + c) : VLOAD((const float *) mrow + c);
-		const vec x = VADD(VLOAD(p + c), m);
+		const vec x = VADD(VMUL(VLOAD(p + c), sc), m);
 		VSTORE(p + c, x);
 		mxv = VMAX(mxv, x);
 	}
 	float mx = VREDUCE_MAX(mxv);
 	for (int64_t c = kv; c < cells; c++) {
-		p[c] = c < kvLen ? p[c] + mask_at(mask, c, s) : -INFINITY;
+		p[c] = c < kvLen ? p[c] * scale + mask_at(mask, c, s) : -INFINITY;
 		mx = p[c] > mx ? p[c] : mx;
 	}
 	if (mx == -INFINITY) { /* every cell masked: nothing to attend (ggml would give NaN) */
@@ -192,12 +193,12 @@ static inline __attribute__((always_inline)) void values(const char * vb, size_t
  * the mask's row of sequence s; p[i] is scratch for the scores, kvLen rounded up to LANES.
  */
 static inline __attribute__((always_inline)) void attend(const float * const * q, const int R, int64_t hdk, const char * kb,
-		size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, const struct ggml_tensor * mask, int64_t s,
-		float * const * p, float * const * out) {
+		size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask,
+		int64_t s, float * const * p, float * const * out) {
 	scores(q, R, hdk, kb, ks, kvLen, p);
 	float inv[MAX_GROUP];
 	for (int r = 0; r < R; r++) {
-		inv[r] = softmax(p[r], kvLen, mask, s);
+		inv[r] = softmax(p[r], kvLen, scale, mask, s);
 	}
 	values(vb, vs, hdv, kvLen, p, inv, R, out);
 }
@@ -206,9 +207,9 @@ static inline __attribute__((always_inline)) void attend(const float * const * q
  * allocates the registers of each R alone. */
 #define ATTEND(R) \
 	static __attribute__((noinline)) void attend_##R(const float * const * q, int64_t hdk, const char * kb, size_t ks, \
-			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, const struct ggml_tensor * mask, int64_t s, \
+			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s, \
 			float * const * p, float * const * out) { \
-		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, mask, s, p, out); \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mask, s, p, out); \
 	}
 ATTEND(1)
 ATTEND(2)
@@ -216,11 +217,12 @@ ATTEND(3)
 ATTEND(4)
 
 typedef void (*attend_fn)(const float * const * q, int64_t hdk, const char * kb, size_t ks, const char * vb, size_t vs,
-		int64_t hdv, int64_t kvLen, const struct ggml_tensor * mask, int64_t s, float * const * p, float * const * out);
+		int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s, float * const * p,
+		float * const * out);
 static const attend_fn attend_fns[MAX_GROUP] = { attend_1, attend_2, attend_3, attend_4 };
 
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
-	(void) userdata;
+	const float scale = userdata != NULL ? *(const float *) userdata : 1.0f;
 	const struct ggml_tensor * q = dst->src[0];
 	const struct ggml_tensor * k = dst->src[1];
 	const struct ggml_tensor * v = dst->src[2];
@@ -258,7 +260,7 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 		}
 		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3];
 		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3];
-		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, kvLen, mask, s, p, out);
+		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, kvLen, scale, mask, s, p, out);
 	}
 	if (scratch != stack) {
 		free(scratch);
