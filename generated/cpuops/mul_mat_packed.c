@@ -22,6 +22,20 @@
 
 #if TOY_VECTOR
 
+/* Interleaving two vectors by float (VUNPACKLO, VUNPACKHI) and by pairs of floats (…2), within
+ * each 128-bit lane. */
+#if defined(__AVX512F__)
+#define VUNPACKLO(a, b) _mm512_unpacklo_ps(a, b)
+#define VUNPACKHI(a, b) _mm512_unpackhi_ps(a, b)
+#define VUNPACKLO2(a, b) _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define VUNPACKHI2(a, b) _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#else
+#define VUNPACKLO(a, b) _mm256_unpacklo_ps(a, b)
+#define VUNPACKHI(a, b) _mm256_unpackhi_ps(a, b)
+#define VUNPACKLO2(a, b) _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)))
+#define VUNPACKHI2(a, b) _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)))
+#endif
+
 /* The register tile: MR vectors of the result's rows by NR of its columns (macros: the
  * preprocessor picks the cases below). */
 #if defined(__AVX512F__)
@@ -140,6 +154,75 @@ static const char * row_from(const char * row, enum ggml_type type, int64_t k0) 
 }
 
 /*
+ * transpose turns the LANES vectors v (rows) into their columns: afterwards v[j] holds the j-th
+ * value of every row, in the rows' order. AVX-512: pairs of rows interleaved by float, then
+ * by pairs of floats (v[4g + c] then holds, in its 128-bit lane L, value 4L + c of rows
+ * 4g..4g+3), then the lanes of four such vectors gathered; AVX2 the same with two lanes.
+ */
+static inline __attribute__((always_inline)) void transpose(vec v[LANES]) {
+	vec t[LANES];
+	for (int i = 0; i < LANES; i += 2) {
+		t[i] = VUNPACKLO(v[i], v[i + 1]);
+		t[i + 1] = VUNPACKHI(v[i], v[i + 1]);
+	}
+	for (int g = 0; g < LANES; g += 4) {
+		v[g] = VUNPACKLO2(t[g], t[g + 2]);
+		v[g + 1] = VUNPACKHI2(t[g], t[g + 2]);
+		v[g + 2] = VUNPACKLO2(t[g + 1], t[g + 3]);
+		v[g + 3] = VUNPACKHI2(t[g + 1], t[g + 3]);
+	}
+#if defined(__AVX512F__)
+	/* Value 4L + c of every row: lane L of v[c], v[4 + c], v[8 + c] and v[12 + c]. */
+	for (int c = 0; c < 4; c++) {
+		const vec lo01 = _mm512_shuffle_f32x4(v[c], v[4 + c], 0x44), hi01 = _mm512_shuffle_f32x4(v[c], v[4 + c], 0xEE);
+		const vec lo23 = _mm512_shuffle_f32x4(v[8 + c], v[12 + c], 0x44), hi23 = _mm512_shuffle_f32x4(v[8 + c], v[12 + c], 0xEE);
+		t[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+		t[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xDD);
+		t[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+		t[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xDD);
+	}
+#else
+	/* Value 4L + c of every row: lane L of v[c] and v[4 + c]. */
+	for (int c = 0; c < 4; c++) {
+		t[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);
+		t[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+	}
+#endif
+	for (int j = 0; j < LANES; j++) {
+		v[j] = t[j];
+	}
+}
+
+/* load_at loads LANES values of a's row, from d on, where from points at the row's value k0 (a
+ * multiple of q8_0's block), of type type; for q8_0, d is a multiple of LANES. */
+static inline __attribute__((always_inline)) vec load_at(const char * from, enum ggml_type type, int64_t d) {
+	switch (type) {
+	case GGML_TYPE_F32:
+		return VLOAD((const float *) from + d);
+	case GGML_TYPE_F16:
+		return VLOADH((const uint16_t *) from + d);
+	case GGML_TYPE_BF16:
+		return VLOADB((const uint16_t *) from + d);
+	default: { /* q8_0 */
+		const char * b = from + d / Q8_0_BLOCK * Q8_0_BYTES;
+		return VMUL(VSET(q8_0_scale(b)), VLOADQ(b + 2 + d % Q8_0_BLOCK));
+	}
+	}
+}
+
+/* value_at is value d of a's row (f32, f16 or bf16) at from. */
+static inline float value_at(const char * from, enum ggml_type type, int64_t d) {
+	switch (type) {
+	case GGML_TYPE_F16:
+		return half_to_float(((const uint16_t *) from)[d]);
+	case GGML_TYPE_BF16:
+		return bf16_to_float(((const uint16_t *) from)[d]);
+	default:
+		return ((const float *) from)[d];
+	}
+}
+
+/*
  * pack copies values [k0, k0 + kc) of the rows [m0, m0 + rows) of a's matrix at ah into ap,
  * transposed and in f32 (row m's value d at ap[(d − k0)·BLOCK + m − m0]), and zeros up to a
  * whole tile; tmp holds kc floats.
@@ -149,8 +232,33 @@ static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int6
 	const int f32 = a->type == GGML_TYPE_F32;
 	const size_t esize = f32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
 	if (a->nb[0] == esize) {
-		/* a's rows contiguous: each row scattered into the block's column. */
-		for (int64_t m = 0; m < rows; m++) {
+		/* a's rows contiguous: LANES rows at a time, LANES values of each loaded and
+		 * transposed into the block's columns (q8_0's kc is whole blocks, so no tail)... */
+		const int64_t kv = kc - kc % LANES;
+		int64_t m = 0;
+		for (; m + LANES <= rows; m += LANES) {
+			const char * from[LANES];
+			for (int r = 0; r < LANES; r++) {
+				from[r] = row_from(ah + (m0 + m + r) * a->nb[1], a->type, k0);
+			}
+			for (int64_t d = 0; d < kv; d += LANES) {
+				vec v[LANES];
+				for (int r = 0; r < LANES; r++) {
+					v[r] = load_at(from[r], a->type, d);
+				}
+				transpose(v);
+				for (int j = 0; j < LANES; j++) {
+					VSTORE(ap + (d + j) * BLOCK + m, v[j]);
+				}
+			}
+			for (int64_t d = kv; d < kc; d++) {
+				for (int r = 0; r < LANES; r++) {
+					ap[d * BLOCK + m + r] = value_at(from[r], a->type, d);
+				}
+			}
+		}
+		/* ...and the rows left over each scattered into its column. */
+		for (; m < rows; m++) {
 			const char * from = row_from(ah + (m0 + m) * a->nb[1], a->type, k0);
 			const float * row = (const float *) from;
 			if (!f32) {
