@@ -56,7 +56,7 @@ func BenchmarkMulMatPacked(b *testing.B) {
 	require.NoError(b, err)
 	defer be.Close()
 	for _, s := range [][3]int{{1536, 512, 576}, {576, 512, 1536}, {576, 1536, 512}, {576, 576, 512}, {192, 512, 576}, {512, 576, 4096}, {4096, 512, 576}} {
-		for _, kernel := range []string{"ggml", "toy", "toy-f16"} {
+		for _, kernel := range []string{"ggml", "toy", "toy-f16", "toy-q8_0"} {
 			m, n, k := s[0], s[1], s[2]
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", kernel, m, n, k), func(b *testing.B) {
 				product, typ := productGGML, F32
@@ -65,6 +65,8 @@ func BenchmarkMulMatPacked(b *testing.B) {
 					product = productPacked
 				case "toy-f16": // f16 weights, converted as they are packed
 					product, typ = productPacked, F16
+				case "toy-q8_0": // q8_0 weights, dequantized as they are packed
+					product, typ = productPacked, Q8_0
 				}
 				mm, err := newBenchProduct(be, typ, m, n, k, 1, product)
 				require.NoError(b, err)
