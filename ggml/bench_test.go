@@ -120,26 +120,15 @@ func BenchmarkMulMatPackedCausal(b *testing.B) {
 					av = ctx.Transpose(a)
 				}
 				out := ctx.MulMatPackedCausal(av, bt, mode)
-				require.NotNil(b, out, "%v", ctx.Err())
-				g, err := ctx.NewGraph(8, false)
-				require.NoError(b, err)
-				require.NoError(b, g.Expand(out))
-				buf, err := be.Alloc(ctx)
-				require.NoError(b, err)
-				defer buf.Close()
-				for _, x := range []*Tensor{a, bt} {
-					v := make([]float32, x.Len())
-					for i := range v {
-						v[i] = float32(math.Sin(float64(i)))
+				benchGraph(b, be, ctx, out, func() {
+					for _, x := range []*Tensor{a, bt} {
+						v := make([]float32, x.Len())
+						for i := range v {
+							v[i] = float32(math.Sin(float64(i)))
+						}
+						require.NoError(b, x.SetF32(v))
 					}
-					require.NoError(b, x.SetF32(v))
-				}
-				require.NoError(b, be.Compute(g))
-				for b.Loop() {
-					if err := be.Compute(g); err != nil {
-						b.Fatal(err)
-					}
-				}
+				})
 				ne := out.Ne()
 				flops := 2 * float64(ne[0]*ne[1]*ne[2]) * float64(av.Ne()[0])
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "dense-GFLOP/s")
@@ -165,34 +154,41 @@ func BenchmarkAttendOne(b *testing.B) {
 			k := ctx.NewTensor(F16, hd, kvLen, Hkv, S)
 			v := ctx.NewTensor(F16, kvLen, hd, Hkv, S)
 			mask := ctx.NewTensor(F32, kvLen, S)
-			out := ctx.AttendOne(q, k, v, mask, 0.125)
-			require.NotNil(b, out, "%v", ctx.Err())
-			g, err := ctx.NewGraph(8, false)
-			require.NoError(b, err)
-			require.NoError(b, g.Expand(out))
-			buf, err := be.Alloc(ctx)
-			require.NoError(b, err)
-			defer buf.Close()
-			vals := make([]float32, q.Len())
-			for i := range vals {
-				vals[i] = float32(math.Sin(float64(i))) / 4
-			}
-			require.NoError(b, q.SetF32(vals))
-			for _, x := range []*Tensor{k, v} {
-				bits := make([]uint16, x.Len())
-				for i := range bits {
-					bits[i] = reference.F32ToF16(float32(math.Cos(float64(i))) / 4)
+			benchGraph(b, be, ctx, ctx.AttendOne(q, k, v, mask, 0.125), func() {
+				vals := make([]float32, q.Len())
+				for i := range vals {
+					vals[i] = float32(math.Sin(float64(i))) / 4
 				}
-				require.NoError(b, x.SetF16(bits))
-			}
-			require.NoError(b, mask.SetF32(make([]float32, mask.Len())))
-			require.NoError(b, be.Compute(g))
-			for b.Loop() {
-				if err := be.Compute(g); err != nil {
-					b.Fatal(err)
+				require.NoError(b, q.SetF32(vals))
+				for _, x := range []*Tensor{k, v} {
+					bits := make([]uint16, x.Len())
+					for i := range bits {
+						bits[i] = reference.F32ToF16(float32(math.Cos(float64(i))) / 4)
+					}
+					require.NoError(b, x.SetF16(bits))
 				}
-			}
+				require.NoError(b, mask.SetF32(make([]float32, mask.Len())))
+			})
 		})
+	}
+}
+
+// benchGraph times the computation of out, built in ctx, on be: it allocates ctx's tensors,
+// runs fill to upload the inputs, computes once to warm up, then once per iteration.
+func benchGraph(b *testing.B, be *Backend, ctx *Context, out *Tensor, fill func()) {
+	require.NotNil(b, out, "%v", ctx.Err())
+	g, err := ctx.NewGraph(8, false)
+	require.NoError(b, err)
+	require.NoError(b, g.Expand(out))
+	buf, err := be.Alloc(ctx)
+	require.NoError(b, err)
+	defer buf.Close()
+	fill()
+	require.NoError(b, be.Compute(g))
+	for b.Loop() {
+		if err := be.Compute(g); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -76,6 +76,28 @@ func randomWeights(t *testing.T, m *Model, rng *rand.Rand) map[string][]float64 
 	return out
 }
 
+// worstFDError is the largest error of got, a weight's gradient, against central finite
+// differences of loss at n random entries of vals (the weight's float64 values, which loss
+// reads): relative to the difference, or to 1e-3 of got's largest entry where that is larger.
+func worstFDError(rng *rand.Rand, got []float32, vals []float64, n int, loss func() float64) float64 {
+	maxAbs, worst := 0.0, 0.0
+	for _, g := range got {
+		maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
+	}
+	for _, i := range rng.Perm(len(vals))[:min(n, len(vals))] {
+		const eps = 1e-4
+		orig := vals[i]
+		vals[i] = orig + eps
+		up := loss()
+		vals[i] = orig - eps
+		down := loss()
+		vals[i] = orig
+		fd := (up - down) / (2 * eps)
+		worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6)))
+	}
+	return worst
+}
+
 // TestGradientsMatchFiniteDifferences checks the gradient of every weight of the whole model
 // against central finite differences of the float64 reference forward, for tied and untied
 // output, with and without QKV bias, with GQA (4 query heads on 2 kv heads), a batch of 2 and a
@@ -119,27 +141,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			for _, w := range m.Weights() {
 				got, err := tr.grad(w)
 				require.NoError(t, err)
-				vals := ref.w[w.Name()]
-				idx := rng.Perm(len(vals))
-				if len(idx) > 12 {
-					idx = idx[:12]
-				}
-				maxAbs, worst := 0.0, 0.0
-				for _, g := range got {
-					maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
-				}
-				for _, i := range idx {
-					const eps = 1e-4
-					orig := vals[i]
-					vals[i] = orig + eps
-					up := ref.loss(seqs, sep)
-					vals[i] = orig - eps
-					down := ref.loss(seqs, sep)
-					vals[i] = orig
-					fd := (up - down) / (2 * eps)
-					e := math.Abs(float64(got[i])-fd) / math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6))
-					worst = math.Max(worst, e)
-				}
+				worst := worstFDError(rng, got, ref.w[w.Name()], 12, func() float64 { return ref.loss(seqs, sep) })
 				assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
 			}
 		})
@@ -190,23 +192,7 @@ func TestPackedAttentionGradients(t *testing.T) {
 		}
 		got, err := tr.grad(w)
 		require.NoError(t, err)
-		vals := ref.w[w.Name()]
-		maxAbs, worst := 0.0, 0.0
-		for _, g := range got {
-			maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
-		}
-		for _, i := range rng.Perm(len(vals))[:5] {
-			const eps = 1e-4
-			orig := vals[i]
-			vals[i] = orig + eps
-			up := ref.loss(seqs, sep)
-			vals[i] = orig - eps
-			down := ref.loss(seqs, sep)
-			vals[i] = orig
-			fd := (up - down) / (2 * eps)
-			e := math.Abs(float64(got[i])-fd) / math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6))
-			worst = math.Max(worst, e)
-		}
+		worst := worstFDError(rng, got, ref.w[w.Name()], 5, func() float64 { return ref.loss(seqs, sep) })
 		assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
 	}
 }

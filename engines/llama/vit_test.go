@@ -148,23 +148,7 @@ func TestViTGradientsMatchFiniteDifferences(t *testing.T) {
 	for _, w := range m.Weights() {
 		got, err := tr.grad(w)
 		require.NoError(t, err)
-		vals := ref.w[w.Name()]
-		maxAbs := 0.0
-		for _, g := range got {
-			maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
-		}
-		worst := 0.0
-		for _, i := range rng.Perm(len(vals))[:min(6, len(vals))] {
-			const eps = 1e-4
-			orig := vals[i]
-			vals[i] = orig + eps
-			up := ref.loss(imgs, labels)
-			vals[i] = orig - eps
-			down := ref.loss(imgs, labels)
-			vals[i] = orig
-			fd := (up - down) / (2 * eps)
-			worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6)))
-		}
+		worst := worstFDError(rng, got, ref.w[w.Name()], 6, func() float64 { return ref.loss(imgs, labels) })
 		assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
 	}
 	tr.Close()
