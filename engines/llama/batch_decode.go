@@ -217,16 +217,7 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 		return nil, fmt.Errorf("llama: a step of %d tokens: at most %d", n, b.opts.Batch)
 	}
 	kvLen := min((maxEnd+b.bucket-1)/b.bucket*b.bucket, b.slotCtx)
-	groups, rowOf := b.layout(in)
-	direct, t := true, 0
-	for i, s := range in {
-		direct = direct && rowOf[i] == t
-		t += len(s.Tokens)
-	}
-	for _, gr := range groups {
-		t -= int(gr.rows())
-	}
-	direct = direct && t == 0 // no padding rows
+	groups, rowOf, direct := b.layout(in)
 	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups), direct: direct}, groups)
 	if err != nil {
 		return nil, err
@@ -260,8 +251,9 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 // layout groups the sequences of a step for attention (attnLayout): those of one token (the
 // generating ones) in one group over the regions of their slots' range, then each longer one
 // (a prompt chunk) alone over its own region. rowOf[i] is the query row of input i's first
-// token.
-func (b *BatchDecoder) layout(in []BatchInput) (groups []attnGroup, rowOf []int) {
+// token; direct says the tokens are the query rows in order, with no padding rows between
+// them (batchKey).
+func (b *BatchDecoder) layout(in []BatchInput) (groups []attnGroup, rowOf []int, direct bool) {
 	rowOf = make([]int, len(in))
 	lo, hi := b.slots, -1
 	for _, s := range in {
@@ -288,7 +280,12 @@ func (b *BatchDecoder) layout(in []BatchInput) (groups []attnGroup, rowOf []int)
 			row += int(g.rows())
 		}
 	}
-	return groups, rowOf
+	direct, t := true, 0
+	for i, s := range in {
+		direct = direct && rowOf[i] == t
+		t += len(s.Tokens)
+	}
+	return groups, rowOf, direct && t == row
 }
 
 // setInputs uploads the inputs of the step in, whose inputs' first query rows are rowOf.
