@@ -16,22 +16,33 @@ import (
 // adapter gradients of the trainer that keeps every activation (which TestAdapterGradients and
 // TestMaskedLoss check against finite differences), with and without a loss mask, and the same
 // adapters after AdamW steps, on a q8_0 base and an f16 one (whose products' input gradients
-// use transposed copies made once).
+// use transposed copies made once). The wide case (70 positions, heads of 64) is large enough
+// for toy's packed GEMM to compute attention's products on the CPU, skipping the causal mask's
+// zeros, in the trainer and in the recomputed passes alike.
 func TestRecompute(t *testing.T) {
 	for _, typ := range []ggml.Type{ggml.Q8_0, ggml.F16} {
-		t.Run(typ.String(), func(t *testing.T) { testRecompute(t, typ) })
+		t.Run(typ.String(), func(t *testing.T) { testRecompute(t, typ, false) })
 	}
+	t.Run("wide", func(t *testing.T) { testRecompute(t, ggml.F16, true) })
 }
 
-func testRecompute(t *testing.T, typ ggml.Type) {
+func testRecompute(t *testing.T, typ ggml.Type, wide bool) {
 	be := newBackend(t)
 	a := tinyArch("llama")
 	a.NLayers = 3
+	T, B := 6, 2
+	if wide {
+		a.HeadDimK, a.HeadDimV, a.Context, T = 64, 64, 80, 70
+		a.QueryScale = 0.125
+	}
 	m := openTiny(t, writeTiny(t, a, typ, 3), ModelOptions{Backend: be})
-	const T, B = 6, 2
 	rng := rand.New(rand.NewPCG(51, 52))
 	seqs := [][]int32{randomTokens(rng, T+1, a.Vocab), randomTokens(rng, T+1, a.Vocab)}
-	keep := [][]bool{{false, true, true, true, false, true}, {false, true, false, false, true, false}}
+	keep := [][]bool{make([]bool, T), make([]bool, T)}
+	for i := range T {
+		keep[0][i] = i%6 != 0 && i%6 != 4
+		keep[1][i] = i%6 == 1 || i%6 == 4
+	}
 	adapter := func(recompute int, attention bool) *Adapter {
 		ad, err := NewAdapter(m, LoRAOptions{Rank: 2, Alpha: 3, Targets: []string{"q", "v", "o", "up"}, Recompute: recompute, RecomputeAttention: attention})
 		require.NoError(t, err)
