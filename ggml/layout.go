@@ -365,6 +365,34 @@ func SoftMaxCPUFits(a, mask *Tensor, scale float32) error {
 	return nil
 }
 
+// SwigluBackCPU is the backward of SwiGLU, h = silu(g)·u (SwigluSplit(g, u)), computed by toy's
+// own CPU kernel (kernels/cpu/c/swiglu_back.c) as a ggml custom operation: from g, u and h's
+// gradient dh, f32 [n, rows] with contiguous rows, it returns f32 [n, rows, 2], g's gradient
+// dh·u·σ(g)·(1 + g·(1 − σ(g))) then u's, dh·silu(g), in one vectorized pass, where ggml's
+// autodiff takes two products, a scalar SILU_BACK and a SILU. Only the CPU backend computes
+// it.
+func (c *Context) SwigluBackCPU(g, u, dh *Tensor) *Tensor {
+	return c.op("SwigluBackCPU", []*Tensor{g, u, dh}, 1, func() error {
+		for _, x := range []*Tensor{g, u, dh} {
+			if err := needType(x, F32, "operand"); err != nil {
+				return err
+			}
+			if x.Nb()[0] != 4 {
+				return fmt.Errorf("%s: want rows with contiguous elements", x.describe())
+			}
+		}
+		gn := g.Ne()
+		if gn[2] != 1 || gn[3] != 1 || u.Ne() != gn || dh.Ne() != gn {
+			return fmt.Errorf("%s, %s and %s: want three matrices of one shape", g.describe(), u.describe(), dh.describe())
+		}
+		return nil
+	}, func() ggmlc.Tensor {
+		ne := g.Ne()
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, ne[0], ne[1], 2, 1, []ggmlc.Tensor{g.t, u.t, dh.t}, 3,
+			cpuops.SwigluBackAddress(), allThreads, nil)
+	})
+}
+
 // allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
 const allThreads = -1
 

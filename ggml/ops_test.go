@@ -1172,3 +1172,30 @@ func TestMulMatPackedCausal(t *testing.T) {
 		require.ErrorContains(t, h.c.Err(), "want a multiple")
 	})
 }
+
+// TestSwigluBackCPU checks toy's SwiGLU backward against the float64 derivative of silu(g)·u,
+// over gates from -30 to 30 (both branches of its logistic, and its saturation), on rows of a
+// vector's width and of a ragged one.
+func TestSwigluBackCPU(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("SwigluBackCPU runs on a vectorized CPU build only")
+	}
+	for _, n := range []int{96, 37} {
+		h := newHarness(t)
+		g, u, dh := h.rand(-30, 30, n, 7), h.rand(-2, 2, n, 7), h.rand(-1, 1, n, 7)
+		got := h.c.SwigluBackCPU(h.in(g), h.in(u), h.in(dh))
+		require.NotNil(t, got, "%v", h.c.Err())
+		h.run(got)
+		want := reference.Tensor{Ne: [4]int{n, 7, 2, 1}, Data: make([]float64, 2*n*7)}
+		for i, x := range g.Data {
+			s := 1 / (1 + math.Exp(-x))
+			want.Data[i] = dh.Data[i] * u.Data[i] * s * (1 + x*(1-s))
+			want.Data[n*7+i] = dh.Data[i] * x * s
+		}
+		near(t, "SwigluBackCPU", want, h.out(got), 1e-5, 1)
+	}
+	h := newHarness(t)
+	a, b := h.in(h.rand(-1, 1, 8, 3)), h.in(h.rand(-1, 1, 8, 4))
+	require.Nil(t, h.c.SwigluBackCPU(a, a, b))
+	require.ErrorContains(t, h.c.Err(), "want three matrices of one shape")
+}

@@ -43,6 +43,9 @@ type forwardPass struct {
 	// linear is W·x: the trainer sees each product (to differentiate it itself), the decoder
 	// adds LoRA updates.
 	linear func(w, x *ggml.Tensor) *ggml.Tensor
+	// swiglu, when set, makes a SwiGLU block's activation silu(gate·h)·(up·h), whose backward
+	// the trainer builds itself (gemmBackward.swiglu); ok false leaves the block to linear.
+	swiglu func(gate, up, down, h *ggml.Tensor) (act *ggml.Tensor, ok bool)
 	// gather, when set, looks up embedding rows (GetRows otherwise): the trainer differentiates
 	// the lookups of trained tables itself.
 	gather func(table, ids *ggml.Tensor) *ggml.Tensor
@@ -240,6 +243,11 @@ func (f *forwardPass) lastColumn(x *ggml.Tensor, n int64) *ggml.Tensor {
 
 // ffn is the gated feed-forward block down(act(gate·h) ⊙ up·h).
 func (f *forwardPass) ffn(gate, up, down, h *ggml.Tensor) *ggml.Tensor {
+	if f.swiglu != nil && f.a.FFN != FFNGeGLU {
+		if act, ok := f.swiglu(gate, up, down, h); ok {
+			return f.linear(down, act)
+		}
+	}
 	g, u := f.linear(gate, h), f.linear(up, h)
 	if f.a.FFN == FFNGeGLU {
 		return f.linear(down, f.ctx.GegluSplit(g, u))

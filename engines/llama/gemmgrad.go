@@ -90,6 +90,9 @@ type detachedInput struct {
 	release *ggml.Tensor
 	// grads are the contributions to x's gradient, made by the backward builders.
 	grads []*ggml.Tensor
+	// consumed marks an x outside autodiff's reach (swiglu's activation, a leaf without a
+	// copy) whose gradient a builder sums from grads itself.
+	consumed bool
 }
 
 // gemmProduct is one product W·in: its tapped output and the accumulator of its gradient.
@@ -161,7 +164,7 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor
 	p := &gemmProduct{w: w, in: in, out: out, grad: grad}
 	gb.products = append(gb.products, p)
 	gb.used[w] = true
-	if in.copy != nil { // p.grad, not grad: seed may replace it
+	if in.copy != nil || in.consumed { // p.grad, not grad: seed may replace it
 		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, gb.inputGrad(w, p.grad)) })
 	}
 	for _, l := range terms {
@@ -175,6 +178,55 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor
 		})
 	}
 	return out
+}
+
+// swiglu is SwigluSplit(Wg·x, Wu·x), the activation of a SwiGLU feed-forward block (the forward
+// pass's swiglu hook), with the backward of the two products and the activation built here in
+// one operation where the graph runs on the CPU backend: neither product is tapped, the
+// activation reads their raw outputs (outside autodiff's reach, so autodiff builds nothing for
+// it), and its own gradient is summed from the down projection's input gradient (the
+// activation is that product's detached input, without a copy: consumed). From it
+// ggml.SwigluBackCPU makes both products' output gradients in one vectorized pass, where
+// ggml's autodiff took two taps (an addition, a zero accumulator and a reduction each), two
+// products, a SILU and a scalar SILU_BACK. ok is false elsewhere: the caller builds the block
+// plainly. It must not be used when the down projection has LoRA terms (autodiff would carry
+// their gradient to the activation, which it no longer reaches), nor the gate's or up's.
+func (gb *gemmBackward) swiglu(wg, wu, x *ggml.Tensor) (act *ggml.Tensor, ok bool) {
+	if !gb.cpu || !ggml.CPUKernelsFast() {
+		return nil, false
+	}
+	g := gb.g
+	in := gb.detach(x)
+	zg, zu := gb.product(wg, in.leaf), gb.product(wu, in.leaf)
+	act = g.SwigluSplit(zg, zu)
+	if act == nil {
+		return nil, true // the context holds the error
+	}
+	pg, pu := &gemmProduct{w: wg, in: in}, &gemmProduct{w: wu, in: in}
+	gb.products = append(gb.products, pg, pu)
+	gb.used[wg], gb.used[wu] = true, true
+	ain := &detachedInput{leaf: act, consumed: true}
+	gb.inputs = append(gb.inputs, ain)
+	gb.inputOf[act.ID()] = ain
+	gb.backward = append(gb.backward, func() {
+		if len(ain.grads) == 0 {
+			return // nothing reads the activation's gradient
+		}
+		da := ain.grads[0]
+		for _, d := range ain.grads[1:] {
+			da = g.Add(da, d)
+		}
+		d := g.SwigluBackCPU(zg, zu, da) // [ff, n, 2]: the gate's output gradient, then up's
+		if d == nil {
+			return // the context holds the error
+		}
+		ne, nb := []int64{d.Ne()[0], d.Ne()[1]}, []int{d.Nb()[1]}
+		pg.grad, pu.grad = g.View(d, ne, nb, 0), g.View(d, ne, nb, d.Nb()[2])
+		if in.copy != nil || in.consumed {
+			in.grads = append(in.grads, gb.inputGrad(wg, pg.grad), gb.inputGrad(wu, pu.grad))
+		}
+	})
+	return act, true
 }
 
 // inputGradChunk bounds the contraction of one GEMM of inputGrad: ggml's f32 GEMM (tinyBLAS)
@@ -595,8 +647,10 @@ func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
 	for _, a := range gb.accs {
 		set(a.out, a.grad)
 	}
-	for _, build := range gb.backward {
-		build()
+	// From the loss back to the inputs, as a backward pass runs: a builder that sums a
+	// consumed input's gradient (swiglu) runs after those that make its parts.
+	for i := len(gb.backward) - 1; i >= 0; i-- {
+		gb.backward[i]()
 	}
 	for _, in := range gb.inputs {
 		if in.copy == nil || len(in.grads) == 0 {

@@ -52,12 +52,19 @@ func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb
 		return y
 	}
 	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
+	var swiglu func(gate, up, down, h *ggml.Tensor) (*ggml.Tensor, bool)
 	if gb != nil {
 		linear = func(w, x *ggml.Tensor) *ggml.Tensor { return gb.linear(w, x, t.lora[w]) }
 		gather = gb.gather
+		swiglu = func(gate, up, down, h *ggml.Tensor) (*ggml.Tensor, bool) {
+			if len(t.lora[gate])+len(t.lora[up])+len(t.lora[down]) > 0 {
+				return nil, false // the LoRA terms' gradients go through autodiff
+			}
+			return gb.swiglu(gate, up, h)
+		}
 	}
 	return &forwardPass{ctx: ctx, a: t.arch, w: t.w, pos: pos, attend: attendPacked(ctx, t.arch, mask, T, B, gb, cpuKernels),
-		differentiable: true, gather: gather, linear: linear}
+		differentiable: true, gather: gather, linear: linear, swiglu: swiglu}
 }
 
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see

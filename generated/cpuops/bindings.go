@@ -22,12 +22,14 @@ void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata)
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
 static void *kg_addr_toy_mul_mat_packed(void) { return (void *)&toy_mul_mat_packed; }
 static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
+static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
 */
 import "C"
 
@@ -127,6 +129,22 @@ func SoftMax(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func SoftMaxAddress() unsafe.Pointer {
 	return C.kg_addr_toy_soft_max()
+}
+
+// SwigluBack is the backward of SwiGLU, h = silu(g)·u, with the signature of
+// ggml_custom_op_t: dst->src[0] = g, dst->src[1] = u and dst->src[2] = h's gradient, f32
+// [n, rows] with contiguous rows; dst = f32 [n, rows, 2], g's gradient then u's. One pass,
+// vectorized, where ggml's autodiff makes four operations, one of them scalar.
+//
+// C: void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func SwigluBack(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_swiglu_back(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// SwigluBackAddress is the address of the C function toy_swiglu_back (see SwigluBack), for a C API that takes
+// it as a callback.
+func SwigluBackAddress() unsafe.Pointer {
+	return C.kg_addr_toy_swiglu_back()
 }
 
 // Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),

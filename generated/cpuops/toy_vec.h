@@ -123,10 +123,15 @@ static inline __attribute__((always_inline)) void vsums(const vec * v, float * o
 	}
 }
 
-/* Element-wise helpers of the softmax kernels (attend.c, softmax.c). */
+/* Element-wise helpers of the softmax kernels (attend.c, softmax.c) and of swiglu_back.c. */
 #if defined(__AVX512F__)
 #define VSET(x) _mm512_set1_ps(x)
 #define VMUL(a, b) _mm512_mul_ps(a, b)
+#define VSUB(a, b) _mm512_sub_ps(a, b)
+#define VDIV(a, b) _mm512_div_ps(a, b)
+#define VNEG(a) _mm512_sub_ps(_mm512_setzero_ps(), a)
+#define VMIN(a, b) _mm512_min_ps(a, b)
+#define VSELECT_GE0(x, a, b) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), b, a)
 #define VMAX(a, b) _mm512_max_ps(a, b)
 #define VROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VPOW2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
@@ -137,6 +142,11 @@ static inline __attribute__((always_inline)) void vsums(const vec * v, float * o
 #else
 #define VSET(x) _mm256_set1_ps(x)
 #define VMUL(a, b) _mm256_mul_ps(a, b)
+#define VSUB(a, b) _mm256_sub_ps(a, b)
+#define VDIV(a, b) _mm256_div_ps(a, b)
+#define VNEG(a) _mm256_sub_ps(_mm256_setzero_ps(), a)
+#define VMIN(a, b) _mm256_min_ps(a, b)
+#define VSELECT_GE0(x, a, b) _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ))
 #define VMAX(a, b) _mm256_max_ps(a, b)
 #define VROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define VPOW2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))

@@ -50,6 +50,12 @@ type Ops interface {
 	// that divides; a row the mask hides entirely becomes zeros.
 	//kernelgen:address
 	SoftMax(dst Tensor, ith, nth Int, userdata Ptr)
+	// SwigluBack is the backward of SwiGLU, h = silu(g)·u, with the signature of
+	// ggml_custom_op_t: dst->src[0] = g, dst->src[1] = u and dst->src[2] = h's gradient, f32
+	// [n, rows] with contiguous rows; dst = f32 [n, rows, 2], g's gradient then u's. One pass,
+	// vectorized, where ggml's autodiff makes four operations, one of them scalar.
+	//kernelgen:address
+	SwigluBack(dst Tensor, ith, nth Int, userdata Ptr)
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int

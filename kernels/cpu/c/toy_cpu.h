@@ -60,6 +60,13 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
  */
 void toy_soft_max(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
+/*
+ * toy_swiglu_back is the backward of SwiGLU, h = silu(g)·u, as a ggml_custom_op_t over
+ * dst->src[0] = g, dst->src[1] = u and dst->src[2] = h's gradient, f32 [n, rows] with contiguous
+ * rows: dst = f32 [n, rows, 2], g's gradient then u's.
+ */
+void toy_swiglu_back(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
  * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */
