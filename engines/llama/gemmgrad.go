@@ -95,6 +95,19 @@ type detachedInput struct {
 	consumed bool
 }
 
+// sum is ts[0] + ts[1] + … in that order (ts not empty): an input's gradient contributions.
+func (gb *gemmBackward) sum(ts []*ggml.Tensor) *ggml.Tensor {
+	s := ts[0]
+	for _, t := range ts[1:] {
+		s = gb.g.Add(s, t)
+	}
+	return s
+}
+
+// wantsGrad reports whether x's gradient is wanted: carried on by autodiff from the copy, or
+// summed by a builder (consumed).
+func (in *detachedInput) wantsGrad() bool { return in.copy != nil || in.consumed }
+
 // gemmProduct is one product W·in: its tapped output and the accumulator of its gradient.
 type gemmProduct struct {
 	w         *ggml.Tensor
@@ -164,7 +177,7 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []loraTerm) *ggml.Tensor
 	p := &gemmProduct{w: w, in: in, out: out, grad: grad}
 	gb.products = append(gb.products, p)
 	gb.used[w] = true
-	if in.copy != nil || in.consumed { // p.grad, not grad: seed may replace it
+	if in.wantsGrad() { // p.grad, not grad: seed may replace it
 		gb.backward = append(gb.backward, func() { in.grads = append(in.grads, gb.inputGrad(w, p.grad)) })
 	}
 	for _, l := range terms {
@@ -212,17 +225,13 @@ func (gb *gemmBackward) swiglu(wg, wu, x *ggml.Tensor) (act *ggml.Tensor, ok boo
 		if len(ain.grads) == 0 {
 			return // nothing reads the activation's gradient
 		}
-		da := ain.grads[0]
-		for _, d := range ain.grads[1:] {
-			da = g.Add(da, d)
-		}
-		d := g.SwigluBackCPU(zg, zu, da) // [ff, n, 2]: the gate's output gradient, then up's
+		d := g.SwigluBackCPU(zg, zu, gb.sum(ain.grads)) // [ff, n, 2]: the gate's output gradient, then up's
 		if d == nil {
 			return // the context holds the error
 		}
 		ne, nb := []int64{d.Ne()[0], d.Ne()[1]}, []int{d.Nb()[1]}
 		pg.grad, pu.grad = g.View(d, ne, nb, 0), g.View(d, ne, nb, d.Nb()[2])
-		if in.copy != nil || in.consumed {
+		if in.wantsGrad() {
 			in.grads = append(in.grads, gb.inputGrad(wg, pg.grad), gb.inputGrad(wu, pu.grad))
 		}
 	})
@@ -656,11 +665,7 @@ func (gb *gemmBackward) accumulators(graph *ggml.Graph, accs []*ggml.Tensor) {
 		if in.copy == nil || len(in.grads) == 0 {
 			continue
 		}
-		dx := in.grads[0]
-		for _, d := range in.grads[1:] {
-			dx = gb.g.Add(dx, d)
-		}
-		set(in.copy, dx)
+		set(in.copy, gb.sum(in.grads))
 	}
 }
 

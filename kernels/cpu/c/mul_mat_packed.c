@@ -95,39 +95,6 @@ static inline float q8_0_scale(const char * b) {
 	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
 }
 
-/* load_row writes the K values of a's row at row (of type type: f16, bf16 or q8_0) to out as
- * floats, as ggml dequantizes them. */
-static void load_row(const char * row, enum ggml_type type, int64_t K, float * out) {
-	int64_t d = 0;
-	switch (type) {
-	case GGML_TYPE_F16:
-		for (; d + LANES <= K; d += LANES) {
-			VSTORE(out + d, VLOADH((const uint16_t *) row + d));
-		}
-		for (; d < K; d++) {
-			out[d] = half_to_float(((const uint16_t *) row)[d]);
-		}
-		return;
-	case GGML_TYPE_BF16:
-		for (; d + LANES <= K; d += LANES) {
-			VSTORE(out + d, VLOADB((const uint16_t *) row + d));
-		}
-		for (; d < K; d++) {
-			out[d] = bf16_to_float(((const uint16_t *) row)[d]);
-		}
-		return;
-	default: /* q8_0 */
-		for (int64_t blk = 0; blk < K / Q8_0_BLOCK; blk++) {
-			const char * b = row + blk * Q8_0_BYTES;
-			const float scale = q8_0_scale(b);
-			for (int i = 0; i < Q8_0_BLOCK; i += LANES) {
-				VSTORE(out + blk * Q8_0_BLOCK + i, VMUL(VSET(scale), VLOADQ(b + 2 + i)));
-			}
-		}
-		return;
-	}
-}
-
 /* The threads claim jobs from a counter kept in dst->op_params (entries 14 and 15, past
  * ggml_custom_4d's parameters), as toy_mul_mat_cols does, and the last to finish resets it. */
 enum { CLAIMED = 14, FINISHED = 15 };
@@ -191,8 +158,9 @@ static inline __attribute__((always_inline)) void transpose(vec v[LANES]) {
 	}
 }
 
-/* load_at loads LANES values of a's row, from d on, where from points at the row's value k0 (a
- * multiple of q8_0's block), of type type; for q8_0, d is a multiple of LANES. */
+/* load_at loads LANES values of type type, from d on, of the contiguous run at from: a row of a
+ * from its value k0 (a multiple of q8_0's block), or a column of a transposed view; for q8_0,
+ * a row and d a multiple of LANES. */
 static inline __attribute__((always_inline)) vec load_at(const char * from, enum ggml_type type, int64_t d) {
 	switch (type) {
 	case GGML_TYPE_F32:
@@ -208,7 +176,7 @@ static inline __attribute__((always_inline)) vec load_at(const char * from, enum
 	}
 }
 
-/* value_at is value d of a's row (f32, f16 or bf16) at from. */
+/* value_at is value d of the contiguous run of f32, f16 or bf16 values at from (load_at's). */
 static inline float value_at(const char * from, enum ggml_type type, int64_t d) {
 	switch (type) {
 	case GGML_TYPE_F16:
@@ -223,12 +191,10 @@ static inline float value_at(const char * from, enum ggml_type type, int64_t d) 
 /*
  * pack copies values [k0, k0 + kc) of the rows [m0, m0 + rows) of a's matrix at ah into ap,
  * transposed and in f32 (row m's value d at ap[(d − k0)·BLOCK + m − m0]), and zeros up to a
- * whole tile; tmp holds kc floats.
+ * whole tile.
  */
-static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float * ap,
-		float * tmp) {
-	const int f32 = a->type == GGML_TYPE_F32;
-	const size_t esize = f32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
+static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float * ap) {
+	const size_t esize = a->type == GGML_TYPE_F32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
 	if (a->nb[0] == esize) {
 		/* a's rows contiguous: LANES rows at a time, LANES values of each loaded and
 		 * transposed into the block's columns (q8_0's kc is whole blocks, so no tail)... */
@@ -255,16 +221,18 @@ static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int6
 				}
 			}
 		}
-		/* ...and the rows left over each scattered into its column. */
+		/* ...and the rows left over each scattered into its column, the same loads. */
 		for (; m < rows; m++) {
 			const char * from = row_from(ah + (m0 + m) * a->nb[1], a->type, k0);
-			const float * row = (const float *) from;
-			if (!f32) {
-				load_row(from, a->type, kc, tmp);
-				row = tmp;
+			for (int64_t d = 0; d < kv; d += LANES) {
+				float v[LANES] __attribute__((aligned(64)));
+				VSTORE(v, load_at(from, a->type, d));
+				for (int j = 0; j < LANES; j++) {
+					ap[(d + j) * BLOCK + m] = v[j];
+				}
 			}
-			for (int64_t d = 0; d < kc; d++) {
-				ap[d * BLOCK + m] = row[d];
+			for (int64_t d = kv; d < kc; d++) {
+				ap[d * BLOCK + m] = value_at(from, a->type, d);
 			}
 		}
 	} else if (a->type == GGML_TYPE_Q8_0) {
@@ -295,14 +263,10 @@ static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int6
 			const char * col = ah + (k0 + d) * a->nb[0] + m0 * a->nb[1];
 			int64_t m = 0;
 			for (; m + LANES <= rows; m += LANES) {
-				const char * p = col + m * a->nb[1];
-				VSTORE(ap + d * BLOCK + m, f32 ? VLOAD((const float *) p)
-					: a->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) p) : VLOADB((const uint16_t *) p));
+				VSTORE(ap + d * BLOCK + m, load_at(col, a->type, m));
 			}
 			for (; m < rows; m++) {
-				const char * p = col + m * a->nb[1];
-				ap[d * BLOCK + m] = f32 ? *(const float *) p
-					: a->type == GGML_TYPE_F16 ? half_to_float(*(const uint16_t *) p) : bf16_to_float(*(const uint16_t *) p);
+				ap[d * BLOCK + m] = value_at(col, a->type, m);
 			}
 		}
 	}
@@ -387,16 +351,15 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 	jobCols = jobCols < MIN_JOB_COLS ? MIN_JOB_COLS : (jobCols + NR - 1) / NR * NR;
 	runs = (N + jobCols - 1) / jobCols;
 	const int64_t jobs = heads * blocks * runs;
-	/* The packed block of at most KC values of the shared dimension, and a row of a in f32. */
+	/* The packed block of at most KC values of the shared dimension. */
 	const int64_t kcMax = K < KC ? K : KC;
 	float ap_stack[BLOCK * MAX_K] __attribute__((aligned(64)));
-	const size_t need = (size_t) ((BLOCK + 1) * kcMax);
+	const size_t need = (size_t) (BLOCK * kcMax);
 	float * ap = need <= BLOCK * MAX_K ? ap_stack : (float *) aligned_alloc(64, (need * sizeof(float) + 63) / 64 * 64);
 	if (ap == NULL) {
 		fprintf(stderr, "toy_mul_mat_packed: out of memory for a packed block of %lld values\n", (long long) need);
 		abort();
 	}
-	float * tmp = ap + BLOCK * kcMax;
 	int32_t * claimed = &dst->op_params[CLAIMED];
 	int32_t * finished = &dst->op_params[FINISHED];
 	int64_t packed = -1; /* the (head, block) whose rows ap holds, when one pass takes all of K */
@@ -426,7 +389,7 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 			const int64_t kc = K - k0 < KC ? K - k0 : KC;
 			const int add = k0 > 0;
 			if (hb != packed || K > KC) {
-				pack(a, ah, m0, rows, k0, kc, ap, tmp);
+				pack(a, ah, m0, rows, k0, kc, ap);
 				packed = hb;
 			}
 			for (int64_t i0 = 0; i0 < rows; i0 += MR * LANES) {
