@@ -2,7 +2,6 @@ package ggml
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 
 	"github.com/toyml/toy/generated/cpuops"
@@ -179,8 +178,8 @@ func AttendOneFits(q, k, v, mask *Tensor, scale float32) error {
 	if err := needType(q, F32, "queries"); err != nil {
 		return err
 	}
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
-		return fmt.Errorf("scale %g: want a finite number", scale)
+	if err := needFiniteScale(scale); err != nil {
+		return err
 	}
 	if err := needType(k, F16, "keys"); err != nil {
 		return err
@@ -339,14 +338,11 @@ func (c *Context) SoftMaxCPU(a, mask *Tensor, scale float32) *Tensor {
 
 // SoftMaxCPUFits says why SoftMaxCPU cannot take a, mask and scale, or nil when it can.
 func SoftMaxCPUFits(a, mask *Tensor, scale float32) error {
-	if err := needType(a, F32, "operand"); err != nil {
+	if err := needF32Rows(a, "operand"); err != nil {
 		return err
 	}
-	if a.Nb()[0] != 4 {
-		return fmt.Errorf("%s: want rows with contiguous elements", a.describe())
-	}
-	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
-		return fmt.Errorf("scale %g: want a finite number", scale)
+	if err := needFiniteScale(scale); err != nil {
+		return err
 	}
 	if mask == nil {
 		return nil
@@ -374,11 +370,8 @@ func SoftMaxCPUFits(a, mask *Tensor, scale float32) error {
 func (c *Context) SwigluBackCPU(g, u, dh *Tensor) *Tensor {
 	return c.op("SwigluBackCPU", []*Tensor{g, u, dh}, 1, func() error {
 		for _, x := range []*Tensor{g, u, dh} {
-			if err := needType(x, F32, "operand"); err != nil {
+			if err := needF32Rows(x, "operand"); err != nil {
 				return err
-			}
-			if x.Nb()[0] != 4 {
-				return fmt.Errorf("%s: want rows with contiguous elements", x.describe())
 			}
 		}
 		gn := g.Ne()

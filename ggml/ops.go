@@ -51,6 +51,26 @@ func needType(t *Tensor, want Type, role string) error {
 	return nil
 }
 
+// needF32Rows checks that t is f32 with contiguous rows, as toy's own kernels read their
+// activations.
+func needF32Rows(t *Tensor, role string) error {
+	if err := needType(t, F32, role); err != nil {
+		return err
+	}
+	if t.Nb()[0] != 4 {
+		return fmt.Errorf("%s: want rows with contiguous elements", t.describe())
+	}
+	return nil
+}
+
+// needFiniteScale checks a scale that a kernel multiplies scores by.
+func needFiniteScale(scale float32) error {
+	if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
+		return fmt.Errorf("scale %g: want a finite number", scale)
+	}
+	return nil
+}
+
 func needContiguous(ts ...*Tensor) error {
 	for _, t := range ts {
 		if !t.IsContiguous() {
