@@ -27,6 +27,7 @@ type serveFlags struct {
 	decoderFlags
 	parallel, queue     int
 	modelName, template string
+	promptCache         bool
 	allowUnresolved     *bool
 }
 
@@ -36,6 +37,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot; more are refused with 429")
 	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
 	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
+	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns, a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
 }
 
@@ -140,14 +142,14 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		return nil, err
 	}
 	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AddBOS: beh.addBOS,
-		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, Info: info, Log: stderr})
+		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, Info: info, Log: stderr})
 	if err != nil {
 		dec.Close()
 		return nil, err
 	}
 	ok = true
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, sampling %+v", f.modelName, f.parallel, nctx/f.parallel, f.queue, p),
+		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling %+v", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p),
 		close: func() {
 			srv.Close()
 			dec.Close()

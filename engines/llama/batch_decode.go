@@ -179,6 +179,20 @@ func (b *BatchDecoder) Pos(slot int) int { return b.pos[slot] }
 // Release empties slot: its next tokens start a new sequence at position 0.
 func (b *BatchDecoder) Release(slot int) { b.pos[slot] = 0 }
 
+// Truncate keeps the first n positions of slot's sequence and drops the rest: its next tokens
+// continue at position n, attending the n cells kept (a server reusing the prefix a new prompt
+// shares with the slot's last sequence). Truncate(slot, 0) is Release.
+func (b *BatchDecoder) Truncate(slot, n int) error {
+	if slot < 0 || slot >= b.slots {
+		return fmt.Errorf("llama: slot %d outside 0..%d", slot, b.slots-1)
+	}
+	if n < 0 || n > b.pos[slot] {
+		return fmt.Errorf("llama: slot %d: cannot keep %d positions of %d", slot, n, b.pos[slot])
+	}
+	b.pos[slot] = n
+	return nil
+}
+
 // Step appends each input's tokens to its slot's sequence, all in one graph, and returns the
 // logits after the last token of each input, in order (Vocab values each). The slices belong
 // to the decoder and are overwritten by its next Step. Input that does not fit its slot's

@@ -164,6 +164,13 @@ func TestBatchDecoderRegions(t *testing.T) {
 			{Slot: 3, Tokens: randomTokens(rng, 1, a.Vocab)},
 			{Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)},
 		})
+		// Slot 0 keeps 4 of its positions and goes on otherwise, as a server reusing the
+		// prefix a new prompt shares with the slot's last sequence does: the cells past them
+		// hold the old sequence's keys until the new tokens overwrite them.
+		require.NoError(t, bd.Truncate(0, 4))
+		fed[0] = fed[0][:4]
+		step([]BatchInput{{Slot: 0, Tokens: randomTokens(rng, 3, a.Vocab)}, {Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)}})
+		step([]BatchInput{{Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)}, {Slot: 0, Tokens: randomTokens(rng, 1, a.Vocab)}})
 	}
 }
 
@@ -198,6 +205,12 @@ func TestBatchDecoderRefuses(t *testing.T) {
 	require.NoError(t, err)
 	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
 	require.ErrorIs(t, err, ErrContextFull)
+	require.Error(t, bd.Truncate(1, 9), "more positions than the slot has")
+	require.Error(t, bd.Truncate(1, -1))
+	require.Error(t, bd.Truncate(2, 0), "no such slot")
+	require.NoError(t, bd.Truncate(1, 7))
+	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
+	require.NoError(t, err)
 	bd.Release(1)
 	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
 	require.NoError(t, err)

@@ -438,8 +438,9 @@ type responder struct {
 	created     int64
 }
 
-func usageOf(e event) map[string]int {
-	return map[string]int{"prompt_tokens": e.promptTokens, "completion_tokens": e.completionTokens, "total_tokens": e.promptTokens + e.completionTokens}
+func usageOf(e event) map[string]any {
+	return map[string]any{"prompt_tokens": e.promptTokens, "completion_tokens": e.completionTokens, "total_tokens": e.promptTokens + e.completionTokens,
+		"prompt_tokens_details": map[string]int{"cached_tokens": e.cachedTokens}}
 }
 
 func errorOf(err error) *apiError {

@@ -42,10 +42,18 @@ func TestOpenAIClient(t *testing.T) {
 		stderr = ee.Stderr
 	}
 	require.NoError(t, err, "%s", stderr)
+	type usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	}
 	type reply struct {
 		Text, Role, Finish, Object string
 		Chunks                     int
-		Usage                      map[string]float64
+		Usage                      usage
 	}
 	var got struct {
 		Version                                        string
@@ -69,16 +77,20 @@ func TestOpenAIClient(t *testing.T) {
 	require.Equal(t, 200, code, cmpl)
 	cmplText := cmpl["choices"].([]any)[0].(map[string]any)["text"].(string)
 
-	assert.Equal(t, reply{Text: chatText, Role: "assistant", Finish: "length", Object: "chat.completion",
-		Usage: map[string]float64{"prompt_tokens": chat["usage"].(map[string]any)["prompt_tokens"].(float64), "completion_tokens": 5,
-			"total_tokens": chat["usage"].(map[string]any)["total_tokens"].(float64)}}, got.Chat)
+	promptTokens := int(chat["usage"].(map[string]any)["prompt_tokens"].(float64))
+	want := reply{Text: chatText, Role: "assistant", Finish: "length", Object: "chat.completion",
+		Usage: usage{PromptTokens: promptTokens, CompletionTokens: 5, TotalTokens: promptTokens + 5}}
+	assert.Equal(t, want, got.Chat, "the client's first request, computed whole")
 	assert.Equal(t, cmplText, got.Completion.Text)
 	assert.Equal(t, "length", got.Completion.Finish)
-	assert.Equal(t, 6.0, got.Completion.Usage["completion_tokens"])
+	assert.Equal(t, 6, got.Completion.Usage.CompletionTokens)
 
 	assert.Equal(t, chatText, got.ChatStream.Text)
 	assert.Equal(t, "length", got.ChatStream.Finish)
-	assert.Equal(t, 5.0, got.ChatStream.Usage["completion_tokens"])
+	assert.Equal(t, 5, got.ChatStream.Usage.CompletionTokens)
+	// The same conversation as the first chat, whose slot the text completion left alone: all
+	// of its prompt but the last token comes from the prompt cache.
+	assert.Equal(t, promptTokens-1, got.ChatStream.Usage.PromptTokensDetails.CachedTokens)
 	assert.Greater(t, got.ChatStream.Chunks, 2, "streamed in pieces")
 	assert.Equal(t, cmplText, got.CompletionStream.Text)
 	assert.Equal(t, "length", got.CompletionStream.Finish)

@@ -47,6 +47,11 @@ type Config struct {
 	// Queue is how many requests may wait for a slot (default 64); one more is refused with
 	// 429.
 	Queue int
+	// NoPromptCache makes every request compute its whole prompt. By default a request takes
+	// the free slot whose last sequence shares the longest prefix with its prompt and reuses
+	// the keys and values cached there for that prefix (a conversation's next turn, prompts
+	// with a common system message), computing only the rest.
+	NoPromptCache bool
 	// Info is what /health reports about the model and the kernel gate.
 	Info map[string]any
 	// Log receives one line per notable event (nil: none).
@@ -86,6 +91,7 @@ type event struct {
 	finish           string // "stop" or "length" when done
 	err              error
 	promptTokens     int
+	cachedTokens     int // of promptTokens, those whose keys and values were reused
 	completionTokens int
 }
 
@@ -94,6 +100,7 @@ type slot struct {
 	j         *job
 	idx       int
 	fed       int   // prompt tokens in the cache
+	cached    int   // of them, those reused from the slot's last sequence
 	last      int32 // the sampled token to feed next (when fed == len(ids))
 	sampler   *sample.Sampler
 	stopper   *sample.Stopper
@@ -178,27 +185,53 @@ func (s *Server) loop() {
 	defer close(s.done)
 	slots := make([]*slot, s.dec.Slots())
 	active := 0
+	// The prompt cache: kept[i] are the tokens whose keys and values decoder slot i holds, at
+	// positions 0 on, left by the last request it ran; freed[i] is when that request ended (a
+	// count of finished requests), so that a new request with no prefix to reuse takes the
+	// slot whose cache is oldest.
+	kept := make([][]int32, len(slots))
+	freed := make([]int64, len(slots))
+	var finished int64
 	finish := func(sl *slot, e event) {
 		e.done = true
-		e.promptTokens, e.completionTokens = len(sl.j.ids), sl.generated
+		e.promptTokens, e.cachedTokens, e.completionTokens = len(sl.j.ids), sl.cached, sl.generated
 		sl.j.events <- e
 		slots[sl.idx] = nil
+		// The cells hold the tokens fed so far: the prompt and every generated token but the
+		// last, which was sampled and never fed.
+		kept[sl.idx] = sl.history[:s.dec.Pos(sl.idx)]
+		finished++
+		freed[sl.idx] = finished
 		active--
 		s.metrics.busy.Add(-1)
 	}
 	admit := func(j *job) {
 		s.metrics.queued.Add(-1)
+		best, reuse := -1, 0
 		for i, sl := range slots {
-			if sl == nil {
-				s.dec.Release(i)
-				slots[i] = &slot{j: j, idx: i, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
-					history: append(make([]int32, 0, len(j.ids)+j.maxTokens), j.ids...)}
-				active++
-				s.metrics.busy.Add(1)
-				return
+			if sl != nil {
+				continue
+			}
+			n := 0
+			if !s.cfg.NoPromptCache {
+				// At least the prompt's last token is computed: its logits give the first reply token.
+				n = min(commonPrefix(kept[i], j.ids), len(j.ids)-1)
+			}
+			if best < 0 || n > reuse || n == reuse && freed[i] < freed[best] {
+				best, reuse = i, n
 			}
 		}
-		panic("serve: no free slot")
+		if best < 0 {
+			panic("serve: no free slot")
+		}
+		if err := s.dec.Truncate(best, reuse); err != nil {
+			panic(fmt.Sprintf("serve: %v", err)) // reuse ≤ len(kept[best]) = the slot's positions
+		}
+		slots[best] = &slot{j: j, idx: best, fed: reuse, cached: reuse, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
+			history: append(make([]int32, 0, len(j.ids)+j.maxTokens), j.ids...)}
+		s.metrics.cachedTokens.Add(int64(reuse))
+		active++
+		s.metrics.busy.Add(1)
 	}
 	for {
 		// Admit: block for work when idle.
@@ -266,6 +299,7 @@ func (s *Server) loop() {
 			fmt.Fprintf(s.cfg.Log, "toy serve: step of %d sequences: %v\n", len(in), err)
 			for _, sl := range who {
 				finish(sl, event{err: err})
+				kept[sl.idx] = nil // what the failed step left in the cells is not known
 			}
 			continue
 		}
@@ -288,6 +322,17 @@ func (s *Server) loop() {
 		}
 		s.metrics.step(len(gen), time.Since(t0))
 	}
+}
+
+// commonPrefix is the length of the longest common prefix of a and b.
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
 }
 
 // sampleAll draws each slot's next token from its logits, the slots in parallel: sampling a

@@ -77,8 +77,9 @@ func writeModel(dir string) (string, error) {
 	return path, m.Save(path, kvs)
 }
 
-// newServer serves the test model with parallel slots of slotCtx positions on loopback.
-func newServer(t testing.TB, parallel, queue, slotCtx int) (*Server, *httptest.Server) {
+// newServer serves the test model with parallel slots of slotCtx positions on loopback; each
+// of configure may change the server's Config.
+func newServer(t testing.TB, parallel, queue, slotCtx int, configure ...func(*Config)) (*Server, *httptest.Server) {
 	m, err := llama.OpenModel(modelPath, llama.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
@@ -87,8 +88,12 @@ func newServer(t testing.TB, parallel, queue, slotCtx int) (*Server, *httptest.S
 	require.NoError(t, err)
 	tmpl, err := sample.TemplateByName("chatml")
 	require.NoError(t, err)
-	s, err := New(Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: "tiny", Template: &tmpl,
-		Defaults: sample.DefaultParams(), Queue: queue, Info: map[string]any{"kernel_entry": "none (test)"}})
+	cfg := Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: "tiny", Template: &tmpl,
+		Defaults: sample.DefaultParams(), Queue: queue, Info: map[string]any{"kernel_entry": "none (test)"}}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	s, err := New(cfg)
 	require.NoError(t, err)
 	ts := httptest.NewServer(s.Handler()) // 127.0.0.1
 	t.Cleanup(func() {
@@ -400,6 +405,54 @@ func TestBatchingChangesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, alone, together)
+}
+
+// TestPromptCache: a request reuses the keys and values that its prompt's prefix left in a free
+// slot (a conversation's previous turn, the same prompt again), reports them as cached tokens,
+// and replies what a server without the cache replies.
+func TestPromptCache(t *testing.T) {
+	s, ts := newServer(t, 2, 8, 256)
+	_, plain := newServer(t, 2, 8, 256, func(c *Config) { c.NoPromptCache = true })
+	ask := func(ts *httptest.Server, prompt string) (reply string, promptTokens, cached int) {
+		body, err := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": 8, "temperature": 0})
+		require.NoError(t, err)
+		code, out := post(t, ts, "/v1/completions", string(body))
+		require.Equal(t, 200, code, out)
+		usage := out["usage"].(map[string]any)
+		details := usage["prompt_tokens_details"].(map[string]any)
+		return out["choices"].([]any)[0].(map[string]any)["text"].(string), int(usage["prompt_tokens"].(float64)), int(details["cached_tokens"].(float64))
+	}
+	encode := func(p string) []int32 { return s.tok.Encode(p, tokenizer.EncodeOptions{}) }
+
+	first := "func main() { if err != nil {"
+	reply, n, cached := ask(ts, first)
+	assert.Equal(t, len(encode(first)), n)
+	assert.Zero(t, cached, "nothing to reuse yet")
+	// An unrelated prompt takes the other slot, the one whose cache is older (empty here),
+	// and leaves the first request's cache alone.
+	_, _, cached = ask(ts, "Hello, world!")
+	assert.Zero(t, cached)
+
+	// The conversation's next turn starts with the first prompt and its reply.
+	next := first + reply + " return err }"
+	got, n, cached := ask(ts, next)
+	require.Equal(t, len(encode(next)), n)
+	assert.GreaterOrEqual(t, cached, commonPrefix(encode(first), encode(next)), "at least the first prompt's tokens")
+	assert.Less(t, cached, n)
+	want, _, plainCached := ask(plain, next)
+	assert.Zero(t, plainCached)
+	assert.Equal(t, want, got, "the reply with the cached prefix")
+
+	// The same prompt again reuses all but its last token, whose logits give the reply.
+	again, n, cached := ask(ts, next)
+	assert.Equal(t, n-1, cached)
+	assert.Equal(t, want, again)
+
+	resp, err := http.Get(ts.URL + "/metrics")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Regexp(t, `toy_prompt_tokens_cached_total [1-9]`, string(b))
 }
 
 // TestLoad: 64 streamed requests from 16 concurrent clients on loopback, bounded in count and
