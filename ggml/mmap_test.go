@@ -29,10 +29,10 @@ func TestMapGGUF(t *testing.T) {
 	require.NoError(t, err)
 	defer be.Close()
 
-	for _, noMmap := range []bool{false, true} {
-		m, err := MapGGUF(f, be, MapOptions{NoMmap: noMmap})
+	for _, mmap := range []bool{true, false} {
+		m, err := MapGGUF(f, be, MapOptions{Mmap: mmap})
 		require.NoError(t, err)
-		assert.Equal(t, !noMmap, m.Mapped())
+		assert.Equal(t, mmap, m.Mapped())
 		for _, tt := range tensors {
 			x := m.Tensor(tt.name)
 			require.NotNil(t, x, tt.name)

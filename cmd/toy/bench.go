@@ -333,6 +333,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
 	fs.StringVar(kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
 	fa := fs.Bool("fa", false, "flash attention")
+	mmap := fs.Bool("mmap", false, "memory-map the model file instead of reading the weights into memory")
 	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	draft := fs.String("draft", "", "also measure greedy speculative decoding with this draft GGUF (\"self\": the target's own file, every proposal accepted: the ceiling)")
@@ -426,7 +427,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: dflashMins[i]}), append(modes, "dflash")
 			}
 		}
-		bo := llama.BenchOptions{Decoder: opts, Reps: *reps}
+		bo := llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap}
 		if *promptFile != "" {
 			if bo.Prompt, err = benchPrompt(*model, *promptFile, max(*pp, 1)); err != nil {
 				return err
@@ -444,7 +445,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		writeSpecTable(stdout, rows)
 		return nil
 	}
-	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps})
+	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap})
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,12 @@ func TestGenerateSeed(t *testing.T) {
 	assert.NotContains(t, errOut, "seed", "an explicit seed is not announced")
 	again2, _, _ := runToy(append(args, "-s", m1[1])...)
 	assert.Equal(t, out1, again2)
+	// The weights mapped instead of read (and llama.cpp's -no-mmap, the default) change nothing.
+	for _, load := range []string{"-mmap", "-no-mmap"} {
+		again, errOut, code := runToy(append(args, "-seed", m1[1], load)...)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, out1, again, load)
+	}
 
 	_, errOut, _ = runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1", "--temp", "0")
 	assert.NotContains(t, errOut, "seed", "greedy decoding draws no seed")

@@ -32,7 +32,7 @@ type decoderFlags struct {
 	kvType      string
 	flashAttn   bool
 	ctxFull     string
-	noMmap      bool
+	mmap        bool
 	batchPrompt int
 	loras       stringList
 	loraScale   float64
@@ -46,7 +46,8 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
 	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention")
 	fs.StringVar(&d.ctxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
-	fs.BoolVar(&d.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
+	fs.BoolVar(&d.mmap, "mmap", false, "memory-map the model file instead of reading the weights into memory (starts faster and shares the file's pages between processes; decodes slower, docs/PERFORMANCE.md)")
+	fs.BoolFunc("no-mmap", "read the weights into memory: the default (llama.cpp's flag, accepted)", func(string) error { d.mmap = false; return nil })
 	fs.IntVar(&d.batchPrompt, "b", 256, "prompt tokens per graph")
 	fs.Var(&d.loras, "lora", "apply a LoRA adapter GGUF (llama.cpp's format; repeatable)")
 	fs.Float64Var(&d.loraScale, "lora-scale", 1, "scale of the LoRA adapters")
@@ -127,7 +128,7 @@ func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*llama.GGUFModel
 	for _, p := range d.loras {
 		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
 	}
-	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, NoMmap: d.noMmap, LoRA: loras})
+	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, Mmap: d.mmap, LoRA: loras})
 	if err != nil {
 		return nil, nil, err
 	}

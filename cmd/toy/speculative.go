@@ -23,7 +23,7 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 	if err != nil {
 		return nil, nil, err
 	}
-	dm, err := llama.OpenModel(path, llama.ModelOptions{Backend: target.Backend(), NoMmap: d.noMmap}) // one thread pool for both
+	dm, err := llama.OpenModel(path, llama.ModelOptions{Backend: target.Backend(), Mmap: d.mmap}) // one thread pool for both
 	if err != nil {
 		return nil, nil, fmt.Errorf("-draft: %w", err)
 	}

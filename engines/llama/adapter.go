@@ -51,7 +51,7 @@ func (l *blockWeights) target(name string) *ggml.Tensor {
 
 // Adapter is a set of trainable LoRA updates of a frozen GGUFModel, as llama.cpp applies
 // them: W·x + (Alpha/Rank)·B·(A·x) for each adapted weight W [in, out], with A [in, Rank] and
-// B [Rank, out] in f32. The base stays memory-mapped in its own type; only A and B (and their
+// B [Rank, out] in f32. The base stays in its own type, as loaded; only A and B (and their
 // optimizer state) are trained. Save writes llama.cpp's LoRA GGUF, which OpenModel's
 // ModelOptions.LoRA and llama.cpp's --lora load.
 type Adapter struct {

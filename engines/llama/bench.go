@@ -16,8 +16,8 @@ type BenchOptions struct {
 	Decoder DecoderOptions
 	// Reps is the number of timed repetitions of each test (default 5), after one warm-up.
 	Reps int
-	// NoMmap reads the weights instead of mapping them.
-	NoMmap bool
+	// Mmap maps the weights instead of reading them (ModelOptions.Mmap).
+	Mmap bool
 	// Seed seeds the random tokens.
 	Seed uint64
 	// Prompt, when set, is the speculative bench's prompt (BenchSpeculative), instead of
@@ -97,7 +97,7 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 		return BenchResult{}, fmt.Errorf("llama: %d repetitions", opts.Reps)
 	}
 	start := time.Now()
-	m, err := OpenModel(path, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+	m, err := OpenModel(path, ModelOptions{Threads: threads, Mmap: opts.Mmap})
 	if err != nil {
 		return BenchResult{}, err
 	}

@@ -12,8 +12,9 @@ type ModelOptions struct {
 	// with Threads threads, 0 for one per core; the GPU in a cuda build), which the model owns.
 	Backend *ggml.Backend
 	Threads int
-	// NoMmap reads the weights into memory instead of memory-mapping the file.
-	NoMmap bool
+	// Mmap memory-maps the file on the CPU instead of reading the weights into memory
+	// (ggml.MapOptions.Mmap: reading decodes faster, mapping starts faster and shares pages).
+	Mmap bool
 	// LoRA adapters to apply (in order) to the weights, as llama.cpp does at run time.
 	LoRA []LoRA
 	// GGMLKernels computes everything with ggml's kernels, never toy's own CPU kernels for the
@@ -28,8 +29,9 @@ type ModelOptions struct {
 
 // GGUFModel is an inference model loaded from a GGUF checkpoint of one of the supported
 // architectures (SupportedArchitectures): its detected Architecture and its weights, each of
-// the file's own type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, the k-quants, ...) and,
-// on the CPU, memory-mapped from the file rather than copied. Decoders run it.
+// the file's own type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, the k-quants, ...), read
+// into memory or, with ModelOptions.Mmap on the CPU, memory-mapped from the file. Decoders run
+// it.
 type GGUFModel struct {
 	Arch Architecture
 	// Meta is every metadata key of the file (the tokenizer included).
@@ -108,7 +110,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		m.ownBackend = true
 	}
 	m.ownKernels = !opts.GGMLKernels && m.backend.IsCPU() && ggml.CPUKernelsFast()
-	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap}); err != nil {
+	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{Mmap: opts.Mmap}); err != nil {
 		m.Close()
 		return nil, err
 	}

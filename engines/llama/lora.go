@@ -101,7 +101,7 @@ func (m *GGUFModel) loadLoRA(ad LoRA, opts ModelOptions) error {
 			return fmt.Errorf("lora %s: %s: types %s/%s cannot be multiplied", ad.Path, base, ggml.TypeName(p.a.Type), ggml.TypeName(p.b.Type))
 		}
 	}
-	mapped, err := ggml.MapGGUF(f, m.backend, ggml.MapOptions{NoMmap: opts.NoMmap})
+	mapped, err := ggml.MapGGUF(f, m.backend, ggml.MapOptions{Mmap: opts.Mmap})
 	if err != nil {
 		return err
 	}

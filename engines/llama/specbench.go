@@ -70,7 +70,7 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 	if len(opts.Prompt) > 0 {
 		promptTokens = len(opts.Prompt)
 	}
-	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, NoMmap: opts.NoMmap})
+	tm, err := OpenModel(targetPath, ModelOptions{Threads: threads, Mmap: opts.Mmap})
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 			if r.Gamma == 0 {
 				r.Gamma = DefaultDraftTokens
 			}
-			dm, err := OpenModel(dr.Path, ModelOptions{Backend: tm.Backend(), NoMmap: opts.NoMmap}) // the target's thread pool
+			dm, err := OpenModel(dr.Path, ModelOptions{Backend: tm.Backend(), Mmap: opts.Mmap}) // the target's thread pool
 			if err != nil {
 				return nil, err
 			}

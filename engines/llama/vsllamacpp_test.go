@@ -117,7 +117,9 @@ func TestVsLlamaCpp(t *testing.T) {
 			withKVs(t, path, noVocab) // llama.cpp needs a tokenizer model to load a file
 		}
 		for _, th := range threads {
-			m, err := OpenModel(path, ModelOptions{Threads: th})
+			// Mapped, as the oracle maps it: the engines compare computing the same pages, not
+			// loading them (toy's default, reading into huge pages, decodes faster).
+			m, err := OpenModel(path, ModelOptions{Threads: th, Mmap: true})
 			require.NoError(t, err)
 			d, err := NewDecoder(m, DecoderOptions{MaxContext: prompt + gen, Batch: prompt, FlashAttention: fa})
 			require.NoError(t, err)

@@ -27,7 +27,7 @@ import (
 
 // Finetune adapts a GGUF model in one of three modes (Mode):
 //   - LoRA (the default) trains adapters on the frozen base (llama.NewAdapter): the base stays
-//     memory-mapped in its own type and only the adapters and their AdamW state are trained;
+//     in its own type, as loaded, and only the adapters and their AdamW state are trained;
 //     the result is an adapter GGUF.
 //   - Full trains every weight of an f32 copy of the base (llama.FromGGUF), but the token
 //     embeddings with FreezeEmbeddings; the result is a GGUF model with the base's
