@@ -391,3 +391,79 @@ func benchDequantize(t *testing.T, typ Type, raw []byte) []float32 {
 	}
 	return out
 }
+
+// BenchmarkMulMatColsLayers times the products of a generation step of SmolLM2-135M's 30 blocks
+// (q, k, v, o, gate, up and down of each: 212 MB of f16 weights, streamed from memory as a
+// decode step streams them, each product a node of one graph) against 1 and 8 columns, by
+// ggml's kernels and by toy's own (MulMatCols). The ratio of 8 columns to 1 is what bounds a
+// batched server's throughput over one stream's (issue 12).
+func BenchmarkMulMatColsLayers(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	const layers, d, kv, ff = 30, 576, 192, 1536
+	shapes := [][2]int64{{d, d}, {d, kv}, {d, kv}, {d, d}, {d, ff}, {d, ff}, {ff, d}} // [k, n] of each weight
+	wctx, err := NewContext(ContextOptions{MaxTensors: layers * len(shapes)})
+	require.NoError(b, err)
+	defer wctx.Close()
+	var weights []*Tensor
+	for range layers {
+		for _, s := range shapes {
+			weights = append(weights, wctx.NewTensor(F16, s[0], s[1]))
+		}
+	}
+	wbuf, err := be.Alloc(wctx)
+	require.NoError(b, err)
+	defer wbuf.Close()
+	for i, w := range weights {
+		bits := make([]uint16, w.Len())
+		for j := range bits {
+			bits[j] = reference.F32ToF16(float32(math.Sin(float64(i*7919+j))) / 8)
+		}
+		require.NoError(b, w.SetF16(bits))
+	}
+	for _, cols := range []int64{1, 8} {
+		for _, kernel := range []string{"ggml", "toy"} {
+			b.Run(fmt.Sprintf("%s/cols=%d", kernel, cols), func(b *testing.B) {
+				ctx, err := NewContext(ContextOptions{MaxTensors: 2 + 3*len(weights), Graphs: 1, GraphSize: 4 * len(weights)})
+				require.NoError(b, err)
+				defer ctx.Close()
+				xd, xf := ctx.NewTensor(F32, d, cols), ctx.NewTensor(F32, ff, cols)
+				var out *Tensor
+				for i, w := range weights {
+					x := xd
+					if shapes[i%len(shapes)][0] == ff {
+						x = xf
+					}
+					var y *Tensor
+					if kernel == "toy" {
+						y = ctx.MulMatCols(w, x)
+					} else {
+						y = ctx.MulMat(w, x)
+					}
+					// Sum one value of each product into the output, so that every product is computed.
+					one := ctx.View(y, []int64{1}, nil, 0)
+					if out == nil {
+						out = one
+					} else {
+						out = ctx.Add(out, one)
+					}
+				}
+				g, err := ctx.NewGraph(4*len(weights), false)
+				require.NoError(b, err)
+				require.NoError(b, g.Expand(out))
+				buf, err := be.Alloc(ctx)
+				require.NoError(b, err)
+				defer buf.Close()
+				require.NoError(b, xd.SetF32(make([]float32, xd.Len())))
+				require.NoError(b, xf.SetF32(make([]float32, xf.Len())))
+				require.NoError(b, be.Compute(g))
+				for b.Loop() {
+					if err := be.Compute(g); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -863,6 +863,85 @@ func TestAttendOne(t *testing.T) {
 	}
 }
 
+// TestAttendOneMaskedTail: a step attends every sequence over the same cells, so a shorter
+// sequence's last cells are masked; AttendOne reads a sequence's cells only up to the last one
+// its mask shows (rounded up to a vector). Its keys and values past that are NaN here, which
+// any read would spread; the outputs must be those of the same cells holding finite values, to
+// the bit, and the float64 attention over the shown cells.
+func TestAttendOneMaskedTail(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("AttendOne runs on a vectorized CPU build only")
+	}
+	const hd, H, Hkv, kvLen = 64, 9, 3, 128
+	shown := []int{1, 17, 70, kvLen, 16} // cells each sequence's mask shows
+	S := len(shown)
+	for _, maskType := range []Type{F32, F16} {
+		t.Run(TypeName(maskType), func(t *testing.T) {
+			h := newHarness(t)
+			q := h.rand(-1, 1, hd, H, S)
+			kc := h.rand(-1, 1, hd, kvLen, Hkv, S).Map(reference.RoundF16)
+			vc := h.rand(-1, 1, kvLen, hd, Hkv, S).Map(reference.RoundF16)
+			mask := reference.New(kvLen, S)
+			kp, vp := kc.Map(func(x float64) float64 { return x }), vc.Map(func(x float64) float64 { return x })
+			for j, n := range shown {
+				read := (n + 15) / 16 * 16 // whole vectors of 16 lanes (AVX2's 8 read no more)
+				for c := n; c < kvLen; c++ {
+					mask.Data[j*kvLen+c] = math.Inf(-1)
+				}
+				for g := 0; g < Hkv; g++ {
+					for c := read; c < kvLen; c++ {
+						for d := 0; d < hd; d++ {
+							kp.Data[((j*Hkv+g)*kvLen+c)*hd+d] = math.NaN()
+							vp.Data[((j*Hkv+g)*hd+d)*kvLen+c] = math.NaN()
+						}
+					}
+				}
+			}
+			m := h.in(mask)
+			if maskType == F16 {
+				m = h.inF16(mask)
+			}
+			qt := h.in(q)
+			scale := float32(0.125)
+			clean := h.c.AttendOne(qt, h.inF16(kc), h.inF16(vc), m, scale)
+			poisoned := h.c.AttendOne(qt, h.inF16(kp), h.inF16(vp), m, scale)
+			require.NotNil(t, poisoned, "%v", h.c.Err())
+			h.run(clean, poisoned)
+			a, b := h.out(clean), h.out(poisoned)
+			for i := range a.Data {
+				require.Equal(t, math.Float32bits(float32(a.Data[i])), math.Float32bits(float32(b.Data[i])), "value %d", i)
+			}
+			want := reference.New(hd, H, S)
+			for j, n := range shown {
+				for hh := 0; hh < H; hh++ {
+					g := hh / (H / Hkv)
+					score, sum := make([]float64, n), 0.0
+					mx := math.Inf(-1)
+					for c := range score {
+						for d := 0; d < hd; d++ {
+							score[c] += q.Data[(j*H+hh)*hd+d] * kc.Data[((j*Hkv+g)*kvLen+c)*hd+d]
+						}
+						score[c] *= float64(scale)
+						mx = math.Max(mx, score[c])
+					}
+					for c := range score {
+						score[c] = math.Exp(score[c] - mx)
+						sum += score[c]
+					}
+					for d := 0; d < hd; d++ {
+						o := 0.0
+						for c := range score {
+							o += score[c] * vc.Data[((j*Hkv+g)*hd+d)*kvLen+c]
+						}
+						want.Data[(j*H+hh)*hd+d] = o / sum
+					}
+				}
+			}
+			near(t, "AttendOne over the shown cells", want, b, 1e-5, 1)
+		})
+	}
+}
+
 // TestSoftMaxCPU checks toy's own softmax kernel against a float64 reference and ggml's
 // SoftMaxExt: training's shape with a causal mask, odd rows, f16 masks broadcast per sequence
 // and per head, no mask, and a row the mask hides entirely.

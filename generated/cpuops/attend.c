@@ -218,6 +218,22 @@ ATTEND(2)
 ATTEND(3)
 ATTEND(4)
 
+/*
+ * visible_cells is how many of sequence s's kvLen cells a pass reads: up to the last one the
+ * mask does not hide, rounded up to whole vectors. A step attends every sequence over the same
+ * kvLen (the longest one's, rounded up to a bucket), so a shorter sequence's last cells are
+ * masked; their probabilities are 0, so leaving them out changes no output, to the bit (as
+ * long as the cells hold finite values, which a cache's never-written cells do too: zeros).
+ */
+static int64_t visible_cells(const struct ggml_tensor * mask, int64_t s, int64_t kvLen) {
+	int64_t n = kvLen;
+	while (n > 0 && mask_at(mask, n - 1, s) == -INFINITY) {
+		n--;
+	}
+	n = (n + LANES - 1) / LANES * LANES;
+	return n < kvLen ? n : kvLen;
+}
+
 typedef void (*attend_fn)(const float * const * q, int64_t hdk, const char * kb, size_t ks, const char * vb, size_t vs,
 		int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s, float * const * p,
 		float * const * out);
@@ -262,7 +278,7 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 		}
 		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3];
 		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3];
-		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, kvLen, scale, mask, s, p, out);
+		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, visible_cells(mask, s, kvLen), scale, mask, s, p, out);
 	}
 	if (scratch != stack) {
 		free(scratch);
