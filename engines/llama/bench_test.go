@@ -167,4 +167,31 @@ func BenchmarkBatchDecode(b *testing.B) {
 			b.ReportMetric(float64(streams)*float64(b.N)/(cputime.Process()-cpu0).Seconds(), "tokens/CPU-s")
 		})
 	}
+	// The same steps of one sequence by the lone Decoder, as toy generate decodes: what one
+	// stream of the batched decoder should cost.
+	b.Run("decoder", func(b *testing.B) {
+		d, err := NewDecoder(m, DecoderOptions{MaxContext: 256})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		rng := rand.New(rand.NewPCG(3, 4))
+		if _, err := d.Prompt(randomSeqs(rng, 1, 15, m.Arch.Vocab)[0]); err != nil {
+			b.Fatal(err)
+		}
+		step := func() {
+			if d.Pos()+1 > 256 {
+				d.Reset()
+			}
+			if _, err := d.Next(int32(rng.IntN(m.Arch.Vocab))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		step()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			step()
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
 }
