@@ -291,6 +291,30 @@ func TestRepeatPenalty(t *testing.T) {
 	assert.InDelta(t, -1.5, w[3], 1e-6)
 }
 
+// TestArgmaxMatchesScan checks argmax's four running maxima against a plain scan (the first
+// index of the largest value, NaN skipped, 0 when all are NaN) on random rows of every length
+// up to 41 from a few values, so that ties, NaN and infinities fall in every lane and the tail.
+func TestArgmaxMatchesScan(t *testing.T) {
+	scan := func(w []float32) int32 {
+		best := -1
+		for i, v := range w {
+			if v == v && (best < 0 || v > w[best]) {
+				best = i
+			}
+		}
+		return int32(max(best, 0))
+	}
+	values := []float32{nan, -inf, inf, -1, 0, 1, 2}
+	rng := rand.New(rand.NewPCG(4, 7))
+	for range 20000 {
+		w := make([]float32, 1+rng.IntN(41))
+		for i := range w {
+			w[i] = values[rng.IntN(len(values))]
+		}
+		require.Equal(t, scan(w), argmax(w), "%v", w)
+	}
+}
+
 func TestNonFiniteLogits(t *testing.T) {
 	s := NewSampler(params(func(p *Params) { p.Temperature = 5; p.Seed = 9 }))
 	for range 1000 {
