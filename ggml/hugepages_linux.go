@@ -8,7 +8,7 @@ import (
 // adviseHugePages asks Linux to back the n bytes at p with transparent huge pages (2 MiB) as
 // they are first written, where the system allows it (transparent_hugepage "madvise" or
 // "always"); elsewhere it does nothing. Weights streamed by every decoding step then cost a
-// TLB entry per 2 MiB instead of per 4 KiB (docs/PERFORMANCE.md, "Weights in memory"). Only
+// TLB entry per 2 MiB instead of per 4 KiB (docs/PERFORMANCE.md, "Weights read into huge pages"). Only
 // the whole pages inside the range are advised, and a refusal is ignored: it changes speed,
 // never a value.
 func adviseHugePages(p unsafe.Pointer, n int) {

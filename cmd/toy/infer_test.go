@@ -124,7 +124,7 @@ func TestGenerateSeed(t *testing.T) {
 	again2, _, _ := runToy(append(args, "-s", m1[1])...)
 	assert.Equal(t, out1, again2)
 	// The weights mapped instead of read (and llama.cpp's -no-mmap, the default) change nothing.
-	for _, load := range []string{"-mmap", "-no-mmap"} {
+	for _, load := range []string{"-mmap", "-no-mmap", "-no-mmap=false"} {
 		again, errOut, code := runToy(append(args, "-seed", m1[1], load)...)
 		require.Equal(t, 0, code, errOut)
 		assert.Equal(t, out1, again, load)

@@ -47,7 +47,11 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention")
 	fs.StringVar(&d.ctxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
 	fs.BoolVar(&d.mmap, "mmap", false, "memory-map the model file instead of reading the weights into memory (starts faster and shares the file's pages between processes; decodes slower, docs/PERFORMANCE.md)")
-	fs.BoolFunc("no-mmap", "read the weights into memory: the default (llama.cpp's flag, accepted)", func(string) error { d.mmap = false; return nil })
+	fs.BoolFunc("no-mmap", "read the weights into memory: the default (llama.cpp's flag, accepted; -no-mmap=false is -mmap)", func(v string) error {
+		no, err := strconv.ParseBool(v)
+		d.mmap = !no
+		return err
+	})
 	fs.IntVar(&d.batchPrompt, "b", 256, "prompt tokens per graph")
 	fs.Var(&d.loras, "lora", "apply a LoRA adapter GGUF (llama.cpp's format; repeatable)")
 	fs.Float64Var(&d.loraScale, "lora-scale", 1, "scale of the LoRA adapters")
