@@ -233,6 +233,8 @@ func TestBadInput(t *testing.T) {
 		tc{"generate -ctx-full wrap", gen(model, "-ctx-full", "wrap"), 2, "wrap"},
 		tc{"generate --temp NaN", gen(model, "--temp", "NaN"), 2, ""},
 		tc{"generate --top-p 2", gen(model, "--top-p", "2"), 2, ""},
+		tc{"generate --frequency-penalty 3", gen(model, "--frequency-penalty", "3"), 2, "frequency penalty"},
+		tc{"generate --presence-penalty NaN", gen(model, "--presence-penalty", "NaN"), 2, "presence penalty"},
 		tc{"generate --seed x", gen(model, "--seed", "x"), 2, "-seed"},
 		tc{"generate prompt beyond the context", gen(model, "-p", strings.Repeat("func main ", 40), "-c", "8"), 1, "context"},
 		tc{"generate empty prompt without BOS", gen(model, "-p", ""), 1, "no tokens"},

@@ -123,6 +123,9 @@ func TestGenerateSeed(t *testing.T) {
 	assert.NotContains(t, errOut, "seed", "an explicit seed is not announced")
 	again2, _, _ := runToy(append(args, "-s", m1[1])...)
 	assert.Equal(t, out1, again2)
+	// OpenAI's penalties are accepted at the ends of their range (the sampler's tests check what they do).
+	_, errOut, code = runToy(append(args, "-seed", m1[1], "--frequency-penalty", "2", "--presence-penalty", "-2")...)
+	require.Equal(t, 0, code, errOut)
 	// The weights mapped instead of read (and llama.cpp's -no-mmap, the default) change nothing.
 	for _, load := range []string{"-mmap", "-no-mmap", "-no-mmap=false"} {
 		again, errOut, code := runToy(append(args, "-seed", m1[1], load)...)

@@ -27,9 +27,15 @@ type Params struct {
 	// the history: positive logits are divided by it, negative ones
 	// multiplied by it (each distinct token once). 1 turns it off.
 	RepeatPenalty float64
-	// RepeatLastN is how many of the most recent history tokens the penalty
-	// looks at: 0 turns the penalty off, -1 uses the whole history.
+	// RepeatLastN is how many of the most recent history tokens the
+	// penalties look at: 0 turns them off, -1 uses the whole history.
 	RepeatLastN int
+	// FrequencyPenalty and PresencePenalty are OpenAI's (llama.cpp's
+	// penalty_freq and penalty_present): after RepeatPenalty, a token that
+	// occurs c > 0 times in the last RepeatLastN tokens loses
+	// c·FrequencyPenalty + PresencePenalty from its logit. 0 turns each off;
+	// each lies in [-2, 2], as OpenAI's API allows.
+	FrequencyPenalty, PresencePenalty float64
 	// Seed seeds the PCG generator used for the draws.
 	Seed uint64
 }
@@ -67,6 +73,12 @@ func (p Params) Validate() error {
 	if p.RepeatLastN < -1 {
 		errs = append(errs, fmt.Errorf("sample: repeat-last-n %d must be >= -1 (0 = off, -1 = whole history)", p.RepeatLastN))
 	}
+	if !(p.FrequencyPenalty >= -2 && p.FrequencyPenalty <= 2) {
+		errs = append(errs, fmt.Errorf("sample: frequency penalty %v must be in [-2, 2] (0 = off)", p.FrequencyPenalty))
+	}
+	if !(p.PresencePenalty >= -2 && p.PresencePenalty <= 2) {
+		errs = append(errs, fmt.Errorf("sample: presence penalty %v must be in [-2, 2] (0 = off)", p.PresencePenalty))
+	}
 	return errors.Join(errs...)
 }
 
@@ -77,8 +89,8 @@ type Sampler struct {
 	rng  *rand.Rand
 	work []float32
 	cand []candidate
-	best []candidate // top-p's candidates, best first
-	seen map[int32]struct{}
+	best []candidate   // top-p's candidates, best first
+	seen map[int32]int // the penalties' counts of the tokens in their window
 }
 
 // candidate is a token that is still in the running, with its logit (after
@@ -101,18 +113,23 @@ func NewSampler(p Params) *Sampler {
 	return &Sampler{
 		p:    p,
 		rng:  rand.New(rand.NewPCG(p.Seed, pcgStream)),
-		seen: make(map[int32]struct{}),
+		seen: make(map[int32]int),
 	}
 }
 
 // Params returns the sampler's parameters.
 func (s *Sampler) Params() Params { return s.p }
 
-// Greedy reports whether Sample is the argmax of the logits: temperature 0 and no repetition
-// penalty. It then costs one pass over the row, a few tens of microseconds for a large
-// vocabulary, and neither copies the row nor draws a random number.
+// Greedy reports whether Sample is the argmax of the logits: temperature 0 and no penalty.
+// It then costs one pass over the row, a few tens of microseconds for a large vocabulary,
+// and neither copies the row nor draws a random number.
 func (s *Sampler) Greedy() bool {
-	return s.p.Temperature == 0 && (s.p.RepeatPenalty == 1 || s.p.RepeatLastN == 0)
+	return s.p.Temperature == 0 && !s.penalized()
+}
+
+// penalized reports whether a penalty changes any logit.
+func (s *Sampler) penalized() bool {
+	return s.p.RepeatLastN != 0 && (s.p.RepeatPenalty != 1 || s.p.FrequencyPenalty != 0 || s.p.PresencePenalty != 0)
 }
 
 // Sample picks the next token from one row of logits (one value per
@@ -138,7 +155,10 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 }
 
 // penalize copies logits into the scratch row with NaN mapped to -Inf and
-// the repetition penalty applied.
+// the penalties applied: each distinct token of the window has its logit
+// divided by RepeatPenalty (multiplied when negative), then lowered by
+// count·FrequencyPenalty + PresencePenalty, as llama.cpp's penalties
+// sampler does.
 func (s *Sampler) penalize(logits []float32, history []int32) []float32 {
 	w := append(s.work[:0], logits...)
 	s.work = w
@@ -147,8 +167,7 @@ func (s *Sampler) penalize(logits []float32, history []int32) []float32 {
 			w[i] = float32(math.Inf(-1))
 		}
 	}
-	pen := float32(s.p.RepeatPenalty)
-	if pen == 1 || s.p.RepeatLastN == 0 || len(history) == 0 {
+	if !s.penalized() || len(history) == 0 {
 		return w
 	}
 	window := history
@@ -157,18 +176,18 @@ func (s *Sampler) penalize(logits []float32, history []int32) []float32 {
 	}
 	clear(s.seen)
 	for _, t := range window {
-		if t < 0 || int(t) >= len(w) {
-			continue
+		if t >= 0 && int(t) < len(w) {
+			s.seen[t]++
 		}
-		if _, ok := s.seen[t]; ok {
-			continue
-		}
-		s.seen[t] = struct{}{}
+	}
+	pen, freq, pres := float32(s.p.RepeatPenalty), float32(s.p.FrequencyPenalty), float32(s.p.PresencePenalty)
+	for t, c := range s.seen {
 		if w[t] > 0 {
 			w[t] /= pen
 		} else {
 			w[t] *= pen
 		}
+		w[t] -= float32(c)*freq + pres
 	}
 	return w
 }

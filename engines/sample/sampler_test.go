@@ -291,6 +291,62 @@ func TestRepeatPenalty(t *testing.T) {
 	assert.InDelta(t, -1.5, w[3], 1e-6)
 }
 
+// TestFrequencyPresencePenalties checks OpenAI's penalties against a direct computation on
+// random rows and histories (with the repetition penalty before them, as llama.cpp applies
+// them), and that they move a greedy choice the way their sign says.
+func TestFrequencyPresencePenalties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 3))
+	for range 200 {
+		p := GreedyParams()
+		p.RepeatPenalty = 1 + rng.Float64()
+		p.RepeatLastN = []int{-1, 0, 3, 16}[rng.IntN(4)]
+		p.FrequencyPenalty = 4*rng.Float64() - 2
+		p.PresencePenalty = 4*rng.Float64() - 2
+		logits := make([]float32, 1+rng.IntN(30))
+		for i := range logits {
+			logits[i] = float32(rng.NormFloat64() * 3)
+		}
+		history := make([]int32, rng.IntN(40))
+		for i := range history {
+			history[i] = int32(rng.IntN(len(logits)+2)) - 1 // some outside the vocabulary
+		}
+		want := slices.Clone(logits)
+		window := history
+		if n := p.RepeatLastN; n >= 0 && n < len(window) {
+			window = window[len(window)-n:]
+		}
+		count := map[int32]int{}
+		for _, tok := range window {
+			if tok >= 0 && int(tok) < len(want) {
+				count[tok]++
+			}
+		}
+		for tok, c := range count {
+			if want[tok] > 0 {
+				want[tok] /= float32(p.RepeatPenalty)
+			} else {
+				want[tok] *= float32(p.RepeatPenalty)
+			}
+			want[tok] -= float32(c)*float32(p.FrequencyPenalty) + float32(p.PresencePenalty)
+		}
+		require.Equal(t, want, NewSampler(p).penalize(logits, history), "%+v, history %v", p, history)
+	}
+
+	logits := []float32{2, 1.5, 0}
+	greedy := func(freq, pres float64) int32 {
+		p := GreedyParams()
+		p.RepeatLastN, p.FrequencyPenalty, p.PresencePenalty = 64, freq, pres
+		return NewSampler(p).Sample(logits, []int32{0, 0, 0})
+	}
+	assert.Equal(t, int32(0), greedy(0, 0))
+	assert.Equal(t, int32(1), greedy(0.2, 0), "2 - 3·0.2 = 1.4 < 1.5")
+	assert.Equal(t, int32(0), greedy(0.1, 0), "2 - 3·0.1 = 1.7")
+	assert.Equal(t, int32(1), greedy(0, 0.6), "2 - 0.6 = 1.4, however often the token occurred")
+	assert.Equal(t, int32(0), greedy(-1, 0), "a negative penalty favours repeats")
+	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, FrequencyPenalty: 2.5}).Validate())
+	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, PresencePenalty: math.NaN()}).Validate())
+}
+
 // TestArgmaxMatchesScan checks argmax's four running maxima against a plain scan (the first
 // index of the largest value, NaN skipped, 0 when all are NaN) on random rows of every length
 // up to 41 from a few values, so that ties, NaN and infinities fall in every lane and the tail.

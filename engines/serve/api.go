@@ -191,14 +191,6 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 			maxTokens = *m.v
 		}
 	}
-	for _, f := range []struct {
-		name string
-		v    *float64
-	}{{"frequency_penalty", r.FrequencyPenalty}, {"presence_penalty", r.PresencePenalty}} {
-		if f.v != nil && *f.v != 0 {
-			return p, 0, badRequest(f.name, "%s is not supported (toy's sampler has llama.cpp's repetition penalty: repetition_penalty, repeat_last_n)", f.name)
-		}
-	}
 	if r.Logprobs != nil && r.Logprobs != false && r.Logprobs != 0.0 {
 		return p, 0, badRequest("logprobs", "logprobs are not supported")
 	}
@@ -222,6 +214,19 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 	}
 	if r.RepeatLastN != nil {
 		p.RepeatLastN = *r.RepeatLastN
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+		to   *float64
+	}{{"frequency_penalty", r.FrequencyPenalty, &p.FrequencyPenalty}, {"presence_penalty", r.PresencePenalty, &p.PresencePenalty}} {
+		if f.v == nil {
+			continue
+		}
+		if !(*f.v >= -2 && *f.v <= 2) {
+			return p, 0, badRequest(f.name, "%s %v: want a number in [-2, 2] (0 = off)", f.name, *f.v)
+		}
+		*f.to = *f.v
 	}
 	if r.Seed != nil {
 		p.Seed = uint64(*r.Seed)

@@ -317,7 +317,9 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stream":"yes"}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"stop":7}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"seed":"x"}`, 400},
-		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"frequency_penalty":0.5}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"frequency_penalty":2.5}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"presence_penalty":-3}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"presence_penalty":"x"}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"repetition_penalty":0}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true}`, 400},
 		{"POST", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"hi"}]}`, 404},
@@ -453,6 +455,24 @@ func TestPromptCache(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Regexp(t, `toy_prompt_tokens_cached_total [1-9]`, string(b))
+}
+
+// TestPenaltiesReachTheSampler: OpenAI's frequency and presence penalties and llama.cpp's
+// repetition penalty in a request become the sampler's parameters, and a greedy request with
+// them is served (the sampler's own test checks what they do to the logits).
+func TestPenaltiesReachTheSampler(t *testing.T) {
+	s, ts := newServer(t, 1, 4, 128)
+	var r request
+	require.NoError(t, json.Unmarshal([]byte(`{"prompt":"x","frequency_penalty":0.75,"presence_penalty":-1.5,"repetition_penalty":1.2,"repeat_last_n":16}`), &r))
+	p, _, apiErr := s.params(&r)
+	require.Nil(t, apiErr)
+	assert.Equal(t, 0.75, p.FrequencyPenalty)
+	assert.Equal(t, -1.5, p.PresencePenalty)
+	assert.Equal(t, 1.2, p.RepeatPenalty)
+	assert.Equal(t, 16, p.RepeatLastN)
+	code, out := post(t, ts, "/v1/completions", `{"prompt":"func main","max_tokens":6,"temperature":0,"frequency_penalty":2,"presence_penalty":2}`)
+	require.Equal(t, 200, code, out)
+	assert.Equal(t, 6.0, out["usage"].(map[string]any)["completion_tokens"])
 }
 
 // TestLoad: 64 streamed requests from 16 concurrent clients on loopback, bounded in count and
