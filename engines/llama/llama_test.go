@@ -79,21 +79,28 @@ func randomWeights(t *testing.T, m *Model, rng *rand.Rand) map[string][]float64 
 // worstFDError is the largest error of got, a weight's gradient, against central finite
 // differences of loss at n random entries of vals (the weight's float64 values, which loss
 // reads): relative to the difference, or to 1e-3 of got's largest entry where that is larger.
+// The differences step 1e-4 either way.
 func worstFDError(rng *rand.Rand, got []float32, vals []float64, n int, loss func() float64) float64 {
+	return worstFDErrorAt(rng, got, vals, n, 1e-4, 1e-3, loss)
+}
+
+// worstFDErrorAt is worstFDError with the step eps and the floor, over float32 or float64
+// values: errors are relative to the difference, or to floor times got's largest entry where
+// that is larger.
+func worstFDErrorAt[F float32 | float64](rng *rand.Rand, got []float32, vals []F, n int, eps, floor float64, loss func() float64) float64 {
 	maxAbs, worst := 0.0, 0.0
 	for _, g := range got {
 		maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
 	}
 	for _, i := range rng.Perm(len(vals))[:min(n, len(vals))] {
-		const eps = 1e-4
 		orig := vals[i]
-		vals[i] = orig + eps
+		vals[i] = orig + F(eps)
 		up := loss()
-		vals[i] = orig - eps
+		vals[i] = orig - F(eps)
 		down := loss()
 		vals[i] = orig
 		fd := (up - down) / (2 * eps)
-		worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6)))
+		worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), floor*math.Max(maxAbs, 1e-6)))
 	}
 	return worst
 }
@@ -435,23 +442,7 @@ func TestGPT2Training(t *testing.T) {
 		for _, w := range m.Weights() {
 			got, err := tr.grad(w)
 			require.NoError(t, err)
-			vals := ref.w[w.Name()]
-			maxAbs := 0.0
-			for _, g := range got {
-				maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
-			}
-			worst := 0.0
-			for _, i := range rng.Perm(len(vals))[:min(6, len(vals))] {
-				const eps = 1e-4
-				orig := vals[i]
-				vals[i] = orig + eps
-				up := refLoss(ref, seq)
-				vals[i] = orig - eps
-				down := refLoss(ref, seq)
-				vals[i] = orig
-				fd := (up - down) / (2 * eps)
-				worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), 1e-3*math.Max(maxAbs, 1e-6)))
-			}
+			worst := worstFDError(rng, got, ref.w[w.Name()], 6, func() float64 { return refLoss(ref, seq) })
 			assert.Less(t, worst, 1e-2, "tied %v: %s: worst relative error %.3g", tied, w.Name(), worst)
 		}
 		tr.Close()

@@ -72,23 +72,7 @@ func TestMaskedLoss(t *testing.T) {
 	for _, w := range ad.Tensors() {
 		got, err := tr.grad(w)
 		require.NoError(t, err)
-		v := vals[w.Name()]
-		maxAbs := 0.0
-		for _, g := range got {
-			maxAbs = math.Max(maxAbs, math.Abs(float64(g)))
-		}
-		worst := 0.0
-		for _, i := range rng.Perm(len(v))[:3] {
-			const eps = 1e-3
-			orig := v[i]
-			v[i] = orig + eps
-			up := ref()
-			v[i] = orig - eps
-			down := ref()
-			v[i] = orig
-			fd := (up - down) / (2 * float64(eps))
-			worst = math.Max(worst, math.Abs(float64(got[i])-fd)/math.Max(math.Abs(fd), 1e-2*math.Max(maxAbs, 1e-6)))
-		}
+		worst := worstFDErrorAt(rng, got, vals[w.Name()], 3, 1e-3, 1e-2, ref)
 		assert.Less(t, worst, 1e-2, "%s: worst relative error %.3g", w.Name(), worst)
 	}
 

@@ -85,12 +85,12 @@ func (p Params) Validate() error {
 // Sampler draws tokens from logits according to its Params. It keeps
 // scratch buffers between calls and is not safe for concurrent use.
 type Sampler struct {
-	p    Params
-	rng  *rand.Rand
-	work []float32
-	cand []candidate
-	best []candidate   // top-p's candidates, best first
-	seen map[int32]int // the penalties' counts of the tokens in their window
+	p      Params
+	rng    *rand.Rand
+	work   []float32
+	cand   []candidate
+	best   []candidate   // top-p's candidates, best first
+	counts map[int32]int // the penalties' counts of the tokens in their window
 }
 
 // candidate is a token that is still in the running, with its logit (after
@@ -111,9 +111,9 @@ func NewSampler(p Params) *Sampler {
 		panic(err)
 	}
 	return &Sampler{
-		p:    p,
-		rng:  rand.New(rand.NewPCG(p.Seed, pcgStream)),
-		seen: make(map[int32]int),
+		p:      p,
+		rng:    rand.New(rand.NewPCG(p.Seed, pcgStream)),
+		counts: make(map[int32]int),
 	}
 }
 
@@ -174,14 +174,14 @@ func (s *Sampler) penalize(logits []float32, history []int32) []float32 {
 	if n := s.p.RepeatLastN; n > 0 && n < len(window) {
 		window = window[len(window)-n:]
 	}
-	clear(s.seen)
+	clear(s.counts)
 	for _, t := range window {
 		if t >= 0 && int(t) < len(w) {
-			s.seen[t]++
+			s.counts[t]++
 		}
 	}
 	pen, freq, pres := float32(s.p.RepeatPenalty), float32(s.p.FrequencyPenalty), float32(s.p.PresencePenalty)
-	for t, c := range s.seen {
+	for t, c := range s.counts {
 		if w[t] > 0 {
 			w[t] /= pen
 		} else {
