@@ -37,7 +37,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot; more are refused with 429")
 	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
 	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
-	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns, a common system message); false computes every prompt whole")
+	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
 }
 

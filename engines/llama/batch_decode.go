@@ -193,6 +193,67 @@ func (b *BatchDecoder) Truncate(slot, n int) error {
 	return nil
 }
 
+// CopyPrefix makes slot dst hold the first n positions of slot src's sequence: it copies their
+// keys and values, cell for cell, into dst's region, and dst's next tokens continue at position
+// n (a server starting a request whose prompt shares a prefix with another slot's sequence,
+// such as a common system message, from that prefix instead of computing it again). src keeps
+// its sequence; dst's own is dropped. The copies are the same to the bit as src's cells, which
+// sit at the same positions, so the keys' rotations hold.
+func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
+	switch {
+	case dst < 0 || dst >= b.slots || src < 0 || src >= b.slots:
+		return fmt.Errorf("llama: slots %d and %d: want slots in 0..%d", dst, src, b.slots-1)
+	case dst == src:
+		return b.Truncate(dst, n)
+	case n < 0 || n > b.pos[src]:
+		return fmt.Errorf("llama: slot %d: cannot copy %d positions of %d", src, n, b.pos[src])
+	case n == 0:
+		b.Release(dst)
+		return nil
+	}
+	nl := len(b.kCache)
+	size := 8*nl + 8 // per layer two copies of a view into a view, and the two cache tensors
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 6 * nl, Graphs: 1, GraphSize: size})
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	// region views the cells [0, n) of slot's region in a cache tensor: whole rows where a row is
+	// a cell (keys; values for flash attention), n elements of each row where the values are
+	// stored transposed.
+	region := func(t *ggml.Tensor, slot int, cellsAreRows bool) *ggml.Tensor {
+		ne, nb := t.Ne(), t.Nb()
+		first := slot * b.slotCtx
+		if cellsAreRows {
+			return ctx.View(t, []int64{ne[0], int64(n)}, []int{nb[1]}, first*nb[1])
+		}
+		return ctx.View(t, []int64{int64(n), ne[1]}, []int{nb[1]}, first*ggml.TypeSize(t.Type()))
+	}
+	var copies []*ggml.Tensor
+	for il := range nl {
+		copies = append(copies,
+			ctx.Cpy(region(b.kCache[il], src, true), region(b.kCache[il], dst, true)),
+			ctx.Cpy(region(b.vCache[il], src, b.flash), region(b.vCache[il], dst, b.flash)))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("llama: copying %d positions from slot %d to %d: %w", n, src, dst, err)
+	}
+	g, err := ctx.NewGraph(size, false)
+	if err != nil {
+		return err
+	}
+	for _, c := range copies {
+		if err := g.Expand(c); err != nil {
+			return err
+		}
+	}
+	if err := b.backend.Compute(g); err != nil {
+		return fmt.Errorf("llama: copying %d positions from slot %d to %d: %w", n, src, dst, err)
+	}
+	b.pos[dst] = n
+	return nil
+}
+
 // Step appends each input's tokens to its slot's sequence, all in one graph, and returns the
 // logits after the last token of each input, in order (Vocab values each). The slices belong
 // to the decoder and are overwritten by its next Step. Input that does not fit its slot's

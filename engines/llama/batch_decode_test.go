@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -172,6 +173,109 @@ func TestBatchDecoderRegions(t *testing.T) {
 		step([]BatchInput{{Slot: 0, Tokens: randomTokens(rng, 3, a.Vocab)}, {Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)}})
 		step([]BatchInput{{Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)}, {Slot: 0, Tokens: randomTokens(rng, 1, a.Vocab)}})
 	}
+}
+
+// TestBatchDecoderCopyPrefix copies a prefix of one slot's sequence into another slot, for
+// every cache layout (values transposed or not, f32, f16 and q8_0 cells): the copied cells equal
+// the source's byte for byte, every other cell is left as it was, and the slot then goes on
+// with the logits a lone decoder gives the whole sequence.
+func TestBatchDecoderCopyPrefix(t *testing.T) {
+	a := tinyArch("smollm2")
+	m := openTiny(t, writeTiny(t, a, ggml.F32, 3), ModelOptions{})
+	for _, c := range []struct {
+		kv    KVCacheType
+		flash bool
+		tol   float64
+	}{{KVF32, false, 1e-4}, {KVF16, false, 2e-2}, {KVF16, true, 2e-2}, {KVQ8_0, true, 5e-2}} {
+		name := fmt.Sprintf("%s flash=%v", c.kv, c.flash)
+		dec := newDecoder(t, m, DecoderOptions{KVType: c.kv, FlashAttention: c.flash}, 16)
+		bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 3, SlotContext: 32, KVType: c.kv, FlashAttention: c.flash, Batch: 32})
+		require.NoError(t, err)
+		t.Cleanup(func() { bd.Close() })
+		rng := rand.New(rand.NewPCG(4, uint64(c.kv)))
+		src := randomTokens(rng, 20, a.Vocab)
+		_, err = bd.Step([]BatchInput{{Slot: 0, Tokens: src}, {Slot: 2, Tokens: randomTokens(rng, 9, a.Vocab)}})
+		require.NoError(t, err)
+		_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: randomTokens(rng, 30, a.Vocab)}})
+		require.NoError(t, err)
+		before := cacheBytes(t, bd)
+		const n = 13
+		require.NoError(t, bd.CopyPrefix(1, 0, n), name)
+		require.Equal(t, n, bd.Pos(1))
+		after := cacheBytes(t, bd)
+		for i := range before {
+			cells := cellsOf(bd, i)
+			for cell, bytes := range cells {
+				slot, p := cell/bd.slotCtx, cell%bd.slotCtx
+				want := bytes(before[i], cell)
+				if slot == 1 && p < n {
+					want = bytes(before[i], p) // slot 0's cell at the same position
+				}
+				require.Equal(t, want, bytes(after[i], cell), "%s: tensor %d, slot %d position %d", name, i, slot, p)
+			}
+		}
+		rest := randomTokens(rng, 4, a.Vocab)
+		rows, err := bd.Step([]BatchInput{{Slot: 1, Tokens: rest}, {Slot: 0, Tokens: rest[:1]}})
+		require.NoError(t, err)
+		dec.Reset()
+		want, err := dec.Prompt(append(append([]int32(nil), src[:n]...), rest...))
+		require.NoError(t, err)
+		require.Less(t, maxRelDiff(rows[0], want), c.tol, name)
+		dec.Reset()
+		want, err = dec.Prompt(append(append([]int32(nil), src...), rest[0]))
+		require.NoError(t, err)
+		require.Less(t, maxRelDiff(rows[1], want), c.tol, "%s: the source slot goes on as before", name)
+	}
+	bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 2, SlotContext: 8})
+	require.NoError(t, err)
+	defer bd.Close()
+	_, err = bd.Step([]BatchInput{{Slot: 0, Tokens: []int32{1, 2, 3}}})
+	require.NoError(t, err)
+	require.Error(t, bd.CopyPrefix(1, 0, 4), "more positions than the source has")
+	require.Error(t, bd.CopyPrefix(2, 0, 1), "no slot 2")
+	require.Error(t, bd.CopyPrefix(1, -1, 1))
+	require.NoError(t, bd.CopyPrefix(1, 0, 0))
+	require.Equal(t, 0, bd.Pos(1))
+}
+
+// cacheBytes reads every key and value cache tensor of bd.
+func cacheBytes(t *testing.T, bd *BatchDecoder) [][]byte {
+	var out [][]byte
+	for i := range bd.kCache {
+		for _, c := range []*ggml.Tensor{bd.kCache[i], bd.vCache[i]} {
+			b, err := c.ReadBytes()
+			require.NoError(t, err)
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// cellsOf returns, for each cell of cache tensor i (as cacheBytes orders them), a function that
+// gathers that cell's bytes from the tensor's bytes: a row where the cells are rows, one element
+// of each row where the values are stored transposed.
+func cellsOf(bd *BatchDecoder, i int) []func(data []byte, cell int) []byte {
+	t := bd.kCache[i/2]
+	transposed := i%2 == 1 && !bd.flash
+	if i%2 == 1 {
+		t = bd.vCache[i/2]
+	}
+	ne, nb := t.Ne(), t.Nb()
+	cells := make([]func([]byte, int) []byte, bd.kvCache.cells)
+	for c := range cells {
+		cells[c] = func(data []byte, cell int) []byte {
+			if !transposed {
+				return data[cell*nb[1] : (cell+1)*nb[1]]
+			}
+			size := ggml.TypeSize(t.Type())
+			var out []byte
+			for r := range int(ne[1]) {
+				out = append(out, data[r*nb[1]+cell*size:r*nb[1]+(cell+1)*size]...)
+			}
+			return out
+		}
+	}
+	return cells
 }
 
 func maxRelDiff(got, want []float32) float64 {

@@ -26,6 +26,7 @@ type metrics struct {
 	busy, queued, cancelled atomic.Int64
 	promptTokens, genTokens atomic.Int64
 	cachedTokens            atomic.Int64
+	sharedTokens            atomic.Int64
 
 	mu       sync.Mutex
 	requests map[[2]string]int64 // (endpoint, status) → count
@@ -123,7 +124,8 @@ func (m *metrics) serve(w http.ResponseWriter, r *http.Request) {
 		{"toy_slots", "gauge", "Sequences decoded at once (-parallel).", m.slots},
 		{"toy_slots_busy", "gauge", "Slots running a request.", m.busy.Load()},
 		{"toy_prompt_tokens_total", "counter", "Prompt tokens computed.", m.promptTokens.Load()},
-		{"toy_prompt_tokens_cached_total", "counter", "Prompt tokens whose keys and values a slot's last sequence had cached (not computed again).", m.cachedTokens.Load()},
+		{"toy_prompt_tokens_cached_total", "counter", "Prompt tokens whose keys and values were cached (not computed again): by the slot's last sequence or copied from another slot's.", m.cachedTokens.Load()},
+		{"toy_prompt_tokens_shared_total", "counter", "Cached prompt tokens whose keys and values were copied from another slot's sequence (a prefix requests share).", m.sharedTokens.Load()},
 		{"toy_generated_tokens_total", "counter", "Tokens generated.", m.genTokens.Load()},
 		{"toy_cancelled_requests_total", "counter", "Requests whose client went away before the end.", m.cancelled.Load()},
 		{"toy_generation_tokens_per_second", "gauge", "Tokens generated per second over the last 10 s, all slots together.", tps},

@@ -207,26 +207,36 @@ func (s *Server) loop() {
 	}
 	admit := func(j *job) {
 		s.metrics.queued.Add(-1)
-		best, reuse := -1, 0
+		// The tokens each slot's cells hold: a running request's fed so far, a free slot's
+		// left by its last request.
+		cells, free := make([][]int32, len(slots)), make([]bool, len(slots))
 		for i, sl := range slots {
+			cells[i], free[i] = kept[i], sl == nil
 			if sl != nil {
-				continue
-			}
-			n := 0
-			if !s.cfg.NoPromptCache {
-				// At least the prompt's last token is computed: its logits give the first reply token.
-				n = min(commonPrefix(kept[i], j.ids), len(j.ids)-1)
-			}
-			if best < 0 || n > reuse || n == reuse && freed[i] < freed[best] {
-				best, reuse = i, n
+				cells[i] = sl.history[:s.dec.Pos(i)]
 			}
 		}
-		if best < 0 {
+		p := place(j.ids, cells, free, freed, !s.cfg.NoPromptCache)
+		if p.slot < 0 {
 			panic("serve: no free slot")
 		}
-		if err := s.dec.Truncate(best, reuse); err != nil {
-			panic(fmt.Sprintf("serve: %v", err)) // reuse ≤ len(kept[best]) = the slot's positions
+		reuse, copied := p.reuse, false
+		if p.donor >= 0 {
+			if err := s.dec.CopyPrefix(p.slot, p.donor, p.shared); err != nil {
+				// What the slot's cells hold now is not known: compute the whole prompt.
+				fmt.Fprintf(s.cfg.Log, "toy serve: copying %d cached positions from slot %d: %v\n", p.shared, p.donor, err)
+				reuse = 0
+			} else {
+				reuse, copied = p.shared, true
+				s.metrics.sharedTokens.Add(int64(reuse))
+			}
 		}
+		if !copied {
+			if err := s.dec.Truncate(p.slot, reuse); err != nil {
+				panic(fmt.Sprintf("serve: %v", err)) // reuse ≤ len(kept[slot]) = the slot's positions
+			}
+		}
+		best := p.slot
 		slots[best] = &slot{j: j, idx: best, fed: reuse, cached: reuse, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
 			history: append(make([]int32, 0, len(j.ids)+j.maxTokens), j.ids...)}
 		s.metrics.cachedTokens.Add(int64(reuse))
@@ -323,6 +333,56 @@ func (s *Server) loop() {
 		s.metrics.step(len(gen), time.Since(t0))
 	}
 }
+
+// placement is where a request's prompt starts (place): in free slot slot, reusing the first
+// reuse positions of the slot's own cells; and, when donor is not -1, with the first shared
+// positions copied from slot donor's cells instead (shared > reuse).
+type placement struct {
+	slot, reuse, donor, shared int
+}
+
+// place chooses the slot of a prompt ids, given the tokens each slot's cells hold (cells), which
+// slots are free and when each was freed (a count of finished requests). The free slot whose
+// cells share the longest prefix with the prompt is taken, among equals the one freed longest
+// ago, so that a prompt with nothing to reuse leaves the newer caches alone. Another slot,
+// running or free, may hold a longer prefix (a system message other requests share, a document
+// asked about again): then its cells are copied, when that saves at least minSharedPrefix
+// positions. At least the prompt's last token is always computed: its logits give the first
+// reply token. Without cache nothing is reused.
+func place(ids []int32, cells [][]int32, free []bool, freed []int64, cache bool) placement {
+	p := placement{slot: -1, donor: -1}
+	prefix := func(i int) int {
+		if !cache {
+			return 0
+		}
+		return min(commonPrefix(cells[i], ids), len(ids)-1)
+	}
+	for i := range cells {
+		if !free[i] {
+			continue
+		}
+		if n := prefix(i); p.slot < 0 || n > p.reuse || n == p.reuse && freed[i] < freed[p.slot] {
+			p.slot, p.reuse = i, n
+		}
+	}
+	if p.slot < 0 {
+		return p
+	}
+	p.shared = p.reuse
+	for i := range cells {
+		if n := prefix(i); i != p.slot && n > p.shared {
+			p.donor, p.shared = i, n
+		}
+	}
+	if p.shared-p.reuse < minSharedPrefix {
+		p.donor, p.shared = -1, p.reuse
+	}
+	return p
+}
+
+// minSharedPrefix is the fewest positions worth copying from another slot (BatchDecoder.CopyPrefix,
+// a graph of its own) rather than computing them with the rest of the prompt.
+const minSharedPrefix = 4
 
 // commonPrefix is the length of the longest common prefix of a and b.
 func commonPrefix(a, b []int32) int {

@@ -457,6 +457,93 @@ func TestPromptCache(t *testing.T) {
 	assert.Regexp(t, `toy_prompt_tokens_cached_total [1-9]`, string(b))
 }
 
+// TestPlace: a prompt takes the free slot with the longest cached prefix (among equals the one
+// freed longest ago), and copies a longer prefix from any other slot, running or free, when
+// that saves at least minSharedPrefix positions; at least its last token is computed.
+func TestPlace(t *testing.T) {
+	seq := func(s string) []int32 {
+		out := make([]int32, len(s))
+		for i, c := range s {
+			out[i] = int32(c)
+		}
+		return out
+	}
+	ids := seq("system: be brief. user: hello")
+	for _, c := range []struct {
+		name  string
+		cells []string
+		free  []bool
+		freed []int64
+		cache bool
+		want  placement
+	}{
+		{"the slot with the longest prefix", []string{"system: be", "system: be brief. user: bye", "xyz"}, []bool{true, true, true}, []int64{3, 2, 1}, true,
+			placement{slot: 1, reuse: 24, donor: -1, shared: 24}},
+		{"equal prefixes: the slot freed longest ago", []string{"abc", "", "q"}, []bool{true, true, true}, []int64{1, 3, 2}, true,
+			placement{slot: 0, reuse: 0, donor: -1, shared: 0}},
+		{"a running slot's longer prefix is copied", []string{"system: be brief. user: hi", "sys", ""}, []bool{false, true, true}, []int64{0, 2, 1}, true,
+			placement{slot: 1, reuse: 3, donor: 0, shared: 25}},
+		{"the same prompt: all but the last token", []string{"", string(seq("system: be brief. user: hello"))}, []bool{true, false}, []int64{1, 0}, true,
+			placement{slot: 0, reuse: 0, donor: 1, shared: len(ids) - 1}},
+		{"too short a gain to copy", []string{"system: be brief. user: hi", "system: be brief. user"}, []bool{false, true}, []int64{0, 1}, true,
+			placement{slot: 1, reuse: 22, donor: -1, shared: 22}},
+		{"without cache nothing is reused", []string{"system: be brief. user: hi", ""}, []bool{false, true}, []int64{0, 1}, false,
+			placement{slot: 1, reuse: 0, donor: -1, shared: 0}},
+		{"no free slot", []string{"a", "b"}, []bool{false, false}, []int64{0, 0}, true,
+			placement{slot: -1, donor: -1}},
+	} {
+		cells := make([][]int32, len(c.cells))
+		for i, s := range c.cells {
+			cells[i] = seq(s)
+		}
+		assert.Equal(t, c.want, place(ids, cells, c.free, c.freed, c.cache), c.name)
+	}
+}
+
+// TestSharedPrefix: a request whose prompt extends a running request's takes another slot with
+// that prompt's keys and values copied, and replies as a server without a cache does.
+func TestSharedPrefix(t *testing.T) {
+	s, ts := newServer(t, 2, 8, 256)
+	_, plain := newServer(t, 2, 8, 256, func(c *Config) { c.NoPromptCache = true })
+	long := strings.Repeat("func main() { if err != nil { return err } } ", 3)
+	second := long + "Hello, world!"
+	body := func(prompt string, n int, stream bool) string {
+		b, err := json.Marshal(map[string]any{"prompt": prompt, "max_tokens": n, "temperature": 0, "stream": stream})
+		require.NoError(t, err)
+		return string(b)
+	}
+	want := completionText(t, plain, body(second, 8, false))
+	shared := commonPrefix(s.tok.Encode(long, tokenizer.EncodeOptions{}), s.tok.Encode(second, tokenizer.EncodeOptions{}))
+	// The first request must still be running when the second arrives: it streams 200 tokens,
+	// and the second is sent after its first. Should it end first all the same (a very slow
+	// machine), the second reuses its free slot instead, and the scenario runs again.
+	for attempt := 0; attempt < 3 && s.metrics.sharedTokens.Load() == 0; attempt++ {
+		resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(body(long, 200, true)))
+		require.NoError(t, err)
+		r := bufio.NewReader(resp.Body)
+		for {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err)
+			if strings.HasPrefix(line, "data: ") {
+				break
+			}
+		}
+		code, out := post(t, ts, "/v1/completions", body(second, 8, false))
+		require.Equal(t, 200, code, out)
+		assert.Equal(t, want, out["choices"].([]any)[0].(map[string]any)["text"], "attempt %d", attempt)
+		details := out["usage"].(map[string]any)["prompt_tokens_details"].(map[string]any)
+		assert.GreaterOrEqual(t, int(details["cached_tokens"].(float64)), shared, "attempt %d", attempt)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	assert.GreaterOrEqual(t, s.metrics.sharedTokens.Load(), int64(shared), "a running request's prompt was copied")
+	resp, err := http.Get(ts.URL + "/metrics")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Regexp(t, `toy_prompt_tokens_shared_total [1-9]`, string(b))
+}
+
 // TestPenaltiesReachTheSampler: OpenAI's frequency and presence penalties and llama.cpp's
 // repetition penalty in a request become the sampler's parameters, and a greedy request with
 // them is served (the sampler's own test checks what they do to the logits).
