@@ -157,6 +157,47 @@ func MulMatColsFits(w, x *Tensor) error {
 	return nil
 }
 
+// StoreTransposed writes the values v, f32 [C, n] with contiguous rows, of n tokens into cache,
+// an f16 or f32 value cache stored transposed ([cells, C], the layout ggml's unfused attention
+// reads), at the i32 cells [n]: element c of token t to row c, column cells[t], rounded as
+// SetRows rounds it. It returns cache, as SetRows does, for the graph to read through the write.
+// Computed by toy's own CPU kernel (kernels/cpu/c/store.c) in place, where SetRows over
+// one-element rows waits for each element's cache line in turn. The cells must be distinct and
+// below the cache's: the kernel does not check them. Only the CPU backend computes it, and
+// autodiff cannot differentiate it.
+func (c *Context) StoreTransposed(cache, v, cells *Tensor) *Tensor {
+	return c.op("StoreTransposed", []*Tensor{cache, v, cells}, 1, func() error { return StoreTransposedFits(cache, v, cells) }, func() ggmlc.Tensor {
+		return ggmlc.CustomInplace(c.c, cache.t, []ggmlc.Tensor{v.t, cells.t}, 2, cpuops.StoreTransposedAddress(), allThreads, nil)
+	})
+}
+
+// StoreTransposedFits says why StoreTransposed cannot take cache, v and cells, or nil when it
+// can: cache f16 or f32 [cells, C] with contiguous rows, v f32 [C, n] with contiguous rows,
+// cells i32 [n].
+func StoreTransposedFits(cache, v, cells *Tensor) error {
+	if cache.Type() != F16 && cache.Type() != F32 {
+		return fmt.Errorf("cache %s: want f16 or f32", cache.describe())
+	}
+	if err := needType(v, F32, "values"); err != nil {
+		return err
+	}
+	if err := needType(cells, I32, "cells"); err != nil {
+		return err
+	}
+	cn, vn, in := cache.Ne(), v.Ne(), cells.Ne()
+	switch {
+	case cn[2] != 1 || cn[3] != 1 || cache.Nb()[0] != TypeSize(cache.Type()):
+		return fmt.Errorf("cache %s: want [cells, C] with contiguous rows", cache.describe())
+	case vn[0] != cn[1] || vn[2] != 1 || vn[3] != 1 || v.Nb()[0] != 4:
+		return fmt.Errorf("values %s: want [%d, n] with contiguous rows", v.describe(), cn[1])
+	case in[0] != vn[1] || in[1] != 1 || in[2] != 1 || in[3] != 1 || !cells.IsContiguous():
+		return fmt.Errorf("cells %s: want [%d]", cells.describe(), vn[1])
+	case vn[1] > cn[0]:
+		return fmt.Errorf("%d values for a cache of %d cells", vn[1], cn[0])
+	}
+	return nil
+}
+
 // AttendOne is the attention of one query per sequence over a key/value cache (a generation
 // step), computed by toy's own CPU kernel (kernels/cpu/c/attend.c) as a ggml custom operation:
 // q f32 [hdk, H, S] with contiguous rows (the queries of S sequences), k f16

@@ -531,6 +531,57 @@ func TestSetRows(t *testing.T) {
 	})
 }
 
+// TestStoreTransposed writes tokens' values into f32 and f16 value caches stored transposed,
+// at random distinct cells, and checks every cell against a direct computation: the written
+// ones hold the values rounded as Go rounds them to f16 (ties, subnormals and overflow among
+// them), the others what they held.
+func TestStoreTransposed(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("StoreTransposed runs on a vectorized CPU build only")
+	}
+	for _, typ := range []Type{F32, F16} {
+		for _, n := range []int{1, 7, 40} {
+			t.Run(fmt.Sprintf("%s/n=%d", TypeName(typ), n), func(t *testing.T) {
+				h := newHarness(t)
+				const cells, C = 97, 40
+				cache := h.rand(-1, 1, cells, C)
+				v := h.rand(-2, 2, C, n)
+				special := []float64{1 + 1.0/2048, 1 + 3.0/2048, 65504, 65520, -1e6, 3e-6, -6e-8, 1e-9, 0}
+				for i, x := range special {
+					v.Data[(i*7)%len(v.Data)] = x
+				}
+				at := h.rng.Perm(cells)[:n]
+				idx := make([]int32, n)
+				for i, c := range at {
+					idx[i] = int32(c)
+				}
+				var in *Tensor
+				round := func(x float64) float64 { return x }
+				if typ == F16 {
+					in, round = h.inF16(cache), reference.RoundF16
+					cache = cache.Map(reference.RoundF16)
+				} else {
+					in = h.in(cache)
+				}
+				want := cache.Clone()
+				for tok, c := range at {
+					for ch := 0; ch < C; ch++ {
+						want.Data[ch*cells+c] = round(float64(float32(v.Data[tok*C+ch])))
+					}
+				}
+				got := h.eval(h.c.Cast(h.c.StoreTransposed(in, h.in(v), h.inI32(idx, int64(n))), F32))
+				near(t, "StoreTransposed", want, got, 0, 1)
+			})
+		}
+	}
+	h := newHarness(t)
+	cache, v := h.c.NewTensor(F16, 10, 4), h.c.NewTensor(F32, 4, 3)
+	require.Error(t, StoreTransposedFits(cache, v, h.c.NewTensor(I32, 2)), "a cell for each token")
+	require.Error(t, StoreTransposedFits(cache, h.c.NewTensor(F32, 5, 3), h.c.NewTensor(I32, 3)), "as many channels as the cache")
+	require.Error(t, StoreTransposedFits(h.c.NewTensor(Q8_0, 32, 4), v, h.c.NewTensor(I32, 3)), "f16 or f32")
+	require.NoError(t, StoreTransposedFits(cache, v, h.c.NewTensor(I32, 3)))
+}
+
 func TestCrossEntropyLoss(t *testing.T) {
 	h := newHarness(t)
 	logits, labels := h.rand(-3, 3, 11, 6), h.rand(0, 1, 11, 6)

@@ -479,7 +479,7 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 	}
 	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.seqs)
 	g.gatherBuf, g.scatterBuf, g.queryPos = make([]int32, queries), make([]int32, n), make([]int, queries)
-	g.declare(ctx, a, b.opts.FlashAttention, n, queries, kvLen)
+	g.declare(ctx, a, &b.kvCache, n, queries, kvLen)
 	layout := attnLayout{n: n, kvLen: kvLen, groups: groups, gather: g.gather, scatter: g.scatter}
 	f := forwardPass{ctx: ctx, a: a, w: &b.m.weights, pos: g.pos, rows: g.rows, sortTopK: b.sortTopK,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return b.m.mm(ctx, w, x) },

@@ -139,8 +139,10 @@ type cacheInputs struct {
 
 // declare makes the inputs of n tokens, attending as the given number of query rows, over
 // kvLen cells in ctx: one mask for the global layers and one for the sliding-window ones, only
-// those used.
-func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, flash bool, n, queries, kvLen int64) {
+// those used, and the element rows of the transposed values where c writes them through
+// ggml's SetRows (kvCache.elementRows).
+func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, c *kvCache, n, queries, kvLen int64) {
+	flash := c.flash
 	hasGlobal, hasSWA := false, false
 	for il := 0; il < a.NLayers; il++ {
 		hasSWA = hasSWA || a.IsSliding(il)
@@ -171,9 +173,11 @@ func (in *cacheInputs) declare(ctx *ggml.Context, a *Architecture, flash bool, n
 	if hasSWA {
 		in.swaF32 = make([]float32, kvLen*queries)
 	}
-	c := int64(a.NKVHeads * a.HeadDimV)
-	in.vIdx = ctx.NewTensor(ggml.I32, n*c).SetName("inp_v_idx").SetInput()
-	in.vIdxBuf = make([]int32, n*c)
+	if c.elementRows() {
+		ch := int64(a.NKVHeads * a.HeadDimV)
+		in.vIdx = ctx.NewTensor(ggml.I32, n*ch).SetName("inp_v_idx").SetInput()
+		in.vIdxBuf = make([]int32, n*ch)
+	}
 }
 
 // maskOf is the mask layer il attends under.
@@ -280,8 +284,9 @@ type kvCache struct {
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
 	// ownAttention: a group of one query per sequence attends through toy's own CPU kernel
-	// (ggml.AttendOne) rather than ggml's unfused attention, and the unfused attention of
-	// the others takes toy's packed GEMM and softmax where they fit (GGUFModel.ownKernels).
+	// (ggml.AttendOne) rather than ggml's unfused attention, the unfused attention of the
+	// others takes toy's packed GEMM and softmax where they fit, and new values reach the
+	// transposed value cache through toy's own kernel (ggml.StoreTransposed; GGUFModel.ownKernels).
 	ownAttention bool
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
@@ -333,6 +338,12 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 	c.cacheBuf.Clear(0)
 	return nil
 }
+
+// elementRows reports whether new values reach the transposed value cache through ggml's
+// SetRows, one element a row at the indices cacheInputs.vIdx holds, rather than through toy's
+// own kernel (ggml.StoreTransposed, on the CPU where toy's kernels run), which takes each
+// token's cell.
+func (c *kvCache) elementRows() bool { return !c.flash && !c.ownAttention }
 
 // close frees the cache and the decoder's own backend.
 func (c *kvCache) close() {
@@ -633,7 +644,7 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	g.tokens = ctx.NewTensor(ggml.I32, n).SetName("inp_tokens").SetInput()
 	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
 	g.posBuf = make([]int32, n)
-	g.declare(ctx, a, d.opts.FlashAttention, n, n, kvLen)
+	g.declare(ctx, a, &d.kvCache, n, n, kvLen)
 	f := forwardPass{ctx: ctx, a: a, w: &d.m.weights, pos: g.pos, lastOnly: !key.all, sortTopK: d.sortTopK,
 		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
@@ -700,10 +711,13 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 	var vAll *ggml.Tensor
 	if c.flash {
 		vAll = ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), rows)
+	} else if ch := hdv * Hkv; !c.elementRows() {
+		// Unfused: V is cached transposed ([cells, channels]) so that v·p reads rows; toy's
+		// own kernel writes each token's values down its cell's column.
+		vAll = ctx.StoreTransposed(vc, ctx.Reshape(v, ch, n), rows)
 	} else {
-		// Unfused: V is cached transposed ([cells, channels]) so that v·p reads rows; each new
-		// value element is a one-element row written at channel·cells + cell.
-		ch := hdv * Hkv
+		// Elsewhere each new value element is a one-element row written at
+		// channel·cells + cell.
 		vAll = ctx.SetRows(ctx.Reshape(vc, 1, int64(c.cells)*ch), ctx.Reshape(v, 1, ch*n), vIdx)
 	}
 	q = ctx.Reshape(q, hdk*H, n)

@@ -49,8 +49,9 @@ type Config struct {
 	Queue int
 	// NoPromptCache makes every request compute its whole prompt. By default a request takes
 	// the free slot whose last sequence shares the longest prefix with its prompt and reuses
-	// the keys and values cached there for that prefix (a conversation's next turn, prompts
-	// with a common system message), computing only the rest.
+	// the keys and values cached there for that prefix (a conversation's next turn), or copies
+	// a longer prefix from another slot's sequence, running or finished (prompts with a
+	// common system message), computing only the rest (place).
 	NoPromptCache bool
 	// Info is what /health reports about the model and the kernel gate.
 	Info map[string]any

@@ -23,6 +23,7 @@ void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_store_transposed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
@@ -30,6 +31,7 @@ static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
 static void *kg_addr_toy_mul_mat_packed(void) { return (void *)&toy_mul_mat_packed; }
 static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
+static void *kg_addr_toy_store_transposed(void) { return (void *)&toy_store_transposed; }
 */
 import "C"
 
@@ -145,6 +147,24 @@ func SwigluBack(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func SwigluBackAddress() unsafe.Pointer {
 	return C.kg_addr_toy_swiglu_back()
+}
+
+// StoreTransposed writes new values into a value cache stored transposed, with the
+// signature of ggml_custom_op_t, in place: dst->src[0] = dst = the cache, f16 or f32
+// [cells, C]; dst->src[1] = v, f32 [C, n] (rows contiguous), the values of n tokens;
+// dst->src[2] = cells, i32 [n], each token's cell (distinct, below the cache's cells).
+// Element c of token t goes to row c, column cells[t], rounded to nearest as ggml's set_rows
+// rounds it.
+//
+// C: void toy_store_transposed(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func StoreTransposed(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_store_transposed(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// StoreTransposedAddress is the address of the C function toy_store_transposed (see StoreTransposed), for a C API that takes
+// it as a callback.
+func StoreTransposedAddress() unsafe.Pointer {
+	return C.kg_addr_toy_store_transposed()
 }
 
 // Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),

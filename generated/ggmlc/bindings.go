@@ -665,6 +665,14 @@ struct ggml_tensor *ggml_custom_4d(
 	void *fun,
 	int nTasks,
 	void *userdata);
+struct ggml_tensor *ggml_custom_inplace(
+	struct ggml_context *ctx,
+	struct ggml_tensor *a,
+	struct ggml_tensor **args,
+	int nArgs,
+	void *fun,
+	int nTasks,
+	void *userdata);
 struct ggml_tensor *ggml_cont_1d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0);
 struct ggml_tensor *ggml_cont_2d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1);
 struct ggml_tensor *ggml_cont_3d(struct ggml_context *ctx, struct ggml_tensor *a, int64_t ne0, int64_t ne1, int64_t ne2);
@@ -3643,6 +3651,46 @@ func Custom4D(
 		C.int64_t(ne1),
 		C.int64_t(ne2),
 		C.int64_t(ne3),
+		c_args,
+		C.int(nArgs),
+		fun,
+		C.int(nTasks),
+		userdata,
+	)}
+}
+
+// CustomInplace is a view of a that fun, a C kernel of the type ggml_custom_op_t, writes in
+// place when the graph runs: a becomes the result's Src[0] and args, the first nArgs of
+// them, its Src[1…]. fun is called by each of nTasks threads (-1: all of the backend's)
+// with its index, and with userdata unchanged. Only the CPU backend runs it, and autodiff
+// cannot differentiate it.
+//
+// C:
+//
+//	struct ggml_tensor *ggml_custom_inplace(
+//		struct ggml_context *ctx,
+//		struct ggml_tensor *a,
+//		struct ggml_tensor **args,
+//		int nArgs,
+//		void *fun,
+//		int nTasks,
+//		void *userdata)
+func CustomInplace(
+	ctx Context,
+	a Tensor,
+	args []Tensor,
+	nArgs int,
+	fun unsafe.Pointer,
+	nTasks int,
+	userdata unsafe.Pointer,
+) Tensor {
+	var c_args **C.struct_ggml_tensor
+	if len(args) > 0 {
+		c_args = (**C.struct_ggml_tensor)(unsafe.Pointer(&args[0]))
+	}
+	return Tensor{C.ggml_custom_inplace(
+		ctx.p,
+		a.p,
 		c_args,
 		C.int(nArgs),
 		fun,

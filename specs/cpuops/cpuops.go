@@ -56,6 +56,14 @@ type Ops interface {
 	// vectorized, where ggml's autodiff makes four operations, one of them scalar.
 	//kernelgen:address
 	SwigluBack(dst Tensor, ith, nth Int, userdata Ptr)
+	// StoreTransposed writes new values into a value cache stored transposed, with the
+	// signature of ggml_custom_op_t, in place: dst->src[0] = dst = the cache, f16 or f32
+	// [cells, C]; dst->src[1] = v, f32 [C, n] (rows contiguous), the values of n tokens;
+	// dst->src[2] = cells, i32 [n], each token's cell (distinct, below the cache's cells).
+	// Element c of token t goes to row c, column cells[t], rounded to nearest as ggml's set_rows
+	// rounds it.
+	//kernelgen:address
+	StoreTransposed(dst Tensor, ith, nth Int, userdata Ptr)
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int

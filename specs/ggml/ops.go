@@ -324,6 +324,14 @@ type Ops interface {
 	//kernelgen:c ggml_custom_4d
 	//kernelgen:ctype fun ggml_custom_op_t
 	Custom4D(ctx Context, typ Type, ne0, ne1, ne2, ne3 int64, args []Tensor, nArgs Int, fun Ptr, nTasks Int, userdata Ptr) Tensor
+	// CustomInplace is a view of a that fun, a C kernel of the type ggml_custom_op_t, writes in
+	// place when the graph runs: a becomes the result's Src[0] and args, the first nArgs of
+	// them, its Src[1…]. fun is called by each of nTasks threads (-1: all of the backend's)
+	// with its index, and with userdata unchanged. Only the CPU backend runs it, and autodiff
+	// cannot differentiate it.
+	//kernelgen:c ggml_custom_inplace
+	//kernelgen:ctype fun ggml_custom_op_t
+	CustomInplace(ctx Context, a Tensor, args []Tensor, nArgs Int, fun Ptr, nTasks Int, userdata Ptr) Tensor
 	// Cont1D returns a contiguous copy of a reshaped to [ne0].
 	Cont1D(ctx Context, a Tensor, ne0 int64) Tensor
 	// Cont2D returns a contiguous copy of a reshaped to [ne0, ne1].

@@ -67,6 +67,17 @@ void toy_soft_max(struct ggml_tensor * dst, int ith, int nth, void * userdata);
  */
 void toy_swiglu_back(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
+/*
+ * toy_store_transposed writes new values into a value cache stored transposed (ggml's unfused
+ * attention reads it so), as a ggml_custom_op_t in place over dst->src[0] = dst = the cache, f16
+ * or f32 [cells, C], dst->src[1] = v, f32 [C, n] (rows contiguous) and dst->src[2] = cells, i32
+ * [n] (distinct, each below the cache's cells): element c of token t goes to row c, column
+ * cells[t]. Each element lands in a cache line of its own, so the threads take channels, and
+ * each prefetches the lines of the channels ahead for writing: ggml's set_rows, one element a
+ * row, waits for each line in turn.
+ */
+void toy_store_transposed(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
  * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */
