@@ -165,6 +165,17 @@ func (buf *Buffer) Size() int { return ggmlc.BackendBufferGetSize(buf.buf) }
 // Clear sets every byte of the buffer to value.
 func (buf *Buffer) Clear(value byte) { ggmlc.BackendBufferClear(buf.buf, value) }
 
+// AdviseHugePages asks the system to back a host buffer with transparent huge pages as its
+// pages are first written (Linux, where the system allows it; elsewhere, and for a buffer in
+// device memory, it does nothing): a buffer read in strides a page or more apart, such as a
+// key/value cache whose sequences each own a region of every row, then costs a TLB entry per
+// 2 MiB instead of per 4 KiB. Call it before the first write (Clear) for it to take effect.
+func (buf *Buffer) AdviseHugePages() {
+	if !buf.buf.IsNil() && buf.IsHost() {
+		adviseHugePages(ggmlc.BackendBufferGetBase(buf.buf), buf.Size())
+	}
+}
+
 // IsHost reports whether the buffer is in host memory (every buffer of the CPU backend), which
 // HostF32 can read and write in place.
 func (buf *Buffer) IsHost() bool { return ggmlc.BackendBufferIsHost(buf.buf) }

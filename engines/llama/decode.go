@@ -334,6 +334,10 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 	if c.cacheBuf, err = c.backend.Alloc(ctx); err != nil {
 		return err
 	}
+	// Each sequence of a BatchDecoder owns a region of every row of the transposed values, so
+	// attention reads them in strides of the row's length: in huge pages those cost a TLB
+	// entry per 2 MiB.
+	c.cacheBuf.AdviseHugePages()
 	// Masked cache rows are still multiplied (by zero weights): they must hold numbers.
 	c.cacheBuf.Clear(0)
 	return nil
