@@ -130,9 +130,7 @@ func (m *MappedGGUF) readFile(fh *os.File, infos []GGUFTensor, b *Backend) error
 		return fmt.Errorf("gguf %s: %w", m.path, err)
 	}
 	m.buf = buf.buf
-	if buf.IsHost() {
-		adviseHugePages(ggmlc.BackendBufferGetBase(buf.buf), buf.Size())
-	}
+	buf.AdviseHugePages()
 	const chunk = 1 << 20
 	tmp := make([]byte, min(chunk, maxTensorSize(infos)))
 	for _, info := range infos {
