@@ -29,6 +29,7 @@ import (
 // streaming client and with -streams of them at once, over HTTP on loopback, and their time to
 // first token.
 func runBenchServe(args []string, stdout, stderr io.Writer) (err error) {
+	defer oneGoProc()() // as toy serve runs
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)

@@ -183,7 +183,9 @@ func modelBehaviour(m *llama.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels
 // a core from a ggml worker that its barrier then waits for. Measured idle on 2 cores
 // (docs/PERFORMANCE.md): one-token steps of the SmolLM2-135M shape 1.6–10.7 % faster with one
 // P, in each of four alternations, with a third of the spread. The Go work of these commands —
-// tokenizing, sampling, writing text — runs on one goroutine anyway.
+// tokenizing, sampling, writing text — runs on one goroutine anyway. toy serve runs with one P
+// too: its handlers' work is small beside a step's, and one stream ran 4–45 % faster with one
+// P in four alternations, 8 streams level.
 func oneGoProc() (restore func()) {
 	prev := runtime.GOMAXPROCS(1)
 	return func() { runtime.GOMAXPROCS(prev) }
