@@ -15,6 +15,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -403,14 +404,15 @@ func commonPrefix(a, b []int32) int {
 // may have to wake a thread while ggml's worker still spins on the other core. When every
 // slot is greedy (Sampler.Greedy: an argmax, about 16 µs for 49152 logits) it samples them
 // all itself: the goroutines cost more than they save (an 8-slot step's sampling and
-// hand-off took 0.48 ms in parallel, 0.19 ms so, with the faster argmax).
+// hand-off took 0.48 ms in parallel, 0.19 ms so, with the faster argmax). So it does with one
+// Go P (toy serve runs so), where goroutines would take turns anyway.
 func sampleAll(slots []*slot, logits [][]float32) []int32 {
 	toks := make([]int32, len(slots))
 	greedy := true
 	for _, sl := range slots {
 		greedy = greedy && sl.sampler.Greedy()
 	}
-	if greedy { // an argmax each: cheaper than waking goroutines
+	if greedy || runtime.GOMAXPROCS(0) == 1 { // an argmax each, or one P: cheaper than waking goroutines
 		for i, sl := range slots {
 			toks[i] = sl.sampler.Sample(logits[i], sl.history)
 		}

@@ -250,18 +250,15 @@ func TestEndpoints(t *testing.T) {
 	assert.Equal(t, "ok", h["status"])
 	assert.Equal(t, "none (test)", h["kernel_entry"])
 
-	resp, err = http.Get(ts.URL + "/metrics")
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	metrics := metricsText(t, ts)
 	for _, want := range []string{`toy_requests_total{endpoint="completions",code="200"} 3`, "toy_queue_depth 0",
 		"toy_time_to_first_token_seconds_count 6", "toy_generation_tokens_per_second ", "toy_generated_tokens_total "} {
-		assert.Contains(t, string(b), want)
+		assert.Contains(t, metrics, want)
 	}
 
 	resp, err = http.Get(ts.URL + "/")
 	require.NoError(t, err)
-	b, _ = io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.Contains(t, string(b), "/v1/chat/completions")
@@ -380,6 +377,16 @@ func prompts(n int) []string {
 	return out
 }
 
+// metricsText is the server's /metrics page.
+func metricsText(t testing.TB, ts *httptest.Server) string {
+	resp, err := http.Get(ts.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
 func completionText(t testing.TB, ts *httptest.Server, body string) string {
 	code, out := post(t, ts, "/v1/completions", body)
 	require.Equal(t, 200, code, out)
@@ -450,11 +457,7 @@ func TestPromptCache(t *testing.T) {
 	assert.Equal(t, n-1, cached)
 	assert.Equal(t, want, again)
 
-	resp, err := http.Get(ts.URL + "/metrics")
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Regexp(t, `toy_prompt_tokens_cached_total [1-9]`, string(b))
+	assert.Regexp(t, `toy_prompt_tokens_cached_total [1-9]`, metricsText(t, ts))
 }
 
 // TestPlace: a prompt takes the free slot with the longest cached prefix (among equals the one
@@ -537,11 +540,7 @@ func TestSharedPrefix(t *testing.T) {
 		resp.Body.Close()
 	}
 	assert.GreaterOrEqual(t, s.metrics.sharedTokens.Load(), int64(shared), "a running request's prompt was copied")
-	resp, err := http.Get(ts.URL + "/metrics")
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Regexp(t, `toy_prompt_tokens_shared_total [1-9]`, string(b))
+	assert.Regexp(t, `toy_prompt_tokens_shared_total [1-9]`, metricsText(t, ts))
 }
 
 // TestPenaltiesReachTheSampler: OpenAI's frequency and presence penalties and llama.cpp's
