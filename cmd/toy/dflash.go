@@ -45,6 +45,7 @@ func runTrainDFlash(args []string, stdout, stderr io.Writer) error {
 	lr := fs.Float64("lr", 3e-3, "peak learning rate")
 	minLR := fs.Float64("min-lr", 3e-4, "final learning rate of the cosine schedule")
 	warmup := fs.Int("warmup", 20, "warmup steps")
+	decay := fs.Float64("loss-decay", 4, "weigh the loss of a block's k-th proposal (from 0) by exp(-k/decay), as DFlash does: the first proposals decide how many are accepted (0: all alike)")
 	seed := fs.Uint64("seed", 1, "seed of the drafter's initial weights and of the windows and anchors")
 	threads := fs.Int("t", 2, "CPU threads")
 	modelName := fs.String("model-name", "", "a name to match the target against the kernel table's entries")
@@ -146,21 +147,37 @@ Flags:
 	fmt.Fprintf(stdout, "toy train: %d tokens of data\n", len(corpus))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A sixteenth of the text is held out (the last prompts' generations, or the data's end, at
+	// most 16 windows of it): after training, the drafter is measured on it (llama.EvalDFlash).
+	var heldOut []int32
 	if *generated > 0 {
 		prompts, err := llama.TeacherPrompts(corpus, *generated, llama.TeacherPromptTokens, *seed)
 		if err != nil {
 			return err
 		}
 		t0 := time.Now()
-		if corpus, err = llama.TargetText(ctx, m, prompts, *seqLen, sample.GreedyParams(), llama.DecoderOptions{Threads: *threads}, nil); err != nil {
+		held := 0
+		if *generated >= 2 {
+			held = max(1, *generated/16)
+		}
+		greedy, opts := sample.GreedyParams(), llama.DecoderOptions{Threads: *threads}
+		if corpus, err = llama.TargetText(ctx, m, prompts[:*generated-held], *seqLen, greedy, opts, nil); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "toy train: the target generated %d tokens in %.1f s\n", len(corpus), time.Since(t0).Seconds())
+		if held > 0 {
+			if heldOut, err = llama.TargetText(ctx, m, prompts[*generated-held:], *seqLen, greedy, opts, nil); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stdout, "toy train: the target generated %d tokens in %.1f s (%d of them held out)\n", len(corpus)+len(heldOut), time.Since(t0).Seconds(), len(heldOut))
+	} else if n := min(len(corpus)/16, 16**seqLen); n >= *seqLen {
+		corpus, heldOut = corpus[:len(corpus)-n], corpus[len(corpus)-n:]
+		fmt.Fprintf(stdout, "toy train: the last %d tokens held out\n", n)
 	}
 	t0 := time.Now()
 	df, err := llama.TrainDFlash(m, cfg, corpus, llama.DFlashTrainOptions{
 		Steps: *steps, Sequences: *seqs, SeqLen: min(*seqLen, m.Arch.Context), Anchors: *anchors, Window: *trainWindow,
-		AdamW: train.FromScratch(), LR: *lr, MinLR: *minLR, Warmup: min(*warmup, *steps-1), Seed: *seed,
+		LossDecay: *decay, AdamW: train.FromScratch(), LR: *lr, MinLR: *minLR, Warmup: min(*warmup, *steps-1), Seed: *seed,
 		DecoderOptions: llama.DecoderOptions{Threads: *threads}, Interrupted: ctx,
 		Progress: func(step int, loss, acc, lr float64) {
 			if step%10 == 0 || step == *steps-1 {
@@ -175,6 +192,18 @@ Flags:
 		return err
 	}
 	fmt.Fprintf(stdout, "toy train: wrote %s (%.2fM parameters; the target's embeddings and head are shared)\n", *out, float64(df.Params())/1e6)
+	if len(heldOut) > 0 && ctx.Err() == nil {
+		ev, err := llama.EvalDFlash(df, heldOut, min(*seqLen, m.Arch.Context), llama.DecoderOptions{Threads: *threads})
+		if err != nil {
+			return err
+		}
+		var by []string
+		for _, f := range ev.Matching {
+			by = append(by, fmt.Sprintf("%.0f", 100*f))
+		}
+		fmt.Fprintf(stdout, "toy train: held out, %d blocks: proposals matching the target by position %s %%; a greedy verification accepts %.2f of %d a block\n",
+			ev.Blocks, strings.Join(by, " "), ev.Accepted, cfg.Gamma-1)
+	}
 	if ctx.Err() != nil {
 		return &interruptedError{errors.New("interrupted: the drafter trained so far is saved")}
 	}

@@ -29,13 +29,14 @@ func TestDFlashCLI(t *testing.T) {
 	assert.Contains(t, out, "dflash: draft toy-demo-dflash.gguf, gamma 8, window 64, mask token 0, target layers [1 2]")
 
 	text := filepath.Join(dir, "t.txt")
-	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)), 0o644))
 	out, errOut, code = runToy("train", "-recipe", "dflash", "-target", model, "-data", text, "-steps", "3", "-seqs", "1", "-seq", "32",
 		"-anchors", "4", "-t", "1")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "block 8, window 64, mask token 0, target layers [1 2]")
 	drafter := filepath.Join(dir, "toy-demo-dflash.gguf")
 	assert.Contains(t, out, "wrote "+drafter)
+	assert.Regexp(t, `held out, \d+ blocks: proposals matching the target by position( \d+){7} %; a greedy verification accepts \d\.\d\d of 7 a block`, out)
 	f, err := ggml.OpenGGUF(drafter)
 	require.NoError(t, err)
 	arch, _ := f.String("general.architecture")

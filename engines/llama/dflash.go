@@ -503,3 +503,22 @@ func (df *DFlash) newGraph(declare func(ctx *ggml.Context, g *dflashGraph) []*gg
 	}
 	return g, nil
 }
+
+// buildInference builds the uncached forward graph of B blocks, each reading W context rows:
+// the graph training differentiates (with the target's products, model.mm, in place of its
+// differentiable ones), the drafter cache's reference and EvalDFlash's forward.
+func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
+	return df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
+		g.in = dflashInputs{B: B, W: W, G: df.Cfg.Gamma}
+		g.in.declare(ctx, df)
+		g.logits = df.forward(ctx, &g.in, df.linear(ctx)).SetOutput()
+		return []*ggml.Tensor{g.logits}
+	})
+}
+
+// linear is the weight product of the drafter's inference graphs in ctx: the target's
+// (GGUFModel.mm), which takes toy's own CPU kernels where they apply, so that a block of a
+// few positions costs its weights' reading rather than ggml's f32 product of a few columns.
+func (df *DFlash) linear(ctx *ggml.Context) func(w, x *ggml.Tensor) *ggml.Tensor {
+	return func(w, x *ggml.Tensor) *ggml.Tensor { return df.target.mm(ctx, w, x) }
+}

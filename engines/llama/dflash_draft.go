@@ -233,13 +233,14 @@ func (c *dflashCache) buildIngest(n int) (*dflashGraph, error) {
 		in.feat = ctx.NewTensor(ggml.F32, int64(df.Cfg.features(a)), int64(n)).SetName("dflash_feat").SetInput()
 		in.posK = ctx.NewTensor(ggml.I32, int64(n)).SetName("dflash_pos_k").SetInput()
 		in.cells = ctx.NewTensor(ggml.I32, int64(n)).SetName("dflash_cells").SetInput()
-		cf := df.project(ctx, in.feat, ctx.MulMat)
+		mm := df.linear(ctx)
+		cf := df.project(ctx, in.feat, mm)
 		hd, H, wd := int64(a.HeadDimK), int64(a.NHeads), int64(a.NHeads*a.HeadDimK)
 		var writes []*ggml.Tensor
 		for il, l := range df.layers {
-			k := ctx.RopeExt(ctx.Reshape(ctx.MulMat(l.wk, cf), hd, H, int64(n)), in.posK, w.ropeFreqs, a.rope(0))
+			k := ctx.RopeExt(ctx.Reshape(mm(l.wk, cf), hd, H, int64(n)), in.posK, w.ropeFreqs, a.rope(0))
 			writes = append(writes, ctx.SetRows(c.k[il], ctx.Reshape(k, wd, int64(n)), in.cells),
-				ctx.SetRows(c.v[il], ctx.MulMat(l.wv, cf), in.cells))
+				ctx.SetRows(c.v[il], mm(l.wv, cf), in.cells))
 		}
 		return writes
 	})
@@ -279,16 +280,17 @@ func (c *dflashCache) buildBlock(W int) (*dflashGraph, error) {
 		in.mask = ctx.NewTensor(ggml.F32, int64(W)+G, G, 1, 1).SetName("dflash_mask").SetInput()
 		hd, H := int64(a.HeadDimK), int64(a.NHeads)
 		r := a.rope(0)
+		mm := df.linear(ctx)
 		x := df.embed(ctx, in.tokens)
 		for il, l := range df.layers {
 			h := df.norm(ctx, x, l.attnNorm)
-			q := ctx.RopeExt(ctx.Reshape(ctx.MulMat(l.wq, h), hd, H, G), in.posQ, w.ropeFreqs, r)
-			kb := ctx.RopeExt(ctx.Reshape(ctx.MulMat(l.wk, h), hd, H, G), in.posQ, w.ropeFreqs, r)
+			q := ctx.RopeExt(ctx.Reshape(mm(l.wq, h), hd, H, G), in.posQ, w.ropeFreqs, r)
+			kb := ctx.RopeExt(ctx.Reshape(mm(l.wk, h), hd, H, G), in.posQ, w.ropeFreqs, r)
 			k := ctx.Concat(ctx.GetRows(c.k[il], in.cells), ctx.Reshape(kb, hd*H, G), 1)
-			v := ctx.Concat(ctx.GetRows(c.v[il], in.cells), ctx.MulMat(l.wv, h), 1)
-			x = df.layer(ctx, l, x, q, k, v, in.mask, G, int64(W)+G, 1, ctx.MulMat)
+			v := ctx.Concat(ctx.GetRows(c.v[il], in.cells), mm(l.wv, h), 1)
+			x = df.layer(ctx, l, x, q, k, v, in.mask, G, int64(W)+G, 1, mm)
 		}
-		g.logits = df.head(ctx, x, ctx.MulMat).SetOutput()
+		g.logits = df.head(ctx, x, mm).SetOutput()
 		return []*ggml.Tensor{g.logits}
 	})
 }

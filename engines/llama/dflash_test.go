@@ -461,6 +461,72 @@ func TestTrainDFlashLearns(t *testing.T) {
 	assert.Greater(t, tr, 0.25)
 	assert.Greater(t, tr, 3*r)
 
+	// EvalDFlash on text the drafter did not train on, against the float64 references of the
+	// target (its hidden states and argmax) and of the drafter, anchor by anchor.
+	var heldPrompts [][]int32
+	for range 3 {
+		heldPrompts = append(heldPrompts, randomTokens(rng, 3, m.Arch.Vocab))
+	}
+	held, err := TargetText(context.Background(), m, heldPrompts, 45, sample.GreedyParams(), DecoderOptions{}, nil)
+	require.NoError(t, err)
+	const seqLen = 40 // windows that do not divide the text: the last one is shorter
+	ev, err := EvalDFlash(trained, held, seqLen, DecoderOptions{})
+	require.NoError(t, err)
+	w := drafterWeights(t, trained, loadedWeights(t, m))
+	want := DFlashEval{Matching: make([]float64, cfg.Gamma-1)}
+	run, ties := 0, 0
+	for off := 0; off < len(held); off += seqLen {
+		seq := held[off:min(off+seqLen, len(held))]
+		ref := &refInfer{a: m.Arch, w: loadedWeights(t, m), states: make([][][]float64, m.Arch.NLayers)}
+		logits := ref.logits(seq)
+		var rows [][]float32
+		for tk := range seq {
+			var row []float32
+			for _, il := range cfg.TargetLayers {
+				for _, v := range ref.states[il][tk] {
+					row = append(row, float32(v))
+				}
+			}
+			rows = append(rows, row)
+		}
+		for a := 1; a+cfg.Gamma <= len(seq); a++ {
+			blk := drafterRef(m.Arch, w, cfg, seq[a], a, rows[:a])
+			accepting := true
+			for k := 1; k < cfg.Gamma; k++ {
+				label, margin := argmaxMargin(logits[a+k-1])
+				got, margin2 := argmaxMargin(blk[k])
+				if margin < 1e-4 || margin2 < 1e-4 {
+					ties++
+				}
+				if got == label {
+					want.Matching[k-1]++
+					if accepting {
+						run++
+					}
+				} else {
+					accepting = false
+				}
+			}
+			want.Blocks++
+		}
+	}
+	for k := range want.Matching {
+		want.Matching[k] /= float64(want.Blocks)
+	}
+	want.Accepted = float64(run) / float64(want.Blocks)
+	t.Logf("held out: %d blocks, matching %.2f, accepted %.2f a block (reference %.2f, %.2f); %d near-ties", ev.Blocks, ev.Matching, ev.Accepted, want.Matching, want.Accepted, ties)
+	require.Equal(t, want.Blocks, ev.Blocks)
+	tol := float64(ties)/float64(want.Blocks) + 1e-9
+	assert.InDeltaSlice(t, want.Matching, ev.Matching, tol)
+	assert.InDelta(t, want.Accepted, ev.Accepted, float64(cfg.Gamma-1)*tol)
+	evRandom, err := EvalDFlash(random, held, seqLen, DecoderOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, ev.Accepted, 3*evRandom.Accepted+0.1, "the trained drafter against the random one (%.2f)", evRandom.Accepted)
+	_, err = EvalDFlash(trained, held[:cfg.Gamma], seqLen, DecoderOptions{})
+	assert.ErrorContains(t, err, "hold no block")
+	_, err = EvalDFlash(trained, held, cfg.Gamma, DecoderOptions{})
+	assert.ErrorContains(t, err, "windows of")
+
 	_, err = TrainDFlash(m, cfg, corpus[:10], DFlashTrainOptions{Steps: 1, Sequences: 1, SeqLen: 32, Anchors: 1, AdamW: train.FromScratch(), LR: 1e-3})
 	assert.ErrorContains(t, err, "shorter than one sequence")
 	_, err = TrainDFlash(m, cfg, append([]int32{99}, corpus...), DFlashTrainOptions{Steps: 1, Sequences: 1, SeqLen: 32, Anchors: 1, AdamW: train.FromScratch(), LR: 1e-3})
@@ -565,13 +631,122 @@ func reportCPU(b *testing.B) func() {
 	}
 }
 
-// buildInference builds the uncached forward graph of B blocks, each reading W context rows:
-// the graph training differentiates, the drafter cache's reference.
-func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
-	return df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
-		g.in = dflashInputs{B: B, W: W, G: df.Cfg.Gamma}
-		g.in.declare(ctx, df)
-		g.logits = df.forward(ctx, &g.in, ctx.MulMat).SetOutput()
-		return []*ggml.Tensor{g.logits}
-	})
+// argmaxMargin is the index of x's largest value and how far the second largest lies below it.
+func argmaxMargin(x []float64) (int32, float64) {
+	best, second := 0, -1
+	for i := 1; i < len(x); i++ {
+		switch {
+		case x[i] > x[best]:
+			best, second = i, best
+		case second < 0 || x[i] > x[second]:
+			second = i
+		}
+	}
+	return int32(best), x[best] - x[second]
+}
+
+// TestDFlashTrainerLoss: a training step's loss is the float64 reference's cross-entropy of
+// each proposal position over the blocks, weighted by exp(−k/decay) and normalised (decay 0:
+// the plain mean), for blocks whose contexts are shorter than the window, as long, and longer.
+func TestDFlashTrainerLoss(t *testing.T) {
+	m := dflashTarget(t, 6)
+	cfg := DFlashConfig{Gamma: 4, Window: 6, MaskToken: 5, TargetLayers: []int{0, 1}, Layers: 1}
+	df, err := NewDFlash(m, cfg, 2)
+	require.NoError(t, err)
+	defer df.Close()
+	w := drafterWeights(t, df, loadedWeights(t, m))
+	rng := rand.New(rand.NewPCG(21, 22))
+	F, V := cfg.features(&m.Arch), m.Arch.Vocab
+	var blocks []dflashBlock
+	var labels [][]int32
+	for _, n := range []int{2, 6, 9} {
+		ctx := make([][]float32, n)
+		for i := range ctx {
+			ctx[i] = make([]float32, F)
+			for e := range ctx[i] {
+				ctx[i][e] = float32(rng.NormFloat64())
+			}
+		}
+		blocks = append(blocks, dflashBlock{Anchor: int32(rng.IntN(V)), Pos: n, Ctx: ctx})
+		labels = append(labels, randomTokens(rng, cfg.Gamma-1, V))
+	}
+	zero, err := train.FromScratch().Params(0, 0, true) // learning rate 0: the weights stay
+	require.NoError(t, err)
+	for _, decay := range []float64{0, 1.5} {
+		tr, err := newDFlashTrainer(df, len(blocks), cfg.Window, decay)
+		require.NoError(t, err)
+		loss, acc, err := tr.step(blocks, labels, zero, zero)
+		tr.close()
+		require.NoError(t, err)
+		want, sum, hits := 0.0, 0.0, 0
+		for k := 1; k < cfg.Gamma; k++ {
+			wk := 1.0
+			if decay > 0 {
+				wk = math.Exp(-float64(k-1) / decay)
+			}
+			sum += wk
+			ce := 0.0
+			for b, blk := range blocks {
+				row := drafterRef(m.Arch, w, cfg, blk.Anchor, blk.Pos, blk.Ctx)[k]
+				mx := slices.Max(row)
+				z := 0.0
+				for _, x := range row {
+					z += math.Exp(x - mx)
+				}
+				ce += mx + math.Log(z) - row[labels[b][k-1]]
+				if got, _ := argmaxMargin(row); got == labels[b][k-1] {
+					hits++
+				}
+			}
+			want += wk * ce / float64(len(blocks))
+		}
+		want /= sum
+		t.Logf("decay %v: loss %.6f, reference %.6f", decay, loss, want)
+		assert.InDelta(t, want, loss, 1e-4*want, "decay %v", decay)
+		assert.InDelta(t, float64(hits)/float64(len(blocks)*(cfg.Gamma-1)), acc, 1e-9)
+	}
+	_, err = TrainDFlash(m, cfg, randomTokens(rng, 64, V), DFlashTrainOptions{Steps: 1, Sequences: 1, SeqLen: 32, Anchors: 1, AdamW: train.FromScratch(), LR: 1e-3, LossDecay: -1})
+	assert.ErrorContains(t, err, "loss decay")
+}
+
+// TestTargetText: the batched generation gives, for each of more prompts than it runs at once
+// (of different lengths), the prompt then tokens each of which is the target's argmax after
+// the text before it (a lone decoder reading the sequence), in the prompts' order, a
+// sequence stopping where the context ends; progress counts every prompt in order; a
+// cancelled context stops it.
+func TestTargetText(t *testing.T) {
+	m := dflashTarget(t, 12)
+	rng := rand.New(rand.NewPCG(31, 32))
+	var prompts [][]int32
+	for i := range 11 {
+		prompts = append(prompts, randomTokens(rng, 2+i%4, m.Arch.Vocab))
+	}
+	prompts = append(prompts, randomTokens(rng, m.Arch.Context-3, m.Arch.Vocab)) // room for 3 tokens
+	const n = 12
+	var done []int
+	text, err := TargetText(context.Background(), m, prompts, n, sample.GreedyParams(), DecoderOptions{}, func(k int) { done = append(done, k) })
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, done)
+	dec := newDecoder(t, m, DecoderOptions{}, 0)
+	off := 0
+	for i, pr := range prompts {
+		want := min(len(pr)+n, m.Arch.Context)
+		require.LessOrEqual(t, off+want, len(text))
+		seq := text[off : off+want]
+		off += want
+		require.Equal(t, pr, seq[:len(pr)], "prompt %d", i)
+		rows, err := dec.Logits(seq)
+		require.NoError(t, err)
+		for j := len(pr) - 1; j < len(seq)-1; j++ {
+			assert.InDelta(t, slices.Max(rows[j]), rows[j][seq[j+1]], 1e-4, "prompt %d: token %d is the target's argmax", i, j+1)
+		}
+	}
+	assert.Equal(t, len(text), off)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = TargetText(ctx, m, prompts, n, sample.GreedyParams(), DecoderOptions{}, nil)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = TargetText(context.Background(), m, [][]int32{{}}, n, sample.GreedyParams(), DecoderOptions{}, nil)
+	assert.ErrorContains(t, err, "a prompt of 0 tokens")
 }
