@@ -202,13 +202,7 @@ func TestDFlashForwardMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	F := cfg.features(&m.Arch)
 	for _, n := range []int{0, 3, 6, 9} {
-		ctx := make([][]float32, n)
-		for i := range ctx {
-			ctx[i] = make([]float32, F)
-			for e := range ctx[i] {
-				ctx[i][e] = float32(rng.NormFloat64())
-			}
-		}
+		ctx := randomRows(rng, n, F)
 		blk := dflashBlock{Anchor: 11, Pos: n, Ctx: ctx}
 		require.NoError(t, g.in.set(df, []dflashBlock{blk}))
 		require.NoError(t, m.backend.Compute(g.graph))
@@ -631,6 +625,18 @@ func reportCPU(b *testing.B) func() {
 	}
 }
 
+// randomRows is n context rows of F standard normal values.
+func randomRows(rng *rand.Rand, n, F int) [][]float32 {
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = make([]float32, F)
+		for e := range rows[i] {
+			rows[i][e] = float32(rng.NormFloat64())
+		}
+	}
+	return rows
+}
+
 // argmaxMargin is the index of x's largest value and how far the second largest lies below it.
 func argmaxMargin(x []float64) (int32, float64) {
 	best, second := 0, -1
@@ -660,13 +666,7 @@ func TestDFlashTrainerLoss(t *testing.T) {
 	var blocks []dflashBlock
 	var labels [][]int32
 	for _, n := range []int{2, 6, 9} {
-		ctx := make([][]float32, n)
-		for i := range ctx {
-			ctx[i] = make([]float32, F)
-			for e := range ctx[i] {
-				ctx[i][e] = float32(rng.NormFloat64())
-			}
-		}
+		ctx := randomRows(rng, n, F)
 		blocks = append(blocks, dflashBlock{Anchor: int32(rng.IntN(V)), Pos: n, Ctx: ctx})
 		labels = append(labels, randomTokens(rng, cfg.Gamma-1, V))
 	}
