@@ -2,8 +2,10 @@ package ggml
 
 import (
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -466,4 +468,15 @@ func BenchmarkMulMatColsLayers(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestMain warns when benchmarks run in a build whose CPU kernels are scalar: built without the
+// Makefile's CGO flags, ggml's and toy's kernels have no SIMD, and their timings say nothing
+// about the product's.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() != "" && !CPUKernelsFast() {
+		fmt.Fprintln(os.Stderr, "warning: this test binary's CPU kernels are scalar (built without the Makefile's CGO_CFLAGS and CGO_CXXFLAGS): its timings are not the product's (docs/PERFORMANCE.md, Commands)")
+	}
+	os.Exit(m.Run())
 }

@@ -2,6 +2,7 @@ package llama
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -129,8 +130,13 @@ func initBenchWorld() {
 	})
 }
 
-// TestMain finalizes MPI after the benchmarks that joined a job.
+// TestMain warns when benchmarks run in a build whose CPU kernels are scalar, and finalizes MPI
+// after the benchmarks that joined a job.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if flag.Lookup("test.bench").Value.String() != "" && !ggml.CPUKernelsFast() {
+		fmt.Fprintln(os.Stderr, "warning: this test binary's CPU kernels are scalar (built without the Makefile's CGO_CFLAGS and CGO_CXXFLAGS): its timings are not the product's (docs/PERFORMANCE.md, Commands)")
+	}
 	code := m.Run()
 	if benchWorld != nil {
 		benchWorld.Finalize()
