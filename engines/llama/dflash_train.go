@@ -231,6 +231,43 @@ func (tr *dflashTrainer) step(blocks []dflashBlock, labels [][]int32, decay, noD
 	return float64(l[0]), float64(countCorrect(logits, flat, V)) / float64(len(flat)), nil
 }
 
+// checkTokens reports the first of tokens outside a vocabulary of vocab.
+func checkTokens(tokens []int32, vocab int) error {
+	for i, t := range tokens {
+		if t < 0 || int(t) >= vocab {
+			return fmt.Errorf("token %d (at %d) is outside the target's vocabulary 0..%d", t, i, vocab-1)
+		}
+	}
+	return nil
+}
+
+// newCaptureDecoder is the target's decoder of a drafter's training and evaluation: it reads
+// windows of up to seqLen tokens in one batch, capturing the hidden states of layers.
+func newCaptureDecoder(target *GGUFModel, opts DecoderOptions, seqLen int, layers []int) (*Decoder, error) {
+	opts.MaxContext, opts.Batch, opts.ContextFull = seqLen, seqLen, ContextError
+	dec, err := NewDecoder(target, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := dec.SetCapture(layers); err != nil {
+		dec.Close()
+		return nil, err
+	}
+	return dec, nil
+}
+
+// anchoredBlock is the block of G positions anchored at position a of seq, which the target
+// read into logits and rows (its captured hidden states): the anchor, and the rows of at most
+// W positions before it. labels are the target's tokens at the block's G−1 proposal positions
+// (its argmax after the text up to the position before each).
+func anchoredBlock(seq []int32, logits, rows [][]float32, a, G, W int) (blk dflashBlock, labels []int32) {
+	labels = make([]int32, G-1)
+	for k := 1; k < G; k++ {
+		labels[k-1] = int32(Argmax(logits[a+k-1]))
+	}
+	return dflashBlock{Anchor: seq[a], Pos: a, Ctx: rows[max(0, a-W):a]}, labels
+}
+
 // DFlashTrainOptions configure TrainDFlash.
 type DFlashTrainOptions struct {
 	// Steps is the number of optimizer steps.
@@ -274,10 +311,8 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 	case len(corpus) < o.SeqLen:
 		return nil, fmt.Errorf("llama: dflash training: a corpus of %d tokens is shorter than one sequence of %d", len(corpus), o.SeqLen)
 	}
-	for i, t := range corpus {
-		if t < 0 || int(t) >= target.Arch.Vocab {
-			return nil, fmt.Errorf("llama: dflash training: corpus token %d (at %d) is outside the target's vocabulary 0..%d", t, i, target.Arch.Vocab-1)
-		}
+	if err := checkTokens(corpus, target.Arch.Vocab); err != nil {
+		return nil, fmt.Errorf("llama: dflash training: corpus %w", err)
 	}
 	W := cfg.Window
 	if W == 0 {
@@ -298,16 +333,11 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 		return nil, err
 	}
 	defer tr.close()
-	do := o.DecoderOptions
-	do.MaxContext, do.Batch, do.ContextFull = o.SeqLen, o.SeqLen, ContextError
-	dec, err := NewDecoder(target, do)
+	dec, err := newCaptureDecoder(target, o.DecoderOptions, o.SeqLen, cfg.TargetLayers)
 	if err != nil {
 		return nil, err
 	}
 	defer dec.Close()
-	if err := dec.SetCapture(cfg.TargetLayers); err != nil {
-		return nil, err
-	}
 	sched := train.Cosine{Peak: o.LR, Min: o.MinLR, Warmup: o.Warmup, Total: o.Steps}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x7472))
 	blocks := make([]dflashBlock, 0, o.Sequences*o.Anchors)
@@ -327,12 +357,8 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 			rows := slices.Clone(dec.Captured())
 			for range o.Anchors {
 				a := 1 + rng.IntN(o.SeqLen-G) // the anchor; its block ends at a+G−1 ≤ SeqLen−1
-				ls := make([]int32, G-1)
-				for k := 1; k < G; k++ {
-					ls[k-1] = int32(Argmax(logits[a+k-1])) // the target's token at a+k
-				}
-				blocks = append(blocks, dflashBlock{Anchor: seq[a], Pos: a, Ctx: rows[max(0, a-W):a]})
-				labels = append(labels, ls)
+				blk, ls := anchoredBlock(seq, logits, rows, a, G, W)
+				blocks, labels = append(blocks, blk), append(labels, ls)
 			}
 		}
 		lr := sched.LR(step)
@@ -380,25 +406,19 @@ func EvalDFlash(df *DFlash, text []int32, seqLen int, opts DecoderOptions) (DFla
 	if seqLen < G+1 || seqLen > m.Arch.Context {
 		return DFlashEval{}, fmt.Errorf("llama: dflash evaluation: windows of %d tokens: want %d..%d (the block plus one, the target's context)", seqLen, G+1, m.Arch.Context)
 	}
-	for i, t := range text {
-		if t < 0 || int(t) >= m.Arch.Vocab {
-			return DFlashEval{}, fmt.Errorf("llama: dflash evaluation: token %d (at %d) is outside the target's vocabulary 0..%d", t, i, m.Arch.Vocab-1)
-		}
+	if err := checkTokens(text, m.Arch.Vocab); err != nil {
+		return DFlashEval{}, fmt.Errorf("llama: dflash evaluation: %w", err)
 	}
 	W := df.Cfg.Window
 	if W == 0 {
 		W = seqLen
 	}
 	const B = 16 // blocks a forward
-	opts.MaxContext, opts.Batch, opts.ContextFull = seqLen, seqLen, ContextError
-	dec, err := NewDecoder(m, opts)
+	dec, err := newCaptureDecoder(m, opts, seqLen, df.Cfg.TargetLayers)
 	if err != nil {
 		return DFlashEval{}, err
 	}
 	defer dec.Close()
-	if err := dec.SetCapture(df.Cfg.TargetLayers); err != nil {
-		return DFlashEval{}, err
-	}
 	g, err := df.buildInference(B, W)
 	if err != nil {
 		return DFlashEval{}, err
@@ -450,12 +470,8 @@ func EvalDFlash(df *DFlash, text []int32, seqLen int, opts DecoderOptions) (DFla
 		}
 		rows := slices.Clone(dec.Captured())
 		for a := 1; a+G <= len(seq); a++ {
-			ls := make([]int32, G-1)
-			for k := 1; k < G; k++ {
-				ls[k-1] = int32(Argmax(logits[a+k-1]))
-			}
-			blocks = append(blocks, dflashBlock{Anchor: seq[a], Pos: a, Ctx: rows[max(0, a-W):a]})
-			labels = append(labels, ls)
+			blk, ls := anchoredBlock(seq, logits, rows, a, G, W)
+			blocks, labels = append(blocks, blk), append(labels, ls)
 			if len(blocks) == B {
 				if err := flush(); err != nil {
 					return DFlashEval{}, err

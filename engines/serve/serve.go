@@ -238,8 +238,7 @@ func (s *Server) loop() {
 				panic(fmt.Sprintf("serve: %v", err)) // reuse ≤ len(kept[slot]) = the slot's positions
 			}
 		}
-		best := p.slot
-		slots[best] = &slot{j: j, idx: best, fed: reuse, cached: reuse, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
+		slots[p.slot] = &slot{j: j, idx: p.slot, fed: reuse, cached: reuse, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
 			history: append(make([]int32, 0, len(j.ids)+j.maxTokens), j.ids...)}
 		s.metrics.cachedTokens.Add(int64(reuse))
 		active++
