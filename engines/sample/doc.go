@@ -13,6 +13,13 @@
 // (penalised) logit. NaN logits count as -Inf; a -Inf token is never chosen
 // unless every logit is -Inf or NaN, in which case token 0 is returned.
 //
+// A row costs about one pass over the vocabulary: top-k keeps a heap of the k
+// best and compares every other logit with its worst; without top-k, the
+// softmax covers every token within e^64 of the most likely (rarer ones are
+// dropped: their probability is below 1.6e-28 of its) and top-p adds up
+// buckets of the logit, sorting only the bucket where it stops.
+// BenchmarkSample times both on SmolLM2's and Qwen's vocabularies.
+//
 // # Stop strings
 //
 // Stopper watches streamed text for stop strings. It is fed decoded pieces

@@ -143,15 +143,23 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	if s.Greedy() {
 		return argmax(logits) // what penalize's copy would give: NaN never wins, every NaN gives 0
 	}
-	w := s.penalize(logits, history)
 	if s.p.Temperature == 0 {
-		return argmax(w)
+		return argmax(s.penalize(logits, history))
 	}
-	cand := s.filter(w)
+	cand := s.filtered(logits, history)
 	if len(cand) == 0 {
 		return 0
 	}
 	return s.draw(cand)
+}
+
+// filtered is filter of the row of logits after the penalties: the row itself where no
+// penalty applies (filter takes NaN as -Inf), penalize's copy elsewhere.
+func (s *Sampler) filtered(logits []float32, history []int32) []candidate {
+	if s.penalized() && len(history) > 0 {
+		return s.filter(s.penalize(logits, history))
+	}
+	return s.filter(logits)
 }
 
 // penalize copies logits into the scratch row with NaN mapped to -Inf and
@@ -255,34 +263,88 @@ func cmpCandidates(a, b candidate) int {
 }
 
 // filter runs top-k, temperature, softmax, top-p and min-p over the
-// (penalised) row and returns the surviving candidates with their
-// probabilities, which need not sum to 1. It returns nothing when every
-// logit is -Inf.
+// (penalised) row, where NaN counts as -Inf, and returns the surviving
+// candidates with their probabilities, which need not sum to 1. It returns
+// nothing when every logit is -Inf or NaN.
 func (s *Sampler) filter(w []float32) []candidate {
+	if cand, ok := s.topKScan(w); ok {
+		return s.shape(cand)
+	}
+	return s.nucleus(w)
+}
+
+// infinite is filter of a row that holds +Inf: only the +Inf tokens remain, equally likely,
+// best first in id order.
+func (s *Sampler) infinite(w []float32) []candidate {
 	cand := s.cand[:0]
-	posInf := slices.ContainsFunc(w, func(v float32) bool { return math.IsInf(float64(v), 1) })
 	for i, v := range w {
-		switch {
-		case posInf:
-			// Only the +Inf tokens remain, equally likely.
-			if math.IsInf(float64(v), 1) {
-				cand = append(cand, candidate{id: int32(i)})
-			}
-		case !math.IsInf(float64(v), -1):
-			cand = append(cand, candidate{id: int32(i), logit: float64(v)})
+		if math.IsInf(float64(v), 1) {
+			cand = append(cand, candidate{id: int32(i)})
 		}
 	}
 	s.cand = cand
-	if len(cand) == 0 {
-		return cand
-	}
-
-	sorted := false
 	if k := s.p.TopK; k > 0 && k < len(cand) {
-		cand = topK(cand, k)
-		sorted = true
+		cand = cand[:k]
 	}
+	return s.shape(cand)
+}
 
+// topKScan is top-k over the row w (NaN counting as -Inf): the TopK best finite logits as
+// candidates, best first, ties to the lower token id. It keeps a heap of the best k so far and
+// compares each further logit with the heap's worst alone, one pass over the row. ok is false
+// where top-k does not apply or +Inf decides: TopK off or not below the finite logits, or a
+// logit +Inf (nucleus takes those rows).
+func (s *Sampler) topKScan(w []float32) (cand []candidate, ok bool) {
+	k := s.p.TopK
+	if k <= 0 || k >= len(w) {
+		return nil, false
+	}
+	negInf := float32(math.Inf(-1))
+	h := s.cand[:0]
+	i := 0
+	for ; i < len(w) && len(h) < k; i++ {
+		switch v := w[i]; {
+		case math.IsInf(float64(v), 1):
+			return nil, false
+		case v > negInf: // neither NaN nor -Inf
+			h = append(h, candidate{id: int32(i), logit: float64(v)})
+		}
+	}
+	s.cand = h
+	if len(h) < k {
+		return nil, false
+	}
+	for j := k/2 - 1; j >= 0; j-- {
+		siftDown(h, j)
+	}
+	worst := float32(h[0].logit)
+	more := false // a finite logit beyond the first k: top-k cuts
+	for ; i < len(w); i++ {
+		v := w[i]
+		if !(v > worst) { // a later equal logit loses the tie to the heap's (lower id)
+			if !more && v > negInf {
+				more = true
+			}
+			continue
+		}
+		if math.IsInf(float64(v), 1) {
+			return nil, false
+		}
+		more = true
+		h[0] = candidate{id: int32(i), logit: float64(v)}
+		siftDown(h, 0)
+		worst = float32(h[0].logit)
+	}
+	if !more {
+		return nil, false
+	}
+	slices.SortFunc(h, cmpCandidates)
+	return h, true
+}
+
+// shape runs temperature, softmax, top-p and min-p over the candidates that top-k left, best
+// first, and returns those that survive, with their probabilities.
+func (s *Sampler) shape(cand []candidate) []candidate {
 	// Temperature and softmax together: exp((l - max) / T) never overflows,
 	// however small T is.
 	maxLogit := math.Inf(-1)
@@ -299,24 +361,131 @@ func (s *Sampler) filter(w []float32) []candidate {
 	for i := range cand {
 		cand[i].p /= sum
 	}
-
 	if s.p.TopP < 1 {
-		if sorted {
-			cand = cand[:topPCount(cand, s.p.TopP)]
-		} else {
-			cand = s.topP(cand)
-		}
+		cand = cand[:topPCount(cand, s.p.TopP)]
 	}
+	return s.minP(cand)
+}
 
-	if s.p.MinP > 0 {
-		maxP := 0.0
-		for _, c := range cand {
-			maxP = max(maxP, c.p)
-		}
-		limit := s.p.MinP * maxP
-		cand = slices.DeleteFunc(cand, func(c candidate) bool { return c.p < limit })
+// minP drops the candidates whose probability is below MinP times the largest.
+func (s *Sampler) minP(cand []candidate) []candidate {
+	if s.p.MinP <= 0 {
+		return cand
 	}
-	return cand
+	maxP := 0.0
+	for _, c := range cand {
+		maxP = max(maxP, c.p)
+	}
+	limit := s.p.MinP * maxP
+	return slices.DeleteFunc(cand, func(c candidate) bool { return c.p < limit })
+}
+
+// negligible is the scaled logit (l - max) / T below which nucleus drops a token: its
+// probability is below e^-64 (1.6e-28) of the most likely token's, so that dropping every such
+// token of the largest vocabularies moves no probability by as much as float64 resolves.
+const negligible = -64
+
+// bucketsPerUnit cuts the scaled logits [negligible, 0] into the buckets nucleus's top-p
+// adds up: 1/8 of a unit each, a probability ratio of at most e^(1/8) within one.
+const bucketsPerUnit = 8
+
+// nucleus is filter without top-k (TopK off or not below the finite logits of w; NaN counts
+// as -Inf; a row with +Inf goes to infinite): temperature and softmax over every token not
+// negligible, then top-p (topP). Making and sorting a candidate of every token took
+// milliseconds a token for a large vocabulary (BenchmarkSample).
+func (s *Sampler) nucleus(w []float32) []candidate {
+	negInf := float32(math.Inf(-1))
+	top := negInf
+	for _, v := range w {
+		if v > top { // not max: its NaN and signed-zero cases cost a branch chain a token
+			top = v
+		}
+	}
+	if math.IsInf(float64(top), 1) {
+		return s.infinite(w)
+	}
+	cand := s.cand[:0]
+	if top == negInf {
+		s.cand = cand
+		return cand
+	}
+	m, t := float64(top), s.p.Temperature
+	// Below lo, (v - m) / t < negligible whatever the rounding: skip those without dividing.
+	lo := float32(m + 2*negligible*t)
+	sum := 0.0
+	for i, v := range w {
+		if v < lo {
+			continue
+		}
+		x := (float64(v) - m) / t
+		if !(x >= negligible) { // NaN too
+			continue
+		}
+		e := math.Exp(x)
+		sum += e
+		cand = append(cand, candidate{id: int32(i), logit: x, p: e})
+	}
+	s.cand = cand
+	for i := range cand {
+		cand[i].p /= sum
+	}
+	if s.p.TopP < 1 {
+		cand = s.topP(cand)
+	}
+	return s.minP(cand)
+}
+
+// topP keeps of cand (in id order, scaled logits in [negligible, 0], probabilities) the
+// smallest best-first prefix whose probabilities add up to TopP (all when they never do), by
+// buckets of the scaled logit: the buckets whose probabilities add up to less than TopP are
+// kept whole, and only the bucket where TopP is reached is sorted, best first, and cut there.
+// The survivors are the plain definition's, in another order: the whole buckets' tokens in id
+// order, then the last bucket's, best first.
+func (s *Sampler) topP(cand []candidate) []candidate {
+	if len(cand) <= 64 {
+		slices.SortFunc(cand, cmpCandidates)
+		return cand[:topPCount(cand, s.p.TopP)]
+	}
+	bucket := func(c candidate) int { return int(-c.logit * bucketsPerUnit) }
+	var mass [-negligible*bucketsPerUnit + 1]float64
+	for _, c := range cand {
+		mass[bucket(c)] += c.p
+	}
+	// The buckets before edge add up to less than TopP, edge reaches it.
+	cum, edge := 0.0, 0
+	for ; edge < len(mass)-1 && cum+mass[edge] < s.p.TopP; edge++ {
+		cum += mass[edge]
+	}
+	// The whole buckets stay, in id order (cand is in id order); the rest goes aside.
+	keep, rest := cand[:0], s.best[:0]
+	for _, c := range cand {
+		if bucket(c) < edge {
+			keep = append(keep, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	s.best = rest
+	// Then bucket edge, best first, until the kept probabilities reach TopP: rounding may
+	// leave them short of it at its end, and the next bucket goes on.
+	for b := edge; b < len(mass) && len(rest) > 0; b++ {
+		in := 0 // rest[:in] is bucket b
+		for i, c := range rest {
+			if bucket(c) == b {
+				rest[in], rest[i] = rest[i], rest[in]
+				in++
+			}
+		}
+		slices.SortFunc(rest[:in], cmpCandidates)
+		for _, c := range rest[:in] {
+			keep = append(keep, c)
+			if cum += c.p; cum >= s.p.TopP {
+				return keep
+			}
+		}
+		rest = rest[in:]
+	}
+	return keep
 }
 
 // topPCount is how many of the candidates, best first, it takes for their
@@ -332,56 +501,13 @@ func topPCount(cand []candidate, p float64) int {
 	return len(cand)
 }
 
-// topP returns the best candidates whose probabilities add up to TopP (all
-// when they never do), best first: the sorted prefix that topPCount cuts.
-// It takes them off a heap of cand (best at the root) one at a time, which
-// for the peaked distributions sampling meets costs O(n) where sorting every
-// candidate costs O(n log n): with a vocabulary of 49152, milliseconds per
-// token.
-func (s *Sampler) topP(cand []candidate) []candidate {
-	worse := func(a, b candidate) bool { return better(b, a) }
-	for i := len(cand)/2 - 1; i >= 0; i-- {
-		siftDown(cand, i, worse)
-	}
-	out := s.best[:0]
-	cum := 0.0
-	for h := cand; len(h) > 0 && (len(out) == 0 || cum < s.p.TopP); {
-		out = append(out, h[0])
-		cum += h[0].p
-		h[0] = h[len(h)-1]
-		h = h[:len(h)-1]
-		siftDown(h, 0, worse)
-	}
-	s.best = out
-	return out
-}
-
-// topK moves the k best candidates to the front of cand, best first, and
-// returns them. It keeps a heap of the best k seen so far (worst at the
-// root), so it costs O(n log k) rather than a full sort.
-func topK(cand []candidate, k int) []candidate {
-	h := cand[:k]
-	for i := k/2 - 1; i >= 0; i-- {
-		siftDown(h, i, better)
-	}
-	for _, c := range cand[k:] {
-		if better(c, h[0]) {
-			h[0] = c
-			siftDown(h, 0, better)
-		}
-	}
-	slices.SortFunc(h, cmpCandidates)
-	return h
-}
-
-// siftDown restores the heap property below i: no child comes before its
-// parent, where before(a, b) says a belongs below b (better: the worst
-// candidate at the root; its reverse: the best).
-func siftDown(h []candidate, i int, before func(a, b candidate) bool) {
+// siftDown restores the heap of the best candidates below i, the worst at
+// the root: no child is worse than its parent.
+func siftDown(h []candidate, i int) {
 	for {
 		top := i
 		for _, c := range []int{2*i + 1, 2*i + 2} {
-			if c < len(h) && before(h[top], h[c]) {
+			if c < len(h) && better(h[top], h[c]) {
 				top = c
 			}
 		}
@@ -430,12 +556,11 @@ func (s *Sampler) Probs(logits []float32, history []int32, dst []float64) []floa
 	if len(logits) == 0 {
 		return dst
 	}
-	w := s.penalize(logits, history)
 	if s.p.Temperature == 0 {
-		dst[argmax(w)] = 1
+		dst[argmax(s.penalize(logits, history))] = 1
 		return dst
 	}
-	cand := s.filter(w)
+	cand := s.filtered(logits, history)
 	if len(cand) == 0 {
 		dst[0] = 1 // as Sample
 		return dst

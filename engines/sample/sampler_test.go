@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -394,15 +395,41 @@ func TestNonFiniteLogits(t *testing.T) {
 	}
 }
 
-func BenchmarkSampleDefault(b *testing.B) {
-	logits := make([]float32, 151936)
-	for i := range logits {
-		logits[i] = float32(math.Sin(float64(i)*0.123) * 8)
+// BenchmarkSample times one draw from a row of SmolLM2's vocabulary (49152) and of Qwen's
+// (151936) with llama.cpp's default preset (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8)
+// and with SmolLM2's (no top-k, top-p 0.9, temperature 0.2: the kernel table's default for
+// smollm2), on logits of a trained model's shape (a few large, the rest normal) and on those of
+// random weights (normal: top-p keeps most of the vocabulary).
+func BenchmarkSample(b *testing.B) {
+	presets := map[string]Params{
+		"llama.cpp": DefaultParams(),
+		"smollm2":   {Temperature: 0.2, TopP: 0.9, RepeatPenalty: 1},
 	}
-	s := NewSampler(DefaultParams())
-	hist := make([]int32, 64)
-	for b.Loop() {
-		s.Sample(logits, hist)
+	for _, name := range []string{"llama.cpp", "smollm2"} {
+		for _, rows := range []string{"trained", "random"} {
+			for _, vocab := range []int{49152, 151936} {
+				b.Run(fmt.Sprintf("%s/%s/vocab=%d", name, rows, vocab), func(b *testing.B) {
+					rng := rand.New(rand.NewPCG(1, uint64(vocab)))
+					logits := make([]float32, vocab)
+					for i := range logits {
+						logits[i] = float32(rng.NormFloat64())
+						if rows == "trained" {
+							logits[i] = 2*logits[i] - 4
+						}
+					}
+					if rows == "trained" {
+						for range 20 {
+							logits[rng.IntN(vocab)] = float32(8 + 4*rng.Float64())
+						}
+					}
+					s := NewSampler(presets[name])
+					hist := make([]int32, 64)
+					for b.Loop() {
+						s.Sample(logits, hist)
+					}
+				})
+			}
+		}
 	}
 }
 
@@ -435,33 +462,189 @@ func TestProbs(t *testing.T) {
 	}
 }
 
-// TestTopPHeapMatchesSort checks top-p's heap against the plain definition it replaces: sort
-// every candidate best first (ties by id) and keep the prefix whose probabilities reach p.
-func TestTopPHeapMatchesSort(t *testing.T) {
+// TestNucleusMatchesReference checks sampling without top-k (nucleus: softmax over every token,
+// top-p by buckets of the logit, min-p) against a float64 reference that sorts every finite
+// logit: random rows of up to 3000 tokens, with ties, -Inf and NaN, temperatures from 0.05
+// (most tokens negligible) to 2, with and without penalties. The survivors must be the
+// reference's (bar those below 1e-25 of the most likely, which nucleus drops) with the same
+// probabilities; Probs must give them.
+func TestNucleusMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for trial := range 200 {
-		n := 1 + rng.IntN(300)
-		cand := make([]candidate, n)
-		sum := 0.0
-		for i := range cand {
-			// Few distinct logits, so that ties (broken by id) are common.
-			l := float64(rng.IntN(8)) * rng.Float64() * 4
-			if trial%2 == 0 {
-				l = math.Round(l)
+	negInf := float32(math.Inf(-1))
+	checked := 0
+	for trial := range 2000 {
+		n := 1 + rng.IntN(3000)
+		if trial%3 == 0 {
+			n = 1 + rng.IntN(80) // around sort-everything's limit
+		}
+		scale := []float64{0.5, 2, 8}[rng.IntN(3)]
+		logits := make([]float32, n)
+		for i := range logits {
+			switch r := rng.Float64(); {
+			case r < 0.02:
+				logits[i] = nan
+			case r < 0.05:
+				logits[i] = negInf
+			default:
+				logits[i] = float32(rng.NormFloat64() * scale)
+				if trial%2 == 0 {
+					logits[i] = float32(math.Round(float64(logits[i]))) // ties
+				}
 			}
-			cand[i] = candidate{id: int32(i), logit: l, p: math.Exp(l)}
-			sum += cand[i].p
 		}
-		for i := range cand {
-			cand[i].p /= sum
+		p := Params{Temperature: []float64{0.05, 0.2, 0.8, 2}[rng.IntN(4)], TopK: []int{0, n, n + 5}[rng.IntN(3)],
+			TopP: []float64{1, 0.99, 0.9, 0.5, 0.1}[rng.IntN(5)], MinP: []float64{0, 0.05}[rng.IntN(2)], RepeatPenalty: 1, RepeatLastN: 64}
+		var history []int32
+		if trial%4 == 1 {
+			p.RepeatPenalty, p.PresencePenalty = 1.5, 1
+			for range rng.IntN(30) {
+				history = append(history, int32(rng.IntN(n)))
+			}
 		}
-		p := []float64{0, 0.1, 0.5, 0.9, 0.999, 1.5}[trial%6]
-		want := slices.Clone(cand)
-		slices.SortFunc(want, cmpCandidates)
-		want = want[:topPCount(want, p)]
-		s := NewSampler(Params{Temperature: 1, TopP: 0.5, RepeatPenalty: 1})
-		s.p.TopP = p // out of Validate's range too: the plain definition still holds
-		got := s.topP(slices.Clone(cand))
-		require.Equal(t, want, got, "trial %d, p %g", trial, p)
+		s := NewSampler(p)
+		w := slices.Clone(s.penalize(logits, history))
+
+		// The reference.
+		type tok struct {
+			id int
+			l  float64
+		}
+		var toks []tok
+		top := math.Inf(-1)
+		for i, v := range w {
+			if !math.IsInf(float64(v), -1) {
+				toks = append(toks, tok{i, float64(v)})
+				top = max(top, float64(v))
+			}
+		}
+		if len(toks) == 0 {
+			assert.Empty(t, s.filter(w), "trial %d: every logit -Inf", trial)
+			continue
+		}
+		slices.SortStableFunc(toks, func(a, b tok) int {
+			switch {
+			case a.l > b.l:
+				return -1
+			case a.l < b.l:
+				return 1
+			}
+			return 0
+		})
+		probs := make([]float64, len(toks))
+		sum := 0.0
+		for i, k := range toks {
+			probs[i] = math.Exp((k.l - top) / p.Temperature)
+			sum += probs[i]
+		}
+		cum, cut, near := 0.0, len(toks), false
+		for i := range probs {
+			probs[i] /= sum
+			if p.TopP < 1 && cut == len(toks) {
+				near = near || math.Abs(cum+probs[i]-p.TopP) < 1e-9
+				if cum += probs[i]; cum >= p.TopP {
+					cut = i + 1
+				}
+			}
+		}
+		want := map[int32]float64{}
+		for i := range cut {
+			if probs[i] >= p.MinP*probs[0] {
+				want[int32(toks[i].id)] = probs[i]
+			}
+		}
+
+		got := map[int32]float64{}
+		for _, c := range s.filter(w) {
+			got[c.id] = c.p
+		}
+		dist := s.Probs(logits, history, nil)
+		for id, pw := range want {
+			pg, ok := got[id]
+			if !ok {
+				require.True(t, near || pw < 1e-25, "trial %d: token %d (p %g) missing", trial, id, pw)
+				continue
+			}
+			require.InDelta(t, pw, pg, 1e-12, "trial %d: token %d", trial, id)
+		}
+		for id := range got {
+			_, ok := want[id]
+			require.True(t, ok || near, "trial %d: token %d should be filtered out", trial, id)
+		}
+		total := 0.0
+		for _, pg := range got {
+			total += pg
+		}
+		for id, pg := range got {
+			require.InDelta(t, pg/total, dist[id], 1e-12, "trial %d: Probs of token %d", trial, id)
+		}
+		if !near {
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 1800, "rows compared away from a top-p boundary")
+}
+
+// TestTopKScanMatchesSort checks the one-pass top-k against a full sort of the finite logits
+// (best first, ties to the lower id), on random rows with many ties, NaN, -Inf and now and then
+// +Inf, with and without penalties, k from 1 past the row's length; and that Sample's and
+// Probs's candidates, taken from the row itself where no penalty applies (NaN in it), are
+// those filter gives on penalize's copy (NaN mapped to -Inf).
+func TestTopKScanMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	negInf := float32(math.Inf(-1))
+	for trial := range 3000 {
+		n := 1 + rng.IntN(300)
+		levels := 1 + rng.IntN(12) // few distinct values: ties everywhere
+		logits := make([]float32, n)
+		for i := range logits {
+			switch r := rng.Float64(); {
+			case r < 0.05:
+				logits[i] = nan
+			case r < 0.15:
+				logits[i] = negInf
+			case r < 0.152 && trial%5 == 0:
+				logits[i] = inf
+			default:
+				logits[i] = float32(rng.IntN(levels)) - 4
+			}
+		}
+		var history []int32
+		p := DefaultParams()
+		p.TopK = 1 + rng.IntN(n+2)
+		p.TopP = []float64{1, 0.95, 0.5}[rng.IntN(3)]
+		p.MinP = []float64{0, 0.05}[rng.IntN(2)]
+		if trial%2 == 1 {
+			p.RepeatPenalty, p.FrequencyPenalty = 1.3, 0.5
+			for range rng.IntN(20) {
+				history = append(history, int32(rng.IntN(n)))
+			}
+		}
+		s := NewSampler(p)
+		w := s.penalize(logits, history)
+		// The reference: every finite logit, sorted.
+		var want []candidate
+		for i, v := range w {
+			if !math.IsInf(float64(v), 0) && v == v {
+				want = append(want, candidate{id: int32(i), logit: float64(v)})
+			}
+		}
+		slices.SortStableFunc(want, func(a, b candidate) int {
+			switch {
+			case a.logit > b.logit:
+				return -1
+			case a.logit < b.logit:
+				return 1
+			}
+			return 0 // stable: the lower id first
+		})
+		scan, ok := s.topKScan(w)
+		posInf := slices.Contains(w, inf)
+		require.Equal(t, !posInf && p.TopK < len(want), ok, "trial %d: top-k %d of %d finite logits, +Inf %v", trial, p.TopK, len(want), posInf)
+		if ok {
+			require.Equal(t, want[:p.TopK], scan, "trial %d", trial)
+		}
+		got := slices.Clone(s.filtered(logits, history))
+		ref := NewSampler(p)
+		require.Equal(t, ref.filter(ref.penalize(logits, history)), got, "trial %d", trial)
 	}
 }

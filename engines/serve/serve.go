@@ -397,8 +397,8 @@ func commonPrefix(a, b []int32) int {
 }
 
 // sampleAll draws each slot's next token from its logits, the slots in parallel: sampling a
-// large vocabulary costs up to milliseconds a token, and the decoder's threads are idle
-// meanwhile. The calling goroutine samples the first slot itself, so that a step of one
+// large vocabulary costs up to a millisecond a token (top-p over a flat distribution), and the
+// decoder's threads are idle meanwhile. The calling goroutine samples the first slot itself, so that a step of one
 // sequence starts no goroutine, as toy generate samples between its steps: a new goroutine
 // may have to wake a thread while ggml's worker still spins on the other core. When every
 // slot is greedy (Sampler.Greedy: an argmax, about 16 µs for 49152 logits) it samples them
