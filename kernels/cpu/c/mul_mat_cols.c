@@ -63,6 +63,12 @@ static inline __attribute__((always_inline)) void lanes_cols(const char * w, siz
 				}
 				wv[q] = KIND == KIND_F16 ? VLOADH((const uint16_t *) row + i)
 					: KIND == KIND_BF16 ? VLOADB((const uint16_t *) row + i) : VLOAD((const float *) row + i);
+				if (KIND == KIND_F32 && M > 1) {
+					/* One load for the M products: left alone, gcc folds an f32 row's
+					 * load into each FMA for some M (2, 4), M loads of a vector that
+					 * comes from memory, and 4 columns cost as much as 8. */
+					__asm__("" : "+v"(wv[q]));
+				}
 			}
 			for (int j = 0; j < M; j++) {
 				vec xv = VLOAD(xp + i * M + j * LANES);
@@ -113,16 +119,17 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
 
 /*
  * ROWS_M(KIND, M) defines rows_KIND_M, which computes rows [0, rows) against M columns, in the
- * lanes and with the prefetches that measured fastest for M (BenchmarkMulMatCols): 2 lanes for
- * one column (memory-bound), 4 for 2 to 4 columns, 2 for more (the accumulators fill the
- * registers), prefetching from 4 columns on. Each is a function of its own, so that gcc
- * allocates the registers of each loop alone: inlined together into one function, the
- * one-column loop stored its column to the stack every step.
+ * lanes and with the prefetches that measured fastest for M (BenchmarkMulMatCols, 2026-12-02):
+ * 2 lanes for one column (memory-bound), 4 for two, 2 for more (the accumulators fill the
+ * registers), prefetching from 3 columns on. (3 and 4 columns took 4 lanes until then, and
+ * streamed f32 rows at about half the rate of 2 lanes: 4 columns cost as much as 8.) Each is a
+ * function of its own, so that gcc allocates the registers of each loop alone: inlined together
+ * into one function, the one-column loop stored its column to the stack every step.
  */
 #define ROWS_M(KIND, M) \
 	static __attribute__((noinline)) void rows_##KIND##_##M(const char * w, size_t stride, const float * x, int64_t xs, \
 			const float * xp, int64_t k, float * y, int64_t n, int64_t rows) { \
-		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, M == 1 ? 2 : M <= 4 ? 4 : 2, M, M >= 4 ? 8192 : 0); \
+		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, M == 2 ? 4 : 2, M, M >= 3 ? 8192 : 0); \
 	}
 #define ROWS_KIND(KIND) ROWS_M(KIND, 1) ROWS_M(KIND, 2) ROWS_M(KIND, 3) ROWS_M(KIND, 4) ROWS_M(KIND, 5) \
 	ROWS_M(KIND, 6) ROWS_M(KIND, 7) ROWS_M(KIND, 8)
