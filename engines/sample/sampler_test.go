@@ -470,7 +470,6 @@ func TestProbs(t *testing.T) {
 // probabilities; Probs must give them.
 func TestNucleusMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	negInf := float32(math.Inf(-1))
 	checked := 0
 	for trial := range 2000 {
 		n := 1 + rng.IntN(3000)
@@ -478,20 +477,13 @@ func TestNucleusMatchesReference(t *testing.T) {
 			n = 1 + rng.IntN(80) // around sort-everything's limit
 		}
 		scale := []float64{0.5, 2, 8}[rng.IntN(3)]
-		logits := make([]float32, n)
-		for i := range logits {
-			switch r := rng.Float64(); {
-			case r < 0.02:
-				logits[i] = nan
-			case r < 0.05:
-				logits[i] = negInf
-			default:
-				logits[i] = float32(rng.NormFloat64() * scale)
-				if trial%2 == 0 {
-					logits[i] = float32(math.Round(float64(logits[i]))) // ties
-				}
+		logits := randomRow(rng, n, 0.02, 0.03, 0, func() float32 {
+			v := rng.NormFloat64() * scale
+			if trial%2 == 0 {
+				v = math.Round(v) // ties
 			}
-		}
+			return float32(v)
+		})
 		p := Params{Temperature: []float64{0.05, 0.2, 0.8, 2}[rng.IntN(4)], TopK: []int{0, n, n + 5}[rng.IntN(3)],
 			TopP: []float64{1, 0.99, 0.9, 0.5, 0.1}[rng.IntN(5)], MinP: []float64{0, 0.05}[rng.IntN(2)], RepeatPenalty: 1, RepeatLastN: 64}
 		var history []int32
@@ -505,35 +497,15 @@ func TestNucleusMatchesReference(t *testing.T) {
 		w := slices.Clone(s.penalize(logits, history))
 
 		// The reference.
-		type tok struct {
-			id int
-			l  float64
-		}
-		var toks []tok
-		top := math.Inf(-1)
-		for i, v := range w {
-			if !math.IsInf(float64(v), -1) {
-				toks = append(toks, tok{i, float64(v)})
-				top = max(top, float64(v))
-			}
-		}
+		toks := finiteBestFirst(w)
 		if len(toks) == 0 {
 			assert.Empty(t, s.filter(w), "trial %d: every logit -Inf", trial)
 			continue
 		}
-		slices.SortStableFunc(toks, func(a, b tok) int {
-			switch {
-			case a.l > b.l:
-				return -1
-			case a.l < b.l:
-				return 1
-			}
-			return 0
-		})
 		probs := make([]float64, len(toks))
 		sum := 0.0
 		for i, k := range toks {
-			probs[i] = math.Exp((k.l - top) / p.Temperature)
+			probs[i] = math.Exp((k.logit - toks[0].logit) / p.Temperature)
 			sum += probs[i]
 		}
 		cum, cut, near := 0.0, len(toks), false
@@ -549,7 +521,7 @@ func TestNucleusMatchesReference(t *testing.T) {
 		want := map[int32]float64{}
 		for i := range cut {
 			if probs[i] >= p.MinP*probs[0] {
-				want[int32(toks[i].id)] = probs[i]
+				want[toks[i].id] = probs[i]
 			}
 		}
 
@@ -591,23 +563,14 @@ func TestNucleusMatchesReference(t *testing.T) {
 // those filter gives on penalize's copy (NaN mapped to -Inf).
 func TestTopKScanMatchesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	negInf := float32(math.Inf(-1))
 	for trial := range 3000 {
 		n := 1 + rng.IntN(300)
 		levels := 1 + rng.IntN(12) // few distinct values: ties everywhere
-		logits := make([]float32, n)
-		for i := range logits {
-			switch r := rng.Float64(); {
-			case r < 0.05:
-				logits[i] = nan
-			case r < 0.15:
-				logits[i] = negInf
-			case r < 0.152 && trial%5 == 0:
-				logits[i] = inf
-			default:
-				logits[i] = float32(rng.IntN(levels)) - 4
-			}
+		posInfRate := 0.0
+		if trial%5 == 0 {
+			posInfRate = 0.002
 		}
+		logits := randomRow(rng, n, 0.05, 0.1, posInfRate, func() float32 { return float32(rng.IntN(levels)) - 4 })
 		var history []int32
 		p := DefaultParams()
 		p.TopK = 1 + rng.IntN(n+2)
@@ -621,22 +584,7 @@ func TestTopKScanMatchesSort(t *testing.T) {
 		}
 		s := NewSampler(p)
 		w := s.penalize(logits, history)
-		// The reference: every finite logit, sorted.
-		var want []candidate
-		for i, v := range w {
-			if !math.IsInf(float64(v), 0) && v == v {
-				want = append(want, candidate{id: int32(i), logit: float64(v)})
-			}
-		}
-		slices.SortStableFunc(want, func(a, b candidate) int {
-			switch {
-			case a.logit > b.logit:
-				return -1
-			case a.logit < b.logit:
-				return 1
-			}
-			return 0 // stable: the lower id first
-		})
+		want := finiteBestFirst(w)
 		scan, ok := s.topKScan(w)
 		posInf := slices.Contains(w, inf)
 		require.Equal(t, !posInf && p.TopK < len(want), ok, "trial %d: top-k %d of %d finite logits, +Inf %v", trial, p.TopK, len(want), posInf)
@@ -647,4 +595,43 @@ func TestTopKScanMatchesSort(t *testing.T) {
 		ref := NewSampler(p)
 		require.Equal(t, ref.filter(ref.penalize(logits, history)), got, "trial %d", trial)
 	}
+}
+
+// randomRow is n logits drawn by value, with NaN, -Inf and +Inf at the given rates.
+func randomRow(rng *rand.Rand, n int, nanRate, negInfRate, posInfRate float64, value func() float32) []float32 {
+	row := make([]float32, n)
+	for i := range row {
+		switch r := rng.Float64(); {
+		case r < nanRate:
+			row[i] = nan
+		case r < nanRate+negInfRate:
+			row[i] = float32(math.Inf(-1))
+		case r < nanRate+negInfRate+posInfRate:
+			row[i] = inf
+		default:
+			row[i] = value()
+		}
+	}
+	return row
+}
+
+// finiteBestFirst is the reference order of the tests: every finite logit of w as a candidate,
+// sorted by a stable sort, the largest first, ties in id order.
+func finiteBestFirst(w []float32) []candidate {
+	var out []candidate
+	for i, v := range w {
+		if !math.IsInf(float64(v), 0) && v == v {
+			out = append(out, candidate{id: int32(i), logit: float64(v)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b candidate) int {
+		switch {
+		case a.logit > b.logit:
+			return -1
+		case a.logit < b.logit:
+			return 1
+		}
+		return 0 // stable: the lower id first
+	})
+	return out
 }
