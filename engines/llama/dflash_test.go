@@ -172,6 +172,15 @@ func drafterRef(a Architecture, w map[string][]float64, cfg DFlashConfig, anchor
 	return logits
 }
 
+// newReferenceDrafter makes a drafter of cfg for m with random weights from seed (closed when
+// the test ends) and returns it with its weights and the target's (drafterWeights).
+func newReferenceDrafter(t *testing.T, m *GGUFModel, cfg DFlashConfig, seed uint64) (*DFlash, map[string][]float64) {
+	df, err := NewDFlash(m, cfg, seed)
+	require.NoError(t, err)
+	t.Cleanup(func() { df.Close() })
+	return df, drafterWeights(t, df, loadedWeights(t, m))
+}
+
 // drafterWeights adds the drafter's weights to the target's, as float64 by name.
 func drafterWeights(t *testing.T, df *DFlash, target map[string][]float64) map[string][]float64 {
 	for _, p := range df.params {
@@ -192,10 +201,7 @@ func drafterWeights(t *testing.T, df *DFlash, target map[string][]float64) map[s
 func TestDFlashForwardMatchesReference(t *testing.T) {
 	m := dflashTarget(t, 4)
 	cfg := DFlashConfig{Gamma: 4, Window: 6, MaskToken: 3, TargetLayers: []int{0, 1}, Layers: 2}
-	df, err := NewDFlash(m, cfg, 9)
-	require.NoError(t, err)
-	defer df.Close()
-	w := drafterWeights(t, df, loadedWeights(t, m))
+	df, w := newReferenceDrafter(t, m, cfg, 9)
 	g, err := df.buildInference(1, cfg.Window)
 	require.NoError(t, err)
 	defer g.close()
@@ -234,10 +240,7 @@ func TestDFlashCacheMatchesUncached(t *testing.T) {
 		{Gamma: 4, Window: 0, MaskToken: 2, TargetLayers: []int{1}, Layers: 1},
 		{Gamma: 5, Window: 6, MaskToken: 7, TargetLayers: []int{0, 1}, Layers: 2},
 	} {
-		df, err := NewDFlash(m, cfg, 3)
-		require.NoError(t, err)
-		defer df.Close()
-		w := drafterWeights(t, df, loadedWeights(t, m))
+		df, w := newReferenceDrafter(t, m, cfg, 3)
 		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
 		require.NoError(t, ref.SetCapture(cfg.TargetLayers))
@@ -657,10 +660,7 @@ func argmaxMargin(x []float64) (int32, float64) {
 func TestDFlashTrainerLoss(t *testing.T) {
 	m := dflashTarget(t, 6)
 	cfg := DFlashConfig{Gamma: 4, Window: 6, MaskToken: 5, TargetLayers: []int{0, 1}, Layers: 1}
-	df, err := NewDFlash(m, cfg, 2)
-	require.NoError(t, err)
-	defer df.Close()
-	w := drafterWeights(t, df, loadedWeights(t, m))
+	df, w := newReferenceDrafter(t, m, cfg, 2)
 	rng := rand.New(rand.NewPCG(21, 22))
 	F, V := cfg.features(&m.Arch), m.Arch.Vocab
 	var blocks []dflashBlock
