@@ -139,16 +139,26 @@ func BenchmarkMulMatPackedCausal(b *testing.B) {
 	}
 }
 
-// BenchmarkAttendOne times toy's attention of a generation step (AttendOne) of one and of eight
-// sequences over 256 cached cells of SmolLM2-135M's shape: 9 query heads of 64 values on 3
-// key/value heads, an f16 cache.
+// BenchmarkAttendOne times toy's attention of a generation step (AttendOne) of SmolLM2-135M's
+// shape: 9 query heads of 64 values on 3 key/value heads, an f16 cache. One and eight sequences
+// read 256 cells each; "mixed" is eight sequences of the lengths a server's slots hold at once,
+// 48 to 1024 cells, in one step over 1024 (the mask hides each one's cells past its length).
 func BenchmarkAttendOne(b *testing.B) {
 	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
 	require.NoError(b, err)
 	defer be.Close()
-	const hd, H, Hkv, kvLen = 64, 9, 3, 256
-	for _, S := range []int64{1, 8} {
-		b.Run(fmt.Sprintf("streams=%d", S), func(b *testing.B) {
+	const hd, H, Hkv = 64, 9, 3
+	for _, c := range []struct {
+		name    string
+		lengths []int
+		kvLen   int64
+	}{
+		{"streams=1", []int{256}, 256},
+		{"streams=8", []int{256, 256, 256, 256, 256, 256, 256, 256}, 256},
+		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			S, kvLen := int64(len(c.lengths)), c.kvLen
 			ctx, err := NewContext(ContextOptions{MaxTensors: 8, Graphs: 1, GraphSize: 8})
 			require.NoError(b, err)
 			defer ctx.Close()
@@ -169,7 +179,13 @@ func BenchmarkAttendOne(b *testing.B) {
 					}
 					require.NoError(b, x.SetF16(bits))
 				}
-				require.NoError(b, mask.SetF32(make([]float32, mask.Len())))
+				m := make([]float32, mask.Len())
+				for s, n := range c.lengths {
+					for i := n; i < int(kvLen); i++ {
+						m[s*int(kvLen)+i] = float32(math.Inf(-1))
+					}
+				}
+				require.NoError(b, mask.SetF32(m))
 			})
 		})
 	}

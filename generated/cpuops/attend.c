@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "kg_ggml.h"
+#include "toy_claims.h"
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
@@ -239,6 +240,23 @@ typedef void (*attend_fn)(const float * const * q, int64_t hdk, const char * kb,
 		float * const * out);
 static const attend_fn attend_fns[MAX_GROUP] = { attend_1, attend_2, attend_3, attend_4 };
 
+/* A sequence and the cells a pass over it reads. */
+struct seq_cells {
+	int64_t s, cells;
+};
+
+/* longer_first orders sequences by the cells they read, most first, then by index. */
+static int longer_first(const void * a, const void * b) {
+	const struct seq_cells * x = a, * y = b;
+	if (x->cells != y->cells) {
+		return x->cells > y->cells ? -1 : 1;
+	}
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Sequences whose order is kept on the stack; more go on the heap. */
+enum { STACK_SEQS = 64 };
+
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	const float scale = userdata != NULL ? *(const float *) userdata : 1.0f;
 	const struct ggml_tensor * q = dst->src[0];
@@ -248,25 +266,40 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 	const int64_t hdk = q->ne[0], H = q->ne[1], S = q->ne[2];
 	const int64_t kvLen = k->ne[1], Hkv = k->ne[2], hdv = v->ne[1];
 	const int64_t group = H / Hkv;
-	/* Jobs are (sequence, run of up to MAX_GROUP query heads of one key/value head), dealt
-	 * out to the threads in turn, where there are enough of them for every thread: the heads of
-	 * a run share their keys' and values' loads. Otherwise (sequence, head) pairs, so that
-	 * one sequence's few key/value heads keep the threads equally busy. The outputs are the
-	 * same either way, to the bit. */
+	/* Jobs are (sequence, run of up to MAX_GROUP query heads of one key/value head), where
+	 * there are enough of them for every thread: the heads of a run share their keys' and
+	 * values' loads. Otherwise (sequence, head) pairs, so that one sequence's few key/value
+	 * heads keep the threads equally busy. The outputs are the same either way, to the bit. */
 	const int64_t runs = (group + MAX_GROUP - 1) / MAX_GROUP;
 	const int64_t per_run = S * Hkv * runs >= 2 * (int64_t) nth ? (group + runs - 1) / runs : 1;
 	const int64_t runs_per_head = (group + per_run - 1) / per_run;
 	const int64_t jobs = S * Hkv * runs_per_head;
 	const int64_t cells = (kvLen + LANES - 1) / LANES * LANES;
+	/* A job costs about its sequence's cells, which differ between the sequences of a server's
+	 * step by as much as their lengths. The threads claim the jobs from a counter, the longest
+	 * sequences' first, so that the last jobs, which leave a thread waiting at the barrier for
+	 * the others, are the shortest (dealt out in turn, a thread could take the long sequences
+	 * and the other wait for it). */
+	struct seq_cells order_stack[STACK_SEQS];
 	float stack[STACK_CELLS] __attribute__((aligned(64)));
+	struct seq_cells * order = S <= STACK_SEQS ? order_stack : (struct seq_cells *) malloc((size_t) S * sizeof(*order));
 	float * scratch = per_run * cells <= STACK_CELLS ? stack : (float *) malloc((size_t) (per_run * cells) * sizeof(float));
-	if (scratch == NULL) {
-		fprintf(stderr, "toy_attend_one: out of memory for the scores of %lld cells\n", (long long) kvLen);
+	if (order == NULL || scratch == NULL) {
+		fprintf(stderr, "toy_attend_one: out of memory for %lld sequences of %lld cells\n", (long long) S, (long long) kvLen);
 		abort();
 	}
-	for (int64_t job = ith; job < jobs; job += nth) {
-		const int64_t run = job % runs_per_head, g = job / runs_per_head % Hkv, s = job / (runs_per_head * Hkv);
-		const int64_t h0 = g * group + run * per_run;
+	for (int64_t s = 0; s < S; s++) {
+		order[s] = (struct seq_cells) { s, visible_cells(mask, s, kvLen) };
+	}
+	qsort(order, (size_t) S, sizeof(*order), longer_first);
+	for (int64_t next = 0;; next++) {
+		const int64_t job = nth > 1 ? toy_claim(dst) : next;
+		if (job >= jobs) {
+			break;
+		}
+		const int64_t run = job % runs_per_head, g = job / runs_per_head % Hkv;
+		const struct seq_cells seq = order[job / (runs_per_head * Hkv)];
+		const int64_t s = seq.s, h0 = g * group + run * per_run;
 		const int64_t R = h0 + per_run <= (g + 1) * group ? per_run : (g + 1) * group - h0;
 		const float * qr[MAX_GROUP];
 		float * out[MAX_GROUP];
@@ -278,7 +311,13 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 		}
 		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3];
 		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3];
-		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, visible_cells(mask, s, kvLen), scale, mask, s, p, out);
+		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, seq.cells, scale, mask, s, p, out);
+	}
+	if (nth > 1) {
+		toy_claims_done(dst, nth);
+	}
+	if (order != order_stack) {
+		free(order);
 	}
 	if (scratch != stack) {
 		free(scratch);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kg_ggml.h"
+#include "toy_claims.h"
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
@@ -199,16 +200,8 @@ static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) 
 
 #endif
 
-/*
- * The threads of a product take chunks of rows from a counter, so that a thread slowed by
- * whatever else the machine runs leaves its rows to the others instead of holding them at ggml's
- * barrier after the node. The counter is kept in the node's own op_params, past the ones
- * ggml_custom_4d writes (its function, task count and user data: the first 24 bytes; ggml
- * zeroes the rest when it makes the node), and the last thread to finish resets it for the
- * node's next run. ggml runs a graph's nodes one at a time with a barrier between them, so no
- * other computation touches a node's counter while it runs.
- */
-enum { CLAIMED = 14, FINISHED = 15 };
+/* The threads of a product with more than one column take chunks of rows from a counter
+ * (toy_claims.h). */
 
 /* The chunks a product's rows are cut into per thread, and the fewest rows in a chunk. More
  * chunks balance the threads better, fewer stream better: each chunk starts new streams of
@@ -262,11 +255,9 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	chunk = chunk < MIN_CHUNK ? MIN_CHUNK : (chunk + 3) / 4 * 4;
 	const int64_t chunks = (n + chunk - 1) / chunk;
 	const int64_t per_region = (chunks + nth - 1) / nth;
-	int32_t * claimed = &dst->op_params[CLAIMED];
-	int32_t * finished = &dst->op_params[FINISHED];
 	const int shared = nth > 1 && per_thread > 1;
 	for (int64_t next = 0;; next++) {
-		const int64_t claim = shared ? __atomic_fetch_add(claimed, 1, __ATOMIC_RELAXED) : next * nth + ith;
+		const int64_t claim = shared ? toy_claim(dst) : next * nth + ith;
 		if (claim >= per_region * nth) {
 			break;
 		}
@@ -284,9 +275,8 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 				y + j0 * n + r0, n, r1 - r0, mc);
 		}
 	}
-	if (shared && __atomic_add_fetch(finished, 1, __ATOMIC_ACQ_REL) == nth) {
-		__atomic_store_n(claimed, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(finished, 0, __ATOMIC_RELEASE);
+	if (shared) {
+		toy_claims_done(dst, nth);
 	}
 	if (m > 1 && xp != stack) {
 		free(xp);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "kg_ggml.h"
+#include "toy_claims.h"
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
@@ -97,9 +98,7 @@ static inline float q8_0_scale(const char * b) {
 	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
 }
 
-/* The threads claim jobs from a counter kept in dst->op_params (entries 14 and 15, past
- * ggml_custom_4d's parameters), as toy_mul_mat_cols does, and the last to finish resets it. */
-enum { CLAIMED = 14, FINISHED = 15 };
+/* The threads claim jobs from a counter (toy_claims.h). */
 
 /* A product is cut into at least this many jobs per thread (more columns a job when there are
  * enough row blocks), and a job takes at least this many columns (packing its block costs about
@@ -362,11 +361,9 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 		fprintf(stderr, "toy_mul_mat_packed: out of memory for a packed block of %lld values\n", (long long) need);
 		abort();
 	}
-	int32_t * claimed = &dst->op_params[CLAIMED];
-	int32_t * finished = &dst->op_params[FINISHED];
 	int64_t packed = -1; /* the (head, block) whose rows ap holds, when one pass takes all of K */
 	for (int64_t next = 0;; next++) {
-		const int64_t job = nth > 1 ? __atomic_fetch_add(claimed, 1, __ATOMIC_RELAXED) : next;
+		const int64_t job = nth > 1 ? toy_claim(dst) : next;
 		if (job >= jobs) {
 			break;
 		}
@@ -455,9 +452,8 @@ void toy_mul_mat_packed(struct ggml_tensor * dst, int ith, int nth, void * userd
 			}
 		}
 	}
-	if (nth > 1 && __atomic_add_fetch(finished, 1, __ATOMIC_ACQ_REL) == nth) {
-		__atomic_store_n(claimed, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(finished, 0, __ATOMIC_RELEASE);
+	if (nth > 1) {
+		toy_claims_done(dst, nth);
 	}
 	if (ap != ap_stack) {
 		free(ap);

@@ -36,7 +36,9 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
  * cache, elements contiguous along kvLen) and dst->src[3] = mask, f32 or f16 [kvLen, S] (added to
  * the scores: 0 or -inf): dst = f32 [hdv, H, S], head h reading the keys and values of head
  * h / (H / Hkv). hdk and hdv are multiples of 16 and at most 256. In f32 throughout (ggml's
- * unfused attention rounds the queries and the probabilities to f16).
+ * unfused attention rounds the queries and the probabilities to f16). The threads claim the
+ * (sequence, heads) jobs from a counter in dst->op_params (entries 14 and 15), the sequences
+ * that read the most cells first.
  */
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
