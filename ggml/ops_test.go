@@ -759,7 +759,12 @@ func TestMulMatCols(t *testing.T) {
 		t.Skip("MulMatCols runs on the CPU backend only")
 	}
 	for _, typ := range []Type{F16, BF16, F32} {
-		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1}} {
+		// 3 threads: regions of unequal chunks; 11: more threads than the kernel's regions (8).
+		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1},
+			{256, 1037, 3}, {128, 1500, 11}} {
+			if s.threads > 2 && typ != F32 {
+				continue // the claims do not depend on the weights' type
+			}
 			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d", TypeName(typ), s.k, s.n, s.threads), func(t *testing.T) {
 				h := newHarness(t)
 				if s.threads != testThreads {
@@ -800,6 +805,14 @@ func TestMulMatCols(t *testing.T) {
 					for i := range got.Data {
 						require.Equal(t, full.Data[i], got.Data[i], "%d columns: element %d differs from the %d-column product's", m+1, i, MulMatColsMax)
 					}
+				}
+				// The graph again, on other columns: the threads' claim counters were reset.
+				b2 := h.rand(-1, 1, s.k, MulMatColsMax)
+				require.NoError(t, x.SetF32(b2.ToF32()))
+				require.NoError(t, h.be.Compute(h.g))
+				for _, m := range []int{1, MulMatColsMax} {
+					cols := reference.Tensor{Ne: [4]int{s.k, m, 1, 1}, Data: b2.Data[:s.k*m]}
+					near(t, fmt.Sprintf("MulMatCols again, %d columns", m), reference.MulMat(a, cols), h.out(outs[m-1]), max(mulMatTol, float64(s.k)*0x1p-24), 1)
 				}
 			})
 		}
