@@ -122,7 +122,7 @@ func BenchmarkMulMatPackedCausal(b *testing.B) {
 					av = ctx.Transpose(a)
 				}
 				out := ctx.MulMatPackedCausal(av, bt, mode)
-				benchGraph(b, be, ctx, out, func() {
+				benchGraph(b, be, ctx, 8, out, func() {
 					for _, x := range []*Tensor{a, bt} {
 						v := make([]float32, x.Len())
 						for i := range v {
@@ -166,7 +166,7 @@ func BenchmarkAttendOne(b *testing.B) {
 			k := ctx.NewTensor(F16, hd, kvLen, Hkv, S)
 			v := ctx.NewTensor(F16, kvLen, hd, Hkv, S)
 			mask := ctx.NewTensor(F32, kvLen, S)
-			benchGraph(b, be, ctx, ctx.AttendOne(q, k, v, mask, 0.125), func() {
+			benchGraph(b, be, ctx, 8, ctx.AttendOne(q, k, v, mask, 0.125), func() {
 				vals := make([]float32, q.Len())
 				for i := range vals {
 					vals[i] = float32(math.Sin(float64(i))) / 4
@@ -191,11 +191,75 @@ func BenchmarkAttendOne(b *testing.B) {
 	}
 }
 
-// benchGraph times the computation of out, built in ctx, on be: it allocates ctx's tensors,
-// runs fill to upload the inputs, computes once to warm up, then once per iteration.
-func benchGraph(b *testing.B, be *Backend, ctx *Context, out *Tensor, fill func()) {
+// BenchmarkAttendOneLayers times the attention of one generation step over long caches:
+// AttendOne over SmolLM2-135M's 30 layers' caches (9 query heads of 64 values on 3 key/value
+// heads, f16), each layer's its own, so that a step reads them from memory as a decode step
+// of a long context does: one sequence of 3,584 cells (82 MB) or 1,536 (35 MB), and the
+// eight sequences of BenchmarkAttendOne's "mixed" (48 to 1,024 cells, 189 MB).
+func BenchmarkAttendOneLayers(b *testing.B) {
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	const layers, hd, H, Hkv = 30, 64, 9, 3
+	for _, c := range []struct {
+		name    string
+		lengths []int
+		kvLen   int64
+	}{
+		{"streams=1", []int{3584}, 3584},
+		{"streams=1/cells=1536", []int{1536}, 1536},
+		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			S, kvLen := int64(len(c.lengths)), c.kvLen
+			ctx, err := NewContext(ContextOptions{MaxTensors: 8 * layers, Graphs: 1, GraphSize: 8 * layers})
+			require.NoError(b, err)
+			defer ctx.Close()
+			q := ctx.NewTensor(F32, hd, H, S)
+			mask := ctx.NewTensor(F32, kvLen, S)
+			var ks, vs []*Tensor
+			var out *Tensor
+			for range layers {
+				k, v := ctx.NewTensor(F16, hd, kvLen, Hkv, S), ctx.NewTensor(F16, kvLen, hd, Hkv, S)
+				ks, vs = append(ks, k), append(vs, v)
+				one := ctx.View(ctx.AttendOne(q, k, v, mask, 0.125), []int64{1}, nil, 0)
+				if out == nil {
+					out = one
+				} else {
+					out = ctx.Add(out, one)
+				}
+			}
+			benchGraph(b, be, ctx, 8*layers, out, func() {
+				vals := make([]float32, q.Len())
+				for i := range vals {
+					vals[i] = float32(math.Sin(float64(i))) / 4
+				}
+				require.NoError(b, q.SetF32(vals))
+				m := make([]float32, mask.Len())
+				for s, n := range c.lengths {
+					for i := n; i < int(kvLen); i++ {
+						m[s*int(kvLen)+i] = float32(math.Inf(-1))
+					}
+				}
+				require.NoError(b, mask.SetF32(m))
+				for _, x := range append(ks, vs...) {
+					bits := make([]uint16, x.Len())
+					for i := range bits {
+						bits[i] = reference.F32ToF16(float32(math.Cos(float64(i))) / 4)
+					}
+					require.NoError(b, x.SetF16(bits))
+				}
+			})
+		})
+	}
+}
+
+// benchGraph times the computation of out, built in ctx (a graph of at most nodes), on be: it
+// allocates ctx's tensors, runs fill to upload the inputs, computes once to warm up, then once
+// per iteration.
+func benchGraph(b *testing.B, be *Backend, ctx *Context, nodes int, out *Tensor, fill func()) {
 	require.NotNil(b, out, "%v", ctx.Err())
-	g, err := ctx.NewGraph(8, false)
+	g, err := ctx.NewGraph(nodes, false)
 	require.NoError(b, err)
 	require.NoError(b, g.Expand(out))
 	buf, err := be.Alloc(ctx)

@@ -1006,6 +1006,92 @@ func TestAttendOneMaskedTail(t *testing.T) {
 	}
 }
 
+// TestAttendOneBlocks: over more than AttendBlockCells cells AttendOne attends each sequence a
+// block at a time and joins the blocks. Three sequences show 300, 1500 and 1025 of 1600 cells
+// (the last one block of 1024 and one cell). Each must match the float64 attention over its shown
+// cells, and give the same bits as a step of that sequence alone over only as many cells as it
+// shows: one block (the one-node attention) for the first, several for the others; at one
+// thread and at three.
+func TestAttendOneBlocks(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("AttendOne runs on a vectorized CPU build only")
+	}
+	const hd, H, Hkv, kvLen = 64, 9, 3, 1600
+	shown := []int{300, 1500, 1025}
+	require.Equal(t, int64(1024), AttendBlockCells, "the cases above are for blocks of 1024 cells")
+	S := len(shown)
+	h := newHarness(t)
+	q := h.rand(-1, 1, hd, H, S)
+	kc := h.rand(-1, 1, hd, kvLen, Hkv, S).Map(reference.RoundF16)
+	vc := h.rand(-1, 1, kvLen, hd, Hkv, S).Map(reference.RoundF16)
+	mask := reference.New(kvLen, S)
+	for j, n := range shown {
+		for c := n; c < kvLen; c++ {
+			mask.Data[j*kvLen+c] = math.Inf(-1)
+		}
+	}
+	qt, K, V, m := h.in(q), h.inF16(kc), h.inF16(vc), h.in(mask)
+	scale := float32(0.125)
+	all := h.c.AttendOne(qt, K, V, m, scale)
+	// Sequence j alone, over its shown cells rounded up to 16 (what a pass over it reads).
+	var alone []*Tensor
+	for j, n := range shown {
+		cells := int64((n + 15) / 16 * 16)
+		qn, kn, vn, mn := qt.Nb(), K.Nb(), V.Nb(), m.Nb()
+		alone = append(alone, h.c.AttendOne(
+			h.c.View(qt, []int64{hd, H, 1}, []int{qn[1], qn[2]}, j*qn[2]),
+			h.c.View(K, []int64{hd, cells, Hkv, 1}, []int{kn[1], kn[2], kn[3]}, j*kn[3]),
+			h.c.View(V, []int64{cells, hd, Hkv, 1}, []int{vn[1], vn[2], vn[3]}, j*vn[3]),
+			h.c.View(m, []int64{cells, 1}, []int{mn[1]}, j*mn[1]), scale))
+	}
+	require.NoError(t, h.c.Err())
+	h.run(append([]*Tensor{all}, alone...)...)
+	got := h.out(all)
+
+	want := reference.New(hd, H, S)
+	for j, n := range shown {
+		for hh := 0; hh < H; hh++ {
+			g := hh / (H / Hkv)
+			score, sum, mx := make([]float64, n), 0.0, math.Inf(-1)
+			for c := range score {
+				for d := 0; d < hd; d++ {
+					score[c] += q.Data[(j*H+hh)*hd+d] * kc.Data[((j*Hkv+g)*kvLen+c)*hd+d]
+				}
+				score[c] *= float64(scale)
+				mx = math.Max(mx, score[c])
+			}
+			for c := range score {
+				score[c] = math.Exp(score[c] - mx)
+				sum += score[c]
+			}
+			for d := 0; d < hd; d++ {
+				o := 0.0
+				for c := range score {
+					o += score[c] * vc.Data[((j*Hkv+g)*hd+d)*kvLen+c]
+				}
+				want.Data[(j*H+hh)*hd+d] = o / sum
+			}
+		}
+	}
+	near(t, "AttendOne in blocks", want, got, 1e-5, 1)
+	for j, a := range alone {
+		one := h.out(a)
+		for i, v := range one.Data {
+			require.Equal(t, math.Float32bits(float32(got.Data[j*H*hd+i])), math.Float32bits(float32(v)), "sequence %d alone, value %d", j, i)
+		}
+	}
+	for _, threads := range []int{1, 3} {
+		be, err := NewCPUBackend(threads)
+		require.NoError(t, err)
+		require.NoError(t, be.Compute(h.g))
+		be.Close()
+		again := h.out(all)
+		for i, v := range again.Data {
+			require.Equal(t, math.Float32bits(float32(got.Data[i])), math.Float32bits(float32(v)), "%d threads, value %d", threads, i)
+		}
+	}
+}
+
 // TestSoftMaxCPU checks toy's own softmax kernel against a float64 reference and ggml's
 // SoftMaxExt: training's shape with a causal mask, odd rows, f16 masks broadcast per sequence
 // and per head, no mask, and a row the mask hides entirely.

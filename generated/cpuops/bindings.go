@@ -20,6 +20,9 @@ struct ggml_tensor;
 void toy_cont_f32(struct ggml_tensor *dst, const struct ggml_tensor *a, int ith, int nth, void *userdata);
 void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_attend_blocks(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_attend_merge(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+int toy_attend_block(void);
 void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
@@ -28,6 +31,8 @@ int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
+static void *kg_addr_toy_attend_blocks(void) { return (void *)&toy_attend_blocks; }
+static void *kg_addr_toy_attend_merge(void) { return (void *)&toy_attend_merge; }
 static void *kg_addr_toy_mul_mat_packed(void) { return (void *)&toy_mul_mat_packed; }
 static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
@@ -97,6 +102,43 @@ func AttendOne(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func AttendOneAddress() unsafe.Pointer {
 	return C.kg_addr_toy_attend_one()
+}
+
+// AttendBlocks is AttendOne's attention a block of AttendBlock() cells at a time, each
+// block a job of its own: the same sources and userdata, dst = f32 [hdv + 2, H, S, NB],
+// row (h, s, b) block b's unnormalised weighted values, then its largest score and its
+// exponentials' sum.
+//
+// C: void toy_attend_blocks(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func AttendBlocks(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_attend_blocks(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// AttendBlocksAddress is the address of the C function toy_attend_blocks (see AttendBlocks), for a C API that takes
+// it as a callback.
+func AttendBlocksAddress() unsafe.Pointer {
+	return C.kg_addr_toy_attend_blocks()
+}
+
+// AttendMerge joins AttendBlocks' blocks: dst->src[0] = the blocks, f32 [hdv + 2, H, S, NB],
+// dst->src[1] = the mask; dst = f32 [hdv, H, S], AttendOne's result.
+//
+// C: void toy_attend_merge(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func AttendMerge(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_attend_merge(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// AttendMergeAddress is the address of the C function toy_attend_merge (see AttendMerge), for a C API that takes
+// it as a callback.
+func AttendMergeAddress() unsafe.Pointer {
+	return C.kg_addr_toy_attend_merge()
+}
+
+// AttendBlock is the cells of one of AttendBlocks' blocks.
+//
+// C: int toy_attend_block(void).
+func AttendBlock() int {
+	return int(C.toy_attend_block())
 }
 
 // MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of

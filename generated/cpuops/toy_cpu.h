@@ -46,6 +46,26 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /*
+ * toy_attend_blocks is toy_attend_one's attention a block of toy_attend_block() cells at a
+ * time, each block a job of its own, for sequences too long for one thread's share: the same
+ * sources, and dst = f32 [hdv + 2, H, S, NB], NB at least the most blocks of any sequence (the
+ * cells its mask shows, rounded up to 16, in blocks). Row (h, s, b) holds block b's values
+ * weighted by its exponentials relative to its largest score (not divided by their sum), then
+ * that largest score and the sum; a sequence's blocks past its cells are not written.
+ */
+void toy_attend_blocks(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/*
+ * toy_attend_merge joins toy_attend_blocks' blocks, as a ggml_custom_op_t over dst->src[0] =
+ * the blocks, f32 [hdv + 2, H, S, NB], and dst->src[1] = the mask they were made with: dst =
+ * f32 [hdv, H, S], toy_attend_one's result (to the bit for a sequence of one block).
+ */
+void toy_attend_merge(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/* toy_attend_block is the cells of one of toy_attend_blocks' blocks. */
+int toy_attend_block(void);
+
+/*
  * toy_mul_mat_packed is ggml_mul_mat(a, b) as a packed GEMM, as a ggml_custom_op_t over
  * dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G, S] and dst->src[1] = b, f32 [K, N, G·r,
  * S·r3] (rows contiguous; b's head h of sequence s reads a's group h / r of sequence s / r3):

@@ -36,6 +36,18 @@ type Ops interface {
 	// the scores (NULL: 1); dst = f32 [hdv, H, S]. In f32.
 	//kernelgen:address
 	AttendOne(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendBlocks is AttendOne's attention a block of AttendBlock() cells at a time, each
+	// block a job of its own: the same sources and userdata, dst = f32 [hdv + 2, H, S, NB],
+	// row (h, s, b) block b's unnormalised weighted values, then its largest score and its
+	// exponentials' sum.
+	//kernelgen:address
+	AttendBlocks(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendMerge joins AttendBlocks' blocks: dst->src[0] = the blocks, f32 [hdv + 2, H, S, NB],
+	// dst->src[1] = the mask; dst = f32 [hdv, H, S], AttendOne's result.
+	//kernelgen:address
+	AttendMerge(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendBlock is the cells of one of AttendBlocks' blocks.
+	AttendBlock() Int
 	// MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of
 	// ggml_custom_op_t: dst->src[0] = a, f32, f16, bf16 or q8_0 [K, M, G, S], dst->src[1] = b,
 	// f32 [K, N, G·r, S·r3], dst = f32 [M, N, G·r, S·r3]; 64 rows of a packed transposed in f32

@@ -1,3 +1,4 @@
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,9 +22,29 @@
 /* Scores of at most this many cells are kept on the stack, more on the heap. */
 enum { STACK_CELLS = 4096 };
 
+/*
+ * The cells of a block: toy_attend_blocks attends a sequence's cells a block at a time, each
+ * block a job of its own, and toy_attend_merge joins the blocks' results. A multiple of every
+ * LANES, so that blocks start on whole vectors; a sequence's blocks depend on its own cells
+ * alone, not on the other sequences of the step nor on the threads, and so do its outputs.
+ */
+enum { BLOCK_CELLS = 1024 };
+
+int toy_attend_block(void) { return BLOCK_CELLS; }
+
 static inline float mask_at(const struct ggml_tensor * mask, int64_t c, int64_t s) {
 	const char * row = (const char *) mask->data + s * mask->nb[1];
 	return mask->type == GGML_TYPE_F16 ? half_to_float(((const uint16_t *) row)[c]) : ((const float *) row)[c];
+}
+
+/* A row of the mask, from the first cell a pass reads: f32 or f16 values. */
+struct mask_row {
+	const char * data;
+	int f16;
+};
+
+static inline float mask_value(struct mask_row m, int64_t c) {
+	return m.f16 ? half_to_float(((const uint16_t *) m.data)[c]) : ((const float *) m.data)[c];
 }
 
 #if TOY_VECTOR
@@ -83,29 +104,29 @@ static inline __attribute__((always_inline)) void scores(const float * const * q
 }
 
 /*
- * softmax scales the scores p of kvLen cells, adds the mask's row of sequence s and turns them
- * into exponentials relative to their largest (p holds kvLen rounded up to LANES; the cells
- * past kvLen become 0), and returns the reciprocal of their sum; 0 when the mask hides every
- * cell, with p all zeros.
+ * softmax scales the scores p of kvLen cells, adds the mask's row m and turns them into
+ * exponentials relative to their largest, which it writes to *max (p holds kvLen rounded up to
+ * LANES; the cells past kvLen become 0), and returns their sum; 0 when the mask hides every
+ * cell, with p all zeros and *max -inf.
  */
-static float softmax(float * p, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s) {
+static float softmax(float * p, int64_t kvLen, float scale, struct mask_row mrow, float * max) {
 	const int64_t cells = (kvLen + LANES - 1) / LANES * LANES;
 	/* The mask, and the largest score, a vector at a time (the cells past kvLen are -inf). */
-	const char * mrow = (const char *) mask->data + s * mask->nb[1];
 	const int64_t kv = kvLen - kvLen % LANES;
 	vec mxv = VSET(-INFINITY);
 	const vec sc = VSET(scale);
 	for (int64_t c = 0; c < kv; c += LANES) {
-		const vec m = mask->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) mrow + c) : VLOAD((const float *) mrow + c);
+		const vec m = mrow.f16 ? VLOADH((const uint16_t *) mrow.data + c) : VLOAD((const float *) mrow.data + c);
 		const vec x = VADD(VMUL(VLOAD(p + c), sc), m);
 		VSTORE(p + c, x);
 		mxv = VMAX(mxv, x);
 	}
 	float mx = VREDUCE_MAX(mxv);
 	for (int64_t c = kv; c < cells; c++) {
-		p[c] = c < kvLen ? p[c] * scale + mask_at(mask, c, s) : -INFINITY;
+		p[c] = c < kvLen ? p[c] * scale + mask_value(mrow, c) : -INFINITY;
 		mx = p[c] > mx ? p[c] : mx;
 	}
+	*max = mx;
 	if (mx == -INFINITY) { /* every cell masked: nothing to attend (ggml would give NaN) */
 		for (int64_t c = 0; c < cells; c++) {
 			p[c] = 0;
@@ -128,7 +149,7 @@ static float softmax(float * p, int64_t kvLen, float scale, const struct ggml_te
 		}
 		vsums(v, sums);
 	}
-	return 1.0f / sums[0];
+	return sums[0];
 }
 
 /*
@@ -191,26 +212,36 @@ static inline __attribute__((always_inline)) void values(const char * vb, size_t
 /*
  * attend computes the outputs out[i] (hdv floats) of R queries q[i] (hdk floats) that share one
  * key/value head over kvLen cells: keys at kb, values at vb (as scores and values read them),
- * the mask's row of sequence s; p[i] is scratch for the scores, kvLen rounded up to LANES.
+ * the mask's row mrow; p[i] is scratch for the scores, kvLen rounded up to LANES. With part
+ * NULL the outputs are the attention's; otherwise they are the values' sums weighted by the
+ * unnormalised exponentials, and part[i] gets their largest score and their sum: a block's
+ * share, which toy_attend_merge joins.
  */
 static inline __attribute__((always_inline)) void attend(const float * const * q, const int R, int64_t hdk, const char * kb,
-		size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask,
-		int64_t s, float * const * p, float * const * out) {
+		size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow,
+		float * const * p, float * const * out, float * const * part) {
 	scores(q, R, hdk, kb, ks, kvLen, p);
-	float inv[MAX_GROUP];
+	float inv[MAX_GROUP], max[MAX_GROUP], sum[MAX_GROUP];
 	for (int r = 0; r < R; r++) {
-		inv[r] = softmax(p[r], kvLen, scale, mask, s);
+		sum[r] = softmax(p[r], kvLen, scale, mrow, &max[r]);
+		inv[r] = sum[r] == 0 ? 0 : part != NULL ? 1.0f : 1.0f / sum[r];
 	}
 	values(vb, vs, hdv, kvLen, p, inv, R, out);
+	if (part != NULL) {
+		for (int r = 0; r < R; r++) {
+			part[r][0] = max[r];
+			part[r][1] = sum[r];
+		}
+	}
 }
 
 /* ATTEND(R) defines attend_R, attend for R queries: a function of its own, so that gcc
  * allocates the registers of each R alone. */
 #define ATTEND(R) \
 	static __attribute__((noinline)) void attend_##R(const float * const * q, int64_t hdk, const char * kb, size_t ks, \
-			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s, \
-			float * const * p, float * const * out) { \
-		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mask, s, p, out); \
+			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, \
+			float * const * p, float * const * out, float * const * part) { \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part); \
 	}
 ATTEND(1)
 ATTEND(2)
@@ -225,7 +256,18 @@ ATTEND(4)
  * long as the cells hold finite values, which a cache's never-written cells do too: zeros).
  */
 static int64_t visible_cells(const struct ggml_tensor * mask, int64_t s, int64_t kvLen) {
+	const char * row = (const char *) mask->data + s * mask->nb[1];
 	int64_t n = kvLen;
+	/* Whole vectors of masked cells from the end (lanes below -FLT_MAX are -inf), then single
+	 * cells. */
+	const vec lowest = VSET(-FLT_MAX);
+	while (n >= LANES) {
+		const vec m = mask->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) row + n - LANES) : VLOAD((const float *) row + n - LANES);
+		if (!VALL_LT(m, lowest)) {
+			break;
+		}
+		n -= LANES;
+	}
 	while (n > 0 && mask_at(mask, n - 1, s) == -INFINITY) {
 		n--;
 	}
@@ -234,13 +276,13 @@ static int64_t visible_cells(const struct ggml_tensor * mask, int64_t s, int64_t
 }
 
 typedef void (*attend_fn)(const float * const * q, int64_t hdk, const char * kb, size_t ks, const char * vb, size_t vs,
-		int64_t hdv, int64_t kvLen, float scale, const struct ggml_tensor * mask, int64_t s, float * const * p,
-		float * const * out);
+		int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, float * const * p, float * const * out,
+		float * const * part);
 static const attend_fn attend_fns[MAX_GROUP] = { attend_1, attend_2, attend_3, attend_4 };
 
-/* A sequence and the cells a pass over it reads. */
+/* A sequence, the cells a pass over it reads, and the first of its jobs. */
 struct seq_cells {
-	int64_t s, cells;
+	int64_t s, cells, first;
 };
 
 /* longer_first orders sequences by the cells they read, most first, then by index. */
@@ -255,8 +297,21 @@ static int longer_first(const void * a, const void * b) {
 /* Sequences whose order is kept on the stack; more go on the heap. */
 enum { STACK_SEQS = 64 };
 
-void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
-	const float scale = userdata != NULL ? *(const float *) userdata : 1.0f;
+/* blocks_of is the number of blocks of a sequence that reads cells cells (one when it reads
+ * none). */
+static int64_t blocks_of(int64_t cells) {
+	return cells <= BLOCK_CELLS ? 1 : (cells + BLOCK_CELLS - 1) / BLOCK_CELLS;
+}
+
+/*
+ * attend_jobs computes toy_attend_one's outputs (blocked 0) or toy_attend_blocks' (blocked 1)
+ * into dst. Jobs are (sequence, run of up to MAX_GROUP query heads of one key/value head, and
+ * with blocked a block of cells); the heads of a run share their keys' and values' loads.
+ * Unblocked, with fewer such jobs than 2 a thread, runs are single heads instead, so that one
+ * sequence's few key/value heads keep the threads equally busy. The outputs are the same
+ * either way, to the bit.
+ */
+static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale, int blocked) {
 	const struct ggml_tensor * q = dst->src[0];
 	const struct ggml_tensor * k = dst->src[1];
 	const struct ggml_tensor * v = dst->src[2];
@@ -264,52 +319,64 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 	const int64_t hdk = q->ne[0], H = q->ne[1], S = q->ne[2];
 	const int64_t kvLen = k->ne[1], Hkv = k->ne[2], hdv = v->ne[1];
 	const int64_t group = H / Hkv;
-	/* Jobs are (sequence, run of up to MAX_GROUP query heads of one key/value head), where
-	 * there are enough of them for every thread: the heads of a run share their keys' and
-	 * values' loads. Otherwise (sequence, head) pairs, so that one sequence's few key/value
-	 * heads keep the threads equally busy. The outputs are the same either way, to the bit. */
 	const int64_t runs = (group + MAX_GROUP - 1) / MAX_GROUP;
-	const int64_t per_run = S * Hkv * runs >= 2 * (int64_t) nth ? (group + runs - 1) / runs : 1;
+	const int64_t per_run = blocked || S * Hkv * runs >= 2 * (int64_t) nth ? (group + runs - 1) / runs : 1;
 	const int64_t runs_per_head = (group + per_run - 1) / per_run;
-	const int64_t jobs = S * Hkv * runs_per_head;
-	const int64_t cells = (kvLen + LANES - 1) / LANES * LANES;
-	/* A job costs about its sequence's cells, which differ between the sequences of a server's
-	 * step by as much as their lengths. The threads claim the jobs from a counter, the longest
-	 * sequences' first, so that the last jobs, which leave a thread waiting at the barrier for
-	 * the others, are the shortest (dealt out in turn, a thread could take the long sequences
-	 * and the other wait for it). */
+	/* A job costs about its cells, which differ between the sequences of a server's step by as
+	 * much as their lengths. The threads claim the jobs from a counter, the longest sequences'
+	 * first, so that the last jobs, which leave a thread waiting at the barrier for the
+	 * others, are the shortest (dealt out in turn, a thread could take the long sequences and
+	 * the other wait for it). */
 	struct seq_cells order_stack[STACK_SEQS];
-	float stack[STACK_CELLS] __attribute__((aligned(64)));
 	struct seq_cells * order = S <= STACK_SEQS ? order_stack : (struct seq_cells *) malloc((size_t) S * sizeof(*order));
-	float * scratch = per_run * cells <= STACK_CELLS ? stack : (float *) malloc((size_t) (per_run * cells) * sizeof(float));
+	const int64_t span = blocked ? BLOCK_CELLS : (kvLen + LANES - 1) / LANES * LANES; /* a job's most cells */
+	float stack[STACK_CELLS] __attribute__((aligned(64)));
+	float * scratch = per_run * span <= STACK_CELLS ? stack : (float *) malloc((size_t) (per_run * span) * sizeof(float));
 	if (order == NULL || scratch == NULL) {
 		fprintf(stderr, "toy_attend_one: out of memory for %lld sequences of %lld cells\n", (long long) S, (long long) kvLen);
 		abort();
 	}
 	for (int64_t s = 0; s < S; s++) {
-		order[s] = (struct seq_cells) { s, visible_cells(mask, s, kvLen) };
+		order[s] = (struct seq_cells) { s, visible_cells(mask, s, kvLen), 0 };
 	}
 	qsort(order, (size_t) S, sizeof(*order), longer_first);
+	int64_t jobs = 0;
+	for (int64_t i = 0; i < S; i++) {
+		order[i].first = jobs;
+		jobs += Hkv * runs_per_head * (blocked ? blocks_of(order[i].cells) : 1);
+	}
+	const size_t mask_size = mask->type == GGML_TYPE_F16 ? 2 : 4;
+	int64_t i = 0; /* the sequence of the last job, in order: claims only grow */
 	for (int64_t next = 0;; next++) {
 		const int64_t job = nth > 1 ? toy_claim(dst) : next;
 		if (job >= jobs) {
 			break;
 		}
-		const int64_t run = job % runs_per_head, g = job / runs_per_head % Hkv;
-		const struct seq_cells seq = order[job / (runs_per_head * Hkv)];
+		while (i + 1 < S && order[i + 1].first <= job) {
+			i++;
+		}
+		const struct seq_cells seq = order[i];
+		const int64_t blocks = blocked ? blocks_of(seq.cells) : 1;
+		/* A sequence's jobs go block by block, the last (shortest) block's last. */
+		const int64_t local = job - seq.first, b = local / (Hkv * runs_per_head), run = local % runs_per_head;
+		const int64_t g = local / runs_per_head % Hkv;
 		const int64_t s = seq.s, h0 = g * group + run * per_run;
 		const int64_t R = h0 + per_run <= (g + 1) * group ? per_run : (g + 1) * group - h0;
+		const int64_t c0 = b * BLOCK_CELLS, cells = blocked && seq.cells - c0 > BLOCK_CELLS ? BLOCK_CELLS : seq.cells - c0;
 		const float * qr[MAX_GROUP];
 		float * out[MAX_GROUP];
+		float * part[MAX_GROUP];
 		float * p[MAX_GROUP];
 		for (int64_t r = 0; r < R; r++) {
 			qr[r] = (const float *) ((const char *) q->data + (h0 + r) * q->nb[1] + s * q->nb[2]);
-			out[r] = (float *) ((char *) dst->data + (h0 + r) * dst->nb[1] + s * dst->nb[2]);
-			p[r] = scratch + r * cells;
+			out[r] = (float *) ((char *) dst->data + (h0 + r) * dst->nb[1] + s * dst->nb[2] + b * dst->nb[3]);
+			part[r] = out[r] + hdv;
+			p[r] = scratch + r * span;
 		}
-		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3];
-		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3];
-		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, seq.cells, scale, mask, s, p, out);
+		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3] + c0 * k->nb[1];
+		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3] + c0 * v->nb[0];
+		const struct mask_row mrow = { (const char *) mask->data + s * mask->nb[1] + c0 * mask_size, mask->type == GGML_TYPE_F16 };
+		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, cells, scale, mrow, p, out, blocked ? part : NULL);
 	}
 	if (nth > 1) {
 		toy_claims_done(dst, nth);
@@ -322,6 +389,56 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 	}
 }
 
+void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	attend_jobs(dst, ith, nth, userdata != NULL ? *(const float *) userdata : 1.0f, 0);
+}
+
+void toy_attend_blocks(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	attend_jobs(dst, ith, nth, userdata != NULL ? *(const float *) userdata : 1.0f, 1);
+}
+
+void toy_attend_merge(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	(void) userdata;
+	const struct ggml_tensor * parts = dst->src[0];
+	const struct ggml_tensor * mask = dst->src[1];
+	const int64_t hdv = dst->ne[0], H = dst->ne[1], S = dst->ne[2], kvLen = mask->ne[0];
+	/* Each (sequence, head) row: its blocks' sums weighted by e^(block's largest - largest),
+	 * the first block's alone when it is the only one, so that a sequence of one block gets
+	 * the bits toy_attend_one gives it. */
+	int64_t last = -1, blocks = 0;
+	for (int64_t row = ith; row < H * S; row += nth) {
+		const int64_t s = row / H, h = row % H;
+		if (s != last) {
+			blocks = blocks_of(visible_cells(mask, s, kvLen));
+			last = s;
+		}
+		float * o = (float *) ((char *) dst->data + h * dst->nb[1] + s * dst->nb[2]);
+		float max = -INFINITY;
+		for (int64_t b = 0; b < blocks; b++) {
+			const float * pb = (const float *) ((const char *) parts->data + h * parts->nb[1] + s * parts->nb[2] + b * parts->nb[3]);
+			max = pb[hdv] > max ? pb[hdv] : max;
+		}
+		float sum = 0;
+		int first = 1;
+		for (int64_t b = 0; b < blocks; b++) {
+			const float * pb = (const float *) ((const char *) parts->data + h * parts->nb[1] + s * parts->nb[2] + b * parts->nb[3]);
+			if (pb[hdv + 1] == 0) {
+				continue; /* every cell of the block masked */
+			}
+			const float w = expf(pb[hdv] - max);
+			for (int64_t d = 0; d < hdv; d++) {
+				o[d] = first ? pb[d] * w : o[d] + pb[d] * w;
+			}
+			sum = first ? pb[hdv + 1] * w : sum + pb[hdv + 1] * w;
+			first = 0;
+		}
+		const float inv = first ? 0 : 1.0f / sum;
+		for (int64_t d = 0; d < hdv; d++) {
+			o[d] = first ? 0 : o[d] * inv;
+		}
+	}
+}
+
 #else
 
 /* No vector unit this file knows: the Go layer asks toy_vectorized and leaves the
@@ -330,6 +447,14 @@ void toy_attend_one(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 	(void) dst, (void) ith, (void) nth, (void) userdata;
 	fprintf(stderr, "toy_attend_one: built without a vector unit\n");
 	abort();
+}
+
+void toy_attend_blocks(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	toy_attend_one(dst, ith, nth, userdata);
+}
+
+void toy_attend_merge(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	toy_attend_one(dst, ith, nth, userdata);
 }
 
 #endif
