@@ -338,6 +338,24 @@ func TestDecoderKVCaches(t *testing.T) {
 	}
 }
 
+// TestDecoderLongCache decodes past ggml.AttendBlockCells cached cells, where a generation
+// step's attention (f16 cache, unfused) goes in blocks of cells that a second node joins: a
+// 1,100-token prompt, then tokens one at a time, against the float64 reference.
+func TestDecoderLongCache(t *testing.T) {
+	const prompt, steps = 1100, 3
+	require.Greater(t, int64(prompt), ggml.AttendBlockCells, "the prompt must outgrow a block")
+	a := tinyArch("llama")
+	a.Context = prompt + steps + 8
+	m := openTiny(t, writeTiny(t, a, ggml.F32, 5), ModelOptions{})
+	ref := &refInfer{a: m.Arch, w: loadedWeights(t, m)}
+	seq := randomTokens(rand.New(rand.NewPCG(5, 5)), prompt+steps, a.Vocab)
+	want := ref.logits(seq)
+	d := newDecoder(t, m, DecoderOptions{KVType: KVF16}, 0)
+	e := stepErr(t, d, seq, prompt, want)
+	t.Logf("max relative error of the prompt's last row and %d steps: %.2e", steps, e)
+	assert.Less(t, e, kvTolerance["f16 unfused"])
+}
+
 // weightTolerance are the documented error bounds of quantized weights against the reference
 // computed with the same (dequantized) weights: what remains is ggml rounding the activations
 // for its dot products — to f16 for f16 weights, bf16 for bf16, q8_0 (q8_K for k-quants) for
