@@ -248,6 +248,9 @@ func TestBadInput(t *testing.T) {
 		tc{"perplexity -f FIFO", []string{"perplexity", "-m", model, "-f", textFifo}, 1, "text.fifo"},
 		tc{"perplexity -f empty", []string{"perplexity", "-m", model, "-f", emptyText, "-c", "16"}, 1, "fewer than one chunk"},
 		tc{"bench model -t -1", []string{"bench", "model", "-m", model, "-t", "-1"}, 2, "-t -1"},
+		tc{"bench model -d -1", []string{"bench", "model", "-m", model, "-d", "-1"}, 2, "-d -1"},
+		tc{"bench model -d with -draft", []string{"bench", "model", "-m", model, "-d", "8", "-draft", model}, 2, "without -draft"},
+		tc{"bench model -d past the context", []string{"bench", "model", "-m", model, "-d", "100000", "-p", "4", "-n", "2", "-r", "1", "-t", "1"}, 1, "do not fit"},
 		tc{"inspect two files", []string{"inspect", model, model}, 2, "name one GGUF file"},
 		// Overwrite attempts.
 		tc{"tokenizer train -o a model", []string{"tokenizer", "train", "-vocab", "280", "-o", model, text}, 1, "-force"},

@@ -328,6 +328,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	model := fs.String("m", "", "GGUF model file")
 	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")
 	tg := fs.Int("n", 32, "generated tokens (one at a time)")
+	depth := fs.Int("d", 0, "tokens already in the cache before each test, as llama-bench's -d (pp and tg after a long context)")
 	threads := fs.Int("t", 2, "CPU threads")
 	reps := fs.Int("r", 5, "repetitions")
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
@@ -345,7 +346,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-t 2] [-draft DRAFT.gguf] [-dflash DRAFTER.gguf]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-d 0] [-t 2] [-draft DRAFT.gguf] [-dflash DRAFTER.gguf]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
@@ -359,6 +360,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1", *draftN)
+	}
+	if *depth < 0 || (*depth > 0 && (*draft != "" || *dflash != "")) {
+		return usagef("-d %d: want a number of tokens, without -draft or -dflash", *depth)
 	}
 	if *dflashN < 0 {
 		return usagef("-dflash-n %d: want at least 0", *dflashN)
@@ -445,7 +449,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		writeSpecTable(stdout, rows)
 		return nil
 	}
-	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap})
+	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Depth: *depth})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,9 @@ type BenchOptions struct {
 	Mmap bool
 	// Seed seeds the random tokens.
 	Seed uint64
+	// Depth is how many random tokens the cache holds before each test (llama-bench's -d):
+	// the prompt is processed, and the tokens generated, after them. 0: an empty cache.
+	Depth int
 	// Prompt, when set, is the speculative bench's prompt (BenchSpeculative), instead of
 	// random tokens.
 	Prompt []int32
@@ -59,6 +62,7 @@ type BenchResult struct {
 	KVType                   KVCacheType
 	FlashAttention           bool
 	PromptTokens, GenTokens  int
+	Depth                    int // tokens in the cache before each test
 	PP, TG                   BenchStat
 	LoadTime, FirstGraphTime time.Duration
 }
@@ -68,15 +72,20 @@ func (r BenchResult) String() string {
 	if r.FlashAttention {
 		fa = 1
 	}
-	return fmt.Sprintf("%s %s %.1fM params %.1f MiB (mapped %v), %d threads, kv %s, fa %d: pp%d %s, tg%d %s",
+	at := ""
+	if r.Depth > 0 {
+		at = fmt.Sprintf(" @ d%d", r.Depth) // llama-bench's name for a test after a filled cache
+	}
+	return fmt.Sprintf("%s %s %.1fM params %.1f MiB (mapped %v), %d threads, kv %s, fa %d: pp%d%s %s, tg%d%s %s",
 		r.Arch, ggml.TypeName(r.WeightType), float64(r.Params)/1e6, float64(r.Bytes)/(1<<20), r.Mapped, r.Threads,
-		r.KVType, fa, r.PromptTokens, r.PP, r.GenTokens, r.TG)
+		r.KVType, fa, r.PromptTokens, at, r.PP, r.GenTokens, at, r.TG)
 }
 
 // Bench measures the checkpoint at path as llama-bench does: pp is the throughput of
 // processing promptTokens random tokens as one batch from an empty cache, tg that of
-// generating genTokens tokens one at a time from an empty cache; each is repeated
-// opts.Reps times after a warm-up, and the means are returned (BenchStats has the rest).
+// generating genTokens tokens one at a time from an empty cache (after opts.Depth random
+// tokens, untimed, where that is set); each is repeated opts.Reps times after a warm-up, and
+// the means are returned (BenchStats has the rest).
 func Bench(path string, promptTokens, genTokens, threads int, opts BenchOptions) (ppTokensPerS, tgTokensPerS float64, err error) {
 	r, err := BenchStats(path, promptTokens, genTokens, threads, opts)
 	return r.PP.Mean, r.TG.Mean, err
@@ -86,6 +95,9 @@ func Bench(path string, promptTokens, genTokens, threads int, opts BenchOptions)
 func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOptions) (BenchResult, error) {
 	if promptTokens < 0 || genTokens < 0 || promptTokens+genTokens == 0 {
 		return BenchResult{}, fmt.Errorf("llama: bench of %d prompt and %d generated tokens", promptTokens, genTokens)
+	}
+	if opts.Depth < 0 {
+		return BenchResult{}, fmt.Errorf("llama: bench at a depth of %d tokens", opts.Depth)
 	}
 	if threads <= 0 {
 		return BenchResult{}, fmt.Errorf("llama: bench with %d threads", threads)
@@ -104,11 +116,14 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 	defer m.Close()
 	r := BenchResult{Path: path, Arch: m.Arch.Name, WeightType: m.WeightType(), Params: m.Params(), Bytes: m.WeightBytes(),
 		Mapped: m.Mapped(), Threads: threads, KVType: opts.Decoder.KVType, FlashAttention: opts.Decoder.FlashAttention,
-		PromptTokens: promptTokens, GenTokens: genTokens, LoadTime: time.Since(start)}
+		PromptTokens: promptTokens, GenTokens: genTokens, Depth: opts.Depth, LoadTime: time.Since(start)}
 	do := opts.Decoder
-	do.Threads = 0 // the model's backend already has them
-	do.Batch = max(promptTokens, 1)
-	do.MaxContext = max(promptTokens+genTokens, 1)
+	do.Threads = 0                                        // the model's backend already has them
+	do.Batch = max(promptTokens, min(opts.Depth, 512), 1) // the depth goes in batches of that
+	do.MaxContext = max(opts.Depth+max(promptTokens, genTokens), 1)
+	if do.MaxContext > m.Arch.Context {
+		return r, fmt.Errorf("llama: a depth of %d and %d tokens do not fit %s's context of %d", opts.Depth, max(promptTokens, genTokens), path, m.Arch.Context)
+	}
 	d, err := NewDecoder(m, do)
 	if err != nil {
 		return r, err
@@ -124,8 +139,8 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 		return out
 	}
 	eng := decoderEngine{d}
-	pp := func() (float64, error) { return promptRate(eng, tokens(promptTokens)) }
-	tg := func() (float64, error) { return generateRate(eng, tokens(genTokens)) }
+	pp := func() (float64, error) { return promptRate(eng, tokens(opts.Depth), tokens(promptTokens)) }
+	tg := func() (float64, error) { return generateRate(eng, tokens(opts.Depth), tokens(genTokens)) }
 	run := func(f func() (float64, error)) (BenchStat, error) {
 		t0 := time.Now()
 		return repeated(opts.Reps, f, func() { // the warm-up built the graphs, faulted the mapping in
@@ -166,9 +181,10 @@ func (e decoderEngine) Eval(tokens []int32) error {
 	return err
 }
 
-// promptRate is llama-bench's pp test: from an empty cache, tokens as one batch; tokens/s.
-func promptRate(e benchEngine, tokens []int32) (float64, error) {
-	if err := e.Reset(); err != nil {
+// promptRate is llama-bench's pp test: after depth (untimed; none: from an empty cache),
+// tokens as one batch; tokens/s.
+func promptRate(e benchEngine, depth, tokens []int32) (float64, error) {
+	if err := fill(e, depth); err != nil {
 		return 0, err
 	}
 	t0 := time.Now()
@@ -178,9 +194,10 @@ func promptRate(e benchEngine, tokens []int32) (float64, error) {
 	return float64(len(tokens)) / time.Since(t0).Seconds(), nil
 }
 
-// generateRate is llama-bench's tg test: from an empty cache, tokens one at a time; tokens/s.
-func generateRate(e benchEngine, tokens []int32) (float64, error) {
-	steps, err := generateSteps(e, tokens)
+// generateRate is llama-bench's tg test: after depth (untimed), tokens one at a time;
+// tokens/s.
+func generateRate(e benchEngine, depth, tokens []int32) (float64, error) {
+	steps, err := generateSteps(e, depth, tokens)
 	if err != nil {
 		return 0, err
 	}
@@ -191,9 +208,20 @@ func generateRate(e benchEngine, tokens []int32) (float64, error) {
 	return float64(len(tokens)) / total.Seconds(), nil
 }
 
-// generateSteps runs generateRate's test and returns the wall time of each step.
-func generateSteps(e benchEngine, tokens []int32) ([]time.Duration, error) {
+// fill empties e's cache and evaluates depth (none: the cache stays empty).
+func fill(e benchEngine, depth []int32) error {
 	if err := e.Reset(); err != nil {
+		return err
+	}
+	if len(depth) == 0 {
+		return nil
+	}
+	return e.Eval(depth)
+}
+
+// generateSteps runs generateRate's test and returns the wall time of each step.
+func generateSteps(e benchEngine, depth, tokens []int32) ([]time.Duration, error) {
+	if err := fill(e, depth); err != nil {
 		return nil, err
 	}
 	steps := make([]time.Duration, len(tokens))

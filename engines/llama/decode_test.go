@@ -646,6 +646,42 @@ func TestBenchRuns(t *testing.T) {
 	assert.Greater(t, r.TG.Mean, 0.0)
 	assert.Len(t, r.TG.Samples, 2)
 	t.Log(r)
+
+	// After a filled cache (llama-bench's -d), and a depth the context cannot hold.
+	r, err = BenchStats(path, 4, 4, 1, BenchOptions{Reps: 1, Depth: 40})
+	require.NoError(t, err)
+	assert.Contains(t, r.String(), "pp4 @ d40")
+	assert.Contains(t, r.String(), "tg4 @ d40")
+	_, err = BenchStats(path, 4, 30, 1, BenchOptions{Reps: 1, Depth: 40})
+	require.ErrorContains(t, err, "do not fit")
+}
+
+// recordingEngine is a benchEngine that records what it is asked to do.
+type recordingEngine struct{ calls []string }
+
+func (e *recordingEngine) Reset() error { e.calls = append(e.calls, "reset"); return nil }
+
+func (e *recordingEngine) Eval(tokens []int32) error {
+	e.calls = append(e.calls, fmt.Sprintf("eval %d", len(tokens)))
+	return nil
+}
+
+// TestBenchDepth: the prompt and generation tests start from an empty cache filled with the
+// depth's tokens, and time only their own.
+func TestBenchDepth(t *testing.T) {
+	e := &recordingEngine{}
+	_, err := promptRate(e, make([]int32, 7), make([]int32, 3))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"reset", "eval 7", "eval 3"}, e.calls)
+	e.calls = nil
+	steps, err := generateSteps(e, make([]int32, 5), make([]int32, 2))
+	require.NoError(t, err)
+	assert.Len(t, steps, 2)
+	assert.Equal(t, []string{"reset", "eval 5", "eval 1", "eval 1"}, e.calls)
+	e.calls = nil
+	_, err = generateRate(e, nil, make([]int32, 2))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"reset", "eval 1", "eval 1"}, e.calls)
 }
 
 // TestDecodesTrainedCheckpoint saves a model of the training engine — without RoPE scaling,

@@ -135,10 +135,10 @@ func TestVsLlamaCpp(t *testing.T) {
 				run  func(benchEngine) ([]time.Duration, error) // each step's wall time
 			}{
 				{fmt.Sprintf("pp%d", prompt), prompt, func(e benchEngine) ([]time.Duration, error) {
-					rate, err := promptRate(e, tokens(prompt))
+					rate, err := promptRate(e, nil, tokens(prompt))
 					return []time.Duration{time.Duration(float64(prompt) / rate * float64(time.Second))}, err
 				}},
-				{fmt.Sprintf("tg%d", gen), gen, func(e benchEngine) ([]time.Duration, error) { return generateSteps(e, tokens(gen)) }},
+				{fmt.Sprintf("tg%d", gen), gen, func(e benchEngine) ([]time.Duration, error) { return generateSteps(e, nil, tokens(gen)) }},
 			}
 			warm := func(e benchEngine) { // one untimed step after the other engine ran
 				require.NoError(t, e.Reset())
