@@ -144,72 +144,41 @@ func BenchmarkMulMatPackedCausal(b *testing.B) {
 // read 256 cells each; "mixed" is eight sequences of the lengths a server's slots hold at once,
 // 48 to 1024 cells, in one step over 1024 (the mask hides each one's cells past its length).
 func BenchmarkAttendOne(b *testing.B) {
+	benchAttendOne(b, 1, []attendCase{
+		{"streams=1", []int{256}, 256},
+		{"streams=8", []int{256, 256, 256, 256, 256, 256, 256, 256}, 256},
+		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
+	})
+}
+
+// BenchmarkAttendOneLayers times the attention of one generation step over long caches:
+// AttendOne over SmolLM2-135M's 30 layers' caches, each layer's its own, so that a step reads
+// them from memory as a decode step of a long context does: one sequence of 3,584 cells (82
+// MB) or 1,536 (35 MB), and the eight sequences of BenchmarkAttendOne's "mixed" (48 to 1,024
+// cells, 189 MB).
+func BenchmarkAttendOneLayers(b *testing.B) {
+	benchAttendOne(b, 30, []attendCase{
+		{"streams=1", []int{3584}, 3584},
+		{"streams=1/cells=1536", []int{1536}, 1536},
+		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
+	})
+}
+
+// attendCase is a step of BenchmarkAttendOne: its sequences' lengths in a cache of kvLen cells.
+type attendCase struct {
+	name    string
+	lengths []int
+	kvLen   int64
+}
+
+// benchAttendOne times each case's AttendOne in the given number of layers, each with a key and
+// value cache of its own (SmolLM2-135M's heads), one graph for all.
+func benchAttendOne(b *testing.B, layers int, cases []attendCase) {
 	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
 	require.NoError(b, err)
 	defer be.Close()
 	const hd, H, Hkv = 64, 9, 3
-	for _, c := range []struct {
-		name    string
-		lengths []int
-		kvLen   int64
-	}{
-		{"streams=1", []int{256}, 256},
-		{"streams=8", []int{256, 256, 256, 256, 256, 256, 256, 256}, 256},
-		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			S, kvLen := int64(len(c.lengths)), c.kvLen
-			ctx, err := NewContext(ContextOptions{MaxTensors: 8, Graphs: 1, GraphSize: 8})
-			require.NoError(b, err)
-			defer ctx.Close()
-			q := ctx.NewTensor(F32, hd, H, S)
-			k := ctx.NewTensor(F16, hd, kvLen, Hkv, S)
-			v := ctx.NewTensor(F16, kvLen, hd, Hkv, S)
-			mask := ctx.NewTensor(F32, kvLen, S)
-			benchGraph(b, be, ctx, 8, ctx.AttendOne(q, k, v, mask, 0.125), func() {
-				vals := make([]float32, q.Len())
-				for i := range vals {
-					vals[i] = float32(math.Sin(float64(i))) / 4
-				}
-				require.NoError(b, q.SetF32(vals))
-				for _, x := range []*Tensor{k, v} {
-					bits := make([]uint16, x.Len())
-					for i := range bits {
-						bits[i] = reference.F32ToF16(float32(math.Cos(float64(i))) / 4)
-					}
-					require.NoError(b, x.SetF16(bits))
-				}
-				m := make([]float32, mask.Len())
-				for s, n := range c.lengths {
-					for i := n; i < int(kvLen); i++ {
-						m[s*int(kvLen)+i] = float32(math.Inf(-1))
-					}
-				}
-				require.NoError(b, mask.SetF32(m))
-			})
-		})
-	}
-}
-
-// BenchmarkAttendOneLayers times the attention of one generation step over long caches:
-// AttendOne over SmolLM2-135M's 30 layers' caches (9 query heads of 64 values on 3 key/value
-// heads, f16), each layer's its own, so that a step reads them from memory as a decode step
-// of a long context does: one sequence of 3,584 cells (82 MB) or 1,536 (35 MB), and the
-// eight sequences of BenchmarkAttendOne's "mixed" (48 to 1,024 cells, 189 MB).
-func BenchmarkAttendOneLayers(b *testing.B) {
-	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
-	require.NoError(b, err)
-	defer be.Close()
-	const layers, hd, H, Hkv = 30, 64, 9, 3
-	for _, c := range []struct {
-		name    string
-		lengths []int
-		kvLen   int64
-	}{
-		{"streams=1", []int{3584}, 3584},
-		{"streams=1/cells=1536", []int{1536}, 1536},
-		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
-	} {
+	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			S, kvLen := int64(len(c.lengths)), c.kvLen
 			ctx, err := NewContext(ContextOptions{MaxTensors: 8 * layers, Graphs: 1, GraphSize: 8 * layers})
@@ -217,11 +186,11 @@ func BenchmarkAttendOneLayers(b *testing.B) {
 			defer ctx.Close()
 			q := ctx.NewTensor(F32, hd, H, S)
 			mask := ctx.NewTensor(F32, kvLen, S)
-			var ks, vs []*Tensor
+			var caches []*Tensor
 			var out *Tensor
 			for range layers {
 				k, v := ctx.NewTensor(F16, hd, kvLen, Hkv, S), ctx.NewTensor(F16, kvLen, hd, Hkv, S)
-				ks, vs = append(ks, k), append(vs, v)
+				caches = append(caches, k, v)
 				one := ctx.View(ctx.AttendOne(q, k, v, mask, 0.125), []int64{1}, nil, 0)
 				if out == nil {
 					out = one
@@ -242,7 +211,7 @@ func BenchmarkAttendOneLayers(b *testing.B) {
 					}
 				}
 				require.NoError(b, mask.SetF32(m))
-				for _, x := range append(ks, vs...) {
+				for _, x := range caches {
 					bits := make([]uint16, x.Len())
 					for i := range bits {
 						bits[i] = reference.F32ToF16(float32(math.Cos(float64(i))) / 4)

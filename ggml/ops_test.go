@@ -975,35 +975,43 @@ func TestAttendOneMaskedTail(t *testing.T) {
 			for i := range a.Data {
 				require.Equal(t, math.Float32bits(float32(a.Data[i])), math.Float32bits(float32(b.Data[i])), "value %d", i)
 			}
-			want := reference.New(hd, H, S)
-			for j, n := range shown {
-				for hh := 0; hh < H; hh++ {
-					g := hh / (H / Hkv)
-					score, sum := make([]float64, n), 0.0
-					mx := math.Inf(-1)
-					for c := range score {
-						for d := 0; d < hd; d++ {
-							score[c] += q.Data[(j*H+hh)*hd+d] * kc.Data[((j*Hkv+g)*kvLen+c)*hd+d]
-						}
-						score[c] *= float64(scale)
-						mx = math.Max(mx, score[c])
-					}
-					for c := range score {
-						score[c] = math.Exp(score[c] - mx)
-						sum += score[c]
-					}
-					for d := 0; d < hd; d++ {
-						o := 0.0
-						for c := range score {
-							o += score[c] * vc.Data[((j*Hkv+g)*hd+d)*kvLen+c]
-						}
-						want.Data[(j*H+hh)*hd+d] = o / sum
-					}
-				}
-			}
-			near(t, "AttendOne over the shown cells", want, b, 1e-5, 1)
+			near(t, "AttendOne over the shown cells", attendShown(q, kc, vc, shown, H, Hkv, float64(scale)), b, 1e-5, 1)
 		})
 	}
+}
+
+// attendShown is the float64 attention of one query per sequence over the first shown[j]
+// cells of sequence j: q [hd, H, S], keys kc [hd, kvLen, Hkv, S], values vc [kvLen, hd, Hkv,
+// S] (as AttendOne reads the transposed value cache), query head h on key/value head
+// h / (H / Hkv). The result is [hd, H, S].
+func attendShown(q, kc, vc reference.Tensor, shown []int, H, Hkv int, scale float64) reference.Tensor {
+	hd, kvLen, S := q.Ne[0], kc.Ne[1], len(shown)
+	want := reference.New(hd, H, S)
+	for j, n := range shown {
+		for hh := 0; hh < H; hh++ {
+			g := hh / (H / Hkv)
+			score, sum, mx := make([]float64, n), 0.0, math.Inf(-1)
+			for c := range score {
+				for d := 0; d < hd; d++ {
+					score[c] += q.Data[(j*H+hh)*hd+d] * kc.Data[((j*Hkv+g)*kvLen+c)*hd+d]
+				}
+				score[c] *= scale
+				mx = math.Max(mx, score[c])
+			}
+			for c := range score {
+				score[c] = math.Exp(score[c] - mx)
+				sum += score[c]
+			}
+			for d := 0; d < hd; d++ {
+				o := 0.0
+				for c := range score {
+					o += score[c] * vc.Data[((j*Hkv+g)*hd+d)*kvLen+c]
+				}
+				want.Data[(j*H+hh)*hd+d] = o / sum
+			}
+		}
+	}
+	return want
 }
 
 // TestAttendOneBlocks: over more than AttendBlockCells cells AttendOne attends each sequence a
@@ -1048,32 +1056,7 @@ func TestAttendOneBlocks(t *testing.T) {
 	h.run(append([]*Tensor{all}, alone...)...)
 	got := h.out(all)
 
-	want := reference.New(hd, H, S)
-	for j, n := range shown {
-		for hh := 0; hh < H; hh++ {
-			g := hh / (H / Hkv)
-			score, sum, mx := make([]float64, n), 0.0, math.Inf(-1)
-			for c := range score {
-				for d := 0; d < hd; d++ {
-					score[c] += q.Data[(j*H+hh)*hd+d] * kc.Data[((j*Hkv+g)*kvLen+c)*hd+d]
-				}
-				score[c] *= float64(scale)
-				mx = math.Max(mx, score[c])
-			}
-			for c := range score {
-				score[c] = math.Exp(score[c] - mx)
-				sum += score[c]
-			}
-			for d := 0; d < hd; d++ {
-				o := 0.0
-				for c := range score {
-					o += score[c] * vc.Data[((j*Hkv+g)*hd+d)*kvLen+c]
-				}
-				want.Data[(j*H+hh)*hd+d] = o / sum
-			}
-		}
-	}
-	near(t, "AttendOne in blocks", want, got, 1e-5, 1)
+	near(t, "AttendOne in blocks", attendShown(q, kc, vc, shown, H, Hkv, float64(scale)), got, 1e-5, 1)
 	for j, a := range alone {
 		one := h.out(a)
 		for i, v := range one.Data {
