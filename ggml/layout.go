@@ -208,8 +208,8 @@ func StoreTransposedFits(cache, v, cells *Tensor) error {
 // attention takes five operations (six with the queries' scale) and rounds the queries and the
 // probabilities to f16. Only the CPU backend computes it, and autodiff cannot differentiate it.
 //
-// Over more than AttendBlockCells cells it takes two nodes: the first attends each sequence a
-// block of AttendBlockCells cells at a time, each block a job of its own (one long sequence
+// Over more than AttendBlockCells() cells it takes two nodes: the first attends each sequence a
+// block of AttendBlockCells() cells at a time, each block a job of its own (one long sequence
 // keeps every thread busy, and the query heads of a key/value head read its keys and values
 // once), and the second joins the blocks' results. A sequence's output depends only on its own
 // cells, not on kvLen or the other sequences: to the bit, it is what a step of that sequence
@@ -218,18 +218,21 @@ func (c *Context) AttendOne(q, k, v, mask *Tensor, scale float32) *Tensor {
 	return c.op("AttendOne", []*Tensor{q, k, v, mask}, 2, func() error { return AttendOneFits(q, k, v, mask, scale) }, func() ggmlc.Tensor {
 		srcs := []ggmlc.Tensor{q.t, k.t, v.t, mask.t}
 		hdv, H, S, kvLen := v.Ne()[1], q.Ne()[1], q.Ne()[2], k.Ne()[1]
-		if kvLen <= AttendBlockCells {
+		block := AttendBlockCells()
+		if kvLen <= block {
 			return ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv, H, S, 1, srcs, 4, cpuops.AttendOneAddress(), allThreads, pinned(c, scale))
 		}
-		blocks := (kvLen + AttendBlockCells - 1) / AttendBlockCells
+		blocks := (kvLen + block - 1) / block
 		parts := ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv+2, H, S, blocks, srcs, 4, cpuops.AttendBlocksAddress(), allThreads, pinned(c, scale))
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv, H, S, 1, []ggmlc.Tensor{parts, mask.t}, 2, cpuops.AttendMergeAddress(), allThreads, nil)
 	})
 }
 
-// AttendBlockCells is the cells of a block of AttendOne's attention over a long cache (the
-// kernel's constant).
-var AttendBlockCells = int64(cpuops.AttendBlock())
+// AttendBlockCells is the cells of a block of AttendOne's attention over a long cache: the
+// kernel's constant, which the number of blocks the Go side allocates must follow.
+func AttendBlockCells() int64 { return attendBlockCells }
+
+var attendBlockCells = int64(cpuops.AttendBlock())
 
 // AttendOneFits says why AttendOne cannot take q, k, v, mask and scale, or nil when it can.
 func AttendOneFits(q, k, v, mask *Tensor, scale float32) error {

@@ -1014,7 +1014,7 @@ func attendShown(q, kc, vc reference.Tensor, shown []int, H, Hkv int, scale floa
 	return want
 }
 
-// TestAttendOneBlocks: over more than AttendBlockCells cells AttendOne attends each sequence a
+// TestAttendOneBlocks: over more than AttendBlockCells() cells AttendOne attends each sequence a
 // block at a time and joins the blocks. Three sequences show 300, 1500 and 1025 of 1600 cells
 // (the last one block of 1024 and one cell). Each must match the float64 attention over its shown
 // cells, and give the same bits as a step of that sequence alone over only as many cells as it
@@ -1026,7 +1026,7 @@ func TestAttendOneBlocks(t *testing.T) {
 	}
 	const hd, H, Hkv, kvLen = 64, 9, 3, 1600
 	shown := []int{300, 1500, 1025}
-	require.Equal(t, int64(1024), AttendBlockCells, "the cases above are for blocks of 1024 cells")
+	require.Equal(t, int64(1024), AttendBlockCells(), "the cases above are for blocks of 1024 cells")
 	S := len(shown)
 	h := newHarness(t)
 	q := h.rand(-1, 1, hd, H, S)

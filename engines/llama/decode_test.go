@@ -338,12 +338,12 @@ func TestDecoderKVCaches(t *testing.T) {
 	}
 }
 
-// TestDecoderLongCache decodes past ggml.AttendBlockCells cached cells, where a generation
+// TestDecoderLongCache decodes past ggml.AttendBlockCells() cached cells, where a generation
 // step's attention (f16 cache, unfused) goes in blocks of cells that a second node joins: a
 // 1,100-token prompt, then tokens one at a time, against the float64 reference.
 func TestDecoderLongCache(t *testing.T) {
 	const prompt, steps = 1100, 3
-	require.Greater(t, int64(prompt), ggml.AttendBlockCells, "the prompt must outgrow a block")
+	require.Greater(t, int64(prompt), ggml.AttendBlockCells(), "the prompt must outgrow a block")
 	a := tinyArch("llama")
 	a.Context = prompt + steps + 8
 	m := openTiny(t, writeTiny(t, a, ggml.F32, 5), ModelOptions{})
