@@ -251,6 +251,7 @@ func TestBadInput(t *testing.T) {
 		tc{"bench model -d -1", []string{"bench", "model", "-m", model, "-d", "-1"}, 2, "-d -1"},
 		tc{"bench model -d with -draft", []string{"bench", "model", "-m", model, "-d", "8", "-draft", model}, 2, "without -draft"},
 		tc{"bench model -d past the context", []string{"bench", "model", "-m", model, "-d", "100000", "-p", "4", "-n", "2", "-r", "1", "-t", "1"}, 1, "do not fit"},
+		tc{"bench model -random -d past the context", []string{"bench", "model", "-random", "smollm2-135m", "-d", "100000"}, 2, "smollm2-135m's context"},
 		tc{"inspect two files", []string{"inspect", model, model}, 2, "name one GGUF file"},
 		// Overwrite attempts.
 		tc{"tokenizer train -o a model", []string{"tokenizer", "train", "-vocab", "280", "-o", model, text}, 1, "-force"},
