@@ -758,12 +758,15 @@ func TestMulMatCols(t *testing.T) {
 	if !onCPU {
 		t.Skip("MulMatCols runs on the CPU backend only")
 	}
-	for _, typ := range []Type{F16, BF16, F32} {
+	for _, typ := range []Type{F16, BF16, F32, Q8_0} {
 		// 3 threads: regions of unequal chunks; 11: more threads than the kernel's regions (8).
 		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1},
 			{256, 1037, 3}, {128, 1500, 11}} {
 			if s.threads > 2 && typ != F32 {
 				continue // the claims do not depend on the weights' type
+			}
+			if typ == Q8_0 && s.k%32 != 0 {
+				continue // q8_0 rows are whole blocks of 32
 			}
 			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d", TypeName(typ), s.k, s.n, s.threads), func(t *testing.T) {
 				h := newHarness(t)
@@ -786,6 +789,11 @@ func TestMulMatCols(t *testing.T) {
 						binary.LittleEndian.PutUint16(raw[2*i:], reference.F32ToBF16(float32(v)))
 					}
 					w = h.inBytes(BF16, raw, int64(s.k), int64(s.n))
+				case Q8_0:
+					// The reference multiplies the weights as q8_0 holds them.
+					raw := reference.QuantizeQ8_0(a.ToF32())
+					a = reference.FromF32(reference.DequantizeQ8_0(raw), s.k, s.n)
+					w = h.inBytes(Q8_0, raw, int64(s.k), int64(s.n))
 				default:
 					w = h.in(a)
 				}

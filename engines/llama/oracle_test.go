@@ -25,6 +25,11 @@ import (
 // weights and caches: both compute in float32 with ggml, in different orders.
 const oracleTol = 1e-3
 
+// oracleQ8Tol is oracleTol for q8_0 weights: llama.cpp rounds the activations to q8_0 before
+// multiplying them (ggml's integer dot products), toy's kernel for a few columns multiplies
+// them in f32 (ggml.MulMatCols). Measured 6.3e-3 on TestOracleTrainedAdapter's model.
+const oracleQ8Tol = 1.5e-2
+
 // noVocab is the tokenizer metadata llama.cpp needs to load a model whose tests pass token ids:
 // a vocabulary of {arch}.vocab_size dummy tokens.
 var noVocab = []KV{{Key: "tokenizer.ggml.model", Value: "none"}}
@@ -257,8 +262,10 @@ func TestOracleTrainedAdapter(t *testing.T) {
 	require.NoError(t, o.SetLoRA(adapter, 1))
 	want, err := o.Logits(oracleSeq(a.Vocab))
 	require.NoError(t, err)
-	assert.Less(t, oracleErr(got, want), oracleTol, "toy's adapter in llama.cpp")
-	assert.Greater(t, oracleErr(plain, want), 1e-2, "the trained adapter changes the logits")
+	assert.Less(t, oracleErr(got, want), oracleQ8Tol, "toy's adapter in llama.cpp")
+	t.Logf("toy against llama.cpp %.2e; llama.cpp with and without the adapter %.2e", oracleErr(got, want), oracleErr(plain, want))
+	// Measured 3.2: far beyond what the tolerance above lets through.
+	assert.Greater(t, oracleErr(plain, want), 100*oracleQ8Tol, "the trained adapter changes the logits")
 
 	merged := filepath.Join(t.TempDir(), "merged.gguf")
 	require.NoError(t, MergeLoRA(path, []LoRA{{Path: adapter}}, merged, ggml.F32))

@@ -17,16 +17,27 @@
 enum { GROUP = 8 };
 
 /* The weight types: a weight's kind is a constant wherever the vector loops load it. */
-enum { KIND_F32, KIND_F16, KIND_BF16 };
+enum { KIND_F32, KIND_F16, KIND_BF16, KIND_Q8_0, KINDS };
 
+/* weight_at is value i of a row of kind: a q8_0 value is its byte times its block's scale, a
+ * product exact in f32 (11 bits by 8). */
 static inline float weight_at(const char * row, int kind, int64_t i) {
 	switch (kind) {
 	case KIND_F16:
 		return half_to_float(((const uint16_t *) row)[i]);
 	case KIND_BF16:
 		return bf16_to_float(((const uint16_t *) row)[i]);
+	case KIND_Q8_0: {
+		const char * b = row + i / Q8_0_BLOCK * Q8_0_BYTES;
+		return q8_0_scale(b) * (float) (int8_t) b[2 + i % Q8_0_BLOCK];
+	}
 	}
 	return ((const float *) row)[i];
+}
+
+/* weight_bytes is where value i of a row of kind starts (its block's for q8_0). */
+static inline int64_t weight_bytes(int kind, int64_t i) {
+	return kind == KIND_F32 ? i * 4 : kind == KIND_Q8_0 ? i / Q8_0_BLOCK * Q8_0_BYTES : i * 2;
 }
 
 #if TOY_VECTOR
@@ -60,10 +71,17 @@ static inline __attribute__((always_inline)) void lanes_cols(const char * w, siz
 			for (int q = 0; q < R; q++) {
 				const char * row = w + (q * lane + t) * stride;
 				if (PF) {
-					_mm_prefetch(row + i * (KIND == KIND_F32 ? 4 : 2) + PF, _MM_HINT_T0);
+					_mm_prefetch(row + weight_bytes(KIND, i) + PF, _MM_HINT_T0);
 				}
-				wv[q] = KIND == KIND_F16 ? VLOADH((const uint16_t *) row + i)
-					: KIND == KIND_BF16 ? VLOADB((const uint16_t *) row + i) : VLOAD((const float *) row + i);
+				if (KIND == KIND_Q8_0) {
+					/* LANES of a block's bytes (LANES divides the block), times its scale:
+					 * the same f32 values as weight_at's. */
+					const char * b = row + weight_bytes(KIND, i);
+					wv[q] = VMUL(VLOADQ(b + 2 + i % Q8_0_BLOCK), VSET(q8_0_scale(b)));
+				} else {
+					wv[q] = KIND == KIND_F16 ? VLOADH((const uint16_t *) row + i)
+						: KIND == KIND_BF16 ? VLOADB((const uint16_t *) row + i) : VLOAD((const float *) row + i);
+				}
 				if (KIND == KIND_F32 && M > 1) {
 					/* One load for the M products: left alone, gcc folds an f32 row's
 					 * load into each FMA for some M (2, 4), M loads of a vector that
@@ -137,6 +155,7 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
 ROWS_KIND(KIND_F32)
 ROWS_KIND(KIND_F16)
 ROWS_KIND(KIND_BF16)
+ROWS_KIND(KIND_Q8_0)
 
 typedef void (*rows_fn)(const char * w, size_t stride, const float * x, int64_t xs, const float * xp, int64_t k,
 		float * y, int64_t n, int64_t rows);
@@ -145,7 +164,7 @@ typedef void (*rows_fn)(const char * w, size_t stride, const float * x, int64_t 
 	rows_##KIND##_6, rows_##KIND##_7, rows_##KIND##_8 }
 
 /* rows_fns[kind][m-1] computes m columns of weights of kind. */
-static const rows_fn rows_fns[3][GROUP] = { ROWS_FNS(KIND_F32), ROWS_FNS(KIND_F16), ROWS_FNS(KIND_BF16) };
+static const rows_fn rows_fns[KINDS][GROUP] = { ROWS_FNS(KIND_F32), ROWS_FNS(KIND_F16), ROWS_FNS(KIND_BF16), ROWS_FNS(KIND_Q8_0) };
 
 /* block computes rows [0, rows) of w against m (1..GROUP) columns x, packed at xp, into
  * y[j*n + r]. */
@@ -219,7 +238,8 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	(void) userdata;
 	const struct ggml_tensor * a = dst->src[0];
 	const struct ggml_tensor * b = dst->src[1];
-	const int kind = a->type == GGML_TYPE_F16 ? KIND_F16 : a->type == GGML_TYPE_BF16 ? KIND_BF16 : KIND_F32;
+	const int kind = a->type == GGML_TYPE_F16 ? KIND_F16 : a->type == GGML_TYPE_BF16 ? KIND_BF16
+		: a->type == GGML_TYPE_Q8_0 ? KIND_Q8_0 : KIND_F32;
 	const int64_t k = a->ne[0], n = a->ne[1], m = b->ne[1];
 	const size_t stride = a->nb[1];
 	const int64_t xs = (int64_t) (b->nb[1] / sizeof(float));

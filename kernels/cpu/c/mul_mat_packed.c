@@ -88,14 +88,6 @@ static inline __attribute__((always_inline)) void tile(const float * ap, const f
 	}
 }
 
-/* q8_0's block: an f16 scale and 32 signed bytes (ggml's block_q8_0). */
-enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
-
-/* q8_0_scale is the f16 scale of the q8_0 block at b (little-endian, at any alignment). */
-static inline float q8_0_scale(const char * b) {
-	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
-}
-
 /* The threads claim jobs from a counter (toy_claims.h). */
 
 /* A product is cut into at least this many jobs per thread (more columns a job when there are

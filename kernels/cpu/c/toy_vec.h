@@ -48,6 +48,14 @@ static inline float bf16_to_float(uint16_t h) {
 	return v.f;
 }
 
+/* q8_0's block: an f16 scale and 32 signed bytes (ggml's block_q8_0). */
+enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
+
+/* q8_0_scale is the f16 scale of the q8_0 block at b (little-endian, at any alignment). */
+static inline float q8_0_scale(const char * b) {
+	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+}
+
 #if TOY_VECTOR
 
 #if defined(__AVX512F__)
