@@ -245,14 +245,14 @@ func benchGraph(b *testing.B, be *Backend, ctx *Context, nodes int, out *Tensor,
 
 // BenchmarkMulMatCols times a product of a few columns, as a generation step of several
 // sequences or a verification of proposals makes, by ggml's kernels and by toy's own
-// (MulMatCols): f16 and f32 weights, the SmolLM2-135M head (49152×576, 56 MB in f16: streamed
-// from memory, as a decode step streams every weight) and a feed-forward matrix (1536×576,
-// cache-resident here).
+// (MulMatCols): f16, f32 and q8_0 weights, the SmolLM2-135M head (49152×576, 56 MB in f16:
+// streamed from memory, as a decode step streams every weight) and a feed-forward matrix
+// (1536×576, cache-resident here).
 func BenchmarkMulMatCols(b *testing.B) {
 	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
 	require.NoError(b, err)
 	defer be.Close()
-	for _, typ := range []Type{F16, F32} {
+	for _, typ := range []Type{F16, F32, Q8_0} {
 		for _, m := range []int{49152, 1536} {
 			for _, n := range []int{1, 2, 4, 8, 16, 32, 64} {
 				for _, kernel := range []string{"ggml", "toy"} {
