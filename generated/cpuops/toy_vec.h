@@ -50,6 +50,13 @@ static inline float bf16_to_float(uint16_t h) {
 	return v.f;
 }
 
+/* toy_load16 is the 16 bits at p (little-endian, at any alignment). */
+static inline short toy_load16(const char * p) {
+	uint16_t v;
+	__builtin_memcpy(&v, p, 2);
+	return (short) v;
+}
+
 /* q8_0's block: an f16 scale and 32 signed bytes (ggml's block_q8_0). */
 enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
 
@@ -68,6 +75,7 @@ enum { LANES = 16 };
 #define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (p)))
 #define VLOADB(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) (p))), 16))
 #define VLOADQ(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (p))))
+#define VSETH(p) _mm512_cvtph_ps(_mm256_set1_epi16(toy_load16(p)))
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VSHUF(a, b, imm) _mm512_shuffle_ps(a, b, imm)
@@ -88,6 +96,7 @@ enum { LANES = 8 };
 #define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (p)))
 #define VLOADB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *) (p))), 16))
 #define VLOADQ(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) (p))))
+#define VSETH(p) _mm256_cvtph_ps(_mm_set1_epi16(toy_load16(p)))
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VADD(a, b) _mm256_add_ps(a, b)
 #define VSHUF(a, b, imm) _mm256_shuffle_ps(a, b, imm)
