@@ -421,7 +421,16 @@ func TestQuantizedWeights(t *testing.T) {
 				require.NoError(t, err)
 				e, eo := relErr(got, want), relErr(got, wantOrig)
 				t.Logf("%-8s %-5s max relative error vs dequantized weights %.2e, vs original f32 weights %.2e", c.variant, ggml.TypeName(typ), e, eo)
-				assert.Less(t, e, weightTolerance[typ])
+				tol := weightTolerance[typ]
+				if typ == ggml.Q8_0 && !a.IsMoE() && ggml.CPUKernelsFast() && ggml.BackendKind == "cpu" {
+					// toy's few-column kernel multiplies q8_0's values exactly, by f32
+					// columns: float32 rounding alone (gemma's GELU table as with f32 weights).
+					tol = 1e-4
+					if a.FFN == FFNGeGLU || a.FFN == FFNGELU {
+						tol = 1e-3
+					}
+				}
+				assert.Less(t, e, tol)
 			})
 		}
 	}
