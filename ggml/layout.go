@@ -123,8 +123,8 @@ func CPUKernelsFast() bool { return cpuops.Vectorized() == 1 }
 // rows still in the core's cache), where ggml's kernels for more than one column cost 2–3× one
 // column's (docs/PERFORMANCE.md, "toy's own CPU kernels"),
 // and sums each (row, column) product in the same order whatever m is, so a column's result
-// does not depend on the others. The columns stay f32 (ggml rounds them to f16 or bf16 for such
-// weights). Only the CPU backend computes it, and autodiff cannot differentiate it.
+// does not depend on the others. The columns stay f32 (ggml rounds them to f16, bf16 or q8_0
+// for such weights). Only the CPU backend computes it, and autodiff cannot differentiate it.
 func (c *Context) MulMatCols(w, x *Tensor) *Tensor {
 	return c.op("MulMatCols", []*Tensor{w, x}, 1, func() error { return MulMatColsFits(w, x) }, func() ggmlc.Tensor {
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, w.Ne()[1], x.Ne()[1], 1, 1, []ggmlc.Tensor{w.t, x.t}, 2,

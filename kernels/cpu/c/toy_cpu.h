@@ -22,10 +22,10 @@ void toy_cont_f32(struct ggml_tensor * dst, const struct ggml_tensor * a, int it
  * dst->src[0] = a, f16, bf16, f32 or q8_0 weights [k, n] (2-D, rows contiguous), and dst->src[1] = b, f32
  * columns [k, m] (2-D, rows contiguous): dst = f32 [n, m]. Each weight row is read once for up
  * to 8 columns, and each (row, column) dot product is summed in the same order whatever m is,
- * in f32 (ggml rounds the columns to f16 or bf16 for such weights; this kernel does not). The
- * threads claim chunks of rows, each from its own region first, from counters kept in
- * dst->op_params (entries 6 to 13 and 15, past ggml_custom_4d's parameters), which the last
- * thread resets.
+ * in f32 (ggml rounds the columns to f16, bf16 or q8_0 for such weights; this kernel does
+ * not). The threads claim chunks of rows, each from its own region first, from counters kept
+ * in dst->op_params (entries 6 to 13 and 15, past ggml_custom_4d's parameters), which the
+ * last thread resets.
  */
 void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
