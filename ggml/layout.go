@@ -132,11 +132,13 @@ func (c *Context) MulMatCols(w, x *Tensor) *Tensor {
 	})
 }
 
-// MulMatColsFits says why MulMatCols cannot take w and x, or nil when it can: w f16, bf16, f32
-// or q8_0 [k, n], x f32 [k, m] with m ≤ MulMatColsMax, both 2-D with contiguous rows.
+// MulMatColsFits says why MulMatCols cannot take w and x, or nil when it can: w f16, bf16, f32,
+// q8_0 or q5_0 [k, n], x f32 [k, m] with m ≤ MulMatColsMax, both 2-D with contiguous rows.
 func MulMatColsFits(w, x *Tensor) error {
-	if w.Type() != F16 && w.Type() != BF16 && w.Type() != F32 && w.Type() != Q8_0 {
-		return fmt.Errorf("weights %s: want f16, bf16, f32 or q8_0", w.describe())
+	switch w.Type() {
+	case F16, BF16, F32, Q8_0, Q5_0:
+	default:
+		return fmt.Errorf("weights %s: want f16, bf16, f32, q8_0 or q5_0", w.describe())
 	}
 	if err := needType(x, F32, "columns"); err != nil {
 		return err

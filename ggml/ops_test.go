@@ -758,15 +758,15 @@ func TestMulMatCols(t *testing.T) {
 	if !onCPU {
 		t.Skip("MulMatCols runs on the CPU backend only")
 	}
-	for _, typ := range []Type{F16, BF16, F32, Q8_0} {
+	for _, typ := range []Type{F16, BF16, F32, Q8_0, Q5_0} {
 		// 3 threads: regions of unequal chunks; 11: more threads than the kernel's regions (8).
 		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1},
 			{256, 1037, 3}, {128, 1500, 11}} {
 			if s.threads > 2 && typ != F32 {
 				continue // the claims do not depend on the weights' type
 			}
-			if typ == Q8_0 && s.k%32 != 0 {
-				continue // q8_0 rows are whole blocks of 32
+			if (typ == Q8_0 || typ == Q5_0) && s.k%32 != 0 {
+				continue // q8_0 and q5_0 rows are whole blocks of 32
 			}
 			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d", TypeName(typ), s.k, s.n, s.threads), func(t *testing.T) {
 				h := newHarness(t)
@@ -777,7 +777,7 @@ func TestMulMatCols(t *testing.T) {
 					h.be = be
 				}
 				a := h.rand(-1, 1, s.k, s.n)
-				var w *Tensor
+				var w, deq *Tensor
 				switch typ {
 				case F16:
 					a = a.Map(reference.RoundF16)
@@ -794,6 +794,11 @@ func TestMulMatCols(t *testing.T) {
 					raw := reference.QuantizeQ8_0(a.ToF32())
 					a = reference.FromF32(reference.DequantizeQ8_0(raw), s.k, s.n)
 					w = h.inBytes(Q8_0, raw, int64(s.k), int64(s.n))
+				case Q5_0:
+					raw, err := Quantize(Q5_0, a.ToF32(), s.k)
+					require.NoError(t, err)
+					w = h.inBytes(Q5_0, raw, int64(s.k), int64(s.n))
+					deq = h.c.Cast(w, F32) // the weights as q5_0 holds them, by ggml's dequantizer
 				default:
 					w = h.in(a)
 				}
@@ -804,7 +809,12 @@ func TestMulMatCols(t *testing.T) {
 					cols := h.c.View(x, []int64{int64(s.k), int64(m)}, []int{s.k * 4}, 0)
 					outs = append(outs, h.c.MulMatCols(w, cols))
 				}
-				h.run(outs...)
+				if deq != nil {
+					h.run(append(outs, deq)...)
+					a = h.out(deq)
+				} else {
+					h.run(outs...)
+				}
 				full := h.out(outs[MulMatColsMax-1])
 				// float32 sums of k terms of magnitude ≤ 1: k·u bounds their rounding.
 				near(t, "MulMatCols", reference.MulMat(a, b), full, max(mulMatTol, float64(s.k)*0x1p-24), 1)

@@ -801,11 +801,11 @@ func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return
 // ownColumns reports whether W·x goes through toy's own kernel (ggml.MulMatCols) rather than
 // ggml's: up to ggml.MulMatColsMax columns (a generation step of one or several sequences, a
 // verification of proposals, a short prompt or a server step a prompt joins) of an f16, bf16,
-// f32 or q8_0 weight on the CPU backend of a build where the kernel is vectorized. ggml
+// f32, q8_0 or q5_0 weight on the CPU backend of a build where the kernel is vectorized. ggml
 // multiplies more than one such column at 2–3× one column's cost, toy's kernel at little more
 // than one (docs/PERFORMANCE.md, "toy's own CPU kernels"); it keeps the columns in f32, where
-// ggml rounds them to the weight's type (to q8_0 for q8_0 weights, whose integer kernels
-// llama.cpp runs).
+// ggml rounds them to the weight's type (to q8_0 for q8_0 and q5_0 weights, whose integer
+// kernels llama.cpp runs).
 func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
 	return m.ownKernels && w != nil && x != nil && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
 }

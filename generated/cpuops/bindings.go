@@ -71,7 +71,7 @@ func ContF32Address() unsafe.Pointer {
 }
 
 // MulMatCols is ggml_mul_mat(a, b) for a few columns, with the signature of
-// ggml_custom_op_t: dst->src[0] = a, f16, bf16, f32 or q8_0 weights [k, n] (2-D, rows contiguous),
+// ggml_custom_op_t: dst->src[0] = a, f16, bf16, f32, q8_0 or q5_0 weights [k, n] (2-D, rows contiguous),
 // dst->src[1] = b, f32 columns [k, m] (2-D, rows contiguous), dst = f32 [n, m]. Each
 // weight row is read once for up to 8 columns, and each (row, column) dot product is
 // summed in the same order whatever m is, in f32.

@@ -21,7 +21,7 @@ void toy_cont_f32(struct ggml_tensor * dst, const struct ggml_tensor * a, int it
 
 /*
  * toy_mul_mat_cols is ggml_mul_mat(a, b) for a few columns, as a ggml_custom_op_t over
- * dst->src[0] = a, f16, bf16, f32 or q8_0 weights [k, n] (2-D, rows contiguous), and dst->src[1] = b, f32
+ * dst->src[0] = a, f16, bf16, f32, q8_0 or q5_0 weights [k, n] (2-D, rows contiguous), and dst->src[1] = b, f32
  * columns [k, m] (2-D, rows contiguous): dst = f32 [n, m]. Each weight row is read once for up
  * to 8 columns, and each (row, column) dot product is summed in the same order whatever m is,
  * in f32 (ggml rounds the columns to f16, bf16 or q8_0 for such weights; this kernel does

@@ -60,9 +60,21 @@ static inline short toy_load16(const char * p) {
 /* q8_0's block: an f16 scale and 32 signed bytes (ggml's block_q8_0). */
 enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
 
-/* q8_0_scale is the f16 scale of the q8_0 block at b (little-endian, at any alignment). */
+/* q8_0_scale is the f16 scale of the q8_0 block at b (little-endian, at any alignment); q5_0's
+ * block starts with its scale too. */
 static inline float q8_0_scale(const char * b) {
 	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+}
+
+/* q5_0's block: an f16 scale, 32 high bits, then 16 bytes of low nibbles (ggml's block_q5_0):
+ * value j is (its 4 bits | its high bit << 4) − 16, times the scale. */
+enum { Q5_0_BLOCK = 32, Q5_0_BYTES = 2 + 4 + 16 };
+
+/* q5_0_high is the 32 high bits of the q5_0 block at b, bit j value j's. */
+static inline uint32_t q5_0_high(const char * b) {
+	uint32_t h;
+	__builtin_memcpy(&h, b + 2, 4);
+	return h;
 }
 
 #if TOY_VECTOR
@@ -76,6 +88,17 @@ enum { LANES = 16 };
 #define VLOADB(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) (p))), 16))
 #define VLOADQ(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (p))))
 #define VSETH(p) _mm512_cvtph_ps(_mm256_set1_epi16(toy_load16(p)))
+/* VLOADQ5(qs, qh, v0): q5_0 values v0..v0+LANES-1 of a block (v0 a multiple of LANES) as f32,
+ * before the scale: the nibbles of qs (low ones for values 0..15, high for 16..31), each with
+ * its bit of qh as bit 4, less 16. */
+#define VLOADQ5(qs, qh, v0) vloadq5(qs, qh, v0)
+static inline __m512 vloadq5(const char * qs, uint32_t qh, int64_t v0) {
+	const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (qs + v0 % 16)));
+	const __m512i nib = v0 >= 16 ? _mm512_srli_epi32(bytes, 4) : _mm512_and_si512(bytes, _mm512_set1_epi32(15));
+	/* less 16 where the high bit is clear: (nib | bit << 4) − 16 */
+	const __mmask16 high = (__mmask16) (qh >> v0);
+	return _mm512_cvtepi32_ps(_mm512_mask_sub_epi32(nib, (__mmask16) ~high, nib, _mm512_set1_epi32(16)));
+}
 #define VFMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define VADD(a, b) _mm512_add_ps(a, b)
 #define VSHUF(a, b, imm) _mm512_shuffle_ps(a, b, imm)
@@ -97,6 +120,12 @@ enum { LANES = 8 };
 #define VLOADB(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *) (p))), 16))
 #define VLOADQ(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *) (p))))
 #define VSETH(p) _mm256_cvtph_ps(_mm_set1_epi16(toy_load16(p)))
+#define VLOADQ5(qs, qh, v0) _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_or_si256( \
+	(v0) >= 16 ? _mm256_srli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) ((qs) + (v0) % 16))), 4) \
+		: _mm256_and_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) ((qs) + (v0) % 16))), _mm256_set1_epi32(15)), \
+	_mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32((int) (qh)), \
+		_mm256_add_epi32(_mm256_set1_epi32((int) (v0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))), \
+		_mm256_set1_epi32(1)), 4)), _mm256_set1_epi32(16)))
 #define VFMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 #define VADD(a, b) _mm256_add_ps(a, b)
 #define VSHUF(a, b, imm) _mm256_shuffle_ps(a, b, imm)

@@ -17,10 +17,10 @@
 enum { GROUP = 8 };
 
 /* The weight types: a weight's kind is a constant wherever the vector loops load it. */
-enum { KIND_F32, KIND_F16, KIND_BF16, KIND_Q8_0, KINDS };
+enum { KIND_F32, KIND_F16, KIND_BF16, KIND_Q8_0, KIND_Q5_0, KINDS };
 
-/* weight_at is value i of a row of kind: a q8_0 value is its byte times its block's scale, a
- * product exact in f32 (11 bits by 8). */
+/* weight_at is value i of a row of kind: a q8_0 or q5_0 value is its integer times its block's
+ * scale, a product exact in f32 (11 bits by 8 or 5). */
 static inline float weight_at(const char * row, int kind, int64_t i) {
 	switch (kind) {
 	case KIND_F16:
@@ -31,13 +31,21 @@ static inline float weight_at(const char * row, int kind, int64_t i) {
 		const char * b = row + i / Q8_0_BLOCK * Q8_0_BYTES;
 		return q8_0_scale(b) * (float) (int8_t) b[2 + i % Q8_0_BLOCK];
 	}
+	case KIND_Q5_0: {
+		const char * b = row + i / Q5_0_BLOCK * Q5_0_BYTES;
+		const int j = (int) (i % Q5_0_BLOCK);
+		const uint8_t byte = (uint8_t) b[6 + j % 16];
+		const int q = ((j < 16 ? byte & 15 : byte >> 4) | (int) ((q5_0_high(b) >> j) & 1) << 4) - 16;
+		return q8_0_scale(b) * (float) q;
+	}
 	}
 	return ((const float *) row)[i];
 }
 
-/* weight_bytes is where value i of a row of kind starts (its block's for q8_0). */
+/* weight_bytes is where value i of a row of kind starts (its block's for q8_0 and q5_0). */
 static inline int64_t weight_bytes(int kind, int64_t i) {
-	return kind == KIND_F32 ? i * 4 : kind == KIND_Q8_0 ? i / Q8_0_BLOCK * Q8_0_BYTES : i * 2;
+	return kind == KIND_F32 ? i * 4 : kind == KIND_Q8_0 ? i / Q8_0_BLOCK * Q8_0_BYTES
+		: kind == KIND_Q5_0 ? i / Q5_0_BLOCK * Q5_0_BYTES : i * 2;
 }
 
 #if TOY_VECTOR
@@ -78,6 +86,9 @@ static inline __attribute__((always_inline)) void lanes_cols(const char * w, siz
 					 * the same f32 values as weight_at's. */
 					const char * b = row + weight_bytes(KIND, i);
 					wv[q] = VMUL(VLOADQ(b + 2 + i % Q8_0_BLOCK), VSETH(b));
+				} else if (KIND == KIND_Q5_0) {
+					const char * b = row + weight_bytes(KIND, i);
+					wv[q] = VMUL(VLOADQ5(b + 6, q5_0_high(b), i % Q5_0_BLOCK), VSETH(b));
 				} else {
 					wv[q] = KIND == KIND_F16 ? VLOADH((const uint16_t *) row + i)
 						: KIND == KIND_BF16 ? VLOADB((const uint16_t *) row + i) : VLOAD((const float *) row + i);
@@ -150,7 +161,7 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
 #define ROWS_M(KIND, M) \
 	static __attribute__((noinline)) void rows_##KIND##_##M(const char * w, size_t stride, const float * x, int64_t xs, \
 			const float * xp, int64_t k, float * y, int64_t n, int64_t rows) { \
-		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, M == 2 || (M == 1 && KIND == KIND_Q8_0) ? 4 : 2, M, M >= 3 ? 8192 : 0); \
+		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, M == 2 || (M == 1 && (KIND == KIND_Q8_0 || KIND == KIND_Q5_0)) ? 4 : 2, M, M >= 3 ? 8192 : 0); \
 	}
 #define ROWS_KIND(KIND) ROWS_M(KIND, 1) ROWS_M(KIND, 2) ROWS_M(KIND, 3) ROWS_M(KIND, 4) ROWS_M(KIND, 5) \
 	ROWS_M(KIND, 6) ROWS_M(KIND, 7) ROWS_M(KIND, 8)
@@ -158,6 +169,7 @@ ROWS_KIND(KIND_F32)
 ROWS_KIND(KIND_F16)
 ROWS_KIND(KIND_BF16)
 ROWS_KIND(KIND_Q8_0)
+ROWS_KIND(KIND_Q5_0)
 
 typedef void (*rows_fn)(const char * w, size_t stride, const float * x, int64_t xs, const float * xp, int64_t k,
 		float * y, int64_t n, int64_t rows);
@@ -166,7 +178,8 @@ typedef void (*rows_fn)(const char * w, size_t stride, const float * x, int64_t 
 	rows_##KIND##_6, rows_##KIND##_7, rows_##KIND##_8 }
 
 /* rows_fns[kind][m-1] computes m columns of weights of kind. */
-static const rows_fn rows_fns[KINDS][GROUP] = { ROWS_FNS(KIND_F32), ROWS_FNS(KIND_F16), ROWS_FNS(KIND_BF16), ROWS_FNS(KIND_Q8_0) };
+static const rows_fn rows_fns[KINDS][GROUP] = { ROWS_FNS(KIND_F32), ROWS_FNS(KIND_F16), ROWS_FNS(KIND_BF16), ROWS_FNS(KIND_Q8_0),
+	ROWS_FNS(KIND_Q5_0) };
 
 /* block computes rows [0, rows) of w against m (1..GROUP) columns x, packed at xp, into
  * y[j*n + r]. */
@@ -241,7 +254,7 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	const struct ggml_tensor * a = dst->src[0];
 	const struct ggml_tensor * b = dst->src[1];
 	const int kind = a->type == GGML_TYPE_F16 ? KIND_F16 : a->type == GGML_TYPE_BF16 ? KIND_BF16
-		: a->type == GGML_TYPE_Q8_0 ? KIND_Q8_0 : KIND_F32;
+		: a->type == GGML_TYPE_Q8_0 ? KIND_Q8_0 : a->type == GGML_TYPE_Q5_0 ? KIND_Q5_0 : KIND_F32;
 	const int64_t k = a->ne[0], n = a->ne[1], m = b->ne[1];
 	const size_t stride = a->nb[1];
 	const int64_t xs = (int64_t) (b->nb[1] / sizeof(float));
