@@ -34,16 +34,16 @@ enum { BLOCK_CELLS = 1024 };
 
 int toy_attend_block(void) { return BLOCK_CELLS; }
 
-static inline float mask_at(const struct ggml_tensor * mask, int64_t c, int64_t s) {
-	const char * row = (const char *) mask->data + s * mask->nb[1];
-	return mask->type == GGML_TYPE_F16 ? half_to_float(((const uint16_t *) row)[c]) : ((const float *) row)[c];
-}
-
 /* A row of the mask, from the first cell a pass reads: f32 or f16 values. */
 struct mask_row {
 	const char * data;
 	int f16;
 };
+
+/* mask_row_of is sequence s's row of mask from cell c0 (the mask's elements are contiguous). */
+static inline struct mask_row mask_row_of(const struct ggml_tensor * mask, int64_t s, int64_t c0) {
+	return (struct mask_row) { (const char *) mask->data + s * mask->nb[1] + c0 * mask->nb[0], mask->type == GGML_TYPE_F16 };
+}
 
 static inline float mask_value(struct mask_row m, int64_t c) {
 	return m.f16 ? half_to_float(((const uint16_t *) m.data)[c]) : ((const float *) m.data)[c];
@@ -258,19 +258,19 @@ ATTEND(4)
  * long as the cells hold finite values, which a cache's never-written cells do too: zeros).
  */
 static int64_t visible_cells(const struct ggml_tensor * mask, int64_t s, int64_t kvLen) {
-	const char * row = (const char *) mask->data + s * mask->nb[1];
+	const struct mask_row row = mask_row_of(mask, s, 0);
 	int64_t n = kvLen;
 	/* Whole vectors of masked cells from the end (lanes below -FLT_MAX are -inf), then single
 	 * cells. */
 	const vec lowest = VSET(-FLT_MAX);
 	while (n >= LANES) {
-		const vec m = mask->type == GGML_TYPE_F16 ? VLOADH((const uint16_t *) row + n - LANES) : VLOAD((const float *) row + n - LANES);
+		const vec m = row.f16 ? VLOADH((const uint16_t *) row.data + n - LANES) : VLOAD((const float *) row.data + n - LANES);
 		if (!VALL_LT(m, lowest)) {
 			break;
 		}
 		n -= LANES;
 	}
-	while (n > 0 && mask_at(mask, n - 1, s) == -INFINITY) {
+	while (n > 0 && mask_value(row, n - 1) == -INFINITY) {
 		n--;
 	}
 	n = (n + LANES - 1) / LANES * LANES;
@@ -347,7 +347,6 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 		order[i].first = jobs;
 		jobs += Hkv * runs_per_head * (blocked ? blocks_of(order[i].cells) : 1);
 	}
-	const size_t mask_size = mask->type == GGML_TYPE_F16 ? 2 : 4;
 	int64_t i = 0; /* the sequence of the last job, in order: claims only grow */
 	for (int64_t next = 0;; next++) {
 		const int64_t job = nth > 1 ? toy_claim(dst) : next;
@@ -358,7 +357,6 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 			i++;
 		}
 		const struct seq_cells seq = order[i];
-		const int64_t blocks = blocked ? blocks_of(seq.cells) : 1;
 		/* A sequence's jobs go block by block, the last (shortest) block's last. */
 		const int64_t local = job - seq.first, b = local / (Hkv * runs_per_head), run = local % runs_per_head;
 		const int64_t g = local / runs_per_head % Hkv;
@@ -377,8 +375,8 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 		}
 		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3] + c0 * k->nb[1];
 		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3] + c0 * v->nb[0];
-		const struct mask_row mrow = { (const char *) mask->data + s * mask->nb[1] + c0 * mask_size, mask->type == GGML_TYPE_F16 };
-		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, cells, scale, mrow, p, out, blocked ? part : NULL);
+		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, cells, scale, mask_row_of(mask, s, c0), p, out,
+			blocked ? part : NULL);
 	}
 	if (nth > 1) {
 		toy_claims_done(dst, nth);
@@ -399,6 +397,12 @@ void toy_attend_blocks(struct ggml_tensor * dst, int ith, int nth, void * userda
 	attend_jobs(dst, ith, nth, userdata != NULL ? *(const float *) userdata : 1.0f, 1);
 }
 
+/* part_row is toy_attend_blocks' row (h, s, b) in parts: hdv weighted values, the block's
+ * largest score, its exponentials' sum. */
+static inline const float * part_row(const struct ggml_tensor * parts, int64_t h, int64_t s, int64_t b) {
+	return (const float *) ((const char *) parts->data + h * parts->nb[1] + s * parts->nb[2] + b * parts->nb[3]);
+}
+
 void toy_attend_merge(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	(void) userdata;
 	const struct ggml_tensor * parts = dst->src[0];
@@ -417,13 +421,13 @@ void toy_attend_merge(struct ggml_tensor * dst, int ith, int nth, void * userdat
 		float * o = (float *) ((char *) dst->data + h * dst->nb[1] + s * dst->nb[2]);
 		float max = -INFINITY;
 		for (int64_t b = 0; b < blocks; b++) {
-			const float * pb = (const float *) ((const char *) parts->data + h * parts->nb[1] + s * parts->nb[2] + b * parts->nb[3]);
+			const float * pb = part_row(parts, h, s, b);
 			max = pb[hdv] > max ? pb[hdv] : max;
 		}
 		float sum = 0;
 		int first = 1;
 		for (int64_t b = 0; b < blocks; b++) {
-			const float * pb = (const float *) ((const char *) parts->data + h * parts->nb[1] + s * parts->nb[2] + b * parts->nb[3]);
+			const float * pb = part_row(parts, h, s, b);
 			if (pb[hdv + 1] == 0) {
 				continue; /* every cell of the block masked */
 			}

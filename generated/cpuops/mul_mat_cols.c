@@ -79,22 +79,17 @@ static inline __attribute__((always_inline)) void lanes_cols(const char * w, siz
 		for (int64_t i = 0; i < kv; i += LANES) {
 			vec wv[4];
 			for (int q = 0; q < R; q++) {
-				const char * row = w + (q * lane + t) * stride;
+				/* Value i of the row, or the start of its block: a block's LANES
+				 * values (LANES divides the block) are its integers times its scale,
+				 * the same f32 values as weight_at's. */
+				const char * at = w + (q * lane + t) * stride + weight_bytes(KIND, i);
 				if (PF) {
-					_mm_prefetch(row + weight_bytes(KIND, i) + PF, _MM_HINT_T0);
+					_mm_prefetch(at + PF, _MM_HINT_T0);
 				}
-				if (KIND == KIND_Q8_0) {
-					/* LANES of a block's bytes (LANES divides the block), times its scale:
-					 * the same f32 values as weight_at's. */
-					const char * b = row + weight_bytes(KIND, i);
-					wv[q] = VMUL(VLOADQ(b + 2 + i % Q8_0_BLOCK), VSETH(b));
-				} else if (KIND == KIND_Q5_0) {
-					const char * b = row + weight_bytes(KIND, i);
-					wv[q] = VMUL(VLOADQ5(b + 6, q5_0_high(b), i % Q5_0_BLOCK), VSETH(b));
-				} else {
-					wv[q] = KIND == KIND_F16 ? VLOADH((const uint16_t *) row + i)
-						: KIND == KIND_BF16 ? VLOADB((const uint16_t *) row + i) : VLOAD((const float *) row + i);
-				}
+				wv[q] = KIND == KIND_Q8_0 ? VMUL(VLOADQ(at + 2 + i % Q8_0_BLOCK), VSETH(at))
+					: KIND == KIND_Q5_0 ? VMUL(VLOADQ5(at + 6, q5_0_high(at), i % Q5_0_BLOCK), VSETH(at))
+					: KIND == KIND_F16 ? VLOADH((const uint16_t *) at)
+					: KIND == KIND_BF16 ? VLOADB((const uint16_t *) at) : VLOAD((const float *) at);
 				if (KIND == KIND_F32 && M > 1) {
 					/* One load for the M products: left alone, gcc folds an f32 row's
 					 * load into each FMA for some M (2, 4), M loads of a vector that

@@ -63,7 +63,7 @@ enum { Q8_0_BLOCK = 32, Q8_0_BYTES = 2 + Q8_0_BLOCK };
 /* q8_0_scale is the f16 scale of the q8_0 block at b (little-endian, at any alignment); q5_0's
  * block starts with its scale too. */
 static inline float q8_0_scale(const char * b) {
-	return half_to_float((uint16_t) ((uint8_t) b[0] | (uint8_t) b[1] << 8));
+	return half_to_float((uint16_t) toy_load16(b));
 }
 
 /* q5_0's block: an f16 scale, 32 high bits, then 16 bytes of low nibbles (ggml's block_q5_0):
