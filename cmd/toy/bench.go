@@ -378,7 +378,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if need := *depth + max(*pp, *tg); need > a.Context {
+		if need := llama.BenchPositions(*pp, *tg, *depth); need > a.Context {
 			return usagef("-d %d with -p %d and -n %d: %d positions do not fit %s's context of %d", *depth, *pp, *tg, need, *random, a.Context)
 		}
 		dir, err := os.MkdirTemp("", "toy-bench-")

@@ -91,6 +91,12 @@ func Bench(path string, promptTokens, genTokens, threads int, opts BenchOptions)
 	return r.PP.Mean, r.TG.Mean, err
 }
 
+// BenchPositions is how many context positions a bench of promptTokens and genTokens after
+// depth tokens (BenchOptions.Depth) needs: the depth, then the longer of its two tests.
+func BenchPositions(promptTokens, genTokens, depth int) int {
+	return depth + max(promptTokens, genTokens)
+}
+
 // BenchStats is Bench with every statistic: mean ± standard deviation of each test.
 func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOptions) (BenchResult, error) {
 	if promptTokens < 0 || genTokens < 0 || promptTokens+genTokens == 0 {
@@ -120,7 +126,7 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 	do := opts.Decoder
 	do.Threads = 0                                        // the model's backend already has them
 	do.Batch = max(promptTokens, min(opts.Depth, 512), 1) // the depth goes in batches of that
-	do.MaxContext = max(opts.Depth+max(promptTokens, genTokens), 1)
+	do.MaxContext = max(BenchPositions(promptTokens, genTokens, opts.Depth), 1)
 	if do.MaxContext > m.Arch.Context {
 		return r, fmt.Errorf("llama: a depth of %d and %d tokens do not fit %s's context of %d", opts.Depth, max(promptTokens, genTokens), path, m.Arch.Context)
 	}
