@@ -145,34 +145,38 @@ func BenchmarkMulMatPackedCausal(b *testing.B) {
 // 48 to 1024 cells, in one step over 1024 (the mask hides each one's cells past its length).
 func BenchmarkAttendOne(b *testing.B) {
 	benchAttendOne(b, 1, []attendCase{
-		{"streams=1", []int{256}, 256},
-		{"streams=8", []int{256, 256, 256, 256, 256, 256, 256, 256}, 256},
-		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
+		{"streams=1", []int{256}, 256, 0},
+		{"streams=8", []int{256, 256, 256, 256, 256, 256, 256, 256}, 256, 0},
+		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024, 0},
 	})
 }
 
 // BenchmarkAttendOneLayers times the attention of one generation step over long caches:
 // AttendOne over SmolLM2-135M's 30 layers' caches, each layer's its own, so that a step reads
 // them from memory as a decode step of a long context does: one sequence of 3,584 cells (82
-// MB) or 1,536 (35 MB), and the eight sequences of BenchmarkAttendOne's "mixed" (48 to 1,024
-// cells, 189 MB).
+// MB) in a context of 4,096 or of 1,536 (35 MB) in 2,048, and the eight sequences of
+// BenchmarkAttendOne's "mixed" (48 to 1,024 cells, 189 MB) in slots of 2,048.
 func BenchmarkAttendOneLayers(b *testing.B) {
 	benchAttendOne(b, 30, []attendCase{
-		{"streams=1", []int{3584}, 3584},
-		{"streams=1/cells=1536", []int{1536}, 1536},
-		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024},
+		{"streams=1", []int{3584}, 3584, 4096},
+		{"streams=1/cells=1536", []int{1536}, 1536, 2048},
+		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024, 2048},
 	})
 }
 
-// attendCase is a step of BenchmarkAttendOne: its sequences' lengths in a cache of kvLen cells.
+// attendCase is a step of BenchmarkAttendOne: its sequences' lengths in a cache of kvLen cells,
+// each sequence's in a slot of slot cells (0: kvLen).
 type attendCase struct {
 	name    string
 	lengths []int
 	kvLen   int64
+	slot    int64
 }
 
 // benchAttendOne times each case's AttendOne in the given number of layers, each with a key and
-// value cache of its own (SmolLM2-135M's heads), one graph for all.
+// value cache of its own (SmolLM2-135M's heads) laid out as the decoders lay them out (keys
+// [hd, cells, heads], values transposed [cells, hd·heads], a sequence's cells a slot of every
+// row), one graph for all.
 func benchAttendOne(b *testing.B, layers int, cases []attendCase) {
 	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
 	require.NoError(b, err)
@@ -180,7 +184,10 @@ func benchAttendOne(b *testing.B, layers int, cases []attendCase) {
 	const hd, H, Hkv = 64, 9, 3
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			S, kvLen := int64(len(c.lengths)), c.kvLen
+			S, kvLen, slot := int64(len(c.lengths)), c.kvLen, c.slot
+			if slot == 0 {
+				slot = kvLen
+			}
 			ctx, err := NewContext(ContextOptions{MaxTensors: 8 * layers, Graphs: 1, GraphSize: 8 * layers})
 			require.NoError(b, err)
 			defer ctx.Close()
@@ -188,9 +195,12 @@ func benchAttendOne(b *testing.B, layers int, cases []attendCase) {
 			mask := ctx.NewTensor(F32, kvLen, S)
 			var caches []*Tensor
 			var out *Tensor
+			const es = 2 // f16
 			for range layers {
-				k, v := ctx.NewTensor(F16, hd, kvLen, Hkv, S), ctx.NewTensor(F16, kvLen, hd, Hkv, S)
-				caches = append(caches, k, v)
+				kAll, vAll := ctx.NewTensor(F16, hd, slot*S, Hkv), ctx.NewTensor(F16, slot*S, hd*Hkv)
+				caches = append(caches, kAll, vAll)
+				k := ctx.View(kAll, []int64{hd, kvLen, Hkv, S}, []int{es * hd, es * hd * int(slot*S), es * hd * int(slot)}, 0)
+				v := ctx.View(vAll, []int64{kvLen, hd, Hkv, S}, []int{es * int(slot*S), es * hd * int(slot*S), es * int(slot)}, 0)
 				one := ctx.View(ctx.AttendOne(q, k, v, mask, 0.125), []int64{1}, nil, 0)
 				if out == nil {
 					out = one

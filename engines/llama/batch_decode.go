@@ -219,13 +219,13 @@ func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 	}
 	defer ctx.Close()
 	// region views the cells [0, n) of slot's region in a cache tensor: whole rows where a row is
-	// a cell (keys; values for flash attention), n elements of each row where the values are
-	// stored transposed.
+	// a cell (keys, each head's rows in a plane of its own; values for flash attention), n
+	// elements of each row where the values are stored transposed.
 	region := func(t *ggml.Tensor, slot int, cellsAreRows bool) *ggml.Tensor {
 		ne, nb := t.Ne(), t.Nb()
 		first := slot * b.slotCtx
 		if cellsAreRows {
-			return ctx.View(t, []int64{ne[0], int64(n)}, []int{nb[1]}, first*nb[1])
+			return ctx.View(t, []int64{ne[0], int64(n), ne[2]}, []int{nb[1], nb[2]}, first*nb[1])
 		}
 		return ctx.View(t, []int64{int64(n), ne[1]}, []int{nb[1]}, first*ggml.TypeSize(t.Type()))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/toyml/toy/ggml"
@@ -76,9 +77,16 @@ func (r BenchResult) String() string {
 	if r.Depth > 0 {
 		at = fmt.Sprintf(" @ d%d", r.Depth) // llama-bench's name for a test after a filled cache
 	}
-	return fmt.Sprintf("%s %s %.1fM params %.1f MiB (mapped %v), %d threads, kv %s, fa %d: pp%d%s %s, tg%d%s %s",
+	var tests []string // as llama-bench, only the tests of some tokens
+	if r.PromptTokens > 0 {
+		tests = append(tests, fmt.Sprintf("pp%d%s %s", r.PromptTokens, at, r.PP))
+	}
+	if r.GenTokens > 0 {
+		tests = append(tests, fmt.Sprintf("tg%d%s %s", r.GenTokens, at, r.TG))
+	}
+	return fmt.Sprintf("%s %s %.1fM params %.1f MiB (mapped %v), %d threads, kv %s, fa %d: %s",
 		r.Arch, ggml.TypeName(r.WeightType), float64(r.Params)/1e6, float64(r.Bytes)/(1<<20), r.Mapped, r.Threads,
-		r.KVType, fa, r.PromptTokens, at, r.PP, r.GenTokens, at, r.TG)
+		r.KVType, fa, strings.Join(tests, ", "))
 }
 
 // Bench measures the checkpoint at path as llama-bench does: pp is the throughput of

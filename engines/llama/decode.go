@@ -279,7 +279,7 @@ type kvCache struct {
 	ownBE    bool
 	cacheCtx *ggml.Context
 	cacheBuf *ggml.Buffer
-	kCache   []*ggml.Tensor // [HeadDimK·NKVHeads, cells] per layer
+	kCache   []*ggml.Tensor // [HeadDimK, cells, NKVHeads] per layer: each head's cells together
 	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
@@ -319,9 +319,9 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 	}
 	typ := kv.ggmlType()
 	ctx, n := c.cacheCtx, int64(cells)
-	kw, vw := int64(a.NKVHeads*a.HeadDimK), int64(a.NKVHeads*a.HeadDimV)
+	vw := int64(a.NKVHeads * a.HeadDimV)
 	for il := 0; il < a.NLayers; il++ {
-		c.kCache = append(c.kCache, ctx.NewTensor(typ, kw, n).SetName(fmt.Sprintf("cache_k_l%d", il)))
+		c.kCache = append(c.kCache, ctx.NewTensor(typ, int64(a.HeadDimK), n, int64(a.NKVHeads)).SetName(fmt.Sprintf("cache_k_l%d", il)))
 		if flash {
 			c.vCache = append(c.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
 		} else {
@@ -705,13 +705,12 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 	kc, vc := c.kCache[il], c.vCache[il]
 	typ := kc.Type()
 	es := ggml.TypeSize(typ)
-	rowK, _ := ggml.RowSize(typ, hdk*Hkv)
-	headK, _ := ggml.RowSize(typ, hdk)
+	cellK, _ := ggml.RowSize(typ, hdk) // a cell's keys of one head; a head's cells are contiguous
 	rowV, _ := ggml.RowSize(typ, hdv*Hkv)
 	headV, _ := ggml.RowSize(typ, hdv)
 	// Write the new keys and values at their cells, and read the cache through the writes so
 	// that the graph orders them.
-	kAll := ctx.SetRows(kc, ctx.Reshape(k, hdk*Hkv, n), rows)
+	kAll := ctx.SetRows(kc, ctx.Permute(ctx.Reshape(k, hdk, Hkv, n), [4]int{0, 2, 1, 3}), rows)
 	var vAll *ggml.Tensor
 	if c.flash {
 		vAll = ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), rows)
@@ -740,7 +739,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 			Q = ctx.View(q, []int64{hdk * H, g.rows()}, []int{qRow}, row*qRow)
 			M = ctx.View(mask, []int64{kvLen, g.rows()}, []int{mRow}, row*mRow)
 		}
-		K := ctx.View(kAll, []int64{hdk, kvLen, Hkv, S}, []int{rowK, headK, int(g.stride) * rowK}, int(g.first)*rowK)
+		K := ctx.View(kAll, []int64{hdk, kvLen, Hkv, S}, []int{cellK, c.cells * cellK, int(g.stride) * cellK}, int(g.first)*cellK)
 		var V *ggml.Tensor
 		if c.flash {
 			V = ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{rowV, headV, int(g.stride) * rowV}, int(g.first)*rowV)

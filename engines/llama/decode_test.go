@@ -663,6 +663,12 @@ func TestBenchRuns(t *testing.T) {
 	assert.Contains(t, r.String(), "tg4 @ d40")
 	_, err = BenchStats(path, 4, 30, 1, BenchOptions{Reps: 1, Depth: 40})
 	require.ErrorContains(t, err, "do not fit")
+
+	// A test of no tokens is not run and not named, as llama-bench's -p 0.
+	r, err = BenchStats(path, 0, 4, 1, BenchOptions{Reps: 1, Depth: 8})
+	require.NoError(t, err)
+	assert.NotRegexp(t, `\bpp\d`, r.String())
+	assert.Contains(t, r.String(), "tg4 @ d8")
 }
 
 // recordingEngine is a benchEngine that records what it is asked to do.
