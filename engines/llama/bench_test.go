@@ -100,14 +100,16 @@ func TestBenchSmolLM2(t *testing.T) {
 
 // BenchmarkBatchDecode measures the aggregate generation throughput of the BatchDecoder with
 // 1, 4 and 8 concurrent sequences on a random f16 model in the SmolLM2-135M shape, -batch.t threads (2):
-// each iteration is one step that appends one token to every sequence (after a 16-token
-// prompt each), so tokens/s counts every sequence's token. What `toy serve` batches.
+// each iteration is one step that appends one token to every sequence (after a prompt of
+// -batch.prompt tokens each, 16 by default, in a slot of that and 256 more positions), so
+// tokens/s counts every sequence's token. What `toy serve` batches.
 // batchBenchThreads is BenchmarkBatchDecode's thread count (1 compares step costs on a busy machine).
 var (
 	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
 	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
 	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: compute with ggml's kernels, not toy's own for a few columns and one query (ModelOptions.GGMLKernels)")
 	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: attend with ggml's flash attention (BatchDecoderOptions.FlashAttention)")
+	batchBenchPrompt  = flag.Int("batch.prompt", 16, "BenchmarkBatchDecode: prompt tokens of each sequence (a long context: 1000)")
 )
 
 func BenchmarkBatchDecode(b *testing.B) {
@@ -131,7 +133,8 @@ func BenchmarkBatchDecode(b *testing.B) {
 			b.Fatalf("-batch.streams %q: want positive numbers", *batchBenchStreams)
 		}
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
-			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: 256, FlashAttention: *batchBenchFlash})
+			prompt := max(*batchBenchPrompt, 2)
+			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: prompt + 256, Batch: prompt, FlashAttention: *batchBenchFlash})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -139,16 +142,22 @@ func BenchmarkBatchDecode(b *testing.B) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			in := make([]BatchInput, streams)
 			for s := range in {
-				in[s] = BatchInput{Slot: s, Tokens: randomSeqs(rng, 1, 15, m.Arch.Vocab)[0]}
+				in[s].Slot = s
 			}
-			if _, err := d.Step(in); err != nil {
-				b.Fatal(err)
+			fill := func() { // each slot's prompt, one slot a step
+				for s := range in {
+					d.Release(s)
+					if _, err := d.Step([]BatchInput{{Slot: s, Tokens: randomSeqs(rng, 1, prompt-1, m.Arch.Vocab)[0]}}); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
+			fill()
 			step := func() {
 				if d.Pos(0)+1 > d.SlotContext() {
-					for s := range in {
-						d.Release(s)
-					}
+					b.StopTimer()
+					fill()
+					b.StartTimer()
 				}
 				for s := range in {
 					in[s].Tokens = []int32{int32(rng.IntN(m.Arch.Vocab))}
