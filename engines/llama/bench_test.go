@@ -134,7 +134,7 @@ func BenchmarkBatchDecode(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			prompt := max(*batchBenchPrompt, 2)
-			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: prompt + 256, Batch: prompt, FlashAttention: *batchBenchFlash})
+			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: prompt + 256, Batch: max(prompt, streams), FlashAttention: *batchBenchFlash})
 			if err != nil {
 				b.Fatal(err)
 			}
