@@ -349,28 +349,45 @@ func MulMatPackedCausalFits(a, b *Tensor, mode Causality) error {
 
 // MulMatPackedFits says why MulMatPacked cannot take a and b, or nil when it can.
 func MulMatPackedFits(a, b *Tensor) error {
+	if err := needType(b, F32, "b"); err != nil {
+		return err
+	}
+	if b.Nb()[0] != 4 && b.Nb()[1] != 4 {
+		return fmt.Errorf("%s: want rows or columns with contiguous elements", b.describe())
+	}
+	return mulMatPackedFitsA(a, b.Ne(), b.describe())
+}
+
+// MulMatPackedFitsShape is MulMatPackedFits for a b not yet built: f32 of shape bn (up to 4
+// dimensions) with contiguous rows.
+func MulMatPackedFitsShape(a *Tensor, bn []int64) error {
+	if len(bn) == 0 || len(bn) > 4 {
+		return fmt.Errorf("b of %d dimensions", len(bn))
+	}
+	ne := [4]int64{1, 1, 1, 1}
+	copy(ne[:], bn)
+	return mulMatPackedFitsA(a, ne, fmt.Sprintf("b f32 %v", bn))
+}
+
+// mulMatPackedFitsA checks a against a b of shape bn, named b in errors.
+func mulMatPackedFitsA(a *Tensor, bn [4]int64, b string) error {
 	switch a.Type() {
 	case F32, F16, BF16, Q8_0:
 	default:
 		return fmt.Errorf("a %s: want f32, f16, bf16 or q8_0", a.describe())
 	}
-	if err := needType(b, F32, "b"); err != nil {
-		return err
-	}
-	an, bn := a.Ne(), b.Ne()
+	an := a.Ne()
 	switch {
 	case an[0] != bn[0]:
-		return fmt.Errorf("%s and %s differ in the shared dimension", a.describe(), b.describe())
+		return fmt.Errorf("%s and %s differ in the shared dimension", a.describe(), b)
 	case an[3] < 1 || bn[3]%an[3] != 0:
-		return fmt.Errorf("%s and %s: b's %d sequences are not a multiple of a's %d", a.describe(), b.describe(), bn[3], an[3])
+		return fmt.Errorf("%s and %s: b's %d sequences are not a multiple of a's %d", a.describe(), b, bn[3], an[3])
 	case an[2] < 1 || bn[2]%an[2] != 0:
-		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b.describe(), bn[2], an[2])
+		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b, bn[2], an[2])
 	case a.Nb()[0] != int(TypeSize(a.Type())) && a.Nb()[1] != int(TypeSize(a.Type())):
 		return fmt.Errorf("%s: want rows or columns with contiguous elements", a.describe())
 	case a.Type() == Q8_0 && a.Nb()[0] != int(TypeSize(Q8_0)) && an[1]%int64(BlockSize(Q8_0)) != 0:
 		return fmt.Errorf("%s: a transposed q8_0 matrix of whole blocks, want rows a multiple of %d", a.describe(), BlockSize(Q8_0))
-	case b.Nb()[0] != 4 && b.Nb()[1] != 4:
-		return fmt.Errorf("%s: want rows or columns with contiguous elements", b.describe())
 	}
 	return nil
 }

@@ -755,7 +755,11 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 		if o == nil {
 			Q = ctx.Permute(ctx.Reshape(Q, hdk, H, T, S), [4]int{0, 2, 1, 3}) // [hdk, T, H, S]
 			M = ctx.Reshape(M, kvLen, T, 1, S)
+			Vt := V // [kvLen, hdv, Hkv, S]: the values as the product v·p reads them
 			if c.flash {
+				Vt = ctx.Permute(V, [4]int{1, 0, 2, 3})
+			}
+			if c.flash && (T == 1 || !c.packedFlash(Q, K, Vt)) {
 				o = ctx.FlashAttnExt(Q, K, V, M, a.QueryScale, 0, softcap)
 			} else {
 				kq := c.product(ctx, K, Q) // [kvLen, T, H, S]
@@ -765,7 +769,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 					scale = 1
 				}
 				kq = cpuSoftMax(ctx, c.ownAttention, kq, M, scale)
-				o = ctx.Cont(ctx.Permute(c.product(ctx, V, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
+				o = ctx.Cont(ctx.Permute(c.product(ctx, Vt, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
 			}
 		}
 		o = ctx.Reshape(o, hdv*H, g.rows())
@@ -780,6 +784,27 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 		out = ctx.GetRows(out, l.scatter)
 	}
 	return out
+}
+
+// packedFlash reports whether a prompt's attention in the flash layout (keys k, queries q,
+// values vt seen transposed) goes through toy's packed products and softmax rather than
+// ggml's flash attention: on the CPU, where toy's kernels may run and both products fit them.
+// After 1,920 cells, ggml's CPU flash attention took 3× as long over an f16 cache and 4.3× over
+// a q8_0 one (docs/PERFORMANCE.md), so -fa keeps its cache layout and types and a prompt
+// attends as the unfused path does. A generation step's one query row stays with ggml's
+// kernel: the packed product of one column was 20 % slower there.
+func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
+	if !c.ownAttention || q == nil || k == nil || vt == nil || ggml.MulMatPackedFits(k, q) != nil {
+		return false
+	}
+	if vt.Type() == ggml.Q8_0 && vt.Nb()[0] == int(ggml.TypeSize(ggml.Q8_0)) {
+		// A cell's values of every head are one q8_0 block: the transposed view has the
+		// strides of a matrix of rows, and MulMatPacked would read it as one.
+		return false
+	}
+	kn, qn := k.Ne(), q.Ne()
+	// v·p's b, the probabilities: [kvLen, T, H, S] f32, contiguous rows.
+	return ggml.MulMatPackedFitsShape(vt, []int64{kn[1], qn[1], qn[2], qn[3]}) == nil
 }
 
 // product is MulMat(a, b) for the unfused attention's products over the cache (the scores and
