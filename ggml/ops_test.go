@@ -1173,6 +1173,20 @@ func TestSoftMaxCPU(t *testing.T) {
 // do and do not fill the kernel's blocks, tiles and runs of columns, with shared dimensions
 // short (attention's 64) and long (training's 576 and 1537, past the packed block's stack; 8200,
 // past one pass).
+// TestMulMatPackedFitsShape: the check of a b not yet built agrees with MulMatPackedFits on
+// the built one, and refuses what it refuses.
+func TestMulMatPackedFitsShape(t *testing.T) {
+	h := newHarness(t)
+	a := h.in(h.rand(-1, 1, 64, 70, 2))
+	for _, ne := range [][]int64{{64, 13, 2}, {64, 13, 6}, {64, 1, 2}, {32, 13, 2}, {64, 13, 3}} {
+		b := h.in(h.rand(-1, 1, int(ne[0]), int(ne[1]), int(ne[2])))
+		want, got := MulMatPackedFits(a, b), MulMatPackedFitsShape(a, ne)
+		require.Equal(t, want == nil, got == nil, "b %v: %v against %v", ne, want, got)
+	}
+	require.Error(t, MulMatPackedFitsShape(a, nil))
+	require.Error(t, MulMatPackedFitsShape(a, []int64{64, 1, 1, 1, 1}))
+}
+
 func TestMulMatPacked(t *testing.T) {
 	if !onCPU || !CPUKernelsFast() {
 		t.Skip("MulMatPacked runs on a vectorized CPU build only")
