@@ -195,7 +195,7 @@ func benchAttendOne(b *testing.B, layers int, cases []attendCase) {
 			mask := ctx.NewTensor(F32, kvLen, S)
 			var caches []*Tensor
 			var out *Tensor
-			const es = 2 // f16
+			es := int(TypeSize(F16))
 			for range layers {
 				kAll, vAll := ctx.NewTensor(F16, hd, slot*S, Hkv), ctx.NewTensor(F16, slot*S, hd*Hkv)
 				caches = append(caches, kAll, vAll)

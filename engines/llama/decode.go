@@ -756,8 +756,8 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 			Q = ctx.Permute(ctx.Reshape(Q, hdk, H, T, S), [4]int{0, 2, 1, 3}) // [hdk, T, H, S]
 			M = ctx.Reshape(M, kvLen, T, 1, S)
 			Vt := V // [kvLen, hdv, Hkv, S]: the values as the product v·p reads them
-			flash := c.flash && T == 1
-			if c.flash && !flash {
+			flash := c.flash
+			if flash && T > 1 { // a prompt may take toy's products (packedFlash)
 				Vt = ctx.Permute(V, [4]int{1, 0, 2, 3})
 				flash = !c.packedFlash(Q, K, Vt)
 			}
