@@ -750,7 +750,8 @@ func TestContCPU(t *testing.T) {
 // TestMulMatCols checks toy's own kernel for a few columns against the float64 reference
 // (f16 and bf16 weights with the columns unrounded, f32 weights), on shapes that leave a row tail
 // (k not a multiple of the vector width), rows the lanes do not divide, and every column count
-// up to MulMatColsMax (two passes past 8); and that a column's result is the same, to the bit,
+// up to MulMatColsMax (two passes past 8), and rows long enough (1100, 1536) that more than 5
+// columns are packed in groups of 4; and that a column's result is the same, to the bit,
 // whatever the other columns: the kernel sums each (row, column) product alone. The larger
 // shapes cut the rows into many chunks, which the threads claim in turn (or one thread takes
 // alone), and pack more columns than the kernel's stack holds.
@@ -760,7 +761,7 @@ func TestMulMatCols(t *testing.T) {
 	}
 	for _, typ := range []Type{F16, BF16, F32, Q8_0, Q5_0} {
 		// 3 threads: regions of unequal chunks; 11: more threads than the kernel's regions (8).
-		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1},
+		for _, s := range []struct{ k, n, threads int }{{37, 23, 2}, {64, 9, 2}, {576, 130, 2}, {5, 3, 2}, {576, 1037, 2}, {1100, 301, 1}, {1536, 97, 2},
 			{256, 1037, 3}, {128, 1500, 11}} {
 			if s.threads > 2 && typ != F32 {
 				continue // the claims do not depend on the weights' type

@@ -18,6 +18,19 @@
 /* The most columns one pass over a block of rows keeps in registers; more take another pass. */
 enum { GROUP = 8 };
 
+/*
+ * Where a pass's packed columns would take more than X_L1_BYTES (8 columns of more than 768
+ * values: SmolLM2's down projection, 1536), the columns are split into groups of SPLIT, each
+ * passing over a chunk's rows in 4 lanes (the passes after the first read the rows from L2, as
+ * for more than GROUP columns). The weights streaming through the 48 KiB L1 had pushed 8
+ * packed columns of 1536 values out of it, and the loop read them from L2 at about 60 % of
+ * its rate elsewhere: a C harness of the kernel on one core (2026-12-03), 576 rows of 1536
+ * f16 weights against 8 columns, 99-105 GFLOP/s in one group, 129-130 in groups of 4 with 2
+ * lanes, 142-147 with 4 (one group of 4 alone streams from memory best in 2: 146-150 against
+ * 110). A column's result does not change: each (row, column) sum is its own accumulator's.
+ */
+enum { X_L1_BYTES = 24 << 10, SPLIT = 4 };
+
 /* The weight types: a weight's kind is a constant wherever the vector loops load it. */
 enum { KIND_F32, KIND_F16, KIND_BF16, KIND_Q8_0, KIND_Q5_0, KINDS };
 
@@ -168,35 +181,54 @@ ROWS_KIND(KIND_BF16)
 ROWS_KIND(KIND_Q8_0)
 ROWS_KIND(KIND_Q5_0)
 
+/* ROWS_SPLIT_M(KIND, M) defines rows_split_KIND_M, the pass of a group of M ≤ SPLIT columns
+ * where the columns are split (see SPLIT): 4 lanes, prefetching. */
+#define ROWS_SPLIT_M(KIND, M) \
+	static __attribute__((noinline)) void rows_split_##KIND##_##M(const char * w, size_t stride, const float * x, \
+			int64_t xs, const float * xp, int64_t k, float * y, int64_t n, int64_t rows) { \
+		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, 4, M, 8192); \
+	}
+#define ROWS_SPLIT_KIND(KIND) ROWS_SPLIT_M(KIND, 1) ROWS_SPLIT_M(KIND, 2) ROWS_SPLIT_M(KIND, 3) ROWS_SPLIT_M(KIND, 4)
+ROWS_SPLIT_KIND(KIND_F32)
+ROWS_SPLIT_KIND(KIND_F16)
+ROWS_SPLIT_KIND(KIND_BF16)
+ROWS_SPLIT_KIND(KIND_Q8_0)
+ROWS_SPLIT_KIND(KIND_Q5_0)
+
 typedef void (*rows_fn)(const char * w, size_t stride, const float * x, int64_t xs, const float * xp, int64_t k,
 		float * y, int64_t n, int64_t rows);
 
 #define ROWS_FNS(KIND) { rows_##KIND##_1, rows_##KIND##_2, rows_##KIND##_3, rows_##KIND##_4, rows_##KIND##_5, \
 	rows_##KIND##_6, rows_##KIND##_7, rows_##KIND##_8 }
 
-/* rows_fns[kind][m-1] computes m columns of weights of kind. */
+/* rows_fns[kind][m-1] computes m columns of weights of kind; rows_split_fns[kind][m-1] a group
+ * of m where the columns are split. */
 static const rows_fn rows_fns[KINDS][GROUP] = { ROWS_FNS(KIND_F32), ROWS_FNS(KIND_F16), ROWS_FNS(KIND_BF16), ROWS_FNS(KIND_Q8_0),
 	ROWS_FNS(KIND_Q5_0) };
 
-/* block computes rows [0, rows) of w against m (1..GROUP) columns x, packed at xp, into
- * y[j*n + r]. */
+#define ROWS_SPLIT_FNS(KIND) { rows_split_##KIND##_1, rows_split_##KIND##_2, rows_split_##KIND##_3, rows_split_##KIND##_4 }
+static const rows_fn rows_split_fns[KINDS][SPLIT] = { ROWS_SPLIT_FNS(KIND_F32), ROWS_SPLIT_FNS(KIND_F16),
+	ROWS_SPLIT_FNS(KIND_BF16), ROWS_SPLIT_FNS(KIND_Q8_0), ROWS_SPLIT_FNS(KIND_Q5_0) };
+
+/* block computes rows [0, rows) of w against m (1..GROUP, or 1..SPLIT where split) columns x,
+ * packed at xp, into y[j*n + r]. */
 static void block(const char * w, size_t stride, int kind, const float * x, int64_t xs, const float * xp, int64_t k,
-		float * y, int64_t n, int64_t rows, int m) {
-	rows_fns[kind][m - 1](w, stride, x, xs, xp, k, y, n, rows);
+		float * y, int64_t n, int64_t rows, int m, int split) {
+	(split ? rows_split_fns[kind][m - 1] : rows_fns[kind][m - 1])(w, stride, x, xs, xp, k, y, n, rows);
 }
 
 /* packed_size is the floats pack writes for m columns of length k. */
 static int64_t packed_size(int64_t k, int64_t m) { return (k - k % LANES) * m; }
 
 /* pack copies the vector part (k rounded down to LANES) of the m columns at x, xs floats apart,
- * to xp, GROUP columns at a time, each group interleaved: the LANES values of each column at
+ * to xp, group columns at a time, each group interleaved: the LANES values of each column at
  * element i follow each other, so that the product's loop reads its columns from one pointer
  * (with a pointer per column, gcc keeps some of them in vector registers and moves them back
  * every step). */
-static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) {
+static void pack(const float * x, int64_t xs, int64_t k, int64_t m, int group, float * xp) {
 	const int64_t kv = k - k % LANES;
-	for (int64_t j0 = 0; j0 < m; j0 += GROUP) {
-		const int64_t mc = m - j0 < GROUP ? m - j0 : GROUP;
+	for (int64_t j0 = 0; j0 < m; j0 += group) {
+		const int64_t mc = m - j0 < group ? m - j0 : group;
 		float * g = xp + j0 * kv;
 		for (int64_t i = 0; i < kv; i += LANES) {
 			for (int64_t j = 0; j < mc; j++) {
@@ -211,8 +243,8 @@ static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) 
 /* No vector unit this file knows: a plain loop, for correctness only (the Go layer asks
  * toy_vectorized and leaves the products to ggml). */
 static void block(const char * w, size_t stride, int kind, const float * x, int64_t xs, const float * xp, int64_t k,
-		float * y, int64_t n, int64_t rows, int m) {
-	(void) xp;
+		float * y, int64_t n, int64_t rows, int m, int split) {
+	(void) xp, (void) split;
 	for (int64_t r = 0; r < rows; r++) {
 		for (int j = 0; j < m; j++) {
 			float s = 0;
@@ -225,7 +257,9 @@ static void block(const char * w, size_t stride, int kind, const float * x, int6
 }
 
 static int64_t packed_size(int64_t k, int64_t m) { (void) k, (void) m; return 0; }
-static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) { (void) x, (void) xs, (void) k, (void) m, (void) xp; }
+static void pack(const float * x, int64_t xs, int64_t k, int64_t m, int group, float * xp) {
+	(void) x, (void) xs, (void) k, (void) m, (void) group, (void) xp;
+}
 
 #endif
 
@@ -238,7 +272,7 @@ static void pack(const float * x, int64_t xs, int64_t k, int64_t m, float * xp) 
  * products alone 15-25 % (BenchmarkMulMatColsLayers); cache-resident products timed level. */
 enum { CHUNKS_PER_THREAD = 4, MIN_CHUNK = 16 };
 
-/* With more than GROUP columns, a chunk holds at most this many bytes of weights (a quarter of
+/* With more than one group of columns, a chunk holds at most this many bytes of weights (a quarter of
  * the smallest L2 cache measured, 1 MiB), which the passes of the later groups read from there. */
 enum { GROUP_PASS_BYTES = 256 << 10 };
 
@@ -258,6 +292,9 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	const float * x = (const float *) b->data;
 	float * y = (float *) dst->data;
 
+	const int split = m > SPLIT && k * (m < GROUP ? m : GROUP) * (int64_t) sizeof(float) > X_L1_BYTES;
+	const int group = split ? SPLIT : GROUP;
+
 	/* Each thread packs the columns for itself: k·m floats, against k·n weights to multiply. */
 	float stack[STACK_PACK] __attribute__((aligned(64)));
 	const int64_t size = packed_size(k, m);
@@ -267,7 +304,7 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 		abort();
 	}
 	if (m > 1) {
-		pack(x, xs, k, m, xp);
+		pack(x, xs, k, m, group, xp);
 	}
 
 	/* dst is [n, m]: element (row, column) at y[column*n + row]. A chunk is a contiguous range
@@ -278,7 +315,7 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	 * units, which the chunks keep busy on every thread. */
 	const int per_thread = m == 1 ? 1 : CHUNKS_PER_THREAD;
 	int64_t chunk = (n + (int64_t) nth * per_thread - 1) / ((int64_t) nth * per_thread);
-	if (m > GROUP && chunk * (int64_t) stride > GROUP_PASS_BYTES) {
+	if (m > group && chunk * (int64_t) stride > GROUP_PASS_BYTES) {
 		/* Each column group passes over the chunk's rows again: keep them in the core's cache. */
 		chunk = GROUP_PASS_BYTES / (int64_t) stride;
 	}
@@ -298,10 +335,10 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 				break;
 			}
 			const int64_t r0 = c * chunk, r1 = r0 + chunk < n ? r0 + chunk : n;
-			for (int64_t j0 = 0; j0 < m; j0 += GROUP) {
-				const int mc = (int) (m - j0 < GROUP ? m - j0 : GROUP);
+			for (int64_t j0 = 0; j0 < m; j0 += group) {
+				const int mc = (int) (m - j0 < group ? m - j0 : group);
 				block((const char *) a->data + r0 * stride, stride, kind, x + j0 * xs, xs, xp + j0 * packed_size(k, 1), k,
-					y + j0 * n + r0, n, r1 - r0, mc);
+					y + j0 * n + r0, n, r1 - r0, mc, split);
 			}
 		}
 	}
