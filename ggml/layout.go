@@ -281,8 +281,9 @@ func AttendOneFits(q, k, v, mask *Tensor, scale float32) error {
 // rounded to a's type, as ggml's kernels round it), and keeps 64 rows by 6 columns of the result
 // in its vectors: no horizontal sums, where ggml's tinyBLAS sums along K and then adds its
 // vectors' lanes. 1.3–1.7× ggml's f32 GEMM on SmolLM2-135M's training products, 3–7× on
-// attention's over a head's 64 values (BenchmarkMulMatPacked). Only the CPU backend computes it,
-// and autodiff cannot differentiate it.
+// attention's over a head's 64 values (BenchmarkMulMatPacked). A q8_0 matrix of 32 by 32
+// values with both strides one block is refused: its strides read as rows and as a transposed
+// view alike. Only the CPU backend computes it, and autodiff cannot differentiate it.
 func (c *Context) MulMatPacked(a, b *Tensor) *Tensor { return c.MulMatPackedCausal(a, b, Dense) }
 
 // Causality is what MulMatPackedCausal may assume of a product of causal attention, where a
@@ -384,12 +385,33 @@ func mulMatPackedFitsA(a *Tensor, bn [4]int64, b string) error {
 		return fmt.Errorf("%s and %s: b's %d sequences are not a multiple of a's %d", a.describe(), b, bn[3], an[3])
 	case an[2] < 1 || bn[2]%an[2] != 0:
 		return fmt.Errorf("%s and %s: b's %d heads are not a multiple of a's %d groups", a.describe(), b, bn[2], an[2])
+	case a.Type() == Q8_0:
+		return packedQ8_0Layout(a)
 	case a.Nb()[0] != int(TypeSize(a.Type())) && a.Nb()[1] != int(TypeSize(a.Type())):
 		return fmt.Errorf("%s: want rows or columns with contiguous elements", a.describe())
-	case a.Type() == Q8_0 && a.Nb()[0] != int(TypeSize(Q8_0)) && an[1]%int64(BlockSize(Q8_0)) != 0:
-		return fmt.Errorf("%s: a transposed q8_0 matrix of whole blocks, want rows a multiple of %d", a.describe(), BlockSize(Q8_0))
 	}
 	return nil
+}
+
+// packedQ8_0Layout says why MulMatPacked cannot read the q8_0 matrix a, or nil when it can: as
+// rows of whole blocks side by side, or as a transposed view whose matrix has rows of whole
+// blocks. ggml's strides count q8_0 in blocks, so strides alone tell the two apart only where
+// the rows do not overlap (mul_mat_packed.c's rows_contiguous); a 32×32 matrix with both
+// strides one block fits both readings and is refused.
+func packedQ8_0Layout(a *Tensor) error {
+	ne, nb := a.Ne(), a.Nb()
+	block, bytes := int64(BlockSize(Q8_0)), int(TypeSize(Q8_0))
+	rows := nb[0] == bytes && ne[0]%block == 0 && nb[1] >= int(ne[0]/block)*bytes
+	cols := nb[1] == bytes && ne[1]%block == 0 && nb[0] >= int(ne[1]/block)*bytes
+	switch {
+	case rows && cols:
+		return fmt.Errorf("%s: a q8_0 matrix of one block each way reads as rows and as a transposed view alike", a.describe())
+	case rows || cols:
+		return nil
+	case nb[0] != bytes && nb[1] == bytes:
+		return fmt.Errorf("%s: a transposed q8_0 matrix of whole blocks, want rows a multiple of %d", a.describe(), block)
+	}
+	return fmt.Errorf("%s: want rows or columns of whole q8_0 blocks side by side", a.describe())
 }
 
 // SoftMaxCPU is SoftMaxExt(a, mask, scale, 0), softmax(scale·a + mask) of each row, computed by

@@ -1277,21 +1277,37 @@ func TestMulMatPacked(t *testing.T) {
 		h.run(got)
 		near(t, "MulMatPacked", reference.MulMat(a, b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
 	})
-	t.Run("transposed q8_0 a", func(t *testing.T) {
+	// a is W [M, K] transposed: W's rows of 3 blocks, and of one, where a's first stride is one
+	// block, as a matrix of rows' is (it was read as one, and gave NaN), with K more and fewer
+	// than a block (4: a decoder's value cache of 4 cells).
+	for _, s := range []struct{ M, K int }{{96, 70}, {32, 70}, {32, 4}} {
+		t.Run(fmt.Sprintf("transposed q8_0 a, W's rows of %d, K %d", s.M, s.K), func(t *testing.T) {
+			h := newHarness(t)
+			M, K, N := s.M, s.K, 33
+			w, b := h.rand(-1, 1, M, K), h.rand(-1, 1, K, N)
+			raw := reference.QuantizeQ8_0(w.ToF32())
+			wq := reference.FromF32(reference.DequantizeQ8_0(raw), M, K)
+			got := h.c.MulMatPacked(h.c.Transpose(h.inBytes(Q8_0, raw, int64(M), int64(K))), h.in(b))
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got)
+			near(t, "MulMatPacked", reference.MulMat(reference.Transpose(wq), b), h.out(got), max(mulMatTol, float64(K)*0x1p-24), 1)
+		})
+	}
+	t.Run("q8_0 of one block each way refused", func(t *testing.T) {
 		h := newHarness(t)
-		const K, M, N = 70, 96, 33 // a is W [M, K] transposed: W's rows of 96, 3 blocks each
-		w, b := h.rand(-1, 1, M, K), h.rand(-1, 1, K, N)
-		raw := reference.QuantizeQ8_0(w.ToF32())
-		wq := reference.FromF32(reference.DequantizeQ8_0(raw), M, K)
-		got := h.c.MulMatPacked(h.c.Transpose(h.inBytes(Q8_0, raw, M, K)), h.in(b))
-		require.NotNil(t, got, "%v", h.c.Err())
-		h.run(got)
-		near(t, "MulMatPacked", reference.MulMat(reference.Transpose(wq), b), h.out(got), max(mulMatTol, K*0x1p-24), 1)
+		raw := reference.QuantizeQ8_0(h.rand(-1, 1, 32, 32).ToF32())
+		b := h.in(h.rand(-1, 1, 32, 5))
+		for _, a := range []*Tensor{h.inBytes(Q8_0, raw, 32, 32), h.c.Transpose(h.inBytes(Q8_0, raw, 32, 32))} {
+			require.ErrorContains(t, MulMatPackedFits(a, b), "reads as rows and as a transposed view alike")
+		}
+		require.Nil(t, h.c.MulMatPacked(h.inBytes(Q8_0, raw, 32, 32), b))
+		require.ErrorContains(t, h.c.Err(), "reads as rows and as a transposed view alike")
 	})
 	// Weights of other types are converted to f32 as they are packed; b stays f32, so the
 	// reference is the product of the weights' values as their type holds them.
 	for _, typ := range []Type{F16, BF16, Q8_0} {
-		for _, s := range []struct{ K, M, N int }{{576, 200, 130}, {96, 64, 7}, {8224, 70, 13}} { // 8224: past one pass (8192)
+		// 8224: past one pass (8192); 32: rows of one q8_0 block.
+		for _, s := range []struct{ K, M, N int }{{576, 200, 130}, {96, 64, 7}, {8224, 70, 13}, {32, 64, 5}} {
 			t.Run(fmt.Sprintf("%s/%dx%d·%d", TypeName(typ), s.K, s.M, s.N), func(t *testing.T) {
 				h := newHarness(t)
 				a, b := h.rand(-1, 1, s.K, s.M), h.rand(-1, 1, s.K, s.N)

@@ -799,11 +799,6 @@ func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
 	if !c.ownAttention || q == nil || k == nil || vt == nil || ggml.MulMatPackedFits(k, q) != nil {
 		return false
 	}
-	if vt.Type() == ggml.Q8_0 && vt.Nb()[0] == int(ggml.TypeSize(ggml.Q8_0)) {
-		// A cell's values of every head are one q8_0 block: the transposed view has the
-		// strides of a matrix of rows, and MulMatPacked would read it as one.
-		return false
-	}
 	kn, qn := k.Ne(), q.Ne()
 	// v·p's b, the probabilities: [kvLen, T, H, S] f32, contiguous rows.
 	return ggml.MulMatPackedFitsShape(vt, []int64{kn[1], qn[1], qn[2], qn[3]}) == nil

@@ -186,9 +186,23 @@ static inline float value_at(const char * from, enum ggml_type type, int64_t d) 
  * transposed and in f32 (row m's value d at ap[(d − k0)·BLOCK + m − m0]), and zeros up to a
  * whole tile.
  */
-static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float * ap) {
+/*
+ * rows_contiguous says a's rows hold their values side by side (a dense matrix, or a view of
+ * rows); otherwise its columns do (a transposed view). ggml's strides count q8_0 in blocks: a
+ * transposed q8_0 view whose matrix has rows of one block has the first stride of a matrix of
+ * rows, so for q8_0 the rows must also be whole blocks that do not overlap (the rule of
+ * ggml.MulMatPackedFits, which refuses the one shape both readings fit, 32 by 32).
+ */
+static int rows_contiguous(const struct ggml_tensor * a) {
 	const size_t esize = a->type == GGML_TYPE_F32 ? sizeof(float) : a->type == GGML_TYPE_Q8_0 ? Q8_0_BYTES : sizeof(uint16_t);
-	if (a->nb[0] == esize) {
+	if (a->type == GGML_TYPE_Q8_0) {
+		return a->nb[0] == esize && a->ne[0] % Q8_0_BLOCK == 0 && a->nb[1] >= (size_t) (a->ne[0] / Q8_0_BLOCK) * Q8_0_BYTES;
+	}
+	return a->nb[0] == esize;
+}
+
+static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float * ap) {
+	if (rows_contiguous(a)) {
 		/* a's rows contiguous: LANES rows at a time, LANES values of each loaded and
 		 * transposed into the block's columns (q8_0's kc is whole blocks, so no tail)... */
 		const int64_t kv = kc - kc % LANES;
