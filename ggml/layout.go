@@ -203,8 +203,9 @@ func StoreTransposedFits(cache, v, cells *Tensor) error {
 // AttendOne is the attention of one query per sequence over a key/value cache (a generation
 // step), computed by toy's own CPU kernel (kernels/cpu/c/attend.c) as a ggml custom operation:
 // q f32 [hdk, H, S] with contiguous rows (the queries of S sequences), k f16
-// [hdk, kvLen, Hkv, S] and v f16 [kvLen, hdv, Hkv, S] (views of the key cache and of the
-// transposed value cache, with contiguous elements), mask f32 or f16 [kvLen, S] (added to the
+// [hdk, kvLen, Hkv, S] and v f16 [kvLen, hdv, Hkv, S] (views of the key cache with contiguous
+// elements, and of the value cache: transposed, a channel's cells side by side, or a cell's
+// channels side by side, as flash attention stores them), mask f32 or f16 [kvLen, S] (added to the
 // scaled scores: 0 or -inf). Query head h reads key/value head h / (H / Hkv). The result is f32
 // [hdv, H, S]: softmax(scale·k·q + mask)·v per head, in f32 throughout, where ggml's unfused
 // attention takes five operations (six with the queries' scale) and rounds the queries and the
@@ -260,8 +261,8 @@ func AttendOneFits(q, k, v, mask *Tensor, scale float32) error {
 		return fmt.Errorf("queries %s: want [hdk, H, S] with contiguous rows", q.describe())
 	case kn[0] != hdk || kn[3] != S || k.Nb()[0] != 2:
 		return fmt.Errorf("keys %s: want [%d, kvLen, Hkv, %d] with contiguous elements", k.describe(), hdk, S)
-	case vn[0] != kvLen || vn[2] != Hkv || vn[3] != S || v.Nb()[0] != 2:
-		return fmt.Errorf("values %s: want [%d, hdv, %d, %d] with contiguous elements", v.describe(), kvLen, Hkv, S)
+	case vn[0] != kvLen || vn[2] != Hkv || vn[3] != S || v.Nb()[0] != 2 && v.Nb()[1] != 2:
+		return fmt.Errorf("values %s: want [%d, hdv, %d, %d] with a cell's or a channel's values side by side", v.describe(), kvLen, Hkv, S)
 	case mn[0] != kvLen || mn[1] != S || mn[2] != 1 || mn[3] != 1 || mask.Nb()[0] != int(TypeSize(mask.Type())):
 		return fmt.Errorf("mask %s: want [%d, %d] with contiguous elements", mask.describe(), kvLen, S)
 	case Hkv < 1 || H%Hkv != 0:

@@ -891,6 +891,18 @@ func TestAttendOne(t *testing.T) {
 			scale := float32(1 / math.Sqrt(float64(s.hdk)))
 			got := h.c.AttendOne(qt, kv, vv, m, scale)
 			require.NotNil(t, got, "%v", h.c.Err())
+			// The same values a cell at a time, as flash attention's cache holds them
+			// ([hdv·Hkv, cells]), read through a permuted view.
+			vr := reference.Tensor{Ne: [4]int{s.hdv * s.Hkv, cells, 1, 1}, Data: make([]float64, len(vc.Data))}
+			for ch := 0; ch < s.hdv*s.Hkv; ch++ {
+				for c := 0; c < cells; c++ {
+					vr.Data[c*s.hdv*s.Hkv+ch] = vc.Data[ch*cells+c]
+				}
+			}
+			rowV := 2 * s.hdv * s.Hkv
+			vrows := h.c.Permute(h.c.View(h.inF16(vr), []int64{int64(s.hdv), int64(s.kvLen), int64(s.Hkv), int64(s.S)}, []int{rowV, 2 * s.hdv, stride * rowV}, first*rowV), [4]int{1, 0, 2, 3})
+			gotRows := h.c.AttendOne(qt, kv, vrows, m, scale)
+			require.NotNil(t, gotRows, "%v", h.c.Err())
 			// The first sequence alone: with fewer jobs than 2 a thread, the kernel attends one
 			// query head at a time, where the S sequences' heads of one key/value head go
 			// together; the outputs must be the same to the bit.
@@ -904,7 +916,7 @@ func TestAttendOne(t *testing.T) {
 			Q := h.c.Permute(h.c.Reshape(qt, int64(s.hdk), int64(s.H), 1, int64(s.S)), [4]int{0, 2, 1, 3})
 			kq := h.c.SoftMaxExt(h.c.MulMat(kv, Q), h.c.Reshape(m, int64(s.kvLen), 1, 1, int64(s.S)), scale, 0)
 			viaGGML := h.c.Cont(h.c.Permute(h.c.MulMat(vv, kq), [4]int{0, 2, 1, 3}))
-			h.run(got, viaGGML, alone)
+			h.run(got, viaGGML, alone, gotRows)
 			all, one := h.out(got), h.out(alone)
 			for i, v := range one.Data {
 				require.Equal(t, math.Float32bits(float32(all.Data[i])), math.Float32bits(float32(v)), "sequence 0 alone, value %d", i)
@@ -939,6 +951,7 @@ func TestAttendOne(t *testing.T) {
 				}
 			}
 			near(t, "AttendOne", want, h.out(got), 1e-5, 1)
+			near(t, "AttendOne, values a cell at a time", want, h.out(gotRows), 1e-5, 1)
 			ggmlOut := h.out(viaGGML)
 			ggmlOut.Ne = want.Ne
 			near(t, "ggml's unfused attention", want, ggmlOut, 2e-3, 1)

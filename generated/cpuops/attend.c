@@ -15,7 +15,7 @@
  * The attention of one query per sequence (a generation step) over the key/value cache, the
  * query heads of one key/value head together: the scores of LANES cells at once (their dot
  * products summed together, vsums), the softmax, and the values' weighted sum LANES channels at
- * once. ggml's
+ * once, from a value cache stored transposed or a cell at a time (flash attention's). ggml's
  * unfused attention for the same step is five operations (two products, the softmax, a
  * permutation and its copy) that call a dot product per cell and per channel, and round the
  * queries and the probabilities to f16; this kernel keeps both in f32.
@@ -211,24 +211,74 @@ static inline __attribute__((always_inline)) void values(const char * vb, size_t
 	}
 }
 
+/* values_rows_pass is values_rows for the ND·LANES channels from d0 (ND 1 to 4). */
+static inline __attribute__((always_inline)) void values_rows_pass(const char * vb, size_t vs, int64_t d0, int64_t kvLen,
+		float * const * p, const float * inv, const int R, const int ND, float * const * out) {
+	vec acc[MAX_GROUP][4];
+	for (int r = 0; r < R; r++) {
+		for (int x = 0; x < ND; x++) {
+			acc[r][x] = VZERO();
+		}
+	}
+	for (int64_t c = 0; c < kvLen; c++) {
+		const uint16_t * row = (const uint16_t *) (vb + c * vs) + d0;
+		vec w[4];
+		for (int x = 0; x < ND; x++) {
+			w[x] = VLOADH(row + x * LANES);
+		}
+		for (int r = 0; r < R; r++) {
+			const vec pc = VSET(p[r][c]);
+			for (int x = 0; x < ND; x++) {
+				acc[r][x] = VFMA(w[x], pc, acc[r][x]);
+			}
+		}
+	}
+	for (int r = 0; r < R; r++) {
+		for (int x = 0; x < ND; x++) {
+			VSTORE(out[r] + d0 + x * LANES, inv[r] == 0 ? VZERO() : VMUL(acc[r][x], VSET(inv[r])));
+		}
+	}
+}
+
+/*
+ * values_rows is values for values laid out a cell at a time (cell c's hdv f16 values at
+ * vb + c·vs: the cache of flash attention's layout, read without a transposed copy): each
+ * cell's values, LANES channels at a time, weighted by its probability and added in, 4·LANES
+ * channels a pass (then LANES), with no sums across lanes.
+ */
+static inline __attribute__((always_inline)) void values_rows(const char * vb, size_t vs, int64_t hdv, int64_t kvLen,
+		float * const * p, const float * inv, const int R, float * const * out) {
+	int64_t d0 = 0;
+	for (; d0 + 4 * LANES <= hdv; d0 += 4 * LANES) {
+		values_rows_pass(vb, vs, d0, kvLen, p, inv, R, 4, out);
+	}
+	for (; d0 < hdv; d0 += LANES) {
+		values_rows_pass(vb, vs, d0, kvLen, p, inv, R, 1, out);
+	}
+}
+
 /*
  * attend computes the outputs out[i] (hdv floats) of R queries q[i] (hdk floats) that share one
- * key/value head over kvLen cells: keys at kb, values at vb (as scores and values read them),
- * the mask's row mrow; p[i] is scratch for the scores, kvLen rounded up to LANES. With part
+ * key/value head over kvLen cells: keys at kb, values at vb (as scores and values read them, or
+ * values_rows where VROWS is set), the mask's row mrow; p[i] is scratch for the scores, kvLen rounded up to LANES. With part
  * NULL the outputs are the attention's; otherwise they are the values' sums weighted by the
  * unnormalised exponentials, and part[i] gets their largest score and their sum: a block's
  * share, which toy_attend_merge joins.
  */
 static inline __attribute__((always_inline)) void attend(const float * const * q, const int R, int64_t hdk, const char * kb,
 		size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow,
-		float * const * p, float * const * out, float * const * part) {
+		float * const * p, float * const * out, float * const * part, const int VROWS) {
 	scores(q, R, hdk, kb, ks, kvLen, p);
 	float inv[MAX_GROUP], max[MAX_GROUP], sum[MAX_GROUP];
 	for (int r = 0; r < R; r++) {
 		sum[r] = softmax(p[r], kvLen, scale, mrow, &max[r]);
 		inv[r] = sum[r] == 0 ? 0 : part != NULL ? 1.0f : 1.0f / sum[r];
 	}
-	values(vb, vs, hdv, kvLen, p, inv, R, out);
+	if (VROWS) {
+		values_rows(vb, vs, hdv, kvLen, p, inv, R, out);
+	} else {
+		values(vb, vs, hdv, kvLen, p, inv, R, out);
+	}
 	if (part != NULL) {
 		for (int r = 0; r < R; r++) {
 			part[r][0] = max[r];
@@ -237,13 +287,19 @@ static inline __attribute__((always_inline)) void attend(const float * const * q
 	}
 }
 
-/* ATTEND(R) defines attend_R, attend for R queries: a function of its own, so that gcc
- * allocates the registers of each R alone. */
+/* ATTEND(R) defines attend_R and attend_rows_R, attend for R queries over transposed values and
+ * over values a cell at a time: each a function of its own, so that gcc allocates the registers
+ * of each alone. */
 #define ATTEND(R) \
 	static __attribute__((noinline)) void attend_##R(const float * const * q, int64_t hdk, const char * kb, size_t ks, \
 			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, \
 			float * const * p, float * const * out, float * const * part) { \
-		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part); \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 0); \
+	} \
+	static __attribute__((noinline)) void attend_rows_##R(const float * const * q, int64_t hdk, const char * kb, size_t ks, \
+			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, \
+			float * const * p, float * const * out, float * const * part) { \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 1); \
 	}
 ATTEND(1)
 ATTEND(2)
@@ -280,7 +336,9 @@ static int64_t visible_cells(const struct ggml_tensor * mask, int64_t s, int64_t
 typedef void (*attend_fn)(const float * const * q, int64_t hdk, const char * kb, size_t ks, const char * vb, size_t vs,
 		int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, float * const * p, float * const * out,
 		float * const * part);
-static const attend_fn attend_fns[MAX_GROUP] = { attend_1, attend_2, attend_3, attend_4 };
+/* attend_fns[rows][R-1]: over transposed values (rows 0) or values a cell at a time (rows 1). */
+static const attend_fn attend_fns[2][MAX_GROUP] = { { attend_1, attend_2, attend_3, attend_4 },
+	{ attend_rows_1, attend_rows_2, attend_rows_3, attend_rows_4 } };
 
 /* A sequence, the cells a pass over it reads, and the first of its jobs. */
 struct seq_cells {
@@ -321,6 +379,9 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 	const int64_t hdk = q->ne[0], H = q->ne[1], S = q->ne[2];
 	const int64_t kvLen = k->ne[1], Hkv = k->ne[2], hdv = v->ne[1];
 	const int64_t group = H / Hkv;
+	/* v is [kvLen, hdv, Hkv, S]: a view of the transposed value cache (a channel's cells side by
+	 * side), or of flash attention's, a cell's channels side by side. */
+	const int vrows = v->nb[0] != sizeof(uint16_t);
 	const int64_t runs = (group + MAX_GROUP - 1) / MAX_GROUP;
 	const int64_t per_run = blocked || S * Hkv * runs >= 2 * (int64_t) nth ? (group + runs - 1) / runs : 1;
 	const int64_t runs_per_head = (group + per_run - 1) / per_run;
@@ -375,8 +436,8 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 		}
 		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3] + c0 * k->nb[1];
 		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3] + c0 * v->nb[0];
-		attend_fns[R - 1](qr, hdk, kb, k->nb[1], vb, v->nb[1], hdv, cells, scale, mask_row_of(mask, s, c0), p, out,
-			blocked ? part : NULL);
+		attend_fns[vrows][R - 1](qr, hdk, kb, k->nb[1], vb, vrows ? v->nb[0] : v->nb[1], hdv, cells, scale,
+			mask_row_of(mask, s, c0), p, out, blocked ? part : NULL);
 	}
 	if (nth > 1) {
 		toy_claims_done(dst, nth);
