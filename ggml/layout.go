@@ -202,10 +202,11 @@ func StoreTransposedFits(cache, v, cells *Tensor) error {
 
 // AttendOne is the attention of one query per sequence over a key/value cache (a generation
 // step), computed by toy's own CPU kernel (kernels/cpu/c/attend.c) as a ggml custom operation:
-// q f32 [hdk, H, S] with contiguous rows (the queries of S sequences), k f16
-// [hdk, kvLen, Hkv, S] and v f16 [kvLen, hdv, Hkv, S] (views of the key cache with contiguous
+// q f32 [hdk, H, S] with contiguous rows (the queries of S sequences), k [hdk, kvLen, Hkv, S]
+// and v [kvLen, hdv, Hkv, S], both f16 or both q8_0 (views of the key cache with contiguous
 // elements, and of the value cache: transposed, a channel's cells side by side, or a cell's
-// channels side by side, as flash attention stores them), mask f32 or f16 [kvLen, S] (added to the
+// channels side by side, as flash attention stores them; q8_0 only the latter, head sizes
+// multiples of 32), mask f32 or f16 [kvLen, S] (added to the
 // scaled scores: 0 or -inf). Query head h reads key/value head h / (H / Hkv). The result is f32
 // [hdv, H, S]: softmax(scale·k·q + mask)·v per head, in f32 throughout, where ggml's unfused
 // attention takes five operations (six with the queries' scale) and rounds the queries and the
@@ -245,24 +246,29 @@ func AttendOneFits(q, k, v, mask *Tensor, scale float32) error {
 	if err := needFiniteScale(scale); err != nil {
 		return err
 	}
-	if err := needType(k, F16, "keys"); err != nil {
-		return err
-	}
-	if err := needType(v, F16, "values"); err != nil {
-		return err
+	q8 := k.Type() == Q8_0 && v.Type() == Q8_0
+	if !q8 && (k.Type() != F16 || v.Type() != F16) {
+		return fmt.Errorf("keys %s and values %s: want both f16 or both q8_0", k.describe(), v.describe())
 	}
 	if mask.Type() != F32 && mask.Type() != F16 {
 		return fmt.Errorf("mask %s: want f32 or f16", mask.describe())
 	}
 	qn, kn, vn, mn := q.Ne(), k.Ne(), v.Ne(), mask.Ne()
 	hdk, H, S, kvLen, Hkv, hdv := qn[0], qn[1], qn[2], kn[1], kn[2], vn[1]
+	es := int(TypeSize(k.Type())) // a q8_0 block's bytes
 	switch {
 	case qn[3] != 1 || q.Nb()[0] != 4:
 		return fmt.Errorf("queries %s: want [hdk, H, S] with contiguous rows", q.describe())
-	case kn[0] != hdk || kn[3] != S || k.Nb()[0] != 2:
+	case kn[0] != hdk || kn[3] != S || k.Nb()[0] != es:
 		return fmt.Errorf("keys %s: want [%d, kvLen, Hkv, %d] with contiguous elements", k.describe(), hdk, S)
-	case vn[0] != kvLen || vn[2] != Hkv || vn[3] != S || v.Nb()[0] != 2 && v.Nb()[1] != 2:
-		return fmt.Errorf("values %s: want [%d, hdv, %d, %d] with a cell's or a channel's values side by side", v.describe(), kvLen, Hkv, S)
+	case vn[0] != kvLen || vn[2] != Hkv || vn[3] != S:
+		return fmt.Errorf("values %s: want [%d, hdv, %d, %d]", v.describe(), kvLen, Hkv, S)
+	case q8 && v.Nb()[1] != es:
+		return fmt.Errorf("values %s: a q8_0 cache wants a cell's values side by side", v.describe())
+	case !q8 && v.Nb()[0] != es && v.Nb()[1] != es:
+		return fmt.Errorf("values %s: want a cell's or a channel's values side by side", v.describe())
+	case q8 && (hdk%int64(BlockSize(Q8_0)) != 0 || hdv%int64(BlockSize(Q8_0)) != 0):
+		return fmt.Errorf("head sizes %d and %d: a q8_0 cache wants multiples of %d", hdk, hdv, BlockSize(Q8_0))
 	case mn[0] != kvLen || mn[1] != S || mn[2] != 1 || mn[3] != 1 || mask.Nb()[0] != int(TypeSize(mask.Type())):
 		return fmt.Errorf("mask %s: want [%d, %d] with contiguous elements", mask.describe(), kvLen, S)
 	case Hkv < 1 || H%Hkv != 0:

@@ -922,39 +922,85 @@ func TestAttendOne(t *testing.T) {
 				require.Equal(t, math.Float32bits(float32(all.Data[i])), math.Float32bits(float32(v)), "sequence 0 alone, value %d", i)
 			}
 
-			want := reference.Tensor{Ne: [4]int{s.hdv, s.H, s.S, 1}, Data: make([]float64, s.hdv*s.H*s.S)}
-			for j := 0; j < s.S; j++ {
-				for hd := 0; hd < s.H; hd++ {
-					g := hd / (s.H / s.Hkv)
-					score := make([]float64, s.kvLen)
-					mx := math.Inf(-1)
-					for c := 0; c < s.kvLen; c++ {
-						cell := first + j*stride + c
-						for d := 0; d < s.hdk; d++ {
-							score[c] += q.Data[(j*s.H+hd)*s.hdk+d] * kc.Data[cell*s.hdk*s.Hkv+g*s.hdk+d]
-						}
-						score[c] = score[c]*float64(scale) + mask[j*s.kvLen+c]
-						mx = math.Max(mx, score[c])
-					}
-					sum := 0.0
-					for c := range score {
-						score[c] = math.Exp(score[c] - mx)
-						sum += score[c]
-					}
-					for e := 0; e < s.hdv; e++ {
-						o := 0.0
-						for c := 0; c < s.kvLen; c++ {
-							o += score[c] * vc.Data[(g*s.hdv+e)*cells+first+j*stride+c]
-						}
-						want.Data[(j*s.H+hd)*s.hdv+e] = o / sum
-					}
-				}
-			}
+			want := attendOneReference(q, kc, vc, mask, s.hdv, s.Hkv, s.kvLen, first, stride, scale)
 			near(t, "AttendOne", want, h.out(got), 1e-5, 1)
 			near(t, "AttendOne, values a cell at a time", want, h.out(gotRows), 1e-5, 1)
 			ggmlOut := h.out(viaGGML)
 			ggmlOut.Ne = want.Ne
 			near(t, "ggml's unfused attention", want, ggmlOut, 2e-3, 1)
+		})
+	}
+}
+
+// attendOneReference is AttendOne's result in float64: queries q [hdk, H, S], keys kc
+// [hdk·Hkv, cells] and values vc transposed [cells, hdv·Hkv], sequence j's kvLen cells from
+// first + j·stride, mask [kvLen, S].
+func attendOneReference(q, kc, vc reference.Tensor, mask []float64, hdv, Hkv, kvLen, first, stride int, scale float32) reference.Tensor {
+	hdk, H, S, cells := q.Ne[0], q.Ne[1], q.Ne[2], kc.Ne[1]
+	want := reference.Tensor{Ne: [4]int{hdv, H, S, 1}, Data: make([]float64, hdv*H*S)}
+	for j := 0; j < S; j++ {
+		for hd := 0; hd < H; hd++ {
+			g := hd / (H / Hkv)
+			score := make([]float64, kvLen)
+			mx := math.Inf(-1)
+			for c := 0; c < kvLen; c++ {
+				cell := first + j*stride + c
+				for d := 0; d < hdk; d++ {
+					score[c] += q.Data[(j*H+hd)*hdk+d] * kc.Data[cell*hdk*Hkv+g*hdk+d]
+				}
+				score[c] = score[c]*float64(scale) + mask[j*kvLen+c]
+				mx = math.Max(mx, score[c])
+			}
+			sum := 0.0
+			for c := range score {
+				score[c] = math.Exp(score[c] - mx)
+				sum += score[c]
+			}
+			for e := 0; e < hdv; e++ {
+				o := 0.0
+				for c := 0; c < kvLen; c++ {
+					o += score[c] * vc.Data[(g*hdv+e)*cells+first+j*stride+c]
+				}
+				want.Data[(j*H+hd)*hdv+e] = o / sum
+			}
+		}
+	}
+	return want
+}
+
+// TestAttendOneQ8_0 checks AttendOne over a q8_0 cache in flash attention's layout (a cell's
+// keys, and its values, of each head in whole blocks) against the float64 reference on the
+// cache's dequantized values, through one node and through blocks (past AttendBlockCells).
+func TestAttendOneQ8_0(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("AttendOne runs on a vectorized CPU build only")
+	}
+	for _, s := range []struct{ hdk, hdv, H, Hkv, S, kvLen int }{{64, 64, 9, 3, 4, 70}, {32, 64, 4, 2, 2, 1100}, {128, 32, 2, 1, 1, 33}} {
+		t.Run(fmt.Sprintf("hdk=%d/hdv=%d/H=%d/Hkv=%d/S=%d/kv=%d", s.hdk, s.hdv, s.H, s.Hkv, s.S, s.kvLen), func(t *testing.T) {
+			h := newHarness(t)
+			first, stride := 5, s.kvLen+7
+			cells := first + s.S*stride
+			q := h.rand(-1, 1, s.hdk, s.H, s.S)
+			kRaw := reference.QuantizeQ8_0(h.rand(-1, 1, s.hdk*s.Hkv, cells).ToF32())
+			vRaw := reference.QuantizeQ8_0(h.rand(-1, 1, s.hdv*s.Hkv, cells).ToF32())
+			kc := reference.FromF32(reference.DequantizeQ8_0(kRaw), s.hdk*s.Hkv, cells)
+			vr := reference.FromF32(reference.DequantizeQ8_0(vRaw), s.hdv*s.Hkv, cells) // a cell's values side by side
+			mask := make([]float64, s.kvLen*s.S)
+			for j := range mask {
+				if j%s.kvLen != 0 && h.rng.IntN(4) == 0 {
+					mask[j] = math.Inf(-1)
+				}
+			}
+			rowK, rowV, blk := s.hdk*s.Hkv/32*34, s.hdv*s.Hkv/32*34, 34
+			K := h.c.View(h.inBytes(Q8_0, kRaw, int64(s.hdk*s.Hkv), int64(cells)), []int64{int64(s.hdk), int64(s.kvLen), int64(s.Hkv), int64(s.S)},
+				[]int{rowK, s.hdk / 32 * blk, stride * rowK}, first*rowK)
+			V := h.c.Permute(h.c.View(h.inBytes(Q8_0, vRaw, int64(s.hdv*s.Hkv), int64(cells)), []int64{int64(s.hdv), int64(s.kvLen), int64(s.Hkv), int64(s.S)},
+				[]int{rowV, s.hdv / 32 * blk, stride * rowV}, first*rowV), [4]int{1, 0, 2, 3})
+			scale := float32(1 / math.Sqrt(float64(s.hdk)))
+			got := h.c.AttendOne(h.in(q), K, V, h.in(reference.Tensor{Ne: [4]int{s.kvLen, s.S, 1, 1}, Data: mask}), scale)
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got)
+			near(t, "AttendOne q8_0", attendOneReference(q, kc, reference.Transpose(vr), mask, s.hdv, s.Hkv, s.kvLen, first, stride, scale), h.out(got), 1e-5, 1)
 		})
 	}
 }

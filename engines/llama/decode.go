@@ -747,7 +747,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
 		var o *ggml.Tensor // [hdv, H, T, S]
-		if c.ownAttention && T == 1 && softcap == 0 && (!c.flash || typ == ggml.F16) {
+		if c.ownAttention && T == 1 && softcap == 0 && (!c.flash || typ == ggml.F16 || typ == ggml.Q8_0) {
 			Vt := V // [kvLen, hdv, Hkv, S]; flash's cache a cell's channels side by side
 			if c.flash {
 				Vt = ctx.Permute(V, [4]int{1, 0, 2, 3})
@@ -797,9 +797,9 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 // ggml's flash attention: on the CPU, where toy's kernels may run and both products fit them.
 // After 1,920 cells, ggml's CPU flash attention took 3× as long over an f16 cache and 4.3× over
 // a q8_0 one (docs/PERFORMANCE.md), so -fa keeps its cache layout and types and a prompt
-// attends as the unfused path does. A generation step's one query row goes to AttendOne where
-// the cache is f16 (it reads the values a cell at a time) and to ggml's kernel otherwise: the
-// packed product of one column was 20 % slower there.
+// attends as the unfused path does. A generation step's one query row goes to AttendOne, which
+// reads an f16 or q8_0 cache's values a cell at a time (the packed product of one column was
+// 20 % slower than ggml's kernel there).
 func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
 	if !c.ownAttention || q == nil || k == nil || vt == nil || ggml.MulMatPackedFits(k, q) != nil {
 		return false

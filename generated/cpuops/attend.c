@@ -54,6 +54,19 @@ static inline float mask_value(struct mask_row m, int64_t c) {
 /* The most query heads (of one key/value head) one pass attends together. */
 enum { MAX_GROUP = 4 };
 
+/* The cache's types: f16, or q8_0 (a cell's values of a head in whole blocks). */
+enum { CACHE_F16, CACHE_Q8_0 };
+
+/* load_cache is LANES values of a cache row of type T (a cell's keys or values of one head, at
+ * row) from value i (a multiple of LANES): a q8_0 block's integers times its scale. */
+static inline __attribute__((always_inline)) vec load_cache(const char * row, const int T, int64_t i) {
+	if (T == CACHE_Q8_0) {
+		const char * b = row + i / Q8_0_BLOCK * Q8_0_BYTES;
+		return VMUL(VLOADQ(b + 2 + i % Q8_0_BLOCK), VSETH(b));
+	}
+	return VLOADH((const uint16_t *) row + i);
+}
+
 /*
  * scores writes to p[i] the dot products of query q[i] (hdk floats), for i < R, with the keys of
  * kvLen cells at kb (cell c's hdk f16 values at kb + c·ks), LANES cells at a time, four cells'
@@ -62,7 +75,7 @@ enum { MAX_GROUP = 4 };
  * pass share each key's loads and conversions; each query's arithmetic is the same whatever R.
  */
 static inline __attribute__((always_inline)) void scores(const float * const * q, const int R, int64_t hdk, const char * kb,
-		size_t ks, int64_t kvLen, float * const * p) {
+		size_t ks, int64_t kvLen, float * const * p, const int T) {
 	const int64_t cells = (kvLen + LANES - 1) / LANES * LANES;
 	const int64_t qn = hdk / LANES;
 	for (int64_t c0 = 0; c0 < cells; c0 += LANES) {
@@ -70,10 +83,10 @@ static inline __attribute__((always_inline)) void scores(const float * const * q
 		for (int i = 0; i < LANES; i += 4) {
 			const int64_t c = c0 + i;
 			const int64_t n = kvLen - c < 4 ? (kvLen - c > 0 ? kvLen - c : 0) : 4;
-			const uint16_t * k0 = (const uint16_t *) (kb + (n > 0 ? c : 0) * ks);
-			const uint16_t * k1 = (const uint16_t *) (kb + (n > 1 ? c + 1 : 0) * ks);
-			const uint16_t * k2 = (const uint16_t *) (kb + (n > 2 ? c + 2 : 0) * ks);
-			const uint16_t * k3 = (const uint16_t *) (kb + (n > 3 ? c + 3 : 0) * ks);
+			const char * k0 = kb + (n > 0 ? c : 0) * ks;
+			const char * k1 = kb + (n > 1 ? c + 1 : 0) * ks;
+			const char * k2 = kb + (n > 2 ? c + 2 : 0) * ks;
+			const char * k3 = kb + (n > 3 ? c + 3 : 0) * ks;
 			vec a[MAX_GROUP][4];
 			for (int r = 0; r < R; r++) {
 				for (int x = 0; x < 4; x++) {
@@ -81,8 +94,8 @@ static inline __attribute__((always_inline)) void scores(const float * const * q
 				}
 			}
 			for (int64_t j = 0; j < qn; j++) {
-				const vec kv0 = VLOADH(k0 + j * LANES), kv1 = VLOADH(k1 + j * LANES);
-				const vec kv2 = VLOADH(k2 + j * LANES), kv3 = VLOADH(k3 + j * LANES);
+				const vec kv0 = load_cache(k0, T, j * LANES), kv1 = load_cache(k1, T, j * LANES);
+				const vec kv2 = load_cache(k2, T, j * LANES), kv3 = load_cache(k3, T, j * LANES);
 				for (int r = 0; r < R; r++) {
 					const vec qj = VLOAD(q[r] + j * LANES);
 					a[r][0] = VFMA(kv0, qj, a[r][0]);
@@ -213,7 +226,7 @@ static inline __attribute__((always_inline)) void values(const char * vb, size_t
 
 /* values_rows_pass is values_rows for the ND·LANES channels from d0 (ND 1 to 4). */
 static inline __attribute__((always_inline)) void values_rows_pass(const char * vb, size_t vs, int64_t d0, int64_t kvLen,
-		float * const * p, const float * inv, const int R, const int ND, float * const * out) {
+		float * const * p, const float * inv, const int R, const int ND, float * const * out, const int T) {
 	vec acc[MAX_GROUP][4];
 	for (int r = 0; r < R; r++) {
 		for (int x = 0; x < ND; x++) {
@@ -221,10 +234,10 @@ static inline __attribute__((always_inline)) void values_rows_pass(const char * 
 		}
 	}
 	for (int64_t c = 0; c < kvLen; c++) {
-		const uint16_t * row = (const uint16_t *) (vb + c * vs) + d0;
+		const char * row = vb + c * vs;
 		vec w[4];
 		for (int x = 0; x < ND; x++) {
-			w[x] = VLOADH(row + x * LANES);
+			w[x] = load_cache(row, T, d0 + x * LANES);
 		}
 		for (int r = 0; r < R; r++) {
 			const vec pc = VSET(p[r][c]);
@@ -241,41 +254,42 @@ static inline __attribute__((always_inline)) void values_rows_pass(const char * 
 }
 
 /*
- * values_rows is values for values laid out a cell at a time (cell c's hdv f16 values at
+ * values_rows is values for values laid out a cell at a time (cell c's hdv values of type T at
  * vb + c·vs: the cache of flash attention's layout, read without a transposed copy): each
  * cell's values, LANES channels at a time, weighted by its probability and added in, 4·LANES
  * channels a pass (then LANES), with no sums across lanes.
  */
 static inline __attribute__((always_inline)) void values_rows(const char * vb, size_t vs, int64_t hdv, int64_t kvLen,
-		float * const * p, const float * inv, const int R, float * const * out) {
+		float * const * p, const float * inv, const int R, float * const * out, const int T) {
 	int64_t d0 = 0;
 	for (; d0 + 4 * LANES <= hdv; d0 += 4 * LANES) {
-		values_rows_pass(vb, vs, d0, kvLen, p, inv, R, 4, out);
+		values_rows_pass(vb, vs, d0, kvLen, p, inv, R, 4, out, T);
 	}
 	for (; d0 < hdv; d0 += LANES) {
-		values_rows_pass(vb, vs, d0, kvLen, p, inv, R, 1, out);
+		values_rows_pass(vb, vs, d0, kvLen, p, inv, R, 1, out, T);
 	}
 }
 
 /*
  * attend computes the outputs out[i] (hdv floats) of R queries q[i] (hdk floats) that share one
  * key/value head over kvLen cells: keys at kb, values at vb (as scores and values read them, or
- * values_rows where VROWS is set), the mask's row mrow; p[i] is scratch for the scores, kvLen rounded up to LANES. With part
+ * values_rows where VROWS is set), both of type T (q8_0 only a cell at a time), the mask's row
+ * mrow; p[i] is scratch for the scores, kvLen rounded up to LANES. With part
  * NULL the outputs are the attention's; otherwise they are the values' sums weighted by the
  * unnormalised exponentials, and part[i] gets their largest score and their sum: a block's
  * share, which toy_attend_merge joins.
  */
 static inline __attribute__((always_inline)) void attend(const float * const * q, const int R, int64_t hdk, const char * kb,
 		size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow,
-		float * const * p, float * const * out, float * const * part, const int VROWS) {
-	scores(q, R, hdk, kb, ks, kvLen, p);
+		float * const * p, float * const * out, float * const * part, const int VROWS, const int T) {
+	scores(q, R, hdk, kb, ks, kvLen, p, T);
 	float inv[MAX_GROUP], max[MAX_GROUP], sum[MAX_GROUP];
 	for (int r = 0; r < R; r++) {
 		sum[r] = softmax(p[r], kvLen, scale, mrow, &max[r]);
 		inv[r] = sum[r] == 0 ? 0 : part != NULL ? 1.0f : 1.0f / sum[r];
 	}
 	if (VROWS) {
-		values_rows(vb, vs, hdv, kvLen, p, inv, R, out);
+		values_rows(vb, vs, hdv, kvLen, p, inv, R, out, T);
 	} else {
 		values(vb, vs, hdv, kvLen, p, inv, R, out);
 	}
@@ -287,19 +301,25 @@ static inline __attribute__((always_inline)) void attend(const float * const * q
 	}
 }
 
-/* ATTEND(R) defines attend_R and attend_rows_R, attend for R queries over transposed values and
- * over values a cell at a time: each a function of its own, so that gcc allocates the registers
- * of each alone. */
+/* ATTEND(R) defines attend_R, attend_rows_R and attend_q8_0_R: attend for R queries over
+ * transposed f16 values, over f16 values a cell at a time, and over a q8_0 cache (its values a
+ * cell at a time): each a function of its own, so that gcc allocates the registers of each
+ * alone. */
 #define ATTEND(R) \
 	static __attribute__((noinline)) void attend_##R(const float * const * q, int64_t hdk, const char * kb, size_t ks, \
 			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, \
 			float * const * p, float * const * out, float * const * part) { \
-		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 0); \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 0, CACHE_F16); \
 	} \
 	static __attribute__((noinline)) void attend_rows_##R(const float * const * q, int64_t hdk, const char * kb, size_t ks, \
 			const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, \
 			float * const * p, float * const * out, float * const * part) { \
-		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 1); \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 1, CACHE_F16); \
+	} \
+	static __attribute__((noinline)) void attend_q8_0_##R(const float * const * q, int64_t hdk, const char * kb, \
+			size_t ks, const char * vb, size_t vs, int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, \
+			float * const * p, float * const * out, float * const * part) { \
+		attend(q, R, hdk, kb, ks, vb, vs, hdv, kvLen, scale, mrow, p, out, part, 1, CACHE_Q8_0); \
 	}
 ATTEND(1)
 ATTEND(2)
@@ -336,9 +356,12 @@ static int64_t visible_cells(const struct ggml_tensor * mask, int64_t s, int64_t
 typedef void (*attend_fn)(const float * const * q, int64_t hdk, const char * kb, size_t ks, const char * vb, size_t vs,
 		int64_t hdv, int64_t kvLen, float scale, struct mask_row mrow, float * const * p, float * const * out,
 		float * const * part);
-/* attend_fns[rows][R-1]: over transposed values (rows 0) or values a cell at a time (rows 1). */
-static const attend_fn attend_fns[2][MAX_GROUP] = { { attend_1, attend_2, attend_3, attend_4 },
-	{ attend_rows_1, attend_rows_2, attend_rows_3, attend_rows_4 } };
+/* The layouts attend_fns[layout][R-1] reads: transposed f16 values, f16 values a cell at a
+ * time, a q8_0 cache. */
+enum { LAYOUT_F16_T, LAYOUT_F16_ROWS, LAYOUT_Q8_0, LAYOUTS };
+static const attend_fn attend_fns[LAYOUTS][MAX_GROUP] = { { attend_1, attend_2, attend_3, attend_4 },
+	{ attend_rows_1, attend_rows_2, attend_rows_3, attend_rows_4 },
+	{ attend_q8_0_1, attend_q8_0_2, attend_q8_0_3, attend_q8_0_4 } };
 
 /* A sequence, the cells a pass over it reads, and the first of its jobs. */
 struct seq_cells {
@@ -379,9 +402,10 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 	const int64_t hdk = q->ne[0], H = q->ne[1], S = q->ne[2];
 	const int64_t kvLen = k->ne[1], Hkv = k->ne[2], hdv = v->ne[1];
 	const int64_t group = H / Hkv;
-	/* v is [kvLen, hdv, Hkv, S]: a view of the transposed value cache (a channel's cells side by
-	 * side), or of flash attention's, a cell's channels side by side. */
-	const int vrows = v->nb[0] != sizeof(uint16_t);
+	/* v is [kvLen, hdv, Hkv, S]: a view of the transposed f16 value cache (a channel's cells side
+	 * by side), or of flash attention's, a cell's channels side by side (f16 or q8_0, as the keys). */
+	const int vrows = v->type == GGML_TYPE_Q8_0 || v->nb[0] != sizeof(uint16_t);
+	const int layout = v->type == GGML_TYPE_Q8_0 ? LAYOUT_Q8_0 : vrows ? LAYOUT_F16_ROWS : LAYOUT_F16_T;
 	const int64_t runs = (group + MAX_GROUP - 1) / MAX_GROUP;
 	const int64_t per_run = blocked || S * Hkv * runs >= 2 * (int64_t) nth ? (group + runs - 1) / runs : 1;
 	const int64_t runs_per_head = (group + per_run - 1) / per_run;
@@ -436,7 +460,7 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 		}
 		const char * kb = (const char *) k->data + g * k->nb[2] + s * k->nb[3] + c0 * k->nb[1];
 		const char * vb = (const char *) v->data + g * v->nb[2] + s * v->nb[3] + c0 * v->nb[0];
-		attend_fns[vrows][R - 1](qr, hdk, kb, k->nb[1], vb, vrows ? v->nb[0] : v->nb[1], hdv, cells, scale,
+		attend_fns[layout][R - 1](qr, hdk, kb, k->nb[1], vb, vrows ? v->nb[0] : v->nb[1], hdv, cells, scale,
 			mask_row_of(mask, s, c0), p, out, blocked ? part : NULL);
 	}
 	if (nth > 1) {
