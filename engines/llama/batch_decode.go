@@ -16,7 +16,7 @@ type BatchDecoderOptions struct {
 	SlotContext int
 	// KVType is the cache's element type (default f16). q8_0 needs FlashAttention.
 	KVType KVCacheType
-	// FlashAttention uses ggml's fused attention, as DecoderOptions.FlashAttention.
+	// FlashAttention stores the values for flash attention, as DecoderOptions.FlashAttention.
 	FlashAttention bool
 	// Threads is the number of CPU threads (0: those of the model's backend).
 	Threads int

@@ -55,8 +55,9 @@ type DecoderOptions struct {
 	MaxContext int
 	// KVType is the cache's element type (default f16). q8_0 needs FlashAttention.
 	KVType KVCacheType
-	// FlashAttention uses ggml's fused attention (FlashAttnExt, f16 mask) instead of the
-	// unfused k·q, f32 softmax with an f32 mask, v·p.
+	// FlashAttention stores the values as ggml's fused attention (FlashAttnExt, f16 mask)
+	// reads them, not transposed, so that a q8_0 cache fits. On a GPU it attends with it; on
+	// the CPU toy's own kernels attend such a cache too (kvCache.attend), where they fit.
 	FlashAttention bool
 	// Threads is the number of CPU threads (0: those of the model's backend).
 	Threads int
@@ -695,10 +696,11 @@ func (g attnGroup) rows() int64 { return g.T * g.S }
 // attends the n queries q [HeadDimK, H, n] over the cache as l lays them out, under mask
 // [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it. A
 // group of one query per sequence (generation steps) attends through toy's own CPU kernel
-// (ggml.AttendOne) where c.ownAttention allows it, without flash attention or a soft-cap;
-// every other group through ggml's attention, flash or unfused, whose products and softmax
-// are toy's kernels (MulMatPacked, SoftMaxCPU) where c.ownAttention allows it and they fit
-// (a prompt of one sequence: the Decoder's, a server's slot alone in its group).
+// (ggml.AttendOne) where c.ownAttention allows it, without a soft-cap, over either layout of
+// the values (f16, or q8_0 in flash attention's); every other group through ggml's attention,
+// flash or unfused, whose products and softmax are toy's kernels (MulMatPacked, SoftMaxCPU)
+// where c.ownAttention allows it and they fit (a prompt of one sequence: the Decoder's, a
+// server's slot alone in its group; under flash attention, packedFlash).
 func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, l attnLayout) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	n, kvLen := l.n, l.kvLen
