@@ -110,6 +110,7 @@ var (
 	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: compute with ggml's kernels, not toy's own for a few columns and one query (ModelOptions.GGMLKernels)")
 	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: attend with ggml's flash attention (BatchDecoderOptions.FlashAttention)")
 	batchBenchPrompt  = flag.Int("batch.prompt", 16, "BenchmarkBatchDecode: prompt tokens of each sequence (a long context: 1000)")
+	batchBenchQ8      = flag.Bool("batch.q8", false, "BenchmarkBatchDecode: a q8_0 key/value cache (with -batch.fa)")
 )
 
 func BenchmarkBatchDecode(b *testing.B) {
@@ -134,7 +135,11 @@ func BenchmarkBatchDecode(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			prompt := max(*batchBenchPrompt, 2)
-			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: prompt + 256, Batch: max(prompt, streams), FlashAttention: *batchBenchFlash})
+			kv := KVF16
+			if *batchBenchQ8 {
+				kv = KVQ8_0
+			}
+			d, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: streams, SlotContext: prompt + 256, Batch: max(prompt, streams), FlashAttention: *batchBenchFlash, KVType: kv})
 			if err != nil {
 				b.Fatal(err)
 			}
