@@ -219,7 +219,7 @@ func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 	}
 	defer ctx.Close()
 	// region views the cells [0, n) of slot's region in a cache tensor: whole rows where a row is
-	// a cell (keys, each head's rows in a plane of its own; values for flash attention), n
+	// a cell (keys, and values for flash attention: each head's rows in a plane of its own), n
 	// elements of each row where the values are stored transposed.
 	region := func(t *ggml.Tensor, slot int, cellsAreRows bool) *ggml.Tensor {
 		ne, nb := t.Ne(), t.Nb()

@@ -281,7 +281,7 @@ type kvCache struct {
 	cacheCtx *ggml.Context
 	cacheBuf *ggml.Buffer
 	kCache   []*ggml.Tensor // [HeadDimK, cells, NKVHeads] per layer: each head's cells together
-	vCache   []*ggml.Tensor // flash: [HeadDimV·NKVHeads, cells]; unfused: [cells, HeadDimV·NKVHeads]
+	vCache   []*ggml.Tensor // flash: [HeadDimV, cells, NKVHeads], as the keys; unfused: [cells, HeadDimV·NKVHeads]
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
 	// ownAttention: a group of one query per sequence attends through toy's own CPU kernel
@@ -324,7 +324,7 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 	for il := 0; il < a.NLayers; il++ {
 		c.kCache = append(c.kCache, ctx.NewTensor(typ, int64(a.HeadDimK), n, int64(a.NKVHeads)).SetName(fmt.Sprintf("cache_k_l%d", il)))
 		if flash {
-			c.vCache = append(c.vCache, ctx.NewTensor(typ, vw, n).SetName(fmt.Sprintf("cache_v_l%d", il)))
+			c.vCache = append(c.vCache, ctx.NewTensor(typ, int64(a.HeadDimV), n, int64(a.NKVHeads)).SetName(fmt.Sprintf("cache_v_l%d", il)))
 		} else {
 			c.vCache = append(c.vCache, ctx.NewTensor(typ, n, vw).SetName(fmt.Sprintf("cache_v_l%d", il)))
 		}
@@ -708,14 +708,13 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 	typ := kc.Type()
 	es := ggml.TypeSize(typ)
 	cellK, _ := ggml.RowSize(typ, hdk) // a cell's keys of one head; a head's cells are contiguous
-	rowV, _ := ggml.RowSize(typ, hdv*Hkv)
-	headV, _ := ggml.RowSize(typ, hdv)
+	cellV, _ := ggml.RowSize(typ, hdv) // the same for flash attention's values
 	// Write the new keys and values at their cells, and read the cache through the writes so
 	// that the graph orders them.
 	kAll := ctx.SetRows(kc, ctx.Permute(ctx.Reshape(k, hdk, Hkv, n), [4]int{0, 2, 1, 3}), rows)
 	var vAll *ggml.Tensor
 	if c.flash {
-		vAll = ctx.SetRows(vc, ctx.Reshape(v, hdv*Hkv, n), rows)
+		vAll = ctx.SetRows(vc, ctx.Permute(ctx.Reshape(v, hdv, Hkv, n), [4]int{0, 2, 1, 3}), rows)
 	} else if ch := hdv * Hkv; !c.elementRows() {
 		// Unfused: V is cached transposed ([cells, channels]) so that v·p reads rows; toy's
 		// own kernel writes each token's values down its cell's column.
@@ -744,7 +743,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 		K := ctx.View(kAll, []int64{hdk, kvLen, Hkv, S}, []int{cellK, c.cells * cellK, int(g.stride) * cellK}, int(g.first)*cellK)
 		var V *ggml.Tensor
 		if c.flash {
-			V = ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{rowV, headV, int(g.stride) * rowV}, int(g.first)*rowV)
+			V = ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{cellV, c.cells * cellV, int(g.stride) * cellV}, int(g.first)*cellV)
 		} else {
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
