@@ -750,9 +750,10 @@ func TestContCPU(t *testing.T) {
 // TestMulMatCols checks toy's own kernel for a few columns against the float64 reference
 // (f16 and bf16 weights with the columns unrounded, f32 weights), on shapes that leave a row tail
 // (k not a multiple of the vector width), rows the lanes do not divide, and every column count
-// up to MulMatColsMax (two passes past 8), and rows long enough (1100, 1536) that more than 5
-// columns are packed in groups of 4; and that a column's result is the same, to the bit,
-// whatever the other columns: the kernel sums each (row, column) product alone. The larger
+// up to MulMatColsMax (two passes past 8), and rows long enough (1100, 1536) that the columns
+// are packed in groups of 4 (from 6 and from 5 columns on); and that a column's result is the
+// same, to the bit, whatever the other columns: the kernel sums each (row, column) product
+// alone. The larger
 // shapes cut the rows into many chunks, which the threads claim in turn (or one thread takes
 // alone), and pack more columns than the kernel's stack holds.
 func TestMulMatCols(t *testing.T) {

@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) vec load_cache(const char * row, co
 
 /*
  * scores writes to p[i] the dot products of query q[i] (hdk floats), for i < R, with the keys of
- * kvLen cells at kb (cell c's hdk f16 values at kb + c·ks), LANES cells at a time, four cells'
+ * kvLen cells at kb (cell c's hdk values of type T at kb + c·ks), LANES cells at a time, four cells'
  * dot products side by side (each a chain of dependent FMAs), their sums taken together
  * (vsums); p[i] holds kvLen rounded up to LANES, the cells past kvLen zero. The R queries of a
  * pass share each key's loads and conversions; each query's arithmetic is the same whatever R.

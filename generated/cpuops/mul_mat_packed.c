@@ -182,11 +182,6 @@ static inline float value_at(const char * from, enum ggml_type type, int64_t d) 
 }
 
 /*
- * pack copies values [k0, k0 + kc) of the rows [m0, m0 + rows) of a's matrix at ah into ap,
- * transposed and in f32 (row m's value d at ap[(d − k0)·BLOCK + m − m0]), and zeros up to a
- * whole tile.
- */
-/*
  * rows_contiguous says a's rows hold their values side by side (a dense matrix, or a view of
  * rows); otherwise its columns do (a transposed view). ggml's strides count q8_0 in blocks: a
  * transposed q8_0 view whose matrix has rows of one block has the first stride of a matrix of
@@ -201,6 +196,11 @@ static int rows_contiguous(const struct ggml_tensor * a) {
 	return a->nb[0] == esize;
 }
 
+/*
+ * pack copies values [k0, k0 + kc) of the rows [m0, m0 + rows) of a's matrix at ah into ap,
+ * transposed and in f32 (row m's value d at ap[(d − k0)·BLOCK + m − m0]), and zeros up to a
+ * whole tile.
+ */
 static void pack(const struct ggml_tensor * a, const char * ah, int64_t m0, int64_t rows, int64_t k0, int64_t kc, float * ap) {
 	if (rows_contiguous(a)) {
 		/* a's rows contiguous: LANES rows at a time, LANES values of each loaded and
