@@ -333,7 +333,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("r", 5, "repetitions")
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
 	fs.StringVar(kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
-	fa := fs.Bool("fa", false, "flash attention")
+	fa := fs.Bool("fa", false, "flash attention: the KV cache keeps values untransposed (-kv-type q8_0 needs it); ggml's fused kernel on a GPU, toy's own on the CPU")
 	mmap := fs.Bool("mmap", false, "memory-map the model file instead of reading the weights into memory")
 	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")

@@ -44,7 +44,7 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.ctx, "c", 0, "context size: positions the KV cache holds (0: the model's)")
 	fs.StringVar(&d.kvType, "kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
 	fs.StringVar(&d.kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
-	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention")
+	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention: the KV cache keeps values untransposed (-kv-type q8_0 needs it); ggml's fused kernel on a GPU, toy's own on the CPU")
 	fs.StringVar(&d.ctxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
 	fs.BoolVar(&d.mmap, "mmap", false, "memory-map the model file instead of reading the weights into memory (starts faster and shares the file's pages between processes; decodes slower, docs/PERFORMANCE.md)")
 	fs.BoolFunc("no-mmap", "read the weights into memory: the default (llama.cpp's flag, accepted; -no-mmap=false is -mmap)", func(v string) error {
