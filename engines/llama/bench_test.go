@@ -108,7 +108,7 @@ var (
 	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
 	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
 	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: compute with ggml's kernels, not toy's own for a few columns and one query (ModelOptions.GGMLKernels)")
-	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: attend with ggml's flash attention (BatchDecoderOptions.FlashAttention)")
+	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: flash attention's cache layout, values untransposed (BatchDecoderOptions.FlashAttention)")
 	batchBenchPrompt  = flag.Int("batch.prompt", 16, "BenchmarkBatchDecode: prompt tokens of each sequence (a long context: 1000)")
 	batchBenchQ8      = flag.Bool("batch.q8", false, "BenchmarkBatchDecode: a q8_0 key/value cache (with -batch.fa)")
 )

@@ -158,7 +158,8 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
 }
 
 /*
- * ROWS_M(KIND, M) defines rows_KIND_M, which computes rows [0, rows) against M columns, in the
+ * ROWS_M(KIND, M) defines rows_KIND_M (by ROWS_FN, a function of rows_cols with its lanes R and
+ * prefetch distance PF), which computes rows [0, rows) against M columns, in the
  * lanes and with the prefetches that measured fastest for M (BenchmarkMulMatCols, 2026-12-02):
  * 2 lanes for one column (memory-bound), 4 for two, 2 for more (the accumulators fill the
  * registers), prefetching from 3 columns on. (3 and 4 columns took 4 lanes until then, and
@@ -168,11 +169,13 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
  * function of its own, so that gcc allocates the registers of each loop alone: inlined together
  * into one function, the one-column loop stored its column to the stack every step.
  */
-#define ROWS_M(KIND, M) \
-	static __attribute__((noinline)) void rows_##KIND##_##M(const char * w, size_t stride, const float * x, int64_t xs, \
+#define ROWS_FN(NAME, KIND, M, R, PF) \
+	static __attribute__((noinline)) void NAME(const char * w, size_t stride, const float * x, int64_t xs, \
 			const float * xp, int64_t k, float * y, int64_t n, int64_t rows) { \
-		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, M == 2 || (M == 1 && (KIND == KIND_Q8_0 || KIND == KIND_Q5_0)) ? 4 : 2, M, M >= 3 ? 8192 : 0); \
+		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, R, M, PF); \
 	}
+#define ROWS_M(KIND, M) ROWS_FN(rows_##KIND##_##M, KIND, M, \
+	M == 2 || (M == 1 && (KIND == KIND_Q8_0 || KIND == KIND_Q5_0)) ? 4 : 2, M >= 3 ? 8192 : 0)
 #define ROWS_KIND(KIND) ROWS_M(KIND, 1) ROWS_M(KIND, 2) ROWS_M(KIND, 3) ROWS_M(KIND, 4) ROWS_M(KIND, 5) \
 	ROWS_M(KIND, 6) ROWS_M(KIND, 7) ROWS_M(KIND, 8)
 ROWS_KIND(KIND_F32)
@@ -183,11 +186,7 @@ ROWS_KIND(KIND_Q5_0)
 
 /* ROWS_SPLIT_M(KIND, M) defines rows_split_KIND_M, the pass of a group of M ≤ SPLIT columns
  * where the columns are split (see SPLIT): 4 lanes, prefetching. */
-#define ROWS_SPLIT_M(KIND, M) \
-	static __attribute__((noinline)) void rows_split_##KIND##_##M(const char * w, size_t stride, const float * x, \
-			int64_t xs, const float * xp, int64_t k, float * y, int64_t n, int64_t rows) { \
-		rows_cols(w, stride, KIND, x, xs, xp, k, y, n, rows, 4, M, 8192); \
-	}
+#define ROWS_SPLIT_M(KIND, M) ROWS_FN(rows_split_##KIND##_##M, KIND, M, 4, 8192)
 #define ROWS_SPLIT_KIND(KIND) ROWS_SPLIT_M(KIND, 1) ROWS_SPLIT_M(KIND, 2) ROWS_SPLIT_M(KIND, 3) ROWS_SPLIT_M(KIND, 4)
 ROWS_SPLIT_KIND(KIND_F32)
 ROWS_SPLIT_KIND(KIND_F16)

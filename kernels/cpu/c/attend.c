@@ -56,13 +56,9 @@ enum { MAX_GROUP = 4 };
 enum { CACHE_F16, CACHE_Q8_0 };
 
 /* load_cache is LANES values of a cache row of type T (a cell's keys or values of one head, at
- * row) from value i (a multiple of LANES): a q8_0 block's integers times its scale. */
+ * row) from value i (a multiple of LANES). */
 static inline __attribute__((always_inline)) vec load_cache(const char * row, const int T, int64_t i) {
-	if (T == CACHE_Q8_0) {
-		const char * b = row + i / Q8_0_BLOCK * Q8_0_BYTES;
-		return VMUL(VLOADQ(b + 2 + i % Q8_0_BLOCK), VSETH(b));
-	}
-	return VLOADH((const uint16_t *) row + i);
+	return T == CACHE_Q8_0 ? vload_q8_0(row, i) : VLOADH((const uint16_t *) row + i);
 }
 
 /*

@@ -160,10 +160,8 @@ static inline __attribute__((always_inline)) vec load_at(const char * from, enum
 		return VLOADH((const uint16_t *) from + d);
 	case GGML_TYPE_BF16:
 		return VLOADB((const uint16_t *) from + d);
-	default: { /* q8_0 */
-		const char * b = from + d / Q8_0_BLOCK * Q8_0_BYTES;
-		return VMUL(VSET(q8_0_scale(b)), VLOADQ(b + 2 + d % Q8_0_BLOCK));
-	}
+	default: /* q8_0 */
+		return vload_q8_0(from, d);
 	}
 }
 

@@ -210,6 +210,13 @@ static inline float VREDUCE_MAX(__m256 a) {
 }
 #endif
 
+/* vload_q8_0 is values i..i+LANES-1 (i a multiple of LANES) of the row of q8_0 blocks at row,
+ * as f32: its block's integers times the block's scale (each product exact in f32). */
+static inline __attribute__((always_inline)) vec vload_q8_0(const char * row, int64_t i) {
+	const char * b = row + i / Q8_0_BLOCK * Q8_0_BYTES;
+	return VMUL(VLOADQ(b + 2 + i % Q8_0_BLOCK), VSETH(b));
+}
+
 /*
  * vexp is e^x for x ≤ 0, and 0 below -87 (where e^x is no longer a normal float; a masked
  * cell's -inf is there): e^x = 2^n·e^r with n = round(x·log2 e) and r = x − n·ln 2 (ln 2 in two
