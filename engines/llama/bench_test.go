@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,14 +99,10 @@ func TestBenchSmolLM2(t *testing.T) {
 	}
 }
 
-// BenchmarkBatchDecode measures the aggregate generation throughput of the BatchDecoder with
-// 1, 4 and 8 concurrent sequences on a random f16 model in the SmolLM2-135M shape, -batch.t threads (2):
-// each iteration is one step that appends one token to every sequence (after a prompt of
-// -batch.prompt tokens each, 16 by default, in a slot of that and 256 more positions), so
-// tokens/s counts every sequence's token. What `toy serve` batches.
-// batchBenchThreads is BenchmarkBatchDecode's thread count (1 compares step costs on a busy machine).
+// BenchmarkBatchDecode's flags.
 var (
-	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads")
+	batchBenchThreads = flag.Int("batch.t", 2, "BenchmarkBatchDecode: CPU threads (1 compares step costs on a busy machine)")
+	batchBenchProcs   = flag.Int("batch.procs", 1, "BenchmarkBatchDecode: Go Ps (GOMAXPROCS) while it decodes; 1 as toy serve and toy generate decode")
 	batchBenchStreams = flag.String("batch.streams", "1,4,8", "BenchmarkBatchDecode: comma-separated numbers of sequences")
 	batchBenchGGML    = flag.Bool("batch.ggml", false, "BenchmarkBatchDecode: compute with ggml's kernels, not toy's own for a few columns and one query (ModelOptions.GGMLKernels)")
 	batchBenchFlash   = flag.Bool("batch.fa", false, "BenchmarkBatchDecode: flash attention's cache layout, values untransposed (BatchDecoderOptions.FlashAttention)")
@@ -113,7 +110,18 @@ var (
 	batchBenchQ8      = flag.Bool("batch.q8", false, "BenchmarkBatchDecode: a q8_0 key/value cache (with -batch.fa)")
 )
 
+// BenchmarkBatchDecode measures the aggregate generation throughput of the BatchDecoder with
+// 1, 4 and 8 concurrent sequences on a random f16 model in the SmolLM2-135M shape, -batch.t threads (2):
+// each iteration is one step that appends one token to every sequence (after a prompt of
+// -batch.prompt tokens each, 16 by default, in a slot of that and 256 more positions), so
+// tokens/s counts every sequence's token. What `toy serve` batches. It decodes with one Go P
+// (-batch.procs), as toy serve does: with two, the Go runtime's threads took a core from
+// ggml's worker thousands of times a second and an 8-sequence step ran 5-15 % longer
+// (docs/PERFORMANCE.md).
 func BenchmarkBatchDecode(b *testing.B) {
+	if *batchBenchProcs > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*batchBenchProcs))
+	}
 	path := filepath.Join(b.TempDir(), "smollm2-f16.gguf")
 	if err := WriteRandomGGUF(path, SmolLM2Architecture(), ggml.F16, 1); err != nil {
 		b.Fatal(err)
