@@ -2,6 +2,7 @@ package ggml
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/toyml/toy/generated/cpuops"
@@ -493,6 +494,40 @@ func (c *Context) SwigluBackCPU(g, u, dh *Tensor) *Tensor {
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, ne[0], ne[1], 2, 1, []ggmlc.Tensor{g.t, u.t, dh.t}, 3,
 			cpuops.SwigluBackAddress(), allThreads, nil)
 	})
+}
+
+// RMSNormMulCPU is Mul(RMSNorm(x, eps), w), each row of x over the root of the mean of its
+// squares plus eps, times the scale w, computed by toy's own CPU kernel
+// (kernels/cpu/c/rms_norm.c) as one ggml custom operation: x f32 with contiguous rows, w f32
+// [x's row length], contiguous. ggml's RMSNorm sums a row's squares one after the other in
+// double (about 0.6 µs a row of 576 here) and the Mul is a node of its own; the kernel sums
+// them eight at a time and scales and multiplies in one pass, with ggml's float operations, so
+// the results are ggml's to the bit unless the other order of the double sums moves a mean
+// across a float rounding. Only the CPU backend computes it, and autodiff cannot
+// differentiate it.
+func (c *Context) RMSNormMulCPU(x, w *Tensor, eps float32) *Tensor {
+	return c.op("RMSNormMulCPU", []*Tensor{x, w}, 1, func() error { return RMSNormMulCPUFits(x, w, eps) }, func() ggmlc.Tensor {
+		ne := x.Ne()
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, ne[0], ne[1], ne[2], ne[3], []ggmlc.Tensor{x.t, w.t}, 2,
+			cpuops.RMSNormMulAddress(), allThreads, pinned(c, eps))
+	})
+}
+
+// RMSNormMulCPUFits says why RMSNormMulCPU cannot take x, w and eps, or nil when it can.
+func RMSNormMulCPUFits(x, w *Tensor, eps float32) error {
+	if err := needF32Rows(x, "operand"); err != nil {
+		return err
+	}
+	if err := needType(w, F32, "scale"); err != nil {
+		return err
+	}
+	if wn := w.Ne(); wn[0] != x.Ne()[0] || wn[1] != 1 || wn[2] != 1 || wn[3] != 1 || !w.IsContiguous() {
+		return fmt.Errorf("scale %s for %s: want %d contiguous values", w.describe(), x.describe(), x.Ne()[0])
+	}
+	if !(eps >= 0) || math.IsInf(float64(eps), 1) {
+		return fmt.Errorf("eps %g: want a finite number, at least 0", eps)
+	}
+	return nil
 }
 
 // allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.

@@ -1157,6 +1157,83 @@ func TestAttendOneBlocks(t *testing.T) {
 // TestSoftMaxCPU checks toy's own softmax kernel against a float64 reference and ggml's
 // SoftMaxExt: training's shape with a causal mask, odd rows, f16 masks broadcast per sequence
 // and per head, no mask, and a row the mask hides entirely.
+// TestRMSNormMulCPU checks toy's fused RMS norm and scale against float64 and against ggml's
+// RMSNorm then Mul, to the bit: rows of a decoding step, a per-head norm's rows of 64, a row
+// length with a tail past the kernel's eight sums, rows of very different magnitudes, and rows
+// read through a view with a stride longer than a row.
+func TestRMSNormMulCPU(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("RMSNormMulCPU runs on a vectorized CPU build only")
+	}
+	const eps = 1e-5
+	for _, s := range []struct {
+		name   string
+		ne     []int
+		stride int // the input's row stride in floats (0: rows side by side)
+	}{
+		{"a decoding step's rows", []int{576, 8}, 0},
+		{"a per-head norm", []int{64, 9, 8}, 0},
+		{"odd row length, 4-D", []int{37, 5, 2, 3}, 0},
+		{"long rows", []int{1100, 3}, 0},
+		{"strided rows", []int{576, 5}, 600},
+	} {
+		t.Run(s.name, func(t *testing.T) {
+			h := newHarness(t)
+			n := s.ne[0]
+			x := h.rand(-4, 4, s.ne...)
+			for r := 0; r < x.NRows(); r++ { // magnitudes from 1e-3 to 1e3
+				f := math.Pow(10, float64(r%7)-3)
+				for i := range n {
+					x.Data[r*n+i] = reference.RoundF32(x.Data[r*n+i] * f)
+				}
+			}
+			w := h.rand(-2, 2, n)
+			var xi *Tensor
+			if s.stride == 0 {
+				xi = h.in(x)
+			} else {
+				padded := reference.New(s.stride, s.ne[1])
+				for r := range s.ne[1] {
+					copy(padded.Data[r*s.stride:r*s.stride+n], x.Data[r*n:(r+1)*n])
+				}
+				xi = h.c.View(h.in(padded), []int64{int64(n), int64(s.ne[1])}, []int{4 * s.stride}, 0)
+			}
+			wi := h.in(w)
+			got, viaGGML := h.c.RMSNormMulCPU(xi, wi, eps), h.c.Mul(h.c.RMSNorm(xi, eps), wi)
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got, viaGGML)
+			want := reference.Mul(reference.RMSNorm(x, eps), w)
+			near(t, "RMSNormMulCPU", want, h.out(got), 1e-6, 1e-6)
+			g, gg := h.out(got), h.out(viaGGML)
+			for i := range g.Data {
+				require.Equal(t, math.Float32bits(float32(gg.Data[i])), math.Float32bits(float32(g.Data[i])), "element %d: ggml's %g, toy's %g", i, gg.Data[i], g.Data[i])
+			}
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		x, w := h.in(h.rand(-1, 1, 8, 2)), h.in(h.rand(-1, 1, 8))
+		require.NoError(t, RMSNormMulCPUFits(x, w, eps))
+		for _, c := range []struct {
+			x, w *Tensor
+			eps  float32
+			want string
+		}{
+			{x, h.in(h.rand(-1, 1, 7)), eps, "want 8 contiguous values"},
+			{x, h.in(h.rand(-1, 1, 8, 2)), eps, "want 8 contiguous values"},
+			{h.inF16(h.rand(-1, 1, 8, 2)), w, eps, "want f32"},
+			{x, h.inF16(h.rand(-1, 1, 8)), eps, "want f32"},
+			{x, w, -1, "eps -1"},
+			{x, w, float32(math.NaN()), "eps NaN"},
+			{x, w, float32(math.Inf(1)), "eps +Inf"},
+		} {
+			err := RMSNormMulCPUFits(c.x, c.w, c.eps)
+			require.ErrorContains(t, err, c.want)
+			require.Nil(t, h.c.RMSNormMulCPU(c.x, c.w, c.eps))
+		}
+	})
+}
+
 func TestSoftMaxCPU(t *testing.T) {
 	if !onCPU || !CPUKernelsFast() {
 		t.Skip("SoftMaxCPU runs on a vectorized CPU build only")

@@ -43,6 +43,10 @@ type forwardPass struct {
 	// linear is W·x: the trainer sees each product (to differentiate it itself), the decoder
 	// adds LoRA updates.
 	linear func(w, x *ggml.Tensor) *ggml.Tensor
+	// rmsNormMul, when set, is an RMS norm times its scale w in one operation
+	// (GGUFModel.rmsNormMul, for the decoders); nil builds ggml's RMSNorm then Mul, which a
+	// training graph differentiates.
+	rmsNormMul func(x, w *ggml.Tensor) *ggml.Tensor
 	// swiglu, when set, makes a SwiGLU block's activation silu(gate·h)·(up·h), whose backward
 	// the trainer builds itself (gemmBackward.swiglu); ok false leaves the block to linear.
 	swiglu func(gate, up, down, h *ggml.Tensor) (act *ggml.Tensor, ok bool)
@@ -78,6 +82,9 @@ func (f *forwardPass) norm(x, w, b *ggml.Tensor) *ggml.Tensor {
 	ctx, eps := f.ctx, f.a.NormEps
 	switch {
 	case f.a.Norm == NormRMS:
+		if f.rmsNormMul != nil {
+			return f.rmsNormMul(x, w)
+		}
 		return ctx.Mul(ctx.RMSNorm(x, eps), w)
 	case f.differentiable:
 		x = ctx.LayerNormComposite(x, eps)

@@ -651,7 +651,8 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	g.posBuf = make([]int32, n)
 	g.declare(ctx, a, &d.kvCache, n, n, kvLen)
 	f := forwardPass{ctx: ctx, a: a, w: &d.m.weights, pos: g.pos, lastOnly: !key.all, sortTopK: d.sortTopK,
-		linear: func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
+		linear:     func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
+		rmsNormMul: func(x, w *ggml.Tensor) *ggml.Tensor { return d.m.rmsNormMul(ctx, x, w, a.NormEps) },
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, attnLayout{n: n, kvLen: kvLen, groups: []attnGroup{{T: n, S: 1}}})
 		}, capture: d.captureHook(g)}
@@ -820,6 +821,18 @@ func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
 		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)
+}
+
+// rmsNormMul is the RMS norm of x times its scale w, the decoders' norm (forwardPass.rmsNormMul):
+// one operation of toy's (ggml.RMSNormMulCPU) where toy's CPU kernels run and it fits, ggml's
+// RMSNorm then Mul elsewhere. ggml's RMS_NORM sums a row's squares one after the other; toy's
+// sums them eight at a time, with the same float results (TestRMSNormMulCPU), and saves the
+// MUL's node and the barrier before it.
+func (m *GGUFModel) rmsNormMul(ctx *ggml.Context, x, w *ggml.Tensor, eps float32) *ggml.Tensor {
+	if m.ownKernels && x != nil && w != nil && ggml.RMSNormMulCPUFits(x, w, eps) == nil {
+		return ctx.RMSNormMulCPU(x, w, eps)
+	}
+	return ctx.Mul(ctx.RMSNorm(x, eps), w)
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W.

@@ -27,6 +27,7 @@ void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdat
 void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_store_transposed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_rms_norm_mul(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
@@ -37,6 +38,7 @@ static void *kg_addr_toy_mul_mat_packed(void) { return (void *)&toy_mul_mat_pack
 static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
 static void *kg_addr_toy_store_transposed(void) { return (void *)&toy_store_transposed; }
+static void *kg_addr_toy_rms_norm_mul(void) { return (void *)&toy_rms_norm_mul; }
 */
 import "C"
 
@@ -207,6 +209,23 @@ func StoreTransposed(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func StoreTransposedAddress() unsafe.Pointer {
 	return C.kg_addr_toy_store_transposed()
+}
+
+// RMSNormMul is ggml_mul(ggml_rms_norm(x, eps), w), with the signature of
+// ggml_custom_op_t: dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous), dst->src[1] = w,
+// f32 [n] (contiguous), userdata points to the float eps; dst = f32 [n, r1, r2, r3]. One
+// node where ggml makes two, the squares summed in double eight at a time where ggml's
+// kernel adds them one after the other.
+//
+// C: void toy_rms_norm_mul(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func RMSNormMul(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_rms_norm_mul(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// RMSNormMulAddress is the address of the C function toy_rms_norm_mul (see RMSNormMul), for a C API that takes
+// it as a callback.
+func RMSNormMulAddress() unsafe.Pointer {
+	return C.kg_addr_toy_rms_norm_mul()
 }
 
 // Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),

@@ -103,6 +103,14 @@ void toy_swiglu_back(struct ggml_tensor * dst, int ith, int nth, void * userdata
  */
 void toy_store_transposed(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
+/*
+ * toy_rms_norm_mul is ggml_mul(ggml_rms_norm(x, eps), w) as a ggml_custom_op_t over dst->src[0] =
+ * x, f32 [n, r1, r2, r3] (rows contiguous), and dst->src[1] = w, f32 [n] (contiguous), with
+ * userdata pointing to the float eps: dst = f32 [n, r1, r2, r3], each row of x divided by the
+ * root of the mean of its squares plus eps, times w. Rows are shared out between the threads.
+ */
+void toy_rms_norm_mul(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
  * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */

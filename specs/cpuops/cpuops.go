@@ -76,6 +76,13 @@ type Ops interface {
 	// rounds it.
 	//kernelgen:address
 	StoreTransposed(dst Tensor, ith, nth Int, userdata Ptr)
+	// RMSNormMul is ggml_mul(ggml_rms_norm(x, eps), w), with the signature of
+	// ggml_custom_op_t: dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous), dst->src[1] = w,
+	// f32 [n] (contiguous), userdata points to the float eps; dst = f32 [n, r1, r2, r3]. One
+	// node where ggml makes two, the squares summed in double eight at a time where ggml's
+	// kernel adds them one after the other.
+	//kernelgen:address
+	RMSNormMul(dst Tensor, ith, nth Int, userdata Ptr)
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int

@@ -1,0 +1,49 @@
+#include <math.h>
+#include <stdint.h>
+
+#include "kg_ggml.h"
+#include "toy_cpu.h"
+
+/*
+ * RMS normalisation times a learned scale, w ⊙ x / √(mean(x²) + eps), of each row: ggml's
+ * RMS_NORM and the MUL after it in one operation. ggml's kernel sums a row's squares one
+ * after the other in double, a chain of dependent additions (about 2,300 cycles for a row of
+ * 576), then copies and scales the row, and the multiplication is a node of its own, with a
+ * barrier of the threads between them. Here the squares go into eight double sums side by
+ * side, and one pass scales and multiplies. Every float operation is ggml's (each square
+ * rounded to float before it is added in double, the mean rounded to float, 1/√(mean + eps),
+ * the row times that, then times the scale), so the results are ggml's to the bit unless the
+ * other order of the double additions moves the mean across a float rounding boundary.
+ */
+
+void toy_rms_norm_mul(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	const struct ggml_tensor * x = dst->src[0];
+	const struct ggml_tensor * w = dst->src[1];
+	const float eps = *(const float *) userdata;
+	const int64_t n = x->ne[0], r1 = x->ne[1], r2 = x->ne[2], r3 = x->ne[3];
+	const int64_t rows = r1 * r2 * r3;
+	const float * wr = (const float *) w->data;
+	/* A contiguous share of the rows for each thread. */
+	const int64_t per = (rows + nth - 1) / nth, first = ith * per, last = first + per < rows ? first + per : rows;
+	for (int64_t r = first; r < last; r++) {
+		const int64_t i1 = r % r1, i2 = r / r1 % r2, i3 = r / (r1 * r2);
+		const float * xr = (const float *) ((const char *) x->data + i1 * x->nb[1] + i2 * x->nb[2] + i3 * x->nb[3]);
+		float * yr = (float *) ((char *) dst->data + i1 * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
+		double s[8] = { 0 };
+		int64_t i = 0;
+		for (; i + 8 <= n; i += 8) {
+			for (int j = 0; j < 8; j++) {
+				s[j] += (double) (xr[i + j] * xr[i + j]);
+			}
+		}
+		for (; i < n; i++) {
+			s[0] += (double) (xr[i] * xr[i]);
+		}
+		const double sum = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+		const float mean = (float) (sum / (double) n);
+		const float scale = 1.0f / sqrtf(mean + eps);
+		for (int64_t k = 0; k < n; k++) {
+			yr[k] = xr[k] * scale * wr[k];
+		}
+	}
+}
