@@ -3,6 +3,7 @@ package llama
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -323,33 +324,45 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	return rows, nil
 }
 
-// layout groups the sequences of a step for attention (attnLayout): those of one token (the
-// generating ones) in one group over the regions of their slots' range, then each longer one
-// (a prompt chunk) alone over its own region. rowOf[i] is the query row of input i's first
-// token; direct says the tokens are the query rows in order, with no padding rows between
-// them (batchKey).
+// layout groups the sequences of a step for attention (attnLayout): the inputs of one length
+// together, the shortest first (the generating ones, of one token), each group over the regions
+// of its slots' range. Slots of that range without an input of that length get padding rows,
+// which nothing reads; where they would outnumber the real rows (prompt chunks of one length in
+// slots far apart), each chunk of that length is a group of its own. Every group is a few nodes
+// a layer, so a step that several new prompts join (a burst of requests, each computing the few
+// tokens the prompt cache left) attends in one group per length rather than one per prompt.
+// rowOf[i] is the query row of input i's first token; direct says the tokens are the query rows
+// in order, with no padding rows between them (batchKey).
 func (b *BatchDecoder) layout(in []BatchInput) (groups []attnGroup, rowOf []int, direct bool) {
 	rowOf = make([]int, len(in))
-	lo, hi := b.slots, -1
-	for _, s := range in {
-		if len(s.Tokens) == 1 {
-			lo, hi = min(lo, s.Slot), max(hi, s.Slot)
-		}
-	}
-	row := 0
-	if hi >= 0 {
-		g := attnGroup{T: 1, S: int64(hi - lo + 1), first: int64(lo * b.slotCtx), stride: int64(b.slotCtx)}
-		groups = append(groups, g)
-		for i, s := range in {
-			if len(s.Tokens) == 1 {
-				rowOf[i] = s.Slot - lo
-			}
-		}
-		row += int(g.rows())
-	}
+	byLen := map[int][]int{} // the indices of the inputs of each length
+	var lens []int
 	for i, s := range in {
-		if len(s.Tokens) > 1 {
-			g := attnGroup{T: int64(len(s.Tokens)), S: 1, first: int64(s.Slot * b.slotCtx), stride: int64(b.slotCtx)}
+		t := len(s.Tokens)
+		if byLen[t] == nil {
+			lens = append(lens, t)
+		}
+		byLen[t] = append(byLen[t], i)
+	}
+	slices.Sort(lens)
+	row := 0
+	for _, t := range lens {
+		of := byLen[t]
+		lo, hi := b.slots, -1
+		for _, i := range of {
+			lo, hi = min(lo, in[i].Slot), max(hi, in[i].Slot)
+		}
+		if span := hi - lo + 1; t == 1 || span <= 2*len(of) {
+			g := attnGroup{T: int64(t), S: int64(span), first: int64(lo * b.slotCtx), stride: int64(b.slotCtx)}
+			groups = append(groups, g)
+			for _, i := range of {
+				rowOf[i] = row + (in[i].Slot-lo)*t
+			}
+			row += int(g.rows())
+			continue
+		}
+		for _, i := range of {
+			g := attnGroup{T: int64(t), S: 1, first: int64(in[i].Slot * b.slotCtx), stride: int64(b.slotCtx)}
 			groups = append(groups, g)
 			rowOf[i] = row
 			row += int(g.rows())

@@ -123,10 +123,13 @@ func TestBatchDecoderMatchesDecoder(t *testing.T) {
 	}
 }
 
-// TestBatchDecoderRegions steps a layout the scheduler's random order may miss: slots 0 and 2
+// TestBatchDecoderRegions steps layouts the scheduler's random order may miss: slots 0 and 2
 // generating while slot 1 is empty (a padding query row between them) and slots 3 and 4 feed
 // prompt chunks of different lengths beside them, then slot 1 joins with a chunk while the
-// others generate. Every sequence's logits must match a Decoder's for the same tokens.
+// others generate; then chunks of one length in slots 1, 3 and 4 (one group of three
+// sequences with slot 2 a padding sequence between them) beside two generating slots, and
+// chunks of one length in slots 0 and 4 (too far apart for one group). Every sequence's logits
+// must match a Decoder's for the same tokens.
 func TestBatchDecoderRegions(t *testing.T) {
 	for _, flash := range []bool{false, true} {
 		a := tinyArch("mistral") // sliding-window layers: both masks
@@ -172,6 +175,21 @@ func TestBatchDecoderRegions(t *testing.T) {
 		fed[0] = fed[0][:4]
 		step([]BatchInput{{Slot: 0, Tokens: randomTokens(rng, 3, a.Vocab)}, {Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)}})
 		step([]BatchInput{{Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)}, {Slot: 0, Tokens: randomTokens(rng, 1, a.Vocab)}})
+		// A burst of requests: chunks of one length in slots 1, 3 and 4 attend as one group.
+		burst := []BatchInput{
+			{Slot: 3, Tokens: randomTokens(rng, 2, a.Vocab)},
+			{Slot: 0, Tokens: randomTokens(rng, 1, a.Vocab)},
+			{Slot: 1, Tokens: randomTokens(rng, 2, a.Vocab)},
+			{Slot: 4, Tokens: randomTokens(rng, 2, a.Vocab)},
+			{Slot: 2, Tokens: randomTokens(rng, 1, a.Vocab)},
+		}
+		groups, _, _ := bd.layout(burst)
+		require.Equal(t, []attnGroup{{T: 1, S: 3, first: 0, stride: 40}, {T: 2, S: 4, first: 40, stride: 40}}, groups)
+		step(burst)
+		apart := []BatchInput{{Slot: 4, Tokens: randomTokens(rng, 3, a.Vocab)}, {Slot: 0, Tokens: randomTokens(rng, 3, a.Vocab)}}
+		groups, _, _ = bd.layout(apart)
+		require.Len(t, groups, 2, "chunks in slots 0 and 4: a group each")
+		step(apart)
 	}
 }
 
