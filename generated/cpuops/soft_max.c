@@ -7,6 +7,7 @@
 
 #include "kg_ggml.h"
 #include "toy_cpu.h"
+#include "toy_rows.h"
 #include "toy_vec.h"
 
 /*
@@ -79,14 +80,13 @@ void toy_soft_max(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	const struct ggml_tensor * x = dst->src[0];
 	const struct ggml_tensor * mask = dst->src[1];
 	const float scale = *(const float *) userdata;
-	const int64_t n = x->ne[0], r1 = x->ne[1], r2 = x->ne[2], r3 = x->ne[3];
-	const int64_t rows = r1 * r2 * r3;
-	/* A contiguous share of the rows for each thread. */
-	const int64_t per = (rows + nth - 1) / nth, first = ith * per, last = first + per < rows ? first + per : rows;
+	const int64_t n = x->ne[0], r1 = x->ne[1], r2 = x->ne[2];
+	int64_t first, last;
+	toy_row_share(toy_rows(x), ith, nth, &first, &last);
 	for (int64_t r = first; r < last; r++) {
 		const int64_t i1 = r % r1, i2 = r / r1 % r2, i3 = r / (r1 * r2);
-		const float * xr = (const float *) ((const char *) x->data + i1 * x->nb[1] + i2 * x->nb[2] + i3 * x->nb[3]);
-		float * yr = (float *) ((char *) dst->data + i1 * dst->nb[1] + i2 * dst->nb[2] + i3 * dst->nb[3]);
+		const float * xr = (const float *) toy_row_at(x, r);
+		float * yr = (float *) toy_row_at(dst, r);
 		const void * mr = NULL;
 		if (mask != NULL) {
 			mr = (const char *) mask->data + i1 * mask->nb[1] + (i2 % mask->ne[2]) * mask->nb[2] + (i3 % mask->ne[3]) * mask->nb[3];
