@@ -154,13 +154,15 @@ func BenchmarkAttendOne(b *testing.B) {
 // BenchmarkAttendOneLayers times the attention of one generation step over long caches:
 // AttendOne over SmolLM2-135M's 30 layers' caches, each layer's its own, so that a step reads
 // them from memory as a decode step of a long context does: one sequence of 3,584 cells (82
-// MB) in a context of 4,096 or of 1,536 (35 MB) in 2,048, the eight sequences of
+// MB) in a context of 4,096, of 1,536 (35 MB), 1,000 or 256 in 2,048, the eight sequences of
 // BenchmarkAttendOne's "mixed" (48 to 1,024 cells, 189 MB) in slots of 2,048, and eight of 40
 // to 104 cells in slots of 1,024, as toy bench serve's requests leave them.
 func BenchmarkAttendOneLayers(b *testing.B) {
 	benchAttendOne(b, 30, []attendCase{
 		{"streams=1", []int{3584}, 3584, 4096},
 		{"streams=1/cells=1536", []int{1536}, 1536, 2048},
+		{"streams=1/cells=1000", []int{1000}, 1024, 2048},
+		{"streams=1/cells=256", []int{256}, 256, 2048},
 		{"streams=8/mixed", []int{1024, 48, 700, 130, 900, 64, 300, 520}, 1024, 2048},
 		{"streams=8/short", []int{40, 52, 64, 70, 76, 88, 96, 104}, 128, 1024},
 	})

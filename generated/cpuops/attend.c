@@ -386,9 +386,12 @@ static int64_t blocks_of(int64_t cells) {
  * attend_jobs computes toy_attend_one's outputs (blocked 0) or toy_attend_blocks' (blocked 1)
  * into dst. Jobs are (sequence, run of up to MAX_GROUP query heads of one key/value head, and
  * with blocked a block of cells); the heads of a run share their keys' and values' loads.
- * Unblocked, with fewer such jobs than 2 a thread, runs are single heads instead, so that one
- * sequence's few key/value heads keep the threads equally busy. The outputs are the same
- * either way, to the bit.
+ * Unblocked, with fewer such jobs than half the threads (one sequence on many cores), runs are
+ * single heads instead, so that more threads have work. A job's time goes mostly to reading
+ * its keys and values, which a run reads once for all its heads and single heads once each:
+ * one sequence of SmolLM2-135M's 3 key/value heads on 2 threads attended 27-30 % faster in 3
+ * jobs than in 9 (256 and 1,000 cells, BenchmarkAttendOneLayers, 2026-12-03). The outputs are
+ * the same either way, to the bit.
  */
 static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale, int blocked) {
 	const struct ggml_tensor * q = dst->src[0];
@@ -403,7 +406,7 @@ static void attend_jobs(struct ggml_tensor * dst, int ith, int nth, float scale,
 	const int vrows = v->type == GGML_TYPE_Q8_0 || v->nb[0] != sizeof(uint16_t);
 	const int layout = v->type == GGML_TYPE_Q8_0 ? LAYOUT_Q8_0 : vrows ? LAYOUT_F16_ROWS : LAYOUT_F16_T;
 	const int64_t runs = (group + MAX_GROUP - 1) / MAX_GROUP;
-	const int64_t per_run = blocked || S * Hkv * runs >= 2 * (int64_t) nth ? (group + runs - 1) / runs : 1;
+	const int64_t per_run = blocked || 2 * S * Hkv * runs >= (int64_t) nth ? (group + runs - 1) / runs : 1;
 	const int64_t runs_per_head = (group + per_run - 1) / per_run;
 	/* A job costs about its cells, which differ between the sequences of a server's step by as
 	 * much as their lengths. The threads claim the jobs from a counter, the longest sequences'
