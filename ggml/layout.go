@@ -530,6 +530,97 @@ func RMSNormMulCPUFits(x, w *Tensor, eps float32) error {
 	return nil
 }
 
+// RopeTableCPU is the table RopeApplyCPU rotates by: for each of the i32 positions pos [n], the
+// cosine and sine of each pair of r's Dims dimensions side by side, f32 [Dims, n], computed by
+// toy's own CPU kernel (kernels/cpu/c/rope.c) as ggml's ROPE computes them; freqFactors (f32,
+// at least Dims/2) may be nil. One table serves every layer that rotates alike, where ggml's
+// ROPE makes it again in each node, on each thread, for each token. r must pass RopeCPUFits.
+func (c *Context) RopeTableCPU(pos, freqFactors *Tensor, r Rope) *Tensor {
+	inputs := []*Tensor{pos}
+	if freqFactors != nil {
+		inputs = append(inputs, freqFactors)
+	}
+	return c.op("RopeTableCPU", inputs, 1, func() error { return RopeTableCPUFits(pos, freqFactors, r) }, func() ggmlc.Tensor {
+		args := []ggmlc.Tensor{pos.t}
+		if freqFactors != nil {
+			args = append(args, freqFactors.t)
+		}
+		p := &ropeParams{Dims: int32(r.Dims), FreqBase: r.FreqBase, FreqScale: r.FreqScale, AttnFactor: r.AttnFactor}
+		c.pins.Pin(p)
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, int64(r.Dims), pos.Len(), 1, 1, args, len(args),
+			cpuops.RopeTableAddress(), allThreads, unsafe.Pointer(p))
+	})
+}
+
+// ropeParams is rope.c's struct rope_params.
+type ropeParams struct {
+	Dims                            int32
+	FreqBase, FreqScale, AttnFactor float32
+}
+
+// RopeApplyCPU is RopeExt(x, pos, freqFactors, r) by the table of RopeTableCPU(pos, freqFactors,
+// r): x f32 [headDim, heads, n] with contiguous rows, table f32 [r.Dims, n], the values past
+// r.Dims copied. The results are ggml's ROPE's to the bit.
+func (c *Context) RopeApplyCPU(x, table *Tensor, mode RopeMode) *Tensor {
+	return c.op("RopeApplyCPU", []*Tensor{x, table}, 1, func() error { return RopeApplyCPUFits(x, table, mode) }, func() ggmlc.Tensor {
+		ne := x.Ne()
+		neox := int32(0)
+		if mode == RopeNeox {
+			neox = 1
+		}
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, ne[0], ne[1], ne[2], 1, []ggmlc.Tensor{x.t, table.t}, 2,
+			cpuops.RopeApplyAddress(), allThreads, pinned(c, neox))
+	})
+}
+
+// RopeTableCPUFits says why RopeTableCPU cannot take pos, freqFactors and r, or nil when it can.
+func RopeTableCPUFits(pos, freqFactors *Tensor, r Rope) error {
+	if err := RopeCPUFits(r); err != nil {
+		return err
+	}
+	switch {
+	case pos.Type() != I32 || pos.Rows() != 1:
+		return fmt.Errorf("positions %s: want an i32 vector", pos.describe())
+	case freqFactors != nil && (freqFactors.Type() != F32 || freqFactors.Ne()[0] < int64(r.Dims/2) || !freqFactors.IsContiguous()):
+		return fmt.Errorf("freq factors %s: want %d contiguous f32 values or more", freqFactors.describe(), r.Dims/2)
+	}
+	return nil
+}
+
+// RopeApplyCPUFits says why RopeApplyCPU cannot take x, table and mode, or nil when it can.
+func RopeApplyCPUFits(x, table *Tensor, mode RopeMode) error {
+	if err := needF32Rows(x, "operand"); err != nil {
+		return err
+	}
+	xn, tn := x.Ne(), table.Ne()
+	switch {
+	case mode != RopeNormal && mode != RopeNeox:
+		return fmt.Errorf("mode %d: want RopeNormal or RopeNeox", mode)
+	case table.Type() != F32 || tn[2] != 1 || tn[3] != 1 || !table.IsContiguous():
+		return fmt.Errorf("table %s: want a contiguous f32 [dims, n]", table.describe())
+	case xn[3] != 1 || tn[1] != xn[2] || tn[0] <= 0 || tn[0]%2 != 0 || tn[0] > xn[0]:
+		return fmt.Errorf("table %s for %s: want [even dims ≤ %d, %d]", table.describe(), x.describe(), xn[0], xn[2])
+	}
+	return nil
+}
+
+// RopeCPUFits says why toy's RoPE (RopeTableCPU, RopeApplyCPU) cannot rotate as r does, or nil
+// when it can: adjacent or NeoX pairs, without YaRN's extrapolation.
+func RopeCPUFits(r Rope) error {
+	switch {
+	case r.Mode != RopeNormal && r.Mode != RopeNeox:
+		return fmt.Errorf("mode %d: want RopeNormal or RopeNeox", r.Mode)
+	case r.Dims <= 0 || r.Dims%2 != 0:
+		return fmt.Errorf("Dims %d: want a positive even number", r.Dims)
+	case r.ExtFactor != 0:
+		return fmt.Errorf("ExtFactor %g: YaRN's extrapolation is ggml's alone", r.ExtFactor)
+	case !(r.FreqBase > 0) || math.IsInf(float64(r.FreqBase), 0) || !(r.FreqScale > 0) || math.IsInf(float64(r.FreqScale), 0) ||
+		math.IsNaN(float64(r.AttnFactor)) || math.IsInf(float64(r.AttnFactor), 0):
+		return fmt.Errorf("base %g, scale %g, attention factor %g: want finite, the first two positive", r.FreqBase, r.FreqScale, r.AttnFactor)
+	}
+	return nil
+}
+
 // allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
 const allThreads = -1
 

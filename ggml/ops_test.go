@@ -314,6 +314,77 @@ func TestSoftMax(t *testing.T) {
 	})
 }
 
+// TestRopeCPU checks toy's RoPE (a table, then the rotation) against ggml's RopeExt, to the bit,
+// and against the float64 reference: adjacent and NeoX pairs, whole and partial heads, a
+// frequency scale and base, an attention factor, frequency factors, positions up to 100,000;
+// and that what it does not do (YaRN, other modes) is refused.
+func TestRopeCPU(t *testing.T) {
+	if !onCPU || !CPUKernelsFast() {
+		t.Skip("toy's RoPE runs on a vectorized CPU build only")
+	}
+	const hd, heads, tokens = 64, 9, 7
+	pos := []int32{0, 1, 17, 255, 4095, 31000, 100000}
+	base := Rope{FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: 2048}
+	with := func(f func(*Rope)) Rope { r := base; f(&r); return r }
+	for _, tc := range []struct {
+		name string
+		r    Rope
+		ff   []float64
+	}{
+		{"normal", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNormal }), nil},
+		{"neox", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNeox }), nil},
+		{"normal partial", with(func(r *Rope) { r.Dims, r.Mode = 32, RopeNormal }), nil},
+		{"neox partial, scale, base, attention factor", with(func(r *Rope) {
+			r.Dims, r.Mode, r.FreqScale, r.FreqBase, r.AttnFactor = 48, RopeNeox, 0.25, 500000, 1.3
+		}), nil},
+		{"normal freq factors", with(func(r *Rope) { r.Dims, r.Mode = 16, RopeNormal }), []float64{1, 1.5, 2, 4, 8, 16, 1.25, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			a := h.rand(-2, 2, hd, heads, tokens)
+			var ffT *Tensor
+			if tc.ff != nil {
+				ffT = h.in(reference.FromData(tc.ff, len(tc.ff)))
+			}
+			x, p := h.in(a), h.inI32(pos, tokens)
+			require.NoError(t, RopeCPUFits(tc.r))
+			got, viaGGML := h.c.RopeApplyCPU(x, h.c.RopeTableCPU(p, ffT, tc.r), tc.r.Mode), h.c.RopeExt(x, p, ffT, tc.r)
+			require.NotNil(t, got, "%v", h.c.Err())
+			h.run(got, viaGGML)
+			g, gg := h.out(got), h.out(viaGGML)
+			for i := range g.Data {
+				require.Equal(t, math.Float32bits(float32(gg.Data[i])), math.Float32bits(float32(g.Data[i])), "element %d: ggml's %g, toy's %g", i, gg.Data[i], g.Data[i])
+			}
+			ref := reference.RopeParams{NDims: tc.r.Dims, Mode: int(tc.r.Mode), NCtxOrig: tc.r.OrigCtx,
+				FreqBase: float64(tc.r.FreqBase), FreqScale: float64(tc.r.FreqScale), AttnFactor: float64(tc.r.AttnFactor),
+				BetaFast: float64(tc.r.BetaFast), BetaSlow: float64(tc.r.BetaSlow), FreqFactors: tc.ff}
+			// float32 angles: about |p|·6e-8 rad of error, 6e-3 at position 100,000.
+			near(t, "RopeApplyCPU "+tc.name, ref.Apply(a, pos), g, 1e-2, 1)
+		})
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		ok := with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNormal })
+		for _, c := range []struct {
+			r    Rope
+			want string
+		}{
+			{with(func(r *Rope) { r.Dims, r.Mode, r.ExtFactor = hd, RopeNormal, 1 }), "YaRN"},
+			{with(func(r *Rope) { r.Dims, r.Mode = hd, RopeMode(8) }), "mode 8"},
+			{with(func(r *Rope) { r.Dims, r.Mode = 7, RopeNormal }), "Dims 7"},
+			{with(func(r *Rope) { r.Dims, r.Mode, r.FreqBase = hd, RopeNormal, 0 }), "base 0"},
+		} {
+			require.ErrorContains(t, RopeCPUFits(c.r), c.want)
+		}
+		x, p := h.in(h.rand(-1, 1, hd, heads, tokens)), h.inI32(pos, tokens)
+		table := h.c.RopeTableCPU(p, nil, ok)
+		require.NotNil(t, table)
+		require.Nil(t, h.c.RopeApplyCPU(x, table, RopeMode(8)))
+		require.Nil(t, h.c.RopeApplyCPU(h.in(h.rand(-1, 1, hd, heads, tokens+1)), table, RopeNormal))
+		require.Nil(t, h.c.RopeTableCPU(p, h.in(h.rand(1, 2, 3)), ok), "3 freq factors for 64 dims")
+	})
+}
+
 func TestRopeExt(t *testing.T) {
 	const hd, heads, tokens = 10, 3, 5
 	pos := []int32{3, 0, 7, 1, 12}

@@ -497,6 +497,7 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 	f := forwardPass{ctx: ctx, a: a, w: &b.m.weights, pos: g.pos, rows: g.rows, sortTopK: b.sortTopK,
 		linear:     func(w, x *ggml.Tensor) *ggml.Tensor { return b.m.mm(ctx, w, x) },
 		rmsNormMul: func(x, w *ggml.Tensor) *ggml.Tensor { return b.m.rmsNormMul(ctx, x, w, a.NormEps) },
+		rope:       b.m.ropeHook(ctx, g.pos),
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return b.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.cell, g.vIdx, layout)
 		}}

@@ -47,6 +47,9 @@ type forwardPass struct {
 	// (GGUFModel.rmsNormMul, for the decoders); nil builds ggml's RMSNorm then Mul, which a
 	// training graph differentiates.
 	rmsNormMul func(x, w *ggml.Tensor) *ggml.Tensor
+	// rope, when set, rotates queries or keys x [headDim, heads, n] by RoPE r at the positions
+	// pos (GGUFModel.rope, for the decoders); nil builds ggml's RopeExt.
+	rope func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor
 	// swiglu, when set, makes a SwiGLU block's activation silu(gate·h)·(up·h), whose backward
 	// the trainer builds itself (gemmBackward.swiglu); ok false leaves the block to linear.
 	swiglu func(gate, up, down, h *ggml.Tensor) (act *ggml.Tensor, ok bool)
@@ -204,8 +207,12 @@ func (f *forwardPass) block(il int, x *ggml.Tensor, n int64) *ggml.Tensor {
 	}
 	if a.Positions == PosRoPE {
 		r := a.rope(il)
-		q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
-		k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
+		if f.rope != nil {
+			q, k = f.rope(q, r), f.rope(k, r)
+		} else {
+			q = ctx.RopeExt(q, f.pos, w.ropeFreqs, r)
+			k = ctx.RopeExt(k, f.pos, w.ropeFreqs, r)
+		}
 	}
 	o := f.addBias(f.linear(l.wo, f.attend(il, q, k, v)), l.bo)
 	if f.lastOnly && il == len(w.layers)-1 && n > 1 {

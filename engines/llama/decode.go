@@ -653,6 +653,7 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 	f := forwardPass{ctx: ctx, a: a, w: &d.m.weights, pos: g.pos, lastOnly: !key.all, sortTopK: d.sortTopK,
 		linear:     func(w, x *ggml.Tensor) *ggml.Tensor { return d.mm(ctx, w, x) },
 		rmsNormMul: func(x, w *ggml.Tensor) *ggml.Tensor { return d.m.rmsNormMul(ctx, x, w, a.NormEps) },
+		rope:       d.m.ropeHook(ctx, g.pos),
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, attnLayout{n: n, kvLen: kvLen, groups: []attnGroup{{T: n, S: 1}}})
 		}, capture: d.captureHook(g)}
@@ -833,6 +834,29 @@ func (m *GGUFModel) rmsNormMul(ctx *ggml.Context, x, w *ggml.Tensor, eps float32
 		return ctx.RMSNormMulCPU(x, w, eps)
 	}
 	return ctx.Mul(ctx.RMSNorm(x, eps), w)
+}
+
+// ropeHook is the decoders' RoPE of a graph whose tokens are at the i32 positions pos
+// (forwardPass.rope): toy's (ggml.RopeApplyCPU) where toy's CPU kernels run and the rotation
+// fits, by a table of the positions' cosines and sines made once for the graph's layers that
+// rotate alike (ggml.RopeTableCPU); ggml's RopeExt elsewhere, which makes the table again in
+// every node, on every thread. The same bits either way (TestRopeCPU).
+func (m *GGUFModel) ropeHook(ctx *ggml.Context, pos *ggml.Tensor) func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
+	tables := map[ggml.Rope]*ggml.Tensor{}
+	return func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
+		ff := m.weights.ropeFreqs
+		if m.ownKernels && x != nil && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
+			t, ok := tables[r]
+			if !ok {
+				t = ctx.RopeTableCPU(pos, ff, r)
+				tables[r] = t
+			}
+			if t != nil && ggml.RopeApplyCPUFits(x, t, r.Mode) == nil {
+				return ctx.RopeApplyCPU(x, t, r.Mode)
+			}
+		}
+		return ctx.RopeExt(x, pos, ff, r)
+	}
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W.

@@ -28,6 +28,8 @@ void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_store_transposed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rms_norm_mul(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_rope_table(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_rope_apply(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
@@ -39,6 +41,8 @@ static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
 static void *kg_addr_toy_store_transposed(void) { return (void *)&toy_store_transposed; }
 static void *kg_addr_toy_rms_norm_mul(void) { return (void *)&toy_rms_norm_mul; }
+static void *kg_addr_toy_rope_table(void) { return (void *)&toy_rope_table; }
+static void *kg_addr_toy_rope_apply(void) { return (void *)&toy_rope_apply; }
 */
 import "C"
 
@@ -226,6 +230,38 @@ func RMSNormMul(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func RMSNormMulAddress() unsafe.Pointer {
 	return C.kg_addr_toy_rms_norm_mul()
+}
+
+// RopeTable is the table RopeApply rotates by, with the signature of ggml_custom_op_t:
+// dst->src[0] = pos, i32 [n], dst->src[1] = freq_factors, f32 [≥ dims/2] or NULL, userdata
+// points to { int32 dims; float freq_base, freq_scale, attn_factor }; dst = f32 [dims, n],
+// each token's cosines and sines side by side, as ggml's ROPE computes them (no YaRN).
+//
+// C: void toy_rope_table(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func RopeTable(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_rope_table(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// RopeTableAddress is the address of the C function toy_rope_table (see RopeTable), for a C API that takes
+// it as a callback.
+func RopeTableAddress() unsafe.Pointer {
+	return C.kg_addr_toy_rope_table()
+}
+
+// RopeApply is ggml's ROPE by a RopeTable, with the signature of ggml_custom_op_t:
+// dst->src[0] = x, f32 [ne0, heads, n] (rows contiguous), dst->src[1] = the table, f32
+// [dims, n], userdata points to an int32 (1: NeoX's pairs, 0: adjacent ones); dst = f32
+// [ne0, heads, n].
+//
+// C: void toy_rope_apply(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func RopeApply(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_rope_apply(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// RopeApplyAddress is the address of the C function toy_rope_apply (see RopeApply), for a C API that takes
+// it as a callback.
+func RopeApplyAddress() unsafe.Pointer {
+	return C.kg_addr_toy_rope_apply()
 }
 
 // Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),

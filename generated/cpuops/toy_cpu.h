@@ -111,6 +111,23 @@ void toy_store_transposed(struct ggml_tensor * dst, int ith, int nth, void * use
  */
 void toy_rms_norm_mul(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
+/*
+ * toy_rope_table is the table toy_rope_apply rotates by, as a ggml_custom_op_t over dst->src[0] =
+ * pos, i32 [n] (the tokens' positions), and dst->src[1] = freq_factors, f32 [≥ dims/2] or NULL,
+ * with userdata pointing to { int32 dims; float freq_base, freq_scale, attn_factor }: dst = f32
+ * [dims, n], token t's cos and sin of each pair of dimensions side by side, as ggml's ROPE
+ * computes them without YaRN's extrapolation.
+ */
+void toy_rope_table(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/*
+ * toy_rope_apply is ggml's ROPE of x by a table of toy_rope_table, as a ggml_custom_op_t over
+ * dst->src[0] = x, f32 [ne0, heads, n] (rows contiguous), and dst->src[1] = the table, f32
+ * [dims, n], with userdata pointing to an int32, 1 for NeoX's pairs (i, i + dims/2), 0 for
+ * adjacent ones: dst = f32 [ne0, heads, n], the values past dims copied.
+ */
+void toy_rope_apply(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
  * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */

@@ -83,6 +83,18 @@ type Ops interface {
 	// kernel adds them one after the other.
 	//kernelgen:address
 	RMSNormMul(dst Tensor, ith, nth Int, userdata Ptr)
+	// RopeTable is the table RopeApply rotates by, with the signature of ggml_custom_op_t:
+	// dst->src[0] = pos, i32 [n], dst->src[1] = freq_factors, f32 [≥ dims/2] or NULL, userdata
+	// points to { int32 dims; float freq_base, freq_scale, attn_factor }; dst = f32 [dims, n],
+	// each token's cosines and sines side by side, as ggml's ROPE computes them (no YaRN).
+	//kernelgen:address
+	RopeTable(dst Tensor, ith, nth Int, userdata Ptr)
+	// RopeApply is ggml's ROPE by a RopeTable, with the signature of ggml_custom_op_t:
+	// dst->src[0] = x, f32 [ne0, heads, n] (rows contiguous), dst->src[1] = the table, f32
+	// [dims, n], userdata points to an int32 (1: NeoX's pairs, 0: adjacent ones); dst = f32
+	// [ne0, heads, n].
+	//kernelgen:address
+	RopeApply(dst Tensor, ith, nth Int, userdata Ptr)
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int
