@@ -314,6 +314,30 @@ func TestSoftMax(t *testing.T) {
 	})
 }
 
+// ropeCase is a RoPE of the rope tests: its parameters and frequency factors (nil: none).
+type ropeCase struct {
+	name string
+	r    Rope
+	ff   []float64
+}
+
+// factors is c's frequency factors as an input of h, or nil.
+func (c ropeCase) factors(h *harness) *Tensor {
+	if c.ff == nil {
+		return nil
+	}
+	return h.in(reference.FromData(c.ff, len(c.ff)))
+}
+
+// reference is c's RoPE as the float64 reference takes it.
+func (c ropeCase) reference() reference.RopeParams {
+	r := c.r
+	return reference.RopeParams{NDims: r.Dims, Mode: int(r.Mode), NCtxOrig: r.OrigCtx,
+		FreqBase: float64(r.FreqBase), FreqScale: float64(r.FreqScale), ExtFactor: float64(r.ExtFactor),
+		AttnFactor: float64(r.AttnFactor), BetaFast: float64(r.BetaFast), BetaSlow: float64(r.BetaSlow),
+		FreqFactors: c.ff}
+}
+
 // TestRopeCPU checks toy's RoPE (a table, then the rotation) against ggml's RopeExt, to the bit,
 // and against the float64 reference: adjacent and NeoX pairs, whole and partial heads, a
 // frequency scale and base, an attention factor, frequency factors, positions up to 100,000;
@@ -326,11 +350,7 @@ func TestRopeCPU(t *testing.T) {
 	pos := []int32{0, 1, 17, 255, 4095, 31000, 100000}
 	base := Rope{FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: 2048}
 	with := func(f func(*Rope)) Rope { r := base; f(&r); return r }
-	for _, tc := range []struct {
-		name string
-		r    Rope
-		ff   []float64
-	}{
+	for _, tc := range []ropeCase{
 		{"normal", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNormal }), nil},
 		{"neox", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNeox }), nil},
 		{"normal partial", with(func(r *Rope) { r.Dims, r.Mode = 32, RopeNormal }), nil},
@@ -342,10 +362,7 @@ func TestRopeCPU(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			a := h.rand(-2, 2, hd, heads, tokens)
-			var ffT *Tensor
-			if tc.ff != nil {
-				ffT = h.in(reference.FromData(tc.ff, len(tc.ff)))
-			}
+			ffT := tc.factors(h)
 			x, p := h.in(a), h.inI32(pos, tokens)
 			require.NoError(t, RopeCPUFits(tc.r))
 			got, viaGGML := h.c.RopeApplyCPU(x, h.c.RopeTableCPU(p, ffT, tc.r), tc.r.Mode), h.c.RopeExt(x, p, ffT, tc.r)
@@ -355,11 +372,8 @@ func TestRopeCPU(t *testing.T) {
 			for i := range g.Data {
 				require.Equal(t, math.Float32bits(float32(gg.Data[i])), math.Float32bits(float32(g.Data[i])), "element %d: ggml's %g, toy's %g", i, gg.Data[i], g.Data[i])
 			}
-			ref := reference.RopeParams{NDims: tc.r.Dims, Mode: int(tc.r.Mode), NCtxOrig: tc.r.OrigCtx,
-				FreqBase: float64(tc.r.FreqBase), FreqScale: float64(tc.r.FreqScale), AttnFactor: float64(tc.r.AttnFactor),
-				BetaFast: float64(tc.r.BetaFast), BetaSlow: float64(tc.r.BetaSlow), FreqFactors: tc.ff}
 			// float32 angles: about |p|·6e-8 rad of error, 6e-3 at position 100,000.
-			near(t, "RopeApplyCPU "+tc.name, ref.Apply(a, pos), g, 1e-2, 1)
+			near(t, "RopeApplyCPU "+tc.name, tc.reference().Apply(a, pos), g, 1e-2, 1)
 		})
 	}
 	t.Run("refused", func(t *testing.T) {
@@ -390,11 +404,7 @@ func TestRopeExt(t *testing.T) {
 	pos := []int32{3, 0, 7, 1, 12}
 	base := Rope{FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
 	with := func(f func(*Rope)) Rope { r := base; f(&r); return r }
-	cases := []struct {
-		name string
-		r    Rope
-		ff   []float64
-	}{
+	cases := []ropeCase{
 		{"normal", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNormal }), nil},
 		{"neox", with(func(r *Rope) { r.Dims, r.Mode = hd, RopeNeox }), nil},
 		{"normal partial", with(func(r *Rope) { r.Dims, r.Mode = 6, RopeNormal }), nil},
@@ -413,19 +423,10 @@ func TestRopeExt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			a := h.rand(-2, 2, hd, heads, tokens)
-			var ffT *Tensor
-			if tc.ff != nil {
-				ffT = h.in(reference.FromData(tc.ff, len(tc.ff)))
-			}
+			ffT := tc.factors(h)
 			got := h.eval(h.c.RopeExt(h.in(a), h.inI32(pos, tokens), ffT, tc.r))
-			p := reference.RopeParams{
-				NDims: tc.r.Dims, Mode: int(tc.r.Mode), NCtxOrig: tc.r.OrigCtx,
-				FreqBase: float64(tc.r.FreqBase), FreqScale: float64(tc.r.FreqScale), ExtFactor: float64(tc.r.ExtFactor),
-				AttnFactor: float64(tc.r.AttnFactor), BetaFast: float64(tc.r.BetaFast), BetaSlow: float64(tc.r.BetaSlow),
-				FreqFactors: tc.ff,
-			}
 			// ggml builds the angles in float32: ~|p|·i·6e-8 rad, so 1e-5 at positions ≤ 12.
-			near(t, "RopeExt "+tc.name, p.Apply(a, pos), got, 1e-5, 1)
+			near(t, "RopeExt "+tc.name, tc.reference().Apply(a, pos), got, 1e-5, 1)
 		})
 	}
 }
