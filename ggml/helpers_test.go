@@ -208,6 +208,15 @@ func (h *harness) outI32(x *Tensor) []int32 {
 // near asserts that got matches want to within tol: |got-want| / max(|got|, |want|, floor)
 // for every element (reference.RelErr), with shapes equal. It logs the observed error, which
 // `go test -v` shows, and returns it.
+// sameBits requires got to hold want's float32 values to the bit, element by element.
+func sameBits(t *testing.T, what string, want, got reference.Tensor) {
+	t.Helper()
+	require.Equal(t, want.Ne, got.Ne, "%s: shapes", what)
+	for i := range want.Data {
+		require.Equal(t, math.Float32bits(float32(want.Data[i])), math.Float32bits(float32(got.Data[i])), "%s: element %d: want %g, got %g", what, i, want.Data[i], got.Data[i])
+	}
+}
+
 func near(t *testing.T, what string, want, got reference.Tensor, tol, floor float64) float64 {
 	t.Helper()
 	require.Equal(t, want.Ne, got.Ne, "%s: shapes", what)

@@ -368,10 +368,8 @@ func TestRopeCPU(t *testing.T) {
 			got, viaGGML := h.c.RopeApplyCPU(x, h.c.RopeTableCPU(p, ffT, tc.r), tc.r.Mode), h.c.RopeExt(x, p, ffT, tc.r)
 			require.NotNil(t, got, "%v", h.c.Err())
 			h.run(got, viaGGML)
-			g, gg := h.out(got), h.out(viaGGML)
-			for i := range g.Data {
-				require.Equal(t, math.Float32bits(float32(gg.Data[i])), math.Float32bits(float32(g.Data[i])), "element %d: ggml's %g, toy's %g", i, gg.Data[i], g.Data[i])
-			}
+			g := h.out(got)
+			sameBits(t, "RopeApplyCPU against ggml's RopeExt", h.out(viaGGML), g)
 			// float32 angles: about |p|·6e-8 rad of error, 6e-3 at position 100,000.
 			near(t, "RopeApplyCPU "+tc.name, tc.reference().Apply(a, pos), g, 1e-2, 1)
 		})
@@ -1122,10 +1120,8 @@ func TestAttendOneMaskedTail(t *testing.T) {
 			poisoned := h.c.AttendOne(qt, h.inF16(kp), h.inF16(vp), m, scale)
 			require.NotNil(t, poisoned, "%v", h.c.Err())
 			h.run(clean, poisoned)
-			a, b := h.out(clean), h.out(poisoned)
-			for i := range a.Data {
-				require.Equal(t, math.Float32bits(float32(a.Data[i])), math.Float32bits(float32(b.Data[i])), "value %d", i)
-			}
+			b := h.out(poisoned)
+			sameBits(t, "AttendOne over a poisoned cache", h.out(clean), b)
 			near(t, "AttendOne over the shown cells", attendShown(q, kc, vc, shown, H, Hkv, float64(scale)), b, 1e-5, 1)
 		})
 	}
@@ -1276,10 +1272,7 @@ func TestRMSNormMulCPU(t *testing.T) {
 			h.run(got, viaGGML)
 			want := reference.Mul(reference.RMSNorm(x, eps), w)
 			near(t, "RMSNormMulCPU", want, h.out(got), 1e-6, 1e-6)
-			g, gg := h.out(got), h.out(viaGGML)
-			for i := range g.Data {
-				require.Equal(t, math.Float32bits(float32(gg.Data[i])), math.Float32bits(float32(g.Data[i])), "element %d: ggml's %g, toy's %g", i, gg.Data[i], g.Data[i])
-			}
+			sameBits(t, "RMSNormMulCPU against ggml's RMSNorm and Mul", h.out(viaGGML), h.out(got))
 		})
 	}
 	t.Run("refused", func(t *testing.T) {
@@ -1460,11 +1453,9 @@ func TestMulMatPacked(t *testing.T) {
 			got, dense := h.c.MulMatPacked(at, bt), h.c.MulMatPacked(h.in(a), h.in(b))
 			require.NotNil(t, got, "%v", h.c.Err())
 			h.run(got, dense)
-			g, d := h.out(got), h.out(dense)
+			g := h.out(got)
 			near(t, "MulMatPacked", reference.MulMat(a, b), g, max(mulMatTol, float64(s.K)*0x1p-24), 1)
-			for i := range g.Data {
-				require.Equal(t, math.Float32bits(float32(d.Data[i])), math.Float32bits(float32(g.Data[i])), "value %d", i)
-			}
+			sameBits(t, "MulMatPacked against its dense product", h.out(dense), g)
 		})
 	}
 	t.Run("b strided both ways", func(t *testing.T) {

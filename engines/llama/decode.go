@@ -742,10 +742,14 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 			Q = ctx.View(q, []int64{hdk * H, g.rows()}, []int{qRow}, row*qRow)
 			M = ctx.View(mask, []int64{kvLen, g.rows()}, []int{mRow}, row*mRow)
 		}
-		K := ctx.View(kAll, []int64{hdk, kvLen, Hkv, S}, []int{cellK, c.cells * cellK, int(g.stride) * cellK}, int(g.first)*cellK)
+		// The group's cells of a cache that keeps each head's cells together, cell bytes a cell.
+		cellsOf := func(all *ggml.Tensor, hd int64, cell int) *ggml.Tensor {
+			return ctx.View(all, []int64{hd, kvLen, Hkv, S}, []int{cell, c.cells * cell, int(g.stride) * cell}, int(g.first)*cell)
+		}
+		K := cellsOf(kAll, hdk, cellK)
 		var V *ggml.Tensor
 		if c.flash {
-			V = ctx.View(vAll, []int64{hdv, kvLen, Hkv, S}, []int{cellV, c.cells * cellV, int(g.stride) * cellV}, int(g.first)*cellV)
+			V = cellsOf(vAll, hdv, cellV)
 		} else {
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
@@ -842,18 +846,18 @@ func (m *GGUFModel) rmsNormMul(ctx *ggml.Context, x, w *ggml.Tensor, eps float32
 // rotate alike (ggml.RopeTableCPU); ggml's RopeExt elsewhere, which makes the table again in
 // every node, on every thread. The same bits either way (TestRopeCPU).
 func (m *GGUFModel) ropeHook(ctx *ggml.Context, pos *ggml.Tensor) func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
-	tables := map[ggml.Rope]*ggml.Tensor{}
+	ff := m.weights.ropeFreqs
+	tables := map[ggml.Rope]*ggml.Tensor{} // nil where toy's table does not fit r
 	return func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
-		ff := m.weights.ropeFreqs
-		if m.ownKernels && x != nil && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
-			t, ok := tables[r]
-			if !ok {
+		t, ok := tables[r]
+		if !ok {
+			if m.ownKernels && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
 				t = ctx.RopeTableCPU(pos, ff, r)
-				tables[r] = t
 			}
-			if t != nil && ggml.RopeApplyCPUFits(x, t, r.Mode) == nil {
-				return ctx.RopeApplyCPU(x, t, r.Mode)
-			}
+			tables[r] = t
+		}
+		if t != nil && x != nil && ggml.RopeApplyCPUFits(x, t, r.Mode) == nil {
+			return ctx.RopeApplyCPU(x, t, r.Mode)
 		}
 		return ctx.RopeExt(x, pos, ff, r)
 	}
