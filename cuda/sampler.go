@@ -15,10 +15,10 @@ import (
 // device: argmax_f32 when greedy; sample_f32 when drawing with only what that kernel computes
 // as engines/sample does (a temperature, and top-k or top-p but not both: the kernel keeps
 // the larger of the two sets where the sampler chain keeps top-p within top-k; no min-p; no
-// repetition penalty, which reads the history). Anything else samples on the host, and the
-// zero Dispatch says so.
+// penalty, which reads the history, and no logit bias: sample.Params.AdjustsLogits). Anything
+// else samples on the host, and the zero Dispatch says so.
 func DeviceSampling(p sample.Params) kernelrt.Dispatch {
-	if p.RepeatPenalty != 1 && p.RepeatLastN != 0 {
+	if p.AdjustsLogits() {
 		return kernelrt.Dispatch{}
 	}
 	if p.Temperature == 0 {
@@ -61,7 +61,7 @@ func (d *Device) NewTokenSampler(entry *kernels.Model, s *sample.Sampler) (*Toke
 		ts.kernel = kernels.KernelCUDASamplingSampleF32
 		ts.p = SampleParams{Temperature: float32(p.Temperature), TopK: p.TopK, TopP: float32(p.TopP)}
 	default:
-		return nil, fmt.Errorf("cuda: sampling with %+v runs on the host: toy's sampling kernel computes temperature with top-k or top-p, without min-p or a repetition penalty", p)
+		return nil, fmt.Errorf("cuda: sampling with %+v runs on the host: toy's sampling kernel computes temperature with top-k or top-p, without min-p, a penalty or a logit bias", p)
 	}
 	mod := ts.kernel.Module()
 	if entry != nil {

@@ -28,6 +28,11 @@ func TestDeviceSampling(t *testing.T) {
 		{sample.Params{Temperature: 0.8, TopK: 40, TopP: 0.9, RepeatPenalty: 1}, kernelrt.Dispatch{}},
 		{sample.DefaultParams(), kernelrt.Dispatch{}}, // min-p 0.05
 		{sample.Params{Temperature: 0, TopP: 1, RepeatPenalty: 1.1, RepeatLastN: 64}, kernelrt.Dispatch{}},
+		// The OpenAI penalties and the logit bias change logits the kernels do not see.
+		{sample.Params{Temperature: 0, TopP: 1, RepeatPenalty: 1, RepeatLastN: 64, FrequencyPenalty: 0.5}, kernelrt.Dispatch{}},
+		{sample.Params{Temperature: 0.8, TopP: 0.9, RepeatPenalty: 1, RepeatLastN: 64, PresencePenalty: -1}, kernelrt.Dispatch{}},
+		{sample.Params{Temperature: 0.8, TopP: 0.9, RepeatPenalty: 1, RepeatLastN: 0, PresencePenalty: -1}, drawn},
+		{sample.Params{Temperature: 0, TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{7: -100}}, kernelrt.Dispatch{}},
 	} {
 		assert.Equal(t, c.want, DeviceSampling(c.p), "%+v", c.p)
 	}

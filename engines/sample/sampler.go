@@ -36,6 +36,11 @@ type Params struct {
 	// c·FrequencyPenalty + PresencePenalty from its logit. 0 turns each off;
 	// each lies in [-2, 2], as OpenAI's API allows.
 	FrequencyPenalty, PresencePenalty float64
+	// LogitBias adds a value to the logits of the tokens it names before the penalties (OpenAI's
+	// logit_bias, llama.cpp's logit-bias sampler, which comes first in its chain too): -100
+	// bans a token in practice, +100 all but forces it. Tokens past the vocabulary are
+	// ignored; nil or empty turns it off.
+	LogitBias map[int32]float64
 	// Seed seeds the PCG generator used for the draws.
 	Seed uint64
 }
@@ -79,7 +84,20 @@ func (p Params) Validate() error {
 	if !(p.PresencePenalty >= -2 && p.PresencePenalty <= 2) {
 		errs = append(errs, fmt.Errorf("sample: presence penalty %v must be in [-2, 2] (0 = off)", p.PresencePenalty))
 	}
+	for t, b := range p.LogitBias {
+		if t < 0 || math.IsNaN(b) || math.IsInf(b, 0) {
+			errs = append(errs, fmt.Errorf("sample: logit bias %v for token %d: want a token id >= 0 and a finite bias", b, t))
+			break
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// AdjustsLogits reports whether the logit bias or a penalty changes logits before the
+// filters: a sampler that computes only temperature, top-k and top-p (an argmax at
+// temperature 0) does not sample as p says.
+func (p Params) AdjustsLogits() bool {
+	return len(p.LogitBias) > 0 || p.RepeatLastN != 0 && (p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0)
 }
 
 // Sampler draws tokens from logits according to its Params. It keeps
@@ -120,11 +138,11 @@ func NewSampler(p Params) *Sampler {
 // Params returns the sampler's parameters.
 func (s *Sampler) Params() Params { return s.p }
 
-// Greedy reports whether Sample is the argmax of the logits: temperature 0 and no penalty.
-// It then costs one pass over the row, a few tens of microseconds for a large vocabulary,
-// and neither copies the row nor draws a random number.
+// Greedy reports whether Sample is the argmax of the logits: temperature 0, no penalty and
+// no logit bias. It then costs one pass over the row, a few tens of microseconds for a large
+// vocabulary, and neither copies the row nor draws a random number.
 func (s *Sampler) Greedy() bool {
-	return s.p.Temperature == 0 && !s.penalized()
+	return s.p.Temperature == 0 && !s.p.AdjustsLogits()
 }
 
 // penalized reports whether a penalty changes any logit.
@@ -153,26 +171,31 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	return s.draw(cand)
 }
 
-// filtered is filter of the row of logits after the penalties: the row itself where no
-// penalty applies (filter takes NaN as -Inf), penalize's copy elsewhere.
+// filtered is filter of the row of logits after the logit bias and the penalties: the row
+// itself where neither applies (filter takes NaN as -Inf), penalize's copy elsewhere.
 func (s *Sampler) filtered(logits []float32, history []int32) []candidate {
-	if s.penalized() && len(history) > 0 {
+	if len(s.p.LogitBias) > 0 || s.penalized() && len(history) > 0 {
 		return s.filter(s.penalize(logits, history))
 	}
 	return s.filter(logits)
 }
 
-// penalize copies logits into the scratch row with NaN mapped to -Inf and
-// the penalties applied: each distinct token of the window has its logit
-// divided by RepeatPenalty (multiplied when negative), then lowered by
-// count·FrequencyPenalty + PresencePenalty, as llama.cpp's penalties
-// sampler does.
+// penalize copies logits into the scratch row with NaN mapped to -Inf, the
+// logit bias added, and the penalties applied: each distinct token of the
+// window has its logit divided by RepeatPenalty (multiplied when negative),
+// then lowered by count·FrequencyPenalty + PresencePenalty, as llama.cpp's
+// penalties sampler does.
 func (s *Sampler) penalize(logits []float32, history []int32) []float32 {
 	w := append(s.work[:0], logits...)
 	s.work = w
 	for i, v := range w {
 		if v != v {
 			w[i] = float32(math.Inf(-1))
+		}
+	}
+	for t, b := range s.p.LogitBias {
+		if int(t) < len(w) {
+			w[t] += float32(b)
 		}
 	}
 	if !s.penalized() || len(history) == 0 {

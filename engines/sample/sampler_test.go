@@ -348,6 +348,79 @@ func TestFrequencyPresencePenalties(t *testing.T) {
 	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, PresencePenalty: math.NaN()}).Validate())
 }
 
+// TestLogitBias checks the logit bias against a plain reference on random rows (the bias
+// added to its tokens' logits, ids past the row ignored, then the penalties), and what it does
+// to greedy decoding and to the distribution a sampler draws from.
+func TestLogitBias(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	for range 200 {
+		p := GreedyParams()
+		p.RepeatPenalty = 1 + rng.Float64()
+		p.RepeatLastN = []int{0, -1, 8}[rng.IntN(3)]
+		p.FrequencyPenalty = 4*rng.Float64() - 2
+		logits := make([]float32, 1+rng.IntN(30))
+		for i := range logits {
+			logits[i] = float32(rng.NormFloat64() * 3)
+		}
+		p.LogitBias = map[int32]float64{}
+		for range rng.IntN(5) {
+			p.LogitBias[int32(rng.IntN(len(logits)+3))] = 200*rng.Float64() - 100 // some past the row
+		}
+		history := make([]int32, rng.IntN(20))
+		for i := range history {
+			history[i] = int32(rng.IntN(len(logits)))
+		}
+		want := slices.Clone(logits)
+		for tok, b := range p.LogitBias {
+			if int(tok) < len(want) {
+				want[tok] += float32(b)
+			}
+		}
+		window := history
+		if n := p.RepeatLastN; n >= 0 && n < len(window) {
+			window = window[len(window)-n:]
+		}
+		count := map[int32]int{}
+		for _, tok := range window {
+			count[tok]++
+		}
+		for tok, c := range count {
+			if want[tok] > 0 {
+				want[tok] /= float32(p.RepeatPenalty)
+			} else {
+				want[tok] *= float32(p.RepeatPenalty)
+			}
+			want[tok] -= float32(c) * float32(p.FrequencyPenalty)
+		}
+		require.Equal(t, want, NewSampler(p).penalize(logits, history), "%+v, history %v", p, history)
+	}
+
+	logits := []float32{3, 1, 0, -2}
+	biased := func(temp float64, bias map[int32]float64) *Sampler {
+		p := GreedyParams()
+		p.Temperature, p.LogitBias = temp, bias
+		return NewSampler(p)
+	}
+	assert.Equal(t, int32(0), biased(0, nil).Sample(logits, nil))
+	assert.False(t, biased(0, map[int32]float64{3: 6}).Greedy(), "a bias is not a plain argmax")
+	assert.Equal(t, int32(3), biased(0, map[int32]float64{3: 6}).Sample(logits, nil), "-2 + 6 = 4 > 3")
+	assert.Equal(t, int32(1), biased(0, map[int32]float64{0: -100}).Sample(logits, nil), "token 0 banned")
+	assert.Equal(t, int32(0), biased(0, map[int32]float64{9: 100}).Sample(logits, nil), "a token past the row is ignored")
+	// A draw follows the biased softmax: token 2 with bias ln 4 weighs 4·e^0 against e^3, e^1, e^-2.
+	probs := biased(1, map[int32]float64{2: math.Log(4)}).Probs(logits, nil, nil)
+	z := math.Exp(3) + math.Exp(1) + 4 + math.Exp(-2)
+	for i, want := range []float64{math.Exp(3) / z, math.Exp(1) / z, 4 / z, math.Exp(-2) / z} {
+		assert.InDelta(t, want, probs[i], 1e-6, "token %d", i)
+	}
+	banned := biased(1, map[int32]float64{0: -100})
+	for range 200 {
+		require.NotEqual(t, int32(0), banned.Sample(logits, nil), "a banned token is never drawn")
+	}
+	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{-1: 1}}).Validate())
+	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{4: math.Inf(1)}}).Validate())
+	assert.NoError(t, (Params{TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{4: -100}}).Validate())
+}
+
 // TestArgmaxMatchesScan checks argmax's four running maxima against a plain scan (the first
 // index of the largest value, NaN skipped, 0 when all are NaN) on random rows of every length
 // up to 41 from a few values, so that ties, NaN and infinities fall in every lane and the tail.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,7 +133,20 @@ type request struct {
 	FrequencyPenalty  *float64        `json:"frequency_penalty"`
 	PresencePenalty   *float64        `json:"presence_penalty"`
 	Logprobs          any             `json:"logprobs"`
-	StreamOptions     *struct {
+	TopLogprobs       *int            `json:"top_logprobs"`
+	// LogitBias maps token ids (as JSON object keys) to biases in [-100, 100].
+	LogitBias map[string]float64 `json:"logit_bias"`
+	// Fields of features toy does not have, refused unless they ask for nothing (unsupported).
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	Functions      json.RawMessage `json:"functions"`
+	FunctionCall   json.RawMessage `json:"function_call"`
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+	BestOf        *int    `json:"best_of"`
+	Suffix        *string `json:"suffix"`
+	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 
@@ -191,8 +206,15 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 			maxTokens = *m.v
 		}
 	}
-	if r.Logprobs != nil && r.Logprobs != false && r.Logprobs != 0.0 {
-		return p, 0, badRequest("logprobs", "logprobs are not supported")
+	if e := unsupported(r); e != nil {
+		return p, 0, e
+	}
+	if len(r.LogitBias) > 0 {
+		bias, e := s.logitBias(r.LogitBias)
+		if e != nil {
+			return p, 0, e
+		}
+		p.LogitBias = bias
 	}
 	if r.Temperature != nil {
 		p.Temperature = *r.Temperature
@@ -241,6 +263,78 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 		return p, 0, badRequest("", "%v", err)
 	}
 	return p, maxTokens, nil
+}
+
+// unsupported refuses the fields of OpenAI's API that ask for what toy does not do (log
+// probabilities, function calling, output constrained to JSON, several candidates, insertion),
+// rather than answer as if they had been honoured; the values that ask for nothing (false,
+// null, no tools, "none", a "text" format, one candidate, no suffix) pass, as clients send them.
+func unsupported(r *request) *apiError {
+	if r.Logprobs != nil && r.Logprobs != false && r.Logprobs != 0.0 || r.TopLogprobs != nil && *r.TopLogprobs != 0 {
+		return badRequest("logprobs", "logprobs are not supported")
+	}
+	for _, f := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"tools", r.Tools}, {"functions", r.Functions}} {
+		if e := noneOf(f.name, f.v, "[]"); e != nil {
+			return e
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"tool_choice", r.ToolChoice}, {"function_call", r.FunctionCall}} {
+		if e := noneOf(f.name, f.v, `"none"`, `"auto"`); e != nil {
+			return e
+		}
+	}
+	if f := r.ResponseFormat; f != nil && f.Type != "text" {
+		return badRequest("response_format", "response_format %q is not supported: toy does not constrain its output to JSON (only \"text\")", f.Type)
+	}
+	if r.BestOf != nil && *r.BestOf != 1 {
+		return badRequest("best_of", "best_of = %d: only one candidate per request", *r.BestOf)
+	}
+	if r.Suffix != nil && *r.Suffix != "" {
+		return badRequest("suffix", "suffix is not supported: a completion continues its prompt, it does not fill in before a suffix")
+	}
+	return nil
+}
+
+// noneOf refuses field name's JSON value v unless it is absent, null or one of the values
+// that ask for nothing (compared without the blanks around them).
+func noneOf(name string, v json.RawMessage, nothing ...string) *apiError {
+	t := string(bytes.TrimSpace(v))
+	if t == "" || t == "null" || slices.Contains(nothing, strings.ReplaceAll(t, " ", "")) {
+		return nil
+	}
+	what := map[string]string{"tools": "function calling", "functions": "function calling",
+		"tool_choice": "function calling", "function_call": "function calling"}[name]
+	if len(t) > 40 {
+		t = t[:40] + "…"
+	}
+	return badRequest(name, "%s %s: %s is not supported", name, t, what)
+}
+
+// logitBias reads OpenAI's logit_bias: token ids of the model's vocabulary (the JSON object's
+// keys) and biases in [-100, 100].
+func (s *Server) logitBias(m map[string]float64) (map[int32]float64, *apiError) {
+	vocab := math.MaxInt32
+	if s.cfg.Model != nil {
+		vocab = s.cfg.Model.Arch.Vocab
+	}
+	out := make(map[int32]float64, len(m))
+	for k, b := range m {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= vocab {
+			return nil, badRequest("logit_bias", "logit_bias: token %q: want a token id in [0, %d)", k, vocab)
+		}
+		if !(b >= -100 && b <= 100) {
+			return nil, badRequest("logit_bias", "logit_bias: token %d: bias %v, want a number in [-100, 100]", id, b)
+		}
+		out[int32(id)] = b
+	}
+	return out, nil
 }
 
 // Handler is the HTTP API.

@@ -319,6 +319,20 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"presence_penalty":"x"}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"repetition_penalty":0}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logprobs":true}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_logprobs":3}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":"f"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"functions":[{"name":"f"}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{}}}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"abc":1}}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"-1":1}}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"99999999":1}}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"5":150}}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"logit_bias":{"5":"up"}}`, 400},
+		{"POST", "/v1/completions", `{"prompt":"hi","best_of":3}`, 400},
+		{"POST", "/v1/completions", `{"prompt":"hi","suffix":"end"}`, 400},
 		{"POST", "/v1/chat/completions", `{"model":"gpt-4","messages":[{"role":"user","content":"hi"}]}`, 404},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"` + long + `"}]}`, 400},
 		{"POST", "/v1/completions", `{"prompt":"` + long + `"}`, 400},
@@ -559,6 +573,38 @@ func TestPenaltiesReachTheSampler(t *testing.T) {
 	code, out := post(t, ts, "/v1/completions", `{"prompt":"func main","max_tokens":6,"temperature":0,"frequency_penalty":2,"presence_penalty":2}`)
 	require.Equal(t, 200, code, out)
 	assert.Equal(t, 6.0, out["usage"].(map[string]any)["completion_tokens"])
+}
+
+// TestLogitBias: logit_bias reaches the sampler, a bias of +100 makes a greedy completion
+// repeat its token, and the fields of features toy lacks pass when they ask for nothing.
+func TestLogitBias(t *testing.T) {
+	s, ts := newServer(t, 1, 4, 128)
+	var r request
+	require.NoError(t, json.Unmarshal([]byte(`{"prompt":"x","logit_bias":{"7":-100,"12":2.5}}`), &r))
+	p, _, apiErr := s.params(&r)
+	require.Nil(t, apiErr)
+	assert.Equal(t, map[int32]float64{7: -100, 12: 2.5}, p.LogitBias)
+
+	tok := s.cfg.Tokenizer
+	ids := tok.Encode("main", tokenizer.EncodeOptions{})
+	require.NotEmpty(t, ids)
+	x := ids[0]
+	want, err := tok.Decode([]int32{x, x, x, x, x}, tokenizer.DecodeOptions{})
+	require.NoError(t, err)
+	plain := completionText(t, ts, `{"prompt":"func main","max_tokens":5,"temperature":0}`)
+	biased := completionText(t, ts, fmt.Sprintf(`{"prompt":"func main","max_tokens":5,"temperature":0,"logit_bias":{"%d":100}}`, x))
+	assert.Equal(t, want, biased, "token %d (%q) five times", x, tok.Token(x))
+	assert.NotEqual(t, plain, biased, "the random model's greedy reply is not that token five times")
+
+	for _, body := range []string{
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"tools":[],"tool_choice":"none","functions":null,"response_format":{"type":"text"},"logprobs":false,"top_logprobs":0,"logit_bias":{}}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"tool_choice":"auto","function_call":"none"}`,
+	} {
+		code, out := post(t, ts, "/v1/chat/completions", body)
+		assert.Equal(t, 200, code, "%s: %v", body, out)
+	}
+	code, out := post(t, ts, "/v1/completions", `{"prompt":"hi","max_tokens":2,"best_of":1,"suffix":""}`)
+	assert.Equal(t, 200, code, out)
 }
 
 // TestLoad: 64 streamed requests from 16 concurrent clients on loopback, bounded in count and
