@@ -168,6 +168,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
+	allowOrigin := fs.String("allow-origin", "localhost", "web pages that may call the server from a browser, comma-separated: localhost (pages served from this machine, any port), scheme://host[:port], * (any), none; the server's own page always may, and clients that are not browsers send no origin")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
 
@@ -187,13 +188,17 @@ Flags:
 	if err := f.check(); err != nil {
 		return err
 	}
+	origins, err := serve.ParseOrigins(*allowOrigin)
+	if err != nil {
+		return usagef("-allow-origin: %v", err)
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	var front serve.Front
-	hs := &http.Server{Handler: &front, ReadHeaderTimeout: 30 * time.Second}
+	hs := &http.Server{Handler: origins.Guard(&front), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "toy serve: listening on http://%s (loading %s)\n", ln.Addr(), f.model)

@@ -17,7 +17,7 @@ import (
 )
 
 // TestServe starts toy serve on a loopback port, waits for it to be ready, asks it for a
-// completion, and stops it with SIGTERM.
+// completion, checks that a page from elsewhere may not call it, and stops it with SIGTERM.
 func TestServe(t *testing.T) {
 	model := tinyCheckpoint(t)
 	pr, pw := io.Pipe()
@@ -64,6 +64,20 @@ func TestServe(t *testing.T) {
 	require.Len(t, out.Choices, 1)
 	assert.Equal(t, "length", out.Choices[0].FinishReason)
 	assert.Equal(t, 4, out.Usage.CompletionTokens)
+
+	// A browser's page elsewhere is refused by default; one served from this machine is not.
+	for origin, status := range map[string]int{"https://elsewhere.example": 403, "http://localhost:3000": 200} {
+		req, err := http.NewRequest("GET", url+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, status, resp.StatusCode, origin)
+		if status == 200 {
+			assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+		}
+	}
 
 	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 	select {
