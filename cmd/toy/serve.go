@@ -173,8 +173,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
 
 Serves a GGUF model over HTTP with OpenAI's API: POST /v1/chat/completions, POST
-/v1/completions (stream: true for server-sent events), GET /v1/models, GET /health, GET
-/metrics (Prometheus), and a chat page at /. Requests are decoded together (continuous
+/v1/completions (stream: true for server-sent events), GET /v1/models (and /v1/models/ID),
+GET /health, GET /metrics (Prometheus), and a chat page at /. Requests are decoded together (continuous
 batching, -parallel slots; -c is the total context, shared among them as llama-server does).
 Sampling defaults come from the kernel table's default preset, as in toy generate.
 

@@ -343,6 +343,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/chat/completions", s.counted("chat", s.completion(true)))
 	mux.HandleFunc("/v1/completions", s.counted("completions", s.completion(false)))
 	mux.HandleFunc("/v1/models", s.counted("models", s.models))
+	mux.HandleFunc("/v1/models/{id...}", s.counted("models", s.modelByID))
 	mux.HandleFunc("/health", s.health)
 	mux.HandleFunc("/metrics", s.metrics.serve)
 	mux.HandleFunc("/", s.counted("other", s.page))
@@ -401,8 +402,27 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use GET"})
 		return
 	}
-	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{
-		map[string]any{"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "toy"}}})
+	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{s.model()}})
+}
+
+// model is the served model as OpenAI's API describes one.
+func (s *Server) model() map[string]any {
+	return map[string]any{"id": s.cfg.ModelName, "object": "model", "created": s.created, "owned_by": "toy"}
+}
+
+// modelByID answers GET /v1/models/{id} (the openai packages' models.retrieve): the served
+// model, or 404 model_not_found.
+func (s *Server) modelByID(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use GET"})
+		return
+	}
+	if id := r.PathValue("id"); id != s.cfg.ModelName {
+		writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
+			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", id, s.cfg.ModelName)})
+		return
+	}
+	writeJSON(w, 200, s.model())
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

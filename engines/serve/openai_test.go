@@ -58,6 +58,7 @@ func TestOpenAIClient(t *testing.T) {
 	var got struct {
 		Version                                        string
 		Models                                         []string
+		Retrieved                                      string
 		Chat, Completion, ChatStream, CompletionStream reply
 		Errors                                         []struct {
 			Status      int
@@ -69,6 +70,7 @@ func TestOpenAIClient(t *testing.T) {
 	t.Logf("openai %s (node %s)", got.Version, nodeVersion(t, node))
 
 	assert.Equal(t, []string{"tiny"}, got.Models)
+	assert.Equal(t, "tiny", got.Retrieved)
 	chatBody := `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":5,"temperature":0}`
 	code, chat := post(t, ts, "/v1/chat/completions", chatBody)
 	require.Equal(t, 200, code, chat)
@@ -96,7 +98,7 @@ func TestOpenAIClient(t *testing.T) {
 	assert.Equal(t, "length", got.CompletionStream.Finish)
 	assert.Greater(t, got.CompletionStream.Chunks, 2, "streamed in pieces")
 
-	require.Len(t, got.Errors, 2)
+	require.Len(t, got.Errors, 3)
 	assert.Equal(t, 404, got.Errors[0].Status)
 	assert.Equal(t, "NotFoundError", got.Errors[0].Class)
 	assert.Contains(t, got.Errors[0].Message, "nope")
@@ -104,6 +106,8 @@ func TestOpenAIClient(t *testing.T) {
 	assert.Equal(t, "BadRequestError", got.Errors[1].Class)
 	assert.Equal(t, "invalid_request_error", got.Errors[1].Type)
 	assert.Contains(t, got.Errors[1].Message, "max_tokens")
+	assert.Equal(t, 400, got.Errors[2].Status)
+	assert.Contains(t, got.Errors[2].Message, "suffix")
 }
 
 func nodeVersion(t *testing.T, node string) string {

@@ -240,6 +240,19 @@ func TestEndpoints(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&models))
 	resp.Body.Close()
 	assert.Equal(t, "tiny", models.Data[0].ID)
+	for path, status := range map[string]int{"/v1/models/tiny": 200, "/v1/models/gpt-4": 404, "/v1/models/org/tiny": 404} {
+		resp, err := http.Get(ts.URL + path)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		resp.Body.Close()
+		assert.Equal(t, status, resp.StatusCode, path)
+		if status == 200 {
+			assert.Equal(t, map[string]any{"id": "tiny", "object": "model", "created": m["created"], "owned_by": "toy"}, m)
+		} else {
+			assert.Equal(t, "model_not_found", m["error"].(map[string]any)["code"], path)
+		}
+	}
 
 	resp, err = http.Get(ts.URL + "/health")
 	require.NoError(t, err)

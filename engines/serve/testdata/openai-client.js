@@ -1,5 +1,6 @@
 // Drives toy serve with OpenAI's official Node client (the npm package openai, found through
-// NODE_PATH): a chat completion, a text completion, both streamed, and two refused requests.
+// NODE_PATH): the model list and the model, a chat completion, a text completion, both
+// streamed, and three refused requests.
 // Usage: node openai-client.js BASE_URL. It prints one JSON object of what the client parsed,
 // which TestOpenAIClient compares with the server's own replies.
 "use strict";
@@ -11,6 +12,7 @@ async function main() {
 
   const models = await client.models.list();
   out.models = models.data.map((m) => m.id);
+  out.retrieved = (await client.models.retrieve("tiny")).id;
 
   const chat = await client.chat.completions.create({
     model: "tiny", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Hello" }],
@@ -49,6 +51,7 @@ async function main() {
   for (const req of [
     { model: "nope", prompt: "x", max_tokens: 2 },
     { model: "tiny", prompt: "x", max_tokens: 0 },
+    { model: "tiny", prompt: "x", max_tokens: 2, suffix: "y" },
   ]) {
     try {
       await client.completions.create(req);
