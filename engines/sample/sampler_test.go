@@ -295,6 +295,38 @@ func TestRepeatPenalty(t *testing.T) {
 // TestFrequencyPresencePenalties checks OpenAI's penalties against a direct computation on
 // random rows and histories (with the repetition penalty before them, as llama.cpp applies
 // them), and that they move a greedy choice the way their sign says.
+// adjustedRef is the tests' plain reference of the logits the filters see: the logit bias of
+// p added to its tokens within the row, then each distinct token of the last RepeatLastN of
+// history (all with -1; ids outside the row skipped) divided by RepeatPenalty (multiplied when
+// negative) and lowered by count·FrequencyPenalty + PresencePenalty.
+func adjustedRef(p Params, logits []float32, history []int32) []float32 {
+	want := slices.Clone(logits)
+	for tok, b := range p.LogitBias {
+		if int(tok) < len(want) {
+			want[tok] += float32(b)
+		}
+	}
+	window := history
+	if n := p.RepeatLastN; n >= 0 && n < len(window) {
+		window = window[len(window)-n:]
+	}
+	count := map[int32]int{}
+	for _, tok := range window {
+		if tok >= 0 && int(tok) < len(want) {
+			count[tok]++
+		}
+	}
+	for tok, c := range count {
+		if want[tok] > 0 {
+			want[tok] /= float32(p.RepeatPenalty)
+		} else {
+			want[tok] *= float32(p.RepeatPenalty)
+		}
+		want[tok] -= float32(c)*float32(p.FrequencyPenalty) + float32(p.PresencePenalty)
+	}
+	return want
+}
+
 func TestFrequencyPresencePenalties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 3))
 	for range 200 {
@@ -311,26 +343,7 @@ func TestFrequencyPresencePenalties(t *testing.T) {
 		for i := range history {
 			history[i] = int32(rng.IntN(len(logits)+2)) - 1 // some outside the vocabulary
 		}
-		want := slices.Clone(logits)
-		window := history
-		if n := p.RepeatLastN; n >= 0 && n < len(window) {
-			window = window[len(window)-n:]
-		}
-		count := map[int32]int{}
-		for _, tok := range window {
-			if tok >= 0 && int(tok) < len(want) {
-				count[tok]++
-			}
-		}
-		for tok, c := range count {
-			if want[tok] > 0 {
-				want[tok] /= float32(p.RepeatPenalty)
-			} else {
-				want[tok] *= float32(p.RepeatPenalty)
-			}
-			want[tok] -= float32(c)*float32(p.FrequencyPenalty) + float32(p.PresencePenalty)
-		}
-		require.Equal(t, want, NewSampler(p).penalize(logits, history), "%+v, history %v", p, history)
+		require.Equal(t, adjustedRef(p, logits, history), NewSampler(p).penalize(logits, history), "%+v, history %v", p, history)
 	}
 
 	logits := []float32{2, 1.5, 0}
@@ -348,8 +361,8 @@ func TestFrequencyPresencePenalties(t *testing.T) {
 	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, PresencePenalty: math.NaN()}).Validate())
 }
 
-// TestLogitBias checks the logit bias against a plain reference on random rows (the bias
-// added to its tokens' logits, ids past the row ignored, then the penalties), and what it does
+// TestLogitBias checks the logit bias against a plain reference on random rows (adjustedRef:
+// the bias added to its tokens' logits, ids past the row ignored, then the penalties), and what it does
 // to greedy decoding and to the distribution a sampler draws from.
 func TestLogitBias(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 1))
@@ -370,29 +383,7 @@ func TestLogitBias(t *testing.T) {
 		for i := range history {
 			history[i] = int32(rng.IntN(len(logits)))
 		}
-		want := slices.Clone(logits)
-		for tok, b := range p.LogitBias {
-			if int(tok) < len(want) {
-				want[tok] += float32(b)
-			}
-		}
-		window := history
-		if n := p.RepeatLastN; n >= 0 && n < len(window) {
-			window = window[len(window)-n:]
-		}
-		count := map[int32]int{}
-		for _, tok := range window {
-			count[tok]++
-		}
-		for tok, c := range count {
-			if want[tok] > 0 {
-				want[tok] /= float32(p.RepeatPenalty)
-			} else {
-				want[tok] *= float32(p.RepeatPenalty)
-			}
-			want[tok] -= float32(c) * float32(p.FrequencyPenalty)
-		}
-		require.Equal(t, want, NewSampler(p).penalize(logits, history), "%+v, history %v", p, history)
+		require.Equal(t, adjustedRef(p, logits, history), NewSampler(p).penalize(logits, history), "%+v, history %v", p, history)
 	}
 
 	logits := []float32{3, 1, 0, -2}
