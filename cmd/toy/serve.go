@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,9 @@ type serveFlags struct {
 	modelName, template string
 	promptCache         bool
 	allowUnresolved     *bool
+	// apiKeys are the keys the API asks for (toy serve's -api-key and -api-key-file); none:
+	// it asks for none.
+	apiKeys []string
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -142,19 +146,46 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		return nil, err
 	}
 	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AddBOS: beh.addBOS,
-		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, Info: info, Log: stderr})
+		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, APIKeys: f.apiKeys,
+		Info: info, Log: stderr})
 	if err != nil {
 		dec.Close()
 		return nil, err
 	}
 	ok = true
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling %+v", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p),
+		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling %+v%s", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p,
+			map[bool]string{true: fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))}[len(f.apiKeys) > 0]),
 		close: func() {
 			srv.Close()
 			dec.Close()
 			m.Close()
 		}}, nil
+}
+
+// apiKeys are -api-key's key and -api-key-file's, in that order.
+func apiKeys(key, file string) ([]string, error) {
+	var keys []string
+	if key != "" {
+		keys = append(keys, key)
+	}
+	if file == "" {
+		return keys, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("-api-key-file: %w", err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			keys, n = append(keys, l), n+1
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("-api-key-file %s: no key in it (one a line)", file)
+	}
+	return keys, nil
 }
 
 // runServe serves a model over HTTP with OpenAI's API (engines/serve): it listens at once
@@ -168,6 +199,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
+	apiKey := fs.String("api-key", "", "a key every request to /v1/ must present (Authorization: Bearer KEY, an OpenAI client's api_key); /health, /metrics and the chat page need none. Visible to other users of the machine in its process list: -api-key-file keeps it out")
+	apiKeyFile := fs.String("api-key-file", "", "a file of keys, one a line (blank lines and lines starting with # skipped), any of which a request to /v1/ may present; with -api-key, either")
 	allowOrigin := fs.String("allow-origin", "localhost", "web pages that may call the server from a browser, comma-separated: localhost (pages served from this machine, any port), scheme://host[:port], * (any), none; the server's own page always may, and clients that are not browsers send no origin")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
@@ -191,6 +224,9 @@ Flags:
 	origins, err := serve.ParseOrigins(*allowOrigin)
 	if err != nil {
 		return usagef("-allow-origin: %v", err)
+	}
+	if f.apiKeys, err = apiKeys(*apiKey, *apiKeyFile); err != nil {
+		return err
 	}
 
 	ln, err := net.Listen("tcp", *addr)

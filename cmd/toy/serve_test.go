@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -17,13 +18,17 @@ import (
 )
 
 // TestServe starts toy serve on a loopback port, waits for it to be ready, asks it for a
-// completion, checks that a page from elsewhere may not call it, and stops it with SIGTERM.
+// completion with one of its API keys, checks that no key and a page from elsewhere may not
+// call it, and stops it with SIGTERM.
 func TestServe(t *testing.T) {
 	model := tinyCheckpoint(t)
+	keys := filepath.Join(t.TempDir(), "keys")
+	require.NoError(t, os.WriteFile(keys, []byte("# the team's\n\n  file-key  \n"), 0o600))
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe([]string{"-m", model, "-addr", "127.0.0.1:0", "-parallel", "2", "-t", "1", "-template", "chatml"}, io.Discard, pw)
+		done <- runServe([]string{"-m", model, "-addr", "127.0.0.1:0", "-parallel", "2", "-t", "1", "-template", "chatml",
+			"-api-key", "flag-key", "-api-key-file", keys}, io.Discard, pw)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -48,8 +53,27 @@ func TestServe(t *testing.T) {
 	assert.Equal(t, "ok", h["status"])
 	assert.Equal(t, "tiny", h["model"])
 
-	resp, err = http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"model":"tiny","prompt":"func main","max_tokens":4,"temperature":0}`))
-	require.NoError(t, err)
+	request := func(method, path, key, origin, body string) *http.Response {
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	// Either key opens the API; no key does not.
+	for key, status := range map[string]int{"": 401, "flag-key": 200, "file-key": 200, "# the team's": 401} {
+		resp := request("GET", "/v1/models", key, "", "")
+		resp.Body.Close()
+		assert.Equal(t, status, resp.StatusCode, "key %q", key)
+	}
+
+	resp = request("POST", "/v1/completions", "file-key", "", `{"model":"tiny","prompt":"func main","max_tokens":4,"temperature":0}`)
 	var out struct {
 		Choices []struct {
 			FinishReason string `json:"finish_reason"`
@@ -67,11 +91,7 @@ func TestServe(t *testing.T) {
 
 	// A browser's page elsewhere is refused by default; one served from this machine is not.
 	for origin, status := range map[string]int{"https://elsewhere.example": 403, "http://localhost:3000": 200} {
-		req, err := http.NewRequest("GET", url+"/v1/models", nil)
-		require.NoError(t, err)
-		req.Header.Set("Origin", origin)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
+		resp := request("GET", "/v1/models", "flag-key", origin, "")
 		resp.Body.Close()
 		assert.Equal(t, status, resp.StatusCode, origin)
 		if status == 200 {
@@ -86,4 +106,25 @@ func TestServe(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("toy serve did not stop on SIGTERM")
 	}
+}
+
+// TestAPIKeyFlags reads -api-key and -api-key-file, and refuses a file that is missing or
+// holds no key.
+func TestAPIKeyFlags(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+		return p
+	}
+	keys, err := apiKeys("k0", write("keys", "k1\r\n# not a key\n\n k2 \n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"k0", "k1", "k2"}, keys)
+	keys, err = apiKeys("", "")
+	require.NoError(t, err)
+	assert.Empty(t, keys)
+	_, err = apiKeys("k0", write("empty", "# only a comment\n\n"))
+	assert.ErrorContains(t, err, "no key")
+	_, err = apiKeys("", filepath.Join(dir, "absent"))
+	assert.ErrorContains(t, err, "-api-key-file")
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -340,14 +341,36 @@ func (s *Server) logitBias(m map[string]float64) (map[int32]float64, *apiError) 
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/chat/completions", s.counted("chat", s.completion(true)))
-	mux.HandleFunc("/v1/completions", s.counted("completions", s.completion(false)))
-	mux.HandleFunc("/v1/models", s.counted("models", s.models))
-	mux.HandleFunc("/v1/models/{id...}", s.counted("models", s.modelByID))
+	mux.HandleFunc("/v1/chat/completions", s.counted("chat", s.keyed(s.completion(true))))
+	mux.HandleFunc("/v1/completions", s.counted("completions", s.keyed(s.completion(false))))
+	mux.HandleFunc("/v1/models", s.counted("models", s.keyed(s.models)))
+	mux.HandleFunc("/v1/models/{id...}", s.counted("models", s.keyed(s.modelByID)))
 	mux.HandleFunc("/health", s.health)
 	mux.HandleFunc("/metrics", s.metrics.serve)
 	mux.HandleFunc("/", s.counted("other", s.page))
 	return mux
+}
+
+// keyed lets a request through h when the server has no API keys or it presents one as
+// "Authorization: Bearer KEY"; otherwise 401 invalid_api_key, as OpenAI answers.
+func (s *Server) keyed(h http.HandlerFunc) http.HandlerFunc {
+	if len(s.cfg.APIKeys) == 0 {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		found := 0
+		for _, k := range s.cfg.APIKeys {
+			found |= subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(k))
+		}
+		if !ok || found == 0 {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, &apiError{status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key",
+				Message: "a missing or wrong API key: send it as \"Authorization: Bearer KEY\" (the key toy serve was started with, -api-key or -api-key-file)"})
+			return
+		}
+		h(w, r)
+	}
 }
 
 // statusWriter records the status a handler wrote.

@@ -42,7 +42,8 @@ func absent(t *testing.T, what, install string) {
 // page: its text grows in several steps and ends non-empty, with the model's name shown.
 func TestPageInChromium(t *testing.T) {
 	bin := needTool(t, "chromium", "apt-get install chromium")
-	s, _ := newServer(t, 2, 4, 256)
+	// A server with an API key: the page asks for it before it can show the model's name.
+	s, _ := newServer(t, 2, 4, 256, func(c *Config) { c.APIKeys = []string{"sesame"} })
 	// The tiny model generates faster than a browser reads: the page would get the reply in
 	// a few large pieces. Each flush waits a little, as a real model's steps do.
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +67,11 @@ func TestPageInChromium(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	waitFor("the page and the model's name", `document.readyState === "complete" && document.getElementById("model").textContent === "model: tiny"`)
+	waitFor("the page and its key box", `document.readyState === "complete" && !document.getElementById("key").hidden`)
+	assert.Equal(t, "", eval(`document.getElementById("model").textContent`), "no model's name without the key")
+	eval(`const k = document.getElementById("key"); k.value = "sesame"; k.dispatchEvent(new Event("change")); true`)
+	waitFor("the model's name", `document.getElementById("model").textContent === "model: tiny"`)
+	assert.Equal(t, "sesame", eval(`localStorage.getItem("toyKey")`), "the page keeps the key")
 
 	// Record the reply's length at every change, then type a message and press Enter.
 	eval(`window.lens = []; new MutationObserver(() => { const a = document.querySelector("#log .assistant, #log .error"); if (a) lens.push(a.textContent.length); })

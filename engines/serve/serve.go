@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,10 @@ type Config struct {
 	// a longer prefix from another slot's sequence, running or finished (prompts with a
 	// common system message), computing only the rest (place).
 	NoPromptCache bool
+	// APIKeys, when any, are the keys a request to /v1/ must present as "Authorization: Bearer
+	// KEY" (what OpenAI's clients send of their api_key); others get 401. /health, /metrics
+	// and the chat page need none (the page asks for a key when the API refuses it).
+	APIKeys []string
 	// Info is what /health reports about the model and the kernel gate.
 	Info map[string]any
 	// Log receives one line per notable event (nil: none).
@@ -128,6 +133,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if slices.Contains(cfg.APIKeys, "") {
+		return nil, errors.New("serve: an empty API key")
 	}
 	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
 		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix()}

@@ -620,6 +620,54 @@ func TestLogitBias(t *testing.T) {
 	assert.Equal(t, 200, code, out)
 }
 
+// TestAPIKeys: with keys, the API answers only requests that present one as a bearer token
+// (401 invalid_api_key otherwise, in OpenAI's shape); /health, /metrics and the page need none.
+func TestAPIKeys(t *testing.T) {
+	var cfg Config
+	_, ts := newServer(t, 1, 4, 128, func(c *Config) { c.APIKeys = []string{"first-key", "second"}; cfg = *c })
+	do := func(method, path, auth, body string) (int, string) {
+		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	completion := `{"prompt":"hi","max_tokens":2}`
+	for _, c := range []struct {
+		method, path, auth, body string
+		status                   int
+	}{
+		{"POST", "/v1/completions", "", completion, 401},
+		{"POST", "/v1/completions", "Bearer wrong", completion, 401},
+		{"POST", "/v1/completions", "Bearer first-key-and-more", completion, 401},
+		{"POST", "/v1/completions", "first-key", completion, 401},
+		{"POST", "/v1/completions", "Basic Zmlyc3Qta2V5", completion, 401},
+		{"POST", "/v1/chat/completions", "", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, 401},
+		{"GET", "/v1/models", "", "", 401},
+		{"GET", "/v1/models/tiny", "", "", 401},
+		{"POST", "/v1/completions", "Bearer first-key", completion, 200},
+		{"POST", "/v1/completions", "Bearer second", completion, 200},
+		{"GET", "/v1/models", "Bearer second", "", 200},
+		{"GET", "/health", "", "", 200},
+		{"GET", "/metrics", "", "", 200},
+		{"GET", "/", "", "", 200},
+	} {
+		code, body := do(c.method, c.path, c.auth, c.body)
+		assert.Equal(t, c.status, code, "%s %s with %q: %s", c.method, c.path, c.auth, body)
+		if c.status == 401 {
+			assert.Contains(t, body, `"code":"invalid_api_key"`)
+		}
+	}
+	cfg.APIKeys = []string{"first-key", ""}
+	_, err := New(cfg)
+	assert.ErrorContains(t, err, "empty API key")
+}
+
 // TestLoad: 64 streamed requests from 16 concurrent clients on loopback, bounded in count and
 // time; every one completes with its own reply.
 func TestLoad(t *testing.T) {
