@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -201,6 +202,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
 	apiKey := fs.String("api-key", "", "a key every request to /v1/ must present (Authorization: Bearer KEY, an OpenAI client's api_key); /health, /metrics and the chat page need none. Visible to other users of the machine in its process list: -api-key-file keeps it out")
 	apiKeyFile := fs.String("api-key-file", "", "a file of keys, one a line (blank lines and lines starting with # skipped), any of which a request to /v1/ may present; with -api-key, either")
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs -tls-key")
+	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert")
 	allowOrigin := fs.String("allow-origin", "localhost", "web pages that may call the server from a browser, comma-separated: localhost (pages served from this machine, any port), scheme://host[:port], * (any), none; the server's own page always may, and clients that are not browsers send no origin")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
@@ -229,15 +232,31 @@ Flags:
 		return err
 	}
 
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("-tls-cert and -tls-key go together")
+	}
+	scheme := "http"
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", *tlsCert, *tlsKey, err)
+		}
+		scheme, tlsConfig = "https", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
+	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
 	}
 	var front serve.Front
 	hs := &http.Server{Handler: origins.Guard(&front), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stderr, "toy serve: listening on http://%s (loading %s)\n", ln.Addr(), f.model)
+	fmt.Fprintf(stderr, "toy serve: listening on %s://%s (loading %s)\n", scheme, ln.Addr(), f.model)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 

@@ -2,8 +2,17 @@ package main
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,27 +33,8 @@ func TestServe(t *testing.T) {
 	model := tinyCheckpoint(t)
 	keys := filepath.Join(t.TempDir(), "keys")
 	require.NoError(t, os.WriteFile(keys, []byte("# the team's\n\n  file-key  \n"), 0o600))
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- runServe([]string{"-m", model, "-addr", "127.0.0.1:0", "-parallel", "2", "-t", "1", "-template", "chatml",
-			"-api-key", "flag-key", "-api-key-file", keys}, io.Discard, pw)
-		pw.Close()
-	}()
-	sc := bufio.NewScanner(pr)
-	var url string
-	var lines []string
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if m := regexp.MustCompile(`listening on (http://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-		}
-		if strings.Contains(sc.Text(), "toy serve: ready") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	require.NotEmpty(t, url, strings.Join(lines, "\n"))
+	url, stop := startServe(t, "-m", model, "-parallel", "2", "-template", "chatml", "-api-key", "flag-key", "-api-key-file", keys)
+	defer stop()
 	resp, err := http.Get(url + "/health")
 	require.NoError(t, err)
 	var h map[string]any
@@ -98,13 +88,82 @@ func TestServe(t *testing.T) {
 			assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
 		}
 	}
+}
 
-	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("toy serve did not stop on SIGTERM")
+// startServe runs toy serve with args (and -addr 127.0.0.1:0 -t 1) until it is ready, and
+// returns its address and a func that stops it with SIGTERM and checks that it exits cleanly.
+func startServe(t *testing.T, args ...string) (url string, stop func()) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(append([]string{"-addr", "127.0.0.1:0", "-t", "1"}, args...), io.Discard, pw)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if m := regexp.MustCompile(`listening on (https?://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+		if strings.Contains(sc.Text(), "toy serve: ready") {
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	require.NotEmpty(t, url, strings.Join(lines, "\n"))
+	return url, func() {
+		require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("toy serve did not stop on SIGTERM")
+		}
+	}
+}
+
+// TestServeTLS serves HTTPS with a certificate made here: a client that trusts it completes a
+// request; one that does not, or speaks plain HTTP, gets no reply. One of -tls-cert and
+// -tls-key alone is refused.
+func TestServeTLS(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "toy test"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+
+	_, errOut, code := runToy("serve", "-m", "x.gguf", "-tls-cert", certFile)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "-tls-cert and -tls-key go together")
+
+	url, stop := startServe(t, "-m", tinyCheckpoint(t), "-tls-cert", certFile, "-tls-key", keyFile)
+	defer stop()
+	require.True(t, strings.HasPrefix(url, "https://"), url)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := trusting.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"func main","max_tokens":3}`))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode, "%s", b)
+	_, err = http.Get(url + "/health")
+	assert.Error(t, err, "a client that does not trust the certificate")
+	plain, err := http.Get("http://" + strings.TrimPrefix(url, "https://") + "/health")
+	if err == nil {
+		plain.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, plain.StatusCode, "plain HTTP to the TLS port")
 	}
 }
 
