@@ -302,19 +302,21 @@ func unsupported(r *request) *apiError {
 	return nil
 }
 
-// noneOf refuses field name's JSON value v unless it is absent, null or one of the values
-// that ask for nothing (compared without the blanks around them).
+// noneOf refuses the function-calling field name's JSON value v unless it is absent, null or
+// one of the values that ask for nothing (compared without blanks).
 func noneOf(name string, v json.RawMessage, nothing ...string) *apiError {
-	t := string(bytes.TrimSpace(v))
-	if t == "" || t == "null" || slices.Contains(nothing, strings.ReplaceAll(t, " ", "")) {
+	var c bytes.Buffer
+	if len(v) == 0 || json.Compact(&c, v) != nil { // absent; a malformed body failed to decode before
 		return nil
 	}
-	what := map[string]string{"tools": "function calling", "functions": "function calling",
-		"tool_choice": "function calling", "function_call": "function calling"}[name]
+	t := c.String()
+	if t == "null" || slices.Contains(nothing, t) {
+		return nil
+	}
 	if len(t) > 40 {
 		t = t[:40] + "…"
 	}
-	return badRequest(name, "%s %s: %s is not supported", name, t, what)
+	return badRequest(name, "%s %s: function calling is not supported", name, t)
 }
 
 // logitBias reads OpenAI's logit_bias: token ids of the model's vocabulary (the JSON object's

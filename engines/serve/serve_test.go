@@ -611,7 +611,7 @@ func TestLogitBias(t *testing.T) {
 
 	for _, body := range []string{
 		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"tools":[],"tool_choice":"none","functions":null,"response_format":{"type":"text"},"logprobs":false,"top_logprobs":0,"logit_bias":{}}`,
-		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"tool_choice":"auto","function_call":"none"}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"tool_choice":"auto","function_call":"none","tools":[ ` + "\n" + ` ]}`,
 	} {
 		code, out := post(t, ts, "/v1/chat/completions", body)
 		assert.Equal(t, 200, code, "%s: %v", body, out)
