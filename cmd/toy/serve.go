@@ -154,9 +154,12 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		return nil, err
 	}
 	ok = true
+	keys := ""
+	if len(f.apiKeys) > 0 {
+		keys = fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))
+	}
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling %+v%s", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p,
-			map[bool]string{true: fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))}[len(f.apiKeys) > 0]),
+		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling %+v%s", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p, keys),
 		close: func() {
 			srv.Close()
 			dec.Close()
@@ -210,9 +213,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 
 Serves a GGUF model over HTTP with OpenAI's API: POST /v1/chat/completions, POST
 /v1/completions (stream: true for server-sent events), GET /v1/models (and /v1/models/ID),
-GET /health, GET /metrics (Prometheus), and a chat page at /. Requests are decoded together (continuous
-batching, -parallel slots; -c is the total context, shared among them as llama-server does).
-Sampling defaults come from the kernel table's default preset, as in toy generate.
+GET /health, GET /metrics (Prometheus), and a chat page at /. Requests are decoded
+together (continuous batching, -parallel slots; -c is the total context, shared among them
+as llama-server does). Sampling defaults come from the kernel table's default preset, as in
+toy generate. -api-key asks clients for a key, -tls-cert serves HTTPS, -allow-origin says
+which other web pages may call it from a browser (docs/INFERENCE.md).
 
 Flags:
 `)
