@@ -34,6 +34,8 @@ type serveFlags struct {
 	// apiKeys are the keys the API asks for (toy serve's -api-key and -api-key-file); none:
 	// it asks for none.
 	apiKeys []string
+	// logRequests is toy serve's -log-requests.
+	logRequests bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -148,7 +150,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 	}
 	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AddBOS: beh.addBOS,
 		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, APIKeys: f.apiKeys,
-		Info: info, Log: stderr})
+		LogRequests: f.logRequests, Info: info, Log: stderr})
 	if err != nil {
 		dec.Close()
 		return nil, err
@@ -159,7 +161,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		keys = fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))
 	}
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling %+v%s", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p, keys),
+		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling: %v%s", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p, keys),
 		close: func() {
 			srv.Close()
 			dec.Close()
@@ -207,6 +209,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	apiKeyFile := fs.String("api-key-file", "", "a file of keys, one a line (blank lines and lines starting with # skipped), any of which a request to /v1/ may present; with -api-key, either")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert")
+	logRequests := fs.Bool("log-requests", true, "a line on stderr for each request to the API when it ends: method, path, status, time, and the reply's tokens or the error")
 	allowOrigin := fs.String("allow-origin", "localhost", "web pages that may call the server from a browser, comma-separated: localhost (pages served from this machine, any port), scheme://host[:port], * (any), none; the server's own page always may, and clients that are not browsers send no origin")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
@@ -236,6 +239,8 @@ Flags:
 	if f.apiKeys, err = apiKeys(*apiKey, *apiKeyFile); err != nil {
 		return err
 	}
+	f.logRequests = *logRequests
+	origins.Log = stderr
 
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("-tls-cert and -tls-key go together")

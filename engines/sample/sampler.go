@@ -93,6 +93,19 @@ func (p Params) Validate() error {
 	return errors.Join(errs...)
 }
 
+// String is p as the commands print it: each setting by name, the logit bias by its size.
+func (p Params) String() string {
+	s := fmt.Sprintf("temperature %g, top-k %d, top-p %g, min-p %g, repeat penalty %g (last %d), frequency penalty %g, presence penalty %g, seed %d",
+		p.Temperature, p.TopK, p.TopP, p.MinP, p.RepeatPenalty, p.RepeatLastN, p.FrequencyPenalty, p.PresencePenalty, p.Seed)
+	if len(p.LogitBias) > 0 {
+		s += fmt.Sprintf(", logit bias on %d token", len(p.LogitBias))
+		if len(p.LogitBias) > 1 {
+			s += "s"
+		}
+	}
+	return s
+}
+
 // AdjustsLogits reports whether the logit bias or a penalty changes logits before the
 // filters: a sampler that computes only temperature, top-k and top-p (an argmax at
 // temperature 0) does not sample as p says.

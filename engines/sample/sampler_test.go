@@ -407,6 +407,9 @@ func TestLogitBias(t *testing.T) {
 	for range 200 {
 		require.NotEqual(t, int32(0), banned.Sample(logits, nil), "a banned token is never drawn")
 	}
+	assert.Equal(t, "temperature 0, top-k 0, top-p 1, min-p 0, repeat penalty 1 (last 0), frequency penalty 0, presence penalty 0, seed 0, logit bias on 1 token",
+		biased(0, map[int32]float64{3: 6}).Params().String())
+	assert.NotContains(t, GreedyParams().String(), "logit bias")
 	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{-1: 1}}).Validate())
 	assert.Error(t, (Params{TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{4: math.Inf(1)}}).Validate())
 	assert.NoError(t, (Params{TopP: 1, RepeatPenalty: 1, LogitBias: map[int32]float64{4: -100}}).Validate())

@@ -41,6 +41,7 @@ func badRequest(param, format string, args ...any) *apiError {
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
+	noteOn(w, "%s", e.Message)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.status)
 	json.NewEncoder(w).Encode(map[string]any{"error": e})
@@ -375,10 +376,20 @@ func (s *Server) keyed(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// statusWriter records the status a handler wrote.
+// statusWriter records the status a handler wrote, and what the request log says of it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	// note is the request log's account of the reply: its tokens, or the error's message.
+	note string
+}
+
+// noteOn sets the request log's account of a reply written to w, when w is the statusWriter
+// of counted.
+func noteOn(w http.ResponseWriter, format string, args ...any) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.note = fmt.Sprintf(format, args...)
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -405,7 +416,7 @@ func (w *statusWriter) Flush() {
 // a crash).
 func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw, start := &statusWriter{ResponseWriter: w}, time.Now()
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -417,6 +428,13 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 				}
 			}
 			s.metrics.request(endpoint, sw.status)
+			if s.cfg.LogRequests {
+				note := sw.note
+				if note != "" {
+					note = ": " + note
+				}
+				fmt.Fprintf(s.cfg.Log, "toy serve: %s %s %d in %v%s\n", r.Method, r.URL.Path, sw.status, time.Since(start).Round(time.Millisecond), note)
+			}
 		}()
 		h(sw, r)
 	}
@@ -550,7 +568,7 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 			return
 		}
 		out := &responder{w: w, chat: chat, model: s.cfg.ModelName, id: newID(chat), created: time.Now().Unix(),
-			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage}
+			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage, start: time.Now()}
 		if !chat && r.Echo {
 			out.echo = text
 		}
@@ -580,6 +598,18 @@ type responder struct {
 	model, id   string
 	echo        string
 	created     int64
+	// start is when the request was queued and first when its first text came (the request
+	// log's).
+	start, first time.Time
+}
+
+// noteUsage is the request log's account of a finished reply.
+func (o *responder) noteUsage(e event) {
+	first := ""
+	if !o.first.IsZero() {
+		first = fmt.Sprintf(", first text after %v", o.first.Sub(o.start).Round(time.Millisecond))
+	}
+	noteOn(o.w, "prompt tokens %d (cached %d), generated %d, finish %s%s", e.promptTokens, e.cachedTokens, e.completionTokens, e.finish, first)
 }
 
 func usageOf(e event) map[string]any {
@@ -600,15 +630,21 @@ func (o *responder) whole(j *job) {
 	sb.WriteString(o.echo)
 	for e := range j.events {
 		if !e.done {
+			if o.first.IsZero() && e.text != "" {
+				o.first = time.Now()
+			}
 			sb.WriteString(e.text)
 			continue
 		}
 		if e.err != nil {
 			if j.ctx.Err() == nil {
 				writeError(o.w, errorOf(e.err))
+			} else {
+				noteOn(o.w, "the client went away")
 			}
 			return
 		}
+		o.noteUsage(e)
 		var choice map[string]any
 		if o.chat {
 			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": sb.String()}, "finish_reason": e.finish, "logprobs": nil}
@@ -674,17 +710,25 @@ func (o *responder) stream(j *job) {
 	}
 	for e := range j.events {
 		if !e.done {
+			if o.first.IsZero() && e.text != "" {
+				o.first = time.Now()
+			}
 			if !send(chunk(e.text, nil)) {
+				noteOn(o.w, "the client went away")
 				return // the client went away: the scheduler frees the slot at its next step
 			}
 			continue
 		}
 		if e.err != nil {
 			if j.ctx.Err() == nil {
+				noteOn(o.w, "%v", e.err)
 				send(map[string]any{"error": errorOf(e.err)})
+			} else {
+				noteOn(o.w, "the client went away")
 			}
 			return
 		}
+		o.noteUsage(e)
 		send(chunk("", e.finish))
 		if o.usage {
 			send(map[string]any{"id": o.id, "object": o.object(true), "created": o.created, "model": o.model, "choices": []any{}, "usage": usageOf(e)})

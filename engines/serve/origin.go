@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -24,6 +25,9 @@ type Origins struct {
 	Any bool
 	// Listed are origins let through as they are written: scheme://host[:port].
 	Listed []string
+	// Log, when set, gets a line for each request refused (a browser hides the reason from the
+	// page: the server's log is where it shows).
+	Log io.Writer
 }
 
 // ParseOrigins reads a comma-separated list of origins: "localhost" (Origins.Localhost), "*"
@@ -79,8 +83,11 @@ func (o Origins) Guard(h http.Handler) http.Handler {
 		}
 		w.Header().Add("Vary", "Origin")
 		if !o.allows(origin, r.Host) {
-			writeError(w, &apiError{status: http.StatusForbidden, Type: "invalid_request_error",
-				Message: fmt.Sprintf("origin %s may not call this server from a browser (toy serve -allow-origin lists the pages that may)", origin)})
+			msg := fmt.Sprintf("origin %s may not call this server from a browser (toy serve -allow-origin lists the pages that may)", origin)
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "toy serve: %s %s 403: %s\n", r.Method, r.URL.Path, msg)
+			}
+			writeError(w, &apiError{status: http.StatusForbidden, Type: "invalid_request_error", Message: msg})
 			return
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)

@@ -3,6 +3,7 @@ package serve
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,6 +68,12 @@ func TestOrigins(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, do(c.o, c.method, c.host, c.origin, c.preflight), "%s: %s from %q", c.name, c.method, c.origin)
 	}
+	logged := def
+	var log strings.Builder
+	logged.Log = &log
+	do(logged, "POST", "127.0.0.1:8080", "https://evil.example", false)
+	do(logged, "POST", "127.0.0.1:8080", "http://localhost:3000", false)
+	assert.Equal(t, "toy serve: POST /v1/chat/completions 403: origin https://evil.example may not call this server from a browser (toy serve -allow-origin lists the pages that may)\n", log.String(), "a refusal, and only it, in the log")
 	for _, bad := range []string{"chat.example.com", "ftp://x", "https://x/path", "https://", "http://u@x"} {
 		_, err := ParseOrigins(bad)
 		assert.Error(t, err, bad)

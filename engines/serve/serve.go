@@ -61,6 +61,9 @@ type Config struct {
 	APIKeys []string
 	// Info is what /health reports about the model and the kernel gate.
 	Info map[string]any
+	// LogRequests writes a line to Log for each request to the API and the page when it ends:
+	// method, path, status, time and the reply's tokens or the error.
+	LogRequests bool
 	// Log receives one line per notable event (nil: none).
 	Log io.Writer
 }

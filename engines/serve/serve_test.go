@@ -668,6 +668,42 @@ func TestAPIKeys(t *testing.T) {
 	assert.ErrorContains(t, err, "empty API key")
 }
 
+// logBuffer is a Log that handlers may write to at once.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRequestLog: with LogRequests, each request to the API ends with a line saying what it
+// got: the reply's tokens, or the error's message.
+func TestRequestLog(t *testing.T) {
+	var log logBuffer
+	_, ts := newServer(t, 1, 4, 128, func(c *Config) { c.LogRequests, c.Log = true, &log })
+	code, out := post(t, ts, "/v1/completions", `{"prompt":"func main","max_tokens":3,"temperature":0}`)
+	require.Equal(t, 200, code, out)
+	_, err := stream(t, ts, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true,"temperature":0}`)
+	require.NoError(t, err)
+	code, _ = post(t, ts, "/v1/completions", `{"prompt":"x","max_tokens":0}`)
+	require.Equal(t, 400, code)
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	require.Len(t, lines, 3, log.String())
+	assert.Regexp(t, `^toy serve: POST /v1/completions 200 in \S+: prompt tokens \d+ \(cached 0\), generated 3, finish length(, first text after \S+)?$`, lines[0])
+	assert.Regexp(t, `^toy serve: POST /v1/chat/completions 200 in \S+: prompt tokens \d+ \(cached 0\), generated 2, finish length(, first text after \S+)?$`, lines[1])
+	assert.Regexp(t, `^toy serve: POST /v1/completions 400 in \S+: max_tokens = 0: want at least 1$`, lines[2])
+}
+
 // TestLoad: 64 streamed requests from 16 concurrent clients on loopback, bounded in count and
 // time; every one completes with its own reply.
 func TestLoad(t *testing.T) {
