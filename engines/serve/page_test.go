@@ -115,6 +115,26 @@ func TestPageInChromium(t *testing.T) {
 	assert.GreaterOrEqual(t, len(distinct), 10, "the reply arrived in pieces: %v", lens)
 	assert.Equal(t, len(utf16.Encode([]rune(reply))), lens[len(lens)-1], "JavaScript counts UTF-16 units")
 	t.Logf("%d tokens streamed into the page in %d updates: %q…", s.metrics.genTokens.Load(), len(lens), reply[:min(len(reply), 40)])
+
+	// New chat forgets the conversation; Stop ends the next reply midway and keeps what came.
+	// (The tiny model has generated all of it by then; the server's side of a client that goes
+	// away is TestDisconnect's.)
+	eval(`document.getElementById("new").click(); true`)
+	assert.Equal(t, 0.0, eval(`document.querySelectorAll("#log div").length`), "New chat cleared the log")
+	eval(`document.getElementById("msg").value = "Tell me more"; document.getElementById("send").click(); true`)
+	waitFor("the reply's first pieces under a Stop button", `document.getElementById("send").textContent === "Stop" &&
+		(document.querySelector("#log .assistant") || {textContent: ""}).textContent.length > 20`)
+	eval(`document.getElementById("send").click(); true`)
+	waitFor("the Send button back", `document.getElementById("send").textContent === "Send"`)
+	stopped, _ := eval(`document.querySelector("#log .assistant").textContent`).(string)
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, stopped, eval(`document.querySelector("#log .assistant").textContent`), "the stopped reply does not grow")
+	assert.Less(t, len(stopped), len(reply)/2, "stopped well before a whole reply's length (the first one's: %d bytes)", len(reply))
+	assert.Greater(t, len(stopped), 0)
+	assert.Equal(t, "assistant", eval(`document.querySelector("#log div:last-child").className`), "a stopped reply is not an error")
+	assert.Equal(t, true, eval(`Array.isArray(history) && history.length === 2 && history[1].role === "assistant" &&
+		history[1].content === document.querySelector("#log .assistant").textContent`), "the conversation holds the message and the stopped reply")
+	t.Logf("stopped after %d of the first reply's %d bytes", len(stopped), len(reply))
 }
 
 // slowFlusher waits 5 ms before each flush of a streamed reply.
