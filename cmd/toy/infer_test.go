@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -135,6 +136,33 @@ func TestGenerateSeed(t *testing.T) {
 
 	_, errOut, _ = runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1", "--temp", "0")
 	assert.NotContains(t, errOut, "seed", "greedy decoding draws no seed")
+}
+
+// TestGenerateLogitBias: a bias of +100 on a token makes greedy decoding repeat it; bad biases
+// and ids past the vocabulary are refused (exit 2).
+func TestGenerateLogitBias(t *testing.T) {
+	model := tinyCheckpoint(t)
+	m, err := llama.OpenModel(model, llama.ModelOptions{Threads: 1})
+	require.NoError(t, err)
+	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
+	require.NoError(t, err)
+	vocab := m.Arch.Vocab
+	m.Close()
+	x := tok.Encode("main", tokenizer.EncodeOptions{})[0]
+	want, err := tok.Decode([]int32{x, x, x, x}, tokenizer.DecodeOptions{})
+	require.NoError(t, err)
+	args := []string{"generate", "-m", model, "-p", "func", "-n", "4", "-t", "1", "--temp", "0"}
+	plain, errOut, code := runToy(args...)
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := runToy(append(args, "-logit-bias", fmt.Sprintf("%d+100", x), "-logit-bias", "0-5")...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "func"+want+"\n", out, "token %d four times", x)
+	assert.NotEqual(t, plain, out)
+	for _, bad := range []string{"abc", "5", "+5", "5+200", "5-nan", "x+1", fmt.Sprintf("%d+1", vocab)} {
+		_, errOut, code := runToy(append(args, "-logit-bias", bad)...)
+		assert.Equal(t, 2, code, "%s: %s", bad, errOut)
+		assert.Contains(t, errOut, "logit-bias", bad)
+	}
 }
 
 // TestThreadsNote checks that -t above the usable cores is clamped with one note on stderr.

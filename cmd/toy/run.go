@@ -207,6 +207,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalties look back over (-1: all)")
 	fs.Float64Var(&p.FrequencyPenalty, "frequency-penalty", 0, "lower each token's logit by this times its count in the last -repeat-last-n tokens (OpenAI's; -2 to 2, 0: off)")
 	fs.Float64Var(&p.PresencePenalty, "presence-penalty", 0, "lower the logit of each token among the last -repeat-last-n by this (OpenAI's; -2 to 2, 0: off)")
+	fs.Var(logitBiasFlag{&p.LogitBias}, "logit-bias", "add BIAS to token ID's logit before sampling, as ID+BIAS or ID-BIAS (llama.cpp's; -100 bans the token, +100 all but forces it; repeatable)")
 	fs.Uint64Var(&p.Seed, "seed", 0, "random seed (default: drawn at random and printed on stderr)")
 	fs.Uint64Var(&p.Seed, "s", 0, "alias of -seed (llama.cpp's name)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
@@ -274,6 +275,11 @@ Flags:
 	}
 	if err := p.Validate(); err != nil {
 		return asUsage(err)
+	}
+	for id := range p.LogitBias {
+		if int(id) >= m.Arch.Vocab {
+			return usagef("-logit-bias: token %d is past the model's vocabulary of %d", id, m.Arch.Vocab)
+		}
 	}
 	var df *llama.DFlash
 	switch {
@@ -445,6 +451,42 @@ func chatTemplate(m *llama.GGUFModel, name string) (sample.Template, error) {
 }
 
 type stringList []string
+
+// logitBiasFlag is -logit-bias: ID+BIAS or ID-BIAS, added to the map it points to (made on the
+// first use).
+type logitBiasFlag struct{ m *map[int32]float64 }
+
+func (f logitBiasFlag) String() string {
+	if f.m == nil {
+		return ""
+	}
+	var parts []string
+	for id, b := range *f.m {
+		parts = append(parts, fmt.Sprintf("%d%+g", id, b))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (f logitBiasFlag) Set(v string) error {
+	i := strings.IndexAny(v, "+-")
+	if i <= 0 {
+		return fmt.Errorf("%q: want ID+BIAS or ID-BIAS (15043+1, 2-100)", v)
+	}
+	id, err := strconv.ParseInt(v[:i], 10, 32)
+	if err != nil || id < 0 {
+		return fmt.Errorf("%q: %q is not a token id", v, v[:i])
+	}
+	b, err := strconv.ParseFloat(v[i:], 64)
+	if err != nil || !(b >= -100 && b <= 100) {
+		return fmt.Errorf("%q: want a bias in [-100, 100]", v)
+	}
+	if *f.m == nil {
+		*f.m = map[int32]float64{}
+	}
+	(*f.m)[int32(id)] = b
+	return nil
+}
 
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
