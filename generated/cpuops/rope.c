@@ -33,7 +33,7 @@ void toy_rope_table(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 	int64_t first, last;
 	toy_row_share(n, ith, nth, &first, &last);
 	for (int64_t t = first; t < last; t++) {
-		float * cache = (float *) ((char *) dst->data + t * dst->nb[1]);
+		float * cache = (float *) toy_row_at(dst, t);
 		float theta = (float) at[t];
 		for (int64_t i0 = 0; i0 < p->dims; i0 += 2) {
 			const float f = factors != NULL ? factors[i0 / 2] : 1.0f;
@@ -56,7 +56,7 @@ void toy_rope_apply(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 	for (int64_t r = first; r < last; r++) {
 		const float * src = (const float *) toy_row_at(x, r);
 		float * out = (float *) toy_row_at(dst, r);
-		const float * cache = (const float *) ((const char *) table->data + (r / heads % x->ne[2]) * table->nb[1]);
+		const float * cache = (const float *) toy_row_at(table, r / heads % x->ne[2]);
 		for (int64_t i0 = 0; i0 < dims; i0 += 2) {
 			const int64_t ic = i0 / scale;
 			const float cos_theta = cache[i0 + 0];

@@ -3,6 +3,7 @@
 
 #include "kg_ggml.h"
 #include "toy_cpu.h"
+#include "toy_rows.h"
 #include "toy_vec.h"
 
 /* f32 to f16 (IEEE binary16), rounded to nearest even, as ggml's set_rows converts. */
@@ -55,7 +56,8 @@ void toy_store_transposed(struct ggml_tensor * dst, int ith, int nth, void * use
 	char * base = (char *) dst->data;
 	const char * vals = (const char *) v->data;
 	/* Each thread takes a contiguous share of the channels (the cache's rows). */
-	const int64_t per = (C + nth - 1) / nth, c0 = per * ith, c1 = c0 + per < C ? c0 + per : C;
+	int64_t c0, c1;
+	toy_row_share(C, ith, nth, &c0, &c1);
 	for (int64_t c = c0; c < c0 + AHEAD && c < c1; c++) {
 		for (int64_t t = 0; t < n; t++) {
 			__builtin_prefetch(base + c * row + (size_t) cell[t] * es, 1);

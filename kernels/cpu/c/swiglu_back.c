@@ -5,6 +5,7 @@
 
 #include "kg_ggml.h"
 #include "toy_cpu.h"
+#include "toy_rows.h"
 #include "toy_vec.h"
 
 /*
@@ -29,7 +30,8 @@ void toy_swiglu_back(struct ggml_tensor * dst, int ith, int nth, void * userdata
 	const struct ggml_tensor * u = dst->src[1];
 	const struct ggml_tensor * dh = dst->src[2];
 	const int64_t n = g->ne[0], rows = g->ne[1];
-	const int64_t per = (rows + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < rows ? r0 + per : rows;
+	int64_t r0, r1;
+	toy_row_share(rows, ith, nth, &r0, &r1);
 	for (int64_t r = r0; r < r1; r++) {
 		const float * gr = (const float *) ((const char *) g->data + r * g->nb[1]);
 		const float * ur = (const float *) ((const char *) u->data + r * u->nb[1]);

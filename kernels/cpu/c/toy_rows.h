@@ -1,7 +1,7 @@
 /*
- * Rows of a tensor of up to four dimensions, as toy's row-wise kernels (soft_max.c, rms_norm.c)
- * read and write them: row r counts along dimensions 1 to 3, and each thread of an operation
- * takes a contiguous share of them.
+ * Rows of a tensor of up to four dimensions, as toy's row-wise kernels (soft_max.c, rms_norm.c,
+ * rope.c, swiglu_back.c, store.c) read and write them: row r counts along dimensions 1 to 3,
+ * and each thread of an operation takes a contiguous share of them.
  */
 #ifndef TOY_ROWS_H
 #define TOY_ROWS_H
