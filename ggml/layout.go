@@ -541,14 +541,13 @@ func (c *Context) RopeTableCPU(pos, freqFactors *Tensor, r Rope) *Tensor {
 		inputs = append(inputs, freqFactors)
 	}
 	return c.op("RopeTableCPU", inputs, 1, func() error { return RopeTableCPUFits(pos, freqFactors, r) }, func() ggmlc.Tensor {
-		args := []ggmlc.Tensor{pos.t}
-		if freqFactors != nil {
-			args = append(args, freqFactors.t)
+		args := make([]ggmlc.Tensor, len(inputs))
+		for i, t := range inputs {
+			args[i] = t.t
 		}
-		p := &ropeParams{Dims: int32(r.Dims), FreqBase: r.FreqBase, FreqScale: r.FreqScale, AttnFactor: r.AttnFactor}
-		c.pins.Pin(p)
+		p := ropeParams{Dims: int32(r.Dims), FreqBase: r.FreqBase, FreqScale: r.FreqScale, AttnFactor: r.AttnFactor}
 		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, int64(r.Dims), pos.Len(), 1, 1, args, len(args),
-			cpuops.RopeTableAddress(), allThreads, unsafe.Pointer(p))
+			cpuops.RopeTableAddress(), allThreads, pinned(c, p))
 	})
 }
 
