@@ -440,9 +440,18 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// methodIs reports whether r's method is one of methods; otherwise it answers 405, "use" the
+// first of them.
+func methodIs(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	if slices.Contains(methods, r.Method) {
+		return true
+	}
+	writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use " + methods[0]})
+	return false
+}
+
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use GET"})
+	if !methodIs(w, r, http.MethodGet) {
 		return
 	}
 	writeJSON(w, 200, map[string]any{"object": "list", "data": []any{s.model()}})
@@ -456,8 +465,7 @@ func (s *Server) model() map[string]any {
 // modelByID answers GET /v1/models/{id} (the openai packages' models.retrieve): the served
 // model, or 404 model_not_found.
 func (s *Server) modelByID(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use GET"})
+	if !methodIs(w, r, http.MethodGet) {
 		return
 	}
 	if id := r.PathValue("id"); id != s.cfg.ModelName {
@@ -484,8 +492,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // completion handles /v1/chat/completions (chat) and /v1/completions.
 func (s *Server) completion(chat bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost {
-			writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use POST"})
+		if !methodIs(w, req, http.MethodPost) {
 			return
 		}
 		var r request

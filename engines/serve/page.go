@@ -14,8 +14,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Message: "no such endpoint: " + r.URL.Path})
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use GET"})
+	if !methodIs(w, r, http.MethodGet, http.MethodHead) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
