@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
@@ -478,8 +479,8 @@ func (f logitBiasFlag) Set(v string) error {
 		return fmt.Errorf("%q: %q is not a token id", v, v[:i])
 	}
 	b, err := strconv.ParseFloat(v[i:], 64)
-	if err != nil || !(b >= -100 && b <= 100) {
-		return fmt.Errorf("%q: want a bias in [-100, 100]", v)
+	if err != nil || !(math.Abs(b) <= sample.MaxLogitBias) {
+		return fmt.Errorf("%q: want a bias in [-%d, %d]", v, sample.MaxLogitBias, sample.MaxLogitBias)
 	}
 	if *f.m == nil {
 		*f.m = map[int32]float64{}

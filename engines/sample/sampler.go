@@ -45,6 +45,11 @@ type Params struct {
 	Seed uint64
 }
 
+// MaxLogitBias bounds a logit bias either way, as OpenAI's API does: -MaxLogitBias bans a
+// token in practice, +MaxLogitBias all but forces it. The commands refuse more (Validate only
+// asks for finite values).
+const MaxLogitBias = 100
+
 // DefaultParams returns llama.cpp's default sampling settings: temperature
 // 0.8, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty (over a
 // window of 64 tokens when enabled) and seed 0.

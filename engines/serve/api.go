@@ -333,8 +333,8 @@ func (s *Server) logitBias(m map[string]float64) (map[int32]float64, *apiError) 
 		if err != nil || id < 0 || id >= vocab {
 			return nil, badRequest("logit_bias", "logit_bias: token %q: want a token id in [0, %d)", k, vocab)
 		}
-		if !(b >= -100 && b <= 100) {
-			return nil, badRequest("logit_bias", "logit_bias: token %d: bias %v, want a number in [-100, 100]", id, b)
+		if !(math.Abs(b) <= sample.MaxLogitBias) {
+			return nil, badRequest("logit_bias", "logit_bias: token %d: bias %v, want a number in [-%d, %d]", id, b, sample.MaxLogitBias, sample.MaxLogitBias)
 		}
 		out[int32(id)] = b
 	}
