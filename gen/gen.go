@@ -29,8 +29,9 @@ type Binding struct {
 	Target Target
 	Lib    Library
 	// Sources, when set, is a directory of toy's own C sources (relative to the root) that the
-	// bindings' package compiles: each .c and .h file is written into OutDir under its own
-	// name, with a generated-file header.
+	// bindings' package compiles where they are: each .c file gets a generated stub in OutDir
+	// that includes it (addSources), and the bindings add OutDir to the include path so that
+	// the sources find DeclHeader.
 	Sources string
 	// Declares is the binding (by Spec) whose proven types — handles, enums and structs, no
 	// functions — the sources read from a generated header, DeclHeader, so that they build
@@ -236,7 +237,9 @@ func Generate(opts Options) (*Output, error) {
 		} else {
 			proven = "not proven (-prove=false)"
 		}
-		files, err := EmitBindings(m, b.Target)
+		t := b.Target
+		t.IncludesOwnDir = b.Sources != ""
+		files, err := EmitBindings(m, t)
 		if err != nil {
 			return nil, err
 		}

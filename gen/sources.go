@@ -1,16 +1,21 @@
 package gen
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
-// addSources adds to files (a binding's output) its C sources, each under its own name behind a
-// generated-file header, and the header of the proven declarations they read (b.DeclHeader, from
-// the model of b.Declares, which must be generated before b).
+// addSources adds to files (a binding's output) one stub per C source of b.Sources, which
+// compiles that source where it lives (an #include of its path relative to OutDir), and the
+// header of the proven declarations the sources read (b.DeclHeader, from the model of
+// b.Declares, which must be generated before b). The sources and their headers are stored once,
+// under kernels/; each stub records the digest of the whole source directory, so that a change
+// to any source or header changes every stub: go generate's check sees it, and Go's build cache
+// (which hashes the package's own files, not what they include from elsewhere) rebuilds.
 func addSources(root string, b Binding, models map[string]*Model, files map[string][]byte) error {
 	dir := filepath.Join(root, filepath.FromSlash(b.Sources))
 	entries, err := os.ReadDir(dir)
@@ -18,25 +23,35 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 		return fmt.Errorf("kernelgen: %s's sources: %w", b.Spec, err)
 	}
 	var names []string
-	for _, e := range entries {
+	digest := sha256.New()
+	for _, e := range entries { // ReadDir sorts by name, so the digest is deterministic
 		ext := filepath.Ext(e.Name())
 		switch {
 		case e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".c" && ext != ".h"):
 			return fmt.Errorf("kernelgen: %s/%s: a source directory holds only .c and .h files", b.Sources, e.Name())
 		case e.Name() == b.DeclHeader:
 			return fmt.Errorf("kernelgen: %s/%s: that name is the generated declarations' header", b.Sources, e.Name())
-		case files[e.Name()] != nil:
+		case ext == ".c" && files[e.Name()] != nil:
 			return fmt.Errorf("kernelgen: %s/%s: the bindings already write a file of that name", b.Sources, e.Name())
 		}
-		names = append(names, e.Name())
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		text, err := os.ReadFile(filepath.Join(dir, n))
+		text, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return fmt.Errorf("kernelgen: %w", err)
 		}
-		files[n] = append([]byte("// "+Header(b.Sources+"/"+n)+"\n\n"), text...)
+		fmt.Fprintf(digest, "%s %d\n", e.Name(), len(text))
+		digest.Write(text)
+		if ext == ".c" {
+			names = append(names, e.Name())
+		}
+	}
+	rel, err := filepath.Rel(filepath.FromSlash(b.OutDir), filepath.FromSlash(b.Sources))
+	if err != nil {
+		return fmt.Errorf("kernelgen: %s's sources: %w", b.Spec, err)
+	}
+	sum := hex.EncodeToString(digest.Sum(nil))
+	for _, n := range names {
+		files[n] = []byte(fmt.Sprintf("// %s\n\n// Compiles %s/%s where it lives. The digest of %s's sources (.c and .h):\n// sources-sha256=%s\n\n#include \"%s\"\n",
+			Header(b.Sources+"/"+n), b.Sources, n, b.Sources, sum, filepath.ToSlash(filepath.Join(rel, n))))
 	}
 	if b.DeclHeader == "" {
 		return nil

@@ -10,6 +10,7 @@ package cpuops
 import "unsafe"
 
 /*
+#cgo CFLAGS: -I${SRCDIR}
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
