@@ -51,19 +51,33 @@ func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 		return nil, fmt.Errorf("kernelgen: ids.go: %w", err)
 	}
 	files["ids.go"] = b
+	decls, declared := modelDecls(ts)
+	if len(declared) > 0 {
+		mf := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
+		mf.HeaderComment(Header(kt.Source + "/models"))
+		for _, d := range declared {
+			mf.Commentf("%s is model %s as targets %s declare it.", d.name, d.model, strings.Join(d.targets, ", "))
+			mf.Var().Id(d.name).Op("=").Id("Model").Values(d.dict)
+			mf.Line()
+		}
+		if b, err = render(mf); err != nil {
+			return nil, fmt.Errorf("kernelgen: models.go: %w", err)
+		}
+		files["models.go"] = b
+	}
 	for _, t := range ts {
 		base := strings.ReplaceAll(t.Dir, "-", "_")
 		tag := ""
 		if t.Backend != "cpu" {
 			tag = t.Backend
 		}
-		b, err := renderTagged(emitTargetFile(t, kt, tag, false))
+		b, err := renderTagged(emitTargetFile(t, kt, tag, false, decls))
 		if err != nil {
 			return nil, fmt.Errorf("kernelgen: %s.go: %w", base, err)
 		}
 		files[base+".go"] = b
 		if tag != "" {
-			b, err := renderTagged(emitTargetFile(t, kt, tag, true))
+			b, err := renderTagged(emitTargetFile(t, kt, tag, true, nil))
 			if err != nil {
 				return nil, fmt.Errorf("kernelgen: %s_twin.go: %w", base, err)
 			}
@@ -347,6 +361,13 @@ func emitKernelTypes(f *jen.File) {
 		field{"Lookup", "is module.kernel, as KernelID.String writes it.", jen.String()},
 		field{"Reason", "says why it may be absent.", jen.String()})
 
+	f.Comment("withKernels returns m, a declaration several targets share (models.go), with what one target")
+	f.Comment("resolves for it: its modules and the kernels shadowing dropped.")
+	f.Func().Params(jen.Id("m").Id("Model")).Id("withKernels").Params(jen.Id("modules").Index().Id("ModuleID"), jen.Id("shadowed").Index().Id("Shadowed")).Id("Model").Block(
+		jen.List(jen.Id("m").Dot("Modules"), jen.Id("m").Dot("Shadowed")).Op("=").List(jen.Id("modules"), jen.Id("shadowed")),
+		jen.Return(jen.Id("m")),
+	)
+	f.Line()
 	f.Comment("Module returns the target's module for id, or nil when id belongs to another source tree.")
 	f.Func().Params(jen.Id("t").Op("*").Id("Target")).Id("Module").Params(jen.Id("id").Id("ModuleID")).Op("*").Id("Module").Block(
 		jen.If(jen.Id("t").Op("==").Nil().Op("||").Id("id").Op("<").Lit(0).Op("||").Int().Call(jen.Id("id")).Op(">=").Len(jen.Id("moduleIDs"))).Block(jen.Return(jen.Nil())),
@@ -394,7 +415,58 @@ func ints(xs []int) jen.Code {
 	})
 }
 
-func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.File {
+// modelDecl is a model's declaration as one or more targets' tables carry it (after their
+// overlays; without the modules and shadowing each target resolves): emitted once, in
+// models.go, under name.
+type modelDecl struct {
+	name, model string
+	targets     []string
+	dict        jen.Dict
+}
+
+// modelDecls names each distinct model declaration across the targets: model<Name>, or
+// model<Name><Target> after the first target that declares it where an overlay made the same
+// model's declaration differ on another target.
+func modelDecls(ts []*KTarget) (map[*KModel]string, []*modelDecl) {
+	byRender := map[string]*modelDecl{}
+	users := map[string][]*KModel{}
+	var order []string
+	for _, t := range ts {
+		for _, m := range t.Models {
+			d := modelDict(m)
+			key := fmt.Sprintf("%#v", jen.Id("Model").Values(d))
+			md := byRender[key]
+			if md == nil {
+				md = &modelDecl{model: m.Dir, dict: d}
+				byRender[key] = md
+				order = append(order, key)
+			}
+			md.targets = append(md.targets, t.Dir)
+			users[key] = append(users[key], m)
+		}
+	}
+	names := map[*KModel]string{}
+	taken := map[string]bool{}
+	var decls []*modelDecl
+	for _, key := range order {
+		md := byRender[key]
+		md.name = "model" + goNameOf(md.model)
+		if taken[md.name] {
+			md.name += goNameOf(md.targets[0])
+		}
+		taken[md.name] = true
+		for _, m := range users[key] {
+			names[m] = md.name
+		}
+		decls = append(decls, md)
+	}
+	sort.Slice(decls, func(i, j int) bool { return decls[i].name < decls[j].name })
+	return names, decls
+}
+
+// emitTargetFile renders target t's table (or, with twin, its stand-in for builds without its
+// tag), which lists its models by their declarations in models.go (decls).
+func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool, decls map[*KModel]string) *jen.File {
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(Header(kt.Source + "/" + t.Dir))
 	if tag != "" {
@@ -480,7 +552,7 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 		if len(t.Models) > 0 {
 			d[jen.Id("Models")] = jen.Index().Id("Model").ValuesFunc(func(g *jen.Group) {
 				for _, m := range t.Models {
-					g.Line().Values(modelDict(t, m))
+					g.Line().Add(modelRef(t, m, decls[m]))
 				}
 				g.Line()
 			})
@@ -495,7 +567,7 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool) *jen.Fi
 	return f
 }
 
-func modelDict(t *KTarget, m *KModel) jen.Dict {
+func modelDict(m *KModel) jen.Dict {
 	d := jen.Dict{jen.Id("Name"): jen.Lit(m.Dir)}
 	if m.Description != "" {
 		d[jen.Id("Description")] = jen.Lit(m.Description)
@@ -538,20 +610,6 @@ func modelDict(t *KTarget, m *KModel) jen.Dict {
 			jen.Id("TargetLayerIDs"): ints(x.TargetLayerIDs),
 		})
 	}
-	if len(m.Modules) > 0 {
-		d[jen.Id("Modules")] = jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
-			for _, mod := range m.Modules {
-				g.Id(moduleID(t.Tree, mod))
-			}
-		})
-	}
-	if len(m.Shadowed) > 0 {
-		d[jen.Id("Shadowed")] = jen.Index().Id("Shadowed").ValuesFunc(func(g *jen.Group) {
-			for _, s := range m.Shadowed {
-				g.Values(jen.Dict{jen.Id("Module"): jen.Lit(s.Module), jen.Id("Kernels"): strs(s.Kernels)})
-			}
-		})
-	}
 	if len(m.ExpectedAbsent) > 0 {
 		abs := append([]KAbsent(nil), m.ExpectedAbsent...)
 		sort.Slice(abs, func(i, j int) bool { return abs[i].Lookup < abs[j].Lookup })
@@ -563,6 +621,31 @@ func modelDict(t *KTarget, m *KModel) jen.Dict {
 		})
 	}
 	return d
+}
+
+// modelRef is how target t's table lists m: its declaration (models.go) and, where the target
+// resolves modules for it or drops kernels by shadowing, those through Model.withKernels.
+func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
+	if len(m.Modules) == 0 && len(m.Shadowed) == 0 {
+		return jen.Id(decl)
+	}
+	mods := jen.Nil()
+	if len(m.Modules) > 0 {
+		mods = jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
+			for _, mod := range m.Modules {
+				g.Id(moduleID(t.Tree, mod))
+			}
+		})
+	}
+	shadowed := jen.Nil()
+	if len(m.Shadowed) > 0 {
+		shadowed = jen.Index().Id("Shadowed").ValuesFunc(func(g *jen.Group) {
+			for _, s := range m.Shadowed {
+				g.Values(jen.Dict{jen.Id("Module"): jen.Lit(s.Module), jen.Id("Kernels"): strs(s.Kernels)})
+			}
+		})
+	}
+	return jen.Id(decl).Dot("withKernels").Call(mods, shadowed)
 }
 
 // generateKernels loads kernels/ and adds generated/kernels to out.

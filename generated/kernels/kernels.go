@@ -179,6 +179,13 @@ type ExpectedAbsent struct {
 	Reason string
 }
 
+// withKernels returns m, a declaration several targets share (models.go), with what one target
+// resolves for it: its modules and the kernels shadowing dropped.
+func (m Model) withKernels(modules []ModuleID, shadowed []Shadowed) Model {
+	m.Modules, m.Shadowed = modules, shadowed
+	return m
+}
+
 // Module returns the target's module for id, or nil when id belongs to another source tree.
 func (t *Target) Module(id ModuleID) *Module {
 	if t == nil || id < 0 || int(id) >= len(moduleIDs) {
