@@ -302,9 +302,10 @@ func emitKernelTypes(f *jen.File) {
 		field{"Description", "is HARDWARE.toml's description.", jen.String()},
 		field{"Compilers", "build the target's kernels, in order of preference.", jen.Index().Id("Compiler")},
 		field{"Link", "says what the Go side must link or load.", jen.Index().String()},
-		field{"Sources", "is the source tree under kernels/ the modules come from (\"cuda\"); empty when none.", jen.String()},
+		field{"Sources", "is the source tree under kernels/ the modules come from (\"cuda\"; \"cpu/c\", toy's own CPU operations); empty when none.", jen.String()},
 		field{"Modules", "are the tree's modules with this target's blobs, in the tree's order: Module finds one by its ModuleID.", jen.Index().Id("Module")},
 		field{"Models", "are the models the target declares, by name.", jen.Index().Id("Model")},
+		field{"ExpectedAbsent", "are lookups HARDWARE.toml declares may fail to resolve for every model of the target, each with its reason.", jen.Index().Id("ExpectedAbsent")},
 	)
 	structure("Compiler", "Compiler is one compiler and its flags.",
 		field{"Name", "is the compiler's family (nvcc, clang, xcrun metal).", jen.String()},
@@ -318,6 +319,7 @@ func emitKernelTypes(f *jen.File) {
 		field{"PTXTarget", "is the PTX's .target (sm_90 for the sm_90a target's clang-built PTX); empty but for cuda.", jen.String()},
 		field{"Blob", "is the embedded PTX (cuda) or source (metal); empty for cpu.", jen.String()},
 		field{"Kernels", "are the entry points, in the order of their KernelIDs.", jen.Index().String()},
+		field{"Types", "are, per kernel that declares them, the ggml types of the data it takes (weights, a cache); a lookup of another type does not resolve.", jen.Map(jen.String()).Index().String()},
 	)
 	structure("Model", "Model is what kernels/models/<Name>/MODEL.toml declares, with the target's overlay applied.",
 		field{"Name", "is the model's directory name.", jen.String()},
@@ -358,7 +360,7 @@ func emitKernelTypes(f *jen.File) {
 		field{"Module", "is the replaced module's name.", jen.String()},
 		field{"Kernels", "are the kernels the replacement dropped.", jen.Index().String()})
 	structure("ExpectedAbsent", "ExpectedAbsent is a lookup (\"module.kernel\") that may fail to resolve.",
-		field{"Lookup", "is module.kernel, as KernelID.String writes it.", jen.String()},
+		field{"Lookup", "is module.kernel, as KernelID.String writes it, or module.kernel[type] for data of a ggml type ([*]: any type the kernel does not take).", jen.String()},
 		field{"Reason", "says why it may be absent.", jen.String()})
 
 	f.Comment("withKernels returns m, a declaration several targets share (models.go), with what one target")
@@ -509,6 +511,16 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool, decls m
 			f.Line()
 		}
 	}
+	if c := commonModules(t); len(c) > 1 {
+		f.Commentf("%s are the modules of every model of target %s that has none of its own.", commonVar(t), t.Dir)
+		f.Var().Id(commonVar(t)).Op("=").Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
+			for _, m := range c {
+				g.Line().Id(moduleID(t.Tree, m))
+			}
+			g.Line()
+		})
+		f.Line()
+	}
 	f.Var().Id(private).Op("=").Id("Target").Values(jen.DictFunc(func(d jen.Dict) {
 		d[jen.Id("Name")] = jen.Lit(t.Dir)
 		d[jen.Id("Backend")] = jen.Id(map[string]string{"cpu": "BackendCPU", "cuda": "BackendCUDA", "metal": "BackendMetal"}[t.Backend])
@@ -537,6 +549,13 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool, decls m
 				for _, m := range t.Modules {
 					md := jen.Dict{jen.Id("ID"): jen.Id(moduleID(t.Tree, m)), jen.Id("Name"): jen.Lit(m.Name), jen.Id("Dir"): jen.Lit(m.Dir),
 						jen.Id("Source"): jen.Lit(m.Source), jen.Id("Kernels"): strs(m.Kernels)}
+					if len(m.Types) > 0 {
+						md[jen.Id("Types")] = jen.Map(jen.String()).Index().String().Values(jen.DictFunc(func(d jen.Dict) {
+							for k, ts := range m.Types {
+								d[jen.Lit(k)] = strs(ts)
+							}
+						}))
+					}
 					if m.BlobData != nil {
 						md[jen.Id("Compiler")] = jen.Lit(m.Compiler)
 						if m.PTXTarget != "" {
@@ -548,6 +567,9 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool, decls m
 				}
 				g.Line()
 			})
+		}
+		if len(t.ExpectedAbsent) > 0 {
+			d[jen.Id("ExpectedAbsent")] = absentList(t.ExpectedAbsent)
 		}
 		if len(t.Models) > 0 {
 			d[jen.Id("Models")] = jen.Index().Id("Model").ValuesFunc(func(g *jen.Group) {
@@ -611,26 +633,48 @@ func modelDict(m *KModel) jen.Dict {
 		})
 	}
 	if len(m.ExpectedAbsent) > 0 {
-		abs := append([]KAbsent(nil), m.ExpectedAbsent...)
-		sort.Slice(abs, func(i, j int) bool { return abs[i].Lookup < abs[j].Lookup })
-		d[jen.Id("ExpectedAbsent")] = jen.Index().Id("ExpectedAbsent").ValuesFunc(func(g *jen.Group) {
-			for _, a := range abs {
-				g.Line().Values(jen.Dict{jen.Id("Lookup"): jen.Lit(a.Lookup), jen.Id("Reason"): jen.Lit(a.Reason)})
-			}
-			g.Line()
-		})
+		d[jen.Id("ExpectedAbsent")] = absentList(m.ExpectedAbsent)
 	}
 	return d
 }
 
+// absentList renders expected-absent lookups, sorted.
+func absentList(as []KAbsent) jen.Code {
+	abs := append([]KAbsent(nil), as...)
+	sort.Slice(abs, func(i, j int) bool { return abs[i].Lookup < abs[j].Lookup })
+	return jen.Index().Id("ExpectedAbsent").ValuesFunc(func(g *jen.Group) {
+		for _, a := range abs {
+			g.Line().Values(jen.Dict{jen.Id("Lookup"): jen.Lit(a.Lookup), jen.Id("Reason"): jen.Lit(a.Reason)})
+		}
+		g.Line()
+	})
+}
+
+// commonModules are t's common/ modules, which a model without modules of its own runs.
+func commonModules(t *KTarget) []*KModule {
+	var c []*KModule
+	for _, m := range t.Modules {
+		if m.Dir == "common" {
+			c = append(c, m)
+		}
+	}
+	return c
+}
+
+// commonVar names the variable of a target's table file that lists its common/ modules.
+func commonVar(t *KTarget) string { return "table" + t.GoName + "Common" }
+
 // modelRef is how target t's table lists m: its declaration (models.go) and, where the target
-// resolves modules for it or drops kernels by shadowing, those through Model.withKernels.
+// resolves modules for it or drops kernels by shadowing, those through Model.withKernels (the
+// target's common/ modules by their variable, commonVar).
 func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
 	if len(m.Modules) == 0 && len(m.Shadowed) == 0 {
 		return jen.Id(decl)
 	}
 	mods := jen.Nil()
-	if len(m.Modules) > 0 {
+	if c := commonModules(t); len(m.Shadowed) == 0 && len(c) == len(m.Modules) && len(c) > 1 {
+		mods = jen.Id(commonVar(t))
+	} else if len(m.Modules) > 0 {
 		mods = jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
 			for _, mod := range m.Modules {
 				g.Id(moduleID(t.Tree, mod))

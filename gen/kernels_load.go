@@ -51,6 +51,9 @@ type KTarget struct {
 	Tree        *KTree     // the source tree HARDWARE.toml names; nil when none
 	Modules     []*KModule // the tree's modules, in its order, with this target's blobs
 	Models      []*KModel  // by directory name
+	// ExpectedAbsent are lookups HARDWARE.toml declares may fail to resolve for every model of
+	// the target (what the target lacks, such as the weight types its kernels do not take).
+	ExpectedAbsent []KAbsent
 }
 
 // KTree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
@@ -79,8 +82,12 @@ type KModule struct {
 	Compiler  string // what produced the blob: "clang-16.0.6", "nvcc-12.4.131", "source" (Metal) or ""
 	PTXTarget string // the PTX's .target as its header records it, e.g. "sm_90"; "" but for cuda
 	Kernels   []string
-	GoName    string // "Sampling" (common) or "LlamaSampling"
-	Index     int    // position in KTree.Modules (and in each of its targets' Modules)
+	// Types are, per kernel that declares them, the ggml types of the data it takes (a weight
+	// matrix's, a cache's): the cpu target's toy:kernel lines. A lookup of another type does
+	// not resolve.
+	Types  map[string][]string
+	GoName string // "Sampling" (common) or "LlamaSampling"
+	Index  int    // position in KTree.Modules (and in each of its targets' Modules)
 }
 
 // KModel is one model's declarations as a target sees them: kernels/models/<model>/MODEL.toml
@@ -137,7 +144,9 @@ type KDFlash struct {
 	TargetLayerIDs []int
 }
 
-// KAbsent is a kernel lookup ("module.kernel") that may fail to resolve, and why.
+// KAbsent is a kernel lookup that may fail to resolve, and why: "module.kernel", or
+// "module.kernel[type]" for a kernel asked to take data of a ggml type ("[*]": any type the
+// kernel does not declare).
 type KAbsent struct {
 	Lookup, Reason string
 	Pos            string // the MODEL.toml that declares it
@@ -160,6 +169,7 @@ type hardwareFile struct {
 		Compilers   []KCompiler `toml:"compilers"`
 		Link        []string    `toml:"link"`
 	} `toml:"hardware"`
+	ExpectedAbsent map[string]string `toml:"expected_absent"`
 }
 
 type samplingTable struct {
@@ -361,13 +371,14 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	hasPTX := false
+	hasPTX, hasC := false, false
 	for _, s := range subs {
 		switch {
 		case !s.IsDir() && s.Name() == "HARDWARE.toml", s.IsDir() && s.Name() == ModelsDir:
 		case s.IsDir() && s.Name() == "ptx" && t.Backend == "cuda":
 			hasPTX = true
 		case s.IsDir() && s.Name() == "c" && t.Backend == "cpu" && rel == "kernels/cpu":
+			hasC = true
 		default:
 			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/, for cuda, ptx/ (sources live in the tree its sources names) and, for the cpu target, c/",
 				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir)
@@ -400,7 +411,12 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		}
 	}
 
-	// Modules: the tree's, with this target's blobs.
+	// Modules: the tree's, with this target's blobs; for the cpu target, toy's own CPU
+	// operations (c/), which generated/cpuops compiles in.
+	if hasC {
+		t.Tree = &KTree{Dir: name + "/c", GoName: "CPU", Backend: "cpu", Pos: rel + "/c",
+			Modules: loadCModules(root, rel+"/c", ke)}
+	}
 	if t.Tree != nil {
 		for _, tm := range t.Tree.Modules {
 			m := *tm
@@ -419,6 +435,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 	} else if hasPTX {
 		ke.at(rel+"/ptx", 0, "a target without sources has no PTX")
 	}
+	targetAbsent(t, hf.ExpectedAbsent, hwPath, lines, ke)
 	for _, m := range t.Models {
 		effectiveModules(t, m)
 		checkAbsent(t, m, ke)
@@ -426,11 +443,85 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 	return t
 }
 
+var (
+	// cKernel is the definition of one of toy's CPU operations: a function of
+	// ggml_custom_op_t's (or ggml_custom1_op_t's) shape at the start of a line.
+	cKernel = regexp.MustCompile(`(?m)^void\s+toy_([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*struct\s+ggml_tensor\s*\*\s*dst\s*,`)
+	// cKernelLine declares what a kernel takes: "// toy:kernel NAME" with, for a kernel that
+	// reads typed data a lookup asks for (weights, a cache), " types=f16,q8_0".
+	cKernelLine  = regexp.MustCompile(`(?m)^// toy:kernel\s+(\S+)(?:\s+types=(\S+))?\s*$`)
+	ggmlTypeName = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-zA-Z0-9]+)*$`)
+)
+
+// loadCModules reads the cpu target's C sources (kernels/cpu/c): each .c file is a module
+// whose kernels are the toy_ functions it defines, each declared by a toy:kernel line.
+func loadCModules(root, rel string, ke *kerr) []*KModule {
+	files, err := os.ReadDir(filepath.Join(root, rel))
+	if err != nil {
+		ke.at(rel, 0, "%v", err)
+		return nil
+	}
+	var mods []*KModule
+	for _, f := range files {
+		n := f.Name()
+		base, ok := strings.CutSuffix(n, ".c")
+		if f.IsDir() || !ok {
+			continue // headers; gen.Bindings refuses anything else
+		}
+		src, err := os.ReadFile(filepath.Join(root, rel, n))
+		if err != nil {
+			ke.at(rel+"/"+n, 0, "%v", err)
+			continue
+		}
+		m := &KModule{Name: base, Dir: "common", Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
+		for _, sm := range cKernel.FindAllSubmatch(src, -1) {
+			if k := string(sm[1]); !contains(m.Kernels, k) { // a vectorized and a scalar definition
+				m.Kernels = append(m.Kernels, k)
+			}
+		}
+		declared := map[string]bool{}
+		for _, loc := range cKernelLine.FindAllSubmatchIndex(src, -1) {
+			line := 1 + bytes.Count(src[:loc[0]], []byte("\n"))
+			k := strings.TrimPrefix(string(src[loc[2]:loc[3]]), "toy_")
+			switch {
+			case !contains(m.Kernels, k):
+				ke.at(m.Source, line, "toy:kernel %s: the file defines no kernel toy_%s", k, k)
+				continue
+			case declared[k]:
+				ke.at(m.Source, line, "toy:kernel %s is declared twice", k)
+			}
+			declared[k] = true
+			if loc[4] >= 0 {
+				for _, ty := range strings.Split(string(src[loc[4]:loc[5]]), ",") {
+					if !ggmlTypeName.MatchString(ty) {
+						ke.at(m.Source, line, "toy:kernel %s: type %q is not a ggml type name", k, ty)
+					}
+					m.Types[k] = append(m.Types[k], ty)
+				}
+			}
+		}
+		for _, k := range m.Kernels {
+			if !declared[k] {
+				ke.at(m.Source, 0, "kernel toy_%s has no \"// toy:kernel %s\" line (with types=... when it reads weights or a cache)", k, k)
+			}
+		}
+		if len(m.Kernels) == 0 {
+			ke.at(m.Source, 0, "defines no kernel (want void toy_name(struct ggml_tensor * dst, ... at the start of a line)")
+		}
+		mods = append(mods, m)
+	}
+	sort.Slice(mods, func(i, j int) bool { return mods[i].Name < mods[j].Name })
+	for i, m := range mods {
+		m.Index = i
+	}
+	return mods
+}
+
 // namedTree resolves a HARDWARE.toml's sources (a path relative to the target's directory)
 // to a tree under kernels/, loading it on first use.
 func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*KTree, ke *kerr) *KTree {
 	if backend == "cpu" {
-		ke.at(hwPath, line, "a cpu target has no sources (ggml's kernels are compiled in)")
+		ke.at(hwPath, line, "a cpu target names no sources (toy's own CPU operations are its c/ directory)")
 		return nil
 	}
 	if src == "" || path.IsAbs(src) || strings.Contains(src, `\`) {
@@ -936,9 +1027,8 @@ func buildModel(name string, layers []*modelLayer, ke *kerr) *KModel {
 		if reason == "" {
 			at(key, "expected-absent lookup %s has no reason", l)
 		}
-		mod, k, ok := strings.Cut(l, ".")
-		if !ok || !identName.MatchString(mod) || !identName.MatchString(k) {
-			at(key, "expected-absent lookup %q is not module.kernel", l)
+		if _, _, _, ok := splitLookup(l); !ok {
+			at(key, "expected-absent lookup %q is not module.kernel or module.kernel[type]", l)
 		}
 		a := KAbsent{Lookup: l, Reason: reason, Pos: layers[len(layers)-1].path}
 		for i := len(layers) - 1; i >= 0; i-- {
@@ -986,16 +1076,77 @@ func effectiveModules(t *KTarget, m *KModel) {
 	sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Name < m.Modules[j].Name })
 }
 
+// lookupSyntax is a kernel lookup: module.kernel, with the ggml type of the data asked for in
+// brackets ([*]: every type the kernel does not declare).
+var lookupSyntax = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)(?:\[([A-Za-z0-9_]+|\*)\])?$`)
+
+// splitLookup reads a lookup written as lookupSyntax says.
+func splitLookup(l string) (module, kernel, typ string, ok bool) {
+	sm := lookupSyntax.FindStringSubmatch(l)
+	if sm == nil {
+		return "", "", "", false
+	}
+	return sm[1], sm[2], sm[3], true
+}
+
+// resolvesIn says where lookup l (module, kernel, typ) resolves among mods: the module of that
+// name with the kernel, taking typ when it asks for one; "[*]" resolves nowhere.
+func resolvesIn(mods []*KModule, module, kernel, typ string) *KModule {
+	if typ == "*" {
+		return nil
+	}
+	for _, x := range mods {
+		if x.Name != module || !contains(x.Kernels, kernel) {
+			continue
+		}
+		if typ == "" || contains(x.Types[kernel], typ) {
+			return x
+		}
+	}
+	return nil
+}
+
 // checkAbsent refuses an expected-absent entry that in fact resolves on t: it would hide
 // nothing (a target overlay can declare what only that target lacks).
 func checkAbsent(t *KTarget, m *KModel, ke *kerr) {
 	for _, a := range m.ExpectedAbsent {
-		mod, k, _ := strings.Cut(a.Lookup, ".")
-		for _, x := range m.Modules {
-			if x.Name == mod && contains(x.Kernels, k) {
-				ke.at(a.Pos, a.Line, "expected-absent lookup %s resolves on target %s (in %s)", a.Lookup, t.Dir, x.Source)
-			}
+		mod, k, typ, _ := splitLookup(a.Lookup)
+		if x := resolvesIn(m.Modules, mod, k, typ); x != nil {
+			ke.at(a.Pos, a.Line, "expected-absent lookup %s resolves on target %s (in %s)", a.Lookup, t.Dir, x.Source)
 		}
+	}
+}
+
+// targetAbsent reads HARDWARE.toml's [expected_absent]: lookups of the target's own kernels that
+// may fail for every model (a type a kernel does not take, with its reason). Each must name a
+// kernel of the target, and must not resolve.
+func targetAbsent(t *KTarget, entries map[string]string, hwPath string, lines keyLineMap, ke *kerr) {
+	ls := make([]string, 0, len(entries))
+	for l := range entries {
+		ls = append(ls, l)
+	}
+	sort.Strings(ls)
+	for _, l := range ls {
+		line := lines["expected_absent."+l]
+		reason := strings.TrimSpace(entries[l])
+		mod, k, typ, ok := splitLookup(l)
+		switch {
+		case !ok:
+			ke.at(hwPath, line, "expected-absent lookup %q is not module.kernel or module.kernel[type]", l)
+			continue
+		case reason == "":
+			ke.at(hwPath, line, "expected-absent lookup %s has no reason", l)
+		}
+		found := false
+		for _, x := range t.Modules {
+			found = found || x.Name == mod && contains(x.Kernels, k)
+		}
+		if !found {
+			ke.at(hwPath, line, "expected-absent lookup %s names no kernel of target %s", l, t.Dir)
+		} else if x := resolvesIn(t.Modules, mod, k, typ); x != nil {
+			ke.at(hwPath, line, "expected-absent lookup %s resolves on target %s (in %s)", l, t.Dir, x.Source)
+		}
+		t.ExpectedAbsent = append(t.ExpectedAbsent, KAbsent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
 	}
 }
 

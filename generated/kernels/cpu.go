@@ -2,19 +2,129 @@
 
 package kernels
 
+// tableCPUCommon are the modules of every model of target cpu that has none of its own.
+var tableCPUCommon = []ModuleID{
+	ModuleCPUAttend,
+	ModuleCPUCont,
+	ModuleCPUMulMatCols,
+	ModuleCPUMulMatPacked,
+	ModuleCPURmsNorm,
+	ModuleCPURope,
+	ModuleCPUSoftMax,
+	ModuleCPUStore,
+	ModuleCPUSwigluBack,
+}
+
 var tableCPU = Target{
 	Backend:     BackendCPU,
-	Description: "ggml's CPU backend, compiled in with CGO_CFLAGS/CGO_CXXFLAGS (-march=native or x86-64-v3)",
-	Link:        []string{"ggml (cgo, static)"},
-	Models: []Model{
-		modelGemma,
-		modelLlama,
-		modelQwen,
-		modelSmollm2,
-		modelToyDemo,
-		modelToyGo,
+	Description: "ggml's CPU backend and toy's own CPU operations, compiled in with CGO_CFLAGS/CGO_CXXFLAGS (-march=native or x86-64-v3)",
+	ExpectedAbsent: []ExpectedAbsent{
+		{
+			Lookup: "attend.attend_blocks[*]",
+			Reason: "a KV cache of a type toy's attention does not read (f32, q4_0, ...): ggml's attention runs",
+		},
+		{
+			Lookup: "attend.attend_one[*]",
+			Reason: "a KV cache of a type toy's attention does not read (f32, q4_0, ...): ggml's attention runs",
+		},
+		{
+			Lookup: "mul_mat_cols.mul_mat_cols[*]",
+			Reason: "weights of a type toy's few-column product does not take (q4_0, q4_K, q5_K, q6_K, ...): ggml's mul_mat runs",
+		},
+		{
+			Lookup: "mul_mat_packed.mul_mat_packed[*]",
+			Reason: "weights of a type toy's packed GEMM does not take (q5_0, q4_0, the k-quants, ...): ggml's mul_mat runs",
+		},
+		{
+			Lookup: "store.store_transposed[*]",
+			Reason: "a value cache of a type toy's transposed store does not write (q8_0, q4_0, ...): ggml's copy runs",
+		},
 	},
-	Name: "cpu",
+	Link: []string{"ggml (cgo, static)", "toy's CPU operations (cgo, static: generated/cpuops)"},
+	Models: []Model{
+		modelGemma.withKernels(tableCPUCommon, nil),
+		modelGpt2.withKernels(tableCPUCommon, nil),
+		modelLlama.withKernels(tableCPUCommon, nil),
+		modelQwen.withKernels(tableCPUCommon, nil),
+		modelSmollm2.withKernels(tableCPUCommon, nil),
+		modelToyDemo.withKernels(tableCPUCommon, nil),
+		modelToyGo.withKernels(tableCPUCommon, nil),
+		modelVit.withKernels(tableCPUCommon, nil),
+	},
+	Modules: []Module{
+		{
+			Dir:     "common",
+			ID:      ModuleCPUAttend,
+			Kernels: []string{"attend_one", "attend_blocks", "attend_merge"},
+			Name:    "attend",
+			Source:  "kernels/cpu/c/attend.c",
+			Types: map[string][]string{
+				"attend_blocks": []string{"f16", "q8_0"},
+				"attend_one":    []string{"f16", "q8_0"},
+			},
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPUCont,
+			Kernels: []string{"cont_f32"},
+			Name:    "cont",
+			Source:  "kernels/cpu/c/cont.c",
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPUMulMatCols,
+			Kernels: []string{"mul_mat_cols"},
+			Name:    "mul_mat_cols",
+			Source:  "kernels/cpu/c/mul_mat_cols.c",
+			Types:   map[string][]string{"mul_mat_cols": []string{"f16", "bf16", "f32", "q8_0", "q5_0"}},
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPUMulMatPacked,
+			Kernels: []string{"mul_mat_packed"},
+			Name:    "mul_mat_packed",
+			Source:  "kernels/cpu/c/mul_mat_packed.c",
+			Types:   map[string][]string{"mul_mat_packed": []string{"f32", "f16", "bf16", "q8_0"}},
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPURmsNorm,
+			Kernels: []string{"rms_norm_mul"},
+			Name:    "rms_norm",
+			Source:  "kernels/cpu/c/rms_norm.c",
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPURope,
+			Kernels: []string{"rope_table", "rope_apply"},
+			Name:    "rope",
+			Source:  "kernels/cpu/c/rope.c",
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPUSoftMax,
+			Kernels: []string{"soft_max"},
+			Name:    "soft_max",
+			Source:  "kernels/cpu/c/soft_max.c",
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPUStore,
+			Kernels: []string{"store_transposed"},
+			Name:    "store",
+			Source:  "kernels/cpu/c/store.c",
+			Types:   map[string][]string{"store_transposed": []string{"f16", "f32"}},
+		},
+		{
+			Dir:     "common",
+			ID:      ModuleCPUSwigluBack,
+			Kernels: []string{"swiglu_back"},
+			Name:    "swiglu_back",
+			Source:  "kernels/cpu/c/swiglu_back.c",
+		},
+	},
+	Name:    "cpu",
+	Sources: "cpu/c",
 }
 
 func init() {

@@ -12,6 +12,12 @@ var tableCUDASm80BlobAdamw string
 //go:embed cuda-sm80.common.sampling.ptx
 var tableCUDASm80BlobSampling string
 
+// tableCUDASm80Common are the modules of every model of target cuda-sm80 that has none of its own.
+var tableCUDASm80Common = []ModuleID{
+	ModuleCUDAAdamw,
+	ModuleCUDASampling,
+}
+
 var tableCUDASm80 = Target{
 	Arch:     "sm_80",
 	ArchBase: "sm_80",
@@ -26,12 +32,14 @@ var tableCUDASm80 = Target{
 	Description: "NVIDIA Ampere (A100, A30; compute capability 8.0 and later through PTX JIT)",
 	Link:        []string{"libcuda.so.1 (driver API, loaded at start-up)", "ggml CUDA backend (built with nvcc where present)"},
 	Models: []Model{
-		modelGemma.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelLlama.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelQwen.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelSmollm2.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelToyDemo.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelToyGo.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
+		modelGemma.withKernels(tableCUDASm80Common, nil),
+		modelGpt2.withKernels(tableCUDASm80Common, nil),
+		modelLlama.withKernels(tableCUDASm80Common, nil),
+		modelQwen.withKernels(tableCUDASm80Common, nil),
+		modelSmollm2.withKernels(tableCUDASm80Common, nil),
+		modelToyDemo.withKernels(tableCUDASm80Common, nil),
+		modelToyGo.withKernels(tableCUDASm80Common, nil),
+		modelVit.withKernels(tableCUDASm80Common, nil),
 	},
 	Modules: []Module{
 		{

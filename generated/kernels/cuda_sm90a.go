@@ -12,6 +12,12 @@ var tableCUDASm90aBlobAdamw string
 //go:embed cuda-sm90a.common.sampling.ptx
 var tableCUDASm90aBlobSampling string
 
+// tableCUDASm90aCommon are the modules of every model of target cuda-sm90a that has none of its own.
+var tableCUDASm90aCommon = []ModuleID{
+	ModuleCUDAAdamw,
+	ModuleCUDASampling,
+}
+
 var tableCUDASm90a = Target{
 	Arch:     "sm_90a",
 	ArchBase: "sm_90",
@@ -26,12 +32,14 @@ var tableCUDASm90a = Target{
 	Description: "NVIDIA Hopper (H100, H200; compute capability 9.0)",
 	Link:        []string{"libcuda.so.1 (driver API, loaded at start-up)", "ggml CUDA backend (built with nvcc where present)"},
 	Models: []Model{
-		modelGemma.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelLlama.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelQwen.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelSmollm2.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelToyDemo.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
-		modelToyGo.withKernels([]ModuleID{ModuleCUDAAdamw, ModuleCUDASampling}, nil),
+		modelGemma.withKernels(tableCUDASm90aCommon, nil),
+		modelGpt2.withKernels(tableCUDASm90aCommon, nil),
+		modelLlama.withKernels(tableCUDASm90aCommon, nil),
+		modelQwen.withKernels(tableCUDASm90aCommon, nil),
+		modelSmollm2.withKernels(tableCUDASm90aCommon, nil),
+		modelToyDemo.withKernels(tableCUDASm90aCommon, nil),
+		modelToyGo.withKernels(tableCUDASm90aCommon, nil),
+		modelVit.withKernels(tableCUDASm90aCommon, nil),
 	},
 	Modules: []Module{
 		{

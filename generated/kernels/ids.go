@@ -10,30 +10,93 @@ type ModuleID int
 type KernelID int
 
 const (
+	// ModuleCPUAttend is kernels/cpu/c/attend.c.
+	ModuleCPUAttend ModuleID = 0
+	// ModuleCPUCont is kernels/cpu/c/cont.c.
+	ModuleCPUCont ModuleID = 1
+	// ModuleCPUMulMatCols is kernels/cpu/c/mul_mat_cols.c.
+	ModuleCPUMulMatCols ModuleID = 2
+	// ModuleCPUMulMatPacked is kernels/cpu/c/mul_mat_packed.c.
+	ModuleCPUMulMatPacked ModuleID = 3
+	// ModuleCPURmsNorm is kernels/cpu/c/rms_norm.c.
+	ModuleCPURmsNorm ModuleID = 4
+	// ModuleCPURope is kernels/cpu/c/rope.c.
+	ModuleCPURope ModuleID = 5
+	// ModuleCPUSoftMax is kernels/cpu/c/soft_max.c.
+	ModuleCPUSoftMax ModuleID = 6
+	// ModuleCPUStore is kernels/cpu/c/store.c.
+	ModuleCPUStore ModuleID = 7
+	// ModuleCPUSwigluBack is kernels/cpu/c/swiglu_back.c.
+	ModuleCPUSwigluBack ModuleID = 8
 	// ModuleCUDAAdamw is kernels/cuda/common/adamw.cu.
-	ModuleCUDAAdamw ModuleID = 0
+	ModuleCUDAAdamw ModuleID = 9
 	// ModuleCUDASampling is kernels/cuda/common/sampling.cu.
-	ModuleCUDASampling ModuleID = 1
+	ModuleCUDASampling ModuleID = 10
 )
 
 const (
+	// KernelCPUAttendAttendOne is attend_one in ModuleCPUAttend.
+	KernelCPUAttendAttendOne KernelID = 0
+	// KernelCPUAttendAttendBlocks is attend_blocks in ModuleCPUAttend.
+	KernelCPUAttendAttendBlocks KernelID = 1
+	// KernelCPUAttendAttendMerge is attend_merge in ModuleCPUAttend.
+	KernelCPUAttendAttendMerge KernelID = 2
+	// KernelCPUContContF32 is cont_f32 in ModuleCPUCont.
+	KernelCPUContContF32 KernelID = 3
+	// KernelCPUMulMatColsMulMatCols is mul_mat_cols in ModuleCPUMulMatCols.
+	KernelCPUMulMatColsMulMatCols KernelID = 4
+	// KernelCPUMulMatPackedMulMatPacked is mul_mat_packed in ModuleCPUMulMatPacked.
+	KernelCPUMulMatPackedMulMatPacked KernelID = 5
+	// KernelCPURmsNormRmsNormMul is rms_norm_mul in ModuleCPURmsNorm.
+	KernelCPURmsNormRmsNormMul KernelID = 6
+	// KernelCPURopeRopeTable is rope_table in ModuleCPURope.
+	KernelCPURopeRopeTable KernelID = 7
+	// KernelCPURopeRopeApply is rope_apply in ModuleCPURope.
+	KernelCPURopeRopeApply KernelID = 8
+	// KernelCPUSoftMaxSoftMax is soft_max in ModuleCPUSoftMax.
+	KernelCPUSoftMaxSoftMax KernelID = 9
+	// KernelCPUStoreStoreTransposed is store_transposed in ModuleCPUStore.
+	KernelCPUStoreStoreTransposed KernelID = 10
+	// KernelCPUSwigluBackSwigluBack is swiglu_back in ModuleCPUSwigluBack.
+	KernelCPUSwigluBackSwigluBack KernelID = 11
 	// KernelCUDAAdamwAdamwF32 is adamw_f32 in ModuleCUDAAdamw.
-	KernelCUDAAdamwAdamwF32 KernelID = 0
+	KernelCUDAAdamwAdamwF32 KernelID = 12
 	// KernelCUDASamplingArgmaxF32 is argmax_f32 in ModuleCUDASampling.
-	KernelCUDASamplingArgmaxF32 KernelID = 1
+	KernelCUDASamplingArgmaxF32 KernelID = 13
 	// KernelCUDASamplingSampleF32 is sample_f32 in ModuleCUDASampling.
-	KernelCUDASamplingSampleF32 KernelID = 2
+	KernelCUDASamplingSampleF32 KernelID = 14
 )
 
 // An "invalid array index" compiler error here means the constants were renumbered by hand:
 // run go generate again.
 func _() {
 	var x [1]struct{}
-	_ = x[ModuleCUDAAdamw-0]
-	_ = x[ModuleCUDASampling-1]
-	_ = x[KernelCUDAAdamwAdamwF32-0]
-	_ = x[KernelCUDASamplingArgmaxF32-1]
-	_ = x[KernelCUDASamplingSampleF32-2]
+	_ = x[ModuleCPUAttend-0]
+	_ = x[ModuleCPUCont-1]
+	_ = x[ModuleCPUMulMatCols-2]
+	_ = x[ModuleCPUMulMatPacked-3]
+	_ = x[ModuleCPURmsNorm-4]
+	_ = x[ModuleCPURope-5]
+	_ = x[ModuleCPUSoftMax-6]
+	_ = x[ModuleCPUStore-7]
+	_ = x[ModuleCPUSwigluBack-8]
+	_ = x[ModuleCUDAAdamw-9]
+	_ = x[ModuleCUDASampling-10]
+	_ = x[KernelCPUAttendAttendOne-0]
+	_ = x[KernelCPUAttendAttendBlocks-1]
+	_ = x[KernelCPUAttendAttendMerge-2]
+	_ = x[KernelCPUContContF32-3]
+	_ = x[KernelCPUMulMatColsMulMatCols-4]
+	_ = x[KernelCPUMulMatPackedMulMatPacked-5]
+	_ = x[KernelCPURmsNormRmsNormMul-6]
+	_ = x[KernelCPURopeRopeTable-7]
+	_ = x[KernelCPURopeRopeApply-8]
+	_ = x[KernelCPUSoftMaxSoftMax-9]
+	_ = x[KernelCPUStoreStoreTransposed-10]
+	_ = x[KernelCPUSwigluBackSwigluBack-11]
+	_ = x[KernelCUDAAdamwAdamwF32-12]
+	_ = x[KernelCUDASamplingArgmaxF32-13]
+	_ = x[KernelCUDASamplingSampleF32-14]
 }
 
 var (
@@ -41,6 +104,15 @@ var (
 		tree, dir, name string
 		index           int
 	}{
+		{"cpu/c", "common", "attend", 0},
+		{"cpu/c", "common", "cont", 1},
+		{"cpu/c", "common", "mul_mat_cols", 2},
+		{"cpu/c", "common", "mul_mat_packed", 3},
+		{"cpu/c", "common", "rms_norm", 4},
+		{"cpu/c", "common", "rope", 5},
+		{"cpu/c", "common", "soft_max", 6},
+		{"cpu/c", "common", "store", 7},
+		{"cpu/c", "common", "swiglu_back", 8},
 		{"cuda", "common", "adamw", 0},
 		{"cuda", "common", "sampling", 1},
 	}
@@ -48,6 +120,18 @@ var (
 		module ModuleID
 		name   string
 	}{
+		{ModuleCPUAttend, "attend_one"},
+		{ModuleCPUAttend, "attend_blocks"},
+		{ModuleCPUAttend, "attend_merge"},
+		{ModuleCPUCont, "cont_f32"},
+		{ModuleCPUMulMatCols, "mul_mat_cols"},
+		{ModuleCPUMulMatPacked, "mul_mat_packed"},
+		{ModuleCPURmsNorm, "rms_norm_mul"},
+		{ModuleCPURope, "rope_table"},
+		{ModuleCPURope, "rope_apply"},
+		{ModuleCPUSoftMax, "soft_max"},
+		{ModuleCPUStore, "store_transposed"},
+		{ModuleCPUSwigluBack, "swiglu_back"},
 		{ModuleCUDAAdamw, "adamw_f32"},
 		{ModuleCUDASampling, "argmax_f32"},
 		{ModuleCUDASampling, "sample_f32"},

@@ -49,12 +49,14 @@ type Target struct {
 	Compilers []Compiler
 	// Link says what the Go side must link or load.
 	Link []string
-	// Sources is the source tree under kernels/ the modules come from ("cuda"); empty when none.
+	// Sources is the source tree under kernels/ the modules come from ("cuda"; "cpu/c", toy's own CPU operations); empty when none.
 	Sources string
 	// Modules are the tree's modules with this target's blobs, in the tree's order: Module finds one by its ModuleID.
 	Modules []Module
 	// Models are the models the target declares, by name.
 	Models []Model
+	// ExpectedAbsent are lookups HARDWARE.toml declares may fail to resolve for every model of the target, each with its reason.
+	ExpectedAbsent []ExpectedAbsent
 }
 
 // Compiler is one compiler and its flags.
@@ -83,6 +85,8 @@ type Module struct {
 	Blob string
 	// Kernels are the entry points, in the order of their KernelIDs.
 	Kernels []string
+	// Types are, per kernel that declares them, the ggml types of the data it takes (weights, a cache); a lookup of another type does not resolve.
+	Types map[string][]string
 }
 
 // Model is what kernels/models/<Name>/MODEL.toml declares, with the target's overlay applied.
@@ -173,7 +177,7 @@ type Shadowed struct {
 
 // ExpectedAbsent is a lookup ("module.kernel") that may fail to resolve.
 type ExpectedAbsent struct {
-	// Lookup is module.kernel, as KernelID.String writes it.
+	// Lookup is module.kernel, as KernelID.String writes it, or module.kernel[type] for data of a ggml type ([*]: any type the kernel does not take).
 	Lookup string
 	// Reason says why it may be absent.
 	Reason string

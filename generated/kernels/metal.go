@@ -14,11 +14,13 @@ var tableMetal = Target{
 	Link:        []string{"Metal.framework", "Foundation.framework", "ggml Metal backend"},
 	Models: []Model{
 		modelGemma,
+		modelGpt2,
 		modelLlama,
 		modelQwen,
 		modelSmollm2,
 		modelToyDemo,
 		modelToyGo,
+		modelVit,
 	},
 	Name: "metal",
 }

@@ -38,6 +38,36 @@ var modelGemma = Model{
 	Types: []ModelType{{ModelType: "gemma2"}, {ModelType: "gemma3"}},
 }
 
+// modelGpt2 is model gpt2 as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+var modelGpt2 = Model{
+	Description: "GPT-2-architecture models",
+	MatchNames:  []string{"gpt2", "gpt-2"},
+	Name:        "gpt2",
+	Presets: []Preset{
+		{
+			MinP:          0.05,
+			Name:          "default",
+			RepeatLastN:   64,
+			RepeatPenalty: 1.0,
+			Seed:          uint64(0x0),
+			Temperature:   0.8,
+			TopK:          40,
+			TopP:          0.95,
+		},
+		{
+			MinP:          0.0,
+			Name:          "greedy",
+			RepeatLastN:   64,
+			RepeatPenalty: 1.0,
+			Seed:          uint64(0x0),
+			Temperature:   0.0,
+			TopK:          0,
+			TopP:          1.0,
+		},
+	},
+	Types: []ModelType{{ModelType: "gpt2"}},
+}
+
 // modelLlama is model llama as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
 var modelLlama = Model{
 	Description: "LLaMA-architecture models",
@@ -183,4 +213,12 @@ var modelToyGo = Model{
 		HiddenSize: 512,
 		ModelType:  "llama",
 	}},
+}
+
+// modelVit is model vit as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+var modelVit = Model{
+	Description: "toy's ViT image classifiers (toy train -arch vit)",
+	MatchNames:  []string{"vit"},
+	Name:        "vit",
+	Types:       []ModelType{{ModelType: "vit"}},
 }

@@ -9,6 +9,12 @@
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel attend_one types=f16,q8_0
+// toy:kernel attend_blocks types=f16,q8_0
+// toy:kernel attend_merge
+
 /*
  * The attention of one query per sequence (a generation step) over the key/value cache, the
  * query heads of one key/value head together: the scores of LANES cells at once (their dot

@@ -4,6 +4,10 @@
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel cont_f32
+
 /* The tile's side: 16 floats are one 64-byte cache line of a contiguous source row. */
 enum { TILE = 16 };
 

@@ -7,6 +7,10 @@
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel mul_mat_cols types=f16,bf16,f32,q8_0,q5_0
+
 /*
  * Each (row, column) dot product runs in its own vector accumulator over the whole row, in the
  * same order whatever the number of columns, then a fixed horizontal sum, then the scalar

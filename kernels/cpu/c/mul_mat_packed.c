@@ -7,6 +7,10 @@
 #include "toy_cpu.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel mul_mat_packed types=f32,f16,bf16,q8_0
+
 /*
  * ggml_mul_mat(a, b) as a packed GEMM: a block of 64 rows of a (the result's rows) is packed
  * transposed, in f32 (an f16, bf16 or q8_0 weight is converted as it is packed), and each tile

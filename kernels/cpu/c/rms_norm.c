@@ -5,6 +5,10 @@
 #include "toy_cpu.h"
 #include "toy_rows.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel rms_norm_mul
+
 /*
  * RMS normalisation times a learned scale, w ⊙ x / √(mean(x²) + eps), of each row: ggml's
  * RMS_NORM and the MUL after it in one operation. ggml's kernel sums a row's squares one

@@ -5,6 +5,11 @@
 #include "toy_cpu.h"
 #include "toy_rows.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel rope_table
+// toy:kernel rope_apply
+
 /*
  * RoPE in two operations: a table of each token's cosines and sines, made once a graph for
  * every layer that rotates alike, and the rotation of a layer's queries or keys by it. ggml's

@@ -8,6 +8,10 @@
 #include "toy_rows.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel soft_max
+
 /*
  * softmax(scale·x + mask) of each row, as ggml_soft_max_ext computes it without ALiBi: in two
  * passes over a row held in the core's cache (the scaled and masked row and its largest value,

@@ -6,6 +6,10 @@
 #include "toy_rows.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel store_transposed types=f16,f32
+
 /* f32 to f16 (IEEE binary16), rounded to nearest even, as ggml's set_rows converts. */
 static inline uint16_t float_to_half(float f) {
 #if defined(__F16C__)

@@ -8,6 +8,10 @@
 #include "toy_rows.h"
 #include "toy_vec.h"
 
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights or cache it reads, where a lookup asks for one.
+// toy:kernel swiglu_back
+
 /*
  * The backward of SwiGLU, h = silu(g)·u, in one pass: from h's gradient dh, dg = dh·u·σ(g)·(1 +
  * g·(1 − σ(g))) and du = dh·g·σ(g), σ the logistic function. ggml's autodiff takes four
