@@ -406,8 +406,10 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if *draft == "self" {
 		*draft = *model
 	}
-	// The bench runs ggml's graphs and samples on the host: it dispatches none of toy's kernels.
-	if err := gateFile(stderr, *model, *allowUnresolved); err != nil {
+	// The boot gate runs on each model the bench loads (the target, a draft), over the lookups
+	// of toy's CPU operations its decoders make; the bench samples on the host.
+	gate := func(m *llama.GGUFModel, o llama.DecoderOptions) error {
+		_, _, err := gateDecoders(stderr, "bench", m, m.Path(), "", o, *allowUnresolved)
 		return err
 	}
 	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
@@ -434,7 +436,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: dflashMins[i]}), append(modes, "dflash")
 			}
 		}
-		bo := llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap}
+		bo := llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Gate: gate}
 		if *promptFile != "" {
 			if bo.Prompt, err = benchPrompt(*model, *promptFile, max(*pp, 1)); err != nil {
 				return err
@@ -452,7 +454,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		writeSpecTable(stdout, rows)
 		return nil
 	}
-	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Depth: *depth})
+	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Depth: *depth, Gate: gate})
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,14 @@ import (
 )
 
 // The kernel gate. Every command that runs a model resolves the kernel table's entry for it and
-// audits the lookups of toy's own kernels that the run will make (kernelrt.Dispatch); an
-// unresolved one refuses the run unless --dangerously-allow-unresolved-kernel-lookups. Only what
-// the run dispatches is audited: toy generate's device sampling in a cuda build; perplexity,
-// bench, train, finetune and serve run ggml's graphs (and ggml's optimizer) alone, so their
-// gate passes whatever the table lacks.
+// audits the lookups the run will make: those of toy's own CPU operations that the model's
+// decoders make (llama.GGUFModel.KernelNeeds: generate, perplexity, bench model, serve) and, in a
+// cuda build, toy generate's device sampling (kernelrt.Dispatch). A model the table declares no
+// entry for, or a lookup that neither resolves nor is expected absent, refuses the run unless
+// --dangerously-allow-unresolved-kernel-lookups; the model's decoders then run toy's kernels for
+// what resolved and ggml's operations for the rest. Commands that train (train, finetune) run
+// the gate on their model's entry for the table's defaults; classify, ViT training and DFlash
+// training take no override.
 
 // allowUnresolvedFlag is the gate's override.
 const allowUnresolvedFlag = "dangerously-allow-unresolved-kernel-lookups"
@@ -48,35 +51,71 @@ func modelRef(m *llama.GGUFModel, path, modelName string) kernelrt.Ref {
 	return kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
 }
 
-// resolveEntry finds t's entry for ref. A model the table does not declare runs with toy's
-// defaults (nil entry), after a note on stderr. named says whether the entry names the model
-// (kernelrt.NamedBy), which it must to supply defaults (modelBehaviour, applyPreset).
+// resolveEntry finds t's entry for ref. For a model the table does not declare it returns a nil
+// entry, after a note on stderr: the gate then resolves none of the run's lookups, and a run the
+// override lets through runs with toy's defaults and ggml's operations. named says whether the
+// entry names the model (kernelrt.NamedBy), which it must to supply defaults (modelBehaviour,
+// applyPreset).
 func resolveEntry(stderr io.Writer, t *kernels.Target, ref kernelrt.Ref) (entry *kernels.Model, named bool) {
 	if t == nil {
 		return nil, false
 	}
 	entry, err := kernelrt.Resolve(t, ref)
 	if err != nil {
-		fmt.Fprintf(stderr, "toy: %v; using toy's defaults\n", err)
+		fmt.Fprintf(stderr, "toy: %v\n", err)
 		return nil, false
 	}
 	return entry, kernelrt.NamedBy(entry, ref)
 }
 
-// gate audits the lookups of d, what the run dispatches, against entry's modules on t (a nil
-// entry: the target's own modules) and refuses an unresolved one unless allow.
-func gate(t *kernels.Target, entry *kernels.Model, d kernelrt.Dispatch, allow bool) (kernelrt.Report, error) {
+// gate audits needs and the lookups of d, what the run dispatches, against entry's modules on t
+// (a nil entry, a model the table does not declare, resolves nothing) and refuses an unresolved
+// one unless allow.
+func gate(t *kernels.Target, entry *kernels.Model, needs []kernelrt.Need, d kernelrt.Dispatch, allow bool) (kernelrt.Report, error) {
 	if t == nil {
 		return kernelrt.Report{}, nil
 	}
-	if entry == nil {
-		entry = &kernels.Model{Name: "(no entry: the target's own modules)"}
-		for _, m := range t.Modules {
-			entry.Modules = append(entry.Modules, m.ID)
-		}
-	}
-	r := kernelrt.Audit(t, entry, kernelrt.DispatchNeeds(t.Backend, d))
+	r := kernelrt.Audit(t, entry, append(append([]kernelrt.Need(nil), needs...), kernelrt.DispatchNeeds(t.Backend, d)...))
 	return r, r.Err(allow)
+}
+
+// cpuTarget is the cpu kernel table, whose entries govern toy's own CPU operations in every
+// build (a model on the CPU backend runs them): kernelrt.BuildTarget's, replaced by tests.
+var cpuTarget = func() *kernels.Target { return kernelrt.BuildTarget(kernels.BackendCPU) }
+
+// auditCPU runs the gate over the lookups of toy's CPU operations that m's decoders make with o
+// (none on a GPU backend): the cpu table's entry for ref, an unresolved lookup refused unless
+// allow, and m given what resolved. The report is empty where nothing was looked up.
+func auditCPU(m *llama.GGUFModel, ref kernelrt.Ref, o llama.DecoderOptions, allow bool) (kernelrt.Report, error) {
+	needs := m.KernelNeeds(o.KVType, o.FlashAttention)
+	t := cpuTarget()
+	if len(needs) == 0 || t == nil {
+		return kernelrt.Report{}, nil
+	}
+	entry, _ := resolveEntry(io.Discard, t, ref)
+	r, err := gate(t, entry, needs, kernelrt.Dispatch{}, allow)
+	if err == nil {
+		m.UseKernels(r.Resolved)
+	}
+	return r, err
+}
+
+// gateDecoders is the boot gate of a command that decodes with m: it resolves the build's
+// table's entry for m (path and modelName are matched against the entries' names), audits the
+// lookups of toy's CPU operations m's decoders make with o (auditCPU), prints the audit on one
+// line of stderr (prefixed "toy cmd: kernels:"), and refuses an unresolved lookup unless allow.
+// It returns the entry (nil where the table has none) and whether it names the model.
+func gateDecoders(stderr io.Writer, cmd string, m *llama.GGUFModel, path, modelName string, o llama.DecoderOptions, allow bool) (*kernels.Model, bool, error) {
+	ref := modelRef(m, path, modelName)
+	entry, named := resolveEntry(stderr, buildTarget(), ref)
+	r, err := auditCPU(m, ref, o, allow)
+	if len(r.Resolved)+len(r.ExpectedAbsent)+len(r.Unresolved) > 0 {
+		fmt.Fprintf(stderr, "toy %s: kernels: %s\n", cmd, r.Summary())
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return entry, named, nil
 }
 
 // gateModel resolves the entry of a command's model and runs the gate for a run that
@@ -84,7 +123,7 @@ func gate(t *kernels.Target, entry *kernels.Model, d kernelrt.Dispatch, allow bo
 func gateModel(stderr io.Writer, ref kernelrt.Ref, d kernelrt.Dispatch, allow bool) (entry *kernels.Model, named bool, err error) {
 	t := buildTarget()
 	entry, named = resolveEntry(stderr, t, ref)
-	if _, err := gate(t, entry, d, allow); err != nil {
+	if _, err := gate(t, entry, nil, d, allow); err != nil {
 		return nil, false, err
 	}
 	return entry, named, nil
@@ -115,7 +154,7 @@ func deviceSampler(stderr io.Writer, ref kernelrt.Ref, s *sample.Sampler, allow 
 	t := dev.Target()
 	entry, _ := resolveEntry(io.Discard, t, ref)
 	if t != buildTarget() {
-		if _, err := gate(t, entry, cuda.DeviceSampling(s.Params()), allow); err != nil {
+		if _, err := gate(t, entry, nil, cuda.DeviceSampling(s.Params()), allow); err != nil {
 			dev.Close()
 			return nil, nil, err
 		}

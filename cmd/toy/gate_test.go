@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/ggml"
 )
 
 // withTarget makes the gate audit t for the rest of the test.
@@ -72,4 +73,85 @@ func TestKernelGate(t *testing.T) {
 	_, errOut, code = runToy("finetune", "-m", model, "-data", text, "-steps", "1", "-batch", "2", "-seq", "16",
 		"-eval-batches", "1", "-runs", t.TempDir(), "-t", "1")
 	assert.Equal(t, 0, code, errOut)
+}
+
+// withCPUTarget makes the gate audit toy's CPU operations against t for the rest of the test.
+func withCPUTarget(t *testing.T, target *kernels.Target) {
+	saved := cpuTarget
+	cpuTarget = func() *kernels.Target { return target }
+	t.Cleanup(func() { cpuTarget = saved })
+}
+
+// TestKernelGateCPU runs every command that decodes a model against cpu tables that fail it: one
+// whose entries lack the RMS norm's module (a lookup that neither resolves nor is expected
+// absent), and one that declares no entry for the model at all. Each command refuses, naming the
+// lookup and the override; with --dangerously-allow-unresolved-kernel-lookups each runs, and the
+// greedy text is the same as with the full table (ggml's operation runs where toy's did not
+// resolve, and computes the same model). The audit line says what resolved.
+func TestKernelGateCPU(t *testing.T) {
+	if !ggml.CPUKernelsFast() {
+		t.Skip("toy's CPU kernels are compiled scalar in this build: nothing is looked up")
+	}
+	model := tinyCheckpoint(t)
+	text := filepath.Join(t.TempDir(), "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
+	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0", "-t", "1"}
+	want, errOut, code := runToy(greedy...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "toy generate: kernels: target cpu, model llama:")
+	assert.Contains(t, errOut, "resolved (mul_mat_cols.mul_mat_cols[f32]")
+
+	full, err := kernels.CPU()
+	require.NoError(t, err)
+	noNorm := *full
+	noNorm.Models = nil
+	for _, m := range full.Models {
+		var mods []kernels.ModuleID
+		for _, id := range m.Modules {
+			if id != kernels.ModuleCPURmsNorm {
+				mods = append(mods, id)
+			}
+		}
+		m.Modules = mods
+		noNorm.Models = append(noNorm.Models, m)
+	}
+	noEntry := *full
+	noEntry.Models = nil
+
+	commands := map[string][]string{
+		"generate":   greedy,
+		"perplexity": {"perplexity", "-m", model, "-f", text, "-c", "16", "-chunks", "1", "-t", "1"},
+		"bench":      {"bench", "model", "-m", model, "-p", "4", "-n", "2", "-r", "1", "-t", "1"},
+		"serve":      {"serve", "-m", model, "-addr", "127.0.0.1:0", "-t", "1"},
+	}
+	for table, tc := range map[string]struct {
+		target *kernels.Target
+		want   string
+	}{
+		"lacks a module": {&noNorm, "unresolved kernel lookups: rms_norm.rms_norm_mul"},
+		"lacks an entry": {&noEntry, "declares no entry for this model"},
+	} {
+		t.Run(table, func(t *testing.T) {
+			withCPUTarget(t, tc.target)
+			for name, args := range commands {
+				_, errOut, code := runToy(args...)
+				assert.Equal(t, 1, code, "%s: %s", name, errOut)
+				assert.Contains(t, errOut, tc.want, name)
+				assert.Contains(t, errOut, allowUnresolvedFlag, name)
+			}
+			for name, args := range commands {
+				if name == "serve" {
+					url, stop := startServe(t, "-m", model, "--"+allowUnresolvedFlag)
+					assert.NotEmpty(t, url)
+					stop()
+					continue
+				}
+				got, errOut, code := runToy(append(args, "--"+allowUnresolvedFlag)...)
+				require.Equal(t, 0, code, "%s: %s", name, errOut)
+				if name == "generate" {
+					assert.Equal(t, want, got, "ggml's RMS norm computes what toy's does")
+				}
+			}
+		})
+	}
 }

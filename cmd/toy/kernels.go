@@ -4,10 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/kernelrt"
+	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 )
@@ -25,8 +27,8 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 			"Lists the kernel targets compiled into this build (cpu always; cuda and metal with their build\n"+
 			"tags), their modules, kernels and model declarations. Given a GGUF file it resolves the model\n"+
 			"entry (general.architecture, <arch>.embedding_length, general.name) and audits the kernel\n"+
-			"lookups some command makes (toy generate's device sampling in a cuda build; the other commands\n"+
-			"make none).\n\n")
+			"lookups its decoders make on the CPU (toy's own CPU operations, for its weights' types and an\n"+
+			"f16 cache; -fa and -ctk change the cache's) and, in a cuda build, toy generate's device sampling.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -57,10 +59,14 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 	}
 	// A GGUF named is read before anything is printed: a bad file is an error and nothing else.
 	var ref kernelrt.Ref
+	var cpuNeeds []kernelrt.Need
 	if fs.NArg() == 1 {
 		var err error
 		if ref, err = ggufRef(fs.Arg(0), *modelName); err != nil {
 			return err
+		}
+		if cpuNeeds, err = decoderNeeds(fs.Arg(0), ref.ModelType); err != nil {
+			fmt.Fprintf(stdout, "(no audit of toy's CPU operations: %v)\n\n", err)
 		}
 	}
 	targets := kernels.Compiled()
@@ -101,9 +107,13 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "  %s: resolves to %s\n", t.Name, m.Name)
 		printModel(stdout, "    ", t, m)
-		r := kernelrt.Audit(t, m, kernelrt.DispatchNeeds(t.Backend, kernelrt.EveryDispatch))
+		needs := kernelrt.DispatchNeeds(t.Backend, kernelrt.EveryDispatch)
+		if t.Backend == kernels.BackendCPU {
+			needs = cpuNeeds
+		}
+		r := kernelrt.Audit(t, m, needs)
 		if len(r.Lines()) == 0 {
-			fmt.Fprintf(stdout, "    audit: no kernel lookups (ggml's kernels are compiled in)\n")
+			fmt.Fprintf(stdout, "    audit: no kernel lookups (ggml's kernels run this model)\n")
 		}
 		for _, l := range r.Lines() {
 			fmt.Fprintf(stdout, "    audit: %s\n", l)
@@ -144,7 +154,21 @@ func printTarget(w io.Writer, t *kernels.Target) {
 				from += " for " + m.PTXTarget
 			}
 		}
-		fmt.Fprintf(w, "  module %s (%s%s, %d bytes): %s\n", m.Name, m.Source, from, len(m.Blob), strings.Join(m.Kernels, ", "))
+		var ks []string
+		for _, k := range m.Kernels {
+			if ts := m.Types[k]; len(ts) > 0 {
+				k += " [" + strings.Join(ts, " ") + "]"
+			}
+			ks = append(ks, k)
+		}
+		size := ""
+		if m.Blob != "" {
+			size = fmt.Sprintf(", %d bytes", len(m.Blob))
+		}
+		fmt.Fprintf(w, "  module %s (%s%s%s): %s\n", m.Name, m.Source, from, size, strings.Join(ks, ", "))
+	}
+	for _, a := range t.ExpectedAbsent {
+		fmt.Fprintf(w, "  expected absent for every model: %s (%s)\n", a.Lookup, a.Reason)
 	}
 	for i := range t.Models {
 		m := &t.Models[i]
@@ -213,4 +237,19 @@ func ggufRef(path, modelName string) (kernelrt.Ref, error) {
 		ref.Names = append(ref.Names, name)
 	}
 	return ref, nil
+}
+
+// decoderNeeds lists the lookups of toy's CPU operations that the decoders of the GGUF model at
+// path make with an f16 cache outside flash attention (toy generate's defaults): none for an
+// architecture toy does not decode (a ViT classifier). The weights are memory-mapped, not read.
+func decoderNeeds(path, arch string) ([]kernelrt.Need, error) {
+	if !slices.Contains(llama.SupportedArchitectures(), arch) {
+		return nil, nil
+	}
+	m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1, Mmap: true})
+	if err != nil {
+		return nil, fmt.Errorf("kernels: %w", err)
+	}
+	defer m.Close()
+	return m.KernelNeeds(llama.KVF16, false), nil
 }

@@ -48,10 +48,28 @@ func TestKernelsCommand(t *testing.T) {
 	assert.Contains(t, out.String(), "cpu: resolves to llama")
 
 	// An architecture nobody declares fails, naming what is declared.
-	gpt := writeKernelsGGUF(t, "gpt2.gguf", "gpt2", 768, "")
+	bert := writeKernelsGGUF(t, "bert.gguf", "bert", 768, "")
 	out.Reset()
-	require.Error(t, runKernels([]string{gpt}, &out, &errw))
-	assert.Contains(t, out.String(), `declares no model for model type "gpt2"`)
+	require.Error(t, runKernels([]string{bert}, &out, &errw))
+	assert.Contains(t, out.String(), `declares no model for model type "bert"`)
+
+	// Every architecture toy trains or runs has an entry: GPT-2 and ViT too.
+	for _, arch := range []string{"gpt2", "vit"} {
+		out.Reset()
+		require.NoError(t, runKernels([]string{writeKernelsGGUF(t, arch+".gguf", arch, 64, "")}, &out, &errw), out.String())
+		assert.Contains(t, out.String(), "cpu: resolves to "+arch)
+	}
+
+	// A model toy decodes: the audit lists the lookups of toy's CPU operations its decoders make
+	// (f32 weights, an f16 cache), resolved for the llama entry, and the cpu table's own lookups.
+	out.Reset()
+	require.NoError(t, runKernels([]string{tinyCheckpoint(t)}, &out, &errw), out.String())
+	assert.Contains(t, out.String(), "module mul_mat_cols (kernels/cpu/c/mul_mat_cols.c): mul_mat_cols [f16 bf16 f32 q8_0 q5_0]")
+	assert.Contains(t, out.String(), "expected absent for every model: mul_mat_cols.mul_mat_cols[*]")
+	if ggml.CPUKernelsFast() {
+		assert.Contains(t, out.String(), "audit: resolved: mul_mat_cols.mul_mat_cols[f32]")
+		assert.Contains(t, out.String(), "audit: resolved: attend.attend_one[f16]")
+	}
 
 	out.Reset()
 	require.NoError(t, runKernels([]string{"-compute-capability", "9.0"}, &out, &errw))

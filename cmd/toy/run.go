@@ -37,6 +37,14 @@ type decoderFlags struct {
 	batchPrompt int
 	loras       stringList
 	loraScale   float64
+
+	// The kernel gate's inputs, which a command sets before open (its -model-name and
+	// --dangerously-allow-unresolved-kernel-lookups), and what it resolved: the table's entry
+	// for the model (nil: none) and whether it names the model.
+	modelName       string
+	allowUnresolved bool
+	entry           *kernels.Model
+	named           bool
 }
 
 func (d *decoderFlags) register(fs *flag.FlagSet) {
@@ -101,7 +109,9 @@ func usableThreads(stderr io.Writer, cmd string, threads *int) error {
 	return nil
 }
 
-// open loads the model, its tokenizer and a decoder; cmd names the command in notes on stderr.
+// open loads the model and its tokenizer, runs the kernel gate over what its decoders look up
+// (gateDecoders: d.entry and d.named are set), and makes a decoder; cmd names the command in
+// notes on stderr.
 func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
 	opts, err := d.options()
 	if err != nil {
@@ -109,6 +119,10 @@ func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *to
 	}
 	m, tok, err := d.openModel(stderr, cmd)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if d.entry, d.named, err = gateDecoders(stderr, cmd, m, d.model, d.modelName, opts, d.allowUnresolved); err != nil {
+		m.Close()
 		return nil, nil, nil, err
 	}
 	opts.Threads = d.threads
@@ -249,6 +263,7 @@ Flags:
 	if err := llama.CheckMinProbability(*pMin); err != nil {
 		return usagef("-draft-p-min %v: %v", *pMin, err)
 	}
+	d.modelName, d.allowUnresolved = *modelName, *allowUnresolved
 	m, tok, dec, err := d.open(stderr, "generate")
 	if err != nil {
 		return err
@@ -269,7 +284,7 @@ Flags:
 	// defaults the file lacks: the sampling preset "default" for every sampling flag not given,
 	// stop strings, BOS and chat template.
 	target, ref := buildTarget(), modelRef(m, d.model, *modelName)
-	entry, named := resolveEntry(stderr, target, ref)
+	entry, named := d.entry, d.named
 	set := setFlags(fs)
 	if entry != nil && named {
 		applyPreset(&p, entry, set)
@@ -302,7 +317,7 @@ Flags:
 	if draftDec == nil && df == nil {
 		dispatch = cuda.DeviceSampling(p)
 	}
-	if _, err := gate(target, entry, dispatch, *allowUnresolved); err != nil {
+	if _, err := gate(target, entry, nil, dispatch, *allowUnresolved); err != nil {
 		return err
 	}
 	beh := modelBehaviour(m, tok, entry, named)
@@ -522,6 +537,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if d.ctx != 0 && d.ctx < llama.MinPerplexityContext {
 		return usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.ctx, llama.MinPerplexityContext)
 	}
+	d.allowUnresolved = *allowUnresolved
 	m, tok, dec, err := d.open(stderr, "perplexity")
 	if err != nil {
 		return err
@@ -529,13 +545,8 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	defer dec.Close()
 	// BOS as generate decides it (the file's add_bos_token first, then a table entry that names
-	// the model), so that both see the text the same way. Perplexity dispatches none of toy's
-	// own kernels.
-	entry, named, err := gateModel(io.Discard, modelRef(m, d.model, ""), kernelrt.Dispatch{}, *allowUnresolved)
-	if err != nil {
-		return err
-	}
-	beh := modelBehaviour(m, tok, entry, named)
+	// the model), so that both see the text the same way.
+	beh := modelBehaviour(m, tok, d.entry, d.named)
 	nctx := dec.MaxContext()
 	ids := tok.Encode(string(text), tokenizer.EncodeOptions{})
 	bos := int32(-1)

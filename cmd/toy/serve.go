@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/serve"
@@ -102,24 +101,31 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 			m.Close()
 		}
 	}()
-	// The server samples on the host: it dispatches none of toy's own kernels.
+	// The boot gate: the server's decoders look up toy's CPU operations (on the CPU backend);
+	// it samples on the host.
 	t := buildTarget()
-	entry, named := resolveEntry(stderr, t, modelRef(m, f.model, f.modelName))
-	r, err := gate(t, entry, kernelrt.Dispatch{}, *f.allowUnresolved)
+	ref := modelRef(m, f.model, f.modelName)
+	entry, named := resolveEntry(stderr, t, ref)
+	r, err := auditCPU(m, ref, opts, *f.allowUnresolved)
+	if t != nil {
+		if entry != nil {
+			fmt.Fprintf(stderr, "toy serve: kernel table %s: %s resolves to %s\n", t.Name, f.model, entry.Name)
+		}
+		for _, l := range r.Lines() {
+			fmt.Fprintf(stderr, "toy serve:   audit: %s\n", l)
+		}
+		if len(r.Lines()) == 0 {
+			fmt.Fprintf(stderr, "toy serve:   audit: no kernel lookups (ggml's kernels run this backend)\n")
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	info := map[string]any{"backend": ggml.BackendKind, "architecture": m.Arch.Name, "kernel_entry": nil, "kernel_entry_names_model": named}
 	if entry != nil {
-		fmt.Fprintf(stderr, "toy serve: kernel table %s: %s resolves to %s\n", t.Name, f.model, entry.Name)
-		for _, l := range r.Lines() {
-			fmt.Fprintf(stderr, "toy serve:   audit: %s\n", l)
-		}
-		if len(r.Lines()) == 0 {
-			fmt.Fprintf(stderr, "toy serve:   audit: no kernel lookups (ggml's kernels are compiled in)\n")
-		}
-		info["kernel_target"], info["kernel_entry"], info["kernel_unresolved"] = t.Name, entry.Name, len(r.Unresolved)
+		info["kernel_target"], info["kernel_entry"] = t.Name, entry.Name
 	}
+	info["kernel_resolved"], info["kernel_expected_absent"], info["kernel_unresolved"] = len(r.Resolved), len(r.ExpectedAbsent), len(r.Unresolved)
 	p := sample.DefaultParams()
 	if entry != nil && named {
 		applyPreset(&p, entry, map[string]bool{})

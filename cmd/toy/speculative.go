@@ -31,6 +31,10 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 		dm.Close()
 		return nil, nil, err
 	}
+	if _, _, err := gateDecoders(io.Discard, "generate -draft", dm, path, "", opts, d.allowUnresolved); err != nil {
+		dm.Close()
+		return nil, nil, fmt.Errorf("-draft: %w", err)
+	}
 	opts.Threads = d.threads
 	opts.MaxContext = dec.MaxContext()
 	ddec, err := llama.NewDecoder(dm, opts)

@@ -132,9 +132,36 @@ func declared(t *kernels.Target) string {
 	return strings.Join(ds, ", ")
 }
 
-// Absent is an unresolved lookup the model's MODEL.toml expects, with its reason.
+// Need is one lookup a run makes in the kernel table: a kernel and, for a kernel that declares
+// the ggml types of the data it takes (toy's CPU operations: a weight matrix's, a cache's), the
+// type it is asked to read. Type is "" for a kernel looked up whatever it reads.
+type Need struct {
+	Kernel kernels.KernelID
+	Type   string
+}
+
+// String writes n as MODEL.toml's and HARDWARE.toml's [expected_absent] do: module.kernel, or
+// module.kernel[type].
+func (n Need) String() string {
+	if n.Type == "" {
+		return n.Kernel.String()
+	}
+	return n.Kernel.String() + "[" + n.Type + "]"
+}
+
+// Needs makes lookups of kernels whatever they read.
+func Needs(ks ...kernels.KernelID) []Need {
+	ns := make([]Need, len(ks))
+	for i, k := range ks {
+		ns[i] = Need{Kernel: k}
+	}
+	return ns
+}
+
+// Absent is an unresolved lookup the model's MODEL.toml or its target's HARDWARE.toml expects,
+// with its reason.
 type Absent struct {
-	Lookup kernels.KernelID
+	Lookup Need
 	Reason string
 }
 
@@ -143,33 +170,66 @@ type Report struct {
 	Target, Model string
 	// Shadowed lists, per common/ module the model replaced, the kernels the replacement dropped.
 	Shadowed []kernels.Shadowed
-	// Resolved lookups, in the order asked.
-	Resolved []kernels.KernelID
-	// ExpectedAbsent are unresolved lookups the model declares may be absent.
+	// Resolved lookups, in the order asked: what the run may dispatch to toy's kernels.
+	Resolved []Need
+	// ExpectedAbsent are unresolved lookups the model or its target declares may be absent:
+	// ggml's own operation runs for them.
 	ExpectedAbsent []Absent
 	// Unresolved are lookups that neither resolve nor are expected absent.
-	Unresolved []kernels.KernelID
+	Unresolved []Need
 }
 
 // ErrUnresolved is wrapped by Report.Err when a lookup is unresolved.
 var ErrUnresolved = errors.New("unresolved kernel lookups")
 
-// Audit checks every kernel in needs against the model's effective modules (common/ with the
-// model's own files replacing their namesakes).
-func Audit(t *kernels.Target, m *kernels.Model, needs []kernels.KernelID) Report {
-	r := Report{Target: t.Name, Model: m.Name, Shadowed: m.Shadowed}
-	for _, k := range needs {
-		if _, ok := Lookup(t, m, k); ok {
-			r.Resolved = append(r.Resolved, k)
+// Audit checks every lookup in needs against the model's effective modules on t (common/ with
+// the model's own files replacing their namesakes) and the types their kernels take. A nil m
+// (a model the table does not declare) resolves nothing and expects nothing absent: every
+// lookup is unresolved.
+func Audit(t *kernels.Target, m *kernels.Model, needs []Need) Report {
+	r := Report{Target: t.Name, Model: "(none: the table declares no entry for this model)"}
+	if m != nil {
+		r.Model, r.Shadowed = m.Name, m.Shadowed
+	}
+	seen := map[Need]bool{}
+	for _, n := range needs {
+		if seen[n] {
 			continue
 		}
-		if reason, ok := expectedAbsent(m, k); ok {
-			r.ExpectedAbsent = append(r.ExpectedAbsent, Absent{Lookup: k, Reason: reason})
+		seen[n] = true
+		if m == nil {
+			r.Unresolved = append(r.Unresolved, n)
 			continue
 		}
-		r.Unresolved = append(r.Unresolved, k)
+		if Resolves(t, m, n) {
+			r.Resolved = append(r.Resolved, n)
+			continue
+		}
+		if reason, ok := expectedAbsent(t, m, n); ok {
+			r.ExpectedAbsent = append(r.ExpectedAbsent, Absent{Lookup: n, Reason: reason})
+			continue
+		}
+		r.Unresolved = append(r.Unresolved, n)
 	}
 	return r
+}
+
+// Resolves says whether n resolves for m on t: its kernel is among m's effective modules
+// (Lookup) and, when n asks for a type, the kernel declares that type.
+func Resolves(t *kernels.Target, m *kernels.Model, n Need) bool {
+	id, ok := Lookup(t, m, n.Kernel)
+	if !ok {
+		return false
+	}
+	if n.Type == "" {
+		return true
+	}
+	for _, ty := range t.Module(id).Types[n.Kernel.Name()] {
+		if ty == n.Type {
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup finds kernel k among m's effective modules on t: k's own module, or the model's own
@@ -195,10 +255,14 @@ func Lookup(t *kernels.Target, m *kernels.Model, k kernels.KernelID) (module ker
 	return module, false
 }
 
-func expectedAbsent(m *kernels.Model, k kernels.KernelID) (string, bool) {
-	for _, a := range m.ExpectedAbsent {
-		if a.Lookup == k.String() {
-			return a.Reason, true
+// expectedAbsent finds n among m's and then t's expected-absent lookups: written as n is, or,
+// for a lookup of a type, as the kernel's [*] (every type it does not take).
+func expectedAbsent(t *kernels.Target, m *kernels.Model, n Need) (string, bool) {
+	for _, as := range [][]kernels.ExpectedAbsent{m.ExpectedAbsent, t.ExpectedAbsent} {
+		for _, a := range as {
+			if a.Lookup == n.String() || n.Type != "" && a.Lookup == n.Kernel.String()+"[*]" {
+				return a.Reason, true
+			}
 		}
 	}
 	return "", false
@@ -214,8 +278,8 @@ func (r Report) Err(allowUnresolved bool) error {
 	for _, l := range r.Unresolved {
 		ls = append(ls, l.String())
 	}
-	return fmt.Errorf("kernels: target %s, model %s: %w: %s (not in the model's modules and not in its [expected_absent]; "+
-		"--dangerously-allow-unresolved-kernel-lookups runs anyway)", r.Target, r.Model, ErrUnresolved, strings.Join(ls, ", "))
+	return fmt.Errorf("kernels: target %s, model %s: %w: %s (not in the model's modules and not in its or the target's [expected_absent]; "+
+		"--dangerously-allow-unresolved-kernel-lookups runs anyway, with ggml's operations)", r.Target, r.Model, ErrUnresolved, strings.Join(ls, ", "))
 }
 
 // Lines renders the report for people, one fact a line.
@@ -240,10 +304,36 @@ func (r Report) Lines() []string {
 	return out
 }
 
-// Dispatch is what one run of a command looks up through toy's own kernel dispatch (package
-// cuda). ggml's own kernels (compiled in, or loaded with its backend library) are not looked up,
-// so a command that only runs ggml graphs (perplexity, bench, train, finetune, serve) dispatches
-// nothing and its gate passes whatever the table lacks.
+// Summary is the report in one line: how many lookups resolved, which are expected absent and
+// which are unresolved.
+func (r Report) Summary() string {
+	var abs []string
+	for _, a := range r.ExpectedAbsent {
+		abs = append(abs, a.Lookup.String())
+	}
+	var un []string
+	for _, l := range r.Unresolved {
+		un = append(un, l.String())
+	}
+	var res []string
+	for _, l := range r.Resolved {
+		res = append(res, l.String())
+	}
+	s := fmt.Sprintf("target %s, model %s: %d resolved", r.Target, r.Model, len(r.Resolved))
+	if len(res) > 0 {
+		s += " (" + strings.Join(res, ", ") + ")"
+	}
+	if len(abs) > 0 {
+		s += "; expected absent (ggml runs them): " + strings.Join(abs, ", ")
+	}
+	if len(un) > 0 {
+		s += "; UNRESOLVED: " + strings.Join(un, ", ")
+	}
+	return s
+}
+
+// Dispatch is what one run of a command looks up through toy's own GPU kernel dispatch (package
+// cuda), beside the CPU kernels a model's decoders or trainer look up (their KernelNeeds).
 type Dispatch struct {
 	// Argmax is greedy token sampling on the device (toy generate -temp 0 in a GPU build).
 	Argmax bool
@@ -255,11 +345,10 @@ type Dispatch struct {
 // EveryDispatch is every lookup some command makes: what toy kernels audits.
 var EveryDispatch = Dispatch{Argmax: true, Sample: true}
 
-// DispatchNeeds lists the kernels a run dispatching d looks up on backend b: none on cpu
-// (ggml's kernels are compiled in, and toy dispatches none of its own); on cuda, the sampling
-// kernels d uses. toy's fused AdamW kernel (adamw_f32) is not among them: training steps with
-// ggml's optimizer, and only the GPU checks (scripts/gpu-check.sh) run adamw_f32.
-func DispatchNeeds(b kernels.Backend, d Dispatch) []kernels.KernelID {
+// DispatchNeeds lists the kernels a run dispatching d looks up on backend b: none but on cuda,
+// the sampling kernels d uses. toy's fused AdamW kernel (adamw_f32) is not among them: training
+// steps with ggml's optimizer, and only the GPU checks (scripts/gpu-check.sh) run adamw_f32.
+func DispatchNeeds(b kernels.Backend, d Dispatch) []Need {
 	if b != kernels.BackendCUDA {
 		return nil
 	}
@@ -270,7 +359,31 @@ func DispatchNeeds(b kernels.Backend, d Dispatch) []kernels.KernelID {
 	if d.Sample {
 		ks = append(ks, kernels.KernelCUDASamplingSampleF32)
 	}
-	return ks
+	return Needs(ks...)
+}
+
+// BuildTarget is the kernel table's target of backend b compiled into this build, or nil.
+func BuildTarget(b kernels.Backend) *kernels.Target {
+	for _, t := range kernels.Compiled() {
+		if t.Backend == b {
+			return t
+		}
+	}
+	return nil
+}
+
+// Builtin returns the lookups of needs that t's own modules resolve, whatever model runs: what
+// a library user who runs no gate gets (the kernels this build compiled, for the types they
+// take). A nil t resolves nothing.
+func Builtin(t *kernels.Target, needs []Need) []Need {
+	if t == nil {
+		return nil
+	}
+	all := &kernels.Model{Name: "(the target's own modules)"}
+	for _, m := range t.Modules {
+		all.Modules = append(all.Modules, m.ID)
+	}
+	return Audit(t, all, needs).Resolved
 }
 
 // Capability is a CUDA compute capability, e.g. {9, 0}.

@@ -80,7 +80,7 @@ func TestResolve(t *testing.T) {
 func TestAudit(t *testing.T) {
 	tb := table()
 	needs := DispatchNeeds(kernels.BackendCUDA, EveryDispatch)
-	require.Equal(t, []kernels.KernelID{kernels.KernelCUDASamplingArgmaxF32, kernels.KernelCUDASamplingSampleF32}, needs)
+	require.Equal(t, Needs(kernels.KernelCUDASamplingArgmaxF32, kernels.KernelCUDASamplingSampleF32), needs)
 
 	smol := &tb.Models[1]
 	r := Audit(tb, smol, needs)
@@ -100,7 +100,7 @@ func TestAudit(t *testing.T) {
 	llama.Shadowed = []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}
 	r = Audit(tb, llama, needs)
 	assert.Equal(t, []kernels.Shadowed{{Module: "sampling", Kernels: []string{"sample_f32"}}}, r.Shadowed)
-	assert.Equal(t, []kernels.KernelID{kernels.KernelCUDASamplingSampleF32}, r.Unresolved)
+	assert.Equal(t, Needs(kernels.KernelCUDASamplingSampleF32), r.Unresolved)
 	err := r.Err(false)
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrUnresolved))
@@ -113,7 +113,7 @@ func TestAudit(t *testing.T) {
 	llama.ExpectedAbsent = []kernels.ExpectedAbsent{{Lookup: "sampling.sample_f32", Reason: "greedy only"}}
 	r = Audit(tb, llama, needs)
 	assert.Empty(t, r.Unresolved)
-	assert.Equal(t, []Absent{{kernels.KernelCUDASamplingSampleF32, "greedy only"}}, r.ExpectedAbsent)
+	assert.Equal(t, []Absent{{Need{Kernel: kernels.KernelCUDASamplingSampleF32}, "greedy only"}}, r.ExpectedAbsent)
 	assert.NoError(t, r.Err(false))
 
 	// A target of another tree resolves nothing of cuda's.
@@ -123,7 +123,7 @@ func TestAudit(t *testing.T) {
 	// Nothing is looked up on cpu, nor by a run that samples on the host.
 	assert.Empty(t, DispatchNeeds(kernels.BackendCPU, EveryDispatch))
 	assert.Empty(t, DispatchNeeds(kernels.BackendCUDA, Dispatch{}))
-	assert.Equal(t, []kernels.KernelID{kernels.KernelCUDASamplingArgmaxF32}, DispatchNeeds(kernels.BackendCUDA, Dispatch{Argmax: true}))
+	assert.Equal(t, Needs(kernels.KernelCUDASamplingArgmaxF32), DispatchNeeds(kernels.BackendCUDA, Dispatch{Argmax: true}))
 
 	// Lookup names the module a kernel loads from: the model's replacement when it has one.
 	mod, ok := Lookup(tb, llama, kernels.KernelCUDASamplingArgmaxF32)
@@ -255,4 +255,45 @@ func TestCompiledBehaviours(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAuditTypes audits lookups of toy's CPU operations on the cpu target as generated: a kernel
+// resolves for the ggml types its toy:kernel line declares, a type it does not take is expected
+// absent through the target's [*] entry (ggml runs it), a model's own entry takes precedence, a
+// model without an entry resolves nothing, and a target without the [*] entry leaves the type
+// unresolved.
+func TestAuditTypes(t *testing.T) {
+	cpu, err := kernels.CPU()
+	require.NoError(t, err)
+	m, err := Resolve(cpu, Ref{ModelType: "llama", HiddenSize: 4096, Names: []string{"x.gguf"}})
+	require.NoError(t, err)
+	cols := func(ty string) Need { return Need{Kernel: kernels.KernelCPUMulMatColsMulMatCols, Type: ty} }
+	norm := Need{Kernel: kernels.KernelCPURmsNormRmsNormMul}
+	needs := []Need{cols("q8_0"), cols("q4_K"), norm, cols("q8_0")}
+	assert.Equal(t, "mul_mat_cols.mul_mat_cols[q4_K]", cols("q4_K").String())
+
+	r := Audit(cpu, m, needs)
+	assert.Equal(t, []Need{cols("q8_0"), norm}, r.Resolved, "each lookup once, in the order asked")
+	require.Len(t, r.ExpectedAbsent, 1)
+	assert.Equal(t, cols("q4_K"), r.ExpectedAbsent[0].Lookup)
+	assert.Contains(t, r.ExpectedAbsent[0].Reason, "ggml's mul_mat runs")
+	assert.Empty(t, r.Unresolved)
+	assert.Contains(t, r.Summary(), "expected absent (ggml runs them): mul_mat_cols.mul_mat_cols[q4_K]")
+
+	own := *m
+	own.ExpectedAbsent = []kernels.ExpectedAbsent{{Lookup: "mul_mat_cols.mul_mat_cols[q4_K]", Reason: "the model's own reason"}}
+	r = Audit(cpu, &own, needs)
+	assert.Equal(t, "the model's own reason", r.ExpectedAbsent[0].Reason)
+
+	r = Audit(cpu, nil, needs)
+	assert.Equal(t, []Need{cols("q8_0"), cols("q4_K"), norm}, r.Unresolved)
+	require.Error(t, r.Err(false))
+	assert.Contains(t, r.Err(false).Error(), "declares no entry")
+
+	bare := *cpu
+	bare.ExpectedAbsent = nil
+	r = Audit(&bare, m, needs)
+	assert.Equal(t, []Need{cols("q4_K")}, r.Unresolved)
+	assert.Equal(t, []Need{cols("q8_0"), norm}, Builtin(&bare, needs), "the build's own modules, whatever the entry")
+	assert.Nil(t, Builtin(nil, needs))
 }

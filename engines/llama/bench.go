@@ -27,6 +27,18 @@ type BenchOptions struct {
 	// Prompt, when set, is the speculative bench's prompt (BenchSpeculative), instead of
 	// random tokens.
 	Prompt []int32
+	// Gate, when set, runs on each model the bench loads (the target, a draft model) before
+	// its decoders are made, with their options: the command's kernel gate, which may refuse
+	// the model and gives it the kernels the table resolved (GGUFModel.UseKernels).
+	Gate func(m *GGUFModel, o DecoderOptions) error
+}
+
+// gate runs o.Gate, when set, on m for decoders of options do.
+func (o BenchOptions) gate(m *GGUFModel, do DecoderOptions) error {
+	if o.Gate == nil {
+		return nil
+	}
+	return o.Gate(m, do)
 }
 
 // BenchStat is one test's throughput over the repetitions.
@@ -137,6 +149,9 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 	do.MaxContext = max(BenchPositions(promptTokens, genTokens, opts.Depth), 1)
 	if do.MaxContext > m.Arch.Context {
 		return r, fmt.Errorf("llama: a depth of %d and %d tokens do not fit %s's context of %d", opts.Depth, max(promptTokens, genTokens), path, m.Arch.Context)
+	}
+	if err := opts.gate(m, do); err != nil {
+		return r, err
 	}
 	d, err := NewDecoder(m, do)
 	if err != nil {

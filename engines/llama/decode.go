@@ -284,11 +284,14 @@ type kvCache struct {
 	vCache   []*ggml.Tensor // flash: [HeadDimV, cells, NKVHeads], as the keys; unfused: [cells, HeadDimV·NKVHeads]
 	cells    int            // positions per layer
 	flash    bool           // values stored for flash attention (not transposed)
-	// ownAttention: a group of one query per sequence attends through toy's own CPU kernel
-	// (ggml.AttendOne) rather than ggml's unfused attention, the unfused attention of the
-	// others takes toy's packed GEMM and softmax where they fit, and new values reach the
-	// transposed value cache through toy's own kernel (ggml.StoreTransposed; GGUFModel.ownKernels).
-	ownAttention bool
+	typ      ggml.Type      // the cache's element type
+	// kernels is what the kernel table resolved of the model's lookups (GGUFModel.UseKernels)
+	// when the cache was made: a group of one query per sequence attends through toy's own CPU
+	// kernel (ggml.AttendOne) where it resolved for the cache's type, the unfused attention of
+	// the others takes toy's packed GEMM and softmax where they resolved and fit, and new values
+	// reach the transposed value cache through toy's own kernel (ggml.StoreTransposed) where it
+	// resolved.
+	kernels kernelSet
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -297,7 +300,7 @@ type kvCache struct {
 // open chooses the backend and allocates the cache, zeroed.
 func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells int) error {
 	a := &m.Arch
-	c.backend, c.cells, c.flash, c.ownAttention = m.backend, cells, flash, m.ownKernels
+	c.backend, c.cells, c.flash, c.kernels, c.typ = m.backend, cells, flash, m.kernels, kv.ggmlType()
 	if a.IsMoE() {
 		hasTopK, err := m.supports(func(ctx *ggml.Context) *ggml.Tensor {
 			return ctx.TopK(ctx.NewTensor(ggml.F32, int64(a.NExperts), 1), a.NExpertsUsed)
@@ -348,7 +351,7 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 // SetRows, one element a row at the indices cacheInputs.vIdx holds, rather than through toy's
 // own kernel (ggml.StoreTransposed, on the CPU where toy's kernels run), which takes each
 // token's cell.
-func (c *kvCache) elementRows() bool { return !c.flash && !c.ownAttention }
+func (c *kvCache) elementRows() bool { return !c.flash && !c.kernels.has(needStore(c.typ)) }
 
 // close frees the cache and the decoder's own backend.
 func (c *kvCache) close() {
@@ -698,10 +701,10 @@ func (g attnGroup) rows() int64 { return g.T * g.S }
 // attends the n queries q [HeadDimK, H, n] over the cache as l lays them out, under mask
 // [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it. A
 // group of one query per sequence (generation steps) attends through toy's own CPU kernel
-// (ggml.AttendOne) where c.ownAttention allows it, without a soft-cap, over either layout of
+// (ggml.AttendOne) where the table resolved it for the cache type, without a soft-cap, over either layout of
 // the values (f16, or q8_0 in flash attention's); every other group through ggml's attention,
 // flash or unfused, whose products and softmax are toy's kernels (MulMatPacked, SoftMaxCPU)
-// where c.ownAttention allows it and they fit (a prompt of one sequence: the Decoder's, a
+// where the table resolved them and they fit (a prompt of one sequence: the Decoder's, a
 // server's slot alone in its group; under flash attention, packedFlash).
 func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, mask, rows, vIdx *ggml.Tensor, l attnLayout) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
@@ -754,7 +757,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
 		var o *ggml.Tensor // [hdv, H, T, S]
-		if c.ownAttention && T == 1 && softcap == 0 && (!c.flash || typ == ggml.F16 || typ == ggml.Q8_0) {
+		if c.kernels.has(needAttend(typ)...) && T == 1 && softcap == 0 {
 			Vt := V // [kvLen, hdv, Hkv, S]; flash's cache a cell's channels side by side
 			if c.flash {
 				Vt = ctx.Permute(V, [4]int{1, 0, 2, 3})
@@ -781,7 +784,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 					kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
 					scale = 1
 				}
-				kq = cpuSoftMax(ctx, c.ownAttention, kq, M, scale)
+				kq = cpuSoftMax(ctx, c.kernels.has(needSoftMax), kq, M, scale)
 				o = ctx.Cont(ctx.Permute(c.product(ctx, Vt, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
 			}
 		}
@@ -808,7 +811,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *Architecture, il int, q, k, v, ma
 // reads an f16 or q8_0 cache's values a cell at a time (the packed product of one column was
 // 20 % slower than ggml's kernel there).
 func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
-	if !c.ownAttention || q == nil || k == nil || vt == nil || ggml.MulMatPackedFits(k, q) != nil {
+	if q == nil || k == nil || vt == nil || !c.kernels.has(needPacked(k.Type())) || ggml.MulMatPackedFits(k, q) != nil {
 		return false
 	}
 	kn, qn := k.Ne(), q.Ne()
@@ -817,12 +820,12 @@ func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
 }
 
 // product is MulMat(a, b) for the unfused attention's products over the cache (the scores and
-// the values' weighted sums): by toy's packed GEMM where c.ownAttention allows it and the
+// the values' weighted sums): by toy's packed GEMM where the table resolved it and the
 // operands fit it (one sequence: 3-D), by ggml's otherwise. ggml's sums each output along the
 // head's 64 values and then adds its vector's lanes, about as long as the FMAs, and rounds the
 // queries and the probabilities to f16; toy's kernel needs no such sums and keeps them f32.
 func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
-	if c.ownAttention && a != nil && b != nil && ggml.MulMatPackedFits(a, b) == nil {
+	if a != nil && b != nil && c.kernels.has(needPacked(a.Type())) && ggml.MulMatPackedFits(a, b) == nil {
 		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)
@@ -834,7 +837,7 @@ func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
 // sums them eight at a time, with the same float results (TestRMSNormMulCPU), and saves the
 // MUL's node and the barrier before it.
 func (m *GGUFModel) rmsNormMul(ctx *ggml.Context, x, w *ggml.Tensor, eps float32) *ggml.Tensor {
-	if m.ownKernels && x != nil && w != nil && ggml.RMSNormMulCPUFits(x, w, eps) == nil {
+	if m.kernels.has(needRMSNormMul) && x != nil && w != nil && ggml.RMSNormMulCPUFits(x, w, eps) == nil {
 		return ctx.RMSNormMulCPU(x, w, eps)
 	}
 	return ctx.Mul(ctx.RMSNorm(x, eps), w)
@@ -851,7 +854,7 @@ func (m *GGUFModel) ropeHook(ctx *ggml.Context, pos *ggml.Tensor) func(x *ggml.T
 	return func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
 		t, ok := tables[r]
 		if !ok {
-			if m.ownKernels && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
+			if m.kernels.has(needRope...) && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
 				t = ctx.RopeTableCPU(pos, ff, r)
 			}
 			tables[r] = t
@@ -875,7 +878,7 @@ func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return
 // ggml rounds them to the weight's type (to q8_0 for q8_0 and q5_0 weights, whose integer
 // kernels llama.cpp runs).
 func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
-	return m.ownKernels && w != nil && x != nil && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
+	return w != nil && x != nil && m.kernels.has(needColumns(w.Type())) && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
 }
 
 // ownPacked reports whether W·x goes through toy's packed GEMM (ggml.MulMatPacked) rather than
@@ -884,14 +887,8 @@ func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
 // does, where ggml rounds them to the weight's type; block-quantized weights stay with ggml's
 // integer kernels.
 func (m *GGUFModel) ownPacked(w, x *ggml.Tensor) bool {
-	if !m.ownKernels || w == nil || x == nil || !x.IsContiguous() {
-		return false
-	}
-	switch w.Type() {
-	case ggml.F32, ggml.F16, ggml.BF16:
-		return ggml.MulMatPackedFits(w, x) == nil
-	}
-	return false
+	return w != nil && x != nil && packedWeight(w.Type()) && m.kernels.has(needPacked(w.Type())) && x.IsContiguous() &&
+		ggml.MulMatPackedFits(w, x) == nil
 }
 
 // mm is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of

@@ -43,9 +43,11 @@ type GGUFModel struct {
 	mapped     *ggml.MappedGGUF
 	adapters   []*ggml.MappedGGUF          // LoRA adapter files
 	lora       map[*ggml.Tensor][]loraTerm // their updates, by weight
-	// ownKernels: the products of a few columns (ownColumns) and the attention of one query per
-	// sequence (kvCache.attend) go through toy's own CPU kernels.
-	ownKernels bool
+	// mayOwnKernels: toy's own CPU operations may run for this model (the CPU backend, a build
+	// where they are vectorized, no ModelOptions.GGMLKernels); kernels is what the kernel table
+	// resolved of the lookups its decoders make (KernelNeeds, UseKernels).
+	mayOwnKernels bool
+	kernels       kernelSet
 
 	weights
 
@@ -109,7 +111,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		}
 		m.ownBackend = true
 	}
-	m.ownKernels = !opts.GGMLKernels && m.backend.IsCPU() && ggml.CPUKernelsFast()
+	m.mayOwnKernels = !opts.GGMLKernels && m.backend.IsCPU() && ggml.CPUKernelsFast()
 	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{Mmap: opts.Mmap}); err != nil {
 		m.Close()
 		return nil, err
@@ -127,6 +129,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 			return nil, err
 		}
 	}
+	m.builtinKernels()
 	return m, nil
 }
 

@@ -75,6 +75,9 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 		return nil, err
 	}
 	defer tm.Close()
+	if err := opts.gate(tm, decoderOptions(opts, promptTokens, genTokens, 0)); err != nil {
+		return nil, err
+	}
 	var closers []interface{ Close() error }
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -112,6 +115,9 @@ func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, g
 			}
 			closers = append(closers, dm)
 			if err := CheckVocab(tm, dm); err != nil {
+				return nil, err
+			}
+			if err := opts.gate(dm, decoderOptions(opts, promptTokens, genTokens, 0)); err != nil {
 				return nil, err
 			}
 			r.DraftParams = dm.Params()
