@@ -416,9 +416,10 @@ func (tb *transformerBlock) forward() ref {
 }
 
 // TestBackwardInPlaceFix checks the gradients of params upstream of RMS_NORM and SOFT_MAX
-// against finite differences. Without the fix BuildBackward applies (GGML-NOTES §1.3) the
-// allocator lets RMS_NORM_BACK / SOFT_MAX_BACK overwrite inputs they still read; the second
-// subtest builds the same graph without the fix to show that this check would catch it.
+// against finite differences. Without the fix BuildBackward applies (docs/GGML.md, "The in-place
+// bug in the CPU backward") the allocator lets RMS_NORM_BACK / SOFT_MAX_BACK overwrite inputs
+// they still read; the second subtest builds the same graph without the fix to show that this
+// check would catch it.
 func TestBackwardInPlaceFix(t *testing.T) {
 	t.Run("with fix", func(t *testing.T) {
 		h := newHarness(t)

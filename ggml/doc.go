@@ -9,9 +9,10 @@
 // tensors do nothing, and Context.Err (or any call that computes) reports the first problem with
 // the op and the shapes involved.
 //
-// The usual arrangement (see GGML-NOTES §4): weights live in a Context without data whose
-// tensors are allocated in a backend Buffer; each step builds a graph in a fresh Context, an
-// Allocator places its intermediate tensors, and the Backend computes it.
+// The usual arrangement (docs/GGML.md, "Weights, graphs and allocators"): weights live in a
+// Context without data whose tensors are allocated in a backend Buffer; each step builds a
+// graph in a fresh Context, an Allocator places its intermediate tensors, and the Backend
+// computes it.
 //
 // No file of this package imports "C": everything that crosses into C is generated.
 package ggml

@@ -113,9 +113,10 @@ func (g *Graph) newMembers(t *Tensor) (added []ggmlc.Tensor, nodes, leafs int) {
 // FLASH_ATTN_EXT, ...) or an in-place op between a param and the loss, and the operand shapes
 // and gradient layouts ggml's backward cannot handle.
 //
-// It also applies the fix for ggml's in-place bug on the CPU (GGML-NOTES §1.3): the inputs of
-// RMS_NORM_BACK (src 0) and SOFT_MAX_BACK (src 1) are marked as outputs so the allocator never
-// lets those kernels overwrite an input they still read.
+// It also applies the fix for ggml's in-place bug on the CPU (docs/GGML.md, "The in-place bug
+// in the CPU backward"): the inputs of RMS_NORM_BACK (src 0) and SOFT_MAX_BACK (src 1) are
+// marked as outputs so the allocator never lets those kernels overwrite an input they still
+// read.
 func (g *Graph) BuildBackward(gradAccs []*Tensor) error {
 	if err := g.ctx.err; err != nil {
 		return err
@@ -178,9 +179,10 @@ func (g *Graph) Grad(t *Tensor) *Tensor {
 // Call it once after the graph is allocated, not every step.
 func (g *Graph) Reset() { ggmlc.GraphReset(g.g) }
 
-// backwardSrcs lists, for every op ggml_compute_backward handles (G/src/ggml.c:6241-6724,
-// GGML-NOTES §1.1), the operands it passes a gradient to. An op missing here makes ggml abort
-// when a gradient reaches it. OpUnary and OpGlu are refined in checkBackwardNode.
+// backwardSrcs lists, for every op ggml_compute_backward (ggml.c) handles (docs/GGML.md,
+// "Autodiff: which ops have a backward"), the operands it passes a gradient to. An op missing
+// here makes ggml abort when a gradient reaches it. OpUnary and OpGlu are refined in
+// checkBackwardNode.
 var backwardSrcs = map[ggmlc.Op][]int{
 	ggmlc.OpDup: {0}, ggmlc.OpAdd: {0, 1}, ggmlc.OpAdd1: {0, 1}, ggmlc.OpAcc: {0, 1},
 	ggmlc.OpSub: {0, 1}, ggmlc.OpMul: {0, 1}, ggmlc.OpDiv: {0, 1},
@@ -398,7 +400,7 @@ func ignoredInBackward(t ggmlc.Tensor, j int) bool {
 func checkBackwardNode(t ggmlc.Tensor, srcNeeds func(int) bool, hasGrad func(ggmlc.Tensor) bool) ([]int, error) {
 	to, ok := backwardSrcs[t.Op()]
 	if !ok {
-		return nil, fmt.Errorf("%s has no backward pass in ggml, but a param's gradient must flow through it (see GGML-NOTES §1.1 for differentiable compositions)", describeNode(t))
+		return nil, fmt.Errorf("%s has no backward pass in ggml, but a param's gradient must flow through it (docs/GGML.md, \"Differentiable compositions\", builds some from ops that have one)", describeNode(t))
 	}
 	src := t.Src()
 	switch t.Op() {
