@@ -15,7 +15,8 @@ import (
 // A masked graph (a loss mask: only some positions count, as a chat's assistant replies)
 // gathers the kept rows of the logits with GetRows before the cross entropy: ggml's backward
 // of the cross entropy assumes every label row sums to 1, so an all-zero label row would add
-// no loss but a gradient (GGML-NOTES §1.5). The graph is built once for every batch, so its
+// no loss but a gradient (docs/GGML.md, "Cross entropy's label rows"). The graph is built
+// once for every batch, so its
 // row count is fixed at B·T: the K kept rows come first and the other B·T−K rows gather a
 // constant zero row (appended to the logits with Acc) labelled with token 0, which adds
 // ln(vocab) each to the loss and nothing to any gradient. The caller then rescales (see

@@ -327,7 +327,8 @@ func (f *forwardPass) moe(l *blockWeights, h *ggml.Tensor) *ggml.Tensor {
 // under a mask [T, T, 1, B] (0 where a query may attend a key, -∞ elsewhere): unfused
 // (k·q, softmax, v·p), so the graph has a backward. The batch is folded into the head
 // dimension ([hd, T, heads·B]) so that the GQA broadcast of keys and values over query heads
-// stays within ggml's backward (GGML-NOTES §1.1). In a training graph gb builds the attention
+// stays within ggml's backward (docs/GGML.md, "Autodiff: which ops have a backward"). In a
+// training graph gb builds the attention
 // and its backward (gemmBackward.attention; the trainer refuses soft-capped attention). Without
 // gb, cpuKernels computes the products and the probabilities as a training graph on the CPU
 // does (cpuProduct, attentionProbs), for a pass whose activations must be those of such a graph
