@@ -24,8 +24,8 @@
 # ggml's cgo package passes no -march, so without these flags its kernels are scalar (about 16x
 # slower). Both variables are needed: C files read CGO_CFLAGS, the C++ kernels CGO_CXXFLAGS.
 # They are part of Go's build-cache key: changing them rebuilds ggml (about a minute).
-# -fno-math-errno lets gcc vectorise sqrtf (AdamW's step: 1.5-4 % of a SmolLM2 training step,
-# docs/PERFORMANCE.md) without changing a value: only errno is no longer set.
+# -fno-math-errno lets gcc vectorise sqrtf in AdamW's step (a SmolLM2 training step 1.5-4 %
+# faster, docs/PERFORMANCE-HISTORY.md) without changing a value: only errno is no longer set.
 
 target   ?= cpu
 portable ?=
