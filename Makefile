@@ -4,7 +4,7 @@
 #   make target=cuda      build PTX, embed it, build ggml's CUDA backend (needs nvcc and cmake)
 #                         into bin/libggml-cuda.so, and bin/toy with -tags cuda beside it
 #   make portable=1       build for any x86-64-v3 (AVX2/FMA/F16C) machine instead of this one
-#   make ptx              rebuild the committed PTX (kernels/cuda-*/ptx/) with clang-16, as CI does
+#   make ptx              rebuild the committed PTX (generated/kernels/*.ptx) with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
 #   make test             the test suite (what CI runs), including short fuzzes of the GGUF reader,
 #                         the run-bundle event reader and chat-template rendering

@@ -74,19 +74,19 @@ func golden(t *testing.T, glob string, generate func(root, pkg, name string) (ma
 				msg := strings.ReplaceAll(err.Error(), "gen/"+filepath.ToSlash(work)+"/", "spec/")
 				got = map[string][]byte{"error": []byte(msg + "\n")}
 			}
-			compareGolden(t, path, ar, "spec/", got)
+			compareGolden(t, path, ar, func(name string) bool { return strings.HasPrefix(name, "spec/") }, got)
 		})
 	}
 }
 
-// compareGolden checks got against the archive's expected files (those not under inputDir), or
+// compareGolden checks got against the archive's expected files (the files that are not inputs), or
 // with -update rewrites the archive with got.
-func compareGolden(t *testing.T, path string, ar *txtar.Archive, inputDir string, got map[string][]byte) {
+func compareGolden(t *testing.T, path string, ar *txtar.Archive, isInput func(name string) bool, got map[string][]byte) {
 	t.Helper()
 	if *update {
 		var files []txtar.File
 		for _, f := range ar.Files {
-			if strings.HasPrefix(f.Name, inputDir) {
+			if isInput(f.Name) {
 				files = append(files, f)
 			}
 		}
@@ -104,7 +104,7 @@ func compareGolden(t *testing.T, path string, ar *txtar.Archive, inputDir string
 	}
 	want := map[string][]byte{}
 	for _, f := range ar.Files {
-		if !strings.HasPrefix(f.Name, inputDir) {
+		if !isInput(f.Name) {
 			want[f.Name] = f.Data
 		}
 	}

@@ -25,8 +25,9 @@ var KernelsOut = struct {
 }
 
 // EmitKernels renders the shared types (kernels.go), one table per target behind its build tag
-// (none for cpu) with a twin for builds without the tag, and a copy of every blob the tables
-// embed, marked as generated.
+// (none for cpu) with a twin for builds without the tag, and a copy of every Metal source the
+// tables embed, marked as generated. A cuda target's PTX is embedded where scripts/build-ptx.sh
+// wrote it, beside the tables (ptxPath): it is stored once.
 func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
@@ -84,7 +85,7 @@ func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 			files[base+"_twin.go"] = b
 		}
 		for _, m := range t.Modules {
-			if m.BlobData == nil {
+			if m.BlobData == nil || t.Backend == "cuda" { // a cuda target's PTX is already here (ptxPath)
 				continue
 			}
 			marker := "// " + Header(kt.Source+"/"+strings.TrimPrefix(m.Blob, KernelsOut.Input+"/")) + "\n"

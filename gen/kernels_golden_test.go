@@ -11,7 +11,8 @@ import (
 )
 
 // TestGoldenKernels runs every testdata/golden-kernels/*.txtar: the files under kernels/ form a
-// kernels/ tree; the others are what EmitKernels must produce from it, byte for byte (all but
+// kernels/ tree, and those under generated/kernels/ the PTX scripts/build-ptx.sh wrote beside
+// the tables; the others are what EmitKernels must produce from them, byte for byte (all but
 // kernels.go, whose shared types the freshness test covers), or, in a file named "error", the
 // error LoadKernels must return.
 func TestGoldenKernels(t *testing.T) {
@@ -25,7 +26,7 @@ func TestGoldenKernels(t *testing.T) {
 			require.NoError(t, err)
 			work := t.TempDir()
 			for _, f := range ar.Files {
-				if strings.HasPrefix(f.Name, "kernels/") {
+				if isKernelsInput(f.Name) {
 					p := filepath.Join(work, filepath.FromSlash(f.Name))
 					require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 					require.NoError(t, os.WriteFile(p, f.Data, 0o644))
@@ -40,7 +41,12 @@ func TestGoldenKernels(t *testing.T) {
 			if err != nil {
 				got = map[string][]byte{"error": []byte(err.Error() + "\n")}
 			}
-			compareGolden(t, path, ar, "kernels/", got)
+			compareGolden(t, path, ar, isKernelsInput, got)
 		})
 	}
+}
+
+// isKernelsInput says whether a golden file is an input of the kernel tables' generator.
+func isKernelsInput(name string) bool {
+	return strings.HasPrefix(name, "kernels/") || strings.HasPrefix(name, KernelsOut.OutDir+"/")
 }

@@ -27,13 +27,14 @@ import (
 //	kernels/<tree>/common/*.cu|*.metal     a backend family's sources, shared by every target that
 //	                                       names the tree and by every model
 //	kernels/<tree>/<model>/*.cu|*.metal    a model's own sources (replacing a common/ namesake whole)
-//	kernels/<hw>/ptx/<sub>/<name>.ptx      the target's build of kernels/<tree>/<sub>/<name>.cu
 //	kernels/models/<model>/MODEL.toml      a model's declarations, shared by every target
 //	kernels/<hw>/models/<model>/MODEL.toml what target <hw> changes in them (an overlay), or a model
 //	                                       only <hw> declares
 //
-// A PTX file's first line is "// toy-ptx: source-sha256=<hex> compiler=<name>-<version>
-// target=<sm_XY>" (written by scripts/build-ptx.sh); the generator refuses a missing or stale
+// A cuda target's build of kernels/<tree>/<sub>/<name>.cu is generated/kernels/<hw>.<sub>.<name>.ptx,
+// the only copy, which the table embeds where it lies. Its first line is "// toy-ptx:
+// source-sha256=<hex> compiler=<name>-<version> target=<sm_XY>" (written by scripts/build-ptx.sh);
+// the generator refuses a missing or stale
 // one, one whose recorded target is not its .target line, and one whose target cannot run
 // everywhere the target's arch does, so go generate needs no CUDA compiler. A Metal source is
 // its own blob (Metal compiles source at run time).
@@ -304,6 +305,7 @@ func LoadKernels(root, dir string) ([]*KTarget, error) {
 	for _, t := range targets {
 		checkCollisions(t, ke)
 	}
+	checkStrayPTX(root, targets, ke)
 	if err := ke.err(); err != nil {
 		return nil, err
 	}
@@ -364,24 +366,22 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		t.Tree = namedTree(root, dir, name, *h.Sources, t.Backend, hwPath, lines["hardware.sources"], trees, ke)
 	}
 
-	// The target's directory: HARDWARE.toml, ptx/ (the builds of a cuda tree), c/ (toy's own CPU
+	// The target's directory: HARDWARE.toml, c/ (toy's own CPU
 	// operations, which the cpuops binding compiles: gen.Bindings) and models/.
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	hasPTX, hasC := false, false
+	hasC := false
 	for _, s := range subs {
 		switch {
 		case !s.IsDir() && s.Name() == "HARDWARE.toml", s.IsDir() && s.Name() == ModelsDir:
-		case s.IsDir() && s.Name() == "ptx" && t.Backend == "cuda":
-			hasPTX = true
 		case s.IsDir() && s.Name() == "c" && t.Backend == "cpu" && rel == "kernels/cpu":
 			hasC = true
 		default:
-			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/, for cuda, ptx/ (sources live in the tree its sources names) and, for the cpu target, c/",
-				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir)
+			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/ and, for the cpu target, c/ (sources live in the tree its sources names; a cuda target's PTX in %s)",
+				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir, KernelsOut.OutDir)
 		}
 	}
 
@@ -429,11 +429,6 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 					name, dir, ModelsDir, d, rel, ModelsDir, d)
 			}
 		}
-		if t.Backend == "cuda" {
-			checkStrayPTX(root, dir, rel, t, ke)
-		}
-	} else if hasPTX {
-		ke.at(rel+"/ptx", 0, "a target without sources has no PTX")
 	}
 	targetAbsent(t, hf.ExpectedAbsent, hwPath, lines, ke)
 	for _, m := range t.Models {
@@ -695,7 +690,7 @@ func loadModules(root, rel, sub, backend string, ke *kerr) []*KModule {
 		case ext == ".cu" && backend == "cuda", ext == ".metal" && backend == "metal":
 		default:
 			ke.at(dir+"/"+n, 0, "unexpected file in a %s source tree (sources are %s)", backend,
-				map[string]string{"cuda": "*.cu; their PTX is built into each target's ptx/", "metal": "*.metal"}[backend])
+				map[string]string{"cuda": "*.cu; their PTX is built into generated/kernels", "metal": "*.metal"}[backend])
 			continue
 		}
 		if !identName.MatchString(base) {
@@ -727,8 +722,11 @@ func loadModules(root, rel, sub, backend string, ke *kerr) []*KModule {
 	return mods
 }
 
-// ptxPath is where target t keeps its build of m: kernels/<hw>/ptx/<sub>/<name>.ptx.
-func ptxPath(rel string, m *KModule) string { return rel + "/ptx/" + m.Dir + "/" + m.Name + ".ptx" }
+// ptxPath is where scripts/build-ptx.sh writes target t's build of m, beside the table that
+// embeds it: generated/kernels/<hw>.<sub>.<name>.ptx.
+func ptxPath(t *KTarget, m *KModule) string {
+	return KernelsOut.OutDir + "/" + t.Dir + "." + m.Dir + "." + m.Name + ".ptx"
+}
 
 // attachBlob gives m, a copy of a tree module holding its source in BlobData, target t's blob:
 // the source itself for Metal, the target's checked PTX for CUDA.
@@ -739,7 +737,7 @@ func attachBlob(root, rel string, t *KTarget, m *KModule, ke *kerr) {
 	case "metal":
 		m.BlobData, m.Blob, m.Compiler = src, m.Source, "source"
 	case "cuda":
-		m.Blob = ptxPath(rel, m)
+		m.Blob = ptxPath(t, m)
 		ptx, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(m.Blob)))
 		if err != nil {
 			ke.at(m.Blob, 0, "missing: %s's build of %s; run scripts/build-ptx.sh", t.Dir, m.Source)
@@ -778,27 +776,28 @@ func attachBlob(root, rel string, t *KTarget, m *KModule, ke *kerr) {
 	}
 }
 
-// checkStrayPTX refuses a file under a cuda target's ptx/ that is no build of a tree source.
-func checkStrayPTX(root, dir, rel string, t *KTarget, ke *kerr) {
+// checkStrayPTX refuses a PTX file in generated/kernels that is no cuda target's build of a
+// source of its tree (a source since removed, a target renamed).
+func checkStrayPTX(root string, targets []*KTarget, ke *kerr) {
 	want := map[string]bool{}
-	for _, m := range t.Modules {
-		want[ptxPath(rel, m)] = true
+	for _, t := range targets {
+		if t.Backend != "cuda" {
+			continue
+		}
+		for _, m := range t.Modules {
+			want[ptxPath(t, m)] = true
+		}
 	}
-	base := filepath.Join(root, filepath.FromSlash(rel), "ptx")
-	if _, err := os.Stat(base); err != nil {
+	files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(KernelsOut.OutDir)))
+	if err != nil {
 		return
 	}
-	filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return nil
+	for _, f := range files {
+		p := KernelsOut.OutDir + "/" + f.Name()
+		if !f.IsDir() && strings.HasSuffix(f.Name(), ".ptx") && !want[p] {
+			ke.at(p, 0, "no cuda target's source for this PTX (<hw>.<dir>.<name>.ptx is target <hw>'s build of <tree>/<dir>/<name>.cu): remove it, or run scripts/build-ptx.sh")
 		}
-		r, _ := filepath.Rel(filepath.Join(root), p)
-		r = filepath.ToSlash(r)
-		if !want[r] {
-			ke.at(r, 0, "no source in %s/%s for this PTX (ptx/<dir>/<name>.ptx is the build of <tree>/<dir>/<name>.cu)", dir, t.Tree.Dir)
-		}
-		return nil
-	})
+	}
 }
 
 // modelLayer is one decoded MODEL.toml: shared, a target's overlay, or a target's own model.

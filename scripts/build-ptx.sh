@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build-ptx.sh compiles, for every cuda target kernels/<hw>/HARDWARE.toml, each CUDA source of the
 # tree it names (sources = "../cuda": kernels/cuda/<dir>/<name>.cu) into the target's own
-# kernels/<hw>/ptx/<dir>/<name>.ptx, using the compiler flags the HARDWARE.toml declares
+# generated/kernels/<hw>.<dir>.<name>.ptx (the only copy: the kernel table embeds it there),
+# using the compiler flags the HARDWARE.toml declares
 # ([[hardware.compilers]] name and flags, each on one line). The sources exist once; the PTX,
 # a build output, once per target arch. The first line of each PTX records the source's sha256,
 # the compiler with its version and the PTX target it produced:
@@ -107,8 +108,8 @@ for toml in kernels/*/HARDWARE.toml; do
   eval "flags=($list)"
   while IFS= read -r -d '' cu; do
     rel="${cu#"$tree"/}"
-    out="$hw/ptx/${rel%.cu}.ptx"
-    mkdir -p "$(dirname "$out")"
+    rel="${rel%.cu}"
+    out="generated/kernels/${hw#kernels/}.${rel//\//.}.ptx"
     tmp="$(mktemp)"
     news+=("$out.new")
     if ! "$bin" "${flags[@]}" -o "$tmp" "$cu" 2>"$tmp.err"; then
