@@ -216,7 +216,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert")
 	logRequests := fs.Bool("log-requests", true, "a line on stderr for each request to the API when it ends: method, path, status, time, and the reply's tokens or the error")
-	allowOrigin := fs.String("allow-origin", "localhost", "web pages that may call the server from a browser, comma-separated: localhost (pages served from this machine, any port), scheme://host[:port], * (any), none; the server's own page always may, and clients that are not browsers send no origin")
+	allowOrigin := fs.String("allow-origin", "localhost", "web pages that may call the server from a browser, comma-separated: localhost (pages served from this machine, any port), scheme://host[:port], * (any), none; the server's own page always may, and clients that are not browsers send no origin. A request must name the server in its Host header as an IP address, localhost or the host of a listed origin (else 403: DNS rebinding); list the names it is reached by")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
 

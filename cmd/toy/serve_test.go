@@ -88,6 +88,18 @@ func TestServe(t *testing.T) {
 			assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
 		}
 	}
+	// A page whose name was made to point at this machine (DNS rebinding) sends its name as the
+	// Host: refused, with or without a key; localhost is the server's.
+	for host, status := range map[string]int{"rebound.example": 403, "localhost": 200} {
+		req, err := http.NewRequest("GET", url+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer flag-key")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, status, resp.StatusCode, host)
+	}
 }
 
 // startServe runs toy serve with args (and -addr 127.0.0.1:0 -t 1) until it is ready, and

@@ -1,10 +1,13 @@
 package serve
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,5 +80,100 @@ func TestOrigins(t *testing.T) {
 	for _, bad := range []string{"chat.example.com", "ftp://x", "https://x/path", "https://", "http://u@x"} {
 		_, err := ParseOrigins(bad)
 		assert.Error(t, err, bad)
+	}
+}
+
+// TestHosts sends requests through Origins.Guard with the Host headers a browser sends: to the
+// server's addresses and localhost names, which pass, and to names that a page's DNS could have
+// pointed at this machine (DNS rebinding), which get 403 even with no Origin or an Origin equal
+// to the Host (the page's own, as a rebound page's is) and are logged. Every host is tried with
+// and without a port, in mixed case and with a trailing dot.
+func TestHosts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 1))
+	variants := func(host string) []string {
+		mixed := []rune(host)
+		for i, r := range mixed {
+			if rng.IntN(2) == 0 {
+				mixed[i] = unicode.ToUpper(r)
+			}
+		}
+		var out []string
+		for _, h := range []string{host, strings.ToUpper(host), string(mixed)} {
+			dotted := h + "."
+			if strings.HasPrefix(h, "[") {
+				dotted = h // an IPv6 address takes no dot
+			}
+			for _, port := range []string{"", ":8080", ":1", fmt.Sprintf(":%d", 1+rng.IntN(65535))} {
+				out = append(out, h+port, dotted+port)
+			}
+		}
+		return out
+	}
+	listed, err := ParseOrigins("localhost, https://Chat.Example.com:8443")
+	require.NoError(t, err)
+	var log strings.Builder
+	listed.Log = &log
+	reached := 0
+	guard := listed.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
+	do := func(o http.Handler, host, origin string) int {
+		req := httptest.NewRequest("POST", "/v1/chat/completions", nil)
+		req.Host = host
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		rec := httptest.NewRecorder()
+		o.ServeHTTP(rec, req)
+		if rec.Code == http.StatusForbidden {
+			assert.Contains(t, rec.Body.String(), `"type":"invalid_request_error"`)
+		}
+		return rec.Code
+	}
+	ours := []string{"127.0.0.1", "127.8.9.10", "10.1.2.3", "0.0.0.0", "[::1]", "[::]", "[fe80::1%25eth0]", "[::ffff:127.0.0.1]",
+		"[2001:db8::7]", "localhost", "app.localhost", "chat.example.com"}
+	rebound := []string{"evil.example", "127.0.0.1.nip.io", "localhost.evil.example", "evil-localhost", "7f000001.rbndr.us",
+		"my-machine", "example.com", "chat.example.com.evil.example", "localhostx"}
+	tried := 0
+	for _, h := range ours {
+		for _, v := range variants(h) {
+			assert.Equal(t, http.StatusOK, do(guard, v, ""), "host %q", v)
+			tried++
+		}
+	}
+	assert.Equal(t, tried, reached, "every request to the server's own names reached the handler")
+	for _, h := range rebound {
+		for _, v := range variants(h) {
+			before := reached
+			assert.Equal(t, http.StatusForbidden, do(guard, v, ""), "host %q, no origin", v)
+			assert.Equal(t, http.StatusForbidden, do(guard, v, "http://"+v), "host %q, the rebound page's own origin", v)
+			assert.Equal(t, before, reached, "host %q reached the handler", v)
+			tried += 2
+		}
+	}
+	assert.Equal(t, http.StatusOK, do(guard, "", ""), "no Host: not a browser")
+	tried++
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	assert.Equal(t, tried-reached, len(lines), "one line per refusal")
+	assert.Contains(t, "\n"+log.String(), "\ntoy serve: POST /v1/chat/completions 403: host evil.example:8080 is not a name of this server (a page whose name was made to point here, DNS rebinding, could use it): "+
+		"a request must be sent to an IP address, localhost, or the host of an origin toy serve -allow-origin lists\n")
+
+	// With every origin let through, every host is: a page anywhere may call the server.
+	anyOrigin, err := ParseOrigins("*")
+	require.NoError(t, err)
+	for _, h := range rebound {
+		assert.Equal(t, http.StatusNotFound, do(anyOrigin.Guard(http.NotFoundHandler()), h, "http://"+h), "%s: reached the handler", h)
+	}
+
+	// Over a real connection: a rebound name in the Host header, with the page's own origin.
+	ts := httptest.NewServer(listed.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })))
+	defer ts.Close()
+	for host, want := range map[string]int{"evil.example:80": 403, "LOCALHOST.:80": 418, strings.TrimPrefix(ts.URL, "http://"): 418, "[::1]:9": 418} {
+		req, err := http.NewRequest("POST", ts.URL+"/v1/completions", strings.NewReader(`{"prompt":"hi"}`))
+		require.NoError(t, err)
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, host)
 	}
 }
