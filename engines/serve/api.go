@@ -422,7 +422,7 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				fmt.Fprintf(s.cfg.Log, "toy serve: %s %s: panic: %v\n", r.Method, r.URL.Path, v)
+				fmt.Fprintf(s.cfg.Log, "toy serve: %s %s: panic: %s\n", r.Method, logField(r.URL.Path), logText(fmt.Sprint(v)))
 				if sw.status == 0 {
 					writeError(sw, &apiError{status: 500, Type: "server_error", Message: "internal error"})
 				}
@@ -431,9 +431,11 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 			if s.cfg.LogRequests {
 				note := sw.note
 				if note != "" {
-					note = ": " + note
+					note = ": " + logText(note)
 				}
-				fmt.Fprintf(s.cfg.Log, "toy serve: %s %s %d in %v%s\n", r.Method, r.URL.Path, sw.status, time.Since(start).Round(time.Millisecond), note)
+				// The method is an HTTP token (the server refuses others); the path and the
+				// note may hold anything a client sent.
+				fmt.Fprintf(s.cfg.Log, "toy serve: %s %s %d in %v%s\n", r.Method, logField(r.URL.Path), sw.status, time.Since(start).Round(time.Millisecond), note)
 			}
 		}()
 		h(sw, r)

@@ -62,7 +62,9 @@ type Config struct {
 	// Info is what /health reports about the model and the kernel gate.
 	Info map[string]any
 	// LogRequests writes a line to Log for each request to the API and the page when it ends:
-	// method, path, status, time and the reply's tokens or the error.
+	// method, path, status, time and the reply's tokens or the error. The path, and the error
+	// when it quotes the request, are quoted when they hold anything but printable characters,
+	// so that no request can end the line and forge another.
 	LogRequests bool
 	// Log receives one line per notable event (nil: none).
 	Log io.Writer
