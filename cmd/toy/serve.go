@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
@@ -175,10 +176,23 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		}}, nil
 }
 
-// apiKeys are -api-key's key and -api-key-file's, in that order.
+// apiKeys are -api-key's key and -api-key-file's, in that order, without the blanks around
+// them (a request's key is compared so). A blank key, which would shut the API to every client,
+// and a blank file name are refused (usage errors); so are keys no request could send in a
+// header. (runServe refuses either flag given empty: an unset variable in "-api-key $KEY"
+// would otherwise leave the API open.)
 func apiKeys(key, file string) ([]string, error) {
+	if key != "" && strings.TrimSpace(key) == "" {
+		return nil, usagef("-api-key %q: a blank key would shut the API to every client; give a key, or leave -api-key out to serve without one", key)
+	}
+	if file != "" && strings.TrimSpace(file) == "" {
+		return nil, usagef("-api-key-file %q: a blank file name; name a file of keys, or leave -api-key-file out", file)
+	}
 	var keys []string
-	if key != "" {
+	if key = strings.TrimSpace(key); key != "" {
+		if strings.ContainsFunc(key, unicode.IsControl) {
+			return nil, usagef("-api-key %q: a control character, which no request can send in a header", key)
+		}
 		keys = append(keys, key)
 	}
 	if file == "" {
@@ -189,8 +203,11 @@ func apiKeys(key, file string) ([]string, error) {
 		return nil, fmt.Errorf("-api-key-file: %w", err)
 	}
 	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
+	for i, l := range strings.Split(string(b), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			if strings.ContainsFunc(l, unicode.IsControl) {
+				return nil, fmt.Errorf("-api-key-file %s: line %d: a control character, which no request can send in a header", file, i+1)
+			}
 			keys, n = append(keys, l), n+1
 		}
 	}
@@ -211,7 +228,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
-	apiKey := fs.String("api-key", "", "a key every request to /v1/ must present (Authorization: Bearer KEY, an OpenAI client's api_key); /health, /metrics and the chat page need none. Visible to other users of the machine in its process list: -api-key-file keeps it out")
+	apiKey := fs.String("api-key", "", "a key every request to /v1/ must present (Authorization: Bearer KEY, an OpenAI client's api_key); /health, /metrics and the chat page need none. Visible to other users of the machine in its process list: -api-key-file keeps it out. Given empty or blank, it is refused (exit 2)")
 	apiKeyFile := fs.String("api-key-file", "", "a file of keys, one a line (blank lines and lines starting with # skipped), any of which a request to /v1/ may present; with -api-key, either")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs -tls-key")
 	tlsKey := fs.String("tls-key", "", "the PEM private key of -tls-cert")
@@ -241,6 +258,11 @@ Flags:
 	origins, err := serve.ParseOrigins(*allowOrigin)
 	if err != nil {
 		return usagef("-allow-origin: %v", err)
+	}
+	for _, fl := range []struct{ name, v string }{{"api-key", *apiKey}, {"api-key-file", *apiKeyFile}} {
+		if name := fl.name; fl.v == "" && setFlags(fs)[name] {
+			return usagef("-%s \"\": given empty (an unset variable?), which would leave the API open to anyone; give a value, or leave -%[1]s out to serve without keys", name)
+		}
 	}
 	if f.apiKeys, err = apiKeys(*apiKey, *apiKeyFile); err != nil {
 		return err
@@ -273,6 +295,9 @@ Flags:
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "toy serve: listening on %s://%s (loading %s)\n", scheme, ln.Addr(), f.model)
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && len(f.apiKeys) == 0 {
+		fmt.Fprintf(stderr, "toy serve: warning: no API key, and %s can be reached from other machines: anyone who reaches it can use the model (-api-key-file asks for a key)\n", ln.Addr())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 

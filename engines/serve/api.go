@@ -355,13 +355,15 @@ func (s *Server) Handler() http.Handler {
 }
 
 // keyed lets a request through h when the server has no API keys or it presents one as
-// "Authorization: Bearer KEY"; otherwise 401 invalid_api_key, as OpenAI answers.
+// "Authorization: Bearer KEY" (the scheme in any case, as RFC 7235 has it: "bearer KEY" too);
+// otherwise 401 invalid_api_key, as OpenAI answers.
 func (s *Server) keyed(h http.HandlerFunc) http.HandlerFunc {
 	if len(s.cfg.APIKeys) == 0 {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		scheme, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		ok := strings.EqualFold(scheme, "Bearer")
 		found := 0
 		for _, k := range s.cfg.APIKeys {
 			found |= subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(k))

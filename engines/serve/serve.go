@@ -16,10 +16,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"runtime"
-	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/toyml/toy/engines/llama"
@@ -56,7 +57,8 @@ type Config struct {
 	// common system message), computing only the rest (place).
 	NoPromptCache bool
 	// APIKeys, when any, are the keys a request to /v1/ must present as "Authorization: Bearer
-	// KEY" (what OpenAI's clients send of their api_key); others get 401. /health, /metrics
+	// KEY" (what OpenAI's clients send of their api_key; the scheme in any case); others get
+	// 401. New refuses an empty key, and one with blanks around it or a control character. /health, /metrics
 	// and the chat page need none (the page asks for a key when the API refuses it).
 	APIKeys []string
 	// Info is what /health reports about the model and the kernel gate.
@@ -139,8 +141,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	if slices.Contains(cfg.APIKeys, "") {
-		return nil, errors.New("serve: an empty API key")
+	for i, k := range cfg.APIKeys {
+		// A key is compared with what a request presents with its blanks around cut off: a
+		// blank one, or one with blanks around it, would match no request.
+		if k == "" || strings.TrimSpace(k) != k || strings.ContainsFunc(k, unicode.IsControl) {
+			return nil, fmt.Errorf("serve: API key %d: an empty API key, one with blanks around it or one with a control character, which no request can present", i+1)
+		}
 	}
 	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
 		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix()}
