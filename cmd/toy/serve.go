@@ -41,7 +41,7 @@ type serveFlags struct {
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.decoderFlags.register(fs)
 	fs.IntVar(&f.parallel, "parallel", 4, "sequences decoded at once (slots); -c is shared among them")
-	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot; more are refused with 429")
+	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot, counting those still being read or tokenized; more are refused with 429")
 	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
 	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
 	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")

@@ -12,13 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
-// maxBody bounds a request body.
+// maxBody bounds a request body, whatever the context (promptBounds bounds it by the context).
 const maxBody = 8 << 20
 
 // apiError is an error in OpenAI's JSON shape, with its HTTP status.
@@ -162,13 +163,22 @@ type request struct {
 	Echo   bool            `json:"echo"`
 }
 
-// decode reads the JSON body into r; an error names what is wrong.
-func decode(w http.ResponseWriter, req *http.Request, r *request) *apiError {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxBody))
+// decode reads the JSON body, of at most limit bytes (0: maxBody), into r; an error names what
+// is wrong. A body that says it is longer is refused before any of it is read.
+func decode(w http.ResponseWriter, req *http.Request, r *request, limit int) *apiError {
+	if limit <= 0 {
+		limit = maxBody
+	}
+	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
+		Message: fmt.Sprintf("the body is larger than %d bytes, the most this server takes: a longer prompt could not fit the context of a sequence", limit)}
+	if req.ContentLength > int64(limit) {
+		return tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, int64(limit)))
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Message: fmt.Sprintf("the body is larger than %d bytes", maxBody)}
+			return tooLarge
 		}
 		return badRequest("", "reading the body: %v", err)
 	}
@@ -499,8 +509,14 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 		if !methodIs(w, req, http.MethodPost) {
 			return
 		}
+		if !s.reserve() {
+			refuseBusy(w)
+			return
+		}
+		release := sync.OnceFunc(func() { s.preparing.Add(-1) })
+		defer release()
 		var r request
-		if e := decode(w, req, &r); e != nil {
+		if e := decode(w, req, &r, s.bodyBound); e != nil {
 			writeError(w, e)
 			return
 		}
@@ -557,6 +573,14 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 				stops = append(stops, st)
 			}
 		}
+		param := "messages"
+		if !chat {
+			param = "prompt"
+		}
+		if e := s.fits(text, param); e != nil {
+			writeError(w, e)
+			return
+		}
 		ids := s.tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: parseSpecial})
 		if s.cfg.AddBOS && s.tok.BOS() >= 0 {
 			ids = append([]int32{s.tok.BOS()}, ids...)
@@ -569,10 +593,11 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
-		if err := s.submit(j); err != nil {
+		err := s.submit(j)
+		release() // queued, and counted there, or refused
+		if err != nil {
 			if errors.Is(err, errQueueFull) {
-				w.Header().Set("Retry-After", "1")
-				writeError(w, &apiError{status: http.StatusTooManyRequests, Type: "rate_limit_exceeded", Message: "the server is busy: every slot is taken and the queue is full; retry later"})
+				refuseBusy(w)
 			} else {
 				writeError(w, &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()})
 			}

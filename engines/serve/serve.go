@@ -47,8 +47,9 @@ type Config struct {
 	// Defaults are the sampling settings of fields a request leaves out (the kernel table's
 	// default preset, as toy generate applies it).
 	Defaults sample.Params
-	// Queue is how many requests may wait for a slot (default 64); one more is refused with
-	// 429.
+	// Queue is how many requests may wait for a slot (default 64), counting those being read
+	// and tokenized beyond the free slots; one more is refused with 429 before its body is
+	// read.
 	Queue int
 	// NoPromptCache makes every request compute its whole prompt. By default a request takes
 	// the free slot whose last sequence shares the longest prefix with its prompt and reuses
@@ -85,6 +86,12 @@ type Server struct {
 	once    sync.Once
 	metrics metrics
 	created int64
+	// textBound is the most bytes of prompt text that may fit a slot's context (0: no bound),
+	// bodyBound the largest body a completion may send (promptBounds; 0: maxBody).
+	textBound, bodyBound int
+	// preparing counts the completions being read, decoded and tokenized, each holding a place
+	// as a queued one does (reserve).
+	preparing atomic.Int64
 }
 
 // job is one request in the scheduler.
@@ -151,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
 		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix()}
 	s.metrics.init(cfg.Decoder.Slots())
+	s.textBound, s.bodyBound = promptBounds(cfg.Tokenizer, cfg.Decoder.SlotContext())
 	go s.loop()
 	return s, nil
 }
