@@ -7,11 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -217,6 +218,28 @@ func apiKeys(key, file string) ([]string, error) {
 	return keys, nil
 }
 
+// seconds is a flag's duration: a Go duration (90s, 10m) or a number of seconds (600, as
+// llama-server's --timeout takes), 0 or more.
+type seconds time.Duration
+
+func (d *seconds) String() string { return time.Duration(*d).String() }
+
+func (d *seconds) Set(v string) error {
+	t, err := time.ParseDuration(v)
+	if err != nil {
+		s, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || math.IsNaN(s) || math.IsInf(s, 0) || s > math.MaxInt64/1e9 {
+			return fmt.Errorf("want a duration such as 90s or 10m, or a number of seconds")
+		}
+		t = time.Duration(s * 1e9)
+	}
+	if t < 0 {
+		return fmt.Errorf("want 0 or more")
+	}
+	*d = seconds(t)
+	return nil
+}
+
 // runServe serves a model over HTTP with OpenAI's API (engines/serve): it listens at once
 // (/health answers 503 while loading), loads the model, runs the kernel gate and prints the
 // audit, then serves until SIGTERM or SIGINT, when it stops taking requests and lets the
@@ -228,6 +251,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
+	timeout, idle := seconds(time.Minute), seconds(time.Minute)
+	fs.Var(&timeout, "timeout", "how long a client may take to send a request (its headers: 10s at most) and to take each write of the reply, which may stream for as long as it needs; a slower client is dropped (408 for a late body). A Go duration (90s, 10m) or seconds, as llama-server's --timeout; 0: no limit")
+	fs.Var(&idle, "idle-timeout", "how long a kept-alive connection may wait for its next request before it is closed (a duration or seconds; 0: -timeout's)")
 	apiKey := fs.String("api-key", "", "a key every request to /v1/ must present (Authorization: Bearer KEY, an OpenAI client's api_key); /health, /metrics and the chat page need none. Visible to other users of the machine in its process list: -api-key-file keeps it out. Given empty or blank, it is refused (exit 2)")
 	apiKeyFile := fs.String("api-key-file", "", "a file of keys, one a line (blank lines and lines starting with # skipped), any of which a request to /v1/ may present; with -api-key, either")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs -tls-key")
@@ -291,7 +317,7 @@ Flags:
 		ln = tls.NewListener(ln, tlsConfig)
 	}
 	var front serve.Front
-	hs := &http.Server{Handler: origins.Guard(&front), ReadHeaderTimeout: 30 * time.Second}
+	hs := serve.NewHTTPServer(origins.Guard(&front), time.Duration(timeout), time.Duration(idle))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "toy serve: listening on %s://%s (loading %s)\n", scheme, ln.Addr(), f.model)

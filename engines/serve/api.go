@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,6 +180,9 @@ func decode(w http.ResponseWriter, req *http.Request, r *request, limit int) *ap
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			return tooLarge
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &apiError{status: http.StatusRequestTimeout, Type: "invalid_request_error", Message: "the body did not arrive in time (toy serve -timeout)"}
 		}
 		return badRequest("", "reading the body: %v", err)
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/toyml/toy/engines/tokenizer"
 )
@@ -68,3 +69,64 @@ func refuseBusy(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", "1")
 	writeError(w, errBusy)
 }
+
+// maxHeaderTimeout bounds how long a client may take to send a request's headers, whatever
+// NewHTTPServer's timeout: one packet's worth, which no client needs seconds for.
+const maxHeaderTimeout = 10 * time.Second
+
+// NewHTTPServer is the http.Server of h with its clients' time bounded by timeout: to send a
+// request's headers (maxHeaderTimeout at most) and body (the server's ReadTimeout, which
+// net/http lifts once the body is read: a reply may take as long as it needs), and to take each
+// write of a reply (deadlineWriter: a reply streams for as long as it needs, but a client that
+// stops reading is dropped; the server's WriteTimeout, which would cut every reply at a fixed
+// age, is left unset). idle is how long a kept-alive connection may wait for its next request.
+// Zero bounds nothing (but the headers).
+func NewHTTPServer(h http.Handler, timeout, idle time.Duration) *http.Server {
+	header := maxHeaderTimeout
+	if timeout > 0 {
+		header = min(header, timeout)
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}
+			dw.renew()
+			inner.ServeHTTP(dw, r)
+			// Once h returns, net/http may read what is left of a body h did not read (until
+			// the read deadline, a timeout from the request's start) before it writes the
+			// reply's last bytes: they get a timeout from then.
+			end := time.Now()
+			if read := start.Add(timeout); read.After(end) {
+				end = read
+			}
+			dw.rc.SetWriteDeadline(end.Add(timeout))
+		})
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: header, ReadTimeout: timeout, IdleTimeout: idle}
+}
+
+// deadlineWriter gives each write of a reply, and each flush, timeout to finish from its start.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *deadlineWriter) renew() { w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.renew()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.renew()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *deadlineWriter) Flush() {
+	w.renew()
+	w.rc.Flush()
+}
+
+// Unwrap is the writer under w (http.ResponseController's way to the connection).
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
