@@ -7,7 +7,7 @@
 #   make ptx              rebuild the committed PTX (generated/kernels/*.ptx) with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
 #   make test             the test suite (what CI runs), including short fuzzes of the GGUF reader,
-#                         the run-bundle event reader and chat-template rendering
+#                         the run-bundle event reader, chat-template rendering and the server's request bodies
 #   make fuzz-oracle      fuzz toy's tokenizers against llama.cpp's (docs/ORACLE.md)
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
 #   make check-generated  fail if generated/ differs from a fresh generation
@@ -62,6 +62,7 @@ FUZZ_OPEN_EXECS ?= 30000x
 # A few seconds each on 2 cores.
 FUZZ_EVENTS_EXECS ?= 50000x
 FUZZ_TEMPLATE_EXECS ?= 50000x
+FUZZ_REQUEST_EXECS ?= 50000x
 # toy's tokenizer against llama.cpp's (docs/ORACLE.md), in make fuzz-oracle only: its first run
 # compiles llama.cpp with the fuzzer's instrumentation (about 10 minutes on 2 cores), too long for
 # CI on a fresh machine. make test runs its seed corpus like any test.
@@ -122,6 +123,7 @@ test:
 	$(GO) test ./ggml -run '^$$' -fuzz '^FuzzOpenGGUF$$' -fuzztime $(FUZZ_OPEN_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/runs -run '^$$' -fuzz '^FuzzReadEvents$$' -fuzztime $(FUZZ_EVENTS_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $(FUZZ_TEMPLATE_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/serve -run '^$$' -fuzz '^FuzzChatRequest$$' -fuzztime $(FUZZ_REQUEST_EXECS) -fuzzminimizetime 2s
 
 fuzz-oracle:
 	$(GO) test ./engines/tokenizer -run '^$$' -fuzz '^FuzzTokenizerOracle$$' -fuzztime $(FUZZ_TOKENIZER_EXECS) -fuzzminimizetime 2s
