@@ -59,8 +59,9 @@ type Config struct {
 	NoPromptCache bool
 	// APIKeys, when any, are the keys a request to /v1/ must present as "Authorization: Bearer
 	// KEY" (what OpenAI's clients send of their api_key; the scheme in any case); others get
-	// 401. New refuses an empty key, and one with blanks around it or a control character. /health, /metrics
-	// and the chat page need none (the page asks for a key when the API refuses it).
+	// 401. /health, /metrics and the chat page need none (the page asks for a key when the
+	// API refuses it). New refuses an empty key, and one with blanks around it or a control
+	// character, which no request could present.
 	APIKeys []string
 	// Info is what /health reports about the model and the kernel gate.
 	Info map[string]any
