@@ -404,6 +404,19 @@ func (d *Decoder) Truncate(n int) error {
 	return nil
 }
 
+// CommonPrefix is the length of the longest common prefix of two token sequences: of a cache's
+// History and the next prompt, the positions whose keys and values that prompt may keep
+// (Truncate to it, then compute the rest).
+func CommonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
 // Append appends tokens to the context, as Prompt does, and returns the logits after every one
 // of them: row i (Vocab values, a fresh slice) predicts the token after tokens[i]. It is the
 // verification step of speculative decoding.

@@ -436,6 +436,29 @@ func TestQuantizedWeights(t *testing.T) {
 	}
 }
 
+// TestCommonPrefix: random pairs that agree on exactly k tokens (then differ, or one ends)
+// give k.
+func TestCommonPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		k := rng.IntN(20)
+		a := make([]int32, k+rng.IntN(5))
+		for i := range a {
+			a[i] = rng.Int32N(4)
+		}
+		b := append(append([]int32(nil), a[:k]...), make([]int32, rng.IntN(5))...)
+		for i := k; i < len(b); i++ {
+			b[i] = rng.Int32N(4)
+		}
+		if k < len(a) && k < len(b) {
+			b[k] = a[k] + 1 // the first difference
+		}
+		assert.Equal(t, k, CommonPrefix(a, b), "%v %v", a, b)
+		assert.Equal(t, k, CommonPrefix(b, a))
+	}
+	assert.Equal(t, 0, CommonPrefix(nil, []int32{1}))
+}
+
 // TestContextFull checks both policies: ContextError refuses what does not fit (processing
 // nothing), ContextShift keeps the last half and goes on as if the sequence had started there.
 func TestContextFull(t *testing.T) {

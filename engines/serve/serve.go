@@ -384,7 +384,7 @@ func place(ids []int32, cells [][]int32, free []bool, freed []int64, cache bool)
 		if !cache {
 			return 0
 		}
-		return min(commonPrefix(cells[i], ids), len(ids)-1)
+		return min(llama.CommonPrefix(cells[i], ids), len(ids)-1)
 	}
 	for i := range cells {
 		if !free[i] {
@@ -412,17 +412,6 @@ func place(ids []int32, cells [][]int32, free []bool, freed []int64, cache bool)
 // minSharedPrefix is the fewest positions worth copying from another slot (BatchDecoder.CopyPrefix,
 // a graph of its own) rather than computing them with the rest of the prompt.
 const minSharedPrefix = 4
-
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []int32) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
 
 // sampleAll draws each slot's next token from its logits, the slots in parallel: sampling a
 // large vocabulary costs up to a millisecond a token (top-p over a flat distribution), and the

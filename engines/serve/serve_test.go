@@ -473,7 +473,7 @@ func TestPromptCache(t *testing.T) {
 	next := first + reply + " return err }"
 	got, n, cached := ask(ts, next)
 	require.Equal(t, len(encode(next)), n)
-	assert.GreaterOrEqual(t, cached, commonPrefix(encode(first), encode(next)), "at least the first prompt's tokens")
+	assert.GreaterOrEqual(t, cached, llama.CommonPrefix(encode(first), encode(next)), "at least the first prompt's tokens")
 	assert.Less(t, cached, n)
 	want, _, plainCached := ask(plain, next)
 	assert.Zero(t, plainCached)
@@ -543,7 +543,7 @@ func TestSharedPrefix(t *testing.T) {
 		return string(b)
 	}
 	want := completionText(t, plain, body(second, 8, false))
-	shared := commonPrefix(s.tok.Encode(long, tokenizer.EncodeOptions{}), s.tok.Encode(second, tokenizer.EncodeOptions{}))
+	shared := llama.CommonPrefix(s.tok.Encode(long, tokenizer.EncodeOptions{}), s.tok.Encode(second, tokenizer.EncodeOptions{}))
 	// The first request must still be running when the second arrives: it streams 200 tokens,
 	// and the second is sent after its first. Should it end first all the same (a very slow
 	// machine), the second reuses its free slot instead, and the scenario runs again.
