@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -246,5 +247,76 @@ func TestOverwrite(t *testing.T) {
 	require.NoError(t, err)
 	for _, e := range entries {
 		assert.False(t, strings.Contains(e.Name(), ".tmp"), "a temporary file left: %s", e.Name())
+	}
+}
+
+// withStdin makes text toy's standard input for the rest of the test.
+func withStdin(t *testing.T, r io.Reader) {
+	prev := stdin
+	stdin = r
+	t.Cleanup(func() { stdin = prev })
+}
+
+// TestGeneratePromptSources: -f FILE and -p - (standard input) give what -p gives with the same
+// text (one trailing newline dropped); llama.cpp's --n-predict and --ctx-size are -n and -c;
+// the timing summary is on stderr, on lines of its own after a blank one; contradictions and
+// unreadable prompts are refused, naming the flag.
+func TestGeneratePromptSources(t *testing.T) {
+	model := tinyCheckpoint(t)
+	dir := t.TempDir()
+	base := []string{"generate", "-m", model, "-n", "6", "-t", "1", "--temp", "0"}
+	want, errOut, code := runToy(append(base, "-p", "func main")...)
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(want, "func main") && strings.HasSuffix(want, "\n"), want)
+	assert.Regexp(t, `(?:^|\n)\ntoy generate: load \d+ ms\ntoy generate: prompt \d+ tokens in \d+ ms: [0-9.]+ tokens/s\ntoy generate: generated 6 tokens; 5 after the first in \d+ ms: [0-9.]+ tokens/s\n$`, errOut)
+	assert.NotContains(t, want, "toy generate", "the summary goes to stderr")
+
+	for name, text := range map[string]string{"plain": "func main", "newline": "func main\n", "crlf": "func main\r\n"} {
+		file := filepath.Join(dir, name+".txt")
+		require.NoError(t, os.WriteFile(file, []byte(text), 0o644))
+		got, errOut, code := runToy(append(base, "-f", file)...)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, want, got, "-f %q", text)
+		got, errOut, code = runToy(append(base, "--file", file)...)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, want, got, "--file %q", text)
+
+		withStdin(t, strings.NewReader(text))
+		got, errOut, code = runToy(append(base, "-p", "-")...)
+		require.Equal(t, 0, code, errOut)
+		assert.Equal(t, want, got, "-p - with %q", text)
+	}
+	// Only one trailing newline goes: a blank line that ends the text is part of it.
+	two := filepath.Join(dir, "two.txt")
+	require.NoError(t, os.WriteFile(two, []byte("func main\n\n"), 0o644))
+	got, errOut, code := runToy(append(base, "-f", two)...)
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(got, "func main\n"), got)
+
+	got, errOut, code = runToy("generate", "-m", model, "--n-predict", "6", "-t", "1", "--temp", "0", "-p", "func main")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, want, got, "--n-predict is -n")
+	for _, c := range []string{"-c", "--ctx-size"} {
+		_, errOut, code = runToy("generate", "-m", model, "-n", "-1", "-t", "1", "--temp", "0", "-p", "func main", c, "16")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, errOut, "the context of 16 tokens is full", c)
+	}
+
+	notUTF8 := filepath.Join(dir, "bad.txt")
+	require.NoError(t, os.WriteFile(notUTF8, []byte("func \xff\n"), 0o644))
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-p", "x", "-f", two}, 2, "-p and -f both give the prompt"},
+		{[]string{"-f", filepath.Join(dir, "absent.txt")}, 1, "-f: "},
+		{[]string{"-f", dir}, 1, "is a directory"},
+		{[]string{"-f", notUTF8}, 1, "not UTF-8"},
+	} {
+		out, errOut, code := runToy(append(base, c.args...)...)
+		assert.Equal(t, c.code, code, "%v: %s", c.args, errOut)
+		assert.Empty(t, out)
+		assert.Contains(t, errOut, c.msg, c.args)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -51,6 +52,7 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.model, "m", "", "GGUF model file (required)")
 	fs.IntVar(&d.threads, "t", 2, "CPU threads")
 	fs.IntVar(&d.ctx, "c", 0, "context size: positions the KV cache holds (0: the model's)")
+	fs.IntVar(&d.ctx, "ctx-size", 0, "alias of -c (llama.cpp's name)")
 	fs.StringVar(&d.kvType, "kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
 	fs.StringVar(&d.kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
 	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention: the KV cache keeps values untransposed (-kv-type q8_0 needs it); ggml's fused kernel on a GPU, toy's own on the CPU")
@@ -208,12 +210,16 @@ func oneGoProc() (restore func()) {
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	defer oneGoProc()()
+	start := time.Now()
 	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
 	var d decoderFlags
 	d.register(fs)
 	p := sample.DefaultParams()
-	prompt := fs.String("p", "", "prompt")
+	prompt := fs.String("p", "", "prompt (-: read it from standard input)")
+	promptFile := fs.String("f", "", "read the prompt from this file (one trailing newline dropped, as with -p -)")
+	fs.StringVar(promptFile, "file", "", "alias of -f (llama.cpp's name)")
 	n := fs.Int("n", 128, "tokens to generate (-1: until the context is full or the end of text)")
+	fs.IntVar(n, "n-predict", 128, "alias of -n (llama.cpp's name)")
 	fs.Float64Var(&p.Temperature, "temp", p.Temperature, "temperature (0: greedy)")
 	fs.IntVar(&p.TopK, "top-k", p.TopK, "top-k sampling (0: off)")
 	fs.Float64Var(&p.TopP, "top-p", p.TopP, "top-p sampling (1: off)")
@@ -239,9 +245,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy generate -m MODEL -p PROMPT [flags]
+       toy generate -m MODEL -f PROMPT-FILE [flags]
+       toy generate -m MODEL -p - [flags] < PROMPT-FILE
 
 Runs a GGUF model (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3, MoE families) and streams its
-continuation of the prompt. --temp 0 is greedy. With -chat the prompt is a user message
+continuation of the prompt, then a timing summary on stderr. --temp 0 is greedy. llama.cpp's
+long names (--ctx-size, --n-predict, --file) are accepted beside toy's. With -chat the prompt is a user message
 wrapped in the model's chat template (ChatML for SmolLM2 and Qwen, Gemma's for Gemma).
 -draft (a smaller model) and -dflash (the DFlash drafter the kernel table pairs with the model,
 made by toy train -recipe dflash) decode speculatively: the same text greedy, the same
@@ -257,6 +266,11 @@ Flags:
 	if *n < -1 {
 		return usagef("-n %d: want a number of tokens, or -1 for until the context is full or the end of text", *n)
 	}
+	text, err := promptText(*prompt, *promptFile, stdin)
+	if err != nil {
+		return err
+	}
+	*prompt = text
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1 token per step", *draftN)
 	}
@@ -348,7 +362,7 @@ Flags:
 		ids = append([]int32{tok.BOS()}, ids...)
 	}
 	if len(ids) == 0 {
-		return errors.New("the prompt encodes to no tokens (give -p)")
+		return errors.New("the prompt encodes to no tokens (give -p or -f)")
 	}
 	if draftDec != nil || df != nil {
 		minProb := *pMin
@@ -366,7 +380,7 @@ Flags:
 			}
 			return sp, err
 		}
-		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops)
+		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops, start)
 	}
 	if !set["seed"] && !set["s"] && p.Temperature > 0 {
 		// As llama.cpp: a random seed unless one is given, printed so that the run can be
@@ -387,71 +401,68 @@ Flags:
 			dec.SetDeviceLogits(true)
 		}
 	}
+	timing := &genTiming{load: time.Since(start), promptTokens: len(ids)}
 	t0 := time.Now()
 	logits, err := dec.Prompt(ids)
 	if err != nil {
 		return err
 	}
+	timing.promptTime = time.Since(t0)
 	out := bufio.NewWriter(stdout)
-	defer out.Flush()
 	if !*chat {
 		fmt.Fprint(out, *prompt)
 	}
-	stopper := sample.NewStopper(stops...)
-	history := append([]int32(nil), ids...)
-	var first time.Time // when the first token was out
-	generated := 0
-	defer func() {
-		if generated > 1 {
-			fmt.Fprintf(stderr, "toy generate: %d prompt tokens in %.0f ms, %d tokens at %.1f tokens/s after the first\n",
-				len(ids), 1000*first.Sub(t0).Seconds(), generated, float64(generated-1)/time.Since(first).Seconds())
-		}
-	}()
-	for i := 0; *n < 0 || i < *n; i++ {
-		next := int32(-1)
-		if onDevice != nil {
-			if next, err = onDevice.Sample(dec.LastLogits()); err != nil {
-				return err
-			}
-		} else {
-			next = s.Sample(logits, history)
-		}
-		if next == tok.EOS() && tok.EOS() >= 0 {
-			break
-		}
-		history = append(history, next)
-		piece, err := tok.Piece(next, tokenizer.DecodeOptions{})
-		if err != nil {
-			return err
-		}
-		safe, stopped := stopper.Feed(piece)
-		fmt.Fprint(out, safe)
+	loop := &replyLoop{dec: dec, tok: tok, s: s, onDevice: onDevice, n: *n, stops: stops, timing: timing}
+	_, end, err := loop.reply(out, append([]int32(nil), ids...), logits)
+	if err != nil {
 		out.Flush()
-		if generated++; generated == 1 {
-			first = time.Now()
-		}
-		if stopped {
-			break
-		}
-		if *n >= 0 && i+1 == *n {
-			break // the last token is not decoded: nothing would read its logits
-		}
-		if logits, err = dec.Next(next); err != nil {
-			if errors.Is(err, llama.ErrContextFull) {
-				// As llama.cpp: the context is full and the policy does not shift it, so
-				// generation stops; it is not a failure.
-				fmt.Fprint(out, stopper.Flush())
-				fmt.Fprintln(out)
-				out.Flush()
-				fmt.Fprintf(stderr, "toy generate: the context of %d tokens is full: stopped (-c sets a larger one, -ctx-full shift goes on)\n", dec.MaxContext())
-				return nil
-			}
-			return err
-		}
+		return err
 	}
-	fmt.Fprint(out, stopper.Flush())
 	fmt.Fprintln(out)
+	out.Flush()
+	if end == endContextFull {
+		contextFullNote(stderr, dec)
+	}
+	timing.report(stderr)
 	return nil
+}
+
+// stdin is where toy generate reads -p - and a conversation's messages: the process's standard
+// input, a pipe in tests.
+var stdin io.Reader = os.Stdin
+
+// promptText is toy generate's prompt: -p's text, standard input's for -p -, or the file -f
+// names, one trailing newline dropped from what was read (an editor or echo ends its text with
+// one, as llama.cpp drops it from -f's).
+func promptText(prompt, file string, in io.Reader) (string, error) {
+	var b []byte
+	var err error
+	switch {
+	case file != "" && prompt != "":
+		return "", usagef("-p and -f both give the prompt: give one")
+	case file != "":
+		if b, err = readTextFile(file); err != nil {
+			return "", fmt.Errorf("-f: %w", err)
+		}
+	case prompt == "-":
+		if b, err = io.ReadAll(in); err != nil {
+			return "", fmt.Errorf("-p -: reading standard input: %w", err)
+		}
+	default:
+		return prompt, nil
+	}
+	if !utf8.Valid(b) {
+		src := file
+		if src == "" {
+			src = "standard input"
+		}
+		return "", fmt.Errorf("the prompt in %s is not UTF-8 text", src)
+	}
+	t := string(b)
+	if strings.HasSuffix(t, "\n") {
+		t = strings.TrimSuffix(strings.TrimSuffix(t, "\n"), "\r")
+	}
+	return t, nil
 }
 
 // chatTemplate picks the template named, or the one the model's tokenizer.chat_template holds.

@@ -48,9 +48,9 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 // generateSpeculative is toy generate's loop with a draft model or a DFlash drafter (newSp
 // makes the speculative decoder for the sampler): the same output as without it when greedy,
 // the same distribution when sampling (llama.Speculative), and a report of the steps on
-// standard error.
+// standard error, with toy generate's timing summary (start is when the command started).
 func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp func(*sample.Sampler) (*llama.Speculative, error), p sample.Params, drawSeed bool,
-	ids []int32, prompt string, chat bool, n int, tok *tokenizer.Tokenizer, stops []string) error {
+	ids []int32, prompt string, chat bool, n int, tok *tokenizer.Tokenizer, stops []string, start time.Time) error {
 	if drawSeed && p.Temperature > 0 {
 		p.Seed = rand.Uint64()
 		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
@@ -60,11 +60,13 @@ func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp fun
 		return err
 	}
 	defer sp.Close()
+	timing := &genTiming{load: time.Since(start), promptTokens: len(ids), replies: 1}
 	t0 := time.Now()
 	if err := sp.Prompt(ids); err != nil {
 		return err
 	}
-	tGen := time.Now()
+	timing.promptTime = time.Since(t0)
+	var first time.Time // when the first token was out
 	out := bufio.NewWriter(stdout)
 	defer out.Flush()
 	if !chat {
@@ -74,11 +76,15 @@ func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp fun
 	emitted := 0
 	report := func() {
 		st := sp.Stats()
-		el := time.Since(tGen)
 		fmt.Fprintf(stderr, "toy generate: speculative, γ %d: %d tokens in %d verification steps (%d of them plain, after steps that accepted nothing), %.2f of %d proposals accepted per step (%.0f %% accepted)\n",
 			sp.Gamma(), emitted, st.Steps, st.Plain, st.MeanAccepted(), sp.Gamma(), 100*st.AcceptRate())
-		fmt.Fprintf(stderr, "toy generate: prompt %.3f s; draft %.3f s, verify %.3f s, accept %.3f s, rollback %.6f s; %.2f tokens/s\n",
-			tGen.Sub(t0).Seconds(), st.DraftTime.Seconds(), st.VerifyTime.Seconds(), st.AcceptTime.Seconds(), st.RollbackTime.Seconds(), float64(emitted)/el.Seconds())
+		fmt.Fprintf(stderr, "toy generate: draft %.3f s, verify %.3f s, accept %.3f s, rollback %.6f s\n",
+			st.DraftTime.Seconds(), st.VerifyTime.Seconds(), st.AcceptTime.Seconds(), st.RollbackTime.Seconds())
+		timing.generated = emitted
+		if emitted > 1 {
+			timing.afterFirst, timing.genTime = emitted-1, time.Since(first)
+		}
+		timing.report(stderr)
 	}
 loop:
 	for n < 0 || emitted < n {
@@ -92,7 +98,7 @@ loop:
 				fmt.Fprint(out, stopper.Flush())
 				fmt.Fprintln(out)
 				out.Flush()
-				fmt.Fprintf(stderr, "toy generate: the context of %d tokens is full: stopped (-c sets a larger one, -ctx-full shift goes on)\n", dec.MaxContext())
+				contextFullNote(stderr, dec)
 				report()
 				return nil
 			}
@@ -102,7 +108,9 @@ loop:
 			if next == tok.EOS() && tok.EOS() >= 0 {
 				break loop
 			}
-			emitted++
+			if emitted++; emitted == 1 {
+				first = time.Now()
+			}
 			piece, err := tok.Piece(next, tokenizer.DecodeOptions{})
 			if err != nil {
 				return err
