@@ -7,6 +7,7 @@
 // Commands:
 //
 //	generate  run a GGUF model on a prompt
+//	chat      a conversation with a GGUF model in the terminal (toy generate -cnv)
 //	serve     serve a GGUF model over HTTP with OpenAI's API
 //	perplexity perplexity of a text, as llama.cpp computes it
 //	inspect   print a GGUF file's metadata and tensor table
@@ -55,6 +56,7 @@ func commands() []command {
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
 		{"export", "merge LoRA adapters into a GGUF model, or convert its weight matrices to another type (f16, q8_0, ...)", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", runGenerate},
+		{"chat", "a conversation with a GGUF model in the terminal, through its chat template (toy generate -cnv)", runChat},
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},

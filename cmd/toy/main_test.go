@@ -66,7 +66,7 @@ func TestUsageErrors(t *testing.T) {
 // TestHelp checks that -h prints a command's usage to standard error and succeeds, and that
 // plain toy and plain toy bench list what there is on standard output.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"train", "-h"}, {"generate", "-h"}, {"perplexity", "--help"}, {"inspect", "-h"},
+	for _, args := range [][]string{{"train", "-h"}, {"generate", "-h"}, {"chat", "-h"}, {"perplexity", "--help"}, {"inspect", "-h"},
 		{"tokenizer", "train", "-h"}, {"tokenize", "-h"}, {"plot", "-h"}, {"kernels", "-h"}, {"version", "-h"},
 		{"bench", "matmul", "-h"}, {"bench", "model", "-h"}, {"bench", "train", "-h"}} {
 		name := strings.Join(args, " ")

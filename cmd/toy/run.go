@@ -209,16 +209,26 @@ func oneGoProc() (restore func()) {
 }
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
+	return generate("generate", args, stdout, stderr)
+}
+
+// runChat is toy chat: toy generate -cnv.
+func runChat(args []string, stdout, stderr io.Writer) error {
+	return generate("chat", append([]string{"-cnv"}, args...), stdout, stderr)
+}
+
+// generate is toy generate, and toy chat when name is "chat" (its flags and usage name it).
+func generate(name string, args []string, stdout, stderr io.Writer) error {
 	defer oneGoProc()()
 	start := time.Now()
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var d decoderFlags
 	d.register(fs)
 	p := sample.DefaultParams()
 	prompt := fs.String("p", "", "prompt (-: read it from standard input)")
 	promptFile := fs.String("f", "", "read the prompt from this file (one trailing newline dropped, as with -p -)")
 	fs.StringVar(promptFile, "file", "", "alias of -f (llama.cpp's name)")
-	n := fs.Int("n", 128, "tokens to generate (-1: until the context is full or the end of text)")
+	n := fs.Int("n", 128, "tokens to generate (-1: until the context is full or the end of text); in a conversation, of each reply (default there: -1)")
 	fs.IntVar(n, "n-predict", 128, "alias of -n (llama.cpp's name)")
 	fs.Float64Var(&p.Temperature, "temp", p.Temperature, "temperature (0: greedy)")
 	fs.IntVar(&p.TopK, "top-k", p.TopK, "top-k sampling (0: off)")
@@ -232,9 +242,15 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&p.Seed, "seed", 0, "random seed (default: drawn at random and printed on stderr)")
 	fs.Uint64Var(&p.Seed, "s", 0, "alias of -seed (llama.cpp's name)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
+	cnv := fs.Bool("cnv", false, "a conversation: after -p's or -f's message, if any, read messages from standard input, a line each (a line ending in \\ continues on the next), and answer each through the chat template, keeping the history; /exit or the end of input ends it, Ctrl-C stops a reply, Ctrl-C at the prompt ends it")
+	fs.BoolVar(cnv, "conversation", false, "alias of -cnv (llama.cpp's name)")
+	interactive := fs.Bool("i", false, "interactive: -cnv, or on a model without a chat template (and no -template) plain text: each line read is appended to the text, and the model continues it")
+	fs.BoolVar(interactive, "interactive", false, "alias of -i (llama.cpp's name)")
 	modelName := fs.String("model-name", "", "a name to match the model against the kernel table's entries (besides its path and general.name)")
 	allowUnresolved := registerGate(fs)
-	system := fs.String("system", "", "system message (with -chat)")
+	system := fs.String("system", "", "system message (with -chat or -cnv)")
+	fs.StringVar(system, "sys", "", "alias of -system (llama.cpp's name)")
+	fs.StringVar(system, "system-prompt", "", "alias of -system (llama.cpp's name)")
 	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
@@ -244,14 +260,26 @@ func runGenerate(args []string, stdout, stderr io.Writer) error {
 	dflash := fs.Bool("dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model); -draft takes precedence")
 	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	fs.Usage = func() {
+		if name == "chat" {
+			fmt.Fprintf(fs.Output(), "usage: toy chat -m MODEL [-sys SYSTEM] [-p FIRST-MESSAGE] [flags]\n\ntoy chat is toy generate -cnv.\n\n")
+		}
 		fmt.Fprintf(fs.Output(), `usage: toy generate -m MODEL -p PROMPT [flags]
        toy generate -m MODEL -f PROMPT-FILE [flags]
        toy generate -m MODEL -p - [flags] < PROMPT-FILE
+       toy generate -m MODEL -cnv [-sys SYSTEM] [flags]
 
 Runs a GGUF model (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3, MoE families) and streams its
 continuation of the prompt, then a timing summary on stderr. --temp 0 is greedy. llama.cpp's
-long names (--ctx-size, --n-predict, --file) are accepted beside toy's. With -chat the prompt is a user message
-wrapped in the model's chat template (ChatML for SmolLM2 and Qwen, Gemma's for Gemma).
+names (--ctx-size, --n-predict, --file, -sys, --system-prompt, -cnv, -i) are accepted beside
+toy's. With -chat the prompt is a user message wrapped in the model's chat template (ChatML
+for SmolLM2 and Qwen, Gemma's for Gemma).
+
+-cnv (toy chat) holds a conversation: each line read from standard input is a user message
+(a line ending in \\ goes on to the next), answered through the template with the history
+kept; the cache keeps the earlier turns, so a turn computes only its new tokens. /exit or the
+end of input ends it; Ctrl-C stops a reply, and at the prompt ends the conversation. -i is
+-cnv, or on a model without a chat template plain text that each line continues.
+
 -draft (a smaller model) and -dflash (the DFlash drafter the kernel table pairs with the model,
 made by toy train -recipe dflash) decode speculatively: the same text greedy, the same
 distribution sampling.
@@ -265,6 +293,19 @@ Flags:
 	}
 	if *n < -1 {
 		return usagef("-n %d: want a number of tokens, or -1 for until the context is full or the end of text", *n)
+	}
+	set := setFlags(fs)
+	conversing := *cnv || *interactive
+	if conversing {
+		switch {
+		case *prompt == "-":
+			return usagef("-p - reads the prompt from standard input, where a conversation's messages come from: give -p TEXT or -f FILE")
+		case *draft != "" || *dflash:
+			return usagef("a conversation (-cnv, -i) decodes without -draft or -dflash")
+		}
+		if !set["n"] && !set["n-predict"] {
+			*n = -1 // a reply ends at the end of its turn, of the context, or at Ctrl-C
+		}
 	}
 	text, err := promptText(*prompt, *promptFile, stdin)
 	if err != nil {
@@ -299,7 +340,6 @@ Flags:
 	// stop strings, BOS and chat template.
 	target, ref := buildTarget(), modelRef(m, d.model, *modelName)
 	entry, named := d.entry, d.named
-	set := setFlags(fs)
 	if entry != nil && named {
 		applyPreset(&p, entry, set)
 	}
@@ -326,9 +366,9 @@ Flags:
 		defer df.Close()
 	}
 	// The gate audits what this run dispatches: on a cuda target, sampling on the device when
-	// the parameters allow it (speculative decoding samples on the host).
+	// the parameters allow it (speculative decoding and conversations sample on the host).
 	var dispatch kernelrt.Dispatch
-	if draftDec == nil && df == nil {
+	if draftDec == nil && df == nil && !conversing {
 		dispatch = cuda.DeviceSampling(p)
 	}
 	if _, err := gate(target, entry, nil, dispatch, *allowUnresolved); err != nil {
@@ -340,11 +380,16 @@ Flags:
 		*templateName = beh.template
 	}
 
+	if conversing {
+		return converse(stdout, stderr, dec, tok, conversationSetup{model: m, behaviour: beh, template: *templateName,
+			plainIfNoTemplate: *interactive && !*cnv && !*chat, system: *system, prompt: *prompt,
+			params: p, seedGiven: set["seed"] || set["s"], n: *n, stops: stops, start: start})
+	}
 	text, parseSpecial := *prompt, false
 	if *chat {
 		tmpl, err := chatTemplate(m, *templateName)
 		if err != nil {
-			return err
+			return fmt.Errorf("-chat: %w", err)
 		}
 		var msgs []sample.Message
 		if *system != "" {
@@ -380,14 +425,9 @@ Flags:
 			}
 			return sp, err
 		}
-		return generateSpeculative(stdout, stderr, dec, newSp, p, !set["seed"] && !set["s"], ids, *prompt, *chat, *n, tok, stops, start)
+		return generateSpeculative(stdout, stderr, dec, newSp, p, set["seed"] || set["s"], ids, *prompt, *chat, *n, tok, stops, start)
 	}
-	if !set["seed"] && !set["s"] && p.Temperature > 0 {
-		// As llama.cpp: a random seed unless one is given, printed so that the run can be
-		// repeated.
-		p.Seed = rand.Uint64()
-		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
-	}
+	drawSeed(&p, set["seed"] || set["s"], stderr)
 	s := sample.NewSampler(p)
 	var onDevice *cuda.TokenSampler
 	if target != nil && len(kernelrt.DispatchNeeds(target.Backend, dispatch)) > 0 {
@@ -425,6 +465,16 @@ Flags:
 	}
 	timing.report(stderr)
 	return nil
+}
+
+// drawSeed gives p a random seed when it samples and no seed was given, and prints it on stderr
+// so that the run can be repeated, as llama.cpp does.
+func drawSeed(p *sample.Params, given bool, stderr io.Writer) {
+	if given || p.Temperature <= 0 {
+		return
+	}
+	p.Seed = rand.Uint64()
+	fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
 }
 
 // stdin is where toy generate reads -p - and a conversation's messages: the process's standard
@@ -472,7 +522,7 @@ func chatTemplate(m *llama.GGUFModel, name string) (sample.Template, error) {
 	}
 	jinja, _ := m.Meta["tokenizer.chat_template"].(string)
 	if jinja == "" {
-		return sample.Template{}, errors.New("-chat: the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
+		return sample.Template{}, errors.New("the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
 	}
 	return sample.DetectTemplate(jinja)
 }

@@ -35,12 +35,17 @@ func tinyCheckpoint(t *testing.T) string {
 // checkpointOf saves a random llama model of preset's shape (a context of 64) with a tokenizer
 // trained on Go-like text at path, with the extra metadata kvs.
 func checkpointOf(t *testing.T, preset, path string, kvs ...llama.KV) string {
+	return checkpointWithContext(t, preset, path, 64, kvs...)
+}
+
+// checkpointWithContext is checkpointOf with a context of ctx positions.
+func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...llama.KV) string {
 	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
 	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
 	require.NoError(t, err)
 	c, err := config.LlamaPreset(preset)
 	require.NoError(t, err)
-	c.Vocab, c.Context = tok.VocabSize(), 64
+	c.Vocab, c.Context = tok.VocabSize(), ctx
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()

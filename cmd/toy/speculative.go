@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/toyml/toy/engines/llama"
@@ -49,12 +48,9 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 // makes the speculative decoder for the sampler): the same output as without it when greedy,
 // the same distribution when sampling (llama.Speculative), and a report of the steps on
 // standard error, with toy generate's timing summary (start is when the command started).
-func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp func(*sample.Sampler) (*llama.Speculative, error), p sample.Params, drawSeed bool,
+func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp func(*sample.Sampler) (*llama.Speculative, error), p sample.Params, seedGiven bool,
 	ids []int32, prompt string, chat bool, n int, tok *tokenizer.Tokenizer, stops []string, start time.Time) error {
-	if drawSeed && p.Temperature > 0 {
-		p.Seed = rand.Uint64()
-		fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
-	}
+	drawSeed(&p, seedGiven, stderr)
 	sp, err := newSp(sample.NewSampler(p))
 	if err != nil {
 		return err
