@@ -206,7 +206,7 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 	if r.N != nil && *r.N != 1 {
 		return p, 0, badRequest("n", "n = %d: only one choice per request (n = 1)", *r.N)
 	}
-	if r.Model != "" && r.Model != s.cfg.ModelName {
+	if r.Model != "" && r.Model != s.cfg.ModelName && !s.cfg.AnyModelName {
 		return p, 0, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
 			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", r.Model, s.cfg.ModelName)}
 	}

@@ -36,8 +36,12 @@ type Config struct {
 	Decoder   *llama.BatchDecoder
 	Tokenizer *tokenizer.Tokenizer
 	// ModelName is the model's id in /v1/models; a request naming another model is refused
-	// (404). An empty "model" field is accepted.
+	// (404) unless AnyModelName. An empty "model" field is accepted.
 	ModelName string
+	// AnyModelName serves a request naming another model ("gpt-4", a client's default) with
+	// this one, as llama-server serves its one model. /v1/models lists ModelName alone either
+	// way, /v1/models/{id} knows no other id, and replies name ModelName.
+	AnyModelName bool
 	// AddBOS starts every prompt with the tokenizer's BOS.
 	AddBOS bool
 	// Template is the chat template; nil: chat completions are refused (400).
