@@ -79,7 +79,7 @@ Flags:
 	case *url == "" && f.model == "" && *random == "":
 		return usagef("give -m MODEL, -random PRESET or -url URL")
 	}
-	if !set["parallel"] {
+	if !set["parallel"] && !set["np"] {
 		f.parallel = *streams
 	}
 	base := strings.TrimSuffix(*url, "/")

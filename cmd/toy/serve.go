@@ -19,6 +19,7 @@ import (
 	"unicode"
 
 	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/serve"
 	"github.com/toyml/toy/ggml"
@@ -37,13 +38,17 @@ type serveFlags struct {
 	apiKeys []string
 	// logRequests is toy serve's -log-requests.
 	logRequests bool
+	// strictModelName is -strict-model-name: a request naming another model is refused.
+	strictModelName bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.decoderFlags.register(fs)
-	fs.IntVar(&f.parallel, "parallel", 4, "sequences decoded at once (slots); -c is shared among them")
+	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("sequences decoded at once (slots); -c is shared among them (0: as many as keep %d positions each, at most %d, at least 1)", minSlotContext, maxAutoSlots))
+	fs.IntVar(&f.parallel, "np", 0, "alias of -parallel (llama-server's name)")
 	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot, counting those still being read or tokenized; more are refused with 429")
-	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the file's name without .gguf); also matched against the kernel table's names")
+	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the run's id for a run's weights/model.gguf, else the file's name without .gguf); also matched against the kernel table's names")
+	fs.BoolVar(&f.strictModelName, "strict-model-name", false, "refuse (404) a request whose \"model\" is not the model's id; by default the loaded model serves any name, as llama-server does")
 	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
 	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
@@ -51,8 +56,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 
 // check refuses bad flags before anything is loaded.
 func (f *serveFlags) check() error {
-	if f.parallel < 1 {
-		return usagef("-parallel %d: want at least 1", f.parallel)
+	if f.parallel < 0 {
+		return usagef("-parallel %d: want at least 1 (0: chosen from the context)", f.parallel)
 	}
 	if f.queue < 0 {
 		return usagef("-queue %d: want 0 or more", f.queue)
@@ -88,10 +93,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		return nil, err
 	}
 	if f.modelName == "" {
-		f.modelName = filepath.Base(f.model)
-		if ext := filepath.Ext(f.modelName); ext == ".gguf" {
-			f.modelName = f.modelName[:len(f.modelName)-len(ext)]
-		}
+		f.modelName = defaultModelID(f.model)
 	}
 	m, tok, err := f.openModel(stderr, "serve")
 	if err != nil {
@@ -148,6 +150,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 	if nctx == 0 {
 		nctx = m.Arch.Context
 	}
+	fmt.Fprintf(stderr, "toy serve: %s\n", f.sizeSlots(nctx))
 	if nctx/f.parallel < 2 {
 		return nil, usagef("-c %d among -parallel %d leaves fewer than 2 positions a slot", nctx, f.parallel)
 	}
@@ -156,7 +159,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AddBOS: beh.addBOS,
+	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AnyModelName: !f.strictModelName, AddBOS: beh.addBOS,
 		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, APIKeys: f.apiKeys,
 		LogRequests: f.logRequests, Info: info, Log: stderr})
 	if err != nil {
@@ -169,12 +172,79 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		keys = fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))
 	}
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %d slots of %d positions, queue %d, prompt cache %v, sampling: %v%s", f.modelName, f.parallel, nctx/f.parallel, f.queue, f.promptCache, p, keys),
+		ready: fmt.Sprintf("%s, %s, queue %d, prompt cache %v, sampling: %v%s", f.modelName, slotsOf(f.parallel, nctx/f.parallel), f.queue, f.promptCache, p, keys),
 		close: func() {
 			srv.Close()
 			dec.Close()
 			m.Close()
 		}}, nil
+}
+
+// The slots toy serve makes when -parallel is not given: as many as keep minSlotContext
+// positions each, at most maxAutoSlots, at least one. Four slots of a 256-position model held
+// 64 positions each, too few for a system message and a question.
+const (
+	minSlotContext = 512
+	maxAutoSlots   = 4
+)
+
+// sizeSlots chooses the slots when -parallel is 0, from the total context nctx, and returns
+// the line that says what each slot holds and how to change it.
+func (f *serveFlags) sizeSlots(nctx int) string {
+	auto := f.parallel == 0
+	if auto {
+		f.parallel = max(1, min(maxAutoSlots, nctx/minSlotContext))
+	}
+	line := fmt.Sprintf("%s (a request's prompt and reply together)", slotsOf(f.parallel, nctx/f.parallel))
+	switch {
+	case auto:
+		line += fmt.Sprintf(" (the context of %d shared among as many slots as keep %d positions each, at most %d; -np sets the slots, -c the context)", nctx, minSlotContext, maxAutoSlots)
+	case nctx/f.parallel < minSlotContext:
+		line += fmt.Sprintf(" (-c %d shared among -np %d: few positions for a conversation; fewer slots or a larger -c give each more)", nctx, f.parallel)
+	default:
+		line += fmt.Sprintf(" (-c %d shared among -np %d)", nctx, f.parallel)
+	}
+	return line
+}
+
+// slotsOf says "n slots of c positions each", or "1 slot of c positions".
+func slotsOf(n, c int) string {
+	if n == 1 {
+		return fmt.Sprintf("1 slot of %d positions", c)
+	}
+	return fmt.Sprintf("%d slots of %d positions each", n, c)
+}
+
+// defaultModelID is the model's id in the API when -model-name gives none: for a run's
+// checkpoint, runs/<id>/weights/model.gguf, the run's id (its directory's name), and for a
+// step's, weights/step-<N>/model.gguf, "<id>-step-<N>"; for any other file its name without
+// .gguf. toy's checkpoints are all called model.gguf, so the file's name told them apart from
+// nothing.
+func defaultModelID(path string) string {
+	name := filepath.Base(path)
+	if ext := filepath.Ext(name); ext == ".gguf" {
+		name = name[:len(name)-len(ext)]
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil || filepath.Base(abs) != "model.gguf" {
+		return name
+	}
+	dir, step := filepath.Dir(abs), ""
+	if n, ok := strings.CutPrefix(filepath.Base(dir), "step-"); ok {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 {
+			return name
+		}
+		dir, step = filepath.Dir(dir), fmt.Sprintf("-step-%d", v)
+	}
+	if filepath.Base(dir) != runs.WeightsDir {
+		return name
+	}
+	run := filepath.Dir(dir)
+	if st, err := os.Stat(filepath.Join(run, runs.EventsFile)); err != nil || !st.Mode().IsRegular() {
+		return name
+	}
+	return filepath.Base(run) + step
 }
 
 // apiKeys are -api-key's key and -api-key-file's, in that order, without the blanks around
@@ -240,6 +310,40 @@ func (d *seconds) Set(v string) error {
 	return nil
 }
 
+// toy serve's address when no flag names one: llama-server's.
+const (
+	defaultHost = "127.0.0.1"
+	defaultPort = 8080
+)
+
+var defaultAddr = net.JoinHostPort(defaultHost, strconv.Itoa(defaultPort))
+
+// listenAddr is the address toy serve listens on: -addr, whose host -host and whose port -port
+// replace (llama-server's flags). -addr given with -host or -port must agree with them: a
+// contradiction is a usage error, not settled by a rule of precedence.
+func listenAddr(addr string, addrSet bool, host string, hostSet bool, port int, portSet bool) (string, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", usagef("-addr %q: want host:port (%v)", addr, err)
+	}
+	if hostSet {
+		if addrSet && host != h {
+			return "", usagef("-addr %s and -host %s disagree: give one of them", addr, host)
+		}
+		h = host
+	}
+	if portSet {
+		if port < 0 || port > 65535 {
+			return "", usagef("-port %d: want 0 to 65535", port)
+		}
+		if n, err := strconv.Atoi(p); addrSet && (err != nil || n != port) {
+			return "", usagef("-addr %s and -port %d disagree: give one of them", addr, port)
+		}
+		p = strconv.Itoa(port)
+	}
+	return net.JoinHostPort(h, p), nil
+}
+
 // runServe serves a model over HTTP with OpenAI's API (engines/serve): it listens at once
 // (/health answers 503 while loading), loads the model, runs the kernel gate and prints the
 // audit, then serves until SIGTERM or SIGINT, when it stops taking requests and lets the
@@ -249,7 +353,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
+	addr := fs.String("addr", defaultAddr, "address to listen on (host:port)")
+	host := fs.String("host", defaultHost, "the host to listen on (llama-server's flag): -addr's host; given with -addr, the two must agree")
+	port := fs.Int("port", defaultPort, "the port to listen on (llama-server's flag; 0: any free one): -addr's port; given with -addr, the two must agree")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
 	timeout, idle := seconds(time.Minute), seconds(time.Minute)
 	fs.Var(&timeout, "timeout", "how long a client may take to send a request (its headers: 10s at most) and to take each write of the reply, which may stream for as long as it needs; a slower client is dropped (408 for a late body). A Go duration (90s, 10m) or seconds, as llama-server's --timeout; 0: no limit")
@@ -266,10 +372,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 Serves a GGUF model over HTTP with OpenAI's API: POST /v1/chat/completions, POST
 /v1/completions (stream: true for server-sent events), GET /v1/models (and /v1/models/ID),
 GET /health, GET /metrics (Prometheus), and a chat page at /. Requests are decoded
-together (continuous batching, -parallel slots; -c is the total context, shared among them
-as llama-server does). Sampling defaults come from the kernel table's default preset, as in
-toy generate. -api-key asks clients for a key, -tls-cert serves HTTPS, -allow-origin says
-which other web pages may call it from a browser (docs/INFERENCE.md).
+together (continuous batching, -np/-parallel slots; -c/--ctx-size is the total context,
+shared among them as llama-server does; without -np, as many slots as keep 512 positions
+each, at most 4). The model's id is -model-name, else a run's id for its weights/model.gguf,
+else the file's name; a request naming another model is served by this one unless
+-strict-model-name. Sampling defaults come from the kernel table's default preset, as in toy
+generate. -host and -port (llama-server's) set -addr's parts. -api-key asks clients for a
+key, -tls-cert serves HTTPS, -allow-origin says which other web pages may call it from a
+browser (docs/INFERENCE.md).
 
 Flags:
 `)
@@ -279,6 +389,11 @@ Flags:
 		return err
 	}
 	if err := f.check(); err != nil {
+		return err
+	}
+	set := setFlags(fs)
+	listen, err := listenAddr(*addr, set["addr"], *host, set["host"], *port, set["port"])
+	if err != nil {
 		return err
 	}
 	origins, err := serve.ParseOrigins(*allowOrigin)
@@ -309,7 +424,7 @@ Flags:
 		scheme, tlsConfig = "https", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return err
 	}

@@ -105,14 +105,20 @@ func TestServe(t *testing.T) {
 // startServe runs toy serve with args (and -addr 127.0.0.1:0 -t 1) until it is ready, and
 // returns its address and a func that stops it with SIGTERM and checks that it exits cleanly.
 func startServe(t *testing.T, args ...string) (url string, stop func()) {
+	url, _, stop = startServeLog(t, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	return url, stop
+}
+
+// startServeLog is startServe without the -addr, also returning what toy serve wrote to
+// stderr until it was ready.
+func startServeLog(t *testing.T, args ...string) (url string, lines []string, stop func()) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(append([]string{"-addr", "127.0.0.1:0", "-t", "1"}, args...), io.Discard, pw)
+		done <- runServe(append([]string{"-t", "1"}, args...), io.Discard, pw)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
-	var lines []string
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
 		if m := regexp.MustCompile(`listening on (https?://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
@@ -124,7 +130,7 @@ func startServe(t *testing.T, args ...string) (url string, stop func()) {
 	}
 	go io.Copy(io.Discard, pr)
 	require.NotEmpty(t, url, strings.Join(lines, "\n"))
-	return url, func() {
+	return url, lines, func() {
 		require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
 		select {
 		case err := <-done:
