@@ -1,9 +1,15 @@
 package serve
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,5 +49,49 @@ func TestAnyModelName(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, 404, resp.StatusCode, "retrieving another id")
+	}
+}
+
+// TestOpenAIClientAnyModelName: OpenAI's official Node client, naming "gpt-4" (and a name
+// with a slash), gets from a server with AnyModelName the replies a request naming the served
+// model gets, whole and streamed, each naming the model that answered.
+func TestOpenAIClientAnyModelName(t *testing.T) {
+	node := needTool(t, "node", "apt-get install nodejs")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	modules := filepath.Join(root, openaiModules)
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
+		absent(t, "the npm package openai", "make openai-npm")
+	}
+	_, ts := newServer(t, 1, 8, 256, func(c *Config) { c.AnyModelName = true })
+	code, chat := post(t, ts, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":5,"temperature":0}`)
+	require.Equal(t, 200, code, chat)
+	chatText := chat["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+	code, cmpl := post(t, ts, "/v1/completions", `{"model":"tiny","prompt":"func main","max_tokens":6,"temperature":0}`)
+	require.Equal(t, 200, code, cmpl)
+	cmplText := cmpl["choices"].([]any)[0].(map[string]any)["text"].(string)
+
+	for _, model := range []string{"gpt-4", "org/some-model"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		cmd := exec.CommandContext(ctx, node, "testdata/openai-model-name.js", ts.URL, model)
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		stdout, err := cmd.Output()
+		cancel()
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		require.NoError(t, err, "%s", stderr)
+		type reply struct{ Text, Model string }
+		var got struct {
+			Models                                         []string
+			Chat, Completion, ChatStream, CompletionStream reply
+		}
+		require.NoError(t, json.Unmarshal(stdout, &got), "%s", stdout)
+		assert.Equal(t, []string{"tiny"}, got.Models)
+		assert.Equal(t, reply{chatText, "tiny"}, got.Chat, model)
+		assert.Equal(t, reply{cmplText, "tiny"}, got.Completion, model)
+		assert.Equal(t, reply{chatText, "tiny"}, got.ChatStream, model)
+		assert.Equal(t, reply{cmplText, "tiny"}, got.CompletionStream, model)
 	}
 }
