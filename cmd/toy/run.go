@@ -275,7 +275,7 @@ toy's. With -chat the prompt is a user message wrapped in the model's chat templ
 for SmolLM2 and Qwen, Gemma's for Gemma).
 
 -cnv (toy chat) holds a conversation: each line read from standard input is a user message
-(a line ending in \\ goes on to the next), answered through the template with the history
+(a line ending in \ goes on to the next), answered through the template with the history
 kept; the cache keeps the earlier turns, so a turn computes only its new tokens. /exit or the
 end of input ends it; Ctrl-C stops a reply, and at the prompt ends the conversation. -i is
 -cnv, or on a model without a chat template plain text that each line continues.
