@@ -56,8 +56,10 @@ func converse(stdout, stderr io.Writer, dec *llama.Decoder, tok *tokenizer.Token
 		if cs.system != "" {
 			c.msgs = append(c.msgs, sample.Message{Role: sample.RoleSystem, Content: cs.system})
 		}
-	case !cs.plainIfNoTemplate || cs.template != "":
-		return fmt.Errorf("-cnv: %w (-i alone continues plain text)", err)
+	case cs.template != "":
+		return fmt.Errorf("-template: %w", err)
+	case !cs.plainIfNoTemplate:
+		return fmt.Errorf("-cnv: %w; or -i alone continues plain text", err)
 	case cs.system != "":
 		return usagef("-system: a plain-text conversation (-i on a model without a chat template) has no system message; -template names a template")
 	default:

@@ -198,6 +198,7 @@ func TestChatPlainAndRefusals(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"-cnv"}, 1, "the model has no chat template"},
+		{[]string{"-i", "-template", "llama9"}, 1, `-template: sample: unknown chat template "llama9"`},
 		{[]string{"-i", "-sys", "Be brief."}, 2, "has no system message"},
 		{[]string{"-cnv", "-p", "-"}, 2, "-p - reads the prompt from standard input"},
 		{[]string{"-cnv", "-draft", model}, 2, "without -draft or -dflash"},
