@@ -7,10 +7,14 @@
 // by Params and a seeded PCG generator (math/rand/v2), so that a given seed
 // reproduces the same tokens. The chain runs in this order:
 //
-//	repetition penalty → top-k → temperature → softmax → top-p → min-p → draw
+//	logit bias → penalties → constraint → top-k → temperature → softmax → top-p → min-p → draw
+//
+// A Constraint (Sampler.Constrain; engines/grammar's Matcher, for structured
+// output) masks the logits of the tokens a grammar does not allow next, before
+// the filters, so that they only ever see allowed tokens.
 //
 // Temperature 0 is greedy decoding: the first index of the largest
-// (penalised) logit. NaN logits count as -Inf; a -Inf token is never chosen
+// (penalised, masked) logit. NaN logits count as -Inf; a -Inf token is never chosen
 // unless every logit is -Inf or NaN, in which case token 0 is returned.
 //
 // A row costs about one pass over the vocabulary: top-k keeps a heap of the k

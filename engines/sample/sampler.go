@@ -118,9 +118,20 @@ func (p Params) AdjustsLogits() bool {
 	return len(p.LogitBias) > 0 || p.RepeatLastN != 0 && (p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0)
 }
 
+// Constraint limits the tokens a Sampler may draw to those a grammar allows next
+// (engines/grammar's Matcher). The Sampler only reads it; whoever draws the token advances it.
+type Constraint interface {
+	// Allows reports whether token may come next.
+	Allows(token int32) bool
+	// Mask sets to -Inf the logits of the tokens that may not come next and returns how many
+	// may.
+	Mask(logits []float32) int
+}
+
 // Sampler draws tokens from logits according to its Params. It keeps
 // scratch buffers between calls and is not safe for concurrent use.
 type Sampler struct {
+	c      Constraint // nil: every token may come next
 	p      Params
 	rng    *rand.Rand
 	work   []float32
@@ -156,12 +167,17 @@ func NewSampler(p Params) *Sampler {
 // Params returns the sampler's parameters.
 func (s *Sampler) Params() Params { return s.p }
 
-// Greedy reports whether Sample is the argmax of the logits: temperature 0, no penalty and
-// no logit bias. It then costs one pass over the row, a few tens of microseconds for a large
-// vocabulary, and neither copies the row nor draws a random number.
+// Greedy reports whether Sample is the argmax of the logits: temperature 0, no penalty, no
+// logit bias and no constraint. It then costs one pass over the row, a few tens of
+// microseconds for a large vocabulary, and neither copies the row nor draws a random number.
 func (s *Sampler) Greedy() bool {
-	return s.p.Temperature == 0 && !s.p.AdjustsLogits()
+	return s.p.Temperature == 0 && !s.p.AdjustsLogits() && s.c == nil
 }
+
+// Constrain makes the sampler draw only tokens c allows (nil: any): their logits are masked
+// after the logit bias and the penalties, before top-k, temperature and the rest of the
+// chain, at temperature 0 too. The caller advances c with each token it takes.
+func (s *Sampler) Constrain(c Constraint) { s.c = c }
 
 // penalized reports whether a penalty changes any logit.
 func (s *Sampler) penalized() bool {
@@ -171,10 +187,14 @@ func (s *Sampler) penalized() bool {
 // Sample picks the next token from one row of logits (one value per
 // vocabulary entry). history holds the tokens generated or read so far,
 // oldest first, for the repetition penalty; it may be nil. logits and
-// history are not modified. Sample returns -1 only for an empty row.
+// history are not modified. Sample returns -1 for an empty row and where the
+// constraint allows no token.
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	if len(logits) == 0 {
 		return -1
+	}
+	if s.c != nil {
+		return s.constrained(logits, history)
 	}
 	if s.Greedy() {
 		return argmax(logits) // what penalize's copy would give: NaN never wins, every NaN gives 0
@@ -187,6 +207,43 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		return 0
 	}
 	return s.draw(cand)
+}
+
+// constrained is Sample with a constraint: the row after the logit bias and the penalties,
+// masked, then the rest of the chain. At temperature 0 the argmax of the unmasked row is taken
+// when the constraint allows it (the argmax of the masked row then too), which spares the mask.
+// Where every token allowed has a logit of -Inf or NaN, it returns the first allowed.
+func (s *Sampler) constrained(logits []float32, history []int32) int32 {
+	w := s.penalize(logits, history)
+	if s.p.Temperature == 0 {
+		if t := argmax(w); !math.IsInf(float64(w[t]), -1) && s.c.Allows(t) {
+			return t
+		}
+	}
+	if s.c.Mask(w) == 0 {
+		return -1
+	}
+	if s.p.Temperature == 0 {
+		if t := argmax(w); !math.IsInf(float64(w[t]), -1) {
+			return t
+		}
+		return s.firstAllowed(len(w))
+	}
+	cand := s.filter(w)
+	if len(cand) == 0 {
+		return s.firstAllowed(len(w))
+	}
+	return s.draw(cand)
+}
+
+// firstAllowed is the lowest token of n that the constraint allows, -1 if none.
+func (s *Sampler) firstAllowed(n int) int32 {
+	for t := range int32(n) {
+		if s.c.Allows(t) {
+			return t
+		}
+	}
+	return -1
 }
 
 // filtered is filter of the row of logits after the logit bias and the penalties: the row
@@ -586,8 +643,9 @@ func (s *Sampler) draw(cand []candidate) int32 {
 // Probs writes into dst (grown to len(logits)) the distribution Sample draws from for this
 // row and history: the probability of every vocabulary entry after the repetition penalty,
 // top-k, temperature, top-p and min-p, renormalised, zero for the tokens filtered out. At
-// temperature 0 it is one-hot at the token Sample picks. Speculative decoding compares the
-// target's and the draft's distributions with it.
+// temperature 0 it is one-hot at the token Sample picks; with a constraint that allows no
+// token, all zero. Speculative decoding compares the target's and the draft's distributions
+// with it.
 func (s *Sampler) Probs(logits []float32, history []int32, dst []float64) []float64 {
 	if cap(dst) < len(logits) {
 		dst = make([]float64, len(logits))
@@ -597,11 +655,31 @@ func (s *Sampler) Probs(logits []float32, history []int32, dst []float64) []floa
 	if len(logits) == 0 {
 		return dst
 	}
-	if s.p.Temperature == 0 {
+	var cand []candidate
+	switch {
+	case s.c != nil:
+		if s.p.Temperature == 0 { // constrained draws no random number at temperature 0
+			if t := s.constrained(logits, history); t >= 0 {
+				dst[t] = 1
+			}
+			return dst
+		}
+		w := s.penalize(logits, history)
+		if s.c.Mask(w) == 0 {
+			return dst // as Sample's -1: nothing may come next
+		}
+		if cand = s.filter(w); len(cand) == 0 {
+			if t := s.firstAllowed(len(w)); t >= 0 {
+				dst[t] = 1
+			}
+			return dst
+		}
+	case s.p.Temperature == 0:
 		dst[argmax(s.penalize(logits, history))] = 1
 		return dst
+	default:
+		cand = s.filtered(logits, history)
 	}
-	cand := s.filtered(logits, history)
 	if len(cand) == 0 {
 		dst[0] = 1 // as Sample
 		return dst

@@ -702,3 +702,76 @@ func finiteBestFirst(w []float32) []candidate {
 	})
 	return out
 }
+
+// allowSet is a Constraint that allows a fixed set of tokens.
+type allowSet map[int32]bool
+
+func (a allowSet) Allows(t int32) bool { return a[t] }
+
+func (a allowSet) Mask(logits []float32) int {
+	n := 0
+	for i := range logits {
+		if a[int32(i)] {
+			n++
+		} else {
+			logits[i] = float32(math.Inf(-1))
+		}
+	}
+	return n
+}
+
+// TestConstraintIsMaskedRow: a constrained sampler draws, from the same seed, exactly the
+// tokens an unconstrained one draws from the row whose disallowed logits were set to -Inf
+// beforehand (the logit bias and the penalties leave -Inf alone), for every setting of the
+// chain, greedy included; Probs agree too.
+func TestConstraintIsMaskedRow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := range 1500 {
+		n := 1 + rng.IntN(500)
+		logits := randomRow(rng, n, 0.02, 0.02, 0, func() float32 { return float32(rng.NormFloat64() * 3) })
+		allowed := allowSet{}
+		for i := range n {
+			if rng.IntN(4) == 0 && logits[i] == logits[i] && !math.IsInf(float64(logits[i]), 0) {
+				allowed[int32(i)] = true
+			}
+		}
+		if len(allowed) == 0 {
+			continue
+		}
+		masked := slices.Clone(logits)
+		allowed.Mask(masked)
+		p := Params{Temperature: []float64{0, 0.3, 1, 2}[rng.IntN(4)], TopK: []int{0, 1, 5, 40}[rng.IntN(4)],
+			TopP: []float64{1, 0.9, 0.5}[rng.IntN(3)], MinP: []float64{0, 0.05}[rng.IntN(2)], RepeatPenalty: 1, RepeatLastN: 64, Seed: uint64(trial)}
+		var history []int32
+		if trial%3 == 1 {
+			p.RepeatPenalty, p.FrequencyPenalty = 1.3, 0.5
+			p.LogitBias = map[int32]float64{int32(rng.IntN(n)): 5}
+			for range 20 {
+				history = append(history, int32(rng.IntN(n)))
+			}
+		}
+		c, ref := NewSampler(p), NewSampler(p)
+		c.Constrain(allowed)
+		require.False(t, c.Greedy())
+		for range 4 {
+			got, want := c.Sample(logits, history), ref.Sample(masked, history)
+			require.Equal(t, want, got, "trial %d %v", trial, p)
+			require.True(t, allowed[got], "trial %d: token %d is not allowed", trial, got)
+		}
+		assert.Equal(t, ref.Probs(masked, history, nil), c.Probs(logits, history, nil), "trial %d", trial)
+	}
+}
+
+// TestConstraintAllowsNothing: -1 where nothing may come next; the first allowed token where
+// every allowed logit is -Inf or NaN.
+func TestConstraintAllowsNothing(t *testing.T) {
+	for _, p := range []Params{GreedyParams(), DefaultParams()} {
+		s := NewSampler(p)
+		s.Constrain(allowSet{})
+		assert.Equal(t, int32(-1), s.Sample([]float32{1, 2, 3}, nil))
+		assert.Equal(t, []float64{0, 0, 0}, s.Probs([]float32{1, 2, 3}, nil, nil))
+		s.Constrain(allowSet{2: true, 1: true})
+		assert.Equal(t, int32(1), s.Sample([]float32{5, float32(math.Inf(-1)), nan}, nil))
+		assert.Equal(t, []float64{0, 1, 0}, s.Probs([]float32{5, float32(math.Inf(-1)), nan}, nil, nil))
+	}
+}
