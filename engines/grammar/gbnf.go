@@ -11,6 +11,10 @@ import (
 // maxRepeat bounds the counts of a {m,n} repetition: each repetition is a rule of its own.
 const maxRepeat = 10000
 
+// maxItems bounds the items of a grammar once its repetitions are spelled out, so that nested
+// counts ({1000}{1000}) cannot take the memory.
+const maxItems = 1 << 20
+
 // maxCodePoint is the largest Unicode code point.
 const maxCodePoint = 0x10FFFF
 
@@ -36,6 +40,7 @@ type rule struct {
 type parser struct {
 	src   string
 	pos   int
+	items int // items made by repetitions so far
 	rules []*rule
 	names map[string]int
 }
@@ -285,6 +290,9 @@ func (p *parser) repetition(seq []item, start int) ([]item, error) {
 		return seq, nil // "" repeated is still ""
 	}
 	body := slices.Clone(seq[start:])
+	if p.items += len(body) * max(lo, 1, hi); p.items > maxItems {
+		return nil, p.errorf("the repetitions spell out more than %d items", maxItems)
+	}
 	seq = seq[:start]
 	for range lo {
 		seq = append(seq, body...)

@@ -53,6 +53,33 @@ func (e *UnsupportedError) Error() string {
 // Anything else is an *UnsupportedError that names the keyword and where it is. The JSON the
 // grammar allows keeps the limits of JSONObject's (whitespace, number lengths).
 func FromJSONSchema(schema []byte) (string, error) {
+	text, _, err := compileSchema(schema)
+	return text, err
+}
+
+// CompileJSONSchema is FromJSONSchema's grammar, compiled (Parse).
+func CompileJSONSchema(schema []byte) (*Grammar, error) {
+	_, g, err := compileSchema(schema)
+	return g, err
+}
+
+// compileSchema is the GBNF text of a schema and its grammar. A schema whose references loop
+// without a value between them ({"$ref": "#"}) gives a left-recursive grammar, which Parse
+// refuses.
+func compileSchema(schema []byte) (string, *Grammar, error) {
+	text, err := schemaGBNF(schema)
+	if err != nil {
+		return "", nil, err
+	}
+	g, err := Parse(text)
+	if err != nil {
+		return "", nil, fmt.Errorf("json schema: its references loop without a value between them: %w", err)
+	}
+	return text, g, nil
+}
+
+// schemaGBNF is the GBNF text of a schema.
+func schemaGBNF(schema []byte) (string, error) {
 	root, err := decodeOrdered(schema)
 	if err != nil {
 		return "", fmt.Errorf("json schema: %w", err)
