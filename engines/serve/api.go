@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 )
@@ -146,7 +147,7 @@ type request struct {
 	Functions      json.RawMessage `json:"functions"`
 	FunctionCall   json.RawMessage `json:"function_call"`
 	ResponseFormat *struct {
-		Type string `json:"type"`
+		responseFormat // constrains the reply to JSON (grammarOf)
 	} `json:"response_format"`
 	BestOf        *int    `json:"best_of"`
 	Suffix        *string `json:"suffix"`
@@ -282,9 +283,9 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 }
 
 // unsupported refuses the fields of OpenAI's API that ask for what toy does not do (log
-// probabilities, function calling, output constrained to JSON, several candidates, insertion),
-// rather than answer as if they had been honoured; the values that ask for nothing (false,
-// null, no tools, "none", a "text" format, one candidate, no suffix) pass, as clients send them.
+// probabilities, function calling, several candidates, insertion), rather than answer as if
+// they had been honoured; the values that ask for nothing (false, null, no tools, "none", one
+// candidate, no suffix) pass, as clients send them.
 func unsupported(r *request) *apiError {
 	if r.Logprobs != nil && r.Logprobs != false && r.Logprobs != 0.0 || r.TopLogprobs != nil && *r.TopLogprobs != 0 {
 		return badRequest("logprobs", "logprobs are not supported")
@@ -305,9 +306,6 @@ func unsupported(r *request) *apiError {
 			return e
 		}
 	}
-	if f := r.ResponseFormat; f != nil && f.Type != "text" {
-		return badRequest("response_format", "response_format %q is not supported: toy does not constrain its output to JSON (only \"text\")", f.Type)
-	}
 	if r.BestOf != nil && *r.BestOf != 1 {
 		return badRequest("best_of", "best_of = %d: only one candidate per request", *r.BestOf)
 	}
@@ -315,6 +313,51 @@ func unsupported(r *request) *apiError {
 		return badRequest("suffix", "suffix is not supported: a completion continues its prompt, it does not fill in before a suffix")
 	}
 	return nil
+}
+
+// responseFormat is OpenAI's response_format: "text", "json_object" (any JSON object; with
+// llama-server's extension, a schema) or "json_schema" with a JSON Schema.
+type responseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict *bool           `json:"strict"`
+	} `json:"json_schema"`
+	Schema json.RawMessage `json:"schema"`
+}
+
+// jsonObject is the grammar of response_format json_object, compiled once.
+var jsonObject = sync.OnceValue(func() *grammar.Grammar { return grammar.MustParse(grammar.JSONObject) })
+
+// grammarOf is the grammar a request's response_format constrains the reply to, nil for none
+// ("text" or absent). A schema the compiler cannot handle is refused with the keyword it names.
+func grammarOf(f *responseFormat) (*grammar.Grammar, *apiError) {
+	if f == nil {
+		return nil, nil
+	}
+	var schema json.RawMessage
+	switch f.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		if len(f.Schema) == 0 || bytes.Equal(f.Schema, []byte("null")) {
+			return jsonObject(), nil
+		}
+		schema = f.Schema
+	case "json_schema":
+		if f.JSONSchema == nil || len(f.JSONSchema.Schema) == 0 || bytes.Equal(f.JSONSchema.Schema, []byte("null")) {
+			return nil, badRequest("response_format", "response_format json_schema: \"json_schema\": {\"name\": ..., \"schema\": {...}} is required")
+		}
+		schema = f.JSONSchema.Schema
+	default:
+		return nil, badRequest("response_format", "response_format type %q: want text, json_object or json_schema", f.Type)
+	}
+	g, err := grammar.CompileJSONSchema(schema)
+	if err != nil {
+		return nil, badRequest("response_format", "response_format: %v", err)
+	}
+	return g, nil
 }
 
 // noneOf refuses the function-calling field name's JSON value v unless it is absent, null or
@@ -589,7 +632,19 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 		if s.cfg.AddBOS && s.tok.BOS() >= 0 {
 			ids = append([]int32{s.tok.BOS()}, ids...)
 		}
+		var format *responseFormat
+		if r.ResponseFormat != nil {
+			format = &r.ResponseFormat.responseFormat
+		}
+		g, e := grammarOf(format)
+		if e != nil {
+			writeError(w, e)
+			return
+		}
 		j, e := s.newJob(req.Context(), ids, p, r.Seed != nil, maxTokens, stops)
+		if e == nil {
+			j.grammar = g
+		}
 		if e != nil {
 			if !chat && e.Param != nil && *e.Param == "messages" {
 				e.Param = strPtr("prompt")

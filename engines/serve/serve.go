@@ -23,6 +23,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
@@ -97,6 +98,8 @@ type Server struct {
 	// preparing counts the completions being read, decoded and tokenized, each holding a place
 	// as a queued one does (reserve).
 	preparing atomic.Int64
+	// vocab is the tokenizer's vocabulary as grammars match it, made on first use.
+	vocab func() *grammar.Vocab
 }
 
 // job is one request in the scheduler.
@@ -106,8 +109,11 @@ type job struct {
 	params    sample.Params
 	maxTokens int
 	stops     []string
-	events    chan event
-	enqueued  time.Time
+	// grammar, when not nil, constrains the reply (response_format): every token is one it
+	// allows, and the reply ends where it is complete.
+	grammar  *grammar.Grammar
+	events   chan event
+	enqueued time.Time
 }
 
 // event is what the scheduler tells a request's handler: a piece of text, or the end.
@@ -129,6 +135,7 @@ type slot struct {
 	cached    int   // of them, those reused from the slot's last sequence
 	last      int32 // the sampled token to feed next (when fed == len(ids))
 	sampler   *sample.Sampler
+	matcher   *grammar.Matcher // the job's grammar's, nil without one
 	stopper   *sample.Stopper
 	history   []int32
 	generated int
@@ -161,7 +168,8 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
-		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix()}
+		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix(),
+		vocab: sync.OnceValue(func() *grammar.Vocab { return grammar.VocabOf(cfg.Tokenizer) })}
 	s.metrics.init(cfg.Decoder.Slots())
 	s.textBound, s.bodyBound = promptBounds(cfg.Tokenizer, cfg.Decoder.SlotContext())
 	go s.loop()
@@ -270,8 +278,13 @@ func (s *Server) loop() {
 				panic(fmt.Sprintf("serve: %v", err)) // reuse ≤ len(kept[slot]) = the slot's positions
 			}
 		}
-		slots[p.slot] = &slot{j: j, idx: p.slot, fed: reuse, cached: reuse, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
+		sl := &slot{j: j, idx: p.slot, fed: reuse, cached: reuse, sampler: sample.NewSampler(j.params), stopper: sample.NewStopper(j.stops...),
 			history: append(make([]int32, 0, len(j.ids)+j.maxTokens), j.ids...)}
+		if j.grammar != nil {
+			sl.matcher = j.grammar.NewMatcher(s.vocab())
+			sl.sampler.Constrain(sl.matcher)
+		}
+		slots[p.slot] = sl
 		s.metrics.cachedTokens.Add(int64(reuse))
 		active++
 		s.metrics.busy.Add(1)
@@ -456,9 +469,17 @@ func (s *Server) next(sl *slot, tok int32) (event, bool) {
 		sl.first = true
 		s.metrics.firstToken(time.Since(sl.j.enqueued))
 	}
+	if tok < 0 { // a grammar that no token of the vocabulary continues
+		return event{err: errors.New("serve: no token of the vocabulary continues the reply's response_format grammar")}, true
+	}
 	if eos := s.tok.EOS(); eos >= 0 && tok == eos {
 		sl.send(sl.stopper.Flush(), true)
 		return event{finish: "stop"}, true
+	}
+	if sl.matcher != nil {
+		if err := sl.matcher.Accept(tok); err != nil {
+			return event{err: err}, true
+		}
 	}
 	sl.generated++
 	s.metrics.genTokens.Add(1)
@@ -470,6 +491,10 @@ func (s *Server) next(sl *slot, tok int32) (event, bool) {
 	text, stopped := sl.stopper.Feed(piece)
 	if stopped {
 		sl.send(text, true)
+		return event{finish: "stop"}, true
+	}
+	if sl.matcher != nil && sl.matcher.Done() { // the grammar is complete and allows nothing more
+		sl.send(text+sl.stopper.Flush(), true)
 		return event{finish: "stop"}, true
 	}
 	full := s.dec.Pos(sl.idx)+1 > s.dec.SlotContext()

@@ -1,0 +1,238 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/grammar"
+)
+
+// structuredSchemas are response_format schemas whose every value is bounded (strings by
+// maxLength or enum, arrays by maxItems, integers by range), so that a reply of the random
+// test model always completes within the test's max_tokens: nested objects, arrays of objects,
+// enums, numbers, optional and required fields, references, alternatives.
+var structuredSchemas = map[string]string{
+	"person": `{"type": "object", "properties": {
+		"name": {"type": "string", "maxLength": 6},
+		"age": {"type": "integer", "minimum": 0, "maximum": 120},
+		"score": {"type": "number", "minimum": 0},
+		"tags": {"type": "array", "items": {"enum": ["go", "c", "py"]}, "maxItems": 3},
+		"address": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}, "zip": {"type": "integer", "minimum": 10000, "maximum": 99999}}, "required": ["city"], "additionalProperties": false},
+		"ok": {"type": "boolean"}},
+		"required": ["name", "age", "ok"], "additionalProperties": false}`,
+	"orders": `{"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "object", "properties": {
+		"id": {"type": "integer", "minimum": 1, "maximum": 999},
+		"status": {"enum": ["open", "paid", "void", null]},
+		"lines": {"type": "array", "maxItems": 2, "items": {"type": "object", "properties": {"sku": {"type": "string", "minLength": 2, "maxLength": 4}, "qty": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["sku", "qty"], "additionalProperties": false}}},
+		"required": ["id", "status", "lines"], "additionalProperties": false}}`,
+	"event": `{"$defs": {"when": {"type": "object", "properties": {"date": {"type": "string", "format": "date"}, "all_day": {"type": "boolean"}}, "required": ["date"], "additionalProperties": false}},
+		"type": "object", "properties": {"title": {"type": ["string", "null"], "maxLength": 8}, "when": {"$ref": "#/$defs/when"},
+		"kind": {"anyOf": [{"const": "meeting"}, {"type": "integer", "minimum": -5, "maximum": 5}]}}, "required": ["title", "when", "kind"], "additionalProperties": false}`,
+	"answer": `{"type": "object", "properties": {"answer": {"enum": ["yes", "no", "maybe"]}, "confidence": {"type": "integer", "minimum": 0, "maximum": 100}}, "required": ["answer", "confidence"], "additionalProperties": false}`,
+}
+
+// validator compiles a schema with a JSON-Schema validator (draft 2020-12, formats asserted).
+func validator(t testing.TB, schema string) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(schema))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	require.NoError(t, c.AddResource("schema.json", doc))
+	s, err := c.Compile("schema.json")
+	require.NoError(t, err)
+	return s
+}
+
+// checkJSON parses text with encoding/json (one value, nothing after it) and validates it.
+func checkJSON(s *jsonschema.Schema, text string) error {
+	d := json.NewDecoder(strings.NewReader(text))
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return fmt.Errorf("encoding/json: %w", err)
+	}
+	if d.More() {
+		return fmt.Errorf("encoding/json: more after the value")
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return err
+	}
+	return s.Validate(inst)
+}
+
+// isPrefix reports whether text is where the grammar can be after some tokens: a reply cut by
+// max_tokens must still be the start of a sentence.
+func isPrefix(g *grammar.Grammar, text string) bool {
+	return g.NewMatcher(nil).AcceptBytes([]byte(text)) == nil
+}
+
+// TestStructuredOutput asks the random test model for replies in each schema's shape, many
+// seeds each, through chat and text completions, streamed and not: every reply that finished
+// with "stop" must parse with encoding/json and validate against its schema with a JSON-Schema
+// validator, every reply cut by max_tokens must be a prefix of a sentence, and a streamed reply
+// must equal the whole one of the same seed. The test reports how many stopped.
+func TestStructuredOutput(t *testing.T) {
+	_, ts := newServer(t, 4, 16, 512)
+	const seeds = 24
+	for name, schema := range structuredSchemas {
+		v := validator(t, schema)
+		text, err := grammar.FromJSONSchema([]byte(schema))
+		require.NoError(t, err)
+		g := grammar.MustParse(text)
+		stopped := 0
+		for seed := range seeds {
+			chat := seed%2 == 0
+			format := fmt.Sprintf(`{"type":"json_schema","json_schema":{"name":%q,"schema":%s,"strict":true}}`, name, schema)
+			body := fmt.Sprintf(`"max_tokens":400,"temperature":1,"top_k":0,"top_p":1,"min_p":0,"seed":%d,"response_format":%s`, seed, format)
+			path := "/v1/completions"
+			if chat {
+				path = "/v1/chat/completions"
+				body = `{"messages":[{"role":"user","content":"Reply in JSON."}],` + body + "}"
+			} else {
+				body = `{"prompt":"JSON: ",` + body + "}"
+			}
+			code, out := post(t, ts, path, body)
+			require.Equal(t, 200, code, out)
+			choice := out["choices"].([]any)[0].(map[string]any)
+			reply, _ := choice["text"].(string)
+			if chat {
+				reply = choice["message"].(map[string]any)["content"].(string)
+			}
+			finish := choice["finish_reason"].(string)
+			if finish == "stop" {
+				stopped++
+				require.NoError(t, checkJSON(v, reply), "%s seed %d: %q", name, seed, reply)
+			} else {
+				require.Equal(t, "length", finish)
+				require.True(t, isPrefix(g, reply), "%s seed %d: the cut reply %q leaves the grammar", name, seed, reply)
+			}
+			if seed < 2 { // streamed: the same text and finish
+				r, err := stream(t, ts, path, strings.Replace(body, `"max_tokens"`, `"stream":true,"max_tokens"`, 1))
+				require.NoError(t, err)
+				assert.Equal(t, reply, r.text, "%s seed %d streamed", name, seed)
+				assert.Equal(t, finish, r.finish)
+			}
+		}
+		assert.Positive(t, stopped, "%s: some replies complete", name)
+		t.Logf("%s: %d of %d replies stopped at the end of the JSON, all valid", name, stopped, seeds)
+	}
+}
+
+// TestJSONObject asks for response_format json_object: the replies that stop are JSON objects;
+// the random model's strings are unbounded, so many run to max_tokens, each a prefix of one.
+func TestJSONObject(t *testing.T) {
+	_, ts := newServer(t, 2, 8, 512)
+	g := grammar.MustParse(grammar.JSONObject)
+	stopped := 0
+	const seeds = 8
+	for seed := range seeds {
+		body := fmt.Sprintf(`{"prompt":"{","max_tokens":200,"temperature":1,"seed":%d,"response_format":{"type":"json_object"}}`, seed)
+		code, out := post(t, ts, "/v1/completions", body)
+		require.Equal(t, 200, code, out)
+		choice := out["choices"].([]any)[0].(map[string]any)
+		reply, finish := choice["text"].(string), choice["finish_reason"].(string)
+		if finish == "stop" {
+			stopped++
+			var obj map[string]any
+			require.NoError(t, json.Unmarshal([]byte(reply), &obj), "%q", reply)
+		} else {
+			require.True(t, isPrefix(g, reply), "%q", reply)
+		}
+		require.True(t, strings.HasPrefix(reply, "{"), "%q", reply)
+	}
+	t.Logf("json_object: %d of %d replies stopped (complete objects); the rest reached max_tokens", stopped, seeds)
+}
+
+// TestResponseFormatRefusals: what cannot be honoured is a 400 that names the response_format
+// and, for a schema, the keyword.
+func TestResponseFormatRefusals(t *testing.T) {
+	_, ts := newServer(t, 1, 4, 128)
+	for _, c := range []struct{ format, want string }{
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","pattern":"^a+$"}}}`, `"pattern"`},
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"n":{"type":"number","multipleOf":3}}}}}`, `"multipleOf" (at /properties/n/multipleOf)`},
+		{`{"type":"json_schema","json_schema":{"name":"x"}}`, `"schema"`},
+		{`{"type":"json_schema"}`, `"schema"`},
+		{`{"type":"json_schema","json_schema":{"name":"x","schema":{"$ref":"#/$defs/none"}}}`, `"$ref"`},
+		{`{"type":"xml"}`, `want text, json_object or json_schema`},
+	} {
+		code, out := post(t, ts, "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"response_format":`+c.format+`}`)
+		require.Equal(t, 400, code, c.format)
+		e := out["error"].(map[string]any)
+		assert.Equal(t, "response_format", e["param"], c.format)
+		assert.Contains(t, e["message"], c.want, c.format)
+	}
+	// "text" asks for nothing.
+	code, out := post(t, ts, "/v1/completions", `{"prompt":"hi","max_tokens":2,"response_format":{"type":"text"}}`)
+	assert.Equal(t, 200, code, out)
+}
+
+// TestOpenAIClientStructured asks for JSON through OpenAI's official Node client
+// (testdata/openai-structured.js): response_format json_schema, whole and streamed, and
+// json_object. What the client got must equal the server's replies to the same requests over
+// plain HTTP, parse and validate; a schema the compiler refuses must arrive as the client's
+// BadRequestError naming the keyword.
+func TestOpenAIClientStructured(t *testing.T) {
+	node := needTool(t, "node", "apt-get install nodejs")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	modules := filepath.Join(root, openaiModules)
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
+		absent(t, "the npm package openai", "make openai-npm")
+	}
+	_, ts := newServer(t, 2, 8, 512)
+	schema := structuredSchemas["answer"]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "testdata/openai-structured.js", ts.URL, schema)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	require.NoError(t, err, "%s", stderr.String())
+	var got struct {
+		Schema, SchemaStream, Object struct {
+			Text, Finish string
+			Parsed       any
+		}
+		Refused struct {
+			Status         int
+			Class, Message string
+		}
+	}
+	require.NoError(t, json.Unmarshal(stdout, &got), "%s", stdout)
+
+	v := validator(t, schema)
+	format := fmt.Sprintf(`{"type":"json_schema","json_schema":{"name":"answer","schema":%s,"strict":true}}`, schema)
+	code, out := post(t, ts, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"user","content":"Is it JSON?"}],"max_tokens":200,"temperature":0,"response_format":`+format+`}`)
+	require.Equal(t, 200, code, out)
+	want := out["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+	assert.Equal(t, want, got.Schema.Text)
+	assert.Equal(t, want, got.SchemaStream.Text, "streamed")
+	for _, r := range []struct{ Text, Finish string }{{got.Schema.Text, got.Schema.Finish}, {got.SchemaStream.Text, got.SchemaStream.Finish}} {
+		assert.Equal(t, "stop", r.Finish)
+		assert.NoError(t, checkJSON(v, r.Text), r.Text)
+	}
+	assert.NotNil(t, got.Schema.Parsed, "the client's JSON.parse of the reply")
+	if got.Object.Finish == "stop" {
+		assert.IsType(t, map[string]any{}, got.Object.Parsed)
+	} else {
+		assert.True(t, isPrefix(grammar.MustParse(grammar.JSONObject), got.Object.Text), got.Object.Text)
+	}
+	assert.Equal(t, 400, got.Refused.Status)
+	assert.Equal(t, "BadRequestError", got.Refused.Class)
+	assert.Contains(t, got.Refused.Message, `"pattern"`)
+}
