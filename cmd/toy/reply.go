@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toyml/toy/cuda"
+	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
@@ -76,6 +77,8 @@ const (
 	endContextFull
 	// endInterrupted: Ctrl-C during the reply.
 	endInterrupted
+	// endCut: the reply's -n tokens came before its constrained output was complete.
+	endCut
 )
 
 // replyLoop samples replies from a decoder and writes their text as it comes: toy generate's
@@ -92,6 +95,11 @@ type replyLoop struct {
 	// interrupts stops the reply at the next token when a signal arrives (nil: never).
 	interrupts <-chan os.Signal
 	timing     *genTiming
+	// matcher, when not nil, is the grammar s is constrained by (sample.Sampler.Constrain):
+	// it takes each token, and the reply ends where the grammar allows nothing more.
+	// constraint names its flag in errors.
+	matcher    *grammar.Matcher
+	constraint string
 }
 
 // reply samples after logits, the decoder's logits after history (the tokens in its context,
@@ -133,8 +141,16 @@ func (l *replyLoop) reply(out *bufio.Writer, history []int32, logits []float32) 
 		} else {
 			next = l.s.Sample(logits, history)
 		}
+		if next < 0 {
+			return finish(endDone, fmt.Errorf("%s: no token of the vocabulary continues the grammar after %d tokens", l.constraint, generated))
+		}
 		if next == l.tok.EOS() && l.tok.EOS() >= 0 {
 			break
+		}
+		if l.matcher != nil {
+			if err := l.matcher.Accept(next); err != nil {
+				return finish(endDone, err)
+			}
 		}
 		history = append(history, next)
 		piece, err := l.tok.Piece(next, tokenizer.DecodeOptions{})
@@ -147,7 +163,13 @@ func (l *replyLoop) reply(out *bufio.Writer, history []int32, logits []float32) 
 		if generated++; generated == 1 {
 			first = time.Now()
 		}
-		if stopped || l.n >= 0 && i+1 == l.n {
+		if stopped || l.matcher != nil && l.matcher.Done() { // a stop string, or a grammar that allows nothing more
+			break
+		}
+		if l.n >= 0 && i+1 == l.n {
+			if l.matcher != nil && !l.matcher.Complete() {
+				return finish(endCut, nil)
+			}
 			break // the last token is not decoded: nothing would read its logits
 		}
 		if logits, err = l.dec.Next(next); err != nil {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toyml/toy/cuda"
+	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
@@ -254,6 +255,8 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
+	var format formatFlags
+	format.register(fs)
 	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
 	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
 	pMin := fs.Float64("draft-p-min", 0, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (llama.cpp's --draft-p-min; 0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
@@ -282,7 +285,9 @@ end of input ends it; Ctrl-C stops a reply, and at the prompt ends the conversat
 
 -draft (a smaller model) and -dflash (the DFlash drafter the kernel table pairs with the model,
 made by toy train -recipe dflash) decode speculatively: the same text greedy, the same
-distribution sampling.
+distribution sampling. -grammar / -grammar-file (GBNF, llama.cpp's format) and -json-schema /
+-json-schema-file constrain the output: every token is one the grammar allows, and generation
+stops where it is complete (docs/INFERENCE.md, "Structured output").
 
 Flags:
 `)
@@ -317,6 +322,16 @@ Flags:
 	}
 	if err := llama.CheckMinProbability(*pMin); err != nil {
 		return usagef("-draft-p-min %v: %v", *pMin, err)
+	}
+	constraint, err := format.grammar()
+	if err != nil {
+		return err
+	}
+	if constraint != nil && (*draft != "" || *dflash) {
+		return usagef("%s: constrained output cannot be combined with speculative decoding (-draft, -dflash)", format.flag)
+	}
+	if constraint != nil && conversing {
+		return usagef("%s: constrained output is for one reply; a conversation (-cnv, -i, toy chat) takes none", format.flag)
 	}
 	d.modelName, d.allowUnresolved = *modelName, *allowUnresolved
 	m, tok, dec, err := d.open(stderr, "generate")
@@ -368,7 +383,7 @@ Flags:
 	// The gate audits what this run dispatches: on a cuda target, sampling on the device when
 	// the parameters allow it (speculative decoding and conversations sample on the host).
 	var dispatch kernelrt.Dispatch
-	if draftDec == nil && df == nil && !conversing {
+	if draftDec == nil && df == nil && !conversing && constraint == nil { // a grammar's mask is the host's
 		dispatch = cuda.DeviceSampling(p)
 	}
 	if _, err := gate(target, entry, nil, dispatch, *allowUnresolved); err != nil {
@@ -429,6 +444,11 @@ Flags:
 	}
 	drawSeed(&p, set["seed"] || set["s"], stderr)
 	s := sample.NewSampler(p)
+	var matcher *grammar.Matcher
+	if constraint != nil {
+		matcher = constraint.NewMatcher(grammar.VocabOf(tok))
+		s.Constrain(matcher)
+	}
 	var onDevice *cuda.TokenSampler
 	if target != nil && len(kernelrt.DispatchNeeds(target.Backend, dispatch)) > 0 {
 		dev, ts, err := deviceSampler(stderr, ref, s, *allowUnresolved)
@@ -452,7 +472,7 @@ Flags:
 	if !*chat {
 		fmt.Fprint(out, *prompt)
 	}
-	loop := &replyLoop{dec: dec, tok: tok, s: s, onDevice: onDevice, n: *n, stops: stops, timing: timing}
+	loop := &replyLoop{dec: dec, tok: tok, s: s, onDevice: onDevice, n: *n, stops: stops, timing: timing, matcher: matcher, constraint: format.flag}
 	_, end, err := loop.reply(out, append([]int32(nil), ids...), logits)
 	if err != nil {
 		out.Flush()
@@ -460,8 +480,11 @@ Flags:
 	}
 	fmt.Fprintln(out)
 	out.Flush()
-	if end == endContextFull {
+	switch end {
+	case endContextFull:
 		contextFullNote(stderr, dec)
+	case endCut:
+		fmt.Fprintf(stderr, "toy generate: -n %d tokens generated before the output was complete (%s): it is cut\n", *n, format.flag)
 	}
 	timing.report(stderr)
 	return nil
@@ -525,6 +548,62 @@ func chatTemplate(m *llama.GGUFModel, name string) (sample.Template, error) {
 		return sample.Template{}, errors.New("the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
 	}
 	return sample.DetectTemplate(jinja)
+}
+
+// formatFlags are the flags that constrain generation to a grammar (llama.cpp's spellings):
+// GBNF text or file, or a JSON Schema or its file. At most one may be given.
+type formatFlags struct {
+	gbnf, gbnfFile, schema, schemaFile string
+	// flag is the one given, for messages ("" for none).
+	flag string
+}
+
+func (f *formatFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.gbnf, "grammar", "", "constrain the output to this GBNF grammar (llama.cpp's format; its rule root is the whole output)")
+	fs.StringVar(&f.gbnfFile, "grammar-file", "", "constrain the output to the GBNF grammar in this file")
+	fs.StringVar(&f.schema, "json-schema", "", "constrain the output to JSON that validates against this JSON Schema (docs/INFERENCE.md lists the keywords supported)")
+	fs.StringVar(&f.schema, "j", "", "alias of -json-schema (llama.cpp's name)")
+	fs.StringVar(&f.schemaFile, "json-schema-file", "", "constrain the output to JSON that validates against the JSON Schema in this file")
+}
+
+// grammar compiles the grammar the flags name, nil for none.
+func (f *formatFlags) grammar() (*grammar.Grammar, error) {
+	var given []string
+	for _, g := range []struct{ name, v string }{{"-grammar", f.gbnf}, {"-grammar-file", f.gbnfFile}, {"-json-schema", f.schema}, {"-json-schema-file", f.schemaFile}} {
+		if g.v != "" {
+			given = append(given, g.name)
+		}
+	}
+	switch len(given) {
+	case 0:
+		return nil, nil
+	case 1:
+		f.flag = given[0]
+	default:
+		return nil, usagef("%s: give one of -grammar, -grammar-file, -json-schema and -json-schema-file", strings.Join(given, " and "))
+	}
+	text := f.gbnf + f.schema
+	if file := f.gbnfFile + f.schemaFile; file != "" {
+		b, err := readTextFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", f.flag, file, err)
+		}
+		text = string(b)
+	}
+	var g *grammar.Grammar
+	var err error
+	if f.gbnf != "" || f.gbnfFile != "" {
+		g, err = grammar.Parse(text)
+	} else {
+		g, err = grammar.CompileJSONSchema([]byte(text))
+	}
+	if err != nil {
+		if file := f.gbnfFile + f.schemaFile; file != "" {
+			return nil, fmt.Errorf("%s %s: %w", f.flag, file, err)
+		}
+		return nil, usagef("%s: %v", f.flag, err)
+	}
+	return g, nil
 }
 
 type stringList []string
