@@ -236,3 +236,31 @@ func TestOpenAIClientStructured(t *testing.T) {
 	assert.Equal(t, "BadRequestError", got.Refused.Class)
 	assert.Contains(t, got.Refused.Message, `"pattern"`)
 }
+
+// FuzzResponseFormat: no response_format makes the server panic; each is a grammar or a 400
+// naming response_format.
+func FuzzResponseFormat(f *testing.F) {
+	for _, s := range structuredSchemas {
+		f.Add(fmt.Sprintf(`{"type":"json_schema","json_schema":{"name":"x","schema":%s}}`, s))
+	}
+	f.Add(`{"type":"json_object"}`)
+	f.Add(`{"type":"json_object","schema":{"type":"array","items":{"$ref":"#"}}}`)
+	f.Add(`{"type":"json_schema","json_schema":{"schema":{"type":"string","pattern":"a"}}}`)
+	f.Add(`{"type":"text"}`)
+	f.Fuzz(func(t *testing.T, format string) {
+		var r request
+		if json.Unmarshal([]byte(`{"response_format":`+format+`}`), &r) != nil || r.ResponseFormat == nil {
+			return
+		}
+		g, e := grammarOf(&r.ResponseFormat.responseFormat)
+		if e != nil {
+			if e.status != 400 || e.Param == nil || *e.Param != "response_format" {
+				t.Fatalf("%s: %+v", format, e)
+			}
+			return
+		}
+		if g != nil {
+			g.NewMatcher(nil).AcceptBytes([]byte(`{"a": 1}`))
+		}
+	})
+}
