@@ -17,8 +17,13 @@ const vocabDir = "../../../shared/testdata/vocab"
 // starcoderVocab is the Vocab of llama.cpp's starcoder vocabulary: 49152 tokens, SmolLM2's size
 // and kind (byte-level BPE).
 func starcoderVocab(tb testing.TB) (*tokenizer.Tokenizer, *Vocab) {
+	return vocabFile(tb, "ggml-vocab-starcoder.gguf")
+}
+
+// vocabFile is the tokenizer of one of llama.cpp's test vocabularies and its Vocab.
+func vocabFile(tb testing.TB, name string) (*tokenizer.Tokenizer, *Vocab) {
 	tb.Helper()
-	path := filepath.Join(vocabDir, "ggml-vocab-starcoder.gguf")
+	path := filepath.Join(vocabDir, name)
 	if _, err := os.Stat(path); err != nil {
 		tb.Skipf("llama.cpp's vocabulary test files not found at %s (they lie beside the checkout): %v", vocabDir, err)
 	}

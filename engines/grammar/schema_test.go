@@ -266,12 +266,19 @@ func TestUnsupportedKeywords(t *testing.T) {
 	}
 }
 
-// TestSchemaTokens generates with random logits over a 49152-token vocabulary (llama.cpp's
-// starcoder one, SmolLM2's size): each step masks the logits, draws from their softmax and
-// accepts the token, until the end token or 400 tokens. Every text that ended must parse and
-// validate; the test reports how many ended.
+// TestSchemaTokens generates with random logits over llama.cpp's starcoder vocabulary (49152
+// tokens, SmolLM2's size and kind) and its SentencePiece llama one (byte tokens "<0xNN>",
+// spaces as "▁"): each step masks the logits, draws from their softmax and accepts the token,
+// until the end token or 400 tokens. Every text that ended must parse and validate; the test
+// reports how many ended.
 func TestSchemaTokens(t *testing.T) {
-	tok, v := starcoderVocab(t)
+	for _, file := range []string{"ggml-vocab-starcoder.gguf", "ggml-vocab-llama-spm.gguf"} {
+		t.Run(file, func(t *testing.T) { schemaTokens(t, file) })
+	}
+}
+
+func schemaTokens(t *testing.T, file string) {
+	tok, v := vocabFile(t, file)
 	for _, name := range []string{"person", "shapes", "numbers", "tree", "tuple", "formats"} {
 		schema := testSchemas[name]
 		text, err := FromJSONSchema([]byte(schema))
