@@ -58,7 +58,8 @@ type state struct {
 const maxMasks = 512
 
 // NewMatcher starts a Matcher at the beginning of the text. v is the vocabulary whose tokens it
-// masks and accepts; it may be nil for a Matcher fed bytes only.
+// masks and accepts (Mask, Allows, Accept); it may be nil for a Matcher fed bytes only
+// (AcceptBytes).
 func (g *Grammar) NewMatcher(v *Vocab) *Matcher {
 	m := &Matcher{g: g, v: v, nodeIDs: map[frame]int32{}, stateIDs: map[string]int32{}, seen: map[frame]bool{}}
 	m.nodes = append(m.nodes, frame{pos: -1}) // stack 0: the empty stack

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -249,8 +250,9 @@ func (c *schemaCompiler) object(s *object, path, hint string) (string, error) {
 		if !ok {
 			continue
 		}
+		values := k == "enum" || k == "const"
 		for _, other := range assertions {
-			if other != k && !(k == "enum" || k == "const") {
+			if other != k && !(values && other == "type") {
 				return "", &UnsupportedError{Keyword: other, Path: path + "/" + other, Reason: fmt.Sprintf("beside %q: only annotations may stand beside it", k)}
 			}
 		}
@@ -277,27 +279,37 @@ func (c *schemaCompiler) object(s *object, path, hint string) (string, error) {
 				alts = append(alts, n)
 			}
 			return c.define(hint, strings.Join(alts, " | ")), nil
-		case "const":
-			lit, err := literal(v)
+		}
+		// enum and const: their values of the type beside them (any without one).
+		vals := []any{v}
+		if k == "enum" {
+			var ok bool
+			if vals, ok = v.([]any); !ok || len(vals) == 0 {
+				return "", &UnsupportedError{Keyword: k, Path: path + "/" + k, Reason: "want a non-empty array"}
+			}
+		}
+		types := typeOrder
+		if _, ok := s.get("type"); ok {
+			var err error
+			if types, err = c.types(s, path); err != nil {
+				return "", err
+			}
+		}
+		var alts []string
+		for _, x := range vals {
+			if !slices.ContainsFunc(types, func(t string) bool { return isOfType(x, t) }) {
+				continue
+			}
+			lit, err := literal(x)
 			if err != nil {
 				return "", &UnsupportedError{Keyword: k, Path: path + "/" + k, Reason: err.Error()}
 			}
-			return c.define(hint, lit), nil
-		case "enum":
-			vals, ok := v.([]any)
-			if !ok || len(vals) == 0 {
-				return "", &UnsupportedError{Keyword: k, Path: path + "/" + k, Reason: "want a non-empty array"}
-			}
-			var alts []string
-			for _, x := range vals {
-				lit, err := literal(x)
-				if err != nil {
-					return "", &UnsupportedError{Keyword: k, Path: path + "/" + k, Reason: err.Error()}
-				}
-				alts = append(alts, lit)
-			}
-			return c.define(hint, strings.Join(alts, " | ")), nil
+			alts = append(alts, lit)
 		}
+		if len(alts) == 0 {
+			return "", &UnsupportedError{Keyword: k, Path: path + "/" + k, Reason: "no value of it is of the type beside it"}
+		}
+		return c.define(hint, strings.Join(alts, " | ")), nil
 	}
 	types, err := c.types(s, path)
 	if err != nil {
@@ -348,6 +360,30 @@ func (c *schemaCompiler) object(s *object, path, hint string) (string, error) {
 		return alts[0], nil
 	}
 	return c.define(hint, strings.Join(alts, " | ")), nil
+}
+
+// isOfType reports whether a decoded JSON value is of the JSON Schema type t (an integer is a
+// number too; 1.0 is an integer).
+func isOfType(v any, t string) bool {
+	switch v := v.(type) {
+	case *object:
+		return t == "object"
+	case []any:
+		return t == "array"
+	case string:
+		return t == "string"
+	case bool:
+		return t == "boolean"
+	case nil:
+		return t == "null"
+	case json.Number:
+		if t == "number" {
+			return true
+		}
+		f, err := v.Float64()
+		return t == "integer" && err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
+	}
+	return false
 }
 
 // types are the types a schema allows: its "type", or those its keywords imply, or every one.
@@ -540,7 +576,7 @@ func (c *schemaCompiler) objectType(s *object, path, hint string) (string, error
 		}
 	}
 	names := slices.Clone(props.keys)
-	for _, n := range slices.Sorted(mapKeys(required)) {
+	for _, n := range slices.Sorted(maps.Keys(required)) {
 		if !slices.Contains(names, n) {
 			names = append(names, n) // required but not described: any value
 		}
@@ -595,16 +631,6 @@ func (c *schemaCompiler) objectType(s *object, path, hint string) (string, error
 		}
 	}
 	return fmt.Sprintf(`"{" ws %s "}"`, rest[0].first), nil
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func escapePointer(s string) string {

@@ -184,6 +184,7 @@ func TestSchemaAcceptsAndRejects(t *testing.T) {
 				`{"d": "2024-02-28", "t": "24:00:00Z", "dt": "1999-12-31T00:00:00Z", "id": "123e4567-e89b-12d3-a456-426614174000"}`}},
 		{`{"type": "string", "enum": ["a\"b", "c\\d", "é"]}`, []string{`"a\"b"`, `"c\\d"`, `"é"`}, []string{`"ab"`, `"e"`}},
 		{`{"const": {"k": [1, "x", null]}}`, []string{`{"k":[1,"x",null]}`}, []string{`{"k": [1, "x", null]}`}},
+		{`{"type": ["integer", "null"], "enum": [1, 2.0, 2.5, "3", null]}`, []string{`1`, `2.0`, `null`}, []string{`2.5`, `"3"`}},
 	}
 	for _, c := range cases {
 		text, err := FromJSONSchema([]byte(c.schema))
@@ -251,6 +252,8 @@ func TestUnsupportedKeywords(t *testing.T) {
 		{`{"type": "integer", "minimum": 3, "maximum": 2}`, "maximum", ""},
 		{`{"type": "array", "minItems": 4, "maxItems": 2}`, "maxItems", "/maxItems"},
 		{`{"nullable": true}`, "nullable", "/nullable"},
+		{`{"type": "string", "enum": ["a", "bb"], "maxLength": 1}`, "maxLength", "/maxLength"},
+		{`{"type": "integer", "enum": [1.5, "2"]}`, "enum", "/enum"},
 	} {
 		_, err := FromJSONSchema([]byte(c.schema))
 		var ue *UnsupportedError
