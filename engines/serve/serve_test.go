@@ -80,7 +80,12 @@ func writeModel(dir string) (string, error) {
 // newServer serves the test model with parallel slots of slotCtx positions on loopback; each
 // of configure may change the server's Config.
 func newServer(t testing.TB, parallel, queue, slotCtx int, configure ...func(*Config)) (*Server, *httptest.Server) {
-	m, err := llama.OpenModel(modelPath, llama.ModelOptions{Threads: 1})
+	return newServerOf(t, modelPath, parallel, queue, slotCtx, configure...)
+}
+
+// newServerOf is newServer of the model at path.
+func newServerOf(t testing.TB, path string, parallel, queue, slotCtx int, configure ...func(*Config)) (*Server, *httptest.Server) {
+	m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	require.NoError(t, err)

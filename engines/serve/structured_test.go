@@ -17,6 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/grammar"
+	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/gguffile"
 )
 
 // structuredSchemas are response_format schemas whose every value is bounded (strings by
@@ -263,4 +268,64 @@ func FuzzResponseFormat(f *testing.F) {
 			g.NewMatcher(nil).AcceptBytes([]byte(`{"a": 1}`))
 		}
 	})
+}
+
+// TestStructuredOutputLargeVocab serves a random model with llama.cpp's starcoder vocabulary
+// (49152 tokens, SmolLM2's size and kind, with an end-of-text token) and asks for each schema
+// with several seeds: every reply that stopped must validate, and the end token must come only
+// where the JSON is complete (a bare number is complete after its first digit and may go on).
+// It reports how many stopped and the time per generated token.
+func TestStructuredOutputLargeVocab(t *testing.T) {
+	vocabPath := filepath.Join("../../../shared/testdata/vocab", "ggml-vocab-starcoder.gguf")
+	if _, err := os.Stat(vocabPath); err != nil {
+		t.Skipf("llama.cpp's vocabulary test files not found beside the checkout: %v", err)
+	}
+	f, err := gguffile.ReadFile(vocabPath)
+	require.NoError(t, err)
+	tok, err := tokenizer.FromGGUF(f.Get)
+	require.NoError(t, err)
+	c, err := config.LlamaPreset("tiny")
+	require.NoError(t, err)
+	c.Vocab, c.Context = tok.VocabSize(), 512
+	be, err := ggml.NewCPUBackend(1)
+	require.NoError(t, err)
+	defer be.Close()
+	m, err := llama.New(c, be)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Init())
+	var kvs []llama.KV
+	for _, kv := range tok.GGUF() {
+		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+	}
+	path := filepath.Join(t.TempDir(), "starcoder-tiny.gguf")
+	require.NoError(t, m.Save(path, kvs))
+	_, ts := newServerOf(t, path, 2, 8, 512)
+
+	schemas := map[string]string{"number": `{"type": "number"}`} // complete after a digit, yet it may go on: the end token decides
+	for _, name := range []string{"answer", "person", "orders", "number"} {
+		schema := structuredSchemas[name]
+		if s, ok := schemas[name]; ok {
+			schema = s
+		}
+		v := validator(t, schema)
+		stopped, tokens := 0, 0
+		start := time.Now()
+		const seeds = 6
+		for seed := range seeds {
+			body := fmt.Sprintf(`{"prompt":"JSON:","max_tokens":300,"temperature":1,"top_k":0,"top_p":1,"min_p":0,"seed":%d,"response_format":{"type":"json_schema","json_schema":{"name":%q,"schema":%s}}}`, seed, name, schema)
+			code, out := post(t, ts, "/v1/completions", body)
+			require.Equal(t, 200, code, out)
+			choice := out["choices"].([]any)[0].(map[string]any)
+			reply, finish := choice["text"].(string), choice["finish_reason"].(string)
+			tokens += int(out["usage"].(map[string]any)["completion_tokens"].(float64))
+			if finish == "stop" {
+				stopped++
+				require.NoError(t, checkJSON(v, reply), "%s seed %d: %q", name, seed, reply)
+			}
+		}
+		assert.Positive(t, stopped, name)
+		t.Logf("%s: %d of %d replies stopped, all valid; %d tokens at %.2f ms a token (tiny model, mask included)",
+			name, stopped, seeds, tokens, float64(time.Since(start).Microseconds())/1000/float64(max(tokens, 1)))
+	}
 }
