@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -208,8 +209,9 @@ func (g *Grammar) checkLeftRecursion() error {
 						break
 					}
 				}
+				slices.Reverse(names)
 				return fmt.Errorf("grammar: rule %q is left-recursive (it reaches itself before reading a character: %s)",
-					g.name(s), strings.Join(reverse(names), " → ")+" → "+g.name(s))
+					g.name(s), strings.Join(names, " → ")+" → "+g.name(s))
 			case unseen:
 				if err := visit(s); err != nil {
 					return err
@@ -228,13 +230,6 @@ func (g *Grammar) checkLeftRecursion() error {
 		}
 	}
 	return nil
-}
-
-func reverse(s []string) []string {
-	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
-		s[i], s[j] = s[j], s[i]
-	}
-	return s
 }
 
 // byteRange is an inclusive range of bytes.
