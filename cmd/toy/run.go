@@ -162,22 +162,23 @@ func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*llama.GGUFModel
 	return m, tok, nil
 }
 
-// behaviour is how a model is prompted: whether BOS starts the text, its chat template (empty:
-// none known) and the stop strings besides the template's.
+// behaviour is how a model is prompted: whether BOS starts the text and EOS ends a plain
+// prompt (not a chat template's rendering, which ends where the reply starts), its chat
+// template (empty: none known) and the stop strings besides the template's.
 type behaviour struct {
-	addBOS   bool
-	template string
-	stops    []string
+	addBOS, addEOS bool
+	template       string
+	stops          []string
 }
 
-// modelBehaviour decides BOS, chat template and stop strings. The file's own metadata wins
-// (tokenizer.ggml.add_bos_token, tokenizer.chat_template); the kernel table's entry fills only
+// modelBehaviour decides BOS, EOS, chat template and stop strings. The file's own metadata wins
+// (tokenizer.ggml.add_bos_token, add_eos_token, tokenizer.chat_template); the kernel table's entry fills only
 // what the file lacks, and only when it names the model (kernelrt.NamedBy: a match name in the
 // path, -model-name or general.name): an entry that resolved by architecture or hidden size
 // alone imposes nothing. Where neither says, llama.cpp's defaults hold (the tokenizer's add_bos
 // default for its pre-tokenizer; no template).
 func modelBehaviour(m *llama.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels.Model, named bool) behaviour {
-	b := behaviour{addBOS: tok.Vocab().AddBOS && tok.BOS() >= 0}
+	b := behaviour{addBOS: tok.Vocab().AddBOS && tok.BOS() >= 0, addEOS: tok.Vocab().AddEOS && tok.EOS() >= 0}
 	var eb *kernels.Behaviour
 	if entry != nil && named {
 		eb = entry.Behaviour
@@ -187,6 +188,9 @@ func modelBehaviour(m *llama.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels
 	}
 	if _, inFile := m.Meta[tokenizer.KeyAddBOS]; !inFile {
 		b.addBOS = eb.AddBOS && tok.BOS() >= 0
+	}
+	if _, inFile := m.Meta[tokenizer.KeyAddEOS]; !inFile {
+		b.addEOS = eb.AddEOS && tok.EOS() >= 0
 	}
 	if jinja, _ := m.Meta["tokenizer.chat_template"].(string); jinja == "" {
 		b.template = eb.ChatTemplate
@@ -243,6 +247,7 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&p.Seed, "seed", 0, "random seed (default: drawn at random and printed on stderr)")
 	fs.Uint64Var(&p.Seed, "s", 0, "alias of -seed (llama.cpp's name)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
+	preset := registerPreset(fs)
 	cnv := fs.Bool("cnv", false, "a conversation: after -p's or -f's message, if any, read messages from standard input, a line each (a line ending in \\ continues on the next), and answer each through the chat template, keeping the history; /exit or the end of input ends it, Ctrl-C stops a reply, Ctrl-C at the prompt ends it")
 	fs.BoolVar(cnv, "conversation", false, "alias of -cnv (llama.cpp's name)")
 	interactive := fs.Bool("i", false, "interactive: -cnv, or on a model without a chat template (and no -template) plain text: each line read is appended to the text, and the model continues it")
@@ -355,8 +360,8 @@ Flags:
 	// stop strings, BOS and chat template.
 	target, ref := buildTarget(), modelRef(m, d.model, *modelName)
 	entry, named := d.entry, d.named
-	if entry != nil && named {
-		applyPreset(&p, entry, set)
+	if err := presetFor(&p, entry, named, *preset, set); err != nil {
+		return err
 	}
 	if err := p.Validate(); err != nil {
 		return asUsage(err)
@@ -420,6 +425,9 @@ Flags:
 	ids := tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: parseSpecial})
 	if beh.addBOS {
 		ids = append([]int32{tok.BOS()}, ids...)
+	}
+	if beh.addEOS && !*chat { // as llama.cpp tokenizes a prompt for a vocabulary that adds EOS
+		ids = append(ids, tok.EOS())
 	}
 	if len(ids) == 0 {
 		return errors.New("the prompt encodes to no tokens (give -p or -f)")
@@ -694,6 +702,9 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 		bos = tok.BOS()
 		ids = append([]int32{bos}, ids...)
 	}
+	if beh.addEOS { // the text ends with EOS, as llama.cpp tokenizes it
+		ids = append(ids, tok.EOS())
+	}
 	if len(ids) < nctx {
 		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
 	}
@@ -807,11 +818,15 @@ func escapeText(s string) string {
 	return b.String()
 }
 
-// applyPreset takes every sampling parameter the user did not set from the entry's "default"
-// preset.
-func applyPreset(p *sample.Params, entry *kernels.Model, set map[string]bool) {
+// applyPreset takes every sampling parameter the user did not set from the entry's preset of
+// that name (MODEL.toml's [sampling.NAME]; "default" unless -sampling-preset names another), its
+// seed included where it sets one and -seed was not given. A name the entry lacks is a usage
+// error listing the entry's presets; the entry's "default" may be absent (toy's defaults hold).
+func applyPreset(p *sample.Params, entry *kernels.Model, name string, set map[string]bool) error {
+	var names []string
 	for _, pr := range entry.Presets {
-		if pr.Name != "default" {
+		names = append(names, pr.Name)
+		if pr.Name != name {
 			continue
 		}
 		if !set["temp"] {
@@ -832,5 +847,34 @@ func applyPreset(p *sample.Params, entry *kernels.Model, set map[string]bool) {
 		if !set["repeat-last-n"] && pr.RepeatLastN != 0 {
 			p.RepeatLastN = pr.RepeatLastN
 		}
+		if !set["seed"] && !set["s"] && pr.Seed != 0 {
+			p.Seed, set["seed"] = pr.Seed, true // a seed given, as by -seed: not drawn
+		}
+		return nil
 	}
+	if name == "default" {
+		return nil
+	}
+	if len(names) == 0 {
+		return usagef("-sampling-preset %s: the kernel table's entry %s declares no sampling presets", name, entry.Name)
+	}
+	return usagef("-sampling-preset %s: the kernel table's entry %s declares %s", name, entry.Name, strings.Join(names, ", "))
+}
+
+// registerPreset adds -sampling-preset to a command's flags.
+func registerPreset(fs *flag.FlagSet) *string {
+	return fs.String("sampling-preset", "default", "the kernel table entry's sampling preset whose values every sampling flag not given takes (MODEL.toml's [sampling.NAME]: default, greedy, ...; toy kernels -m MODEL lists them); the entry must name the model for \"default\" to apply")
+}
+
+// presetFor applies -sampling-preset: the named preset of entry, which must name the model for
+// the default preset (an entry that resolved by architecture or size alone imposes nothing);
+// a preset asked for by name applies from whichever entry resolved.
+func presetFor(p *sample.Params, entry *kernels.Model, named bool, name string, set map[string]bool) error {
+	switch {
+	case entry == nil && name != "default":
+		return usagef("-sampling-preset %s: the kernel table has no entry for this model", name)
+	case entry == nil, name == "default" && !named:
+		return nil
+	}
+	return applyPreset(p, entry, name, set)
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,7 +35,8 @@ func tinyCheckpoint(t *testing.T) string {
 }
 
 // checkpointOf saves a random llama model of preset's shape (a context of 64) with a tokenizer
-// trained on Go-like text at path, with the extra metadata kvs.
+// trained on Go-like text at path, with the extra metadata kvs (which replace the tokenizer's
+// keys of the same name).
 func checkpointOf(t *testing.T, preset, path string, kvs ...llama.KV) string {
 	return checkpointWithContext(t, preset, path, 64, kvs...)
 }
@@ -53,8 +56,14 @@ func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...ll
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
+	given := map[string]bool{}
+	for _, kv := range kvs {
+		given[kv.Key] = true
+	}
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		if !given[kv.Key] { // the caller's metadata wins over the tokenizer's own
+			kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		}
 	}
 	require.NoError(t, m.Save(path, kvs))
 	return path
@@ -97,10 +106,76 @@ func TestGenerateInspectPerplexity(t *testing.T) {
 func TestPresetDefaults(t *testing.T) {
 	entry := &kernels.Model{Presets: []kernels.Preset{{Name: "greedy"}, {Name: "default", Temperature: 0.2, TopK: 0, TopP: 0.9, MinP: 0, RepeatPenalty: 1.1, RepeatLastN: 32}}}
 	p := sample.DefaultParams()
-	applyPreset(&p, entry, map[string]bool{"top-p": true})
+	require.NoError(t, applyPreset(&p, entry, "default", map[string]bool{"top-p": true}))
 	assert.Equal(t, 0.2, p.Temperature)
 	assert.Equal(t, 0, p.TopK)
 	assert.Equal(t, sample.DefaultParams().TopP, p.TopP, "set by the user: kept")
 	assert.Equal(t, 1.1, p.RepeatPenalty)
 	assert.Equal(t, 32, p.RepeatLastN)
+}
+
+// TestSamplingPresets checks -sampling-preset: a preset chosen by name, its seed (unless -seed
+// is given, which then counts as given so that none is drawn), a name the entry lacks (a usage
+// error naming the entry's presets), and which entries may supply presets: a named preset from
+// whichever entry resolved, the default only from one that names the model.
+func TestSamplingPresets(t *testing.T) {
+	entry := &kernels.Model{Name: "m", Presets: []kernels.Preset{
+		{Name: "default", Temperature: 0.7, TopK: 40, TopP: 0.9},
+		{Name: "greedy", Temperature: 0, TopK: 0, TopP: 1},
+		{Name: "seeded", Temperature: 0.5, TopK: 10, TopP: 0.8, Seed: 42},
+	}}
+	p := sample.DefaultParams()
+	set := map[string]bool{}
+	require.NoError(t, presetFor(&p, entry, false, "greedy", set))
+	assert.Equal(t, 0.0, p.Temperature, "a preset named by -sampling-preset applies though the entry does not name the model")
+
+	p, set = sample.DefaultParams(), map[string]bool{}
+	require.NoError(t, presetFor(&p, entry, false, "default", set))
+	assert.Equal(t, sample.DefaultParams(), p, "the default preset needs an entry that names the model")
+	require.NoError(t, presetFor(&p, entry, true, "default", set))
+	assert.Equal(t, 0.7, p.Temperature)
+
+	p, set = sample.DefaultParams(), map[string]bool{}
+	require.NoError(t, presetFor(&p, entry, true, "seeded", set))
+	assert.Equal(t, uint64(42), p.Seed)
+	assert.True(t, set["seed"], "the preset's seed counts as given: none is drawn")
+	p, set = sample.DefaultParams(), map[string]bool{"seed": true}
+	p.Seed = 7
+	require.NoError(t, presetFor(&p, entry, true, "seeded", set))
+	assert.Equal(t, uint64(7), p.Seed, "-seed wins over the preset's")
+
+	err := presetFor(&p, entry, true, "creative", map[string]bool{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "default, greedy, seeded")
+	require.Error(t, presetFor(&p, nil, false, "greedy", map[string]bool{}))
+	require.NoError(t, presetFor(&p, nil, false, "default", map[string]bool{}))
+}
+
+// TestAddEOSAndPresetFlag runs generate on two checkpoints that differ only in
+// tokenizer.ggml.add_eos_token: the one that adds EOS has one prompt token more (the EOS after
+// the prompt, as llama.cpp tokenizes it), and -sampling-preset greedy (the llama entry's, which
+// resolves for the random model by its architecture) gives what --temp 0 gives.
+func TestAddEOSAndPresetFlag(t *testing.T) {
+	plain := tinyCheckpoint(t)
+	withEOS := checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "eos.gguf"), llama.KV{Key: tokenizer.KeyAddEOS, Value: true})
+	promptTokens := func(model string) int {
+		_, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-n", "2", "--temp", "0", "-t", "1")
+		require.Equal(t, 0, code, errOut)
+		m := regexp.MustCompile(`prompt (\d+) tokens`).FindStringSubmatch(errOut)
+		require.NotNil(t, m, errOut)
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		return n
+	}
+	assert.Equal(t, promptTokens(plain)+1, promptTokens(withEOS))
+
+	greedy, errOut, code := runToy("generate", "-m", plain, "-p", "func main", "-n", "8", "--temp", "0", "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	preset, errOut, code := runToy("generate", "-m", plain, "-p", "func main", "-n", "8", "-sampling-preset", "greedy", "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, greedy, preset)
+	assert.NotContains(t, errOut, "seed", "greedy draws no seed")
+	_, errOut, code = runToy("generate", "-m", plain, "-p", "func main", "-sampling-preset", "creative", "-t", "1")
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "default, greedy")
 }

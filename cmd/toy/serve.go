@@ -33,6 +33,8 @@ type serveFlags struct {
 	modelName, template string
 	promptCache         bool
 	allowUnresolved     *bool
+	// preset is -sampling-preset: the kernel table entry's preset a request's defaults come from.
+	preset *string
 	// apiKeys are the keys the API asks for (toy serve's -api-key and -api-key-file); none:
 	// it asks for none.
 	apiKeys []string
@@ -52,6 +54,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
 	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
+	f.preset = registerPreset(fs)
 }
 
 // check refuses bad flags before anything is loaded.
@@ -131,8 +134,8 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 	}
 	info["kernel_resolved"], info["kernel_expected_absent"], info["kernel_unresolved"] = len(r.Resolved), len(r.ExpectedAbsent), len(r.Unresolved)
 	p := sample.DefaultParams()
-	if entry != nil && named {
-		applyPreset(&p, entry, map[string]bool{})
+	if err := presetFor(&p, entry, named, *f.preset, map[string]bool{}); err != nil {
+		return nil, err
 	}
 	beh := modelBehaviour(m, tok, entry, named)
 	if f.template == "" {
