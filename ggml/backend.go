@@ -3,10 +3,13 @@ package ggml
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/toyml/toy/generated/ggmlc"
+	"github.com/toyml/toy/internal/cpuload"
 )
 
 // ErrUnsupported is wrapped by Compute's error when the backend cannot run an op of the graph
@@ -19,6 +22,64 @@ type Backend struct {
 	b       ggmlc.Backend
 	threads int
 	pool    ggmlc.Threadpool // a CPU backend's workers, kept between graphs
+	// load, for a CPU backend of more than one thread, fits the threads a graph computes with
+	// to the processors other processes leave free (adaptThreads); nil: always threads.
+	load *loadWatch
+}
+
+// loadWatch is a CPU backend's view of the machine's load: the meter, the last sample and the
+// threads graphs compute with now (at most Backend.threads).
+type loadWatch struct {
+	meter *cpuload.Meter
+	last  cpuload.Sample
+	cur   int
+}
+
+// loadWindow is how often a CPU backend re-measures the load: long enough for /proc/stat's
+// 10 ms ticks to measure it within a few percent on two processors, short enough to follow a
+// competing process within a few decoding steps.
+const loadWindow = 100 * time.Millisecond
+
+// AdaptThreads, when true (the default), lets a CPU backend of n threads compute each graph
+// with fewer when other processes keep processors busy: with n = 2 and one busy process on a
+// 2-core machine, a graph's threads would share one core and each operation's barrier would
+// wait out a time slice. Benchmarks that must hold the thread count set it false; the
+// environment variable TOY_ADAPT_THREADS=0 sets it false for a whole process.
+var AdaptThreads = os.Getenv("TOY_ADAPT_THREADS") != "0"
+
+// adaptThreads sets the threads of the next graph from the load measured over the last window:
+// the processors others left free (cpuload.Threads), at most the backend's threads.
+func (b *Backend) adaptThreads() {
+	w := b.load
+	if w == nil || !AdaptThreads {
+		if w != nil && w.cur != b.threads {
+			ggmlc.BackendCPUSetNThreads(b.b, b.threads)
+			w.cur = b.threads
+		}
+		return
+	}
+	if time.Since(w.last.At) < loadWindow {
+		return
+	}
+	now, err := w.meter.Read()
+	if err != nil {
+		return
+	}
+	want := cpuload.Threads(w.meter.CPUs(), cpuload.Others(w.last, now), b.threads)
+	w.last = now
+	if want != w.cur {
+		ggmlc.BackendCPUSetNThreads(b.b, want)
+		w.cur = want
+	}
+}
+
+// ComputeThreads is the number of threads the backend's last graph computed with: Threads, or
+// fewer while other processes keep processors busy (AdaptThreads).
+func (b *Backend) ComputeThreads() int {
+	if b.load != nil {
+		return b.load.cur
+	}
+	return b.threads
 }
 
 // UsableThreads is the number of threads a CPU backend computes with when asked for n: n, at
@@ -77,7 +138,14 @@ func (b *Backend) setCPUThreads(n int) error {
 	if !b.pool.IsNil() {
 		ggmlc.ThreadpoolFree(b.pool)
 	}
-	b.pool, b.threads = pool, n
+	b.pool, b.threads, b.load = pool, n, nil
+	if n > 1 {
+		if m, err := cpuload.NewMeter(); err == nil {
+			if first, err := m.Read(); err == nil {
+				b.load = &loadWatch{meter: m, last: first, cur: n}
+			}
+		}
+	}
 	return nil
 }
 
@@ -288,6 +356,7 @@ func (b *Backend) Compute(g *Graph) error {
 	if err := b.ready(g, "Compute"); err != nil {
 		return err
 	}
+	b.adaptThreads()
 	if st := ggmlc.BackendGraphCompute(b.b, g.g); st != ggmlc.StatusSuccess {
 		return fmt.Errorf("ggml: Compute: %s", ggmlc.StatusToString(st))
 	}
