@@ -344,6 +344,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	pMins := fs.String("draft-p-min", "", "comma-separated minimum draft probabilities (with -draft or -dflash): a drafter stops proposing at a token it gives less; each value is measured as its own row (0: always γ; default 0.75 for -draft and 0 for -dflash, as toy generate)")
 	allowUnresolved := registerGate(fs)
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
+	saveRandom := fs.String("save-random", "", "with -random: also keep the random model (with a synthetic tokenizer of its vocabulary) as this GGUF, so that llama.cpp can run the same file")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-d 0] [-t 2] [-draft DRAFT.gguf] [-dflash DRAFTER.gguf]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\nFlags:\n")
@@ -370,6 +371,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if *draftLayers < 0 || (*draftLayers > 0 && (*random == "" || *draft != "")) {
 		return usagef("-draft-layers %d: want a positive number of layers, with -random and without -draft", *draftLayers)
 	}
+	if *saveRandom != "" && *random == "" {
+		return usagef("-save-random %s: give -random PRESET (the model to save)", *saveRandom)
+	}
 	if *random != "" {
 		if *model != "" {
 			return usagef("-m and -random exclude each other")
@@ -387,9 +391,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 		*model = filepath.Join(dir, *random+".gguf")
-		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), *random)
-		if err := llama.WriteRandomGGUF(*model, a, typ, 1); err != nil {
+		if *saveRandom != "" {
+			*model = *saveRandom
+		}
+		if err := writeRandom(*model, *random, *randomType, *saveRandom != "", stderr); err != nil {
 			return err
+		}
+		if *saveRandom != "" {
+			fmt.Fprintf(stderr, "toy bench: the random model is saved as %s (llama-bench -m %s runs the same weights)\n", *saveRandom, *saveRandom)
 		}
 		if *draftLayers > 0 {
 			if *draftLayers > a.NLayers {

@@ -90,7 +90,8 @@ Flags:
 				return err
 			}
 			defer os.RemoveAll(dir)
-			if f.model, err = writeRandomServable(dir, *random, *randomType, stderr); err != nil {
+			f.model = filepath.Join(dir, *random+".gguf")
+			if err = writeRandomServable(f.model, *random, *randomType, stderr); err != nil {
 				return err
 			}
 		}
@@ -187,26 +188,35 @@ func writeProfile(name, path string) error {
 }
 
 // writeRandomServable writes random weights of preset's shape with a synthetic tokenizer of its
-// vocabulary into dir, and returns the file's path.
-func writeRandomServable(dir, preset, typeName string, stderr io.Writer) (string, error) {
+// vocabulary to path.
+func writeRandomServable(path, preset, typeName string, stderr io.Writer) error {
+	return writeRandom(path, preset, typeName, true, stderr)
+}
+
+// writeRandom writes random weights of preset's shape to path, with a synthetic tokenizer of
+// its vocabulary when withTokenizer (what a server, or llama.cpp loading the file, needs).
+func writeRandom(path, preset, typeName string, withTokenizer bool, stderr io.Writer) error {
 	a, typ, err := randomShape(preset, typeName)
 	if err != nil {
-		return "", err
+		return err
+	}
+	if !withTokenizer {
+		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
+		return llama.WriteRandomGGUF(path, a, typ, 1)
 	}
 	if a.Vocab < 256 {
-		return "", usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
+		return usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
 	}
 	tok, err := tokenizer.Synthetic(a.Vocab)
 	if err != nil {
-		return "", err
+		return err
 	}
 	var kvs []llama.KV
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
 	}
-	path := filepath.Join(dir, preset+".gguf")
 	fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
-	return path, llama.WriteRandomGGUF(path, a, typ, 1, kvs...)
+	return llama.WriteRandomGGUF(path, a, typ, 1, kvs...)
 }
 
 // benchClient sends streamed completions to a server.

@@ -320,3 +320,22 @@ func TestGeneratePromptSources(t *testing.T) {
 		assert.Contains(t, errOut, c.msg, c.args)
 	}
 }
+
+// TestBenchSaveRandom keeps bench model's random model: the file holds the preset's shape with
+// a synthetic tokenizer of its vocabulary, so that it loads as any model does (toy generate
+// runs it; llama.cpp's llama-bench runs the same file). -save-random needs -random.
+func TestBenchSaveRandom(t *testing.T) {
+	saved := filepath.Join(t.TempDir(), "demo-q8.gguf")
+	_, errOut, code := runToy("bench", "model", "-random", "demo", "-random-type", "q8_0", "-save-random", saved, "-p", "4", "-n", "2", "-r", "1", "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "saved as "+saved)
+	out, errOut, code := runToy("generate", "-m", saved, "-p", "ab", "-n", "3", "--temp", "0", "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "ab"), out)
+	out, _, code = runToy("inspect", saved)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "q8_0")
+	assert.Contains(t, out, "tokenizer.ggml.model")
+	_, errOut, code = runToy("bench", "model", "-m", saved, "-save-random", saved)
+	assert.Equal(t, 2, code, errOut)
+}

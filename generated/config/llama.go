@@ -132,6 +132,7 @@ func LlamaPresetNames() []string {
 		"smollm2-135m",
 		"smollm2-360m",
 		"smollm2-1.7b",
+		"llama3.2-1b",
 		"demo",
 		"tiny",
 	}
@@ -172,6 +173,17 @@ func LlamaPreset(name string) (Llama, error) {
 		c.NLayers = 24
 		c.Context = 2048
 		c.RopeBase = float32(130000)
+		c.RMSEps = float32(1e-05)
+		c.TiedOutput = true
+	case "llama3.2-1b":
+		c.Vocab = 128256
+		c.DModel = 2048
+		c.DFF = 8192
+		c.NHeads = 32
+		c.NKVHeads = 8
+		c.NLayers = 16
+		c.Context = 8192
+		c.RopeBase = float32(500000)
 		c.RMSEps = float32(1e-05)
 		c.TiedOutput = true
 	case "demo":

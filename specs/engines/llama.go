@@ -13,6 +13,7 @@ package engines
 //kernelgen:preset smollm2-135m vocab=49152 d_model=576 d_ff=1536 n_heads=9 n_kv_heads=3 n_layers=30 context=2048 rope_base=100000 rms_eps=1e-5 tied_output=true
 //kernelgen:preset smollm2-360m vocab=49152 d_model=960 d_ff=2560 n_heads=15 n_kv_heads=5 n_layers=32 context=2048 rope_base=100000 rms_eps=1e-5 tied_output=true
 //kernelgen:preset smollm2-1.7b vocab=49152 d_model=2048 d_ff=8192 n_heads=32 n_kv_heads=32 n_layers=24 context=2048 rope_base=130000 rms_eps=1e-5 tied_output=true
+//kernelgen:preset llama3.2-1b vocab=128256 d_model=2048 d_ff=8192 n_heads=32 n_kv_heads=8 n_layers=16 context=8192 rope_base=500000 rms_eps=1e-5 tied_output=true
 //kernelgen:preset demo vocab=2048 d_model=192 d_ff=512 n_heads=6 n_kv_heads=2 n_layers=4 context=256 rope_base=10000 rms_eps=1e-5 tied_output=true
 //kernelgen:preset tiny vocab=64 d_model=32 d_ff=64 n_heads=4 n_kv_heads=2 n_layers=2 context=32 rope_base=10000 rms_eps=1e-5 tied_output=true
 type Llama struct {
