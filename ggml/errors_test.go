@@ -34,6 +34,14 @@ func TestOpErrors(t *testing.T) {
 		{"MulMat transposed b", func(h *harness) *Tensor {
 			return h.c.MulMat(h.w.NewTensor(F32, 5, 7), h.c.Transpose(h.w.NewTensor(F32, 6, 5)))
 		}, "strided rows"},
+		{"MulMat a, a transposed column", func(h *harness) *Tensor {
+			// [1, 7] transposed is [7, 1] with both strides one element: its first stride looks
+			// dense, but ggml's GEMM asserts a row stride of at least a row (lda >= k).
+			return h.c.MulMat(h.c.Transpose(h.w.NewTensor(F32, 1, 7)), h.w.NewTensor(F32, 7, 5))
+		}, "overlapping rows"},
+		{"MulMat b, a transposed column", func(h *harness) *Tensor {
+			return h.c.MulMat(h.w.NewTensor(F32, 7, 5), h.c.Transpose(h.w.NewTensor(F32, 1, 7)))
+		}, "overlapping rows"},
 		{"GetRowsBack widths differ", func(h *harness) *Tensor {
 			return h.c.GetRowsBack(h.w.NewTensor(F32, 6, 5), h.w.NewTensor(I32, 5), h.w.NewTensor(F32, 7, 9))
 		}, "do not fit"},

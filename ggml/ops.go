@@ -343,6 +343,14 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 		if !ValidType(a.Type()) || !isFloat(b.Type()) {
 			return fmt.Errorf("b %s must be a float type", b.describe())
 		}
+		// ggml's GEMM asserts that a row's stride is at least a row, for a always and for b
+		// when ggml finds it contiguous (one column).
+		if !a.DenseRows() {
+			return fmt.Errorf("a %s has overlapping rows (a transposed view of one row or column); use Cont first", a.describe())
+		}
+		if b.Ne()[1] == 1 && !b.DenseRows() {
+			return fmt.Errorf("b %s has overlapping rows (a transposed view of one row or column); use Cont first", b.describe())
+		}
 		return needRows(b)
 	}, func() ggmlc.Tensor { return ggmlc.MulMat(c.c, a.t, b.t) })
 }

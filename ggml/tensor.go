@@ -86,6 +86,20 @@ func (t *Tensor) Rows() int64 { return ggmlc.Nrows(t.t) }
 // Bytes is the size of the tensor's data in bytes.
 func (t *Tensor) Bytes() int { return ggmlc.Nbytes(t.t) }
 
+// DenseRows reports whether the tensor's rows hold their elements side by side and do not
+// overlap: the first stride is one element and the second at least a row. ggml's GEMM
+// (llamafile_sgemm) aborts the process on a matrix whose row stride is shorter than its row,
+// which a transposed view of a single row or column has (a [1, n] transposed is [n, 1] with
+// both strides one element), although its first stride looks dense.
+func (t *Tensor) DenseRows() bool {
+	nb := t.Nb()
+	if nb[0] != TypeSize(t.Type()) {
+		return false
+	}
+	row, err := RowSize(t.Type(), t.Ne()[0])
+	return err == nil && nb[1] >= row
+}
+
 // IsContiguous reports whether the elements are stored densely in order.
 func (t *Tensor) IsContiguous() bool { return ggmlc.IsContiguous(t.t) }
 

@@ -411,9 +411,12 @@ func packs(cpu bool, a, b *ggml.Tensor, mode ggml.Causality) bool {
 	return cpu && a != nil && b != nil && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedCausalFits(a, b, mode) == nil
 }
 
-// rows is x with contiguous rows: x itself, or a dense copy of a transposed view.
+// rows is x with contiguous rows that do not overlap (ggml.Tensor.DenseRows), as ggml's GEMM
+// reads its operands: x itself, or a dense copy of a transposed view — also of the transpose
+// of a single row or column (a head of size 1, one position, a feed-forward of width 1), whose
+// first stride looks dense but whose rows overlap.
 func (gb *gemmBackward) rows(x *ggml.Tensor) *ggml.Tensor {
-	if x.Nb()[0] == ggml.TypeSize(x.Type()) {
+	if x.DenseRows() {
 		return x
 	}
 	return gb.dense(x)
