@@ -227,9 +227,14 @@ func lossEval(loss func() (float64, error)) func() (runs.Eval, error) {
 // run_start (config{}; a legacy one's Go field names taken as T's JSON keys) into opts, then
 // calls restore with opts as the caller gave them, to put back what stays the caller's: the
 // output, the resume settings, the ResumeKeep options. what names the options in errors, which
-// name the run; the run is closed on error.
-func reopenOptions[T any](dir string, opts *T, what string, restore func(saved *T) error) (*runs.Run, *runs.RunStart, error) {
-	run, err := runs.OpenRun(dir)
+// name the run; the run is closed on error. The run's writer (lead) holds its lock
+// (runs.OpenRun); the other ranks of a data-parallel run follow it (runs.Follow).
+func reopenOptions[T any](dir string, lead bool, opts *T, what string, restore func(saved *T) error) (*runs.Run, *runs.RunStart, error) {
+	open := runs.OpenRun
+	if !lead {
+		open = runs.Follow
+	}
+	run, err := open(dir)
 	if err != nil {
 		return nil, nil, err
 	}

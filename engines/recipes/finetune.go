@@ -288,7 +288,7 @@ func (f *Finetune) Run(ctx context.Context) (*Result, error) {
 					r, start, err = f.reopen()
 					return r, err
 				}
-				return runs.OpenRun(dir)
+				return runs.Follow(dir)
 			})
 	}
 	if err != nil {
@@ -575,7 +575,7 @@ func renderChat(tmpl chatfmt.Template, tok *tokenizer.Tokenizer, msgs []data.Mes
 
 // reopen continues a run from its last checkpoint with its own options (see Scratch.reopen).
 func (f *Finetune) reopen() (*runs.Run, int, error) {
-	run, start, err := reopenOptions(f.Resume, f, "fine-tuning", func(saved *Finetune) error {
+	run, start, err := reopenOptions(f.Resume, isLead(f.Replicas), f, "fine-tuning", func(saved *Finetune) error {
 		f.Out, f.Interactive, f.Resume, f.ResumeKeep, f.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
 		return keepOptions(f, saved, saved.ResumeKeep)
 	})

@@ -260,7 +260,7 @@ func (s *Scratch) shareStart(run *runs.Run, tok *tokenizer.Tokenizer, start int,
 				return r, err
 			}
 			s.eos = &state.EOS
-			return runs.OpenRun(dir)
+			return runs.Follow(dir)
 		})
 	return run, tok, start, err
 }
@@ -584,7 +584,7 @@ func LoadTokenizer(path string) (*tokenizer.Tokenizer, error) { return loadToken
 // (so that an earlier extension of the steps, or an earlier -t, holds), the caller's
 // ResumeKeep options and a new total of steps (ResumeSteps).
 func (s *Scratch) reopen() (*runs.Run, *tokenizer.Tokenizer, int, error) {
-	run, _, err := reopenOptions(s.Resume, s, "training", func(saved *Scratch) error {
+	run, _, err := reopenOptions(s.Resume, isLead(s.Replicas), s, "training", func(saved *Scratch) error {
 		s.Out, s.Interactive, s.Resume, s.ResumeKeep, s.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
 		return keepOptions(s, saved, saved.ResumeKeep)
 	})

@@ -243,7 +243,7 @@ func (v *ViT) Run(ctx context.Context) (*ViTResult, error) {
 // the caller's ResumeKeep options and a new total of steps (ResumeSteps).
 func (v *ViT) reopen() (*runs.Run, int, error) {
 	v.Model = config.Vit{} // the run's, or zero for a run that is not a ViT run
-	run, _, err := reopenOptions(v.Resume, v, "training", func(saved *ViT) error {
+	run, _, err := reopenOptions(v.Resume, true, v, "training", func(saved *ViT) error {
 		v.Out, v.Interactive, v.Resume, v.ResumeKeep, v.ResumeSteps = saved.Out, saved.Interactive, saved.Resume, saved.ResumeKeep, saved.ResumeSteps
 		return keepOptions(v, saved, saved.ResumeKeep)
 	})

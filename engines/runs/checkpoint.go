@@ -74,6 +74,9 @@ func (r *Run) SaveCheckpoint(step int, write func(dir string) error, latest ...s
 	if step < 0 {
 		return nil, fmt.Errorf("runs: %s: checkpoint at step %d", r.ID, step)
 	}
+	if r.follower {
+		return nil, fmt.Errorf("runs: %s: checkpoint: the run was opened to follow another process's writing (Follow)", r.ID)
+	}
 	weights := r.WeightsDir()
 	if err := os.MkdirAll(weights, 0o755); err != nil {
 		return nil, fmt.Errorf("runs: %s: checkpoint: %w", r.ID, err)

@@ -86,8 +86,9 @@ func TestCheckpointUnit(t *testing.T) {
 	assert.ErrorContains(t, err, "not the file the manifest names")
 	require.NoError(t, os.WriteFile(c.Path("optimizer.gguf"), []byte("o8"), 0o644))
 
-	// Another run's checkpoint is refused.
-	other, err := OpenRun(r.Dir)
+	// Another run's checkpoint is refused (a second handle that reads the run: r holds the
+	// writer's lock).
+	other, err := Follow(r.Dir)
 	require.NoError(t, err)
 	defer other.Close()
 	other.ID = "run-b"

@@ -60,10 +60,15 @@ type Run struct {
 
 	mu sync.Mutex
 	f  *os.File
+	// lock holds the writer's lock of the directory (LockFile) until Close; nil for a run
+	// opened by Follow (a follower), which writes nothing.
+	lock     *os.File
+	follower bool
 }
 
-// Create makes a new run directory root/id with an empty event log and a weights directory.
-// It refuses an id that already exists under root.
+// Create makes a new run directory root/id with an empty event log and a weights directory,
+// and holds its writer's lock (LockFile) until Close. It refuses an id that already exists
+// under root.
 func Create(root, id string) (*Run, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
@@ -78,16 +83,22 @@ func Create(root, id string) (*Run, error) {
 		}
 		return nil, fmt.Errorf("runs: create run: %w", err)
 	}
+	lock, err := lockRun(dir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.Mkdir(filepath.Join(dir, WeightsDir), 0o755); err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("runs: create run: %w", err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, EventsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("runs: create run: %w", err)
 	}
 	syncDir(dir)
 	syncDir(root)
-	return &Run{ID: id, Dir: dir, f: f}, nil
+	return &Run{ID: id, Dir: dir, f: f, lock: lock}, nil
 }
 
 // OpenRun opens an existing run directory to resume it: it reads the event log into
@@ -95,7 +106,31 @@ func Create(root, id string) (*Run, error) {
 // (see ReadEvents) is repaired first: the partial line is removed and described in
 // Run.Recovered. A complete last line missing only its newline gets the newline. Any other
 // problem with the log is an error. The weights directory is created if missing.
+//
+// OpenRun holds the directory's writer's lock (LockFile) until Close, taken before it reads
+// the log: a run that another process (or another open Run) is writing is refused with an
+// *InUseError naming its pid, so two resumptions of one run never interleave their events and
+// checkpoints.
 func OpenRun(dir string) (*Run, error) {
+	path := filepath.Join(dir, EventsFile)
+	if _, err := os.Stat(path); err != nil {
+		_, err = ReadEvents(path) // its error names the log
+		return nil, err
+	}
+	lock, err := lockRun(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := openRun(dir, lock)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openRun reads and repairs the log of dir and opens it for appending, under lock.
+func openRun(dir string, lock *os.File) (*Run, error) {
 	path := filepath.Join(dir, EventsFile)
 	events, err := ReadEvents(path)
 	var trunc *TruncatedError
@@ -113,12 +148,33 @@ func OpenRun(dir string) (*Run, error) {
 		f.Close()
 		return nil, fmt.Errorf("runs: open run %s: repair log: %w", dir, err)
 	}
-	r := &Run{ID: filepath.Base(dir), Dir: dir, Events: events, Recovered: trunc, f: f}
-	if len(events) > 0 {
-		if s, ok := events[0].Data.(RunStart); ok && s.RunID != "" {
+	r := &Run{ID: filepath.Base(dir), Dir: dir, Events: events, Recovered: trunc, f: f, lock: lock}
+	r.setID()
+	return r, nil
+}
+
+// setID takes the run's id from its log's first run_start, where it has one.
+func (r *Run) setID() {
+	if len(r.Events) > 0 {
+		if s, ok := r.Events[0].Data.(RunStart); ok && s.RunID != "" {
 			r.ID = s.RunID
 		}
 	}
+}
+
+// Follow opens a run directory that another process of the same job writes (a data-parallel
+// rank other than 0, beside rank 0's OpenRun or Create) to read it: its event log goes into
+// Run.Events, as OpenRun reads it (a log cut off by a crash is read up to its last complete
+// line, not repaired), and its checkpoints can be read; it takes no lock, and logging or
+// saving through it is an error.
+func Follow(dir string) (*Run, error) {
+	events, err := ReadEvents(filepath.Join(dir, EventsFile))
+	var trunc *TruncatedError
+	if err != nil && !errors.As(err, &trunc) {
+		return nil, err
+	}
+	r := &Run{ID: filepath.Base(dir), Dir: dir, Events: events, Recovered: trunc, follower: true}
+	r.setID()
 	return r, nil
 }
 
@@ -215,15 +271,20 @@ func (r *Run) LogEnd(e RunEnd) error {
 	return r.append(e)
 }
 
-// Close closes the event log. Logging after Close is an error.
+// Close closes the event log and releases the directory's lock. Logging after Close is an
+// error.
 func (r *Run) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.f == nil {
-		return nil
+	var err error
+	if r.f != nil {
+		err = r.f.Close()
+		r.f = nil
 	}
-	err := r.f.Close()
-	r.f = nil
+	if r.lock != nil {
+		r.lock.Close()
+		r.lock = nil
+	}
 	return err
 }
 
