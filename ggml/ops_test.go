@@ -1360,6 +1360,35 @@ func TestSoftMaxCPU(t *testing.T) {
 			require.InDelta(t, want.Data[i], out.Data[40+i], 1e-6, "cell %d of the open row", i)
 		}
 	})
+	t.Run("non-finite scores", func(t *testing.T) {
+		// A row holding a NaN or a +inf score is NaN throughout, as ggml's, in the vectors and
+		// in the tail; a -inf score is a hidden cell, as the causal mask's are (and ggml's and
+		// the reference's); the other rows are untouched.
+		h := newHarness(t)
+		const n, rows = 37, 6
+		a := h.rand(-4, 4, n, rows)
+		a.Data[1*n+3] = math.NaN()                 // in a vector
+		a.Data[2*n+n-1] = math.NaN()               // in the tail
+		a.Data[3*n+20] = math.Inf(1)               // an infinite score
+		a.Data[4*n+5] = math.Inf(-1)               // and a negative one
+		m := reference.CausalMask(n, rows, n-rows) // every row sees its first n-rows+row cells
+		got, viaGGML := h.c.SoftMaxCPU(h.in(a), h.in(m), 0.5), h.c.SoftMaxExt(h.in(a), h.in(m), 0.5, 0)
+		h.run(got, viaGGML)
+		out, ggmls := h.out(got), h.out(viaGGML)
+		want := reference.SoftMaxExt(a, &m, 0.5, 0)
+		for r := range rows {
+			bad := r >= 1 && r <= 3
+			for i := range n {
+				v := out.Data[r*n+i]
+				if bad {
+					require.True(t, math.IsNaN(v), "row %d cell %d: %v, want NaN", r, i, v)
+					require.True(t, math.IsNaN(ggmls.Data[r*n+i]), "ggml's row %d is NaN too", r)
+				} else {
+					require.InDelta(t, want.Data[r*n+i], v, 1e-6, "row %d cell %d", r, i)
+				}
+			}
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		h := newHarness(t)
 		a := h.in(h.rand(-1, 1, 8, 4))

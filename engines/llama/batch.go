@@ -122,7 +122,7 @@ func (in *batchInputs) crossEntropy(ctx *ggml.Context, logits, seed *ggml.Tensor
 	pt := ctx.GetRows(flat, in.targetAt) // [1, n]
 	copied := ctx.NewTensor(ggml.F32, 1, n)
 	copy = ctx.Cpy(pt, copied)
-	value = ctx.Scale(ctx.Sum(ctx.Log(ctx.Clamp(copied, minTargetProb, 1))), -1/float32(n))
+	value = ctx.Scale(ctx.Sum(logTargetProb(ctx, copied)), -1/float32(n))
 	// seed/n repeated along a row, so that ggml multiplies whole rows by it
 	scale := ctx.Repeat(ctx.Scale(seed, 1/float32(n)), ctx.NewTensor(ggml.F32, int64(in.vocab), 1))
 	grad := ctx.Mul(ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), in.targetAt), int64(in.vocab), n), scale)

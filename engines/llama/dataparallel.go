@@ -61,7 +61,7 @@ type dataParallel struct {
 
 // begin makes the context of the slots and the optimizer graph for n trained tensors.
 func (dp *dataParallel) begin(n int) error {
-	size := 4*n + 16
+	size := 4*n + gradNormNodes(n) + 16
 	var err error
 	dp.ctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: n + 1 + size, Graphs: 1, GraphSize: size})
 	if err != nil {

@@ -50,6 +50,7 @@ type dflashTrainer struct {
 	alloc    *ggml.Allocator
 	loss     *ggml.Tensor
 	logits   *ggml.Tensor // [Vocab, (G−1)·B], the proposals' logits, for the accuracy
+	norm     gradNorm     // the squared norm of the gradients AdamW reads
 }
 
 // newDFlashTrainer builds the training graph of df for B blocks, each reading W context rows,
@@ -107,7 +108,7 @@ func (tr *dflashTrainer) build() error {
 		return err
 	}
 
-	size := 4*df.graphSize() + 4*len(df.params) + 256
+	size := 4*df.graphSize() + 4*len(df.params) + gradNormNodes(len(df.params)) + 256
 	if tr.gctx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true}); err != nil {
 		return err
 	}
@@ -166,6 +167,9 @@ func (tr *dflashTrainer) build() error {
 		if err := tr.graph.Expand(g.OptStepAdamW(w, grad, mv[0], mv[1], params)); err != nil {
 			return err
 		}
+		if err := tr.norm.add(g, tr.graph, grad); err != nil {
+			return err
+		}
 	}
 	if tr.alloc, err = df.target.backend.NewAllocator(); err != nil {
 		return err
@@ -216,6 +220,16 @@ func (tr *dflashTrainer) step(blocks []dflashBlock, labels [][]int32, decay, noD
 	}
 	l, err := tr.loss.F32()
 	if err != nil {
+		return 0, 0, err
+	}
+	sq, err := tr.norm.value()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := checkLoss(l[0]); err != nil {
+		return 0, 0, err
+	}
+	if err := checkGradNorm(sq, l[0]); err != nil {
 		return 0, 0, err
 	}
 	logits, err := tr.logits.F32()
@@ -372,7 +386,7 @@ func TrainDFlash(target *GGUFModel, cfg DFlashConfig, corpus []int32, o DFlashTr
 		}
 		loss, acc, err := tr.step(blocks, labels, decay, noDecay)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("llama: dflash training: step %d: %w", step, err)
 		}
 		if o.Progress != nil {
 			o.Progress(step, loss, acc, lr)

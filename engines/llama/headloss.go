@@ -71,9 +71,17 @@ func (h *headInputs) upload(targets []int32, kept []bool, k int) error {
 	return h.weight.SetF32(w)
 }
 
-// minTargetProb is the floor of a target's probability in headLoss's value (the smallest
-// normal float32): a row's loss is at most −ln of it, 87.3.
+// minTargetProb is added to a target's probability before its logarithm in the losses'
+// values (the smallest normal float32): a row's loss is at most −ln of it, 87.3, and any
+// probability above 1e-31 is unchanged by the addition. An addition rather than ggml's
+// clamp, which turns NaN into its upper bound (a loss of 0): a NaN probability must make a
+// NaN loss, which the trainers stop at (NonFiniteError).
 const minTargetProb = 1.17549435e-38
+
+// logTargetProb is ln(p + minTargetProb) of target probabilities p.
+func logTargetProb(ctx *ggml.Context, p *ggml.Tensor) *ggml.Tensor {
+	return ctx.Log(ctx.ScaleBias(p, 1, minTargetProb))
+}
 
 // loss builds the cross entropy of the logits out·hn of the final hidden states hn [d, B·T]
 // (out frozen), weighted by row, without the logits of the whole batch: a loss over a
@@ -111,7 +119,7 @@ func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml
 		// 0.72–0.87 of ggml's time on SmolLM2's f16 and q8_0 heads.
 		flat := ctx.Reshape(ctx.SoftMax(cpuProduct(ctx, cpu, out, cols(h.hidden, c), ggml.Dense)), 1, V*R)
 		pt := ctx.GetRows(flat, at) // [1, R]: each row's probability of its target
-		share := ctx.Sum(ctx.Mul(ctx.Log(ctx.Clamp(pt, minTargetProb, 1)), w))
+		share := ctx.Sum(ctx.Mul(logTargetProb(ctx, pt), w))
 		if sum == nil {
 			sum = share
 		} else {

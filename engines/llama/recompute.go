@@ -31,6 +31,8 @@ type recompute struct {
 	gemms []*gemmBackward
 	fwd   *ggml.Graph
 	back  []*ggml.Graph // block n−1's first, in the order they compute
+	// norms sum the squares of the gradients each graph of back steps its adapters with.
+	norms []*gradNorm
 }
 
 // stateTensors is how many state tensors newRecompute declares for params trained tensors.
@@ -116,7 +118,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 			}
 		}
 		products := 7 + 1
-		size := 4*(64+10*products+4*len(params)) + 4*len(params) + 64
+		size := 4*(64+10*products+4*len(params)) + 4*len(params) + gradNormNodes(len(params)) + 64
 		ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true})
 		if err != nil {
 			return err
@@ -156,6 +158,8 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 			return err
 		}
 		var out []*ggml.Tensor
+		norm := &gradNorm{}
+		rc.norms = append(rc.norms, norm)
 		for _, p := range params {
 			grad := g.Grad(p)
 			if gb.multiplies(p) {
@@ -163,7 +167,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 				p.SetParam() // the AdamW step updates params only
 			}
 			mv := tr.moments[p]
-			out = append(out, ctx.OptStepAdamW(p, grad, mv[0], mv[1], tr.noDecay))
+			out = append(out, ctx.OptStepAdamW(p, grad, mv[0], mv[1], tr.noDecay), norm.sum(ctx, grad))
 			if k := rc.kept[p]; k != nil {
 				out = append(out, ctx.Cpy(grad, k))
 			}

@@ -94,7 +94,7 @@ func (t *trainable) graphSize() int {
 		terms += len(ts)
 	}
 	fwd := 16 + (64+10*products+perLayer+6*terms/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
-	return 4*fwd + 4*len(t.params) + 256
+	return 4*fwd + 4*len(t.params) + gradNormNodes(len(t.params)) + 256
 }
 
 // checkTrainable refuses an architecture whose graph has no backward in ggml.
@@ -157,6 +157,11 @@ type Trainer struct {
 	dp *dataParallel
 	// timed, when set, sees every node a step computes and its time (SetTimed).
 	timed func(node *ggml.Tensor, d time.Duration)
+	// norm sums the squares of the gradients AdamW reads in the main graph (or the
+	// data-parallel optimizer graph); each recomputed block's graph has its own (rc.norms).
+	// gradNormSq is their total in the last step.
+	norm       gradNorm
+	gradNormSq float64
 }
 
 // NewTrainer builds the training graph of m for B sequences of T tokens (T ≤ context). Its
@@ -386,6 +391,9 @@ func (tr *Trainer) build() error {
 		if err := opt.Expand(step); err != nil {
 			return err
 		}
+		if err := tr.norm.add(g, opt, grad); err != nil {
+			return err
+		}
 	}
 	if tr.dp != nil {
 		if err := tr.dp.finish(m.backend, g, tr.graph); err != nil {
@@ -533,7 +541,8 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 		value = tr.value
 	}
 	var loss []float32
-	for _, g := range tr.graphs() {
+	tr.gradNormSq = 0
+	for i, g := range tr.graphs() {
 		if err := tr.compute(g); err != nil {
 			return 0, err
 		}
@@ -542,13 +551,45 @@ func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]f
 			if loss, err = value.F32(); err != nil {
 				return 0, err
 			}
+			if tr.dp == nil {
+				if err := tr.addGradNorm(&tr.norm); err != nil {
+					return 0, err
+				}
+			}
+		}
+		if tr.rc != nil && i >= 2 { // a recomputed block's graph, after the forward and main ones
+			if err := tr.addGradNorm(tr.rc.norms[i-2]); err != nil {
+				return 0, err
+			}
 		}
 	}
 	l := tr.in.maskedLoss(loss[0])
 	if tr.dp != nil {
-		return tr.dp.step(tr.m.backend, l*share)
+		var err error
+		if l, err = tr.dp.step(tr.m.backend, l*share); err != nil {
+			return 0, err
+		}
+		if err := tr.addGradNorm(&tr.norm); err != nil {
+			return 0, err
+		}
 	}
-	return l, nil
+	return l, tr.checkStep(l)
+}
+
+// addGradNorm adds a graph's squared gradient norm, read after it computed, to the step's.
+func (tr *Trainer) addGradNorm(n *gradNorm) error {
+	v, err := n.value()
+	tr.gradNormSq += v
+	return err
+}
+
+// checkStep returns a NonFiniteError when the step's loss or gradient norm is not finite, or
+// the gradient vanished.
+func (tr *Trainer) checkStep(loss float32) error {
+	if err := checkLoss(loss); err != nil {
+		return err
+	}
+	return checkGradNorm(tr.gradNormSq, loss)
 }
 
 // SetTimed makes the steps that follow compute their graphs one node at a time and call each

@@ -240,9 +240,15 @@ func (tr *Trainer) StepImages(b *train.ClassificationBatch, decay, noDecay [7]fl
 	}
 	correct = countCorrect(logits, b.Labels, tr.m.arch.Vocab)
 	if tr.dp != nil { // the replicas' mean loss; correct stays this replica's
-		l[0], err = tr.dp.step(tr.m.backend, l[0]*share)
+		if l[0], err = tr.dp.step(tr.m.backend, l[0]*share); err != nil {
+			return 0, 0, err
+		}
 	}
-	return l[0], correct, err
+	tr.gradNormSq = 0
+	if err := tr.addGradNorm(&tr.norm); err != nil {
+		return 0, 0, err
+	}
+	return l[0], correct, tr.checkStep(l[0])
 }
 
 // countCorrect counts the rows of logits [classes, n] whose argmax is the label.

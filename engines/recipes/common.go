@@ -3,6 +3,7 @@ package recipes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -99,6 +100,9 @@ type loop struct {
 	step                 func(step int, decay, noDecay [7]float32) (float32, error)
 	evaluate             func() (runs.Eval, error) // the held-out loss (and a classifier's accuracy); the loop sets Step
 	save                 func(step int) error
+	// finite reports a trained tensor that holds a NaN or an infinity (llama.Trainer.CheckFinite):
+	// the loop saves no checkpoint of such weights.
+	finite func() error
 	// replicas, when the run is data-parallel, make every rank stop after the same step; only
 	// rank 0 logs, shows progress, evaluates and saves.
 	replicas    Replicas
@@ -115,9 +119,19 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 			loss = float32(st.Loss)
 		}
 	}
+	saved := l.start // the step of the run's latest checkpoint (0: none, but for a resumed run)
 	save := func(step int) error {
 		l.lastSave = time.Now()
-		return l.save(step)
+		if l.finite != nil {
+			if err := l.finite(); err != nil {
+				return fmt.Errorf("step %d: the weights are not finite (%w), so no checkpoint is saved; %s", step, err, keptCheckpoint(saved))
+			}
+		}
+		if err := l.save(step); err != nil {
+			return err
+		}
+		saved = step
+		return nil
 	}
 	follower := replicated(l.replicas) && l.replicas.Rank() != 0
 	l.lastSave = time.Now()
@@ -139,11 +153,13 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		}
 		noDecay, _ := l.adamw.Params(step, lr, false)
 		ts := time.Now()
-		if loss, err = l.step(step, decay, noDecay); err != nil {
-			return step, err
+		if loss, err = l.step(step, decay, noDecay); err == nil && (math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0)) {
+			err = &llama.NonFiniteError{Quantity: "loss", Value: float64(loss)}
 		}
-		if math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0) {
-			return step, fmt.Errorf("step %d: the loss is %v (lower the learning rate)", step, loss)
+		if nf := (*llama.NonFiniteError)(nil); errors.As(err, &nf) {
+			return step, fmt.Errorf("step %d: %w; stopped: %s", step, err, keptCheckpoint(saved))
+		} else if err != nil {
+			return step, err
 		}
 		if follower {
 			continue
@@ -193,12 +209,24 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 	return step, nil
 }
 
+// keptCheckpoint says which checkpoint a run that stops at a non-finite step keeps: the one
+// of step saved, or none (saved 0).
+func keptCheckpoint(saved int) string {
+	if saved == 0 {
+		return "the run has no checkpoint"
+	}
+	return fmt.Sprintf("its checkpoint of step %d is kept", saved)
+}
+
 // logEval evaluates the model after step steps, logs the evaluation and, when show is set,
 // prints it (the final evaluation is the recipe's summary's).
 func (l *loop) logEval(step int, show bool) (float64, error) {
 	e, err := l.evaluate()
 	if err != nil {
 		return 0, err
+	}
+	if math.IsNaN(e.Loss) || math.IsInf(e.Loss, 0) {
+		return 0, fmt.Errorf("after step %d: the held-out loss is %v: a weight of the model is not finite", step, e.Loss)
 	}
 	e.Step = step
 	if err := l.run.LogEval(e); err != nil {

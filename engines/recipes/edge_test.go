@@ -23,6 +23,13 @@ import (
 // BPE tokenizer of 300 tokens trained on the text under dir (as toy train makes one).
 func edgeBase(t *testing.T, text string, shape func(*config.Llama)) string {
 	t.Helper()
+	return writeBase(t, text, shape, nil)
+}
+
+// writeBase is edgeBase, with edit (when not nil) changing the initialised model's weights
+// before it is saved.
+func writeBase(t *testing.T, text string, shape func(*config.Llama), edit func(*llama.Model)) string {
+	t.Helper()
 	docs, err := data.ReadTexts(text, 0)
 	require.NoError(t, err)
 	texts := make([][]byte, len(docs))
@@ -44,6 +51,9 @@ func edgeBase(t *testing.T, text string, shape func(*config.Llama)) string {
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
+	if edit != nil {
+		edit(m)
+	}
 	var kvs []llama.KV
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})

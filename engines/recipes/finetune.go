@@ -913,13 +913,17 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		if err != nil {
 			return nil, err
 		}
+		what := map[string]string{ModeLoRA: "the base model", ModeFull: "the base model", ModeWarmStart: "the warm-started model"}[f.mode()]
+		if math.IsNaN(hl) || math.IsInf(hl, 0) {
+			return nil, fmt.Errorf("before the first step: the held-out loss of %s is %v: %s holds weights that are not finite", what, hl, f.Base)
+		}
 		if err := run.LogEval(runs.Eval{Step: 0, Loss: hl}); err != nil {
 			return nil, err
 		}
-		f.printf("step 0: held-out loss %.4f (%s)\n", hl, map[string]string{ModeLoRA: "the base model", ModeFull: "the base model", ModeWarmStart: "the warm-started model"}[f.mode()])
+		f.printf("step 0: held-out loss %.4f (%s)\n", hl, what)
 	}
 	l.progress = progressLine{f.Out, f.Interactive, f.ProgressEvery, f.Steps, f.Batch * f.SeqLen, "tok"}
-	l.evaluate, l.save = lossEval(evaluate), save
+	l.evaluate, l.save, l.finite = lossEval(evaluate), save, tr.CheckFinite
 	step, err := l.do(ctx, res)
 	if err != nil {
 		return nil, err

@@ -813,7 +813,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	}
 	l := s.loop(run, sched, tr, trainC, startStep)
 	l.progress = progressLine{s.Out, s.Interactive, s.ProgressEvery, s.Steps, s.Batch * s.SeqLen, "tok"}
-	l.evaluate, l.save = lossEval(evaluate), save
+	l.evaluate, l.save, l.finite = lossEval(evaluate), save, tr.CheckFinite
 	step, err := l.do(ctx, res)
 	if err != nil {
 		return nil, err

@@ -417,7 +417,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 	l := loop{run: run, sched: sched, adamw: v.AdamW, steps: v.Steps, start: startStep,
 		evalEvery: v.EvalEvery, saveEvery: v.SaveEvery, saveMinutes: v.SaveMinutes, command: "toy train",
 		progress: progressLine{out: v.Out, interactive: v.Interactive, every: v.ProgressEvery, steps: v.Steps, tokensPerStep: v.Batch, unit: "images"},
-		evaluate: evaluate, save: save,
+		evaluate: evaluate, save: save, finite: tr.CheckFinite,
 		step: func(step int, decay, noDecay [7]float32) (float32, error) {
 			b, err := v.batch(d.train, step, perm)
 			if err != nil {

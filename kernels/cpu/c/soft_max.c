@@ -1,3 +1,4 @@
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,27 +25,43 @@
 #if TOY_VECTOR
 
 /* softmax_row writes softmax(scale·x + m) of the n floats at x to y; m is the mask's row, f16
- * when f16 is set, or NULL. A row the mask hides entirely becomes zeros. */
+ * when f16 is set, or NULL. A row the mask hides entirely becomes zeros. A row with a NaN or
+ * an infinite score becomes NaN, as ggml's: the vector maximum and exponential would otherwise
+ * pass over a NaN (the comparisons are false) and give it a probability of 0, so a model with a
+ * NaN weight would train on with a finite loss. A score of -inf is a hidden cell, as in ggml's.
+ * The check is the sum of max(-FLT_MAX, x)·0, NaN exactly when some x is NaN or +inf: the
+ * vector maximum returns its second operand, x, when either is NaN. Three operations a vector. */
 static void softmax_row(const float * x, const void * m, int f16, float scale, int64_t n, float * y) {
 	const int64_t nv = n - n % LANES;
-	const vec sv = VSET(scale);
-	vec mxv = VSET(-INFINITY);
+	const vec sv = VSET(scale), zero = VZERO(), lowest = VSET(-FLT_MAX);
+	vec mxv = VSET(-INFINITY), bad = VZERO();
 	for (int64_t i = 0; i < nv; i += LANES) {
-		vec v = VMUL(VLOAD(x + i), sv);
+		const vec xv = VLOAD(x + i);
+		bad = VADD(bad, VMUL(VMAX(lowest, xv), zero));
+		vec v = VMUL(xv, sv);
 		if (m != NULL) {
 			v = VADD(v, f16 ? VLOADH((const uint16_t *) m + i) : VLOAD((const float *) m + i));
 		}
 		VSTORE(y + i, v);
 		mxv = VMAX(mxv, v);
 	}
-	float mx = VREDUCE_MAX(mxv);
+	float mx = VREDUCE_MAX(mxv), bads = VREDUCE_ADD(bad);
 	for (int64_t i = nv; i < n; i++) {
+		if (x[i] != x[i] || x[i] == INFINITY) {
+			bads = NAN;
+		}
 		float v = x[i] * scale;
 		if (m != NULL) {
 			v += f16 ? half_to_float(((const uint16_t *) m)[i]) : ((const float *) m)[i];
 		}
 		y[i] = v;
 		mx = v > mx ? v : mx;
+	}
+	if (bads != bads) {
+		for (int64_t i = 0; i < n; i++) {
+			y[i] = NAN;
+		}
+		return;
 	}
 	if (mx == -INFINITY) {
 		for (int64_t i = 0; i < n; i++) {
