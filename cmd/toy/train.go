@@ -99,7 +99,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Generated, "generated", 0, "with -teacher: the sequences of -seq tokens it generates for training (a twentieth as many more are held out)")
 	fs.Int64Var(&s.MaxTextBytes, "max-text-bytes", s.MaxTextBytes, "read at most this much text (0: all)")
 	fs.IntVar(&s.Steps, "steps", s.Steps, "optimizer steps")
-	tokens := fs.Int64("tokens", 0, "train on about this many tokens instead of -steps")
+	tokens := fs.Int64("tokens", 0, "train on about this many tokens instead of -steps (steps = tokens / (batch × seq), at least 1; not with -steps)")
 	fs.IntVar(&s.Batch, "batch", s.Batch, "sequences per step")
 	fs.IntVar(&s.SeqLen, "seq", s.SeqLen, "tokens per sequence (at most the context)")
 	fs.StringVar(&s.Schedule, "schedule", s.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
@@ -177,9 +177,6 @@ Flags:
 			s.ResumeSteps = s.Steps
 		}
 	}
-	if *tokens > 0 {
-		s.Steps = int(max(1, *tokens/int64(s.Batch*s.SeqLen)))
-	}
 	// Defaults the user did not set follow the shape and length they chose; what they set
 	// explicitly is checked as given.
 	ctxLen := s.Model.Context
@@ -188,6 +185,18 @@ Flags:
 	}
 	if !set["seq"] && s.SeqLen > ctxLen {
 		s.SeqLen = ctxLen
+	}
+	if set["tokens"] {
+		switch {
+		case *tokens < 1:
+			return usagef("-tokens %d: want at least 1 (the tokens to train on; or give -steps)", *tokens)
+		case set["steps"]:
+			return usagef("-tokens %d and -steps %d both set the length of the run: give one of them", *tokens, s.Steps)
+		case s.Batch < 1 || s.SeqLen < 1:
+			// the options' check names them
+		default:
+			s.Steps = int(max(1, *tokens/int64(s.Batch*s.SeqLen)))
+		}
 	}
 	if !set["warmup"] && s.Warmup >= s.Steps {
 		s.Warmup = s.Steps / 10

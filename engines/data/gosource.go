@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Document is one source file of a text corpus.
@@ -176,19 +178,28 @@ func Join(docs []Document, sep []byte) []byte {
 }
 
 // ReadTexts reads the file at path, or every regular file below the directory at path in
-// lexical order, as documents (paths relative to path, forward slashes), stopping once
-// maxBytes have been read (0: no bound).
+// lexical order, as documents (paths relative to path, forward slashes), reading at most
+// maxBytes in all (0: no bound; negative is an error): the file that reaches the bound is cut
+// there, at the start of the UTF-8 character the bound falls in, and the files after it are not
+// read. A single file larger than the bound is read only up to it.
 func ReadTexts(path string, maxBytes int64) ([]Document, error) {
+	if maxBytes < 0 {
+		return nil, fmt.Errorf("data: reading %s: at most %d bytes: want 0 (no bound) or more", path, maxBytes)
+	}
 	var docs []Document
 	var total int64
 	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !d.Type().IsRegular() {
 			return err
 		}
-		if maxBytes > 0 && total >= maxBytes {
-			return filepath.SkipAll
+		limit := int64(-1)
+		if maxBytes > 0 {
+			if total >= maxBytes {
+				return filepath.SkipAll
+			}
+			limit = maxBytes - total
 		}
-		b, err := os.ReadFile(p)
+		b, cut, err := readPrefix(p, limit)
 		if err != nil {
 			return err
 		}
@@ -198,10 +209,42 @@ func ReadTexts(path string, maxBytes int64) ([]Document, error) {
 		}
 		docs = append(docs, Document{Path: filepath.ToSlash(rel), Text: b})
 		total += int64(len(b))
+		if cut {
+			return filepath.SkipAll // the bound is reached (up to a character)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("data: reading %s: %w", path, err)
 	}
 	return docs, nil
+}
+
+// readPrefix reads the file at path, or its first limit bytes when limit ≥ 0 and the file is
+// longer (cut), cut back to the start of the UTF-8 character the limit falls in (a text that
+// is not UTF-8 there is cut at the limit).
+func readPrefix(path string, limit int64) (b []byte, cut bool, err error) {
+	if limit < 0 {
+		b, err = os.ReadFile(path)
+		return b, false, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	if b, err = io.ReadAll(io.LimitReader(f, limit+1)); err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) <= limit {
+		return b, false, nil
+	}
+	n := int(limit)
+	for back := 0; back < utf8.UTFMax && n > 0 && !utf8.RuneStart(b[n]); back++ {
+		n--
+	}
+	if !utf8.RuneStart(b[n]) {
+		n = int(limit) // not UTF-8 here: the bound itself
+	}
+	return b[:n], true, nil
 }

@@ -2,11 +2,13 @@ package data
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -202,4 +204,66 @@ func TestReadTexts(t *testing.T) {
 	assert.Equal(t, "b.txt", one[0].Path)
 	_, err = ReadTexts(filepath.Join(dir, "none"), 0)
 	assert.ErrorContains(t, err, "none")
+}
+
+// TestReadTextsBound: the bound holds for a single file (read only up to it, not whole) and for
+// a tree, the cut falls on a UTF-8 character boundary, and it is the longest such prefix within
+// the bound. Random texts of one- to four-byte characters, random bounds; a negative bound is
+// an error.
+func TestReadTextsBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 1))
+	alphabet := []rune{'a', 'z', '\n', 'é', 'Ж', '€', '語', '😀'}
+	dir := t.TempDir()
+	var names []string
+	var texts []string
+	for i := range 4 {
+		var sb strings.Builder
+		for range 20 + rng.IntN(200) {
+			sb.WriteRune(alphabet[rng.IntN(len(alphabet))])
+		}
+		name := fmt.Sprintf("f%d.txt", i)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(sb.String()), 0o644))
+		names, texts = append(names, name), append(texts, sb.String())
+	}
+	// longestPrefix is the longest prefix of s of at most n bytes that ends on a character.
+	longestPrefix := func(s string, n int) string {
+		if n >= len(s) {
+			return s
+		}
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		return s[:n]
+	}
+	for range 200 {
+		bound := 1 + rng.IntN(1200)
+		one, err := ReadTexts(filepath.Join(dir, names[0]), int64(bound))
+		require.NoError(t, err)
+		require.Len(t, one, 1)
+		assert.Equal(t, longestPrefix(texts[0], bound), string(one[0].Text), "a single file, bound %d", bound)
+		assert.True(t, utf8.Valid(one[0].Text))
+
+		docs, err := ReadTexts(dir, int64(bound))
+		require.NoError(t, err)
+		left := bound
+		for i, d := range docs {
+			require.Equal(t, names[i], d.Path)
+			assert.Equal(t, longestPrefix(texts[i], left), string(d.Text), "file %d, bound %d", i, bound)
+			left -= len(d.Text)
+			if len(d.Text) < len(texts[i]) {
+				assert.Len(t, docs, i+1, "nothing is read after the cut file")
+			}
+		}
+		assert.GreaterOrEqual(t, left, 0, "never more than the bound")
+		if len(docs) < len(names) {
+			assert.Less(t, left, utf8.UTFMax, "stops only when the bound is (nearly) reached")
+		}
+	}
+	_, err := ReadTexts(dir, -5)
+	assert.ErrorContains(t, err, "-5")
+	all, err := ReadTexts(dir, 0)
+	require.NoError(t, err)
+	for i, d := range all {
+		assert.Equal(t, texts[i], string(d.Text), "0 reads everything")
+	}
 }

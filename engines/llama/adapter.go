@@ -101,6 +101,14 @@ func NewAdapter(m *GGUFModel, opts LoRAOptions) (*Adapter, error) {
 		if !slices.Contains(have, t) {
 			return nil, fmt.Errorf("lora: %s has no projection %q (its targets: %s, or all)", m.Arch.Name, t, strings.Join(have, ", "))
 		}
+		// A rank above a projection's narrower side is no low-rank update: B·A of rank r
+		// cannot exceed min(inputs, outputs), so the extra rank only costs memory and time.
+		for i := range m.layers {
+			w := m.layers[i].target(t)
+			if width := min(w.Ne()[0], w.Ne()[1]); int64(opts.Rank) > width {
+				return nil, fmt.Errorf("lora: rank %d exceeds the width of %s (%d inputs, %d outputs): want a rank of at most %d", opts.Rank, w.Name(), w.Ne()[0], w.Ne()[1], width)
+			}
+		}
 	}
 	ad := &Adapter{base: m, opts: opts, terms: map[*ggml.Tensor][]loraTerm{}, in: map[*ggml.Tensor]int64{}}
 	for w, ts := range m.lora {

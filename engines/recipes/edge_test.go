@@ -80,8 +80,9 @@ type edgeRun struct {
 // process in ggml's GEMM (a transposed view of one row or column). The invalid ones (a width
 // that is no multiple of the heads, key/value heads that do not divide the heads, an odd RoPE
 // head, a vocabulary too small for a trained tokenizer, a sequence beyond the context, empty
-// batches, too many heads for one batch, a patch that does not divide the image) are refused
-// with an error naming them, before any run directory exists.
+// batches, too many heads for one batch, a patch that does not divide the image, a LoRA rank
+// above a projection's width, a negative text bound) are refused with an error naming them,
+// before any run directory exists.
 func TestEdgeShapes(t *testing.T) {
 	text := writeText(t)
 	scratch := func(shape func(*Scratch)) func(t *testing.T, runsDir string) (string, error) {
@@ -176,6 +177,7 @@ func TestEdgeShapes(t *testing.T) {
 		{name: "llama seq beyond the context", run: llamaShape(nil, 17, 2), wantErr: "sequence length 17"},
 		{name: "llama batch 0", run: llamaShape(nil, 4, 0), wantErr: "batch 0"},
 		{name: "llama batch × heads beyond 1024", run: llamaShape(nil, 1, 257), wantErr: "1024"},
+		{name: "llama negative text bound", run: scratch(func(s *Scratch) { s.MaxTextBytes = -1 }), wantErr: "max text bytes -1"},
 		// GPT-2 from scratch
 		{name: "gpt2 seq 1", run: gpt2Shape(nil, 1, 2)},
 		{name: "gpt2 seq 1 batch 1", run: gpt2Shape(nil, 1, 1)},
@@ -196,8 +198,10 @@ func TestEdgeShapes(t *testing.T) {
 		{name: "full seq 1 one head d_ff 1", run: finetune(DefaultFullFinetune(), func(c *config.Llama) { c.NHeads, c.NKVHeads, c.DFF = 1, 1, 1 },
 			func(f *Finetune) { f.SeqLen, f.Batch = 1, 1 })},
 		{name: "warm start seq 1", run: finetune(DefaultWarmStart(), nil, func(f *Finetune) { f.SeqLen = 1 })},
+		{name: "lora rank above the width", run: finetune(DefaultFinetune(), nil, func(f *Finetune) { f.LoRA.Rank = 17 }), wantErr: "rank 17 exceeds the width"},
 		{name: "lora seq beyond the context", run: finetune(DefaultFinetune(), nil, func(f *Finetune) { f.SeqLen = 17 }), wantErr: "sequence length 17"},
 		{name: "full batch 0", run: finetune(DefaultFullFinetune(), nil, func(f *Finetune) { f.Batch = 0 }), wantErr: "batch 0"},
+		{name: "finetune negative text bound", run: finetune(DefaultFinetune(), nil, func(f *Finetune) { f.MaxTextBytes = -5 }), wantErr: "max text bytes -5"},
 		// ViT
 		{name: "vit one patch", run: vit(func(v *ViT) { v.Model.PatchSize = 16 })},
 		{name: "vit one head, batch 1", run: vit(func(v *ViT) { v.Model.NHeads, v.Batch = 1, 1 })},

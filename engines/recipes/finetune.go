@@ -208,6 +208,9 @@ func (f *Finetune) Validate() error {
 	if f.Data == "" {
 		errs = append(errs, fmt.Errorf("no data (-data)"))
 	}
+	if f.MaxTextBytes < 0 {
+		errs = append(errs, fmt.Errorf("max text bytes %d: want 0 (all the text) or more", f.MaxTextBytes))
+	}
 	if f.Steps < 1 || f.Batch < 1 || f.SeqLen < 1 {
 		errs = append(errs, fmt.Errorf("steps %d, batch %d, sequence length %d: want at least 1 each", f.Steps, f.Batch, f.SeqLen))
 	} else if err := checkShare(f.Replicas, f.Batch); err != nil {

@@ -179,6 +179,9 @@ func (s *Scratch) Validate() error {
 	if s.EvalBatches < 1 {
 		errs = append(errs, fmt.Errorf("eval batches %d: want at least 1", s.EvalBatches))
 	}
+	if s.MaxTextBytes < 0 {
+		errs = append(errs, fmt.Errorf("max text bytes %d: want 0 (all the text) or more", s.MaxTextBytes))
+	}
 	if s.Corpus != "" && s.Tokenizer == "" {
 		errs = append(errs, fmt.Errorf("a token corpus (%s) needs the tokenizer it was made with (-tokenizer)", s.Corpus))
 	}

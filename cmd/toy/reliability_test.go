@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/data"
+	"github.com/toyml/toy/engines/runs"
+)
+
+// onlyRunDir is the one run directory under runsDir.
+func onlyRunDir(t *testing.T, runsDir string) string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(runsDir, "*"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1)
+	return dirs[0]
+}
+
+// runConfig is the config{} of a run's first run_start.
+func runConfig(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	evs, err := runs.ReadEvents(filepath.Join(dir, runs.EventsFile))
+	require.NoError(t, err)
+	raw, err := json.Marshal(evs[0].Data.(runs.RunStart).Config)
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(raw, &cfg))
+	return cfg
+}
+
+// TestTrainLengthFlags: -tokens sets the number of steps (tokens / (batch × seq), with the
+// sequence length the run will use), a -tokens that is not positive or given with -steps is
+// refused (exit status 2) before anything is written, as is a negative -max-text-bytes, in
+// toy train and toy finetune. -max-text-bytes caps a single file (it was read whole): the
+// run's tokens are those of at most that many bytes.
+func TestTrainLengthFlags(t *testing.T) {
+	text := writeCorpus(t, 41)
+	base := []string{"train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-batch", "2", "-eval-batches", "1", "-sample", "0", "-text", text}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-tokens", "-5"}, "-tokens -5: want at least 1"},
+		{[]string{"-tokens", "0"}, "-tokens 0: want at least 1"},
+		{[]string{"-tokens", "320", "-steps", "3"}, "give one of them"},
+		{[]string{"-max-text-bytes", "-1"}, "max text bytes -1"},
+	} {
+		runsDir := filepath.Join(t.TempDir(), "runs")
+		_, errOut, code := runToy(append(append(base, "-runs", runsDir), c.args...)...)
+		assert.NotEqual(t, 0, code, "%v", c.args)
+		assert.Contains(t, errOut, c.want, "%v", c.args)
+		assert.NoDirExists(t, runsDir, "%v: refused before anything is written", c.args)
+	}
+	_, errOut, code := runToy("finetune", "-m", tinyCheckpoint(t), "-data", text, "-max-text-bytes", "-3", "-runs", filepath.Join(t.TempDir(), "r"))
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut, "max text bytes -3")
+
+	// -tokens 320 with batch 2 and the tiny preset's sequence (its context, 16): 10 steps.
+	runsDir := t.TempDir()
+	_, errOut, code = runToy(append(append(base, "-runs", runsDir), "-tokens", "320")...)
+	require.Equal(t, 0, code, errOut)
+	cfg := runConfig(t, onlyRunDir(t, runsDir))
+	assert.EqualValues(t, 10, cfg["steps"])
+	assert.EqualValues(t, 16, cfg["seq_len"])
+
+	// One file of 40 KiB capped at 3000 bytes: the tokens of 3000 bytes at most (each token is at
+	// least one byte; each part ends with one end-of-text token).
+	rng := rand.New(rand.NewPCG(41, 1))
+	var sb strings.Builder
+	for sb.Len() < 40<<10 {
+		sb.WriteString([]string{"alpha ", "beta ", "gamma ", "délta ", "€psilon\n"}[rng.IntN(5)])
+	}
+	one := filepath.Join(t.TempDir(), "one.txt")
+	require.NoError(t, os.WriteFile(one, []byte(sb.String()), 0o644))
+	runsDir = t.TempDir()
+	_, errOut, code = runToy("train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-batch", "2", "-steps", "1", "-eval-batches", "1",
+		"-sample", "0", "-text", one, "-max-text-bytes", "3000", "-runs", runsDir)
+	require.Equal(t, 0, code, errOut)
+	dir := onlyRunDir(t, runsDir)
+	var tokens int64
+	for _, name := range []string{"train.tok", "heldout.tok"} {
+		c, err := data.Open(filepath.Join(dir, name))
+		require.NoError(t, err)
+		tokens += c.Len()
+		c.Close()
+	}
+	assert.LessOrEqual(t, tokens, int64(3000+2), "the text read is capped")
+	assert.Greater(t, tokens, int64(300), "and is not empty")
+}
