@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -346,4 +348,55 @@ func gitInfo(asked bool) *runs.GitInfo {
 		return &runs.GitInfo{SHA: sha, Branch: branch}
 	}
 	return nil
+}
+
+// absPath is p made absolute, so that a run resumed from another working directory finds the
+// file its run_start names; "" and paths Abs cannot resolve stay as they are.
+func absPath(p string) string {
+	if p == "" {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// savedPath finds a file that a run's run_start names by a path relative to the working
+// directory the run was started from (runs written before paths were stored absolute): p
+// itself when it is absolute or exists from here, else p under the start directory, which the
+// run directory dir and the runs directory runsDir the run was created in (as it was given
+// then) tell when runsDir is relative: dir is <start>/<runsDir>/<id>. Otherwise p, whose error
+// names it when it is read.
+func savedPath(p, dir, runsDir string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if runsDir == "" || filepath.IsAbs(runsDir) {
+		return p
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return p
+	}
+	start, rel := filepath.Dir(abs), filepath.Clean(runsDir)
+	for rel != "." {
+		if filepath.Base(start) != filepath.Base(rel) {
+			return p
+		}
+		start, rel = filepath.Dir(start), filepath.Dir(rel)
+	}
+	if q := filepath.Join(start, p); fileExists(q) {
+		return q
+	}
+	return p
+}
+
+// fileExists reports whether path names something that exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

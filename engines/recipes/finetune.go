@@ -348,6 +348,8 @@ func (f *Finetune) prepare() (*runs.Run, int, error) {
 	if err := f.Validate(); err != nil {
 		return nil, 0, err
 	}
+	// The run_start keeps them absolute: a resume from another working directory finds them.
+	f.Base, f.Data = absPath(f.Base), absPath(f.Data)
 	cpu, err := ggml.NewCPUBackend(1)
 	if err != nil {
 		return nil, 0, err
@@ -593,6 +595,8 @@ func (f *Finetune) reopen() (*runs.Run, int, error) {
 	if raw, ok := start.Model.(json.RawMessage); !ok || json.Unmarshal(raw, &base) != nil {
 		return fail(fmt.Errorf("the run_start names no base model"))
 	}
+	// A run started before the paths were stored absolute names them from its working directory.
+	f.Base, f.Data = savedPath(f.Base, f.Resume, f.RunsDir), savedPath(f.Data, f.Resume, f.RunsDir)
 	if sum, err := fileSHA256(f.Base); err != nil {
 		return fail(err)
 	} else if sum != base.SHA256 {

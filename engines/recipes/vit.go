@@ -212,6 +212,9 @@ func (v *ViT) Run(ctx context.Context) (*ViTResult, error) {
 		}
 	} else if err := v.Validate(); err != nil {
 		return nil, err
+	} else {
+		// The run_start keeps them absolute: a resume from another working directory finds them.
+		v.Images, v.Labels = absPath(v.Images), absPath(v.Labels)
 	}
 	d, err := v.loadData()
 	if err == nil {
@@ -257,6 +260,8 @@ func (v *ViT) reopen() (*runs.Run, int, error) {
 	if v.Model.ImageSize == 0 {
 		return fail(fmt.Errorf("%s is not a ViT run", run.EventsPath()))
 	}
+	// A run started before the paths were stored absolute names them from its working directory.
+	v.Images, v.Labels = savedPath(v.Images, v.Resume, v.RunsDir), savedPath(v.Labels, v.Resume, v.RunsDir)
 	c, err := run.LatestCheckpoint()
 	if err != nil {
 		return fail(err)
