@@ -313,11 +313,17 @@ Flags:
 	if err := checkOutput(*out, kindGGUFModel, *force, false); err != nil {
 		return err
 	}
+	if len(loras) > 0 {
+		if err := checkLoRAScale(*scale); err != nil {
+			return err
+		}
+	}
 	var ads []llama.LoRA
 	for _, p := range loras {
 		ads = append(ads, llama.LoRA{Path: p, Scale: float32(*scale)})
 	}
-	if err := llama.MergeLoRA(*base, ads, *out, typ); err != nil {
+	warn := func(w string) { fmt.Fprintf(stderr, "toy export: warning: %s\n", w) }
+	if err := llama.MergeLoRAWith(*base, ads, *out, typ, llama.MergeOptions{Warn: warn}); err != nil {
 		return err
 	}
 	if len(ads) == 0 {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/internal/gguffile"
 )
 
 // onlyRunDir is the one run directory under runsDir.
@@ -94,4 +97,55 @@ func TestTrainLengthFlags(t *testing.T) {
 	}
 	assert.LessOrEqual(t, tokens, int64(3000+2), "the text read is capped")
 	assert.Greater(t, tokens, int64(300), "and is not empty")
+}
+
+// TestExportAndLoRAChecks: -lora-scale NaN, ±Inf, beyond float32 (1e300) or 0 is refused by
+// toy export and toy generate (exit status 2) before any output; an adapter toy finetune trained
+// on one base and given with another of the same shapes loads with a warning naming both
+// (generate and export), and with none on its own base.
+func TestExportAndLoRAChecks(t *testing.T) {
+	model := tinyCheckpoint(t)
+	dir := t.TempDir()
+	text := filepath.Join(dir, "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
+	runsDir := filepath.Join(dir, "runs")
+	_, errOut, code := runToy("finetune", "-m", model, "-data", text, "-steps", "1", "-batch", "2", "-seq", "16",
+		"-eval-batches", "1", "-runs", runsDir, "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	adapter := filepath.Join(onlyRunDir(t, runsDir), "weights", "adapter.gguf")
+
+	// Another base of the same shapes: the model with one weight changed.
+	raw, err := os.ReadFile(model)
+	require.NoError(t, err)
+	hdr, err := gguffile.ReadFile(model)
+	require.NoError(t, err)
+	ti, ok := hdr.Tensor("blk.0.attn_q.weight")
+	require.True(t, ok)
+	at := hdr.DataOffset + int64(ti.Offset)
+	binary.LittleEndian.PutUint32(raw[at:], math.Float32bits(0.5))
+	other := filepath.Join(dir, "other.gguf")
+	require.NoError(t, os.WriteFile(other, raw, 0o644))
+
+	for _, s := range []string{"NaN", "Inf", "-Inf", "1e300", "0"} {
+		out := filepath.Join(dir, "x.gguf")
+		_, errOut, code := runToy("export", "-m", model, "-lora", adapter, "-lora-scale", s, "-o", out)
+		assert.Equal(t, 2, code, "export -lora-scale %s: %s", s, errOut)
+		assert.Contains(t, errOut, "-lora-scale")
+		assert.NoFileExists(t, out)
+		_, errOut, code = runToy("generate", "-m", model, "-lora", adapter, "-lora-scale", s, "-p", "func", "-n", "2", "-t", "1")
+		assert.Equal(t, 2, code, "generate -lora-scale %s: %s", s, errOut)
+	}
+
+	gen := func(base string) string {
+		_, errOut, code := runToy("generate", "-m", base, "-lora", adapter, "-p", "func", "-n", "2", "--temp", "0", "-t", "1")
+		require.Equal(t, 0, code, errOut)
+		return errOut
+	}
+	assert.NotContains(t, gen(model), "warning")
+	warned := gen(other)
+	assert.Contains(t, warned, "toy generate: warning: the LoRA adapter "+adapter+` was trained on the base "tiny.gguf"`)
+	assert.Contains(t, warned, other)
+	_, errOut, code = runToy("export", "-m", other, "-lora", adapter, "-o", filepath.Join(dir, "merged.gguf"))
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "toy export: warning: the LoRA adapter")
 }

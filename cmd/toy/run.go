@@ -147,12 +147,20 @@ func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*llama.GGUFModel
 		return nil, nil, err
 	}
 	var loras []llama.LoRA
+	if len(d.loras) > 0 {
+		if err := checkLoRAScale(d.loraScale); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, p := range d.loras {
 		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
 	}
 	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, Mmap: d.mmap, LoRA: loras})
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(stderr, "toy %s: warning: %s\n", cmd, w)
 	}
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	if err != nil {
@@ -877,4 +885,17 @@ func presetFor(p *sample.Params, entry *kernels.Model, named bool, name string, 
 		return nil
 	}
 	return applyPreset(p, entry, name, set)
+}
+
+// checkLoRAScale refuses a -lora-scale the adapters cannot take: NaN, an infinity or a value
+// beyond float32 (which becomes one) would make every adapted weight non-finite, and 0 would be
+// read as no scale given (1).
+func checkLoRAScale(s float64) error {
+	switch {
+	case math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(s) > math.MaxFloat32:
+		return usagef("-lora-scale %v: want a finite number within float32's range", s)
+	case s == 0:
+		return usagef("-lora-scale 0: an adapter at scale 0 changes nothing; leave out -lora instead")
+	}
+	return nil
 }

@@ -36,6 +36,11 @@ type GGUFModel struct {
 	Arch Architecture
 	// Meta is every metadata key of the file (the tokenizer included).
 	Meta map[string]any
+	// Warnings are what a user should hear about the model as loaded, though it runs: a LoRA
+	// adapter trained on another base (checkAdapterBase).
+	Warnings []string
+	// fingerprint is ModelFingerprint of the file, once an adapter asked for it.
+	fingerprint string
 
 	path       string
 	backend    *ggml.Backend

@@ -53,9 +53,15 @@ func (m *GGUFModel) loadLoRA(ad LoRA, opts ModelOptions) error {
 		}
 		alpha = a
 	}
+	if !finite(float64(alpha)) {
+		return fmt.Errorf("lora %s: adapter.lora.alpha is %v: want a finite number", ad.Path, alpha)
+	}
 	user := ad.Scale
 	if user == 0 {
 		user = 1
+	}
+	if !finite(float64(user)) {
+		return fmt.Errorf("lora %s: scale %v: want a finite number", ad.Path, user)
 	}
 	matrices := m.matrices()
 	type pair struct{ a, b ggml.GGUFTensor }
@@ -101,6 +107,20 @@ func (m *GGUFModel) loadLoRA(ad LoRA, opts ModelOptions) error {
 			return fmt.Errorf("lora %s: %s: types %s/%s cannot be multiplied", ad.Path, base, ggml.TypeName(p.a.Type), ggml.TypeName(p.b.Type))
 		}
 	}
+	for _, base := range names { // an adapter's NaN would reach every logit
+		for _, t := range []ggml.GGUFTensor{pairs[base].a, pairs[base].b} {
+			raw, err := f.ReadTensorData(t.Name)
+			if err != nil {
+				return err
+			}
+			if i := nonFiniteRaw(t.Type, raw); i >= 0 {
+				return fmt.Errorf("lora %s: %s holds a NaN or an infinity (element %d): the adapter was trained into non-finite values", ad.Path, t.Name, i)
+			}
+		}
+	}
+	if err := m.checkAdapterBase(ad.Path, meta); err != nil {
+		return err
+	}
 	mapped, err := ggml.MapGGUF(f, m.backend, ggml.MapOptions{Mmap: opts.Mmap})
 	if err != nil {
 		return err
@@ -137,4 +157,29 @@ func (m *GGUFModel) matrices() map[string]*ggml.Tensor {
 		}
 	}
 	return out
+}
+
+// checkAdapterBase compares the base an adapter toy finetune wrote was trained on (its
+// BaseFingerprintKey) with this model, and adds a warning (Warnings) when they differ: an
+// adapter fits any base of the same shapes, and applied to another one it changes that model by
+// updates learned for a different one. Adapters without the key (llama.cpp's, toy's older ones)
+// are not checked.
+func (m *GGUFModel) checkAdapterBase(path string, meta map[string]any) error {
+	want, _ := meta[BaseFingerprintKey].(string)
+	if want == "" || m.path == "" {
+		return nil
+	}
+	if m.fingerprint == "" {
+		fp, err := ModelFingerprint(m.path)
+		if err != nil {
+			return err
+		}
+		m.fingerprint = fp
+	}
+	if m.fingerprint != want {
+		name, _ := meta["toy.finetune.base"].(string)
+		m.Warnings = append(m.Warnings, fmt.Sprintf("the LoRA adapter %s was trained on the base %q (fingerprint %s), not on %s (fingerprint %s): its updates were learned for other weights",
+			path, name, want, m.path, m.fingerprint))
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
@@ -18,7 +20,29 @@ import (
 // tied to them), is stored as typ (a model toy trained in f32, for one, decodes faster in f16,
 // which halves the bytes every token streams). The file is held in memory while it is written
 // (atomically).
+//
+// Nothing non-finite is written: a NaN or an infinity in a copied f32, f16 or bf16 tensor, or in
+// a merged or converted weight (a base or an adapter that holds one), is an error naming the
+// tensor. Values beyond what typ can hold are clamped (clampToType), each clamped tensor a
+// warning (MergeLoRAWith's Warn).
 func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
+	return MergeLoRAWith(base, adapters, out, typ, MergeOptions{})
+}
+
+// MergeOptions are the options of MergeLoRAWith.
+type MergeOptions struct {
+	// Warn, when set, hears what the user should know of a merge that succeeds: each tensor
+	// whose values were clamped to its type's range, and each adapter trained on another base
+	// (GGUFModel.Warnings).
+	Warn func(string)
+}
+
+// MergeLoRAWith is MergeLoRA with options.
+func MergeLoRAWith(base string, adapters []LoRA, out string, typ ggml.Type, opts MergeOptions) error {
+	warn := func(string) {}
+	if opts.Warn != nil {
+		warn = opts.Warn
+	}
 	verb := "merge"
 	if len(adapters) == 0 {
 		verb = "convert"
@@ -36,6 +60,9 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 		return err
 	}
 	defer m.Close()
+	for _, w := range m.Warnings {
+		warn(w)
+	}
 	hdr, err := gguffile.ReadFile(base)
 	if err != nil {
 		return err
@@ -68,6 +95,9 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 			if err != nil {
 				return err
 			}
+			if i := nonFiniteRaw(ggml.Type(ti.Type), data); i >= 0 {
+				return fmt.Errorf("%s %s: %s holds a NaN or an infinity (element %d): the model is not finite", verb, base, ti.Name, i)
+			}
 			if err := w.AddTensor(ti.Name, ti.Type, ti.Shape(), data); err != nil {
 				return fmt.Errorf("%s %s: %w", verb, base, err)
 			}
@@ -76,6 +106,16 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 		merged, err := m.merged(t)
 		if err != nil {
 			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
+		}
+		if i := nonFinite(merged); i >= 0 {
+			what := "the base"
+			if len(m.lora[t]) > 0 {
+				what = "the base or an adapter (with its scale)"
+			}
+			return fmt.Errorf("%s %s: %s is %v at element %d: %s holds values that are not finite", verb, base, ti.Name, merged[i], i, what)
+		}
+		if n, limit := clampToType(merged, typ); n > 0 {
+			warn(fmt.Sprintf("%s: %d values beyond ±%g, the largest %s holds, were clamped to it", ti.Name, n, limit, ggml.TypeName(typ)))
 		}
 		in := int(ti.Ne[0])
 		if in%ggml.BlockSize(typ) != 0 {
@@ -94,7 +134,46 @@ func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
 			return fmt.Errorf("%s %s: %w", verb, base, err)
 		}
 	}
-	return w.WriteFile(out)
+	// Written under a hidden name and decoded once before it takes out's: finite weights can
+	// still overflow the activations (a huge adapter scale), which generate refuses.
+	dir, name := filepath.Split(out)
+	if dir == "" {
+		dir = "."
+	}
+	tmp := filepath.Join(dir, "."+name+".unchecked")
+	if err := w.WriteFile(tmp); err != nil {
+		return err
+	}
+	if err := checkDecodes(tmp, cpu); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s %s: the result does not decode, so it is not written: %w", verb, base, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s %s: %w", verb, base, err)
+	}
+	return nil
+}
+
+// checkDecodes computes the logits of one token (the model's BOS, or 0) under the model at
+// path, which NewDecoder's step refuses when they are not finite.
+func checkDecodes(path string, be *ggml.Backend) error {
+	m, err := OpenModel(path, ModelOptions{Backend: be})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	d, err := NewDecoder(m, DecoderOptions{MaxContext: min(8, m.Arch.Context)})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	tok := int32(0)
+	if id, ok := m.Meta["tokenizer.ggml.bos_token_id"].(uint32); ok && int(id) < m.Arch.Vocab {
+		tok = int32(id)
+	}
+	_, err = d.Logits([]int32{tok})
+	return err
 }
 
 // merged is weight t [in, out] with its LoRA updates added: W + Σ scale·B·A.
@@ -140,4 +219,30 @@ func (m *GGUFModel) merged(t *ggml.Tensor) ([]float32, error) {
 		w[i] = float32(float64(w[i]) + delta[i])
 	}
 	return w, nil
+}
+
+// clampToType limits values to the largest magnitude type typ holds and returns how many it
+// changed and that limit: ±65504 (the largest f16) for f16 and for the block-quantized types, whose
+// scales (and minimums) are f16, so a block of larger values would get an infinite scale; the
+// largest bf16 for bf16; nothing for f32. A converted weight beyond it would be infinite.
+func clampToType(values []float32, typ ggml.Type) (int, float64) {
+	var limit float32
+	switch typ {
+	case ggml.F32:
+		return 0, math.MaxFloat32
+	case ggml.BF16:
+		limit = math.Float32frombits(0x7f7f0000) // 3.3895e38
+	default:
+		limit = 65504
+	}
+	n := 0
+	for i, v := range values {
+		switch {
+		case v > limit:
+			values[i], n = limit, n+1
+		case v < -limit:
+			values[i], n = -limit, n+1
+		}
+	}
+	return n, float64(limit)
 }

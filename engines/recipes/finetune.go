@@ -112,6 +112,9 @@ type Finetune struct {
 	ckpt        *runs.Checkpoint
 	started     bool
 	madeRunsDir bool
+	// baseFingerprint is llama.ModelFingerprint of the base, recorded in every adapter so that
+	// one applied to another base is noticed.
+	baseFingerprint string
 }
 
 // LoRAConfig are the adapters' settings (llama.LoRAOptions).
@@ -784,6 +787,7 @@ func (f *Finetune) checkpointKVs(step int, runID string) []llama.KV {
 		{Key: "toy.train.adamw_mode", Value: f.AdamW.Mode.String()},
 		{Key: "toy.train.run_id", Value: runID},
 		{Key: "toy.finetune.base", Value: filepath.Base(f.Base)},
+		{Key: llama.BaseFingerprintKey, Value: f.baseFingerprint},
 	}
 }
 
@@ -870,6 +874,9 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		ev.Sep = tok.EOS()
 	}
 	if base.SHA256, err = fileSHA256(f.Base); err != nil {
+		return nil, err
+	}
+	if f.baseFingerprint, err = llama.ModelFingerprint(f.Base); err != nil {
 		return nil, err
 	}
 	seeds := map[string]uint64{"data": f.Seed, "heldout": heldOutSeed}
