@@ -148,8 +148,9 @@ func runTokenize(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), `usage: toy tokenize -tokenizer FILE [flags] [text files or directories]
 
 Turns text (default: the Go standard library's source) into a token corpus for toy train
--corpus: a header (magic "TOYTOKS\n", version, token width, vocabulary size, count) and the ids,
-little-endian. Each text ends with the end-of-text token.
+-corpus: a header (magic "TOYTOKS\n", version 2, token width, vocabulary size, count, and the
+tokenizer's 32-byte fingerprint) and the ids, little-endian. Each text ends with the end-of-text
+token. toy train -corpus refuses the corpus with another -tokenizer than the one that made it.
 
 Flags:
 `)
@@ -179,7 +180,7 @@ Flags:
 	if tok.VocabSize() > 1<<16 {
 		width = 4
 	}
-	w, err := data.NewWriter(*out, width, tok.VocabSize())
+	w, err := data.NewTokenizedWriter(*out, width, tok.VocabSize(), tok.Fingerprint())
 	if err != nil {
 		return err
 	}

@@ -149,3 +149,51 @@ func TestExportAndLoRAChecks(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "toy export: warning: the LoRA adapter")
 }
+
+// TestCorpusTokenizerChecked: a corpus toy tokenize made records its tokenizer (version 2), and
+// toy train -corpus refuses it with another -tokenizer, of the same vocabulary size (the
+// fingerprint) or of another one (the size), before any run directory exists; with its own
+// tokenizer it trains, and so does a corpus of the first version (no fingerprint) of the right
+// size.
+func TestCorpusTokenizerChecked(t *testing.T) {
+	dir := t.TempDir()
+	textA, textB := writeCorpus(t, 41), writeCorpus(t, 42)
+	for _, s := range []struct{ name, vocab, text string }{{"a", "300", textA}, {"b", "300", textB}, {"small", "290", textA}} {
+		_, errOut, code := runToy("tokenizer", "train", "-vocab", s.vocab, "-o", filepath.Join(dir, s.name+".gguf"), s.text)
+		require.Equal(t, 0, code, errOut)
+	}
+	corpus := filepath.Join(dir, "a.tok")
+	_, errOut, code := runToy("tokenize", "-tokenizer", filepath.Join(dir, "a.gguf"), "-o", corpus, textA)
+	require.Equal(t, 0, code, errOut)
+	c, err := data.Open(corpus)
+	require.NoError(t, err)
+	_, recorded := c.Fingerprint()
+	ids := make([]int32, c.Len())
+	_, err = c.ReadAt(ids, 0)
+	require.NoError(t, err)
+	c.Close()
+	assert.True(t, recorded, "toy tokenize records the tokenizer")
+	old := filepath.Join(dir, "old.tok")
+	w, err := data.NewWriter(old, 2, 300)
+	require.NoError(t, err)
+	require.NoError(t, w.Write(ids))
+	require.NoError(t, w.Close())
+
+	train := func(corpus, tok string) (string, int, string) {
+		runsDir := filepath.Join(t.TempDir(), "runs")
+		_, errOut, code := runToy("train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-batch", "2", "-steps", "1", "-eval-batches", "1",
+			"-sample", "0", "-corpus", corpus, "-tokenizer", filepath.Join(dir, tok+".gguf"), "-runs", runsDir)
+		return errOut, code, runsDir
+	}
+	for _, c := range []struct{ tok, want string }{{"b", "was made with another tokenizer of 300 tokens"}, {"small", "was made with a tokenizer of 300 tokens"}} {
+		errOut, code, runsDir := train(corpus, c.tok)
+		assert.Equal(t, 1, code, errOut)
+		assert.Contains(t, errOut, c.want)
+		assert.Contains(t, errOut, c.tok+".gguf")
+		assert.NoDirExists(t, runsDir)
+	}
+	for _, cp := range []string{corpus, old} {
+		errOut, code, _ := train(cp, "a")
+		assert.Equal(t, 0, code, "%s: %s", cp, errOut)
+	}
+}

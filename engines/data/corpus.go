@@ -16,11 +16,23 @@ import (
 // Magic is the first eight bytes of every token-corpus file.
 const Magic = "TOYTOKS\n"
 
-// Version is the token-corpus format version this package writes and reads.
+// Version is the token-corpus format version NewWriter writes: a header without the
+// tokenizer's fingerprint. The package reads it and VersionFingerprint.
 const Version = 1
 
-// HeaderSize is the size in bytes of the corpus header that precedes the tokens.
+// VersionFingerprint is the format version NewTokenizedWriter writes: Version's header followed
+// by the 32-byte fingerprint of the tokenizer that made the ids (tokenizer.Tokenizer.Fingerprint).
+const VersionFingerprint = 2
+
+// HeaderSize is the size in bytes of a Version corpus header, which precedes the tokens.
 const HeaderSize = 28
+
+// HeaderSizeFingerprint is the size of a VersionFingerprint header: HeaderSize and the
+// fingerprint.
+const HeaderSizeFingerprint = HeaderSize + FingerprintSize
+
+// FingerprintSize is the size in bytes of a tokenizer fingerprint.
+const FingerprintSize = 32
 
 // countOffset is the byte offset of the token count in the header.
 const countOffset = 20
@@ -65,8 +77,19 @@ type Writer struct {
 }
 
 // NewWriter starts a corpus at path with the given token width (2 or 4 bytes) and vocabulary
-// size. Nothing appears at path until Close succeeds.
+// size, in the Version format. Nothing appears at path until Close succeeds.
 func NewWriter(path string, width, vocab int) (*Writer, error) {
+	return newWriter(path, width, vocab, nil)
+}
+
+// NewTokenizedWriter is NewWriter for ids a tokenizer made: the corpus (VersionFingerprint)
+// records the tokenizer's vocabulary size and its fingerprint, which Corpus.Fingerprint reads
+// back, so that training can refuse another tokenizer.
+func NewTokenizedWriter(path string, width, vocab int, fingerprint [FingerprintSize]byte) (*Writer, error) {
+	return newWriter(path, width, vocab, fingerprint[:])
+}
+
+func newWriter(path string, width, vocab int, fingerprint []byte) (*Writer, error) {
 	if err := checkShape(width, int64(vocab)); err != nil {
 		return nil, fmt.Errorf("data: new corpus %s: %w", path, err)
 	}
@@ -79,13 +102,17 @@ func NewWriter(path string, width, vocab int) (*Writer, error) {
 		return nil, fmt.Errorf("data: new corpus %s: %w", path, err)
 	}
 	w := &Writer{path: path, tmp: tmp, buf: bufio.NewWriterSize(tmp, 1<<16), width: width, vocab: int64(vocab)}
-	var hdr [HeaderSize]byte
+	hdr := make([]byte, HeaderSize, HeaderSizeFingerprint)
+	version := uint32(Version)
+	if fingerprint != nil {
+		version, hdr = VersionFingerprint, append(hdr, fingerprint...)
+	}
 	copy(hdr[:8], Magic)
-	binary.LittleEndian.PutUint32(hdr[8:], Version)
+	binary.LittleEndian.PutUint32(hdr[8:], version)
 	binary.LittleEndian.PutUint32(hdr[12:], uint32(width))
 	binary.LittleEndian.PutUint32(hdr[16:], uint32(vocab))
 	// The count (bytes 20..28) stays zero until Close patches it.
-	if _, err := w.buf.Write(hdr[:]); err != nil {
+	if _, err := w.buf.Write(hdr); err != nil {
 		w.Abort()
 		return nil, fmt.Errorf("data: new corpus %s: %w", path, err)
 	}
@@ -205,11 +232,16 @@ type Corpus struct {
 	width int
 	vocab int
 	count int64
+	// dataOff is where the tokens start: the header's size.
+	dataOff int64
+	// fingerprint is the tokenizer's, in a VersionFingerprint corpus (hasFingerprint).
+	fingerprint    [FingerprintSize]byte
+	hasFingerprint bool
 }
 
-// Open opens and validates a corpus file: the magic, the version, the token width, the
-// vocabulary size and that the file size is exactly the header plus count*width bytes.
-// Errors name the file and the problem.
+// Open opens and validates a corpus file of either version: the magic, the version, the token
+// width, the vocabulary size and that the file size is exactly the header plus count*width
+// bytes. Errors name the file and the problem.
 func Open(path string) (*Corpus, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -242,8 +274,19 @@ func readHeader(path string, f *os.File) (*Corpus, error) {
 	if string(hdr[:8]) != Magic {
 		return nil, bad("bad magic %q, want %q (not a token corpus)", hdr[:8], Magic)
 	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != Version {
-		return nil, bad("unsupported format version %d, want %d", v, Version)
+	version := binary.LittleEndian.Uint32(hdr[8:])
+	if version != Version && version != VersionFingerprint {
+		return nil, bad("unsupported format version %d, want %d or %d", version, Version, VersionFingerprint)
+	}
+	c := &Corpus{path: path, f: f, dataOff: HeaderSize}
+	if version == VersionFingerprint {
+		if size < HeaderSizeFingerprint {
+			return nil, bad("file is %d bytes, shorter than the %d-byte header of version %d", size, HeaderSizeFingerprint, version)
+		}
+		if _, err := f.ReadAt(c.fingerprint[:], HeaderSize); err != nil {
+			return nil, fmt.Errorf("data: corpus %s: read header: %w", path, err)
+		}
+		c.dataOff, c.hasFingerprint = HeaderSizeFingerprint, true
 	}
 	width := int(binary.LittleEndian.Uint32(hdr[12:]))
 	vocab := int64(binary.LittleEndian.Uint32(hdr[16:]))
@@ -251,15 +294,20 @@ func readHeader(path string, f *os.File) (*Corpus, error) {
 		return nil, bad("%v", err)
 	}
 	count := binary.LittleEndian.Uint64(hdr[countOffset:])
-	if count > uint64(math.MaxInt64-HeaderSize)/uint64(width) {
+	if count > uint64(math.MaxInt64-c.dataOff)/uint64(width) {
 		return nil, bad("token count %d is impossibly large", count)
 	}
-	if want := HeaderSize + int64(count)*int64(width); size != want {
-		return nil, bad("file is %d bytes, but the header's %d tokens of %d bytes need exactly %d (truncated or trailing data)",
-			size, count, width, want)
+	if want := c.dataOff + int64(count)*int64(width); size != want {
+		return nil, bad("file is %d bytes, but a version %d header and its %d tokens of %d bytes need exactly %d (truncated or trailing data)",
+			size, version, count, width, want)
 	}
-	return &Corpus{path: path, f: f, width: width, vocab: int(vocab), count: int64(count)}, nil
+	c.width, c.vocab, c.count = width, int(vocab), int64(count)
+	return c, nil
 }
+
+// Fingerprint is the fingerprint of the tokenizer that made the corpus, and whether the corpus
+// records one (VersionFingerprint; a Version corpus does not).
+func (c *Corpus) Fingerprint() ([FingerprintSize]byte, bool) { return c.fingerprint, c.hasFingerprint }
 
 // Path returns the file the corpus was opened from.
 func (c *Corpus) Path() string { return c.path }
@@ -297,7 +345,7 @@ func (c *Corpus) ReadAt(dst []int32, tokenOffset int64) (int, error) {
 	for done := 0; done < n; {
 		k := min(n-done, per)
 		b := buf[:k*c.width]
-		off := HeaderSize + (tokenOffset+int64(done))*int64(c.width)
+		off := c.dataOff + (tokenOffset+int64(done))*int64(c.width)
 		if _, err := c.f.ReadAt(b, off); err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF // the file shrank after Open

@@ -324,8 +324,8 @@ func (s *Scratch) loadData(ctx context.Context) (*preparedData, error) {
 			return nil, err
 		}
 		defer c.Close()
-		if c.Vocab() > tok.VocabSize() {
-			return nil, fmt.Errorf("%s: its vocabulary (%d) is larger than the tokenizer's (%d)", s.Corpus, c.Vocab(), tok.VocabSize())
+		if err := checkCorpusTokenizer(c, tok, s.Tokenizer); err != nil {
+			return nil, err
 		}
 		if n, window := c.Len(), int64(s.SeqLen+1); n-n/20 < window || n/20 < window {
 			return nil, fmt.Errorf("the corpus is too small: %d training and %d held-out tokens for windows of %d", n-n/20, n/20, window)
@@ -519,6 +519,22 @@ func writeTokens(path string, docs []data.Document, tok *tokenizer.Tokenizer, eo
 		}
 	}
 	return w.Close()
+}
+
+// checkCorpusTokenizer refuses a token corpus that another tokenizer than tok (read from
+// tokPath) made: its vocabulary size must be tok's, and its fingerprint, when it records one
+// (toy tokenize writes it; older corpora have none), tok's. Trained with another tokenizer, a
+// corpus's ids would name other tokens, silently.
+func checkCorpusTokenizer(c *data.Corpus, tok *tokenizer.Tokenizer, tokPath string) error {
+	if c.Vocab() != tok.VocabSize() {
+		return fmt.Errorf("%s was made with a tokenizer of %d tokens, not with %s (%d tokens): give the tokenizer it was made with (-tokenizer)", c.Path(), c.Vocab(), tokPath, tok.VocabSize())
+	}
+	if fp, ok := c.Fingerprint(); ok {
+		if want := tok.Fingerprint(); fp != want {
+			return fmt.Errorf("%s was made with another tokenizer of %d tokens (fingerprint %x…), not with %s (%x…): give the tokenizer it was made with (-tokenizer)", c.Path(), c.Vocab(), fp[:6], tokPath, want[:6])
+		}
+	}
+	return nil
 }
 
 // splitCorpus copies a token corpus into the run as its train (95%) and held-out (5%) parts.
