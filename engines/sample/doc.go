@@ -37,12 +37,18 @@
 // families toy runs: ChatML (SmolLM2, Qwen; the ChatML, SmolLM2 and Qwen25
 // values) and Gemma. DetectTemplate recognises a GGUF tokenizer.chat_template
 // by its markers, as llama.cpp's llm_chat_detect_template does, and
-// TemplateByName looks one up by name.
+// TemplateByName looks one up by name. NewJinjaTemplate renders a model's own
+// Jinja template (tokenizer.chat_template) with a Jinja engine
+// (github.com/ardanlabs/jinja), with the variables Hugging Face's
+// apply_chat_template provides, tools and tool calls included, and derives
+// its stop strings.
 //
 // The rendered prompt contains the special tokens as text ("<|im_start|>",
 // "<start_of_turn>"), so it must be encoded with the tokenizer's
 // ParseSpecial option. It never contains a BOS token: Gemma's jinja template
 // starts by writing bos_token, but Gemma GGUF files set
 // tokenizer.ggml.add_bos_token, so encoding with AddSpecial adds the BOS
-// token once; writing "<bos>" here as well would give two.
+// token once; writing "<bos>" here as well would give two. A Jinja template
+// drops its leading bos_token likewise when JinjaOptions.AddsBOS says the
+// caller adds the BOS token, as llama.cpp does.
 package sample

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,10 +9,31 @@ import (
 
 // Message is one turn of a conversation.
 type Message struct {
-	// Role is RoleSystem, RoleUser or RoleAssistant.
+	// Role is RoleSystem, RoleUser or RoleAssistant; a Jinja template
+	// (NewJinjaTemplate) also takes RoleTool and leaves the judgement of
+	// other roles to the template.
 	Role string
 	// Content is the turn's text.
 	Content string
+	// ToolCalls are the functions an assistant message calls. Only Jinja
+	// templates render them; the named templates refuse them.
+	ToolCalls []ToolCall
+	// ToolCallID is, for a RoleTool message, the id of the call it
+	// answers.
+	ToolCallID string
+	// Name is, for a RoleTool message, the function that answered.
+	Name string
+}
+
+// ToolCall is one function call of an assistant message, in OpenAI's terms.
+type ToolCall struct {
+	// ID identifies the call ("" : none).
+	ID string
+	// Name is the function's name.
+	Name string
+	// Arguments are the call's arguments as JSON text. A template gets
+	// them as an object when they are a JSON object, as text otherwise.
+	Arguments string
 }
 
 // The roles a Message may have.
@@ -19,7 +41,21 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	// RoleTool is a tool's answer to a ToolCall (Jinja templates only).
+	RoleTool = "tool"
 )
+
+// RenderOptions are what Template.Render renders besides the messages.
+type RenderOptions struct {
+	// AddGenerationPrompt appends the opening of an assistant turn for the
+	// model to complete.
+	AddGenerationPrompt bool
+	// Tools are the tool definitions offered to the model, each a JSON
+	// object in OpenAI's shape ({"type": "function", "function": {"name",
+	// "description", "parameters"}}); the template gets them as the list
+	// tools, keys in the order given. Only Jinja templates render tools.
+	Tools []json.RawMessage
+}
 
 // Errors returned (wrapped) by Template.Apply, DetectTemplate and
 // TemplateByName.
@@ -27,6 +63,7 @@ var (
 	ErrEmptyConversation = errors.New("sample: empty conversation")
 	ErrUnknownRole       = errors.New("sample: unknown role")
 	ErrUnknownTemplate   = errors.New("sample: unknown chat template")
+	ErrToolsUnsupported  = errors.New("sample: the named chat templates do not render tools or tool calls (the model's own Jinja template does)")
 )
 
 // format is a chat template family.
@@ -36,14 +73,16 @@ const (
 	formatNone format = iota
 	formatChatML
 	formatGemma
+	formatJinja
 )
 
 // Template renders conversations in one chat format. Use the ChatML,
-// SmolLM2, Qwen25 and Gemma values, DetectTemplate or TemplateByName; the
-// zero value renders nothing and Apply fails with ErrUnknownTemplate.
+// SmolLM2, Qwen25 and Gemma values, DetectTemplate or TemplateByName, or
+// NewJinjaTemplate for a model's own Jinja template; the zero value renders
+// nothing and Apply fails with ErrUnknownTemplate.
 type Template struct {
 	// Name identifies the template ("chatml", "smollm2", "qwen2.5",
-	// "gemma").
+	// "gemma"; "jinja" for NewJinjaTemplate's).
 	Name string
 	// DefaultSystem, for ChatML templates, is the system message inserted
 	// when the conversation does not start with one, as the SmolLM2 and
@@ -51,6 +90,7 @@ type Template struct {
 	DefaultSystem string
 
 	format format
+	jinja  *jinjaTemplate
 }
 
 // ChatML is the plain ChatML format:
@@ -168,6 +208,8 @@ func chatMLDefaultSystem(src string) string {
 // for ChatML, "<end_of_turn>" for Gemma.
 func (t Template) EndOfTurn() string {
 	switch t.format {
+	case formatJinja:
+		return t.jinja.endOfTurn
 	case formatChatML:
 		return "<|im_end|>"
 	case formatGemma:
@@ -179,9 +221,12 @@ func (t Template) EndOfTurn() string {
 // StopStrings returns the strings that end the assistant's reply when the
 // output is decoded with special tokens: the end-of-turn marker and the
 // start-of-turn marker (in case the model opens a new turn without closing
-// its own). Use them with NewStopper.
+// its own). Use them with NewStopper. A Jinja template's are derived (see
+// NewJinjaTemplate).
 func (t Template) StopStrings() []string {
 	switch t.format {
+	case formatJinja:
+		return append([]string(nil), t.jinja.stops...)
 	case formatChatML:
 		return []string{"<|im_end|>", "<|im_start|>"}
 	case formatGemma:
@@ -193,17 +238,32 @@ func (t Template) StopStrings() []string {
 // String returns the template's name.
 func (t Template) String() string { return t.Name }
 
-// Apply renders msgs as a prompt. With addGenerationPrompt it appends the
-// opening of an assistant turn for the model to complete. The prompt holds
-// no BOS token (see the package documentation). Apply fails on an empty
-// conversation, a role other than system, user or assistant, and
-// conversations the format cannot express.
+// Apply renders msgs as a prompt, without tools: Render with
+// RenderOptions{AddGenerationPrompt: addGenerationPrompt}.
 func (t Template) Apply(msgs []Message, addGenerationPrompt bool) (string, error) {
+	return t.Render(msgs, RenderOptions{AddGenerationPrompt: addGenerationPrompt})
+}
+
+// Render renders msgs as a prompt. With o.AddGenerationPrompt it appends
+// the opening of an assistant turn for the model to complete. The prompt
+// holds no BOS token (see the package documentation; a Jinja template
+// keeps its bos_token unless JinjaOptions.AddsBOS). Render fails on an
+// empty conversation and conversations the format cannot express; the
+// named templates also on a role other than system, user or assistant and
+// on tools or tool calls (ErrToolsUnsupported). A Jinja template's
+// failure, its raise_exception included, is a *TemplateError.
+func (t Template) Render(msgs []Message, o RenderOptions) (string, error) {
 	if t.format == formatNone {
 		return "", fmt.Errorf("%w: zero Template", ErrUnknownTemplate)
 	}
 	if len(msgs) == 0 {
 		return "", ErrEmptyConversation
+	}
+	if t.format == formatJinja {
+		return t.jinja.render(msgs, o)
+	}
+	if len(o.Tools) > 0 {
+		return "", fmt.Errorf("%w: template %s", ErrToolsUnsupported, t.Name)
 	}
 	for i, m := range msgs {
 		switch m.Role {
@@ -211,11 +271,14 @@ func (t Template) Apply(msgs []Message, addGenerationPrompt bool) (string, error
 		default:
 			return "", fmt.Errorf("%w %q in message %d (want system, user or assistant)", ErrUnknownRole, m.Role, i)
 		}
+		if len(m.ToolCalls) > 0 {
+			return "", fmt.Errorf("%w: template %s, message %d", ErrToolsUnsupported, t.Name, i)
+		}
 	}
 	if t.format == formatGemma {
-		return applyGemma(msgs, addGenerationPrompt)
+		return applyGemma(msgs, o.AddGenerationPrompt)
 	}
-	return t.applyChatML(msgs, addGenerationPrompt), nil
+	return t.applyChatML(msgs, o.AddGenerationPrompt), nil
 }
 
 func (t Template) applyChatML(msgs []Message, addGenerationPrompt bool) string {

@@ -10,17 +10,17 @@ import (
 )
 
 var (
-	oneTurn   = []Message{{RoleUser, "Hello"}}
+	oneTurn   = []Message{{Role: RoleUser, Content: "Hello"}}
 	multiTurn = []Message{
-		{RoleUser, "Hi"},
-		{RoleAssistant, "Hello! How can I help?"},
-		{RoleUser, "Tell me a joke."},
+		{Role: RoleUser, Content: "Hi"},
+		{Role: RoleAssistant, Content: "Hello! How can I help?"},
+		{Role: RoleUser, Content: "Tell me a joke."},
 	}
 	withSystem = []Message{
-		{RoleSystem, "Be brief."},
-		{RoleUser, "Hi"},
-		{RoleAssistant, "Hello!"},
-		{RoleUser, "Bye"},
+		{Role: RoleSystem, Content: "Be brief."},
+		{Role: RoleUser, Content: "Hi"},
+		{Role: RoleAssistant, Content: "Hello!"},
+		{Role: RoleUser, Content: "Bye"},
 	}
 )
 
@@ -53,7 +53,7 @@ func TestChatML(t *testing.T) {
 	// Content is not trimmed.
 	assert.Equal(t,
 		"<|im_start|>user\n  spaced \n<|im_end|>\n",
-		apply(t, ChatML, []Message{{RoleUser, "  spaced \n"}}, false))
+		apply(t, ChatML, []Message{{Role: RoleUser, Content: "  spaced \n"}}, false))
 }
 
 // Expected output derived by hand from Qwen-Qwen2.5-7B-Instruct.jinja
@@ -80,7 +80,7 @@ func TestQwen25(t *testing.T) {
 	// default one.
 	assert.Equal(t,
 		def+"<|im_start|>user\nHi<|im_end|>\n<|im_start|>system\nNow in French.<|im_end|>\n",
-		apply(t, Qwen25, []Message{{RoleUser, "Hi"}, {RoleSystem, "Now in French."}}, false))
+		apply(t, Qwen25, []Message{{Role: RoleUser, Content: "Hi"}, {Role: RoleSystem, Content: "Now in French."}}, false))
 }
 
 func TestSmolLM2(t *testing.T) {
@@ -116,14 +116,14 @@ func TestGemma(t *testing.T) {
 	// Contents are trimmed, as | trim does.
 	assert.Equal(t,
 		"<start_of_turn>user\nsys\n\nq<end_of_turn>\n<start_of_turn>model\na<end_of_turn>\n",
-		apply(t, Gemma, []Message{{RoleSystem, " sys\n"}, {RoleUser, "\n q \n"}, {RoleAssistant, " a "}}, false))
+		apply(t, Gemma, []Message{{Role: RoleSystem, Content: " sys\n"}, {Role: RoleUser, Content: "\n q \n"}, {Role: RoleAssistant, Content: " a "}}, false))
 }
 
 func TestApplyErrors(t *testing.T) {
 	for _, tmpl := range []Template{ChatML, Qwen25, Gemma} {
 		_, err := tmpl.Apply(nil, true)
 		assert.ErrorIs(t, err, ErrEmptyConversation, tmpl.Name)
-		_, err = tmpl.Apply([]Message{{RoleUser, "a"}, {"tool", "b"}}, true)
+		_, err = tmpl.Apply([]Message{{Role: RoleUser, Content: "a"}, {Role: "tool", Content: "b"}}, true)
 		assert.ErrorIs(t, err, ErrUnknownRole, tmpl.Name)
 		assert.ErrorContains(t, err, `"tool"`)
 	}
@@ -131,10 +131,10 @@ func TestApplyErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnknownTemplate)
 
 	for name, msgs := range map[string][]Message{
-		"system only":          {{RoleSystem, "s"}},
-		"assistant first":      {{RoleAssistant, "a"}, {RoleUser, "u"}},
-		"two users":            {{RoleUser, "u"}, {RoleUser, "u"}},
-		"system in the middle": {{RoleUser, "u"}, {RoleAssistant, "a"}, {RoleSystem, "s"}, {RoleUser, "u"}},
+		"system only":          {{Role: RoleSystem, Content: "s"}},
+		"assistant first":      {{Role: RoleAssistant, Content: "a"}, {Role: RoleUser, Content: "u"}},
+		"two users":            {{Role: RoleUser, Content: "u"}, {Role: RoleUser, Content: "u"}},
+		"system in the middle": {{Role: RoleUser, Content: "u"}, {Role: RoleAssistant, Content: "a"}, {Role: RoleSystem, Content: "s"}, {Role: RoleUser, Content: "u"}},
 	} {
 		_, err := Gemma.Apply(msgs, true)
 		assert.Error(t, err, name)
