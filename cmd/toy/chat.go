@@ -48,7 +48,7 @@ type conversationSetup struct {
 func converse(stdout, stderr io.Writer, dec *llama.Decoder, tok *tokenizer.Tokenizer, cs conversationSetup) error {
 	c := &conversation{tok: tok, addBOS: cs.behaviour.addBOS}
 	stops := cs.stops
-	tmpl, err := chatTemplate(cs.model, cs.template)
+	tmpl, err := chatTemplate(cs.model, tok, cs.template, cs.behaviour.addBOS)
 	switch {
 	case err == nil:
 		c.tmpl = &tmpl
@@ -58,6 +58,8 @@ func converse(stdout, stderr io.Writer, dec *llama.Decoder, tok *tokenizer.Token
 		}
 	case cs.template != "":
 		return fmt.Errorf("-template: %w", err)
+	case !errors.Is(err, errNoChatTemplate):
+		return fmt.Errorf("-cnv: %w", err) // a template the file carries, which does not compile
 	case !cs.plainIfNoTemplate:
 		return fmt.Errorf("-cnv: %w; or -i alone continues plain text", err)
 	case cs.system != "":

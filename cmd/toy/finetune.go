@@ -24,7 +24,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("finetune", flag.ContinueOnError)
 	fs.StringVar(&f.Base, "m", "", "the base GGUF model to adapt (required; its tokenizer and chat template are used)")
 	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file or a directory of them (required)")
-	fs.StringVar(&f.Template, "template", "", "chat template of .jsonl data: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
+	fs.StringVar(&f.Template, "template", "", "a built-in chat template for .jsonl data instead of the model's own: chatml, smollm2, qwen2.5, gemma (default: the base's tokenizer.chat_template, rendered as Jinja)")
 	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
 	alpha := fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -64,12 +65,34 @@ func TestBehaviourFileWins(t *testing.T) {
 	m, tok = open(ownTmpl)
 	b = modelBehaviour(m, tok, entry, true)
 	assert.Empty(t, b.template, "the file's template wins over the entry's")
-	tmpl, err := chatTemplate(m, b.template)
+	tmpl, err := chatTemplate(m, tok, b.template, false)
 	require.NoError(t, err)
-	assert.Equal(t, "chatml", tmpl.Name)
+	assert.Equal(t, "jinja", tmpl.Name, "the file's own template is rendered as Jinja")
+	conv := []sample.Message{{Role: sample.RoleSystem, Content: "s"}, {Role: sample.RoleUser, Content: "u"}}
+	got, err := tmpl.Apply(conv, false)
+	require.NoError(t, err)
+	want, err := sample.ChatML.Apply(conv, false)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 
 	// Through the command: the file's template serves -chat; none at all is the documented error.
-	_, errOut, code := runToy("generate", "-m", ownTmpl, "-p", "hi", "-chat", "-n", "2", "-t", "1", "--temp", "0")
+	// A file's template that does not compile, or refuses the conversation, is an error naming
+	// the file and the template's line; no named template stands in for it.
+	broken := editGGUF(t, noBOS, filepath.Join(dir, "broken.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% for m in messages %}\n{{ m.content }}\n{% frobnicate %}{% endfor %}"})
+	_, errOut, code := runToy("generate", "-m", broken, "-p", "hi", "-chat", "-n", "2", "-t", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "broken.gguf (tokenizer.chat_template): chat template line 3:")
+	_, errOut, code = runToy("generate", "-m", broken, "-p", "hi", "-chat", "-n", "2", "-t", "1", "--temp", "0", "-template", "chatml")
+	assert.Equal(t, 0, code, "-template overrides the file's template: %s", errOut)
+	refuses := editGGUF(t, noBOS, filepath.Join(dir, "refuses.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% if messages[0].role == 'system' %}\n{{ raise_exception('System role not supported') }}{% endif %}{{ messages[-1].content }}"})
+	_, errOut, code = runToy("generate", "-m", refuses, "-p", "hi", "-system", "be brief", "-chat", "-n", "2", "-t", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "refuses.gguf (tokenizer.chat_template): chat template line 2 refuses the conversation: System role not supported")
+	_, errOut, code = runToy("serve", "-m", broken, "-t", "1", "-addr", "127.0.0.1:0")
+	assert.Equal(t, 1, code, "serve refuses a template that does not compile")
+	assert.Contains(t, errOut, "broken.gguf (tokenizer.chat_template): chat template line 3:")
+
+	_, errOut, code = runToy("generate", "-m", ownTmpl, "-p", "hi", "-chat", "-n", "2", "-t", "1", "--temp", "0")
 	assert.Equal(t, 0, code, errOut)
 	out, errOut, code := runToy("generate", "-m", noBOS, "-p", "hi", "-chat", "-n", "2", "-t", "1")
 	assert.Equal(t, 1, code)

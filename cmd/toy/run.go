@@ -265,7 +265,7 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	system := fs.String("system", "", "system message (with -chat or -cnv)")
 	fs.StringVar(system, "sys", "", "alias of -system (llama.cpp's name)")
 	fs.StringVar(system, "system-prompt", "", "alias of -system (llama.cpp's name)")
-	templateName := fs.String("template", "", "chat template: chatml, smollm2, qwen2.5, gemma (default: detected from the model)")
+	templateName := fs.String("template", "", "a built-in chat template instead of the model's own: chatml, smollm2, qwen2.5, gemma (default: the file's tokenizer.chat_template, rendered as Jinja)")
 	var stops stringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	var format formatFlags
@@ -287,8 +287,8 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 Runs a GGUF model (llama/SmolLM2, qwen2, qwen3, gemma2, gemma3, MoE families) and streams its
 continuation of the prompt, then a timing summary on stderr. --temp 0 is greedy. llama.cpp's
 names (--ctx-size, --n-predict, --file, -sys, --system-prompt, -cnv, -i) are accepted beside
-toy's. With -chat the prompt is a user message wrapped in the model's chat template (ChatML
-for SmolLM2 and Qwen, Gemma's for Gemma).
+toy's. With -chat the prompt is a user message wrapped in the model's chat template: the
+Jinja template the file carries (tokenizer.chat_template), or the built-in one -template names.
 
 -cnv (toy chat) holds a conversation: each line read from standard input is a user message
 (a line ending in \ goes on to the next), answered through the template with the history
@@ -415,7 +415,7 @@ Flags:
 	}
 	text, parseSpecial := *prompt, false
 	if *chat {
-		tmpl, err := chatTemplate(m, *templateName)
+		tmpl, err := chatTemplate(m, tok, *templateName, beh.addBOS)
 		if err != nil {
 			return fmt.Errorf("-chat: %w", err)
 		}
@@ -554,16 +554,24 @@ func promptText(prompt, file string, in io.Reader) (string, error) {
 	return t, nil
 }
 
-// chatTemplate picks the template named, or the one the model's tokenizer.chat_template holds.
-func chatTemplate(m *llama.GGUFModel, name string) (sample.Template, error) {
+// errNoChatTemplate: the model file has no tokenizer.chat_template and no template is named.
+var errNoChatTemplate = errors.New("the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
+
+// chatTemplate picks the template named, or else the model's own tokenizer.chat_template
+// rendered as Jinja (its bos_token and eos_token the tokenizer's, a leading bos_token dropped
+// when addBOS puts the BOS token first). A file's template that does not compile is an error
+// naming the file (its base name: serve's clients see render errors) and the template's line;
+// no named template stands in for it.
+func chatTemplate(m *llama.GGUFModel, tok *tokenizer.Tokenizer, name string, addBOS bool) (sample.Template, error) {
 	if name != "" {
 		return sample.TemplateByName(name)
 	}
-	jinja, _ := m.Meta["tokenizer.chat_template"].(string)
-	if jinja == "" {
-		return sample.Template{}, errors.New("the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
+	src, _ := m.Meta["tokenizer.chat_template"].(string)
+	if src == "" {
+		return sample.Template{}, errNoChatTemplate
 	}
-	return sample.DetectTemplate(jinja)
+	return sample.NewJinjaTemplate(src, sample.JinjaOptions{Source: filepath.Base(m.Path()) + " (tokenizer.chat_template)",
+		BOSToken: tok.Token(tok.BOS()), EOSToken: tok.Token(tok.EOS()), AddsBOS: addBOS})
 }
 
 // formatFlags are the flags that constrain generation to a grammar (llama.cpp's spellings):

@@ -51,7 +51,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot, counting those still being read or tokenized; more are refused with 429")
 	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the run's id for a run's weights/model.gguf, else the file's name without .gguf); also matched against the kernel table's names")
 	fs.BoolVar(&f.strictModelName, "strict-model-name", false, "refuse (404) a request whose \"model\" is not the model's id; by default the loaded model serves any name, as llama-server does")
-	fs.StringVar(&f.template, "template", "", "chat template (chatml, gemma; default: the model's)")
+	fs.StringVar(&f.template, "template", "", "a built-in chat template instead of the model's own: chatml, smollm2, qwen2.5, gemma (default: the file's tokenizer.chat_template, rendered as Jinja)")
 	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
 	f.preset = registerPreset(fs)
@@ -142,9 +142,9 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		f.template = beh.template
 	}
 	var tmpl *sample.Template
-	if t, err := chatTemplate(m, f.template); err == nil {
+	if t, err := chatTemplate(m, tok, f.template, beh.addBOS); err == nil {
 		tmpl = &t
-	} else if f.template != "" {
+	} else if !errors.Is(err, errNoChatTemplate) {
 		return nil, err
 	} else {
 		fmt.Fprintf(stderr, "toy serve: the model has no chat template: /v1/chat/completions is refused (-template names one)\n")
