@@ -70,8 +70,8 @@ type Finetune struct {
 	// Data is a text file, a directory of text files, or a chat file (.jsonl) or a directory
 	// of them.
 	Data string `json:"data"`
-	// Template names the chat template of chat data ("" : detected from the base's
-	// tokenizer.chat_template); see chatfmt.TemplateByName.
+	// Template names a built-in chat template for chat data (see chatfmt.TemplateByName);
+	// "": the base's own tokenizer.chat_template, rendered as Jinja.
 	Template string `json:"template"`
 	// MaxTextBytes caps how much text is read (0: all).
 	MaxTextBytes int64 `json:"max_text_bytes"`
@@ -438,7 +438,7 @@ func (f *Finetune) chatData(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (func(
 	if len(convs) < 2 {
 		return nil, fmt.Errorf("%s: %d conversation: want at least 2 (one is held out)", f.Data, len(convs))
 	}
-	tmpl, err := f.chatTemplate(m)
+	tmpl, err := f.chatTemplate(m, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -514,17 +514,20 @@ func writeIDs(path string, ids []int32, vocab, width int) error {
 	return w.Close()
 }
 
-// chatTemplate is the template named by Template, or the one the base's
-// tokenizer.chat_template holds.
-func (f *Finetune) chatTemplate(m *llama.GGUFModel) (chatfmt.Template, error) {
+// chatTemplate is the template named by Template, or else the base's own
+// tokenizer.chat_template rendered as Jinja, with the tokenizer's BOS and EOS texts (a
+// leading bos_token dropped where renderChat puts the BOS token first). A template that does
+// not compile is an error naming the base and the template's line.
+func (f *Finetune) chatTemplate(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (chatfmt.Template, error) {
 	if f.Template != "" {
 		return chatfmt.TemplateByName(f.Template)
 	}
-	jinja, _ := m.Meta["tokenizer.chat_template"].(string)
-	if jinja == "" {
+	src, _ := m.Meta["tokenizer.chat_template"].(string)
+	if src == "" {
 		return chatfmt.Template{}, fmt.Errorf("%s has no chat template (tokenizer.chat_template); name one with -template", f.Base)
 	}
-	return chatfmt.DetectTemplate(jinja)
+	return chatfmt.NewJinjaTemplate(src, chatfmt.JinjaOptions{Source: f.Base + " (tokenizer.chat_template)",
+		BOSToken: tok.Token(tok.BOS()), EOSToken: tok.Token(tok.EOS()), AddsBOS: tok.Vocab().AddBOS && tok.BOS() >= 0})
 }
 
 // renderChat renders a conversation through the template and tokenizes it, BOS first when the

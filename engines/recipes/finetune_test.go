@@ -72,7 +72,7 @@ func tinyBase(t *testing.T, q *qaTask) string {
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
-	kvs := []llama.KV{{Key: "tokenizer.chat_template", Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}}
+	kvs := []llama.KV{{Key: "tokenizer.chat_template", Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}}
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
 	}
