@@ -63,6 +63,8 @@ FUZZ_OPEN_EXECS ?= 30000x
 FUZZ_EVENTS_EXECS ?= 50000x
 FUZZ_TEMPLATE_EXECS ?= 50000x
 FUZZ_REQUEST_EXECS ?= 50000x
+# The Jinja chat templates: about 1,000 executions a second on 2 cores.
+FUZZ_JINJA_EXECS ?= 15000x
 # toy's tokenizer against llama.cpp's (docs/ORACLE.md), in make fuzz-oracle only: its first run
 # compiles llama.cpp with the fuzzer's instrumentation (about 10 minutes on 2 cores), too long for
 # CI on a fresh machine. make test runs its seed corpus like any test.
@@ -124,6 +126,7 @@ test:
 	$(GO) test ./engines/runs -run '^$$' -fuzz '^FuzzReadEvents$$' -fuzztime $(FUZZ_EVENTS_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $(FUZZ_TEMPLATE_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/serve -run '^$$' -fuzz '^FuzzChatRequest$$' -fuzztime $(FUZZ_REQUEST_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzJinjaTemplate$$' -fuzztime $(FUZZ_JINJA_EXECS) -fuzzminimizetime 2s
 
 fuzz-oracle:
 	$(GO) test ./engines/tokenizer -run '^$$' -fuzz '^FuzzTokenizerOracle$$' -fuzztime $(FUZZ_TOKENIZER_EXECS) -fuzzminimizetime 2s
