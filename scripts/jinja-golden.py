@@ -6,11 +6,16 @@ ASCII escaping, raise_exception raising the template's message), on seeded rando
 engines/sample's TestJinjaGolden renders the same cases with the Go engine and compares byte for
 byte.
 
-Usage: python3 scripts/jinja-golden.py [VOCAB_DIR]   (needs jinja2 >= 3)
+Given the llama.cpp renderer that scripts/jinja-golden-llamacpp.cpp builds, it also renders every
+case with llama.cpp's own Jinja engine and records in each case whether llama.cpp gives the same
+text (or raises the same message): "llama_cpp": "agrees", or what llama.cpp gave instead.
+
+Usage: python3 scripts/jinja-golden.py [VOCAB_DIR [LLAMACPP_RENDERER]]   (needs jinja2 >= 3)
 """
 import json
 import os
 import random
+import subprocess
 import sys
 from datetime import datetime
 
@@ -104,13 +109,32 @@ def main():
             except TemplateError as e:
                 case["error"] = "jinja2: " + str(e)
             cases.append(case)
+    if len(sys.argv) > 2:
+        check_llama_cpp(sys.argv[2], vocab, cases)
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "engines", "sample", "testdata", "jinja_golden.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out + ".tmp", "w", encoding="utf-8") as f:
         json.dump(cases, f, ensure_ascii=False, indent=1)
         f.write("\n")
     os.replace(out + ".tmp", out)
-    print("%d cases, %d errors -> %s" % (len(cases), sum("error" in c for c in cases), out))
+    print("%d cases, %d errors, llama.cpp agrees on %d -> %s" % (len(cases), sum("error" in c for c in cases),
+                                                                 sum(c.get("llama_cpp") == "agrees" for c in cases), out))
+
+
+def check_llama_cpp(renderer, vocab, cases):
+    tmp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jinja-golden-cases.tmp.json")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(cases, f, ensure_ascii=False)
+    try:
+        got = json.loads(subprocess.run([renderer, tmp, vocab], check=True, capture_output=True).stdout)
+    finally:
+        os.remove(tmp)
+    for c, g in zip(cases, got):
+        if "want" in c:
+            ok = g.get("llama_cpp") == c["want"]
+        else:
+            ok = g.get("llama_cpp_error", "").endswith("Jinja Exception: " + c["error"])
+        c["llama_cpp"] = "agrees" if ok else g
 
 
 if __name__ == "__main__":

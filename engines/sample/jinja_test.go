@@ -52,8 +52,9 @@ type goldenMessage struct {
 }
 
 // TestJinjaGolden renders the cases of testdata/jinja_golden.json, which Python's jinja2 rendered
-// as Hugging Face's apply_chat_template does (scripts/jinja-golden.py), and compares byte for
-// byte: the prompt, or the template's raise_exception message.
+// as Hugging Face's apply_chat_template does, and llama.cpp's own Jinja engine the same
+// (scripts/jinja-golden.py and jinja-golden-llamacpp.cpp), and compares byte for byte: the
+// prompt, or the template's raise_exception message.
 func TestJinjaGolden(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "jinja_golden.json"))
 	require.NoError(t, err)
@@ -66,12 +67,14 @@ func TestJinjaGolden(t *testing.T) {
 		AddGenerationPrompt bool              `json:"add_generation_prompt"`
 		Want                *string           `json:"want"`
 		Error               string            `json:"error"`
+		LlamaCpp            any               `json:"llama_cpp"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &cases))
 	require.NotEmpty(t, cases)
 	srcs := map[string]string{}
 	toolCalls, raised := 0, 0
 	for i, c := range cases {
+		require.Equal(t, "agrees", c.LlamaCpp, "case %d: llama.cpp's Jinja engine rendered it otherwise", i)
 		if srcs[c.Template] == "" {
 			srcs[c.Template] = vocabTemplate(t, c.Template)
 		}
