@@ -86,7 +86,7 @@ func FuzzJinjaTemplate(f *testing.F) {
 		}
 		opts := []RenderOptions{{AddGenerationPrompt: gen}, {AddGenerationPrompt: !gen, Tools: []json.RawMessage{json.RawMessage(tool)}}}
 		for k, s := range append([]string{src}, shipped...) {
-			if k == 0 && strings.ContainsAny(s, "*(") && (strings.Contains(s, "macro") || strings.Contains(s, "range") || strings.Contains(s, "*") || strings.Contains(s, "recursive")) {
+			if k == 0 && (strings.Contains(s, "macro") || strings.Contains(s, "range") || strings.Contains(s, "*") || strings.Contains(s, "recursive")) {
 				continue // unbounded recursion and huge loops are the engine's known limits (docs/INFERENCE.md)
 			}
 			tmpl, err := NewJinjaTemplate(s, JinjaOptions{Source: "fuzz.gguf", BOSToken: "<bos>", EOSToken: "<eos>", AddsBOS: gen})
