@@ -138,6 +138,10 @@ type Sampler struct {
 	cand   []candidate
 	best   []candidate   // top-p's candidates, best first
 	counts map[int32]int // the penalties' counts of the tokens in their window
+	// drawn is the candidates the last draw chose among, and lp what Sample records of each
+	// step's distribution (KeepLogprobs), nil when off.
+	drawn []candidate
+	lp    *logprobRecord
 }
 
 // candidate is a token that is still in the running, with its logit (after
@@ -188,8 +192,17 @@ func (s *Sampler) penalized() bool {
 // vocabulary entry). history holds the tokens generated or read so far,
 // oldest first, for the repetition penalty; it may be nil. logits and
 // history are not modified. Sample returns -1 for an empty row and where the
-// constraint allows no token.
+// constraint allows no token. With KeepLogprobs, it also records the
+// distribution it drew from (LastLogprobs).
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
+	if s.lp != nil {
+		return s.sampleRecorded(logits, history)
+	}
+	return s.sample(logits, history)
+}
+
+// sample is Sample without the record of KeepLogprobs.
+func (s *Sampler) sample(logits []float32, history []int32) int32 {
 	if len(logits) == 0 {
 		return -1
 	}
@@ -619,6 +632,7 @@ func siftDown(h []candidate, i int) {
 
 // draw picks one candidate with probability proportional to its p.
 func (s *Sampler) draw(cand []candidate) int32 {
+	s.drawn = cand
 	total := 0.0
 	for _, c := range cand {
 		total += c.p
