@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -204,8 +205,8 @@ func decode(w http.ResponseWriter, req *http.Request, r *request, limit int) *ap
 // params checks the request's sampling fields over the defaults.
 func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 	p := s.cfg.Defaults
-	if r.N != nil && *r.N != 1 {
-		return p, 0, badRequest("n", "n = %d: only one choice per request (n = 1)", *r.N)
+	if r.N != nil && (*r.N < 1 || *r.N > maxChoices) {
+		return p, 0, badRequest("n", "n = %d: want 1 to %d choices per request", *r.N, maxChoices)
 	}
 	if r.Model != "" && r.Model != s.cfg.ModelName && !s.cfg.AnyModelName {
 		return p, 0, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
@@ -282,14 +283,57 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 	return p, maxTokens, nil
 }
 
-// unsupported refuses the fields of OpenAI's API that ask for what toy does not do (log
-// probabilities, function calling, several candidates, insertion), rather than answer as if
-// they had been honoured; the values that ask for nothing (false, null, no tools, "none", one
-// candidate, no suffix) pass, as clients send them.
-func unsupported(r *request) *apiError {
-	if r.Logprobs != nil && r.Logprobs != false && r.Logprobs != 0.0 || r.TopLogprobs != nil && *r.TopLogprobs != 0 {
-		return badRequest("logprobs", "logprobs are not supported")
+// logprobsOf reads the log-probabilities a request asks for: chat's "logprobs": true with
+// "top_logprobs" 0..20, or a text completion's "logprobs": N (0..20 alternatives; the chosen
+// token's log-probability is reported with 0 too). on is false where they ask for none (absent,
+// null, false).
+func logprobsOf(r *request, chat bool) (on bool, top int, e *apiError) {
+	limit := sample.MaxTopLogprobs
+	if chat {
+		switch r.Logprobs {
+		case nil, false, 0.0:
+		case true:
+			on = true
+		default:
+			return false, 0, badRequest("logprobs", "field \"logprobs\": want true or false (top_logprobs says how many alternatives)")
+		}
+		if r.TopLogprobs != nil {
+			if *r.TopLogprobs < 0 || *r.TopLogprobs > limit {
+				return false, 0, badRequest("top_logprobs", "top_logprobs = %d: want 0 to %d", *r.TopLogprobs, limit)
+			}
+			if *r.TopLogprobs > 0 && !on {
+				return false, 0, badRequest("top_logprobs", "top_logprobs = %d needs \"logprobs\": true", *r.TopLogprobs)
+			}
+			top = *r.TopLogprobs
+		}
+		return on, top, nil
 	}
+	if r.TopLogprobs != nil && *r.TopLogprobs != 0 {
+		return false, 0, badRequest("top_logprobs", "top_logprobs is chat's; a text completion asks with \"logprobs\": N")
+	}
+	switch v := r.Logprobs.(type) {
+	case nil:
+		return false, 0, nil
+	case bool:
+		if !v {
+			return false, 0, nil
+		}
+	case float64:
+		if v == math.Trunc(v) && v >= 0 && v <= float64(limit) {
+			if r.Echo {
+				return false, 0, badRequest("logprobs", "logprobs with echo: the prompt's log-probabilities are not computed")
+			}
+			return true, int(v), nil
+		}
+	}
+	return false, 0, badRequest("logprobs", "field \"logprobs\": want an integer 0 to %d (the alternatives reported per token)", limit)
+}
+
+// unsupported refuses the fields of OpenAI's API that ask for what toy does not do (function
+// calling, several candidates to choose among, insertion), rather than answer as if they had
+// been honoured; the values that ask for nothing (null, no tools, "none", one candidate, no
+// suffix) pass, as clients send them.
+func unsupported(r *request) *apiError {
 	for _, f := range []struct {
 		name string
 		v    json.RawMessage
@@ -641,36 +685,69 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 			writeError(w, e)
 			return
 		}
-		j, e := s.newJob(req.Context(), ids, p, r.Seed != nil, maxTokens, stops)
-		if e == nil {
-			j.grammar = g
-		}
+		logprobs, topLogprobs, e := logprobsOf(&r, chat)
 		if e != nil {
-			if !chat && e.Param != nil && *e.Param == "messages" {
-				e.Param = strPtr("prompt")
-			}
 			writeError(w, e)
 			return
 		}
-		err := s.submit(j)
-		release() // queued, and counted there, or refused
-		if err != nil {
-			if errors.Is(err, errQueueFull) {
-				refuseBusy(w)
-			} else {
-				writeError(w, &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()})
+		n := 1
+		if r.N != nil {
+			n = *r.N
+		}
+		// Each choice is a job of its own; with a seed, choice i draws with seed+i, so that a
+		// request with a seed is reproducible and its choice i is what n = 1 with seed+i gives.
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel() // a choice still running when the reply ends (the client went away) frees its slot
+		jobs := make([]*job, n)
+		for i := range jobs {
+			pi := p
+			pi.Seed += uint64(i)
+			j, e := s.newJob(ctx, ids, pi, r.Seed != nil, maxTokens, slices.Clone(stops))
+			if e != nil {
+				if !chat && e.Param != nil && *e.Param == "messages" {
+					e.Param = strPtr("prompt")
+				}
+				writeError(w, e)
+				return
 			}
-			return
+			j.grammar = g
+			if logprobs {
+				j.logprobs, j.topLogprobs = true, topLogprobs
+				j.events = make(chan event, 2*j.maxTokens+2) // a log-probability event per token besides its text
+			}
+			jobs[i] = j
+		}
+		for i, j := range jobs {
+			if i > 0 && !s.reserve() { // the first holds the place reserved above
+				cancel()
+				refuseBusy(w)
+				return
+			}
+			err := s.submit(j)
+			if i == 0 {
+				release() // queued, and counted there, or refused
+			} else {
+				s.preparing.Add(-1)
+			}
+			if err != nil {
+				cancel() // the choices queued end at once
+				if errors.Is(err, errQueueFull) {
+					refuseBusy(w)
+				} else {
+					writeError(w, &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()})
+				}
+				return
+			}
 		}
 		out := &responder{w: w, chat: chat, model: s.cfg.ModelName, id: newID(chat), created: time.Now().Unix(),
-			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage, start: time.Now()}
+			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage, start: time.Now(), logprobs: logprobs}
 		if !chat && r.Echo {
 			out.echo = text
 		}
 		if r.Stream {
-			out.stream(j)
+			out.stream(jobs)
 		} else {
-			out.whole(j)
+			out.whole(jobs)
 		}
 	}
 }
@@ -696,6 +773,8 @@ type responder struct {
 	// start is when the request was queued and first when its first text came (the request
 	// log's).
 	start, first time.Time
+	// logprobs reports each token's log-probabilities (logprobsOf).
+	logprobs bool
 }
 
 // noteUsage is the request log's account of a finished reply.
@@ -719,37 +798,43 @@ func errorOf(err error) *apiError {
 	return &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 }
 
-// whole waits for the end and writes one JSON reply.
-func (o *responder) whole(j *job) {
-	var sb strings.Builder
-	sb.WriteString(o.echo)
-	for e := range j.events {
-		if !e.done {
-			if o.first.IsZero() && e.text != "" {
-				o.first = time.Now()
+// whole waits for the end of every choice and writes one JSON reply.
+func (o *responder) whole(jobs []*job) {
+	choices := make([]*choiceState, len(jobs))
+	var out []any
+	for i, j := range jobs {
+		c := &choiceState{}
+		choices[i] = c
+		for e := range j.events {
+			if !e.done {
+				if o.first.IsZero() && e.text != "" {
+					o.first = time.Now()
+				}
+				c.add(e)
+				continue
 			}
-			sb.WriteString(e.text)
-			continue
-		}
-		if e.err != nil {
-			if j.ctx.Err() == nil {
-				writeError(o.w, errorOf(e.err))
-			} else {
-				noteOn(o.w, "the client went away")
+			if e.err != nil {
+				if j.ctx.Err() == nil {
+					writeError(o.w, errorOf(e.err))
+				} else {
+					noteOn(o.w, "the client went away")
+				}
+				return
 			}
-			return
+			c.final = e
+			break
 		}
-		o.noteUsage(e)
-		var choice map[string]any
+		text := o.echo + string(c.text)
+		lps := o.jsonLogprobs(c.release())
 		if o.chat {
-			choice = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": sb.String()}, "finish_reason": e.finish, "logprobs": nil}
+			out = append(out, map[string]any{"index": i, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": c.final.finish, "logprobs": lps})
 		} else {
-			choice = map[string]any{"index": 0, "text": sb.String(), "finish_reason": e.finish, "logprobs": nil}
+			out = append(out, map[string]any{"index": i, "text": text, "finish_reason": c.final.finish, "logprobs": lps})
 		}
-		writeJSON(o.w, 200, map[string]any{"id": o.id, "object": o.object(false), "created": o.created, "model": o.model,
-			"choices": []any{choice}, "usage": usageOf(e)})
-		return
 	}
+	o.noteUsage(finalOfAll(choices))
+	writeJSON(o.w, 200, map[string]any{"id": o.id, "object": o.object(false), "created": o.created, "model": o.model,
+		"choices": out, "usage": usageOfAll(choices)})
 }
 
 func (o *responder) object(chunk bool) string {
@@ -762,9 +847,10 @@ func (o *responder) object(chunk bool) string {
 	return "text_completion"
 }
 
-// stream writes server-sent events: one chunk per piece of text, the finish reason, optionally
-// the usage, and "data: [DONE]".
-func (o *responder) stream(j *job) {
+// stream writes server-sent events: one chunk per piece of text of each choice (with the
+// log-probabilities of its tokens when asked), each choice's finish reason, optionally the
+// usage, and "data: [DONE]".
+func (o *responder) stream(jobs []*job) {
 	h := o.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -781,41 +867,78 @@ func (o *responder) stream(j *job) {
 		}
 		return true
 	}
-	chunk := func(text string, finish any) map[string]any {
+	chunk := func(index int, text string, finish any, lps []placedLogprob) map[string]any {
 		var choice map[string]any
+		var logprobs any
+		if len(lps) > 0 {
+			logprobs = o.jsonLogprobs(lps)
+		}
 		if o.chat {
 			delta := map[string]any{}
 			if text != "" || finish == nil {
 				delta["content"] = text
 			}
-			choice = map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}
+			choice = map[string]any{"index": index, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
 		} else {
-			choice = map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": nil}
+			choice = map[string]any{"index": index, "text": text, "finish_reason": finish, "logprobs": logprobs}
 		}
 		return map[string]any{"id": o.id, "object": o.object(true), "created": o.created, "model": o.model, "choices": []any{choice}}
 	}
-	if o.chat {
-		first := chunk("", nil)
-		first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
-		if !send(first) {
+	for i := range jobs {
+		if o.chat {
+			first := chunk(i, "", nil, nil)
+			first["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"role": "assistant", "content": ""}
+			if !send(first) {
+				return
+			}
+		} else if o.echo != "" && !send(chunk(i, o.echo, nil, nil)) {
 			return
 		}
-	} else if o.echo != "" && !send(chunk(o.echo, nil)) {
-		return
 	}
-	for e := range j.events {
+	// The choices' events, merged in the order they come.
+	type indexed struct {
+		i int
+		e event
+	}
+	merged, quit := make(chan indexed), make(chan struct{})
+	defer close(quit)
+	for i, j := range jobs {
+		go func() {
+			for e := range j.events {
+				select {
+				case merged <- indexed{i, e}:
+				case <-quit:
+					return
+				}
+				if e.done {
+					return
+				}
+			}
+		}()
+	}
+	choices := make([]*choiceState, len(jobs))
+	for i := range choices {
+		choices[i] = &choiceState{}
+	}
+	for left := len(jobs); left > 0; {
+		m := <-merged
+		c, e := choices[m.i], m.e
 		if !e.done {
 			if o.first.IsZero() && e.text != "" {
 				o.first = time.Now()
 			}
-			if !send(chunk(e.text, nil)) {
+			c.add(e)
+			if e.text == "" {
+				continue // a token's log-probabilities, sent with the text they belong to
+			}
+			if !send(chunk(m.i, e.text, nil, c.release())) {
 				noteOn(o.w, "the client went away")
-				return // the client went away: the scheduler frees the slot at its next step
+				return // the client went away: the scheduler frees the slots at its next step
 			}
 			continue
 		}
 		if e.err != nil {
-			if j.ctx.Err() == nil {
+			if jobs[m.i].ctx.Err() == nil {
 				noteOn(o.w, "%v", e.err)
 				send(map[string]any{"error": errorOf(e.err)})
 			} else {
@@ -823,15 +946,16 @@ func (o *responder) stream(j *job) {
 			}
 			return
 		}
-		o.noteUsage(e)
-		send(chunk("", e.finish))
-		if o.usage {
-			send(map[string]any{"id": o.id, "object": o.object(true), "created": o.created, "model": o.model, "choices": []any{}, "usage": usageOf(e)})
-		}
-		fmt.Fprint(o.w, "data: [DONE]\n\n")
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return
+		c.final, c.done = e, true
+		left--
+		send(chunk(m.i, "", e.finish, c.release()))
+	}
+	o.noteUsage(finalOfAll(choices))
+	if o.usage {
+		send(map[string]any{"id": o.id, "object": o.object(true), "created": o.created, "model": o.model, "choices": []any{}, "usage": usageOfAll(choices)})
+	}
+	fmt.Fprint(o.w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
 	}
 }

@@ -114,6 +114,10 @@ type job struct {
 	grammar  *grammar.Grammar
 	events   chan event
 	enqueued time.Time
+	// logprobs asks for an event with each token's log-probability and those of its topLogprobs
+	// most likely alternatives (logprobEvent), before the token's text.
+	logprobs    bool
+	topLogprobs int
 }
 
 // event is what the scheduler tells a request's handler: a piece of text, or the end.
@@ -125,6 +129,7 @@ type event struct {
 	promptTokens     int
 	cachedTokens     int // of promptTokens, those whose keys and values were reused
 	completionTokens int
+	logprob          *tokenLogprob // a token's log-probabilities (job.logprobs), with no text
 }
 
 // slot is an active job in a decoder slot.
@@ -283,6 +288,9 @@ func (s *Server) loop() {
 		if j.grammar != nil {
 			sl.matcher = j.grammar.NewMatcher(s.vocab())
 			sl.sampler.Constrain(sl.matcher)
+		}
+		if j.logprobs {
+			sl.sampler.KeepLogprobs(j.topLogprobs)
 		}
 		slots[p.slot] = sl
 		s.metrics.cachedTokens.Add(int64(reuse))
@@ -487,6 +495,9 @@ func (s *Server) next(sl *slot, tok int32) (event, bool) {
 	piece, err := s.tok.Piece(tok, tokenizer.DecodeOptions{})
 	if err != nil {
 		return event{err: err}, true
+	}
+	if sl.j.logprobs {
+		sl.j.events <- s.logprobEvent(sl.sampler, piece)
 	}
 	text, stopped := sl.stopper.Feed(piece)
 	if stopped {
