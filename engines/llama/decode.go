@@ -100,6 +100,8 @@ type Decoder struct {
 	// capture lists the layers whose outputs each step reads into captured (SetCapture).
 	capture  []int
 	captured [][]float32
+	// hiddenOut makes steps compute the final hidden states instead of the logits (Hidden).
+	hiddenOut bool
 }
 
 // graphKey identifies a cached graph: n tokens per step, attending to kvLen cache positions,
@@ -107,6 +109,9 @@ type Decoder struct {
 type graphKey struct {
 	n, kvLen int
 	all      bool
+	// hidden computes the final hidden states [d, n] (after the final norm) instead of the
+	// logits (Decoder.Hidden).
+	hidden bool
 }
 
 // stepGraph is one built and allocated graph with its inputs.
@@ -507,7 +512,7 @@ func (d *Decoder) shift() error {
 func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 	n, p0 := len(tokens), len(d.history)
 	kvLen := min((p0+n+d.bucket-1)/d.bucket*d.bucket, d.maxCtx)
-	g, err := d.graphFor(graphKey{n: n, kvLen: kvLen, all: all})
+	g, err := d.graphFor(graphKey{n: n, kvLen: kvLen, all: all, hidden: d.hiddenOut})
 	if err != nil {
 		return nil, err
 	}
@@ -673,7 +678,11 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, attnLayout{n: n, kvLen: kvLen, groups: []attnGroup{{T: n, S: 1}}})
 		}, capture: d.captureHook(g)}
-	g.logits = f.logits(g.tokens).SetOutput()
+	if key.hidden {
+		g.logits = f.hidden(g.tokens).SetOutput() // the final hidden states, no head
+	} else {
+		g.logits = f.logits(g.tokens).SetOutput()
+	}
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
 		return g, err
 	}

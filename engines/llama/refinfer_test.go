@@ -21,6 +21,8 @@ type refInfer struct {
 	exactGELU bool
 	// states, when non-nil, receives the residual stream after each layer: states[il][t].
 	states [][][]float64
+	// final receives the final hidden states (after the output norm) of the last logits call.
+	final [][]float64
 }
 
 // norm is the architecture's normalisation with the weight (and bias) named name.
@@ -332,8 +334,10 @@ func (r *refInfer) logits(seq []int32) [][]float64 {
 		out = "token_embd.weight"
 	}
 	logits := make([][]float64, T)
+	r.final = make([][]float64, T)
 	for t := range x {
-		logits[t] = matvec(r.get(out), d, a.Vocab, r.norm(x[t], "output_norm"))
+		r.final[t] = r.norm(x[t], "output_norm")
+		logits[t] = matvec(r.get(out), d, a.Vocab, r.final[t])
 		if c := float64(a.FinalSoftcap); c > 0 {
 			for i, v := range logits[t] {
 				logits[t][i] = c * math.Tanh(v/c)
