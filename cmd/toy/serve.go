@@ -373,7 +373,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), `usage: toy serve -m MODEL [flags]
 
 Serves a GGUF model over HTTP with OpenAI's API: POST /v1/chat/completions, POST
-/v1/completions (stream: true for server-sent events), GET /v1/models (and /v1/models/ID),
+/v1/completions (stream: true for server-sent events; logprobs, n choices), POST
+/v1/embeddings, GET /v1/models (and /v1/models/ID),
 GET /health, GET /metrics (Prometheus), and a chat page at /. Requests are decoded
 together (continuous batching, -np/-parallel slots; -c/--ctx-size is the total context,
 shared among them as llama-server does; without -np, as many slots as keep 512 positions

@@ -166,9 +166,10 @@ type request struct {
 	Echo   bool            `json:"echo"`
 }
 
-// decode reads the JSON body, of at most limit bytes (0: maxBody), into r; an error names what
-// is wrong. A body that says it is longer is refused before any of it is read.
-func decode(w http.ResponseWriter, req *http.Request, r *request, limit int) *apiError {
+// decode reads the JSON body, of at most limit bytes (0: maxBody), into r (a *request, or
+// another request's struct); an error names what is wrong. A body that says it is longer is
+// refused before any of it is read.
+func decode(w http.ResponseWriter, req *http.Request, r any, limit int) *apiError {
 	if limit <= 0 {
 		limit = maxBody
 	}
@@ -208,9 +209,8 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 	if r.N != nil && (*r.N < 1 || *r.N > maxChoices) {
 		return p, 0, badRequest("n", "n = %d: want 1 to %d choices per request", *r.N, maxChoices)
 	}
-	if r.Model != "" && r.Model != s.cfg.ModelName && !s.cfg.AnyModelName {
-		return p, 0, &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", r.Model, s.cfg.ModelName)}
+	if e := s.modelIs(r.Model); e != nil {
+		return p, 0, e
 	}
 	maxTokens := 0
 	for _, m := range []struct {
@@ -327,6 +327,16 @@ func logprobsOf(r *request, chat bool) (on bool, top int, e *apiError) {
 		}
 	}
 	return false, 0, badRequest("logprobs", "field \"logprobs\": want an integer 0 to %d (the alternatives reported per token)", limit)
+}
+
+// modelIs refuses a request's "model" when it names another model than the one served (unless
+// AnyModelName); an empty one is the served one.
+func (s *Server) modelIs(name string) *apiError {
+	if name != "" && name != s.cfg.ModelName && !s.cfg.AnyModelName {
+		return &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
+			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
+	}
+	return nil
 }
 
 // unsupported refuses the fields of OpenAI's API that ask for what toy does not do (function
@@ -447,6 +457,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.counted("chat", s.keyed(s.completion(true))))
 	mux.HandleFunc("/v1/completions", s.counted("completions", s.keyed(s.completion(false))))
+	mux.HandleFunc("/v1/embeddings", s.counted("embeddings", s.keyed(s.embeddings)))
 	mux.HandleFunc("/v1/models", s.counted("models", s.keyed(s.models)))
 	mux.HandleFunc("/v1/models/{id...}", s.counted("models", s.keyed(s.modelByID)))
 	mux.HandleFunc("/health", s.health)

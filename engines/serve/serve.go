@@ -100,6 +100,10 @@ type Server struct {
 	preparing atomic.Int64
 	// vocab is the tokenizer's vocabulary as grammars match it, made on first use.
 	vocab func() *grammar.Vocab
+	// work is what the scheduler runs between its steps besides them (onLoop): embeddings.
+	work chan func()
+	// embedder computes embeddings (embed.go), made on the scheduler's goroutine on first use.
+	embedder *llama.Decoder
 }
 
 // job is one request in the scheduler.
@@ -173,7 +177,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
-		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix(),
+		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix(), work: make(chan func()),
 		vocab: sync.OnceValue(func() *grammar.Vocab { return grammar.VocabOf(cfg.Tokenizer) })}
 	s.metrics.init(cfg.Decoder.Slots())
 	s.textBound, s.bodyBound = promptBounds(cfg.Tokenizer, cfg.Decoder.SlotContext())
@@ -230,6 +234,7 @@ func (s *Server) Close() {
 // one decoder step, samples, and hands the text to the handlers.
 func (s *Server) loop() {
 	defer close(s.done)
+	defer s.closeEmbedder()
 	slots := make([]*slot, s.dec.Slots())
 	active := 0
 	// The prompt cache: kept[i] are the tokens whose keys and values decoder slot i holds, at
@@ -303,6 +308,9 @@ func (s *Server) loop() {
 			select {
 			case j := <-s.queue:
 				admit(j)
+			case f := <-s.work:
+				f()
+				continue
 			case <-s.stopAll:
 				s.cancelQueued()
 				return
@@ -326,6 +334,11 @@ func (s *Server) loop() {
 			}
 			s.cancelQueued()
 			return
+		default:
+		}
+		select {
+		case f := <-s.work: // between steps
+			f()
 		default:
 		}
 		// Leave: a request whose client went away frees its slot.
