@@ -1,10 +1,14 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"encoding/json"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -160,4 +164,57 @@ func TestEmbeddings(t *testing.T) {
 	}
 	code, out := post(t, ts, "/v1/embeddings", fmt.Sprintf(`{"input":"hi","dimensions":%d}`, s.cfg.Model.Arch.DModel))
 	assert.Equal(t, 200, code, out)
+}
+
+// FuzzEmbeddings feeds arbitrary bodies to /v1/embeddings through a running server's handler:
+// no body may panic (counted would answer 500); each gets either 200 with one unit-length
+// embedding per input, or a 4xx with an error in OpenAI's shape. The seeds run under go test.
+func FuzzEmbeddings(f *testing.F) {
+	for _, seed := range []string{
+		`{"input":"hi"}`, `{"input":["a","b"],"encoding_format":"base64"}`, `{"input":[1,2,3]}`, `{"input":[[1],[2,3]]}`,
+		`{"input":[]}`, `{"input":[[]]}`, `{"input":""}`, `{"input":[-1]}`, `{"input":[1e10]}`, `{"input":null}`, `{}`, `{`, `[]`,
+		`{"input":"hi","dimensions":0}`, `{"input":"hi","encoding_format":null}`, `{"input":"hi","model":"gpt-4"}`,
+		`{"input":"` + strings.Repeat("func main() ", 100) + `"}`, `{"input":"\ud800` + "\xff" + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	s, _ := newServer(f, 1, 2, 64)
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/embeddings", bytes.NewReader(body)))
+		var out struct {
+			Data []map[string]any `json:"data"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%q: status %d, not JSON: %s", body, rec.Code, rec.Body.Bytes())
+		}
+		switch {
+		case rec.Code == 200:
+			if len(out.Data) == 0 {
+				t.Fatalf("%q: 200 with no data", body)
+			}
+			for _, d := range out.Data {
+				norm := 0.0
+				for _, v := range vectorOf(t, d) {
+					norm += v * v
+				}
+				if math.Abs(norm-1) > 1e-4 {
+					t.Fatalf("%q: an embedding of squared norm %v", body, norm)
+				}
+			}
+		case rec.Code >= 400 && rec.Code < 500:
+			if out.Error == nil || out.Error.Message == "" {
+				t.Fatalf("%q: status %d with no error: %s", body, rec.Code, rec.Body.Bytes())
+			}
+		default:
+			t.Fatalf("%q: status %d: %s", body, rec.Code, rec.Body.Bytes())
+		}
+		if s.preparing.Load() != 0 {
+			t.Fatalf("%q: the request's place was not given back", body)
+		}
+	})
 }
