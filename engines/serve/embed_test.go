@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -98,7 +98,9 @@ func TestEmbeddings(t *testing.T) {
 		}
 		assert.Less(t, worst, 1e-5, "%s: the largest difference from the reference (a unit vector)", what)
 	}
-	ids := func(seq []int32) string { return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(seq)), ","), "[]") }
+	ids := func(seq []int32) string {
+		return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(seq)), ","), "[]")
+	}
 
 	// A completion running meanwhile: embeddings run between its steps and change nothing.
 	var wg sync.WaitGroup
@@ -184,7 +186,7 @@ func FuzzEmbeddings(f *testing.F) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/embeddings", bytes.NewReader(body)))
 		var out struct {
-			Data []map[string]any `json:"data"`
+			Data  []map[string]any `json:"data"`
 			Error *struct {
 				Message string `json:"message"`
 			} `json:"error"`

@@ -54,7 +54,7 @@ func TestOpenAIClientFeatures(t *testing.T) {
 		}
 		CompletionLogprobs struct {
 			Tokens        []string
-			TokenLogprobs []float64 `json:"token_logprobs"`
+			TokenLogprobs []float64            `json:"token_logprobs"`
 			TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 			TextOffset    []int                `json:"text_offset"`
 		}
