@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
@@ -108,9 +109,11 @@ func completionReported(t testing.TB, lp any) []reported {
 // softmax at the temperature, top-p and min-p over logits, renormalised. It returns the
 // log-probability of each surviving token.
 func refDistribution(p sample.Params, logits []float32) map[int32]float64 {
-	ids := make([]int32, len(logits))
-	for i := range ids {
-		ids[i] = int32(i)
+	var ids []int32 // the tokens not masked out
+	for i, v := range logits {
+		if !math.IsInf(float64(v), -1) {
+			ids = append(ids, int32(i))
+		}
 	}
 	slices.SortStableFunc(ids, func(a, b int32) int {
 		switch {
@@ -169,6 +172,13 @@ func refDistribution(p sample.Params, logits []float32) map[int32]float64 {
 // log-probability, and the reported alternatives the reference's most likely, with theirs.
 func checkAgainstDecoder(t *testing.T, s *Server, ids []int32, p sample.Params, top int, got []reported, what string) {
 	t.Helper()
+	checkConstrained(t, s, ids, p, top, got, nil, what)
+}
+
+// checkConstrained is checkAgainstDecoder with the logits of the tokens g does not allow (each
+// asked with Allows, g advanced along the reply) set to -Inf first, when g is not nil.
+func checkConstrained(t *testing.T, s *Server, ids []int32, p sample.Params, top int, got []reported, gm *grammar.Matcher, what string) {
+	t.Helper()
 	require.NotEmpty(t, got, what)
 	dec, err := llama.NewDecoder(s.cfg.Model, llama.DecoderOptions{MaxContext: 256})
 	require.NoError(t, err)
@@ -182,7 +192,7 @@ func checkAgainstDecoder(t *testing.T, s *Server, ids []int32, p sample.Params, 
 	}
 	const tol = 2e-3 // the batched decoder's logits against the lone decoder's
 	for step, g := range got {
-		want := refDistribution(p, logits)
+		want := refDistribution(p, masked(logits, gm))
 		// The reference's alternatives, best first.
 		var alts []int32
 		for id := range want {
@@ -225,10 +235,28 @@ func checkAgainstDecoder(t *testing.T, s *Server, ids []int32, p sample.Params, 
 			assert.InDelta(t, want[id], lp, tol, "%s: step %d: alternative %q", what, step, piece(id))
 		}
 		assert.Len(t, gotTop, len(seen), "%s: step %d: alternatives %v", what, step, g.top)
+		if gm != nil {
+			require.NoError(t, gm.Accept(tok))
+		}
 		if logits, err = dec.Next(tok); err != nil {
 			require.NoError(t, err)
 		}
 	}
+}
+
+// masked is a copy of logits with those of the tokens m does not allow -Inf (logits itself
+// without m).
+func masked(logits []float32, m *grammar.Matcher) []float32 {
+	if m == nil {
+		return logits
+	}
+	out := slices.Clone(logits)
+	for i := range out {
+		if !m.Allows(int32(i)) {
+			out[i] = float32(math.Inf(-1))
+		}
+	}
+	return out
 }
 
 // TestLogprobs: the log-probabilities a reply reports, chat and text completions, streamed
@@ -314,6 +342,32 @@ func TestLogprobs(t *testing.T) {
 	require.Equal(t, 200, code)
 	for _, r := range chatReported(t, bare["choices"].([]any)[0].(map[string]any)["logprobs"]) {
 		assert.Empty(t, r.top)
+	}
+}
+
+// TestLogprobsGrammar: with response_format json_object, the reported distribution is the
+// reference's over the tokens the grammar allows at each step (the rest -Inf), greedy and
+// sampled: no alternative the grammar forbids is reported.
+func TestLogprobsGrammar(t *testing.T) {
+	s, ts := newServer(t, 1, 8, 256)
+	tmpl, err := sample.TemplateByName("chatml")
+	require.NoError(t, err)
+	chatText, err := tmpl.Apply([]sample.Message{{Role: "user", Content: "JSON"}}, true)
+	require.NoError(t, err)
+	chatIDs := s.tok.Encode(chatText, tokenizer.EncodeOptions{ParseSpecial: true})
+	for _, c := range []struct {
+		name    string
+		p       sample.Params
+		options string
+	}{
+		{"greedy", sample.GreedyParams(), `"temperature":0`},
+		{"sampled", sample.Params{Temperature: 1, TopK: 0, TopP: 1, RepeatPenalty: 1}, `"temperature":1,"top_k":0,"top_p":1,"min_p":0,"seed":5`},
+	} {
+		code, out := post(t, ts, "/v1/chat/completions", `{"messages":[{"role":"user","content":"JSON"}],"max_tokens":12,"logprobs":true,"top_logprobs":4,"response_format":{"type":"json_object"},`+c.options+`}`)
+		require.Equal(t, 200, code, out)
+		got := chatReported(t, out["choices"].([]any)[0].(map[string]any)["logprobs"])
+		m := grammar.MustParse(grammar.JSONObject).NewMatcher(grammar.VocabOf(s.tok))
+		checkConstrained(t, s, chatIDs, c.p, 4, got, m, c.name+" json_object")
 	}
 }
 
