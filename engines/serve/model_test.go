@@ -1,15 +1,10 @@
 package serve
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,13 +51,7 @@ func TestAnyModelName(t *testing.T) {
 // with a slash), gets from a server with AnyModelName the replies a request naming the served
 // model gets, whole and streamed, each naming the model that answered.
 func TestOpenAIClientAnyModelName(t *testing.T) {
-	node := needTool(t, "node", "apt-get install nodejs")
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	modules := filepath.Join(root, openaiModules)
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		absent(t, "the npm package openai", "make openai-npm")
-	}
+	client := openaiClient(t)
 	_, ts := newServer(t, 1, 8, 256, func(c *Config) { c.AnyModelName = true })
 	code, chat := post(t, ts, "/v1/chat/completions", `{"model":"tiny","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hello"}],"max_tokens":5,"temperature":0}`)
 	require.Equal(t, 200, code, chat)
@@ -72,16 +61,7 @@ func TestOpenAIClientAnyModelName(t *testing.T) {
 	cmplText := cmpl["choices"].([]any)[0].(map[string]any)["text"].(string)
 
 	for _, model := range []string{"gpt-4", "org/some-model"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, node, "testdata/openai-model-name.js", ts.URL, model)
-		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-		stdout, err := cmd.Output()
-		cancel()
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		require.NoError(t, err, "%s", stderr)
+		stdout := client("testdata/openai-model-name.js", ts.URL, model)
 		type reply struct{ Text, Model string }
 		var got struct {
 			Models                                         []string

@@ -1,14 +1,8 @@
 package serve
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,22 +15,9 @@ import (
 // (those of single requests with seeds 40, 41, 42), and the embeddings, which the client asks
 // for in base64 by default and decodes itself; n = 17 arrives as the client's BadRequestError.
 func TestOpenAIClientFeatures(t *testing.T) {
-	node := needTool(t, "node", "apt-get install nodejs")
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	modules := filepath.Join(root, openaiModules)
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		absent(t, "the npm package openai", "make openai-npm")
-	}
+	client := openaiClient(t)
 	_, ts := newServer(t, 2, 16, 256)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/openai-features.js", ts.URL)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	require.NoError(t, err, "%s", stderr.String())
+	stdout := client("testdata/openai-features.js", ts.URL)
 	type choice struct {
 		Index        int
 		Text, Finish string

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -23,25 +24,9 @@ const openaiModules = "deps/npm-openai/node_modules"
 // requests read here over plain HTTP (greedy, so the same text), and the refusals must arrive
 // as the client's typed errors with the server's status and message.
 func TestOpenAIClient(t *testing.T) {
-	node := needTool(t, "node", "apt-get install nodejs")
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	modules := filepath.Join(root, openaiModules)
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		absent(t, "the npm package openai", "make openai-npm")
-	}
+	client := openaiClient(t)
 	_, ts := newServer(t, 2, 8, 256)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/openai-client.js", ts.URL)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr []byte
-	stdout, err := cmd.Output()
-	if ee, ok := err.(*exec.ExitError); ok {
-		stderr = ee.Stderr
-	}
-	require.NoError(t, err, "%s", stderr)
+	stdout := client("testdata/openai-client.js", ts.URL)
 	type usage struct {
 		PromptTokens        int `json:"prompt_tokens"`
 		CompletionTokens    int `json:"completion_tokens"`
@@ -67,7 +52,7 @@ func TestOpenAIClient(t *testing.T) {
 		}
 	}
 	require.NoError(t, json.Unmarshal(stdout, &got), "%s", stdout)
-	t.Logf("openai %s (node %s)", got.Version, nodeVersion(t, node))
+	t.Logf("openai %s", got.Version)
 
 	assert.Equal(t, []string{"tiny"}, got.Models)
 	assert.Equal(t, "tiny", got.Retrieved)
@@ -114,4 +99,33 @@ func nodeVersion(t *testing.T, node string) string {
 	out, err := exec.Command(node, "--version").Output()
 	require.NoError(t, err)
 	return string(out[:len(out)-1])
+}
+
+// openaiClient checks that node and OpenAI's official Node client (the npm package openai,
+// make openai-npm) are here — the test skips without them, or fails under CI — and returns a
+// runner of a script of testdata/ with that client: it runs node on script with args (within
+// two minutes) and returns what the script printed, failing the test with its standard error
+// when it fails.
+func openaiClient(t *testing.T) func(script string, args ...string) []byte {
+	t.Helper()
+	node := needTool(t, "node", "apt-get install nodejs")
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	modules := filepath.Join(root, openaiModules)
+	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
+		absent(t, "the npm package openai", "make openai-npm")
+	}
+	t.Logf("node %s", nodeVersion(t, node))
+	return func(script string, args ...string) []byte {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		require.NoError(t, err, "%s: %s", script, stderr.String())
+		return stdout
+	}
 }

@@ -1,12 +1,9 @@
 package serve
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,23 +188,10 @@ func TestResponseFormatRefusals(t *testing.T) {
 // plain HTTP, parse and validate; a schema the compiler refuses must arrive as the client's
 // BadRequestError naming the keyword.
 func TestOpenAIClientStructured(t *testing.T) {
-	node := needTool(t, "node", "apt-get install nodejs")
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	modules := filepath.Join(root, openaiModules)
-	if _, err := os.Stat(filepath.Join(modules, "openai", "package.json")); err != nil {
-		absent(t, "the npm package openai", "make openai-npm")
-	}
+	client := openaiClient(t)
 	_, ts := newServer(t, 2, 8, 512)
 	schema := structuredSchemas["answer"]
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "testdata/openai-structured.js", ts.URL, schema)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	require.NoError(t, err, "%s", stderr.String())
+	stdout := client("testdata/openai-structured.js", ts.URL, schema)
 	var got struct {
 		Schema, SchemaStream, Object struct {
 			Text, Finish string
