@@ -28,7 +28,12 @@
 //   - the layout ggml requires: the data section starts at the end of the
 //     header rounded up to the alignment, the first tensor is at offset 0 of
 //     it and each next one right after the previous one's data padded to the
-//     alignment; every tensor's data lies inside the file.
+//     alignment; every tensor's data lies inside the file;
+//   - no tensor description after the counted ones: a tensor count that is
+//     short makes the data section start inside the tensor table and shifts
+//     every tensor's data, so the description of a next tensor, right where
+//     the table ends and with the next data offset, is an error naming it.
+//     Other bytes after the last tensor's data are allowed.
 //
 // Read does not require the zero padding after the last tensor's data, which
 // some writers (ollama's among them) leave out; ggml's parser needs it only

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -616,4 +617,29 @@ func TestLongValues(t *testing.T) {
 	_, err = readBytes(b)
 	assert.ErrorContains(t, err, `key "bools": element 196612: bool value is 3`)
 	assert.ErrorContains(t, err, "offset 196665: ")
+}
+
+// TestShortTensorCount: a header whose tensor count is short by one or more is refused with
+// the name of the first tensor it leaves out, whatever the alignment; bytes appended after a
+// valid file are not taken for a tensor.
+func TestShortTensorCount(t *testing.T) {
+	for _, align := range []uint32{1, 32, 64, 256} {
+		b := buildFile(t, []KV{{AlignmentKey, align}, {"general.name", "short"}}, someTensors)
+		n := len(someTensors)
+		for short := 1; short <= n; short++ {
+			cut := append([]byte(nil), b...)
+			binary.LittleEndian.PutUint64(cut[8:], uint64(n-short))
+			_, err := readBytes(cut)
+			require.Error(t, err, "alignment %d, %d short", align, short)
+			assert.ErrorContains(t, err, fmt.Sprintf("the header counts %d tensors", n-short))
+			assert.ErrorContains(t, err, fmt.Sprintf("tensor %q", someTensors[n-short].name))
+			if short > 1 {
+				assert.ErrorContains(t, err, fmt.Sprintf("and %d more follow them", short-1))
+			}
+		}
+		junk := append(append([]byte(nil), b...), bytes.Repeat([]byte{0xa5}, 100)...)
+		f, err := readBytes(junk)
+		require.NoError(t, err)
+		assert.Len(t, f.Tensors, n)
+	}
 }

@@ -273,7 +273,40 @@ func (d *decoder) file() (*File, error) {
 		}
 		expect = pad(expect+t.Size, f.Alignment)
 	}
+	if err := d.uncountedTensors(f, nTensors, expect); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// uncountedTensors looks, when the file holds bytes past the padded end of the last counted
+// tensor's data, for tensor descriptions that the header's tensor count leaves out: a count
+// that is short makes the data section start inside the tensor table, which shifts every
+// tensor's data, so the weights would load misaligned. d is at the end of the tensor table and
+// next (relative to the data section) is where an uncounted tensor's data would start. A
+// description that reads as the next tensor's, at that offset, is an error naming it; other
+// trailing bytes are left alone.
+func (d *decoder) uncountedTensors(f *File, counted, next int64) error {
+	if f.DataOffset+next >= d.size {
+		return nil
+	}
+	var names []string
+	for i := counted; ; i++ {
+		t, err := d.tensorInfo(i)
+		if err != nil || t.Offset != uint64(next) || t.Size > d.size-f.DataOffset-next {
+			break
+		}
+		names = append(names, t.Name)
+		next = pad(next+t.Size, f.Alignment)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("the description of tensor %q follows them", names[0])
+	if len(names) > 1 {
+		what = fmt.Sprintf("the descriptions of tensor %q and %d more follow them", names[0], len(names)-1)
+	}
+	return formatErr(8, "the header counts %d tensors, but %s: the count is short, which would shift every tensor's data", counted, what)
 }
 
 // kv reads key-value pair i; d.kvOff is set to where it starts.
