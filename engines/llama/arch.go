@@ -467,6 +467,76 @@ func (a *Architecture) validate(path string) error {
 	return nil
 }
 
+// fitFile checks the tensors the architecture implies against the open file f before anything
+// is sized by the header's counts. First the count: the file must hold at least as many
+// tensors as block_count asks for, so that the tensor table (whose length the count sets) is
+// bounded by the file — a block_count of 2³¹−1 once made the loader ask for 532 GB; a count
+// the file cannot hold is an error naming a tensor it lacks, found in the first blocks. Then
+// each tensor must be present with its shape, so every width, head count, vocabulary and
+// expert count that sizes a weight is the file's own, and the weights take no more memory than
+// the file holds (f32Only: as f32, a training checkpoint's; otherwise in a type ggml computes
+// with, norms and biases f32). what names the kind of file in errors ("gguf", "checkpoint").
+func (a *Architecture) fitFile(f *ggml.GGUF, what string, f32Only bool) error {
+	missing := func(name string) error {
+		return fmt.Errorf("%s %s: %s: tensor %q is missing", what, f.Path(), a.Name, name)
+	}
+	one, none := *a, *a
+	one.NLayers, none.NLayers = 1, 0
+	outside := none.tensorSpecs()
+	var block []tensorSpec // block 0's, named blk.0.*
+	for _, s := range one.tensorSpecs() {
+		if strings.HasPrefix(s.name, "blk.0.") {
+			block = append(block, s)
+		}
+	}
+	perBlock, have := int64(len(block)), int64(len(f.Tensors()))
+	if need := int64(len(outside)) + perBlock*int64(a.NLayers); need > have {
+		// The file's distinct names cannot fill more than have/perBlock blocks: unless a tensor
+		// outside the blocks is missing, one of the first blocks lacks one.
+		names := func(yield func(string) bool) {
+			for _, s := range outside {
+				if !yield(s.name) {
+					return
+				}
+			}
+			for il := int64(0); il <= have/perBlock && il < int64(a.NLayers); il++ {
+				for _, s := range block {
+					if !yield(fmt.Sprintf("blk.%d.%s", il, strings.TrimPrefix(s.name, "blk.0."))) {
+						return
+					}
+				}
+			}
+		}
+		for name := range names {
+			if _, ok := f.Tensor(name); !ok {
+				return fmt.Errorf("%w (block_count %d asks for %d tensors, %d a block; the file holds %d)", missing(name), a.NLayers, need, perBlock, have)
+			}
+		}
+		return fmt.Errorf("%s %s: %s: block_count %d asks for %d tensors (%d a block), but the file holds %d",
+			what, f.Path(), a.Name, a.NLayers, need, perBlock, have)
+	}
+	for _, s := range a.tensorSpecs() {
+		info, ok := f.Tensor(s.name)
+		if !ok {
+			return missing(s.name)
+		}
+		want := [4]int64{1, 1, 1, 1}
+		copy(want[:], s.ne)
+		if info.Ne != want {
+			return fmt.Errorf("%s %s: %s: tensor %q has shape %v, want %v", what, f.Path(), a.Name, s.name, info.Ne[:info.NDims], s.ne)
+		}
+		switch {
+		case f32Only && info.Type != ggml.F32:
+			return fmt.Errorf("%s %s: tensor %q is %s, want f32", what, f.Path(), s.name, ggml.TypeName(info.Type))
+		case s.role.multiplied() && !computable(info.Type):
+			return fmt.Errorf("%s %s: tensor %q has type %s, which ggml cannot multiply", what, f.Path(), s.name, ggml.TypeName(info.Type))
+		case !s.role.multiplied() && info.Type != ggml.F32:
+			return fmt.Errorf("%s %s: tensor %q has type %s, want f32 (norms, biases and RoPE factors)", what, f.Path(), s.name, ggml.TypeName(info.Type))
+		}
+	}
+	return nil
+}
+
 // tensorRole is what a tensor is for: it decides the types a file may store it in, how the
 // training engine initialises it and whether weight decay applies.
 type tensorRole int

@@ -95,34 +95,44 @@ func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
 }
 
 // Load reads a llama, gpt2 or vit checkpoint onto backend b. Every tensor the configuration implies
-// must be present, f32, with the right shape; otherwise nothing is loaded and the error names
-// the file and the tensor.
+// must be present, f32, with the right shape; otherwise nothing is loaded (nor allocated) and the
+// error names the file and the tensor.
 func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
 	f, err := ggml.OpenGGUF(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	var m *Model
+	// The architecture the configuration implies is checked against the file's tensors before
+	// the model is allocated from the configuration's counts.
+	var a Architecture
+	var alloc func() (*Model, error)
 	var values map[string]any
 	switch arch, _ := f.String("general.architecture"); arch {
 	case GPT2Arch:
 		var c config.Gpt2
 		if c, values, err = GPT2ConfigFromGGUF(f); err == nil {
-			m, err = NewGPT2(c, b)
+			a, alloc = ArchitectureFromGPT2(c), func() (*Model, error) { return NewGPT2(c, b) }
 		}
 	case ViTArch:
 		var c config.Vit
 		if c, values, err = ViTConfigFromGGUF(f); err == nil {
-			m, err = NewViT(c, b)
+			a, alloc = ArchitectureFromViT(c), func() (*Model, error) { return NewViT(c, b) }
 		}
 	case Arch:
 		var c Config
 		if c, values, err = ConfigFromGGUF(f); err == nil {
-			m, err = New(c, b)
+			a, alloc = ArchitectureFromConfig(c), func() (*Model, error) { return New(c, b) }
 		}
 	default:
 		err = fmt.Errorf("checkpoint %s: architecture %q, want %q, %q or %q", f.Path(), arch, Arch, GPT2Arch, ViTArch)
+	}
+	if err == nil {
+		err = a.fitFile(f, "checkpoint", true)
+	}
+	var m *Model
+	if err == nil {
+		m, err = alloc()
 	}
 	if err != nil {
 		return nil, nil, err

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/sysmem"
 )
 
 // KVCacheType is the element type of the decoder's key/value cache.
@@ -322,11 +323,14 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 		}
 		c.backend, c.ownBE = be, true
 	}
+	typ := kv.ggmlType()
+	if err := checkCacheFits(a, typ, cells, c.backend); err != nil {
+		return err
+	}
 	var err error
 	if c.cacheCtx, err = ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * a.NLayers}); err != nil {
 		return err
 	}
-	typ := kv.ggmlType()
 	ctx, n := c.cacheCtx, int64(cells)
 	vw := int64(a.NKVHeads * a.HeadDimV)
 	for il := 0; il < a.NLayers; il++ {
@@ -350,6 +354,30 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 	// Masked cache rows are still multiplied (by zero weights): they must hold numbers.
 	c.cacheBuf.Clear(0)
 	return nil
+}
+
+// checkCacheFits refuses, before anything is allocated, a KV cache of cells positions of type
+// typ that would take more than the machine's memory: the default context is the model's
+// context_length, a header value, which a hostile or mistaken file can set to billions of
+// positions.
+func checkCacheFits(a *Architecture, typ ggml.Type, cells int, b *ggml.Backend) error {
+	perCell := float64(a.NKVHeads*(a.HeadDimK+a.HeadDimV)) * float64(ggml.TypeSize(typ)) / float64(ggml.BlockSize(typ))
+	return fitsMemory(b, float64(a.NLayers)*float64(cells)*perCell, "use a smaller context", func() string {
+		return fmt.Sprintf("llama: a KV cache of %d positions (%d layers of %d keys and values each, %s)",
+			cells, a.NLayers, a.NKVHeads*(a.HeadDimK+a.HeadDimV), ggml.TypeName(typ))
+	})
+}
+
+// fitsMemory is an error when bytes, to be allocated on backend b, exceed the machine's memory
+// on a CPU backend (a GPU backend's allocator fails by itself, with an error); what says what
+// they are for, advice what to do instead.
+func fitsMemory(b *ggml.Backend, bytes float64, advice string, what func() string) error {
+	total := sysmem.Total()
+	if total <= 0 || !b.IsCPU() || bytes <= float64(total) {
+		return nil
+	}
+	return fmt.Errorf("%s takes %.1f GiB, more than this machine's %.1f GiB of memory: %s",
+		what(), bytes/(1<<30), float64(total)/(1<<30), advice)
 }
 
 // elementRows reports whether new values reach the transposed value cache through ggml's

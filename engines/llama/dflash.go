@@ -52,6 +52,8 @@ func (c DFlashConfig) Check(m *GGUFModel) error {
 	switch {
 	case c.Gamma < 2:
 		return fmt.Errorf("llama: dflash block size %d: want at least 2 (the anchor and a proposal)", c.Gamma)
+	case c.Gamma > a.Context:
+		return fmt.Errorf("llama: dflash block size %d: want at most %s's context, %d", c.Gamma, m.path, a.Context)
 	case c.Window < 0:
 		return fmt.Errorf("llama: dflash window %d is negative", c.Window)
 	case c.MaskToken < 0 || c.MaskToken >= a.Vocab:
@@ -230,6 +232,11 @@ func OpenDFlash(path string, target *GGUFModel) (*DFlash, error) {
 	if tArch != a.Name || tLayers != a.NLayers || tVocab != a.Vocab || width != a.DModel || heads != a.NHeads || ffn != a.DFF {
 		return nil, fmt.Errorf("dflash %s drafts for a %s target of %d layers, vocabulary %d, width %d, %d heads, feed-forward %d; %s is a %s of %d, %d, %d, %d, %d",
 			path, tArch, tLayers, tVocab, width, heads, ffn, target.path, a.Name, a.NLayers, a.Vocab, a.DModel, a.NHeads, a.DFF)
+	}
+	// Every drafter block is nine tensors, besides fc, hidden_norm and output_norm: a block
+	// count the file cannot hold is refused before the blocks are allocated.
+	if need := 3 + 9*int64(cfg.Layers); need > int64(len(f.Tensors())) {
+		return nil, fmt.Errorf("dflash %s: %s %d asks for %d tensors, but the file holds %d", path, keyDFlashLayers, cfg.Layers, need, len(f.Tensors()))
 	}
 	df, err := newDFlash(target, cfg)
 	if err != nil {

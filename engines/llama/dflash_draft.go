@@ -191,12 +191,17 @@ type dflashCache struct {
 
 func newDFlashCache(df *DFlash, cells int) (*dflashCache, error) {
 	a := &df.target.Arch
+	w := int64(a.NHeads * a.HeadDimK)
+	if err := fitsMemory(df.target.backend, 2*4*float64(df.Cfg.Layers)*float64(cells)*float64(w), "use a smaller window", func() string {
+		return fmt.Sprintf("llama: a dflash cache of %d positions (%d layers)", cells, df.Cfg.Layers)
+	}); err != nil {
+		return nil, err
+	}
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * df.Cfg.Layers})
 	if err != nil {
 		return nil, err
 	}
 	c := &dflashCache{df: df, cells: cells, ctx: ctx}
-	w := int64(a.NHeads * a.HeadDimK)
 	for il := range df.Cfg.Layers {
 		c.k = append(c.k, ctx.NewTensor(ggml.F32, w, int64(cells)).SetName(fmt.Sprintf("dflash_cache_k_l%d", il)))
 		c.v = append(c.v, ctx.NewTensor(ggml.F32, w, int64(cells)).SetName(fmt.Sprintf("dflash_cache_v_l%d", il)))

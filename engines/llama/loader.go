@@ -1,10 +1,6 @@
 package llama
 
-import (
-	"fmt"
-
-	"github.com/toyml/toy/ggml"
-)
+import "github.com/toyml/toy/ggml"
 
 // ModelOptions tune OpenModel.
 type ModelOptions struct {
@@ -74,8 +70,10 @@ func computable(t ggml.Type) bool {
 
 // OpenModel loads the GGUF checkpoint at path. The architecture is detected from the file;
 // every tensor it implies must be present with llama.cpp's name and shape and a type ggml can
-// compute with (norms and biases f32). A truncated or malformed file, an unknown architecture,
-// a missing, misshapen or mistyped tensor are errors naming the file and the problem.
+// compute with (norms and biases f32), checked before anything is allocated from the header's
+// counts (a block_count larger than the file's tensors can hold is refused at once). A
+// truncated or malformed file, an unknown architecture, a missing, misshapen or mistyped tensor
+// are errors naming the file and the problem.
 func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 	f, err := ggml.OpenGGUF(path)
 	if err != nil {
@@ -90,25 +88,11 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.fitFile(f, "gguf", false); err != nil {
+		return nil, err
+	}
 	m := &GGUFModel{Arch: a, path: path, backend: opts.Backend}
 	specs := a.tensorTable(&m.weights)
-	for _, s := range specs {
-		info, ok := f.Tensor(s.name)
-		if !ok {
-			return nil, fmt.Errorf("gguf %s: %s: tensor %q is missing", path, a.Name, s.name)
-		}
-		want := [4]int64{1, 1, 1, 1}
-		copy(want[:], s.ne)
-		if info.Ne != want {
-			return nil, fmt.Errorf("gguf %s: %s: tensor %q has shape %v, want %v", path, a.Name, s.name, info.Ne[:info.NDims], s.ne)
-		}
-		if s.role.multiplied() && !computable(info.Type) {
-			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, which ggml cannot multiply", path, s.name, ggml.TypeName(info.Type))
-		}
-		if !s.role.multiplied() && info.Type != ggml.F32 {
-			return nil, fmt.Errorf("gguf %s: tensor %q has type %s, want f32 (norms, biases and RoPE factors)", path, s.name, ggml.TypeName(info.Type))
-		}
-	}
 	m.Meta = values
 	if m.backend == nil {
 		if m.backend, err = ggml.NewBackend(opts.Threads); err != nil {
