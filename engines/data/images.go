@@ -41,6 +41,21 @@ type ImageOptions struct {
 	Mean, Std []float32
 	// NoResize refuses images that are not already Size×Size instead of resizing them.
 	NoResize bool
+	// MaxPixels is the most pixels (width × height) an image file may claim: its header is
+	// read first, and a larger image is refused before it is decoded. 0 means MaxImagePixels.
+	MaxPixels int64
+}
+
+// MaxImagePixels is the default ImageOptions.MaxPixels: 2²⁵ pixels (33.5 megapixels, an 8K
+// frame), whose decoding takes at most about 0.3 GB where a header claiming 20000×20000
+// pixels would take 4 GB or more.
+const MaxImagePixels = 1 << 25
+
+func (o ImageOptions) maxPixels() int64 {
+	if o.MaxPixels > 0 {
+		return o.MaxPixels
+	}
+	return MaxImagePixels
 }
 
 func (o ImageOptions) check() error {
@@ -149,7 +164,7 @@ func ReadIDX(imagesPath, labelsPath string, classes int, o ImageOptions) (*Image
 
 // readIDX reads an IDX file of unsigned bytes with the given magic: its dimensions and data.
 func readIDX(path string, magic uint32) ([]int, []byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path, "idx")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,9 +197,13 @@ func readIDX(path string, magic uint32) ([]int, []byte, error) {
 		}
 		total *= dims[i]
 	}
-	buf := make([]byte, total)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, nil, fmt.Errorf("idx %s: truncated: want %d bytes of data: %w", path, total, err)
+	// The buffer grows as data arrives: a header may claim up to 2 GiB that the file lacks.
+	buf, err := io.ReadAll(io.LimitReader(r, int64(total)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("idx %s: %w", path, err)
+	}
+	if len(buf) < total {
+		return nil, nil, fmt.Errorf("idx %s: truncated: the header's dimensions %v want %d bytes of data, the file has %d", path, dims, total, len(buf))
 	}
 	return dims, buf, nil
 }
@@ -249,21 +268,74 @@ func ReadImageFolder(dir string, classNames []string, o ImageOptions) (*Images, 
 	return im, nil
 }
 
-// LoadImage reads one PNG or JPEG file as model input (see ImageOptions).
+// LoadImage reads one PNG or JPEG file as model input (see ImageOptions). The file must be a
+// regular file (a FIFO would block the read forever), and the size its header claims at most
+// o.MaxPixels, checked before the image is decoded.
 func LoadImage(path string, o ImageOptions) ([]float32, error) {
 	if err := o.check(); err != nil {
 		return nil, err
+	}
+	f, err := openRegular(path, "image")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > o.maxPixels() {
+		return nil, fmt.Errorf("image %s: its header claims %d×%d pixels (%.1f megapixels), more than the %.1f toy decodes",
+			path, cfg.Width, cfg.Height, float64(px)/1e6, float64(o.maxPixels())/1e6)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", path, err)
+	}
+	if b := img.Bounds(); b.Dx() != cfg.Width || b.Dy() != cfg.Height {
+		return nil, fmt.Errorf("image %s: decodes to %d×%d pixels where its header claims %d×%d", path, b.Dx(), b.Dy(), cfg.Width, cfg.Height)
+	}
+	return toInput(img, path, o)
+}
+
+// openRegular opens path for reading if it is a regular file (symbolic links followed): opening
+// a FIFO blocks until a writer comes, and a device may never end. what names the kind of file
+// in errors ("image", "idx").
+func openRegular(path, what string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s %s: not a regular file but %s", what, path, fileKind(st.Mode()))
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	img, _, err := image.Decode(f)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", path, err)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() { // replaced since the first look
+		f.Close()
+		return nil, fmt.Errorf("%s %s: not a regular file", what, path)
 	}
-	return toInput(img, path, o)
+	return f, nil
+}
+
+// fileKind names the kind of a file that is not a regular one.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO), which would block"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // toInput resizes, crops, converts and normalises img.
