@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"image/png"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/toyml/toy/engines/data"
@@ -105,13 +108,18 @@ Flags:
 		return err
 	}
 	t0 := time.Now()
-	tok, err := tokenizer.Train(func(yield func([]byte) bool) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tok, err := tokenizer.TrainContext(ctx, func(yield func([]byte) bool) {
 		for _, t := range texts {
 			if !yield(t) {
 				return
 			}
 		}
 	}, *vocab, tokenizer.TrainOptions{})
+	if errors.Is(err, context.Canceled) {
+		return &interruptedError{fmt.Errorf("interrupted while training: nothing was written")}
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -223,6 +224,8 @@ Flags:
 	res, err := s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
 	if err == nil && res.Interrupted {
 		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+	} else if errors.Is(err, context.Canceled) { // before the run began (training its tokenizer)
+		err = &interruptedError{fmt.Errorf("interrupted before training began: nothing was written")}
 	}
 	return leaveJob(job, "train", err)
 }

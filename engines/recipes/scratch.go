@@ -359,7 +359,7 @@ func (s *Scratch) loadData(ctx context.Context) (*preparedData, error) {
 				}
 			}
 		}
-		if tok, err = tokenizer.Train(texts, s.vocab(), tokenizer.TrainOptions{}); err != nil {
+		if tok, err = tokenizer.TrainContext(ctx, texts, s.vocab(), tokenizer.TrainOptions{}); err != nil {
 			return nil, err
 		}
 		s.printf("tokenizer: byte-level BPE, %d tokens, trained in %.1fs\n", tok.VocabSize(), time.Since(t0).Seconds())

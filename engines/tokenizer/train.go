@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"iter"
 	"slices"
@@ -37,7 +38,18 @@ type TrainOptions struct {
 // Train does not keep the slices, so an iterator may reuse its buffer (for
 // [][]byte, pass slices.Values(docs)). The vocabulary is smaller than
 // vocabSize when no pair occurs MinFrequency times any more.
+//
+// Training takes time about linear in the text: the distinct chunks are
+// counted once, the pair counts are kept up to date as pairs merge (a merge
+// rewrites only the chunks that hold its pair, each in one pass), and a
+// priority queue gives the next pair, as Hugging Face's tokenizers trains.
 func Train(texts iter.Seq[[]byte], vocabSize int, opts TrainOptions) (*Tokenizer, error) {
+	return TrainContext(context.Background(), texts, vocabSize, opts)
+}
+
+// TrainContext is Train, stopped when ctx is done: between texts while they
+// are counted and between merges, with an error wrapping ctx.Err().
+func TrainContext(ctx context.Context, texts iter.Seq[[]byte], vocabSize int, opts TrainOptions) (*Tokenizer, error) {
 	if opts.Pre == "" {
 		opts.Pre = "gpt-2"
 	}
@@ -112,7 +124,7 @@ func Train(texts iter.Seq[[]byte], vocabSize int, opts TrainOptions) (*Tokenizer
 	}
 
 	// Count the distinct chunks.
-	words, err := countChunks(texts, pre, special)
+	words, err := countChunks(ctx, texts, pre, special)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +137,9 @@ func Train(texts iter.Seq[[]byte], vocabSize int, opts TrainOptions) (*Tokenizer
 	}
 	var merges []string
 	for len(raws) < vocabSize {
+		if err := ctx.Err(); err != nil {
+			return nil, interrupted(err)
+		}
 		p, cnt, ok := tr.best()
 		if !ok || cnt < minFreq {
 			break
@@ -168,8 +183,11 @@ type word struct {
 	n    int64
 }
 
+// interrupted is the error of training stopped by its context.
+func interrupted(err error) error { return fmt.Errorf("tokenizer: training interrupted: %w", err) }
+
 // countChunks pre-tokenizes the texts and counts their distinct chunks.
-func countChunks(texts iter.Seq[[]byte], pre preTok, special []string) ([]word, error) {
+func countChunks(ctx context.Context, texts iter.Seq[[]byte], pre preTok, special []string) ([]word, error) {
 	// Longest first, as Encode matches them.
 	specials := slices.Clone(special)
 	slices.SortStableFunc(specials, func(a, b string) int { return len(b) - len(a) })
@@ -209,6 +227,9 @@ func countChunks(texts iter.Seq[[]byte], pre preTok, special []string) ([]word, 
 		countText(s)
 	}
 	for text := range texts {
+		if err := ctx.Err(); err != nil {
+			return nil, interrupted(err)
+		}
 		if len(text) == 0 {
 			continue
 		}
@@ -327,24 +348,33 @@ func (tr *trainer) merge(p, id int32) {
 		w := &tr.words[wi]
 		s := w.syms
 		n := w.n
-		for i := 0; i+1 < len(s); i++ {
-			if s[i] != a || s[i+1] != b {
+		// One pass, left to right, rewriting the word in place: out (which
+		// shares s's array) is what has been read so far, merged; it never
+		// catches up with the reading. Removing each merged symbol by
+		// moving the rest of the word made a word of one repeated character
+		// cost its length squared.
+		out := s[:0]
+		for i := 0; i < len(s); {
+			if i+1 == len(s) || s[i] != a || s[i+1] != b {
+				out = append(out, s[i])
+				i++
 				continue
 			}
-			// s[i-1] is already merged if the previous pair was.
-			if i > 0 {
-				tr.add(s[i-1], a, -n, wi)
-				tr.add(s[i-1], id, n, wi)
+			// The previous symbol is already merged if the previous pair was.
+			if len(out) > 0 {
+				prev := out[len(out)-1]
+				tr.add(prev, a, -n, wi)
+				tr.add(prev, id, n, wi)
 			}
 			tr.add(a, b, -n, wi)
 			if i+2 < len(s) {
 				tr.add(b, s[i+2], -n, wi)
 				tr.add(id, s[i+2], n, wi)
 			}
-			s[i] = id
-			s = append(s[:i+1], s[i+2:]...)
+			out = append(out, id)
+			i += 2
 		}
-		w.syms = s
+		w.syms = out
 	}
 	// Pairs that gained are new (they hold id): queue them.
 	for _, q := range tr.touched {
