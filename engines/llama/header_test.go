@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
@@ -156,29 +157,26 @@ const heapLimit = 256 << 20
 func loadBounded(t testing.TB, path string) (openErr, loadErr error) {
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-
-	m, openErr := OpenModel(path, ModelOptions{Threads: 1})
-	if openErr == nil {
-		assert.LessOrEqual(t, m.WeightBytes(), fi.Size(), "weights larger than the file")
-		if d, err := NewDecoder(m, DecoderOptions{MaxContext: 8, Threads: 1}); err == nil {
-			_, _ = d.Prompt([]int32{0, 1}) // an error (non-finite logits from zeroed weights) is fine
-			d.Close()
+	alloc := goHeap(func() {
+		var m *GGUFModel
+		if m, openErr = OpenModel(path, ModelOptions{Threads: 1}); openErr == nil {
+			assert.LessOrEqual(t, m.WeightBytes(), fi.Size(), "weights larger than the file")
+			if d, err := NewDecoder(m, DecoderOptions{MaxContext: 8, Threads: 1}); err == nil {
+				_, _ = d.Prompt([]int32{0, 1}) // an error (non-finite logits from zeroed weights) is fine
+				d.Close()
+			}
+			m.Close()
 		}
-		m.Close()
-	}
-	be, err := ggml.NewCPUBackend(1)
-	require.NoError(t, err)
-	defer be.Close()
-	cm, _, loadErr := Load(path, be)
-	if loadErr == nil {
-		assert.LessOrEqual(t, 4*cm.Params(), fi.Size(), "f32 weights larger than the file")
-		cm.Close()
-	}
-
-	runtime.ReadMemStats(&after)
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(heapLimit+16*fi.Size()), "Go allocations of loading %s", path)
+		be, err := ggml.NewCPUBackend(1)
+		require.NoError(t, err)
+		defer be.Close()
+		var cm *Model
+		if cm, _, loadErr = Load(path, be); loadErr == nil {
+			assert.LessOrEqual(t, 4*cm.Params(), fi.Size(), "f32 weights larger than the file")
+			cm.Close()
+		}
+	})
+	assert.Less(t, alloc, uint64(heapLimit+16*fi.Size()), "Go allocations of loading %s", path)
 	return openErr, loadErr
 }
 
@@ -311,4 +309,55 @@ func FuzzModelHeader(f *testing.F) {
 		}
 		loadBounded(t, e.apply(t, src))
 	})
+}
+
+// TestDFlashHeaderCounts: a DFlash drafter whose block count its tensors cannot hold, whose
+// block size exceeds the target's context, or whose window asks for a cache beyond the
+// machine's memory is refused, naming the key, before anything of that size is allocated.
+func TestDFlashHeaderCounts(t *testing.T) {
+	m := dflashTarget(t, 5)
+	df, err := NewDFlash(m, DFlashConfig{Gamma: 4, Window: 6, MaskToken: 3, TargetLayers: []int{0, 1}, Layers: 2}, 1)
+	require.NoError(t, err)
+	good := filepath.Join(t.TempDir(), "drafter.gguf")
+	require.NoError(t, df.Save(good))
+	df.Close()
+	open := func(key string, v uint64) error {
+		var err error
+		alloc := goHeap(func() {
+			var d *DFlash
+			if d, err = OpenDFlash(edit{key: key, value: v, tensor: -1, drop: -1}.apply(t, good), m); err == nil {
+				d.Close()
+			}
+		})
+		assert.Less(t, alloc, uint64(heapLimit), "%s = %d", key, v)
+		return err
+	}
+	for _, v := range []uint64{1 << 20, math.MaxInt32, math.MaxUint32} {
+		assert.ErrorContains(t, open("dflash.block_count", v), "dflash.block_count", "block_count %d", v)
+	}
+	assert.ErrorContains(t, open("dflash.block_size", math.MaxUint32), "want at most")
+	assert.ErrorContains(t, open("dflash.block_count", 3), "dflash.block_count 3 asks for 30 tensors, but the file holds 21")
+	require.NoError(t, open("dflash.block_count", 2))
+	if sysmem.Total() > 0 {
+		// The window sizes the drafter's cache, made when a decoding starts.
+		d, err := OpenDFlash(edit{key: "dflash.window_size", value: math.MaxUint32, tensor: -1, drop: -1}.apply(t, good), m)
+		require.NoError(t, err)
+		defer d.Close()
+		td := newDecoder(t, m, DecoderOptions{}, 0)
+		sp, err := NewDFlashSpeculative(td, d, 0, sample.NewSampler(sample.GreedyParams()))
+		if err == nil {
+			defer sp.Close()
+			err = sp.Prompt([]int32{1, 2, 3})
+		}
+		assert.ErrorContains(t, err, "GiB of memory: use a smaller window")
+	}
+}
+
+// goHeap is the Go memory allocated while f runs.
+func goHeap(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
