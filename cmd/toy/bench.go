@@ -353,6 +353,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := benchModelCounts.check(fs); err != nil {
+		return err
+	}
 	if err := usableThreads(stderr, "bench model", threads); err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := benchFTCounts.check(fs); err != nil {
+		return err
+	}
 	if *threads < 0 || *seq < 1 || *batch < 1 || *steps < 1 || *rank < 1 {
 		return usagef("-t %d, -seq %d, -batch %d, -steps %d, -r %d: want at least 1 (-t 0: one per core)", *threads, *seq, *batch, *steps, *rank)
 	}

@@ -43,6 +43,9 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := benchTrainCounts.check(fs); err != nil {
+		return err
+	}
 	if err := usableThreads(stderr, "bench train", threads); err != nil {
 		return err
 	}

@@ -67,6 +67,9 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := dflashCounts.check(fs); err != nil {
+		return err
+	}
 	if *targetPath == "" {
 		return usagef("-target T.gguf is required")
 	}

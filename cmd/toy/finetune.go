@@ -114,6 +114,9 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := finetuneCounts.check(fs); err != nil {
+		return err
+	}
 	set := setFlags(fs)
 	if f.Resume == "" {
 		if err := finetuneMode(&f, set, *full, *warm, *preset, model); err != nil {

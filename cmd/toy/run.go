@@ -70,8 +70,13 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 }
 
 func (d *decoderFlags) options() (llama.DecoderOptions, error) {
-	if d.threads < 0 {
+	switch {
+	case d.threads < 0:
 		return llama.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+	case d.ctx < 0:
+		return llama.DecoderOptions{}, usagef("-c %d: want a number of positions (0: the model's context)", d.ctx)
+	case d.batchPrompt < 0:
+		return llama.DecoderOptions{}, usagef("-b %d: want a number of prompt tokens per graph (0: the decoder's default)", d.batchPrompt)
 	}
 	o := llama.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
 	switch d.kvType {
@@ -307,6 +312,9 @@ Flags:
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := generateCounts.check(fs); err != nil {
 		return err
 	}
 	if *n < -1 {

@@ -152,6 +152,9 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := trainCounts.check(fs); err != nil {
+		return err
+	}
 	if *arch != family || presetFamily(*preset) != "" && presetFamily(*preset) != family {
 		// Only a command line the scan reads otherwise than the flag package gets here.
 		return usagef("-arch %s and -preset %s: give each once, as its own flag", *arch, *preset)

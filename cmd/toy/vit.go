@@ -72,6 +72,9 @@ Flags:
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
+	if err := vitCounts.check(fs); err != nil {
+		return err
+	}
 	if *arch != llama.ViTArch {
 		return usagef("-arch %s: toy train-vit trains vit (toy train -arch %s trains that family)", *arch, *arch)
 	}
@@ -118,14 +121,26 @@ Flags:
 // runClassify is toy classify: the top-k classes of each image under a ViT checkpoint.
 func runClassify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	model := fs.String("m", "", "the ViT checkpoint (GGUF, toy train-vit's weights/model.gguf)")
-	k := fs.Int("k", 5, "classes to show per image")
-	if err := fs.Parse(args); err != nil {
+	k := fs.Int("k", 5, "classes to show per image (at least 1; more than the model's classes shows them all)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: toy classify -m MODEL.gguf [-k 5] IMAGE...
+
+Prints the top-k classes of each image (PNG or JPEG, a regular file of at most %.1f
+megapixels) under a ViT checkpoint, with their probabilities.
+
+Flags:
+`, float64(data.MaxImagePixels)/1e6)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := classifyCounts.check(fs); err != nil {
 		return err
 	}
 	if *model == "" || fs.NArg() == 0 {
-		return fmt.Errorf("usage: toy classify -m MODEL.gguf IMAGE...")
+		return usagef("give -m MODEL.gguf and at least one IMAGE")
 	}
 	be, err := ggml.NewCPUBackend(1)
 	if err != nil {
