@@ -7,7 +7,8 @@
 #   make ptx              rebuild the committed PTX (generated/kernels/*.ptx) with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
 #   make test             the test suite (what CI runs), including short fuzzes of the GGUF reader,
-#                         the run-bundle event reader, chat-template rendering and the server's request bodies
+#                         the run-bundle event reader, chat-template rendering (named and Jinja), the
+#                         server's request bodies, model headers' counts and the image reader
 #   make fuzz-oracle      fuzz toy's tokenizers against llama.cpp's (docs/ORACLE.md)
 #   make generate         regenerate generated/ from specs/ (go generate ./...)
 #   make check-generated  fail if generated/ differs from a fresh generation
@@ -65,6 +66,9 @@ FUZZ_TEMPLATE_EXECS ?= 50000x
 FUZZ_REQUEST_EXECS ?= 50000x
 # The Jinja chat templates: about 1,000 executions a second on 2 cores.
 FUZZ_JINJA_EXECS ?= 15000x
+# Loading a mutated model header or decoding an image takes milliseconds: about 10 s each on 2 cores.
+FUZZ_HEADER_EXECS ?= 1000x
+FUZZ_IMAGE_EXECS ?= 5000x
 # toy's tokenizer against llama.cpp's (docs/ORACLE.md), in make fuzz-oracle only: its first run
 # compiles llama.cpp with the fuzzer's instrumentation (about 10 minutes on 2 cores), too long for
 # CI on a fresh machine. make test runs its seed corpus like any test.
@@ -127,6 +131,8 @@ test:
 	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $(FUZZ_TEMPLATE_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/serve -run '^$$' -fuzz '^FuzzChatRequest$$' -fuzztime $(FUZZ_REQUEST_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzJinjaTemplate$$' -fuzztime $(FUZZ_JINJA_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/llama -run '^$$' -fuzz '^FuzzModelHeader$$' -fuzztime $(FUZZ_HEADER_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/data -run '^$$' -fuzz '^FuzzLoadImage$$' -fuzztime $(FUZZ_IMAGE_EXECS) -fuzzminimizetime 2s
 
 fuzz-oracle:
 	$(GO) test ./engines/tokenizer -run '^$$' -fuzz '^FuzzTokenizerOracle$$' -fuzztime $(FUZZ_TOKENIZER_EXECS) -fuzzminimizetime 2s
