@@ -45,7 +45,7 @@ var (
 	classifyCounts = atLeast{"k": 1}
 	generateCounts = atLeast{"top-k": 0, "repeat-last-n": -1}
 	trainCounts    = atLeast{"batch": 1, "eval-batches": 1, "eval-every": 0, "generated": 0, "max-text-bytes": 0,
-		"sample": 0, "save-every": 0, "seq": 1, "steps": 1, "t": 0, "tokens": 0, "warmup": 0}
+		"sample": 0, "save-every": 0, "seq": 1, "steps": 1, "t": 0, "tokens": 1, "warmup": 0}
 	vitCounts = atLeast{"batch": 1, "eval-every": 0, "held": 1, "save-every": 0, "shapes": 0, "shift": 0,
 		"steps": 1, "t": 0, "warmup": 0}
 	finetuneCounts = atLeast{"batch": 1, "eval-batches": 1, "eval-every": 0, "freeze-embeddings-steps": 0,

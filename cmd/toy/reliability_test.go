@@ -54,7 +54,7 @@ func TestTrainLengthFlags(t *testing.T) {
 		{[]string{"-tokens", "-5"}, "-tokens -5: want at least 1"},
 		{[]string{"-tokens", "0"}, "-tokens 0: want at least 1"},
 		{[]string{"-tokens", "320", "-steps", "3"}, "give one of them"},
-		{[]string{"-max-text-bytes", "-1"}, "max text bytes -1"},
+		{[]string{"-max-text-bytes", "-1"}, "-max-text-bytes -1 is negative"},
 	} {
 		runsDir := filepath.Join(t.TempDir(), "runs")
 		_, errOut, code := runToy(append(append(base, "-runs", runsDir), c.args...)...)
@@ -64,7 +64,7 @@ func TestTrainLengthFlags(t *testing.T) {
 	}
 	_, errOut, code := runToy("finetune", "-m", tinyCheckpoint(t), "-data", text, "-max-text-bytes", "-3", "-runs", filepath.Join(t.TempDir(), "r"))
 	assert.NotEqual(t, 0, code)
-	assert.Contains(t, errOut, "max text bytes -3")
+	assert.Contains(t, errOut, "-max-text-bytes -3 is negative")
 
 	// -tokens 320 with batch 2 and the tiny preset's sequence (its context, 16): 10 steps.
 	runsDir := t.TempDir()

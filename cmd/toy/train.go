@@ -190,10 +190,8 @@ Flags:
 	if !set["seq"] && s.SeqLen > ctxLen {
 		s.SeqLen = ctxLen
 	}
-	if set["tokens"] {
+	if set["tokens"] { // trainCounts refused a -tokens below 1
 		switch {
-		case *tokens < 1:
-			return usagef("-tokens %d: want at least 1 (the tokens to train on; or give -steps)", *tokens)
 		case set["steps"]:
 			return usagef("-tokens %d and -steps %d both set the length of the run: give one of them", *tokens, s.Steps)
 		case s.Batch < 1 || s.SeqLen < 1:
