@@ -64,19 +64,27 @@ type BatchDecoder struct {
 type BatchInput struct {
 	Slot   int
 	Tokens []int32
+	// Logits is the number of the input's last tokens after each of which Step returns the
+	// logits (0: 1, the last token's): a speculative verification reads the target's logits
+	// after the last committed token and after each proposal.
+	Logits int
 }
+
+// logits is the number of logit rows Step returns for the input.
+func (s BatchInput) logits() int { return max(1, s.Logits) }
 
 // batchBucket is the granularity of the cells a BatchDecoder's step attends per sequence
 // (kvBucket's counterpart: smaller, as every sequence of a step attends that many).
 const batchBucket = 64
 
-// batchKey identifies a cached graph: n tokens per step over seqs sequences, attending to
+// batchKey identifies a cached graph: n tokens per step over seqs sequences (outs logit rows),
+// attending to
 // kvLen cells of each, in the attention groups layout prints (BatchDecoder.layout); direct
 // when the tokens are the query rows in order (no padding rows), so that the graph gathers and
 // scatters nothing.
 type batchKey struct {
-	n, seqs, kvLen int
-	layout         string
+	n, seqs, outs, kvLen int
+	layout               string
 	direct         bool
 }
 
@@ -88,12 +96,12 @@ type batchGraph struct {
 	tokens *ggml.Tensor // i32 [n]
 	pos    *ggml.Tensor // i32 [n]: RoPE positions
 	cell   *ggml.Tensor // i32 [n]: cache cells written
-	rows   *ggml.Tensor // i32 [seqs]: the tokens whose logits are returned
+	rows   *ggml.Tensor // i32 [outs]: the tokens whose logits are returned
 	// gather (i32 [Σ T·S]) and scatter (i32 [n]) map the step's tokens to the attention's
 	// query rows and back (attnLayout); nil in a direct graph (batchKey).
 	gather, scatter *ggml.Tensor
 	cacheInputs
-	logits  *ggml.Tensor // [Vocab, seqs]
+	logits  *ggml.Tensor // [Vocab, outs]
 	lastUse int64
 
 	posBuf, cellBuf, rowBuf, gatherBuf, scatterBuf []int32
@@ -256,7 +264,8 @@ func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 }
 
 // Step appends each input's tokens to its slot's sequence, all in one graph, and returns the
-// logits after the last token of each input, in order (Vocab values each). The slices belong
+// logits after the last token of each input, in order (Vocab values each); an input with
+// Logits m > 1 gets m rows, after each of its last m tokens in order. The slices belong
 // to the decoder and are overwritten by its next Step. Input that does not fit its slot's
 // context is refused (ErrContextFull) and nothing is processed.
 func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
@@ -264,7 +273,7 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 		return nil, fmt.Errorf("llama: a step of no sequences")
 	}
 	v := b.m.Arch.Vocab
-	n, maxEnd := 0, 0
+	n, maxEnd, outs := 0, 0, 0
 	seen := make([]bool, b.slots)
 	for _, s := range in {
 		if s.Slot < 0 || s.Slot >= b.slots {
@@ -277,6 +286,10 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 		if len(s.Tokens) == 0 {
 			return nil, fmt.Errorf("llama: slot %d: no tokens to process", s.Slot)
 		}
+		if s.Logits < 0 || s.Logits > len(s.Tokens) {
+			return nil, fmt.Errorf("llama: slot %d: the logits of %d of its %d tokens", s.Slot, s.Logits, len(s.Tokens))
+		}
+		outs += s.logits()
 		for i, t := range s.Tokens {
 			if t < 0 || int(t) >= v {
 				return nil, fmt.Errorf("llama: slot %d: token %d (at %d) is outside the vocabulary 0..%d", s.Slot, t, i, v-1)
@@ -294,7 +307,7 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	}
 	kvLen := min((maxEnd+b.bucket-1)/b.bucket*b.bucket, b.slotCtx)
 	groups, rowOf, direct := b.layout(in)
-	g, err := b.graphFor(batchKey{n: n, seqs: len(in), kvLen: kvLen, layout: fmt.Sprint(groups), direct: direct}, groups)
+	g, err := b.graphFor(batchKey{n: n, seqs: len(in), outs: outs, kvLen: kvLen, layout: fmt.Sprint(groups), direct: direct}, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -307,18 +320,21 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	for _, s := range in {
 		b.pos[s.Slot] += len(s.Tokens)
 	}
-	if cap(b.out) < len(in)*v {
-		b.out = make([]float32, len(in)*v)
+	if cap(b.out) < outs*v {
+		b.out = make([]float32, outs*v)
 	}
-	b.out = b.out[:len(in)*v]
+	b.out = b.out[:outs*v]
 	if err := g.logits.ReadF32Into(b.out); err != nil {
 		return nil, err
 	}
-	rows := make([][]float32, len(in))
-	for i := range rows {
-		rows[i] = b.out[i*v : (i+1)*v : (i+1)*v]
-		if j := nonFinite(rows[i]); j >= 0 {
-			return nil, fmt.Errorf("llama: %s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, in[i].Slot, rows[i][j])
+	rows := make([][]float32, 0, outs)
+	for _, s := range in {
+		for range s.logits() {
+			i := len(rows)
+			rows = append(rows, b.out[i*v:(i+1)*v:(i+1)*v])
+			if j := nonFinite(rows[i]); j >= 0 {
+				return nil, fmt.Errorf("llama: %s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, s.Slot, rows[i][j])
+			}
 		}
 	}
 	return rows, nil
@@ -384,7 +400,7 @@ func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput, rowOf []int) er
 		g.gatherBuf[r] = 0
 		g.queryPos[r] = -1
 	}
-	t := 0
+	t, o := 0, 0
 	for i, s := range in {
 		p0 := b.pos[s.Slot]
 		for j := range s.Tokens {
@@ -395,7 +411,10 @@ func (g *batchGraph) setInputs(b *BatchDecoder, in []BatchInput, rowOf []int) er
 			t++
 		}
 		toks = append(toks, s.Tokens...)
-		g.rowBuf[i] = int32(t - 1)
+		for j := s.logits(); j > 0; j-- {
+			g.rowBuf[o] = int32(t - j)
+			o++
+		}
 	}
 	for _, x := range []struct {
 		t   *ggml.Tensor
@@ -481,7 +500,7 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 	g.tokens = ctx.NewTensor(ggml.I32, n).SetName("inp_tokens").SetInput()
 	g.pos = ctx.NewTensor(ggml.I32, n).SetName("inp_pos").SetInput()
 	g.cell = ctx.NewTensor(ggml.I32, n).SetName("inp_cells").SetInput()
-	g.rows = ctx.NewTensor(ggml.I32, int64(key.seqs)).SetName("inp_out_rows").SetInput()
+	g.rows = ctx.NewTensor(ggml.I32, int64(key.outs)).SetName("inp_out_rows").SetInput()
 	queries := int64(0)
 	for _, gr := range groups {
 		queries += gr.rows()
@@ -490,7 +509,7 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 		g.gather = ctx.NewTensor(ggml.I32, queries).SetName("inp_gather").SetInput()
 		g.scatter = ctx.NewTensor(ggml.I32, n).SetName("inp_scatter").SetInput()
 	}
-	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.seqs)
+	g.posBuf, g.cellBuf, g.rowBuf = make([]int32, n), make([]int32, n), make([]int32, key.outs)
 	g.gatherBuf, g.scatterBuf, g.queryPos = make([]int32, queries), make([]int32, n), make([]int, queries)
 	g.declare(ctx, a, &b.kvCache, n, queries, kvLen)
 	layout := attnLayout{n: n, kvLen: kvLen, groups: groups, gather: g.gather, scatter: g.scatter}

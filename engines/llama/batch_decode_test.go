@@ -337,3 +337,42 @@ func TestBatchDecoderRefuses(t *testing.T) {
 	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{1}}})
 	require.NoError(t, err)
 }
+
+// TestBatchDecoderLogitRows checks BatchInput.Logits: a step carrying a chunk that asks for the
+// logits of its last m tokens (a speculative verification), beside a generating slot's single
+// token and a prompt chunk that asks for one row, returns, in input order, the rows a Decoder
+// gives after each of those tokens fed alone; a count beyond the chunk is refused.
+func TestBatchDecoderLogitRows(t *testing.T) {
+	a := tinyArch("smollm2")
+	m := openTiny(t, writeTiny(t, a, ggml.F32, 11), ModelOptions{})
+	dec := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 32)
+	bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 3, KVType: KVF32, Batch: 32})
+	require.NoError(t, err)
+	t.Cleanup(func() { bd.Close() })
+	rng := rand.New(rand.NewPCG(5, 6))
+	seqs := [][]int32{randomTokens(rng, 9, a.Vocab), randomTokens(rng, 4, a.Vocab), randomTokens(rng, 7, a.Vocab)}
+	// Slots 0 and 1 read their first tokens; then slot 0 sends its last 5 with 5 rows, slot 1
+	// one token, slot 2 its whole prompt (one row).
+	_, err = bd.Step([]BatchInput{{Slot: 0, Tokens: seqs[0][:4]}, {Slot: 1, Tokens: seqs[1][:3]}})
+	require.NoError(t, err)
+	rows, err := bd.Step([]BatchInput{{Slot: 0, Tokens: seqs[0][4:], Logits: 5}, {Slot: 1, Tokens: seqs[1][3:]}, {Slot: 2, Tokens: seqs[2], Logits: 1}})
+	require.NoError(t, err)
+	require.Len(t, rows, 7)
+	var want [][]float32
+	for i, s := range seqs {
+		dec.Reset()
+		for j, tok := range s {
+			lg, err := dec.Next(tok)
+			require.NoError(t, err)
+			if i == 0 && j >= 4 || i > 0 && j == len(s)-1 {
+				want = append(want, append([]float32(nil), lg...))
+			}
+		}
+	}
+	for i := range want {
+		require.Less(t, maxRelDiff(rows[i], want[i]), 1e-4, "row %d", i)
+		require.Equal(t, argmax32(want[i]), argmax32(rows[i]), "row %d", i)
+	}
+	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: seqs[1][:1], Logits: 2}})
+	require.ErrorContains(t, err, "the logits of 2 of its 1 tokens")
+}

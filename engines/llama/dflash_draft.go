@@ -143,7 +143,7 @@ func (d *dflashDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 	for i := range g {
 		h := append(sp.hist[:n0], drafts...) // the history the proposal follows
 		sp.hist = h[:n0]
-		x, ok := sp.pick(i, d.logits[(i+1)*V:(i+2)*V], h)
+		x, ok := sp.Pick(i, d.logits[(i+1)*V:(i+2)*V], h)
 		if !ok {
 			break
 		}

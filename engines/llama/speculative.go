@@ -84,10 +84,8 @@ func (s SpecStats) AcceptRate() float64 {
 type Speculative struct {
 	target *Decoder
 	drafter
-	gamma  int
-	s      *sample.Sampler
-	greedy bool
-	pMin   float64 // a proposal the drafter gives a lower probability ends the drafting
+	gamma int
+	SpecSampler
 
 	// backoff is the length of the last run of steps without drafting, skip the steps of it
 	// left: after a step whose drafting gave no accepted token, the next steps only verify
@@ -96,9 +94,28 @@ type Speculative struct {
 
 	hist  []int32 // committed tokens: the prompt, then the generated ones
 	stats SpecStats
+}
+
+// SpecSampler is the sampling side of speculative decoding, which Speculative and toy serve's
+// per-slot speculation share: it draws a drafter's proposals from the drafter's logits (Pick)
+// and accepts them against the target's by the rejection rule (Accept), keeping the
+// distributions that rule compares.
+type SpecSampler struct {
+	s      *sample.Sampler
+	greedy bool
+	pMin   float64 // a proposal the drafter gives a lower probability ends the drafting
 
 	p, q [][]float64 // scratch distributions: the target's per position, the draft's per proposal
 	res  []float64
+}
+
+// NewSpecSampler returns the proposal and acceptance rule of sampler s (Params.Temperature 0:
+// greedy) with minimum draft probability pMin (SetMinProbability; 0: none).
+func NewSpecSampler(s *sample.Sampler, pMin float64) (*SpecSampler, error) {
+	if err := CheckMinProbability(pMin); err != nil {
+		return nil, fmt.Errorf("llama: speculative decoding: minimum draft probability %v: %w", pMin, err)
+	}
+	return &SpecSampler{s: s, greedy: s.Params().Temperature == 0, pMin: pMin}, nil
 }
 
 // drafter proposes the tokens a Speculative decoder verifies: a draft model (modelDrafter) or a
@@ -153,7 +170,7 @@ func NewSpeculative(target, draft *Decoder, gamma int, s *sample.Sampler) (*Spec
 }
 
 func newSpeculative(target *Decoder, d drafter, gamma int, s *sample.Sampler) *Speculative {
-	return &Speculative{target: target, drafter: d, gamma: gamma, s: s, greedy: s.Params().Temperature == 0}
+	return &Speculative{target: target, drafter: d, gamma: gamma, SpecSampler: SpecSampler{s: s, greedy: s.Params().Temperature == 0}}
 }
 
 // SetMinProbability makes the drafter stop proposing, each step, at the first token it gives a
@@ -225,11 +242,14 @@ func (sp *Speculative) room() int {
 	return min(sp.gamma, free-need, sp.drafter.room(sp))
 }
 
-// pick draws proposal i from the drafter's logits, which follow the history h: greedy, the
-// sampler's choice; sampling, a draw from its distribution, kept in sp.q[i]. ok is false when
-// the drafter gives the token a probability below the minimum (SetMinProbability): the
-// drafting stops there, without it.
-func (sp *Speculative) pick(i int, logits []float32, h []int32) (x int32, ok bool) {
+// Pick draws proposal i of a step from the drafter's logits, which follow the history h:
+// greedy, the sampler's choice; sampling, a draw from its distribution, kept for Accept. ok is
+// false when the drafter gives the token a probability below the minimum (SetMinProbability):
+// the drafting stops there, without it.
+func (sp *SpecSampler) Pick(i int, logits []float32, h []int32) (x int32, ok bool) {
+	for len(sp.q) <= i {
+		sp.q = append(sp.q, nil)
+	}
 	if sp.greedy {
 		x = sp.s.Sample(logits, h)
 		if sp.pMin == 0 {
@@ -319,44 +339,9 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 	sp.stats.VerifyTime += t2.Sub(t1)
 
 	// Accept the longest prefix, then one token of the target's.
-	k, y := 0, int32(-1)
-	for ; k <= g; k++ {
-		sp.hist = append(sp.hist[:n0], drafts[:k]...)
-		if sp.greedy {
-			t := sp.s.Sample(rows[k], sp.hist)
-			if k < g && t == drafts[k] {
-				continue
-			}
-			y = t
-			break
-		}
-		for len(sp.p) <= k {
-			sp.p = append(sp.p, nil)
-		}
-		p := sp.s.Probs(rows[k], sp.hist, sp.p[k])
-		sp.p[k] = p
-		if k == g {
-			y = sp.s.Draw(p) // all accepted: the bonus token
-			break
-		}
-		x := drafts[k]
-		if qx := sp.q[k][x]; (qx > 0 && sp.s.Uniform() < p[x]/qx) || (qx == 0 && p[x] > 0) {
-			continue
-		}
-		// Rejected: draw from the residual norm(max(0, p−q)).
-		q := sp.q[k]
-		if cap(sp.res) < len(p) {
-			sp.res = make([]float64, len(p))
-		}
-		res := sp.res[:len(p)]
-		for i := range p {
-			res[i] = math.Max(0, p[i]-q[i])
-		}
-		if y = sp.s.Draw(res); y < 0 {
-			y = sp.s.Draw(p) // p = q up to rounding: the residual is empty
-		}
-		break
-	}
+	var k int
+	var y int32
+	k, y, sp.hist = sp.Accept(rows, sp.hist[:n0], drafts)
 	out := append(append([]int32(nil), drafts[:k]...), y)
 	sp.hist = append(sp.hist[:n0], out...)
 	t3 := time.Now()
@@ -432,7 +417,7 @@ func (m *modelDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 		m.read = i
 		h := append(sp.hist[:n0], drafts...) // the history the proposal follows
 		sp.hist = h[:n0]
-		x, ok := sp.pick(i, logits, h)
+		x, ok := sp.Pick(i, logits, h)
 		if !ok {
 			break
 		}
@@ -454,4 +439,54 @@ func (m *modelDrafter) commit(sp *Speculative, g, k int, y int32) error {
 	}
 	m.pending = append(m.pending, sp.hist[len(sp.hist)-1-(k-read):]...) // proposals read..k−1, and y
 	return nil
+}
+
+// Accept decides a verification of the proposals drafts, drawn by Pick after the committed
+// tokens hist: rows[i] are the target's logits after hist and drafts[:i] (len(drafts)+1 rows).
+// It keeps the longest prefix of drafts the target accepts (k of them: greedy, those equal to
+// the target's choices; sampling, each x with probability min(1, p(x)/q(x))) and draws the
+// target's own token y after them (the correction from norm(max(0, p−q)) at a rejection, or a
+// bonus token when all are accepted). It returns hist with the k accepted proposals appended
+// (in hist's array), y not among them.
+func (sp *SpecSampler) Accept(rows [][]float32, hist, drafts []int32) (k int, y int32, out []int32) {
+	n0, g := len(hist), len(drafts)
+	y = -1
+	for ; k <= g; k++ {
+		hist = append(hist[:n0], drafts[:k]...)
+		if sp.greedy {
+			t := sp.s.Sample(rows[k], hist)
+			if k < g && t == drafts[k] {
+				continue
+			}
+			y = t
+			break
+		}
+		for len(sp.p) <= k {
+			sp.p = append(sp.p, nil)
+		}
+		p := sp.s.Probs(rows[k], hist, sp.p[k])
+		sp.p[k] = p
+		if k == g {
+			y = sp.s.Draw(p) // all accepted: the bonus token
+			break
+		}
+		x := drafts[k]
+		if qx := sp.q[k][x]; (qx > 0 && sp.s.Uniform() < p[x]/qx) || (qx == 0 && p[x] > 0) {
+			continue
+		}
+		// Rejected: draw from the residual norm(max(0, p−q)).
+		q := sp.q[k]
+		if cap(sp.res) < len(p) {
+			sp.res = make([]float64, len(p))
+		}
+		res := sp.res[:len(p)]
+		for i := range p {
+			res[i] = math.Max(0, p[i]-q[i])
+		}
+		if y = sp.s.Draw(res); y < 0 {
+			y = sp.s.Draw(p) // p = q up to rounding: the residual is empty
+		}
+		break
+	}
+	return k, y, hist
 }
