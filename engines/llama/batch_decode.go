@@ -85,7 +85,7 @@ const batchBucket = 64
 type batchKey struct {
 	n, seqs, outs, kvLen int
 	layout               string
-	direct         bool
+	direct               bool
 }
 
 type batchGraph struct {
@@ -178,6 +178,9 @@ func (b *BatchDecoder) Slots() int { return b.slots }
 
 // SlotContext is the number of positions each sequence may use.
 func (b *BatchDecoder) SlotContext() int { return b.slotCtx }
+
+// Model is the model the decoder runs.
+func (b *BatchDecoder) Model() *GGUFModel { return b.m }
 
 // MaxBatch is the most tokens one step may carry.
 func (b *BatchDecoder) MaxBatch() int { return b.opts.Batch }

@@ -87,11 +87,6 @@ type Speculative struct {
 	gamma int
 	SpecSampler
 
-	// backoff is the length of the last run of steps without drafting, skip the steps of it
-	// left: after a step whose drafting gave no accepted token, the next steps only verify
-	// the last token, and the drafter catches up on them in one batch when drafting resumes.
-	backoff, skip int
-
 	hist  []int32 // committed tokens: the prompt, then the generated ones
 	stats SpecStats
 }
@@ -107,6 +102,34 @@ type SpecSampler struct {
 
 	p, q [][]float64 // scratch distributions: the target's per position, the draft's per proposal
 	res  []float64
+
+	// backoff is the length of the last run of steps without drafting, skip the steps of it
+	// left: after a step whose drafting gave no accepted token, the next steps only verify
+	// the last token, and the drafter catches up on them in one batch when drafting resumes.
+	backoff, skip int
+}
+
+// Drafting says whether a step drafts: false for the steps of a backoff (Verified), each
+// call counting one.
+func (sp *SpecSampler) Drafting() bool {
+	if sp.skip > 0 {
+		sp.skip--
+		return false
+	}
+	return true
+}
+
+// Verified records a step's outcome for the backoff: a step whose drafting gave no accepted
+// token makes the next step verify only the last token, each further such step doubling that
+// run up to maxBackoff steps; an accepted proposal ends the backoff.
+func (sp *SpecSampler) Verified(drafted bool, k int) {
+	switch {
+	case drafted && k == 0:
+		sp.backoff = min(max(1, 2*sp.backoff), maxBackoff)
+		sp.skip = sp.backoff
+	case k > 0:
+		sp.backoff = 0
+	}
 }
 
 // NewSpecSampler returns the proposal and acceptance rule of sampler s (Params.Temperature 0:
@@ -306,14 +329,13 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 		sp.q = append(sp.q, nil)
 	}
 	var drafts []int32
-	drafted := g > 0 && sp.skip == 0
+	drafted := g > 0 && sp.Drafting()
 	if drafted {
 		var err error
 		if drafts, err = sp.propose(sp, g); err != nil {
 			return nil, err
 		}
 	} else if g > 0 {
-		sp.skip--
 		sp.stats.Plain++
 	}
 	g = len(drafts) // fewer when the drafter stopped at an unlikely proposal, or skipped
@@ -355,13 +377,7 @@ func (sp *Speculative) Step(limit int) ([]int32, error) {
 		return nil, err
 	}
 	sp.stats.RollbackTime += time.Since(t3)
-	switch {
-	case drafted && k == 0:
-		sp.backoff = min(max(1, 2*sp.backoff), maxBackoff)
-		sp.skip = sp.backoff
-	case k > 0:
-		sp.backoff = 0
-	}
+	sp.Verified(drafted, k)
 	sp.stats.Steps++
 	sp.stats.Drafted += g
 	sp.stats.Accepted += k

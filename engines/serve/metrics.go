@@ -27,6 +27,7 @@ type metrics struct {
 	promptTokens, genTokens atomic.Int64
 	cachedTokens            atomic.Int64
 	sharedTokens            atomic.Int64
+	spec                    *specMetrics // the drafter's proposals and acceptances; nil without one
 
 	mu       sync.Mutex
 	requests map[[2]string]int64 // (endpoint, status) → count
@@ -133,6 +134,7 @@ func (m *metrics) serve(w http.ResponseWriter, r *http.Request) {
 		metric(g.name, g.typ, g.help)
 		fmt.Fprintf(&b, "%s %v\n", g.name, g.v)
 	}
+	m.spec.write(&b, metric)
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprint(w, b.String())
 }

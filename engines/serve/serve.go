@@ -77,6 +77,15 @@ type Config struct {
 	LogRequests bool
 	// Log receives one line per notable event (nil: none).
 	Log io.Writer
+	// Draft, when not nil, makes the slots decode speculatively (speculate.go): a decoder of a
+	// smaller model of the same vocabulary, with the Decoder's slots and at least its slot
+	// context, proposes up to DraftTokens tokens (0: llama.DefaultDraftTokens) per step after a
+	// slot's last token, which the slot's verification checks in the step's batch. A proposal the
+	// draft gives a probability below DraftMinProbability (0: none) ends the drafting. The
+	// Server does not own it.
+	Draft               *llama.BatchDecoder
+	DraftTokens         int
+	DraftMinProbability float64
 }
 
 // Server serves one model. Its Handler is safe for concurrent use; one goroutine (started by
@@ -104,6 +113,8 @@ type Server struct {
 	work chan func()
 	// embedder computes embeddings (embed.go), made on the scheduler's goroutine on first use.
 	embedder *llama.Decoder
+	// drafter proposes the slots' speculative tokens (nil: none; Config.Draft).
+	drafter *modelDrafter
 }
 
 // job is one request in the scheduler.
@@ -150,6 +161,9 @@ type slot struct {
 	generated int
 	held      []byte // the bytes of an incomplete UTF-8 character
 	first     bool   // the first token was sent
+
+	// spec is speculative decoding's state, nil without a drafter or with a grammar.
+	spec *specSlot
 }
 
 // New starts a server's scheduler.
@@ -176,10 +190,17 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: API key %d: an empty API key, one with blanks around it or one with a control character, which no request can present", i+1)
 		}
 	}
+	var err error
 	s := &Server{cfg: cfg, dec: cfg.Decoder, tok: cfg.Tokenizer, queue: make(chan *job, cfg.Queue),
 		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix(), work: make(chan func()),
 		vocab: sync.OnceValue(func() *grammar.Vocab { return grammar.VocabOf(cfg.Tokenizer) })}
 	s.metrics.init(cfg.Decoder.Slots())
+	if cfg.Draft != nil {
+		if s.drafter, err = newModelDrafter(cfg); err != nil {
+			return nil, err
+		}
+		s.metrics.spec = newSpecMetrics(cfg.Decoder.Slots())
+	}
 	s.textBound, s.bodyBound = promptBounds(cfg.Tokenizer, cfg.Decoder.SlotContext())
 	go s.loop()
 	return s, nil
@@ -250,8 +271,13 @@ func (s *Server) loop() {
 		sl.j.events <- e
 		slots[sl.idx] = nil
 		// The cells hold the tokens fed so far: the prompt and every generated token but the
-		// last, which was sampled and never fed.
-		kept[sl.idx] = sl.history[:s.dec.Pos(sl.idx)]
+		// last, which was sampled and never fed; after a speculative step, also the accepted
+		// proposals after the token that ended the reply, which are dropped.
+		n := min(s.dec.Pos(sl.idx), len(sl.history))
+		if err := s.dec.Truncate(sl.idx, n); err != nil {
+			panic(fmt.Sprintf("serve: %v", err)) // n ≤ the slot's positions
+		}
+		kept[sl.idx] = sl.history[:n]
 		finished++
 		freed[sl.idx] = finished
 		active--
@@ -293,6 +319,8 @@ func (s *Server) loop() {
 		if j.grammar != nil {
 			sl.matcher = j.grammar.NewMatcher(s.vocab())
 			sl.sampler.Constrain(sl.matcher)
+		} else if s.drafter != nil && !j.logprobs { // a drafted token's log-probabilities are not the draw's
+			sl.spec = s.drafter.newSlot(sl.sampler)
 		}
 		if j.logprobs {
 			sl.sampler.KeepLogprobs(j.topLogprobs)
@@ -355,11 +383,16 @@ func (s *Server) loop() {
 		var in []llama.BatchInput
 		var who []*slot
 		budget := s.dec.MaxBatch()
+		s.draft(slots)
 		for _, sl := range slots {
 			if sl != nil && sl.fed == len(sl.j.ids) {
-				in = append(in, llama.BatchInput{Slot: sl.idx, Tokens: []int32{sl.last}})
+				toks := []int32{sl.last}
+				if sl.spec != nil && sl.spec.drafted { // verify the proposals too
+					toks = append(toks, sl.spec.drafts...)
+				}
+				in = append(in, llama.BatchInput{Slot: sl.idx, Tokens: toks, Logits: len(toks)})
 				who = append(who, sl)
-				budget--
+				budget -= len(toks)
 			}
 		}
 		for _, sl := range slots {
@@ -382,7 +415,16 @@ func (s *Server) loop() {
 		}
 		var gen []*slot // the slots whose logits give their next token
 		var logits [][]float32
+		var verified []*slot // the slots whose logits verify their proposals
+		var verifiedRows [][][]float32
+		off := 0 // the first row of input i (a verification has one per token)
 		for i, sl := range who {
+			r := rows[off : off+max(1, in[i].Logits)]
+			off += len(r)
+			if sl.spec != nil && sl.spec.drafted {
+				verified, verifiedRows = append(verified, sl), append(verifiedRows, r)
+				continue
+			}
 			if sl.fed < len(sl.j.ids) {
 				sl.fed += len(in[i].Tokens)
 				s.metrics.promptTokens.Add(int64(len(in[i].Tokens)))
@@ -390,14 +432,22 @@ func (s *Server) loop() {
 					continue
 				}
 			}
-			gen, logits = append(gen, sl), append(logits, rows[i])
+			gen, logits = append(gen, sl), append(logits, r[0])
 		}
+		committed := len(gen)
 		for i, tok := range sampleAll(gen, logits) {
 			if e, done := s.next(gen[i], tok); done {
 				finish(gen[i], e)
 			}
 		}
-		s.metrics.step(len(gen), time.Since(t0))
+		for i, sl := range verified {
+			e, done, n := s.verify(sl, verifiedRows[i])
+			committed += n
+			if done {
+				finish(sl, e)
+			}
+		}
+		s.metrics.step(committed, time.Since(t0))
 	}
 }
 

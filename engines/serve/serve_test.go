@@ -45,7 +45,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func writeModel(dir string) (string, error) {
+func writeModel(dir string) (string, error) { return writeModelSeeded(dir, "tiny.gguf", 0) }
+
+// writeModelSeeded writes the test model to dir/name, its weights drawn from seed (0: the
+// preset's).
+func writeModelSeeded(dir, name string, seed int) (string, error) {
 	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\nHello, world! ", 40)
 	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{Special: []string{}})
 	if err != nil {
@@ -56,6 +60,9 @@ func writeModel(dir string) (string, error) {
 		return "", err
 	}
 	c.Vocab, c.Context = tok.VocabSize(), 512
+	if seed != 0 {
+		c.Seed = seed
+	}
 	be, err := ggml.NewCPUBackend(1)
 	if err != nil {
 		return "", err
@@ -73,7 +80,7 @@ func writeModel(dir string) (string, error) {
 	for _, kv := range tok.GGUF() {
 		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
 	}
-	path := filepath.Join(dir, "tiny.gguf")
+	path := filepath.Join(dir, name)
 	return path, m.Save(path, kvs)
 }
 
