@@ -42,6 +42,11 @@ type serveFlags struct {
 	logRequests bool
 	// strictModelName is -strict-model-name: a request naming another model is refused.
 	strictModelName bool
+	// draft is -draft: the draft model of speculative decoding ("self": -m's own file);
+	// draftN and draftPMin its -draft-n and -draft-p-min.
+	draft     string
+	draftN    int
+	draftPMin float64
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -55,6 +60,9 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
 	f.preset = registerPreset(fs)
+	fs.StringVar(&f.draft, "draft", "", "draft model GGUF for speculative decoding in every slot (the same vocabulary as -m): greedy replies are the same, sampled ones follow the same distribution; self: -m's own file (a benchmark's ceiling, every proposal accepted)")
+	fs.IntVar(&f.draftN, "draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per slot and step (with -draft)")
+	fs.Float64Var(&f.draftPMin, "draft-p-min", llama.DefaultMinProbability, "with -draft: the draft stops proposing, each step, at a token it gives a probability below this (0: always -draft-n)")
 }
 
 // check refuses bad flags before anything is loaded.
@@ -73,6 +81,12 @@ func (f *serveFlags) check() error {
 	}
 	if f.model == "" {
 		return usagef("-m MODEL is required")
+	}
+	if f.draftN < 1 {
+		return usagef("-draft-n %d: want at least 1 token per step", f.draftN)
+	}
+	if err := llama.CheckMinProbability(f.draftPMin); err != nil {
+		return usagef("-draft-p-min %v: %v", f.draftPMin, err)
 	}
 	return nil
 }
@@ -162,10 +176,16 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	draft, speculative, err := f.openDraft(m, dec, opts)
+	if err != nil {
+		dec.Close()
+		return nil, err
+	}
 	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AnyModelName: !f.strictModelName, AddBOS: beh.addBOS,
 		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, APIKeys: f.apiKeys,
-		LogRequests: f.logRequests, Info: info, Log: stderr})
+		LogRequests: f.logRequests, Info: info, Log: stderr, Draft: draft.dec, DraftTokens: f.draftN, DraftMinProbability: f.draftPMin})
 	if err != nil {
+		draft.close()
 		dec.Close()
 		return nil, err
 	}
@@ -175,12 +195,58 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		keys = fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))
 	}
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %s, queue %d, prompt cache %v, sampling: %v%s", f.modelName, slotsOf(f.parallel, nctx/f.parallel), f.queue, f.promptCache, p, keys),
+		ready: fmt.Sprintf("%s, %s, queue %d, prompt cache %v, sampling: %v%s%s", f.modelName, slotsOf(f.parallel, nctx/f.parallel), f.queue, f.promptCache, p, speculative, keys),
 		close: func() {
 			srv.Close()
+			draft.close()
 			dec.Close()
 			m.Close()
 		}}, nil
+}
+
+// servedDraft is -draft's model and its batched decoder (nil without -draft).
+type servedDraft struct {
+	m   *llama.GGUFModel
+	dec *llama.BatchDecoder
+}
+
+func (d servedDraft) close() {
+	if d.dec != nil {
+		d.dec.Close()
+		d.m.Close()
+	}
+}
+
+// openDraft opens -draft on the target's backend (one thread pool for both), gated as the
+// target is, with a batched decoder of the target decoder's slots and options; speculative is
+// what the ready line says of it.
+func (f *serveFlags) openDraft(target *llama.GGUFModel, dec *llama.BatchDecoder, opts llama.DecoderOptions) (d servedDraft, speculative string, err error) {
+	if f.draft == "" {
+		return d, "", nil
+	}
+	path := f.draft
+	if path == "self" {
+		path = f.model
+	}
+	dm, err := llama.OpenModel(path, llama.ModelOptions{Backend: target.Backend(), Mmap: f.mmap})
+	if err != nil {
+		return d, "", fmt.Errorf("-draft: %w", err)
+	}
+	if err := llama.CheckVocab(target, dm); err != nil {
+		dm.Close()
+		return d, "", fmt.Errorf("-draft: %w", err)
+	}
+	if _, _, err := gateDecoders(io.Discard, "serve -draft", dm, path, "", opts, *f.allowUnresolved); err != nil {
+		dm.Close()
+		return d, "", fmt.Errorf("-draft: %w", err)
+	}
+	ddec, err := llama.NewBatchDecoder(dm, llama.BatchDecoderOptions{Slots: dec.Slots(), SlotContext: dec.SlotContext(),
+		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.threads, Batch: opts.Batch})
+	if err != nil {
+		dm.Close()
+		return d, "", fmt.Errorf("-draft: %w", err)
+	}
+	return servedDraft{m: dm, dec: ddec}, fmt.Sprintf(", speculative: draft %s (%d tokens a step, p-min %g)", filepath.Base(path), f.draftN, f.draftPMin), nil
 }
 
 // The slots toy serve makes when -parallel is not given: as many as keep minSlotContext
@@ -383,7 +449,9 @@ else the file's name; a request naming another model is served by this one unles
 -strict-model-name. Sampling defaults come from the kernel table's default preset, as in toy
 generate. -host and -port (llama-server's) set -addr's parts. -api-key asks clients for a
 key, -tls-cert serves HTTPS, -allow-origin says which other web pages may call it from a
-browser (docs/INFERENCE.md).
+browser. -draft decodes speculatively: a smaller model of the same vocabulary proposes
+-draft-n tokens after each slot's last one, which the slot's step verifies beside the other
+slots' tokens (docs/INFERENCE.md).
 
 Flags:
 `)
