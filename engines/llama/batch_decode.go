@@ -58,6 +58,9 @@ type BatchDecoder struct {
 	clock  int64
 	pos    []int     // positions used per slot
 	out    []float32 // the logits Step returns
+	// capture lists the layers whose outputs each step reads into captured (SetCapture).
+	capture  []int
+	captured [][]float32
 }
 
 // BatchInput is one sequence's new tokens in a step.
@@ -101,7 +104,8 @@ type batchGraph struct {
 	// query rows and back (attnLayout); nil in a direct graph (batchKey).
 	gather, scatter *ggml.Tensor
 	cacheInputs
-	logits  *ggml.Tensor // [Vocab, outs]
+	logits  *ggml.Tensor   // [Vocab, outs]
+	hidden  []*ggml.Tensor // the captured layers' outputs [d, n] (BatchDecoder.SetCapture)
 	lastUse int64
 
 	posBuf, cellBuf, rowBuf, gatherBuf, scatterBuf []int32
@@ -323,6 +327,9 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	for _, s := range in {
 		b.pos[s.Slot] += len(s.Tokens)
 	}
+	if b.captured, err = readHidden(g.hidden, n, b.m.Arch.DModel); err != nil {
+		return nil, err
+	}
 	if cap(b.out) < outs*v {
 		b.out = make([]float32, outs*v)
 	}
@@ -523,6 +530,14 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 		attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return b.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.cell, g.vIdx, layout)
 		}}
+	if len(b.capture) > 0 {
+		g.hidden = make([]*ggml.Tensor, len(b.capture))
+		f.capture = func(il int, x *ggml.Tensor) {
+			if j := slices.Index(b.capture, il); j >= 0 && x != nil {
+				g.hidden[j] = x.SetOutput()
+			}
+		}
+	}
 	g.logits = f.logits(g.tokens).SetOutput()
 	if g.graph, err = ctx.NewGraph(size, false); err != nil {
 		return g, err

@@ -376,3 +376,45 @@ func TestBatchDecoderLogitRows(t *testing.T) {
 	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: seqs[1][:1], Logits: 2}})
 	require.ErrorContains(t, err, "the logits of 2 of its 1 tokens")
 }
+
+// TestBatchDecoderCapture: a capturing BatchDecoder's rows, for a step of two slots' chunks
+// (one continuing its sequence), are a capturing Decoder's for the same tokens, in the order
+// of the step's tokens.
+func TestBatchDecoderCapture(t *testing.T) {
+	a := tinyArch("smollm2")
+	a.NLayers = 3
+	m := openTiny(t, writeTiny(t, a, ggml.F32, 13), ModelOptions{})
+	layers := []int{1, 0}
+	dec := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 32)
+	require.NoError(t, dec.SetCapture(layers))
+	bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 2, KVType: KVF32, Batch: 32})
+	require.NoError(t, err)
+	t.Cleanup(func() { bd.Close() })
+	require.Error(t, bd.SetCapture([]int{a.NLayers - 1}), "the last layer")
+	require.NoError(t, bd.SetCapture(layers))
+	rng := rand.New(rand.NewPCG(8, 9))
+	s0, s1 := randomTokens(rng, 6, a.Vocab), randomTokens(rng, 5, a.Vocab)
+	_, err = bd.Step([]BatchInput{{Slot: 0, Tokens: s0[:2]}})
+	require.NoError(t, err)
+	_, err = bd.Step([]BatchInput{{Slot: 0, Tokens: s0[2:]}, {Slot: 1, Tokens: s1}})
+	require.NoError(t, err)
+	got := bd.Captured()
+	require.Len(t, got, 4+5)
+	var want [][]float32
+	for i, s := range [][]int32{s0, s1} {
+		dec.Reset()
+		_, err := dec.Prompt(s)
+		require.NoError(t, err)
+		rows := dec.Captured()
+		if i == 0 {
+			rows = rows[2:]
+		}
+		for _, r := range rows {
+			want = append(want, append([]float32(nil), r...))
+		}
+	}
+	for i := range want {
+		require.Len(t, got[i], len(layers)*a.DModel)
+		require.Less(t, maxRelDiff(got[i], want[i]), 1e-4, "row %d", i)
+	}
+}

@@ -15,13 +15,8 @@ import (
 // capturing decoder cannot shift its context. nil turns capturing off. The built graphs are
 // rebuilt.
 func (d *Decoder) SetCapture(layers []int) error {
-	for i, il := range layers {
-		if il < 0 || il >= d.m.Arch.NLayers-1 {
-			return fmt.Errorf("llama: capture layer %d: %s has layers 0..%d, and the last one cannot be captured", il, d.m.path, d.m.Arch.NLayers-1)
-		}
-		if slices.Contains(layers[:i], il) {
-			return fmt.Errorf("llama: capture layer %d twice", il)
-		}
+	if err := checkCapture(d.m, layers); err != nil {
+		return err
 	}
 	if len(layers) > 0 && d.opts.ContextFull == ContextShift {
 		return fmt.Errorf("llama: a decoder that shifts its context cannot capture hidden states (the shift recomputes them)")
@@ -59,25 +54,67 @@ func (d *Decoder) captureHook(g *stepGraph) func(il int, x *ggml.Tensor) {
 
 // readCaptured appends the rows of g's captured layers after a step.
 func (d *Decoder) readCaptured(g *stepGraph) error {
-	if len(g.hidden) == 0 {
-		return nil
+	rows, err := readHidden(g.hidden, g.key.n, d.m.Arch.DModel)
+	if err != nil {
+		return err
 	}
-	dm := d.m.Arch.DModel
-	n := g.key.n
+	d.captured = append(d.captured, rows...)
+	return nil
+}
+
+// readHidden reads the captured layers' outputs hidden ([dm, n] each) as one row per token:
+// the layers' values side by side (nil when nothing is captured).
+func readHidden(hidden []*ggml.Tensor, n, dm int) ([][]float32, error) {
+	if len(hidden) == 0 {
+		return nil, nil
+	}
 	rows := make([][]float32, n)
-	flat := make([]float32, n*len(g.hidden)*dm)
+	flat := make([]float32, n*len(hidden)*dm)
 	for t := range rows {
-		rows[t] = flat[t*len(g.hidden)*dm : (t+1)*len(g.hidden)*dm]
+		rows[t] = flat[t*len(hidden)*dm : (t+1)*len(hidden)*dm]
 	}
-	for j, h := range g.hidden {
+	for j, h := range hidden {
 		v, err := h.F32()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for t := range rows {
 			copy(rows[t][j*dm:(j+1)*dm], v[t*dm:(t+1)*dm])
 		}
 	}
-	d.captured = append(d.captured, rows...)
+	return rows, nil
+}
+
+// SetCapture makes every step read the outputs of the given layers for each token it
+// processes, as Decoder.SetCapture does (a DFlash drafter of a server's slots reads its
+// target's context through them): Captured returns them after Step. nil turns capturing off.
+// The built graphs are rebuilt.
+func (b *BatchDecoder) SetCapture(layers []int) error {
+	if err := checkCapture(b.m, layers); err != nil {
+		return err
+	}
+	b.capture = slices.Clone(layers)
+	for k, g := range b.graphs {
+		g.close()
+		delete(b.graphs, k)
+	}
+	return nil
+}
+
+// Captured returns the captured hidden states of the tokens the last Step processed, one row
+// per token in the order of its inputs' tokens (len(capture layers)·DModel values). The rows
+// belong to the decoder until its next step.
+func (b *BatchDecoder) Captured() [][]float32 { return b.captured }
+
+// checkCapture refuses capture layers that are not distinct layers of m below its last.
+func checkCapture(m *GGUFModel, layers []int) error {
+	for i, il := range layers {
+		if il < 0 || il >= m.Arch.NLayers-1 {
+			return fmt.Errorf("llama: capture layer %d: %s has layers 0..%d, and the last one cannot be captured", il, m.path, m.Arch.NLayers-1)
+		}
+		if slices.Contains(layers[:i], il) {
+			return fmt.Errorf("llama: capture layer %d twice", il)
+		}
+	}
 	return nil
 }

@@ -93,6 +93,12 @@ func graph(graphs map[int]*dflashGraph, key int, build func(int) (*dflashGraph, 
 }
 
 func (d *dflashDrafter) propose(sp *Speculative, g int) ([]int32, error) {
+	return d.proposeAfter(&sp.SpecSampler, sp.hist, g)
+}
+
+// proposeAfter drafts g tokens after the committed tokens hist, drawn by rule: it writes the
+// pending rows into the cache and fills one block anchored at hist's last token.
+func (d *dflashDrafter) proposeAfter(rule *SpecSampler, hist []int32, g int) ([]int32, error) {
 	df := d.df
 	if d.ingest == nil {
 		d.ingest, d.blocks = map[int]*dflashGraph{}, map[int]*dflashGraph{}
@@ -116,7 +122,7 @@ func (d *dflashDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 	}
 	d.pending = d.pending[:0]
 
-	n0 := len(sp.hist)
+	n0 := len(hist)
 	pos := n0 - 1 // the anchor's; the context is the positions before it
 	W := df.Cfg.Window
 	if W == 0 {
@@ -126,7 +132,7 @@ func (d *dflashDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.cache.setBlock(gr, sp.hist[pos], pos); err != nil {
+	if err := d.cache.setBlock(gr, hist[pos], pos); err != nil {
 		return nil, err
 	}
 	if err := df.target.backend.Compute(gr.graph); err != nil {
@@ -141,9 +147,8 @@ func (d *dflashDrafter) propose(sp *Speculative, g int) ([]int32, error) {
 	}
 	drafts := make([]int32, 0, g)
 	for i := range g {
-		h := append(sp.hist[:n0], drafts...) // the history the proposal follows
-		sp.hist = h[:n0]
-		x, ok := sp.Pick(i, d.logits[(i+1)*V:(i+2)*V], h)
+		h := append(hist[:n0:n0], drafts...) // the history the proposal follows (a copy)
+		x, ok := rule.Pick(i, d.logits[(i+1)*V:(i+2)*V], h)
 		if !ok {
 			break
 		}
@@ -353,3 +358,49 @@ func (sp *Speculative) Close() error {
 	}
 	return nil
 }
+
+// DFlashSlot drafts with a DFlash drafter for one sequence whose target decodes elsewhere: a
+// server's slot of a BatchDecoder that captures the drafter's target layers
+// (BatchDecoder.SetCapture). The caller hands it the captured rows of the tokens the target
+// read and committed, in order (Keep; after a verification, the last token's and the accepted
+// proposals'), and asks for proposals after the committed tokens (Propose). A slot keeps its
+// cache across sequences: Restart says where the next one's rows start.
+type DFlashSlot struct {
+	d dflashDrafter
+}
+
+// NewSlot returns a drafting state of df for sequences of at most maxCtx positions.
+func (df *DFlash) NewSlot(maxCtx int) (*DFlashSlot, error) {
+	cells := df.Cfg.Window
+	if cells == 0 {
+		cells = maxCtx
+	}
+	c, err := newDFlashCache(df, cells)
+	if err != nil {
+		return nil, err
+	}
+	return &DFlashSlot{d: dflashDrafter{df: df, cache: c}}, nil
+}
+
+// Restart makes the next kept row position pos's: the cache's rows of the positions before it
+// are kept as the context (a new sequence that shares a prefix of pos tokens with the slot's
+// last one), the pending ones dropped.
+func (s *DFlashSlot) Restart(pos int) {
+	s.d.next, s.d.pending = pos, s.d.pending[:0]
+}
+
+// Keep appends the rows of the next committed tokens.
+func (s *DFlashSlot) Keep(rows [][]float32) { s.d.keep(rows) }
+
+// Propose drafts up to g tokens (at most the block's Gamma−1) after the committed tokens hist,
+// drawn by rule, whose rows but the last token's were kept.
+func (s *DFlashSlot) Propose(rule *SpecSampler, hist []int32, g int) ([]int32, error) {
+	F := s.d.df.Cfg.features(&s.d.df.target.Arch)
+	if have := s.d.next + len(s.d.pending)/F; have != len(hist)-1 {
+		return nil, fmt.Errorf("llama: dflash: rows of %d positions kept for %d committed tokens", have, len(hist))
+	}
+	return s.d.proposeAfter(rule, hist, min(g, s.d.df.Cfg.Gamma-1))
+}
+
+// Close frees the slot's cache and graphs.
+func (s *DFlashSlot) Close() { s.d.close() }
