@@ -86,6 +86,10 @@ type Config struct {
 	Draft               *llama.BatchDecoder
 	DraftTokens         int
 	DraftMinProbability float64
+	// DFlash, when not nil and Draft is, drafts instead: a DFlash drafter of the model, one
+	// state per slot, reading the hidden states New makes the Decoder capture; a step proposes
+	// up to DraftTokens (0: all its block's) tokens. The Server does not own it.
+	DFlash *llama.DFlash
 }
 
 // Server serves one model. Its Handler is safe for concurrent use; one goroutine (started by
@@ -113,8 +117,8 @@ type Server struct {
 	work chan func()
 	// embedder computes embeddings (embed.go), made on the scheduler's goroutine on first use.
 	embedder *llama.Decoder
-	// drafter proposes the slots' speculative tokens (nil: none; Config.Draft).
-	drafter *modelDrafter
+	// drafter proposes the slots' speculative tokens (nil: none; Config.Draft, Config.DFlash).
+	drafter drafter
 }
 
 // job is one request in the scheduler.
@@ -195,10 +199,10 @@ func New(cfg Config) (*Server, error) {
 		stopAll: make(chan struct{}), done: make(chan struct{}), created: time.Now().Unix(), work: make(chan func()),
 		vocab: sync.OnceValue(func() *grammar.Vocab { return grammar.VocabOf(cfg.Tokenizer) })}
 	s.metrics.init(cfg.Decoder.Slots())
-	if cfg.Draft != nil {
-		if s.drafter, err = newModelDrafter(cfg); err != nil {
-			return nil, err
-		}
+	if s.drafter, err = newDrafter(cfg); err != nil {
+		return nil, err
+	}
+	if s.drafter != nil {
 		s.metrics.spec = newSpecMetrics(cfg.Decoder.Slots())
 	}
 	s.textBound, s.bodyBound = promptBounds(cfg.Tokenizer, cfg.Decoder.SlotContext())
@@ -256,6 +260,9 @@ func (s *Server) Close() {
 func (s *Server) loop() {
 	defer close(s.done)
 	defer s.closeEmbedder()
+	if s.drafter != nil {
+		defer s.drafter.close()
+	}
 	slots := make([]*slot, s.dec.Slots())
 	active := 0
 	// The prompt cache: kept[i] are the tokens whose keys and values decoder slot i holds, at
@@ -326,6 +333,9 @@ func (s *Server) loop() {
 			sl.sampler.KeepLogprobs(j.topLogprobs)
 		}
 		slots[p.slot] = sl
+		if s.drafter != nil {
+			s.drafter.admitted(p.slot, reuse)
+		}
 		s.metrics.cachedTokens.Add(int64(reuse))
 		active++
 		s.metrics.busy.Add(1)
@@ -412,6 +422,9 @@ func (s *Server) loop() {
 				kept[sl.idx] = nil // what the failed step left in the cells is not known
 			}
 			continue
+		}
+		if s.drafter != nil {
+			s.drafter.stepped(in)
 		}
 		var gen []*slot // the slots whose logits give their next token
 		var logits [][]float32

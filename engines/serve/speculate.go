@@ -31,16 +31,80 @@ type specSlot struct {
 	drafts  []int32 // this step's proposals
 }
 
-// modelDrafter drafts with a smaller model's BatchDecoder of the target's slots.
-type modelDrafter struct {
-	dec   *llama.BatchDecoder
-	gamma int
-	pMin  float64
-	held  [][]int32 // per slot: the tokens whose keys and values its draft cells hold
+// drafter proposes the tokens the slots' steps verify: a draft model (modelDrafter) or a
+// DFlash drafter (dflashDrafter).
+type drafter interface {
+	// newSlot is the speculative state of a request sampled with s.
+	newSlot(s *sample.Sampler) *specSlot
+	// most is the most proposals a step.
+	most() int
+	// propose drafts for props (each spec.drafts).
+	propose(props []*proposal) error
+	// admitted says that slot starts a request with its first n positions' cells reused.
+	admitted(slot, n int)
+	// stepped follows a target step of in; accepted follows the verification of slot's
+	// proposals of that step, of which k were accepted.
+	stepped(in []llama.BatchInput)
+	accepted(slot, k int)
+	// close frees what the drafter made.
+	close()
 }
 
+// specParams are the drafting settings both drafters share.
+type specParams struct {
+	gamma int
+	pMin  float64
+}
+
+// newSlot is the speculative state of a request sampled with s.
+func (p specParams) newSlot(s *sample.Sampler) *specSlot {
+	rule, err := llama.NewSpecSampler(s, p.pMin)
+	if err != nil {
+		panic(fmt.Sprintf("serve: %v", err)) // pMin was checked by newDrafter
+	}
+	return &specSlot{rule: rule}
+}
+
+func (p specParams) most() int { return p.gamma }
+
+// newDrafter checks cfg's drafter and makes it (nil: none).
+func newDrafter(cfg Config) (drafter, error) {
+	if cfg.Draft == nil && cfg.DFlash == nil {
+		return nil, nil
+	}
+	if cfg.Draft != nil && cfg.DFlash != nil {
+		return nil, errors.New("serve: a draft model or a DFlash drafter, not both")
+	}
+	p := specParams{gamma: cfg.DraftTokens, pMin: cfg.DraftMinProbability}
+	if p.gamma < 0 {
+		return nil, fmt.Errorf("serve: %d draft tokens per step: want at least 1", p.gamma)
+	}
+	if err := llama.CheckMinProbability(p.pMin); err != nil {
+		return nil, fmt.Errorf("serve: minimum draft probability %v: %w", p.pMin, err)
+	}
+	if cfg.DFlash != nil {
+		return newDFlashDrafter(cfg, p)
+	}
+	if p.gamma == 0 {
+		p.gamma = llama.DefaultDraftTokens
+	}
+	return newModelDrafter(cfg, p)
+}
+
+// modelDrafter drafts with a smaller model's BatchDecoder of the target's slots.
+type modelDrafter struct {
+	specParams
+	dec  *llama.BatchDecoder
+	held [][]int32 // per slot: the tokens whose keys and values its draft cells hold
+}
+
+func (d *modelDrafter) admitted(slot, n int)          {}
+func (d *modelDrafter) stepped(in []llama.BatchInput) {}
+func (d *modelDrafter) accepted(slot, k int)          {}
+func (d *modelDrafter) close()                        {}
+
 // newModelDrafter checks cfg's draft against the target and makes its drafter.
-func newModelDrafter(cfg Config) (*modelDrafter, error) {
+func newModelDrafter(cfg Config, p specParams) (*modelDrafter, error) {
 	d := cfg.Draft
 	if err := llama.CheckVocab(cfg.Model, d.Model()); err != nil {
 		return nil, fmt.Errorf("serve: -draft: %w", err)
@@ -51,26 +115,80 @@ func newModelDrafter(cfg Config) (*modelDrafter, error) {
 	if d == cfg.Decoder {
 		return nil, errors.New("serve: the draft and the target must be two decoders (two caches)")
 	}
-	gamma := cfg.DraftTokens
-	if gamma == 0 {
-		gamma = llama.DefaultDraftTokens
-	}
-	if gamma < 1 {
-		return nil, fmt.Errorf("serve: %d draft tokens per step: want at least 1", gamma)
-	}
-	if err := llama.CheckMinProbability(cfg.DraftMinProbability); err != nil {
-		return nil, fmt.Errorf("serve: minimum draft probability %v: %w", cfg.DraftMinProbability, err)
-	}
-	return &modelDrafter{dec: d, gamma: gamma, pMin: cfg.DraftMinProbability, held: make([][]int32, d.Slots())}, nil
+	return &modelDrafter{specParams: p, dec: d, held: make([][]int32, d.Slots())}, nil
 }
 
-// newSlot is the speculative state of a request sampled with s.
-func (d *modelDrafter) newSlot(s *sample.Sampler) *specSlot {
-	rule, err := llama.NewSpecSampler(s, d.pMin)
-	if err != nil {
-		panic(fmt.Sprintf("serve: %v", err)) // pMin was checked by newModelDrafter
+// dflashDrafter drafts with a DFlash drafter, one state (llama.DFlashSlot) and one block
+// forward per slot, reading the hidden states the target's decoder captures: each step's rows
+// of the tokens the target committed (a prompt chunk's, a generating slot's last token's, a
+// verification's last token and accepted proposals') are kept in the slot's state. A request's
+// reused prefix keeps the rows the slot's state holds for it (those of its last request, the
+// same tokens at the same positions; a prefix copied from another slot leaves rows of other
+// tokens in the drafter's context until they leave its window, which only costs acceptance).
+type dflashDrafter struct {
+	specParams
+	dec   *llama.BatchDecoder
+	slots []*llama.DFlashSlot
+	held  [][][]float32 // per slot: a verification's rows until its acceptance
+}
+
+func newDFlashDrafter(cfg Config, p specParams) (*dflashDrafter, error) {
+	df := cfg.DFlash
+	if most := df.Cfg.Gamma - 1; p.gamma == 0 || p.gamma > most {
+		p.gamma = most
 	}
-	return &specSlot{rule: rule}
+	if err := cfg.Decoder.SetCapture(df.Cfg.TargetLayers); err != nil {
+		return nil, fmt.Errorf("serve: dflash: %w", err)
+	}
+	d := &dflashDrafter{specParams: p, dec: cfg.Decoder, held: make([][][]float32, cfg.Decoder.Slots())}
+	for range cfg.Decoder.Slots() {
+		sl, err := df.NewSlot(cfg.Decoder.SlotContext())
+		if err != nil {
+			d.close()
+			return nil, fmt.Errorf("serve: dflash: %w", err)
+		}
+		d.slots = append(d.slots, sl)
+	}
+	return d, nil
+}
+
+func (d *dflashDrafter) admitted(slot, n int) { d.slots[slot].Restart(n) }
+
+func (d *dflashDrafter) stepped(in []llama.BatchInput) {
+	rows := d.dec.Captured()
+	for _, s := range in {
+		r := rows[:len(s.Tokens)]
+		rows = rows[len(s.Tokens):]
+		if s.Logits > 1 { // a verification: the rows of the accepted tokens are kept
+			d.held[s.Slot] = r
+			continue
+		}
+		d.slots[s.Slot].Keep(r)
+	}
+}
+
+func (d *dflashDrafter) accepted(slot, k int) {
+	if r := d.held[slot]; r != nil {
+		d.slots[slot].Keep(r[:k+1])
+		d.held[slot] = nil
+	}
+}
+
+func (d *dflashDrafter) propose(props []*proposal) error {
+	for _, p := range props {
+		drafts, err := d.slots[p.slot].Propose(p.spec.rule, p.hist, p.g)
+		if err != nil {
+			return err
+		}
+		p.spec.drafts = append(p.spec.drafts[:0], drafts...)
+	}
+	return nil
+}
+
+func (d *dflashDrafter) close() {
+	for _, sl := range d.slots {
+		sl.Close()
+	}
 }
 
 // proposal is one slot's drafting in a step.
@@ -108,7 +226,7 @@ func (s *Server) draft(slots []*slot) {
 		}
 		sl.spec.drafted, sl.spec.drafts = false, sl.spec.drafts[:0]
 		// The step commits at most g+1 tokens: all within max_tokens and the slot's context.
-		g := min(s.drafter.gamma, per, sl.j.maxTokens-sl.generated-1, s.dec.SlotContext()-s.dec.Pos(sl.idx)-1)
+		g := min(s.drafter.most(), per, sl.j.maxTokens-sl.generated-1, s.dec.SlotContext()-s.dec.Pos(sl.idx)-1)
 		if g < 1 || !sl.spec.rule.Drafting() {
 			continue
 		}
@@ -206,6 +324,7 @@ func (s *Server) verify(sl *slot, rows [][]float32) (e event, done bool, n int) 
 	sp.drafted = false
 	sp.rule.Verified(true, k)
 	s.metrics.spec.accepted(sl.idx, k)
+	s.drafter.accepted(sl.idx, k)
 	if err := s.dec.Truncate(sl.idx, s.dec.Pos(sl.idx)-(len(drafts)-k)); err != nil {
 		return event{err: err}, true, 0
 	}

@@ -39,6 +39,17 @@ func withDraft(t testing.TB, path string, gamma int) func(*Config) {
 	}
 }
 
+// withDFlash makes a server draft with a random DFlash drafter of the model (blocks of 4, a
+// window of 8 positions).
+func withDFlash(t testing.TB) func(*Config) {
+	return func(c *Config) {
+		df, err := llama.NewDFlash(c.Model, llama.DFlashConfig{Gamma: 4, Window: 8, TargetLayers: llama.DefaultTargetLayers(c.Model.Arch.NLayers, 2), Layers: 1}, 3)
+		require.NoError(t, err)
+		t.Cleanup(func() { df.Close() })
+		c.DFlash = df
+	}
+}
+
 // specCounter is the value of one of /metrics' speculative counters.
 func specCounter(t testing.TB, page, name string) int {
 	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindStringSubmatch(page)
@@ -49,8 +60,9 @@ func specCounter(t testing.TB, page, name string) int {
 }
 
 // TestSpeculativeGreedyIsPlain: with a draft of the target's own weights (which proposes what
-// the target chooses: nearly every proposal accepted) and with a draft of other weights (nearly
-// every one rejected, its cells rolled back), greedy replies — one at a time and 16 concurrent
+// the target chooses: nearly every proposal accepted), with a draft of other weights (many
+// rejected, their cells rolled back) and with a random DFlash drafter (reading the target's
+// captured hidden states; nearly every proposal rejected), greedy replies — one at a time and 16 concurrent
 // clients over 4 slots, with penalties, stop strings and replies ending within a step's
 // accepted tokens — are the server's without a drafter, token for token; /metrics counts the
 // proposals and acceptances, per slot and in total.
@@ -69,8 +81,13 @@ func TestSpeculativeGreedyIsPlain(t *testing.T) {
 	for _, draft := range []struct {
 		name, path string
 		gamma      int
-	}{{"self", modelPath, 4}, {"other", other, 3}} {
-		_, ts := newServer(t, 4, 32, 128, withDraft(t, draft.path, draft.gamma))
+	}{{"self", modelPath, 4}, {"other", other, 3}, {"dflash", "", 0}} {
+		with := withDFlash(t)
+		if draft.path != "" {
+			with = withDraft(t, draft.path, draft.gamma)
+		}
+		log := &logBuffer{}
+		_, ts := newServer(t, 4, 32, 128, with, func(c *Config) { c.Log = log })
 		alone := make([]string, len(ps))
 		for i, p := range ps {
 			alone[i] = completionText(t, ts, p)
@@ -91,13 +108,14 @@ func TestSpeculativeGreedyIsPlain(t *testing.T) {
 			perSlot += specCounter(t, page, fmt.Sprintf(`toy_slot_draft_proposed_tokens_total{slot="%d"}`, i))
 		}
 		t.Logf("%s draft: %d of %d proposals accepted", draft.name, accepted, proposed)
+		assert.NotContains(t, log.String(), "drafting", "no drafting failed")
 		assert.Equal(t, proposed, perSlot, "the slots' proposals add up to the total")
 		assert.Positive(t, proposed)
 		assert.LessOrEqual(t, accepted, proposed)
 		if draft.name == "self" {
 			assert.Greater(t, accepted, proposed*9/10, "the target's own weights propose its choices")
 		} else {
-			assert.Less(t, accepted, proposed, "other weights propose tokens the target rejects")
+			assert.Less(t, accepted, proposed, "other weights, and a random drafter, propose tokens the target rejects")
 		}
 	}
 }
