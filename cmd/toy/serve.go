@@ -47,6 +47,12 @@ type serveFlags struct {
 	draft     string
 	draftN    int
 	draftPMin float64
+	// dflash is -dflash: the DFlash drafter the kernel table pairs with the model, its path
+	// relative to modelsDir (-models-dir) unless absolute.
+	dflash    bool
+	modelsDir string
+	// fs is the flag set register registered the flags in (which were given).
+	fs *flag.FlagSet
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -62,7 +68,10 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.preset = registerPreset(fs)
 	fs.StringVar(&f.draft, "draft", "", "draft model GGUF for speculative decoding in every slot (the same vocabulary as -m): greedy replies are the same, sampled ones follow the same distribution; self: -m's own file (a benchmark's ceiling, every proposal accepted)")
 	fs.IntVar(&f.draftN, "draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per slot and step (with -draft)")
-	fs.Float64Var(&f.draftPMin, "draft-p-min", llama.DefaultMinProbability, "with -draft: the draft stops proposing, each step, at a token it gives a probability below this (0: always -draft-n)")
+	fs.Float64Var(&f.draftPMin, "draft-p-min", llama.DefaultMinProbability, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
+	fs.BoolVar(&f.dflash, "dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model), one state per slot; -draft takes precedence")
+	fs.StringVar(&f.modelsDir, "models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
+	f.fs = fs
 }
 
 // check refuses bad flags before anything is loaded.
@@ -181,10 +190,37 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		dec.Close()
 		return nil, err
 	}
+	var df *llama.DFlash
+	switch {
+	case f.dflash && draft.dec != nil:
+		fmt.Fprintf(stderr, "toy serve: -draft takes precedence over -dflash\n")
+	case f.dflash:
+		dir := f.modelsDir
+		if dir == "" {
+			dir = filepath.Dir(f.model)
+		}
+		if df, err = openDFlash(m, entry, named, dir); err != nil {
+			dec.Close()
+			return nil, err
+		}
+		if !setFlags(f.fs)["draft-p-min"] {
+			f.draftPMin = 0 // a DFlash block's probabilities run lower (llama.DefaultMinProbability)
+		}
+		if !setFlags(f.fs)["draft-n"] {
+			f.draftN = df.Cfg.Gamma - 1
+		}
+		speculative = fmt.Sprintf(", speculative: dflash %s (%d tokens a step, p-min %g)", filepath.Base(entry.DFlash.DraftModel), min(f.draftN, df.Cfg.Gamma-1), f.draftPMin)
+	}
+	closeDFlash := func() {
+		if df != nil {
+			df.Close()
+		}
+	}
 	srv, err := serve.New(serve.Config{Model: m, Decoder: dec, Tokenizer: tok, ModelName: f.modelName, AnyModelName: !f.strictModelName, AddBOS: beh.addBOS,
 		Template: tmpl, Stops: beh.stops, Defaults: p, Queue: f.queue, NoPromptCache: !f.promptCache, APIKeys: f.apiKeys,
-		LogRequests: f.logRequests, Info: info, Log: stderr, Draft: draft.dec, DraftTokens: f.draftN, DraftMinProbability: f.draftPMin})
+		LogRequests: f.logRequests, Info: info, Log: stderr, Draft: draft.dec, DraftTokens: f.draftN, DraftMinProbability: f.draftPMin, DFlash: df})
 	if err != nil {
+		closeDFlash()
 		draft.close()
 		dec.Close()
 		return nil, err
@@ -198,6 +234,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		ready: fmt.Sprintf("%s, %s, queue %d, prompt cache %v, sampling: %v%s%s", f.modelName, slotsOf(f.parallel, nctx/f.parallel), f.queue, f.promptCache, p, speculative, keys),
 		close: func() {
 			srv.Close()
+			closeDFlash()
 			draft.close()
 			dec.Close()
 			m.Close()
@@ -451,7 +488,8 @@ generate. -host and -port (llama-server's) set -addr's parts. -api-key asks clie
 key, -tls-cert serves HTTPS, -allow-origin says which other web pages may call it from a
 browser. -draft decodes speculatively: a smaller model of the same vocabulary proposes
 -draft-n tokens after each slot's last one, which the slot's step verifies beside the other
-slots' tokens (docs/INFERENCE.md).
+slots' tokens; -dflash does with the DFlash drafter the kernel table pairs with the model
+(docs/INFERENCE.md).
 
 Flags:
 `)
