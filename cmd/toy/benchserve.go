@@ -144,7 +144,38 @@ Flags:
 		rows = append(rows, r)
 	}
 	writeBenchServe(stdout, rows, *maxTokens)
+	if f.draft != "" || f.dflash {
+		writeAcceptance(stdout, c, base)
+	}
 	return nil
+}
+
+// writeAcceptance writes the server's drafted and accepted tokens (its /metrics' totals, the
+// warm-up's included), when it reports them.
+func writeAcceptance(w io.Writer, c *benchClient, base string) {
+	resp, err := c.http.Get(base + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	page, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return
+	}
+	total := func(name string) (n int64, ok bool) {
+		for _, l := range strings.Split(string(page), "\n") {
+			if v, found := strings.CutPrefix(l, name+" "); found {
+				_, err := fmt.Sscan(v, &n)
+				return n, err == nil
+			}
+		}
+		return 0, false
+	}
+	proposed, ok1 := total("toy_draft_proposed_tokens_total")
+	accepted, ok2 := total("toy_draft_accepted_tokens_total")
+	if ok1 && ok2 && proposed > 0 {
+		fmt.Fprintf(w, "\nthe drafter proposed %d tokens, the target accepted %d (%.0f %%)\n", proposed, accepted, 100*float64(accepted)/float64(proposed))
+	}
 }
 
 // startProfiles starts Go's CPU profile into prefix.cpu.pprof and records blocking and mutex

@@ -53,3 +53,18 @@ func TestBenchServeRefuses(t *testing.T) {
 		assert.Error(t, err, "%v", args)
 	}
 }
+
+// TestBenchServeDraftSelf: toy bench serve -draft self drafts with the served model's own
+// file: the same token counts, and the drafter's proposals, nearly all accepted, reported
+// after the table.
+func TestBenchServeDraftSelf(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, runBenchServe([]string{"-random", "demo", "-streams", "2", "-requests", "1", "-n", "6", "-t", "1", "-c", "512", "-draft", "self", "-draft-p-min", "0"}, &out, io.Discard))
+	m := regexp.MustCompile(`the drafter proposed (\d+) tokens, the target accepted (\d+) `).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	proposed, _ := strconv.Atoi(m[1])
+	accepted, _ := strconv.Atoi(m[2])
+	assert.Positive(t, proposed)
+	assert.Greater(t, accepted, proposed*9/10, "the model's own weights propose its choices")
+	assert.Regexp(t, `(?m)^\|\s+2 \|\s+2 \|\s+12 \|`, out.String())
+}
