@@ -67,7 +67,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.allowUnresolved = registerGate(fs)
 	f.preset = registerPreset(fs)
 	fs.StringVar(&f.draft, "draft", "", "draft model GGUF for speculative decoding in every slot (the same vocabulary as -m): greedy replies are the same, sampled ones follow the same distribution; self: -m's own file (a benchmark's ceiling, every proposal accepted)")
-	fs.IntVar(&f.draftN, "draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per slot and step (with -draft)")
+	fs.IntVar(&f.draftN, "draft-n", llama.DefaultDraftTokens, "tokens the drafter proposes per slot and step (with -dflash, at most and by default the block's proposals)")
 	fs.Float64Var(&f.draftPMin, "draft-p-min", llama.DefaultMinProbability, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
 	fs.BoolVar(&f.dflash, "dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model), one state per slot; -draft takes precedence")
 	fs.StringVar(&f.modelsDir, "models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
