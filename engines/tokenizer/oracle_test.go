@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,10 +30,18 @@ type oraclePair struct {
 // oracleVocabs loads every *.gguf of vocabDir into toy and into llama.cpp, or skips.
 func oracleVocabs(t testing.TB) []oraclePair {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(vocabDir, "*.gguf"))
-	if len(paths) == 0 {
+	pairs := shippedOracleVocabs(t)
+	if len(pairs) == 0 {
 		t.Skipf("llama.cpp vocabulary test files not found at %s (they lie beside the checkout)", vocabDir)
 	}
+	return pairs
+}
+
+// shippedOracleVocabs loads every *.gguf of vocabDir into toy and into llama.cpp (none if
+// the folder is missing).
+func shippedOracleVocabs(t testing.TB) []oraclePair {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(vocabDir, "*.gguf"))
 	var pairs []oraclePair
 	for _, p := range paths {
 		cpp, err := oracle.Open(p, oracle.Options{VocabOnly: true})
@@ -120,14 +129,30 @@ func TestTokenizerOracleCases(t *testing.T) {
 
 // FuzzTokenizerOracle encodes fuzzed text (random Unicode, whitespace runs, digits,
 // special-token text, invalid UTF-8) with every vocabulary, in three modes, with toy and with
-// llama.cpp; they must agree. The seed corpus is the shipped test strings and a few shapes
-// they lack.
+// llama.cpp; they must agree. The vocabularies are llama.cpp's test folder's and the synthetic
+// ones of syntheticOracleVocabs (falcon, deepseek-llm, deepseek-coder pre-tokenizers). The
+// seed corpus is the shipped test strings, a few shapes they lack, and adversarial texts.
 func FuzzTokenizerOracle(f *testing.F) {
-	pairs := oracleVocabs(f)
-	for _, p := range pairs {
+	shipped := shippedOracleVocabs(f)
+	for _, p := range shipped {
 		for _, in := range oracleCases(f, p.name) {
 			f.Add(in)
 		}
+	}
+	pairs := append(shipped, syntheticOracleVocabs(f)...)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 40 {
+		f.Add(adversarialText(rng, 1+i))
+	}
+	for _, s := range []string{
+		// falcon: the backquote and the three-digit stage.
+		"`code` x=1234567 y+=2;", "a`b``c", "I'M HE'S 1,234.5678",
+		// deepseek-llm: white space that ends a piece, the listed letters, full-width forms.
+		"x🙂   ", "µK ǂʔ ϵ϶ Ａｂｃ！？ ‘quoted’ “more”", "a\u3000b\u3000。、", "Hello, 世界123\r\nok  \n",
+		// deepseek-coder: letters, punctuation, CJK and Hangul, single digits.
+		"foo(bar) 42 한국어 日本語 ひらがな", "$x+=1; // ¿qué?", "\r\r\n\n \t\tx",
+	} {
+		f.Add(s)
 	}
 	for _, s := range []string{
 		"", " ", "\n\n\n", "\t \t  x", "   12345678901234567890   ", "3.14159 1,000,000 ٣٤٥ ๓",

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -298,6 +299,102 @@ func isDefaultPunct(t *text, i int) bool {
 	return false
 }
 
+// isFalconPunct is [\p{P}\$\+<=>\^~\|`], the default class and the backquote.
+func isFalconPunct(t *text, i int) bool { return t.r[i] == '`' || isDefaultPunct(t, i) }
+
+// llama.cpp runs the DeepSeek regexes that name characters directly (no \p{..}) with
+// std::wregex on the text where every non-ASCII white space is replaced by U+000B, and those
+// with \p{..} on a text where each non-ASCII code point is collapsed to its class: either way a
+// non-ASCII white space is \s and nothing else. rangeCode returns the code point such a regex
+// sees at i: 0x0B for white space above ASCII, else the code point.
+func rangeCode(t *text, i int) rune {
+	if r := t.r[i]; r < utf8.RuneSelf || t.cl[i]&fSpace == 0 {
+		return r
+	}
+	return 0x0B
+}
+
+// runeRange is the closed range of code points [lo, hi].
+type runeRange struct{ lo, hi rune }
+
+// inRanges reports whether r is in one of the sorted, disjoint ranges rs.
+func inRanges(r rune, rs []runeRange) bool {
+	k := sort.Search(len(rs), func(k int) bool { return rs[k].hi >= r })
+	return k < len(rs) && rs[k].lo <= r
+}
+
+// deepseekLetters is the letter class of DeepSeek LLM's second regex,
+// [A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃],
+// as sorted, merged ranges.
+var deepseekLetters = []runeRange{
+	{0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA},
+	{0x1BC, 0x1BF}, {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377},
+	{0x37B, 0x37D}, {0x37F, 0x37F}, {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C},
+	{0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481}, {0x48A, 0x52F}, {0x531, 0x556},
+	{0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA}, {0x1CBD, 0x1CBF},
+	{0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15}, {0x1F18, 0x1F1D},
+	{0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B},
+	{0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE},
+	{0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC},
+	{0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107}, {0x210A, 0x2113},
+	{0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126}, {0x2128, 0x2128},
+	{0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F}, {0x2145, 0x2149},
+	{0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE},
+	{0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787},
+	{0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A},
+	{0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+	{0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
+}
+
+// deepseekPunct is the class of DeepSeek LLM's third regex, [!-/:-~！-／：-～‘-‟　-。] (ASCII
+// punctuation and letters, their full-width forms, quotation marks, ideographic space to full
+// stop).
+var deepseekPunct = []runeRange{
+	{0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
+}
+
+// deepseekCJK is [一-龥ࠀ-一가-퟿], the CJK regex of both DeepSeek pre-tokenizers: U+0800 to
+// U+9FA5 and the Hangul syllables U+AC00 to U+D7FF.
+var deepseekCJK = []runeRange{{0x0800, 0x9FA5}, {0xAC00, 0xD7FF}}
+
+// rangeRun returns the matcher of [class]+ over the code points rangeCode gives.
+func rangeRun(rs []runeRange) matcher {
+	return runMatcher(func(t *text, i int) bool { return inRanges(rangeCode(t, i), rs) })
+}
+
+// spaceThen returns the matcher of \s?[class]+: a run of the class, with the white space
+// before it if there is one.
+func spaceThen(in func(t *text, i int) bool) matcher {
+	return func(t *text, i, end int) int {
+		j := i
+		if t.cl[i]&fSpace != 0 && i+1 < end && in(t, i+1) {
+			j = i + 1
+		}
+		if !in(t, j) {
+			return -1
+		}
+		for j++; j < end && in(t, j); j++ {
+		}
+		return j
+	}
+}
+
+// matchLineBreak is [\r\n]: one line break.
+func matchLineBreak(t *text, i, end int) int {
+	if t.r[i] == '\r' || t.r[i] == '\n' {
+		return i + 1
+	}
+	return -1
+}
+
+// matchTrailingSpace is \s+$: the white space that ends the piece.
+func matchTrailingSpace(t *text, i, end int) int {
+	if t.cl[i]&fSpace == 0 || spaceRun(t, i, end) != end {
+		return -1
+	}
+	return end
+}
+
 // matchDigit is \p{N}: one numeric code point.
 func matchDigit(t *text, i, end int) int {
 	if t.cl[i]&fNumber != 0 {
@@ -327,7 +424,29 @@ var (
 	stagesLLaMA3   = []stage{matchStage(matchLLaMA3(3))}
 	stagesQwen2    = []stage{matchStage(matchLLaMA3(1))}
 	stagesStarcode = []stage{matchStage(matchDigit), matchStage(matchGPT2)}
-	stagesDefault  = []stage{
+	stagesFalcon   = []stage{
+		matchStage(runMatcher(isFalconPunct)),
+		matchStage(matchGPT2),
+		matchStage(matchThreeDigits),
+	}
+	// DeepSeek LLM: [\r\n], \s?[letters]+, \s?[punctuation]+, \s+$, [CJK]+, \p{N}+.
+	stagesDeepSeekLLM = []stage{
+		matchStage(matchLineBreak),
+		matchStage(spaceThen(func(t *text, i int) bool { return inRanges(rangeCode(t, i), deepseekLetters) })),
+		matchStage(spaceThen(func(t *text, i int) bool { return inRanges(rangeCode(t, i), deepseekPunct) })),
+		matchStage(matchTrailingSpace),
+		matchStage(rangeRun(deepseekCJK)),
+		matchStage(runMatcher(isNumberAt)),
+	}
+	// DeepSeek Coder: [\r\n], \s?\p{L}+, \s?\p{P}+, [CJK]+, \p{N}.
+	stagesDeepSeekCoder = []stage{
+		matchStage(matchLineBreak),
+		matchStage(spaceThen(func(t *text, i int) bool { return t.cl[i]&fLetter != 0 })),
+		matchStage(spaceThen(func(t *text, i int) bool { return t.cl[i]&fPunct != 0 })),
+		matchStage(rangeRun(deepseekCJK)),
+		matchStage(matchDigit),
+	}
+	stagesDefault = []stage{
 		matchStage(runMatcher(isDefaultPunct)),
 		matchStage(matchGPT2),
 		matchStage(runMatcher(isNumberAt)),
@@ -352,6 +471,9 @@ func init() {
 		"midm-2.0", "lfm2")
 	add(stagesLLaMA3, false, false, "dbrx", "smaug-bpe")
 	add(stagesQwen2, false, false, "qwen2", "deepseek-r1-qwen", "stablelm2", "megrez", "hunyuan")
+	add(stagesFalcon, false, false, "falcon")
+	add(stagesDeepSeekLLM, false, false, "deepseek-llm")
+	add(stagesDeepSeekCoder, false, false, "deepseek-coder")
 	add(stagesStarcode, false, false, "smollm", "starcoder", "refact", "command-r", "codeshell",
 		"exaone", "minerva-7b")
 }
@@ -373,7 +495,7 @@ func lookupPre(name string) (preTok, error) {
 	}
 	p, ok := preTokenizers[name]
 	if !ok {
-		return preTok{}, fmt.Errorf("tokenizer: unknown pre-tokenizer %q", name)
+		return preTok{}, fmt.Errorf("tokenizer: unknown pre-tokenizer %q (supported: %s)", name, strings.Join(PreTokenizerNames(), ", "))
 	}
 	return p, nil
 }

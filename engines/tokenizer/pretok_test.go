@@ -123,8 +123,49 @@ func TestPreTokenizerByName(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 	_, err := PreTokenizerByName("no-such-pre")
-	require.ErrorContains(t, err, "unknown pre-tokenizer")
+	require.ErrorContains(t, err, `unknown pre-tokenizer "no-such-pre" (supported: `)
+	// The error lists what is supported.
+	for _, name := range []string{"default", "deepseek-coder", "deepseek-llm", "falcon", "gpt-2", "llama3"} {
+		require.ErrorContains(t, err, name)
+	}
 	assert.Contains(t, PreTokenizerNames(), "smollm")
+}
+
+// TestSplitFalconDeepSeek checks the falcon, deepseek-llm and deepseek-coder splits on cases
+// worked out by hand from llama.cpp's regexes (TestSyntheticOracle compares them with
+// llama.cpp itself).
+func TestSplitFalconDeepSeek(t *testing.T) {
+	for _, c := range []struct {
+		pre   string
+		cases []splitCase
+	}{
+		{"falcon", []splitCase{
+			// The backquote is punctuation, which stage one cuts out.
+			{"a`b", []string{"a", "`", "b"}},
+			// Three digits a chunk after GPT-2's split; no \p{N}+ stage.
+			{"x = 12345;", []string{"x", " ", "=", " ", "123", "45", ";"}},
+			{"I'm", []string{"I", "'", "m"}},
+		}},
+		{"deepseek-llm", []splitCase{
+			// White space that ends a piece is a chunk of its own.
+			{"x🙂  ", []string{"x", "🙂", "  "}},
+			{"Hello, 世界123\r\nok", []string{"Hello", ",", " ", "世界", "123", "\r", "\n", "ok"}},
+			// A non-ASCII space is \s to the regexes, and never in their classes; the CJK
+			// stage (U+0800 to U+9FA5) then cuts the ideographic full stop off.
+			{"a\u3000b\u3000。", []string{"a", "\u3000b", "\u3000", "。"}},
+			// Letters outside the listed class stay with what follows.
+			{"ǂab", []string{"ǂ", "ab"}},
+		}},
+		{"deepseek-coder", []splitCase{
+			{"foo(bar) 42", []string{"foo", "(", "bar", ")", " ", "4", "2"}},
+			{"한국어 ok\n\n", []string{"한국어", " ok", "\n", "\n"}},
+			{"$x+=1", []string{"$", "x", "+=", "1"}},
+		}},
+	} {
+		split, err := PreTokenizerByName(c.pre)
+		require.NoError(t, err)
+		t.Run(c.pre, func(t *testing.T) { checkSplits(t, split, c.cases) })
+	}
 }
 
 // TestSplitCovers checks that every pre-tokenizer splits random text into
