@@ -1,7 +1,9 @@
 // Package tokenizer is a byte-level BPE tokenizer compatible with llama.cpp's
-// "gpt2" tokenizer model (the one GPT-2, LLaMA 3, Qwen 2 and SmolLM2 use),
-// and a SentencePiece BPE tokenizer compatible with its "llama" model (LLaMA
-// 1 and 2, Mistral 7B v0.1, TinyLlama), chosen by Vocab.Model.
+// "gpt2" tokenizer model (the one GPT-2, LLaMA 3, Qwen 2, SmolLM2, Falcon and
+// DeepSeek use), a SentencePiece BPE tokenizer compatible with its "llama"
+// model (LLaMA 1 and 2, Mistral 7B v0.1, TinyLlama) and a WordPiece
+// tokenizer compatible with its "bert" model (BERT and the embedding models
+// built on it), chosen by Vocab.Model.
 //
 // A model trained by toy stores its tokenizer in the GGUF checkpoint under
 // llama.cpp's keys (tokenizer.ggml.*); other GGUF runtimes (llama.cpp,
@@ -50,6 +52,20 @@
 // this name: llama.cpp gives LLAMA_VOCAB_PRE_TYPE_SMOLLM the same regexes as
 // STARCODER, which is what their Hugging Face pre-tokenizer
 // (Digits(individual_digits) then ByteLevel) does.
+//
+// "falcon" is the "default" split below without its \p{N}+ stage and with
+// the backquote among the punctuation: [\p{P}\$\+<=>\^~\|`]+, GPT-2's regex,
+// then [0-9][0-9][0-9].
+//
+// "deepseek-llm" is six regexes in turn: [\r\n]; \s? before a run of
+// DeepSeek's own letter class (ASCII, Latin, Greek, Cyrillic, Armenian,
+// Georgian, Cherokee and other cased scripts, listed range by range);
+// \s? before a run of [!-/:-~！-／：-～‘-‟　-。]; \s+$ (white space that
+// ends a piece); [一-龥ࠀ-一가-퟿]+ (U+0800 to U+9FA5 and the Hangul
+// syllables); \p{N}+. "deepseek-coder" is [\r\n], \s?\p{L}+, \s?\p{P}+,
+// the same CJK ranges, and single \p{N}. llama.cpp runs these with
+// std::regex on a text where every non-ASCII white space stands for \s and
+// belongs to none of the listed classes; so do these splits.
 //
 // "default" (and a missing or empty pre) is llama.cpp's fallback, four
 // regexes in turn:
@@ -107,6 +123,24 @@
 // token followed by text does not round-trip (the text gains a space), nor
 // does a BOS (llama.cpp removes the space only from the first token, and
 // DecodeOptions.RemoveSpecial, like its remove_special, then keeps it).
+//
+// # WordPiece (the "bert" model)
+//
+// llama.cpp's GGUFs store a BERT vocabulary with its word-start pieces
+// marked "▁" ("▁play") and its continuation pieces ("##ing" in BERT's
+// vocab.txt) bare ("ing"). Encoding follows llama.cpp's llm_tokenizer_wpm:
+// the text is split at special tokens; ordinary text is cut into words as
+// BERT's basic tokenizer does it there: every code point is replaced by the
+// first code point of its canonical decomposition (so precomposed accents
+// are stripped, combining ones kept), white space separates words, NUL,
+// U+FFFD, invalid UTF-8 and control, format and private-use characters are
+// dropped, punctuation, ASCII symbols and CJK ideographs are words of their
+// own, and everything is lower-cased. Each word, with "▁" before it, is cut
+// greedily into the longest token from its start (any token, by its text);
+// a word that cannot be cut entirely becomes one UNK ([UNK]). AddSpecial
+// puts BOS ([CLS]) before the text and SEP ([SEP],
+// tokenizer.ggml.seperator_token_id) after it, whatever add_bos_token says,
+// as llama.cpp does. Pieces decode as SentencePiece ones ("▁" is a space).
 //
 // # Training
 //

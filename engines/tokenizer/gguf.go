@@ -25,8 +25,10 @@ const (
 	KeyEOS       = "tokenizer.ggml.eos_token_id"
 	KeyUNK       = "tokenizer.ggml.unknown_token_id"
 	KeyPAD       = "tokenizer.ggml.padding_token_id"
-	KeyAddBOS    = "tokenizer.ggml.add_bos_token"
-	KeyAddEOS    = "tokenizer.ggml.add_eos_token"
+	// KeySEP is spelt as llama.cpp spells it.
+	KeySEP    = "tokenizer.ggml.seperator_token_id"
+	KeyAddBOS = "tokenizer.ggml.add_bos_token"
+	KeyAddEOS = "tokenizer.ggml.add_eos_token"
 	// KeyAddSpacePrefix is read and written as a bool.
 	KeyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
 )
@@ -35,17 +37,18 @@ const (
 const Model = "gpt2"
 
 // GGUF returns the tokenizer as the GGUF key-value pairs llama.cpp reads:
-// model ("gpt2" or "llama"), pre (llama: only if set), tokens, scores (if
-// set), token types, merges (gpt2; llama: only if set), the special ids that
-// are set, the add_bos/add_eos flags and add_space_prefix (llama; gpt2: only
-// if true).
+// model ("gpt2", "llama" or "bert"), pre (llama, bert: only if set), tokens,
+// scores (if set), token types, merges (gpt2; llama, bert: only if set), the
+// special ids that are set (SEP: bert only), the add_bos/add_eos flags and
+// add_space_prefix (llama, bert; gpt2: only if true).
 func (t *Tokenizer) GGUF() []KV {
 	types := make([]int32, len(t.v.Types))
 	for i, ty := range t.v.Types {
 		types[i] = int32(ty)
 	}
 	kvs := []KV{{KeyModel, t.v.Model}}
-	if !t.spm || t.v.Pre != "" {
+	bpe := !t.spm && !t.wpm
+	if bpe || t.v.Pre != "" {
 		kvs = append(kvs, KV{KeyPre, t.pre.name})
 	}
 	kvs = append(kvs, KV{KeyTokens, append([]string(nil), t.v.Tokens...)})
@@ -53,19 +56,19 @@ func (t *Tokenizer) GGUF() []KV {
 		kvs = append(kvs, KV{KeyScores, append([]float32(nil), t.v.Scores...)})
 	}
 	kvs = append(kvs, KV{KeyTokenType, types})
-	if !t.spm || t.v.Merges != nil {
+	if bpe || t.v.Merges != nil {
 		kvs = append(kvs, KV{KeyMerges, append([]string(nil), t.v.Merges...)})
 	}
 	for _, id := range []struct {
 		key string
 		id  int32
-	}{{KeyBOS, t.v.BOS}, {KeyEOS, t.v.EOS}, {KeyUNK, t.v.UNK}, {KeyPAD, t.v.PAD}} {
+	}{{KeyBOS, t.v.BOS}, {KeyEOS, t.v.EOS}, {KeyUNK, t.v.UNK}, {KeyPAD, t.v.PAD}, {KeySEP, t.v.SEP}} {
 		if id.id >= 0 {
 			kvs = append(kvs, KV{id.key, uint32(id.id)})
 		}
 	}
 	kvs = append(kvs, KV{KeyAddBOS, t.v.AddBOS}, KV{KeyAddEOS, t.v.AddEOS})
-	if t.spm || t.v.AddSpacePrefix {
+	if !bpe || t.v.AddSpacePrefix {
 		kvs = append(kvs, KV{KeyAddSpacePrefix, t.v.AddSpacePrefix})
 	}
 	return kvs
@@ -73,8 +76,8 @@ func (t *Tokenizer) GGUF() []KV {
 
 // FromGGUF loads a vocabulary from GGUF metadata; get returns the value of a
 // key as a GGUF reader gives it (string, []string, []int32, []float32, an
-// integer type, bool). tokenizer.ggml.model ("gpt2" or "llama") and tokens
-// are required, and for gpt2 merges; token types default to normal and
+// integer type, bool). tokenizer.ggml.model ("gpt2", "llama" or "bert") and
+// tokens are required, and for gpt2 merges; token types default to normal and
 // scores to none, as in llama.cpp.
 //
 // gpt2: pre defaults to "default"; the special ids are those the file sets
@@ -84,16 +87,22 @@ func (t *Tokenizer) GGUF() []KV {
 // llama: pre and merges are not used (merges are not read); BOS, EOS and UNK
 // default to 1, 2 and 0, add_bos to true, add_eos to false and
 // add_space_prefix to true, as in llama.cpp.
+//
+// bert: pre and merges are not used; BOS ([CLS]), UNK, SEP
+// (tokenizer.ggml.seperator_token_id) and PAD default to 101, 100, 102 and 0
+// where the vocabulary is that large, add_bos and add_eos to false (its
+// encoding adds BOS and SEP regardless) and add_space_prefix to true, as in
+// llama.cpp.
 func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 	model, err := ggufString(get, KeyModel, true)
 	if err != nil {
 		return nil, err
 	}
-	if model != ModelGPT2 && model != ModelLlama {
-		return nil, fmt.Errorf("tokenizer: %s is %q, only %q (byte-level BPE) and %q (SentencePiece) are supported",
-			KeyModel, model, ModelGPT2, ModelLlama)
+	if model != ModelGPT2 && model != ModelLlama && model != ModelBERT {
+		return nil, fmt.Errorf("tokenizer: %s is %q, only %q (byte-level BPE), %q (SentencePiece) and %q (WordPiece) are supported",
+			KeyModel, model, ModelGPT2, ModelLlama, ModelBERT)
 	}
-	v := Vocab{Model: model, BOS: -1, EOS: -1, UNK: -1, PAD: -1}
+	v := Vocab{Model: model, BOS: -1, EOS: -1, UNK: -1, PAD: -1, SEP: -1}
 	if v.Pre, err = ggufString(get, KeyPre, false); err != nil {
 		return nil, err
 	}
@@ -108,6 +117,16 @@ func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 		v.AddBOS = pre.addBOS
 		if v.Merges, err = ggufStrings(get, KeyMerges, true); err != nil {
 			return nil, err
+		}
+	} else if model == ModelBERT {
+		v.AddSpacePrefix = true
+		for _, d := range []struct {
+			dst *int32
+			id  int32
+		}{{&v.PAD, 0}, {&v.UNK, 100}, {&v.BOS, 101}, {&v.SEP, 102}} {
+			if int(d.id) < len(v.Tokens) {
+				*d.dst = d.id
+			}
 		}
 	} else {
 		v.AddBOS, v.AddSpacePrefix = true, true
@@ -146,7 +165,7 @@ func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 	for _, id := range []struct {
 		key string
 		dst *int32
-	}{{KeyBOS, &v.BOS}, {KeyEOS, &v.EOS}, {KeyUNK, &v.UNK}, {KeyPAD, &v.PAD}} {
+	}{{KeyBOS, &v.BOS}, {KeyEOS, &v.EOS}, {KeyUNK, &v.UNK}, {KeyPAD, &v.PAD}, {KeySEP, &v.SEP}} {
 		x, ok := get(id.key)
 		if !ok {
 			continue

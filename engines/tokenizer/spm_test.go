@@ -402,7 +402,7 @@ func TestSPMNewErrors(t *testing.T) {
 		edit func(v *Vocab)
 		want string
 	}{
-		{"model", func(v *Vocab) { v.Model = "bert" }, `unknown model "bert"`},
+		{"model", func(v *Vocab) { v.Model = "t5" }, `unknown model "t5"`},
 		{"scores", func(v *Vocab) { v.Scores = []float32{1} }, "1 token scores for 5 tokens"},
 		{"byte token", func(v *Vocab) { v.Tokens[3] = "<0xZZ>" }, `byte token 3 "<0xZZ>" is not <0xNN>`},
 		{"byte token length", func(v *Vocab) { v.Tokens[3] = "A" }, `byte token 3 "A"`},

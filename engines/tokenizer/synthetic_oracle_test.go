@@ -131,7 +131,75 @@ func syntheticOracleVocabs(t testing.TB) []oraclePair {
 			pairs = append(pairs, loadOraclePair(t, filepath.Join(dir, name), "gpt2", tok.GGUF()))
 		}
 	}
+	wpm, err := New(syntheticWordPiece(corpus))
+	require.NoError(t, err)
+	pairs = append(pairs, loadOraclePair(t, filepath.Join(dir, "synthetic-bert.gguf"), "bert", wpm.GGUF()))
 	return pairs
+}
+
+// syntheticWordPiece builds a WordPiece vocabulary as llama.cpp's GGUFs hold BERT's: the
+// special tokens first ([UNK] of type unknown, the others control, "<url>" user-defined),
+// then "▁"-marked word starts and bare continuations. It is made from the words of corpus
+// (wpmWords): the 300 most frequent words whole, the first one to three characters of every
+// word, every run of two or three characters inside a word as a continuation, and each
+// character both ways, except those whose code point is a multiple of 7, so that words which
+// cannot be cut become [UNK]. A few tokens no normalised text can match (upper case,
+// accents) are included too.
+func syntheticWordPiece(corpus [][]byte) Vocab {
+	v := Vocab{Model: ModelBERT, BOS: 2, EOS: -1, UNK: 1, PAD: 0, SEP: 3, AddSpacePrefix: true}
+	seen := map[string]bool{}
+	add := func(tok string, typ TokenType) {
+		if tok == "" || tok == spaceEscape || seen[tok] {
+			return
+		}
+		seen[tok] = true
+		v.Tokens = append(v.Tokens, tok)
+		v.Types = append(v.Types, typ)
+	}
+	for _, s := range []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} {
+		typ := TypeControl
+		if s == "[UNK]" {
+			typ = TypeUnknown
+		}
+		add(s, typ)
+	}
+	add("<url>", TypeUserDefined)
+	for _, s := range []string{spaceEscape + "Hello", spaceEscape + "café", "É", spaceEscape + "naïve"} {
+		add(s, TypeNormal)
+	}
+	counts := map[string]int{}
+	var words []string
+	for _, doc := range corpus {
+		for _, w := range wpmWords(string(doc), nil) {
+			if counts[w] == 0 {
+				words = append(words, w)
+			}
+			counts[w]++
+		}
+	}
+	frequent := slices.Clone(words)
+	slices.SortStableFunc(frequent, func(a, b string) int { return counts[b] - counts[a] })
+	for _, w := range frequent[:min(300, len(frequent))] {
+		add(spaceEscape+w, TypeNormal)
+	}
+	for _, w := range words {
+		r := []rune(w)
+		for i, c := range r {
+			if c%7 != 0 {
+				add(spaceEscape+string(c), TypeNormal)
+				add(string(c), TypeNormal)
+			}
+			if i >= 1 && i <= 3 {
+				add(spaceEscape+string(r[:i]), TypeNormal)
+			}
+			for n := 2; n <= 3 && i+n <= len(r); n++ {
+				if i > 0 {
+					add(string(r[i:i+n]), TypeNormal)
+				}
+			}
+		}
+	}
+	return v
 }
 
 // loadOraclePair writes kvs to path and loads the file into toy and into llama.cpp.
@@ -158,8 +226,11 @@ func TestSyntheticOracle(t *testing.T) {
 			n, bad := 0, 0
 			for i := range 3000 {
 				text := adversarialText(rng, 1+i%60)
-				if i%7 == 0 {
+				switch i % 7 {
+				case 0:
 					text = "<|im_start|>" + text + "<|endoftext|>"
+				case 1:
+					text = "[CLS] " + text + "[SEP]<url>" + strings.ToUpper(text)
 				}
 				n++
 				if d := compareEncode(t, p, text); d != "" {

@@ -37,12 +37,12 @@ func (t TokenType) special() bool {
 // Vocab is the content of a vocabulary, in the form GGUF stores it.
 type Vocab struct {
 	// Model is the tokenizer.ggml.model value: ModelGPT2 (byte-level BPE,
-	// the default when empty; New sets it) or ModelLlama (SentencePiece
-	// BPE with byte fallback).
+	// the default when empty; New sets it), ModelLlama (SentencePiece
+	// BPE with byte fallback) or ModelBERT (WordPiece).
 	Model string
 	// Pre is the tokenizer.ggml.pre value that selects the pre-tokenizer
-	// ("" is "default"). The llama model has no pre-tokenizer: Pre is only
-	// kept, as llama.cpp ignores it.
+	// ("" is "default"). The llama and bert models have no pre-tokenizer:
+	// Pre is only kept, as llama.cpp ignores it.
 	Pre string
 	// Tokens are the token strings. gpt2: normal tokens in byte-level
 	// (mapped) form, control and user-defined tokens as raw text. llama:
@@ -53,13 +53,17 @@ type Vocab struct {
 	Types []TokenType
 	// Scores are the token scores (tokenizer.ggml.scores), one per token,
 	// or nil. The llama model merges into the token of highest score (nil
-	// scores are all 0); gpt2 does not use them.
+	// scores are all 0); gpt2 and bert do not use them.
 	Scores []float32
 	// Merges are the merges in rank order, each "a b" with a and b tokens
 	// in mapped form (gpt2; the llama model does not use them).
 	Merges []string
 	// BOS, EOS, UNK and PAD are token ids, -1 for none.
 	BOS, EOS, UNK, PAD int32
+	// SEP is the separator token id (BERT's [SEP]) that the bert model's
+	// EncodeOptions.AddSpecial puts after the text, after BOS ([CLS]) before
+	// it. Only the bert model uses it; New sets it to -1 for the others.
+	SEP int32
 	// AddBOS and AddEOS say whether EncodeOptions.AddSpecial adds BOS and
 	// EOS.
 	AddBOS, AddEOS bool
@@ -76,12 +80,15 @@ type merge struct {
 	sym  int32
 }
 
-// Tokenizer is a byte-level BPE (gpt2) or SentencePiece BPE (llama)
-// tokenizer. It is safe for concurrent use.
+// Tokenizer is a byte-level BPE (gpt2), SentencePiece BPE (llama) or
+// WordPiece (bert) tokenizer. It is safe for concurrent use.
 type Tokenizer struct {
 	v   Vocab
 	pre preTok
 	spm bool // the llama model (spm.go)
+	wpm bool // the bert model (wpm.go)
+
+	maxTokenLen int // bert: the longest token, in bytes
 
 	scores []float32 // llama: token scores, zeros if the vocabulary has none
 
@@ -115,10 +122,13 @@ func New(v Vocab) (*Tokenizer, error) {
 		if pre, err = lookupPre(v.Pre); err != nil {
 			return nil, err
 		}
-	case ModelLlama:
+	case ModelLlama, ModelBERT:
 		pre = preTok{name: v.Pre}
 	default:
-		return nil, fmt.Errorf("tokenizer: unknown model %q, want %q or %q", v.Model, ModelGPT2, ModelLlama)
+		return nil, fmt.Errorf("tokenizer: unknown model %q, want %q, %q or %q", v.Model, ModelGPT2, ModelLlama, ModelBERT)
+	}
+	if v.Model != ModelBERT {
+		v.SEP = -1
 	}
 	n := len(v.Tokens)
 	if n == 0 {
@@ -142,6 +152,7 @@ func New(v Vocab) (*Tokenizer, error) {
 		v:      v,
 		pre:    pre,
 		spm:    v.Model == ModelLlama,
+		wpm:    v.Model == ModelBERT,
 		ids:    make(map[string]int32, n),
 		bpeTok: make(map[string]int32, n),
 		pieces: make([]string, n),
@@ -155,13 +166,14 @@ func New(v Vocab) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: token %q appears twice, ids %d and %d", s, j, i)
 		}
 		t.ids[s] = int32(i)
+		t.maxTokenLen = max(t.maxTokenLen, len(s))
 		typ := v.Types[i]
 		if typ.special() {
 			t.pieces[i] = s
 			t.specials = append(t.specials, int32(i))
 			continue
 		}
-		if t.spm {
+		if t.spm || t.wpm {
 			continue // pieces: initSPM
 		}
 		raw, ok := UnmapBytes(s)
@@ -183,7 +195,7 @@ func New(v Vocab) (*Tokenizer, error) {
 	for _, id := range []struct {
 		name string
 		id   int32
-	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"PAD", v.PAD}} {
+	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"PAD", v.PAD}, {"SEP", v.SEP}} {
 		if id.id < -1 || id.id >= int32(n) {
 			return nil, fmt.Errorf("tokenizer: %s id %d is not a token (vocabulary of %d)", id.name, id.id, n)
 		}
@@ -194,7 +206,19 @@ func New(v Vocab) (*Tokenizer, error) {
 	if v.AddEOS && v.EOS < 0 {
 		return nil, fmt.Errorf("tokenizer: AddEOS without an EOS token")
 	}
-	if t.spm {
+	if t.wpm {
+		// What encoding always adds or emits, as llama.cpp asserts.
+		for _, id := range []struct {
+			name string
+			id   int32
+		}{{"BOS ([CLS])", v.BOS}, {"SEP ([SEP])", v.SEP}, {"UNK ([UNK])", v.UNK}} {
+			if id.id < 0 {
+				return nil, fmt.Errorf("tokenizer: a bert (WordPiece) vocabulary needs a %s token", id.name)
+			}
+		}
+	}
+	if t.spm || t.wpm {
+		// WordPiece pieces decode as SentencePiece ones: "▁" is a space.
 		if err := t.initSPM(); err != nil {
 			return nil, err
 		}
@@ -260,10 +284,11 @@ func (t *Tokenizer) Vocab() Vocab { return t.v }
 func (t *Tokenizer) VocabSize() int { return len(t.v.Tokens) }
 
 // Pre returns the tokenizer.ggml.pre value of the pre-tokenizer (for the
-// llama model, the vocabulary's Pre, which it does not use).
+// llama and bert models, the vocabulary's Pre, which they do not use).
 func (t *Tokenizer) Pre() string { return t.pre.name }
 
-// Model returns the tokenizer.ggml.model value: ModelGPT2 or ModelLlama.
+// Model returns the tokenizer.ggml.model value: ModelGPT2, ModelLlama or
+// ModelBERT.
 func (t *Tokenizer) Model() string { return t.v.Model }
 
 // BOS returns the id of the beginning-of-sequence token, -1 if none.
@@ -271,6 +296,10 @@ func (t *Tokenizer) BOS() int32 { return t.v.BOS }
 
 // EOS returns the id of the end-of-sequence token, -1 if none.
 func (t *Tokenizer) EOS() int32 { return t.v.EOS }
+
+// SEP returns the id of the separator token (bert's [SEP]), -1 if none or
+// not the bert model.
+func (t *Tokenizer) SEP() int32 { return t.v.SEP }
 
 // Token returns the string of token id as stored (mapped form for gpt2
 // normal tokens), or "" if id is out of range.
@@ -313,6 +342,9 @@ type EncodeOptions struct {
 func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
 	if t.spm {
 		return t.encodeSPM(text, opts)
+	}
+	if t.wpm {
+		return t.encodeWPM(text, opts)
 	}
 	out := make([]int32, 0, len(text)/3+2)
 	if opts.AddSpecial && t.v.AddBOS {
@@ -555,6 +587,9 @@ func (t *Tokenizer) Decode(ids []int32, opts DecodeOptions) (string, error) {
 func (t *Tokenizer) String() string {
 	if t.spm {
 		return "llama SentencePiece tokenizer, " + strconv.Itoa(len(t.v.Tokens)) + " tokens"
+	}
+	if t.wpm {
+		return "bert WordPiece tokenizer, " + strconv.Itoa(len(t.v.Tokens)) + " tokens"
 	}
 	return "gpt2 BPE tokenizer, pre " + strconv.Quote(t.pre.name) + ", " +
 		strconv.Itoa(len(t.v.Tokens)) + " tokens, " + strconv.Itoa(len(t.v.Merges)) + " merges"

@@ -383,7 +383,7 @@ func TestFromGGUFErrors(t *testing.T) {
 		want string
 	}{
 		{"no model", func(m map[string]any) { delete(m, KeyModel) }, "tokenizer.ggml.model is missing"},
-		{"bert model", func(m map[string]any) { m[KeyModel] = "bert" }, `is "bert", only "gpt2"`},
+		{"t5 model", func(m map[string]any) { m[KeyModel] = "t5" }, `is "t5", only "gpt2"`},
 		{"model type", func(m map[string]any) { m[KeyModel] = uint32(1) }, "tokenizer.ggml.model is uint32, want string"},
 		{"no tokens", func(m map[string]any) { delete(m, KeyTokens) }, "tokenizer.ggml.tokens is missing"},
 		{"tokens type", func(m map[string]any) { m[KeyTokens] = []int32{1} }, "tokenizer.ggml.tokens is []int32, want []string"},
