@@ -37,7 +37,7 @@ func classOf(r rune) uint8 {
 	}
 	var f uint8
 	switch {
-	case unicode.IsLetter(r):
+	case unicode.IsLetter(r) || isCJKExtI(r):
 		f = fLetter
 	case unicode.IsNumber(r):
 		f = fNumber
@@ -54,6 +54,11 @@ func classOf(r rune) uint8 {
 	}
 	return f
 }
+
+// isCJKExtI reports whether r is in CJK Unified Ideographs Extension I (U+2EBF0 to U+2EE5D),
+// letters (Lo) since Unicode 15.1, which Go's tables (Unicode 15.0) lack and llama.cpp's have:
+// a scan of every code point against llama.cpp finds no other difference below U+32400.
+func isCJKExtI(r rune) bool { return r >= 0x2EBF0 && r <= 0x2EE5D }
 
 // text is a string decoded into code points for splitting. A byte that is
 // not part of valid UTF-8 is a code point of its own with no class (as

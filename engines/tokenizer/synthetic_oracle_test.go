@@ -103,8 +103,8 @@ func writeVocabGGUF(t testing.TB, path, arch string, kvs []KV) {
 // syntheticOracleVocabs trains a BPE vocabulary for each of syntheticPres and loads it into
 // toy (from the GGUF written) and llama.cpp. Merges learnt with a pre-tokenizer never cross
 // its own chunks, so a split of toy's coarser than llama.cpp's could go unseen: each
-// pre-tokenizer also gets the vocabularies trained with gpt-2's and LLaMA 3's splits, whose
-// merges cross its chunk boundaries in other places.
+// pre-tokenizer also gets the vocabulary trained with LLaMA 3's split, whose merges cross its
+// chunk boundaries in other places, and allPairsVocab's, which would merge across any.
 func syntheticOracleVocabs(t testing.TB) []oraclePair {
 	t.Helper()
 	dir := t.TempDir()
@@ -116,10 +116,10 @@ func syntheticOracleVocabs(t testing.TB) []oraclePair {
 		require.NoError(t, err)
 		return tok.Vocab()
 	}
-	foreign := map[string]Vocab{"gpt-2": train("gpt-2"), "llama3": train("llama3")}
+	foreign := map[string]Vocab{"llama3": train("llama3"), "all-pairs": allPairsVocab()}
 	var pairs []oraclePair
 	for _, pre := range syntheticPres {
-		for _, from := range []string{pre, "gpt-2", "llama3"} {
+		for _, from := range []string{pre, "llama3", "all-pairs"} {
 			v, ok := foreign[from]
 			if !ok {
 				v = train(from)
@@ -202,6 +202,27 @@ func syntheticWordPiece(corpus [][]byte) Vocab {
 	return v
 }
 
+// allPairsVocab is a byte-level BPE vocabulary whose merges join every pair of bytes (in a
+// shuffled rank order) and nothing more: each chunk becomes pairs of bytes, so a chunk
+// boundary in a different place changes the tokens, whatever the characters around it.
+func allPairsVocab() Vocab {
+	v := Vocab{Pre: "gpt-2", BOS: 0, EOS: 0, UNK: -1, PAD: -1, AddBOS: true}
+	v.Tokens = append(v.Tokens, "<|endoftext|>")
+	v.Types = append(v.Types, TypeControl)
+	for b := range 256 {
+		v.Tokens = append(v.Tokens, MapBytes(string([]byte{byte(b)})))
+		v.Types = append(v.Types, TypeNormal)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, k := range rng.Perm(256 * 256) {
+		a, b := string([]byte{byte(k >> 8)}), string([]byte{byte(k)})
+		v.Tokens = append(v.Tokens, MapBytes(a+b))
+		v.Types = append(v.Types, TypeNormal)
+		v.Merges = append(v.Merges, MapBytes(a)+" "+MapBytes(b))
+	}
+	return v
+}
+
 // loadOraclePair writes kvs to path and loads the file into toy and into llama.cpp.
 func loadOraclePair(t testing.TB, path, arch string, kvs []KV) oraclePair {
 	t.Helper()
@@ -224,7 +245,7 @@ func TestSyntheticOracle(t *testing.T) {
 			require.Equal(t, p.toy.VocabSize(), p.cpp.NVocab())
 			rng := rand.New(rand.NewPCG(3, 4))
 			n, bad := 0, 0
-			for i := range 3000 {
+			for i := range 1500 {
 				text := adversarialText(rng, 1+i%60)
 				switch i % 7 {
 				case 0:
@@ -252,4 +273,78 @@ func TestSyntheticOracle(t *testing.T) {
 			t.Logf("%s: %d/%d texts agree in 3 modes (%s)", p.name, n-bad, n, fmt.Sprint(p.toy))
 		})
 	}
+}
+
+// TestSyntheticOracleCodePoints encodes every code point below U+32400 (surrogates aside), in
+// contexts that exercise each split's classes (inside a word, after a space, doubled, before
+// digits and white space), with one vocabulary of each tokenizer, and compares with llama.cpp:
+// this checks the character classes (letters, digits, white space, punctuation, symbols,
+// controls, DeepSeek's listed ranges, WordPiece's decomposition and lower-casing) one by one.
+// The code points go 32 to a text, as llama.cpp compiles its regexes on every call.
+func TestSyntheticOracleCodePoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a scan of 200,000 code points")
+	}
+	// The all-pairs vocabularies would merge across any chunk boundary; the older
+	// pre-tokenizers' regexes get one too.
+	var picked []oraclePair
+	for _, p := range syntheticOracleVocabs(t) {
+		if strings.Contains(p.name, "merges-all-pairs") || p.toy.Model() == ModelBERT {
+			picked = append(picked, p)
+		}
+	}
+	dir := t.TempDir()
+	for _, pre := range []string{"gpt-2", "llama3", "default"} {
+		v := allPairsVocab()
+		v.Pre = pre
+		tok, err := New(v)
+		require.NoError(t, err)
+		picked = append(picked, loadOraclePair(t, filepath.Join(dir, pre+"-all-pairs.gguf"), "gpt2", tok.GGUF()))
+	}
+	for _, p := range picked {
+		t.Run(p.name, func(t *testing.T) {
+			var sb strings.Builder
+			agree := func(lo, hi rune) bool {
+				sb.Reset()
+				for r := lo; r <= hi; r++ {
+					if r >= 0xD800 && r < 0xE000 {
+						continue
+					}
+					c := string(r)
+					for _, s := range []string{"a", c, "b ", c, c, "1", c, "  ", c, "\n"} {
+						sb.WriteString(s)
+					}
+				}
+				want, err := p.cpp.Tokenize(sb.String(), false, false)
+				require.NoError(t, err)
+				return slices.Equal(p.toy.Encode(sb.String(), EncodeOptions{}), want)
+			}
+			var bad []rune
+			for lo := rune(1); lo < 0x32400; lo += 32 {
+				if agree(lo, lo+31) {
+					continue
+				}
+				for r := lo; r < lo+32; r++ {
+					if !agree(r, r) {
+						bad = append(bad, r)
+					}
+				}
+			}
+			require.Empty(t, runeRanges(bad), "code points whose tokens disagree")
+		})
+	}
+}
+
+// runeRanges describes sorted code points as ranges, "U+0041-U+005A".
+func runeRanges(rs []rune) []string {
+	var out []string
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		out = append(out, fmt.Sprintf("%U-%U", rs[i], rs[j]))
+		i = j + 1
+	}
+	return out
 }
