@@ -141,7 +141,10 @@
 // a word that cannot be cut entirely becomes one UNK ([UNK]). AddSpecial
 // puts BOS ([CLS]) before the text and SEP ([SEP],
 // tokenizer.ggml.seperator_token_id) after it, whatever add_bos_token says,
-// as llama.cpp does. Pieces decode as SentencePiece ones ("▁" is a space).
+// as llama.cpp does. Pieces decode as SentencePiece ones ("▁" is a space);
+// add_space_prefix is off by default, as in llama.cpp, so a decoded text
+// starts with the first word's space (llama.cpp's clean_spaces, on for
+// bert, is not applied, as for gpt2).
 //
 // # Training
 //

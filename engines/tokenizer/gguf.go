@@ -90,9 +90,10 @@ func (t *Tokenizer) GGUF() []KV {
 //
 // bert: pre and merges are not used; BOS ([CLS]), UNK, SEP
 // (tokenizer.ggml.seperator_token_id) and PAD default to 101, 100, 102 and 0
-// where the vocabulary is that large, add_bos and add_eos to false (its
-// encoding adds BOS and SEP regardless) and add_space_prefix to true, as in
-// llama.cpp.
+// where the vocabulary is that large, add_bos to true and add_eos to false
+// (encoding adds BOS and SEP whatever they say; they matter to Decode's
+// RemoveSpecial) and add_space_prefix to false (so the first word keeps its
+// space when decoded), as in llama.cpp.
 func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 	model, err := ggufString(get, KeyModel, true)
 	if err != nil {
@@ -119,7 +120,7 @@ func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 			return nil, err
 		}
 	} else if model == ModelBERT {
-		v.AddSpacePrefix = true
+		v.AddBOS = true
 		for _, d := range []struct {
 			dst *int32
 			id  int32

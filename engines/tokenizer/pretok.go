@@ -362,9 +362,9 @@ var deepseekPunct = []runeRange{
 // U+9FA5 and the Hangul syllables U+AC00 to U+D7FF.
 var deepseekCJK = []runeRange{{0x0800, 0x9FA5}, {0xAC00, 0xD7FF}}
 
-// rangeRun returns the matcher of [class]+ over the code points rangeCode gives.
-func rangeRun(rs []runeRange) matcher {
-	return runMatcher(func(t *text, i int) bool { return inRanges(rangeCode(t, i), rs) })
+// inRangesAt returns the test of whether the code point rangeCode gives at i is in rs.
+func inRangesAt(rs []runeRange) func(t *text, i int) bool {
+	return func(t *text, i int) bool { return inRanges(rangeCode(t, i), rs) }
 }
 
 // spaceThen returns the matcher of \s?[class]+: a run of the class, with the white space
@@ -437,10 +437,10 @@ var (
 	// DeepSeek LLM: [\r\n], \s?[letters]+, \s?[punctuation]+, \s+$, [CJK]+, \p{N}+.
 	stagesDeepSeekLLM = []stage{
 		matchStage(matchLineBreak),
-		matchStage(spaceThen(func(t *text, i int) bool { return inRanges(rangeCode(t, i), deepseekLetters) })),
-		matchStage(spaceThen(func(t *text, i int) bool { return inRanges(rangeCode(t, i), deepseekPunct) })),
+		matchStage(spaceThen(inRangesAt(deepseekLetters))),
+		matchStage(spaceThen(inRangesAt(deepseekPunct))),
 		matchStage(matchTrailingSpace),
-		matchStage(rangeRun(deepseekCJK)),
+		matchStage(runMatcher(inRangesAt(deepseekCJK))),
 		matchStage(runMatcher(isNumberAt)),
 	}
 	// DeepSeek Coder: [\r\n], \s?\p{L}+, \s?\p{P}+, [CJK]+, \p{N}.
@@ -448,7 +448,7 @@ var (
 		matchStage(matchLineBreak),
 		matchStage(spaceThen(func(t *text, i int) bool { return t.cl[i]&fLetter != 0 })),
 		matchStage(spaceThen(func(t *text, i int) bool { return t.cl[i]&fPunct != 0 })),
-		matchStage(rangeRun(deepseekCJK)),
+		matchStage(runMatcher(inRangesAt(deepseekCJK))),
 		matchStage(matchDigit),
 	}
 	stagesDefault = []stage{

@@ -146,7 +146,7 @@ func syntheticOracleVocabs(t testing.TB) []oraclePair {
 // cannot be cut become [UNK]. A few tokens no normalised text can match (upper case,
 // accents) are included too.
 func syntheticWordPiece(corpus [][]byte) Vocab {
-	v := Vocab{Model: ModelBERT, BOS: 2, EOS: -1, UNK: 1, PAD: 0, SEP: 3, AddSpacePrefix: true}
+	v := Vocab{Model: ModelBERT, BOS: 2, EOS: -1, UNK: 1, PAD: 0, SEP: 3, AddBOS: true}
 	seen := map[string]bool{}
 	add := func(tok string, typ TokenType) {
 		if tok == "" || tok == spaceEscape || seen[tok] {

@@ -38,7 +38,7 @@ func wpmTestVocab() Vocab {
 		types[i] = TypeNormal
 	}
 	types[0], types[1], types[2], types[3], types[4] = TypeControl, TypeUnknown, TypeControl, TypeControl, TypeControl
-	return Vocab{Model: ModelBERT, Tokens: toks, Types: types, BOS: 2, EOS: -1, UNK: 1, PAD: 0, SEP: 3, AddSpacePrefix: true}
+	return Vocab{Model: ModelBERT, Tokens: toks, Types: types, BOS: 2, EOS: -1, UNK: 1, PAD: 0, SEP: 3, AddBOS: true}
 }
 
 func TestWPMEncode(t *testing.T) {
@@ -52,10 +52,15 @@ func TestWPMEncode(t *testing.T) {
 	// Special-token text is only a token with ParseSpecial.
 	assert.Equal(t, []int32{2, 9}, tok.Encode("[CLS]the", EncodeOptions{ParseSpecial: true}))
 	assert.Equal(t, []int32{1, 1, 1, 9}, tok.Encode("[CLS]the", EncodeOptions{}))
-	// Word starts decode with a space, which Decode removes from the first token.
-	text, err := tok.Decode(tok.Encode("unaffab the", EncodeOptions{}), DecodeOptions{})
+	// Word starts decode with a space, which the first word keeps (add_space_prefix is off,
+	// as llama.cpp has it); RemoveSpecial drops [CLS] (add_bos), not [SEP].
+	ids := tok.Encode("unaffab the", EncodeOptions{AddSpecial: true})
+	text, err := tok.Decode(ids, DecodeOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, "unaffab the", text)
+	assert.Equal(t, " unaffab the", text)
+	text, err = tok.Decode(ids, DecodeOptions{Special: true, RemoveSpecial: true})
+	require.NoError(t, err)
+	assert.Equal(t, " unaffab the[SEP]", text)
 	assert.Equal(t, "bert WordPiece tokenizer, 15 tokens", tok.String())
 	assert.Equal(t, int32(3), tok.SEP())
 }
@@ -84,11 +89,12 @@ func TestWPMGGUF(t *testing.T) {
 	require.NoError(t, err)
 	v := def.Vocab()
 	assert.Equal(t, []int32{100, 101, 102, 0, -1}, []int32{v.UNK, v.BOS, v.SEP, v.PAD, v.EOS})
+	assert.Equal(t, []bool{true, false, false}, []bool{v.AddBOS, v.AddEOS, v.AddSpacePrefix})
 	assert.Equal(t, []int32{101, 100, 102}, def.Encode("b", EncodeOptions{AddSpecial: true}))
 
 	// A vocabulary too small for the defaults lacks [CLS], which encoding adds.
 	_, err = FromKVs([]KV{{KeyModel, "bert"}, {KeyTokens, toks[:50]}})
-	require.ErrorContains(t, err, "bert (WordPiece) vocabulary needs a BOS ([CLS]) token")
+	require.ErrorContains(t, err, "BOS is to be added but tokenizer.ggml.bos_token_id is missing")
 	bad := wpmTestVocab()
 	bad.SEP = -1
 	_, err = New(bad)
