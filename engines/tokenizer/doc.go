@@ -144,7 +144,9 @@
 // as llama.cpp does. Pieces decode as SentencePiece ones ("▁" is a space);
 // add_space_prefix is off by default, as in llama.cpp, so a decoded text
 // starts with the first word's space (llama.cpp's clean_spaces, on for
-// bert, is not applied, as for gpt2).
+// bert, is not applied, as for gpt2). Bytes that are not valid UTF-8 are
+// dropped as U+FFFD is; llama.cpp does the same except that its decoder
+// takes overlong forms and surrogates for code points.
 //
 // # Training
 //

@@ -348,3 +348,23 @@ func runeRanges(rs []rune) []string {
 	}
 	return out
 }
+
+// TestWPMInvalidUTF8Oracle pins the known difference of WordPiece on invalid UTF-8
+// (docs/ORACLE.md): toy drops every byte that is not valid UTF-8, llama.cpp decodes an
+// overlong form as the code point it spells, here a space that separates two words.
+func TestWPMInvalidUTF8Oracle(t *testing.T) {
+	tok, err := New(syntheticWordPiece(oracleCorpus(t)))
+	require.NoError(t, err)
+	p := loadOraclePair(t, filepath.Join(t.TempDir(), "bert.gguf"), "bert", tok.GGUF())
+	for _, c := range []struct{ text, toyAs, cppAs string }{
+		{"the\xe0\x80\xa0func", "thefunc", "the func"},
+		{"the\xffb\xc0\x80x", "thebx", "thebx"}, // a stray byte, an overlong NUL: both dropped
+	} {
+		want, err := p.cpp.Tokenize(c.cppAs, false, false)
+		require.NoError(t, err)
+		got, err := p.cpp.Tokenize(c.text, false, false)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "llama.cpp on %q", c.text)
+		require.Equal(t, p.toy.Encode(c.toyAs, EncodeOptions{}), p.toy.Encode(c.text, EncodeOptions{}), "toy on %q", c.text)
+	}
+}
