@@ -89,6 +89,13 @@
 //
 // # Encoding and decoding
 //
+// FromGGUF changes token types from their text as llama.cpp's loader does:
+// an end-of-turn or fill-in-the-middle token ("<|im_end|>", "<｜fim▁begin｜>",
+// "<|fim_prefix|>", ...) of a kind the file names no id for, and every
+// end-of-generation text ("<|endoftext|>", "<|eot_id|>", ...), becomes a
+// control token; gpt-oss's "<|channel|>", "<|message|>", "<|start|>" and
+// "<|constrain|>" become user-defined.
+//
 // Within a chunk the merges are applied lowest rank first, leftmost first on
 // ties, as llama.cpp does. A symbol the merges leave that is not a token is
 // emitted byte by byte (a trained vocabulary holds all 256 byte tokens).

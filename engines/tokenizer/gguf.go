@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // KV is one GGUF metadata key-value pair. Value is a string, []string,
@@ -194,6 +195,14 @@ func FromGGUF(get func(key string) (any, bool)) (*Tokenizer, error) {
 		}
 		*f.dst = b
 	}
+	retypeByText(&v, func(key string) bool {
+		x, ok := get(key)
+		if !ok {
+			return false
+		}
+		n, ok := ggufInt(x)
+		return ok && n >= 0 && n < int64(len(v.Tokens))
+	})
 	// A flag without its token (as llama.cpp would assert on).
 	if v.AddBOS && v.BOS < 0 {
 		return nil, fmt.Errorf("tokenizer: BOS is to be added but %s is missing", KeyBOS)
@@ -269,4 +278,91 @@ func ggufInt(x any) (int64, bool) {
 		return int64(n), true
 	}
 	return 0, false
+}
+
+// controlByText lists the token texts that llama.cpp's vocabulary loader takes for an
+// end-of-turn, end-of-message or fill-in-the-middle token when the file does not name one
+// under any of keys; the token found becomes a control token.
+var controlByText = []struct {
+	keys  []string
+	texts []string
+}{
+	{[]string{"tokenizer.ggml.eot_token_id"}, []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+		"<|endoftext|>", "<|end_of_text|>", "<EOT>", "_<EOT>", "<｜end▁of▁sentence｜>", "<end_of_utterance>"}},
+	{[]string{"tokenizer.ggml.eom_token_id"}, []string{"<|eom_id|>"}},
+	{[]string{"tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id"}, []string{"<|fim_prefix|>",
+		"<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>"}},
+	{[]string{"tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id"}, []string{"<|fim_suffix|>",
+		"<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>"}},
+	{[]string{"tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id"}, []string{"<|fim_middle|>",
+		"<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>"}},
+	{[]string{"tokenizer.ggml.fim_pad_token_id"}, []string{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>"}},
+	{[]string{"tokenizer.ggml.fim_rep_token_id"}, []string{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+	{[]string{"tokenizer.ggml.fim_sep_token_id"}, []string{"<|file_sep|>"}},
+}
+
+// endOfGenerationTexts are the token texts llama.cpp always makes control tokens (its
+// end-of-generation list).
+var endOfGenerationTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
+	"<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>"}
+
+// userDefinedTexts are the token texts llama.cpp always makes user-defined tokens (gpt-oss's,
+// so that they are rendered).
+var userDefinedTexts = []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}
+
+// retypeByText changes token types as llama.cpp's vocabulary loader does after reading them,
+// from the tokens' text: for each kind of controlByText that the file names no token of
+// (isSet says whether a key holds a token id), the first token with one of its texts; and
+// every token of endOfGenerationTexts, become control tokens (matched in text only with
+// ParseSpecial, decoded only with Special); the tokens of userDefinedTexts become
+// user-defined. DeepSeek Coder's vocabulary, for one, stores its fill-in-the-middle tokens
+// as user-defined.
+func retypeByText(v *Vocab, isSet func(key string) bool) {
+	if v.Types == nil {
+		v.Types = make([]TokenType, len(v.Tokens))
+		for i := range v.Types {
+			v.Types[i] = TypeNormal
+		}
+	}
+	byText := make(map[string]int, 64)
+	for _, c := range controlByText {
+		for _, s := range c.texts {
+			byText[s] = -1
+		}
+	}
+	for _, s := range endOfGenerationTexts {
+		byText[s] = -1
+	}
+	for _, s := range userDefinedTexts {
+		byText[s] = -1
+	}
+	for i, s := range v.Tokens {
+		if id, ok := byText[s]; ok && id < 0 {
+			byText[s] = i
+		}
+	}
+	for _, c := range controlByText {
+		if slices.ContainsFunc(c.keys, isSet) {
+			continue
+		}
+		first := -1
+		for _, s := range c.texts {
+			if i := byText[s]; i >= 0 && (first < 0 || i < first) {
+				first = i
+			}
+		}
+		if first >= 0 {
+			v.Types[first] = TypeControl
+		}
+	}
+	for _, s := range endOfGenerationTexts {
+		if i := byText[s]; i >= 0 {
+			v.Types[i] = TypeControl
+		}
+	}
+	for _, s := range userDefinedTexts {
+		if i := byText[s]; i >= 0 {
+			v.Types[i] = TypeUserDefined
+		}
+	}
 }

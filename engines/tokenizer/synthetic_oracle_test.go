@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/internal/gguffile"
@@ -366,5 +367,59 @@ func TestWPMInvalidUTF8Oracle(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got, "llama.cpp on %q", c.text)
 		require.Equal(t, p.toy.Encode(c.toyAs, EncodeOptions{}), p.toy.Encode(c.text, EncodeOptions{}), "toy on %q", c.text)
+	}
+}
+
+// TestRetypeByTextOracle checks that FromGGUF changes token types from their text as
+// llama.cpp's loader does: a user-defined fill-in-the-middle token and a normal end-of-turn
+// token become control tokens, the fill-in-the-middle texts of a kind the file names by id do
+// not, and gpt-oss's channel token becomes user-defined; encoding (in the three modes) and
+// every token's text then agree with llama.cpp.
+func TestRetypeByTextOracle(t *testing.T) {
+	v := allPairsVocab()
+	extra := []struct {
+		text string
+		typ  TokenType
+		want TokenType
+	}{
+		// fim_pre_token_id names the first: no prefix text is looked for.
+		{"<｜fim▁begin｜>", TypeUserDefined, TypeUserDefined},
+		{"<PRE>", TypeUserDefined, TypeUserDefined},
+		{"<｜fim▁hole｜>", TypeUserDefined, TypeControl},
+		{"<|im_end|>", TypeNormal, TypeControl},
+		{"<|channel|>", TypeControl, TypeUserDefined},
+		{"<tool>", TypeUserDefined, TypeUserDefined},
+	}
+	first := int32(len(v.Tokens))
+	for _, e := range extra {
+		v.Tokens = append(v.Tokens, e.text)
+		v.Types = append(v.Types, e.typ)
+	}
+	tok, err := New(v)
+	require.NoError(t, err)
+	kvs := append(tok.GGUF(), KV{"tokenizer.ggml.fim_pre_token_id", uint32(first)})
+	p := loadOraclePair(t, filepath.Join(t.TempDir(), "retype.gguf"), "gpt2", kvs)
+	for i, e := range extra {
+		assert.Equal(t, e.want, p.toy.TokenType(first+int32(i)), e.text)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 200 {
+		var sb strings.Builder
+		for range 6 {
+			sb.WriteString(adversarialText(rng, 3))
+			sb.WriteString(extra[rng.IntN(len(extra))].text)
+		}
+		if d := compareEncode(t, p, sb.String()); d != "" {
+			t.Error(d)
+		}
+	}
+	for id := first; id < int32(p.toy.VocabSize()); id++ {
+		for _, special := range []bool{false, true} {
+			want, err := p.cpp.Piece(id, special)
+			require.NoError(t, err)
+			got, err := p.toy.Piece(id, DecodeOptions{Special: special})
+			require.NoError(t, err)
+			assert.Equal(t, want, got, "token %q special=%v", p.toy.Token(id), special)
+		}
 	}
 }

@@ -411,7 +411,9 @@ func TestFromGGUFErrors(t *testing.T) {
 	got, err := FromGGUF(func(k string) (any, bool) { v, ok := m[k]; return v, ok })
 	require.NoError(t, err)
 	assert.Equal(t, "default", got.Pre())
-	assert.Equal(t, TypeNormal, got.TokenType(261))
+	assert.Equal(t, TypeNormal, got.TokenType(260))
+	// ... except the texts llama.cpp makes control tokens (retypeByText).
+	assert.Equal(t, TypeControl, got.TokenType(261))
 	assert.False(t, got.Vocab().AddBOS)
 	m[KeyPre] = "llama-bpe"
 	got, err = FromGGUF(func(k string) (any, bool) { v, ok := m[k]; return v, ok })

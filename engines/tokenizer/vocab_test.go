@@ -81,3 +81,30 @@ func TestLlamaCppVocabs(t *testing.T) {
 		})
 	}
 }
+
+// TestLlamaCppPublishedVectors encodes llama.cpp's test strings with its falcon, deepseek-llm,
+// deepseek-coder and bert-bge vocabularies (models/ggml-vocab-*.gguf and their .inp/.out,
+// which the Hugging Face tokenizers wrote) and compares with the published ids. The shared test
+// data does not hold these files yet: each is skipped when missing.
+func TestLlamaCppPublishedVectors(t *testing.T) {
+	for _, name := range []string{"falcon", "deepseek-llm", "deepseek-coder", "bert-bge"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(vocabDir, "ggml-vocab-"+name+".gguf")
+			if _, err := os.Stat(path); err != nil {
+				t.Skipf("%s not found (llama.cpp's models folder has it): %v", path, err)
+			}
+			tok := loadVocab(t, path)
+			inputs, want := readVocabCases(t, path)
+			pass := 0
+			for i, in := range inputs {
+				got := tok.Encode(in, EncodeOptions{})
+				if slices.Equal(got, want[i]) {
+					pass++
+				} else {
+					t.Errorf("case %d %q:\n got  %v\n want %v", i, in, got, want[i])
+				}
+			}
+			t.Logf("%s (%s, pre %q, %d tokens): %d/%d cases pass", name, tok.Model(), tok.Pre(), tok.VocabSize(), pass, len(inputs))
+		})
+	}
+}
