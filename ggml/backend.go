@@ -51,11 +51,11 @@ var AdaptThreads = os.Getenv("TOY_ADAPT_THREADS") != "0"
 // the processors others left free (cpuload.Threads), at most the backend's threads.
 func (b *Backend) adaptThreads() {
 	w := b.load
-	if w == nil || !AdaptThreads {
-		if w != nil && w.cur != b.threads {
-			ggmlc.BackendCPUSetNThreads(b.b, b.threads)
-			w.cur = b.threads
-		}
+	if w == nil {
+		return
+	}
+	if !AdaptThreads {
+		b.usePool(b.threads)
 		return
 	}
 	if time.Since(w.last.At) < loadWindow {
@@ -65,12 +65,8 @@ func (b *Backend) adaptThreads() {
 	if err != nil {
 		return
 	}
-	want := cpuload.Threads(w.meter.CPUs(), cpuload.Others(w.last, now), b.threads)
+	b.usePool(cpuload.Threads(w.meter.CPUs(), cpuload.Others(w.last, now), b.threads))
 	w.last = now
-	if want != w.cur {
-		ggmlc.BackendCPUSetNThreads(b.b, want)
-		w.cur = want
-	}
 }
 
 // ComputeThreads is the number of threads the backend's last graph computed with: Threads, or
@@ -124,10 +120,31 @@ func NewCPUBackend(threads int) (*Backend, error) {
 // setCPUThreads gives the CPU backend a pool of n threads (the caller's included), replacing
 // any other: ggml's workers then wait between graphs instead of being started and joined by
 // every Compute, which costs a thread start per worker and graph (a decode step is one graph).
+// With more than one thread, the backend follows the machine's load (adaptThreads), starting
+// from what is running now.
 func (b *Backend) setCPUThreads(n int) error {
 	if !b.pool.IsNil() && b.threads == n {
 		return nil
 	}
+	if err := b.newPool(n); err != nil {
+		return err
+	}
+	b.threads, b.load = n, nil
+	if n > 1 {
+		if m, err := cpuload.NewMeter(); err == nil {
+			if first, err := m.Read(); err == nil {
+				b.load = &loadWatch{meter: m, last: first, cur: n}
+				if others, err := m.RunningOthers(); err == nil && AdaptThreads {
+					b.usePool(cpuload.Threads(m.CPUs(), others, n)) // until the first window has passed
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// newPool gives the CPU backend a pool of exactly n threads, replacing any other.
+func (b *Backend) newPool(n int) error {
 	params := ggmlc.ThreadpoolParamsDefault(n)
 	pool := ggmlc.ThreadpoolNew(&params)
 	if pool.IsNil() {
@@ -138,15 +155,17 @@ func (b *Backend) setCPUThreads(n int) error {
 	if !b.pool.IsNil() {
 		ggmlc.ThreadpoolFree(b.pool)
 	}
-	b.pool, b.threads, b.load = pool, n, nil
-	if n > 1 {
-		if m, err := cpuload.NewMeter(); err == nil {
-			if first, err := m.Read(); err == nil {
-				b.load = &loadWatch{meter: m, last: first, cur: n}
-			}
-		}
-	}
+	b.pool = pool
 	return nil
+}
+
+// usePool makes the load watch's graphs compute with n threads, in a pool of n: a pool of more
+// would keep its idle workers polling for the next graph, each a processor's worth of spinning
+// on a machine that has none to spare. A pool that cannot start leaves the threads as they were.
+func (b *Backend) usePool(n int) {
+	if w := b.load; w != nil && n != w.cur && b.newPool(n) == nil {
+		w.cur = n
+	}
 }
 
 // Raw is the underlying binding handle.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
@@ -29,7 +30,7 @@ type Sample struct {
 // machine's counters cover (/proc/stat's per-processor lines): with a narrower affinity mask the
 // machine's busy time would count processors the process cannot use.
 type Meter struct {
-	path string
+	path, loadavg, tasks string
 	tick time.Duration // the counters' unit (USER_HZ)
 	cpus int
 }
@@ -37,10 +38,10 @@ type Meter struct {
 // NewMeter returns a meter of this machine, or an error saying why it cannot measure (not
 // Linux, /proc/stat unreadable, or an affinity mask narrower than the machine).
 func NewMeter() (*Meter, error) {
-	return newMeter("/proc/stat", runtime.NumCPU())
+	return newMeter("/proc/stat", "/proc/loadavg", "/proc/self/task", runtime.NumCPU())
 }
 
-func newMeter(path string, usable int) (*Meter, error) {
+func newMeter(path, loadavg, tasks string, usable int) (*Meter, error) {
 	if runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("cpuload: no processor counters on %s", runtime.GOOS)
 	}
@@ -58,7 +59,56 @@ func newMeter(path string, usable int) (*Meter, error) {
 		return nil, fmt.Errorf("cpuload: %s counts %d processors, the process may use %d", path, cpus, usable)
 	}
 	// USER_HZ is 100 on every Linux architecture Go supports (the kernel's ABI for /proc).
-	return &Meter{path: path, tick: 10 * time.Millisecond, cpus: cpus}, nil
+	return &Meter{path: path, loadavg: loadavg, tasks: tasks, tick: 10 * time.Millisecond, cpus: cpus}, nil
+}
+
+// RunningOthers is a guess, from one reading, of how many processors other processes keep busy
+// now: the tasks the kernel counts as runnable this instant (/proc/loadavg's fourth field)
+// less this process's own runnable threads (the one reading included). A backend starts from
+// it, before a window of Read's samples has passed: a short command (a benchmark's test, a few
+// decoding steps) would otherwise spend its first window at every thread on a busy machine.
+func (m *Meter) RunningOthers() (float64, error) {
+	all, err := m.runnable()
+	if err != nil {
+		return 0, err
+	}
+	return float64(max(0, all-ownRunnable(m.tasks))), nil
+}
+
+// ownRunnable counts this process's threads in state R (tasks: /proc/self/task), at least the
+// one counting.
+func ownRunnable(tasks string) int {
+	n := 0
+	entries, _ := os.ReadDir(tasks)
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join(tasks, e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// "pid (comm) S ...": the state follows the command's closing parenthesis.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'R' {
+			n++
+		}
+	}
+	return max(n, 1)
+}
+
+// runnable is the machine's runnable tasks this instant (/proc/loadavg's fourth field).
+func (m *Meter) runnable() (int, error) {
+	data, err := os.ReadFile(m.loadavg)
+	if err != nil {
+		return 0, fmt.Errorf("cpuload: %w", err)
+	}
+	fields := bytes.Fields(data)
+	if len(fields) < 4 {
+		return 0, fmt.Errorf("cpuload: %s: want five fields, got %q", m.loadavg, data)
+	}
+	running, _, ok := bytes.Cut(fields[3], []byte("/"))
+	n, err := strconv.Atoi(string(running))
+	if !ok || err != nil || n < 1 {
+		return 0, fmt.Errorf("cpuload: %s: runnable tasks %q", m.loadavg, fields[3])
+	}
+	return n, nil
 }
 
 // CPUs is the number of processors the meter covers.

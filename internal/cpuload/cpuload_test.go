@@ -1,6 +1,7 @@
 package cpuload
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,15 +53,31 @@ func TestNewMeterRefuses(t *testing.T) {
 	}
 	stat := filepath.Join(t.TempDir(), "stat")
 	require.NoError(t, os.WriteFile(stat, []byte("cpu  1 2 3 4 5 6 7 8 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\ncpu1 1 2 3 4 5 6 7 8 9 10\nintr 5\n"), 0o644))
-	m, err := newMeter(stat, 2)
+	loadavg := filepath.Join(t.TempDir(), "loadavg")
+	require.NoError(t, os.WriteFile(loadavg, []byte("0.61 1.62 5.77 3/87 7965\n"), 0o644))
+	tasks := t.TempDir()
+	for i, state := range []string{"R", "S", "R"} {
+		dir := filepath.Join(tasks, fmt.Sprint(100+i))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (a (b) c) %s 1 2 3", 100+i, state)), 0o644))
+	}
+	m, err := newMeter(stat, loadavg, tasks, 2)
 	require.NoError(t, err)
 	assert.Equal(t, 2, m.CPUs())
 	s, err := m.Read()
 	require.NoError(t, err)
 	assert.Equal(t, time.Duration(1+2+3+6+7+8)*10*time.Millisecond, s.Busy)
-	_, err = newMeter(stat, 1)
+	others, err := m.RunningOthers()
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, others, "three runnable, two of them this process's threads")
+	for _, bad := range []string{"", "0.1 0.2 0.3", "0.1 0.2 0.3 x/87 1", "0.1 0.2 0.3 0/87 1"} {
+		require.NoError(t, os.WriteFile(loadavg, []byte(bad), 0o644))
+		_, err := m.RunningOthers()
+		assert.Error(t, err, "%q", bad)
+	}
+	_, err = newMeter(stat, loadavg, tasks, 1)
 	assert.ErrorContains(t, err, "counts 2 processors, the process may use 1", "an affinity mask narrower than the machine")
-	_, err = newMeter(filepath.Join(t.TempDir(), "none"), 2)
+	_, err = newMeter(filepath.Join(t.TempDir(), "none"), loadavg, tasks, 2)
 	assert.Error(t, err)
 }
 
