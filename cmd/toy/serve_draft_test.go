@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,17 +22,7 @@ import (
 // the same, and /metrics counts the proposals and acceptances; a bad -draft-n is a usage error.
 func TestServeDraft(t *testing.T) {
 	model := tinyCheckpoint(t)
-	complete := func(url string) string {
-		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"func main","max_tokens":12,"temperature":0}`))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out struct {
-			Choices []struct{ Text string } `json:"choices"`
-		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		require.Len(t, out.Choices, 1)
-		return out.Choices[0].Text
-	}
+	complete := func(url string) string { return greedyCompletion(t, url, 12) }
 	url, stop := startServe(t, "-m", model, "-parallel", "2")
 	want := complete(url)
 	stop()
@@ -40,15 +31,9 @@ func TestServeDraft(t *testing.T) {
 	defer stop()
 	assert.Contains(t, strings.Join(lines, "\n"), "speculative: draft tiny.gguf (3 tokens a step, p-min 0)")
 	assert.Equal(t, want, complete(url))
-	resp, err := http.Get(url + "/metrics")
-	require.NoError(t, err)
-	page, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^toy_draft_accepted_tokens_total (\d+)$`).FindSubmatch(page)
-	require.NotNil(t, m, string(page))
-	assert.NotEqual(t, "0", string(m[1]), "the model's own weights propose what it chooses")
-	assert.Contains(t, string(page), `toy_slot_draft_proposed_tokens_total{slot="1"}`)
+	page := metricsPage(t, url)
+	assert.NotEqual(t, "0", metric(t, page, "toy_draft_accepted_tokens_total"), "the model's own weights propose what it chooses")
+	assert.Contains(t, page, `toy_slot_draft_proposed_tokens_total{slot="1"}`)
 
 	require.ErrorContains(t, runServe([]string{"-m", model, "-draft", model, "-draft-n", "0"}, io.Discard, io.Discard), "-draft-n 0")
 }
@@ -65,17 +50,7 @@ func TestServeDFlash(t *testing.T) {
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)), 0o644))
 	_, errOut, code := runToy("train", "-recipe", "dflash", "-target", model, "-data", text, "-steps", "3", "-seqs", "1", "-seq", "32", "-anchors", "4", "-t", "1")
 	require.Equal(t, 0, code, errOut)
-	complete := func(url string) string {
-		resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"func main","max_tokens":16,"temperature":0}`))
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var out struct {
-			Choices []struct{ Text string } `json:"choices"`
-		}
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
-		require.Len(t, out.Choices, 1)
-		return out.Choices[0].Text
-	}
+	complete := func(url string) string { return greedyCompletion(t, url, 16) }
 	url, stop := startServe(t, "-m", model, "-parallel", "2")
 	want := complete(url)
 	stop()
@@ -83,15 +58,43 @@ func TestServeDFlash(t *testing.T) {
 	defer stop()
 	assert.Contains(t, strings.Join(lines, "\n"), "speculative: dflash toy-demo-dflash.gguf (7 tokens a step, p-min 0)")
 	assert.Equal(t, want, complete(url))
+	assert.NotEqual(t, "0", metric(t, metricsPage(t, url), "toy_draft_proposed_tokens_total"), "the drafter proposed")
+
+	err := runServe([]string{"-m", tinyCheckpoint(t), "-dflash"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "pairs no DFlash drafter")
+}
+
+// greedyCompletion is the text of a greedy completion of "func main" of up to n tokens from the
+// server at url.
+func greedyCompletion(t *testing.T, url string, n int) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"prompt":"func main","max_tokens":%d,"temperature":0}`, n)
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct{ Text string } `json:"choices"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.Len(t, out.Choices, 1)
+	return out.Choices[0].Text
+}
+
+// metricsPage is the server's /metrics page.
+func metricsPage(t *testing.T, url string) string {
+	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	require.NoError(t, err)
+	defer resp.Body.Close()
 	page, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^toy_draft_proposed_tokens_total (\d+)$`).FindSubmatch(page)
-	require.NotNil(t, m, string(page))
-	assert.NotEqual(t, "0", string(m[1]), "the drafter proposed")
+	return string(page)
+}
 
-	err = runServe([]string{"-m", tinyCheckpoint(t), "-dflash"}, io.Discard, io.Discard)
-	require.ErrorContains(t, err, "pairs no DFlash drafter")
+// metric is the value of the unlabelled metric name on a /metrics page, which must have it.
+func metric(t *testing.T, page, name string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\d+)$`).FindStringSubmatch(page)
+	require.NotNil(t, m, page)
+	return m[1]
 }
