@@ -274,12 +274,8 @@ func (r Report) Err(allowUnresolved bool) error {
 	if len(r.Unresolved) == 0 || allowUnresolved {
 		return nil
 	}
-	var ls []string
-	for _, l := range r.Unresolved {
-		ls = append(ls, l.String())
-	}
 	return fmt.Errorf("kernels: target %s, model %s: %w: %s (not in the model's modules and not in its or the target's [expected_absent]; "+
-		"--dangerously-allow-unresolved-kernel-lookups runs anyway, with ggml's operations)", r.Target, r.Model, ErrUnresolved, strings.Join(ls, ", "))
+		"--dangerously-allow-unresolved-kernel-lookups runs anyway, with ggml's operations)", r.Target, r.Model, ErrUnresolved, joinNeeds(r.Unresolved))
 }
 
 // Lines renders the report for people, one fact a line.
@@ -307,29 +303,30 @@ func (r Report) Lines() []string {
 // Summary is the report in one line: how many lookups resolved, which are expected absent and
 // which are unresolved.
 func (r Report) Summary() string {
-	var abs []string
-	for _, a := range r.ExpectedAbsent {
-		abs = append(abs, a.Lookup.String())
-	}
-	var un []string
-	for _, l := range r.Unresolved {
-		un = append(un, l.String())
-	}
-	var res []string
-	for _, l := range r.Resolved {
-		res = append(res, l.String())
-	}
 	s := fmt.Sprintf("target %s, model %s: %d resolved", r.Target, r.Model, len(r.Resolved))
-	if len(res) > 0 {
-		s += " (" + strings.Join(res, ", ") + ")"
+	if len(r.Resolved) > 0 {
+		s += " (" + joinNeeds(r.Resolved) + ")"
 	}
-	if len(abs) > 0 {
-		s += "; expected absent (ggml runs them): " + strings.Join(abs, ", ")
+	if len(r.ExpectedAbsent) > 0 {
+		abs := make([]Need, len(r.ExpectedAbsent))
+		for i, a := range r.ExpectedAbsent {
+			abs[i] = a.Lookup
+		}
+		s += "; expected absent (ggml runs them): " + joinNeeds(abs)
 	}
-	if len(un) > 0 {
-		s += "; UNRESOLVED: " + strings.Join(un, ", ")
+	if len(r.Unresolved) > 0 {
+		s += "; UNRESOLVED: " + joinNeeds(r.Unresolved)
 	}
 	return s
+}
+
+// joinNeeds writes lookups as a comma-separated list.
+func joinNeeds(ns []Need) string {
+	ss := make([]string, len(ns))
+	for i, n := range ns {
+		ss[i] = n.String()
+	}
+	return strings.Join(ss, ", ")
 }
 
 // Dispatch is what one run of a command looks up through toy's own GPU kernel dispatch (package
