@@ -328,6 +328,10 @@ func BenchmarkThreadpool(b *testing.B) {
 // TestSetThreadsKeepsAPool: a CPU backend computes with a pool of its thread count, which
 // SetThreads replaces, and the products stay right on either.
 func TestSetThreadsKeepsAPool(t *testing.T) {
+	// The pool's size is SetThreads' alone here: on a loaded machine adaptThreads would resize
+	// it to the free cores (TestAdaptThreads covers that).
+	AdaptThreads = false
+	defer func() { AdaptThreads = true }()
 	be, err := NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
