@@ -43,12 +43,6 @@ type LoRAOptions struct {
 // LoRATargets are the projections an adapter may adapt, by their short names.
 var LoRATargets = []string{"q", "k", "v", "qkv", "o", "gate", "up", "down"}
 
-// target is the weight of block l that the short name adapts; nil where the architecture has
-// no such projection.
-func (l *blockWeights) target(name string) *ggml.Tensor {
-	return map[string]*ggml.Tensor{"q": l.wq, "k": l.wk, "v": l.wv, "qkv": l.wqkv, "o": l.wo, "gate": l.gate, "up": l.up, "down": l.down}[name]
-}
-
 // Adapter is a set of trainable LoRA updates of a frozen GGUFModel, as llama.cpp applies
 // them: W·x + (Alpha/Rank)·B·(A·x) for each adapted weight W [in, out], with A [in, Rank] and
 // B [Rank, out] in f32. The base stays in its own type, as loaded; only A and B (and their
@@ -201,9 +195,12 @@ func (ad *Adapter) trainable() *trainable {
 		recompute: ad.opts.Recompute, recomputeAttention: ad.opts.RecomputeAttention, keepTransposed: ad.opts.KeepTransposed}
 }
 
-// trainable is the model as an Evaluator runs it: with its loaded adapters and nothing to
+// Frozen is a GGUFModel as an Evaluator runs it: with its loaded adapters and nothing to
 // train (a Trainer refuses it).
-func (m *GGUFModel) trainable() *trainable {
+type Frozen struct{ *GGUFModel }
+
+// trainable is the model with nothing to train.
+func (m Frozen) trainable() *trainable {
 	return &trainable{arch: &m.Arch, w: &m.weights, backend: m.backend,
 		matrix: func(*ggml.Tensor) bool { return false }, lora: m.lora}
 }

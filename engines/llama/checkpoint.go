@@ -8,12 +8,6 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Arch is the GGUF general.architecture of this engine's checkpoints.
-const Arch = "llama"
-
-// KV is one GGUF metadata key and value.
-type KV = config.KV
-
 // Save writes the model as a GGUF checkpoint llama.cpp can load: the configuration under
 // llama.cpp's keys, extra metadata (the tokenizer, general.name, ...) and every weight. The
 // write is atomic.
@@ -56,42 +50,6 @@ func (m *Model) Save(path string, extra []KV) error {
 		}
 	}
 	return w.WriteFile(path)
-}
-
-// Metadata reads every metadata value of an open GGUF file into a map.
-func Metadata(f *ggml.GGUF) (map[string]any, error) {
-	values := map[string]any{}
-	for _, k := range f.Keys() {
-		v, err := f.Value(k)
-		if err != nil {
-			return nil, err
-		}
-		values[k] = v
-	}
-	return values, nil
-}
-
-// ConfigFromGGUF reads the model configuration of a llama checkpoint; a file of another
-// architecture is refused.
-func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
-	values, err := Metadata(f)
-	if err != nil {
-		return Config{}, nil, err
-	}
-	if arch, _ := values["general.architecture"].(string); arch != Arch {
-		return Config{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, Arch)
-	}
-	c := config.DefaultLlama()
-	if err := c.FromGGUF(Arch, values); err != nil {
-		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
-	}
-	_, hasOutput := f.Tensor("output.weight")
-	c.TiedOutput = !hasOutput
-	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	if err := Validate(c); err != nil {
-		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
-	}
-	return c, values, nil
 }
 
 // Load reads a llama, gpt2 or vit checkpoint onto backend b. Every tensor the configuration implies
@@ -142,32 +100,6 @@ func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
 		return nil, nil, err
 	}
 	return m, values, nil
-}
-
-// readTensors checks, then fills, every tensor of ts from the file, where the file's tensor is
-// named prefix + the tensor's name.
-func readTensors(f *ggml.GGUF, ts []*ggml.Tensor, prefix string) error {
-	for _, t := range ts {
-		info, ok := f.Tensor(prefix + t.Name())
-		switch {
-		case !ok:
-			return fmt.Errorf("checkpoint %s: tensor %q is missing", f.Path(), prefix+t.Name())
-		case info.Type != t.Type():
-			return fmt.Errorf("checkpoint %s: tensor %q is %s, want %s", f.Path(), info.Name, ggml.TypeName(info.Type), ggml.TypeName(t.Type()))
-		case info.Ne != t.Ne():
-			return fmt.Errorf("checkpoint %s: tensor %q has shape %v, want %v", f.Path(), info.Name, info.Ne, t.Ne())
-		}
-	}
-	for _, t := range ts {
-		data, err := f.ReadTensorData(prefix + t.Name())
-		if err != nil {
-			return err
-		}
-		if err := t.SetBytes(data); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // SaveState writes the optimizer state — both AdamW moments of every weight — and extra

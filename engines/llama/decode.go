@@ -419,6 +419,12 @@ func (d *Decoder) Pos() int { return len(d.history) }
 // MaxContext is the number of positions the cache holds.
 func (d *Decoder) MaxContext() int { return d.maxCtx }
 
+// Model is the model the decoder runs.
+func (d *Decoder) Model() *GGUFModel { return d.m }
+
+// Options are the options the decoder was made with.
+func (d *Decoder) Options() DecoderOptions { return d.opts }
+
 // History is the tokens in the cache, oldest first.
 func (d *Decoder) History() []int32 { return append([]int32(nil), d.history...) }
 

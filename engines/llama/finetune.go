@@ -3,7 +3,6 @@ package llama
 import (
 	"fmt"
 
-	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -12,7 +11,7 @@ import (
 // checkpoints keep m's architecture keys (Save writes Architecture.metadata), so the result
 // runs where m ran. Architectures ggml cannot differentiate are refused by name.
 func FromGGUF(m *GGUFModel, b *ggml.Backend) (*Model, error) {
-	if err := m.trainable().checkTrainable(); err != nil {
+	if err := (Frozen{m}).trainable().checkTrainable(); err != nil {
 		return nil, err
 	}
 	c := configFromArch(&m.Arch)
@@ -21,7 +20,7 @@ func FromGGUF(m *GGUFModel, b *ggml.Backend) (*Model, error) {
 		return nil, err
 	}
 	for _, t := range tm.all {
-		src := m.mapped.Tensor(t.Name())
+		src := m.Tensor(t.Name())
 		if src == nil {
 			tm.Close()
 			return nil, fmt.Errorf("gguf %s: tensor %q is missing", m.path, t.Name())
@@ -76,20 +75,4 @@ func CheckWarmStart(donor *GGUFModel, c Config) error {
 
 // CheckTrainable tells whether the model's architecture can be trained (FromGGUF, or an
 // Adapter), without allocating anything.
-func (m *GGUFModel) CheckTrainable() error { return m.trainable().checkTrainable() }
-
-// configFromArch is the training configuration of an architecture's shared parameters, with
-// the spec's defaults for the rest (initialisation): the inverse of archFromConfig.
-func configFromArch(a *Architecture) Config {
-	c := config.DefaultLlama()
-	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = a.Vocab, a.DModel, a.DFF, a.NHeads, a.NKVHeads
-	c.NLayers, c.Context, c.RopeBase, c.RMSEps = a.NLayers, a.Context, a.RopeBase, a.NormEps
-	c.TiedOutput, c.QKVBias = a.TiedOutput, a.QKVBias
-	switch {
-	case a.RopeYaRN:
-		c.RopeScaling, c.RopeScaleFactor, c.RopeOrigContext = config.LlamaRopeScalingYarn, 1/a.RopeScale, a.RopeOrigCtx
-	case a.RopeScale != 1 && a.RopeScale > 0:
-		c.RopeScaling, c.RopeScaleFactor = config.LlamaRopeScalingLinear, 1/a.RopeScale
-	}
-	return c
-}
+func CheckTrainable(m *GGUFModel) error { return (Frozen{m}).trainable().checkTrainable() }

@@ -471,17 +471,6 @@ func attentionProbs(ctx *ggml.Context, cpu bool, kq, mask *ggml.Tensor, scale fl
 	return ctx.Reshape(cpuSoftMax(ctx, cpu, ctx.Reshape(kq, t, t, H, B), mask, scale), t, t, H*B)
 }
 
-// cpuSoftMax is SoftMaxExt(x, mask, scale, 0) by toy's own kernel (ggml.SoftMaxCPU) where cpu
-// (the graph runs on the CPU backend) allows it and the operands fit it, by ggml's otherwise:
-// the one choice of training's attention (attentionProbs) and the decoder's unfused attention
-// (kvCache.attend).
-func cpuSoftMax(ctx *ggml.Context, cpu bool, x, mask *ggml.Tensor, scale float32) *ggml.Tensor {
-	if cpu && x != nil && mask != nil && ggml.CPUKernelsFast() && ggml.SoftMaxCPUFits(x, mask, scale) == nil {
-		return ctx.SoftMaxCPU(x, mask, scale)
-	}
-	return ctx.SoftMaxExt(x, mask, scale, 0)
-}
-
 // dense is a dense copy of the f32 view x (a transpose): on the CPU backend by toy's own
 // kernel, which copies by tiles (ggml's copy reads a transpose an element per cache line and
 // took a fifth of a training step), elsewhere by ggml's.

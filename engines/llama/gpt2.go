@@ -35,20 +35,6 @@ func gpt2Core(c config.Gpt2) Config {
 // everywhere, GELU MLP), as DetectArchitecture reads it back from the checkpoint.
 func ArchitectureFromGPT2(c config.Gpt2) Architecture { return archFromConfig(GPT2Arch, gpt2Core(c)) }
 
-// NewGPT2 allocates a GPT-2 model of shape c on backend b, with every weight zero; Init or
-// Load fills it. It is a Model like any other: the same Trainer, Evaluator and checkpoints.
-func NewGPT2(c config.Gpt2, b *ggml.Backend) (*Model, error) {
-	if err := ValidateGPT2(c); err != nil {
-		return nil, err
-	}
-	m, err := newModel(ArchitectureFromGPT2(c), gpt2Core(c), b)
-	if err != nil {
-		return nil, err
-	}
-	m.GPT2 = &c
-	return m, nil
-}
-
 // GPT2ConfigFromGGUF reads the model configuration of a gpt2 checkpoint; a file of another
 // architecture is refused. The tied output follows the tensors (no output.weight), and a file
 // without gpt2.vocab_size (llama.cpp's converter writes none) takes token_embd's rows.

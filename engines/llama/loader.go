@@ -58,16 +58,6 @@ type GGUFModel struct {
 	embBuf *ggml.Buffer
 }
 
-// computable reports whether ggml's CPU backend multiplies (and gathers rows of) weights of
-// type t: the float types and every block-quantized weight type.
-func computable(t ggml.Type) bool {
-	switch t {
-	case ggml.I8, ggml.I16, ggml.I32, ggml.I64, ggml.F64, ggml.Q8_1, ggml.Q8_K:
-		return false
-	}
-	return ggml.ValidType(t)
-}
-
 // OpenModel loads the GGUF checkpoint at path. The architecture is detected from the file;
 // every tensor it implies must be present with llama.cpp's name and shape and a type ggml can
 // compute with (norms and biases f32), checked before anything is allocated from the header's
@@ -133,6 +123,13 @@ func (m *GGUFModel) WeightBytes() int64 { return m.mapped.Bytes() }
 
 // Backend is the backend the model computes on.
 func (m *GGUFModel) Backend() *ggml.Backend { return m.backend }
+
+// Tensor is the loaded tensor of that GGUF name, nil where the file has none.
+func (m *GGUFModel) Tensor(name string) *ggml.Tensor { return m.mapped.Tensor(name) }
+
+// LoRATerms are the low-rank updates of the loaded adapters (ModelOptions.LoRA), by the
+// weight they update.
+func (m *GGUFModel) LoRATerms() map[*ggml.Tensor][]loraTerm { return m.lora }
 
 // WeightType is the type of the attention query projection of the first block (its fused
 // QKV projection in gpt2), the type a checkpoint is usually named by.

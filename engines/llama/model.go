@@ -15,16 +15,12 @@
 package llama
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
-
-// Config is the engine's configuration, generated from specs/engines.
-type Config = config.Llama
 
 // Model is a model being trained — LLaMA (New) or GPT-2 (NewGPT2): f32 weights in one backend
 // buffer, laid out by the architecture's tensor table (the one GGUFModel loads) and run by the
@@ -46,20 +42,6 @@ type Model struct {
 	all     []*ggml.Tensor // every weight, in GGUF order
 	roles   map[*ggml.Tensor]tensorRole
 	frozen  map[*ggml.Tensor]bool // weights a Trainer leaves alone (FreezeEmbeddings)
-}
-
-// HeadDim is the size of one attention head.
-func HeadDim(c Config) int { return c.DModel / c.NHeads }
-
-// Validate checks c beyond its generated bounds.
-func Validate(c Config) error {
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("llama config: %w", err)
-	}
-	if hd := HeadDim(c); hd%2 != 0 {
-		return fmt.Errorf("llama config: head size d_model/n_heads = %d must be even for RoPE", hd)
-	}
-	return nil
 }
 
 // New allocates a model of shape c on backend b, with every weight zero; Init or Load fills it.
@@ -160,4 +142,33 @@ func (m *Model) Init() error {
 		}
 	}
 	return nil
+}
+
+// NewGPT2 allocates a GPT-2 model of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: the same Trainer, Evaluator and checkpoints.
+func NewGPT2(c config.Gpt2, b *ggml.Backend) (*Model, error) {
+	if err := ValidateGPT2(c); err != nil {
+		return nil, err
+	}
+	m, err := newModel(ArchitectureFromGPT2(c), gpt2Core(c), b)
+	if err != nil {
+		return nil, err
+	}
+	m.GPT2 = &c
+	return m, nil
+}
+
+// NewViT allocates a ViT classifier of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: NewClassifierTrainer trains it,
+// NewClassifierEvaluator runs it, Save and Load keep it.
+func NewViT(c config.Vit, b *ggml.Backend) (*Model, error) {
+	if err := ValidateViT(c); err != nil {
+		return nil, err
+	}
+	m, err := newModel(ArchitectureFromViT(c), vitCore(c), b)
+	if err != nil {
+		return nil, err
+	}
+	m.ViT = &c
+	return m, nil
 }

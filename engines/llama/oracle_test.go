@@ -3,7 +3,6 @@ package llama
 import (
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
-	"github.com/toyml/toy/internal/gguffile"
 	"github.com/toyml/toy/internal/oracle"
 )
 
@@ -29,30 +27,6 @@ const oracleTol = 1e-3
 // multiplying them (ggml's integer dot products), toy's kernel for a few columns multiplies
 // them in f32 (ggml.MulMatCols). Measured 6.3e-3 on TestOracleTrainedAdapter's model.
 const oracleQ8Tol = 1.5e-2
-
-// noVocab is the tokenizer metadata llama.cpp needs to load a model whose tests pass token ids:
-// a vocabulary of {arch}.vocab_size dummy tokens.
-var noVocab = []KV{{Key: "tokenizer.ggml.model", Value: "none"}}
-
-// withKVs rewrites the GGUF at path with extra metadata appended, tensors unchanged.
-func withKVs(t testing.TB, path string, extra []KV) {
-	f, err := gguffile.ReadFile(path)
-	require.NoError(t, err)
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var w gguffile.Writer
-	for _, kv := range f.KVs {
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, kv := range extra {
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, ti := range f.Tensors {
-		at := f.DataOffset + int64(ti.Offset)
-		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape(), raw[at:at+ti.Size]))
-	}
-	require.NoError(t, w.WriteFile(path))
-}
 
 func openOracle(t testing.TB, path string) *oracle.Model {
 	o, err := oracle.Open(path, oracle.Options{Context: 32, Threads: 1})

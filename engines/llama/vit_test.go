@@ -99,13 +99,6 @@ func (r *refViT) loss(imgs [][]float64, labels []int32) float64 {
 	return s / float64(len(imgs))
 }
 
-func tinyViT() config.Vit {
-	c := config.DefaultVit()
-	c.ImageSize, c.PatchSize, c.Channels, c.DModel, c.NHeads, c.DFF, c.NLayers, c.Classes = 4, 2, 2, 8, 2, 12, 2, 3
-	c.InitScale, c.Seed = 0.5, 5
-	return c
-}
-
 func randomImages(rng *rand.Rand, B, ppi, classes int) ([][]float64, [][]float32, []int32) {
 	var f64 [][]float64
 	var f32 [][]float32

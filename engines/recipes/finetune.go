@@ -371,7 +371,7 @@ func (f *Finetune) prepare() (*runs.Run, int, error) {
 		}
 		ad.Close()
 	case ModeFull:
-		if err := m.CheckTrainable(); err != nil {
+		if err := llama.CheckTrainable(m); err != nil {
 			return nil, 0, err
 		}
 	}

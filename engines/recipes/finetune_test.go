@@ -93,7 +93,7 @@ func accuracy(t *testing.T, q *qaTask, base, adapter string, held [][2]string) f
 	defer m.Close()
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	require.NoError(t, err)
-	ev, err := llama.NewEvaluator(m, 32, 1)
+	ev, err := llama.NewEvaluator(llama.Frozen{GGUFModel: m}, 32, 1)
 	require.NoError(t, err)
 	defer ev.Close()
 	end, _ := tok.ID("<|im_end|>")
