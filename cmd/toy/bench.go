@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/blasgemm"
@@ -338,7 +340,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	random := fs.String("random", "", "instead of a file, bench random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+"); -m is then empty")
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	draft := fs.String("draft", "", "also measure greedy speculative decoding with this draft GGUF (\"self\": the target's own file, every proposal accepted: the ceiling)")
-	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	draftN := fs.Int("draft-n", speculative.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
 	promptFile := fs.String("prompt-file", "", "with -draft or -dflash: the prompt is the first -p tokens of this text file (default: -p random tokens)")
 	dflashN := fs.Int("dflash-n", 0, "of each DFlash block, the proposals the target verifies (with -dflash; 0: all, the block size − 1)")
 	pMins := fs.String("draft-p-min", "", "comma-separated minimum draft probabilities (with -draft or -dflash): a drafter stops proposing at a token it gives less; each value is measured as its own row (0: always γ; default 0.75 for -draft and 0 for -dflash, as toy generate)")
@@ -385,7 +387,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if need := llama.BenchPositions(*pp, *tg, *depth); need > a.Context {
+		if need := decoding.BenchPositions(*pp, *tg, *depth); need > a.Context {
 			return usagef("-d %d with -p %d and -n %d: %d positions do not fit %s's context of %d", *depth, *pp, *tg, need, *random, a.Context)
 		}
 		dir, err := os.MkdirTemp("", "toy-bench-")
@@ -410,7 +412,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			a.NLayers = *draftLayers
 			*draft = filepath.Join(dir, fmt.Sprintf("%s-%dl.gguf", *random, *draftLayers))
 			fmt.Fprintf(stderr, "toy bench: writing a random %d-layer draft of %s's shape …\n", *draftLayers, *random)
-			if err := llama.WriteRandomGGUF(*draft, a, typ, 1); err != nil {
+			if err := transformer.WriteRandomGGUF(*draft, a, typ, 1); err != nil {
 				return err
 			}
 		}
@@ -420,7 +422,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	}
 	// The boot gate runs on each model the bench loads (the target, a draft), over the lookups
 	// of toy's CPU operations its decoders make; the bench samples on the host.
-	gate := func(m *llama.GGUFModel, o llama.DecoderOptions) error {
+	gate := func(m *decoding.GGUFModel, o decoding.DecoderOptions) error {
 		_, _, err := gateDecoders(stderr, "bench", m, m.Path(), "", o, *allowUnresolved)
 		return err
 	}
@@ -430,7 +432,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *draft != "" || *dflash != "" {
-		draftMins, dflashMins := []float64{llama.DefaultMinProbability}, []float64{0}
+		draftMins, dflashMins := []float64{speculative.DefaultMinProbability}, []float64{0}
 		if *pMins != "" {
 			ps, err := parseProbabilities(*pMins)
 			if err != nil {
@@ -438,24 +440,24 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 			}
 			draftMins, dflashMins = ps, ps
 		}
-		var drafters []llama.SpecDrafter
+		var drafters []speculative.SpecDrafter
 		var modes []string
 		for i := range draftMins { // as many as dflashMins
 			if *draft != "" {
-				drafters, modes = append(drafters, llama.SpecDrafter{Path: *draft, Gamma: *draftN, MinProbability: draftMins[i]}), append(modes, "speculative")
+				drafters, modes = append(drafters, speculative.SpecDrafter{Path: *draft, Gamma: *draftN, MinProbability: draftMins[i]}), append(modes, "speculative")
 			}
 			if *dflash != "" {
-				drafters, modes = append(drafters, llama.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: dflashMins[i]}), append(modes, "dflash")
+				drafters, modes = append(drafters, speculative.SpecDrafter{Path: *dflash, Gamma: *dflashN, DFlash: true, MinProbability: dflashMins[i]}), append(modes, "dflash")
 			}
 		}
-		bo := llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Gate: gate}
+		bo := decoding.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Gate: gate}
 		if *promptFile != "" {
 			if bo.Prompt, err = benchPrompt(*model, *promptFile, max(*pp, 1)); err != nil {
 				return err
 			}
 		}
 		fmt.Fprintf(stderr, "toy bench: greedy generation of %d tokens after %d: the target alone and %s, in turn …\n", *tg, *pp, strings.Join(modes, " and "))
-		res, err := llama.BenchSpeculative(*model, drafters, max(*pp, 1), max(*tg, 1), *threads, bo)
+		res, err := speculative.BenchSpeculative(*model, drafters, max(*pp, 1), max(*tg, 1), *threads, bo)
 		if err != nil {
 			return err
 		}
@@ -466,7 +468,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		writeSpecTable(stdout, rows)
 		return nil
 	}
-	res, err := llama.BenchStats(*model, *pp, *tg, *threads, llama.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Depth: *depth, Gate: gate})
+	res, err := decoding.BenchStats(*model, *pp, *tg, *threads, decoding.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Depth: *depth, Gate: gate})
 	if err != nil {
 		return err
 	}
@@ -498,16 +500,16 @@ func benchPrompt(model, path string, n int) ([]int32, error) {
 
 // randomShape is the architecture of a training preset's shape and the weight type of
 // -random and -random-type (toy bench model and serve).
-func randomShape(preset, typeName string) (llama.Architecture, ggml.Type, error) {
+func randomShape(preset, typeName string) (transformer.Architecture, ggml.Type, error) {
 	c, err := config.LlamaPreset(preset)
 	if err != nil {
-		return llama.Architecture{}, 0, asUsage(err)
+		return transformer.Architecture{}, 0, asUsage(err)
 	}
 	types, err := parseBenchTypes(typeName)
 	if err != nil || len(types) != 1 {
-		return llama.Architecture{}, 0, usagef("-random-type %q: want one weight type", typeName)
+		return transformer.Architecture{}, 0, usagef("-random-type %q: want one weight type", typeName)
 	}
-	return llama.ArchitectureFromConfig(c), types[0], nil
+	return transformer.ArchitectureFromConfig(c), types[0], nil
 }
 
 // parseProbabilities parses a comma-separated list of minimum draft probabilities
@@ -519,7 +521,7 @@ func parseProbabilities(list string) ([]float64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a probability in [0, 1)", f)
 		}
-		if err := llama.CheckMinProbability(p); err != nil {
+		if err := speculative.CheckMinProbability(p); err != nil {
 			return nil, fmt.Errorf("%q: %w", f, err)
 		}
 		ps = append(ps, p)
@@ -530,7 +532,7 @@ func parseProbabilities(list string) ([]float64, error) {
 // specRow is one speculative mode's bench.
 type specRow struct {
 	mode string
-	r    llama.SpecBenchResult
+	r    speculative.SpecBenchResult
 }
 
 // writeSpecTable prints speculative benches as llama-bench-style rows: the target alone, then

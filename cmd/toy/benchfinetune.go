@@ -15,8 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/cputime"
@@ -95,7 +97,7 @@ Flags:
 		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
 			return err
 		}
-		lo := llama.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention, KeepTransposed: *keepTransposed}
+		lo := training.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention, KeepTransposed: *keepTransposed}
 		return benchFinetuneMode(stdout, stderr, bm, *baseFile, *seq, *batch, *steps, *threads, *profile, lo)
 	}
 	self, err := os.Executable()
@@ -110,7 +112,7 @@ Flags:
 	} else if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	arch := llama.ArchitectureFromConfig(c)
+	arch := transformer.ArchitectureFromConfig(c)
 	bases := map[ggml.Type]string{}
 	for _, bm := range list {
 		if bases[bm.typ] != "" {
@@ -119,7 +121,7 @@ Flags:
 		path := filepath.Join(*dir, fmt.Sprintf("%s-%s.gguf", *preset, ggml.TypeName(bm.typ)))
 		if _, err := os.Stat(path); err != nil {
 			t0 := time.Now()
-			if err := llama.WriteRandomGGUF(path, arch, bm.typ, 1); err != nil {
+			if err := transformer.WriteRandomGGUF(path, arch, bm.typ, 1); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "wrote a random %s base (%s) in %.0fs\n", *preset, ggml.TypeName(bm.typ), time.Since(t0).Seconds())
@@ -200,23 +202,23 @@ func parseBenchMode(s string) (benchMode, error) {
 }
 
 // benchFinetuneMode times one mode in this process and prints its result line.
-func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq, batch, steps, threads, profile int, lo llama.LoRAOptions) error {
+func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq, batch, steps, threads, profile int, lo training.LoRAOptions) error {
 	be, err := ggml.NewBackend(threads)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	base, err := llama.OpenModel(path, llama.ModelOptions{Backend: be})
+	base, err := decoding.OpenModel(path, decoding.ModelOptions{Backend: be})
 	if err != nil {
 		return err
 	}
 	defer func() { base.Close() }()
 	vocab := base.Arch.Vocab
-	var tr *llama.Trainer
+	var tr *training.Trainer
 	var trained int64
 	opt := train.LoRA()
 	if bm.lora {
-		ad, err := llama.NewAdapter(base, lo)
+		ad, err := training.NewAdapter(base, lo)
 		if err != nil {
 			return err
 		}
@@ -225,11 +227,11 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 			return err
 		}
 		trained = ad.Params()
-		if tr, err = llama.NewTrainer(ad, seq, batch); err != nil {
+		if tr, err = training.NewTrainer(ad, seq, batch); err != nil {
 			return err
 		}
 	} else {
-		m, err := llama.FromGGUF(base, be)
+		m, err := training.FromGGUF(base, be)
 		if err != nil {
 			return err
 		}
@@ -238,7 +240,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 		base = nil
 		trained = m.Params()
 		opt.LR, opt.WeightDecay = 5e-5, 0.01
-		if tr, err = llama.NewTrainer(m, seq, batch); err != nil {
+		if tr, err = training.NewTrainer(m, seq, batch); err != nil {
 			return err
 		}
 	}
@@ -283,7 +285,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 
 // printPeaks writes what each of tr's graphs holds at its peak and, by kind of tensor, the n
 // largest shares of the largest peak.
-func printPeaks(w io.Writer, mode string, tr *llama.Trainer, n int) {
+func printPeaks(w io.Writer, mode string, tr *training.Trainer, n int) {
 	peaks := tr.PeakLive()
 	top := 0
 	for i, gp := range peaks {

@@ -19,8 +19,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -233,7 +233,7 @@ func writeRandom(path, preset, typeName string, withTokenizer bool, stderr io.Wr
 	}
 	if !withTokenizer {
 		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
-		return llama.WriteRandomGGUF(path, a, typ, 1)
+		return transformer.WriteRandomGGUF(path, a, typ, 1)
 	}
 	if a.Vocab < 256 {
 		return usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
@@ -242,12 +242,12 @@ func writeRandom(path, preset, typeName string, withTokenizer bool, stderr io.Wr
 	if err != nil {
 		return err
 	}
-	var kvs []llama.KV
+	var kvs []transformer.KV
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 	}
 	fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
-	return llama.WriteRandomGGUF(path, a, typ, 1, kvs...)
+	return transformer.WriteRandomGGUF(path, a, typ, 1, kvs...)
 }
 
 // benchClient sends streamed completions to a server.

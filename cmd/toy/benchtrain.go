@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/blasgemm"
@@ -171,7 +171,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 // and the top costliest kinds of node: the wall time and the process's CPU time of each (with
 // one thread on a busy machine the CPU time is the steadier; it is sorted on). bench train and
 // bench finetune share it.
-func profileStep(w io.Writer, name string, tr *llama.Trainer, step func() error, top int) error {
+func profileStep(w io.Writer, name string, tr *training.Trainer, step func() error, top int) error {
 	byOp, byKind := map[string]*nodeCost{}, map[string]*nodeCost{}
 	var wall, cpu time.Duration
 	last := cputime.Process()
@@ -247,26 +247,26 @@ func nodeKind(n *ggml.Tensor) string {
 type trainShape struct {
 	name           string
 	vocab, context int
-	newModel       func(*ggml.Backend) (*llama.Model, error)
+	newModel       func(*ggml.Backend) (*training.Model, error)
 }
 
 // presetShape finds a llama or gpt2 preset by name.
 func presetShape(name string) (trainShape, error) {
 	if g, err := config.Gpt2Preset(name); err == nil {
-		return trainShape{name, g.Vocab, g.Context, func(be *ggml.Backend) (*llama.Model, error) { return llama.NewGPT2(g, be) }}, nil
+		return trainShape{name, g.Vocab, g.Context, func(be *ggml.Backend) (*training.Model, error) { return training.NewGPT2(g, be) }}, nil
 	}
 	c, err := config.LlamaPreset(name)
 	if err != nil {
 		return trainShape{}, usagef("unknown preset %q (llama: %s; gpt2: %s)", name, strings.Join(config.LlamaPresetNames(), ", "), strings.Join(config.Gpt2PresetNames(), ", "))
 	}
-	return trainShape{name, c.Vocab, c.Context, func(be *ggml.Backend) (*llama.Model, error) { return llama.New(c, be) }}, nil
+	return trainShape{name, c.Vocab, c.Context, func(be *ggml.Backend) (*training.Model, error) { return training.New(c, be) }}, nil
 }
 
 // trainBench is one model being timed: its trainer, its batch of random tokens, its time.
 type trainBench struct {
 	name  string
-	m     *llama.Model
-	tr    *llama.Trainer
+	m     *training.Model
+	tr    *training.Trainer
 	seqs  [][]int32
 	total time.Duration
 	// cpu is the process's CPU time over the timed steps: with one thread on a busy machine,
@@ -283,7 +283,7 @@ func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int) (*trainBench
 		m.Close()
 		return nil, err
 	}
-	tr, err := llama.NewTrainer(m, seq, batch)
+	tr, err := training.NewTrainer(m, seq, batch)
 	if err != nil {
 		m.Close()
 		return nil, err

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 )
@@ -25,7 +25,7 @@ var notifyInterrupt = func(c chan<- os.Signal) (stop func()) {
 
 // conversationSetup is what toy generate's flags and the model say of a conversation.
 type conversationSetup struct {
-	model     *llama.GGUFModel
+	model     *decoding.GGUFModel
 	behaviour behaviour
 	// template is -template's name, or the kernel table's; empty: the file's.
 	template string
@@ -45,7 +45,7 @@ type conversationSetup struct {
 // converse holds toy generate's conversation (-cnv, -i) on dec, reading standard input (stdin),
 // writing the replies to stdout, the prompts and notes to stderr, and the timing summary there
 // at the end.
-func converse(stdout, stderr io.Writer, dec *llama.Decoder, tok *tokenizer.Tokenizer, cs conversationSetup) error {
+func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.Tokenizer, cs conversationSetup) error {
 	c := &conversation{tok: tok, addBOS: cs.behaviour.addBOS}
 	stops := cs.stops
 	tmpl, err := chatTemplate(cs.model, tok, cs.template, cs.behaviour.addBOS)
@@ -137,13 +137,13 @@ func (c *conversation) turn(out *bufio.Writer, stderr io.Writer) error {
 		return errors.New("the conversation encodes to no tokens")
 	}
 	dec, timing := c.loop.dec, c.loop.timing
-	keep := min(llama.CommonPrefix(dec.History(), ids), len(ids)-1) // the last token's logits start the reply
+	keep := min(decoding.CommonPrefix(dec.History(), ids), len(ids)-1) // the last token's logits start the reply
 	if err := dec.Truncate(keep); err != nil {
 		return err
 	}
 	t0 := time.Now()
 	logits, err := dec.Prompt(ids[keep:])
-	if errors.Is(err, llama.ErrContextFull) {
+	if errors.Is(err, decoding.ErrContextFull) {
 		return fmt.Errorf("the conversation's %d tokens do not fit the context of %d (-c sets a larger one)", len(ids), dec.MaxContext())
 	}
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -68,7 +68,7 @@ func tinyViTCheckpoint(t *testing.T) string {
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, err := llama.NewViT(c, be)
+	m, err := training.NewViT(c, be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())

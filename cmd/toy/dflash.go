@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/generated/kernels"
@@ -76,7 +77,7 @@ Flags:
 	if err := usableThreads(stderr, "train", threads); err != nil {
 		return err
 	}
-	m, err := llama.OpenModel(*targetPath, llama.ModelOptions{Threads: *threads})
+	m, err := decoding.OpenModel(*targetPath, decoding.ModelOptions{Threads: *threads})
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ Flags:
 	if entry != nil && named {
 		decl = entry.DFlash
 	}
-	cfg := llama.DFlashConfig{Gamma: 8, Window: 64, Layers: *layers, TargetLayers: llama.DefaultTargetLayers(m.Arch.NLayers, 3)}
+	cfg := speculative.DFlashConfig{Gamma: 8, Window: 64, Layers: *layers, TargetLayers: speculative.DefaultTargetLayers(m.Arch.NLayers, 3)}
 	if decl != nil {
 		cfg.Gamma, cfg.Window, cfg.MaskToken = decl.Gamma, decl.WindowSize, decl.MaskTokenID
 		if len(decl.TargetLayerIDs) > 0 {
@@ -154,7 +155,7 @@ Flags:
 	// most 16 windows of it): after training, the drafter is measured on it (llama.EvalDFlash).
 	var heldOut []int32
 	if *generated > 0 {
-		prompts, err := llama.TeacherPrompts(corpus, *generated, llama.TeacherPromptTokens, *seed)
+		prompts, err := speculative.TeacherPrompts(corpus, *generated, speculative.TeacherPromptTokens, *seed)
 		if err != nil {
 			return err
 		}
@@ -163,12 +164,12 @@ Flags:
 		if *generated >= 2 {
 			held = max(1, *generated/16)
 		}
-		greedy, opts := sample.GreedyParams(), llama.DecoderOptions{Threads: *threads}
-		if corpus, err = llama.TargetText(ctx, m, prompts[:*generated-held], *seqLen, greedy, opts, nil); err != nil {
+		greedy, opts := sample.GreedyParams(), decoding.DecoderOptions{Threads: *threads}
+		if corpus, err = speculative.TargetText(ctx, m, prompts[:*generated-held], *seqLen, greedy, opts, nil); err != nil {
 			return err
 		}
 		if held > 0 {
-			if heldOut, err = llama.TargetText(ctx, m, prompts[*generated-held:], *seqLen, greedy, opts, nil); err != nil {
+			if heldOut, err = speculative.TargetText(ctx, m, prompts[*generated-held:], *seqLen, greedy, opts, nil); err != nil {
 				return err
 			}
 		}
@@ -178,10 +179,10 @@ Flags:
 		fmt.Fprintf(stdout, "toy train: the last %d tokens held out\n", n)
 	}
 	t0 := time.Now()
-	df, err := llama.TrainDFlash(m, cfg, corpus, llama.DFlashTrainOptions{
+	df, err := speculative.TrainDFlash(m, cfg, corpus, speculative.DFlashTrainOptions{
 		Steps: *steps, Sequences: *seqs, SeqLen: min(*seqLen, m.Arch.Context), Anchors: *anchors, Window: *trainWindow,
 		LossDecay: *decay, AdamW: train.FromScratch(), LR: *lr, MinLR: *minLR, Warmup: min(*warmup, *steps-1), Seed: *seed,
-		DecoderOptions: llama.DecoderOptions{Threads: *threads}, Interrupted: ctx,
+		DecoderOptions: decoding.DecoderOptions{Threads: *threads}, Interrupted: ctx,
 		Progress: func(step int, loss, acc, lr float64) {
 			if step%10 == 0 || step == *steps-1 {
 				fmt.Fprintf(stdout, "step %5d  loss %.4f  proposals matching the target %.1f %%  lr %.2e  %.1f s\n", step, loss, 100*acc, lr, time.Since(t0).Seconds())
@@ -196,7 +197,7 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "toy train: wrote %s (%.2fM parameters; the target's embeddings and head are shared)\n", *out, float64(df.Params())/1e6)
 	if len(heldOut) > 0 && ctx.Err() == nil {
-		ev, err := llama.EvalDFlash(df, heldOut, min(*seqLen, m.Arch.Context), llama.DecoderOptions{Threads: *threads})
+		ev, err := speculative.EvalDFlash(df, heldOut, min(*seqLen, m.Arch.Context), decoding.DecoderOptions{Threads: *threads})
 		if err != nil {
 			return err
 		}
@@ -216,7 +217,7 @@ Flags:
 // openDFlash opens the drafter the kernel table's entry pairs with the model (its [dflash]
 // draft_model, relative to modelsDir unless absolute) and checks that the file's pairing is
 // the declared one.
-func openDFlash(m *llama.GGUFModel, entry *kernels.Model, named bool, modelsDir string) (*llama.DFlash, error) {
+func openDFlash(m *decoding.GGUFModel, entry *kernels.Model, named bool, modelsDir string) (*speculative.DFlash, error) {
 	if entry == nil || !named || entry.DFlash == nil {
 		name := "no entry"
 		if entry != nil {
@@ -229,12 +230,12 @@ func openDFlash(m *llama.GGUFModel, entry *kernels.Model, named bool, modelsDir 
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(modelsDir, path)
 	}
-	df, err := llama.OpenDFlash(path, m)
+	df, err := speculative.OpenDFlash(path, m)
 	if err != nil {
 		return nil, fmt.Errorf("-dflash (the drafter entry %s pairs with the model): %w", entry.Name, err)
 	}
 	c := df.Cfg
-	want := llama.DFlashConfig{Gamma: decl.Gamma, Window: decl.WindowSize, MaskToken: decl.MaskTokenID, TargetLayers: decl.TargetLayerIDs, Layers: c.Layers}
+	want := speculative.DFlashConfig{Gamma: decl.Gamma, Window: decl.WindowSize, MaskToken: decl.MaskTokenID, TargetLayers: decl.TargetLayerIDs, Layers: c.Layers}
 	if c.Gamma != want.Gamma || c.Window != want.Window || c.MaskToken != want.MaskToken || len(decl.TargetLayerIDs) > 0 && fmt.Sprint(c.TargetLayers) != fmt.Sprint(want.TargetLayers) {
 		df.Close()
 		return nil, fmt.Errorf("-dflash: %s was trained with block %d, window %d, mask token %d, target layers %v; entry %s declares %d, %d, %d, %v",

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -22,7 +22,7 @@ func TestDFlashCLI(t *testing.T) {
 	dir := t.TempDir()
 	// A model of the demo preset's shape (192 wide, 4 layers) named as toy train names its
 	// models, so that the kernel table's toy-demo entry resolves for it.
-	model := checkpointOf(t, "demo", filepath.Join(dir, "model.gguf"), llama.KV{Key: "general.name", Value: "toy test-run"})
+	model := checkpointOf(t, "demo", filepath.Join(dir, "model.gguf"), transformer.KV{Key: "general.name", Value: "toy test-run"})
 	out, errOut, code := runToy("kernels", model)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "resolves to toy-demo")

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -28,7 +29,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
 	alpha := fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
-	targets := fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(llama.LoRATargets, ", ")+", or all")
+	targets := fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(training.LoRATargets, ", ")+", or all")
 	fs.Uint64Var(&f.LoRA.Seed, "lora-seed", f.LoRA.Seed, "seed of the adapters' initial A matrices")
 	fs.IntVar(&f.Recompute, "recompute", 0, "LoRA: recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them a step)")
 	fs.BoolVar(&f.RecomputeAttention, "recompute-attention", false, "LoRA: recompute the other blocks' attention probabilities in the backward pass instead of keeping them (T·T·heads floats a block less, one more query-key product and softmax a block)")
@@ -321,12 +322,12 @@ Flags:
 			return err
 		}
 	}
-	var ads []llama.LoRA
+	var ads []decoding.LoRA
 	for _, p := range loras {
-		ads = append(ads, llama.LoRA{Path: p, Scale: float32(*scale)})
+		ads = append(ads, decoding.LoRA{Path: p, Scale: float32(*scale)})
 	}
 	warn := func(w string) { fmt.Fprintf(stderr, "toy export: warning: %s\n", w) }
-	if err := llama.MergeLoRAWith(*base, ads, *out, typ, llama.MergeOptions{Warn: warn}); err != nil {
+	if err := decoding.MergeLoRAWith(*base, ads, *out, typ, decoding.MergeOptions{Warn: warn}); err != nil {
 		return err
 	}
 	if len(ads) == 0 {

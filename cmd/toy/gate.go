@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/toyml/toy/cuda"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/kernelrt"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -47,7 +47,7 @@ func compiledTarget() *kernels.Target {
 }
 
 // modelRef is what the kernel table resolves a loaded model by.
-func modelRef(m *llama.GGUFModel, path, modelName string) kernelrt.Ref {
+func modelRef(m *decoding.GGUFModel, path, modelName string) kernelrt.Ref {
 	name, _ := m.Meta["general.name"].(string)
 	return kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
 }
@@ -87,7 +87,7 @@ var cpuTarget = func() *kernels.Target { return kernelrt.BuildTarget(kernels.Bac
 // auditCPU runs the gate over the lookups of toy's CPU operations that m's decoders make with o
 // (none on a GPU backend): the cpu table's entry for ref, an unresolved lookup refused unless
 // allow, and m given what resolved. The report is empty where nothing was looked up.
-func auditCPU(m *llama.GGUFModel, ref kernelrt.Ref, o llama.DecoderOptions, allow bool) (kernelrt.Report, error) {
+func auditCPU(m *decoding.GGUFModel, ref kernelrt.Ref, o decoding.DecoderOptions, allow bool) (kernelrt.Report, error) {
 	needs := m.KernelNeeds(o.KVType, o.FlashAttention)
 	t := cpuTarget()
 	if len(needs) == 0 || t == nil {
@@ -106,7 +106,7 @@ func auditCPU(m *llama.GGUFModel, ref kernelrt.Ref, o llama.DecoderOptions, allo
 // lookups of toy's CPU operations m's decoders make with o (auditCPU), prints the audit on one
 // line of stderr (prefixed "toy cmd: kernels:"), and refuses an unresolved lookup unless allow.
 // It returns the entry (nil where the table has none) and whether it names the model.
-func gateDecoders(stderr io.Writer, cmd string, m *llama.GGUFModel, path, modelName string, o llama.DecoderOptions, allow bool) (*kernels.Model, bool, error) {
+func gateDecoders(stderr io.Writer, cmd string, m *decoding.GGUFModel, path, modelName string, o decoding.DecoderOptions, allow bool) (*kernels.Model, bool, error) {
 	ref := modelRef(m, path, modelName)
 	entry, named := resolveEntry(stderr, buildTarget(), ref)
 	r, err := auditCPU(m, ref, o, allow)

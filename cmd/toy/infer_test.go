@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/kernels"
@@ -32,8 +32,8 @@ func TestBehaviourFileWins(t *testing.T) {
 	silent := editGGUF(t, good, filepath.Join(dir, "silent.gguf"), dropKV(tokenizer.KeyAddBOS), nil)
 	ownTmpl := editGGUF(t, noBOS, filepath.Join(dir, "tmpl.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: chatml})
 	entry := &kernels.Model{Name: "named", Behaviour: &kernels.Behaviour{AddBOS: true, ChatTemplate: "gemma", Stop: []string{"<end_of_turn>"}}}
-	open := func(path string) (*llama.GGUFModel, *tokenizer.Tokenizer) {
-		m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1})
+	open := func(path string) (*decoding.GGUFModel, *tokenizer.Tokenizer) {
+		m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1})
 		require.NoError(t, err)
 		t.Cleanup(func() { m.Close() })
 		tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
@@ -166,7 +166,7 @@ func TestGenerateSeed(t *testing.T) {
 // and ids past the vocabulary are refused (exit 2).
 func TestGenerateLogitBias(t *testing.T) {
 	model := tinyCheckpoint(t)
-	m, err := llama.OpenModel(model, llama.ModelOptions{Threads: 1})
+	m, err := decoding.OpenModel(model, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	require.NoError(t, err)

@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	"github.com/toyml/toy/cuda"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/kernelrt"
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 )
@@ -243,13 +244,13 @@ func ggufRef(path, modelName string) (kernelrt.Ref, error) {
 // path make with an f16 cache outside flash attention (toy generate's defaults): none for an
 // architecture toy does not decode (a ViT classifier). The weights are memory-mapped, not read.
 func decoderNeeds(path, arch string) ([]kernelrt.Need, error) {
-	if !slices.Contains(llama.SupportedArchitectures(), arch) {
+	if !slices.Contains(transformer.SupportedArchitectures(), arch) {
 		return nil, nil
 	}
-	m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1, Mmap: true})
+	m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1, Mmap: true})
 	if err != nil {
 		return nil, fmt.Errorf("kernels: %w", err)
 	}
 	defer m.Close()
-	return m.KernelNeeds(llama.KVF16, false), nil
+	return m.KernelNeeds(decoding.KVF16, false), nil
 }

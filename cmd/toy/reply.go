@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/toyml/toy/cuda"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 )
@@ -84,7 +84,7 @@ const (
 // replyLoop samples replies from a decoder and writes their text as it comes: toy generate's
 // loop, and each turn of its conversation.
 type replyLoop struct {
-	dec *llama.Decoder
+	dec *decoding.Decoder
 	tok *tokenizer.Tokenizer
 	s   *sample.Sampler
 	// onDevice, when not nil, samples on the device from the decoder's last logits instead of s.
@@ -173,7 +173,7 @@ func (l *replyLoop) reply(out *bufio.Writer, history []int32, logits []float32) 
 			break // the last token is not decoded: nothing would read its logits
 		}
 		if logits, err = l.dec.Next(next); err != nil {
-			if errors.Is(err, llama.ErrContextFull) {
+			if errors.Is(err, decoding.ErrContextFull) {
 				// As llama.cpp: the context is full and the policy does not shift it, so the
 				// reply stops; it is not a failure.
 				return finish(endContextFull, nil)
@@ -186,6 +186,6 @@ func (l *replyLoop) reply(out *bufio.Writer, history []int32, logits []float32) 
 
 // contextFullNote is what toy generate says on stderr when a reply stopped at the end of the
 // context.
-func contextFullNote(stderr io.Writer, dec *llama.Decoder) {
+func contextFullNote(stderr io.Writer, dec *decoding.Decoder) {
 	fmt.Fprintf(stderr, "toy generate: the context of %d tokens is full: stopped (-c sets a larger one, -ctx-full shift goes on)\n", dec.MaxContext())
 }

@@ -18,10 +18,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/toyml/toy/cuda"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/kernelrt"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -69,31 +70,31 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&d.loraScale, "lora-scale", 1, "scale of the LoRA adapters")
 }
 
-func (d *decoderFlags) options() (llama.DecoderOptions, error) {
+func (d *decoderFlags) options() (decoding.DecoderOptions, error) {
 	switch {
 	case d.threads < 0:
-		return llama.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+		return decoding.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
 	case d.ctx < 0:
-		return llama.DecoderOptions{}, usagef("-c %d: want a number of positions (0: the model's context)", d.ctx)
+		return decoding.DecoderOptions{}, usagef("-c %d: want a number of positions (0: the model's context)", d.ctx)
 	case d.batchPrompt < 0:
-		return llama.DecoderOptions{}, usagef("-b %d: want a number of prompt tokens per graph (0: the decoder's default)", d.batchPrompt)
+		return decoding.DecoderOptions{}, usagef("-b %d: want a number of prompt tokens per graph (0: the decoder's default)", d.batchPrompt)
 	}
-	o := llama.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
+	o := decoding.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
 	switch d.kvType {
 	case "f16":
-		o.KVType = llama.KVF16
+		o.KVType = decoding.KVF16
 	case "q8_0":
-		o.KVType = llama.KVQ8_0
+		o.KVType = decoding.KVQ8_0
 	case "f32":
-		o.KVType = llama.KVF32
+		o.KVType = decoding.KVF32
 	default:
 		return o, usagef("-kv-type %q: want f16, q8_0 or f32", d.kvType)
 	}
 	switch d.ctxFull {
 	case "error":
-		o.ContextFull = llama.ContextError
+		o.ContextFull = decoding.ContextError
 	case "shift":
-		o.ContextFull = llama.ContextShift
+		o.ContextFull = decoding.ContextShift
 	default:
 		return o, usagef("-ctx-full %q: want error or shift", d.ctxFull)
 	}
@@ -120,7 +121,7 @@ func usableThreads(stderr io.Writer, cmd string, threads *int) error {
 // open loads the model and its tokenizer, runs the kernel gate over what its decoders look up
 // (gateDecoders: d.entry and d.named are set), and makes a decoder; cmd names the command in
 // notes on stderr.
-func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *tokenizer.Tokenizer, *llama.Decoder, error) {
+func (d *decoderFlags) open(stderr io.Writer, cmd string) (*decoding.GGUFModel, *tokenizer.Tokenizer, *decoding.Decoder, error) {
 	opts, err := d.options()
 	if err != nil {
 		return nil, nil, nil, err
@@ -134,7 +135,7 @@ func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *to
 		return nil, nil, nil, err
 	}
 	opts.Threads = d.threads
-	dec, err := llama.NewDecoder(m, opts)
+	dec, err := decoding.NewDecoder(m, opts)
 	if err != nil {
 		m.Close()
 		return nil, nil, nil, err
@@ -144,23 +145,23 @@ func (d *decoderFlags) open(stderr io.Writer, cmd string) (*llama.GGUFModel, *to
 
 // openModel loads the model (with its LoRA adapters) and its tokenizer, the threads clamped
 // to the usable cores.
-func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*llama.GGUFModel, *tokenizer.Tokenizer, error) {
+func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*decoding.GGUFModel, *tokenizer.Tokenizer, error) {
 	if d.model == "" {
 		return nil, nil, usagef("-m MODEL is required")
 	}
 	if err := usableThreads(stderr, cmd, &d.threads); err != nil {
 		return nil, nil, err
 	}
-	var loras []llama.LoRA
+	var loras []decoding.LoRA
 	if len(d.loras) > 0 {
 		if err := checkLoRAScale(d.loraScale); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, p := range d.loras {
-		loras = append(loras, llama.LoRA{Path: p, Scale: float32(d.loraScale)})
+		loras = append(loras, decoding.LoRA{Path: p, Scale: float32(d.loraScale)})
 	}
-	m, err := llama.OpenModel(d.model, llama.ModelOptions{Threads: d.threads, Mmap: d.mmap, LoRA: loras})
+	m, err := decoding.OpenModel(d.model, decoding.ModelOptions{Threads: d.threads, Mmap: d.mmap, LoRA: loras})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,7 +191,7 @@ type behaviour struct {
 // path, -model-name or general.name): an entry that resolved by architecture or hidden size
 // alone imposes nothing. Where neither says, llama.cpp's defaults hold (the tokenizer's add_bos
 // default for its pre-tokenizer; no template).
-func modelBehaviour(m *llama.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels.Model, named bool) behaviour {
+func modelBehaviour(m *decoding.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels.Model, named bool) behaviour {
 	b := behaviour{addBOS: tok.Vocab().AddBOS && tok.BOS() >= 0, addEOS: tok.Vocab().AddEOS && tok.EOS() >= 0}
 	var eb *kernels.Behaviour
 	if entry != nil && named {
@@ -276,7 +277,7 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	var format formatFlags
 	format.register(fs)
 	draft := fs.String("draft", "", "draft model GGUF for speculative decoding (the same vocabulary as -m)")
-	draftN := fs.Int("draft-n", llama.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
+	draftN := fs.Int("draft-n", speculative.DefaultDraftTokens, "tokens the draft proposes per verification step (with -draft)")
 	pMin := fs.Float64("draft-p-min", 0, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (llama.cpp's --draft-p-min; 0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
 	dflash := fs.Bool("dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model); -draft takes precedence")
 	modelsDir := fs.String("models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
@@ -341,7 +342,7 @@ Flags:
 	if *draftN < 1 {
 		return usagef("-draft-n %d: want at least 1 token per step", *draftN)
 	}
-	if err := llama.CheckMinProbability(*pMin); err != nil {
+	if err := speculative.CheckMinProbability(*pMin); err != nil {
 		return usagef("-draft-p-min %v: %v", *pMin, err)
 	}
 	constraint, err := format.grammar()
@@ -361,7 +362,7 @@ Flags:
 	}
 	defer m.Close()
 	defer dec.Close()
-	var draftDec *llama.Decoder
+	var draftDec *decoding.Decoder
 	if *draft != "" {
 		dm, ddec, err := openDraft(&d, m, dec, *draft)
 		if err != nil {
@@ -387,7 +388,7 @@ Flags:
 			return usagef("-logit-bias: token %d is past the model's vocabulary of %d", id, m.Arch.Vocab)
 		}
 	}
-	var df *llama.DFlash
+	var df *speculative.DFlash
 	switch {
 	case *dflash && draftDec != nil:
 		fmt.Fprintf(stderr, "toy generate: -draft takes precedence over -dflash\n")
@@ -451,13 +452,13 @@ Flags:
 	if draftDec != nil || df != nil {
 		minProb := *pMin
 		if !set["draft-p-min"] && draftDec != nil {
-			minProb = llama.DefaultMinProbability
+			minProb = speculative.DefaultMinProbability
 		}
-		newSp := func(s *sample.Sampler) (sp *llama.Speculative, err error) {
+		newSp := func(s *sample.Sampler) (sp *speculative.Speculative, err error) {
 			if draftDec != nil {
-				sp, err = llama.NewSpeculative(dec, draftDec, *draftN, s)
+				sp, err = speculative.NewSpeculative(dec, draftDec, *draftN, s)
 			} else {
-				sp, err = llama.NewDFlashSpeculative(dec, df, 0, s)
+				sp, err = speculative.NewDFlashSpeculative(dec, df, 0, s)
 			}
 			if err == nil {
 				err = sp.SetMinProbability(minProb)
@@ -570,7 +571,7 @@ var errNoChatTemplate = errors.New("the model has no chat template (no tokenizer
 // when addBOS puts the BOS token first). A file's template that does not compile is an error
 // naming the file (its base name: serve's clients see render errors) and the template's line;
 // no named template stands in for it.
-func chatTemplate(m *llama.GGUFModel, tok *tokenizer.Tokenizer, name string, addBOS bool) (sample.Template, error) {
+func chatTemplate(m *decoding.GGUFModel, tok *tokenizer.Tokenizer, name string, addBOS bool) (sample.Template, error) {
 	if name != "" {
 		return sample.TemplateByName(name)
 	}
@@ -706,8 +707,8 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if *chunks < 0 {
 		return usagef("-chunks %d is negative", *chunks)
 	}
-	if d.ctx != 0 && d.ctx < llama.MinPerplexityContext {
-		return usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.ctx, llama.MinPerplexityContext)
+	if d.ctx != 0 && d.ctx < decoding.MinPerplexityContext {
+		return usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.ctx, decoding.MinPerplexityContext)
 	}
 	d.allowUnresolved = *allowUnresolved
 	m, tok, dec, err := d.open(stderr, "perplexity")
@@ -732,7 +733,7 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	if len(ids) < nctx {
 		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
 	}
-	r, err := llama.Perplexity(ids, llama.PerplexityOptions{Context: nctx, BOS: bos, MaxChunks: *chunks,
+	r, err := decoding.Perplexity(ids, decoding.PerplexityOptions{Context: nctx, BOS: bos, MaxChunks: *chunks,
 		Progress: func(c int, ppl float64) { fmt.Fprintf(stdout, "[%d]%.4f,", c+1, ppl) }}, dec.Logits)
 	if err != nil {
 		return err

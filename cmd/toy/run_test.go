@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -37,12 +38,12 @@ func tinyCheckpoint(t *testing.T) string {
 // checkpointOf saves a random llama model of preset's shape (a context of 64) with a tokenizer
 // trained on Go-like text at path, with the extra metadata kvs (which replace the tokenizer's
 // keys of the same name).
-func checkpointOf(t *testing.T, preset, path string, kvs ...llama.KV) string {
+func checkpointOf(t *testing.T, preset, path string, kvs ...transformer.KV) string {
 	return checkpointWithContext(t, preset, path, 64, kvs...)
 }
 
 // checkpointWithContext is checkpointOf with a context of ctx positions.
-func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...llama.KV) string {
+func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...transformer.KV) string {
 	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
 	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
 	require.NoError(t, err)
@@ -52,7 +53,7 @@ func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...ll
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, err := llama.New(c, be)
+	m, err := training.New(c, be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
@@ -62,7 +63,7 @@ func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...ll
 	}
 	for _, kv := range tok.GGUF() {
 		if !given[kv.Key] { // the caller's metadata wins over the tokenizer's own
-			kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+			kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 		}
 	}
 	require.NoError(t, m.Save(path, kvs))
@@ -157,7 +158,7 @@ func TestSamplingPresets(t *testing.T) {
 // resolves for the random model by its architecture) gives what --temp 0 gives.
 func TestAddEOSAndPresetFlag(t *testing.T) {
 	plain := tinyCheckpoint(t)
-	withEOS := checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "eos.gguf"), llama.KV{Key: tokenizer.KeyAddEOS, Value: true})
+	withEOS := checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "eos.gguf"), transformer.KV{Key: tokenizer.KeyAddEOS, Value: true})
 	promptTokens := func(model string) int {
 		_, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-n", "2", "--temp", "0", "-t", "1")
 		require.Equal(t, 0, code, errOut)

@@ -18,10 +18,11 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/serve"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -67,8 +68,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	f.allowUnresolved = registerGate(fs)
 	f.preset = registerPreset(fs)
 	fs.StringVar(&f.draft, "draft", "", "draft model GGUF for speculative decoding in every slot (the same vocabulary as -m): greedy replies are the same, sampled ones follow the same distribution; self: -m's own file (a benchmark's ceiling, every proposal accepted)")
-	fs.IntVar(&f.draftN, "draft-n", llama.DefaultDraftTokens, "tokens the drafter proposes per slot and step (with -dflash, at most and by default the block's proposals)")
-	fs.Float64Var(&f.draftPMin, "draft-p-min", llama.DefaultMinProbability, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
+	fs.IntVar(&f.draftN, "draft-n", speculative.DefaultDraftTokens, "tokens the drafter proposes per slot and step (with -dflash, at most and by default the block's proposals)")
+	fs.Float64Var(&f.draftPMin, "draft-p-min", speculative.DefaultMinProbability, "with -draft or -dflash: the drafter stops proposing, each step, at a token it gives a probability below this (0: always -draft-n; default 0.75 with -draft, 0 with -dflash)")
 	fs.BoolVar(&f.dflash, "dflash", false, "speculative decoding with the DFlash drafter the kernel table pairs with the model (its [dflash] draft_model), one state per slot; -draft takes precedence")
 	fs.StringVar(&f.modelsDir, "models-dir", "", "the directory a [dflash] draft_model path is relative to (default: the directory of -m)")
 	f.fs = fs
@@ -94,7 +95,7 @@ func (f *serveFlags) check() error {
 	if f.draftN < 1 {
 		return usagef("-draft-n %d: want at least 1 token per step", f.draftN)
 	}
-	if err := llama.CheckMinProbability(f.draftPMin); err != nil {
+	if err := speculative.CheckMinProbability(f.draftPMin); err != nil {
 		return usagef("-draft-p-min %v: %v", f.draftPMin, err)
 	}
 	return nil
@@ -180,17 +181,17 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 	if nctx/f.parallel < 2 {
 		return nil, usagef("-c %d among -parallel %d leaves fewer than 2 positions a slot", nctx, f.parallel)
 	}
-	dec, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: f.parallel, SlotContext: nctx / f.parallel,
+	dec, err := decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{Slots: f.parallel, SlotContext: nctx / f.parallel,
 		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.threads, Batch: opts.Batch})
 	if err != nil {
 		return nil, err
 	}
-	draft, speculative, err := f.openDraft(m, dec, opts)
+	draft, specNote, err := f.openDraft(m, dec, opts)
 	if err != nil {
 		dec.Close()
 		return nil, err
 	}
-	var df *llama.DFlash
+	var df *speculative.DFlash
 	switch {
 	case f.dflash && draft.dec != nil:
 		fmt.Fprintf(stderr, "toy serve: -draft takes precedence over -dflash\n")
@@ -209,7 +210,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		if !setFlags(f.fs)["draft-n"] {
 			f.draftN = df.Cfg.Gamma - 1
 		}
-		speculative = fmt.Sprintf(", speculative: dflash %s (%d tokens a step, p-min %g)", filepath.Base(entry.DFlash.DraftModel), min(f.draftN, df.Cfg.Gamma-1), f.draftPMin)
+		specNote = fmt.Sprintf(", speculative: dflash %s (%d tokens a step, p-min %g)", filepath.Base(entry.DFlash.DraftModel), min(f.draftN, df.Cfg.Gamma-1), f.draftPMin)
 	}
 	closeDFlash := func() {
 		if df != nil {
@@ -231,7 +232,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		keys = fmt.Sprintf(", the API asks for a key (%d)", len(f.apiKeys))
 	}
 	return &servedModel{srv: srv,
-		ready: fmt.Sprintf("%s, %s, queue %d, prompt cache %v, sampling: %v%s%s", f.modelName, slotsOf(f.parallel, nctx/f.parallel), f.queue, f.promptCache, p, speculative, keys),
+		ready: fmt.Sprintf("%s, %s, queue %d, prompt cache %v, sampling: %v%s%s", f.modelName, slotsOf(f.parallel, nctx/f.parallel), f.queue, f.promptCache, p, specNote, keys),
 		close: func() {
 			srv.Close()
 			closeDFlash()
@@ -243,8 +244,8 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 
 // servedDraft is -draft's model and its batched decoder (nil without -draft).
 type servedDraft struct {
-	m   *llama.GGUFModel
-	dec *llama.BatchDecoder
+	m   *decoding.GGUFModel
+	dec *decoding.BatchDecoder
 }
 
 func (d servedDraft) close() {
@@ -255,9 +256,9 @@ func (d servedDraft) close() {
 }
 
 // openDraft opens -draft on the target's backend (one thread pool for both), gated as the
-// target is, with a batched decoder of the target decoder's slots and options; speculative is
+// target is, with a batched decoder of the target decoder's slots and options; specNote is
 // what the ready line says of it.
-func (f *serveFlags) openDraft(target *llama.GGUFModel, dec *llama.BatchDecoder, opts llama.DecoderOptions) (d servedDraft, speculative string, err error) {
+func (f *serveFlags) openDraft(target *decoding.GGUFModel, dec *decoding.BatchDecoder, opts decoding.DecoderOptions) (d servedDraft, specNote string, err error) {
 	if f.draft == "" {
 		return d, "", nil
 	}
@@ -265,11 +266,11 @@ func (f *serveFlags) openDraft(target *llama.GGUFModel, dec *llama.BatchDecoder,
 	if path == "self" {
 		path = f.model
 	}
-	dm, err := llama.OpenModel(path, llama.ModelOptions{Backend: target.Backend(), Mmap: f.mmap})
+	dm, err := decoding.OpenModel(path, decoding.ModelOptions{Backend: target.Backend(), Mmap: f.mmap})
 	if err != nil {
 		return d, "", fmt.Errorf("-draft: %w", err)
 	}
-	if err := llama.CheckVocab(target, dm); err != nil {
+	if err := speculative.CheckVocab(target, dm); err != nil {
 		dm.Close()
 		return d, "", fmt.Errorf("-draft: %w", err)
 	}
@@ -277,7 +278,7 @@ func (f *serveFlags) openDraft(target *llama.GGUFModel, dec *llama.BatchDecoder,
 		dm.Close()
 		return d, "", fmt.Errorf("-draft: %w", err)
 	}
-	ddec, err := llama.NewBatchDecoder(dm, llama.BatchDecoderOptions{Slots: dec.Slots(), SlotContext: dec.SlotContext(),
+	ddec, err := decoding.NewBatchDecoder(dm, decoding.BatchDecoderOptions{Slots: dec.Slots(), SlotContext: dec.SlotContext(),
 		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.threads, Batch: opts.Batch})
 	if err != nil {
 		dm.Close()

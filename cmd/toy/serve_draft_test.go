@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/transformer"
 )
 
 // TestServeDraft starts toy serve with -draft (the model's own file, so that the draft proposes
@@ -45,7 +45,7 @@ func TestServeDraft(t *testing.T) {
 // model the table pairs none with is refused, naming why.
 func TestServeDFlash(t *testing.T) {
 	dir := t.TempDir()
-	model := checkpointOf(t, "demo", filepath.Join(dir, "model.gguf"), llama.KV{Key: "general.name", Value: "toy test-run"})
+	model := checkpointOf(t, "demo", filepath.Join(dir, "model.gguf"), transformer.KV{Key: "general.name", Value: "toy test-run"})
 	text := filepath.Join(dir, "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)), 0o644))
 	_, errOut, code := runToy("train", "-recipe", "dflash", "-target", model, "-data", text, "-steps", "3", "-seqs", "1", "-seq", "32", "-anchors", "4", "-t", "1")

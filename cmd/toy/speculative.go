@@ -8,8 +8,9 @@ import (
 	"math"
 	"time"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
@@ -17,16 +18,16 @@ import (
 // pools would spin against each other between the phases), and a
 // decoder of the target decoder's context and options. A vocabulary unlike the target's is an
 // error here, before anything runs.
-func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, path string) (*llama.GGUFModel, *llama.Decoder, error) {
+func openDraft(d *decoderFlags, target *decoding.GGUFModel, dec *decoding.Decoder, path string) (*decoding.GGUFModel, *decoding.Decoder, error) {
 	opts, err := d.options()
 	if err != nil {
 		return nil, nil, err
 	}
-	dm, err := llama.OpenModel(path, llama.ModelOptions{Backend: target.Backend(), Mmap: d.mmap}) // one thread pool for both
+	dm, err := decoding.OpenModel(path, decoding.ModelOptions{Backend: target.Backend(), Mmap: d.mmap}) // one thread pool for both
 	if err != nil {
 		return nil, nil, fmt.Errorf("-draft: %w", err)
 	}
-	if err := llama.CheckVocab(target, dm); err != nil {
+	if err := speculative.CheckVocab(target, dm); err != nil {
 		dm.Close()
 		return nil, nil, err
 	}
@@ -36,7 +37,7 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 	}
 	opts.Threads = d.threads
 	opts.MaxContext = dec.MaxContext()
-	ddec, err := llama.NewDecoder(dm, opts)
+	ddec, err := decoding.NewDecoder(dm, opts)
 	if err != nil {
 		dm.Close()
 		return nil, nil, fmt.Errorf("-draft: %w", err)
@@ -48,7 +49,7 @@ func openDraft(d *decoderFlags, target *llama.GGUFModel, dec *llama.Decoder, pat
 // makes the speculative decoder for the sampler): the same output as without it when greedy,
 // the same distribution when sampling (llama.Speculative), and a report of the steps on
 // standard error, with toy generate's timing summary (start is when the command started).
-func generateSpeculative(stdout, stderr io.Writer, dec *llama.Decoder, newSp func(*sample.Sampler) (*llama.Speculative, error), p sample.Params, seedGiven bool,
+func generateSpeculative(stdout, stderr io.Writer, dec *decoding.Decoder, newSp func(*sample.Sampler) (*speculative.Speculative, error), p sample.Params, seedGiven bool,
 	ids []int32, prompt string, chat bool, n int, tok *tokenizer.Tokenizer, stops []string, start time.Time) error {
 	drawSeed(&p, seedGiven, stderr)
 	sp, err := newSp(sample.NewSampler(p))
@@ -90,7 +91,7 @@ loop:
 		}
 		toks, err := sp.Step(limit)
 		if err != nil {
-			if errors.Is(err, llama.ErrContextFull) {
+			if errors.Is(err, decoding.ErrContextFull) {
 				fmt.Fprint(out, stopper.Flush())
 				fmt.Fprintln(out)
 				out.Flush()

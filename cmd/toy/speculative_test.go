@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -35,7 +35,7 @@ func TestGenerateDraft(t *testing.T) {
 	require.NoError(t, err)
 	c.Vocab = 77
 	other := filepath.Join(t.TempDir(), "other.gguf")
-	require.NoError(t, llama.WriteRandomGGUF(other, llama.ArchitectureFromConfig(c), ggml.F32, 1))
+	require.NoError(t, transformer.WriteRandomGGUF(other, transformer.ArchitectureFromConfig(c), ggml.F32, 1))
 	_, errOut, code = runToy(append(base, "-draft", other)...)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "vocabulary")

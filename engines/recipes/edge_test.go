@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -28,7 +29,7 @@ func edgeBase(t *testing.T, text string, shape func(*config.Llama)) string {
 
 // writeBase is edgeBase, with edit (when not nil) changing the initialised model's weights
 // before it is saved.
-func writeBase(t *testing.T, text string, shape func(*config.Llama), edit func(*llama.Model)) string {
+func writeBase(t *testing.T, text string, shape func(*config.Llama), edit func(*training.Model)) string {
 	t.Helper()
 	docs, err := data.ReadTexts(text, 0)
 	require.NoError(t, err)
@@ -47,16 +48,16 @@ func writeBase(t *testing.T, text string, shape func(*config.Llama), edit func(*
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, err := llama.New(c, be)
+	m, err := training.New(c, be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
 	if edit != nil {
 		edit(m)
 	}
-	var kvs []llama.KV
+	var kvs []transformer.KV
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 	}
 	path := filepath.Join(t.TempDir(), "base.gguf")
 	require.NoError(t, m.Save(path, kvs))

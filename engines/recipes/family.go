@@ -1,7 +1,8 @@
 package recipes
 
 import (
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -14,9 +15,9 @@ import (
 // general.architecture.
 func (s *Scratch) Family() string {
 	if s.GPT2 != nil {
-		return llama.GPT2Arch
+		return transformer.GPT2Arch
 	}
-	return llama.Arch
+	return transformer.Arch
 }
 
 // gpt2Record is a gpt2 run's model{} in run_start: the Gpt2 config's keys and "arch": "gpt2"
@@ -29,7 +30,7 @@ type gpt2Record struct {
 // modelRecord is the run_start's model{}.
 func (s *Scratch) modelRecord() any {
 	if s.GPT2 != nil {
-		return gpt2Record{Arch: llama.GPT2Arch, Gpt2: *s.GPT2}
+		return gpt2Record{Arch: transformer.GPT2Arch, Gpt2: *s.GPT2}
 	}
 	return s.Model
 }
@@ -37,9 +38,9 @@ func (s *Scratch) modelRecord() any {
 // validateModel checks the model's configuration.
 func (s *Scratch) validateModel() error {
 	if s.GPT2 != nil {
-		return llama.ValidateGPT2(*s.GPT2)
+		return transformer.ValidateGPT2(*s.GPT2)
 	}
-	return llama.Validate(s.Model)
+	return transformer.Validate(s.Model)
 }
 
 // vocab and context are the model's vocabulary and context.
@@ -75,11 +76,11 @@ func (s *Scratch) setVocab(n int) {
 }
 
 // newModel allocates the model, with every weight zero.
-func (s *Scratch) newModel(be *ggml.Backend) (*llama.Model, error) {
+func (s *Scratch) newModel(be *ggml.Backend) (*training.Model, error) {
 	if s.GPT2 != nil {
-		return llama.NewGPT2(*s.GPT2, be)
+		return training.NewGPT2(*s.GPT2, be)
 	}
-	return llama.New(s.Model, be)
+	return training.New(s.Model, be)
 }
 
 // presetName names the preset the model is, or "custom".
@@ -109,15 +110,15 @@ func (s *Scratch) readCheckpointConfig(path string) (map[string]any, error) {
 	}
 	defer f.Close()
 	switch arch, _ := f.String("general.architecture"); arch {
-	case llama.GPT2Arch:
-		c, values, err := llama.GPT2ConfigFromGGUF(f)
+	case transformer.GPT2Arch:
+		c, values, err := transformer.GPT2ConfigFromGGUF(f)
 		if err != nil {
 			return nil, err
 		}
 		s.GPT2 = &c
 		return values, nil
 	default:
-		c, values, err := llama.ConfigFromGGUF(f) // refuses any other architecture
+		c, values, err := transformer.ConfigFromGGUF(f) // refuses any other architecture
 		if err != nil {
 			return nil, err
 		}

@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/runs"
 	chatfmt "github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -197,8 +199,8 @@ func (f *Finetune) printf(format string, args ...any) {
 // (data.IsChatData, whose error it returns for a directory that mixes them with other files).
 func (f *Finetune) IsChat() (bool, error) { return data.IsChatData(f.Data) }
 
-func (f *Finetune) loraOptions() llama.LoRAOptions {
-	return llama.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed, Recompute: f.Recompute,
+func (f *Finetune) loraOptions() training.LoRAOptions {
+	return training.LoRAOptions{Rank: f.LoRA.Rank, Alpha: f.LoRA.Alpha, Targets: f.LoRA.Targets, Seed: f.LoRA.Seed, Recompute: f.Recompute,
 		RecomputeAttention: f.RecomputeAttention, KeepTransposed: f.KeepTransposed}
 }
 
@@ -240,7 +242,7 @@ func (f *Finetune) Validate() error {
 		} else {
 			c := *f.NewModel
 			c.Vocab = max(c.Vocab, 1) // the donor's, set when the donor is read
-			if err := llama.Validate(c); err != nil {
+			if err := transformer.Validate(c); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -312,8 +314,8 @@ func (f *Finetune) Run(ctx context.Context) (*Result, error) {
 }
 
 // openBase maps the base model and reads its tokenizer.
-func (f *Finetune) openBase(be *ggml.Backend) (*llama.GGUFModel, *tokenizer.Tokenizer, error) {
-	m, err := llama.OpenModel(f.Base, llama.ModelOptions{Backend: be})
+func (f *Finetune) openBase(be *ggml.Backend) (*decoding.GGUFModel, *tokenizer.Tokenizer, error) {
+	m, err := decoding.OpenModel(f.Base, decoding.ModelOptions{Backend: be})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -328,7 +330,7 @@ func (f *Finetune) openBase(be *ggml.Backend) (*llama.GGUFModel, *tokenizer.Toke
 	}
 	if f.mode() == ModeWarmStart {
 		f.NewModel.Vocab = m.Arch.Vocab
-		if err := llama.CheckWarmStart(m, *f.NewModel); err != nil {
+		if err := training.CheckWarmStart(m, *f.NewModel); err != nil {
 			m.Close()
 			return nil, nil, err
 		}
@@ -365,13 +367,13 @@ func (f *Finetune) prepare() (*runs.Run, int, error) {
 	defer m.Close()
 	switch f.mode() { // refuse what cannot train before any work
 	case ModeLoRA:
-		ad, err := llama.NewAdapter(m, f.loraOptions())
+		ad, err := training.NewAdapter(m, f.loraOptions())
 		if err != nil {
 			return nil, 0, err
 		}
 		ad.Close()
 	case ModeFull:
-		if err := llama.CheckTrainable(m); err != nil {
+		if err := training.CheckTrainable(m); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -430,7 +432,7 @@ func (f *Finetune) prepare() (*runs.Run, int, error) {
 // chatData renders the conversations into records of SeqLen+1 tokens (padded with the
 // end-of-text token) and their masks (1 where the token is the assistant's, which the loss
 // counts), and returns the function that writes them into a run directory.
-func (f *Finetune) chatData(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (func(dir string) error, error) {
+func (f *Finetune) chatData(m *decoding.GGUFModel, tok *tokenizer.Tokenizer) (func(dir string) error, error) {
 	convs, err := data.ReadChat(f.Data)
 	if err != nil {
 		return nil, err
@@ -518,7 +520,7 @@ func writeIDs(path string, ids []int32, vocab, width int) error {
 // tokenizer.chat_template rendered as Jinja, with the tokenizer's BOS and EOS texts (a
 // leading bos_token dropped where renderChat puts the BOS token first). A template that does
 // not compile is an error naming the base and the template's line.
-func (f *Finetune) chatTemplate(m *llama.GGUFModel, tok *tokenizer.Tokenizer) (chatfmt.Template, error) {
+func (f *Finetune) chatTemplate(m *decoding.GGUFModel, tok *tokenizer.Tokenizer) (chatfmt.Template, error) {
 	if f.Template != "" {
 		return chatfmt.TemplateByName(f.Template)
 	}
@@ -647,7 +649,7 @@ func checkpointPairing(c *runs.Checkpoint, runID, adapterFile string) (int, erro
 			return nil, err
 		}
 		defer g.Close()
-		return llama.Metadata(g)
+		return transformer.Metadata(g)
 	}
 	a, err := meta(c.Path(adapterFile))
 	if err != nil {
@@ -783,14 +785,14 @@ func (b *batches) heldOut(i int) ([][]int32, [][]bool, error) {
 	return b.records(b.heldC, b.heldM, idx)
 }
 
-func (f *Finetune) checkpointKVs(step int, runID string) []llama.KV {
-	return []llama.KV{
+func (f *Finetune) checkpointKVs(step int, runID string) []transformer.KV {
+	return []transformer.KV{
 		{Key: "toy.train.step", Value: uint32(step)},
 		{Key: "toy.train.seed", Value: uint64(f.Seed)},
 		{Key: "toy.train.adamw_mode", Value: f.AdamW.Mode.String()},
 		{Key: "toy.train.run_id", Value: runID},
 		{Key: "toy.finetune.base", Value: filepath.Base(f.Base)},
-		{Key: llama.BaseFingerprintKey, Value: f.baseFingerprint},
+		{Key: decoding.BaseFingerprintKey, Value: f.baseFingerprint},
 	}
 }
 
@@ -826,13 +828,13 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		m.Close()
 		m = nil
 	}
-	newTrainer := llama.NewTrainer
+	newTrainer := training.NewTrainer
 	if chat {
-		newTrainer = llama.NewMaskedTrainer
+		newTrainer = training.NewMaskedTrainer
 	}
-	var opts []llama.TrainerOption
+	var opts []training.TrainerOption
 	if replicated(f.Replicas) {
-		opts = append(opts, llama.DataParallel(f.Replicas))
+		opts = append(opts, training.DataParallel(f.Replicas))
 	}
 	tr, err := newTrainer(ln.trainable, f.SeqLen, localBatch(f.Replicas, f.Batch), opts...)
 	if err != nil {
@@ -868,7 +870,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		_, err := l.do(ctx, res)
 		return res, err
 	}
-	ev, err := llama.NewLossEvaluator(ln.trainable, f.SeqLen, f.Batch, chat)
+	ev, err := training.NewLossEvaluator(ln.trainable, f.SeqLen, f.Batch, chat)
 	if err != nil {
 		return nil, err
 	}
@@ -879,7 +881,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if base.SHA256, err = fileSHA256(f.Base); err != nil {
 		return nil, err
 	}
-	if f.baseFingerprint, err = llama.ModelFingerprint(f.Base); err != nil {
+	if f.baseFingerprint, err = decoding.ModelFingerprint(f.Base); err != nil {
 		return nil, err
 	}
 	seeds := map[string]uint64{"data": f.Seed, "heldout": heldOutSeed}

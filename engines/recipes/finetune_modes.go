@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -14,11 +16,11 @@ import (
 // f32 copy of the base, or a new model warm-started from it).
 type learner struct {
 	f         *Finetune
-	trainable llama.Trainable
-	adapter   *llama.Adapter // LoRA
-	model     *llama.Model   // full fine-tune and warm start
-	carried   []llama.KV     // metadata of the base the model's checkpoints keep
-	donor     string         // the base's file name
+	trainable training.Trainable
+	adapter   *training.Adapter // LoRA
+	model     *training.Model   // full fine-tune and warm start
+	carried   []transformer.KV  // metadata of the base the model's checkpoints keep
+	donor     string            // the base's file name
 }
 
 // tensors are what the learner trains (the adapters, or the model's weights).
@@ -31,12 +33,12 @@ func (ln *learner) tensors() []*ggml.Tensor {
 
 // newLearner makes the run's learner on the base m: fresh at step 0, else from the checkpoint
 // the run resumes.
-func (f *Finetune) newLearner(m *llama.GGUFModel, be *ggml.Backend, startStep int) (*learner, error) {
+func (f *Finetune) newLearner(m *decoding.GGUFModel, be *ggml.Backend, startStep int) (*learner, error) {
 	ln := &learner{f: f, donor: filepath.Base(f.Base)}
 	var err error
 	switch f.mode() {
 	case ModeLoRA:
-		if ln.adapter, err = llama.NewAdapter(m, f.loraOptions()); err != nil {
+		if ln.adapter, err = training.NewAdapter(m, f.loraOptions()); err != nil {
 			return nil, err
 		}
 		ln.trainable = ln.adapter
@@ -53,18 +55,18 @@ func (f *Finetune) newLearner(m *llama.GGUFModel, be *ggml.Backend, startStep in
 	case ModeFull:
 		ln.carried = carriedMeta(m.Meta, "general.", "tokenizer.")
 		if startStep == 0 {
-			ln.model, err = llama.FromGGUF(m, be)
+			ln.model, err = training.FromGGUF(m, be)
 		} else { // the checkpoint is f32: its copy is exact
-			var ck *llama.GGUFModel
-			if ck, err = llama.OpenModel(f.ckpt.Path(modelFile), llama.ModelOptions{Backend: be}); err == nil {
-				ln.model, err = llama.FromGGUF(ck, be)
+			var ck *decoding.GGUFModel
+			if ck, err = decoding.OpenModel(f.ckpt.Path(modelFile), decoding.ModelOptions{Backend: be}); err == nil {
+				ln.model, err = training.FromGGUF(ck, be)
 				ck.Close()
 			}
 		}
 	case ModeWarmStart:
-		ln.carried = append(carriedMeta(m.Meta, "tokenizer."), llama.KV{Key: "general.name", Value: "toy warm start from " + ln.donor})
+		ln.carried = append(carriedMeta(m.Meta, "tokenizer."), transformer.KV{Key: "general.name", Value: "toy warm start from " + ln.donor})
 		if startStep == 0 {
-			if ln.model, err = llama.New(*f.NewModel, be); err == nil {
+			if ln.model, err = training.New(*f.NewModel, be); err == nil {
 				if err = ln.model.Init(); err == nil {
 					err = ln.model.WarmStart(m)
 				}
@@ -74,7 +76,7 @@ func (f *Finetune) newLearner(m *llama.GGUFModel, be *ggml.Backend, startStep in
 				}
 			}
 		} else {
-			ln.model, _, err = llama.Load(f.ckpt.Path(modelFile), be)
+			ln.model, _, err = training.Load(f.ckpt.Path(modelFile), be)
 		}
 	}
 	if err != nil {
@@ -90,7 +92,7 @@ func (f *Finetune) newLearner(m *llama.GGUFModel, be *ggml.Backend, startStep in
 // carriedMeta are the base's metadata keys under the prefixes, sorted, but those a model
 // checkpoint writes itself (its architecture and file type) or that describe the base's
 // storage (quantization, alignment).
-func carriedMeta(meta map[string]any, prefixes ...string) []llama.KV {
+func carriedMeta(meta map[string]any, prefixes ...string) []transformer.KV {
 	var keys []string
 	for k := range meta {
 		switch k {
@@ -105,9 +107,9 @@ func carriedMeta(meta map[string]any, prefixes ...string) []llama.KV {
 		}
 	}
 	slices.Sort(keys)
-	kvs := make([]llama.KV, len(keys))
+	kvs := make([]transformer.KV, len(keys))
 	for i, k := range keys {
-		kvs[i] = llama.KV{Key: k, Value: meta[k]}
+		kvs[i] = transformer.KV{Key: k, Value: meta[k]}
 	}
 	return kvs
 }
@@ -122,9 +124,9 @@ func (ln *learner) close() {
 }
 
 // kvs is the metadata a checkpoint adds to the run's own.
-func (ln *learner) kvs() []llama.KV { return ln.carried }
+func (ln *learner) kvs() []transformer.KV { return ln.carried }
 
-func (ln *learner) save(path string, kvs []llama.KV) error {
+func (ln *learner) save(path string, kvs []transformer.KV) error {
 	if ln.adapter != nil {
 		return ln.adapter.Save(path, kvs)
 	}

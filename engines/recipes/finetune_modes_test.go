@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
@@ -115,10 +115,10 @@ func TestFullFinetune(t *testing.T) {
 	assert.Contains(t, out.String(), "full fine-tune of")
 
 	ckpt := filepath.Join(res.RunDir, "weights", modelFile)
-	src, err := llama.OpenModel(base, llama.ModelOptions{Threads: 1})
+	src, err := decoding.OpenModel(base, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	defer src.Close()
-	m, err := llama.OpenModel(ckpt, llama.ModelOptions{Threads: 1})
+	m, err := decoding.OpenModel(ckpt, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	defer m.Close()
 	assert.Equal(t, src.Arch, m.Arch, "the checkpoint keeps the base's architecture")
@@ -168,7 +168,7 @@ func TestWarmStart(t *testing.T) {
 	got, want := ggufTensors(t, ckpt), ggufTensors(t, donor)
 	assert.True(t, bytes.Equal(want["token_embd.weight"], got["token_embd.weight"]), "the embeddings are the donor's")
 	assert.False(t, bytes.Equal(want["blk.0.attn_q.weight"], got["blk.0.attn_q.weight"]), "the rest is new")
-	m, err := llama.OpenModel(ckpt, llama.ModelOptions{Threads: 1})
+	m, err := decoding.OpenModel(ckpt, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	assert.Equal(t, 1, m.Arch.NLayers)
 	assert.NotEmpty(t, m.Meta["tokenizer.chat_template"], "the donor's tokenizer and template")

@@ -14,9 +14,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	chatfmt "github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -68,13 +70,13 @@ func tinyBase(t *testing.T, q *qaTask) string {
 	be, err := ggml.NewCPUBackend(2)
 	require.NoError(t, err)
 	defer be.Close()
-	m, err := llama.New(c, be)
+	m, err := training.New(c, be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
-	kvs := []llama.KV{{Key: "tokenizer.chat_template", Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}}
+	kvs := []transformer.KV{{Key: "tokenizer.chat_template", Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}}
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 	}
 	path := filepath.Join(t.TempDir(), "base.gguf")
 	require.NoError(t, m.Save(path, kvs))
@@ -84,16 +86,16 @@ func tinyBase(t *testing.T, q *qaTask) string {
 // accuracy is the share of held-out questions whose greedy answer under the base (with the
 // adapter, when not "") is right.
 func accuracy(t *testing.T, q *qaTask, base, adapter string, held [][2]string) float64 {
-	opts := llama.ModelOptions{Threads: 2}
+	opts := decoding.ModelOptions{Threads: 2}
 	if adapter != "" {
-		opts.LoRA = []llama.LoRA{{Path: adapter}}
+		opts.LoRA = []decoding.LoRA{{Path: adapter}}
 	}
-	m, err := llama.OpenModel(base, opts)
+	m, err := decoding.OpenModel(base, opts)
 	require.NoError(t, err)
 	defer m.Close()
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	require.NoError(t, err)
-	ev, err := llama.NewEvaluator(llama.Frozen{GGUFModel: m}, 32, 1)
+	ev, err := training.NewEvaluator(training.Frozen{GGUFModel: m}, 32, 1)
 	require.NoError(t, err)
 	defer ev.Close()
 	end, _ := tok.ID("<|im_end|>")

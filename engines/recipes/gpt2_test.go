@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -57,11 +58,11 @@ func TestScratchGPT2Run(t *testing.T) {
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, meta, err := llama.Load(filepath.Join(res.RunDir, "weights", modelFile), be)
+	m, meta, err := training.Load(filepath.Join(res.RunDir, "weights", modelFile), be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NotNil(t, m.GPT2)
-	assert.Equal(t, llama.GPT2Arch, m.Arch.Name)
+	assert.Equal(t, transformer.GPT2Arch, m.Arch.Name)
 	assert.Equal(t, *s.GPT2, *m.GPT2)
 	assert.Equal(t, "gpt2", meta["tokenizer.ggml.model"])
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
 )
 
 // poison sets one value of the named weight of m to NaN.
-func poison(name string) func(m *llama.Model) {
-	return func(m *llama.Model) {
+func poison(name string) func(m *training.Model) {
+	return func(m *training.Model) {
 		for _, w := range m.Weights() {
 			if w.Name() != name {
 				continue
@@ -71,7 +71,7 @@ func TestTrainersStopAtNonFinite(t *testing.T) {
 	}
 	finetune := func(f Finetune, weight string, lr bool) func(t *testing.T, runsDir string) error {
 		return func(t *testing.T, runsDir string) error {
-			var edit func(*llama.Model)
+			var edit func(*training.Model)
 			if weight != "" {
 				edit = poison(weight)
 			}
@@ -114,7 +114,7 @@ func TestTrainersStopAtNonFinite(t *testing.T) {
 			err := row.run(t, runsDir)
 			require.Error(t, err)
 			msg := err.Error()
-			var nf *llama.NonFiniteError
+			var nf *training.NonFiniteError
 			if errors.As(err, &nf) {
 				assert.Regexp(t, `^step \d+: the (loss|gradient norm) is`, msg)
 				assert.Contains(t, msg, "stopped: the run has no checkpoint")
@@ -141,7 +141,7 @@ func TestLoopKeepsTheLastGoodCheckpoint(t *testing.T) {
 			step: func(step int, _, _ [7]float32) (float32, error) {
 				switch {
 				case step == bad:
-					return 0, &llama.NonFiniteError{Quantity: "gradient norm", Value: math.Inf(1)}
+					return 0, &training.NonFiniteError{Quantity: "gradient norm", Value: math.Inf(1)}
 				case step == bad+100:
 					return float32(math.NaN()), nil // a loss the step did not check
 				}

@@ -8,8 +8,8 @@ import (
 	"hash/fnv"
 	"math"
 
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -20,7 +20,7 @@ import (
 // data, events, checkpoints and the console output; the others read the run directory, which
 // must be at the same path on every rank (a shared file system, or a copy).
 type Replicas interface {
-	llama.GradientReducer
+	training.GradientReducer
 	// Rank is this process's rank, 0 to Size()-1.
 	Rank() int
 	// Size is the number of ranks.

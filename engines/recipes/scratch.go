@@ -18,11 +18,14 @@ import (
 	"time"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/runs"
 	sampling "github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -378,7 +381,7 @@ func (s *Scratch) loadData(ctx context.Context) (*preparedData, error) {
 // it: Generated for training, a twentieth as many (at least one) from the held-out text. A
 // cancelled ctx stops it between sequences, before anything is written.
 func (s *Scratch) distil(ctx context.Context, d *preparedData) error {
-	teacher, err := llama.OpenModel(s.Teacher, llama.ModelOptions{Threads: s.Threads})
+	teacher, err := decoding.OpenModel(s.Teacher, decoding.ModelOptions{Threads: s.Threads})
 	if err != nil {
 		return err
 	}
@@ -386,7 +389,7 @@ func (s *Scratch) distil(ctx context.Context, d *preparedData) error {
 	if teacher.Arch.Vocab != d.tok.VocabSize() {
 		return fmt.Errorf("%s: its model has %d tokens, its tokenizer %d", s.Teacher, teacher.Arch.Vocab, d.tok.VocabSize())
 	}
-	promptLen := min(llama.TeacherPromptTokens, teacher.Arch.Context/2) // room for a continuation
+	promptLen := min(speculative.TeacherPromptTokens, teacher.Arch.Context/2) // room for a continuation
 	if promptLen < 1 {
 		return fmt.Errorf("%s: a context of %d positions leaves no room for a prompt and its continuation", s.Teacher, teacher.Arch.Context)
 	}
@@ -406,12 +409,12 @@ func (s *Scratch) distil(ctx context.Context, d *preparedData) error {
 				text = append(text, eos)
 			}
 		}
-		prompts, err := llama.TeacherPrompts(text, part.n, promptLen, part.seed)
+		prompts, err := speculative.TeacherPrompts(text, part.n, promptLen, part.seed)
 		if err != nil {
 			return err
 		}
 		before := done
-		*part.out, err = llama.TargetText(ctx, teacher, prompts, s.SeqLen, sampling.GreedyParams(), llama.DecoderOptions{Threads: s.Threads}, func(k int) {
+		*part.out, err = speculative.TargetText(ctx, teacher, prompts, s.SeqLen, sampling.GreedyParams(), decoding.DecoderOptions{Threads: s.Threads}, func(k int) {
 			if done = before + k; done%max(1, total/10) == 0 || done == total {
 				s.printf("teacher: %d of %d sequences generated (%.0f s)\n", done, total, time.Since(t0).Seconds())
 			}
@@ -585,7 +588,7 @@ func loadTokenizer(path string) (*tokenizer.Tokenizer, error) {
 		return nil, err
 	}
 	defer f.Close()
-	values, err := llama.Metadata(f)
+	values, err := transformer.Metadata(f)
 	if err != nil {
 		return nil, err
 	}
@@ -652,7 +655,7 @@ func (s *Scratch) checkPairing(c *runs.Checkpoint, runID string) (map[string]any
 	if err != nil {
 		return nil, err
 	}
-	state, err := llama.Metadata(g)
+	state, err := transformer.Metadata(g)
 	g.Close()
 	if err != nil {
 		return nil, err
@@ -705,8 +708,8 @@ func snakeKeys(raw json.RawMessage, t reflect.Type) (json.RawMessage, error) {
 }
 
 // checkpointKVs is the metadata saved with the weights.
-func (s *Scratch) checkpointKVs(tok *tokenizer.Tokenizer, step int, name, runID string) []llama.KV {
-	kvs := []llama.KV{
+func (s *Scratch) checkpointKVs(tok *tokenizer.Tokenizer, step int, name, runID string) []transformer.KV {
+	kvs := []transformer.KV{
 		{Key: "general.name", Value: name},
 		{Key: "toy.train.step", Value: uint32(step)},
 		{Key: "toy.train.seed", Value: uint64(s.Seed)},
@@ -714,7 +717,7 @@ func (s *Scratch) checkpointKVs(tok *tokenizer.Tokenizer, step int, name, runID 
 		{Key: "toy.train.run_id", Value: runID},
 	}
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 	}
 	return kvs
 }
@@ -741,23 +744,23 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		return nil, fmt.Errorf("the corpus is too small: %d training and %d held-out tokens for windows of %d", trainC.Len(), heldC.Len(), window)
 	}
 
-	var m *llama.Model
+	var m *training.Model
 	if startStep == 0 {
 		if m, err = s.newModel(be); err == nil {
 			err = m.Init()
 		}
 	} else {
-		m, _, err = llama.Load(s.ckpt.Path(modelFile), be)
+		m, _, err = training.Load(s.ckpt.Path(modelFile), be)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	var opts []llama.TrainerOption
+	var opts []training.TrainerOption
 	if replicated(s.Replicas) {
-		opts = append(opts, llama.DataParallel(s.Replicas))
+		opts = append(opts, training.DataParallel(s.Replicas))
 	}
-	tr, err := llama.NewTrainer(m, s.SeqLen, localBatch(s.Replicas, s.Batch), opts...)
+	tr, err := training.NewTrainer(m, s.SeqLen, localBatch(s.Replicas, s.Batch), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -781,7 +784,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	if !isLead(s.Replicas) {
 		return s.follow(ctx, run, tr, trainC, startStep)
 	}
-	ev, err := llama.NewEvaluator(m, s.SeqLen, s.Batch)
+	ev, err := training.NewEvaluator(m, s.SeqLen, s.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -855,7 +858,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 
 // loop is the training loop of every rank: each step draws the global batch (the same on
 // every rank, from the run's seed and the step) and trains this rank's share of it.
-func (s *Scratch) loop(run *runs.Run, sched train.Schedule, tr *llama.Trainer, trainC *data.Corpus, startStep int) loop {
+func (s *Scratch) loop(run *runs.Run, sched train.Schedule, tr *training.Trainer, trainC *data.Corpus, startStep int) loop {
 	window := s.SeqLen + 1
 	sampler := data.SamplerAt(trainC, s.Seed, window, uint64(startStep*s.Batch))
 	return loop{run: run, sched: sched, adamw: s.AdamW, steps: s.Steps, start: startStep,
@@ -872,7 +875,7 @@ func (s *Scratch) loop(run *runs.Run, sched train.Schedule, tr *llama.Trainer, t
 
 // follow trains as a rank other than 0 of a data-parallel run: the same steps, nothing
 // written.
-func (s *Scratch) follow(ctx context.Context, run *runs.Run, tr *llama.Trainer, trainC *data.Corpus, startStep int) (*Result, error) {
+func (s *Scratch) follow(ctx context.Context, run *runs.Run, tr *training.Trainer, trainC *data.Corpus, startStep int) (*Result, error) {
 	sched, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps)
 	if err != nil {
 		return nil, err
@@ -915,12 +918,12 @@ func unigram(trainC, heldC *data.Corpus) (float64, error) {
 }
 
 // sample greedily continues prompt with the model.
-func sample(m *llama.Model, tok *tokenizer.Tokenizer, prompt string, n int) (string, error) {
+func sample(m *training.Model, tok *tokenizer.Tokenizer, prompt string, n int) (string, error) {
 	ids := tok.Encode(prompt, tokenizer.EncodeOptions{})
 	if len(ids) == 0 {
 		ids = []int32{tok.EOS()}
 	}
-	ev, err := llama.NewEvaluator(m, m.Cfg.Context, 1)
+	ev, err := training.NewEvaluator(m, m.Cfg.Context, 1)
 	if err != nil {
 		return "", err
 	}

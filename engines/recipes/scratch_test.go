@@ -17,9 +17,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -84,7 +86,7 @@ func TestScratchRun(t *testing.T) {
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, meta, err := llama.Load(filepath.Join(res.RunDir, "weights", modelFile), be)
+	m, meta, err := training.Load(filepath.Join(res.RunDir, "weights", modelFile), be)
 	require.NoError(t, err)
 	defer m.Close()
 	assert.Equal(t, "gpt2", meta["tokenizer.ggml.model"])
@@ -475,10 +477,10 @@ func TestScratchDistil(t *testing.T) {
 	require.NoError(t, err, out.String())
 	assert.Contains(t, out.String(), "teacher: 9 of 9 sequences generated")
 
-	teacher, err := llama.OpenModel(teacherPath, llama.ModelOptions{Threads: 1})
+	teacher, err := decoding.OpenModel(teacherPath, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	defer teacher.Close()
-	dec, err := llama.NewDecoder(teacher, llama.DecoderOptions{})
+	dec, err := decoding.NewDecoder(teacher, decoding.DecoderOptions{})
 	require.NoError(t, err)
 	defer dec.Close()
 	tok, err := LoadTokenizer(teacherPath)
@@ -489,7 +491,7 @@ func TestScratchDistil(t *testing.T) {
 	for _, d := range docs {
 		textIDs = append(append(textIDs, tok.Encode(string(d.Text), tokenizer.EncodeOptions{})...), tok.EOS())
 	}
-	const promptLen, seqLen = llama.TeacherPromptTokens, 16
+	const promptLen, seqLen = speculative.TeacherPromptTokens, 16
 	for file, want := range map[string]int{trainFile: 8, heldOutFile: 1} {
 		c, err := data.Open(filepath.Join(res.RunDir, file))
 		require.NoError(t, err)
@@ -510,10 +512,10 @@ func TestScratchDistil(t *testing.T) {
 		}
 	}
 
-	student, err := llama.OpenModel(filepath.Join(res.RunDir, "weights", modelFile), llama.ModelOptions{Threads: 1})
+	student, err := decoding.OpenModel(filepath.Join(res.RunDir, "weights", modelFile), decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	defer student.Close()
-	assert.NoError(t, llama.CheckVocab(teacher, student), "the student drafts for its teacher")
+	assert.NoError(t, speculative.CheckVocab(teacher, student), "the student drafts for its teacher")
 
 	for _, bad := range []struct {
 		edit func(*Scratch)

@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -126,7 +127,7 @@ func (v *ViT) LoadImages() (*data.Images, error) {
 // Validate checks the options.
 func (v *ViT) Validate() error {
 	var errs []error
-	if err := llama.ValidateViT(v.Model); err != nil {
+	if err := transformer.ValidateViT(v.Model); err != nil {
 		errs = append(errs, err)
 	}
 	if v.Steps < 1 || v.Batch < 1 || v.Held < 1 {
@@ -304,7 +305,7 @@ func (v *ViT) batch(set *data.Images, n int, perm map[int][]int) (*train.Classif
 			px[i] = shiftImage(px[i], set.Size, set.Channels, dx, dy)
 		}
 	}
-	return train.NewClassificationBatch(px, labels, llama.PixelsPerImage(v.Model), v.Model.Classes)
+	return train.NewClassificationBatch(px, labels, transformer.PixelsPerImage(v.Model), v.Model.Classes)
 }
 
 // shiftImage moves an image (size×size pixels of ch values, row by row) by dx, dy pixels; the
@@ -328,8 +329,8 @@ func shiftImage(img []float32, size, ch, dx, dy int) []float32 {
 
 // checkpointKVs is the metadata saved with the weights; the first four go with the optimizer
 // state too.
-func (v *ViT) checkpointKVs(step int, runID string, names []string) []llama.KV {
-	return []llama.KV{
+func (v *ViT) checkpointKVs(step int, runID string, names []string) []transformer.KV {
+	return []transformer.KV{
 		{Key: "toy.train.step", Value: uint32(step)},
 		{Key: "toy.train.seed", Value: uint64(v.Seed)},
 		{Key: "toy.train.adamw_mode", Value: v.AdamW.Mode.String()},
@@ -352,15 +353,15 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		return nil, err
 	}
 	defer be.Close()
-	var m *llama.Model
+	var m *training.Model
 	if startStep == 0 {
-		if m, err = llama.NewViT(v.Model, be); err == nil {
+		if m, err = training.NewViT(v.Model, be); err == nil {
 			if err = m.Init(); err != nil {
 				m.Close()
 			}
 		}
 	} else {
-		m, _, err = llama.Load(v.ckpt.Path(modelFile), be)
+		m, _, err = training.Load(v.ckpt.Path(modelFile), be)
 		if err == nil && (m.ViT == nil || *m.ViT != v.Model) {
 			m.Close()
 			err = fmt.Errorf("resume: %s is not the run's model (%+v)", v.ckpt.Path(modelFile), v.Model)
@@ -370,7 +371,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		return nil, err
 	}
 	defer m.Close()
-	tr, err := llama.NewClassifierTrainer(m, v.Batch)
+	tr, err := training.NewClassifierTrainer(m, v.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +381,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 			return nil, err
 		}
 	}
-	ev, err := llama.NewClassifierEvaluator(m, v.Batch)
+	ev, err := training.NewClassifierEvaluator(m, v.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +437,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		return nil, err
 	}
 	v.printf("done: %d steps in %.0fs (%.0f images/s, %.1f GFLOP/s of matrix products); train loss %.4f, held-out loss %.4f, held-out accuracy %.2f%% (%d images)\n",
-		step-startStep, l.elapsedSecs, res.TokensPerS, res.TokensPerS*llama.ViTTrainFLOPs(v.Model)/1e9, res.TrainLoss, res.HeldOutLoss, 100*res.Accuracy, d.held.Len())
+		step-startStep, l.elapsedSecs, res.TokensPerS, res.TokensPerS*training.ViTTrainFLOPs(v.Model)/1e9, res.TrainLoss, res.HeldOutLoss, 100*res.Accuracy, d.held.Len())
 	v.printf("checkpoint: %s\n", res.Checkpoint)
 	return res, nil
 }
@@ -448,7 +449,7 @@ func describeViT(c config.Vit) string {
 
 // heldOut evaluates the classifier on images: their mean cross entropy, the accuracy and the
 // confusion matrix over the model's classes.
-func heldOut(ev *llama.Evaluator, im *data.Images, classes int) (runs.Eval, error) {
+func heldOut(ev *training.Evaluator, im *data.Images, classes int) (runs.Eval, error) {
 	logits, err := ev.ClassLogits(im.Pixels)
 	if err != nil {
 		return runs.Eval{}, err
@@ -459,7 +460,7 @@ func heldOut(ev *llama.Evaluator, im *data.Images, classes int) (runs.Eval, erro
 	}
 	correct := 0
 	for i, row := range logits {
-		p, label, guess := llama.Softmax(row), im.Labels[i], llama.Argmax(row)
+		p, label, guess := training.Softmax(row), im.Labels[i], training.Argmax(row)
 		e.Loss -= math.Log(math.Max(p[label], 1e-300))
 		e.Confusion[label][guess]++
 		if guess == int(label) {

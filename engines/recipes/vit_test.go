@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/data"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -55,7 +55,7 @@ func TestViTLearnsShapes(t *testing.T) {
 	be, err := ggml.NewCPUBackend(2)
 	require.NoError(t, err)
 	defer be.Close()
-	m, values, err := llama.Load(res.Checkpoint, be)
+	m, values, err := training.Load(res.Checkpoint, be)
 	require.NoError(t, err)
 	defer m.Close()
 	assert.Equal(t, []string{"square", "cross", "circle"}, values[ClassNamesKey])
@@ -64,7 +64,7 @@ func TestViTLearnsShapes(t *testing.T) {
 	require.NoError(t, err)
 	_, held, err := all.Split(v.Held, v.Seed)
 	require.NoError(t, err)
-	ev, err := llama.NewClassifierEvaluator(m, 8)
+	ev, err := training.NewClassifierEvaluator(m, 8)
 	require.NoError(t, err)
 	defer ev.Close()
 	e, err := heldOut(ev, held, 3)

@@ -10,7 +10,7 @@ import (
 	"math"
 	"net/http"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
@@ -182,7 +182,7 @@ func (s *Server) onLoop(ctx context.Context, f func()) error {
 // states, L2-normalised, computed in float64.
 func (s *Server) embed(ids []int32) ([]float32, error) {
 	if s.embedder == nil {
-		d, err := llama.NewDecoder(s.cfg.Model, llama.DecoderOptions{MaxContext: s.dec.SlotContext()})
+		d, err := decoding.NewDecoder(s.cfg.Model, decoding.DecoderOptions{MaxContext: s.dec.SlotContext()})
 		if err != nil {
 			return nil, fmt.Errorf("serve: a decoder for embeddings: %w", err)
 		}

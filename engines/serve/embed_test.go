@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
@@ -24,7 +24,7 @@ import (
 // from a decoder of batch 1 (one token per graph, through the KV cache) given the prefix that
 // ends there, then their mean and its Euclidean norm in float64.
 func stepByStepEmbedding(t *testing.T, s *Server, ids []int32) []float64 {
-	dec, err := llama.NewDecoder(s.cfg.Model, llama.DecoderOptions{MaxContext: 256, Batch: 1})
+	dec, err := decoding.NewDecoder(s.cfg.Model, decoding.DecoderOptions{MaxContext: 256, Batch: 1})
 	require.NoError(t, err)
 	defer dec.Close()
 	mean := make([]float64, s.cfg.Model.Arch.DModel)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 )
@@ -26,12 +26,12 @@ import (
 // the step, and must never stall it.)
 func TestServeUnderLoad(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	m, err := llama.OpenModel(modelPath, llama.ModelOptions{Threads: 2})
+	m, err := decoding.OpenModel(modelPath, decoding.ModelOptions{Threads: 2})
 	require.NoError(t, err)
 	defer m.Close()
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	require.NoError(t, err)
-	dec, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: 2, SlotContext: 128, Batch: 64, Threads: 2})
+	dec, err := decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{Slots: 2, SlotContext: 128, Batch: 64, Threads: 2})
 	require.NoError(t, err)
 	defer dec.Close()
 	tmpl, err := sample.TemplateByName("chatml")

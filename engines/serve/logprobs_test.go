@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 )
@@ -180,7 +180,7 @@ func checkAgainstDecoder(t *testing.T, s *Server, ids []int32, p sample.Params, 
 func checkConstrained(t *testing.T, s *Server, ids []int32, p sample.Params, top int, got []reported, gm *grammar.Matcher, what string) {
 	t.Helper()
 	require.NotEmpty(t, got, what)
-	dec, err := llama.NewDecoder(s.cfg.Model, llama.DecoderOptions{MaxContext: 256})
+	dec, err := decoding.NewDecoder(s.cfg.Model, decoding.DecoderOptions{MaxContext: 256})
 	require.NoError(t, err)
 	defer dec.Close()
 	logits, err := dec.Prompt(ids)

@@ -23,9 +23,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
@@ -33,8 +34,8 @@ import (
 type Config struct {
 	// Model, Decoder and Tokenizer run the requests; the Server owns none of them (the caller
 	// closes them after Close).
-	Model     *llama.GGUFModel
-	Decoder   *llama.BatchDecoder
+	Model     *decoding.GGUFModel
+	Decoder   *decoding.BatchDecoder
 	Tokenizer *tokenizer.Tokenizer
 	// ModelName is the model's id in /v1/models; a request naming another model is refused
 	// (404) unless AnyModelName. An empty "model" field is accepted.
@@ -83,20 +84,20 @@ type Config struct {
 	// slot's last token, which the slot's verification checks in the step's batch. A proposal the
 	// draft gives a probability below DraftMinProbability (0: none) ends the drafting. The
 	// Server does not own it.
-	Draft               *llama.BatchDecoder
+	Draft               *decoding.BatchDecoder
 	DraftTokens         int
 	DraftMinProbability float64
 	// DFlash, when not nil and Draft is, drafts instead: a DFlash drafter of the model, one
 	// state per slot, reading the hidden states New makes the Decoder capture; a step proposes
 	// up to DraftTokens (0: all its block's) tokens. The Server does not own it.
-	DFlash *llama.DFlash
+	DFlash *speculative.DFlash
 }
 
 // Server serves one model. Its Handler is safe for concurrent use; one goroutine (started by
 // New, stopped by Close) runs the decoder.
 type Server struct {
 	cfg     Config
-	dec     *llama.BatchDecoder
+	dec     *decoding.BatchDecoder
 	tok     *tokenizer.Tokenizer
 	queue   chan *job
 	closing atomic.Bool
@@ -116,7 +117,7 @@ type Server struct {
 	// work is what the scheduler runs between its steps besides them (onLoop): embeddings.
 	work chan func()
 	// embedder computes embeddings (embed.go), made on the scheduler's goroutine on first use.
-	embedder *llama.Decoder
+	embedder *decoding.Decoder
 	// drafter proposes the slots' speculative tokens (nil: none; Config.Draft, Config.DFlash).
 	drafter drafter
 }
@@ -390,7 +391,7 @@ func (s *Server) loop() {
 			continue
 		}
 		// One step: every generating slot's last token, then prompt chunks in the room left.
-		var in []llama.BatchInput
+		var in []decoding.BatchInput
 		var who []*slot
 		budget := s.dec.MaxBatch()
 		s.draft(slots)
@@ -400,7 +401,7 @@ func (s *Server) loop() {
 				if sl.spec != nil && sl.spec.drafted { // verify the proposals too
 					toks = append(toks, sl.spec.drafts...)
 				}
-				in = append(in, llama.BatchInput{Slot: sl.idx, Tokens: toks, Logits: len(toks)})
+				in = append(in, decoding.BatchInput{Slot: sl.idx, Tokens: toks, Logits: len(toks)})
 				who = append(who, sl)
 				budget -= len(toks)
 			}
@@ -408,7 +409,7 @@ func (s *Server) loop() {
 		for _, sl := range slots {
 			if sl != nil && sl.fed < len(sl.j.ids) && budget > 0 {
 				n := min(len(sl.j.ids)-sl.fed, budget)
-				in = append(in, llama.BatchInput{Slot: sl.idx, Tokens: sl.j.ids[sl.fed : sl.fed+n]})
+				in = append(in, decoding.BatchInput{Slot: sl.idx, Tokens: sl.j.ids[sl.fed : sl.fed+n]})
 				who = append(who, sl)
 				budget -= n
 			}
@@ -485,7 +486,7 @@ func place(ids []int32, cells [][]int32, free []bool, freed []int64, cache bool)
 		if !cache {
 			return 0
 		}
-		return min(llama.CommonPrefix(cells[i], ids), len(ids)-1)
+		return min(decoding.CommonPrefix(cells[i], ids), len(ids)-1)
 	}
 	for i := range cells {
 		if !free[i] {

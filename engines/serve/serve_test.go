@@ -20,9 +20,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
@@ -68,7 +70,7 @@ func writeModelSeeded(dir, name string, seed int) (string, error) {
 		return "", err
 	}
 	defer be.Close()
-	m, err := llama.New(c, be)
+	m, err := training.New(c, be)
 	if err != nil {
 		return "", err
 	}
@@ -76,9 +78,9 @@ func writeModelSeeded(dir, name string, seed int) (string, error) {
 	if err := m.Init(); err != nil {
 		return "", err
 	}
-	var kvs []llama.KV
+	var kvs []transformer.KV
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 	}
 	path := filepath.Join(dir, name)
 	return path, m.Save(path, kvs)
@@ -92,11 +94,11 @@ func newServer(t testing.TB, parallel, queue, slotCtx int, configure ...func(*Co
 
 // newServerOf is newServer of the model at path.
 func newServerOf(t testing.TB, path string, parallel, queue, slotCtx int, configure ...func(*Config)) (*Server, *httptest.Server) {
-	m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1})
+	m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
 	require.NoError(t, err)
-	dec, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: parallel, SlotContext: slotCtx, Batch: 64})
+	dec, err := decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{Slots: parallel, SlotContext: slotCtx, Batch: 64})
 	require.NoError(t, err)
 	tmpl, err := sample.TemplateByName("chatml")
 	require.NoError(t, err)
@@ -492,7 +494,7 @@ func TestPromptCache(t *testing.T) {
 	next := first + reply + " return err }"
 	got, n, cached := ask(ts, next)
 	require.Equal(t, len(encode(next)), n)
-	assert.GreaterOrEqual(t, cached, llama.CommonPrefix(encode(first), encode(next)), "at least the first prompt's tokens")
+	assert.GreaterOrEqual(t, cached, decoding.CommonPrefix(encode(first), encode(next)), "at least the first prompt's tokens")
 	assert.Less(t, cached, n)
 	want, _, plainCached := ask(plain, next)
 	assert.Zero(t, plainCached)
@@ -562,7 +564,7 @@ func TestSharedPrefix(t *testing.T) {
 		return string(b)
 	}
 	want := completionText(t, plain, body(second, 8, false))
-	shared := llama.CommonPrefix(s.tok.Encode(long, tokenizer.EncodeOptions{}), s.tok.Encode(second, tokenizer.EncodeOptions{}))
+	shared := decoding.CommonPrefix(s.tok.Encode(long, tokenizer.EncodeOptions{}), s.tok.Encode(second, tokenizer.EncodeOptions{}))
 	// The first request must still be running when the second arrives: it streams 200 tokens,
 	// and the second is sent after its first. Should it end first all the same (a very slow
 	// machine), the second reuses its free slot instead, and the scenario runs again.

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 )
 
 // Speculative decoding in the server (Config.Draft): before each step the draft model proposes
@@ -26,7 +27,7 @@ import (
 
 // specSlot is a slot's speculative state.
 type specSlot struct {
-	rule    *llama.SpecSampler
+	rule    *speculative.SpecSampler
 	drafted bool    // this step verifies drafts (possibly none: the draft stopped at once)
 	drafts  []int32 // this step's proposals
 }
@@ -44,7 +45,7 @@ type drafter interface {
 	admitted(slot, n int)
 	// stepped follows a target step of in; accepted follows the verification of slot's
 	// proposals of that step, of which k were accepted.
-	stepped(in []llama.BatchInput)
+	stepped(in []decoding.BatchInput)
 	accepted(slot, k int)
 	// close frees what the drafter made.
 	close()
@@ -58,7 +59,7 @@ type specParams struct {
 
 // newSlot is the speculative state of a request sampled with s.
 func (p specParams) newSlot(s *sample.Sampler) *specSlot {
-	rule, err := llama.NewSpecSampler(s, p.pMin)
+	rule, err := speculative.NewSpecSampler(s, p.pMin)
 	if err != nil {
 		panic(fmt.Sprintf("serve: %v", err)) // pMin was checked by newDrafter
 	}
@@ -79,14 +80,14 @@ func newDrafter(cfg Config) (drafter, error) {
 	if p.gamma < 0 {
 		return nil, fmt.Errorf("serve: %d draft tokens per step: want at least 1", p.gamma)
 	}
-	if err := llama.CheckMinProbability(p.pMin); err != nil {
+	if err := speculative.CheckMinProbability(p.pMin); err != nil {
 		return nil, fmt.Errorf("serve: minimum draft probability %v: %w", p.pMin, err)
 	}
 	if cfg.DFlash != nil {
 		return newDFlashDrafter(cfg, p)
 	}
 	if p.gamma == 0 {
-		p.gamma = llama.DefaultDraftTokens
+		p.gamma = speculative.DefaultDraftTokens
 	}
 	return newModelDrafter(cfg, p)
 }
@@ -94,19 +95,19 @@ func newDrafter(cfg Config) (drafter, error) {
 // modelDrafter drafts with a smaller model's BatchDecoder of the target's slots.
 type modelDrafter struct {
 	specParams
-	dec  *llama.BatchDecoder
+	dec  *decoding.BatchDecoder
 	held [][]int32 // per slot: the tokens whose keys and values its draft cells hold
 }
 
-func (d *modelDrafter) admitted(slot, n int)          {}
-func (d *modelDrafter) stepped(in []llama.BatchInput) {}
-func (d *modelDrafter) accepted(slot, k int)          {}
-func (d *modelDrafter) close()                        {}
+func (d *modelDrafter) admitted(slot, n int)             {}
+func (d *modelDrafter) stepped(in []decoding.BatchInput) {}
+func (d *modelDrafter) accepted(slot, k int)             {}
+func (d *modelDrafter) close()                           {}
 
 // newModelDrafter checks cfg's draft against the target and makes its drafter.
 func newModelDrafter(cfg Config, p specParams) (*modelDrafter, error) {
 	d := cfg.Draft
-	if err := llama.CheckVocab(cfg.Model, d.Model()); err != nil {
+	if err := speculative.CheckVocab(cfg.Model, d.Model()); err != nil {
 		return nil, fmt.Errorf("serve: -draft: %w", err)
 	}
 	if d.Slots() != cfg.Decoder.Slots() || d.SlotContext() < cfg.Decoder.SlotContext() {
@@ -127,8 +128,8 @@ func newModelDrafter(cfg Config, p specParams) (*modelDrafter, error) {
 // tokens in the drafter's context until they leave its window, which only costs acceptance).
 type dflashDrafter struct {
 	specParams
-	dec   *llama.BatchDecoder
-	slots []*llama.DFlashSlot
+	dec   *decoding.BatchDecoder
+	slots []*speculative.DFlashSlot
 	held  [][][]float32 // per slot: a verification's rows until its acceptance
 }
 
@@ -154,7 +155,7 @@ func newDFlashDrafter(cfg Config, p specParams) (*dflashDrafter, error) {
 
 func (d *dflashDrafter) admitted(slot, n int) { d.slots[slot].Restart(n) }
 
-func (d *dflashDrafter) stepped(in []llama.BatchInput) {
+func (d *dflashDrafter) stepped(in []decoding.BatchInput) {
 	rows := d.dec.Captured()
 	for _, s := range in {
 		r := rows[:len(s.Tokens)]
@@ -251,7 +252,7 @@ func (s *Server) draft(slots []*slot) {
 func (d *modelDrafter) propose(props []*proposal) error {
 	for _, p := range props {
 		held := d.held[p.slot]
-		n := min(llama.CommonPrefix(held, p.hist), len(p.hist)-1) // the last token gives logits
+		n := min(decoding.CommonPrefix(held, p.hist), len(p.hist)-1) // the last token gives logits
 		if n < len(held) || d.dec.Pos(p.slot) != len(held) {
 			if err := d.dec.Truncate(p.slot, min(n, d.dec.Pos(p.slot))); err != nil {
 				return err
@@ -262,7 +263,7 @@ func (d *modelDrafter) propose(props []*proposal) error {
 		p.pending = p.hist[n:]
 	}
 	for {
-		var in []llama.BatchInput
+		var in []decoding.BatchInput
 		var who []*proposal
 		budget := d.dec.MaxBatch()
 		for _, p := range props {
@@ -276,7 +277,7 @@ func (d *modelDrafter) propose(props []*proposal) error {
 			if len(toks) == 0 || len(toks) > budget {
 				continue // next round
 			}
-			in = append(in, llama.BatchInput{Slot: p.slot, Tokens: toks})
+			in = append(in, decoding.BatchInput{Slot: p.slot, Tokens: toks})
 			who = append(who, p)
 			budget -= len(toks)
 		}

@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
@@ -27,9 +28,9 @@ var otherModel = sync.OnceValues(func() (string, error) {
 // withDraft makes a server draft with the model at path, gamma tokens a step.
 func withDraft(t testing.TB, path string, gamma int) func(*Config) {
 	return func(c *Config) {
-		m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1})
+		m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1})
 		require.NoError(t, err)
-		d, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{Slots: c.Decoder.Slots(), SlotContext: c.Decoder.SlotContext(), Batch: 64})
+		d, err := decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{Slots: c.Decoder.Slots(), SlotContext: c.Decoder.SlotContext(), Batch: 64})
 		require.NoError(t, err)
 		t.Cleanup(func() {
 			d.Close()
@@ -43,7 +44,7 @@ func withDraft(t testing.TB, path string, gamma int) func(*Config) {
 // window of 8 positions).
 func withDFlash(t testing.TB) func(*Config) {
 	return func(c *Config) {
-		df, err := llama.NewDFlash(c.Model, llama.DFlashConfig{Gamma: 4, Window: 8, TargetLayers: llama.DefaultTargetLayers(c.Model.Arch.NLayers, 2), Layers: 1}, 3)
+		df, err := speculative.NewDFlash(c.Model, speculative.DFlashConfig{Gamma: 4, Window: 8, TargetLayers: speculative.DefaultTargetLayers(c.Model.Arch.NLayers, 2), Layers: 1}, 3)
 		require.NoError(t, err)
 		t.Cleanup(func() { df.Close() })
 		c.DFlash = df
@@ -136,10 +137,10 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	// exact is the distribution of the three-token replies of the model at path, by their text
 	// as the API sends it (JSON makes each byte of an incomplete character U+FFFD).
 	exact := func(path string) map[string]float64 {
-		m, err := llama.OpenModel(path, llama.ModelOptions{Threads: 1})
+		m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1})
 		require.NoError(t, err)
 		defer m.Close()
-		d, err := llama.NewBatchDecoder(m, llama.BatchDecoderOptions{SlotContext: 64})
+		d, err := decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{SlotContext: 64})
 		require.NoError(t, err)
 		defer d.Close()
 		out := map[string]float64{}
@@ -159,7 +160,7 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 				n = 0
 			}
 			require.NoError(t, d.Truncate(0, n))
-			rows, err := d.Step([]llama.BatchInput{{Tokens: h[n:]}})
+			rows, err := d.Step([]decoding.BatchInput{{Tokens: h[n:]}})
 			require.NoError(t, err)
 			for x, px := range sample.NewSampler(params).Probs(rows[0], h, nil) {
 				if px > 0 {

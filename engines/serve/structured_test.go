@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/engines/grammar"
-	"github.com/toyml/toy/engines/llama"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
@@ -274,13 +275,13 @@ func TestStructuredOutputLargeVocab(t *testing.T) {
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, err := llama.New(c, be)
+	m, err := training.New(c, be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
-	var kvs []llama.KV
+	var kvs []transformer.KV
 	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, llama.KV{Key: kv.Key, Value: kv.Value})
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
 	}
 	path := filepath.Join(t.TempDir(), "starcoder-tiny.gguf")
 	require.NoError(t, m.Save(path, kvs))

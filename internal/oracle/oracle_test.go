@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/llama"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/llamacpp"
 	"github.com/toyml/toy/ggml"
@@ -26,7 +27,7 @@ func TestProductDoesNotLinkLlamaCpp(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	deps := strings.Fields(string(out))
-	require.Contains(t, deps, "github.com/toyml/toy/engines/llama", "the listing is cmd/toy's dependencies")
+	require.Contains(t, deps, "github.com/toyml/toy/engines/transformer", "the listing is cmd/toy's dependencies")
 	for _, d := range deps {
 		for _, banned := range []string{"llama/llama.cpp", "generated/llamacpp", "internal/oracle"} {
 			assert.NotContains(t, d, banned, "cmd/toy depends on %s", d)
@@ -44,16 +45,16 @@ func TestCheckLinked(t *testing.T) {
 func tinyModel(t *testing.T) (string, config.Llama) {
 	c := config.DefaultLlama()
 	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads, c.NLayers, c.Context = 32, 32, 48, 2, 1, 1, 16
-	require.NoError(t, llama.Validate(c))
+	require.NoError(t, transformer.Validate(c))
 	be, err := ggml.NewCPUBackend(1)
 	require.NoError(t, err)
 	defer be.Close()
-	m, err := llama.New(c, be)
+	m, err := training.New(c, be)
 	require.NoError(t, err)
 	defer m.Close()
 	require.NoError(t, m.Init())
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	require.NoError(t, m.Save(path, []llama.KV{{Key: "tokenizer.ggml.model", Value: "none"}}))
+	require.NoError(t, m.Save(path, []transformer.KV{{Key: "tokenizer.ggml.model", Value: "none"}}))
 	return path, c
 }
 

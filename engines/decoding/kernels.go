@@ -1,0 +1,141 @@
+package decoding
+
+import (
+	"slices"
+
+	"github.com/toyml/toy/engines/kernelrt"
+	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/ggml"
+)
+
+// The decoders reach toy's own CPU operations through the kernel table (generated/kernels,
+// kernels/cpu): each use of one is a lookup (a kernelrt.Need), KernelNeeds lists those a model's
+// decoders make, the table resolves them (by default the build's own modules; the commands'
+// gate the model's entry, which may refuse), and a decoder runs toy's kernel for a lookup that
+// resolved and ggml's operation for any other. The lookups below are the only ones the
+// decoders make: what the gate audits is what runs.
+
+// needColumns is toy's product of a few columns (ggml.MulMatCols) over weights of type t.
+func needColumns(t ggml.Type) kernelrt.Need {
+	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatColsMulMatCols, Type: ggml.TypeName(t)}
+}
+
+// needPacked is toy's packed GEMM (ggml.MulMatPacked) over an operand a of type t.
+func needPacked(t ggml.Type) kernelrt.Need {
+	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatPackedMulMatPacked, Type: ggml.TypeName(t)}
+}
+
+// needAttend lists toy's attention of one query per sequence (ggml.AttendOne: one node, or two
+// over a long cache) over a cache of type t.
+func needAttend(t ggml.Type) []kernelrt.Need {
+	return []kernelrt.Need{
+		{Kernel: kernels.KernelCPUAttendAttendOne, Type: ggml.TypeName(t)},
+		{Kernel: kernels.KernelCPUAttendAttendBlocks, Type: ggml.TypeName(t)},
+		{Kernel: kernels.KernelCPUAttendAttendMerge},
+	}
+}
+
+// needStore is toy's store of new values into a transposed value cache of type t
+// (ggml.StoreTransposed).
+func needStore(t ggml.Type) kernelrt.Need {
+	return kernelrt.Need{Kernel: kernels.KernelCPUStoreStoreTransposed, Type: ggml.TypeName(t)}
+}
+
+var (
+	needSoftMax    = kernelrt.Need{Kernel: kernels.KernelCPUSoftMaxSoftMax}
+	needRMSNormMul = kernelrt.Need{Kernel: kernels.KernelCPURmsNormRmsNormMul}
+	needRope       = []kernelrt.Need{{Kernel: kernels.KernelCPURopeRopeTable}, {Kernel: kernels.KernelCPURopeRopeApply}}
+)
+
+// packedWeight says whether the decoders multiply a prompt by weights of type t with toy's
+// packed GEMM at all: the float types; block-quantized weights stay with ggml's integer kernels.
+func packedWeight(t ggml.Type) bool { return t == ggml.F32 || t == ggml.F16 || t == ggml.BF16 }
+
+// kernelSet is what the table resolved of a model's lookups: its decoders run toy's kernel for
+// a lookup in the set.
+type kernelSet map[kernelrt.Need]bool
+
+func (s kernelSet) has(ns ...kernelrt.Need) bool {
+	for _, n := range ns {
+		if !s[n] {
+			return false
+		}
+	}
+	return len(ns) > 0
+}
+
+// KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of
+// type kv (flash: flash attention's layout): the products over each type of m's weight
+// matrices, the RMS norm, RoPE (for a model that rotates), and the attention, stores,
+// products and softmax over the cache. Nothing is looked up on a GPU backend or with
+// ModelOptions.GGMLKernels, where ggml's kernels run alone.
+func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
+	if !m.mayOwnKernels {
+		return nil
+	}
+	var ns []kernelrt.Need
+	for _, t := range m.multipliedTypes() {
+		ns = append(ns, needColumns(t))
+		if packedWeight(t) {
+			ns = append(ns, needPacked(t))
+		}
+	}
+	ns = append(ns, needRMSNormMul)
+	if m.Arch.Positions == transformer.PosRoPE {
+		ns = append(ns, needRope...)
+	}
+	c := kv.ggmlType()
+	ns = append(ns, needAttend(c)...)
+	if !flash {
+		ns = append(ns, needStore(c))
+	}
+	return append(ns, needPacked(c), needSoftMax)
+}
+
+// allKernelNeeds is every lookup KernelNeeds makes for some cache: what a model loaded without
+// a gate resolves against the build's table.
+func (m *GGUFModel) allKernelNeeds() []kernelrt.Need {
+	var ns []kernelrt.Need
+	for _, kv := range []KVCacheType{KVF16, KVQ8_0, KVF32} {
+		for _, flash := range []bool{false, true} {
+			ns = append(ns, m.KernelNeeds(kv, flash)...)
+		}
+	}
+	return ns
+}
+
+// UseKernels sets the lookups m's decoders may run toy's kernels for: what the gate's audit
+// resolved (kernelrt.Report.Resolved). Decoders made before keep what they had. A model loaded
+// on a GPU backend or with ModelOptions.GGMLKernels runs none whatever resolved.
+func (m *GGUFModel) UseKernels(resolved []kernelrt.Need) {
+	m.kernels = kernelSet{}
+	if !m.mayOwnKernels {
+		return
+	}
+	for _, n := range resolved {
+		m.kernels[n] = true
+	}
+}
+
+// multipliedTypes are the types, in ggml's order, of the weight matrices the decoders multiply
+// through GGUFModel.mm: the layers' and the output head's (token_embd when the head is tied).
+func (m *GGUFModel) multipliedTypes() []ggml.Type {
+	seen := map[ggml.Type]bool{}
+	for _, w := range m.Matrices() {
+		seen[w.Type()] = true
+	}
+	seen[m.Head().Type()] = true
+	ts := make([]ggml.Type, 0, len(seen))
+	for t := range seen {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// builtinKernels is the set a model loaded without a gate starts with: every lookup of its
+// decoders that the build's cpu table resolves with the target's own modules.
+func (m *GGUFModel) builtinKernels() {
+	m.UseKernels(kernelrt.Builtin(kernelrt.BuildTarget(kernels.BackendCPU), m.allKernelNeeds()))
+}

@@ -1,0 +1,249 @@
+package decoding
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/gguffile"
+)
+
+// MergeLoRA writes to out a copy of the GGUF model at base with the adapters merged into its
+// weights: each adapted weight W becomes W + Σ scale·B·A, computed in float64 from W's
+// dequantized values and stored as typ (f32, f16, bf16 or a block-quantized type, with ggml's
+// quantizers); every other tensor and every metadata key is copied as it is. The result runs
+// wherever the base ran, without the adapters. With no adapters it converts the model instead:
+// every weight matrix an adapter could update, and the token embeddings (the head, where it is
+// tied to them), is stored as typ (a model toy trained in f32, for one, decodes faster in f16,
+// which halves the bytes every token streams). The file is held in memory while it is written
+// (atomically).
+//
+// Nothing non-finite is written: a NaN or an infinity in a copied f32, f16 or bf16 tensor, or in
+// a merged or converted weight (a base or an adapter that holds one), is an error naming the
+// tensor. Values beyond what typ can hold are clamped (clampToType), each clamped tensor a
+// warning (MergeLoRAWith's Warn).
+func MergeLoRA(base string, adapters []LoRA, out string, typ ggml.Type) error {
+	return MergeLoRAWith(base, adapters, out, typ, MergeOptions{})
+}
+
+// MergeOptions are the options of MergeLoRAWith.
+type MergeOptions struct {
+	// Warn, when set, hears what the user should know of a merge that succeeds: each tensor
+	// whose values were clamped to its type's range, and each adapter trained on another base
+	// (GGUFModel.Warnings).
+	Warn func(string)
+}
+
+// MergeLoRAWith is MergeLoRA with options.
+func MergeLoRAWith(base string, adapters []LoRA, out string, typ ggml.Type, opts MergeOptions) error {
+	warn := func(string) {}
+	if opts.Warn != nil {
+		warn = opts.Warn
+	}
+	verb := "merge"
+	if len(adapters) == 0 {
+		verb = "convert"
+	}
+	if !ggml.ValidType(typ) || !transformer.Computable(typ) {
+		return fmt.Errorf("%s %s: ggml cannot multiply weights of type %v", verb, base, ggml.TypeName(typ))
+	}
+	cpu, err := ggml.NewCPUBackend(0)
+	if err != nil {
+		return err
+	}
+	defer cpu.Close()
+	m, err := OpenModel(base, ModelOptions{Backend: cpu, LoRA: adapters})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	for _, w := range m.Warnings {
+		warn(w)
+	}
+	hdr, err := gguffile.ReadFile(base)
+	if err != nil {
+		return err
+	}
+	var w gguffile.Writer
+	for _, kv := range hdr.KVs {
+		if err := w.AddKV(kv.Key, kv.Value); err != nil {
+			return fmt.Errorf("%s %s: %w", verb, base, err)
+		}
+	}
+	adapted := map[string]*ggml.Tensor{} // the weights stored as typ, by name
+	if len(adapters) == 0 {
+		adapted = m.Matrices()
+		if t := m.TokEmbd; t != nil {
+			adapted[t.Name()] = t
+		}
+	}
+	for t := range m.lora {
+		adapted[t.Name()] = t
+	}
+	src, err := ggml.OpenGGUF(base)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	for _, ti := range hdr.Tensors {
+		t := adapted[ti.Name]
+		if t == nil {
+			data, err := src.ReadTensorData(ti.Name)
+			if err != nil {
+				return err
+			}
+			if i := transformer.NonFiniteRaw(ggml.Type(ti.Type), data); i >= 0 {
+				return fmt.Errorf("%s %s: %s holds a NaN or an infinity (element %d): the model is not finite", verb, base, ti.Name, i)
+			}
+			if err := w.AddTensor(ti.Name, ti.Type, ti.Shape(), data); err != nil {
+				return fmt.Errorf("%s %s: %w", verb, base, err)
+			}
+			continue
+		}
+		merged, err := m.merged(t)
+		if err != nil {
+			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
+		}
+		if i := NonFinite(merged); i >= 0 {
+			what := "the base"
+			if len(m.lora[t]) > 0 {
+				what = "the base or an adapter (with its scale)"
+			}
+			return fmt.Errorf("%s %s: %s is %v at element %d: %s holds values that are not finite", verb, base, ti.Name, merged[i], i, what)
+		}
+		if n, limit := clampToType(merged, typ); n > 0 {
+			warn(fmt.Sprintf("%s: %d values beyond ±%g, the largest %s holds, were clamped to it", ti.Name, n, limit, ggml.TypeName(typ)))
+		}
+		in := int(ti.Ne[0])
+		if in%ggml.BlockSize(typ) != 0 {
+			return fmt.Errorf("%s %s: %s has rows of %d, not a multiple of %s's block of %d", verb, base, ti.Name, in, ggml.TypeName(typ), ggml.BlockSize(typ))
+		}
+		var data []byte
+		if typ == ggml.F32 {
+			data = make([]byte, 4*len(merged))
+			for i, v := range merged {
+				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+			}
+		} else if data, err = ggml.Quantize(typ, merged, in); err != nil {
+			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
+		}
+		if err := w.AddTensor(ti.Name, uint32(typ), ti.Shape(), data); err != nil {
+			return fmt.Errorf("%s %s: %w", verb, base, err)
+		}
+	}
+	// Written under a hidden name and decoded once before it takes out's: finite weights can
+	// still overflow the activations (a huge adapter scale), which generate refuses.
+	dir, name := filepath.Split(out)
+	if dir == "" {
+		dir = "."
+	}
+	tmp := filepath.Join(dir, "."+name+".unchecked")
+	if err := w.WriteFile(tmp); err != nil {
+		return err
+	}
+	if err := checkDecodes(tmp, cpu); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s %s: the result does not decode, so it is not written: %w", verb, base, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("%s %s: %w", verb, base, err)
+	}
+	return nil
+}
+
+// checkDecodes computes the logits of one token (the model's BOS, or 0) under the model at
+// path, which NewDecoder's step refuses when they are not finite.
+func checkDecodes(path string, be *ggml.Backend) error {
+	m, err := OpenModel(path, ModelOptions{Backend: be})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	d, err := NewDecoder(m, DecoderOptions{MaxContext: min(8, m.Arch.Context)})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	tok := int32(0)
+	if id, ok := m.Meta["tokenizer.ggml.bos_token_id"].(uint32); ok && int(id) < m.Arch.Vocab {
+		tok = int32(id)
+	}
+	_, err = d.Logits([]int32{tok})
+	return err
+}
+
+// merged is weight t [in, out] with its LoRA updates added: W + Σ scale·B·A.
+func (m *GGUFModel) merged(t *ggml.Tensor) ([]float32, error) {
+	values := func(x *ggml.Tensor) ([]float32, error) {
+		raw, err := DequantizeOnCPU(x, ggml.F32)
+		if err != nil {
+			return nil, err
+		}
+		v := make([]float32, len(raw)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return v, nil
+	}
+	w, err := values(t)
+	if err != nil {
+		return nil, err
+	}
+	in, out := int(t.Ne()[0]), int(t.Ne()[1])
+	delta := make([]float64, len(w))
+	for _, l := range m.lora[t] {
+		a, err := values(l.A) // [in, r]: a[r·in + i]
+		if err != nil {
+			return nil, err
+		}
+		b, err := values(l.B) // [r, out]: b[o·r + k]
+		if err != nil {
+			return nil, err
+		}
+		r := len(a) / in
+		for o := 0; o < out; o++ {
+			for k := 0; k < r; k++ {
+				c := float64(l.Scale) * float64(b[o*r+k])
+				row, ak := delta[o*in:(o+1)*in], a[k*in:(k+1)*in]
+				for i := range row {
+					row[i] += c * float64(ak[i])
+				}
+			}
+		}
+	}
+	for i := range w {
+		w[i] = float32(float64(w[i]) + delta[i])
+	}
+	return w, nil
+}
+
+// clampToType limits values to the largest magnitude type typ holds and returns how many it
+// changed and that limit: ±65504 (the largest f16) for f16 and for the block-quantized types, whose
+// scales (and minimums) are f16, so a block of larger values would get an infinite scale; the
+// largest bf16 for bf16; nothing for f32. A converted weight beyond it would be infinite.
+func clampToType(values []float32, typ ggml.Type) (int, float64) {
+	var limit float32
+	switch typ {
+	case ggml.F32:
+		return 0, math.MaxFloat32
+	case ggml.BF16:
+		limit = math.Float32frombits(0x7f7f0000) // 3.3895e38
+	default:
+		limit = 65504
+	}
+	n := 0
+	for i, v := range values {
+		switch {
+		case v > limit:
+			values[i], n = limit, n+1
+		case v < -limit:
+			values[i], n = -limit, n+1
+		}
+	}
+	return n, float64(limit)
+}

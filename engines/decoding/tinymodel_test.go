@@ -1,0 +1,66 @@
+package decoding
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/ggml"
+)
+
+// loadedWeights reads every weight of m back as float64, dequantizing with ggml's own CPU
+// dequantizer (GetRows), so that the reference computes with exactly the weights the file
+// holds, whatever backend the model runs on.
+func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, s := range m.Arch.TensorSpecs() {
+		w := m.Tensor(s.Name)
+		require.NotNil(t, w, s.Name)
+		var vals []float32
+		if w.Type() == ggml.F32 {
+			var err error
+			vals, err = w.F32()
+			require.NoError(t, err)
+		} else {
+			vals = dequantize(t, w)
+		}
+		f := make([]float64, len(vals))
+		for i, v := range vals {
+			f[i] = float64(v)
+		}
+		out[s.Name] = f
+	}
+	return out
+}
+
+// dequantize is w's values as ggml's CPU dequantizer gives them (dequantizeOnCPU).
+func dequantize(t testing.TB, w *ggml.Tensor) []float32 {
+	raw, err := DequantizeOnCPU(w, ggml.F32)
+	require.NoError(t, err)
+	vals := make([]float32, len(raw)/4)
+	for i := range vals {
+		vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return vals
+}
+
+func openTiny(t testing.TB, path string, opts ModelOptions) *GGUFModel {
+	if opts.Backend == nil && opts.Threads == 0 {
+		opts.Threads = 1 // tiny models gain nothing from more, and the machine is shared
+	}
+	m, err := OpenModel(path, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func newDecoder(t testing.TB, m *GGUFModel, opts DecoderOptions, bucket int) *Decoder {
+	d, err := NewDecoder(m, opts)
+	require.NoError(t, err)
+	if bucket > 0 {
+		d.bucket = bucket
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}

@@ -1,0 +1,535 @@
+package speculative
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/toyml/toy/engines/decoding"
+	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/ggml"
+)
+
+// DFlashArch is general.architecture of a DFlash drafter's GGUF file.
+const DFlashArch = "dflash"
+
+// The GGUF keys of a DFlash drafter: its shape and its pairing with the target it drafts for.
+const (
+	keyDFlashBlock        = "dflash.block_size"
+	keyDFlashWindow       = "dflash.window_size"
+	keyDFlashMask         = "dflash.mask_token_id"
+	keyDFlashTargetLayers = "dflash.target_layer_ids"
+	keyDFlashLayers       = "dflash.block_count"
+	keyDFlashWidth        = "dflash.embedding_length"
+	keyDFlashHeads        = "dflash.attention.head_count"
+	keyDFlashFFN          = "dflash.feed_forward_length"
+	keyDFlashTargetArch   = "dflash.target.architecture"
+	keyDFlashTargetLayerN = "dflash.target.block_count"
+	keyDFlashTargetVocab  = "dflash.target.vocab_size"
+	keyDFlashTargetName   = "dflash.target.name"
+)
+
+// DFlashConfig is a DFlash drafter's pairing with its target: the block it fills, the context
+// it reads and its own depth. Its width, heads and feed-forward size are the target's.
+type DFlashConfig struct {
+	// Gamma is the block size: the anchor (the last committed token) and Gamma−1 positions
+	// holding MaskToken, which one forward fills; a verification step checks Gamma−1 proposals.
+	Gamma int
+	// Window is the number of the target's most recent context positions the drafter reads
+	// (0: all of them).
+	Window int
+	// MaskToken is the token whose embedding (the target's) fills the masked positions.
+	MaskToken int
+	// TargetLayers are the target layers whose outputs (hidden states) the drafter reads, each
+	// below the target's last layer.
+	TargetLayers []int
+	// Layers is the number of the drafter's transformer blocks.
+	Layers int
+}
+
+// Check validates the pairing against the target m.
+func (c DFlashConfig) Check(m *decoding.GGUFModel) error {
+	a := &m.Arch
+	switch {
+	case c.Gamma < 2:
+		return fmt.Errorf("llama: dflash block size %d: want at least 2 (the anchor and a proposal)", c.Gamma)
+	case c.Gamma > a.Context:
+		return fmt.Errorf("llama: dflash block size %d: want at most %s's context, %d", c.Gamma, m.Path(), a.Context)
+	case c.Window < 0:
+		return fmt.Errorf("llama: dflash window %d is negative", c.Window)
+	case c.MaskToken < 0 || c.MaskToken >= a.Vocab:
+		return fmt.Errorf("llama: dflash mask token %d is outside %s's vocabulary 0..%d", c.MaskToken, m.Path(), a.Vocab-1)
+	case len(c.TargetLayers) == 0:
+		return fmt.Errorf("llama: dflash: no target layers to read")
+	case c.Layers < 1:
+		return fmt.Errorf("llama: dflash: %d drafter layers", c.Layers)
+	case a.IsMoE() || a.FFN != transformer.FFNSwiGLU || a.Norm != transformer.NormRMS || a.Positions != transformer.PosRoPE || a.Head != transformer.HeadLM || a.Input != transformer.InputTokens:
+		return fmt.Errorf("llama: dflash drafts for LLaMA-shaped targets (RMSNorm, RoPE, SwiGLU, a language-model head), not %s", a.Name)
+	}
+	for i, il := range c.TargetLayers {
+		if il < 0 || il >= a.NLayers-1 || slices.Contains(c.TargetLayers[:i], il) {
+			return fmt.Errorf("llama: dflash target layer %d: want distinct layers of %s's 0..%d (its last layer feeds the logits)", il, m.Path(), a.NLayers-2)
+		}
+	}
+	return nil
+}
+
+// DefaultTargetLayers spreads n layer ids evenly over a target of layers blocks, its last one
+// excluded.
+func DefaultTargetLayers(layers, n int) []int {
+	n = min(n, layers-1)
+	var ids []int
+	for i := range n {
+		ids = append(ids, (i+1)*(layers-1)/(n+1))
+	}
+	return slices.Compact(ids)
+}
+
+// DFlash is a DFlash drafter (Chen, Liang and Liu, "DFlash: Block Diffusion for Flash
+// Speculative Decoding", 2026) paired with its target: a small transformer that fills a block of
+// masked positions in one forward pass, conditioned on the target's hidden states. It shares the
+// target's token embeddings and output head (the file holds neither). Its blocks attend, from
+// the block's positions, to keys and values made from the context features (the target layers'
+// outputs, projected by fc and normalised) and from the block itself, without a causal mask
+// inside the block.
+type DFlash struct {
+	Cfg    DFlashConfig
+	target *decoding.GGUFModel
+	ctx    *ggml.Context
+	buf    *ggml.Buffer
+	fc     *ggml.Tensor // [F, d]: the concatenated target layers to the drafter's width
+	hNorm  *ggml.Tensor // RMSNorm of the projected context
+	layers []dflashLayer
+	outNrm *ggml.Tensor
+	params []*ggml.Tensor // in file order
+}
+
+type dflashLayer struct {
+	attnNorm, wq, wk, wv, wo, ffnNorm, gate, up, down *ggml.Tensor
+}
+
+// features is the width of one context row: the target's width times its read layers.
+func (c DFlashConfig) features(a *transformer.Architecture) int {
+	return len(c.TargetLayers) * a.DModel
+}
+
+// newDFlash declares the drafter's tensors on the target's backend (zeroed).
+func newDFlash(target *decoding.GGUFModel, cfg DFlashConfig) (*DFlash, error) {
+	if err := cfg.Check(target); err != nil {
+		return nil, err
+	}
+	a := &target.Arch
+	d, q, ff := int64(a.DModel), int64(a.NHeads*a.HeadDimK), int64(a.DFF)
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 4 + 9*cfg.Layers})
+	if err != nil {
+		return nil, err
+	}
+	df := &DFlash{Cfg: cfg, target: target, ctx: ctx}
+	add := func(name string, ne ...int64) *ggml.Tensor {
+		t := ctx.NewTensor(ggml.F32, ne...).SetName(name)
+		df.params = append(df.params, t)
+		return t
+	}
+	df.fc = add("fc.weight", int64(cfg.features(a)), d)
+	df.hNorm = add("hidden_norm.weight", d)
+	for il := range cfg.Layers {
+		p := fmt.Sprintf("blk.%d.", il)
+		df.layers = append(df.layers, dflashLayer{
+			attnNorm: add(p+"attn_norm.weight", d), wq: add(p+"attn_q.weight", d, q), wk: add(p+"attn_k.weight", d, q),
+			wv: add(p+"attn_v.weight", d, q), wo: add(p+"attn_output.weight", q, d), ffnNorm: add(p+"ffn_norm.weight", d),
+			gate: add(p+"ffn_gate.weight", d, ff), up: add(p+"ffn_up.weight", d, ff), down: add(p+"ffn_down.weight", ff, d),
+		})
+	}
+	df.outNrm = add("output_norm.weight", d)
+	if err := ctx.Err(); err != nil {
+		df.Close()
+		return nil, err
+	}
+	if df.buf, err = target.Backend().Alloc(ctx); err != nil {
+		df.Close()
+		return nil, err
+	}
+	df.buf.Clear(0)
+	return df, nil
+}
+
+// NewDFlash returns a freshly initialised drafter for target: norms at 1, each matrix drawn
+// from N(0, 1/fan-in) (the output projections scaled down by the depth), from seed.
+func NewDFlash(target *decoding.GGUFModel, cfg DFlashConfig, seed uint64) (*DFlash, error) {
+	df, err := newDFlash(target, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x64666c617368))
+	for _, t := range df.params {
+		ne := t.Ne()
+		v := make([]float32, t.Len())
+		if len(t.Shape()) == 1 {
+			for i := range v {
+				v[i] = 1
+			}
+		} else {
+			std := 1 / math.Sqrt(float64(ne[0]))
+			if slices.ContainsFunc(df.layers, func(l dflashLayer) bool { return l.wo == t || l.down == t }) {
+				std /= math.Sqrt(float64(2 * cfg.Layers))
+			}
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * std)
+			}
+		}
+		if err := t.SetF32(v); err != nil {
+			df.Close()
+			return nil, err
+		}
+	}
+	return df, nil
+}
+
+// OpenDFlash loads the drafter at path for target, checking the pairing its keys record
+// against the target: architecture, depth, vocabulary and width.
+func OpenDFlash(path string, target *decoding.GGUFModel) (*DFlash, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if arch, err := f.String("general.architecture"); err != nil || arch != DFlashArch {
+		return nil, fmt.Errorf("dflash %s: general.architecture is %q, want %q", path, arch, DFlashArch)
+	}
+	u := func(key string) (int, error) {
+		v, err := f.Uint32(key)
+		if err != nil {
+			return 0, fmt.Errorf("dflash %s: %w", path, err)
+		}
+		return int(v), nil
+	}
+	var cfg DFlashConfig
+	var width, heads, ffn, tLayers, tVocab int
+	for _, k := range []struct {
+		key string
+		dst *int
+	}{{keyDFlashBlock, &cfg.Gamma}, {keyDFlashWindow, &cfg.Window}, {keyDFlashMask, &cfg.MaskToken}, {keyDFlashLayers, &cfg.Layers},
+		{keyDFlashWidth, &width}, {keyDFlashHeads, &heads}, {keyDFlashFFN, &ffn}, {keyDFlashTargetLayerN, &tLayers}, {keyDFlashTargetVocab, &tVocab}} {
+		if *k.dst, err = u(k.key); err != nil {
+			return nil, err
+		}
+	}
+	ids, err := f.Value(keyDFlashTargetLayers)
+	if err != nil {
+		return nil, fmt.Errorf("dflash %s: %w", path, err)
+	}
+	switch v := ids.(type) {
+	case []int32:
+		for _, id := range v {
+			cfg.TargetLayers = append(cfg.TargetLayers, int(id))
+		}
+	case []uint32:
+		for _, id := range v {
+			cfg.TargetLayers = append(cfg.TargetLayers, int(id))
+		}
+	default:
+		return nil, fmt.Errorf("dflash %s: %s is a %T, want an integer array", path, keyDFlashTargetLayers, ids)
+	}
+	a := &target.Arch
+	tArch, _ := f.String(keyDFlashTargetArch)
+	if tArch != a.Name || tLayers != a.NLayers || tVocab != a.Vocab || width != a.DModel || heads != a.NHeads || ffn != a.DFF {
+		return nil, fmt.Errorf("dflash %s drafts for a %s target of %d layers, vocabulary %d, width %d, %d heads, feed-forward %d; %s is a %s of %d, %d, %d, %d, %d",
+			path, tArch, tLayers, tVocab, width, heads, ffn, target.Path(), a.Name, a.NLayers, a.Vocab, a.DModel, a.NHeads, a.DFF)
+	}
+	// Every drafter block is nine tensors, besides fc, hidden_norm and output_norm: a block
+	// count the file cannot hold is refused before the blocks are allocated.
+	if need := 3 + 9*int64(cfg.Layers); need > int64(len(f.Tensors())) {
+		return nil, fmt.Errorf("dflash %s: %s %d asks for %d tensors, but the file holds %d", path, keyDFlashLayers, cfg.Layers, need, len(f.Tensors()))
+	}
+	df, err := newDFlash(target, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dflash %s: %w", path, err)
+	}
+	if err := transformer.ReadTensors(f, df.params, ""); err != nil {
+		df.Close()
+		return nil, err
+	}
+	return df, nil
+}
+
+// Save writes the drafter and its pairing keys to path (written to a temporary name, then
+// renamed).
+func (df *DFlash) Save(path string) error {
+	w, err := ggml.NewGGUFWriter()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	a := &df.target.Arch
+	ids := make([]int32, len(df.Cfg.TargetLayers))
+	for i, il := range df.Cfg.TargetLayers {
+		ids[i] = int32(il)
+	}
+	name, _ := df.target.Meta["general.name"].(string)
+	kvs := []transformer.KV{
+		{Key: "general.architecture", Value: DFlashArch},
+		{Key: "general.name", Value: "dflash drafter for " + name},
+		{Key: "general.file_type", Value: uint32(0)},
+		{Key: keyDFlashBlock, Value: uint32(df.Cfg.Gamma)},
+		{Key: keyDFlashWindow, Value: uint32(df.Cfg.Window)},
+		{Key: keyDFlashMask, Value: uint32(df.Cfg.MaskToken)},
+		{Key: keyDFlashTargetLayers, Value: ids},
+		{Key: keyDFlashLayers, Value: uint32(df.Cfg.Layers)},
+		{Key: keyDFlashWidth, Value: uint32(a.DModel)},
+		{Key: keyDFlashHeads, Value: uint32(a.NHeads)},
+		{Key: keyDFlashFFN, Value: uint32(a.DFF)},
+		{Key: keyDFlashTargetArch, Value: a.Name},
+		{Key: keyDFlashTargetLayerN, Value: uint32(a.NLayers)},
+		{Key: keyDFlashTargetVocab, Value: uint32(a.Vocab)},
+		{Key: keyDFlashTargetName, Value: name},
+	}
+	for _, kv := range kvs {
+		if err := w.Set(kv.Key, kv.Value); err != nil {
+			return fmt.Errorf("dflash %s: %w", path, err)
+		}
+	}
+	for _, t := range df.params {
+		if err := w.AddTensor(t); err != nil {
+			return fmt.Errorf("dflash %s: %w", path, err)
+		}
+	}
+	return w.WriteFile(path)
+}
+
+// Params is the number of the drafter's own parameters (the target's embeddings and head
+// excluded).
+func (df *DFlash) Params() int64 {
+	var n int64
+	for _, t := range df.params {
+		n += t.Len()
+	}
+	return n
+}
+
+// Close frees the drafter's weights (not the target).
+func (df *DFlash) Close() error {
+	df.buf.Close()
+	if df.ctx != nil {
+		df.ctx.Close()
+		df.ctx = nil
+	}
+	return nil
+}
+
+// dflashInputs are the inputs of a drafter graph over B blocks, each reading W context rows
+// (the drafter cache's graphs declare those they use: dflashCache).
+type dflashInputs struct {
+	B, W, G int
+	feat    *ggml.Tensor // f32 [F, W·B]: the context rows of each block
+	tokens  *ggml.Tensor // i32 [G·B]: each block's anchor, then mask tokens
+	posQ    *ggml.Tensor // i32 [G·B]: the block positions
+	posK    *ggml.Tensor // i32 [(W+G)·B]: the context positions, then the block's
+	mask    *ggml.Tensor // f32 [W+G, G, 1, B]: 0 where a context row holds a token, -∞ elsewhere
+	zeros   *ggml.Tensor // f32 [d, W+G, B]: zeros, which the keys' input is accumulated into
+	cells   *ggml.Tensor // i32: the drafter cache's cells written or read (dflashCache)
+}
+
+// declare makes the inputs in ctx.
+func (in *dflashInputs) declare(ctx *ggml.Context, df *DFlash) {
+	a := &df.target.Arch
+	b, w, g := int64(in.B), int64(in.W), int64(in.G)
+	in.feat = ctx.NewTensor(ggml.F32, int64(df.Cfg.features(a)), w*b).SetName("dflash_feat").SetInput()
+	in.tokens = ctx.NewTensor(ggml.I32, g*b).SetName("dflash_tokens").SetInput()
+	in.posQ = ctx.NewTensor(ggml.I32, g*b).SetName("dflash_pos_q").SetInput()
+	in.posK = ctx.NewTensor(ggml.I32, (w+g)*b).SetName("dflash_pos_k").SetInput()
+	in.mask = ctx.NewTensor(ggml.F32, w+g, g, 1, b).SetName("dflash_mask").SetInput()
+	in.zeros = ctx.NewTensor(ggml.F32, int64(a.DModel), w+g, b).SetName("dflash_zeros").SetInput()
+}
+
+// dflashBlock is one block to fill: its anchor at position Pos, and the context rows of the
+// positions before it (the last of them is position Pos−1; fewer than W at the start).
+type dflashBlock struct {
+	Anchor int32
+	Pos    int
+	Ctx    [][]float32
+}
+
+// set uploads the inputs of blocks (len B).
+func (in *dflashInputs) set(df *DFlash, blocks []dflashBlock) error {
+	F := df.Cfg.features(&df.target.Arch)
+	W, G := in.W, in.G
+	feat := make([]float32, F*W*in.B)
+	tokens := make([]int32, G*in.B)
+	posQ := make([]int32, G*in.B)
+	posK := make([]int32, (W+G)*in.B)
+	mask := make([]float32, (W+G)*G*in.B)
+	inf := float32(math.Inf(-1))
+	for b, blk := range blocks {
+		rows := blk.Ctx[max(0, len(blk.Ctx)-W):]
+		skip := W - len(rows) // the first slots hold no token
+		for i, r := range rows {
+			if len(r) != F {
+				return fmt.Errorf("llama: dflash: a context row of %d values, want %d", len(r), F)
+			}
+			copy(feat[(b*W+skip+i)*F:], r)
+		}
+		for k := range G {
+			tokens[b*G+k] = int32(df.Cfg.MaskToken)
+			posQ[b*G+k] = int32(blk.Pos + k)
+		}
+		tokens[b*G] = blk.Anchor
+		for j := range W + G {
+			p := blk.Pos - W + j // context slot j, then the block's positions
+			posK[b*(W+G)+j] = int32(max(p, 0))
+			for q := range G {
+				v := float32(0)
+				if j < skip {
+					v = inf
+				}
+				mask[((b*G)+q)*(W+G)+j] = v
+			}
+		}
+	}
+	for _, s := range []error{in.feat.SetF32(feat), in.tokens.SetI32(tokens), in.posQ.SetI32(posQ), in.posK.SetI32(posK),
+		in.mask.SetF32(mask), in.zeros.SetF32(make([]float32, in.zeros.Len()))} {
+		if s != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// forward builds the logits [Vocab, G·B] of the blocks' positions, each weight product made
+// with linear (the target's head, when f16 or bf16, cast to f32 for a backward).
+func (df *DFlash) forward(ctx *ggml.Context, in *dflashInputs, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	a, w := &df.target.Arch, &df.target.Weights
+	d, hd, H := int64(a.DModel), int64(a.HeadDimK), int64(a.NHeads)
+	B, W, G := int64(in.B), int64(in.W), int64(in.G)
+	c := df.project(ctx, in.feat, linear) // [d, W·B]
+	x := df.embed(ctx, in.tokens)         // [d, G·B]
+	r := a.Rope(0)
+	for _, l := range df.layers {
+		h := df.norm(ctx, x, l.attnNorm)
+		// Per block, the keys' input is its context rows then its own positions: [d, W+G, B].
+		z := in.zeros
+		nb := z.Nb()
+		kv := ctx.Acc(z, ctx.Reshape(c, d, W, B), nb[1], nb[2], nb[3], 0)
+		kv = ctx.Acc(kv, ctx.Reshape(h, d, G, B), nb[1], nb[2], nb[3], int(W)*nb[1])
+		kv = ctx.Reshape(kv, d, (W+G)*B)
+		q := ctx.RopeExt(ctx.Reshape(linear(l.wq, h), hd, H, G*B), in.posQ, w.RopeFreqs, r)
+		k := ctx.RopeExt(ctx.Reshape(linear(l.wk, kv), hd, H, (W+G)*B), in.posK, w.RopeFreqs, r)
+		x = df.layer(ctx, l, x, q, k, linear(l.wv, kv), in.mask, G, W+G, B, linear)
+	}
+	return df.head(ctx, x, linear)
+}
+
+// norm is RMSNorm scaled by g.
+func (df *DFlash) norm(ctx *ggml.Context, x, g *ggml.Tensor) *ggml.Tensor {
+	return ctx.Mul(ctx.RMSNorm(x, df.target.Arch.NormEps), g)
+}
+
+// project is the normalised projection of context rows feat [F, n] to the drafter's width:
+// the input of every layer's context keys and values.
+func (df *DFlash) project(ctx *ggml.Context, feat *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	return df.norm(ctx, linear(df.fc, feat), df.hNorm)
+}
+
+// embed is the blocks' input: the target's embeddings of tokens (anchors and mask tokens).
+func (df *DFlash) embed(ctx *ggml.Context, tokens *ggml.Tensor) *ggml.Tensor {
+	a := &df.target.Arch
+	x := ctx.GetRows(df.target.Weights.EmbLookup, tokens)
+	if a.EmbedScale != 1 {
+		x = ctx.Scale(x, a.EmbedScale)
+	}
+	return x
+}
+
+// layer is one drafter block over B blocks of G positions x [d, G·B]: attention of the roped
+// queries q (G·B of them) over the S keys k (roped) and values v per block, S = the context
+// rows then the block's own positions, under mask [S, G, 1, B], then the feed-forward block.
+func (df *DFlash) layer(ctx *ggml.Context, l dflashLayer, x, q, k, v, mask *ggml.Tensor, G, S, B int64, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	a := &df.target.Arch
+	hd, H := int64(a.HeadDimK), int64(a.NHeads)
+	q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hd, H, G, B), [4]int{0, 2, 1, 3})), hd, G, H*B)
+	k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hd, H, S, B), [4]int{0, 2, 1, 3})), hd, S, H*B)
+	vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hd, H, S, B), [4]int{1, 2, 0, 3})), S, hd, H*B)
+	kq := ctx.MulMat(k, q) // [S, G, H·B]
+	kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, S, G, H, B), mask, a.QueryScale, 0), S, G, H*B)
+	o := ctx.Reshape(ctx.MulMat(vt, kq), hd, G, H, B)
+	o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hd*H, G*B)
+	x = ctx.Add(x, linear(l.wo, o))
+	h := df.norm(ctx, x, l.ffnNorm)
+	return ctx.Add(x, linear(l.down, ctx.SwigluSplit(linear(l.gate, h), linear(l.up, h))))
+}
+
+// head is the logits of the drafter's output x: its final norm, then the target's head.
+func (df *DFlash) head(ctx *ggml.Context, x *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	w := &df.target.Weights
+	out := w.Output
+	if out == nil {
+		out = w.TokEmbd
+	}
+	return linear(out, df.norm(ctx, x, df.outNrm))
+}
+
+// dflashGraph is a built and allocated drafter graph for one shape.
+type dflashGraph struct {
+	in     dflashInputs
+	ctx    *ggml.Context
+	graph  *ggml.Graph
+	alloc  *ggml.Allocator
+	logits *ggml.Tensor
+}
+
+func (g *dflashGraph) close() {
+	g.alloc.Close()
+	if g.ctx != nil {
+		g.ctx.Close()
+	}
+}
+
+func (df *DFlash) graphSize() int { return 256 + 64*df.Cfg.Layers }
+
+// newGraph builds and allocates the graph that declare declares in ctx, computing the tensors
+// it returns.
+func (df *DFlash) newGraph(declare func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor) (*dflashGraph, error) {
+	size := df.graphSize()
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size})
+	if err != nil {
+		return nil, err
+	}
+	g := &dflashGraph{ctx: ctx}
+	outs := declare(ctx, g)
+	g.graph, err = ctx.NewGraph(size, false)
+	for _, out := range outs {
+		if err == nil {
+			err = g.graph.Expand(out)
+		}
+	}
+	if err == nil {
+		g.alloc, err = df.target.Backend().NewAllocator()
+	}
+	if err == nil {
+		err = g.alloc.Alloc(g.graph)
+	}
+	if err != nil {
+		g.close()
+		return nil, fmt.Errorf("llama: building the dflash graph: %w", err)
+	}
+	return g, nil
+}
+
+// buildInference builds the uncached forward graph of B blocks, each reading W context rows:
+// the graph training differentiates (with the target's products, model.mm, in place of its
+// differentiable ones), the drafter cache's reference and EvalDFlash's forward.
+func (df *DFlash) buildInference(B, W int) (*dflashGraph, error) {
+	return df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
+		g.in = dflashInputs{B: B, W: W, G: df.Cfg.Gamma}
+		g.in.declare(ctx, df)
+		g.logits = df.forward(ctx, &g.in, df.linear(ctx)).SetOutput()
+		return []*ggml.Tensor{g.logits}
+	})
+}
+
+// linear is the weight product of the drafter's inference graphs in ctx: the target's
+// (GGUFModel.mm), which takes toy's own CPU kernels where they apply, so that a block of a
+// few positions costs its weights' reading rather than ggml's f32 product of a few columns.
+func (df *DFlash) linear(ctx *ggml.Context) func(w, x *ggml.Tensor) *ggml.Tensor {
+	return func(w, x *ggml.Tensor) *ggml.Tensor { return df.target.MulMat(ctx, w, x) }
+}
