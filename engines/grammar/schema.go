@@ -81,12 +81,8 @@ func compileSchema(schema []byte) (string, *Grammar, error) {
 
 // schemaGBNF is the GBNF text of a schema.
 func schemaGBNF(schema []byte) (string, error) {
-	root, err := decodeOrdered(schema)
-	if err != nil {
-		return "", fmt.Errorf("json schema: %w", err)
-	}
-	c := &schemaCompiler{root: root, rules: map[string]string{}, bodies: map[string]string{}, refs: map[string]string{}}
-	name, err := c.schema(root, "", "root")
+	c := &schemaCompiler{rules: map[string]string{}, bodies: map[string]string{}}
+	name, err := c.compileRoot(schema, "root")
 	if err != nil {
 		return "", err
 	}
@@ -97,6 +93,17 @@ func schemaGBNF(schema []byte) (string, error) {
 	}
 	sb.WriteString(jsonCommon)
 	return sb.String(), nil
+}
+
+// compileRoot compiles one schema document, its references resolved within it, into rules
+// beside those c holds already (ToolCallsGBNF compiles several) and returns its rule's name.
+func (c *schemaCompiler) compileRoot(schema []byte, hint string) (string, error) {
+	root, err := decodeOrdered(schema)
+	if err != nil {
+		return "", fmt.Errorf("json schema: %w", err)
+	}
+	c.root, c.refs = root, map[string]string{}
+	return c.schema(root, "", hint)
 }
 
 // object is a JSON object with its keys in the order they came.

@@ -100,37 +100,7 @@ const structural = `"{}[],:0123456789tfn-.eET `
 
 // walkJSON draws a sentence of g byte by byte, half the time from the structural bytes allowed
 // when there are any, ending where it may with probability 1/2; nil past limit bytes.
-func walkJSON(g *Grammar, rng *rand.Rand, limit int) []byte {
-	m := g.NewMatcher(nil)
-	var out []byte
-	for len(out) < limit {
-		if m.Complete() && (m.Done() || rng.IntN(2) == 0) {
-			return out
-		}
-		var all, pref []byte
-		for b := range 256 {
-			if m.step(m.cur, byte(b)) != 0 {
-				all = append(all, byte(b))
-				if strings.IndexByte(structural, byte(b)) >= 0 {
-					pref = append(pref, byte(b))
-				}
-			}
-		}
-		if len(all) == 0 {
-			return nil
-		}
-		next := all
-		if len(pref) > 0 && rng.IntN(2) == 0 {
-			next = pref
-		}
-		b := next[rng.IntN(len(next))]
-		if m.AcceptBytes([]byte{b}) != nil {
-			return nil
-		}
-		out = append(out, b)
-	}
-	return nil
-}
+func walkJSON(g *Grammar, rng *rand.Rand, limit int) []byte { return walkFrom(g, "", rng, limit) }
 
 // TestSchemaSentencesValidate draws sentences from each schema's grammar, byte by byte at
 // random, and requires every one to parse with encoding/json and validate with a JSON-Schema
