@@ -41,7 +41,11 @@
 // Jinja template (tokenizer.chat_template) with a Jinja engine
 // (github.com/ardanlabs/jinja), with the variables Hugging Face's
 // apply_chat_template provides, tools and tool calls included, and derives
-// its stop strings.
+// its stop strings. Tools, an assistant's tool calls and tool messages that
+// a template does not write itself (the named ones; a Jinja template's, as
+// probes find) are written in the Hermes convention (<tools>, <tool_call>,
+// <tool_response> tags), and Template.ToolSyntax says in which form the
+// model is told to call.
 //
 // The rendered prompt contains the special tokens as text ("<|im_start|>",
 // "<start_of_turn>"), so it must be encoded with the tokenizer's

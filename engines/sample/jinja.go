@@ -71,13 +71,26 @@ type jinjaTemplate struct {
 	opts      JinjaOptions
 	endOfTurn string
 	stops     []string
+	// caps says what of tools the template renders itself (probeTools).
+	caps toolCaps
+}
+
+// toolCaps says which of the tool parts of a conversation a Jinja template renders: the offer
+// of tools, an assistant's calls, tool messages. render folds the others into text
+// (foldTools), as llama.cpp does for templates that lack them.
+type toolCaps struct {
+	tools, calls, responses bool
 }
 
 // The probe conversation NewJinjaTemplate renders to find where an
-// assistant turn ends.
+// assistant turn ends, and the names and texts of its probes of what the
+// template does with tools.
 const (
 	probeQuestion = "toy-probe-question"
 	probeReply    = "toy-probe-reply"
+	probeTool     = "toy_probe_tool"
+	probeCall     = "toy_probe_call"
+	probeResult   = "toy-probe-result"
 )
 
 // NewJinjaTemplate compiles a Jinja chat template (a GGUF file's
@@ -114,6 +127,7 @@ func NewJinjaTemplate(src string, opts JinjaOptions) (t Template, err error) {
 	j := &jinjaTemplate{prog: prog, src: src, opts: opts}
 	t = Template{Name: "jinja", format: formatJinja, jinja: j}
 	j.endOfTurn = j.probeEndOfTurn()
+	j.caps = j.probeTools()
 	var stops []string
 	add := func(s string) {
 		if s != "" && !containsString(stops, s) {
@@ -162,13 +176,70 @@ func (j *jinjaTemplate) probeEndOfTurn() string {
 	return rest
 }
 
+// probeTools renders probe conversations to find which tool parts the
+// template writes: an offered tool's name, a call's name, a tool message's
+// text. A probe the template refuses counts as a part it does not write.
+func (j *jinjaTemplate) probeTools() toolCaps {
+	var c toolCaps
+	user := Message{Role: RoleUser, Content: probeQuestion}
+	tool := json.RawMessage(`{"type": "function", "function": {"name": "` + probeTool + `", "description": "a probe", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}}}}`)
+	if out, err := j.renderAsIs([]Message{user}, RenderOptions{Tools: []json.RawMessage{tool}}); err == nil {
+		c.tools = strings.Contains(out, probeTool)
+	}
+	call := Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "call_1", Name: probeCall, Arguments: `{"x": "y"}`}}}
+	if out, err := j.renderAsIs([]Message{user, call}, RenderOptions{Tools: []json.RawMessage{tool}}); err == nil {
+		c.calls = strings.Contains(out, probeCall)
+	}
+	result := Message{Role: RoleTool, ToolCallID: "call_1", Name: probeCall, Content: probeResult}
+	if out, err := j.renderAsIs([]Message{user, call, result}, RenderOptions{Tools: []json.RawMessage{tool}}); err == nil {
+		c.responses = strings.Contains(out, probeResult)
+	}
+	return c
+}
+
+// render renders msgs through the template, first folding into text the
+// tool parts it does not write itself (toolCaps): the offer of tools into
+// the system message, or, where the template refuses that conversation,
+// into the first user message.
+func (j *jinjaTemplate) render(msgs []Message, o RenderOptions) (string, error) {
+	hasCalls, hasResponses := false, false
+	for _, m := range msgs {
+		hasCalls = hasCalls || len(m.ToolCalls) > 0
+		hasResponses = hasResponses || m.Role == RoleTool
+	}
+	foldOffer := len(o.Tools) > 0 && !j.caps.tools
+	foldCalls, foldResponses := hasCalls && !j.caps.calls, hasResponses && !j.caps.responses
+	if !foldOffer && !foldCalls && !foldResponses {
+		return j.renderAsIs(msgs, o)
+	}
+	tools := o.Tools
+	folded, err := foldTools(msgs, tools, "", foldOffer, foldCalls, foldResponses, false)
+	if err != nil {
+		return "", err
+	}
+	if foldOffer {
+		o.Tools = nil
+	}
+	out, err := j.renderAsIs(folded, o)
+	if err != nil && foldOffer && !(len(msgs) > 0 && msgs[0].Role == RoleSystem) {
+		// The template may take no system message (Gemma's): the offer opens the first user
+		// message instead.
+		if folded, err2 := foldTools(msgs, tools, "", true, foldCalls, foldResponses, true); err2 == nil {
+			if out2, err2 := j.renderAsIs(folded, o); err2 == nil {
+				return out2, nil
+			}
+		}
+	}
+	return out, err
+}
+
 // raised is the error the template's raise_exception returns.
 type raised struct{ msg string }
 
 func (r *raised) Error() string { return r.msg }
 
-// render renders msgs through the template.
-func (j *jinjaTemplate) render(msgs []Message, o RenderOptions) (out string, err error) {
+// renderAsIs renders msgs and o's tools through the template as they are.
+func (j *jinjaTemplate) renderAsIs(msgs []Message, o RenderOptions) (out string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", &TemplateError{Source: j.opts.Source, Message: fmt.Sprintf("the Jinja engine failed: %v", p)}

@@ -2,7 +2,6 @@ package sample
 
 import (
 	"encoding/json"
-	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -193,13 +192,15 @@ func TestJinjaGemmaRaises(t *testing.T) {
 // TestJinjaRaiseLine: the line of the raise_exception whose literal is the message, among several.
 func TestJinjaRaiseLine(t *testing.T) {
 	src := "{% if messages[0].role == 'system' %}\n{{ raise_exception('no system') }}\n{% endif %}\n" +
-		"{% for m in messages %}{% if m.role == 'tool' %}\n\n{{ raise_exception(\"no \\\"tools\\\"\") }}{% endif %}{{ m.content }}{% endfor %}"
+		"{% for m in messages %}{% if m.role == 'ipython' %}\n\n{{ raise_exception(\"no \\\"tools\\\"\") }}{% endif %}{{ m.content }}{% endfor %}"
 	tmpl := newJinja(t, src, JinjaOptions{Source: "x.gguf"})
 	_, err := tmpl.Apply([]Message{{Role: RoleSystem, Content: "s"}}, false)
 	var te *TemplateError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, 2, te.Line)
-	_, err = tmpl.Apply([]Message{{Role: RoleTool, Content: "r"}}, false)
+	// (A tool message that such a template refuses is folded into a user message; a role it
+	// does not know is not.)
+	_, err = tmpl.Apply([]Message{{Role: "ipython", Content: "r"}}, false)
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, `no "tools"`, te.Message)
 	assert.Equal(t, 6, te.Line)
@@ -255,7 +256,8 @@ func TestJinjaStopStrings(t *testing.T) {
 }
 
 // TestJinjaToolsAndRoles: tools reach the template in the order given (tojson keeps key order);
-// a tool message and an assistant's tool calls render; the named templates refuse tools.
+// a tool message and an assistant's tool calls render; the named templates render them in the
+// Hermes convention.
 func TestJinjaToolsAndRoles(t *testing.T) {
 	src := "{% if tools %}{% for t in tools %}{{ t | tojson }}{{ '\\n' }}{% endfor %}{% endif %}" +
 		"{% for m in messages %}{{ m.role }}({{ m.tool_call_id }}):{% if m.content is none %}<none>{% else %}{{ m.content }}{% endif %}" +
@@ -280,9 +282,12 @@ func TestJinjaToolsAndRoles(t *testing.T) {
 	_, err = tmpl.Render(msgs, RenderOptions{Tools: []json.RawMessage{json.RawMessage(`{"a":`)}})
 	assert.Error(t, err)
 	for _, named := range []Template{ChatML, Qwen25, Gemma} {
-		_, err = named.Render(msgs[:1], RenderOptions{Tools: tools})
-		assert.True(t, errors.Is(err, ErrToolsUnsupported), named.Name)
-		_, err = named.Apply(msgs[:2], true)
-		assert.True(t, errors.Is(err, ErrToolsUnsupported), named.Name)
+		out, err = named.Render(msgs[:1], RenderOptions{Tools: tools})
+		require.NoError(t, err, named.Name)
+		assert.Contains(t, out, "<tools>\n"+`{"type":"function","function":{"name":"f","parameters":{"z":1,"a":[true,null,2.5,"<&>"]}}}`+"\n</tools>", named.Name)
+		out, err = named.Render(msgs, RenderOptions{AddGenerationPrompt: true})
+		require.NoError(t, err, named.Name)
+		assert.Contains(t, out, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"y\": 2, \"x\": \"s\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": \"not json\"}\n</tool_call>", named.Name)
+		assert.Contains(t, out, "<tool_response>\n42\n</tool_response>", named.Name)
 	}
 }

@@ -9,14 +9,13 @@ import (
 
 // Message is one turn of a conversation.
 type Message struct {
-	// Role is RoleSystem, RoleUser or RoleAssistant; a Jinja template
-	// (NewJinjaTemplate) also takes RoleTool and leaves the judgement of
-	// other roles to the template.
+	// Role is RoleSystem, RoleUser, RoleAssistant or RoleTool; a Jinja
+	// template (NewJinjaTemplate) leaves the judgement of other roles to
+	// the template.
 	Role string
 	// Content is the turn's text.
 	Content string
-	// ToolCalls are the functions an assistant message calls. Only Jinja
-	// templates render them; the named templates refuse them.
+	// ToolCalls are the functions an assistant message calls.
 	ToolCalls []ToolCall
 	// ToolCallID is, for a RoleTool message, the id of the call it
 	// answers.
@@ -41,7 +40,7 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
-	// RoleTool is a tool's answer to a ToolCall (Jinja templates only).
+	// RoleTool is a tool's answer to a ToolCall.
 	RoleTool = "tool"
 )
 
@@ -52,8 +51,9 @@ type RenderOptions struct {
 	AddGenerationPrompt bool
 	// Tools are the tool definitions offered to the model, each a JSON
 	// object in OpenAI's shape ({"type": "function", "function": {"name",
-	// "description", "parameters"}}); the template gets them as the list
-	// tools, keys in the order given. Only Jinja templates render tools.
+	// "description", "parameters"}}); a Jinja template gets them as the
+	// list tools, keys in the order given, and the named templates write
+	// them in the system message (Render).
 	Tools []json.RawMessage
 }
 
@@ -63,7 +63,6 @@ var (
 	ErrEmptyConversation = errors.New("sample: empty conversation")
 	ErrUnknownRole       = errors.New("sample: unknown role")
 	ErrUnknownTemplate   = errors.New("sample: unknown chat template")
-	ErrToolsUnsupported  = errors.New("sample: the named chat templates do not render tools or tool calls (the model's own Jinja template does)")
 )
 
 // format is a chat template family.
@@ -249,8 +248,12 @@ func (t Template) Apply(msgs []Message, addGenerationPrompt bool) (string, error
 // holds no BOS token (see the package documentation; a Jinja template
 // keeps its bos_token unless JinjaOptions.AddsBOS). Render fails on an
 // empty conversation and conversations the format cannot express; the
-// named templates also on a role other than system, user or assistant and
-// on tools or tool calls (ErrToolsUnsupported). A Jinja template's
+// named templates also on a role other than system, user, assistant or
+// tool. The named templates render tools, tool calls and tool messages in
+// the Hermes convention (foldTools): the offer of tools in <tools> tags at
+// the end of the system message (after the default one where there is
+// none), an assistant's calls in <tool_call> tags after its content, and
+// tool messages as a user turn of <tool_response> blocks. A Jinja template's
 // failure, its raise_exception included, is a *TemplateError.
 func (t Template) Render(msgs []Message, o RenderOptions) (string, error) {
 	if t.format == formatNone {
@@ -262,18 +265,16 @@ func (t Template) Render(msgs []Message, o RenderOptions) (string, error) {
 	if t.format == formatJinja {
 		return t.jinja.render(msgs, o)
 	}
-	if len(o.Tools) > 0 {
-		return "", fmt.Errorf("%w: template %s", ErrToolsUnsupported, t.Name)
-	}
 	for i, m := range msgs {
 		switch m.Role {
-		case RoleSystem, RoleUser, RoleAssistant:
+		case RoleSystem, RoleUser, RoleAssistant, RoleTool:
 		default:
-			return "", fmt.Errorf("%w %q in message %d (want system, user or assistant)", ErrUnknownRole, m.Role, i)
+			return "", fmt.Errorf("%w %q in message %d (want system, user, assistant or tool)", ErrUnknownRole, m.Role, i)
 		}
-		if len(m.ToolCalls) > 0 {
-			return "", fmt.Errorf("%w: template %s, message %d", ErrToolsUnsupported, t.Name, i)
-		}
+	}
+	msgs, err := foldTools(msgs, o.Tools, t.DefaultSystem, true, true, true, false)
+	if err != nil {
+		return "", err
 	}
 	if t.format == formatGemma {
 		return applyGemma(msgs, o.AddGenerationPrompt)

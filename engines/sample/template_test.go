@@ -123,9 +123,10 @@ func TestApplyErrors(t *testing.T) {
 	for _, tmpl := range []Template{ChatML, Qwen25, Gemma} {
 		_, err := tmpl.Apply(nil, true)
 		assert.ErrorIs(t, err, ErrEmptyConversation, tmpl.Name)
-		_, err = tmpl.Apply([]Message{{Role: RoleUser, Content: "a"}, {Role: "tool", Content: "b"}}, true)
+		// "tool" is a role now (tool answers); OpenAI's legacy "function" is not.
+		_, err = tmpl.Apply([]Message{{Role: RoleUser, Content: "a"}, {Role: "function", Content: "b"}}, true)
 		assert.ErrorIs(t, err, ErrUnknownRole, tmpl.Name)
-		assert.ErrorContains(t, err, `"tool"`)
+		assert.ErrorContains(t, err, `"function"`)
 	}
 	_, err := Template{}.Apply(oneTurn, true)
 	assert.ErrorIs(t, err, ErrUnknownTemplate)
