@@ -142,9 +142,12 @@ type request struct {
 	TopLogprobs       *int            `json:"top_logprobs"`
 	// LogitBias maps token ids (as JSON object keys) to biases in [-100, 100].
 	LogitBias map[string]float64 `json:"logit_bias"`
-	// Fields of features toy does not have, refused unless they ask for nothing (unsupported).
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
+	// Tools, ToolChoice and ParallelToolCalls offer functions to call (chat; toolsOf).
+	Tools             json.RawMessage `json:"tools"`
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	// Fields of features toy does not have, refused unless they ask for nothing (unsupported):
+	// OpenAI's legacy function calling, which tools replace.
 	Functions      json.RawMessage `json:"functions"`
 	FunctionCall   json.RawMessage `json:"function_call"`
 	ResponseFormat *struct {
@@ -157,10 +160,7 @@ type request struct {
 	} `json:"stream_options"`
 
 	// chat
-	Messages *[]struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
+	Messages *[]chatMessage `json:"messages"`
 	// completions
 	Prompt json.RawMessage `json:"prompt"`
 	Echo   bool            `json:"echo"`
@@ -339,26 +339,16 @@ func (s *Server) modelIs(name string) *apiError {
 	return nil
 }
 
-// unsupported refuses the fields of OpenAI's API that ask for what toy does not do (function
-// calling, several candidates to choose among, insertion), rather than answer as if they had
-// been honoured; the values that ask for nothing (null, no tools, "none", one candidate, no
-// suffix) pass, as clients send them.
+// unsupported refuses the fields of OpenAI's API that ask for what toy does not do (the
+// legacy function calling that tools replace, several candidates to choose among, insertion),
+// rather than answer as if they had been honoured; the values that ask for nothing (null, no
+// functions, "none", one candidate, no suffix) pass, as clients send them.
 func unsupported(r *request) *apiError {
-	for _, f := range []struct {
-		name string
-		v    json.RawMessage
-	}{{"tools", r.Tools}, {"functions", r.Functions}} {
-		if e := noneOf(f.name, f.v, "[]"); e != nil {
-			return e
-		}
+	if e := noneOf("functions", r.Functions, "[]"); e != nil {
+		return e
 	}
-	for _, f := range []struct {
-		name string
-		v    json.RawMessage
-	}{{"tool_choice", r.ToolChoice}, {"function_call", r.FunctionCall}} {
-		if e := noneOf(f.name, f.v, `"none"`, `"auto"`); e != nil {
-			return e
-		}
+	if e := noneOf("function_call", r.FunctionCall, `"none"`, `"auto"`); e != nil {
+		return e
 	}
 	if r.BestOf != nil && *r.BestOf != 1 {
 		return badRequest("best_of", "best_of = %d: only one candidate per request", *r.BestOf)
@@ -428,7 +418,7 @@ func noneOf(name string, v json.RawMessage, nothing ...string) *apiError {
 	if len(t) > 40 {
 		t = t[:40] + "…"
 	}
-	return badRequest(name, "%s %s: function calling is not supported", name, t)
+	return badRequest(name, "%s %s: the legacy function calling is not supported; offer \"tools\" (chat completions)", name, t)
 }
 
 // logitBias reads OpenAI's logit_bias: token ids of the model's vocabulary (the JSON object's
@@ -629,6 +619,7 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 		}
 		text, parseSpecial := "", false
 		var stops []string
+		var tools *toolUse // the functions a chat reply may call (nil: none)
 		if chat {
 			if r.Messages == nil {
 				writeError(w, badRequest("messages", "\"messages\" is required"))
@@ -638,27 +629,32 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 				writeError(w, badRequest("messages", "the model has no chat template (start the server with -template); use /v1/completions"))
 				return
 			}
-			var msgs []sample.Message
-			for i, m := range *r.Messages {
-				content, e := contentOf(i, m.Content)
-				if e != nil {
-					writeError(w, e)
-					return
-				}
-				role := m.Role
-				if role == "developer" {
-					role = sample.RoleSystem // OpenAI's newer name for system
-				}
-				msgs = append(msgs, sample.Message{Role: role, Content: content})
+			msgs, e := messagesOf(*r.Messages)
+			if e != nil {
+				writeError(w, e)
+				return
+			}
+			if tools, e = toolsOf(&r, s.cfg.Template); e != nil {
+				writeError(w, e)
+				return
+			}
+			o := sample.RenderOptions{AddGenerationPrompt: true}
+			if tools != nil {
+				o.Tools = tools.raw
 			}
 			var err error
-			if text, err = s.cfg.Template.Apply(msgs, true); err != nil {
+			if text, err = s.cfg.Template.Render(msgs, o); err != nil {
 				writeError(w, badRequest("messages", "%v", err))
 				return
 			}
 			parseSpecial = true
 			stops = s.cfg.Template.StopStrings()
 		} else {
+			if e := noneOf("tools", r.Tools, "[]"); e != nil {
+				e.Message = "tools: a text completion calls no functions; offer tools to /v1/chat/completions"
+				writeError(w, e)
+				return
+			}
 			var e *apiError
 			if text, e = promptOf(r.Prompt); e != nil {
 				writeError(w, e)
@@ -695,6 +691,9 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 		if e != nil {
 			writeError(w, e)
 			return
+		}
+		if tools != nil {
+			g = tools.grammar // toolsOf refused a response_format beside it
 		}
 		logprobs, topLogprobs, e := logprobsOf(&r, chat)
 		if e != nil {
@@ -751,7 +750,7 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 			}
 		}
 		out := &responder{w: w, chat: chat, model: s.cfg.ModelName, id: newID(chat), created: time.Now().Unix(),
-			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage, start: time.Now(), logprobs: logprobs}
+			usage: r.StreamOptions != nil && r.StreamOptions.IncludeUsage, start: time.Now(), logprobs: logprobs, tools: tools}
 		if !chat && r.Echo {
 			out.echo = text
 		}
@@ -786,6 +785,8 @@ type responder struct {
 	start, first time.Time
 	// logprobs reports each token's log-probabilities (logprobsOf).
 	logprobs bool
+	// tools, when not nil, reads each chat choice's text into content and tool calls.
+	tools *toolUse
 }
 
 // noteUsage is the request log's account of a finished reply.
@@ -837,7 +838,23 @@ func (o *responder) whole(jobs []*job) {
 		}
 		text := o.echo + string(c.text)
 		lps := o.jsonLogprobs(c.release())
-		if o.chat {
+		if o.chat && o.tools != nil {
+			sc := newCallScanner(o.tools)
+			content, calls := sc.feed(text)
+			content += sc.finish()
+			message := map[string]any{"role": "assistant", "content": content}
+			finish := c.final.finish
+			if len(calls) > 0 {
+				message["tool_calls"] = jsonToolCalls(o.id, i, 0, calls)
+				if content == "" {
+					message["content"] = nil
+				}
+				if finish == "stop" {
+					finish = "tool_calls"
+				}
+			}
+			out = append(out, map[string]any{"index": i, "message": message, "finish_reason": finish, "logprobs": lps})
+		} else if o.chat {
 			out = append(out, map[string]any{"index": i, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": c.final.finish, "logprobs": lps})
 		} else {
 			out = append(out, map[string]any{"index": i, "text": text, "finish_reason": c.final.finish, "logprobs": lps})
@@ -931,6 +948,45 @@ func (o *responder) stream(jobs []*job) {
 	for i := range choices {
 		choices[i] = &choiceState{}
 	}
+	var scanners []*callScanner // each chat choice's reader of tool calls (o.tools)
+	if o.chat && o.tools != nil {
+		for range jobs {
+			scanners = append(scanners, newCallScanner(o.tools))
+		}
+	}
+	// sendTools sends what choice i's scanner makes of text: its content, then each call it
+	// completed as OpenAI streams one (a chunk of its id, type and name, then one of its
+	// arguments); the log-probabilities of the tokens so far go with the first chunk, if any.
+	sendTools := func(i int, text string, c *choiceState) bool {
+		sc := scanners[i]
+		content, calls := sc.feed(text)
+		if content == "" && len(calls) == 0 {
+			return true // held back: the log-probabilities wait for the next chunk
+		}
+		lps := c.release()
+		if content != "" {
+			if !send(chunk(i, content, nil, lps)) {
+				return false
+			}
+			lps = nil
+		}
+		from := len(sc.calls) - len(calls)
+		for k, call := range jsonToolCalls(o.id, i, from, calls) {
+			fn := call.(map[string]any)["function"].(map[string]any)
+			head := map[string]any{"index": from + k, "id": call.(map[string]any)["id"], "type": "function",
+				"function": map[string]any{"name": fn["name"], "arguments": ""}}
+			args := map[string]any{"index": from + k, "function": map[string]any{"arguments": fn["arguments"]}}
+			for _, d := range []map[string]any{head, args} {
+				ch := chunk(i, "", nil, lps)
+				lps = nil
+				ch["choices"].([]any)[0].(map[string]any)["delta"] = map[string]any{"tool_calls": []any{d}}
+				if !send(ch) {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	for left := len(jobs); left > 0; {
 		m := <-merged
 		c, e := choices[m.i], m.e
@@ -941,6 +997,13 @@ func (o *responder) stream(jobs []*job) {
 			c.add(e)
 			if e.text == "" {
 				continue // a token's log-probabilities, sent with the text they belong to
+			}
+			if scanners != nil {
+				if !sendTools(m.i, e.text, c) {
+					noteOn(o.w, "the client went away")
+					return
+				}
+				continue
 			}
 			if !send(chunk(m.i, e.text, nil, c.release())) {
 				noteOn(o.w, "the client went away")
@@ -959,7 +1022,17 @@ func (o *responder) stream(jobs []*job) {
 		}
 		c.final, c.done = e, true
 		left--
-		send(chunk(m.i, "", e.finish, c.release()))
+		finish := e.finish
+		if scanners != nil {
+			sc := scanners[m.i]
+			if rest := sc.finish(); rest != "" {
+				send(chunk(m.i, rest, nil, nil))
+			}
+			if len(sc.calls) > 0 && finish == "stop" {
+				finish = "tool_calls"
+			}
+		}
+		send(chunk(m.i, "", finish, c.release()))
 	}
 	o.noteUsage(finalOfAll(choices))
 	if o.usage {

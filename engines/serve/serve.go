@@ -555,7 +555,7 @@ func (s *Server) next(sl *slot, tok int32) (event, bool) {
 		s.metrics.firstToken(time.Since(sl.j.enqueued))
 	}
 	if tok < 0 { // a grammar that no token of the vocabulary continues
-		return event{err: errors.New("serve: no token of the vocabulary continues the reply's response_format grammar")}, true
+		return event{err: errors.New("serve: no token of the vocabulary continues the reply's grammar (response_format or tools)")}, true
 	}
 	if eos := s.tok.EOS(); eos >= 0 && tok == eos {
 		sl.send(sl.stopper.Flush(), true)

@@ -52,8 +52,14 @@ func writeModel(dir string) (string, error) { return writeModelSeeded(dir, "tiny
 // writeModelSeeded writes the test model to dir/name, its weights drawn from seed (0: the
 // preset's).
 func writeModelSeeded(dir, name string, seed int) (string, error) {
+	return writeModelWith(dir, name, seed, 512, tokenizer.TrainOptions{Special: []string{}})
+}
+
+// writeModelWith writes the test model of context positions with a tokenizer trained with opts
+// (its special tokens, its EOS) to dir/name, its weights drawn from seed (0: the preset's).
+func writeModelWith(dir, name string, seed, context int, opts tokenizer.TrainOptions) (string, error) {
 	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\nHello, world! ", 40)
-	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{Special: []string{}})
+	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, opts)
 	if err != nil {
 		return "", err
 	}
@@ -61,7 +67,7 @@ func writeModelSeeded(dir, name string, seed int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c.Vocab, c.Context = tok.VocabSize(), 512
+	c.Vocab, c.Context = tok.VocabSize(), context
 	if seed != 0 {
 		c.Seed = seed
 	}
@@ -353,7 +359,7 @@ func TestBadRequests(t *testing.T) {
 		{"POST", "/v1/completions", `{"prompt":"hi","logprobs":2,"echo":true}`, 400},
 		{"POST", "/v1/completions", `{"prompt":"hi","top_logprobs":2}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"top_logprobs":3}`, 400},
-		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`, 400},
+		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f g"}}]}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":"f"}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tool_choice":"required"}`, 400},
 		{"POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"functions":[{"name":"f"}]}`, 400},
