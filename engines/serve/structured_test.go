@@ -261,31 +261,7 @@ func FuzzResponseFormat(f *testing.F) {
 // where the JSON is complete (a bare number is complete after its first digit and may go on).
 // It reports how many stopped and the time per generated token.
 func TestStructuredOutputLargeVocab(t *testing.T) {
-	vocabPath := filepath.Join("../../../shared/testdata/vocab", "ggml-vocab-starcoder.gguf")
-	if _, err := os.Stat(vocabPath); err != nil {
-		t.Skipf("llama.cpp's vocabulary test files not found beside the checkout: %v", err)
-	}
-	f, err := gguffile.ReadFile(vocabPath)
-	require.NoError(t, err)
-	tok, err := tokenizer.FromGGUF(f.Get)
-	require.NoError(t, err)
-	c, err := config.LlamaPreset("tiny")
-	require.NoError(t, err)
-	c.Vocab, c.Context = tok.VocabSize(), 512
-	be, err := ggml.NewCPUBackend(1)
-	require.NoError(t, err)
-	defer be.Close()
-	m, err := training.New(c, be)
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, m.Init())
-	var kvs []transformer.KV
-	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
-	}
-	path := filepath.Join(t.TempDir(), "starcoder-tiny.gguf")
-	require.NoError(t, m.Save(path, kvs))
-	_, ts := newServerOf(t, path, 2, 8, 512)
+	_, ts := newServerOf(t, starcoderModel(t, 512), 2, 8, 512)
 
 	schemas := map[string]string{"number": `{"type": "number"}`} // complete after a digit, yet it may go on: the end token decides
 	for _, name := range []string{"answer", "person", "orders", "number"} {
@@ -313,4 +289,35 @@ func TestStructuredOutputLargeVocab(t *testing.T) {
 		t.Logf("%s: %d of %d replies stopped, all valid; %d tokens at %.2f ms a token (tiny model, mask included)",
 			name, stopped, seeds, tokens, float64(time.Since(start).Microseconds())/1000/float64(max(tokens, 1)))
 	}
+}
+
+// starcoderModel writes a random tiny model of context positions with llama.cpp's starcoder
+// vocabulary (49152 tokens, SmolLM2's size and kind, with an end-of-text token), skipping the
+// test where the vocabulary files are absent, and returns its path.
+func starcoderModel(t *testing.T, context int) string {
+	vocabPath := filepath.Join("../../../shared/testdata/vocab", "ggml-vocab-starcoder.gguf")
+	if _, err := os.Stat(vocabPath); err != nil {
+		t.Skipf("llama.cpp's vocabulary test files not found beside the checkout: %v", err)
+	}
+	f, err := gguffile.ReadFile(vocabPath)
+	require.NoError(t, err)
+	tok, err := tokenizer.FromGGUF(f.Get)
+	require.NoError(t, err)
+	c, err := config.LlamaPreset("tiny")
+	require.NoError(t, err)
+	c.Vocab, c.Context = tok.VocabSize(), context
+	be, err := ggml.NewCPUBackend(1)
+	require.NoError(t, err)
+	defer be.Close()
+	m, err := training.New(c, be)
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.Init())
+	var kvs []transformer.KV
+	for _, kv := range tok.GGUF() {
+		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
+	}
+	path := filepath.Join(t.TempDir(), "starcoder-tiny.gguf")
+	require.NoError(t, m.Save(path, kvs))
+	return path
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
@@ -679,4 +680,45 @@ func TestToolCallsLogprobs(t *testing.T) {
 		}
 		assert.Equal(t, whole, streamed, "seed %d", seed)
 	}
+}
+
+// TestToolCallsLargeVocab asks a random model with llama.cpp's starcoder vocabulary (49152
+// tokens whose pieces straddle the call's tags and JSON in every way; an end-of-text token) for
+// calls, required and named, parallel or not: every reply calls, every call validates. It
+// reports the time per token of replies with tool_choice auto (the mask of text without a
+// call) against none (no mask), the same seeds, their prompts cached.
+func TestToolCallsLargeVocab(t *testing.T) {
+	_, ts := newServerOf(t, starcoderModel(t, 2048), 2, 8, 2048)
+	validators := toolValidators(t)
+	offered := []string{"get_weather", "add", "tag", "now"}
+	tools := toolsJSON(offered...)
+	calls := 0
+	for _, choice := range []string{`"required"`, `{"type": "function", "function": {"name": "tag"}}`} {
+		for seed := range 8 {
+			body := fmt.Sprintf(`{"messages": [{"role": "user", "content": "Call a tool."}], "tools": %s, "tool_choice": %s, "parallel_tool_calls": %v,
+				"max_tokens": 600, "temperature": 1, "seed": %d}`, tools, choice, seed%2 == 0, seed)
+			what := fmt.Sprintf("tool_choice %s, seed %d", choice, seed)
+			r := wholeReply(t, ts, body)
+			require.Equal(t, "tool_calls", r.finish, "%s: %+v %q", what, r, deref(r.content))
+			names := offered
+			if choice[0] == '{' {
+				names = []string{"tag"}
+			}
+			checkCalls(t, validators, names, r.calls, what)
+			calls += len(r.calls)
+		}
+	}
+	perToken := func(choice string) float64 {
+		wholeReply(t, ts, fmt.Sprintf(`{"messages": [{"role": "user", "content": "Hi"}], "tools": %s, "tool_choice": %q, "max_tokens": 1}`, tools, choice)) // the prompt cached
+		tokens := 0
+		start := time.Now()
+		for seed := range 4 {
+			r := wholeReply(t, ts, fmt.Sprintf(`{"messages": [{"role": "user", "content": "Hi"}], "tools": %s, "tool_choice": %q, "max_tokens": 64, "temperature": 1, "seed": %d}`, tools, choice, seed))
+			assert.NotNil(t, r.content)
+			tokens += int(r.usage["completion_tokens"].(float64))
+		}
+		return float64(time.Since(start).Microseconds()) / 1000 / float64(max(tokens, 1))
+	}
+	none, auto := perToken("none"), perToken("auto")
+	t.Logf("16 replies, %d calls, all valid; text replies %.2f ms a token with tool_choice auto, %.2f with none (tiny model, prompts cached)", calls, auto, none)
 }
