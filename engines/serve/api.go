@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -650,8 +651,8 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 			parseSpecial = true
 			stops = s.cfg.Template.StopStrings()
 		} else {
-			if e := noneOf("tools", r.Tools, "[]"); e != nil {
-				e.Message = "tools: a text completion calls no functions; offer tools to /v1/chat/completions"
+			if e := cmp.Or(noneOf("tools", r.Tools, "[]"), noneOf("tool_choice", r.ToolChoice, `"none"`, `"auto"`)); e != nil {
+				e.Message = fmt.Sprintf("%s: a text completion calls no functions; offer tools to /v1/chat/completions", *e.Param)
 				writeError(w, e)
 				return
 			}
@@ -845,7 +846,7 @@ func (o *responder) whole(jobs []*job) {
 			message := map[string]any{"role": "assistant", "content": content}
 			finish := c.final.finish
 			if len(calls) > 0 {
-				message["tool_calls"] = jsonToolCalls(o.id, i, 0, calls)
+				message["tool_calls"] = jsonToolCalls(o.id, i, calls)
 				if content == "" {
 					message["content"] = nil
 				}
@@ -971,11 +972,11 @@ func (o *responder) stream(jobs []*job) {
 			lps = nil
 		}
 		from := len(sc.calls) - len(calls)
-		for k, call := range jsonToolCalls(o.id, i, from, calls) {
-			fn := call.(map[string]any)["function"].(map[string]any)
-			head := map[string]any{"index": from + k, "id": call.(map[string]any)["id"], "type": "function",
-				"function": map[string]any{"name": fn["name"], "arguments": ""}}
-			args := map[string]any{"index": from + k, "function": map[string]any{"arguments": fn["arguments"]}}
+		for k, call := range calls {
+			n := from + k
+			head := map[string]any{"index": n, "id": callID(o.id, i, n), "type": "function",
+				"function": map[string]any{"name": call.name, "arguments": ""}}
+			args := map[string]any{"index": n, "function": map[string]any{"arguments": call.arguments}}
 			for _, d := range []map[string]any{head, args} {
 				ch := chunk(i, "", nil, lps)
 				lps = nil

@@ -403,11 +403,11 @@ func callID(id string, i, k int) string {
 	return fmt.Sprintf("call_%s_%d_%d", strings.TrimPrefix(id, "chatcmpl-"), i, k)
 }
 
-// jsonToolCalls is calls in OpenAI's shape, the first numbered from, of choice i of reply id.
-func jsonToolCalls(id string, i, from int, calls []toolCall) []any {
+// jsonToolCalls is calls in OpenAI's shape, the calls of choice i of reply id.
+func jsonToolCalls(id string, i int, calls []toolCall) []any {
 	out := make([]any, len(calls))
 	for k, c := range calls {
-		out[k] = map[string]any{"id": callID(id, i, from+k), "type": "function",
+		out[k] = map[string]any{"id": callID(id, i, k), "type": "function",
 			"function": map[string]any{"name": c.name, "arguments": c.arguments}}
 	}
 	return out

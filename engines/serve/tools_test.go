@@ -461,9 +461,13 @@ func TestToolRefusals(t *testing.T) {
 		assert.Equal(t, c.param, e["param"], c.body)
 		assert.Contains(t, e["message"], c.want, c.body)
 	}
-	code, out := post(t, ts, "/v1/completions", `{"prompt": "hi", "tools": `+weather+`}`)
-	require.Equal(t, 400, code, out)
-	assert.Equal(t, "tools", out["error"].(map[string]any)["param"])
+	for param, body := range map[string]string{"tools": `{"prompt": "hi", "tools": ` + weather + `}`, "tool_choice": `{"prompt": "hi", "tool_choice": "required"}`} {
+		code, out := post(t, ts, "/v1/completions", body)
+		require.Equal(t, 400, code, out)
+		e := out["error"].(map[string]any)
+		assert.Equal(t, param, e["param"])
+		assert.Contains(t, e["message"], "a text completion calls no functions")
+	}
 	// What asks for nothing passes: no tools with tool_choice none or auto, tool_choice none
 	// beside response_format; and a call and a tool message in the conversation.
 	for _, body := range []string{
