@@ -98,7 +98,8 @@ ggml-cuda:
 gpu-tests:
 	$(GO) test -c -tags cuda -o bin/gpu/cuda.test ./cuda
 	$(GO) test -c -tags cuda -o bin/gpu/ggml.test ./ggml
-	$(GO) test -c -tags cuda -o bin/gpu/llama.test ./engines/llama
+	$(GO) test -c -tags cuda -o bin/gpu/decoding.test ./engines/decoding
+	$(GO) test -c -tags cuda -o bin/gpu/training.test ./engines/training
 	$(GO) build -tags cuda -o bin/gpu/toy ./cmd/toy
 
 generate:
@@ -131,7 +132,7 @@ test:
 	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzChatTemplate$$' -fuzztime $(FUZZ_TEMPLATE_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/serve -run '^$$' -fuzz '^FuzzChatRequest$$' -fuzztime $(FUZZ_REQUEST_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/sample -run '^$$' -fuzz '^FuzzJinjaTemplate$$' -fuzztime $(FUZZ_JINJA_EXECS) -fuzzminimizetime 2s
-	$(GO) test ./engines/llama -run '^$$' -fuzz '^FuzzModelHeader$$' -fuzztime $(FUZZ_HEADER_EXECS) -fuzzminimizetime 2s
+	$(GO) test ./engines/speculative -run '^$$' -fuzz '^FuzzModelHeader$$' -fuzztime $(FUZZ_HEADER_EXECS) -fuzzminimizetime 2s
 	$(GO) test ./engines/data -run '^$$' -fuzz '^FuzzLoadImage$$' -fuzztime $(FUZZ_IMAGE_EXECS) -fuzzminimizetime 2s
 
 fuzz-oracle:

@@ -3,7 +3,7 @@
 # binaries (make gpu-tests writes them to bin/gpu; the machine needs no Go), and prints one
 # table: kernel, cases, max relative error against the CPU reference, time per call.
 #
-#   scripts/gpu-check.sh [DIR]      DIR holds cuda.test, ggml.test and llama.test (default bin/gpu)
+#   scripts/gpu-check.sh [DIR]      DIR holds cuda.test, ggml.test, decoding.test and training.test (default bin/gpu)
 #
 # 1. the ABI proof of the CUDA driver bindings (generated/cudadrv/abiproof/proof.c) compiled
 #    against the installed cuda.h, when there is one, and NCCL's (generated/nccl/abiproof) against
@@ -11,7 +11,7 @@
 # 2. toy's own kernels (package cuda: argmax, sampling, AdamW) against their float64 references;
 # 3. when ggml's CUDA backend library is there ($TOY_GGML_CUDA, or DIR/libggml-cuda.so), ggml's
 #    op tests (package ggml) on the GPU against internal/reference, and
-# 4. the decoder (package engines/llama) on the GPU against its float64 reference, per
+# 4. the decoder (package engines/decoding) on the GPU against its float64 reference, per
 #    architecture, KV cache and weight type, and
 # 5. training on the GPU: whole-model gradients against finite differences, one AdamW step
 #    against plain Go, the evaluator against the reference, and
@@ -112,9 +112,9 @@ backend_part() { # part name, test binary, test regexp, note
   keep "$log" "$1"
 }
 backend_part ggml ggml.test "${GGML_TESTS:-^Test(BinaryOpsBroadcast|ScalarOps|UnaryOps|Reductions|Norms|MulMatF32|MulMatF16|MulMatQuantized|GLU|SoftMax|RopeExt|FlashAttnExt|GetRows|SetRows|CrossEntropyLoss|OptStepAdamW|CopyAndCast)$}" "CUDA backend vs internal/reference, the test's own tolerance"
-backend_part llama llama.test "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights|SortedTopK|F16Embeddings)$}" "decoder on CUDA vs the float64 reference"
+backend_part llama decoding.test "${LLAMA_TESTS:-^Test(DecoderMatchesReference|DecoderKVCaches|QuantizedWeights|SortedTopK|F16Embeddings)$}" "decoder on CUDA vs the float64 reference"
 backend_part sampler cuda.test '^TestTokenSampler$' "toy generate's device sampling, from ggml's logits in place, vs the host sampler"
-backend_part train llama.test "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
+backend_part train training.test "${TRAIN_TESTS:-^Test(GradientsMatchFiniteDifferences|AdamWStepMatchesGo|EvaluatorMatchesReference)$}" "training on CUDA vs finite differences / plain Go"
 # 6. Data-parallel training with NCCL: one rank per GPU (4, 2 or 1 of them) sums its gradients on
 # the device with ncclAllReduce and reproduces one trainer on one GPU; it needs Open MPI's mpirun
 # and NCCL's libnccl.so.2.
@@ -128,7 +128,7 @@ if part nccl; then
   elif ! ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2' && [ -z "${LD_LIBRARY_PATH:-}" ]; then
     row nccl "-" "skipped" "-" "no libnccl.so.2 (NVIDIA's libnccl2)"
   else
-    backend_part nccl llama.test '^TestDataParallelOnGPUs$' "$TOY_NCCL_RANKS rank(s), one GPU each, NCCL allreduce vs one trainer"
+    backend_part nccl training.test '^TestDataParallelOnGPUs$' "$TOY_NCCL_RANKS rank(s), one GPU each, NCCL allreduce vs one trainer"
   fi
 fi
 

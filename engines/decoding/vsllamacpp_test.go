@@ -94,7 +94,7 @@ func typeNamed(name string) (ggml.Type, bool) {
 // It runs only when TOY_VS_LLAMACPP names a directory to keep the checkpoints in (written once);
 // vsEnv lists the other settings.
 //
-//	TOY_VS_LLAMACPP=/tmp/vs go test ./engines/llama -run TestVsLlamaCpp -v -timeout 1h
+//	TOY_VS_LLAMACPP=/tmp/vs go test ./engines/decoding -run TestVsLlamaCpp -v -timeout 1h
 func TestVsLlamaCpp(t *testing.T) {
 	dir := os.Getenv("TOY_VS_LLAMACPP")
 	if dir == "" {

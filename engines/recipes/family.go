@@ -8,7 +8,7 @@ import (
 )
 
 // The model family a Scratch run trains: llama (Scratch.Model) or, when Scratch.GPT2 is set,
-// gpt2. Both are one engine (engines/llama) with one trainer; what differs is the spec their
+// gpt2. Both are one transformer (engines/transformer) with one trainer (engines/training); what differs is the spec their
 // shape comes from, and these helpers are the only places the recipe looks at it.
 
 // Family names the family the run trains: "llama" or "gpt2", the checkpoints'

@@ -544,7 +544,7 @@ func TestTrainDFlashLearns(t *testing.T) {
 // is (accepted+1)·next / (draft + verify). Each row reports cpu-ms/op beside the wall time:
 // on a loaded machine the CPU time is the work's cost.
 //
-//	go test ./engines/llama -run '^$' -bench DFlashPhases -benchtime 50x
+//	go test ./engines/speculative -run '^$' -bench DFlashPhases -benchtime 50x
 func BenchmarkDFlashPhases(b *testing.B) {
 	a := transformertest.TinyArch("llama")
 	a.Vocab, a.DModel, a.NLayers, a.DFF, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims = 2048, 512, 10, 1536, 8, 4, 64, 64, 64

@@ -14,7 +14,7 @@ import (
 // position embeddings, a fused QKV projection, biases on every projection and a GELU MLP, as
 // llama.cpp's gpt2 architecture stores it. GGUF keys are those llama.cpp's gpt2 loader reads
 // (gpt2.*), so checkpoints load in llama.cpp; options only toy uses are stored under toy.gpt2.*.
-// The engine builds it on the llama engine's one transformer core (engines/llama.NewGPT2).
+// The engine builds it on the one transformer core (engines/transformer): engines/training.NewGPT2.
 type Gpt2 struct {
 	// Vocab is the number of tokens.
 	Vocab int `json:"vocab"`

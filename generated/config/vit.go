@@ -17,8 +17,8 @@ import (
 // multi-head attention with a fused QKV projection, GELU MLP, biases everywhere) follow, and a
 // final LayerNorm and a linear head read the class token. llama.cpp has no ViT classifier
 // architecture, so the GGUF keys are toy's own, under vit.* (general.architecture "vit"); the
-// tensor names are listed in docs/TRAINING.md. The engine builds it on the llama engine's one
-// transformer core (engines/llama.NewViT).
+// tensor names are listed in docs/TRAINING.md. The engine builds it on the one transformer core
+// (engines/transformer): engines/training.NewViT.
 type Vit struct {
 	// ImageSize is the side of the square input image in pixels.
 	ImageSize int `json:"image_size"`

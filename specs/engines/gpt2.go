@@ -4,7 +4,7 @@ package engines
 // position embeddings, a fused QKV projection, biases on every projection and a GELU MLP, as
 // llama.cpp's gpt2 architecture stores it. GGUF keys are those llama.cpp's gpt2 loader reads
 // (gpt2.*), so checkpoints load in llama.cpp; options only toy uses are stored under toy.gpt2.*.
-// The engine builds it on the llama engine's one transformer core (engines/llama.NewGPT2).
+// The engine builds it on the one transformer core (engines/transformer): engines/training.NewGPT2.
 //
 //kernelgen:config
 //kernelgen:preset gpt2-small vocab=50257 d_model=768 d_ff=3072 n_heads=12 n_layers=12 context=1024 layer_norm_eps=1e-5 tied_output=true

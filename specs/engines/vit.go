@@ -7,8 +7,8 @@ package engines
 // multi-head attention with a fused QKV projection, GELU MLP, biases everywhere) follow, and a
 // final LayerNorm and a linear head read the class token. llama.cpp has no ViT classifier
 // architecture, so the GGUF keys are toy's own, under vit.* (general.architecture "vit"); the
-// tensor names are listed in docs/TRAINING.md. The engine builds it on the llama engine's one
-// transformer core (engines/llama.NewViT).
+// tensor names are listed in docs/TRAINING.md. The engine builds it on the one transformer core
+// (engines/transformer): engines/training.NewViT.
 //
 //kernelgen:config
 //kernelgen:preset vit-tiny image_size=224 patch_size=16 channels=3 d_model=192 n_heads=3 d_ff=768 n_layers=12 classes=1000 layer_norm_eps=1e-6
