@@ -51,3 +51,37 @@ func TestEnginesUseTheGgmlLayer(t *testing.T) {
 	assert.Greater(t, files, 50, "the walk found the engines' sources")
 	assert.Empty(t, bad, "use the ggml layer (ggml/) instead")
 }
+
+// dataFlow is each engine package of the transformer's data flow with the engine packages
+// (of this list) its non-test files may import: each stage builds on the ones before it.
+var dataFlow = map[string][]string{
+	"transformer": nil,
+	"decoding":    {"transformer"},
+	"training":    {"transformer", "decoding"},
+	"speculative": {"transformer", "decoding", "training"},
+}
+
+// TestEnginesFollowTheDataFlow: transformer ← decoding ← training ← speculative; no package
+// imports one after it (Go refuses cycles, this keeps the order a newcomer reads them in).
+func TestEnginesFollowTheDataFlow(t *testing.T) {
+	fset := token.NewFileSet()
+	for pkg, allowed := range dataFlow {
+		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, pkg)
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			require.NoError(t, err)
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				dep, ok := strings.CutPrefix(p, "github.com/toyml/toy/engines/")
+				if _, stage := dataFlow[dep]; ok && stage {
+					assert.Contains(t, allowed, dep, "%s imports %s, a later stage of the data flow", path, p)
+				}
+			}
+		}
+	}
+}

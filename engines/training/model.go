@@ -1,17 +1,3 @@
-// Package llama is toy's LLaMA/SmolLM2 engine — and its GPT-2 engine, a set of choices on the
-// same core (NewGPT2): the model's weights on a ggml backend, the forward pass over packed
-// token sequences, and the training step (cross-entropy, backward, AdamW) built once and
-// reused.
-//
-// Tensor names and shapes follow llama.cpp's GGUF convention (token_embd.weight,
-// blk.N.attn_q.weight, ...; ne[0] is a matrix's input width), so checkpoints load in llama.cpp
-// and ollama. RoPE is mode 0 (adjacent pairs), as llama.cpp uses for the llama architecture.
-//
-// Inference (decode.go, arch.go, loader.go) runs GGUF checkpoints of llama (SmolLM2, and
-// mistral-style sliding windows), qwen2, qwen3, gemma2, gemma3, qwen2moe, qwen3moe and gpt2
-// with any weight type ggml's CPU backend computes: OpenModel detects the Architecture and memory-maps
-// the weights, a Decoder keeps a key/value cache and reuses its graphs between steps, Bench
-// measures prompt processing and generation as llama-bench does.
 package training
 
 import (
