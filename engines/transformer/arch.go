@@ -232,8 +232,8 @@ type archTraits struct {
 	postNorms      bool // required post_attention_norm / post_ffw_norm
 	qkNorm         bool // required attn_q_norm / attn_k_norm
 	bias           bool // required attn_{q,k,v}.bias
-	SlidingPattern int  // -1: no sliding window; 0: every layer when the key is present
-	LocalRopeBase  float32
+	slidingPattern int  // -1: no sliding window; 0: every layer when the key is present
+	localRopeBase  float32
 	moe            bool // required experts
 	sharedExpert   bool
 	normTopK       bool
@@ -242,25 +242,25 @@ type archTraits struct {
 // SupportedArchitectures lists the general.architecture values the decoder runs.
 func SupportedArchitectures() []string {
 	var names []string
-	for n := range Traits {
+	for n := range traits {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names
 }
 
-var Traits = map[string]archTraits{
-	"llama":    {mode: ggml.RopeNormal, SlidingPattern: 0, normTopK: true},
-	"qwen2":    {mode: ggml.RopeNeox, bias: true, SlidingPattern: -1},
-	"qwen3":    {mode: ggml.RopeNeox, qkNorm: true, SlidingPattern: -1},
-	"qwen2moe": {mode: ggml.RopeNeox, bias: true, moe: true, sharedExpert: true, SlidingPattern: -1},
-	"qwen3moe": {mode: ggml.RopeNeox, qkNorm: true, moe: true, normTopK: true, SlidingPattern: -1},
+var traits = map[string]archTraits{
+	"llama":    {mode: ggml.RopeNormal, slidingPattern: 0, normTopK: true},
+	"qwen2":    {mode: ggml.RopeNeox, bias: true, slidingPattern: -1},
+	"qwen3":    {mode: ggml.RopeNeox, qkNorm: true, slidingPattern: -1},
+	"qwen2moe": {mode: ggml.RopeNeox, bias: true, moe: true, sharedExpert: true, slidingPattern: -1},
+	"qwen3moe": {mode: ggml.RopeNeox, qkNorm: true, moe: true, normTopK: true, slidingPattern: -1},
 	"gemma2": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true,
-		SlidingPattern: 2},
+		slidingPattern: 2},
 	"gemma3": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true, qkNorm: true,
-		SlidingPattern: 6, LocalRopeBase: 10000},
+		slidingPattern: 6, localRopeBase: 10000},
 	"gpt2": {ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
-		allBiases: true, SlidingPattern: -1},
+		allBiases: true, slidingPattern: -1},
 }
 
 // DetectArchitecture reads the architecture of an open GGUF file from its metadata and
@@ -279,7 +279,7 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	if err != nil {
 		return Architecture{}, fmt.Errorf("gguf %s: no general.architecture: %w", f.Path(), err)
 	}
-	tr, ok := Traits[name]
+	tr, ok := traits[name]
 	if !ok {
 		return Architecture{}, fmt.Errorf("gguf %s: unknown architecture %q (supported: %s)", f.Path(), name, strings.Join(SupportedArchitectures(), ", "))
 	}
@@ -354,8 +354,8 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	a.HeadDimV = cmp.Or(x.ValueLength, a.HeadDimK)
 	a.RopeDims = cmp.Or(x.RopeDims, a.HeadDimK)
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
-	if tr.LocalRopeBase > 0 {
-		a.RopeBaseLocal, a.RopeScaleLocal = tr.LocalRopeBase, 1
+	if tr.localRopeBase > 0 {
+		a.RopeBaseLocal, a.RopeScaleLocal = tr.localRopeBase, 1
 	}
 	if tr.embedScale {
 		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
@@ -369,8 +369,8 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 		a.QueryScale = float32(1 / math.Sqrt(float64(s)))
 	}
 	a.AttnSoftcap, a.FinalSoftcap = x.AttnSoftcap, x.FinalSoftcap
-	if tr.SlidingPattern >= 0 {
-		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.SlidingPattern
+	if tr.slidingPattern >= 0 {
+		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.slidingPattern
 	}
 	if a.NExperts = x.Experts; a.NExperts > 0 {
 		a.NExpertsUsed, a.ExpertFFN, a.NormTopK = x.ExpertsUsed, cmp.Or(x.ExpertFFN, a.DFF), tr.normTopK
@@ -694,7 +694,7 @@ func ArchitectureFromConfig(c Config) Architecture { return archFromConfig(Arch,
 // conversion from the spec's parameters, which the trainer and DetectArchitecture share. Head
 // sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
 func archFromConfig(name string, c Config) Architecture {
-	tr, ok := Traits[name]
+	tr, ok := traits[name]
 	if !ok && name == ViTArch {
 		tr = vitTraits
 	}
@@ -718,4 +718,12 @@ func archFromConfig(name string, c Config) Architecture {
 	}
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
 	return a
+}
+
+// SlidingTraits are the sliding-window pattern an architecture name implies (-1: no sliding
+// window; otherwise Architecture.SlidingPattern) and the RoPE base of its local layers (0: the
+// global one), as DetectArchitecture applies them.
+func SlidingTraits(name string) (pattern int, localRopeBase float32) {
+	t := traits[name]
+	return t.slidingPattern, t.localRopeBase
 }

@@ -66,7 +66,7 @@ func WriteRandomGGUFValues(path string, a Architecture, weightType ggml.Type, se
 	if err := a.validate(path); err != nil {
 		return nil, err
 	}
-	if _, ok := Traits[a.Name]; !ok {
+	if _, ok := traits[a.Name]; !ok {
 		return nil, fmt.Errorf("gguf %s: unknown architecture %q", path, a.Name)
 	}
 	if !ggml.ValidType(weightType) {

@@ -18,7 +18,7 @@ const ViTArch = "vit"
 // QKV, biases everywhere, a GELU MLP — gpt2's blocks — with image patches in and a class-token
 // head out (ArchitectureFromViT). They are not in traits: the decoder runs language models.
 var vitTraits = archTraits{ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
-	allBiases: true, SlidingPattern: -1}
+	allBiases: true, slidingPattern: -1}
 
 // ValidateViT checks a ViT configuration against its spec's bounds.
 func ValidateViT(c config.Vit) error {

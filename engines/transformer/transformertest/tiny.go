@@ -24,14 +24,14 @@ func TinyArch(variant string) transformer.Architecture {
 			NHeads: H, NKVHeads: Hkv, HeadDimK: hd, HeadDimV: hd, NormEps: 1e-5,
 			RopeMode: ggml.RopeNeox, RopeDims: hd, RopeBase: 10000, RopeScale: 1, EmbedScale: 1,
 			QueryScale: float32(1 / math.Sqrt(float64(hd)))}
-		if t := transformer.Traits[name]; t.SlidingPattern > 0 {
-			a.SlidingPattern = t.SlidingPattern
+		if pattern, _ := transformer.SlidingTraits(name); pattern > 0 {
+			a.SlidingPattern = pattern
 		}
 		return a
 	}
 	finish := func(a transformer.Architecture) transformer.Architecture {
 		a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
-		if lb := transformer.Traits[a.Name].LocalRopeBase; lb > 0 {
+		if _, lb := transformer.SlidingTraits(a.Name); lb > 0 {
 			a.RopeBaseLocal, a.RopeScaleLocal = lb, 1
 		}
 		return a
