@@ -96,8 +96,8 @@ func WriteRandomGGUFValues(path string, a Architecture, weightType ggml.Type, se
 		if s.Role.multiplied() && len(s.Ne) >= 2 && !strings.HasSuffix(name, "ffn_gate_inp.weight") {
 			typ = rowType(weightType, s.Ne[0])
 		}
-		if UsePool(typ, s.Ne[0], n) {
-			key := quantizedPoolKey{typ, RandomStd(a, s, scale)}
+		if usePool(typ, s.Ne[0], n) {
+			key := quantizedPoolKey{typ, randomStd(a, s, scale)}
 			pool := pools[key]
 			if pool == nil {
 				var err error
@@ -130,7 +130,7 @@ func WriteRandomGGUFValues(path string, a Architecture, weightType ggml.Type, se
 				vals[i] = float32(0.2 * scale * rng.NormFloat64())
 			}
 		default:
-			std := RandomStd(a, s, scale)
+			std := randomStd(a, s, scale)
 			for i := range vals {
 				vals[i] = float32(std * rng.NormFloat64())
 			}
@@ -160,8 +160,8 @@ func WriteRandomGGUFValues(path string, a Architecture, weightType ggml.Type, se
 	return kept, nil
 }
 
-// RandomStd is the standard deviation of the random values of matrix s.
-func RandomStd(a Architecture, s tensorSpec, scale float64) float64 {
+// randomStd is the standard deviation of the random values of matrix s.
+func randomStd(a Architecture, s tensorSpec, scale float64) float64 {
 	switch {
 	case s.Role == roleEmbedding:
 		return scale / float64(a.EmbedScale)
@@ -174,11 +174,11 @@ func RandomStd(a Architecture, s tensorSpec, scale float64) float64 {
 // quantizedPoolBlocks is how many quantized random blocks a pool holds.
 const quantizedPoolBlocks = 4096
 
-// UsePool reports whether a matrix of n values of type typ in rows of rowLen is drawn from a
+// usePool reports whether a matrix of n values of type typ in rows of rowLen is drawn from a
 // pool: it is block-quantized, larger than the pool (or quantizing it is cheaper), and its
 // rows hold at least 4 blocks, so that two of them are equal with a chance of at most
 // rows²/2 · 4096⁻⁴, 2·10⁻⁶ for a vocabulary of 100,000.
-func UsePool(typ ggml.Type, rowLen, n int64) bool {
+func usePool(typ ggml.Type, rowLen, n int64) bool {
 	if !ggml.IsQuantized(typ) {
 		return false
 	}

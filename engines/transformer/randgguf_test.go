@@ -1,4 +1,4 @@
-package decoding
+package transformer_test
 
 import (
 	"encoding/binary"
@@ -10,13 +10,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/decoding"
+	"github.com/toyml/toy/engines/decoding/decodingtest"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/ggml"
 )
 
 // TestRandomQuantizedGGUF: a random block-quantized checkpoint's matrices, the large ones
-// drawn from pools of quantized blocks, hold (dequantized by ggml) the values writeRandomGGUF
+// drawn from pools of quantized blocks, hold (dequantized by ggml) the values WriteRandomGGUFValues
 // reports to within the type's rounding, have the intended spread, and no two equal rows.
 func TestRandomQuantizedGGUF(t *testing.T) {
 	for _, c := range []struct {
@@ -31,11 +33,11 @@ func TestRandomQuantizedGGUF(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "random.gguf")
 			kept, err := transformer.WriteRandomGGUFValues(path, a, c.typ, 7, 1, true)
 			require.NoError(t, err)
-			m := openTiny(t, path, ModelOptions{})
-			got := loadedWeights(t, m)
+			m := decodingtest.OpenTiny(t, path, decoding.ModelOptions{})
+			got := decodingtest.LoadedWeights(t, m)
 			pooled := 0
 			for _, s := range a.TensorSpecs() {
-				w := m.mapped.Tensor(s.Name)
+				w := m.Tensor(s.Name)
 				if !ggml.IsQuantized(w.Type()) {
 					continue
 				}
@@ -66,7 +68,7 @@ func TestRandomQuantizedGGUF(t *testing.T) {
 			}
 			assert.Equal(t, 2+3*a.NLayers, pooled, "the embeddings, the output and each block's feed-forward are drawn from pools")
 			if c.typ == ggml.Q4_K {
-				assert.Equal(t, ggml.Q4_K, m.mapped.Tensor("blk.0.ffn_down.weight").Type())
+				assert.Equal(t, ggml.Q4_K, m.Tensor("blk.0.ffn_down.weight").Type())
 			}
 		})
 	}
