@@ -34,7 +34,7 @@ func dflashTarget(t *testing.T, seed uint64) *decoding.GGUFModel {
 // a verification-sized Append and single steps, are the float64 reference's layer outputs.
 func TestCaptureMatchesReference(t *testing.T) {
 	m := dflashTarget(t, 3)
-	d := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{KVType: decoding.KVF32, Batch: 4}, 0)
+	d := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{KVType: decoding.KVF32, Batch: 4})
 	layers := []int{1, 0}
 	require.NoError(t, d.SetCapture(layers))
 	assert.Equal(t, 2*m.Arch.DModel, d.CaptureWidth())
@@ -236,8 +236,8 @@ func TestDFlashForwardMatchesReference(t *testing.T) {
 // over contexts that fill the window's cells more than once; greedy, both propose the same.
 func TestDFlashCacheMatchesUncached(t *testing.T) {
 	m := dflashTarget(t, 11)
-	td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}, 0)
-	ref := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}, 0) // the context rows, read apart
+	td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{})
+	ref := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}) // the context rows, read apart
 	rng := rand.New(rand.NewPCG(13, 14))
 	V := m.Arch.Vocab
 	for _, cfg := range []DFlashConfig{
@@ -313,7 +313,7 @@ func TestDFlashCacheMatchesUncached(t *testing.T) {
 // the saved and reopened drafter proposes the same; a drafter of another target is refused.
 func TestDFlashGreedyIsTarget(t *testing.T) {
 	m := dflashTarget(t, 5)
-	td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}, 0)
+	td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{})
 	rng := rand.New(rand.NewPCG(3, 4))
 	prompts := [][]int32{{5}, transformertest.RandomTokens(rng, 7, m.Arch.Vocab), transformertest.RandomTokens(rng, 30, m.Arch.Vocab)}
 	want := make([][]int32, len(prompts))
@@ -384,7 +384,7 @@ func TestDFlashGreedyIsTarget(t *testing.T) {
 		bigger := decodingtest.OpenTiny(t, transformertest.WriteTiny(t, a, ggml.F32, 6), decoding.ModelOptions{})
 		_, err = OpenDFlash(path, bigger)
 		assert.ErrorContains(t, err, "drafts for a llama target of 3 layers")
-		od := decodingtest.NewDecoder(t, other, decoding.DecoderOptions{}, 0)
+		od := decodingtest.NewDecoder(t, other, decoding.DecoderOptions{})
 		_, err = NewDFlashSpeculative(od, df, 0, sample.NewSampler(sample.GreedyParams()))
 		assert.ErrorContains(t, err, "was made for")
 	}
@@ -443,7 +443,7 @@ func TestTrainDFlashLearns(t *testing.T) {
 	random, err := NewDFlash(m, cfg, 3)
 	require.NoError(t, err)
 	defer random.Close()
-	td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}, 0)
+	td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{})
 	accepted := func(df *DFlash) float64 {
 		sp, err := NewDFlashSpeculative(td, df, 0, sample.NewSampler(sample.GreedyParams()))
 		require.NoError(t, err)
@@ -556,7 +556,7 @@ func BenchmarkDFlashPhases(b *testing.B) {
 	defer df.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	ctx := transformertest.RandomTokens(rng, 128, a.Vocab)
-	d := decodingtest.NewDecoder(b, m, decoding.DecoderOptions{Batch: 128}, 0)
+	d := decodingtest.NewDecoder(b, m, decoding.DecoderOptions{Batch: 128})
 	require.NoError(b, d.SetCapture(cfg.TargetLayers))
 	_, err = d.Prompt(ctx)
 	require.NoError(b, err)
@@ -731,7 +731,7 @@ func TestTargetText(t *testing.T) {
 	text, err := TargetText(context.Background(), m, prompts, n, sample.GreedyParams(), decoding.DecoderOptions{}, func(k int) { done = append(done, k) })
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, done)
-	dec := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}, 0)
+	dec := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{})
 	off := 0
 	for i, pr := range prompts {
 		want := min(len(pr)+n, m.Arch.Context)

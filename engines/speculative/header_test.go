@@ -287,7 +287,7 @@ func TestTrainedContextBeyondMemory(t *testing.T) {
 	assert.ErrorContains(t, err, "GiB of memory: use a smaller context")
 	_, err = decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{Slots: 2, FlashAttention: true}) // the trained context a slot
 	assert.Error(t, err)
-	d := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{MaxContext: 16}, 0)
+	d := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{MaxContext: 16})
 	_, err = d.Prompt([]int32{1, 2, 3})
 	assert.NoError(t, err)
 }
@@ -347,7 +347,7 @@ func TestDFlashHeaderCounts(t *testing.T) {
 		d, err := OpenDFlash(edit{key: "dflash.window_size", value: math.MaxUint32, tensor: -1, drop: -1}.apply(t, good), m)
 		require.NoError(t, err)
 		defer d.Close()
-		td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{}, 0)
+		td := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{})
 		sp, err := NewDFlashSpeculative(td, d, 0, sample.NewSampler(sample.GreedyParams()))
 		if err == nil {
 			defer sp.Close()

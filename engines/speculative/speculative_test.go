@@ -45,7 +45,7 @@ func TestTruncate(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		seq := transformertest.RandomTokens(rng, 20, m.Arch.Vocab)
 		opts := decoding.DecoderOptions{KVType: decoding.KVF32, FlashAttention: fa}
-		d := decodingtest.NewDecoder(t, m, opts, 0)
+		d := decodingtest.NewDecoder(t, m, opts)
 		_, err := d.Prompt(seq[:12])
 		require.NoError(t, err)
 		rows, err := d.Append(seq[12:16])
@@ -57,7 +57,7 @@ func TestTruncate(t *testing.T) {
 		require.NoError(t, err)
 		got = append([]float32(nil), got...)
 
-		ref := decodingtest.NewDecoder(t, m, opts, 0)
+		ref := decodingtest.NewDecoder(t, m, opts)
 		want, err := ref.Prompt(seq[:20])
 		require.NoError(t, err)
 		assert.InDeltaSlice(t, want, got, 1e-4, "fa %v", fa)
@@ -130,7 +130,7 @@ func TestSpeculativeGreedyIsTarget(t *testing.T) {
 			"other":   transformertest.WriteTiny(t, short, ggml.F32, 99),
 		}
 		tm := decodingtest.OpenTiny(t, tpath, decoding.ModelOptions{})
-		td := decodingtest.NewDecoder(t, tm, decoding.DecoderOptions{}, 0)
+		td := decodingtest.NewDecoder(t, tm, decoding.DecoderOptions{})
 		rng := rand.New(rand.NewPCG(3, 4))
 		prompts := [][]int32{{5}, transformertest.RandomTokens(rng, 7, a.Vocab), transformertest.RandomTokens(rng, 30, a.Vocab)}
 		want := make([][]int32, len(prompts))
@@ -139,7 +139,7 @@ func TestSpeculativeGreedyIsTarget(t *testing.T) {
 		}
 		for name, dpath := range drafts {
 			dm := decodingtest.OpenTiny(t, dpath, decoding.ModelOptions{})
-			dd := decodingtest.NewDecoder(t, dm, decoding.DecoderOptions{}, 0)
+			dd := decodingtest.NewDecoder(t, dm, decoding.DecoderOptions{})
 			for _, gamma := range []int{1, 4, 8} {
 				for _, pMin := range []float64{0, 0.1, 0.5} {
 					sp, err := NewSpeculative(td, dd, gamma, sample.NewSampler(sample.GreedyParams()))
@@ -179,8 +179,8 @@ func TestSpeculativeVocabMismatch(t *testing.T) {
 	a := transformertest.TinyArch("smollm2")
 	b := a
 	b.Vocab = 40
-	td := decodingtest.NewDecoder(t, decodingtest.OpenTiny(t, transformertest.WriteTiny(t, a, ggml.F32, 1), decoding.ModelOptions{}), decoding.DecoderOptions{}, 0)
-	dd := decodingtest.NewDecoder(t, decodingtest.OpenTiny(t, transformertest.WriteTiny(t, b, ggml.F32, 1), decoding.ModelOptions{}), decoding.DecoderOptions{}, 0)
+	td := decodingtest.NewDecoder(t, decodingtest.OpenTiny(t, transformertest.WriteTiny(t, a, ggml.F32, 1), decoding.ModelOptions{}), decoding.DecoderOptions{})
+	dd := decodingtest.NewDecoder(t, decodingtest.OpenTiny(t, transformertest.WriteTiny(t, b, ggml.F32, 1), decoding.ModelOptions{}), decoding.DecoderOptions{})
 	_, err := NewSpeculative(td, dd, 4, sample.NewSampler(sample.GreedyParams()))
 	assert.ErrorContains(t, err, "vocabulary of 40 tokens")
 	_, err = NewSpeculative(td, td, 4, sample.NewSampler(sample.GreedyParams()))
@@ -197,8 +197,8 @@ func TestSpeculativeSamplingDistribution(t *testing.T) {
 	tpath := transformertest.WriteTiny(t, a, ggml.F32, 11)
 	tm := decodingtest.OpenTiny(t, tpath, decoding.ModelOptions{})
 	dm := decodingtest.OpenTiny(t, perturbed(t, tpath, 1.5, 12), decoding.ModelOptions{})
-	td := decodingtest.NewDecoder(t, tm, decoding.DecoderOptions{}, 0)
-	dd := decodingtest.NewDecoder(t, dm, decoding.DecoderOptions{}, 0)
+	td := decodingtest.NewDecoder(t, tm, decoding.DecoderOptions{})
+	dd := decodingtest.NewDecoder(t, dm, decoding.DecoderOptions{})
 	params := sample.Params{Temperature: 1.5, TopP: 1, RepeatPenalty: 1, Seed: 5}
 	prompt := []int32{1, 4, 2}
 	dist := func(d *decoding.Decoder) []float64 {

@@ -50,7 +50,7 @@ func mergedRef(base map[string][]float64, a transformer.Architecture, ad *Adapte
 		}
 		in, r := int(t.Ne()[0]), int(t.Ne()[1])
 		b := vals[name+".lora_b"]
-		merge(w[name], loraPart{in: in, out: len(b) / r, rank: r, a: vals[name+".lora_a"], b: b}, float64(o.Alpha)/float64(o.Rank))
+		transformertest.MergeLoRAPart(w[name], transformertest.LoRAPart{In: in, Out: len(b) / r, Rank: r, A: vals[name+".lora_a"], B: b}, float64(o.Alpha)/float64(o.Rank))
 	}
 	return &transformertest.RefInfer{A: a, W: w, ExactGELU: true} // as the training graph computes GELU
 }
@@ -200,7 +200,7 @@ func TestFreshAdapterIsTheBase(t *testing.T) {
 	adapterPath := filepath.Join(t.TempDir(), "adapter.gguf")
 	require.NoError(t, ad.Save(adapterPath, nil))
 	withLoRA := decodingtest.OpenTiny(t, path, decoding.ModelOptions{Backend: be, LoRA: []decoding.LoRA{{Path: adapterPath}}})
-	got, err := decodingtest.NewDecoder(t, withLoRA, decoding.DecoderOptions{KVType: decoding.KVF32}, 0).Logits(seq[:T])
+	got, err := decodingtest.NewDecoder(t, withLoRA, decoding.DecoderOptions{KVType: decoding.KVF32}).Logits(seq[:T])
 	require.NoError(t, err)
 	want := make([][]float64, T)
 	for i := range want {
@@ -223,7 +223,7 @@ func TestFreshAdapterIsTheBase(t *testing.T) {
 		require.NoError(t, decoding.MergeLoRA(path, []decoding.LoRA{{Path: adapterPath}}, out, typ))
 		merged := decodingtest.OpenTiny(t, out, decoding.ModelOptions{Backend: be})
 		assert.Equal(t, typ, merged.WeightType())
-		fromMerged, err := decodingtest.NewDecoder(t, merged, decoding.DecoderOptions{KVType: decoding.KVF32}, 0).Logits(seq[:T])
+		fromMerged, err := decodingtest.NewDecoder(t, merged, decoding.DecoderOptions{KVType: decoding.KVF32}).Logits(seq[:T])
 		require.NoError(t, err)
 		tol := map[ggml.Type]float64{ggml.F32: 1e-3, ggml.Q8_0: 3e-2}[typ] // the tied output stays f16, whose products round activations to f16
 		assert.Less(t, transformertest.RelErr(fromMerged, ref), tol, "merged into %s", ggml.TypeName(typ))

@@ -78,7 +78,7 @@ func TestFullFinetuneFromGGUF(t *testing.T) {
 			saved := decodingtest.OpenTiny(t, path, decoding.ModelOptions{Backend: be})
 			assert.Equal(t, a, saved.Arch, "the checkpoint keeps the source's architecture")
 			trained := logits(m)
-			got, err := decodingtest.NewDecoder(t, saved, decoding.DecoderOptions{KVType: decoding.KVF32}, 0).Logits(seq[:T])
+			got, err := decodingtest.NewDecoder(t, saved, decoding.DecoderOptions{KVType: decoding.KVF32}).Logits(seq[:T])
 			require.NoError(t, err)
 			want := make([][]float64, T)
 			for i := range want {

@@ -469,7 +469,7 @@ func TestGPT2Training(t *testing.T) {
 		require.NoError(t, m.Save(path, nil))
 		dm := decodingtest.OpenTiny(t, path, decoding.ModelOptions{Backend: be})
 		assert.Equal(t, a, dm.Arch, "the checkpoint's architecture reads back")
-		got, err := decodingtest.NewDecoder(t, dm, decoding.DecoderOptions{KVType: decoding.KVF32}, 0).Logits(seq[:T])
+		got, err := decodingtest.NewDecoder(t, dm, decoding.DecoderOptions{KVType: decoding.KVF32}).Logits(seq[:T])
 		require.NoError(t, err)
 		assert.Less(t, transformertest.RelErr(got, train), 1e-3, "tied %v: the decoder gives the training forward's logits", tied)
 	}

@@ -54,7 +54,7 @@ func oracleErr(got, want [][]float32) float64 {
 // toyLogits is what toy's decoder gives for seq on the model at path (f32 cache, all positions).
 func toyLogits(t *testing.T, path string, opts decoding.ModelOptions) [][]float32 {
 	m := decodingtest.OpenTiny(t, path, opts)
-	d := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{KVType: decoding.KVF32}, 0)
+	d := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{KVType: decoding.KVF32})
 	got, err := d.Logits(oracleSeq(m.Arch.Vocab))
 	require.NoError(t, err)
 	return got
@@ -185,13 +185,13 @@ func TestOracleLoRA(t *testing.T) {
 	transformertest.WithKVs(t, path, transformertest.NoVocab)
 	rng := rand.New(rand.NewPCG(7, 7))
 	d, ff, kv := a.DModel, a.DFF, a.NKVHeads*a.HeadDimK
-	p1 := writeLoRA(t, "llama", 8, []loraPart{
-		randomPart(rng, "blk.0.attn_q.weight", d, d, 4),
-		randomPart(rng, "blk.1.attn_v.weight", d, kv, 4),
-		randomPart(rng, "blk.0.ffn_down.weight", ff, d, 4),
-		randomPart(rng, "blk.1.ffn_up.weight", d, ff, 4),
+	p1 := transformertest.WriteLoRA(t, "llama", 8, []transformertest.LoRAPart{
+		transformertest.RandomLoRAPart(rng, "blk.0.attn_q.weight", d, d, 4),
+		transformertest.RandomLoRAPart(rng, "blk.1.attn_v.weight", d, kv, 4),
+		transformertest.RandomLoRAPart(rng, "blk.0.ffn_down.weight", ff, d, 4),
+		transformertest.RandomLoRAPart(rng, "blk.1.ffn_up.weight", d, ff, 4),
 	})
-	p2 := writeLoRA(t, "llama", 0, []loraPart{randomPart(rng, "blk.0.attn_q.weight", d, d, 2)})
+	p2 := transformertest.WriteLoRA(t, "llama", 0, []transformertest.LoRAPart{transformertest.RandomLoRAPart(rng, "blk.0.attn_q.weight", d, d, 2)})
 
 	got := toyLogits(t, path, decoding.ModelOptions{LoRA: []decoding.LoRA{{Path: p1, Scale: 0.5}, {Path: p2}}})
 	o := openOracle(t, path)

@@ -32,7 +32,7 @@ func TestDecodesTrainedCheckpoint(t *testing.T) {
 			m := decodingtest.OpenTiny(t, path, decoding.ModelOptions{})
 			assert.Equal(t, transformer.ArchitectureFromConfig(c), m.Arch)
 			seq := transformertest.RandomTokens(rand.New(rand.NewPCG(43, 44)), c.Context, c.Vocab)
-			got, err := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{KVType: decoding.KVF32}, 0).Logits(seq)
+			got, err := decodingtest.NewDecoder(t, m, decoding.DecoderOptions{KVType: decoding.KVF32}).Logits(seq)
 			require.NoError(t, err)
 			assert.Less(t, transformertest.RelErr(got, ref.Logits(seq, -1)), 1e-5, "against the float64 reference")
 

@@ -63,14 +63,10 @@ func OpenTiny(t testing.TB, path string, opts decoding.ModelOptions) *decoding.G
 	return m
 }
 
-// NewDecoder makes a decoder of m, closed when the test ends; bucket > 0 rounds its cache
-// lengths to that many cells (Decoder.SetGraphBucket), so that tiny models reach several graphs.
-func NewDecoder(t testing.TB, m *decoding.GGUFModel, opts decoding.DecoderOptions, bucket int) *decoding.Decoder {
+// NewDecoder makes a decoder of m, closed when the test ends.
+func NewDecoder(t testing.TB, m *decoding.GGUFModel, opts decoding.DecoderOptions) *decoding.Decoder {
 	d, err := decoding.NewDecoder(m, opts)
 	require.NoError(t, err)
-	if bucket > 0 {
-		d.SetGraphBucket(bucket)
-	}
 	t.Cleanup(func() { d.Close() })
 	return d
 }
