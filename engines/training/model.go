@@ -39,6 +39,35 @@ func New(c transformer.Config, b *ggml.Backend) (*Model, error) {
 	return newModel(transformer.ArchitectureFromConfig(c), c, b)
 }
 
+// NewGPT2 allocates a GPT-2 model of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: the same Trainer, Evaluator and checkpoints.
+func NewGPT2(c config.Gpt2, b *ggml.Backend) (*Model, error) {
+	if err := transformer.ValidateGPT2(c); err != nil {
+		return nil, err
+	}
+	m, err := newModel(transformer.ArchitectureFromGPT2(c), transformer.GPT2Core(c), b)
+	if err != nil {
+		return nil, err
+	}
+	m.GPT2 = &c
+	return m, nil
+}
+
+// NewViT allocates a ViT classifier of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: NewClassifierTrainer trains it,
+// NewClassifierEvaluator runs it, Save and Load keep it.
+func NewViT(c config.Vit, b *ggml.Backend) (*Model, error) {
+	if err := transformer.ValidateViT(c); err != nil {
+		return nil, err
+	}
+	m, err := newModel(transformer.ArchitectureFromViT(c), transformer.ViTCore(c), b)
+	if err != nil {
+		return nil, err
+	}
+	m.ViT = &c
+	return m, nil
+}
+
 // newModel allocates a model of architecture a, whose initialisation c's InitScale and Seed
 // set.
 func newModel(a transformer.Architecture, c transformer.Config, b *ggml.Backend) (*Model, error) {
@@ -129,33 +158,4 @@ func (m *Model) Init() error {
 		}
 	}
 	return nil
-}
-
-// NewGPT2 allocates a GPT-2 model of shape c on backend b, with every weight zero; Init or
-// Load fills it. It is a Model like any other: the same Trainer, Evaluator and checkpoints.
-func NewGPT2(c config.Gpt2, b *ggml.Backend) (*Model, error) {
-	if err := transformer.ValidateGPT2(c); err != nil {
-		return nil, err
-	}
-	m, err := newModel(transformer.ArchitectureFromGPT2(c), transformer.GPT2Core(c), b)
-	if err != nil {
-		return nil, err
-	}
-	m.GPT2 = &c
-	return m, nil
-}
-
-// NewViT allocates a ViT classifier of shape c on backend b, with every weight zero; Init or
-// Load fills it. It is a Model like any other: NewClassifierTrainer trains it,
-// NewClassifierEvaluator runs it, Save and Load keep it.
-func NewViT(c config.Vit, b *ggml.Backend) (*Model, error) {
-	if err := transformer.ValidateViT(c); err != nil {
-		return nil, err
-	}
-	m, err := newModel(transformer.ArchitectureFromViT(c), transformer.ViTCore(c), b)
-	if err != nil {
-		return nil, err
-	}
-	m.ViT = &c
-	return m, nil
 }
