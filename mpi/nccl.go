@@ -75,7 +75,7 @@ func (c *NCCL) Close() error {
 
 // DeviceWorld is a World whose ranks each drive one GPU: besides the World's collectives on
 // host memory, it sums float32 gradients in device memory with ncclAllReduce
-// (llama.DeviceReducer), in place.
+// (training.DeviceReducer), in place.
 type DeviceWorld struct {
 	*World
 	nccl *NCCL

@@ -513,7 +513,7 @@ func randomShape(preset, typeName string) (transformer.Architecture, ggml.Type, 
 }
 
 // parseProbabilities parses a comma-separated list of minimum draft probabilities
-// (llama.CheckMinProbability).
+// (speculative.CheckMinProbability).
 func parseProbabilities(list string) ([]float64, error) {
 	var ps []float64
 	for _, f := range strings.Split(list, ",") {

@@ -24,7 +24,7 @@ import (
 )
 
 // runTrainDFlash is `toy train -recipe dflash`: a DFlash drafter for a target model, distilled
-// from the target's own predictions (llama.TrainDFlash).
+// from the target's own predictions (speculative.TrainDFlash).
 func runTrainDFlash(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("train -recipe dflash", flag.ContinueOnError)
 	fs.String("recipe", "dflash", "dflash")
@@ -152,7 +152,7 @@ Flags:
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A sixteenth of the text is held out (the last prompts' generations, or the data's end, at
-	// most 16 windows of it): after training, the drafter is measured on it (llama.EvalDFlash).
+	// most 16 windows of it): after training, the drafter is measured on it (speculative.EvalDFlash).
 	var heldOut []int32
 	if *generated > 0 {
 		prompts, err := speculative.TeacherPrompts(corpus, *generated, speculative.TeacherPromptTokens, *seed)

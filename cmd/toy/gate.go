@@ -15,7 +15,7 @@ import (
 
 // The kernel gate. Every command that runs a model resolves the kernel table's entry for it and
 // audits the lookups the run will make: those of toy's own CPU operations that the model's
-// decoders make (llama.GGUFModel.KernelNeeds: generate, perplexity, bench model, bench serve,
+// decoders make (decoding.GGUFModel.KernelNeeds: generate, perplexity, bench model, bench serve,
 // serve) and, in a cuda build, toy generate's device sampling (kernelrt.Dispatch). A model the
 // table declares no entry for, or a lookup that neither resolves nor is expected absent, refuses
 // the run unless --dangerously-allow-unresolved-kernel-lookups; the model's decoders then run

@@ -680,7 +680,7 @@ func (f logitBiasFlag) Set(v string) error {
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// runPerplexity computes perplexity as llama.cpp's perplexity tool does (llama.Perplexity): the
+// runPerplexity computes perplexity as llama.cpp's perplexity tool does (decoding.Perplexity): the
 // text is split into non-overlapping chunks of the context size (each starting with BOS when the
 // vocabulary adds one), and the second half of each chunk is scored.
 func runPerplexity(args []string, stdout, stderr io.Writer) error {

@@ -205,7 +205,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 			return nil, err
 		}
 		if !setFlags(f.fs)["draft-p-min"] {
-			f.draftPMin = 0 // a DFlash block's probabilities run lower (llama.DefaultMinProbability)
+			f.draftPMin = 0 // a DFlash block's probabilities run lower (speculative.DefaultMinProbability)
 		}
 		if !setFlags(f.fs)["draft-n"] {
 			f.draftN = df.Cfg.Gamma - 1

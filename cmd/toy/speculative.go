@@ -47,7 +47,7 @@ func openDraft(d *decoderFlags, target *decoding.GGUFModel, dec *decoding.Decode
 
 // generateSpeculative is toy generate's loop with a draft model or a DFlash drafter (newSp
 // makes the speculative decoder for the sampler): the same output as without it when greedy,
-// the same distribution when sampling (llama.Speculative), and a report of the steps on
+// the same distribution when sampling (speculative.Speculative), and a report of the steps on
 // standard error, with toy generate's timing summary (start is when the command started).
 func generateSpeculative(stdout, stderr io.Writer, dec *decoding.Decoder, newSp func(*sample.Sampler) (*speculative.Speculative, error), p sample.Params, seedGiven bool,
 	ids []int32, prompt string, chat bool, n int, tok *tokenizer.Tokenizer, stops []string, start time.Time) error {

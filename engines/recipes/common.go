@@ -102,7 +102,7 @@ type loop struct {
 	step                 func(step int, decay, noDecay [7]float32) (float32, error)
 	evaluate             func() (runs.Eval, error) // the held-out loss (and a classifier's accuracy); the loop sets Step
 	save                 func(step int) error
-	// finite reports a trained tensor that holds a NaN or an infinity (llama.Trainer.CheckFinite):
+	// finite reports a trained tensor that holds a NaN or an infinity (training.Trainer.CheckFinite):
 	// the loop saves no checkpoint of such weights.
 	finite func() error
 	// replicas, when the run is data-parallel, make every rank stop after the same step; only

@@ -28,14 +28,14 @@ import (
 )
 
 // Finetune adapts a GGUF model in one of three modes (Mode):
-//   - LoRA (the default) trains adapters on the frozen base (llama.NewAdapter): the base stays
+//   - LoRA (the default) trains adapters on the frozen base (training.NewAdapter): the base stays
 //     in its own type, as loaded, and only the adapters and their AdamW state are trained;
 //     the result is an adapter GGUF.
-//   - Full trains every weight of an f32 copy of the base (llama.FromGGUF), but the token
+//   - Full trains every weight of an f32 copy of the base (training.FromGGUF), but the token
 //     embeddings with FreezeEmbeddings; the result is a GGUF model with the base's
 //     architecture keys, tokenizer and general.* metadata.
 //   - Warm start trains a new model of shape NewModel from scratch but for its vocabulary,
-//     tokenizer and token embeddings, which come from the base (the donor, llama.WarmStart).
+//     tokenizer and token embeddings, which come from the base (the donor, training.Model.WarmStart).
 //
 // The data is plain text (a file or a directory, as Scratch reads it) or chat conversations in
 // JSONL (a .jsonl file or a directory of them, data.ReadChat), rendered through the model's chat template with the
@@ -48,20 +48,20 @@ type Finetune struct {
 	// full and warm-start modes.
 	FreezeEmbeddings bool `json:"freeze_embeddings,omitempty"`
 	// FreezeEmbeddingsSteps holds the token embeddings fixed for the first steps only, in the
-	// full and warm-start modes (llama.Trainer.HoldEmbeddings: their AdamW moments follow the
+	// full and warm-start modes (training.Trainer.HoldEmbeddings: their AdamW moments follow the
 	// gradients meanwhile); then they train with the rest.
 	FreezeEmbeddingsSteps int `json:"freeze_embeddings_steps,omitempty"`
 	// Recompute is how many of the first blocks LoRA recomputes in the backward pass instead
-	// of keeping their activations (llama.LoRAOptions.Recompute): less memory, one more
+	// of keeping their activations (training.LoRAOptions.Recompute): less memory, one more
 	// forward pass of those blocks a step.
 	Recompute int `json:"recompute,omitempty"`
 	// RecomputeAttention makes LoRA recompute the attention probabilities of the other blocks
-	// in the backward pass instead of keeping them (llama.LoRAOptions.RecomputeAttention):
+	// in the backward pass instead of keeping them (training.LoRAOptions.RecomputeAttention):
 	// T·T·heads floats a sequence and block less, one more product of queries and keys and
 	// softmax a block and step.
 	RecomputeAttention bool `json:"recompute_attention,omitempty"`
 	// KeepTransposed makes LoRA on a block-quantized base keep a transposed f32 copy of each
-	// frozen weight for the backward pass (llama.LoRAOptions.KeepTransposed): 4 bytes a
+	// frozen weight for the backward pass (training.LoRAOptions.KeepTransposed): 4 bytes a
 	// parameter, for the dequantizing transposes of every step.
 	KeepTransposed bool `json:"keep_transposed,omitempty"`
 	// NewModel is the shape of a warm-started model; its vocabulary is the donor's (the
@@ -114,12 +114,12 @@ type Finetune struct {
 	ckpt        *runs.Checkpoint
 	started     bool
 	madeRunsDir bool
-	// baseFingerprint is llama.ModelFingerprint of the base, recorded in every adapter so that
+	// baseFingerprint is decoding.ModelFingerprint of the base, recorded in every adapter so that
 	// one applied to another base is noticed.
 	baseFingerprint string
 }
 
-// LoRAConfig are the adapters' settings (llama.LoRAOptions).
+// LoRAConfig are the adapters' settings (training.LoRAOptions).
 type LoRAConfig struct {
 	Rank    int      `json:"rank"`
 	Alpha   float32  `json:"alpha"`

@@ -16,7 +16,7 @@ import (
 // Replicas is the data-parallel job a recipe runs in: one process per rank (an *mpi.World
 // under mpirun). Every rank builds the same model, reads its share of each global batch
 // (Batch/Size() sequences), and its trainer averages the gradients over the ranks before the
-// same AdamW step (llama.DataParallel). Rank 0 alone writes the run: the run directory, its
+// same AdamW step (training.DataParallel). Rank 0 alone writes the run: the run directory, its
 // data, events, checkpoints and the console output; the others read the run directory, which
 // must be at the same path on every rank (a shared file system, or a copy).
 type Replicas interface {

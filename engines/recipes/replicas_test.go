@@ -36,7 +36,7 @@ func onlyRun(t *testing.T, dir string) string {
 
 // TestScratchDataParallel: `mpirun -np 2 toy train` reproduces the losses of one process
 // training the same global batch (within the float32 summation order; see
-// llama.TestDataParallelMatchesOneTrainer), rank 0 alone writes the run, and a run resumes with
+// training.TestDataParallelMatchesOneTrainer), rank 0 alone writes the run, and a run resumes with
 // another number of ranks: 2 ranks then 1, and 1 rank then 2, each match the run of one process
 // throughout.
 func TestScratchDataParallel(t *testing.T) {

@@ -48,7 +48,7 @@ type Scratch struct {
 	Tokenizer string `json:"tokenizer"`
 	// Teacher, when set, makes the run a distillation of that GGUF model: the data becomes the
 	// teacher's greedy continuations of Generated prompts drawn from the text (SeqLen tokens
-	// after llama.TeacherPromptTokens of the text's), in the teacher's tokenizer and its own
+	// after speculative.TeacherPromptTokens of the text's), in the teacher's tokenizer and its own
 	// token ids, a twentieth as many for the held-out part from the held-out text. It makes a
 	// draft model for speculative decoding: what a draft must predict is the target's greedy
 	// chain, which is often not how the tokenizer would split the same text.

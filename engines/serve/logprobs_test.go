@@ -167,7 +167,7 @@ func refDistribution(p sample.Params, logits []float32) map[int32]float64 {
 	return out
 }
 
-// checkAgainstDecoder follows a reply's tokens with a lone llama.Decoder from the prompt ids:
+// checkAgainstDecoder follows a reply's tokens with a lone decoding.Decoder from the prompt ids:
 // at every step, the reported token must be one the reference distribution keeps, with its
 // log-probability, and the reported alternatives the reference's most likely, with theirs.
 func checkAgainstDecoder(t *testing.T, s *Server, ids []int32, p sample.Params, top int, got []reported, what string) {
@@ -260,7 +260,7 @@ func masked(logits []float32, m *grammar.Matcher) []float32 {
 }
 
 // TestLogprobs: the log-probabilities a reply reports, chat and text completions, streamed
-// and not, greedy and sampled, are those a lone llama.Decoder's logits give for the same tokens
+// and not, greedy and sampled, are those a lone decoding.Decoder's logits give for the same tokens
 // with the sampler's filters applied as documented (sample.Sampler.KeepLogprobs); the streamed
 // ones equal the whole reply's; the text completion's offsets are where each token's text starts.
 func TestLogprobs(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package serve is toy's inference server: an OpenAI-compatible HTTP API (chat and text
 // completions, streamed as server-sent events or not, models, health, Prometheus metrics) over
 // one model, with continuous batching: every active request is a sequence of one
-// llama.BatchDecoder, all of them advanced by one graph per step, new requests' prompts joining
+// decoding.BatchDecoder, all of them advanced by one graph per step, new requests' prompts joining
 // between steps and finished or abandoned ones leaving.
 //
 // The server keeps no state between requests, so replicas behind any HTTP load balancer scale
@@ -80,7 +80,7 @@ type Config struct {
 	Log io.Writer
 	// Draft, when not nil, makes the slots decode speculatively (speculate.go): a decoder of a
 	// smaller model of the same vocabulary, with the Decoder's slots and at least its slot
-	// context, proposes up to DraftTokens tokens (0: llama.DefaultDraftTokens) per step after a
+	// context, proposes up to DraftTokens tokens (0: speculative.DefaultDraftTokens) per step after a
 	// slot's last token, which the slot's verification checks in the step's batch. A proposal the
 	// draft gives a probability below DraftMinProbability (0: none) ends the drafting. The
 	// Server does not own it.

@@ -17,13 +17,13 @@ import (
 // have not read in the first); the step then carries each such slot's last token and its
 // proposals as one input with a logit row per token, beside the other slots' single tokens and
 // prompt chunks. The slot accepts a prefix of the proposals and one token of the target's by
-// llama.SpecSampler's rule, the rule toy generate's llama.Speculative uses (greedy: the
+// speculative.SpecSampler's rule, the rule toy generate's speculative.Speculative uses (greedy: the
 // target's own choices, so the replies are the server's without a drafter; sampling: the
 // target's distribution), and the target's cells of the rejected proposals are dropped. The
 // draft's cells of a slot are kept as long as they are a prefix of the slot's tokens (a
 // rejected proposal's are dropped at the next drafting, a new request keeps the prefix its
 // prompt shares with the slot's last one). A slot whose drafting gave no accepted token backs
-// off as llama.Speculative does (SpecSampler.Drafting).
+// off as speculative.Speculative does (SpecSampler.Drafting).
 
 // specSlot is a slot's speculative state.
 type specSlot struct {
@@ -119,7 +119,7 @@ func newModelDrafter(cfg Config, p specParams) (*modelDrafter, error) {
 	return &modelDrafter{specParams: p, dec: d, held: make([][]int32, d.Slots())}, nil
 }
 
-// dflashDrafter drafts with a DFlash drafter, one state (llama.DFlashSlot) and one block
+// dflashDrafter drafts with a DFlash drafter, one state (speculative.DFlashSlot) and one block
 // forward per slot, reading the hidden states the target's decoder captures: each step's rows
 // of the tokens the target committed (a prompt chunk's, a generating slot's last token's, a
 // verification's last token and accepted proposals') are kept in the slot's state. A request's

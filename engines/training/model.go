@@ -9,7 +9,8 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Model is a model being trained — LLaMA (New) or GPT-2 (NewGPT2): f32 weights in one backend
+// Model is a model being trained — LLaMA (New), GPT-2 (NewGPT2), a ViT classifier (NewViT) or a
+// full fine-tune of a GGUF checkpoint (FromGGUF): f32 weights in one backend
 // buffer, laid out by the architecture's tensor table (the one GGUFModel loads) and run by the
 // same forward pass.
 type Model struct {

@@ -19,7 +19,7 @@ import (
 )
 
 // The differential oracle: llama.cpp (internal/oracle) loads the same files toy does and must
-// give the same logits. Unlike the float64 reference (refinfer_test.go), which reimplements
+// give the same logits. Unlike the float64 reference (transformertest.RefInfer), which reimplements
 // toy's reading of an architecture, llama.cpp is an independent reading of the same GGUF keys
 // and tensor names, so these tests catch a key toy writes or reads differently from llama.cpp.
 
@@ -207,7 +207,7 @@ func TestOracleLoRA(t *testing.T) {
 	assert.Greater(t, oracleErr(plain, want), 1e-2, "the adapters change llama.cpp's logits")
 }
 
-// TestOracleTrainedAdapter: an adapter trained by toy (llama.Adapter, a few steps on a q8_0
+// TestOracleTrainedAdapter: an adapter trained by toy (Adapter, a few steps on a q8_0
 // base), saved in llama.cpp's LoRA format, gives in llama.cpp the logits toy's decoder gives
 // with it; and the merged export (MergeLoRA) gives them in llama.cpp without the adapter.
 func TestOracleTrainedAdapter(t *testing.T) {
