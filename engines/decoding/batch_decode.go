@@ -41,7 +41,7 @@ const maxBatchGraphs = 24
 // one token each (the generating ones) are one batched attention over the regions of the
 // slots from the first of them to the last, each sequence of a prompt chunk one over its own
 // region, and a mask per query row keeps each token to its earlier positions. The transformer
-// is the one forward pass every engine shares (forwardPass), with this attention as its attend
+// is the one forward pass every engine shares (transformer.ForwardPass), with this attention as its attend
 // hook; each token carries its own position for RoPE. On the CPU the weights multiply a step's
 // few columns with toy's own kernel (GGUFModel.ownColumns), so a sequence's logits do not
 // depend on which other sequences share its step.

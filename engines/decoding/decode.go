@@ -888,7 +888,7 @@ func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
 	return ctx.MulMat(a, b)
 }
 
-// rmsNormMul is the RMS norm of x times its scale w, the decoders' norm (forwardPass.rmsNormMul):
+// rmsNormMul is the RMS norm of x times its scale w, the decoders' norm (transformer.ForwardPass.RMSNormMul):
 // one operation of toy's (ggml.RMSNormMulCPU) where toy's CPU kernels run and it fits, ggml's
 // RMSNorm then Mul elsewhere. ggml's RMS_NORM sums a row's squares one after the other; toy's
 // sums them eight at a time, with the same float results (TestRMSNormMulCPU), and saves the
@@ -901,7 +901,7 @@ func (m *GGUFModel) rmsNormMul(ctx *ggml.Context, x, w *ggml.Tensor, eps float32
 }
 
 // ropeHook is the decoders' RoPE of a graph whose tokens are at the i32 positions pos
-// (forwardPass.rope): toy's (ggml.RopeApplyCPU) where toy's CPU kernels run and the rotation
+// (transformer.ForwardPass.Rope): toy's (ggml.RopeApplyCPU) where toy's CPU kernels run and the rotation
 // fits, by a table of the positions' cosines and sines made once for the graph's layers that
 // rotate alike (ggml.RopeTableCPU); ggml's RopeExt elsewhere, which makes the table again in
 // every node, on every thread. The same bits either way (TestRopeCPU).

@@ -586,7 +586,7 @@ func TestF16Embeddings(t *testing.T) {
 	}
 }
 
-// TestNonFinite: nonFinite finds the first NaN or infinity, and nothing among finite values
+// TestNonFinite: NonFinite finds the first NaN or infinity, and nothing among finite values
 // (the largest and the subnormal ones included), against math.IsNaN and math.IsInf.
 func TestNonFinite(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))

@@ -34,7 +34,7 @@ func loadedWeights(t testing.TB, m *GGUFModel) map[string][]float64 {
 	return out
 }
 
-// dequantize is w's values as ggml's CPU dequantizer gives them (dequantizeOnCPU).
+// dequantize is w's values as ggml's CPU dequantizer gives them (DequantizeOnCPU).
 func dequantize(t testing.TB, w *ggml.Tensor) []float32 {
 	raw, err := DequantizeOnCPU(w, ggml.F32)
 	require.NoError(t, err)

@@ -78,7 +78,7 @@ func (n *GradNorm) Add(ctx *ggml.Context, graph *ggml.Graph, grad *ggml.Tensor) 
 	return graph.Expand(t)
 }
 
-// GradNormNodes bounds the nodes gradNorm adds to a graph for n gradients: a copy, a reshape,
+// GradNormNodes bounds the nodes GradNorm adds to a graph for n gradients: a copy, a reshape,
 // a product and a sum each.
 func GradNormNodes(n int) int { return 4 * n }
 

@@ -64,7 +64,7 @@ func oracleSeq(vocab int) []int32 {
 	return transformertest.RandomTokens(rand.New(rand.NewPCG(11, 11)), 11, vocab)
 }
 
-// oracleArch is tinyArch(variant) within what llama.cpp reads: the variants that differ are
+// oracleArch is transformertest.TinyArch(variant) within what llama.cpp reads: the variants that differ are
 // adjusted here and their differences pinned by TestOracleKnownDifferences.
 func oracleArch(variant string) transformer.Architecture {
 	a := transformertest.TinyArch(variant)

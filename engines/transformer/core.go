@@ -6,14 +6,14 @@ import (
 
 // Weights are a model's tensors by their part in the transformer. The training Model and the
 // GGUFModel hold the same struct, bound from the architecture's one tensor table
-// (Architecture.tensorTable), and the same forward pass (forwardPass) reads it.
+// (Architecture.TensorTable), and the same forward pass (ForwardPass) reads it.
 type Weights struct {
 	TokEmbd, PosEmbd, outNorm, outNormB, Output, RopeFreqs *ggml.Tensor
 	// patchEmbd, patchEmbdB and clsToken are an image model's input (InputPatches), outputB
 	// its head's bias (HeadClassToken).
 	patchEmbd, patchEmbdB, clsToken, outputB *ggml.Tensor
 	Layers                                   []blockWeights
-	// EmbLookup is the table token embeddings are gathered from: tokEmbd, or a copy of it in a
+	// EmbLookup is the table token embeddings are gathered from: TokEmbd, or a copy of it in a
 	// type the backend can gather (GGUFModel.prepareEmbeddings).
 	EmbLookup *ggml.Tensor
 }
@@ -132,7 +132,7 @@ func (f *ForwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 	return part(qd, 0), part(kd, qd), part(vd, qd+kd)
 }
 
-// Logits builds the logits [Vocab, n] (or [Vocab, 1] with lastOnly) of the i32 tokens [n].
+// Logits builds the logits [Vocab, n] (or [Vocab, 1] with LastOnly) of the i32 tokens [n].
 // Errors are recorded on the context.
 func (f *ForwardPass) Logits(tokens *ggml.Tensor) *ggml.Tensor {
 	ctx, a := f.Ctx, f.A
@@ -270,7 +270,7 @@ func (f *ForwardPass) ffn(gate, up, down, h *ggml.Tensor) *ggml.Tensor {
 }
 
 // topK is the indices of the k largest router probabilities of each token: ggml's TOP_K, or
-// the first k of a descending argsort (the same experts, in order) with sortTopK.
+// the first k of a descending argsort (the same experts, in order) with SortTopK.
 func (f *ForwardPass) topK(probs *ggml.Tensor, k int64) *ggml.Tensor {
 	if !f.SortTopK {
 		return f.Ctx.TopK(probs, int(k))

@@ -28,7 +28,7 @@ func ValidateViT(c config.Vit) error {
 	return nil
 }
 
-// ViTCore is c in the core's own parameters (see gpt2Core): the classes in the vocabulary's
+// ViTCore is c in the core's own parameters (see GPT2Core): the classes in the vocabulary's
 // place (the head's rows), the class token and the patches as the context.
 func ViTCore(c config.Vit) Config {
 	n := c.ImageSize / c.PatchSize
@@ -104,7 +104,7 @@ type ImageInputs struct {
 	pixelsBuf []float32
 }
 
-// imageInputTensors is the number of tensors newImageInputs declares.
+// imageInputTensors is the number of tensors NewImageInputs declares.
 const imageInputTensors = 4
 
 func NewImageInputs(s *ggml.Context, a *Architecture, B int) *ImageInputs {
