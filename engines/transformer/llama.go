@@ -2,6 +2,7 @@ package transformer
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
@@ -64,4 +65,38 @@ func ConfigFromArch(a *Architecture) Config {
 		c.RopeScaling, c.RopeScaleFactor = config.LlamaRopeScalingLinear, 1/a.RopeScale
 	}
 	return c
+}
+
+// ArchitectureFromConfig is the architecture of a model of the training engine's
+// configuration c: arch "llama", RoPE mode NORMAL, with c's RoPE scaling (linear or YaRN).
+func ArchitectureFromConfig(c Config) Architecture { return archFromConfig(Arch, c) }
+
+// archFromConfig is the architecture that c describes for the family member name: the one
+// conversion from the spec's parameters, which the trainer and DetectArchitecture share. Head
+// sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
+func archFromConfig(name string, c Config) Architecture {
+	tr, ok := traits[name]
+	if !ok && name == ViTArch {
+		tr = vitTraits
+	}
+	hd := 0
+	if c.NHeads > 0 && c.DModel%c.NHeads == 0 {
+		hd = c.DModel / c.NHeads
+	}
+	a := Architecture{Name: name, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
+		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
+		NormEps: c.RMSEps, RopeMode: tr.mode, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias || tr.bias, EmbedScale: 1, FFN: tr.ffn, PostNorms: tr.postNorms,
+		Norm: tr.norm, Positions: tr.positions, FusedQKV: tr.fusedQKV, OutBias: tr.allBiases, FFNBias: tr.allBiases}
+	if hd > 0 {
+		a.QueryScale = float32(1 / math.Sqrt(float64(hd)))
+	}
+	if c.RopeScaling != config.LlamaRopeScalingNone && c.RopeScaleFactor > 0 {
+		a.RopeScale = 1 / c.RopeScaleFactor
+		if c.RopeScaling == config.LlamaRopeScalingYarn {
+			a.RopeYaRN, a.RopeOrigCtx = true, c.RopeOrigContext
+		}
+	}
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+	return a
 }

@@ -161,7 +161,7 @@ func WriteRandomGGUFValues(path string, a Architecture, weightType ggml.Type, se
 }
 
 // randomStd is the standard deviation of the random values of matrix s.
-func randomStd(a Architecture, s tensorSpec, scale float64) float64 {
+func randomStd(a Architecture, s TensorSpec, scale float64) float64 {
 	switch {
 	case s.Role == roleEmbedding:
 		return scale / float64(a.EmbedScale)

@@ -8,18 +8,6 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// ViTArch is the GGUF general.architecture of toy's ViT classifier checkpoints. llama.cpp has
-// no such architecture: the keys (vit.*, from specs/engines/vit.go) and the tensor names
-// (patch_embd, cls_token, position_embd, the gpt2 block names, output_norm, output with a
-// bias) are toy's own, documented in docs/TRAINING.md.
-const ViTArch = "vit"
-
-// vitTraits are the vit choices of the core: LayerNorm with biases, learned positions, fused
-// QKV, biases everywhere, a GELU MLP — gpt2's blocks — with image patches in and a class-token
-// head out (ArchitectureFromViT). They are not in traits: the decoder runs language models.
-var vitTraits = archTraits{ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
-	allBiases: true, slidingPattern: -1}
-
 // ValidateViT checks a ViT configuration against its spec's bounds.
 func ValidateViT(c config.Vit) error {
 	if err := c.Validate(); err != nil {
