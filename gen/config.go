@@ -24,6 +24,11 @@ type Config struct {
 	Presets []*Preset
 	// NoFlags: the config gets no command-line flags (//kernelgen:config noflags).
 	NoFlags bool
+	// Options: the struct is a group of command options (//kernelgen:options), not a model's
+	// configuration: no GGUF keys, fields also of kinds int64, uint64, float64 and
+	// map[int32]float64, flags named by the flag tag, and a RegisterFlags method in place of
+	// the Flags type (see docs/SPECS.md).
+	Options bool
 	Pos     token.Position
 }
 
@@ -31,7 +36,7 @@ type Config struct {
 type ConfigField struct {
 	GoName string
 	Doc    string
-	Kind   string // "int", "float32", "bool" or "string"
+	Kind   string // "int", "float32", "bool" or "string"; options also "int64", "uint64", "float64", mapKind
 	JSON   string
 	// GGUF is the GGUF key; "{arch}" in it stands for the file's general.architecture, so
 	// one config reads and writes the keys of every architecture of its family.
@@ -54,8 +59,15 @@ type ConfigField struct {
 	// Flag is the command-line flag's name, the JSON name with '_' → '-' ("" for a field tagged
 	// flag:"-"); Alias is an extra name of the same flag ("" for none).
 	Flag, Alias string
-	Pos         token.Position
+	// Resumable marks an option a resumed run may take from its command line (resume:"keep"):
+	// it changes how the run is computed or reported, not what it computes.
+	Resumable bool
+	Pos       token.Position
 }
+
+// mapKind is the one map type an options field may have (a logit bias: token id → bias); it
+// has no default and no flag.
+const mapKind = "map[int32]float64"
 
 // archPlaceholder stands for the architecture's name in a GGUF key.
 const archPlaceholder = "{arch}"
@@ -111,7 +123,7 @@ type PresetValue struct {
 	Value string
 }
 
-var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required", "omitzero"}
+var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required", "omitzero", "resume"}
 
 // LoadConfigs reads the engine spec package matched by pattern (relative to dir).
 func LoadConfigs(dir, pattern string) ([]*Config, error) {
@@ -180,14 +192,22 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 				}
 				c.NoFlags = true
 			}
+		case "options":
+			if isConfig {
+				l.errorf(d.pos, "%s: kernelgen:config and kernelgen:options are exclusive", c.GoName)
+			}
+			isConfig, c.Options = true, true
+			if len(d.args) > 0 {
+				l.errorf(d.pos, "kernelgen:options takes no arguments")
+			}
 		case "preset":
 			presetDirs = append(presetDirs, d)
 		default:
-			l.errorf(d.pos, "unknown directive kernelgen:%s on config %s (known: config, preset)", d.name, c.GoName)
+			l.errorf(d.pos, "unknown directive kernelgen:%s on config %s (known: config, options, preset)", d.name, c.GoName)
 		}
 	}
 	if !isConfig {
-		l.errorf(ts.Pos(), "type %s needs kernelgen:config", c.GoName)
+		l.errorf(ts.Pos(), "type %s needs kernelgen:config or kernelgen:options", c.GoName)
 		return nil
 	}
 	st, ok := ts.Type.(*ast.StructType)
@@ -202,7 +222,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 			l.errorf(f.Pos(), "config %s: declare one field per line", c.GoName)
 			continue
 		}
-		cf := l.configField(f)
+		cf := l.configField(f, c.Options)
 		if cf == nil {
 			continue
 		}
@@ -212,7 +232,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		if byJSON[cf.JSON] != nil {
 			l.errorf(f.Pos(), "json name %q is used twice", cf.JSON)
 		}
-		if byGGUF[cf.GGUF] {
+		if cf.GGUF != "" && byGGUF[cf.GGUF] {
 			l.errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
 		}
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
@@ -268,7 +288,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 	return c
 }
 
-func (l *loader) configField(f *ast.Field) *ConfigField {
+func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	name := f.Names[0].Name
 	cf := &ConfigField{GoName: name, Doc: GoDoc(name, name, doc(f.Doc)), Pos: l.position(f.Pos())}
 	if cf.Doc == "" {
@@ -279,10 +299,22 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 		switch t.Kind() {
 		case types.Int, types.Float32, types.Bool, types.String:
 			cf.Kind = t.Name()
+		case types.Int64, types.Uint64, types.Float64:
+			if options {
+				cf.Kind = t.Name()
+			}
+		}
+	case *types.Map:
+		if options && t.String() == mapKind {
+			cf.Kind = mapKind
 		}
 	}
 	if cf.Kind == "" {
-		l.errorf(f.Pos(), "field %s: config fields are int, float32, bool or string", name)
+		if options {
+			l.errorf(f.Pos(), "field %s: option fields are int, int64, uint64, float64, bool, string or %s", name, mapKind)
+		} else {
+			l.errorf(f.Pos(), "field %s: config fields are int, float32, bool or string", name)
+		}
 		return nil
 	}
 	if f.Tag == nil {
@@ -291,7 +323,11 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 	}
 	raw, _ := strconv.Unquote(f.Tag.Value)
 	tag := reflect.StructTag(raw)
-	for _, part := range strings.Fields(raw) {
+	parts := strings.Fields(raw)
+	if options {
+		parts = splitTag(raw) // an option's default may hold spaces ("func ")
+	}
+	for _, part := range parts {
 		key, val, _ := strings.Cut(part, ":")
 		if _, err := strconv.Unquote(val); err != nil || !strings.HasPrefix(val, `"`) || key == "" {
 			l.errorf(f.Pos(), "field %s: malformed tag %q (want key:\"value\" pairs separated by spaces, values without spaces)", name, part)
@@ -309,7 +345,12 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 	if cf.JSON, ok = tag.Lookup("json"); !ok || cf.JSON == "" {
 		l.errorf(f.Pos(), "field %s: missing json tag", name)
 	}
-	if cf.GGUF, ok = tag.Lookup("gguf"); !ok || cf.GGUF == "" {
+	if cf.GGUF, ok = tag.Lookup("gguf"); options {
+		if ok {
+			l.errorf(f.Pos(), "field %s: options have no GGUF key", name)
+			cf.GGUF = ""
+		}
+	} else if !ok || cf.GGUF == "" {
 		l.errorf(f.Pos(), "field %s: missing gguf tag", name)
 	} else if rest := strings.Replace(cf.GGUF, archPlaceholder, "", 1); strings.ContainsAny(rest, "{}") {
 		l.errorf(f.Pos(), "field %s: gguf:%q: the only placeholder is %s, once", name, cf.GGUF, archPlaceholder)
@@ -335,7 +376,7 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 			return nil
 		}
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || cf.Kind == "bool" || cf.Kind == "string" {
+		if err != nil || cf.Kind == "bool" || cf.Kind == "string" || cf.Kind == mapKind {
 			l.errorf(f.Pos(), "field %s: %s:%q is not a bound for a %s", name, key, s, cf.Kind)
 			return nil
 		}
@@ -351,10 +392,28 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 	cf.MultipleOf = tag.Get("multipleof")
 	cf.Flag = strings.ReplaceAll(cf.JSON, "_", "-")
 	if v, ok := tag.Lookup("flag"); ok {
-		if v != "-" {
+		switch {
+		case v == "-":
+			cf.Flag = ""
+		case !options:
 			l.errorf(f.Pos(), "field %s: flag:%q: the only value is \"-\" (no flag; the flag's name is the json name)", name, v)
+		case !isFlagName(v):
+			l.errorf(f.Pos(), "field %s: flag:%q is not a flag name (letters, digits and '-', not first) or \"-\"", name, v)
+		default:
+			cf.Flag = v
 		}
-		cf.Flag = ""
+	}
+	if cf.Kind == mapKind && cf.Flag != "" {
+		l.errorf(f.Pos(), "field %s: a %s field has no flag (flag:\"-\")", name, mapKind)
+	}
+	if v, ok := tag.Lookup("resume"); ok {
+		switch {
+		case !options:
+			l.errorf(f.Pos(), "field %s: resume:%q is for options (kernelgen:options), not a model's config", name, v)
+		case v != "keep":
+			l.errorf(f.Pos(), "field %s: resume:%q: the only value is \"keep\"", name, v)
+		}
+		cf.Resumable = true
 	}
 	if v, ok := tag.Lookup("alias"); ok {
 		switch {
@@ -367,6 +426,12 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 		}
 	}
 	d, ok := tag.Lookup("default")
+	if cf.Kind == mapKind {
+		if ok {
+			l.errorf(f.Pos(), "field %s: a %s field has no default (nil)", name, mapKind)
+		}
+		return cf
+	}
 	if !ok {
 		l.errorf(f.Pos(), "field %s: missing default", name)
 		return nil
@@ -376,6 +441,35 @@ func (l *loader) configField(f *ast.Field) *ConfigField {
 		l.errorf(f.Pos(), "field %s: default %q: %s", name, d, msg)
 	}
 	return cf
+}
+
+// splitTag splits a struct tag into its key:"value" parts at the spaces between them, a quoted
+// value's own spaces (and escaped quotes) kept.
+func splitTag(raw string) []string {
+	var parts []string
+	start, quoted := -1, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == ' ' && !quoted:
+			if start >= 0 {
+				parts = append(parts, raw[start:i])
+				start = -1
+			}
+			continue
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		parts = append(parts, raw[start:])
+	}
+	return parts
 }
 
 // isFlagName reports whether s can name a flag: ASCII letters, digits and '-', starting with a
@@ -431,12 +525,26 @@ func (f *ConfigField) check(s string) string {
 			return "not an int"
 		}
 		v = float64(i)
-	case "float32":
-		x, err := strconv.ParseFloat(s, 32)
+	case "int64":
+		i, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return "not a float32"
+			return "not an int64"
+		}
+		v = float64(i)
+	case "uint64":
+		i, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return "not a uint64"
+		}
+		v = float64(i)
+	case "float32", "float64":
+		x, err := strconv.ParseFloat(s, map[string]int{"float32": 32, "float64": 64}[f.Kind])
+		if err != nil {
+			return "not a " + f.Kind
 		}
 		v = x
+	case mapKind:
+		return "a map takes no value here"
 	case "bool":
 		if _, err := strconv.ParseBool(s); err != nil {
 			return "not a bool"

@@ -69,3 +69,31 @@ func asFloat32(v any) (float32, bool) {
 	}
 	return 0, false
 }
+
+// Option describes one command option of a group declared with kernelgen:options.
+type Option struct {
+	// Flag is the option's command-line flag ("" for none) and Alias a second name of it.
+	Flag, Alias string
+	// JSON is its key in JSON: a recipe's options, a run bundle's config{}, a request.
+	JSON string
+	// Usage is the flag's help text.
+	Usage string
+	// Resumable says a resumed run may take it from its command line: it changes how the run is
+	// computed or reported, not what it computes.
+	Resumable bool
+}
+
+// ResumableOptions lists the JSON keys of every option a resumed run may take from its command
+// line (resume:"keep" in the spec), group by group in the order the spec declares them.
+func ResumableOptions() []string {
+	return []string{
+		"threads",
+		"eval_every",
+		"save_every",
+		"save_minutes",
+		"git",
+		"progress_every",
+		"sample_tokens",
+		"sample_prompt",
+	}
+}
