@@ -85,3 +85,45 @@ func TestEnginesFollowTheDataFlow(t *testing.T) {
 		}
 	}
 }
+
+// layersBelow are the directories (outside engines/) whose non-test files import nothing of the
+// packages listed beside them: the generator no runtime package (it runs before the code it
+// generates for builds), and so on.
+var layersBelow = []struct {
+	dir    string
+	banned []string
+}{
+	{"../gen", []string{"github.com/toyml/toy/engines", "github.com/toyml/toy/generated", "github.com/toyml/toy/cuda", "github.com/toyml/toy/ggml", "github.com/toyml/toy/internal"}},
+	{"../cmd/kernelgen", []string{"github.com/toyml/toy/engines", "github.com/toyml/toy/generated", "github.com/toyml/toy/cuda", "github.com/toyml/toy/ggml", "github.com/toyml/toy/internal"}},
+}
+
+// TestLayersBelowTheEngines: what lies below engines/ does not import it (test files may).
+func TestLayersBelowTheEngines(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, l := range layersBelow {
+		files := 0
+		var bad []string
+		err := filepath.WalkDir(l.dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			files++
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, b := range l.banned {
+					if p == b || strings.HasPrefix(p, b+"/") {
+						bad = append(bad, path+" imports "+p)
+					}
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Positive(t, files, "%s has Go files", l.dir)
+		assert.Empty(t, bad, "%s sits below what it imports", l.dir)
+	}
+}

@@ -567,7 +567,7 @@ func emitOptions(f *jen.File, c *Config) {
 		}
 		g.For(jen.List(jen.Id("_"), jen.Id("name")).Op(":=").Range().Id("only")).Block(
 			jen.If(jen.Id("fs").Dot("Lookup").Call(jen.Id("name")).Op("==").Nil()).Block(
-				jen.Panic(jen.Lit("config: "+c.GoName+" has no flag -").Op("+").Id("name"))))
+				jen.Panic(jen.Lit("config: " + c.GoName + " has no flag -").Op("+").Id("name"))))
 	})
 	f.Line()
 }

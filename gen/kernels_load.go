@@ -12,12 +12,12 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
-
-	"github.com/toyml/toy/engines/sample"
 )
 
 // The kernel-table inputs live under kernels/ (see kernels/README.md):
@@ -117,7 +117,8 @@ type KModelType struct {
 	Line       int
 }
 
-// KPreset is one sampling preset, with sample.DefaultParams filling keys it leaves out.
+// KPreset is one sampling preset, with the defaults of the Sampling options spec filling keys
+// it leaves out.
 type KPreset struct {
 	Name          string
 	Temperature   float64
@@ -275,7 +276,13 @@ const ModelsDir = "models"
 // LoadKernels reads every target under root/dir (normally "kernels"), with the source trees
 // they name and the models they declare, into a checked model. Errors name file:line (paths
 // relative to root) and are all reported at once.
-func LoadKernels(root, dir string) ([]*KTarget, error) {
+//
+// sampling is the Sampling options group of specs/engines: its defaults fill the keys a
+// [sampling.NAME] preset leaves out, and its bounds check the values a preset gives.
+func LoadKernels(root, dir string, sampling *Config) ([]*KTarget, error) {
+	if sampling == nil || sampling.GoName != "Sampling" || !sampling.Options {
+		return nil, fmt.Errorf("kernelgen: the kernel tables need the Sampling options spec")
+	}
 	entries, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
 		return nil, err
@@ -293,7 +300,7 @@ func LoadKernels(root, dir string) ([]*KTarget, error) {
 			others = append(others, e.Name())
 			continue
 		}
-		if t := loadTarget(root, dir, e.Name(), shared, trees, ke); t != nil {
+		if t := loadTarget(root, dir, e.Name(), shared, trees, sampling, ke); t != nil {
 			targets = append(targets, t)
 		}
 	}
@@ -328,7 +335,7 @@ var (
 	cudaArch  = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
 )
 
-func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, ke *kerr) *KTarget {
+func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling *Config, ke *kerr) *KTarget {
 	rel := dir + "/" + name
 	hwPath := rel + "/HARDWARE.toml"
 	var hf hardwareFile
@@ -405,7 +412,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 				layers = append(layers, l)
 			}
 		}
-		if m := buildModel(n, layers, ke); m != nil {
+		if m := buildModel(n, layers, sampling, ke); m != nil {
 			t.Models = append(t.Models, m)
 			byName[n] = m
 		}
@@ -861,7 +868,7 @@ func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
 // checks the result. An overlay replaces what it sets: [model]'s keys one by one,
 // [[model_types]] as a whole, each [sampling.<preset>] whole, [behaviour] and [dflash] whole;
 // its [expected_absent] entries add to the shared ones. Errors name the file that set the key.
-func buildModel(name string, layers []*modelLayer, ke *kerr) *KModel {
+func buildModel(name string, layers []*modelLayer, sampling *Config, ke *kerr) *KModel {
 	var mf modelFile
 	typesFrom := layers[0]
 	for i, l := range layers {
@@ -950,15 +957,47 @@ func buildModel(name string, layers []*modelLayer, ke *kerr) *KModel {
 	sort.Strings(names)
 	for _, n := range names {
 		s := mf.Sampling[n]
-		d := sample.DefaultParams()
-		p := KPreset{Name: n, Temperature: d.Temperature, TopK: d.TopK, TopP: d.TopP, MinP: d.MinP,
-			RepeatPenalty: d.RepeatPenalty, RepeatLastN: d.RepeatLastN}
-		setIf(&p.Temperature, s.Temperature)
-		setIf(&p.TopK, s.TopK)
-		setIf(&p.TopP, s.TopP)
-		setIf(&p.MinP, s.MinP)
-		setIf(&p.RepeatPenalty, s.RepeatPenalty)
-		setIf(&p.RepeatLastN, s.RepeatLastN)
+		field := func(json string) *ConfigField {
+			for _, f := range sampling.Fields {
+				if f.JSON == json {
+					return f
+				}
+			}
+			panic("kernelgen: the Sampling spec has no field " + json)
+		}
+		// set gives *dst the spec's default of key, then the preset's value, checked against
+		// the spec's bounds.
+		set := func(dst any, key string, v any) {
+			f := field(key)
+			def, given := f.Default, ""
+			if v != nil {
+				given = fmt.Sprint(v)
+			}
+			for _, x := range []string{def, given} {
+				if x == "" {
+					continue
+				}
+				var err error
+				switch d := dst.(type) {
+				case *float64:
+					*d, err = strconv.ParseFloat(x, 64)
+				case *int:
+					*d, err = strconv.Atoi(x)
+				}
+				if err != nil {
+					at("sampling."+n+"."+key, "preset %s: %s = %s: not a %s", n, key, x, f.Kind)
+				} else if msg := f.check(x); msg != "" {
+					at("sampling."+n+"."+key, "preset %s: %s %s is %s", n, key, x, msg)
+				}
+			}
+		}
+		p := KPreset{Name: n}
+		set(&p.Temperature, "temperature", deref(s.Temperature))
+		set(&p.TopK, "top_k", deref(s.TopK))
+		set(&p.TopP, "top_p", deref(s.TopP))
+		set(&p.MinP, "min_p", deref(s.MinP))
+		set(&p.RepeatPenalty, "repeat_penalty", deref(s.RepeatPenalty))
+		set(&p.RepeatLastN, "repeat_last_n", deref(s.RepeatLastN))
 		if s.Seed != nil {
 			if *s.Seed < 0 {
 				at("sampling."+n+".seed", "preset %s: seed must be >= 0", n)
@@ -967,11 +1006,6 @@ func buildModel(name string, layers []*modelLayer, ke *kerr) *KModel {
 		}
 		if !identName.MatchString(n) {
 			at("sampling."+n, "preset name %q must be an identifier", n)
-		}
-		sp := sample.Params{Temperature: p.Temperature, TopK: p.TopK, TopP: p.TopP, MinP: p.MinP,
-			RepeatPenalty: p.RepeatPenalty, RepeatLastN: p.RepeatLastN, Seed: p.Seed}
-		if err := sp.Validate(); err != nil {
-			at("sampling."+n, "preset %s: %s", n, strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 		m.Presets = append(m.Presets, p)
 	}
@@ -982,10 +1016,8 @@ func buildModel(name string, layers []*modelLayer, ke *kerr) *KModel {
 		} else {
 			kb.AddBOS, kb.AddEOS = *b.AddBOS, *b.AddEOS
 		}
-		if b.ChatTemplate != "" {
-			if _, err := sample.TemplateByName(b.ChatTemplate); err != nil {
-				at("behaviour.chat_template", "%v", err)
-			}
+		if b.ChatTemplate != "" && !slices.Contains(ChatTemplates, strings.ToLower(b.ChatTemplate)) {
+			at("behaviour.chat_template", "unknown chat template %q (known: %s)", b.ChatTemplate, strings.Join(ChatTemplates[:len(ChatTemplates)-1], ", "))
 		}
 		for _, s := range b.Stop {
 			if s == "" {
@@ -1148,6 +1180,20 @@ func targetAbsent(t *KTarget, entries map[string]string, hwPath string, lines ke
 		t.ExpectedAbsent = append(t.ExpectedAbsent, KAbsent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
 	}
 }
+
+// deref is *p, or nil for a nil p.
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// ChatTemplates are the names of the chat templates built into toy's runtime (engines/sample's
+// TemplateByName, which takes them in any case), that a model's [behaviour] chat_template may
+// name; the last, qwen, is another name of qwen2.5. A test of this package checks them against
+// the runtime's.
+var ChatTemplates = []string{"chatml", "smollm2", "qwen2.5", "gemma", "qwen"}
 
 func setIf[T any](dst *T, src *T) {
 	if src != nil {

@@ -1,0 +1,34 @@
+package sample
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/generated/kernels"
+)
+
+// TestKernelTablePresetsAreValid: every sampling preset and chat template the CPU kernel table
+// declares is one the sampler takes. The generator checks the presets against the Sampling
+// spec's bounds only (it imports no runtime package); Validate's rules go further (top-p above
+// 0, finite numbers).
+func TestKernelTablePresetsAreValid(t *testing.T) {
+	tab, err := kernels.CPU()
+	require.NoError(t, err)
+	require.NotEmpty(t, tab.Models)
+	presets := 0
+	for _, m := range tab.Models {
+		for _, pr := range m.Presets {
+			p := Params{Temperature: pr.Temperature, TopK: pr.TopK, TopP: pr.TopP, MinP: pr.MinP,
+				RepeatPenalty: pr.RepeatPenalty, RepeatLastN: pr.RepeatLastN, Seed: pr.Seed}
+			assert.NoError(t, p.Validate(), "model %s, preset %s", m.Name, pr.Name)
+			presets++
+		}
+		if b := m.Behaviour; b != nil && b.ChatTemplate != "" {
+			_, err := TemplateByName(b.ChatTemplate)
+			assert.NoError(t, err, "model %s", m.Name)
+		}
+	}
+	assert.Greater(t, presets, 5, "the table declares presets")
+}
