@@ -123,7 +123,7 @@ vet:
 
 test:
 	$(GO) test $(TAGS) ./...
-	$(GO) test -tags cuda ./engines/kernelrt ./generated/kernels ./cuda
+	$(GO) test -tags cuda ./kernelrt ./generated/kernels ./cuda
 	TOY_CUDA_FAKE_DRIVER=1 $(GO) test -tags cuda -count 1 -run '^TestFakeDriver$$' ./cuda
 	$(GO) test -tags cuda -count 1 -run '^TestFakeNCCL$$' ./mpi
 	$(GO) test ./internal/gguffile -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZ_READ_EXECS) -fuzzminimizetime 2s

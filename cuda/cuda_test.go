@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/generated/cudadrv"
 	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // The kernel tests compare each of toy's CUDA kernels with a float64 reference written here in

@@ -20,9 +20,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/generated/cudadrv"
 	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // ErrNoDevice is returned by Open when the driver loads but finds no device with the ordinal.

@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/toyml/toy/engines/kernelrt"
-	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/generated/cudadrv"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/sampleparams"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // DeviceSampling says which of toy's sampling kernels generating with p dispatches on the
 // device: argmax_f32 when greedy; sample_f32 when drawing with only what that kernel computes
 // as engines/sample does (a temperature, and top-k or top-p but not both: the kernel keeps
 // the larger of the two sets where the sampler chain keeps top-p within top-k; no min-p; no
-// penalty, which reads the history, and no logit bias: sample.Params.AdjustsLogits). Anything
+// penalty, which reads the history, and no logit bias: Params.AdjustsLogits). Anything
 // else samples on the host, and the zero Dispatch says so.
-func DeviceSampling(p sample.Params) kernelrt.Dispatch {
+func DeviceSampling(p sampleparams.Params) kernelrt.Dispatch {
 	if p.AdjustsLogits() {
 		return kernelrt.Dispatch{}
 	}
@@ -39,18 +39,25 @@ func DeviceSampling(p sample.Params) kernelrt.Dispatch {
 // rounding at the boundaries between two tokens).
 type TokenSampler struct {
 	d      *Device
-	s      *sample.Sampler
+	s      HostSampler
 	greedy bool
 	kernel kernels.KernelID
 	fn     cudadrv.Function
 	p      SampleParams
 }
 
+// HostSampler is the host's sampler a TokenSampler follows (engines/sample's *Sampler): its
+// parameters, and the uniform numbers in [0, 1) its draws invert, one per token.
+type HostSampler interface {
+	Params() sampleparams.Params
+	Uniform() float64
+}
+
 // NewTokenSampler prepares sampling with s's parameters, which DeviceSampling must accept. The
 // kernel is looked up as the start-up gate audited it (kernelrt.Lookup): in the effective
 // modules of entry, the model's entry of the device's target; with a nil entry (a model the
 // table does not declare), in its own module of the target.
-func (d *Device) NewTokenSampler(entry *kernels.Model, s *sample.Sampler) (*TokenSampler, error) {
+func (d *Device) NewTokenSampler(entry *kernels.Model, s HostSampler) (*TokenSampler, error) {
 	p := s.Params()
 	use := DeviceSampling(p)
 	ts := &TokenSampler{d: d, s: s, greedy: use.Argmax}

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 func TestDeviceSampling(t *testing.T) {

@@ -88,13 +88,18 @@ func TestEnginesFollowTheDataFlow(t *testing.T) {
 
 // layersBelow are the directories (outside engines/) whose non-test files import nothing of the
 // packages listed beside them: the generator no runtime package (it runs before the code it
-// generates for builds), and so on.
+// generates for builds); cuda/ and the packages it shares with the engines (kernelrt/,
+// internal/sampleparams) nothing under engines/.
 var layersBelow = []struct {
 	dir    string
 	banned []string
 }{
 	{"../gen", []string{"github.com/toyml/toy/engines", "github.com/toyml/toy/generated", "github.com/toyml/toy/cuda", "github.com/toyml/toy/ggml", "github.com/toyml/toy/internal"}},
 	{"../cmd/kernelgen", []string{"github.com/toyml/toy/engines", "github.com/toyml/toy/generated", "github.com/toyml/toy/cuda", "github.com/toyml/toy/ggml", "github.com/toyml/toy/internal"}},
+	// The device layer and what it shares with the engines sit below them.
+	{"../cuda", []string{"github.com/toyml/toy/engines"}},
+	{"../kernelrt", []string{"github.com/toyml/toy/engines", "github.com/toyml/toy/cuda", "github.com/toyml/toy/ggml"}},
+	{"../internal/sampleparams", []string{"github.com/toyml/toy/engines", "github.com/toyml/toy/cuda", "github.com/toyml/toy/ggml"}},
 }
 
 // TestLayersBelowTheEngines: what lies below engines/ does not import it (test files may).

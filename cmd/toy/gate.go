@@ -7,10 +7,10 @@ import (
 
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // The kernel gate. Every command that runs a model resolves the kernel table's entry for it and

@@ -9,10 +9,10 @@ import (
 
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // runKernels is `toy kernels [flags] [GGUF]`: the compiled-in kernel targets, their modules and

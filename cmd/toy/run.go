@@ -20,12 +20,12 @@ import (
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // decoderFlags are the flags every command that runs a model shares.

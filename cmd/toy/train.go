@@ -16,12 +16,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // defaultPreset is the model shape toy train uses unless -preset names another; it is the one

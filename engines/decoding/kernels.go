@@ -3,10 +3,10 @@ package decoding
 import (
 	"slices"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // The decoders reach toy's own CPU operations through the kernel table (generated/kernels,

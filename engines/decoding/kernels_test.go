@@ -6,11 +6,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/engines/kernelrt"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // TestEveryArchitectureHasAnEntry fails when toy can decode (or, for ViT, train and classify) an

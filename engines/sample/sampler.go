@@ -1,49 +1,17 @@
 package sample
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/toyml/toy/internal/sampleparams"
 )
 
-// Params configures a Sampler. The zero value is not valid (TopP and
-// RepeatPenalty must be 1 to be off); start from DefaultParams or
-// GreedyParams.
-type Params struct {
-	// Temperature divides the logits before the softmax; 0 means greedy
-	// decoding (argmax), which ignores TopK, TopP, MinP and Seed.
-	Temperature float64
-	// TopK keeps the K most likely tokens; 0 turns it off.
-	TopK int
-	// TopP keeps the smallest set of most likely tokens whose probabilities
-	// sum to at least TopP (nucleus sampling); 1 turns it off.
-	TopP float64
-	// MinP drops tokens whose probability is below MinP times that of the
-	// most likely token; 0 turns it off.
-	MinP float64
-	// RepeatPenalty penalises tokens seen in the last RepeatLastN tokens of
-	// the history: positive logits are divided by it, negative ones
-	// multiplied by it (each distinct token once). 1 turns it off.
-	RepeatPenalty float64
-	// RepeatLastN is how many of the most recent history tokens the
-	// penalties look at: 0 turns them off, -1 uses the whole history.
-	RepeatLastN int
-	// FrequencyPenalty and PresencePenalty are OpenAI's (llama.cpp's
-	// penalty_freq and penalty_present): after RepeatPenalty, a token that
-	// occurs c > 0 times in the last RepeatLastN tokens loses
-	// c·FrequencyPenalty + PresencePenalty from its logit. 0 turns each off;
-	// each lies in [-2, 2], as OpenAI's API allows.
-	FrequencyPenalty, PresencePenalty float64
-	// LogitBias adds a value to the logits of the tokens it names before the penalties (OpenAI's
-	// logit_bias, llama.cpp's logit-bias sampler, which comes first in its chain too): -100
-	// bans a token in practice, +100 all but forces it. Tokens past the vocabulary are
-	// ignored; nil or empty turns it off.
-	LogitBias map[int32]float64
-	// Seed seeds the PCG generator used for the draws.
-	Seed uint64
-}
+// Params configures a Sampler: the fields of the Sampling options spec (generated/config),
+// with Validate, String and AdjustsLogits. The zero value is not valid (TopP and RepeatPenalty
+// must be 1 to be off); start from DefaultParams or GreedyParams.
+type Params = sampleparams.Params
 
 // MaxLogitBias bounds a logit bias either way, as OpenAI's API does: -MaxLogitBias bans a
 // token in practice, +MaxLogitBias all but forces it. The commands refuse more (Validate only
@@ -53,70 +21,10 @@ const MaxLogitBias = 100
 // DefaultParams returns llama.cpp's default sampling settings: temperature
 // 0.8, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty (over a
 // window of 64 tokens when enabled) and seed 0.
-func DefaultParams() Params {
-	return Params{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, RepeatPenalty: 1, RepeatLastN: 64}
-}
+func DefaultParams() Params { return sampleparams.DefaultParams() }
 
 // GreedyParams returns settings for greedy decoding with every filter off.
-func GreedyParams() Params {
-	return Params{TopP: 1, RepeatPenalty: 1}
-}
-
-// Validate reports every out-of-range setting, or nil when p is usable.
-func (p Params) Validate() error {
-	var errs []error
-	if math.IsNaN(p.Temperature) || math.IsInf(p.Temperature, 0) || p.Temperature < 0 {
-		errs = append(errs, fmt.Errorf("sample: temperature %v must be a finite number >= 0 (0 = greedy)", p.Temperature))
-	}
-	if p.TopK < 0 {
-		errs = append(errs, fmt.Errorf("sample: top-k %d must be >= 0 (0 = off)", p.TopK))
-	}
-	if !(p.TopP > 0 && p.TopP <= 1) {
-		errs = append(errs, fmt.Errorf("sample: top-p %v must be in (0, 1] (1 = off)", p.TopP))
-	}
-	if !(p.MinP >= 0 && p.MinP <= 1) {
-		errs = append(errs, fmt.Errorf("sample: min-p %v must be in [0, 1] (0 = off)", p.MinP))
-	}
-	if !(p.RepeatPenalty > 0) || math.IsInf(p.RepeatPenalty, 1) {
-		errs = append(errs, fmt.Errorf("sample: repeat penalty %v must be a finite number > 0 (1 = off)", p.RepeatPenalty))
-	}
-	if p.RepeatLastN < -1 {
-		errs = append(errs, fmt.Errorf("sample: repeat-last-n %d must be >= -1 (0 = off, -1 = whole history)", p.RepeatLastN))
-	}
-	if !(p.FrequencyPenalty >= -2 && p.FrequencyPenalty <= 2) {
-		errs = append(errs, fmt.Errorf("sample: frequency penalty %v must be in [-2, 2] (0 = off)", p.FrequencyPenalty))
-	}
-	if !(p.PresencePenalty >= -2 && p.PresencePenalty <= 2) {
-		errs = append(errs, fmt.Errorf("sample: presence penalty %v must be in [-2, 2] (0 = off)", p.PresencePenalty))
-	}
-	for t, b := range p.LogitBias {
-		if t < 0 || math.IsNaN(b) || math.IsInf(b, 0) {
-			errs = append(errs, fmt.Errorf("sample: logit bias %v for token %d: want a token id >= 0 and a finite bias", b, t))
-			break
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// String is p as the commands print it: each setting by name, the logit bias by its size.
-func (p Params) String() string {
-	s := fmt.Sprintf("temperature %g, top-k %d, top-p %g, min-p %g, repeat penalty %g (last %d), frequency penalty %g, presence penalty %g, seed %d",
-		p.Temperature, p.TopK, p.TopP, p.MinP, p.RepeatPenalty, p.RepeatLastN, p.FrequencyPenalty, p.PresencePenalty, p.Seed)
-	if len(p.LogitBias) > 0 {
-		s += fmt.Sprintf(", logit bias on %d token", len(p.LogitBias))
-		if len(p.LogitBias) > 1 {
-			s += "s"
-		}
-	}
-	return s
-}
-
-// AdjustsLogits reports whether the logit bias or a penalty changes logits before the
-// filters: a sampler that computes only temperature, top-k and top-p (an argmax at
-// temperature 0) does not sample as p says.
-func (p Params) AdjustsLogits() bool {
-	return len(p.LogitBias) > 0 || p.RepeatLastN != 0 && (p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0)
-}
+func GreedyParams() Params { return sampleparams.GreedyParams() }
 
 // Constraint limits the tokens a Sampler may draw to those a grammar allows next
 // (engines/grammar's Matcher). The Sampler only reads it; whoever draws the token advances it.
