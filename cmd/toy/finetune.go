@@ -14,7 +14,6 @@ import (
 
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/recipes"
-	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
@@ -34,23 +33,11 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.Recompute, "recompute", 0, "LoRA: recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them a step)")
 	fs.BoolVar(&f.RecomputeAttention, "recompute-attention", false, "LoRA: recompute the other blocks' attention probabilities in the backward pass instead of keeping them (T·T·heads floats a block less, one more query-key product and softmax a block)")
 	fs.BoolVar(&f.KeepTransposed, "keep-transposed", false, "LoRA on a block-quantized base: keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of dequantizing and transposing it every step, where a copy is needed (a GPU; on a CPU with toy's vector kernels the backward pass reads the weights transposed in place, and no base needs a copy)")
-	fs.IntVar(&f.Steps, "steps", f.Steps, "optimizer steps")
-	fs.IntVar(&f.Batch, "batch", f.Batch, "sequences per step")
-	fs.IntVar(&f.SeqLen, "seq", f.SeqLen, "tokens per sequence (at most the model's context; a chat conversation is one sequence)")
-	fs.StringVar(&f.Schedule, "schedule", f.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
-	fs.Float64Var(&f.LR, "lr", f.LR, "peak learning rate")
-	fs.Float64Var(&f.MinLR, "min-lr", f.MinLR, "final learning rate of the cosine schedule")
-	fs.IntVar(&f.Warmup, "warmup", f.Warmup, "warmup steps")
+	f.Training.RegisterFlags(fs)
+	f.Sequences.RegisterFlags(fs)
+	f.Compute.RegisterFlags(fs)
 	fs.Float64Var(&f.AdamW.WeightDecay, "weight-decay", f.AdamW.WeightDecay, "AdamW weight decay")
-	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the batch order")
-	fs.IntVar(&f.Threads, "t", f.Threads, "CPU threads")
-	fs.IntVar(&f.EvalEvery, "eval-every", f.EvalEvery, "steps between held-out evaluations (0: at the start and end only)")
-	fs.IntVar(&f.EvalBatches, "eval-batches", f.EvalBatches, "batches per held-out evaluation")
-	fs.IntVar(&f.SaveEvery, "save-every", f.SaveEvery, "steps between checkpoints (0: none by steps)")
-	fs.Float64Var(&f.SaveMinutes, "save-minutes", f.SaveMinutes, "minutes between checkpoints (0: none by time); one is also saved at the end and on Ctrl-C")
-	fs.StringVar(&f.RunsDir, "runs", f.RunsDir, "directory for run bundles")
-	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(nil)+" may change")
-	fs.BoolVar(&f.Git, "git", false, "record the git commit and branch of the working directory in the run")
+	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change")
 	allowUnresolved := registerGate(fs)
 	full := fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: -lr 5e-5 -min-lr 5e-6 -weight-decay 0.01)")
 	warm := fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: -lr 2e-3 -min-lr 2e-4 -warmup 40 -weight-decay 0.1)")
@@ -129,26 +116,13 @@ Flags:
 		f.LoRA.Targets = strings.Split(*targets, ",")
 	}
 	if f.Resume != "" {
-		var refused []string
-		for name := range set {
-			switch name {
-			case "resume":
-			case "steps":
-				f.ResumeSteps = f.Steps
-			default:
-				found := false
-				for _, o := range resumeOptions {
-					if o.flag == name {
-						f.ResumeKeep, found = append(f.ResumeKeep, o.option), true
-					}
-				}
-				if !found || name == "sample" || name == "prompt" {
-					refused = append(refused, "-"+name)
-				}
-			}
+		keep, newTotal, err := resumeFlags(set, stdout)
+		if err != nil {
+			return err
 		}
-		if len(refused) > 0 {
-			return usagef("-resume: %s would change the run (with -resume only -steps, -t, -eval-every, -save-every, -save-minutes and -git apply)", strings.Join(refused, ", "))
+		f.ResumeKeep = keep
+		if newTotal {
+			f.ResumeSteps = f.Steps
 		}
 	} else {
 		if f.Base == "" || f.Data == "" {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/runs"
-	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/kernelrt"
@@ -99,27 +98,14 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Teacher, "teacher", "", "distil this GGUF model: train on its greedy continuations (token ids, its tokenizer) of -generated openings of the text; makes a draft model for toy generate -draft")
 	fs.IntVar(&s.Generated, "generated", 0, "with -teacher: the sequences of -seq tokens it generates for training (a twentieth as many more are held out)")
 	fs.Int64Var(&s.MaxTextBytes, "max-text-bytes", s.MaxTextBytes, "read at most this much text (0: all)")
-	fs.IntVar(&s.Steps, "steps", s.Steps, "optimizer steps")
+	s.Training.RegisterFlags(fs)
 	tokens := fs.Int64("tokens", 0, "train on about this many tokens instead of -steps (steps = tokens / (batch × seq), at least 1; not with -steps)")
-	fs.IntVar(&s.Batch, "batch", s.Batch, "sequences per step")
-	fs.IntVar(&s.SeqLen, "seq", s.SeqLen, "tokens per sequence (at most the context)")
-	fs.StringVar(&s.Schedule, "schedule", s.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
-	fs.Float64Var(&s.LR, "lr", s.LR, "peak learning rate")
-	fs.Float64Var(&s.MinLR, "min-lr", s.MinLR, "final learning rate of the cosine schedule")
-	fs.IntVar(&s.Warmup, "warmup", s.Warmup, "warmup steps")
+	s.Sequences.RegisterFlags(fs)
+	s.Compute.RegisterFlags(fs)
 	fs.Float64Var(&s.AdamW.WeightDecay, "weight-decay", s.AdamW.WeightDecay, "AdamW weight decay (matrices only)")
-	fs.Uint64Var(&s.Seed, "seed", s.Seed, "seed of the initial weights and the batch order")
-	fs.IntVar(&s.Threads, "t", s.Threads, "CPU threads")
-	fs.IntVar(&s.EvalEvery, "eval-every", s.EvalEvery, "steps between held-out evaluations (0: at the end only)")
-	fs.IntVar(&s.EvalBatches, "eval-batches", s.EvalBatches, "batches per held-out evaluation")
-	fs.IntVar(&s.SaveEvery, "save-every", s.SaveEvery, "steps between checkpoints (0: none by steps)")
-	fs.Float64Var(&s.SaveMinutes, "save-minutes", s.SaveMinutes, "minutes between checkpoints (0: none by time); a checkpoint is also saved at the end and on Ctrl-C")
-	fs.StringVar(&s.RunsDir, "runs", s.RunsDir, "directory for run bundles")
 	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(nil)+" may change; any other flag is refused")
-	fs.BoolVar(&s.Git, "git", false, "record the git commit and branch of the working directory in the run")
 	allowUnresolved := registerGate(fs)
-	fs.IntVar(&s.SampleTokens, "sample", s.SampleTokens, "tokens of greedy sample to print at the end (0: none)")
-	fs.StringVar(&s.SamplePrompt, "prompt", s.SamplePrompt, "prompt of the final sample")
+	s.FinalSample.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train [flags]
 
@@ -333,12 +319,20 @@ func isViTRun(dir string) bool {
 }
 
 // resumeOptions are the flags a resumed run takes from the command line, with the option each
-// sets (recipes.ResumableOptions): they change how the run is computed or reported, not what it
-// computes. -steps sets a new total; every other flag would change the run and is refused.
-var resumeOptions = []struct{ flag, option string }{
-	{"t", "threads"}, {"eval-every", "eval_every"}, {"save-every", "save_every"}, {"save-minutes", "save_minutes"},
-	{"git", "git"}, {"sample", "sample_tokens"}, {"prompt", "sample_prompt"},
-}
+// sets (recipes.ResumableOptions): the options specs/engines marks resume:"keep" that have a
+// flag. They change how the run is computed or reported, not what it computes. -steps sets a
+// new total; every other flag would change the run and is refused.
+var resumeOptions = func() []struct{ flag, option string } {
+	var out []struct{ flag, option string }
+	for _, group := range [][]config.Option{config.ComputeOptions(), config.TrainingOptions(), config.FinalSampleOptions()} {
+		for _, o := range group {
+			if o.Resumable && o.Flag != "" {
+				out = append(out, struct{ flag, option string }{o.Flag, o.JSON})
+			}
+		}
+	}
+	return out
+}()
 
 // resumeFlagList lists the resumable flags fs defines (all of them for a nil fs).
 func resumeFlagList(fs *flag.FlagSet) string {

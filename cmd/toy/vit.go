@@ -14,7 +14,6 @@ import (
 
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/recipes"
-	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
@@ -36,22 +35,11 @@ func runTrainViT(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&v.Labels, "labels", "", "the IDX labels file of -data's IDX images")
 	fs.IntVar(&v.Shapes, "shapes", 0, "without -data: train on this many generated shapes (square, cross, circle)")
 	fs.IntVar(&v.Held, "held", v.Held, "images held out for the accuracy")
-	fs.IntVar(&v.Steps, "steps", v.Steps, "optimizer steps")
-	fs.IntVar(&v.Batch, "batch", v.Batch, "images per step")
+	v.Training.RegisterFlags(fs)
 	fs.IntVar(&v.Shift, "shift", v.Shift, "move each training image by up to this many pixels (random translation; 0: none)")
-	fs.StringVar(&v.Schedule, "schedule", v.Schedule, "learning-rate schedule: "+strings.Join(train.ScheduleNames(), ", "))
-	fs.Float64Var(&v.LR, "lr", v.LR, "peak learning rate")
-	fs.Float64Var(&v.MinLR, "min-lr", v.MinLR, "final learning rate of the cosine schedule")
-	fs.IntVar(&v.Warmup, "warmup", v.Warmup, "linear warmup steps")
 	fs.Float64Var(&v.AdamW.WeightDecay, "weight-decay", v.AdamW.WeightDecay, "AdamW's decoupled weight decay (matrices only)")
-	fs.Uint64Var(&v.Seed, "seed", v.Seed, "data order, split and augmentation seed (the weights' seed is the model's)")
-	fs.IntVar(&v.Threads, "t", v.Threads, "CPU threads (1 is fastest for small models)")
-	fs.IntVar(&v.EvalEvery, "eval-every", v.EvalEvery, "steps between held-out evaluations (0: at the end only)")
-	fs.IntVar(&v.SaveEvery, "save-every", v.SaveEvery, "steps between checkpoints (0: none by steps)")
-	fs.Float64Var(&v.SaveMinutes, "save-minutes", v.SaveMinutes, "minutes between checkpoints (0: none by time); a checkpoint is also saved at the end and on Ctrl-C")
-	fs.StringVar(&v.RunsDir, "runs", v.RunsDir, "directory for run bundles")
+	v.Compute.RegisterFlags(fs)
 	fs.StringVar(&v.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change; any other flag is refused")
-	fs.BoolVar(&v.Git, "git", false, "record the git commit and branch of the working directory in the run")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train -arch vit [flags]   (also spelled toy train-vit, or toy train -preset vit-tiny)
 

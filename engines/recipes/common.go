@@ -61,13 +61,15 @@ func (p progressLine) end() {
 }
 
 // keepOptions copies the options of a recipe's options struct named by their JSON keys from
-// src to dst; each must be one of ResumableOptions and a field of T.
+// src to dst; each must be one of ResumableOptions and a field of T (or of an option group it
+// embeds).
 func keepOptions[T any](dst, src *T, keys []string) error {
-	fields := map[string]int{}
-	t := reflect.TypeFor[T]()
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		fields[name] = i
+	fields := map[string][]int{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[T]()) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.IsExported() && !f.Anonymous && name != "" && name != "-" {
+			fields[name] = f.Index
+		}
 	}
 	var bad []string
 	for _, k := range keys {
@@ -76,7 +78,7 @@ func keepOptions[T any](dst, src *T, keys []string) error {
 			bad = append(bad, k)
 			continue
 		}
-		reflect.ValueOf(dst).Elem().Field(i).Set(reflect.ValueOf(src).Elem().Field(i))
+		reflect.ValueOf(dst).Elem().FieldByIndex(i).Set(reflect.ValueOf(src).Elem().FieldByIndex(i))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s would change the run: a resumed run keeps its own (only %s may change)",

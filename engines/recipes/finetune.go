@@ -79,31 +79,19 @@ type Finetune struct {
 	MaxTextBytes int64 `json:"max_text_bytes"`
 	// LoRA are the adapters' settings.
 	LoRA LoRAConfig `json:"lora"`
-	// Steps is the number of optimizer steps; Batch sequences of SeqLen tokens each (a chat
-	// conversation is one sequence, padded; a longer one is cut, and counted).
-	Steps  int `json:"steps"`
-	Batch  int `json:"batch"`
-	SeqLen int `json:"seq_len"`
-	// Schedule ("cosine" or "constant") with peak LR, floor MinLR and Warmup steps.
-	Schedule string      `json:"schedule"`
-	LR       float64     `json:"lr"`
-	MinLR    float64     `json:"min_lr"`
-	Warmup   int         `json:"warmup"`
-	AdamW    train.AdamW `json:"adamw"`
-	// Seed seeds the order of the training batches (LoRA.Seed seeds the initial A matrices).
-	Seed          uint64    `json:"seed"`
-	Threads       int       `json:"threads"`
-	EvalEvery     int       `json:"eval_every"`
-	EvalBatches   int       `json:"eval_batches"`
-	SaveEvery     int       `json:"save_every"`
-	SaveMinutes   float64   `json:"save_minutes"`
-	RunsDir       string    `json:"runs_dir"`
-	Resume        string    `json:"resume"`
-	ResumeSteps   int       `json:"resume_steps"`
-	Git           bool      `json:"git"`
-	Out           io.Writer `json:"-"`
-	Interactive   bool      `json:"-"`
-	ProgressEvery int       `json:"progress_every"`
+	// Training (steps, batch, schedule, seed, evaluations, checkpoints, runs directory),
+	// Sequences (SeqLen: a chat conversation is one sequence, padded, and a longer one is cut,
+	// and counted; EvalBatches) and Compute (Threads) are the option groups declared in
+	// specs/engines; their fields' JSON keys are config{}'s. Training.Seed seeds the order of
+	// the training batches (LoRA.Seed seeds the initial A matrices).
+	config.Training
+	config.Sequences
+	config.Compute
+	AdamW       train.AdamW `json:"adamw"`
+	Resume      string      `json:"resume"`
+	ResumeSteps int         `json:"resume_steps"`
+	Out         io.Writer   `json:"-"`
+	Interactive bool        `json:"-"`
 	// ResumeKeep names options (JSON keys, from ResumableOptions) whose values in this
 	// Finetune replace the run's own when resuming.
 	ResumeKeep []string `json:"-"`
@@ -147,8 +135,9 @@ const (
 // and small weight decay (0.01) usual for training every weight of a trained model.
 func DefaultFullFinetune() Finetune {
 	f := DefaultFinetune()
-	f.Mode, f.LR, f.MinLR = ModeFull, 5e-5, 5e-6
-	f.AdamW.LR, f.AdamW.WeightDecay = 5e-5, 0.01
+	f.Mode = ModeFull
+	f.Training, _ = config.TrainingPreset("finetune-full")
+	f.AdamW.LR, f.AdamW.WeightDecay = f.LR, 0.01
 	return f
 }
 
@@ -172,13 +161,13 @@ func (f *Finetune) mode() string {
 }
 
 // DefaultFinetune is LoRA rank 16, alpha 32 on the query and value projections, with
-// train.LoRA()'s AdamW settings.
+// train.LoRA()'s AdamW settings and the finetune presets of the option groups (specs/engines).
 func DefaultFinetune() Finetune {
+	t, _ := config.TrainingPreset("finetune")
+	q, _ := config.SequencesPreset("finetune")
 	return Finetune{
-		LoRA:  LoRAConfig{Rank: 16, Alpha: 32, Targets: []string{"q", "v"}, Seed: 1},
-		Steps: 200, Batch: 4, SeqLen: 256, Schedule: "cosine", LR: 2e-4, MinLR: 2e-5, Warmup: 10,
-		AdamW: train.LoRA(), Seed: 1, Threads: 2, EvalEvery: 50, EvalBatches: 4, SaveEvery: 100, SaveMinutes: 5,
-		RunsDir: "runs", ProgressEvery: 10,
+		LoRA:     LoRAConfig{Rank: 16, Alpha: 32, Targets: []string{"q", "v"}, Seed: 1},
+		Training: t, Sequences: q, Compute: config.DefaultCompute(), AdamW: train.LoRA(),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -56,32 +57,21 @@ type Scratch struct {
 	Generated int    `json:"generated"`
 	// MaxTextBytes caps how much text is read (0: all).
 	MaxTextBytes int64 `json:"max_text_bytes"`
-	// Steps is the number of optimizer steps; Batch sequences of SeqLen tokens each.
-	Steps  int `json:"steps"`
-	Batch  int `json:"batch"`
-	SeqLen int `json:"seq_len"`
-	// Schedule ("cosine" or "constant") with peak LR, floor MinLR and Warmup steps.
-	Schedule string      `json:"schedule"`
-	LR       float64     `json:"lr"`
-	MinLR    float64     `json:"min_lr"`
-	Warmup   int         `json:"warmup"`
-	AdamW    train.AdamW `json:"adamw"`
-	// Seed seeds the order of the training batches (Model.Seed seeds the initial weights).
-	Seed          uint64    `json:"seed"`
-	Threads       int       `json:"threads"`
-	EvalEvery     int       `json:"eval_every"`     // steps between held-out evaluations (0: only at the end)
-	EvalBatches   int       `json:"eval_batches"`   // batches per evaluation
-	SaveEvery     int       `json:"save_every"`     // steps between checkpoints (0: none by steps)
-	SaveMinutes   float64   `json:"save_minutes"`   // minutes between checkpoints (0: none by time)
-	RunsDir       string    `json:"runs_dir"`       // where new run directories go
-	Resume        string    `json:"resume"`         // a run directory to continue
-	ResumeSteps   int       `json:"resume_steps"`   // when resuming, a new total of steps (0: the run's own)
-	Git           bool      `json:"git"`            // record the git sha and branch of the working directory
-	SampleTokens  int       `json:"sample_tokens"`  // tokens of greedy sample printed at the end
-	SamplePrompt  string    `json:"sample_prompt"`  // the prompt of that sample
-	Out           io.Writer `json:"-"`              // progress and results (nil: discarded)
-	Interactive   bool      `json:"-"`              // redraw one progress line instead of printing lines
-	ProgressEvery int       `json:"progress_every"` // steps between progress lines when not interactive
+	// Training (steps, batch, schedule, seed, evaluations, checkpoints, runs directory),
+	// Sequences (SeqLen, EvalBatches), Compute (Threads) and FinalSample are the option groups
+	// declared in specs/engines; their fields' JSON keys are config{}'s. Training.Seed seeds the
+	// order of the training batches (Model.Seed seeds the initial weights).
+	config.Training
+	config.Sequences
+	config.Compute
+	config.FinalSample
+	AdamW train.AdamW `json:"adamw"`
+	// Resume is a run directory to continue; ResumeSteps, when resuming, a new total of steps
+	// (0: the run's own).
+	Resume      string    `json:"resume"`
+	ResumeSteps int       `json:"resume_steps"`
+	Out         io.Writer `json:"-"` // progress and results (nil: discarded)
+	Interactive bool      `json:"-"` // redraw one progress line instead of printing lines
 	// ResumeKeep names options (by their JSON keys, such as "threads" or "sample_tokens") whose
 	// values in this Scratch replace the run's own when resuming; every other option comes from
 	// the run. Only ResumableOptions may be named.
@@ -101,7 +91,8 @@ type Scratch struct {
 // because they do not change what the run computes: threads, how often it evaluates, saves
 // and reports, and the final sample. The rest — the model, the data, the batch, the schedule,
 // the optimizer, the seeds — are the run's own; a new total of steps is ResumeSteps.
-var ResumableOptions = []string{"threads", "eval_every", "save_every", "save_minutes", "git", "sample_tokens", "sample_prompt", "progress_every"}
+// They are declared in specs/engines (resume:"keep").
+var ResumableOptions = config.ResumableOptions()
 
 // heldOutSeed seeds the choice of the held-out windows, the same at every evaluation.
 const heldOutSeed = 0x5eed
@@ -112,14 +103,14 @@ func (s *Scratch) seeds() map[string]uint64 {
 }
 
 // DefaultScratch is a small model on the built-in corpus, sized for about two minutes on two
-// cores.
+// cores: the demo shape, and the scratch presets of the option groups (specs/engines).
 func DefaultScratch() Scratch {
 	m, _ := config.LlamaPreset("demo")
+	t, _ := config.TrainingPreset("scratch")
+	q, _ := config.SequencesPreset("scratch")
 	return Scratch{
-		Model: m, MaxTextBytes: 6 << 20, Steps: 800, Batch: 4, SeqLen: 128,
-		Schedule: "cosine", LR: 2e-3, MinLR: 2e-4, Warmup: 40, AdamW: train.FromScratch(),
-		Seed: 1, Threads: 2, EvalEvery: 200, EvalBatches: 8, SaveEvery: 500, SaveMinutes: 5, RunsDir: "runs",
-		SampleTokens: 64, SamplePrompt: "func ", ProgressEvery: 50,
+		Model: m, MaxTextBytes: 6 << 20, Training: t, Sequences: q, Compute: config.DefaultCompute(),
+		FinalSample: config.DefaultFinalSample(), AdamW: train.FromScratch(),
 	}
 }
 
@@ -689,6 +680,19 @@ func snakeKeys(raw json.RawMessage, t reflect.Type) (json.RawMessage, error) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded group of options: its fields were written at this level.
+			sub, err := snakeKeys(raw, f.Type)
+			if err != nil {
+				return nil, err
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(sub, &m); err != nil {
+				return nil, err
+			}
+			maps.Copy(out, m)
+			continue
+		}
 		v, ok := in[f.Name]
 		if !ok || name == "-" || !f.IsExported() {
 			continue

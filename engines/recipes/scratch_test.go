@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -177,7 +178,8 @@ func TestScratchRunStart(t *testing.T) {
 }
 
 // goNames marshals a struct as if it had no JSON tags (the first run_start shape's
-// "training"): its keys are the Go field names, nested structs likewise.
+// "training"): its keys are the Go field names, nested structs likewise, and the fields of an
+// embedded struct (an option group) at its own level, as encoding/json writes them.
 func goNames(v reflect.Value) any {
 	if v.Kind() != reflect.Struct {
 		return v.Interface()
@@ -185,7 +187,10 @@ func goNames(v reflect.Value) any {
 	out := map[string]any{}
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
-		if f.Tag.Get("json") != "-" && f.IsExported() {
+		switch {
+		case f.Anonymous && f.Type.Kind() == reflect.Struct:
+			maps.Copy(out, goNames(v.Field(i)).(map[string]any))
+		case f.Tag.Get("json") != "-" && f.IsExported():
 			out[f.Name] = goNames(v.Field(i))
 		}
 	}

@@ -45,33 +45,22 @@ type ViT struct {
 	Shapes int    `json:"shapes,omitempty"`
 	// Held is how many images are held out for evaluation (chosen by Seed).
 	Held int `json:"held"`
-	// Steps optimizer steps of Batch images each.
-	Steps int `json:"steps"`
-	Batch int `json:"batch"`
+	// Training (steps, batch of images, schedule, seed, evaluations, checkpoints, runs
+	// directory) and Compute (Threads) are the option groups declared in specs/engines; their
+	// fields' JSON keys are config{}'s. Training.Seed orders the data and splits it; Model.Seed
+	// initialises the weights.
+	config.Training
+	config.Compute
 	// Shift, when positive, moves each training image by a random whole number of pixels in
 	// [-Shift, Shift] on both axes (the background filling in): the random-translation
 	// augmentation of MNIST training scripts. Held-out images are never moved.
-	Shift int `json:"shift,omitempty"`
-	// Schedule ("cosine" or "constant") with peak LR, floor MinLR and Warmup steps.
-	Schedule string      `json:"schedule"`
-	LR       float64     `json:"lr"`
-	MinLR    float64     `json:"min_lr"`
-	Warmup   int         `json:"warmup"`
-	AdamW    train.AdamW `json:"adamw"`
+	Shift int         `json:"shift,omitempty"`
+	AdamW train.AdamW `json:"adamw"`
 	// DataSHA256 is the digest of the images and labels the run trains and evaluates on, set
 	// when it starts; a resumed run refuses data that has changed since.
-	DataSHA256 string `json:"data_sha256"`
-	// Seed orders the data and splits it; Model.Seed initialises the weights.
-	Seed          uint64  `json:"seed"`
-	Threads       int     `json:"threads"`        // CPU threads (0: 1)
-	EvalEvery     int     `json:"eval_every"`     // steps between held-out evaluations (0: only at the end)
-	SaveEvery     int     `json:"save_every"`     // steps between checkpoints (0: none by steps)
-	SaveMinutes   float64 `json:"save_minutes"`   // minutes between checkpoints (0: none by time)
-	RunsDir       string  `json:"runs_dir"`       // where new run directories go
-	Resume        string  `json:"resume"`         // a run directory to continue
-	ResumeSteps   int     `json:"resume_steps"`   // when resuming, a new total of steps (0: the run's own)
-	Git           bool    `json:"git"`            // record the git sha and branch of the working directory
-	ProgressEvery int     `json:"progress_every"` // steps between progress lines when not interactive
+	DataSHA256  string `json:"data_sha256"`
+	Resume      string `json:"resume"`       // a run directory to continue
+	ResumeSteps int    `json:"resume_steps"` // when resuming, a new total of steps (0: the run's own)
 	// ResumeKeep names options (JSON keys, from ResumableOptions) whose values in this ViT
 	// replace the run's own when resuming.
 	ResumeKeep  []string  `json:"-"`
@@ -88,8 +77,9 @@ func DefaultViT() ViT {
 	m, _ := config.VitPreset("vit-mnist")
 	a := train.FromScratch()
 	a.Beta2, a.WeightDecay = 0.999, 0.05
-	return ViT{Model: m, Held: 2000, Steps: 5000, Batch: 64, Shift: 2, Schedule: "cosine", LR: 2e-3, MinLR: 1e-4, Warmup: 50,
-		AdamW: a, Seed: 1, Threads: 1, EvalEvery: 1000, SaveEvery: 1000, SaveMinutes: 5, RunsDir: "runs", ProgressEvery: 250}
+	t, _ := config.TrainingPreset("vit")
+	c, _ := config.ComputePreset("vit")
+	return ViT{Model: m, Held: 2000, Training: t, Compute: c, Shift: 2, AdamW: a}
 }
 
 // ViTResult is what a ViT run reached: Result (TokensPerS is images per second) and the

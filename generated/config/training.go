@@ -26,9 +26,12 @@ type Training struct {
 	MinLR float64 `json:"min_lr"`
 	// Warmup is the number of steps of linear warmup.
 	Warmup int `json:"warmup"`
-	// Seed seeds the order of the training data (and, in toy train, the initial weights).
+	// Seed seeds the random choices of the run: the order of the training data (a ViT's
+	// held-out split and shifts too), and the initial weights where a recipe makes new ones
+	// (toy train's language models, a warm start, a DFlash drafter).
 	Seed uint64 `json:"seed"`
-	// EvalEvery is the number of steps between held-out evaluations (0: at the end only).
+	// EvalEvery is the number of steps between held-out evaluations (0: at the end only; toy
+	// finetune also evaluates before the first step).
 	EvalEvery int `json:"eval_every"`
 	// SaveEvery is the number of steps between checkpoints (0: none by steps).
 	SaveEvery int `json:"save_every"`
@@ -175,14 +178,17 @@ func TrainingOptions() []Option {
 			"seed",
 			"",
 			"seed",
-			"seeds the order of the training data (and, in toy train, the initial weights)",
+			"seeds the random choices of the run: the order of the training data (a ViT's held-out split and " +
+				"shifts too), and the initial weights where a recipe makes new ones (toy train's language models, a " +
+				"warm start, a DFlash drafter)",
 			false,
 		},
 		{
 			"eval-every",
 			"",
 			"eval_every",
-			"the number of steps between held-out evaluations (0: at the end only)",
+			"the number of steps between held-out evaluations (0: at the end only; toy finetune also evaluates " +
+				"before the first step)",
 			true,
 		},
 		{

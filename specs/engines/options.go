@@ -34,9 +34,12 @@ type Training struct {
 	MinLR float64 `json:"min_lr" default:"2e-4" min:"0"`
 	// Warmup is the number of steps of linear warmup.
 	Warmup int `json:"warmup" default:"40" min:"0"`
-	// Seed seeds the order of the training data (and, in toy train, the initial weights).
+	// Seed seeds the random choices of the run: the order of the training data (a ViT's
+	// held-out split and shifts too), and the initial weights where a recipe makes new ones
+	// (toy train's language models, a warm start, a DFlash drafter).
 	Seed uint64 `json:"seed" default:"1"`
-	// EvalEvery is the number of steps between held-out evaluations (0: at the end only).
+	// EvalEvery is the number of steps between held-out evaluations (0: at the end only; toy
+	// finetune also evaluates before the first step).
 	EvalEvery int `json:"eval_every" default:"200" min:"0" resume:"keep"`
 	// SaveEvery is the number of steps between checkpoints (0: none by steps).
 	SaveEvery int `json:"save_every" default:"500" min:"0" resume:"keep"`
