@@ -77,7 +77,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 // as a llama-bench-like table, and the overhead of building a graph in Go.
 func runBenchMatMul(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench matmul", flag.ContinueOnError)
-	threads := fs.Int("t", 2, "CPU threads ggml computes with")
+	compute := config.DefaultCompute()
+	compute.RegisterFlags(fs)
+	threads := &compute.Threads
 	typesFlag := fs.String("types", "f32,f16,q8_0", "comma-separated weight types (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated shapes m×n×k (or mxnxk): weight [k, m] times activations [k, n]")
 	minTime := fs.Duration("time", time.Second, "minimum time per measurement (after one warm-up; at least 2 repetitions)")
@@ -331,7 +333,9 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")
 	tg := fs.Int("n", 32, "generated tokens (one at a time)")
 	depth := fs.Int("d", 0, "tokens already in the cache before each test, as llama-bench's -d (pp and tg after a long context)")
-	threads := fs.Int("t", 2, "CPU threads")
+	compute := config.DefaultCompute()
+	compute.RegisterFlags(fs)
+	threads := &compute.Threads
 	reps := fs.Int("r", 5, "repetitions")
 	kvType := fs.String("kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
 	fs.StringVar(kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")

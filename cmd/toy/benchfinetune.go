@@ -40,7 +40,9 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	seq := fs.Int("seq", 512, "tokens per sequence")
 	batch := fs.Int("batch", 1, "sequences per step")
 	steps := fs.Int("steps", 3, "timed steps per mode (after one warm-up step)")
-	threads := fs.Int("t", 2, "CPU threads")
+	compute := config.DefaultCompute()
+	compute.RegisterFlags(fs)
+	threads := &compute.Threads
 	rank := fs.Int("r", 16, "LoRA rank")
 	targets := fs.String("lora-targets", "q,v", "LoRA targets")
 	recompute := fs.Int("recompute", 0, "LoRA modes recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them)")

@@ -111,7 +111,7 @@ Flags:
 		go hs.Serve(ln)
 		defer hs.Close()
 		base = "http://" + ln.Addr().String()
-		fmt.Fprintf(stderr, "toy bench: serving %s on %s, %d threads\n", sm.ready, base, f.threads)
+		fmt.Fprintf(stderr, "toy bench: serving %s on %s, %d threads\n", sm.ready, base, f.Threads)
 	}
 	c := &benchClient{base: base, prompt: *prompt, maxTokens: *maxTokens, temp: *temp,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *streams}}}

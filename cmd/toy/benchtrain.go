@@ -32,7 +32,9 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	seq := fs.Int("seq", 512, "tokens per sequence")
 	batch := fs.Int("batch", 1, "sequences per step")
 	steps := fs.Int("steps", 10, "timed steps (after one warm-up step)")
-	threads := fs.Int("t", 2, "CPU threads")
+	compute := config.DefaultCompute()
+	compute.RegisterFlags(fs)
+	threads := &compute.Threads
 	vs := fs.String("vs", "", "also time this preset, its steps alternating with -preset's, and print the ratio of their utilizations (a comparison under the same load)")
 	profile := fs.Int("profile", 0, "after the timed steps, compute one more step node by node and print where its time goes: by op, and the `N` costliest kinds of node (op, operand types and shapes)")
 	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling first (the faster of ggml's GEMM and, on a CPU, the trainer's own, on 4096×512×14336), and OpenBLAS's sgemm on it where installed, for the utilization ratios")

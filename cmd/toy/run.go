@@ -23,6 +23,7 @@ import (
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/kernelrt"
@@ -30,8 +31,9 @@ import (
 
 // decoderFlags are the flags every command that runs a model shares.
 type decoderFlags struct {
-	model       string
-	threads     int
+	model string
+	// Compute is -t, from specs/engines.
+	config.Compute
 	ctx         int
 	kvType      string
 	flashAttn   bool
@@ -52,7 +54,8 @@ type decoderFlags struct {
 
 func (d *decoderFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.model, "m", "", "GGUF model file (required)")
-	fs.IntVar(&d.threads, "t", 2, "CPU threads")
+	d.Compute = config.DefaultCompute()
+	d.Compute.RegisterFlags(fs)
 	fs.IntVar(&d.ctx, "c", 0, "context size: positions the KV cache holds (0: the model's)")
 	fs.IntVar(&d.ctx, "ctx-size", 0, "alias of -c (llama.cpp's name)")
 	fs.StringVar(&d.kvType, "kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
@@ -72,14 +75,14 @@ func (d *decoderFlags) register(fs *flag.FlagSet) {
 
 func (d *decoderFlags) options() (decoding.DecoderOptions, error) {
 	switch {
-	case d.threads < 0:
-		return decoding.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.threads)
+	case d.Threads < 0:
+		return decoding.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.Threads)
 	case d.ctx < 0:
 		return decoding.DecoderOptions{}, usagef("-c %d: want a number of positions (0: the model's context)", d.ctx)
 	case d.batchPrompt < 0:
 		return decoding.DecoderOptions{}, usagef("-b %d: want a number of prompt tokens per graph (0: the decoder's default)", d.batchPrompt)
 	}
-	o := decoding.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.threads, Batch: d.batchPrompt}
+	o := decoding.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.Threads, Batch: d.batchPrompt}
 	switch d.kvType {
 	case "f16":
 		o.KVType = decoding.KVF16
@@ -134,7 +137,7 @@ func (d *decoderFlags) open(stderr io.Writer, cmd string) (*decoding.GGUFModel, 
 		m.Close()
 		return nil, nil, nil, err
 	}
-	opts.Threads = d.threads
+	opts.Threads = d.Threads
 	dec, err := decoding.NewDecoder(m, opts)
 	if err != nil {
 		m.Close()
@@ -149,7 +152,7 @@ func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*decoding.GGUFMo
 	if d.model == "" {
 		return nil, nil, usagef("-m MODEL is required")
 	}
-	if err := usableThreads(stderr, cmd, &d.threads); err != nil {
+	if err := usableThreads(stderr, cmd, &d.Threads); err != nil {
 		return nil, nil, err
 	}
 	var loras []decoding.LoRA
@@ -161,7 +164,7 @@ func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*decoding.GGUFMo
 	for _, p := range d.loras {
 		loras = append(loras, decoding.LoRA{Path: p, Scale: float32(d.loraScale)})
 	}
-	m, err := decoding.OpenModel(d.model, decoding.ModelOptions{Threads: d.threads, Mmap: d.mmap, LoRA: loras})
+	m, err := decoding.OpenModel(d.model, decoding.ModelOptions{Threads: d.Threads, Mmap: d.mmap, LoRA: loras})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -249,17 +252,8 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(promptFile, "file", "", "alias of -f (llama.cpp's name)")
 	n := fs.Int("n", 128, "tokens to generate (-1: until the context is full or the end of text); in a conversation, of each reply (default there: -1)")
 	fs.IntVar(n, "n-predict", 128, "alias of -n (llama.cpp's name)")
-	fs.Float64Var(&p.Temperature, "temp", p.Temperature, "temperature (0: greedy)")
-	fs.IntVar(&p.TopK, "top-k", p.TopK, "top-k sampling (0: off)")
-	fs.Float64Var(&p.TopP, "top-p", p.TopP, "top-p sampling (1: off)")
-	fs.Float64Var(&p.MinP, "min-p", p.MinP, "min-p sampling (0: off)")
-	fs.Float64Var(&p.RepeatPenalty, "repeat-penalty", p.RepeatPenalty, "repetition penalty (1: off)")
-	fs.IntVar(&p.RepeatLastN, "repeat-last-n", p.RepeatLastN, "tokens the penalties look back over (-1: all)")
-	fs.Float64Var(&p.FrequencyPenalty, "frequency-penalty", 0, "lower each token's logit by this times its count in the last -repeat-last-n tokens (OpenAI's; -2 to 2, 0: off)")
-	fs.Float64Var(&p.PresencePenalty, "presence-penalty", 0, "lower the logit of each token among the last -repeat-last-n by this (OpenAI's; -2 to 2, 0: off)")
+	(*config.Sampling)(&p).RegisterFlags(fs)
 	fs.Var(logitBiasFlag{&p.LogitBias}, "logit-bias", "add BIAS to token ID's logit before sampling, as ID+BIAS or ID-BIAS (llama.cpp's; -100 bans the token, +100 all but forces it; repeatable)")
-	fs.Uint64Var(&p.Seed, "seed", 0, "random seed (default: drawn at random and printed on stderr)")
-	fs.Uint64Var(&p.Seed, "s", 0, "alias of -seed (llama.cpp's name)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
 	preset := registerPreset(fs)
 	cnv := fs.Bool("cnv", false, "a conversation: after -p's or -f's message, if any, read messages from standard input, a line each (a line ending in \\ continues on the next), and answer each through the chat template, keeping the history; /exit or the end of input ends it, Ctrl-C stops a reply, Ctrl-C at the prompt ends it")

@@ -182,7 +182,7 @@ func (f *serveFlags) start(stderr io.Writer) (*servedModel, error) {
 		return nil, usagef("-c %d among -parallel %d leaves fewer than 2 positions a slot", nctx, f.parallel)
 	}
 	dec, err := decoding.NewBatchDecoder(m, decoding.BatchDecoderOptions{Slots: f.parallel, SlotContext: nctx / f.parallel,
-		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.threads, Batch: opts.Batch})
+		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.Threads, Batch: opts.Batch})
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (f *serveFlags) openDraft(target *decoding.GGUFModel, dec *decoding.BatchDe
 		return d, "", fmt.Errorf("-draft: %w", err)
 	}
 	ddec, err := decoding.NewBatchDecoder(dm, decoding.BatchDecoderOptions{Slots: dec.Slots(), SlotContext: dec.SlotContext(),
-		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.threads, Batch: opts.Batch})
+		KVType: opts.KVType, FlashAttention: opts.FlashAttention, Threads: f.Threads, Batch: opts.Batch})
 	if err != nil {
 		dm.Close()
 		return d, "", fmt.Errorf("-draft: %w", err)

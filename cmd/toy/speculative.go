@@ -35,7 +35,7 @@ func openDraft(d *decoderFlags, target *decoding.GGUFModel, dec *decoding.Decode
 		dm.Close()
 		return nil, nil, fmt.Errorf("-draft: %w", err)
 	}
-	opts.Threads = d.threads
+	opts.Threads = d.Threads
 	opts.MaxContext = dec.MaxContext()
 	ddec, err := decoding.NewDecoder(dm, opts)
 	if err != nil {
