@@ -267,14 +267,16 @@ func Generate(opts Options) (*Output, error) {
 		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values)%s, %d unbound; %s",
 			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, data, len(m.Unbound), proven))
 	}
-	var sampling *Config
+	var options []*Config
 	for _, c := range Configs {
 		cs, err := LoadConfigs(opts.Root, c.Spec)
 		if err != nil {
 			return nil, err
 		}
-		if s := SamplingSpec(cs); s != nil {
-			sampling = s
+		for _, c := range cs {
+			if c.Options {
+				options = append(options, c)
+			}
 		}
 		files, err := EmitConfigs(cs, c.Target)
 		if err != nil {
@@ -283,21 +285,10 @@ func Generate(opts Options) (*Output, error) {
 		out.Dirs[c.OutDir] = files
 		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d configs", c.Spec, c.OutDir, len(cs)))
 	}
-	if err := generateKernels(opts, sampling, out); err != nil {
+	if err := generateKernels(opts, options, out); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// SamplingSpec is the Sampling options group among cs (nil if none): the kernel tables'
-// sampling presets take its defaults and bounds.
-func SamplingSpec(cs []*Config) *Config {
-	for _, c := range cs {
-		if c.GoName == "Sampling" && c.Options {
-			return c
-		}
-	}
-	return nil
 }
 
 // Write writes out under root, touching only files whose bytes change.

@@ -694,8 +694,8 @@ func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
 }
 
 // generateKernels loads kernels/ and adds generated/kernels to out.
-func generateKernels(opts Options, sampling *Config, out *Output) error {
-	ts, err := LoadKernels(opts.Root, KernelsOut.Input, sampling)
+func generateKernels(opts Options, options []*Config, out *Output) error {
+	ts, err := LoadKernels(opts.Root, KernelsOut.Input, options)
 	if err != nil {
 		return err
 	}

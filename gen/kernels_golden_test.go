@@ -33,7 +33,7 @@ func TestGoldenKernels(t *testing.T) {
 				}
 			}
 			got := map[string][]byte{}
-			ts, err := LoadKernels(work, "kernels", samplingSpec(t))
+			ts, err := LoadKernels(work, "kernels", optionSpecs(t))
 			if err == nil {
 				got, err = EmitKernels(ts, KernelsTarget{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "kernels"})
 				delete(got, "kernels.go")

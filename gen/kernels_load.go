@@ -277,11 +277,13 @@ const ModelsDir = "models"
 // they name and the models they declare, into a checked model. Errors name file:line (paths
 // relative to root) and are all reported at once.
 //
-// sampling is the Sampling options group of specs/engines: its defaults fill the keys a
-// [sampling.NAME] preset leaves out, and its bounds check the values a preset gives.
-func LoadKernels(root, dir string, sampling *Config) ([]*KTarget, error) {
-	if sampling == nil || sampling.GoName != "Sampling" || !sampling.Options {
-		return nil, fmt.Errorf("kernelgen: the kernel tables need the Sampling options spec")
+// options are the option groups of specs/engines: Sampling's defaults fill the keys a
+// [sampling.NAME] preset leaves out, and its bounds check the values a preset gives; DFlash's
+// defaults fill the keys a [dflash] pairing leaves out.
+func LoadKernels(root, dir string, options []*Config) ([]*KTarget, error) {
+	sampling, dflash := optionGroup(options, "Sampling"), optionGroup(options, "DFlash")
+	if sampling == nil || dflash == nil {
+		return nil, fmt.Errorf("kernelgen: the kernel tables need the Sampling and DFlash options of specs/engines")
 	}
 	entries, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
@@ -300,7 +302,7 @@ func LoadKernels(root, dir string, sampling *Config) ([]*KTarget, error) {
 			others = append(others, e.Name())
 			continue
 		}
-		if t := loadTarget(root, dir, e.Name(), shared, trees, sampling, ke); t != nil {
+		if t := loadTarget(root, dir, e.Name(), shared, trees, sampling, dflash, ke); t != nil {
 			targets = append(targets, t)
 		}
 	}
@@ -335,7 +337,7 @@ var (
 	cudaArch  = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
 )
 
-func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling *Config, ke *kerr) *KTarget {
+func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling, dflash *Config, ke *kerr) *KTarget {
 	rel := dir + "/" + name
 	hwPath := rel + "/HARDWARE.toml"
 	var hf hardwareFile
@@ -412,7 +414,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 				layers = append(layers, l)
 			}
 		}
-		if m := buildModel(n, layers, sampling, ke); m != nil {
+		if m := buildModel(n, layers, sampling, dflash, ke); m != nil {
 			t.Models = append(t.Models, m)
 			byName[n] = m
 		}
@@ -868,7 +870,7 @@ func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
 // checks the result. An overlay replaces what it sets: [model]'s keys one by one,
 // [[model_types]] as a whole, each [sampling.<preset>] whole, [behaviour] and [dflash] whole;
 // its [expected_absent] entries add to the shared ones. Errors name the file that set the key.
-func buildModel(name string, layers []*modelLayer, sampling *Config, ke *kerr) *KModel {
+func buildModel(name string, layers []*modelLayer, sampling, dflash *Config, ke *kerr) *KModel {
 	var mf modelFile
 	typesFrom := layers[0]
 	for i, l := range layers {
@@ -1027,7 +1029,8 @@ func buildModel(name string, layers []*modelLayer, sampling *Config, ke *kerr) *
 		m.Behaviour = kb
 	}
 	if d := mf.DFlash; d != nil {
-		kd := &KDFlash{DraftModel: d.DraftModel, Gamma: 16, TargetLayerIDs: d.TargetLayerIDs}
+		kd := &KDFlash{DraftModel: d.DraftModel, TargetLayerIDs: d.TargetLayerIDs,
+			Gamma: intDefault(dflash, "gamma"), WindowSize: intDefault(dflash, "window_size"), MaskTokenID: intDefault(dflash, "mask_token_id")}
 		setIf(&kd.Gamma, d.Gamma)
 		setIf(&kd.WindowSize, d.WindowSize)
 		setIf(&kd.MaskTokenID, d.MaskTokenID)
@@ -1179,6 +1182,27 @@ func targetAbsent(t *KTarget, entries map[string]string, hwPath string, lines ke
 		}
 		t.ExpectedAbsent = append(t.ExpectedAbsent, KAbsent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
 	}
+}
+
+// optionGroup is the option group named name among cs (nil if none).
+func optionGroup(cs []*Config, name string) *Config {
+	for _, c := range cs {
+		if c.GoName == name && c.Options {
+			return c
+		}
+	}
+	return nil
+}
+
+// intDefault is the default of c's int field with JSON name json, which must exist.
+func intDefault(c *Config, json string) int {
+	for _, f := range c.Fields {
+		if f.JSON == json && f.Kind == "int" {
+			v, _ := strconv.Atoi(f.Default) // the loader checked it
+			return v
+		}
+	}
+	panic("kernelgen: the " + c.GoName + " spec has no int field " + json)
 }
 
 // deref is *p, or nil for a nil p.

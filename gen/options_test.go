@@ -13,26 +13,26 @@ import (
 )
 
 var (
-	samplingOnce sync.Once
-	samplingCfg  *Config
-	samplingErr  error
+	optionsOnce sync.Once
+	optionsCfg  []*Config
+	optionsErr  error
 )
 
-// samplingSpec is the Sampling options group of the repository's specs/engines, which the
-// kernel tables' golden cases take their sampling defaults and bounds from.
-func samplingSpec(t *testing.T) *Config {
-	samplingOnce.Do(func() {
+// optionSpecs are the configs of the repository's specs/engines, whose Sampling and DFlash
+// option groups the kernel tables' golden cases take their defaults and bounds from.
+func optionSpecs(t *testing.T) []*Config {
+	optionsOnce.Do(func() {
 		root, err := filepath.Abs("..")
 		if err != nil {
-			samplingErr = err
+			optionsErr = err
 			return
 		}
-		cs, err := LoadConfigs(root, Configs[0].Spec)
-		samplingCfg, samplingErr = SamplingSpec(cs), err
+		optionsCfg, optionsErr = LoadConfigs(root, Configs[0].Spec)
 	})
-	require.NoError(t, samplingErr)
-	require.NotNil(t, samplingCfg, "specs/engines declares the Sampling options")
-	return samplingCfg
+	require.NoError(t, optionsErr)
+	require.NotNil(t, optionGroup(optionsCfg, "Sampling"), "specs/engines declares the Sampling options")
+	require.NotNil(t, optionGroup(optionsCfg, "DFlash"), "specs/engines declares the DFlash options")
+	return optionsCfg
 }
 
 // TestChatTemplatesAreTheRuntimes: the names a kernel table's chat_template may take are those
@@ -48,9 +48,9 @@ func TestChatTemplatesAreTheRuntimes(t *testing.T) {
 	assert.Equal(t, []string{"chatml", "smollm2", "qwen2.5", "gemma"}, ChatTemplates[:len(ChatTemplates)-1])
 }
 
-// TestLoadKernelsNeedsTheSamplingSpec: without the Sampling options the kernel tables are not
-// generated (their presets would have no defaults).
+// TestLoadKernelsNeedsTheSamplingSpec: without the Sampling and DFlash options the kernel
+// tables are not generated (their presets and pairings would have no defaults).
 func TestLoadKernelsNeedsTheSamplingSpec(t *testing.T) {
 	_, err := LoadKernels(t.TempDir(), "kernels", nil)
-	assert.ErrorContains(t, err, "Sampling options spec")
+	assert.ErrorContains(t, err, "need the Sampling and DFlash options")
 }

@@ -50,8 +50,8 @@ var (
 		"steps": 1, "t": 0, "warmup": 0}
 	finetuneCounts = atLeast{"batch": 1, "eval-batches": 1, "eval-every": 0, "freeze-embeddings-steps": 0,
 		"max-text-bytes": 0, "r": 1, "recompute": 0, "save-every": 0, "seq": 1, "steps": 1, "t": 0, "warmup": 0}
-	dflashCounts = atLeast{"anchors": 1, "gamma": 0, "generated": 0, "layers": 1, "mask-token": -1, "max-text-bytes": 0,
-		"seq": 1, "seqs": 1, "steps": 1, "train-window": 1, "warmup": 0, "window": -1}
+	dflashCounts = atLeast{"anchors": 1, "gamma": 1, "generated": 0, "layers": 1, "mask-token": 0, "max-text-bytes": 0,
+		"seq": 1, "seqs": 1, "steps": 1, "train-window": 1, "warmup": 0, "window": 0}
 	benchModelCounts = atLeast{"n": 0, "p": 0, "r": 0, "t": 1}
 	benchTrainCounts = atLeast{"batch": 1, "seq": 1, "steps": 1}
 	benchFTCounts    = atLeast{"profile": 0}

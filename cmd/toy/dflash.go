@@ -20,6 +20,7 @@ import (
 	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 )
 
@@ -33,22 +34,25 @@ func runTrainDFlash(args []string, stdout, stderr io.Writer) error {
 	maxBytes := fs.Int64("max-text-bytes", 8<<20, "read at most this much text (0: all)")
 	generated := fs.Int("generated", 0, "distil on this many sequences the target generates greedily (after prompts from the data) instead of the data itself")
 	out := fs.String("o", "", "the drafter GGUF to write (default: the draft_model the kernel table pairs with the target, beside it; else dflash.gguf beside it)")
-	gamma := fs.Int("gamma", 0, "block size: the anchor and the masked positions one forward fills (default: the table's pairing, else 8)")
-	window := fs.Int("window", -1, "context positions the drafter reads (0: all; default: the table's pairing, else 64)")
-	mask := fs.Int("mask-token", -1, "the token whose embedding fills the masked positions (default: the table's pairing, else 0)")
+	// The pairing's flags default to the spec's values; one not given takes the table's pairing
+	// where there is one.
+	pairing := config.DefaultDFlash()
+	pairing.RegisterFlags(fs)
 	layerIDs := fs.String("target-layers", "", "comma-separated target layers whose hidden states the drafter reads (default: the table's pairing, else 3 spread over the target)")
 	layers := fs.Int("layers", 2, "the drafter's transformer blocks (the paper uses 3 to 5 on 8B targets; on toy's 30M Go model 2 gained more in acceptance than they cost: docs/PERFORMANCE.md)")
-	steps := fs.Int("steps", 300, "optimizer steps")
+	schedule, _ := config.TrainingPreset("dflash")
+	schedule.RegisterFlags(fs, "steps", "lr", "min-lr", "warmup", "seed")
+	steps, lr, minLR, warmup, seed := &schedule.Steps, &schedule.LR, &schedule.MinLR, &schedule.Warmup, &schedule.Seed
 	seqs := fs.Int("seqs", 4, "corpus windows the target reads per step")
-	seqLen := fs.Int("seq", 128, "tokens per window (at most the target's context)")
+	windows := config.DefaultSequences()
+	windows.RegisterFlags(fs, "seq")
+	seqLen := &windows.SeqLen
 	anchors := fs.Int("anchors", 16, "blocks per window")
 	trainWindow := fs.Int("train-window", 64, "context rows a training block reads when -window is 0")
-	lr := fs.Float64("lr", 3e-3, "peak learning rate")
-	minLR := fs.Float64("min-lr", 3e-4, "final learning rate of the cosine schedule")
-	warmup := fs.Int("warmup", 20, "warmup steps")
 	decay := fs.Float64("loss-decay", 4, "weigh the loss of a block's k-th proposal (from 0) by exp(-k/decay), as DFlash does: the first proposals decide how many are accepted (0: all alike)")
-	seed := fs.Uint64("seed", 1, "seed of the drafter's initial weights and of the windows and anchors")
-	threads := fs.Int("t", 2, "CPU threads")
+	compute := config.DefaultCompute()
+	compute.RegisterFlags(fs)
+	threads := &compute.Threads
 	modelName := fs.String("model-name", "", "a name to match the target against the kernel table's entries")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train -recipe dflash -target T.gguf [-data FILE|DIR] [flags]
@@ -91,21 +95,22 @@ Flags:
 	if entry != nil && named {
 		decl = entry.DFlash
 	}
-	cfg := speculative.DFlashConfig{Gamma: 8, Window: 64, Layers: *layers, TargetLayers: speculative.DefaultTargetLayers(m.Arch.NLayers, 3)}
+	cfg := speculative.DFlashConfig{Gamma: pairing.Gamma, Window: pairing.WindowSize, MaskToken: pairing.MaskTokenID,
+		Layers: *layers, TargetLayers: speculative.DefaultTargetLayers(m.Arch.NLayers, 3)}
 	if decl != nil {
-		cfg.Gamma, cfg.Window, cfg.MaskToken = decl.Gamma, decl.WindowSize, decl.MaskTokenID
+		set := setFlags(fs)
+		if !set["gamma"] {
+			cfg.Gamma = decl.Gamma
+		}
+		if !set["window"] {
+			cfg.Window = decl.WindowSize
+		}
+		if !set["mask-token"] {
+			cfg.MaskToken = decl.MaskTokenID
+		}
 		if len(decl.TargetLayerIDs) > 0 {
 			cfg.TargetLayers = decl.TargetLayerIDs
 		}
-	}
-	if *gamma != 0 {
-		cfg.Gamma = *gamma
-	}
-	if *window >= 0 {
-		cfg.Window = *window
-	}
-	if *mask >= 0 {
-		cfg.MaskToken = *mask
 	}
 	if *layerIDs != "" {
 		cfg.TargetLayers = nil

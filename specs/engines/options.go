@@ -120,3 +120,18 @@ type Sampling struct {
 	// drawn at random and printed on stderr).
 	Seed uint64 `json:"seed" alias:"s" default:"0"`
 }
+
+// DFlash is the pairing of a target model with a DFlash drafter: the flags toy train -recipe
+// dflash trains a drafter with, and what a kernel table's [dflash] declares. A key the table
+// leaves out, and a flag not given when the table pairs nothing, take these defaults.
+//
+//kernelgen:options
+type DFlash struct {
+	// Gamma is the block size: the anchor and the masked positions one forward of the drafter
+	// fills.
+	Gamma int `json:"gamma" default:"8" min:"1"`
+	// WindowSize is the number of context positions the drafter reads (0: all).
+	WindowSize int `json:"window_size" flag:"window" default:"64" min:"0"`
+	// MaskTokenID is the token whose embedding fills the masked positions.
+	MaskTokenID int `json:"mask_token_id" flag:"mask-token" default:"0" min:"0"`
+}
