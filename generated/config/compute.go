@@ -12,7 +12,7 @@ import (
 // Compute is how many CPU threads a command computes with: the -t of every command that runs
 // a model, and the threads{} of a training run's options (which a resumed run may change).
 type Compute struct {
-	// Threads is the number of CPU threads ggml computes with (0: one).
+	// Threads is the number of CPU threads ggml computes with.
 	Threads int `json:"threads"`
 }
 
@@ -47,7 +47,7 @@ func ComputeOptions() []Option {
 			"t",
 			"",
 			"threads",
-			"the number of CPU threads ggml computes with (0: one)",
+			"the number of CPU threads ggml computes with",
 			true,
 		},
 	}

@@ -43,8 +43,8 @@ type Sampling struct {
 	// bans a token in practice, +100 all but forces it. Tokens past the vocabulary are ignored;
 	// nil or empty turns it off.
 	LogitBias map[int32]float64 `json:"logit_bias"`
-	// Seed seeds the PCG generator of the draws (on toy generate's command line, 0 or none is
-	// drawn at random and printed on stderr).
+	// Seed seeds the PCG generator of the draws (toy generate draws one at random, and prints
+	// it on stderr, unless -seed is given).
 	Seed uint64 `json:"seed"`
 }
 
@@ -162,8 +162,8 @@ func SamplingOptions() []Option {
 			"seed",
 			"s",
 			"seed",
-			"seeds the PCG generator of the draws (on toy generate's command line, 0 or none is drawn at random " +
-				"and printed on stderr)",
+			"seeds the PCG generator of the draws (toy generate draws one at random, and prints it on stderr, " +
+				"unless -seed is given)",
 			false,
 		},
 	}

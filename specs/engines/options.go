@@ -6,7 +6,7 @@ package engines
 //kernelgen:options
 //kernelgen:preset vit threads=1
 type Compute struct {
-	// Threads is the number of CPU threads ggml computes with (0: one).
+	// Threads is the number of CPU threads ggml computes with.
 	Threads int `json:"threads" flag:"t" default:"2" min:"0" resume:"keep"`
 }
 
@@ -116,8 +116,8 @@ type Sampling struct {
 	// bans a token in practice, +100 all but forces it. Tokens past the vocabulary are ignored;
 	// nil or empty turns it off.
 	LogitBias map[int32]float64 `json:"logit_bias" flag:"-"`
-	// Seed seeds the PCG generator of the draws (on toy generate's command line, 0 or none is
-	// drawn at random and printed on stderr).
+	// Seed seeds the PCG generator of the draws (toy generate draws one at random, and prints
+	// it on stderr, unless -seed is given).
 	Seed uint64 `json:"seed" alias:"s" default:"0"`
 }
 
