@@ -29,6 +29,9 @@ type Config struct {
 	// map[int32]float64, flags named by the flag tag, and a RegisterFlags method in place of
 	// the Flags type (see docs/SPECS.md).
 	Options bool
+	// Overlay: the group also gets a type with each option optional, as an API request gives
+	// them (//kernelgen:options overlay).
+	Overlay bool
 	Pos     token.Position
 }
 
@@ -197,8 +200,11 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 				l.errorf(d.pos, "%s: kernelgen:config and kernelgen:options are exclusive", c.GoName)
 			}
 			isConfig, c.Options = true, true
-			if len(d.args) > 0 {
-				l.errorf(d.pos, "kernelgen:options takes no arguments")
+			for _, a := range d.args {
+				if a != "overlay" {
+					l.errorf(d.pos, "kernelgen:options %s: the only argument is overlay", a)
+				}
+				c.Overlay = true
 			}
 		case "preset":
 			presetDirs = append(presetDirs, d)

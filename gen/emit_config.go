@@ -170,6 +170,9 @@ func emitConfig(f *jen.File, c *Config) {
 	}
 	if c.Options {
 		emitOptions(f, c)
+		if c.Overlay {
+			emitOverlay(f, c)
+		}
 		return
 	}
 	emitValidate(f, c)
@@ -597,4 +600,36 @@ func longLit(s string) jen.Code {
 		c.Lit(p)
 	}
 	return &c
+}
+
+// emitOverlay writes the overlay of a group of options: a struct with a pointer to each
+// option's type (a map stays a map), with the same JSON keys, so that decoding a JSON object
+// into it says which options the object names; and Apply, which copies those onto a group.
+func emitOverlay(f *jen.File, c *Config) {
+	typ := c.GoName + "Overlay"
+	docLines(f, fmt.Sprintf("%s is %s with every option optional: nil (or an empty map) where a JSON object,\n"+
+		"such as an API request, leaves the option out.", typ, c.GoName))
+	f.Type().Id(typ).StructFunc(func(g *jen.Group) {
+		for _, fl := range c.Fields {
+			t := jen.Op("*").Id(fl.GoType())
+			if fl.Kind == mapKind {
+				t = jen.Id(fl.GoType())
+			}
+			g.Id(fl.GoName).Add(t).Tag(map[string]string{"json": fl.JSON})
+		}
+	})
+	f.Line()
+	f.Commentf("Apply sets on c every option o gives.")
+	f.Func().Params(jen.Id("o").Id(typ)).Id("Apply").Params(jen.Id("c").Op("*").Id(c.GoName)).BlockFunc(func(g *jen.Group) {
+		for _, fl := range c.Fields {
+			if fl.Kind == mapKind {
+				g.If(jen.Len(jen.Id("o").Dot(fl.GoName)).Op(">").Lit(0)).Block(
+					jen.Id("c").Dot(fl.GoName).Op("=").Id("o").Dot(fl.GoName))
+				continue
+			}
+			g.If(jen.Id("o").Dot(fl.GoName).Op("!=").Nil()).Block(
+				jen.Id("c").Dot(fl.GoName).Op("=").Op("*").Id("o").Dot(fl.GoName))
+		}
+	})
+	f.Line()
 }
