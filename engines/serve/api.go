@@ -21,6 +21,7 @@ import (
 	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
 )
 
 // maxBody bounds a request body, whatever the context (promptBounds bounds it by the context).
@@ -123,22 +124,19 @@ func promptOf(b json.RawMessage) (string, *apiError) {
 
 // request holds the fields both completion endpoints read.
 type request struct {
-	Model             string          `json:"model"`
-	Stream            bool            `json:"stream"`
-	MaxTokens         *int            `json:"max_tokens"`
-	MaxCompletion     *int            `json:"max_completion_tokens"`
-	Temperature       *float64        `json:"temperature"`
-	TopP              *float64        `json:"top_p"`
-	TopK              *int            `json:"top_k"`
-	MinP              *float64        `json:"min_p"`
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	MaxTokens     *int   `json:"max_tokens"`
+	MaxCompletion *int   `json:"max_completion_tokens"`
+	// The sampling options the spec declares (temperature, top_p, top_k, min_p,
+	// repeat_penalty, repeat_last_n, frequency_penalty, presence_penalty), each optional; seed
+	// and logit_bias are read by the fields below, which take precedence (an OpenAI seed may be
+	// negative, a logit bias's keys are strings).
+	config.SamplingOverlay
 	Seed              *int64          `json:"seed"`
 	Stop              json.RawMessage `json:"stop"`
 	N                 *int            `json:"n"`
 	RepetitionPenalty *float64        `json:"repetition_penalty"`
-	RepeatPenalty     *float64        `json:"repeat_penalty"`
-	RepeatLastN       *int            `json:"repeat_last_n"`
-	FrequencyPenalty  *float64        `json:"frequency_penalty"`
-	PresencePenalty   *float64        `json:"presence_penalty"`
 	Logprobs          any             `json:"logprobs"`
 	TopLogprobs       *int            `json:"top_logprobs"`
 	// LogitBias maps token ids (as JSON object keys) to biases in [-100, 100].
@@ -235,39 +233,19 @@ func (s *Server) params(r *request) (sample.Params, int, *apiError) {
 		}
 		p.LogitBias = bias
 	}
-	if r.Temperature != nil {
-		p.Temperature = *r.Temperature
-	}
-	if r.TopP != nil {
-		p.TopP = *r.TopP
-	}
-	if r.TopK != nil {
-		p.TopK = *r.TopK
-	}
-	if r.MinP != nil {
-		p.MinP = *r.MinP
-	}
-	if r.RepeatPenalty != nil {
-		p.RepeatPenalty = *r.RepeatPenalty
-	}
-	if r.RepetitionPenalty != nil {
-		p.RepeatPenalty = *r.RepetitionPenalty
-	}
-	if r.RepeatLastN != nil {
-		p.RepeatLastN = *r.RepeatLastN
-	}
 	for _, f := range []struct {
 		name string
 		v    *float64
-		to   *float64
-	}{{"frequency_penalty", r.FrequencyPenalty, &p.FrequencyPenalty}, {"presence_penalty", r.PresencePenalty, &p.PresencePenalty}} {
-		if f.v == nil {
-			continue
-		}
-		if !(*f.v >= -2 && *f.v <= 2) {
+	}{{"frequency_penalty", r.FrequencyPenalty}, {"presence_penalty", r.PresencePenalty}} {
+		if f.v != nil && !(*f.v >= -2 && *f.v <= 2) {
 			return p, 0, badRequest(f.name, "%s %v: want a number in [-2, 2] (0 = off)", f.name, *f.v)
 		}
-		*f.to = *f.v
+	}
+	// The overlay's seed and logit_bias are never set: the request's own fields of those names
+	// take them from the JSON.
+	r.SamplingOverlay.Apply((*config.Sampling)(&p))
+	if r.RepetitionPenalty != nil {
+		p.RepeatPenalty = *r.RepetitionPenalty
 	}
 	if r.Seed != nil {
 		p.Seed = uint64(*r.Seed)

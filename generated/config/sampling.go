@@ -10,8 +10,8 @@ import (
 )
 
 // Sampling is how a token is drawn from a model's logits: toy generate's and toy chat's flags,
-// the server's request fields and defaults, and the kernel table's sampling presets
-// (MODEL.toml's [sampling.NAME], whose keys left out keep these defaults, llama.cpp's).
+// the server's defaults and request fields (SamplingOverlay), and the kernel table's sampling
+// presets (MODEL.toml's [sampling.NAME], whose keys left out keep these defaults, llama.cpp's).
 type Sampling struct {
 	// Temperature divides the logits before the softmax; 0 is greedy decoding (argmax), which
 	// ignores top-k, top-p, min-p and the seed.
@@ -209,5 +209,54 @@ func (c *Sampling) RegisterFlags(fs *flag.FlagSet, only ...string) {
 		if fs.Lookup(name) == nil {
 			panic("config: Sampling has no flag -" + name)
 		}
+	}
+}
+
+// SamplingOverlay is Sampling with every option optional: nil (or an empty map) where a JSON object,
+// such as an API request, leaves the option out.
+type SamplingOverlay struct {
+	Temperature      *float64          `json:"temperature"`
+	TopK             *int              `json:"top_k"`
+	TopP             *float64          `json:"top_p"`
+	MinP             *float64          `json:"min_p"`
+	RepeatPenalty    *float64          `json:"repeat_penalty"`
+	RepeatLastN      *int              `json:"repeat_last_n"`
+	FrequencyPenalty *float64          `json:"frequency_penalty"`
+	PresencePenalty  *float64          `json:"presence_penalty"`
+	LogitBias        map[int32]float64 `json:"logit_bias"`
+	Seed             *uint64           `json:"seed"`
+}
+
+// Apply sets on c every option o gives.
+func (o SamplingOverlay) Apply(c *Sampling) {
+	if o.Temperature != nil {
+		c.Temperature = *o.Temperature
+	}
+	if o.TopK != nil {
+		c.TopK = *o.TopK
+	}
+	if o.TopP != nil {
+		c.TopP = *o.TopP
+	}
+	if o.MinP != nil {
+		c.MinP = *o.MinP
+	}
+	if o.RepeatPenalty != nil {
+		c.RepeatPenalty = *o.RepeatPenalty
+	}
+	if o.RepeatLastN != nil {
+		c.RepeatLastN = *o.RepeatLastN
+	}
+	if o.FrequencyPenalty != nil {
+		c.FrequencyPenalty = *o.FrequencyPenalty
+	}
+	if o.PresencePenalty != nil {
+		c.PresencePenalty = *o.PresencePenalty
+	}
+	if len(o.LogitBias) > 0 {
+		c.LogitBias = o.LogitBias
+	}
+	if o.Seed != nil {
+		c.Seed = *o.Seed
 	}
 }

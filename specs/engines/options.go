@@ -80,10 +80,10 @@ type FinalSample struct {
 }
 
 // Sampling is how a token is drawn from a model's logits: toy generate's and toy chat's flags,
-// the server's request fields and defaults, and the kernel table's sampling presets
-// (MODEL.toml's [sampling.NAME], whose keys left out keep these defaults, llama.cpp's).
+// the server's defaults and request fields (SamplingOverlay), and the kernel table's sampling
+// presets (MODEL.toml's [sampling.NAME], whose keys left out keep these defaults, llama.cpp's).
 //
-//kernelgen:options
+//kernelgen:options overlay
 //kernelgen:preset greedy temperature=0 top_k=0 top_p=1 min_p=0 repeat_penalty=1 repeat_last_n=0
 type Sampling struct {
 	// Temperature divides the logits before the softmax; 0 is greedy decoding (argmax), which
