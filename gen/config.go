@@ -51,8 +51,10 @@ type ConfigField struct {
 	// Default is the default value as written in the tag; Min/Max bound numbers (nil when
 	// absent); Enum lists a string's allowed values; MultipleOf names (by JSON name) a field
 	// this one must be a multiple of.
-	Default    string
-	Min, Max   *float64
+	Default  string
+	Min, Max *float64
+	// MinText is the min tag as written ("" when absent).
+	MinText    string
 	Enum       []string
 	MultipleOf string
 	// EnumType names the string type of an enum field (config name + field name, e.g.
@@ -389,6 +391,9 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 		return &v
 	}
 	cf.Min, cf.Max = num("min"), num("max")
+	if cf.Min != nil {
+		cf.MinText = tag.Get("min")
+	}
 	if e, ok := tag.Lookup("enum"); ok {
 		if cf.Kind != "string" {
 			l.errorf(f.Pos(), "field %s: enum is for strings", name)

@@ -511,6 +511,9 @@ func emitOptionHelpers(f *jen.File, options []*Config) {
 		jen.Comment("Resumable says a resumed run may take it from its command line: it changes how the run is"),
 		jen.Comment("computed or reported, not what it computes."),
 		jen.Id("Resumable").Bool(),
+		jen.Comment("Kind is its Go type's kind (int, int64, uint64, float64, bool, string; a map's type), and"),
+		jen.Comment("Min its least value as the spec writes it (\"\" for none)."),
+		jen.List(jen.Id("Kind"), jen.Id("Min")).String(),
 	)
 	f.Line()
 	var keys []jen.Code
@@ -533,6 +536,7 @@ func emitOptions(f *jen.File, c *Config) {
 	for _, fl := range c.Fields {
 		rows = append(rows, jen.Values(perLine([]jen.Code{
 			jen.Lit(fl.Flag), jen.Lit(fl.Alias), jen.Lit(fl.JSON), longLit(fl.Usage()), jen.Lit(fl.Resumable),
+			jen.Lit(fl.Kind), jen.Lit(fl.MinText),
 		})...))
 	}
 	f.Commentf("%sOptions describes each option of %s, in declaration order.", c.GoName, c.GoName)

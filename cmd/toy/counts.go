@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/toyml/toy/generated/config"
 )
 
 // atLeast gives the least value of each of a command's integer flags that counts something (a
@@ -14,6 +16,27 @@ import (
 // anything, instead of reaching a slice, make() or an engine's own check. A command's flags with
 // a check of their own (-t, -n, a model's shape through its spec) are not listed.
 type atLeast map[string]int64
+
+// with adds the least values the option groups declare for their integer flags (the spec's min
+// tags) to m, and returns it; a flag m already names keeps m's.
+func (m atLeast) with(groups ...[]config.Option) atLeast {
+	for _, g := range groups {
+		for _, o := range g {
+			if o.Flag == "" || o.Min == "" || o.Kind != "int" && o.Kind != "int64" {
+				continue
+			}
+			if _, ok := m[o.Flag]; ok {
+				continue
+			}
+			least, err := strconv.ParseInt(o.Min, 10, 64)
+			if err != nil {
+				panic(fmt.Sprintf("the spec's min of -%s, %q, is not an integer", o.Flag, o.Min))
+			}
+			m[o.Flag] = least
+		}
+	}
+	return m
+}
 
 // check refuses every flag of fs set on the command line below its least value, naming each.
 func (m atLeast) check(fs *flag.FlagSet) error {
@@ -40,18 +63,18 @@ func (m atLeast) check(fs *flag.FlagSet) error {
 }
 
 // The count flags of each command, with their least values. Where 0 or -1 means something (all
-// chunks, none, the default), that is the least value.
+// chunks, none, the default), that is the least value. The flags of the option groups take
+// theirs from the spec (specs/engines' min tags, through with).
 var (
 	classifyCounts = atLeast{"k": 1}
-	generateCounts = atLeast{"top-k": 0, "repeat-last-n": -1}
-	trainCounts    = atLeast{"batch": 1, "eval-batches": 1, "eval-every": 0, "generated": 0, "max-text-bytes": 0,
-		"sample": 0, "save-every": 0, "seq": 1, "steps": 1, "t": 0, "tokens": 1, "warmup": 0}
-	vitCounts = atLeast{"batch": 1, "eval-every": 0, "held": 1, "save-every": 0, "shapes": 0, "shift": 0,
-		"steps": 1, "t": 0, "warmup": 0}
-	finetuneCounts = atLeast{"batch": 1, "eval-batches": 1, "eval-every": 0, "freeze-embeddings-steps": 0,
-		"max-text-bytes": 0, "r": 1, "recompute": 0, "save-every": 0, "seq": 1, "steps": 1, "t": 0, "warmup": 0}
-	dflashCounts = atLeast{"anchors": 1, "gamma": 1, "generated": 0, "layers": 1, "mask-token": 0, "max-text-bytes": 0,
-		"seq": 1, "seqs": 1, "steps": 1, "train-window": 1, "warmup": 0, "window": 0}
+	generateCounts = atLeast{}.with(config.SamplingOptions())
+	trainCounts    = atLeast{"generated": 0, "max-text-bytes": 0, "tokens": 1}.with(
+		config.TrainingOptions(), config.SequencesOptions(), config.ComputeOptions(), config.FinalSampleOptions())
+	vitCounts      = atLeast{"held": 1, "shapes": 0, "shift": 0}.with(config.TrainingOptions(), config.ComputeOptions())
+	finetuneCounts = atLeast{"freeze-embeddings-steps": 0, "max-text-bytes": 0, "r": 1, "recompute": 0}.with(
+		config.TrainingOptions(), config.SequencesOptions(), config.ComputeOptions())
+	dflashCounts = atLeast{"anchors": 1, "generated": 0, "layers": 1, "max-text-bytes": 0, "seqs": 1, "train-window": 1}.with(
+		config.DFlashOptions(), config.TrainingOptions(), config.SequencesOptions())
 	benchModelCounts = atLeast{"n": 0, "p": 0, "r": 0, "t": 1}
 	benchTrainCounts = atLeast{"batch": 1, "seq": 1, "steps": 1}
 	benchFTCounts    = atLeast{"profile": 0}

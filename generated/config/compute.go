@@ -49,6 +49,8 @@ func ComputeOptions() []Option {
 			"threads",
 			"the number of CPU threads ggml computes with",
 			true,
+			"int",
+			"0",
 		},
 	}
 }

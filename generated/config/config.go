@@ -81,6 +81,9 @@ type Option struct {
 	// Resumable says a resumed run may take it from its command line: it changes how the run is
 	// computed or reported, not what it computes.
 	Resumable bool
+	// Kind is its Go type's kind (int, int64, uint64, float64, bool, string; a map's type), and
+	// Min its least value as the spec writes it ("" for none).
+	Kind, Min string
 }
 
 // ResumableOptions lists the JSON keys of every option a resumed run may take from its command

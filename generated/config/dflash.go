@@ -38,6 +38,8 @@ func DFlashOptions() []Option {
 			"gamma",
 			"the block size: the anchor and the masked positions one forward of the drafter fills",
 			false,
+			"int",
+			"1",
 		},
 		{
 			"window",
@@ -45,6 +47,8 @@ func DFlashOptions() []Option {
 			"window_size",
 			"the number of context positions the drafter reads (0: all)",
 			false,
+			"int",
+			"0",
 		},
 		{
 			"mask-token",
@@ -52,6 +56,8 @@ func DFlashOptions() []Option {
 			"mask_token_id",
 			"the token whose embedding fills the masked positions",
 			false,
+			"int",
+			"0",
 		},
 	}
 }

@@ -32,6 +32,8 @@ func FinalSampleOptions() []Option {
 			"sample_tokens",
 			"the number of tokens of the greedy sample printed at the end (0: none)",
 			true,
+			"int",
+			"0",
 		},
 		{
 			"prompt",
@@ -39,6 +41,8 @@ func FinalSampleOptions() []Option {
 			"sample_prompt",
 			"the prompt of the final sample",
 			true,
+			"string",
+			"",
 		},
 	}
 }

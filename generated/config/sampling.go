@@ -95,6 +95,8 @@ func SamplingOptions() []Option {
 			"divides the logits before the softmax; 0 is greedy decoding (argmax), which ignores top-k, top-p, " +
 				"min-p and the seed",
 			false,
+			"float64",
+			"0",
 		},
 		{
 			"top-k",
@@ -102,6 +104,8 @@ func SamplingOptions() []Option {
 			"top_k",
 			"keeps the K most likely tokens (0: off)",
 			false,
+			"int",
+			"0",
 		},
 		{
 			"top-p",
@@ -110,6 +114,8 @@ func SamplingOptions() []Option {
 			"keeps the smallest set of most likely tokens whose probabilities sum to at least this (nucleus " +
 				"sampling; 1: off)",
 			false,
+			"float64",
+			"0",
 		},
 		{
 			"min-p",
@@ -117,6 +123,8 @@ func SamplingOptions() []Option {
 			"min_p",
 			"drops the tokens whose probability is below this times that of the most likely token (0: off)",
 			false,
+			"float64",
+			"0",
 		},
 		{
 			"repeat-penalty",
@@ -125,6 +133,8 @@ func SamplingOptions() []Option {
 			"penalises the tokens seen in the last repeat-last-n tokens of the history: positive logits are " +
 				"divided by it, negative ones multiplied by it, each distinct token once (1: off)",
 			false,
+			"float64",
+			"0",
 		},
 		{
 			"repeat-last-n",
@@ -132,6 +142,8 @@ func SamplingOptions() []Option {
 			"repeat_last_n",
 			"how many of the most recent tokens the penalties look at (0: off, -1: the whole history)",
 			false,
+			"int",
+			"-1",
 		},
 		{
 			"frequency-penalty",
@@ -140,6 +152,8 @@ func SamplingOptions() []Option {
 			"lowers each token's logit by this times its count in the last repeat-last-n tokens, after the " +
 				"repeat penalty (OpenAI's, llama.cpp's penalty_freq; -2 to 2, 0: off)",
 			false,
+			"float64",
+			"-2",
 		},
 		{
 			"presence-penalty",
@@ -148,6 +162,8 @@ func SamplingOptions() []Option {
 			"lowers the logit of each token among the last repeat-last-n by this (OpenAI's, llama.cpp's " +
 				"penalty_present; -2 to 2, 0: off)",
 			false,
+			"float64",
+			"-2",
 		},
 		{
 			"",
@@ -157,6 +173,8 @@ func SamplingOptions() []Option {
 				"llama.cpp's logit-bias sampler, which comes first in its chain too): -100 bans a token in practice, " +
 				"+100 all but forces it. Tokens past the vocabulary are ignored; nil or empty turns it off",
 			false,
+			"map[int32]float64",
+			"",
 		},
 		{
 			"seed",
@@ -165,6 +183,8 @@ func SamplingOptions() []Option {
 			"seeds the PCG generator of the draws (toy generate draws one at random, and prints it on stderr, " +
 				"unless -seed is given)",
 			false,
+			"uint64",
+			"",
 		},
 	}
 }

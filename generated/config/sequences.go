@@ -58,6 +58,8 @@ func SequencesOptions() []Option {
 			"the number of tokens of a sequence (at most the model's context; in fine-tuning on chat data, a " +
 				"conversation is one sequence)",
 			false,
+			"int",
+			"1",
 		},
 		{
 			"eval-batches",
@@ -65,6 +67,8 @@ func SequencesOptions() []Option {
 			"eval_batches",
 			"the number of batches of a held-out evaluation",
 			false,
+			"int",
+			"1",
 		},
 	}
 }

@@ -137,6 +137,8 @@ func TrainingOptions() []Option {
 			"steps",
 			"the number of optimizer steps",
 			false,
+			"int",
+			"1",
 		},
 		{
 			"batch",
@@ -144,6 +146,8 @@ func TrainingOptions() []Option {
 			"batch",
 			"the number of sequences (images) a step trains on",
 			false,
+			"int",
+			"1",
 		},
 		{
 			"schedule",
@@ -152,6 +156,8 @@ func TrainingOptions() []Option {
 			"the learning-rate schedule: cosine (warmup, then a cosine decay to the minimum) or constant " +
 				"(warmup, then the peak)",
 			false,
+			"string",
+			"",
 		},
 		{
 			"lr",
@@ -159,6 +165,8 @@ func TrainingOptions() []Option {
 			"lr",
 			"the peak learning rate",
 			false,
+			"float64",
+			"0",
 		},
 		{
 			"min-lr",
@@ -166,6 +174,8 @@ func TrainingOptions() []Option {
 			"min_lr",
 			"the final learning rate of the cosine schedule",
 			false,
+			"float64",
+			"0",
 		},
 		{
 			"warmup",
@@ -173,6 +183,8 @@ func TrainingOptions() []Option {
 			"warmup",
 			"the number of steps of linear warmup",
 			false,
+			"int",
+			"0",
 		},
 		{
 			"seed",
@@ -182,6 +194,8 @@ func TrainingOptions() []Option {
 				"shifts too), and the initial weights where a recipe makes new ones (toy train's language models, a " +
 				"warm start, a DFlash drafter)",
 			false,
+			"uint64",
+			"",
 		},
 		{
 			"eval-every",
@@ -190,6 +204,8 @@ func TrainingOptions() []Option {
 			"the number of steps between held-out evaluations (0: at the end only; toy finetune also evaluates " +
 				"before the first step)",
 			true,
+			"int",
+			"0",
 		},
 		{
 			"save-every",
@@ -197,6 +213,8 @@ func TrainingOptions() []Option {
 			"save_every",
 			"the number of steps between checkpoints (0: none by steps)",
 			true,
+			"int",
+			"0",
 		},
 		{
 			"save-minutes",
@@ -205,6 +223,8 @@ func TrainingOptions() []Option {
 			"the number of minutes between checkpoints (0: none by time); one is also saved at the end and on " +
 				"Ctrl-C",
 			true,
+			"float64",
+			"0",
 		},
 		{
 			"runs",
@@ -212,6 +232,8 @@ func TrainingOptions() []Option {
 			"runs_dir",
 			"the directory of the run bundles",
 			false,
+			"string",
+			"",
 		},
 		{
 			"git",
@@ -219,6 +241,8 @@ func TrainingOptions() []Option {
 			"git",
 			"records the git commit and branch of the working directory in the run",
 			true,
+			"bool",
+			"",
 		},
 		{
 			"",
@@ -226,6 +250,8 @@ func TrainingOptions() []Option {
 			"progress_every",
 			"the number of steps between progress lines when the output is not a terminal",
 			true,
+			"int",
+			"1",
 		},
 	}
 }
