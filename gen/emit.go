@@ -728,7 +728,7 @@ func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 
 // outCopy copies an out-parameter's C temporary back into the Go variable after the call.
 func outCopy(p *Param) []jen.Code {
-	if p.Type.Kind != KindOut {
+	if p.Type.Kind != KindOut || p.Type.Const { // Const[*S]: C does not write it
 		return nil
 	}
 	return []jen.Code{jen.If(jen.Id(p.Name).Op("!=").Nil()).Block(

@@ -640,8 +640,13 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 				case KindHandle, KindPtr, KindNumSlice:
 					inner.Const = true
 					return inner, ""
+				case KindOut: // Const[*S]: C reads a struct it does not change
+					if inner.Elem.Kind == KindStruct {
+						inner.Const = true
+						return inner, ""
+					}
 				}
-				return nil, "Const takes a handle, Ptr or a number slice"
+				return nil, "Const takes a handle, Ptr, a number slice or a pointer to a struct"
 			case "Ptr":
 				return &Type{Kind: KindPtr}, ""
 			case "Int":

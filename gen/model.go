@@ -253,7 +253,7 @@ func (t *Type) cBase() string {
 		if e := t.Elem.cBase(); e[len(e)-1] == '*' {
 			return e + "*"
 		}
-		return t.Elem.cBase() + " *"
+		return constq(t.Const) + t.Elem.cBase() + " *"
 	case KindPtrSlice:
 		return "void **"
 	case KindNumPtr:

@@ -77,6 +77,28 @@ enum ggml_type {
 	GGML_TYPE_F16 = 1,
 };
 
+enum llama_ftype {
+	LLAMA_FTYPE_ALL_F32 = 0,
+	LLAMA_FTYPE_MOSTLY_F16 = 1,
+	LLAMA_FTYPE_MOSTLY_Q4_0 = 2,
+	LLAMA_FTYPE_MOSTLY_Q4_1 = 3,
+	LLAMA_FTYPE_MOSTLY_Q8_0 = 7,
+	LLAMA_FTYPE_MOSTLY_Q5_0 = 8,
+	LLAMA_FTYPE_MOSTLY_Q5_1 = 9,
+	LLAMA_FTYPE_MOSTLY_Q2_K = 10,
+	LLAMA_FTYPE_MOSTLY_Q3_K_S = 11,
+	LLAMA_FTYPE_MOSTLY_Q3_K_M = 12,
+	LLAMA_FTYPE_MOSTLY_Q3_K_L = 13,
+	LLAMA_FTYPE_MOSTLY_Q4_K_S = 14,
+	LLAMA_FTYPE_MOSTLY_Q4_K_M = 15,
+	LLAMA_FTYPE_MOSTLY_Q5_K_S = 16,
+	LLAMA_FTYPE_MOSTLY_Q5_K_M = 17,
+	LLAMA_FTYPE_MOSTLY_Q6_K = 18,
+	LLAMA_FTYPE_MOSTLY_IQ4_NL = 25,
+	LLAMA_FTYPE_MOSTLY_IQ4_XS = 30,
+	LLAMA_FTYPE_MOSTLY_BF16 = 32,
+};
+
 enum ggml_sched_priority {
 	GGML_SCHED_PRIO_NORMAL = 0,
 };
@@ -143,6 +165,22 @@ struct llama_batch {
 	void *logits;
 };
 
+struct llama_model_quantize_params {
+	int32_t nthread;
+	enum llama_ftype ftype;
+	enum ggml_type output_tensor_type;
+	enum ggml_type token_embedding_type;
+	bool allow_requantize;
+	bool quantize_output_tensor;
+	bool only_copy;
+	bool pure;
+	bool keep_split;
+	void *imatrix;
+	void *kv_overrides;
+	void *tensor_types;
+	void *prune_layers;
+};
+
 struct ggml_threadpool_params {
 	bool cpumask[512];
 	int n_threads;
@@ -186,6 +224,8 @@ struct llama_adapter_lora *llama_adapter_lora_init(struct llama_model *model, co
 void llama_adapter_lora_free(struct llama_adapter_lora *adapter);
 int32_t llama_set_adapter_lora(struct llama_context *ctx, struct llama_adapter_lora *adapter, float scale);
 void llama_clear_adapter_lora(struct llama_context *ctx);
+struct llama_model_quantize_params llama_model_quantize_default_params(void);
+uint32_t llama_model_quantize(const char *fnameInp, const char *fnameOut, const struct llama_model_quantize_params *params);
 struct ggml_threadpool_params ggml_threadpool_params_default(int nThreads);
 ggml_threadpool_t ggml_threadpool_new(struct ggml_threadpool_params *params);
 void ggml_threadpool_free(ggml_threadpool_t threadpool);
@@ -552,6 +592,75 @@ func fromCBatch(c C.struct_llama_batch) Batch {
 	return s
 }
 
+// ModelQuantizeParams say how ModelQuantize converts a model (struct
+// llama_model_quantize_params); start from ModelQuantizeDefaultParams. The pointer fields are
+// opaque here and left NULL.
+type ModelQuantizeParams struct {
+	// Nthread is the number of threads (0 or less: the hardware's).
+	Nthread int32
+	// Ftype is the type or mix to quantize to.
+	Ftype Ftype
+	// OutputTensorType overrides output.weight's type (GGML_TYPE_COUNT: the mix's).
+	OutputTensorType GGMLType
+	// TokenEmbeddingType overrides token_embd.weight's type (GGML_TYPE_COUNT: the mix's).
+	TokenEmbeddingType GGMLType
+	// AllowRequantize converts tensors that are already block-quantized.
+	AllowRequantize bool
+	// QuantizeOutputTensor quantizes output.weight.
+	QuantizeOutputTensor bool
+	// OnlyCopy copies every tensor as it is.
+	OnlyCopy bool
+	// Pure gives every tensor the mix's default type.
+	Pure bool
+	// KeepSplit writes as many shards as the input has.
+	KeepSplit bool
+	// Imatrix points to an importance matrix (NULL: none).
+	Imatrix unsafe.Pointer
+	// KvOverrides points to metadata overrides (NULL: none).
+	KvOverrides unsafe.Pointer
+	// TensorTypes points to per-tensor type overrides (NULL: none).
+	TensorTypes unsafe.Pointer
+	// PruneLayers points to layers to drop (NULL: none).
+	PruneLayers unsafe.Pointer
+}
+
+func (s ModelQuantizeParams) c() C.struct_llama_model_quantize_params {
+	return C.struct_llama_model_quantize_params{
+		nthread:                C.int32_t(s.Nthread),
+		ftype:                  C.enum_llama_ftype(s.Ftype),
+		output_tensor_type:     C.enum_ggml_type(s.OutputTensorType),
+		token_embedding_type:   C.enum_ggml_type(s.TokenEmbeddingType),
+		allow_requantize:       C.bool(s.AllowRequantize),
+		quantize_output_tensor: C.bool(s.QuantizeOutputTensor),
+		only_copy:              C.bool(s.OnlyCopy),
+		pure:                   C.bool(s.Pure),
+		keep_split:             C.bool(s.KeepSplit),
+		imatrix:                s.Imatrix,
+		kv_overrides:           s.KvOverrides,
+		tensor_types:           s.TensorTypes,
+		prune_layers:           s.PruneLayers,
+	}
+}
+
+// fromCModelQuantizeParams copies a struct llama_model_quantize_params returned by value into its Go type.
+func fromCModelQuantizeParams(c C.struct_llama_model_quantize_params) ModelQuantizeParams {
+	var s ModelQuantizeParams
+	s.Nthread = int32(c.nthread)
+	s.Ftype = Ftype(c.ftype)
+	s.OutputTensorType = GGMLType(c.output_tensor_type)
+	s.TokenEmbeddingType = GGMLType(c.token_embedding_type)
+	s.AllowRequantize = bool(c.allow_requantize)
+	s.QuantizeOutputTensor = bool(c.quantize_output_tensor)
+	s.OnlyCopy = bool(c.only_copy)
+	s.Pure = bool(c.pure)
+	s.KeepSplit = bool(c.keep_split)
+	s.Imatrix = unsafe.Pointer(c.imatrix)
+	s.KvOverrides = unsafe.Pointer(c.kv_overrides)
+	s.TensorTypes = unsafe.Pointer(c.tensor_types)
+	s.PruneLayers = unsafe.Pointer(c.prune_layers)
+	return s
+}
+
 // ThreadpoolParams configure a Threadpool (from ThreadpoolParamsDefault).
 type ThreadpoolParams struct {
 	// Cpumask marks the cores the threads may run on (all false: the default affinity).
@@ -834,6 +943,30 @@ func SetAdapterLora(ctx Context, adapter AdapterLora, scale float32) int32 {
 // C: void llama_clear_adapter_lora(struct llama_context *ctx).
 func ClearAdapterLora(ctx Context) {
 	C.llama_clear_adapter_lora(ctx.p)
+}
+
+// ModelQuantizeDefaultParams are the default ModelQuantizeParams (q5_1, every tensor's
+// type chosen by the mix, no requantizing).
+//
+// C: struct llama_model_quantize_params llama_model_quantize_default_params(void).
+func ModelQuantizeDefaultParams() ModelQuantizeParams {
+	return fromCModelQuantizeParams(C.llama_model_quantize_default_params())
+}
+
+// ModelQuantize writes fnameOut, the model at fnameInp converted as params say: 0 on
+// success (llama.cpp logs why not).
+//
+// C: uint32_t llama_model_quantize(const char *fnameInp, const char *fnameOut, const struct llama_model_quantize_params *params).
+func ModelQuantize(fnameInp string, fnameOut string, params *ModelQuantizeParams) uint32 {
+	c_fnameInp := C.CString(fnameInp)
+	defer C.free(unsafe.Pointer(c_fnameInp))
+	c_fnameOut := C.CString(fnameOut)
+	defer C.free(unsafe.Pointer(c_fnameOut))
+	var c_params C.struct_llama_model_quantize_params
+	if params != nil {
+		c_params = params.c()
+	}
+	return uint32(C.llama_model_quantize(c_fnameInp, c_fnameOut, &c_params))
 }
 
 // ThreadpoolParamsDefault are the default parameters of a pool of nThreads threads.

@@ -217,6 +217,97 @@ func (v GGMLType) String() string {
 	return "GGMLType(" + strconv.FormatInt(int64(v), 10) + ")"
 }
 
+// Ftype is a model file's weight type as llama-quantize names it (enum llama_ftype): a plain
+// type, or a mix that gives some tensors more bits. The constants are the ones toy export
+// writes.
+type Ftype int32
+
+const (
+	// FtypeAllF32 stores every weight as f32.
+	FtypeAllF32 Ftype = 0 // LLAMA_FTYPE_ALL_F32
+	// FtypeMostlyF16 stores the matrices as f16.
+	FtypeMostlyF16 Ftype = 1 // LLAMA_FTYPE_MOSTLY_F16
+	// FtypeMostlyQ4_0 stores the matrices as q4_0.
+	FtypeMostlyQ4_0 Ftype = 2 // LLAMA_FTYPE_MOSTLY_Q4_0
+	// FtypeMostlyQ4_1 stores the matrices as q4_1.
+	FtypeMostlyQ4_1 Ftype = 3 // LLAMA_FTYPE_MOSTLY_Q4_1
+	// FtypeMostlyQ8_0 stores the matrices as q8_0.
+	FtypeMostlyQ8_0 Ftype = 7 // LLAMA_FTYPE_MOSTLY_Q8_0
+	// FtypeMostlyQ5_0 stores the matrices as q5_0.
+	FtypeMostlyQ5_0 Ftype = 8 // LLAMA_FTYPE_MOSTLY_Q5_0
+	// FtypeMostlyQ5_1 stores the matrices as q5_1.
+	FtypeMostlyQ5_1 Ftype = 9 // LLAMA_FTYPE_MOSTLY_Q5_1
+	// FtypeMostlyQ2_K is the q2_K mix.
+	FtypeMostlyQ2_K Ftype = 10 // LLAMA_FTYPE_MOSTLY_Q2_K
+	// FtypeMostlyQ3_K_S is the small q3_K mix.
+	FtypeMostlyQ3_K_S Ftype = 11 // LLAMA_FTYPE_MOSTLY_Q3_K_S
+	// FtypeMostlyQ3_K_M is the medium q3_K mix.
+	FtypeMostlyQ3_K_M Ftype = 12 // LLAMA_FTYPE_MOSTLY_Q3_K_M
+	// FtypeMostlyQ3_K_L is the large q3_K mix.
+	FtypeMostlyQ3_K_L Ftype = 13 // LLAMA_FTYPE_MOSTLY_Q3_K_L
+	// FtypeMostlyQ4_K_S is the small q4_K mix.
+	FtypeMostlyQ4_K_S Ftype = 14 // LLAMA_FTYPE_MOSTLY_Q4_K_S
+	// FtypeMostlyQ4_K_M is the medium q4_K mix.
+	FtypeMostlyQ4_K_M Ftype = 15 // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	// FtypeMostlyQ5_K_S is the small q5_K mix.
+	FtypeMostlyQ5_K_S Ftype = 16 // LLAMA_FTYPE_MOSTLY_Q5_K_S
+	// FtypeMostlyQ5_K_M is the medium q5_K mix.
+	FtypeMostlyQ5_K_M Ftype = 17 // LLAMA_FTYPE_MOSTLY_Q5_K_M
+	// FtypeMostlyQ6_K stores the matrices as q6_K.
+	FtypeMostlyQ6_K Ftype = 18 // LLAMA_FTYPE_MOSTLY_Q6_K
+	// FtypeMostlyIQ4_NL stores the matrices as iq4_nl.
+	FtypeMostlyIQ4_NL Ftype = 25 // LLAMA_FTYPE_MOSTLY_IQ4_NL
+	// FtypeMostlyIQ4_XS stores the matrices as iq4_xs.
+	FtypeMostlyIQ4_XS Ftype = 30 // LLAMA_FTYPE_MOSTLY_IQ4_XS
+	// FtypeMostlyBF16 stores the matrices as bf16.
+	FtypeMostlyBF16 Ftype = 32 // LLAMA_FTYPE_MOSTLY_BF16
+)
+
+// String returns the name of the constant, or Ftype(N) for an undeclared value.
+func (v Ftype) String() string {
+	switch v {
+	case FtypeAllF32:
+		return "FtypeAllF32"
+	case FtypeMostlyF16:
+		return "FtypeMostlyF16"
+	case FtypeMostlyQ4_0:
+		return "FtypeMostlyQ4_0"
+	case FtypeMostlyQ4_1:
+		return "FtypeMostlyQ4_1"
+	case FtypeMostlyQ8_0:
+		return "FtypeMostlyQ8_0"
+	case FtypeMostlyQ5_0:
+		return "FtypeMostlyQ5_0"
+	case FtypeMostlyQ5_1:
+		return "FtypeMostlyQ5_1"
+	case FtypeMostlyQ2_K:
+		return "FtypeMostlyQ2_K"
+	case FtypeMostlyQ3_K_S:
+		return "FtypeMostlyQ3_K_S"
+	case FtypeMostlyQ3_K_M:
+		return "FtypeMostlyQ3_K_M"
+	case FtypeMostlyQ3_K_L:
+		return "FtypeMostlyQ3_K_L"
+	case FtypeMostlyQ4_K_S:
+		return "FtypeMostlyQ4_K_S"
+	case FtypeMostlyQ4_K_M:
+		return "FtypeMostlyQ4_K_M"
+	case FtypeMostlyQ5_K_S:
+		return "FtypeMostlyQ5_K_S"
+	case FtypeMostlyQ5_K_M:
+		return "FtypeMostlyQ5_K_M"
+	case FtypeMostlyQ6_K:
+		return "FtypeMostlyQ6_K"
+	case FtypeMostlyIQ4_NL:
+		return "FtypeMostlyIQ4_NL"
+	case FtypeMostlyIQ4_XS:
+		return "FtypeMostlyIQ4_XS"
+	case FtypeMostlyBF16:
+		return "FtypeMostlyBF16"
+	}
+	return "Ftype(" + strconv.FormatInt(int64(v), 10) + ")"
+}
+
 // SchedPrio is a thread scheduling priority (enum ggml_sched_priority).
 type SchedPrio int32
 
@@ -266,6 +357,25 @@ func _() {
 	_ = x[FlashAttnTypeEnabled-(1)]
 	_ = x[GGMLTypeF32-(0)]
 	_ = x[GGMLTypeF16-(1)]
+	_ = x[FtypeAllF32-(0)]
+	_ = x[FtypeMostlyF16-(1)]
+	_ = x[FtypeMostlyQ4_0-(2)]
+	_ = x[FtypeMostlyQ4_1-(3)]
+	_ = x[FtypeMostlyQ8_0-(7)]
+	_ = x[FtypeMostlyQ5_0-(8)]
+	_ = x[FtypeMostlyQ5_1-(9)]
+	_ = x[FtypeMostlyQ2_K-(10)]
+	_ = x[FtypeMostlyQ3_K_S-(11)]
+	_ = x[FtypeMostlyQ3_K_M-(12)]
+	_ = x[FtypeMostlyQ3_K_L-(13)]
+	_ = x[FtypeMostlyQ4_K_S-(14)]
+	_ = x[FtypeMostlyQ4_K_M-(15)]
+	_ = x[FtypeMostlyQ5_K_S-(16)]
+	_ = x[FtypeMostlyQ5_K_M-(17)]
+	_ = x[FtypeMostlyQ6_K-(18)]
+	_ = x[FtypeMostlyIQ4_NL-(25)]
+	_ = x[FtypeMostlyIQ4_XS-(30)]
+	_ = x[FtypeMostlyBF16-(32)]
 	_ = x[SchedPrioNormal-(0)]
 }
 
