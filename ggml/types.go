@@ -35,6 +35,9 @@ const (
 	// IQ4_NL is a 32-element non-linear 4-bit type; llama.cpp's quantizer falls back to it for
 	// q2_K and q3_K matrices whose rows do not split into 256-element super-blocks.
 	IQ4_NL = ggmlc.TypeIQ4_NL
+	// IQ4_XS is the 4.25-bit non-linear type of 256-element super-blocks (llama-quantize's
+	// IQ4_XS, which needs no importance matrix).
+	IQ4_XS = ggmlc.TypeIQ4_XS
 )
 
 // ValidType reports whether t is a ggml type this library can size (not retired, not out of

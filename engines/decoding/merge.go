@@ -2,10 +2,12 @@ package decoding
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
@@ -40,10 +42,6 @@ type MergeOptions struct {
 
 // MergeLoRAWith is MergeLoRA with options.
 func MergeLoRAWith(base string, adapters []LoRA, out string, typ ggml.Type, opts MergeOptions) error {
-	warn := func(string) {}
-	if opts.Warn != nil {
-		warn = opts.Warn
-	}
 	verb := "merge"
 	if len(adapters) == 0 {
 		verb = "convert"
@@ -51,14 +49,63 @@ func MergeLoRAWith(base string, adapters []LoRA, out string, typ ggml.Type, opts
 	if !ggml.ValidType(typ) || !transformer.Computable(typ) {
 		return fmt.Errorf("%s %s: ggml cannot multiply weights of type %v", verb, base, ggml.TypeName(typ))
 	}
+	_, err := writeModel(base, out, conversion{verb: verb, adapters: adapters, warn: opts.Warn,
+		types: func(m *GGUFModel, hdr *gguffile.File) ([]ggml.Type, error) {
+			stored := m.Matrices() // converted: every weight matrix and the token embeddings
+			if t := m.TokEmbd; t != nil {
+				stored[t.Name()] = t
+			}
+			types := make([]ggml.Type, len(hdr.Tensors))
+			for i, ti := range hdr.Tensors {
+				types[i] = ggml.Type(ti.Type)
+				if t := stored[ti.Name]; len(adapters) == 0 && t != nil || len(m.lora[m.mapped.Tensor(ti.Name)]) > 0 {
+					types[i] = typ
+				}
+			}
+			return types, nil
+		}})
+	return err
+}
+
+// conversion says how writeModel stores each tensor of a model.
+type conversion struct {
+	verb     string // "merge", "convert" or "export": how errors start
+	adapters []LoRA
+	// types gives each tensor of the model (hdr.Tensors, in order) the type it is stored in. A
+	// tensor an adapter updates is merged and stored in it; any other is copied where it is
+	// its own type, else converted.
+	types func(m *GGUFModel, hdr *gguffile.File) ([]ggml.Type, error)
+	// kvs set metadata keys over the model's (added where it has none).
+	kvs []transformer.KV
+	// threads quantize the rows of a tensor in parallel (0: one).
+	threads int
+	// warn hears what a user should know of a conversion that succeeds (nil: nothing).
+	warn func(string)
+	// progress hears of each tensor written (nil: nothing).
+	progress func(done, total int, name string)
+}
+
+// writeModel writes to out the model at base converted as c says, and reports the type each
+// tensor got: the file is held in memory, written under a hidden name, decoded once and only
+// then renamed to out. Nothing non-finite is written (nonFinite, nonFiniteRaw) and values
+// beyond a type's range are clamped to it (clampToType), each such tensor a warning.
+func writeModel(base, out string, c conversion) ([]ggml.Type, error) {
+	warn := func(string) {}
+	if c.warn != nil {
+		warn = c.warn
+	}
+	verb := c.verb
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s %s: %s is a directory; name the file to write", verb, base, out)
+	}
 	cpu, err := ggml.NewCPUBackend(0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cpu.Close()
-	m, err := OpenModel(base, ModelOptions{Backend: cpu, LoRA: adapters})
+	m, err := OpenModel(base, ModelOptions{Backend: cpu, LoRA: c.adapters, Mmap: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer m.Close()
 	for _, w := range m.Warnings {
@@ -66,73 +113,86 @@ func MergeLoRAWith(base string, adapters []LoRA, out string, typ ggml.Type, opts
 	}
 	hdr, err := gguffile.ReadFile(base)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	types, err := c.types(m, hdr)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, base, err)
 	}
 	var w gguffile.Writer
+	set := map[string]any{}
+	for _, kv := range c.kvs {
+		set[kv.Key] = kv.Value
+	}
 	for _, kv := range hdr.KVs {
-		if err := w.AddKV(kv.Key, kv.Value); err != nil {
-			return fmt.Errorf("%s %s: %w", verb, base, err)
+		v, ok := set[kv.Key]
+		if !ok {
+			v = kv.Value
+		}
+		delete(set, kv.Key)
+		if err := w.AddKV(kv.Key, v); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", verb, base, err)
 		}
 	}
-	adapted := map[string]*ggml.Tensor{} // the weights stored as typ, by name
-	if len(adapters) == 0 {
-		adapted = m.Matrices()
-		if t := m.TokEmbd; t != nil {
-			adapted[t.Name()] = t
+	for _, kv := range c.kvs {
+		if _, ok := set[kv.Key]; ok {
+			if err := w.AddKV(kv.Key, kv.Value); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", verb, base, err)
+			}
 		}
-	}
-	for t := range m.lora {
-		adapted[t.Name()] = t
 	}
 	src, err := ggml.OpenGGUF(base)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer src.Close()
-	for _, ti := range hdr.Tensors {
-		t := adapted[ti.Name]
-		if t == nil {
+	for i, ti := range hdr.Tensors {
+		typ := types[i]
+		t := m.mapped.Tensor(ti.Name)
+		if t == nil || typ == ggml.Type(ti.Type) && len(m.lora[t]) == 0 {
 			data, err := src.ReadTensorData(ti.Name)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if i := transformer.NonFiniteRaw(ggml.Type(ti.Type), data); i >= 0 {
-				return fmt.Errorf("%s %s: %s holds a NaN or an infinity (element %d): the model is not finite", verb, base, ti.Name, i)
+				return nil, fmt.Errorf("%s %s: %s holds a NaN or an infinity (element %d): the model is not finite", verb, base, ti.Name, i)
 			}
 			if err := w.AddTensor(ti.Name, ti.Type, ti.Shape(), data); err != nil {
-				return fmt.Errorf("%s %s: %w", verb, base, err)
+				return nil, fmt.Errorf("%s %s: %w", verb, base, err)
+			}
+			types[i] = ggml.Type(ti.Type)
+			if c.progress != nil {
+				c.progress(i+1, len(hdr.Tensors), ti.Name)
 			}
 			continue
 		}
+		in := int(ti.Ne[0])
+		if in%ggml.BlockSize(typ) != 0 {
+			return nil, fmt.Errorf("%s %s: %s has rows of %d, not a multiple of %s's block of %d", verb, base, ti.Name, in, ggml.TypeName(typ), ggml.BlockSize(typ))
+		}
 		merged, err := m.merged(t)
 		if err != nil {
-			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
+			return nil, fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
 		}
 		if i := NonFinite(merged); i >= 0 {
 			what := "the base"
 			if len(m.lora[t]) > 0 {
 				what = "the base or an adapter (with its scale)"
 			}
-			return fmt.Errorf("%s %s: %s is %v at element %d: %s holds values that are not finite", verb, base, ti.Name, merged[i], i, what)
+			return nil, fmt.Errorf("%s %s: %s is %v at element %d: %s holds values that are not finite", verb, base, ti.Name, merged[i], i, what)
 		}
 		if n, limit := clampToType(merged, typ); n > 0 {
 			warn(fmt.Sprintf("%s: %d values beyond ±%g, the largest %s holds, were clamped to it", ti.Name, n, limit, ggml.TypeName(typ)))
 		}
-		in := int(ti.Ne[0])
-		if in%ggml.BlockSize(typ) != 0 {
-			return fmt.Errorf("%s %s: %s has rows of %d, not a multiple of %s's block of %d", verb, base, ti.Name, in, ggml.TypeName(typ), ggml.BlockSize(typ))
-		}
-		var data []byte
-		if typ == ggml.F32 {
-			data = make([]byte, 4*len(merged))
-			for i, v := range merged {
-				binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-			}
-		} else if data, err = ggml.Quantize(typ, merged, in); err != nil {
-			return fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
+		data, err := quantizeRows(typ, merged, in, c.threads)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
 		}
 		if err := w.AddTensor(ti.Name, uint32(typ), ti.Shape(), data); err != nil {
-			return fmt.Errorf("%s %s: %w", verb, base, err)
+			return nil, fmt.Errorf("%s %s: %w", verb, base, err)
+		}
+		if c.progress != nil {
+			c.progress(i+1, len(hdr.Tensors), ti.Name)
 		}
 	}
 	// Written under a hidden name and decoded once before it takes out's: finite weights can
@@ -143,17 +203,51 @@ func MergeLoRAWith(base string, adapters []LoRA, out string, typ ggml.Type, opts
 	}
 	tmp := filepath.Join(dir, "."+name+".unchecked")
 	if err := w.WriteFile(tmp); err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkDecodes(tmp, cpu); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("%s %s: the result does not decode, so it is not written: %w", verb, base, err)
+		return nil, fmt.Errorf("%s %s: the result does not decode, so it is not written: %w", verb, base, err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("%s %s: %w", verb, base, err)
+		return nil, fmt.Errorf("%s %s: %w", verb, base, err)
 	}
-	return nil
+	return types, nil
+}
+
+// quantizeRows is ggml.Quantize of rows of n values, spread over up to threads goroutines by
+// whole rows (each row is quantized on its own, so the bytes are the same).
+func quantizeRows(typ ggml.Type, values []float32, n, threads int) ([]byte, error) {
+	if typ == ggml.F32 {
+		data := make([]byte, 4*len(values))
+		for i, v := range values {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+		}
+		return data, nil
+	}
+	rows := len(values) / n
+	threads = max(1, min(threads, rows/16))
+	if threads == 1 {
+		return ggml.Quantize(typ, values, n)
+	}
+	rowBytes, err := ggml.RowSize(typ, int64(n))
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, rows*rowBytes)
+	errs := make([]error, threads)
+	var wg sync.WaitGroup
+	for k := range threads {
+		lo, hi := rows*k/threads, rows*(k+1)/threads
+		wg.Go(func() {
+			part, err := ggml.Quantize(typ, values[lo*n:hi*n], n)
+			copy(data[lo*rowBytes:], part)
+			errs[k] = err
+		})
+	}
+	wg.Wait()
+	return data, errors.Join(errs...)
 }
 
 // checkDecodes computes the logits of one token (the model's BOS, or 0) under the model at
@@ -191,8 +285,8 @@ func (m *GGUFModel) merged(t *ggml.Tensor) ([]float32, error) {
 		return v, nil
 	}
 	w, err := values(t)
-	if err != nil {
-		return nil, err
+	if err != nil || len(m.lora[t]) == 0 {
+		return w, err
 	}
 	in, out := int(t.Ne()[0]), int(t.Ne()[1])
 	delta := make([]float64, len(w))

@@ -39,18 +39,6 @@ func openOracle(t testing.TB, path string) *oracle.Model {
 	return o
 }
 
-// oracleErr is the relative error of toy's logits against llama.cpp's.
-func oracleErr(got, want [][]float32) float64 {
-	w := make([][]float64, len(want))
-	for i, row := range want {
-		w[i] = make([]float64, len(row))
-		for j, v := range row {
-			w[i][j] = float64(v)
-		}
-	}
-	return transformertest.RelErr(got, w)
-}
-
 // toyLogits is what toy's decoder gives for seq on the model at path (f32 cache, all positions).
 func toyLogits(t *testing.T, path string, opts decoding.ModelOptions) [][]float32 {
 	m := decodingtest.OpenTiny(t, path, opts)
@@ -94,7 +82,7 @@ func TestOracleLogits(t *testing.T) {
 			got := toyLogits(t, path, decoding.ModelOptions{})
 			want, err := openOracle(t, path).Logits(oracleSeq(a.Vocab))
 			require.NoError(t, err)
-			e := oracleErr(got, want)
+			e := transformertest.RelErr32(got, want)
 			t.Logf("%-8s toy vs llama.cpp: max relative error %.2e", variant, e)
 			assert.Less(t, e, oracleTol, "toy and llama.cpp disagree on %s", variant)
 		})
@@ -129,7 +117,7 @@ func TestOracleKnownDifferences(t *testing.T) {
 			got := toyLogits(t, path, decoding.ModelOptions{})
 			want, err := openOracle(t, path).Logits(oracleSeq(a.Vocab))
 			require.NoError(t, err)
-			e := oracleErr(got, want)
+			e := transformertest.RelErr32(got, want)
 			t.Logf("%s: relative error %.2e: %s", c.variant, e, c.why)
 			assert.Greater(t, e, 1e-2, "toy now agrees with llama.cpp on %s: move it to TestOracleLogits and docs/ORACLE.md", c.variant)
 		})
@@ -166,7 +154,7 @@ func TestOracleCheckpoint(t *testing.T) {
 				got := toyLogits(t, path, decoding.ModelOptions{})
 				want, err := openOracle(t, path).Logits(oracleSeq(c.Vocab))
 				require.NoError(t, err)
-				e := oracleErr(got, want)
+				e := transformertest.RelErr32(got, want)
 				t.Logf("checkpoint %-11s toy vs llama.cpp: max relative error %.2e", name, e)
 				assert.Less(t, e, oracleTol)
 			})
@@ -201,10 +189,10 @@ func TestOracleLoRA(t *testing.T) {
 	require.NoError(t, o.SetLoRA(p2, 1))
 	want, err := o.Logits(oracleSeq(a.Vocab))
 	require.NoError(t, err)
-	e := oracleErr(got, want)
-	t.Logf("LoRA toy vs llama.cpp: max relative error %.2e (the adapters move the logits by %.2e)", e, oracleErr(plain, want))
+	e := transformertest.RelErr32(got, want)
+	t.Logf("LoRA toy vs llama.cpp: max relative error %.2e (the adapters move the logits by %.2e)", e, transformertest.RelErr32(plain, want))
 	assert.Less(t, e, oracleTol)
-	assert.Greater(t, oracleErr(plain, want), 1e-2, "the adapters change llama.cpp's logits")
+	assert.Greater(t, transformertest.RelErr32(plain, want), 1e-2, "the adapters change llama.cpp's logits")
 }
 
 // TestOracleTrainedAdapter: an adapter trained by toy (Adapter, a few steps on a q8_0
@@ -242,14 +230,14 @@ func TestOracleTrainedAdapter(t *testing.T) {
 	require.NoError(t, o.SetLoRA(adapter, 1))
 	want, err := o.Logits(oracleSeq(a.Vocab))
 	require.NoError(t, err)
-	assert.Less(t, oracleErr(got, want), oracleQ8Tol, "toy's adapter in llama.cpp")
-	t.Logf("toy against llama.cpp %.2e; llama.cpp with and without the adapter %.2e", oracleErr(got, want), oracleErr(plain, want))
+	assert.Less(t, transformertest.RelErr32(got, want), oracleQ8Tol, "toy's adapter in llama.cpp")
+	t.Logf("toy against llama.cpp %.2e; llama.cpp with and without the adapter %.2e", transformertest.RelErr32(got, want), transformertest.RelErr32(plain, want))
 	// Measured 3.2: far beyond what the tolerance above lets through.
-	assert.Greater(t, oracleErr(plain, want), 100*oracleQ8Tol, "the trained adapter changes the logits")
+	assert.Greater(t, transformertest.RelErr32(plain, want), 100*oracleQ8Tol, "the trained adapter changes the logits")
 
 	merged := filepath.Join(t.TempDir(), "merged.gguf")
 	require.NoError(t, decoding.MergeLoRA(path, []decoding.LoRA{{Path: adapter}}, merged, ggml.F32))
 	fromMerged, err := openOracle(t, merged).Logits(oracleSeq(a.Vocab))
 	require.NoError(t, err)
-	assert.Less(t, oracleErr(got, fromMerged), 2e-2, "the merged export in llama.cpp (f32 weights where the base had q8_0)")
+	assert.Less(t, transformertest.RelErr32(got, fromMerged), 2e-2, "the merged export in llama.cpp (f32 weights where the base had q8_0)")
 }

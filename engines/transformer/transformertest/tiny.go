@@ -100,6 +100,18 @@ func WriteTiny(t testing.TB, a transformer.Architecture, typ ggml.Type, seed uin
 	return path
 }
 
+// RelErr32 is RelErr against logits another program gave in float32 (the oracle's).
+func RelErr32(got, want [][]float32) float64 {
+	w := make([][]float64, len(want))
+	for i, row := range want {
+		w[i] = make([]float64, len(row))
+		for j, v := range row {
+			w[i][j] = float64(v)
+		}
+	}
+	return RelErr(got, w)
+}
+
 // RelErr is the largest absolute difference over every row, relative to the largest
 // reference magnitude.
 func RelErr(got [][]float32, want [][]float64) float64 {
