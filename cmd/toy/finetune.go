@@ -5,12 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/recipes"
@@ -237,38 +240,57 @@ func isLlamaFlag(name string) bool {
 	return fs.Lookup(name) != nil
 }
 
-// runExport writes a GGUF model with LoRA adapters merged into its weights.
+// runExport writes a GGUF model converted to a file type as llama-quantize converts it, with
+// LoRA adapters merged into its weights first when it is given some.
 func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	base := fs.String("m", "", "the base GGUF model (required)")
+	base := fs.String("m", "", "the GGUF model to convert (required)")
 	var loras stringList
-	fs.Var(&loras, "lora", "a LoRA adapter GGUF to merge (repeatable; none: convert the weight matrices to -type)")
+	fs.Var(&loras, "lora", "a LoRA adapter GGUF to merge (repeatable)")
 	scale := fs.Float64("lora-scale", 1, "scale of the adapters")
 	out := fs.String("o", "", "the GGUF to write (required)")
-	typName := fs.String("type", "f16", "type of the merged (or converted) weight matrices: f32, f16, bf16, q8_0, q4_0, q4_K, ... (ggml's quantizers)")
+	typName := fs.String("type", "F16", "the file type to write, as llama-quantize names it: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, IQ4_NL, IQ4_XS, F16, BF16, F32 (any case; Q4_K is Q4_K_M)")
+	pure := fs.Bool("pure", false, "store every converted tensor in the type's base type: no per-tensor mix, no fallbacks (llama-quantize --pure)")
+	requantize := fs.Bool("allow-requantize", false, "convert tensors that are block-quantized already (quality suffers twice; llama-quantize --allow-requantize)")
+	threads := fs.Int("t", runtime.NumCPU(), "threads that quantize")
 	force := fs.Bool("force", false, "replace an existing model at -o")
 	merge := fs.Bool("merge", true, "merge the adapters into the weights (the only export there is; -merge=false is refused)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: toy export -m BASE.gguf -lora ADAPTER.gguf -o OUT.gguf [-type f16]
-       toy export -m MODEL.gguf -o OUT.gguf -type f16
+		fmt.Fprintf(fs.Output(), `usage: toy export -m MODEL.gguf -o OUT.gguf -type Q4_K_M
+       toy export -m BASE.gguf -lora ADAPTER.gguf -o OUT.gguf [-type F16]
 
-Merges LoRA adapters (toy finetune's, or llama.cpp's) into a copy of the base model: each
-adapted weight W becomes W + scale·(alpha/r)·B·A, computed in float64 from W's dequantized
-values and stored as -type; every other tensor and every metadata key is copied. The result
-runs wherever the base ran, without the adapters.
+Converts a model to a file type as llama-quantize does, and writes a file llama.cpp runs:
+every tensor llama-quantize converts (the weight matrices, the head, the token embeddings;
+not the norms or biases) is stored in the type the file type chooses for it, the rest copied.
 
-Without -lora it converts the model: every weight matrix (the attention and feed-forward
-projections, the head, the token embeddings) is stored as -type, the rest copied. A model toy
-trained is f32; in f16 it decodes faster (each token streams half the bytes).
+A plain type (F16, BF16, F32, Q8_0, Q4_0, Q5_0, ...) stores those tensors in it; a mix
+(Q4_K_M, Q5_K_M, Q4_K_S, Q6_K, ...) gives some more bits, as llama-quantize does: the head
+q6_K (q8_0 in Q8_0), attn_v and ffn_down q6_K on an eighth of the layers at either end and
+every third between in the _M mixes, and so on. Rows that no 256-value super-block divides
+(SmolLM2's 576) take llama-quantize's fallback: q4_K → q5_0, q5_K → q5_1, q6_K → q8_0. The
+bytes are ggml's quantizers', the same as llama-quantize writes; general.file_type says the
+file type. A tensor that is quantized already is converted only with -allow-requantize.
 
-The file is written atomically; an existing file is replaced only with -force.
+With -lora it merges LoRA adapters (toy finetune's, or llama.cpp's) first: each adapted
+weight W becomes W + scale·(alpha/r)·B·A, computed in float64 from W's dequantized values,
+and the whole model is then converted to -type (an adapted weight is re-encoded even where
+its type stays). The result runs wherever the base ran, without the adapters.
+
+The file is written atomically after one decoding step checks it; an existing file is
+replaced only with -force.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		if _, ok := decoding.ParseFileType(fs.Arg(0)); ok {
+			return usagef("unexpected argument %q: give the file type as -type %s (toy's commands take flags, and flags after an argument would be ignored)", fs.Arg(0), fs.Arg(0))
+		}
+		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *base == "" || *out == "" {
 		return usagef("give the model (-m) and the output (-o)")
@@ -276,14 +298,18 @@ Flags:
 	if !*merge {
 		return usagef("-merge=false: toy export only writes merged models; to apply an adapter without merging it, give it to toy generate -lora")
 	}
-	typ, ok := ggml.Type(-1), false
-	for t := ggml.Type(0); t < 64; t++ {
-		if ggml.ValidType(t) && strings.EqualFold(ggml.TypeName(t), *typName) {
-			typ, ok = t, true
-		}
-	}
+	ft, ok := decoding.ParseFileType(*typName)
 	if !ok {
-		return usagef("-type %q: not a ggml type", *typName)
+		for t := ggml.Type(0); t < 64; t++ {
+			if ggml.ValidType(t) && strings.EqualFold(ggml.TypeName(t), *typName) {
+				return usagef("-type %q: toy export writes no %s files: the IQ1-IQ3 types need an importance matrix, which toy does not compute, and the others are not file types llama-quantize writes; choose one of %s",
+					*typName, ggml.TypeName(t), strings.Join(decoding.FileTypeNames(), ", "))
+			}
+		}
+		return usagef("-type %q: not a ggml type nor a file type llama-quantize names; choose one of %s", *typName, strings.Join(decoding.FileTypeNames(), ", "))
+	}
+	if *threads < 1 {
+		return usagef("-t %d: give at least one thread", *threads)
 	}
 	if err := regularInput(*base); err != nil {
 		return err
@@ -300,14 +326,38 @@ Flags:
 	for _, p := range loras {
 		ads = append(ads, decoding.LoRA{Path: p, Scale: float32(*scale)})
 	}
-	warn := func(w string) { fmt.Fprintf(stderr, "toy export: warning: %s\n", w) }
-	if err := decoding.MergeLoRAWith(*base, ads, *out, typ, decoding.MergeOptions{Warn: warn}); err != nil {
+	start, last := time.Now(), time.Now()
+	rep, err := decoding.Export(*base, *out, decoding.ExportOptions{Adapters: ads, Type: ft, Pure: *pure, AllowRequantize: *requantize, Threads: *threads,
+		Warn: func(w string) { fmt.Fprintf(stderr, "toy export: warning: %s\n", w) },
+		Progress: func(done, total int, name string) {
+			if now := time.Now(); now.Sub(last) >= 2*time.Second && done < total {
+				fmt.Fprintf(stderr, "toy export: %d/%d tensors (%s), %.0f s\n", done, total, name, now.Sub(start).Seconds())
+				last = now
+			}
+		}})
+	if err != nil {
 		return err
 	}
+	name := ft.String()
+	if !ft.IsMix() {
+		name = ggml.TypeName(ft.BaseType())
+	}
+	var types []string
+	for _, t := range slices.Sorted(maps.Keys(rep.Types)) {
+		types = append(types, fmt.Sprintf("%d %s", rep.Types[t], ggml.TypeName(t)))
+	}
+	summary := fmt.Sprintf("%d of %d tensors converted", rep.Converted, rep.Tensors)
+	if len(types) > 0 {
+		summary += ": " + strings.Join(types, ", ")
+	}
+	for _, t := range slices.Sorted(maps.Keys(rep.FellBack)) {
+		summary += fmt.Sprintf("; %d fell back from %s (rows its blocks do not divide, as in llama-quantize)", rep.FellBack[t], ggml.TypeName(t))
+	}
+	fmt.Fprintf(stderr, "toy export: %s in %.1f s\n", summary, time.Since(start).Seconds())
 	if len(ads) == 0 {
-		fmt.Fprintf(stdout, "converted %s's weight matrices to %s in %s\n", *base, ggml.TypeName(typ), *out)
+		fmt.Fprintf(stdout, "converted %s's weight matrices to %s in %s\n", *base, name, *out)
 		return nil
 	}
-	fmt.Fprintf(stdout, "merged %d adapter(s) into %s (%s)\n", len(ads), *out, ggml.TypeName(typ))
+	fmt.Fprintf(stdout, "merged %d adapter(s) into %s (%s)\n", len(ads), *out, name)
 	return nil
 }
