@@ -15,6 +15,7 @@ import (
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/gguffile"
 	"github.com/toyml/toy/internal/oracle"
 )
 
@@ -72,7 +73,8 @@ func quantArches() []quantArch {
 
 // TestExportMatchesLlamaQuantize: for every file type toy export writes, on random models of
 // four shapes (the SmolLM2 widths with their fallbacks, 16 layers with a head of its own, a
-// mixture of 8 experts, fused QKV), f16 and f32, toy's file holds every tensor in the type
+// mixture of 8 experts, fused QKV), f16 and f32, and for the k-quant mixes on 80-layer models
+// (llama.cpp's 70B and 65B), toy's file holds every tensor in the type
 // llama.cpp's own quantizer (llama_model_quantize, what llama-quantize runs) chooses, with the
 // same bytes, and the same general.file_type and general.quantization_version. A q8_0 model
 // requantized to Q4_K_M matches too, and both refuse it without leave.
@@ -90,6 +92,22 @@ func TestExportMatchesLlamaQuantize(t *testing.T) {
 			path := transformertest.WriteTiny(t, qa.a, qa.typ, 3)
 			transformertest.WithKVs(t, path, transformertest.NoVocab)
 			for _, ft := range fts {
+				compareWithLlamaQuantize(t, path, ft, false)
+			}
+		})
+	}
+	// 80 layers: llama.cpp takes a llama of 80 layers with grouped-query attention for a 70B
+	// model (attn_v's q3_K and q4_K become q5_K, here falling back to q5_1 on 32-value rows) and
+	// one without for a 65B (no change). Narrow, so that it is cheap; ffn_down's 256 keeps a
+	// k-quant in the file.
+	for _, kv := range []int{1, 2} {
+		a := tinyArch("llama")
+		a.DModel, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims = 32, 2, kv, 16, 16, 16
+		a.DFF, a.NLayers, a.Vocab = 256, 80, 64
+		t.Run(fmt.Sprintf("llama80/kv%d", kv), func(t *testing.T) {
+			path := writeTiny(t, a, ggml.F32, 5)
+			withKVs(t, path, noVocab)
+			for _, ft := range []FileType{FileTypeQ3_K_S, FileTypeQ4_K_S, FileTypeQ4_K_M} {
 				compareWithLlamaQuantize(t, path, ft, false)
 			}
 		})
@@ -239,4 +257,34 @@ func TestExportRefuses(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "nothing but the directory")
+}
+
+// FuzzChooseTypes: whatever the tensor names, shapes and file type, chooseTypes either refuses
+// or gives each tensor a type whose blocks divide its rows, leaves the tensors it does not
+// convert as they are, and never panics.
+func FuzzChooseTypes(f *testing.F) {
+	f.Add("blk.3.attn_v.weight", int64(576), int64(192), uint8(15), uint8(8), false)
+	f.Add("output.weight", int64(200), int64(64), uint8(2), uint8(1), false)
+	f.Add("blk.1.ffn_down_exps.weight", int64(256), int64(512), uint8(17), uint8(8), true)
+	f.Add("token_embd.weight", int64(96), int64(48), uint8(18), uint8(0), true)
+	f.Fuzz(func(t *testing.T, name string, ne0, ne1 int64, ft, experts uint8, pure bool) {
+		if ne0 < 1 || ne1 < 1 || ne0 > 1<<20 || ne1 > 1<<20 {
+			return
+		}
+		ts := []gguffile.TensorInfo{
+			{Name: name, Type: uint32(ggml.F32), NDims: 2, Ne: [4]int64{ne0, ne1, 1, 1}},
+			{Name: "blk.0.attn_norm.weight", Type: uint32(ggml.F32), NDims: 1, Ne: [4]int64{ne0, 1, 1, 1}},
+			{Name: "blk.0.ffn_down.weight", Type: uint32(ggml.F16), NDims: 2, Ne: [4]int64{256, ne0, 1, 1}},
+		}
+		h := quantHParams{arch: "llama", layers: 4, heads: 4, kvHeads: 2, experts: int(experts % 9)}
+		choices, err := chooseTypes(ts, h, FileType(ft%40), pure)
+		if _, ok := fileTypes[FileType(ft%40)]; !ok || err != nil {
+			return
+		}
+		require.Len(t, choices, len(ts))
+		assert.Equal(t, ggml.F32, choices[1].typ, "a norm is not converted")
+		for i, c := range choices {
+			assert.Zero(t, ts[i].Ne[0]%int64(ggml.BlockSize(c.typ)), "%s: %s does not divide rows of %d", ts[i].Name, ggml.TypeName(c.typ), ts[i].Ne[0])
+		}
+	})
 }
