@@ -38,6 +38,15 @@ const (
 	// IQ4_XS is the 4.25-bit non-linear type of 256-element super-blocks (llama-quantize's
 	// IQ4_XS, which needs no importance matrix).
 	IQ4_XS = ggmlc.TypeIQ4_XS
+	// IQ3_S and IQ3_XXS are 3-bit non-linear types of 256-element super-blocks (the IQ3 mixes of
+	// llama-quantize, which need no importance matrix).
+	IQ3_S   = ggmlc.TypeIQ3_S
+	IQ3_XXS = ggmlc.TypeIQ3_XXS
+	// TQ1_0 and TQ2_0 are ternary types of 256-element super-blocks.
+	TQ1_0 = ggmlc.TypeTQ1_0
+	TQ2_0 = ggmlc.TypeTQ2_0
+	// MXFP4 is the 4-bit microscaling float type of 32-element blocks (gpt-oss's experts).
+	MXFP4 = ggmlc.TypeMXFP4
 )
 
 // ValidType reports whether t is a ggml type this library can size (not retired, not out of

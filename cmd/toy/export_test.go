@@ -77,7 +77,7 @@ func TestExportRefusesBadInput(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"-type", "q9_9"}, 2, `-type "q9_9": not a ggml type nor a file type llama-quantize names; choose one of F32, F16, Q4_0, Q4_1, Q8_0, Q5_0, Q5_1, Q2_K, Q3_K_S`},
-		{[]string{"-type", "iq2_xxs"}, 2, "toy export writes no iq2_xxs files: the IQ1-IQ3 types need an importance matrix"},
+		{[]string{"-type", "iq2_xxs"}, 2, "toy export writes no iq2_xxs files: the IQ1, IQ2 and IQ3_XXS mixes need an importance matrix"}, {[]string{"-type", "q8_K"}, 2, "toy export writes no q8_K files: it is not a type llama-quantize writes files of"},
 		{[]string{"-type", "Q4_K_M"}, 1, "Q4_K_M: no converted tensor has rows that split into q4_K's 256-value super-blocks, so none would be stored in a k-quant"},
 		{[]string{"-type", "Q4_K_M", "-pure"}, 1, "has rows of 32 values, not a multiple of q4_K's block of 256 (a pure export has no fallback)"},
 		{[]string{"-type", "Q8_0", "-t", "0"}, 2, "-t 0: give at least one thread"},

@@ -249,7 +249,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&loras, "lora", "a LoRA adapter GGUF to merge (repeatable)")
 	scale := fs.Float64("lora-scale", 1, "scale of the adapters")
 	out := fs.String("o", "", "the GGUF to write (required)")
-	typName := fs.String("type", "F16", "the file type to write, as llama-quantize names it: Q4_K_M, Q4_K_S, Q5_K_M, Q5_K_S, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q3_K_L, IQ4_NL, IQ4_XS, F16, BF16, F32 (any case; Q4_K is Q4_K_M)")
+	typName := fs.String("type", "F16", "the file type to write, as llama-quantize names it: "+strings.Join(decoding.FileTypeNames(), ", ")+" (any case; Q4_K is Q4_K_M)")
 	pure := fs.Bool("pure", false, "store every converted tensor in the type's base type: no per-tensor mix, no fallbacks (llama-quantize --pure)")
 	requantize := fs.Bool("allow-requantize", false, "convert tensors that are block-quantized already (quality suffers twice; llama-quantize --allow-requantize)")
 	threads := fs.Int("t", runtime.NumCPU(), "threads that quantize")
@@ -302,8 +302,11 @@ Flags:
 	if !ok {
 		for t := ggml.Type(0); t < 64; t++ {
 			if ggml.ValidType(t) && strings.EqualFold(ggml.TypeName(t), *typName) {
-				return usagef("-type %q: toy export writes no %s files: the IQ1-IQ3 types need an importance matrix, which toy does not compute, and the others are not file types llama-quantize writes; choose one of %s",
-					*typName, ggml.TypeName(t), strings.Join(decoding.FileTypeNames(), ", "))
+				why := "it is not a type llama-quantize writes files of"
+				if strings.HasPrefix(ggml.TypeName(t), "iq") {
+					why = "the IQ1, IQ2 and IQ3_XXS mixes need an importance matrix, which toy does not compute"
+				}
+				return usagef("-type %q: toy export writes no %s files: %s; choose one of %s", *typName, ggml.TypeName(t), why, strings.Join(decoding.FileTypeNames(), ", "))
 			}
 		}
 		return usagef("-type %q: not a ggml type nor a file type llama-quantize names; choose one of %s", *typName, strings.Join(decoding.FileTypeNames(), ", "))

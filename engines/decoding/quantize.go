@@ -17,28 +17,35 @@ import (
 // (Q4_K_M, ...) in which some tensors get more bits than the rest.
 type FileType uint32
 
-// The file types toy export writes: every llama.cpp file type whose tensors are all of types
-// toy computes with and that needs no importance matrix.
+// The file types toy export writes: every llama.cpp file type that needs no importance matrix
+// (all but IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS and Q2_K_S, whose mixes hold
+// types ggml or llama-quantize will not quantize without one).
 const (
-	FileTypeF32    FileType = 0
-	FileTypeF16    FileType = 1
-	FileTypeQ4_0   FileType = 2
-	FileTypeQ4_1   FileType = 3
-	FileTypeQ8_0   FileType = 7
-	FileTypeQ5_0   FileType = 8
-	FileTypeQ5_1   FileType = 9
-	FileTypeQ2_K   FileType = 10
-	FileTypeQ3_K_S FileType = 11
-	FileTypeQ3_K_M FileType = 12
-	FileTypeQ3_K_L FileType = 13
-	FileTypeQ4_K_S FileType = 14
-	FileTypeQ4_K_M FileType = 15
-	FileTypeQ5_K_S FileType = 16
-	FileTypeQ5_K_M FileType = 17
-	FileTypeQ6_K   FileType = 18
-	FileTypeIQ4_NL FileType = 25
-	FileTypeIQ4_XS FileType = 30
-	FileTypeBF16   FileType = 32
+	FileTypeF32       FileType = 0
+	FileTypeF16       FileType = 1
+	FileTypeQ4_0      FileType = 2
+	FileTypeQ4_1      FileType = 3
+	FileTypeQ8_0      FileType = 7
+	FileTypeQ5_0      FileType = 8
+	FileTypeQ5_1      FileType = 9
+	FileTypeQ2_K      FileType = 10
+	FileTypeQ3_K_S    FileType = 11
+	FileTypeQ3_K_M    FileType = 12
+	FileTypeQ3_K_L    FileType = 13
+	FileTypeQ4_K_S    FileType = 14
+	FileTypeQ4_K_M    FileType = 15
+	FileTypeQ5_K_S    FileType = 16
+	FileTypeQ5_K_M    FileType = 17
+	FileTypeQ6_K      FileType = 18
+	FileTypeIQ3_XS    FileType = 22
+	FileTypeIQ4_NL    FileType = 25
+	FileTypeIQ3_S     FileType = 26
+	FileTypeIQ3_M     FileType = 27
+	FileTypeIQ4_XS    FileType = 30
+	FileTypeBF16      FileType = 32
+	FileTypeTQ1_0     FileType = 36
+	FileTypeTQ2_0     FileType = 37
+	FileTypeMXFP4_MOE FileType = 38
 )
 
 // QuantizationVersion is the version of ggml's block formats a quantized file declares
@@ -59,6 +66,8 @@ var fileTypes = map[FileType]fileTypeInfo{
 	FileTypeQ3_K_L: {"Q3_K_L", ggml.Q3_K}, FileTypeQ4_K_S: {"Q4_K_S", ggml.Q4_K}, FileTypeQ4_K_M: {"Q4_K_M", ggml.Q4_K},
 	FileTypeQ5_K_S: {"Q5_K_S", ggml.Q5_K}, FileTypeQ5_K_M: {"Q5_K_M", ggml.Q5_K}, FileTypeQ6_K: {"Q6_K", ggml.Q6_K},
 	FileTypeIQ4_NL: {"IQ4_NL", ggml.IQ4_NL}, FileTypeIQ4_XS: {"IQ4_XS", ggml.IQ4_XS},
+	FileTypeIQ3_XS: {"IQ3_XS", ggml.IQ3_S}, FileTypeIQ3_S: {"IQ3_S", ggml.IQ3_S}, FileTypeIQ3_M: {"IQ3_M", ggml.IQ3_S},
+	FileTypeTQ1_0: {"TQ1_0", ggml.TQ1_0}, FileTypeTQ2_0: {"TQ2_0", ggml.TQ2_0}, FileTypeMXFP4_MOE: {"MXFP4_MOE", ggml.MXFP4},
 }
 
 // fileTypeAliases are llama-quantize's other names: a k-quant's bare name is its medium mix.
@@ -213,26 +222,33 @@ type typeChoice struct {
 //   - Plain float types (F32, F16, BF16), and every type with pure, store every converted
 //     tensor as the type. A mix starts each one from its base type and then:
 //   - The head (output.weight; the token embeddings where the head is tied to them) gets q6_K,
-//     or q8_0 in a Q8_0 file or where its rows do not split into the base type's blocks.
+//     or q8_0 in a Q8_0 or MXFP4_MOE file or where its rows do not split into the base type's
+//     blocks. MXFP4_MOE stores a mixture's experts as mxfp4 and every other tensor as q8_0; the
+//     TQ types store untied token embeddings as q4_K.
 //   - attn_v: q6_K in Q4_K_M and Q5_K_M on the layers "more bits" picks (the first and last
 //     eighth of them and every third between); q5_K on Q4_K_S's first four; q4_K (q3_K with
 //     fewer than 4 query heads per key head) in Q2_K; q5_K/q4_K by layer in Q3_K_M, q5_K in
 //     Q3_K_L, q5_K in IQ4_NL/IQ4_XS with 4+ query heads per key head; q5_K where a 70B model
-//     would get q3_K or q4_K; q8_0 in a mixture of 8 experts.
-//   - attn_k: q8_0 in a mixture of 8 experts.
+//     would get q3_K or q4_K; q4_K in IQ3_M, and in IQ3_XS/IQ3_S with 4+ query heads per key
+//     head; q8_0 in a mixture of 8 experts.
+//   - attn_k: q8_0 in a mixture of 8 experts; iq3_xxs in IQ3_XS, as attn_q.
 //   - ffn_down: q6_K on the "more bits" layers in Q4_K_M and Q5_K_M; q5_K on the first
 //     eighth in Q4_K_S, IQ4_NL and IQ4_XS; q3_K in Q2_K; q5_K in Q3_K_L; in Q3_K_M q5_K on the
-//     first sixteenth, q4_K on the rest. The layer is the count of ffn_down tensors before it
+//     first sixteenth, q4_K on the rest; q4_K on IQ3_M's first eighth (and its "more bits"
+//     layers in a mixture of 8 experts). The layer is the count of ffn_down tensors before it
 //     (in llama.cpp's order: by layer, then by name), or the blk number in a mixture.
 //   - attn_output: q5_K in a mixture of 8 experts for the 2-5 bit mixes; otherwise q3_K in
-//     Q2_K, q4_K in Q3_K_M, q5_K in Q3_K_L.
-//   - attn_qkv (fused): q4_K in Q3_K_M and Q3_K_L, q5_K in Q4_K_M, q6_K in Q5_K_M.
-//   - Rows that do not split into the chosen type's blocks take a fallback: q2_K, q3_K and
-//     iq4_xs → iq4_nl, q4_K → q5_0, q5_K → q5_1, q6_K → q8_0; f16 if even that does not
-//     divide them. A 32-block type has no fallback: such rows are an error.
+//     Q2_K, q4_K in Q3_K_M and IQ3_M, q5_K in Q3_K_L.
+//   - attn_qkv (fused): q4_K in Q3_K_M, Q3_K_L and IQ3_M, q5_K in Q4_K_M, q6_K in Q5_K_M.
+//   - ffn_gate and ffn_up: iq3_xxs in IQ3_XS but on the first and last eighth of the layers.
+//   - Rows that do not split into the chosen type's blocks take a fallback: q2_K, q3_K,
+//     iq3_xxs, iq3_s and iq4_xs → iq4_nl, q4_K → q5_0, q5_K → q5_1, q6_K → q8_0, tq1_0 and
+//     tq2_0 → q4_0; f16 if even that does not divide them. A 32-block type has no fallback:
+//     such rows are an error.
 //
-// Falcon's rules are left out (toy does not run falcon), as are the IQ1-IQ3 mixes, which need
-// an importance matrix. A tensor whose chosen type is its own type is copied.
+// Falcon's rules are left out (toy does not run falcon), as are the mixes that need an
+// importance matrix (the rules that apply only with one, too). A tensor whose chosen type is
+// its own type is copied.
 func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure bool) ([]typeChoice, error) {
 	base := ft.BaseType()
 	out := make([]typeChoice, len(ts))
@@ -256,7 +272,7 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 	})
 	moreBits := func(i, n int) bool { return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
 	experts := max(1, h.experts)
-	iAttnV, iFFNDown := 0, 0
+	iAttnV, iFFNDown, iFFNGate, iFFNUp := 0, 0, 0, 0
 	layerOf := func(counter int, name string) (int, int, error) {
 		if experts == 1 {
 			return counter, h.layers, nil
@@ -278,13 +294,20 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 		if !pure && ft.IsMix() {
 			switch {
 			case name == "output.weight" || !hasOutput && name == "token_embd.weight":
-				if nx%int64(ggml.BlockSize(typ)) != 0 {
+				if ft == FileTypeMXFP4_MOE || nx%int64(ggml.BlockSize(typ)) != 0 {
 					typ = ggml.Q8_0
 				} else if typ != ggml.Q8_0 {
 					typ = ggml.Q6_K
 				}
+			case ft == FileTypeMXFP4_MOE:
+				typ = ggml.Q8_0
+				if len(ne) > 2 && ne[2] > 1 {
+					typ = ggml.MXFP4 // the experts
+				}
 			case name == "token_embd.weight" || name == "per_layer_token_embd.weight":
-				// the base type
+				if is(FileTypeTQ1_0, FileTypeTQ2_0) {
+					typ = ggml.Q4_K
+				}
 			case strings.Contains(name, "attn_v.weight"):
 				switch {
 				case is(FileTypeQ2_K):
@@ -292,6 +315,10 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 					if h.gqa() >= 4 {
 						typ = ggml.Q4_K
 					}
+				case is(FileTypeIQ3_XS, FileTypeIQ3_S) && h.gqa() >= 4:
+					typ = ggml.Q4_K
+				case is(FileTypeIQ3_M):
+					typ = ggml.Q4_K
 				case is(FileTypeQ3_K_M):
 					typ = ggml.Q4_K
 					if iAttnV < 2 {
@@ -316,9 +343,13 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 			case strings.Contains(name, "attn_k.weight"):
 				if h.experts == 8 {
 					typ = ggml.Q8_0
+				} else if is(FileTypeIQ3_XS) {
+					typ = ggml.IQ3_XXS
 				}
 			case strings.Contains(name, "attn_q.weight"):
-				// only the IQ3 mixes single it out
+				if is(FileTypeIQ3_XS) {
+					typ = ggml.IQ3_XXS
+				}
 			case strings.Contains(name, "ffn_down"):
 				i, n, err := layerOf(iFFNDown, name)
 				if err != nil {
@@ -332,6 +363,8 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 					if i < n/16 {
 						typ = ggml.Q5_K
 					}
+				case is(FileTypeIQ3_M) && (i < n/8 || h.experts == 8 && moreBits(i, n)):
+					typ = ggml.Q4_K
 				case is(FileTypeQ3_K_L):
 					typ = ggml.Q5_K
 				case is(FileTypeQ4_K_M):
@@ -348,14 +381,15 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 				iFFNDown++
 			case strings.Contains(name, "attn_output.weight"):
 				if h.experts == 8 {
-					if is(FileTypeQ2_K, FileTypeQ3_K_S, FileTypeQ3_K_M, FileTypeIQ4_NL, FileTypeQ4_K_S, FileTypeQ4_K_M, FileTypeIQ4_XS) {
+					if is(FileTypeQ2_K, FileTypeIQ3_XS, FileTypeQ3_K_S, FileTypeQ3_K_M, FileTypeIQ4_NL, FileTypeQ4_K_S, FileTypeQ4_K_M,
+						FileTypeIQ3_S, FileTypeIQ3_M, FileTypeIQ4_XS) {
 						typ = ggml.Q5_K
 					}
 				} else {
 					switch ft {
 					case FileTypeQ2_K:
 						typ = ggml.Q3_K
-					case FileTypeQ3_K_M:
+					case FileTypeQ3_K_M, FileTypeIQ3_M:
 						typ = ggml.Q4_K
 					case FileTypeQ3_K_L:
 						typ = ggml.Q5_K
@@ -363,18 +397,33 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 				}
 			case strings.Contains(name, "attn_qkv.weight"):
 				switch ft {
-				case FileTypeQ3_K_M, FileTypeQ3_K_L:
+				case FileTypeQ3_K_M, FileTypeQ3_K_L, FileTypeIQ3_M:
 					typ = ggml.Q4_K
 				case FileTypeQ4_K_M:
 					typ = ggml.Q5_K
 				case FileTypeQ5_K_M:
 					typ = ggml.Q6_K
 				}
+			case strings.Contains(name, "ffn_gate"), strings.Contains(name, "ffn_up"):
+				counter := &iFFNGate
+				if !strings.Contains(name, "ffn_gate") {
+					counter = &iFFNUp
+				}
+				i, n, err := layerOf(*counter, name)
+				if err != nil {
+					return nil, err
+				}
+				if is(FileTypeIQ3_XS) && i >= n/8 && i < 7*n/8 {
+					typ = ggml.IQ3_XXS
+				}
+				*counter++
 			}
 			if nx%int64(ggml.BlockSize(typ)) != 0 {
 				want := typ
 				switch typ {
-				case ggml.Q2_K, ggml.Q3_K, ggml.IQ4_XS:
+				case ggml.TQ1_0, ggml.TQ2_0:
+					typ = ggml.Q4_0
+				case ggml.Q2_K, ggml.Q3_K, ggml.IQ4_XS, ggml.IQ3_XXS, ggml.IQ3_S:
 					typ = ggml.IQ4_NL
 				case ggml.Q4_K:
 					typ = ggml.Q5_0

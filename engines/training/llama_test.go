@@ -36,12 +36,7 @@ func scaleRope(c *transformer.Config, kind config.LlamaRopeScaling) {
 	}
 }
 
-func newBackend(t *testing.T) *ggml.Backend {
-	be, err := ggml.NewCPUBackend(2)
-	require.NoError(t, err)
-	t.Cleanup(func() { be.Close() })
-	return be
-}
+func newBackend(t *testing.T) *ggml.Backend { return transformertest.CPUBackend(t) }
 
 func randomSeqs(rng *rand.Rand, B, T, vocab int) [][]int32 {
 	seqs := make([][]int32, B)

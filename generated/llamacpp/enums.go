@@ -255,12 +255,24 @@ const (
 	FtypeMostlyQ5_K_M Ftype = 17 // LLAMA_FTYPE_MOSTLY_Q5_K_M
 	// FtypeMostlyQ6_K stores the matrices as q6_K.
 	FtypeMostlyQ6_K Ftype = 18 // LLAMA_FTYPE_MOSTLY_Q6_K
+	// FtypeMostlyIQ3_XS is the extra-small iq3 mix.
+	FtypeMostlyIQ3_XS Ftype = 22 // LLAMA_FTYPE_MOSTLY_IQ3_XS
 	// FtypeMostlyIQ4_NL stores the matrices as iq4_nl.
 	FtypeMostlyIQ4_NL Ftype = 25 // LLAMA_FTYPE_MOSTLY_IQ4_NL
+	// FtypeMostlyIQ3_S is the small iq3 mix.
+	FtypeMostlyIQ3_S Ftype = 26 // LLAMA_FTYPE_MOSTLY_IQ3_S
+	// FtypeMostlyIQ3_M is the medium iq3 mix.
+	FtypeMostlyIQ3_M Ftype = 27 // LLAMA_FTYPE_MOSTLY_IQ3_M
 	// FtypeMostlyIQ4_XS stores the matrices as iq4_xs.
 	FtypeMostlyIQ4_XS Ftype = 30 // LLAMA_FTYPE_MOSTLY_IQ4_XS
 	// FtypeMostlyBF16 stores the matrices as bf16.
 	FtypeMostlyBF16 Ftype = 32 // LLAMA_FTYPE_MOSTLY_BF16
+	// FtypeMostlyTQ1_0 stores the matrices as tq1_0.
+	FtypeMostlyTQ1_0 Ftype = 36 // LLAMA_FTYPE_MOSTLY_TQ1_0
+	// FtypeMostlyTQ2_0 stores the matrices as tq2_0.
+	FtypeMostlyTQ2_0 Ftype = 37 // LLAMA_FTYPE_MOSTLY_TQ2_0
+	// FtypeMostlyMXFP4Moe stores a mixture's experts as mxfp4, the rest as q8_0.
+	FtypeMostlyMXFP4Moe Ftype = 38 // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
 )
 
 // String returns the name of the constant, or Ftype(N) for an undeclared value.
@@ -298,12 +310,24 @@ func (v Ftype) String() string {
 		return "FtypeMostlyQ5_K_M"
 	case FtypeMostlyQ6_K:
 		return "FtypeMostlyQ6_K"
+	case FtypeMostlyIQ3_XS:
+		return "FtypeMostlyIQ3_XS"
 	case FtypeMostlyIQ4_NL:
 		return "FtypeMostlyIQ4_NL"
+	case FtypeMostlyIQ3_S:
+		return "FtypeMostlyIQ3_S"
+	case FtypeMostlyIQ3_M:
+		return "FtypeMostlyIQ3_M"
 	case FtypeMostlyIQ4_XS:
 		return "FtypeMostlyIQ4_XS"
 	case FtypeMostlyBF16:
 		return "FtypeMostlyBF16"
+	case FtypeMostlyTQ1_0:
+		return "FtypeMostlyTQ1_0"
+	case FtypeMostlyTQ2_0:
+		return "FtypeMostlyTQ2_0"
+	case FtypeMostlyMXFP4Moe:
+		return "FtypeMostlyMXFP4Moe"
 	}
 	return "Ftype(" + strconv.FormatInt(int64(v), 10) + ")"
 }
@@ -373,9 +397,15 @@ func _() {
 	_ = x[FtypeMostlyQ5_K_S-(16)]
 	_ = x[FtypeMostlyQ5_K_M-(17)]
 	_ = x[FtypeMostlyQ6_K-(18)]
+	_ = x[FtypeMostlyIQ3_XS-(22)]
 	_ = x[FtypeMostlyIQ4_NL-(25)]
+	_ = x[FtypeMostlyIQ3_S-(26)]
+	_ = x[FtypeMostlyIQ3_M-(27)]
 	_ = x[FtypeMostlyIQ4_XS-(30)]
 	_ = x[FtypeMostlyBF16-(32)]
+	_ = x[FtypeMostlyTQ1_0-(36)]
+	_ = x[FtypeMostlyTQ2_0-(37)]
+	_ = x[FtypeMostlyMXFP4Moe-(38)]
 	_ = x[SchedPrioNormal-(0)]
 }
 

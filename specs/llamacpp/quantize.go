@@ -45,12 +45,24 @@ const (
 	FtypeMostlyQ5_K_M Ftype = 17 //kernelgen:c LLAMA_FTYPE_MOSTLY_Q5_K_M
 	// FtypeMostlyQ6_K stores the matrices as q6_K.
 	FtypeMostlyQ6_K Ftype = 18 //kernelgen:c LLAMA_FTYPE_MOSTLY_Q6_K
+	// FtypeMostlyIQ3_XS is the extra-small iq3 mix.
+	FtypeMostlyIQ3_XS Ftype = 22 //kernelgen:c LLAMA_FTYPE_MOSTLY_IQ3_XS
 	// FtypeMostlyIQ4_NL stores the matrices as iq4_nl.
 	FtypeMostlyIQ4_NL Ftype = 25 //kernelgen:c LLAMA_FTYPE_MOSTLY_IQ4_NL
+	// FtypeMostlyIQ3_S is the small iq3 mix.
+	FtypeMostlyIQ3_S Ftype = 26 //kernelgen:c LLAMA_FTYPE_MOSTLY_IQ3_S
+	// FtypeMostlyIQ3_M is the medium iq3 mix.
+	FtypeMostlyIQ3_M Ftype = 27 //kernelgen:c LLAMA_FTYPE_MOSTLY_IQ3_M
 	// FtypeMostlyIQ4_XS stores the matrices as iq4_xs.
 	FtypeMostlyIQ4_XS Ftype = 30 //kernelgen:c LLAMA_FTYPE_MOSTLY_IQ4_XS
 	// FtypeMostlyBF16 stores the matrices as bf16.
 	FtypeMostlyBF16 Ftype = 32 //kernelgen:c LLAMA_FTYPE_MOSTLY_BF16
+	// FtypeMostlyTQ1_0 stores the matrices as tq1_0.
+	FtypeMostlyTQ1_0 Ftype = 36 //kernelgen:c LLAMA_FTYPE_MOSTLY_TQ1_0
+	// FtypeMostlyTQ2_0 stores the matrices as tq2_0.
+	FtypeMostlyTQ2_0 Ftype = 37 //kernelgen:c LLAMA_FTYPE_MOSTLY_TQ2_0
+	// FtypeMostlyMXFP4Moe stores a mixture's experts as mxfp4, the rest as q8_0.
+	FtypeMostlyMXFP4Moe Ftype = 38 //kernelgen:c LLAMA_FTYPE_MOSTLY_MXFP4_MOE
 )
 
 // ModelQuantizeParams say how ModelQuantize converts a model (struct

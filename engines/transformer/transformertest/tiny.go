@@ -217,3 +217,11 @@ func TinyViT() config.Vit {
 	c.InitScale, c.Seed = 0.5, 5
 	return c
 }
+
+// CPUBackend is a CPU backend of 2 threads, closed when the test ends.
+func CPUBackend(t testing.TB) *ggml.Backend {
+	be, err := ggml.NewCPUBackend(2)
+	require.NoError(t, err)
+	t.Cleanup(func() { be.Close() })
+	return be
+}
