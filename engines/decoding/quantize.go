@@ -213,6 +213,9 @@ type typeChoice struct {
 	// fellBack is the type the mix wanted where the rows do not split into its blocks and typ
 	// is llama-quantize's fallback (0 otherwise).
 	fellBack ggml.Type
+	// converts: the tensor is one a conversion stores in the file type's types (its type
+	// may be its own already)
+	converts bool
 }
 
 // chooseTypes gives each tensor (by index into ts) the type a conversion to ft stores it in,
@@ -444,7 +447,7 @@ func chooseTypes(ts []gguffile.TensorInfo, h quantHParams, ft FileType, pure boo
 			return nil, fmt.Errorf("%s has rows of %d values, not a multiple of %s's block of %d (a pure export has no fallback)",
 				name, nx, ggml.TypeName(typ), ggml.BlockSize(typ))
 		}
-		out[k].typ = typ
+		out[k].typ, out[k].converts = typ, true
 	}
 	return out, nil
 }
@@ -503,10 +506,12 @@ func Export(base, out string, opts ExportOptions) (*ExportReport, error) {
 			return nil, err
 		}
 		types := make([]ggml.Type, len(choices))
-		blocks256 := false
+		blocks256, converts := false, false // over every tensor of the conversion, copied or not
 		for i, ti := range hdr.Tensors {
 			own, ch := ggml.Type(ti.Type), choices[i]
 			types[i] = ch.typ
+			converts = converts || ch.converts
+			blocks256 = blocks256 || ch.converts && ggml.BlockSize(ch.typ) == 256
 			adapted := len(m.lora[m.mapped.Tensor(ti.Name)]) > 0
 			if ch.typ == own && !adapted {
 				continue
@@ -520,11 +525,8 @@ func Export(base, out string, opts ExportOptions) (*ExportReport, error) {
 			if ch.fellBack != 0 {
 				rep.FellBack[ch.fellBack]++
 			}
-			if ggml.BlockSize(ch.typ) == 256 {
-				blocks256 = true
-			}
 		}
-		if !opts.Pure && ggml.BlockSize(opts.Type.BaseType()) == 256 && rep.Converted > 0 && !blocks256 {
+		if !opts.Pure && ggml.BlockSize(opts.Type.BaseType()) == 256 && converts && !blocks256 {
 			return nil, fmt.Errorf("%v: no converted tensor has rows that split into %s's 256-value super-blocks, so none would be stored in a k-quant (all would take a fallback); ask for a 32-value block type such as Q5_0 or Q8_0 instead",
 				opts.Type, ggml.TypeName(opts.Type.BaseType()))
 		}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,4 +83,47 @@ func TestExportMergesWholeModel(t *testing.T) {
 	assert.Equal(t, 3*a.NLayers, adapted)
 	assert.True(t, types[ggml.Q4_K] && types[ggml.Q6_K], "the mix: %v", rep.Types)
 	assert.Equal(t, rep.Converted, len(c.Tensors())-2*a.NLayers-2, "every matrix and the embeddings, not the norms or rope_freqs")
+}
+
+// TestExportMergeIntoQuantizedBase: an adapter merged into a Q4_K_M model and written as Q4_K_M
+// again needs no requantizing leave and is not refused for its adapted matrices' narrow rows
+// (all fallbacks): the tensors it does not touch keep the base's bytes, the adapted ones their
+// type, and the merge changes them.
+func TestExportMergeIntoQuantizedBase(t *testing.T) {
+	be := transformertest.CPUBackend(t)
+	a := transformertest.TinyArch("smollm2") // rows of 96: q5_0 and q8_0 in Q4_K_M
+	a.DFF = 256                              // but ffn_down's 256: q4_K and q6_K
+	f16 := transformertest.WriteTiny(t, a, ggml.F16, 3)
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.gguf")
+	_, err := decoding.Export(f16, base, decoding.ExportOptions{Type: decoding.FileTypeQ4_K_M})
+	require.NoError(t, err)
+	m := decodingtest.OpenTiny(t, base, decoding.ModelOptions{Backend: be})
+	ad, err := NewAdapter(m, LoRAOptions{Rank: 2, Alpha: 4, Targets: []string{"q", "v"}})
+	require.NoError(t, err)
+	defer ad.Close()
+	randomizeAdapter(t, ad, rand.New(rand.NewPCG(5, 6)))
+	adapter := filepath.Join(dir, "adapter.gguf")
+	require.NoError(t, ad.Save(adapter, nil))
+	merged := filepath.Join(dir, "merged.gguf")
+	rep, err := decoding.Export(base, merged, decoding.ExportOptions{Type: decoding.FileTypeQ4_K_M, Adapters: []decoding.LoRA{{Path: adapter}}})
+	require.NoError(t, err)
+	assert.Equal(t, 2*a.NLayers, rep.Converted, "only the adapted matrices are re-encoded")
+	b, err := ggml.OpenGGUF(base)
+	require.NoError(t, err)
+	defer b.Close()
+	g, err := ggml.OpenGGUF(merged)
+	require.NoError(t, err)
+	defer g.Close()
+	for _, tb := range b.Tensors() {
+		tg, ok := g.Tensor(tb.Name)
+		require.True(t, ok, tb.Name)
+		assert.Equal(t, ggml.TypeName(tb.Type), ggml.TypeName(tg.Type), tb.Name)
+		want, err := b.ReadTensorData(tb.Name)
+		require.NoError(t, err)
+		got, err := g.ReadTensorData(tb.Name)
+		require.NoError(t, err)
+		adapted := strings.Contains(tb.Name, "attn_q.") || strings.Contains(tb.Name, "attn_v.")
+		assert.Equal(t, !adapted, slices.Equal(want, got), "%s: copied unless adapted", tb.Name)
+	}
 }
