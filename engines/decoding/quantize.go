@@ -517,8 +517,12 @@ func Export(base, out string, opts ExportOptions) (*ExportReport, error) {
 				continue
 			}
 			if ggml.IsQuantized(own) && ch.typ != own && !adapted && !opts.AllowRequantize {
-				return nil, fmt.Errorf("%s is %s already: converting it to %s would quantize it twice (toy export -allow-requantize does it anyway; or ask for the model's own file type%s)",
-					ti.Name, ggml.TypeName(own), ggml.TypeName(ch.typ), fileTypeHint(hdr))
+				why := "would quantize it twice"
+				if !ggml.IsQuantized(ch.typ) {
+					why = "would make it bigger, not better"
+				}
+				return nil, fmt.Errorf("%s is %s already: converting it to %s %s (toy export -allow-requantize does it anyway; or ask for the model's own file type%s)",
+					ti.Name, ggml.TypeName(own), ggml.TypeName(ch.typ), why, fileTypeHint(hdr))
 			}
 			rep.Converted++
 			rep.Types[ch.typ]++
