@@ -42,7 +42,8 @@ type ConfigField struct {
 	Kind   string // "int", "float32", "bool" or "string"; options also "int64", "uint64", "float64", mapKind
 	JSON   string
 	// GGUF is the GGUF key; "{arch}" in it stands for the file's general.architecture, so
-	// one config reads and writes the keys of every architecture of its family.
+	// one config reads and writes the keys of every architecture of its family. "-"
+	// (gguf:"-") marks a field no file stores (see Stored).
 	GGUF string
 	// Required makes FromGGUF report the key's absence (required:"true"); OmitZero makes
 	// ToGGUF leave the key out when the field is zero (omitzero:"true"), for keys whose
@@ -76,6 +77,24 @@ const mapKind = "map[int32]float64"
 
 // archPlaceholder stands for the architecture's name in a GGUF key.
 const archPlaceholder = "{arch}"
+
+// notStored is the gguf tag of a field that files do not store.
+const notStored = "-"
+
+// Stored reports whether files store the field under its GGUF key: false for gguf:"-", a
+// field that a file's general.architecture implies (a family's choices) rather than holds.
+func (f *ConfigField) Stored() bool { return f.GGUF != notStored }
+
+// Stored reports whether some field of c is stored in files: only then does c get ToGGUF and
+// FromGGUF.
+func (c *Config) Stored() bool {
+	for _, f := range c.Fields {
+		if f.Stored() {
+			return true
+		}
+	}
+	return false
+}
 
 // PerArch reports whether some key of c names the architecture: then ToGGUF and FromGGUF take it.
 func (c *Config) PerArch() bool {
@@ -240,7 +259,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		if byJSON[cf.JSON] != nil {
 			l.errorf(f.Pos(), "json name %q is used twice", cf.JSON)
 		}
-		if cf.GGUF != "" && byGGUF[cf.GGUF] {
+		if cf.Stored() && byGGUF[cf.GGUF] {
 			l.errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
 		}
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
@@ -377,6 +396,9 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	}
 	if cf.Required && cf.OmitZero {
 		l.errorf(f.Pos(), "field %s: a required key cannot be omitted", name)
+	}
+	if !cf.Stored() && (cf.Required || cf.OmitZero) {
+		l.errorf(f.Pos(), "field %s: gguf:\"-\" is not stored: required and omitzero are for keys", name)
 	}
 	num := func(key string) *float64 {
 		s, ok := tag.Lookup(key)

@@ -176,7 +176,9 @@ func emitConfig(f *jen.File, c *Config) {
 		return
 	}
 	emitValidate(f, c)
-	emitGGUF(f, c)
+	if c.Stored() {
+		emitGGUF(f, c)
+	}
 	if !c.NoFlags {
 		emitFlags(f, c)
 	}
@@ -334,8 +336,15 @@ func emitValidate(f *jen.File, c *Config) {
 	f.Line()
 }
 
+// emitGGUF writes ToGGUF and FromGGUF over the fields c stores.
 func emitGGUF(f *jen.File, c *Config) {
 	perArch := c.PerArch()
+	var stored []*ConfigField
+	for _, fl := range c.Fields {
+		if fl.Stored() {
+			stored = append(stored, fl)
+		}
+	}
 	var params []jen.Code
 	doc := "ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order."
 	if perArch {
@@ -344,7 +353,7 @@ func emitGGUF(f *jen.File, c *Config) {
 			"with arch (general.architecture) in the keys that name it."
 	}
 	omits := false
-	for _, fl := range c.Fields {
+	for _, fl := range stored {
 		omits = omits || fl.OmitZero
 	}
 	if omits {
@@ -364,14 +373,14 @@ func emitGGUF(f *jen.File, c *Config) {
 	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("ToGGUF").Params(params...).Index().Id("KV").BlockFunc(func(g *jen.Group) {
 		if !omits {
 			var kvs []jen.Code
-			for _, fl := range c.Fields {
+			for _, fl := range stored {
 				kvs = append(kvs, kv(fl))
 			}
 			g.Return(jen.Index().Id("KV").Values(oneEach(kvs)...))
 			return
 		}
-		g.Id("kvs").Op(":=").Make(jen.Index().Id("KV"), jen.Lit(0), jen.Lit(len(c.Fields)))
-		for _, fl := range c.Fields {
+		g.Id("kvs").Op(":=").Make(jen.Index().Id("KV"), jen.Lit(0), jen.Lit(len(stored)))
+		for _, fl := range stored {
 			add := jen.Id("kvs").Op("=").Append(jen.Id("kvs"), jen.Id("KV").Add(kv(fl)))
 			if fl.OmitZero {
 				var zero jen.Code = jen.Lit(0)
@@ -400,7 +409,7 @@ func emitGGUF(f *jen.File, c *Config) {
 	docLines(f, doc)
 	f.Func().Params(jen.Id("c").Op("*").Id(c.GoName)).Id("FromGGUF").Params(params...).Error().BlockFunc(func(g *jen.Group) {
 		g.Var().Id("errs").Index().Error()
-		for _, fl := range c.Fields {
+		for _, fl := range stored {
 			var conv jen.Code
 			switch fl.Kind {
 			case "int":
