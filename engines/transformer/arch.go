@@ -3,62 +3,55 @@ package transformer
 import (
 	"sort"
 
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
-// FFNKind is the shape and activation of the feed-forward block.
-type FFNKind int
+// The kinds of the family's choices are the Transformer spec's enums (specs/engines), so an
+// Architecture says them in the spec's words.
+type (
+	// FFNKind is the shape and activation of the feed-forward block.
+	FFNKind = config.TransformerFFN
+	// NormKind is the normalisation of the residual stream.
+	NormKind = config.TransformerNorm
+	// PosKind is how token positions enter the model.
+	PosKind = config.TransformerPositions
+	// InputKind is what the model reads.
+	InputKind = config.TransformerInput
+	// HeadKind is what the output head computes.
+	HeadKind = config.TransformerHead
+)
 
 const (
 	// FFNSwiGLU is down(silu(gate·x) ⊙ up·x): llama, qwen2, qwen3 and their MoE experts.
-	FFNSwiGLU FFNKind = iota
+	FFNSwiGLU = config.TransformerFFNSwiglu
 	// FFNGeGLU is down(gelu_tanh(gate·x) ⊙ up·x): gemma2, gemma3.
-	FFNGeGLU
+	FFNGeGLU = config.TransformerFFNGeglu
 	// FFNGELU is down(gelu_tanh(up·x)), no gate: gpt2.
-	FFNGELU
-)
+	FFNGELU = config.TransformerFFNGelu
 
-// NormKind is the normalisation of the residual stream.
-type NormKind int
-
-const (
 	// NormRMS is RMSNorm with a learned scale: the llama family.
-	NormRMS NormKind = iota
+	NormRMS = config.TransformerNormRms
 	// NormLayer is LayerNorm with a learned scale and bias: gpt2.
-	NormLayer
-)
+	NormLayer = config.TransformerNormLayer
 
-// PosKind is how token positions enter the model.
-type PosKind int
-
-const (
 	// PosRoPE rotates queries and keys by their positions.
-	PosRoPE PosKind = iota
+	PosRoPE = config.TransformerPositionsRope
 	// PosLearned adds a learned embedding of each absolute position (position_embd, one row
 	// per position of the trained context) to the token embeddings: gpt2.
-	PosLearned
-)
+	PosLearned = config.TransformerPositionsLearned
 
-// InputKind is what the model reads.
-type InputKind int
-
-const (
 	// InputTokens gathers token embeddings (token_embd) for i32 token ids.
-	InputTokens InputKind = iota
+	InputTokens = config.TransformerInputTokens
 	// InputPatches projects flattened image patches (patch_embd, a matmul with a bias) and
 	// prepends a learned class token (cls_token): vit.
-	InputPatches
-)
+	InputPatches = config.TransformerInputPatches
 
-// HeadKind is what the output head computes.
-type HeadKind int
-
-const (
 	// HeadLM gives next-token logits [Vocab] at every position.
-	HeadLM HeadKind = iota
+	HeadLM = config.TransformerHeadLm
 	// HeadClassToken gives class logits [Vocab = classes] from the class token (position 0 of
 	// each sequence) only, through output.weight and output.bias: vit.
-	HeadClassToken
+	HeadClassToken = config.TransformerHeadClassToken
 )
 
 // QKNormKind says how queries and keys are normalised before RoPE.
@@ -215,65 +208,42 @@ func (a *Architecture) Rope(il int) ggml.Rope {
 	return r
 }
 
-// archTraits are what an architecture name implies beyond its metadata.
-type archTraits struct {
-	mode           ggml.RopeMode
-	ffn            FFNKind
-	norm           NormKind
-	positions      PosKind
-	fusedQKV       bool
-	allBiases      bool // attn_qkv, attn_output, ffn_up and ffn_down all have biases
-	embedScale     bool // √d
-	postNorms      bool // required post_attention_norm / post_ffw_norm
-	qkNorm         bool // required attn_q_norm / attn_k_norm
-	bias           bool // required attn_{q,k,v}.bias
-	slidingPattern int  // -1: no sliding window; 0: every layer when the key is present
-	localRopeBase  float32
-	moe            bool // required experts
-	sharedExpert   bool
-	normTopK       bool
+// Family is the description of the family whose checkpoints' general.architecture is name:
+// its preset of the Transformer spec (specs/engines), and whether there is one.
+func Family(name string) (config.Transformer, bool) {
+	f, err := config.TransformerPreset(name)
+	return f, err == nil
 }
 
-// SupportedArchitectures lists the general.architecture values the decoder runs.
+// decodes reports whether the decoder runs models of family f: language models, which read
+// tokens and predict the next.
+func decodes(f config.Transformer) bool { return f.Input == InputTokens && f.Head == HeadLM }
+
+// SupportedArchitectures lists the general.architecture values the decoder runs: the families
+// the Transformer spec declares whose models read tokens and predict the next.
 func SupportedArchitectures() []string {
 	var names []string
-	for n := range traits {
-		names = append(names, n)
+	for _, n := range config.TransformerPresetNames() {
+		if f, _ := Family(n); decodes(f) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
 }
 
-var traits = map[string]archTraits{
-	"llama":    {mode: ggml.RopeNormal, slidingPattern: 0, normTopK: true},
-	"qwen2":    {mode: ggml.RopeNeox, bias: true, slidingPattern: -1},
-	"qwen3":    {mode: ggml.RopeNeox, qkNorm: true, slidingPattern: -1},
-	"qwen2moe": {mode: ggml.RopeNeox, bias: true, moe: true, sharedExpert: true, slidingPattern: -1},
-	"qwen3moe": {mode: ggml.RopeNeox, qkNorm: true, moe: true, normTopK: true, slidingPattern: -1},
-	"gemma2": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true,
-		slidingPattern: 2},
-	"gemma3": {mode: ggml.RopeNeox, ffn: FFNGeGLU, embedScale: true, postNorms: true, qkNorm: true,
-		slidingPattern: 6, localRopeBase: 10000},
-	"gpt2": {ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
-		allBiases: true, slidingPattern: -1},
+// FamilyArchitecture is the architecture of a model of family name (a preset of the
+// Transformer spec; the llama family's for a name without one) and of shape c.
+func FamilyArchitecture(name string, c Config) Architecture {
+	f, ok := Family(name)
+	if !ok {
+		f, _ = Family(Arch)
+	}
+	return archFromConfig(name, f, c)
 }
 
-// ViTArch is the GGUF general.architecture of toy's ViT classifier checkpoints. llama.cpp has
-// no such architecture: the keys (vit.*, from specs/engines/vit.go) and the tensor names
-// (patch_embd, cls_token, position_embd, the gpt2 block names, output_norm, output with a
-// bias) are toy's own, documented in docs/TRAINING.md.
-const ViTArch = "vit"
-
-// vitTraits are the vit choices of the core: LayerNorm with biases, learned positions, fused
-// QKV, biases everywhere, a GELU MLP — gpt2's blocks — with image patches in and a class-token
-// head out (ArchitectureFromViT). They are not in traits: the decoder runs language models.
-var vitTraits = archTraits{ffn: FFNGELU, norm: NormLayer, positions: PosLearned, fusedQKV: true, bias: true,
-	allBiases: true, slidingPattern: -1}
-
-// SlidingTraits are the sliding-window pattern an architecture name implies (-1: no sliding
-// window; otherwise Architecture.SlidingPattern) and the RoPE base of its local layers (0: the
-// global one), as DetectArchitecture applies them.
-func SlidingTraits(name string) (pattern int, localRopeBase float32) {
-	t := traits[name]
-	return t.slidingPattern, t.localRopeBase
+// ropeModes are ggml's RoPE modes of the spec's.
+var ropeModes = map[config.TransformerRopeMode]ggml.RopeMode{
+	config.TransformerRopeModeNormal: ggml.RopeNormal,
+	config.TransformerRopeModeNeox:   ggml.RopeNeox,
 }

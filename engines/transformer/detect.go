@@ -26,8 +26,8 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	if err != nil {
 		return Architecture{}, fmt.Errorf("gguf %s: no general.architecture: %w", f.Path(), err)
 	}
-	tr, ok := traits[name]
-	if !ok {
+	tr, ok := Family(name)
+	if !ok || !decodes(tr) {
 		return Architecture{}, fmt.Errorf("gguf %s: unknown architecture %q (supported: %s)", f.Path(), name, strings.Join(SupportedArchitectures(), ", "))
 	}
 	// The keys the training configuration shares with the family are read through its spec
@@ -43,7 +43,7 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 		c.NKVHeads = c.NHeads
 	}
 	if !hasFF {
-		if !tr.moe {
+		if !tr.Experts {
 			return Architecture{}, fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+".feed_forward_length")
 		}
 		c.DFF = 0
@@ -58,7 +58,7 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	default:
 		return Architecture{}, fmt.Errorf("gguf %s: rope scaling %q is not supported (none, linear or yarn)", f.Path(), c.RopeScaling)
 	}
-	a := archFromConfig(name, c)
+	a := archFromConfig(name, tr, c)
 	for _, v := range []int{a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context, a.DFF, c.RopeOrigContext} {
 		if v > math.MaxInt32 {
 			return a, fmt.Errorf("gguf %s: a shape of %d is out of range", f.Path(), v)
@@ -83,7 +83,7 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	switch {
 	case x.KeyLength == 0 && a.HeadDimK == 0:
 		return a, missing("attention.key_length") // embedding_length / head_count does not divide
-	case tr.moe && x.Experts == 0:
+	case tr.Experts && x.Experts == 0:
 		return a, missing("expert_count")
 	case x.Experts > 0 && x.ExpertsUsed == 0:
 		return a, missing("expert_used_count")
@@ -101,10 +101,10 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	a.HeadDimV = cmp.Or(x.ValueLength, a.HeadDimK)
 	a.RopeDims = cmp.Or(x.RopeDims, a.HeadDimK)
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
-	if tr.localRopeBase > 0 {
-		a.RopeBaseLocal, a.RopeScaleLocal = tr.localRopeBase, 1
+	if tr.LocalRopeBase > 0 {
+		a.RopeBaseLocal, a.RopeScaleLocal = tr.LocalRopeBase, 1
 	}
-	if tr.embedScale {
+	if tr.EmbedScale {
 		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
 	}
 	a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
@@ -116,12 +116,12 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 		a.QueryScale = float32(1 / math.Sqrt(float64(s)))
 	}
 	a.AttnSoftcap, a.FinalSoftcap = x.AttnSoftcap, x.FinalSoftcap
-	if tr.slidingPattern >= 0 {
-		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.slidingPattern
+	if tr.SlidingPattern >= 0 {
+		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.SlidingPattern
 	}
 	if a.NExperts = x.Experts; a.NExperts > 0 {
-		a.NExpertsUsed, a.ExpertFFN, a.NormTopK = x.ExpertsUsed, cmp.Or(x.ExpertFFN, a.DFF), tr.normTopK
-		if tr.sharedExpert {
+		a.NExpertsUsed, a.ExpertFFN, a.NormTopK = x.ExpertsUsed, cmp.Or(x.ExpertFFN, a.DFF), tr.NormTopK
+		if tr.SharedExpert {
 			a.SharedExpertFFN = x.SharedExpertFFN
 		}
 	}
@@ -139,17 +139,17 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	_, hasOut := f.Tensor("output.weight")
 	a.TiedOutput = !hasOut
 	_, a.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	if _, ok := f.Tensor("blk.0.attn_q_norm.weight"); ok || tr.qkNorm {
+	if _, ok := f.Tensor("blk.0.attn_q_norm.weight"); ok || tr.QKNorm {
 		a.QKNorm = QKNormHeadRMS
 	}
 	if _, ok := f.Tensor("blk.0.post_attention_norm.weight"); ok {
 		a.PostNorms = true
 	}
 	_, a.RopeFreqs = f.Tensor("rope_freqs.weight")
-	if tr.bias {
+	if tr.QKVBias {
 		a.QKVBias = true // then required
 	}
-	if !tr.moe && a.NExperts > 0 {
+	if !tr.Experts && a.NExperts > 0 {
 		// llama with experts (mixtral-style): softmax, top-k, renormalised.
 		if _, ok := f.Tensor("blk.0.ffn_gate_inp.weight"); !ok {
 			a.NExperts, a.NExpertsUsed, a.ExpertFFN = 0, 0, 0

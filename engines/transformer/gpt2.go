@@ -20,7 +20,7 @@ func ValidateGPT2(c config.Gpt2) error {
 
 // GPT2Core is c in the terms of the core's own parameters (the llama spec's): its shape, one
 // key/value head per query head, LayerNorm's epsilon in the norm's place, and the
-// initialisation's scale and seed. With the gpt2 traits it gives the Architecture; as a
+// initialisation's scale and seed. With the gpt2 family (Family) it gives the Architecture; as a
 // Model's Cfg it carries what the training code reads (Init's scale and seed, the context).
 func GPT2Core(c config.Gpt2) Config {
 	l := config.DefaultLlama()
@@ -33,7 +33,9 @@ func GPT2Core(c config.Gpt2) Config {
 // ArchitectureFromGPT2 is the architecture of a GPT-2 model of configuration c: the gpt2
 // choices of the one core (LayerNorm with biases, learned positions, fused QKV, biases
 // everywhere, GELU MLP), as DetectArchitecture reads it back from the checkpoint.
-func ArchitectureFromGPT2(c config.Gpt2) Architecture { return archFromConfig(GPT2Arch, GPT2Core(c)) }
+func ArchitectureFromGPT2(c config.Gpt2) Architecture {
+	return FamilyArchitecture(GPT2Arch, GPT2Core(c))
+}
 
 // GPT2ConfigFromGGUF reads the model configuration of a gpt2 checkpoint; a file of another
 // architecture is refused. The tied output follows the tensors (no output.weight), and a file

@@ -69,25 +69,22 @@ func ConfigFromArch(a *Architecture) Config {
 
 // ArchitectureFromConfig is the architecture of a model of the training engine's
 // configuration c: arch "llama", RoPE mode NORMAL, with c's RoPE scaling (linear or YaRN).
-func ArchitectureFromConfig(c Config) Architecture { return archFromConfig(Arch, c) }
+func ArchitectureFromConfig(c Config) Architecture { return FamilyArchitecture(Arch, c) }
 
-// archFromConfig is the architecture that c describes for the family member name: the one
-// conversion from the spec's parameters, which the trainer and DetectArchitecture share. Head
-// sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
-func archFromConfig(name string, c Config) Architecture {
-	tr, ok := traits[name]
-	if !ok && name == ViTArch {
-		tr = vitTraits
-	}
+// archFromConfig is the architecture that c describes for the member name of family f: the
+// one conversion from the specs' parameters, which the trainer and DetectArchitecture share.
+// Head sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
+func archFromConfig(name string, f config.Transformer, c Config) Architecture {
 	hd := 0
 	if c.NHeads > 0 && c.DModel%c.NHeads == 0 {
 		hd = c.DModel / c.NHeads
 	}
 	a := Architecture{Name: name, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
 		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
-		NormEps: c.RMSEps, RopeMode: tr.mode, RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
-		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias || tr.bias, EmbedScale: 1, FFN: tr.ffn, PostNorms: tr.postNorms,
-		Norm: tr.norm, Positions: tr.positions, FusedQKV: tr.fusedQKV, OutBias: tr.allBiases, FFNBias: tr.allBiases}
+		NormEps: c.RMSEps, RopeMode: ropeModes[f.RopeMode], RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias || f.QKVBias, EmbedScale: 1, FFN: f.FFN, PostNorms: f.PostNorms,
+		Norm: f.Norm, Positions: f.Positions, FusedQKV: f.FusedQKV, OutBias: f.AllBiases, FFNBias: f.AllBiases,
+		Input: f.Input, Head: f.Head}
 	if hd > 0 {
 		a.QueryScale = float32(1 / math.Sqrt(float64(hd)))
 	}

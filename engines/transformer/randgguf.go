@@ -66,7 +66,7 @@ func WriteRandomGGUFValues(path string, a Architecture, weightType ggml.Type, se
 	if err := a.validate(path); err != nil {
 		return nil, err
 	}
-	if _, ok := traits[a.Name]; !ok {
+	if f, ok := Family(a.Name); !ok || !decodes(f) {
 		return nil, fmt.Errorf("gguf %s: unknown architecture %q", path, a.Name)
 	}
 	if !ggml.ValidType(weightType) {

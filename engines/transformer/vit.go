@@ -8,6 +8,12 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
+// ViTArch is the GGUF general.architecture of toy's ViT classifier checkpoints. llama.cpp has
+// no such architecture: the keys (vit.*, from specs/engines/vit.go) and the tensor names
+// (patch_embd, cls_token, position_embd, the gpt2 block names, output_norm, output with a
+// bias) are toy's own, documented in docs/TRAINING.md.
+const ViTArch = "vit"
+
 // ValidateViT checks a ViT configuration against its spec's bounds.
 func ValidateViT(c config.Vit) error {
 	if err := c.Validate(); err != nil {
@@ -31,8 +37,7 @@ func ViTCore(c config.Vit) Config {
 // (non-causal: the classifier's mask is all zeros) on a patch embedding with a class token,
 // and a head on the class token.
 func ArchitectureFromViT(c config.Vit) Architecture {
-	a := archFromConfig(ViTArch, ViTCore(c))
-	a.Input, a.Head = InputPatches, HeadClassToken
+	a := FamilyArchitecture(ViTArch, ViTCore(c))
 	a.ImageSize, a.PatchSize, a.Channels = c.ImageSize, c.PatchSize, c.Channels
 	return a
 }

@@ -23,15 +23,18 @@ func TinyArch(variant string) transformer.Architecture {
 		a := transformer.Architecture{Name: name, Vocab: 48, DModel: d, NLayers: 2, DFF: 96, Context: 64,
 			NHeads: H, NKVHeads: Hkv, HeadDimK: hd, HeadDimV: hd, NormEps: 1e-5,
 			RopeMode: ggml.RopeNeox, RopeDims: hd, RopeBase: 10000, RopeScale: 1, EmbedScale: 1,
-			QueryScale: float32(1 / math.Sqrt(float64(hd)))}
-		if pattern, _ := transformer.SlidingTraits(name); pattern > 0 {
-			a.SlidingPattern = pattern
+			QueryScale: float32(1 / math.Sqrt(float64(hd))),
+			Norm:       transformer.NormRMS, Positions: transformer.PosRoPE, FFN: transformer.FFNSwiGLU,
+			Input: transformer.InputTokens, Head: transformer.HeadLM}
+		if t, _ := transformer.Family(name); t.SlidingPattern > 0 {
+			a.SlidingPattern = t.SlidingPattern
 		}
 		return a
 	}
 	finish := func(a transformer.Architecture) transformer.Architecture {
 		a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
-		if _, lb := transformer.SlidingTraits(a.Name); lb > 0 {
+		if t, _ := transformer.Family(a.Name); t.LocalRopeBase > 0 {
+			lb := t.LocalRopeBase
 			a.RopeBaseLocal, a.RopeScaleLocal = lb, 1
 		}
 		return a
