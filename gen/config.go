@@ -259,7 +259,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		if byJSON[cf.JSON] != nil {
 			l.errorf(f.Pos(), "json name %q is used twice", cf.JSON)
 		}
-		if cf.Stored() && byGGUF[cf.GGUF] {
+		if cf.GGUF != "" && cf.Stored() && byGGUF[cf.GGUF] {
 			l.errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
 		}
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true

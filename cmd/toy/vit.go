@@ -141,11 +141,11 @@ Flags:
 		return err
 	}
 	defer m.Close()
-	if m.ViT == nil {
+	if m.Arch.Input != transformer.InputPatches {
 		return fmt.Errorf("%s: a %s model, not an image classifier", *model, m.Arch.Name)
 	}
 	names, _ := values[recipes.ClassNamesKey].([]string)
-	o := data.ImageOptions{Size: m.ViT.ImageSize, Channels: m.ViT.Channels}
+	o := data.ImageOptions{Size: m.Arch.ImageSize, Channels: m.Arch.Channels}
 	var images [][]float32
 	for _, path := range fs.Args() {
 		px, err := data.LoadImage(path, o)

@@ -161,7 +161,7 @@ func (ln *learner) describe(base BaseModel) string {
 		return fmt.Sprintf("full fine-tune of %s (%s, %s, as f32): %.1fM parameters, every weight trained%s",
 			ln.f.Base, base.Architecture, base.Type, float64(ln.model.Params())/1e6, frozen)
 	}
-	c := ln.model.Cfg
+	c := &ln.model.Arch
 	return fmt.Sprintf("warm start: a new model (%d layers, d_model %d, %d heads), %.2fM parameters, with the %d-token vocabulary, tokenizer and token embeddings of %s%s",
 		c.NLayers, c.DModel, c.NHeads, float64(ln.model.Params())/1e6, c.Vocab, ln.f.Base, frozen)
 }

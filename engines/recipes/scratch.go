@@ -927,7 +927,7 @@ func sample(m *training.Model, tok *tokenizer.Tokenizer, prompt string, n int) (
 	if len(ids) == 0 {
 		ids = []int32{tok.EOS()}
 	}
-	ev, err := training.NewEvaluator(m, m.Cfg.Context, 1)
+	ev, err := training.NewEvaluator(m, m.Arch.Context, 1)
 	if err != nil {
 		return "", err
 	}

@@ -93,7 +93,7 @@ func TestScratchRun(t *testing.T) {
 	assert.Equal(t, "gpt2", meta["tokenizer.ggml.model"])
 	tok, err := LoadTokenizer(filepath.Join(res.RunDir, "weights", modelFile))
 	require.NoError(t, err)
-	assert.Equal(t, m.Cfg.Vocab, tok.VocabSize())
+	assert.Equal(t, m.Arch.Vocab, tok.VocabSize())
 }
 
 // cancelAt is an output that cancels the run once a progress line shows the given text,

@@ -352,7 +352,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		}
 	} else {
 		m, _, err = training.Load(v.ckpt.Path(modelFile), be)
-		if err == nil && (m.ViT == nil || *m.ViT != v.Model) {
+		if err == nil && (m.Arch.Name != transformer.ViTArch || transformer.ViTConfig(&m.Arch, m.Initial) != v.Model) {
 			m.Close()
 			err = fmt.Errorf("resume: %s is not the run's model (%+v)", v.ckpt.Path(modelFile), v.Model)
 		}

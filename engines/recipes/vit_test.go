@@ -13,6 +13,7 @@ import (
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -59,7 +60,8 @@ func TestViTLearnsShapes(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	assert.Equal(t, []string{"square", "cross", "circle"}, values[ClassNamesKey])
-	assert.Equal(t, v.Model, *m.ViT)
+	assert.Equal(t, transformer.ViTArch, m.Arch.Name)
+	assert.Equal(t, v.Model, transformer.ViTConfig(&m.Arch, m.Initial))
 	all, err := v.LoadImages()
 	require.NoError(t, err)
 	_, held, err := all.Split(v.Held, v.Seed)

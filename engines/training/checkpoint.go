@@ -2,10 +2,8 @@ package training
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/toyml/toy/engines/transformer"
-	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -18,27 +16,12 @@ func (m *Model) Save(path string, extra []transformer.KV) error {
 		return err
 	}
 	defer w.Close()
+	// The architecture's keys, as the decoder reads them back, then toy's training options.
 	kvs := []transformer.KV{
 		{Key: "general.architecture", Value: m.Arch.Name},
 		{Key: "general.file_type", Value: uint32(0)}, // all f32
 	}
-	// The architecture's keys, as the decoder reads them back, then toy's training options
-	// from the spec that made the model.
-	if m.ViT != nil {
-		// No llama.cpp architecture to follow: the vit spec's keys are the format.
-		kvs = append(kvs, m.ViT.ToGGUF()...)
-	} else {
-		kvs = append(kvs, m.Arch.Metadata()...)
-		options := m.Cfg.ToGGUF(m.Arch.Name)
-		if m.GPT2 != nil {
-			options = m.GPT2.ToGGUF()
-		}
-		for _, kv := range options {
-			if strings.HasPrefix(kv.Key, "toy.") {
-				kvs = append(kvs, kv)
-			}
-		}
-	}
+	kvs = append(kvs, m.Arch.CheckpointMetadata(m.Initial)...)
 	kvs = append(kvs, extra...)
 	for _, kv := range kvs {
 		if err := w.Set(kv.Key, kv.Value); err != nil {
@@ -62,36 +45,15 @@ func Load(path string, b *ggml.Backend) (*Model, map[string]any, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	// The architecture the configuration implies is checked against the file's tensors before
-	// the model is allocated from the configuration's counts.
-	var a transformer.Architecture
-	var alloc func() (*Model, error)
-	var values map[string]any
-	switch arch, _ := f.String("general.architecture"); arch {
-	case transformer.GPT2Arch:
-		var c config.Gpt2
-		if c, values, err = transformer.GPT2ConfigFromGGUF(f); err == nil {
-			a, alloc = transformer.ArchitectureFromGPT2(c), func() (*Model, error) { return NewGPT2(c, b) }
-		}
-	case transformer.ViTArch:
-		var c config.Vit
-		if c, values, err = transformer.ViTConfigFromGGUF(f); err == nil {
-			a, alloc = transformer.ArchitectureFromViT(c), func() (*Model, error) { return NewViT(c, b) }
-		}
-	case transformer.Arch:
-		var c transformer.Config
-		if c, values, err = transformer.ConfigFromGGUF(f); err == nil {
-			a, alloc = transformer.ArchitectureFromConfig(c), func() (*Model, error) { return New(c, b) }
-		}
-	default:
-		err = fmt.Errorf("checkpoint %s: architecture %q, want %q, %q or %q", f.Path(), arch, transformer.Arch, transformer.GPT2Arch, transformer.ViTArch)
-	}
+	// The architecture is checked against the file's tensors before the model is allocated
+	// from its counts.
+	a, init, values, err := transformer.ReadCheckpoint(f)
 	if err == nil {
 		err = a.FitFile(f, "checkpoint", true)
 	}
 	var m *Model
 	if err == nil {
-		m, err = alloc()
+		m, err = newModel(a, init, b)
 	}
 	if err != nil {
 		return nil, nil, err

@@ -17,7 +17,7 @@ func FromGGUF(m *decoding.GGUFModel, b *ggml.Backend) (*Model, error) {
 		return nil, err
 	}
 	c := transformer.ConfigFromArch(&m.Arch)
-	tm, err := newModel(m.Arch, c, b)
+	tm, err := newModel(m.Arch, transformer.Init{Scale: c.InitScale, Seed: c.Seed}, b)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (m *Model) FreezeEmbeddings() {
 // initialisation): a new model that starts from a trained vocabulary. The donor's embedding
 // width and vocabulary must be m's.
 func (m *Model) WarmStart(donor *decoding.GGUFModel) error {
-	if err := CheckWarmStart(donor, m.Cfg); err != nil {
+	if err := CheckWarmStart(donor, transformer.ConfigFromArch(&m.Arch)); err != nil {
 		return err
 	}
 	raw, err := decoding.DequantizeOnCPU(donor.TokEmbd, ggml.F32)

@@ -130,7 +130,7 @@ func TestHoldEmbeddings(t *testing.T) {
 	require.NoError(t, err)
 	defer tr.Close()
 	rng := rand.New(rand.NewPCG(61, 62))
-	seqs := [][]int32{transformertest.RandomTokens(rng, 9, m.Cfg.Vocab), transformertest.RandomTokens(rng, 9, m.Cfg.Vocab)}
+	seqs := [][]int32{transformertest.RandomTokens(rng, 9, m.Arch.Vocab), transformertest.RandomTokens(rng, 9, m.Arch.Vocab)}
 	step := [7]float32{1e-2, 0.9, 0.999, 1e-8, 0, 1 / (1 - 0.9), 1 / (1 - 0.999)}
 	values := func(w *ggml.Tensor) []float32 {
 		v, err := w.F32()

@@ -45,7 +45,7 @@ func TestGradNorm(t *testing.T) {
 		require.NoError(t, err)
 		defer tr.Close()
 		for range 2 {
-			_, err = tr.Step(randomSeqs(rng, 2, 5, m.Cfg.Vocab), noStep, noStep)
+			_, err = tr.Step(randomSeqs(rng, 2, 5, m.Arch.Vocab), noStep, noStep)
 			require.NoError(t, err)
 			want := math.Sqrt(sumOfSquares(t, tr, m.Weights()))
 			assert.InEpsilon(t, want, tr.GradNorm(), 1e-5)
@@ -121,7 +121,7 @@ func TestNonFiniteStops(t *testing.T) {
 		assert.ErrorContains(t, checkFiniteTensors(m.Weights()), w.Name())
 		tr, err := newTrainer(m, 5, 2, false, masked)
 		require.NoError(t, err)
-		loss, err := tr.Step(randomSeqs(rng, 2, 5, m.Cfg.Vocab), step(1e-3), step(1e-3))
+		loss, err := tr.Step(randomSeqs(rng, 2, 5, m.Arch.Vocab), step(1e-3), step(1e-3))
 		var nf *NonFiniteError
 		require.ErrorAs(t, err, &nf, "masked %v", masked)
 		assert.True(t, math.IsNaN(float64(loss)), "the loss of a NaN model is NaN, not %v", loss)
@@ -135,7 +135,7 @@ func TestNonFiniteStops(t *testing.T) {
 	defer tr.Close()
 	var nf *NonFiniteError
 	for i := 0; i < 5 && nf == nil; i++ {
-		_, err = tr.Step(randomSeqs(rng, 2, 5, m.Cfg.Vocab), step(1e30), step(1e30))
+		_, err = tr.Step(randomSeqs(rng, 2, 5, m.Arch.Vocab), step(1e30), step(1e30))
 		if err != nil {
 			require.ErrorAs(t, err, &nf)
 		}

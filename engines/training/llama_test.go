@@ -52,7 +52,7 @@ func randomSeqs(rng *rand.Rand, B, T, vocab int) [][]int32 {
 // randomize gives every weight (norms and biases included) random values, so no gradient is
 // trivially zero.
 func randomize(t *testing.T, m *Model, rng *rand.Rand) *transformertest.RefModel {
-	return &transformertest.RefModel{C: m.Cfg, W: randomWeights(t, m, rng)}
+	return &transformertest.RefModel{C: transformer.ConfigFromArch(&m.Arch), W: randomWeights(t, m, rng)}
 }
 
 // randomWeights sets every weight to N(0, 0.25) (norm scales around 1) and returns the values
@@ -138,7 +138,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			require.NoError(t, err)
 			defer tr.Close()
 			tr.Sep = sep
-			seqs := randomSeqs(rng, B, T, m.Cfg.Vocab)
+			seqs := randomSeqs(rng, B, T, m.Arch.Vocab)
 			seqs[0][2] = sep // a document boundary inside the first sequence
 			loss, err := tr.Step(seqs, [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1}, [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1})
 			require.NoError(t, err)
@@ -185,7 +185,7 @@ func TestPackedAttentionGradients(t *testing.T) {
 	}
 	require.Positive(t, packed, "no attention product of the training graph is toy's kernel")
 	tr.Sep = sep
-	seqs := randomSeqs(rng, B, T, m.Cfg.Vocab)
+	seqs := randomSeqs(rng, B, T, m.Arch.Vocab)
 	seqs[1][40] = sep // a document boundary inside the second sequence
 	loss, err := tr.Step(seqs, [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1}, [7]float32{0, 0.9, 0.999, 1e-8, 0, 1, 1})
 	require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestAdamWStepMatchesGo(t *testing.T) {
 	decay := [7]float32{lr, b1, b2, eps, wd, 1 / (1 - b1), 1 / (1 - b2)}
 	noDecay := decay
 	noDecay[4] = 0
-	_, err = tr.Step(randomSeqs(rng, 2, 5, m.Cfg.Vocab), decay, noDecay)
+	_, err = tr.Step(randomSeqs(rng, 2, 5, m.Arch.Vocab), decay, noDecay)
 	require.NoError(t, err)
 	for _, w := range m.Weights() {
 		g, err := tr.grad(w)
@@ -361,7 +361,7 @@ func TestEvaluatorMatchesReference(t *testing.T) {
 	e, err := NewEvaluator(m, 6, 2)
 	require.NoError(t, err)
 	defer e.Close()
-	seqs := randomSeqs(rng, 2, 6, m.Cfg.Vocab)
+	seqs := randomSeqs(rng, 2, 6, m.Arch.Vocab)
 	loss, err := e.Loss(seqs)
 	require.NoError(t, err)
 	assert.InDelta(t, ref.Loss(seqs, -1), float64(loss), 1e-4)
@@ -426,7 +426,8 @@ func TestGPT2Training(t *testing.T) {
 	a.QueryScale = float32(1 / math.Sqrt(8))
 	for _, tied := range []bool{true, false} {
 		a.TiedOutput = tied
-		m, err := newModel(a, tinyConfig(t, tied, true), be)
+		c := tinyConfig(t, tied, true)
+		m, err := newModel(a, transformer.Init{Scale: c.InitScale, Seed: c.Seed}, be)
 		require.NoError(t, err)
 		defer m.Close()
 		rng := rand.New(rand.NewPCG(31, 32))

@@ -9,20 +9,16 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Model is a model being trained — LLaMA (New), GPT-2 (NewGPT2), a ViT classifier (NewViT) or a
-// full fine-tune of a GGUF checkpoint (FromGGUF): f32 weights in one backend
-// buffer, laid out by the architecture's tensor table (the one GGUFModel loads) and run by the
-// same forward pass.
+// Model is a model being trained — LLaMA (New), GPT-2 (NewGPT2), ViT (NewViT) or any family a
+// full fine-tune starts from (FromGGUF): f32 weights in one backend buffer, laid out by the
+// architecture's tensor table (the one GGUFModel loads) and run by the same forward pass.
 type Model struct {
-	// Cfg is the configuration in the llama spec's terms: a llama model's own, a GPT-2 model's
-	// shape, initial scale and seed (GPT2 holds its own configuration).
-	Cfg transformer.Config
-	// GPT2 is the configuration of a GPT-2 model (NewGPT2), nil for a llama model.
-	GPT2 *config.Gpt2
-	// ViT is the configuration of a ViT classifier (NewViT), nil otherwise.
-	ViT *config.Vit
-	// Arch is the architecture Cfg describes (ArchitectureFromConfig).
-	Arch    transformer.Architecture
+	// Arch is the model: its family's description (LLaMA, GPT-2, ViT, or the family of the
+	// file a fine-tune starts from) with its shape, as the tensor table, the forward pass and
+	// the checkpoints read it.
+	Arch transformer.Architecture
+	// Initial is how Init fills the weights (checkpoints keep it).
+	Initial transformer.Init
 	w       transformer.Weights
 	backend *ggml.Backend
 	ctx     *ggml.Context
@@ -37,42 +33,12 @@ func New(c transformer.Config, b *ggml.Backend) (*Model, error) {
 	if err := transformer.Validate(c); err != nil {
 		return nil, err
 	}
-	return newModel(transformer.ArchitectureFromConfig(c), c, b)
+	return newModel(transformer.ArchitectureFromConfig(c), transformer.Init{Scale: c.InitScale, Seed: c.Seed}, b)
 }
 
-// NewGPT2 allocates a GPT-2 model of shape c on backend b, with every weight zero; Init or
-// Load fills it. It is a Model like any other: the same Trainer, Evaluator and checkpoints.
-func NewGPT2(c config.Gpt2, b *ggml.Backend) (*Model, error) {
-	if err := transformer.ValidateGPT2(c); err != nil {
-		return nil, err
-	}
-	m, err := newModel(transformer.ArchitectureFromGPT2(c), transformer.GPT2Core(c), b)
-	if err != nil {
-		return nil, err
-	}
-	m.GPT2 = &c
-	return m, nil
-}
-
-// NewViT allocates a ViT classifier of shape c on backend b, with every weight zero; Init or
-// Load fills it. It is a Model like any other: NewClassifierTrainer trains it,
-// NewClassifierEvaluator runs it, Save and Load keep it.
-func NewViT(c config.Vit, b *ggml.Backend) (*Model, error) {
-	if err := transformer.ValidateViT(c); err != nil {
-		return nil, err
-	}
-	m, err := newModel(transformer.ArchitectureFromViT(c), transformer.ViTCore(c), b)
-	if err != nil {
-		return nil, err
-	}
-	m.ViT = &c
-	return m, nil
-}
-
-// newModel allocates a model of architecture a, whose initialisation c's InitScale and Seed
-// set.
-func newModel(a transformer.Architecture, c transformer.Config, b *ggml.Backend) (*Model, error) {
-	m := &Model{Cfg: c, Arch: a, backend: b, roles: map[*ggml.Tensor]transformer.TensorRole{}}
+// newModel allocates a model of architecture a, whose weights Init fills as init says.
+func newModel(a transformer.Architecture, init transformer.Init, b *ggml.Backend) (*Model, error) {
+	m := &Model{Arch: a, Initial: init, backend: b, roles: map[*ggml.Tensor]transformer.TensorRole{}}
 	specs := m.Arch.TensorTable(&m.w)
 	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: len(specs)})
 	if err != nil {
@@ -122,16 +88,16 @@ func (m *Model) Params() int64 {
 	return n
 }
 
-// Init fills the weights with a random initialisation seeded by Cfg.Seed, as GPT-2 and nanoGPT
+// Init fills the weights with a random initialisation seeded by Initial.Seed, as GPT-2 and nanoGPT
 // do: matrices and token embeddings from N(0, InitScale²) — the output projections of each
 // block scaled by 1/√(2·layers) — learned position embeddings from N(0, (InitScale/2)²), norms
 // at 1 and biases at 0. The same seed gives the same weights.
 func (m *Model) Init() error {
-	rng := rand.New(rand.NewPCG(uint64(m.Cfg.Seed), 0x746f79))
+	rng := rand.New(rand.NewPCG(uint64(m.Initial.Seed), 0x746f79))
 	resid := 1 / math.Sqrt(2*float64(m.Arch.NLayers))
 	for _, t := range m.all {
 		vals := make([]float32, t.Len())
-		std := float64(m.Cfg.InitScale)
+		std := float64(m.Initial.Scale)
 		switch m.roles[t] {
 		case transformer.RoleNorm:
 			for i := range vals {
@@ -159,4 +125,23 @@ func (m *Model) Init() error {
 		}
 	}
 	return nil
+}
+
+// NewGPT2 allocates a GPT-2 model of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: the same Trainer, Evaluator and checkpoints.
+func NewGPT2(c config.Gpt2, b *ggml.Backend) (*Model, error) {
+	if err := transformer.ValidateGPT2(c); err != nil {
+		return nil, err
+	}
+	return newModel(transformer.ArchitectureFromGPT2(c), transformer.Init{Scale: c.InitScale, Seed: c.Seed}, b)
+}
+
+// NewViT allocates a ViT classifier of shape c on backend b, with every weight zero; Init or
+// Load fills it. It is a Model like any other: NewClassifierTrainer trains it,
+// NewClassifierEvaluator runs it, Save and Load keep it.
+func NewViT(c config.Vit, b *ggml.Backend) (*Model, error) {
+	if err := transformer.ValidateViT(c); err != nil {
+		return nil, err
+	}
+	return newModel(transformer.ArchitectureFromViT(c), transformer.Init{Scale: c.InitScale, Seed: c.Seed}, b)
 }

@@ -1,6 +1,9 @@
 package transformer
 
 import (
+	"cmp"
+	"fmt"
+	"math"
 	"sort"
 
 	"github.com/toyml/toy/generated/config"
@@ -231,6 +234,165 @@ func SupportedArchitectures() []string {
 	sort.Strings(names)
 	return names
 }
+
+// readArchitecture reads the architecture of a file of family tr, named name, from its
+// metadata and tensors, and returns the configuration of the Llama spec that its keys gave
+// (the training options under toy.<arch>.* among them), its tied output and QKV biases as the
+// tensors say. An image model's (InputPatches) image and classes are Vit's keys. A non-nil
+// bounds checks the configuration as the keys gave it, before anything else is.
+func readArchitecture(f *ggml.GGUF, values map[string]any, name string, tr config.Transformer, bounds func(Config) error) (Architecture, Config, error) {
+	// The keys the training configuration shares with the family are read through its spec
+	// (generated/config); those of the other architectures' parts follow by hand.
+	c := config.DefaultLlama()
+	_, hasKV := values[name+".attention.head_count_kv"]
+	_, hasFF := values[name+".feed_forward_length"]
+	_, hasVocab := values[name+".vocab_size"]
+	if err := c.FromGGUF(name, values); err != nil {
+		return Architecture{}, c, fmt.Errorf("gguf %s: %w", f.Path(), err)
+	}
+	if !hasKV {
+		c.NKVHeads = c.NHeads
+	}
+	if !hasFF {
+		if !tr.Experts {
+			return Architecture{}, c, fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+".feed_forward_length")
+		}
+		c.DFF = 0
+	}
+	if bounds != nil {
+		if err := bounds(c); err != nil {
+			return Architecture{}, c, err
+		}
+	}
+	switch c.RopeScaling {
+	case "", config.LlamaRopeScalingNone:
+		c.RopeScaling = config.LlamaRopeScalingNone
+	case config.LlamaRopeScalingLinear, config.LlamaRopeScalingYarn:
+		if x := c.RopeScaleFactor; !(x > 0) || math.IsInf(float64(x), 0) {
+			return Architecture{}, c, fmt.Errorf("gguf %s: rope.scaling.factor %g: want a positive finite factor", f.Path(), x)
+		}
+	default:
+		return Architecture{}, c, fmt.Errorf("gguf %s: rope scaling %q is not supported (none, linear or yarn)", f.Path(), c.RopeScaling)
+	}
+	a := archFromConfig(name, tr, c)
+	for _, v := range []int{a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context, a.DFF, c.RopeOrigContext} {
+		if v > math.MaxInt32 {
+			return a, c, fmt.Errorf("gguf %s: a shape of %d is out of range", f.Path(), v)
+		}
+	}
+	if a.DModel <= 0 || a.NLayers <= 0 || a.NHeads <= 0 || a.NKVHeads <= 0 || a.Context <= 0 || a.DFF < 0 || c.RopeOrigContext < 0 {
+		return a, c, fmt.Errorf("gguf %s: embedding_length %d, block_count %d, head_count %d, head_count_kv %d and context_length %d must be positive", f.Path(), a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context)
+	}
+	if a.NHeads%a.NKVHeads != 0 {
+		return a, c, fmt.Errorf("gguf %s: head_count %d is not a multiple of head_count_kv %d", f.Path(), a.NHeads, a.NKVHeads)
+	}
+	x := config.DefaultFamily()
+	if err := x.FromGGUF(name, values); err != nil {
+		return a, c, fmt.Errorf("gguf %s: %w", f.Path(), err)
+	}
+	if err := x.Validate(); err != nil {
+		return a, c, fmt.Errorf("gguf %s: %w", f.Path(), err)
+	}
+	missing := func(key string) error {
+		return fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+"."+key)
+	}
+	switch {
+	case x.KeyLength == 0 && a.HeadDimK == 0:
+		return a, c, missing("attention.key_length") // embedding_length / head_count does not divide
+	case tr.Experts && x.Experts == 0:
+		return a, c, missing("expert_count")
+	case x.Experts > 0 && x.ExpertsUsed == 0:
+		return a, c, missing("expert_used_count")
+	case x.Experts > 0 && x.ExpertFFN == 0 && a.DFF == 0:
+		return a, c, missing("expert_feed_forward_length")
+	case a.Norm == NormLayer && x.LayerNormEps == 0:
+		if _, ok := values[name+".attention.layer_norm_epsilon"]; !ok {
+			return a, c, missing("attention.layer_norm_epsilon")
+		}
+	}
+	if a.Norm == NormLayer {
+		a.NormEps = x.LayerNormEps
+	}
+	a.HeadDimK = cmp.Or(x.KeyLength, a.HeadDimK)
+	a.HeadDimV = cmp.Or(x.ValueLength, a.HeadDimK)
+	a.RopeDims = cmp.Or(x.RopeDims, a.HeadDimK)
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+	if tr.LocalRopeBase > 0 {
+		a.RopeBaseLocal, a.RopeScaleLocal = tr.LocalRopeBase, 1
+	}
+	if tr.EmbedScale {
+		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
+	}
+	a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
+	if (name == "gemma2" && a.NLayers == 46) || (name == "gemma3" && a.NLayers == 62) {
+		// The 27B models scale queries by 1/√(d/H), as llama.cpp does for them.
+		a.QueryScale = float32(1 / math.Sqrt(float64(a.DModel/a.NHeads)))
+	}
+	if s := x.QueryPreAttnScalar; s > 0 {
+		a.QueryScale = float32(1 / math.Sqrt(float64(s)))
+	}
+	a.AttnSoftcap, a.FinalSoftcap = x.AttnSoftcap, x.FinalSoftcap
+	if tr.SlidingPattern >= 0 {
+		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.SlidingPattern
+	}
+	if a.NExperts = x.Experts; a.NExperts > 0 {
+		a.NExpertsUsed, a.ExpertFFN, a.NormTopK = x.ExpertsUsed, cmp.Or(x.ExpertFFN, a.DFF), tr.NormTopK
+		if tr.SharedExpert {
+			a.SharedExpertFFN = x.SharedExpertFFN
+		}
+	}
+
+	// Tensors decide the optional parts.
+	if a.Input == InputPatches {
+		// An image model's classes are its vocabulary, its class token and patches its context.
+		v := config.DefaultVit()
+		if err := v.FromGGUF(values); err != nil {
+			return a, c, fmt.Errorf("gguf %s: %w", f.Path(), err)
+		}
+		a.ImageSize, a.PatchSize, a.Channels, a.Vocab = v.ImageSize, v.PatchSize, v.Channels, v.Classes
+		if a.PatchSize <= 0 || a.ImageSize < a.PatchSize || a.Channels <= 0 || a.ImageSize > math.MaxInt16 || a.PatchSize > math.MaxInt16 || a.Channels > math.MaxInt16 {
+			return a, c, fmt.Errorf("gguf %s: images of %d pixels, patches of %d and %d channels: want positive sizes, the image at least a patch", f.Path(), a.ImageSize, a.PatchSize, a.Channels)
+		}
+		a.Context = a.Patches() + 1
+	} else {
+		emb, ok := f.Tensor("token_embd.weight")
+		if !ok {
+			return a, c, fmt.Errorf("gguf %s: tensor %q is missing", f.Path(), "token_embd.weight")
+		}
+		if rows := int(emb.Ne[1]); hasVocab && a.Vocab != rows {
+			return a, c, fmt.Errorf("gguf %s: vocab_size %d, but token_embd.weight has %d rows", f.Path(), a.Vocab, rows)
+		} else {
+			a.Vocab = rows
+		}
+	}
+	_, hasOut := f.Tensor("output.weight")
+	a.TiedOutput = !hasOut
+	_, a.QKVBias = f.Tensor("blk.0.attn_q.bias")
+	if _, ok := f.Tensor("blk.0.attn_q_norm.weight"); ok || tr.QKNorm {
+		a.QKNorm = QKNormHeadRMS
+	}
+	if _, ok := f.Tensor("blk.0.post_attention_norm.weight"); ok {
+		a.PostNorms = true
+	}
+	_, a.RopeFreqs = f.Tensor("rope_freqs.weight")
+	if tr.QKVBias {
+		a.QKVBias = true // then required
+	}
+	if !tr.Experts && a.NExperts > 0 {
+		// llama with experts (mixtral-style): softmax, top-k, renormalised.
+		if _, ok := f.Tensor("blk.0.ffn_gate_inp.weight"); !ok {
+			a.NExperts, a.NExpertsUsed, a.ExpertFFN = 0, 0, 0
+		}
+	}
+	c.TiedOutput, c.QKVBias = a.TiedOutput, a.QKVBias
+	return a, c, a.validate(f.Path())
+}
+
+// impliedByImage are the keys an image model's file leaves out: its classes (Vit's
+// class_count) are the vocabulary, its context is the class token and the patches, and its
+// heads are d_model/n_heads wide with a key/value head per head.
+var impliedByImage = map[string]bool{"vocab_size": true, "context_length": true,
+	"attention.head_count_kv": true, "attention.key_length": true, "attention.value_length": true}
 
 // FamilyArchitecture is the architecture of a model of family name (a preset of the
 // Transformer spec; the llama family's for a name without one) and of shape c.

@@ -1,7 +1,6 @@
 package transformer
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -30,132 +29,8 @@ func DetectArchitectureMeta(f *ggml.GGUF, values map[string]any) (Architecture, 
 	if !ok || !decodes(tr) {
 		return Architecture{}, fmt.Errorf("gguf %s: unknown architecture %q (supported: %s)", f.Path(), name, strings.Join(SupportedArchitectures(), ", "))
 	}
-	// The keys the training configuration shares with the family are read through its spec
-	// (generated/config); those of the other architectures' parts follow by hand.
-	c := config.DefaultLlama()
-	_, hasKV := values[name+".attention.head_count_kv"]
-	_, hasFF := values[name+".feed_forward_length"]
-	_, hasVocab := values[name+".vocab_size"]
-	if err := c.FromGGUF(name, values); err != nil {
-		return Architecture{}, fmt.Errorf("gguf %s: %w", f.Path(), err)
-	}
-	if !hasKV {
-		c.NKVHeads = c.NHeads
-	}
-	if !hasFF {
-		if !tr.Experts {
-			return Architecture{}, fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+".feed_forward_length")
-		}
-		c.DFF = 0
-	}
-	switch c.RopeScaling {
-	case "", config.LlamaRopeScalingNone:
-		c.RopeScaling = config.LlamaRopeScalingNone
-	case config.LlamaRopeScalingLinear, config.LlamaRopeScalingYarn:
-		if x := c.RopeScaleFactor; !(x > 0) || math.IsInf(float64(x), 0) {
-			return Architecture{}, fmt.Errorf("gguf %s: rope.scaling.factor %g: want a positive finite factor", f.Path(), x)
-		}
-	default:
-		return Architecture{}, fmt.Errorf("gguf %s: rope scaling %q is not supported (none, linear or yarn)", f.Path(), c.RopeScaling)
-	}
-	a := archFromConfig(name, tr, c)
-	for _, v := range []int{a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context, a.DFF, c.RopeOrigContext} {
-		if v > math.MaxInt32 {
-			return a, fmt.Errorf("gguf %s: a shape of %d is out of range", f.Path(), v)
-		}
-	}
-	if a.DModel <= 0 || a.NLayers <= 0 || a.NHeads <= 0 || a.NKVHeads <= 0 || a.Context <= 0 || a.DFF < 0 || c.RopeOrigContext < 0 {
-		return a, fmt.Errorf("gguf %s: embedding_length %d, block_count %d, head_count %d, head_count_kv %d and context_length %d must be positive", f.Path(), a.DModel, a.NLayers, a.NHeads, a.NKVHeads, a.Context)
-	}
-	if a.NHeads%a.NKVHeads != 0 {
-		return a, fmt.Errorf("gguf %s: head_count %d is not a multiple of head_count_kv %d", f.Path(), a.NHeads, a.NKVHeads)
-	}
-	x := config.DefaultFamily()
-	if err := x.FromGGUF(name, values); err != nil {
-		return a, fmt.Errorf("gguf %s: %w", f.Path(), err)
-	}
-	if err := x.Validate(); err != nil {
-		return a, fmt.Errorf("gguf %s: %w", f.Path(), err)
-	}
-	missing := func(key string) error {
-		return fmt.Errorf("gguf %s: metadata key %q is missing", f.Path(), name+"."+key)
-	}
-	switch {
-	case x.KeyLength == 0 && a.HeadDimK == 0:
-		return a, missing("attention.key_length") // embedding_length / head_count does not divide
-	case tr.Experts && x.Experts == 0:
-		return a, missing("expert_count")
-	case x.Experts > 0 && x.ExpertsUsed == 0:
-		return a, missing("expert_used_count")
-	case x.Experts > 0 && x.ExpertFFN == 0 && a.DFF == 0:
-		return a, missing("expert_feed_forward_length")
-	case a.Norm == NormLayer && x.LayerNormEps == 0:
-		if _, ok := values[name+".attention.layer_norm_epsilon"]; !ok {
-			return a, missing("attention.layer_norm_epsilon")
-		}
-	}
-	if a.Norm == NormLayer {
-		a.NormEps = x.LayerNormEps
-	}
-	a.HeadDimK = cmp.Or(x.KeyLength, a.HeadDimK)
-	a.HeadDimV = cmp.Or(x.ValueLength, a.HeadDimK)
-	a.RopeDims = cmp.Or(x.RopeDims, a.HeadDimK)
-	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
-	if tr.LocalRopeBase > 0 {
-		a.RopeBaseLocal, a.RopeScaleLocal = tr.LocalRopeBase, 1
-	}
-	if tr.EmbedScale {
-		a.EmbedScale = float32(math.Sqrt(float64(a.DModel)))
-	}
-	a.QueryScale = float32(1 / math.Sqrt(float64(a.HeadDimK)))
-	if (name == "gemma2" && a.NLayers == 46) || (name == "gemma3" && a.NLayers == 62) {
-		// The 27B models scale queries by 1/√(d/H), as llama.cpp does for them.
-		a.QueryScale = float32(1 / math.Sqrt(float64(a.DModel/a.NHeads)))
-	}
-	if s := x.QueryPreAttnScalar; s > 0 {
-		a.QueryScale = float32(1 / math.Sqrt(float64(s)))
-	}
-	a.AttnSoftcap, a.FinalSoftcap = x.AttnSoftcap, x.FinalSoftcap
-	if tr.SlidingPattern >= 0 {
-		a.SlidingWindow, a.SlidingPattern = x.SlidingWindow, tr.SlidingPattern
-	}
-	if a.NExperts = x.Experts; a.NExperts > 0 {
-		a.NExpertsUsed, a.ExpertFFN, a.NormTopK = x.ExpertsUsed, cmp.Or(x.ExpertFFN, a.DFF), tr.NormTopK
-		if tr.SharedExpert {
-			a.SharedExpertFFN = x.SharedExpertFFN
-		}
-	}
-
-	// Tensors decide the optional parts.
-	emb, ok := f.Tensor("token_embd.weight")
-	if !ok {
-		return a, fmt.Errorf("gguf %s: tensor %q is missing", f.Path(), "token_embd.weight")
-	}
-	if rows := int(emb.Ne[1]); hasVocab && a.Vocab != rows {
-		return a, fmt.Errorf("gguf %s: vocab_size %d, but token_embd.weight has %d rows", f.Path(), a.Vocab, rows)
-	} else {
-		a.Vocab = rows
-	}
-	_, hasOut := f.Tensor("output.weight")
-	a.TiedOutput = !hasOut
-	_, a.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	if _, ok := f.Tensor("blk.0.attn_q_norm.weight"); ok || tr.QKNorm {
-		a.QKNorm = QKNormHeadRMS
-	}
-	if _, ok := f.Tensor("blk.0.post_attention_norm.weight"); ok {
-		a.PostNorms = true
-	}
-	_, a.RopeFreqs = f.Tensor("rope_freqs.weight")
-	if tr.QKVBias {
-		a.QKVBias = true // then required
-	}
-	if !tr.Experts && a.NExperts > 0 {
-		// llama with experts (mixtral-style): softmax, top-k, renormalised.
-		if _, ok := f.Tensor("blk.0.ffn_gate_inp.weight"); !ok {
-			a.NExperts, a.NExpertsUsed, a.ExpertFFN = 0, 0, 0
-		}
-	}
-	return a, a.validate(f.Path())
+	a, _, err := readArchitecture(f, values, name, tr, nil)
+	return a, err
 }
 
 // Metadata is the architecture as the "<arch>.*" GGUF keys DetectArchitecture reads back
@@ -179,9 +54,14 @@ func (a *Architecture) Metadata() []KV {
 		case strings.HasPrefix(kv.Key, "toy."): // the training options of a checkpoint
 		case a.Norm != NormRMS && key == "attention.layer_norm_rms_epsilon":
 		case a.Positions != PosRoPE && strings.HasPrefix(key, "rope."):
+		case a.Input == InputPatches && impliedByImage[key]:
 		default:
 			kvs = append(kvs, kv)
 		}
+	}
+	if a.Input == InputPatches {
+		v := config.Vit{ImageSize: a.ImageSize, PatchSize: a.PatchSize, Channels: a.Channels, Classes: a.Vocab}
+		kvs = append(kvs, v.ToGGUF()...)
 	}
 	return kvs
 }

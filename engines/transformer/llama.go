@@ -11,27 +11,11 @@ import (
 // Arch is the GGUF general.architecture of this engine's checkpoints.
 const Arch = "llama"
 
-// ConfigFromGGUF reads the model configuration of a llama checkpoint; a file of another
-// architecture is refused.
+// ConfigFromGGUF reads the model configuration of a llama checkpoint (ReadCheckpoint); a file
+// of another architecture is refused. The tied output and the QKV biases follow the tensors.
 func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
-	values, err := Metadata(f)
-	if err != nil {
-		return Config{}, nil, err
-	}
-	if arch, _ := values["general.architecture"].(string); arch != Arch {
-		return Config{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, Arch)
-	}
-	c := config.DefaultLlama()
-	if err := c.FromGGUF(Arch, values); err != nil {
-		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
-	}
-	_, hasOutput := f.Tensor("output.weight")
-	c.TiedOutput = !hasOutput
-	_, c.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	if err := Validate(c); err != nil {
-		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
-	}
-	return c, values, nil
+	_, c, values, err := readFamilyCheckpoint(f, Arch)
+	return c, values, err
 }
 
 // Config is the engine's configuration, generated from specs/engines.

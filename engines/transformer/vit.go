@@ -22,44 +22,38 @@ func ValidateViT(c config.Vit) error {
 	return nil
 }
 
-// ViTCore is c in the core's own parameters (see GPT2Core): the classes in the vocabulary's
-// place (the head's rows), the class token and the patches as the context.
-func ViTCore(c config.Vit) Config {
-	n := c.ImageSize / c.PatchSize
-	l := config.DefaultLlama()
-	l.Vocab, l.DModel, l.DFF, l.NHeads, l.NKVHeads, l.NLayers = c.Classes, c.DModel, c.DFF, c.NHeads, c.NHeads, c.NLayers
-	l.Context, l.RMSEps, l.TiedOutput, l.QKVBias = n*n+1, c.LayerNormEps, false, true
-	l.InitScale, l.Seed = c.InitScale, c.Seed
-	return l
-}
-
-// ArchitectureFromViT is the architecture of a ViT of configuration c: gpt2's pre-norm blocks
-// (non-causal: the classifier's mask is all zeros) on a patch embedding with a class token,
-// and a head on the class token.
+// ArchitectureFromViT is the architecture of a ViT of configuration c (toy train's flags,
+// presets and run bundles): the vit family's description (Family) — gpt2's pre-norm blocks,
+// non-causal (the classifier's mask is all zeros), on a patch embedding with a class token, and
+// a head on the class token — with the classes in the vocabulary's place (the head's rows) and
+// the class token and the patches as the context.
 func ArchitectureFromViT(c config.Vit) Architecture {
-	a := FamilyArchitecture(ViTArch, ViTCore(c))
+	n := c.ImageSize / c.PatchSize
+	s := config.DefaultLlama()
+	s.Vocab, s.DModel, s.DFF, s.NHeads, s.NKVHeads, s.NLayers = c.Classes, c.DModel, c.DFF, c.NHeads, c.NHeads, c.NLayers
+	s.Context, s.TiedOutput = n*n+1, false
+	a := FamilyArchitecture(ViTArch, s)
+	a.NormEps = c.LayerNormEps
 	a.ImageSize, a.PatchSize, a.Channels = c.ImageSize, c.PatchSize, c.Channels
 	return a
 }
 
-// ViTConfigFromGGUF reads the configuration of a vit checkpoint; a file of another
-// architecture is refused.
+// ViTConfig is the configuration toy train names a ViT of architecture a by, with its
+// initialisation: the inverse of ArchitectureFromViT.
+func ViTConfig(a *Architecture, init Init) config.Vit {
+	return config.Vit{ImageSize: a.ImageSize, PatchSize: a.PatchSize, Channels: a.Channels, DModel: a.DModel,
+		NHeads: a.NHeads, DFF: a.DFF, NLayers: a.NLayers, Classes: a.Vocab, LayerNormEps: a.NormEps,
+		InitScale: init.Scale, Seed: init.Seed}
+}
+
+// ViTConfigFromGGUF reads the configuration of a vit checkpoint (ReadCheckpoint); a file of
+// another architecture is refused.
 func ViTConfigFromGGUF(f *ggml.GGUF) (config.Vit, map[string]any, error) {
-	values, err := Metadata(f)
+	a, c, values, err := readFamilyCheckpoint(f, ViTArch)
 	if err != nil {
 		return config.Vit{}, nil, err
 	}
-	if arch, _ := values["general.architecture"].(string); arch != ViTArch {
-		return config.Vit{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, ViTArch)
-	}
-	c := config.DefaultVit()
-	if err := c.FromGGUF(values); err != nil {
-		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
-	}
-	if err := ValidateViT(c); err != nil {
-		return c, nil, fmt.Errorf("checkpoint %s: %w", f.Path(), err)
-	}
-	return c, values, nil
+	return ViTConfig(&a, initOf(c)), values, nil
 }
 
 // PixelsPerImage is the number of floats of one input image of c: ImageSize²·Channels.

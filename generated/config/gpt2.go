@@ -10,11 +10,12 @@ import (
 	"strings"
 )
 
-// Gpt2 is the configuration of a GPT-2 sequence model: LayerNorm with biases, learned absolute
-// position embeddings, a fused QKV projection, biases on every projection and a GELU MLP, as
-// llama.cpp's gpt2 architecture stores it. GGUF keys are those llama.cpp's gpt2 loader reads
-// (gpt2.*), so checkpoints load in llama.cpp; options only toy uses are stored under toy.gpt2.*.
-// The engine builds it on the one transformer core (engines/transformer): engines/training.NewGPT2.
+// Gpt2 is the shape of a GPT-2 sequence model as toy train's flags, presets and run bundles
+// name it; the model is the Transformer spec's gpt2 family (LayerNorm with biases, learned
+// absolute position embeddings, a fused QKV projection, biases on every projection and a GELU
+// MLP) on the one core (engines/training.NewGPT2). Its checkpoints store nothing of their own:
+// the core's keys (Llama's and Family's, {arch} = gpt2) are those llama.cpp's gpt2 loader reads
+// (gpt2.*), and the training options are under toy.gpt2.*.
 type Gpt2 struct {
 	// Vocab is the number of tokens.
 	Vocab int `json:"vocab"`
@@ -150,112 +151,6 @@ func (c Gpt2) Validate() error {
 	}
 	if c.Seed < 0 {
 		errs = append(errs, fmt.Errorf("seed %d is below the minimum 0", c.Seed))
-	}
-	return errors.Join(errs...)
-}
-
-// ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.
-func (c Gpt2) ToGGUF() []KV {
-	return []KV{
-		{"gpt2.vocab_size", uint32(c.Vocab)},
-		{"gpt2.embedding_length", uint32(c.DModel)},
-		{"gpt2.feed_forward_length", uint32(c.DFF)},
-		{"gpt2.attention.head_count", uint32(c.NHeads)},
-		{"gpt2.block_count", uint32(c.NLayers)},
-		{"gpt2.context_length", uint32(c.Context)},
-		{"gpt2.attention.layer_norm_epsilon", c.LayerNormEps},
-		{"toy.gpt2.tied_output", c.TiedOutput},
-		{"toy.gpt2.init_scale", c.InitScale},
-		{"toy.gpt2.seed", uint32(c.Seed)},
-	}
-}
-
-// FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),
-// accepting any integer type for ints and float64 for float32, and leaves the rest alone. A
-// value of the wrong type, or a required key's absence, is an error naming the key.
-func (c *Gpt2) FromGGUF(values map[string]any) error {
-	var errs []error
-	if v, ok := values["gpt2.vocab_size"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.Vocab = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "gpt2.vocab_size", v))
-		}
-	}
-	if v, ok := values["gpt2.embedding_length"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.DModel = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "gpt2.embedding_length", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "gpt2.embedding_length"))
-	}
-	if v, ok := values["gpt2.feed_forward_length"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.DFF = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "gpt2.feed_forward_length", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "gpt2.feed_forward_length"))
-	}
-	if v, ok := values["gpt2.attention.head_count"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.NHeads = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "gpt2.attention.head_count", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "gpt2.attention.head_count"))
-	}
-	if v, ok := values["gpt2.block_count"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.NLayers = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "gpt2.block_count", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "gpt2.block_count"))
-	}
-	if v, ok := values["gpt2.context_length"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.Context = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "gpt2.context_length", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "gpt2.context_length"))
-	}
-	if v, ok := values["gpt2.attention.layer_norm_epsilon"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.LayerNormEps = x
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", "gpt2.attention.layer_norm_epsilon", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "gpt2.attention.layer_norm_epsilon"))
-	}
-	if v, ok := values["toy.gpt2.tied_output"]; ok {
-		if x, ok := v.(bool); ok {
-			c.TiedOutput = x
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a bool", "toy.gpt2.tied_output", v))
-		}
-	}
-	if v, ok := values["toy.gpt2.init_scale"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.InitScale = x
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", "toy.gpt2.init_scale", v))
-		}
-	}
-	if v, ok := values["toy.gpt2.seed"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.Seed = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "toy.gpt2.seed", v))
-		}
 	}
 	return errors.Join(errs...)
 }

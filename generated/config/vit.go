@@ -10,15 +10,17 @@ import (
 	"strings"
 )
 
-// Vit is the configuration of a ViT image classifier (Dosovitskiy et al., "An Image is Worth
-// 16x16 Words"; timm's vit_tiny_patch16_224): the image is cut into patch_size² patches, each
-// flattened (channel-last) and projected to d_model by a matmul, a learned class token is
-// prepended, learned position embeddings are added, pre-norm blocks (LayerNorm, non-causal
-// multi-head attention with a fused QKV projection, GELU MLP, biases everywhere) follow, and a
-// final LayerNorm and a linear head read the class token. llama.cpp has no ViT classifier
-// architecture, so the GGUF keys are toy's own, under vit.* (general.architecture "vit"); the
-// tensor names are listed in docs/TRAINING.md. The engine builds it on the one transformer core
-// (engines/transformer): engines/training.NewViT.
+// Vit is the shape of a ViT image classifier (Dosovitskiy et al., "An Image is Worth 16x16
+// Words"; timm's vit_tiny_patch16_224) as toy train's flags, presets and run bundles name it:
+// the image is cut into patch_size² patches, each flattened (channel-last) and projected to
+// d_model by a matmul, a learned class token is prepended, learned position embeddings are
+// added, pre-norm blocks (LayerNorm, non-causal multi-head attention with a fused QKV
+// projection, GELU MLP, biases everywhere) follow, and a final LayerNorm and a linear head read
+// the class token: the Transformer spec's vit family on the one core
+// (engines/training.NewViT). llama.cpp has no ViT classifier architecture, so the keys are
+// toy's own (general.architecture "vit"): the image's and the classes' are declared here, the
+// rest are the core's (Llama's and Family's, {arch} = vit; training options under toy.vit.*);
+// the tensor names are listed in docs/TRAINING.md.
 type Vit struct {
 	// ImageSize is the side of the square input image in pixels.
 	ImageSize int `json:"image_size"`
@@ -180,19 +182,7 @@ func (c Vit) Validate() error {
 
 // ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.
 func (c Vit) ToGGUF() []KV {
-	return []KV{
-		{"vit.image_size", uint32(c.ImageSize)},
-		{"vit.patch_size", uint32(c.PatchSize)},
-		{"vit.channels", uint32(c.Channels)},
-		{"vit.embedding_length", uint32(c.DModel)},
-		{"vit.attention.head_count", uint32(c.NHeads)},
-		{"vit.feed_forward_length", uint32(c.DFF)},
-		{"vit.block_count", uint32(c.NLayers)},
-		{"vit.class_count", uint32(c.Classes)},
-		{"vit.attention.layer_norm_epsilon", c.LayerNormEps},
-		{"toy.vit.init_scale", c.InitScale},
-		{"toy.vit.seed", uint32(c.Seed)},
-	}
+	return []KV{{"vit.image_size", uint32(c.ImageSize)}, {"vit.patch_size", uint32(c.PatchSize)}, {"vit.channels", uint32(c.Channels)}, {"vit.class_count", uint32(c.Classes)}}
 }
 
 // FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),
@@ -227,42 +217,6 @@ func (c *Vit) FromGGUF(values map[string]any) error {
 	} else {
 		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.channels"))
 	}
-	if v, ok := values["vit.embedding_length"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.DModel = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.embedding_length", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.embedding_length"))
-	}
-	if v, ok := values["vit.attention.head_count"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.NHeads = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.attention.head_count", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.attention.head_count"))
-	}
-	if v, ok := values["vit.feed_forward_length"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.DFF = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.feed_forward_length", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.feed_forward_length"))
-	}
-	if v, ok := values["vit.block_count"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.NLayers = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.block_count", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.block_count"))
-	}
 	if v, ok := values["vit.class_count"]; ok {
 		if x, ok := AsInt(v); ok {
 			c.Classes = int(x)
@@ -271,29 +225,6 @@ func (c *Vit) FromGGUF(values map[string]any) error {
 		}
 	} else {
 		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.class_count"))
-	}
-	if v, ok := values["vit.attention.layer_norm_epsilon"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.LayerNormEps = x
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", "vit.attention.layer_norm_epsilon", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.attention.layer_norm_epsilon"))
-	}
-	if v, ok := values["toy.vit.init_scale"]; ok {
-		if x, ok := asFloat32(v); ok {
-			c.InitScale = x
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want a number", "toy.vit.init_scale", v))
-		}
-	}
-	if v, ok := values["toy.vit.seed"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.Seed = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "toy.vit.seed", v))
-		}
 	}
 	return errors.Join(errs...)
 }
