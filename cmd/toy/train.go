@@ -49,49 +49,14 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if family == transformer.ViTArch { // an image classifier: its own data and flags
+	fam := familyNamed(family)
+	if fam.modelFlags == nil { // an image classifier: its own data and flags
 		return runTrainViT(args, stdout, stderr)
 	}
 	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
 		strings.Join(config.Gpt2PresetNames(), ", ")+" (gpt2). The preset picks the family; the family's model flags override it, their defaults shown here are the preset's (toy train -preset gpt2-demo -h lists gpt2's)")
 	arch := fs.String("arch", family, "model family: llama or gpt2 (or vit, an image classifier with flags of its own); it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
-	var applyModel func() error
-	switch family {
-	case transformer.GPT2Arch:
-		g, err := config.Gpt2Preset(chosen)
-		if err != nil {
-			g, _ = config.Gpt2Preset(defaultGPT2Preset)
-		}
-		flags := config.NewGpt2Flags(fs, g)
-		applyModel = func() error {
-			g, err := config.Gpt2Preset(*preset)
-			if err != nil {
-				return asUsage(err)
-			}
-			if err := flags.Apply(&g); err != nil {
-				return asUsage(fmt.Errorf("model: %w", err))
-			}
-			s.GPT2 = &g
-			return nil
-		}
-	default:
-		m, err := config.LlamaPreset(chosen)
-		if err != nil {
-			m = s.Model
-		}
-		flags := config.NewLlamaFlags(fs, m)
-		applyModel = func() error {
-			m, err := config.LlamaPreset(*preset)
-			if err != nil {
-				return asUsage(err)
-			}
-			if err := flags.Apply(&m); err != nil {
-				return asUsage(fmt.Errorf("model: %w", err))
-			}
-			s.Model = m
-			return nil
-		}
-	}
+	applyModel := fam.modelFlags(fs, &s, chosen, preset)
 	fs.StringVar(&s.Text, "text", "", "a text file or directory to train on (default: the Go standard library's source)")
 	fs.StringVar(&s.Corpus, "corpus", "", "a token corpus made by toy tokenize (needs -tokenizer)")
 	fs.StringVar(&s.Tokenizer, "tokenizer", "", "a GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
@@ -152,10 +117,7 @@ Flags:
 	if s.Seed > math.MaxUint32 {
 		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
 	}
-	s.Model.Seed = int(s.Seed)
-	if s.GPT2 != nil {
-		s.GPT2.Seed = int(s.Seed)
-	}
+	s.SetSeed(int(s.Seed))
 	set := setFlags(fs)
 	if s.Resume != "" {
 		keep, newTotal, err := resumeFlags(set, stdout)
@@ -169,11 +131,7 @@ Flags:
 	}
 	// Defaults the user did not set follow the shape and length they chose; what they set
 	// explicitly is checked as given.
-	ctxLen := s.Model.Context
-	if s.GPT2 != nil {
-		ctxLen = s.GPT2.Context
-	}
-	if !set["seq"] && s.SeqLen > ctxLen {
+	if ctxLen := s.Context(); !set["seq"] && s.SeqLen > ctxLen {
 		s.SeqLen = ctxLen
 	}
 	if set["tokens"] { // trainCounts refused a -tokens below 1
@@ -191,10 +149,8 @@ Flags:
 	}
 	// Training runs ggml's graphs and optimizer (not toy's adamw_f32): it dispatches none of
 	// toy's kernels.
-	ref := kernelrt.Ref{ModelType: transformer.Arch, HiddenSize: s.Model.DModel}
-	if s.GPT2 != nil {
-		ref = kernelrt.Ref{ModelType: transformer.GPT2Arch, HiddenSize: s.GPT2.DModel}
-	}
+	a := s.Architecture()
+	ref := kernelrt.Ref{ModelType: a.Name, HiddenSize: a.DModel}
 	if _, _, err := gateModel(io.Discard, ref, kernelrt.Dispatch{}, *allowUnresolved); err != nil {
 		return err
 	}
@@ -259,44 +215,100 @@ func trainFamily(args []string) (family, preset string, err error) {
 		arch = transformer.ViTArch
 	}
 	pf := presetFamily(preset)
-	switch arch {
-	case "":
+	switch {
+	case arch == "":
 		family = cmp.Or(pf, transformer.Arch)
-	case transformer.Arch, transformer.GPT2Arch, transformer.ViTArch:
+	case familyNamed(arch) != nil:
 		family = arch
 		if pf != "" && pf != arch {
-			return "", "", usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(familyPresets(arch), ", "))
+			return "", "", usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(familyNamed(arch).presets(), ", "))
 		}
 	default:
-		return "", "", usagef("-arch %q: want llama, gpt2 or vit", arch)
+		return "", "", usagef("-arch %q: want %s", arch, familyNames())
 	}
 	if preset == "" {
-		preset = map[string]string{transformer.Arch: defaultPreset, transformer.GPT2Arch: defaultGPT2Preset, transformer.ViTArch: defaultViTPreset}[family]
+		preset = familyNamed(family).defaultPreset
 	}
 	return family, preset, nil
 }
 
 // presetFamily is the family of a preset name, "" for none.
 func presetFamily(preset string) string {
-	switch {
-	case slices.Contains(config.Gpt2PresetNames(), preset):
-		return transformer.GPT2Arch
-	case slices.Contains(config.LlamaPresetNames(), preset):
-		return transformer.Arch
-	case slices.Contains(config.VitPresetNames(), preset):
-		return transformer.ViTArch
+	for _, f := range trainFamilies {
+		if slices.Contains(f.presets(), preset) {
+			return f.name
+		}
 	}
 	return ""
 }
 
-func familyPresets(family string) []string {
-	switch family {
-	case transformer.GPT2Arch:
-		return config.Gpt2PresetNames()
-	case transformer.ViTArch:
-		return config.VitPresetNames()
+// trainedFamily is a model family toy train makes: its checkpoints' general.architecture, its
+// spec's presets, the one -arch alone trains, and the definition of its spec's model flags on
+// fs, whose returned function applies them over the -preset chosen to s (nil: the family has a
+// command of its own).
+type trainedFamily struct {
+	name          string
+	presets       func() []string
+	defaultPreset string
+	modelFlags    func(fs *flag.FlagSet, s *recipes.Scratch, chosen string, preset *string) func() error
+}
+
+// trainFamilies are the families toy train makes.
+var trainFamilies = []trainedFamily{
+	{transformer.Arch, config.LlamaPresetNames, defaultPreset,
+		func(fs *flag.FlagSet, s *recipes.Scratch, chosen string, preset *string) func() error {
+			return modelFlags(fs, chosen, s.Model, config.LlamaPreset, config.NewLlamaFlags, preset,
+				func(c config.Llama) { s.Model = c })
+		}},
+	{transformer.GPT2Arch, config.Gpt2PresetNames, defaultGPT2Preset,
+		func(fs *flag.FlagSet, s *recipes.Scratch, chosen string, preset *string) func() error {
+			fallback, _ := config.Gpt2Preset(defaultGPT2Preset)
+			return modelFlags(fs, chosen, fallback, config.Gpt2Preset, config.NewGpt2Flags, preset,
+				func(c config.Gpt2) { s.GPT2 = &c })
+		}},
+	{name: transformer.ViTArch, presets: config.VitPresetNames, defaultPreset: defaultViTPreset},
+}
+
+// familyNamed is the family toy train makes of that name, nil for none.
+func familyNamed(name string) *trainedFamily {
+	for i := range trainFamilies {
+		if trainFamilies[i].name == name {
+			return &trainFamilies[i]
+		}
 	}
-	return config.LlamaPresetNames()
+	return nil
+}
+
+// familyNames lists the families toy train makes, for usage errors: "llama, gpt2 or vit".
+func familyNames() string {
+	var names []string
+	for _, f := range trainFamilies {
+		names = append(names, f.name)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// modelFlags defines a family's model flags on fs, their defaults the preset chosen (or
+// fallback, when chosen is not one of the family's), and returns the function that applies
+// them over the -preset given and stores the result with set.
+func modelFlags[C any, F interface{ Apply(*C) error }](fs *flag.FlagSet, chosen string, fallback C,
+	presetOf func(string) (C, error), newFlags func(*flag.FlagSet, C) F, preset *string, set func(C)) func() error {
+	defaults, err := presetOf(chosen)
+	if err != nil {
+		defaults = fallback
+	}
+	flags := newFlags(fs, defaults)
+	return func() error {
+		c, err := presetOf(*preset)
+		if err != nil {
+			return asUsage(err)
+		}
+		if err := flags.Apply(&c); err != nil {
+			return asUsage(fmt.Errorf("model: %w", err))
+		}
+		set(c)
+		return nil
+	}
 }
 
 // isViTRun reports whether the run in dir trained a ViT classifier (its first run_start's

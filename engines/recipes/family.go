@@ -8,17 +8,138 @@ import (
 )
 
 // The model family a Scratch run trains: llama (Scratch.Model) or, when Scratch.GPT2 is set,
-// gpt2. Both are one transformer (engines/transformer) with one trainer (engines/training); what differs is the spec their
-// shape comes from, and these helpers are the only places the recipe looks at it.
+// gpt2. Both are one model (the core's architecture, one trainer, one checkpoint format); what
+// differs is the spec toy train names their shape by. shape is the one place the recipe looks
+// at which, and scratchFamilies the one table of what each family's spec adds.
+
+// modelShape is the configuration of the language model a Scratch run trains, in its family's
+// spec.
+type modelShape interface {
+	// architecture is the model the configuration describes.
+	architecture() transformer.Architecture
+	// initial is how its weights start.
+	initial() transformer.Init
+	// record is the run_start's model{}.
+	record() any
+	// validate checks the configuration against its spec.
+	validate() error
+	// setVocab sets the vocabulary.
+	setVocab(n int)
+	// setSeed sets the seed of the initial weights.
+	setSeed(n int)
+	// preset names the spec's preset the configuration is, "" for none.
+	preset() string
+	// newModel allocates the model, with every weight zero.
+	newModel(be *ggml.Backend) (*training.Model, error)
+}
+
+// shape is the configuration of the model s trains: GPT2's when set, Model's otherwise.
+func (s *Scratch) shape() modelShape {
+	if s.GPT2 != nil {
+		return gpt2Shape{s.GPT2}
+	}
+	return llamaShape{&s.Model}
+}
+
+// scratchFamilies are the families a Scratch run trains, each with the reading of its
+// checkpoints' configuration into s.
+var scratchFamilies = map[string]func(s *Scratch, f *ggml.GGUF) (map[string]any, error){
+	transformer.Arch: func(s *Scratch, f *ggml.GGUF) (map[string]any, error) {
+		c, values, err := transformer.ConfigFromGGUF(f)
+		if err == nil {
+			s.Model, s.GPT2 = c, nil
+		}
+		return values, err
+	},
+	transformer.GPT2Arch: func(s *Scratch, f *ggml.GGUF) (map[string]any, error) {
+		c, values, err := transformer.GPT2ConfigFromGGUF(f)
+		if err == nil {
+			s.GPT2 = &c
+		}
+		return values, err
+	},
+}
 
 // Family names the family the run trains: "llama" or "gpt2", the checkpoints'
 // general.architecture.
-func (s *Scratch) Family() string {
-	if s.GPT2 != nil {
-		return transformer.GPT2Arch
+func (s *Scratch) Family() string { return s.Architecture().Name }
+
+// Architecture is the model the run trains.
+func (s *Scratch) Architecture() transformer.Architecture { return s.shape().architecture() }
+
+// SetSeed sets the seed of the model's initial weights.
+func (s *Scratch) SetSeed(n int) { s.shape().setSeed(n) }
+
+// modelRecord is the run_start's model{}.
+func (s *Scratch) modelRecord() any { return s.shape().record() }
+
+// validateModel checks the model's configuration.
+func (s *Scratch) validateModel() error { return s.shape().validate() }
+
+// vocab is the model's vocabulary.
+func (s *Scratch) vocab() int { return s.Architecture().Vocab }
+
+// Context is the model's context: the longest sequence it reads.
+func (s *Scratch) Context() int { return s.Architecture().Context }
+
+// initSeed is the seed of the initial weights.
+func (s *Scratch) initSeed() int { return s.shape().initial().Seed }
+
+// setVocab sets the model's vocabulary to the tokenizer's.
+func (s *Scratch) setVocab(n int) { s.shape().setVocab(n) }
+
+// newModel allocates the model, with every weight zero.
+func (s *Scratch) newModel(be *ggml.Backend) (*training.Model, error) { return s.shape().newModel(be) }
+
+// presetName names the preset the model is, or "custom" ("custom <family>" outside llama).
+func (s *Scratch) presetName() string {
+	if p := s.shape().preset(); p != "" {
+		return p
 	}
-	return transformer.Arch
+	if f := s.Family(); f != transformer.Arch {
+		return "custom " + f
+	}
+	return "custom"
 }
+
+// readCheckpointConfig reads the model configuration of a checkpoint of a family the recipe
+// trains into s (Model for llama, GPT2 for gpt2) and returns its metadata.
+func (s *Scratch) readCheckpointConfig(path string) (map[string]any, error) {
+	f, err := ggml.OpenGGUF(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	arch, _ := f.String("general.architecture")
+	read, ok := scratchFamilies[arch]
+	if !ok {
+		read = scratchFamilies[transformer.Arch] // which refuses the file, naming its architecture
+	}
+	return read(s, f)
+}
+
+// llamaShape is a llama model's configuration.
+type llamaShape struct{ c *config.Llama }
+
+func (l llamaShape) architecture() transformer.Architecture {
+	return transformer.ArchitectureFromConfig(*l.c)
+}
+func (l llamaShape) initial() transformer.Init {
+	return transformer.Init{Scale: l.c.InitScale, Seed: l.c.Seed}
+}
+func (l llamaShape) record() any     { return *l.c }
+func (l llamaShape) validate() error { return transformer.Validate(*l.c) }
+func (l llamaShape) setVocab(n int)  { l.c.Vocab = n }
+func (l llamaShape) setSeed(n int)   { l.c.Seed = n }
+func (l llamaShape) preset() string {
+	return presetOf(*l.c, config.LlamaPresetNames(), config.LlamaPreset)
+}
+func (l llamaShape) newModel(be *ggml.Backend) (*training.Model, error) {
+	return training.New(*l.c, be)
+}
+
+// gpt2Shape is a GPT-2 model's configuration.
+type gpt2Shape struct{ c *config.Gpt2 }
 
 // gpt2Record is a gpt2 run's model{} in run_start: the Gpt2 config's keys and "arch": "gpt2"
 // (a run_start whose model{} has no "arch" is a llama run's).
@@ -27,102 +148,29 @@ type gpt2Record struct {
 	config.Gpt2
 }
 
-// modelRecord is the run_start's model{}.
-func (s *Scratch) modelRecord() any {
-	if s.GPT2 != nil {
-		return gpt2Record{Arch: transformer.GPT2Arch, Gpt2: *s.GPT2}
-	}
-	return s.Model
+func (g gpt2Shape) architecture() transformer.Architecture {
+	return transformer.ArchitectureFromGPT2(*g.c)
+}
+func (g gpt2Shape) initial() transformer.Init {
+	return transformer.Init{Scale: g.c.InitScale, Seed: g.c.Seed}
+}
+func (g gpt2Shape) record() any     { return gpt2Record{Arch: transformer.GPT2Arch, Gpt2: *g.c} }
+func (g gpt2Shape) validate() error { return transformer.ValidateGPT2(*g.c) }
+func (g gpt2Shape) setVocab(n int)  { g.c.Vocab = n }
+func (g gpt2Shape) setSeed(n int)   { g.c.Seed = n }
+func (g gpt2Shape) preset() string {
+	return presetOf(*g.c, config.Gpt2PresetNames(), config.Gpt2Preset)
+}
+func (g gpt2Shape) newModel(be *ggml.Backend) (*training.Model, error) {
+	return training.NewGPT2(*g.c, be)
 }
 
-// validateModel checks the model's configuration.
-func (s *Scratch) validateModel() error {
-	if s.GPT2 != nil {
-		return transformer.ValidateGPT2(*s.GPT2)
-	}
-	return transformer.Validate(s.Model)
-}
-
-// vocab and context are the model's vocabulary and context.
-func (s *Scratch) vocab() int {
-	if s.GPT2 != nil {
-		return s.GPT2.Vocab
-	}
-	return s.Model.Vocab
-}
-
-func (s *Scratch) context() int {
-	if s.GPT2 != nil {
-		return s.GPT2.Context
-	}
-	return s.Model.Context
-}
-
-// initSeed is the seed of the initial weights.
-func (s *Scratch) initSeed() int {
-	if s.GPT2 != nil {
-		return s.GPT2.Seed
-	}
-	return s.Model.Seed
-}
-
-// setVocab sets the model's vocabulary to the tokenizer's.
-func (s *Scratch) setVocab(n int) {
-	if s.GPT2 != nil {
-		s.GPT2.Vocab = n
-		return
-	}
-	s.Model.Vocab = n
-}
-
-// newModel allocates the model, with every weight zero.
-func (s *Scratch) newModel(be *ggml.Backend) (*training.Model, error) {
-	if s.GPT2 != nil {
-		return training.NewGPT2(*s.GPT2, be)
-	}
-	return training.New(s.Model, be)
-}
-
-// presetName names the preset the model is, or "custom".
-func (s *Scratch) presetName() string {
-	if s.GPT2 != nil {
-		for _, n := range config.Gpt2PresetNames() {
-			if p, _ := config.Gpt2Preset(n); p == *s.GPT2 {
-				return n
-			}
-		}
-		return "custom gpt2"
-	}
-	for _, n := range config.LlamaPresetNames() {
-		if p, _ := config.LlamaPreset(n); p == s.Model {
+// presetOf names the preset among names that c is, "" for none.
+func presetOf[C comparable](c C, names []string, preset func(string) (C, error)) string {
+	for _, n := range names {
+		if p, err := preset(n); err == nil && p == c {
 			return n
 		}
 	}
-	return "custom"
-}
-
-// readCheckpointConfig reads the model configuration of a checkpoint of either family into s
-// (Model for llama, GPT2 for gpt2) and returns its metadata.
-func (s *Scratch) readCheckpointConfig(path string) (map[string]any, error) {
-	f, err := ggml.OpenGGUF(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	switch arch, _ := f.String("general.architecture"); arch {
-	case transformer.GPT2Arch:
-		c, values, err := transformer.GPT2ConfigFromGGUF(f)
-		if err != nil {
-			return nil, err
-		}
-		s.GPT2 = &c
-		return values, nil
-	default:
-		c, values, err := transformer.ConfigFromGGUF(f) // refuses any other architecture
-		if err != nil {
-			return nil, err
-		}
-		s.Model, s.GPT2 = c, nil
-		return values, nil
-	}
+	return ""
 }

@@ -154,8 +154,8 @@ func (s *Scratch) Validate() error {
 	} else if err := checkShare(s.Replicas, s.Batch); err != nil {
 		errs = append(errs, err)
 	}
-	if s.SeqLen < 1 || s.SeqLen > s.context() {
-		errs = append(errs, fmt.Errorf("sequence length %d: want 1..%d (the model's context)", s.SeqLen, s.context()))
+	if s.SeqLen < 1 || s.SeqLen > s.Context() {
+		errs = append(errs, fmt.Errorf("sequence length %d: want 1..%d (the model's context)", s.SeqLen, s.Context()))
 	}
 	if _, err := train.ParseSchedule(s.Schedule, s.LR, s.MinLR, s.Warmup, s.Steps); err != nil {
 		errs = append(errs, err)
