@@ -8,6 +8,7 @@ import (
 
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -98,15 +99,13 @@ type DFlash struct {
 	target *decoding.GGUFModel
 	ctx    *ggml.Context
 	buf    *ggml.Buffer
-	fc     *ggml.Tensor // [F, d]: the concatenated target layers to the drafter's width
-	hNorm  *ggml.Tensor // RMSNorm of the projected context
-	layers []dflashLayer
-	outNrm *ggml.Tensor
-	params []*ggml.Tensor // in file order
-}
-
-type dflashLayer struct {
-	attnNorm, wq, wk, wv, wo, ffnNorm, gate, up, down *ggml.Tensor
+	// arch is the drafter's architecture (drafterArchitecture), w its weights as the tensor
+	// table lays them out: fc [F, d] (the concatenated target layers to the drafter's width),
+	// hidden_norm (the RMSNorm of the projected context), the blocks and output_norm.
+	arch   transformer.Architecture
+	w      transformer.Weights
+	params []*ggml.Tensor        // in file order
+	resid  map[*ggml.Tensor]bool // the projections into the residual stream
 }
 
 // features is the width of one context row: the target's width times its read layers.
@@ -114,34 +113,42 @@ func (c DFlashConfig) features(a *transformer.Architecture) int {
 	return len(c.TargetLayers) * a.DModel
 }
 
-// newDFlash declares the drafter's tensors on the target's backend (zeroed).
+// drafterArchitecture is the architecture of a drafter of cfg for target: the dflash family's
+// (specs/engines/transformer.go: the target's hidden states in, RMSNorm, SwiGLU) with cfg's
+// blocks of the target's width, heads (one key/value head per head, of the target's query head
+// size) and feed-forward width. Its input row is the target's read layers side by side; the
+// token embeddings, RoPE and head it uses are the target's.
+func drafterArchitecture(target *transformer.Architecture, cfg DFlashConfig) transformer.Architecture {
+	c := config.DefaultLlama()
+	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = target.Vocab, target.DModel, target.DFF, target.NHeads, target.NHeads
+	c.NLayers, c.Context, c.RMSEps, c.TiedOutput = cfg.Layers, target.Context, target.NormEps, true
+	a := transformer.FamilyArchitecture(DFlashArch, c)
+	a.HeadDimK, a.HeadDimV, a.Features = target.HeadDimK, target.HeadDimK, cfg.features(target)
+	return a
+}
+
+// newDFlash declares the drafter's tensors, its architecture's tensor table, on the target's
+// backend (zeroed).
 func newDFlash(target *decoding.GGUFModel, cfg DFlashConfig) (*DFlash, error) {
 	if err := cfg.Check(target); err != nil {
 		return nil, err
 	}
-	a := &target.Arch
-	d, q, ff := int64(a.DModel), int64(a.NHeads*a.HeadDimK), int64(a.DFF)
-	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 4 + 9*cfg.Layers})
+	df := &DFlash{Cfg: cfg, target: target, arch: drafterArchitecture(&target.Arch, cfg), resid: map[*ggml.Tensor]bool{}}
+	specs := df.arch.TensorTable(&df.w)
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: len(specs)})
 	if err != nil {
 		return nil, err
 	}
-	df := &DFlash{Cfg: cfg, target: target, ctx: ctx}
-	add := func(name string, ne ...int64) *ggml.Tensor {
-		t := ctx.NewTensor(ggml.F32, ne...).SetName(name)
+	df.ctx = ctx
+	for _, s := range specs {
+		t := ctx.NewTensor(ggml.F32, s.Ne...).SetName(s.Name)
+		if t == nil {
+			break // the context holds the error
+		}
+		*s.Slot = t
 		df.params = append(df.params, t)
-		return t
+		df.resid[t] = s.Role == transformer.RoleResidualOut
 	}
-	df.fc = add("fc.weight", int64(cfg.features(a)), d)
-	df.hNorm = add("hidden_norm.weight", d)
-	for il := range cfg.Layers {
-		p := fmt.Sprintf("blk.%d.", il)
-		df.layers = append(df.layers, dflashLayer{
-			attnNorm: add(p+"attn_norm.weight", d), wq: add(p+"attn_q.weight", d, q), wk: add(p+"attn_k.weight", d, q),
-			wv: add(p+"attn_v.weight", d, q), wo: add(p+"attn_output.weight", q, d), ffnNorm: add(p+"ffn_norm.weight", d),
-			gate: add(p+"ffn_gate.weight", d, ff), up: add(p+"ffn_up.weight", d, ff), down: add(p+"ffn_down.weight", ff, d),
-		})
-	}
-	df.outNrm = add("output_norm.weight", d)
 	if err := ctx.Err(); err != nil {
 		df.Close()
 		return nil, err
@@ -171,7 +178,7 @@ func NewDFlash(target *decoding.GGUFModel, cfg DFlashConfig, seed uint64) (*DFla
 			}
 		} else {
 			std := 1 / math.Sqrt(float64(ne[0]))
-			if slices.ContainsFunc(df.layers, func(l dflashLayer) bool { return l.wo == t || l.down == t }) {
+			if df.resid[t] {
 				std /= math.Sqrt(float64(2 * cfg.Layers))
 			}
 			for i := range v {
@@ -404,17 +411,18 @@ func (df *DFlash) forward(ctx *ggml.Context, in *dflashInputs, linear func(w, x 
 	c := df.project(ctx, in.feat, linear) // [d, W·B]
 	x := df.embed(ctx, in.tokens)         // [d, G·B]
 	r := a.Rope(0)
-	for _, l := range df.layers {
-		h := df.norm(ctx, x, l.attnNorm)
+	for il := range df.w.Layers {
+		l := &df.w.Layers[il]
+		h := df.norm(ctx, x, l.AttnNorm)
 		// Per block, the keys' input is its context rows then its own positions: [d, W+G, B].
 		z := in.zeros
 		nb := z.Nb()
 		kv := ctx.Acc(z, ctx.Reshape(c, d, W, B), nb[1], nb[2], nb[3], 0)
 		kv = ctx.Acc(kv, ctx.Reshape(h, d, G, B), nb[1], nb[2], nb[3], int(W)*nb[1])
 		kv = ctx.Reshape(kv, d, (W+G)*B)
-		q := ctx.RopeExt(ctx.Reshape(linear(l.wq, h), hd, H, G*B), in.posQ, w.RopeFreqs, r)
-		k := ctx.RopeExt(ctx.Reshape(linear(l.wk, kv), hd, H, (W+G)*B), in.posK, w.RopeFreqs, r)
-		x = df.layer(ctx, l, x, q, k, linear(l.wv, kv), in.mask, G, W+G, B, linear)
+		q := ctx.RopeExt(ctx.Reshape(linear(l.Wq, h), hd, H, G*B), in.posQ, w.RopeFreqs, r)
+		k := ctx.RopeExt(ctx.Reshape(linear(l.Wk, kv), hd, H, (W+G)*B), in.posK, w.RopeFreqs, r)
+		x = df.layer(ctx, il, x, q, k, linear(l.Wv, kv), in.mask, G, W+G, B, linear)
 	}
 	return df.head(ctx, x, linear)
 }
@@ -427,7 +435,7 @@ func (df *DFlash) norm(ctx *ggml.Context, x, g *ggml.Tensor) *ggml.Tensor {
 // project is the normalised projection of context rows feat [F, n] to the drafter's width:
 // the input of every layer's context keys and values.
 func (df *DFlash) project(ctx *ggml.Context, feat *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	return df.norm(ctx, linear(df.fc, feat), df.hNorm)
+	return df.norm(ctx, linear(df.w.FeatProj, feat), df.w.FeatNorm)
 }
 
 // embed is the blocks' input: the target's embeddings of tokens (anchors and mask tokens).
@@ -443,8 +451,8 @@ func (df *DFlash) embed(ctx *ggml.Context, tokens *ggml.Tensor) *ggml.Tensor {
 // layer is one drafter block over B blocks of G positions x [d, G·B]: attention of the roped
 // queries q (G·B of them) over the S keys k (roped) and values v per block, S = the context
 // rows then the block's own positions, under mask [S, G, 1, B], then the feed-forward block.
-func (df *DFlash) layer(ctx *ggml.Context, l dflashLayer, x, q, k, v, mask *ggml.Tensor, G, S, B int64, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	a := &df.target.Arch
+func (df *DFlash) layer(ctx *ggml.Context, il int, x, q, k, v, mask *ggml.Tensor, G, S, B int64, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
+	a, l := &df.target.Arch, &df.w.Layers[il]
 	hd, H := int64(a.HeadDimK), int64(a.NHeads)
 	q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hd, H, G, B), [4]int{0, 2, 1, 3})), hd, G, H*B)
 	k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hd, H, S, B), [4]int{0, 2, 1, 3})), hd, S, H*B)
@@ -453,9 +461,9 @@ func (df *DFlash) layer(ctx *ggml.Context, l dflashLayer, x, q, k, v, mask *ggml
 	kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, S, G, H, B), mask, a.QueryScale, 0), S, G, H*B)
 	o := ctx.Reshape(ctx.MulMat(vt, kq), hd, G, H, B)
 	o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hd*H, G*B)
-	x = ctx.Add(x, linear(l.wo, o))
-	h := df.norm(ctx, x, l.ffnNorm)
-	return ctx.Add(x, linear(l.down, ctx.SwigluSplit(linear(l.gate, h), linear(l.up, h))))
+	x = ctx.Add(x, linear(l.Wo, o))
+	h := df.norm(ctx, x, l.FFNNorm)
+	return ctx.Add(x, linear(l.Down, ctx.SwigluSplit(linear(l.Gate, h), linear(l.Up, h))))
 }
 
 // head is the logits of the drafter's output x: its final norm, then the target's head.
@@ -465,7 +473,7 @@ func (df *DFlash) head(ctx *ggml.Context, x *ggml.Tensor, linear func(w, x *ggml
 	if out == nil {
 		out = w.TokEmbd
 	}
-	return linear(out, df.norm(ctx, x, df.outNrm))
+	return linear(out, df.norm(ctx, x, df.w.OutNorm))
 }
 
 // dflashGraph is a built and allocated drafter graph for one shape.

@@ -248,10 +248,11 @@ func (c *dflashCache) buildIngest(n int) (*dflashGraph, error) {
 		cf := df.project(ctx, in.feat, mm)
 		hd, H, wd := int64(a.HeadDimK), int64(a.NHeads), int64(a.NHeads*a.HeadDimK)
 		var writes []*ggml.Tensor
-		for il, l := range df.layers {
-			k := ctx.RopeExt(ctx.Reshape(mm(l.wk, cf), hd, H, int64(n)), in.posK, w.RopeFreqs, a.Rope(0))
+		for il := range df.w.Layers {
+			l := &df.w.Layers[il]
+			k := ctx.RopeExt(ctx.Reshape(mm(l.Wk, cf), hd, H, int64(n)), in.posK, w.RopeFreqs, a.Rope(0))
 			writes = append(writes, ctx.SetRows(c.k[il], ctx.Reshape(k, wd, int64(n)), in.cells),
-				ctx.SetRows(c.v[il], mm(l.wv, cf), in.cells))
+				ctx.SetRows(c.v[il], mm(l.Wv, cf), in.cells))
 		}
 		return writes
 	})
@@ -293,13 +294,14 @@ func (c *dflashCache) buildBlock(W int) (*dflashGraph, error) {
 		r := a.Rope(0)
 		mm := df.linear(ctx)
 		x := df.embed(ctx, in.tokens)
-		for il, l := range df.layers {
-			h := df.norm(ctx, x, l.attnNorm)
-			q := ctx.RopeExt(ctx.Reshape(mm(l.wq, h), hd, H, G), in.posQ, w.RopeFreqs, r)
-			kb := ctx.RopeExt(ctx.Reshape(mm(l.wk, h), hd, H, G), in.posQ, w.RopeFreqs, r)
+		for il := range df.w.Layers {
+			l := &df.w.Layers[il]
+			h := df.norm(ctx, x, l.AttnNorm)
+			q := ctx.RopeExt(ctx.Reshape(mm(l.Wq, h), hd, H, G), in.posQ, w.RopeFreqs, r)
+			kb := ctx.RopeExt(ctx.Reshape(mm(l.Wk, h), hd, H, G), in.posQ, w.RopeFreqs, r)
 			k := ctx.Concat(ctx.GetRows(c.k[il], in.cells), ctx.Reshape(kb, hd*H, G), 1)
-			v := ctx.Concat(ctx.GetRows(c.v[il], in.cells), mm(l.wv, h), 1)
-			x = df.layer(ctx, l, x, q, k, v, in.mask, G, int64(W)+G, 1, mm)
+			v := ctx.Concat(ctx.GetRows(c.v[il], in.cells), mm(l.Wv, h), 1)
+			x = df.layer(ctx, il, x, q, k, v, in.mask, G, int64(W)+G, 1, mm)
 		}
 		g.logits = df.head(ctx, x, mm).SetOutput()
 		return []*ggml.Tensor{g.logits}

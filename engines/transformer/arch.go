@@ -49,6 +49,9 @@ const (
 	// InputPatches projects flattened image patches (patch_embd, a matmul with a bias) and
 	// prepends a learned class token (cls_token): vit.
 	InputPatches = config.TransformerInputPatches
+	// InputFeatures projects a target model's hidden states (fc, then hidden_norm's RMSNorm)
+	// beside the target's token embeddings: a DFlash drafter.
+	InputFeatures = config.TransformerInputFeatures
 
 	// HeadLM gives next-token logits [Vocab] at every position.
 	HeadLM = config.TransformerHeadLm
@@ -166,6 +169,9 @@ type Architecture struct {
 	// ImageSize, PatchSize and Channels are an image model's input (InputPatches): square
 	// images of ImageSize² pixels, cut into (ImageSize/PatchSize)² patches.
 	ImageSize, PatchSize, Channels int
+	// Features is the width of a drafter's input row (InputFeatures): the target's width times
+	// the layers it reads.
+	Features int
 }
 
 // Patches is the number of patches per image of an image model.

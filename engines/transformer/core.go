@@ -8,7 +8,10 @@ import (
 // GGUFModel hold the same struct, bound from the architecture's one tensor table
 // (Architecture.TensorTable), and the same forward pass (ForwardPass) reads it.
 type Weights struct {
-	TokEmbd, PosEmbd, outNorm, outNormB, Output, RopeFreqs *ggml.Tensor
+	TokEmbd, PosEmbd, OutNorm, outNormB, Output, RopeFreqs *ggml.Tensor
+	// FeatProj and FeatNorm are a drafter's input (InputFeatures): the projection of the
+	// target's hidden states to the width (fc) and its RMSNorm's scale (hidden_norm).
+	FeatProj, FeatNorm *ggml.Tensor
 	// patchEmbd, patchEmbdB and clsToken are an image model's input (InputPatches), outputB
 	// its head's bias (HeadClassToken).
 	patchEmbd, patchEmbdB, clsToken, outputB *ggml.Tensor
@@ -21,9 +24,9 @@ type Weights struct {
 // blockWeights are one transformer block's tensors; the optional ones are nil when the
 // architecture has no such part.
 type blockWeights struct {
-	attnNorm, attnNormB, Wq, Wk, Wv, Wqkv, bq, bk, bv, bqkv, qNorm, kNorm *ggml.Tensor
+	AttnNorm, attnNormB, Wq, Wk, Wv, Wqkv, bq, bk, bv, bqkv, qNorm, kNorm *ggml.Tensor
 	Wo, bo, postAttnNorm                                                  *ggml.Tensor
-	ffnNorm, ffnNormB, Gate, Up, upB, Down, downB, postFFNNorm            *ggml.Tensor
+	FFNNorm, ffnNormB, Gate, Up, upB, Down, downB, postFFNNorm            *ggml.Tensor
 	router, gateExps, upExps, downExps                                    *ggml.Tensor
 	shGateInp, shGate, shUp, shDown                                       *ggml.Tensor
 }
@@ -160,7 +163,7 @@ func (f *ForwardPass) Hidden(tokens *ggml.Tensor) *ggml.Tensor {
 		x = f.Embed(tokens)
 	}
 	x = f.blocks(x, tokens.Len())
-	return f.norm(x, w.outNorm, w.outNormB)
+	return f.norm(x, w.OutNorm, w.outNormB)
 }
 
 // Embed is the residual stream [d, n] entering the first block: the embeddings of the i32
@@ -199,7 +202,7 @@ func (f *ForwardPass) Block(il int, x *ggml.Tensor, n int64) *ggml.Tensor {
 	ctx, a, w := f.Ctx, f.A, f.W
 	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
 	l := &w.Layers[il]
-	h := f.norm(x, l.attnNorm, l.attnNormB)
+	h := f.norm(x, l.AttnNorm, l.attnNormB)
 	q, k, v := f.qkv(l, h)
 	q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
 	if l.qNorm != nil {
@@ -226,7 +229,7 @@ func (f *ForwardPass) Block(il int, x *ggml.Tensor, n int64) *ggml.Tensor {
 		o = f.norm(o, l.postAttnNorm, nil)
 	}
 	x = ctx.Add(x, o)
-	h = f.norm(x, l.ffnNorm, l.ffnNormB)
+	h = f.norm(x, l.FFNNorm, l.ffnNormB)
 	var y *ggml.Tensor
 	switch {
 	case a.IsMoE():

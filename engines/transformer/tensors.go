@@ -130,11 +130,15 @@ func (a *Architecture) TensorTable(w *Weights) []TensorSpec {
 	add := func(slot **ggml.Tensor, name string, role TensorRole, ne ...int64) {
 		specs = append(specs, TensorSpec{Name: name, Ne: ne, Role: role, Slot: slot})
 	}
-	if a.Input == InputPatches {
+	switch a.Input {
+	case InputPatches:
 		add(&w.patchEmbd, "patch_embd.weight", roleMatrix, int64(a.PatchDim()), d)
 		add(&w.patchEmbdB, "patch_embd.bias", RoleBias, d)
 		add(&w.clsToken, "cls_token.weight", roleEmbedding, d)
-	} else {
+	case InputFeatures:
+		add(&w.FeatProj, "fc.weight", roleMatrix, int64(a.Features), d)
+		add(&w.FeatNorm, "hidden_norm.weight", RoleNorm, d)
+	default:
 		add(&w.TokEmbd, "token_embd.weight", roleEmbedding, d, v)
 	}
 	if a.Positions == PosLearned {
@@ -153,7 +157,7 @@ func (a *Architecture) TensorTable(w *Weights) []TensorSpec {
 	w.Layers = make([]blockWeights, a.NLayers)
 	for i := range w.Layers {
 		l, p := &w.Layers[i], fmt.Sprintf("blk.%d.", i)
-		norm(&l.attnNorm, &l.attnNormB, p+"attn_norm", d)
+		norm(&l.AttnNorm, &l.attnNormB, p+"attn_norm", d)
 		switch {
 		case a.FusedQKV:
 			add(&l.Wqkv, p+"attn_qkv.weight", roleMatrix, d, qd+kd+vd)
@@ -181,7 +185,7 @@ func (a *Architecture) TensorTable(w *Weights) []TensorSpec {
 		if a.PostNorms {
 			add(&l.postAttnNorm, p+"post_attention_norm.weight", RoleNorm, d)
 		}
-		norm(&l.ffnNorm, &l.ffnNormB, p+"ffn_norm", d)
+		norm(&l.FFNNorm, &l.ffnNormB, p+"ffn_norm", d)
 		switch {
 		case a.FFN == FFNGELU:
 			ff := int64(a.DFF)
@@ -216,7 +220,7 @@ func (a *Architecture) TensorTable(w *Weights) []TensorSpec {
 			add(&l.postFFNNorm, p+"post_ffw_norm.weight", RoleNorm, d)
 		}
 	}
-	norm(&w.outNorm, &w.outNormB, "output_norm", d)
+	norm(&w.OutNorm, &w.outNormB, "output_norm", d)
 	if !a.TiedOutput {
 		add(&w.Output, "output.weight", roleMatrix, d, v)
 	}

@@ -156,6 +156,6 @@ func (f *ForwardPass) Classify(in *ImageInputs) *ggml.Tensor {
 	x = ctx.Add(x, w.PosEmbd) // [d, T] over each image
 	x = f.blocks(ctx.Reshape(x, d, t*b), t*b)
 	x = ctx.Cont(ctx.View(x, []int64{d, b}, []int{nb2}, 0)) // the class tokens
-	x = f.norm(x, w.outNorm, w.outNormB)
+	x = f.norm(x, w.OutNorm, w.outNormB)
 	return f.addBias(f.Linear(w.Output, x), w.outputB)
 }

@@ -18,9 +18,14 @@ import (
 // architecture the trainer, the decoder and the tensor table build from
 // (engines/transformer.Architecture) is the family's preset with the file's shape. Adding a
 // family is a preset here, plus whatever it needs that no field says (a new kind of block).
+// dflash is a DFlash drafter (engines/speculative): llama-style blocks over a target's hidden
+// states, whose embeddings, RoPE and head are the target's; its tensors are the tensor table's,
+// its forward pass its own (its keys span the target's context and its block).
 type Transformer struct {
-	// Input is what the model reads: token ids (token_embd) or image patches, projected by
-	// patch_embd and preceded by a learned class token (cls_token).
+	// Input is what the model reads: token ids (token_embd), image patches, projected by
+	// patch_embd and preceded by a learned class token (cls_token), or a target model's hidden
+	// states, projected to the width (fc) and normalised (hidden_norm), beside the target's
+	// token embeddings (a DFlash drafter: its own forward pass over the tensor table's blocks).
 	Input TransformerInput `json:"input"`
 	// Positions is how positions enter: rotary embeddings of queries and keys, or a learned
 	// embedding of each absolute position (position_embd) added to the input.
@@ -66,13 +71,14 @@ type Transformer struct {
 	Head TransformerHead `json:"head"`
 }
 
-// TransformerInput is the type of Transformer.Input, one of tokens, patches.
+// TransformerInput is the type of Transformer.Input, one of tokens, patches, features.
 type TransformerInput string
 
 // The values of TransformerInput, in the order the spec lists them.
 const (
-	TransformerInputTokens  TransformerInput = "tokens"
-	TransformerInputPatches TransformerInput = "patches"
+	TransformerInputTokens   TransformerInput = "tokens"
+	TransformerInputPatches  TransformerInput = "patches"
+	TransformerInputFeatures TransformerInput = "features"
 )
 
 // String returns v as JSON, GGUF and the command line write it.
@@ -80,15 +86,15 @@ func (v TransformerInput) String() string {
 	return string(v)
 }
 
-// Set sets v to s, refusing any value but tokens, patches; with String it makes a
+// Set sets v to s, refusing any value but tokens, patches, features; with String it makes a
 // *TransformerInput a flag.Value.
 func (v *TransformerInput) Set(s string) error {
 	switch x := TransformerInput(s); x {
-	case TransformerInputTokens, TransformerInputPatches:
+	case TransformerInputTokens, TransformerInputPatches, TransformerInputFeatures:
 		*v = x
 		return nil
 	}
-	return fmt.Errorf("input %q is not one of tokens, patches", s)
+	return fmt.Errorf("input %q is not one of tokens, patches, features", s)
 }
 
 // TransformerPositions is the type of Transformer.Positions, one of rope, learned.
@@ -252,6 +258,7 @@ func TransformerPresetNames() []string {
 		"gemma3",
 		"gpt2",
 		"vit",
+		"dflash",
 	}
 }
 
@@ -308,6 +315,8 @@ func TransformerPreset(name string) (Transformer, error) {
 		c.FusedQKV = true
 		c.QKVBias = true
 		c.AllBiases = true
+	case "dflash":
+		c.Input = TransformerInputFeatures
 	default:
 		return c, fmt.Errorf("no Transformer preset %q (have: %s)", name, strings.Join(TransformerPresetNames(), ", "))
 	}
@@ -319,9 +328,9 @@ func TransformerPreset(name string) (Transformer, error) {
 func (c Transformer) Validate() error {
 	var errs []error
 	switch c.Input {
-	case TransformerInputTokens, TransformerInputPatches:
+	case TransformerInputTokens, TransformerInputPatches, TransformerInputFeatures:
 	default:
-		errs = append(errs, fmt.Errorf("input %q is not one of tokens, patches", c.Input))
+		errs = append(errs, fmt.Errorf("input %q is not one of tokens, patches, features", c.Input))
 	}
 	switch c.Positions {
 	case TransformerPositionsRope, TransformerPositionsLearned:

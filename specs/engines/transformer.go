@@ -9,6 +9,9 @@ package engines
 // architecture the trainer, the decoder and the tensor table build from
 // (engines/transformer.Architecture) is the family's preset with the file's shape. Adding a
 // family is a preset here, plus whatever it needs that no field says (a new kind of block).
+// dflash is a DFlash drafter (engines/speculative): llama-style blocks over a target's hidden
+// states, whose embeddings, RoPE and head are the target's; its tensors are the tensor table's,
+// its forward pass its own (its keys span the target's context and its block).
 //
 //kernelgen:config noflags
 //kernelgen:preset llama sliding_pattern=0 norm_top_k=true
@@ -20,10 +23,13 @@ package engines
 //kernelgen:preset gemma3 rope_mode=neox ffn=geglu embed_scale=true post_norms=true qk_norm=true sliding_pattern=6 local_rope_base=10000
 //kernelgen:preset gpt2 positions=learned norm=layer ffn=gelu fused_qkv=true qkv_bias=true all_biases=true
 //kernelgen:preset vit input=patches head=class_token positions=learned norm=layer ffn=gelu fused_qkv=true qkv_bias=true all_biases=true
+//kernelgen:preset dflash input=features
 type Transformer struct {
-	// Input is what the model reads: token ids (token_embd) or image patches, projected by
-	// patch_embd and preceded by a learned class token (cls_token).
-	Input string `json:"input" gguf:"-" default:"tokens" enum:"tokens,patches"`
+	// Input is what the model reads: token ids (token_embd), image patches, projected by
+	// patch_embd and preceded by a learned class token (cls_token), or a target model's hidden
+	// states, projected to the width (fc) and normalised (hidden_norm), beside the target's
+	// token embeddings (a DFlash drafter: its own forward pass over the tensor table's blocks).
+	Input string `json:"input" gguf:"-" default:"tokens" enum:"tokens,patches,features"`
 	// Positions is how positions enter: rotary embeddings of queries and keys, or a learned
 	// embedding of each absolute position (position_embd) added to the input.
 	Positions string `json:"positions" gguf:"-" default:"rope" enum:"rope,learned"`
