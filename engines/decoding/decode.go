@@ -298,7 +298,7 @@ type kvCache struct {
 	// the others takes toy's packed GEMM and softmax where they resolved and fit, and new values
 	// reach the transposed value cache through toy's own kernel (ggml.StoreTransposed) where it
 	// resolved.
-	kernels kernelSet
+	kernels KernelSet
 	// sortTopK picks the routed experts with a descending argsort instead of ggml's TOP_K,
 	// where the backend lacks it (ggml's CUDA backend in this version).
 	sortTopK bool
@@ -385,7 +385,7 @@ func FitsMemory(b *ggml.Backend, bytes float64, advice string, what func() strin
 // SetRows, one element a row at the indices cacheInputs.vIdx holds, rather than through toy's
 // own kernel (ggml.StoreTransposed, on the CPU where toy's kernels run), which takes each
 // token's cell.
-func (c *kvCache) elementRows() bool { return !c.flash && !c.kernels.has(needStore(c.typ)) }
+func (c *kvCache) elementRows() bool { return !c.flash && !c.kernels.Has(needStore(c.typ)) }
 
 // close frees the cache and the decoder's own backend.
 func (c *kvCache) close() {
@@ -814,7 +814,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *transformer.Architecture, il int,
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
 		var o *ggml.Tensor // [hdv, H, T, S]
-		if c.kernels.has(needAttend(typ)...) && T == 1 && softcap == 0 {
+		if c.kernels.Has(needAttend(typ)...) && T == 1 && softcap == 0 {
 			Vt := V // [kvLen, hdv, Hkv, S]; flash's cache a cell's channels side by side
 			if c.flash {
 				Vt = ctx.Permute(V, [4]int{1, 0, 2, 3})
@@ -841,7 +841,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *transformer.Architecture, il int,
 					kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/softcap)), softcap)
 					scale = 1
 				}
-				kq = transformer.CPUSoftMax(ctx, c.kernels.has(needSoftMax), kq, M, scale)
+				kq = transformer.CPUSoftMax(ctx, c.kernels.Has(NeedSoftMax), kq, M, scale)
 				o = ctx.Cont(ctx.Permute(c.product(ctx, Vt, kq), [4]int{0, 2, 1, 3})) // from [hdv, T, H, S]
 			}
 		}
@@ -868,7 +868,7 @@ func (c *kvCache) attend(ctx *ggml.Context, a *transformer.Architecture, il int,
 // reads an f16 or q8_0 cache's values a cell at a time (the packed product of one column was
 // 20 % slower than ggml's kernel there).
 func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
-	if q == nil || k == nil || vt == nil || !c.kernels.has(needPacked(k.Type())) || ggml.MulMatPackedFits(k, q) != nil {
+	if q == nil || k == nil || vt == nil || !c.kernels.Has(NeedPacked(k.Type())) || ggml.MulMatPackedFits(k, q) != nil {
 		return false
 	}
 	kn, qn := k.Ne(), q.Ne()
@@ -882,7 +882,7 @@ func (c *kvCache) packedFlash(q, k, vt *ggml.Tensor) bool {
 // head's 64 values and then adds its vector's lanes, about as long as the FMAs, and rounds the
 // queries and the probabilities to f16; toy's kernel needs no such sums and keeps them f32.
 func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
-	if a != nil && b != nil && c.kernels.has(needPacked(a.Type())) && ggml.MulMatPackedFits(a, b) == nil {
+	if a != nil && b != nil && c.kernels.Has(NeedPacked(a.Type())) && ggml.MulMatPackedFits(a, b) == nil {
 		return ctx.MulMatPacked(a, b)
 	}
 	return ctx.MulMat(a, b)
@@ -894,7 +894,7 @@ func (c *kvCache) product(ctx *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor {
 // sums them eight at a time, with the same float results (TestRMSNormMulCPU), and saves the
 // MUL's node and the barrier before it.
 func (m *GGUFModel) rmsNormMul(ctx *ggml.Context, x, w *ggml.Tensor, eps float32) *ggml.Tensor {
-	if m.kernels.has(needRMSNormMul) && x != nil && w != nil && ggml.RMSNormMulCPUFits(x, w, eps) == nil {
+	if m.kernels.Has(needRMSNormMul) && x != nil && w != nil && ggml.RMSNormMulCPUFits(x, w, eps) == nil {
 		return ctx.RMSNormMulCPU(x, w, eps)
 	}
 	return ctx.Mul(ctx.RMSNorm(x, eps), w)
@@ -911,7 +911,7 @@ func (m *GGUFModel) ropeHook(ctx *ggml.Context, pos *ggml.Tensor) func(x *ggml.T
 	return func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
 		t, ok := tables[r]
 		if !ok {
-			if m.kernels.has(needRope...) && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
+			if m.kernels.Has(needRope...) && pos != nil && ggml.RopeTableCPUFits(pos, ff, r) == nil {
 				t = ctx.RopeTableCPU(pos, ff, r)
 			}
 			tables[r] = t
@@ -935,7 +935,7 @@ func (d *Decoder) mm(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor { return
 // ggml rounds them to the weight's type (to q8_0 for q8_0 and q5_0 weights, whose integer
 // kernels llama.cpp runs).
 func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
-	return w != nil && x != nil && m.kernels.has(needColumns(w.Type())) && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
+	return w != nil && x != nil && m.kernels.Has(needColumns(w.Type())) && x.IsContiguous() && ggml.MulMatColsFits(w, x) == nil
 }
 
 // ownPacked reports whether W·x goes through toy's packed GEMM (ggml.MulMatPacked) rather than
@@ -944,7 +944,7 @@ func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
 // does, where ggml rounds them to the weight's type; block-quantized weights stay with ggml's
 // integer kernels.
 func (m *GGUFModel) ownPacked(w, x *ggml.Tensor) bool {
-	return w != nil && x != nil && packedWeight(w.Type()) && m.kernels.has(needPacked(w.Type())) && x.IsContiguous() &&
+	return w != nil && x != nil && packedWeight(w.Type()) && m.kernels.Has(NeedPacked(w.Type())) && x.IsContiguous() &&
 		ggml.MulMatPackedFits(w, x) == nil
 }
 

@@ -21,8 +21,9 @@ func needColumns(t ggml.Type) kernelrt.Need {
 	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatColsMulMatCols, Type: ggml.TypeName(t)}
 }
 
-// needPacked is toy's packed GEMM (ggml.MulMatPacked) over an operand a of type t.
-func needPacked(t ggml.Type) kernelrt.Need {
+// NeedPacked is toy's packed GEMM (ggml.MulMatPacked) over an operand a of type t: a lookup
+// the decoders and training's graphs (engines/training) both make.
+func NeedPacked(t ggml.Type) kernelrt.Need {
 	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatPackedMulMatPacked, Type: ggml.TypeName(t)}
 }
 
@@ -42,8 +43,11 @@ func needStore(t ggml.Type) kernelrt.Need {
 	return kernelrt.Need{Kernel: kernels.KernelCPUStoreStoreTransposed, Type: ggml.TypeName(t)}
 }
 
+// NeedSoftMax is toy's softmax of attention's scores (ggml.SoftMaxCPU), which the decoders'
+// unfused attention and training's attention look up.
+var NeedSoftMax = kernelrt.Need{Kernel: kernels.KernelCPUSoftMaxSoftMax}
+
 var (
-	needSoftMax    = kernelrt.Need{Kernel: kernels.KernelCPUSoftMaxSoftMax}
 	needRMSNormMul = kernelrt.Need{Kernel: kernels.KernelCPURmsNormRmsNormMul}
 	needRope       = []kernelrt.Need{{Kernel: kernels.KernelCPURopeRopeTable}, {Kernel: kernels.KernelCPURopeRopeApply}}
 )
@@ -52,11 +56,12 @@ var (
 // packed GEMM at all: the float types; block-quantized weights stay with ggml's integer kernels.
 func packedWeight(t ggml.Type) bool { return t == ggml.F32 || t == ggml.F16 || t == ggml.BF16 }
 
-// kernelSet is what the table resolved of a model's lookups: its decoders run toy's kernel for
-// a lookup in the set.
-type kernelSet map[kernelrt.Need]bool
+// KernelSet is what the table resolved of a model's lookups: its decoders (and a training
+// graph, engines/training) run toy's kernel for a lookup in the set.
+type KernelSet map[kernelrt.Need]bool
 
-func (s kernelSet) has(ns ...kernelrt.Need) bool {
+// Has says whether every lookup in ns resolved (false for none).
+func (s KernelSet) Has(ns ...kernelrt.Need) bool {
 	for _, n := range ns {
 		if !s[n] {
 			return false
@@ -78,7 +83,7 @@ func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 	for _, t := range m.multipliedTypes() {
 		ns = append(ns, needColumns(t))
 		if packedWeight(t) {
-			ns = append(ns, needPacked(t))
+			ns = append(ns, NeedPacked(t))
 		}
 	}
 	ns = append(ns, needRMSNormMul)
@@ -90,7 +95,7 @@ func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 	if !flash {
 		ns = append(ns, needStore(c))
 	}
-	return append(ns, needPacked(c), needSoftMax)
+	return append(ns, NeedPacked(c), NeedSoftMax)
 }
 
 // allKernelNeeds is every lookup KernelNeeds makes for some cache: what a model loaded without
@@ -109,7 +114,7 @@ func (m *GGUFModel) allKernelNeeds() []kernelrt.Need {
 // resolved (kernelrt.Report.Resolved). Decoders made before keep what they had. A model loaded
 // on a GPU backend or with ModelOptions.GGMLKernels runs none whatever resolved.
 func (m *GGUFModel) UseKernels(resolved []kernelrt.Need) {
-	m.kernels = kernelSet{}
+	m.kernels = KernelSet{}
 	if !m.mayOwnKernels {
 		return
 	}

@@ -51,7 +51,7 @@ func TestKernelNeeds(t *testing.T) {
 	defer g.Close()
 	needs := g.KernelNeeds(KVF16, false)
 	assert.Contains(t, needs, needColumns(ggml.F16))
-	assert.Contains(t, needs, needPacked(ggml.F16))
+	assert.Contains(t, needs, NeedPacked(ggml.F16))
 	assert.NotContains(t, needs, needRope[0], "learned positions rotate nothing")
 
 	ggmlOnly, err := OpenModel(transformertest.WriteTiny(t, transformertest.TinyArch("llama"), ggml.F16, 1), ModelOptions{Threads: 1, GGMLKernels: true})

@@ -52,7 +52,7 @@ type GGUFModel struct {
 	// where they are vectorized, no ModelOptions.GGMLKernels); kernels is what the kernel table
 	// resolved of the lookups its decoders make (KernelNeeds, UseKernels).
 	mayOwnKernels bool
-	kernels       kernelSet
+	kernels       KernelSet
 
 	transformer.Weights
 

@@ -3,6 +3,7 @@ package training
 import (
 	"github.com/toyml/toy/ggml"
 
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
 )
 
@@ -13,10 +14,10 @@ import (
 // stays within ggml's backward (docs/GGML.md, "Autodiff: which ops have a backward"). In a
 // training graph gb builds the attention
 // and its backward (gemmBackward.attention; the trainer refuses soft-capped attention). Without
-// gb, cpuKernels computes the products and the probabilities as a training graph on the CPU
-// does (cpuProduct, attentionProbs), for a pass whose activations must be those of such a graph
-// to the bit (recompute).
-func attendPacked(ctx *ggml.Context, a *transformer.Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuKernels bool) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+// gb, the products and the probabilities are computed as a training graph on the CPU does, by
+// toy's kernels in ks (cpuProduct, attentionProbs), for a pass whose activations must be those
+// of such a graph to the bit (recompute).
+func attendPacked(ctx *ggml.Context, a *transformer.Architecture, mask *ggml.Tensor, T, B int, gb *gemmBackward, ks decoding.KernelSet) func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 	hdk, hdv, H, Hkv := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads)
 	t, b := int64(T), int64(B)
 	causal := a.Input != transformer.InputPatches // a language model's mask is (block-)causal; an image model's hides nothing
@@ -29,13 +30,13 @@ func attendPacked(ctx *ggml.Context, a *transformer.Architecture, mask *ggml.Ten
 		if gb != nil {
 			o = gb.attention(k, q, vt, mask, a.QueryScale, H, b, causal)
 		} else {
-			kq := cpuProduct(ctx, cpuKernels, k, q, scores) // [keys, queries, H·B]
+			kq := cpuProduct(ctx, ks, k, q, scores) // [keys, queries, H·B]
 			scale := a.QueryScale
 			if c := a.AttnSoftcap; c > 0 {
 				kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
 				scale = 1
 			}
-			o = cpuProduct(ctx, cpuKernels, vt, attentionProbs(ctx, cpuKernels, kq, mask, scale, H, b), probs)
+			o = cpuProduct(ctx, ks, vt, attentionProbs(ctx, ks, kq, mask, scale, H, b), probs)
 		}
 		o = ctx.Reshape(o, hdv, t, H, b)
 		return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, t*b)

@@ -101,8 +101,8 @@ func (e *Evaluator) build() error {
 		e.logits = m.classify(e.gctx, e.img, nil).SetOutput()
 		e.loss = e.gctx.CrossEntropyLoss(e.logits, e.img.Labels).SetOutput()
 	} else if e.in.head != nil {
-		hn := m.pass(e.gctx, e.in.pos, e.in.mask, e.T, e.B, nil, m.backend.IsCPU()).Hidden(e.in.tokens)
-		head, e.loss, _ = e.in.head.loss(e.gctx, m.w.Head(), nil, hn, m.backend.IsCPU())
+		hn := m.pass(e.gctx, e.in.pos, e.in.mask, e.T, e.B, nil, m.ownKernels()).Hidden(e.in.tokens)
+		head, e.loss, _ = e.in.head.loss(e.gctx, m.w.Head(), nil, hn, m.ownKernels())
 		e.loss = e.loss.SetOutput()
 	} else {
 		e.logits = m.forward(e.gctx, e.in.tokens, e.in.pos, e.in.mask, e.T, e.B, nil).SetOutput()

@@ -70,9 +70,10 @@ type gemmBackward struct {
 	// keepTransposed keeps the transposed f32 copies of block-quantized frozen weights too
 	// (LoRAOptions.KeepTransposed).
 	keepTransposed bool
-	// cpu says the graph runs on the CPU backend, where the products, attention's softmax and
-	// the dense copies of transposes are toy's own kernels (product, attentionProbs, dense).
-	cpu bool
+	// kernels are the lookups of toy's CPU operations the graph runs toy's kernels for (the
+	// trainable's ownKernels: empty off the CPU backend): the products, attention's softmax, the
+	// dense copies of transposes and SwiGLU's backward (product, attentionProbs, dense, swiglu).
+	kernels decoding.KernelSet
 }
 
 // tapAcc is a tapped output and the accumulator of its gradient.
@@ -136,9 +137,9 @@ type tappedGather struct {
 const maxTaps = 64
 
 // newGemmBackward prepares the differentiation of a graph built in g, of which the tensors
-// trained are trained and at most weights other weights are multiplied.
-// The graph runs on be, which decides how transposes are copied (dense).
-func newGemmBackward(g *ggml.Context, be *ggml.Backend, trained []*ggml.Tensor, weights int) (*gemmBackward, error) {
+// trained are trained and at most weights other weights are multiplied, running toy's CPU
+// operations for the lookups in ks.
+func newGemmBackward(g *ggml.Context, ks decoding.KernelSet, trained []*ggml.Tensor, weights int) (*gemmBackward, error) {
 	taps, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: maxTaps})
 	if err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func newGemmBackward(g *ggml.Context, be *ggml.Backend, trained []*ggml.Tensor, 
 	}
 	gb := &gemmBackward{g: g, trained: map[*ggml.Tensor]bool{}, taps: taps, tapOf: map[int64]*ggml.Tensor{},
 		frozen: frozen, frozenT: map[*ggml.Tensor]*ggml.Tensor{},
-		inputOf: map[ggml.TensorID]*detachedInput{}, used: map[*ggml.Tensor]bool{}, cpu: be.IsCPU()}
+		inputOf: map[ggml.TensorID]*detachedInput{}, used: map[*ggml.Tensor]bool{}, kernels: ks}
 	for _, t := range trained {
 		gb.trained[t] = true
 	}
@@ -207,7 +208,7 @@ func (gb *gemmBackward) linear(w, x *ggml.Tensor, terms []decoding.LoRATerm) *gg
 // plainly. It must not be used when the down projection has LoRA terms (autodiff would carry
 // their gradient to the activation, which it no longer reaches), nor the gate's or up's.
 func (gb *gemmBackward) swiglu(wg, wu, x *ggml.Tensor) (act *ggml.Tensor, ok bool) {
-	if !gb.cpu || !ggml.CPUKernelsFast() {
+	if !gb.kernels.Has(needSwigluBack) {
 		return nil, false
 	}
 	g := gb.g
@@ -257,7 +258,7 @@ func (gb *gemmBackward) inputGrad(w, dz *ggml.Tensor) *ggml.Tensor {
 	g := gb.g
 	k, m := w.Ne()[0], w.Ne()[1]
 	if dz != nil {
-		if wt := g.Transpose(w); packs(gb.cpu, wt, dz, ggml.Dense) {
+		if wt := g.Transpose(w); packs(gb.kernels, wt, dz, ggml.Dense) {
 			return g.MulMatPacked(wt, dz)
 		}
 	}
@@ -316,7 +317,7 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 	if kq == nil {
 		return nil // the context holds the error
 	}
-	softmax := func(kq *ggml.Tensor) *ggml.Tensor { return attentionProbs(g, gb.cpu, kq, mask, scale, H, B) }
+	softmax := func(kq *ggml.Tensor) *ggml.Tensor { return attentionProbs(g, gb.kernels, kq, mask, scale, H, B) }
 	p := softmax(kq)
 	o := gb.causalProduct(vin.leaf, p, probs) // [hdv, t, H·B]
 	if o == nil {
@@ -332,7 +333,7 @@ func (gb *gemmBackward) attention(k, q, vt, mask *ggml.Tensor, scale float32, H,
 		dkq := g.SoftMaxExtBack(dp, p, scale)
 		vin.grads = append(vin.grads, gb.causalProduct(gb.groupsT(p, G), gb.groupsT(do, G), probsT))
 		qin.grads = append(qin.grads, gb.causalProduct(gb.transposedView(kin.leaf), dkq, probs))
-		if gb.cpu {
+		if gb.kernels.Has(decoding.NeedPacked(ggml.F32)) {
 			// dkᵀ from d(kᵀq)'s groups read in place, where toy's kernel skips their zeros,
 			// and q's, transposed back: this copies q's groups and dkᵀ ([t·r, hdk] and
 			// [t, hdk]) where dk = q·d(kᵀq)ᵀ copies d(kᵀq)'s ([t·r, t]); the same sums.
@@ -395,7 +396,7 @@ func (gb *gemmBackward) causalProduct(a, b *ggml.Tensor, mode ggml.Causality) *g
 	if b.Nb()[1] != ggml.TypeSize(b.Type()) || b.Nb()[0] > maxStridedB {
 		b = gb.rows(b)
 	}
-	if packs(gb.cpu, a, b, mode) {
+	if packs(gb.kernels, a, b, mode) {
 		return gb.g.MulMatPackedCausal(a, b, mode)
 	}
 	return gb.g.MulMat(gb.rows(a), gb.rows(b))
@@ -407,10 +408,10 @@ func (gb *gemmBackward) causalProduct(a, b *ggml.Tensor, mode ggml.Causality) *g
 // for the vocabulary head's (192 KiB: each value on another page).
 const maxStridedB = 16 << 10
 
-// packs reports whether cpuProduct multiplies a and b (as mode allows) with toy's packed GEMM in
-// a graph that runs on the CPU backend when cpu is set.
-func packs(cpu bool, a, b *ggml.Tensor, mode ggml.Causality) bool {
-	return cpu && a != nil && b != nil && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedCausalFits(a, b, mode) == nil
+// packs reports whether cpuProduct multiplies a and b (as mode allows) with toy's packed GEMM,
+// which ks must resolve for a's type.
+func packs(ks decoding.KernelSet, a, b *ggml.Tensor, mode ggml.Causality) bool {
+	return a != nil && b != nil && ks.Has(decoding.NeedPacked(a.Type())) && a.Ne()[1] >= packedMinRows && ggml.CPUKernelsFast() && ggml.MulMatPackedCausalFits(a, b, mode) == nil
 }
 
 // rows is x with contiguous rows that do not overlap (ggml.Tensor.DenseRows), as ggml's GEMM
@@ -431,7 +432,7 @@ func (gb *gemmBackward) transposedView(x *ggml.Tensor) *ggml.Tensor {
 	if x == nil {
 		return nil // the context holds the error
 	}
-	if gb.cpu && x.Type() == ggml.F32 && ggml.CPUKernelsFast() {
+	if x.Type() == ggml.F32 && gb.kernels.Has(decoding.NeedPacked(ggml.F32)) {
 		return gb.g.Transpose(x)
 	}
 	return gb.dense(gb.g.Transpose(x))
@@ -444,40 +445,40 @@ const packedMinRows = 64
 
 // cpuProduct is MulMat(a, b) by toy's packed GEMM (ggml.MulMatPacked: 1.3–1.7× ggml's f32 GEMM
 // on SmolLM2's training products, 3–7× on attention's over a head's 64 values, where ggml's
-// spends as long on horizontal sums as on FMAs) where cpu (the graph runs on the CPU backend)
-// allows it, ggml's otherwise: the one choice of every training graph's products
+// spends as long on horizontal sums as on FMAs) where ks resolves it for a's type and the
+// operands fit it, ggml's otherwise: the one choice of every training graph's products
 // (gemmBackward.product, and the plain passes that must match it bit for bit, the Evaluator's
 // too). An f16, bf16 or q8_0 weight is converted to f32 as it is packed and b stays f32, where
 // ggml's kernels round b to the weight's type (f16, or q8_0 blocks): as the decoder keeps its
 // columns f32 on the CPU for f16 and bf16 weights; for q8_0 it keeps ggml's integer kernels
 // (a relative difference of about 1e-3 in the logits). Autodiff cannot differentiate toy's
-// kernel: a graph ggml differentiates passes cpu false. mode is what toy's kernel may skip in a
+// kernel: a graph ggml differentiates passes no ks. mode is what toy's kernel may skip in a
 // product of causal attention (ggml.Causality; ggml.Dense: nothing).
-func cpuProduct(ctx *ggml.Context, cpu bool, a, b *ggml.Tensor, mode ggml.Causality) *ggml.Tensor {
-	if packs(cpu, a, b, mode) {
+func cpuProduct(ctx *ggml.Context, ks decoding.KernelSet, a, b *ggml.Tensor, mode ggml.Causality) *ggml.Tensor {
+	if packs(ks, a, b, mode) {
 		return ctx.MulMatPackedCausal(a, b, mode)
 	}
 	return ctx.MulMat(a, b)
 }
 
 // attentionProbs is softmax(scale·kq + mask) of the scores kq [t, t, H·B] of B sequences under
-// mask [t, t, 1, B], [t, t, H·B]: where cpu (the graph runs on the CPU backend) allows it by
-// toy's own kernel (ggml.SoftMaxCPU: two passes over each row where ggml's kernel makes six,
+// mask [t, t, 1, B], [t, t, H·B]: where ks resolves it, by toy's own kernel (ggml.SoftMaxCPU: two passes over each row where ggml's kernel makes six,
 // about 3× faster on SmolLM2's 512-token heads), elsewhere by ggml's. The one choice of every
 // training graph's attention, like cpuProduct.
-func attentionProbs(ctx *ggml.Context, cpu bool, kq, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
+func attentionProbs(ctx *ggml.Context, ks decoding.KernelSet, kq, mask *ggml.Tensor, scale float32, H, B int64) *ggml.Tensor {
 	if kq == nil {
 		return nil // the context holds the error
 	}
 	t := kq.Ne()[0]
-	return ctx.Reshape(transformer.CPUSoftMax(ctx, cpu, ctx.Reshape(kq, t, t, H, B), mask, scale), t, t, H*B)
+	return ctx.Reshape(transformer.CPUSoftMax(ctx, ks.Has(decoding.NeedSoftMax), ctx.Reshape(kq, t, t, H, B), mask, scale), t, t, H*B)
 }
 
 // dense is a dense copy of the f32 view x (a transpose): on the CPU backend by toy's own
-// kernel, which copies by tiles (ggml's copy reads a transpose an element per cache line and
-// took a fifth of a training step), elsewhere by ggml's.
+// kernel where the graph's lookups resolve it, which copies by tiles (ggml's copy reads a
+// transpose an element per cache line and took a fifth of a training step), elsewhere by
+// ggml's.
 func (gb *gemmBackward) dense(x *ggml.Tensor) *ggml.Tensor {
-	if gb.cpu && x != nil && x.Type() == ggml.F32 {
+	if x != nil && x.Type() == ggml.F32 && gb.kernels.Has(needCont) {
 		return gb.g.ContCPU(x)
 	}
 	return gb.g.Cont(x)

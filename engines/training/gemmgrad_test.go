@@ -51,7 +51,7 @@ func TestFrozenInputGradKeepsSmallGradients(t *testing.T) {
 			g, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 64, Graphs: 1, GraphSize: 64})
 			require.NoError(t, err)
 			defer g.Close()
-			gb, err := newGemmBackward(g, be, nil, 1)
+			gb, err := newGemmBackward(g, builtinTrainKernels(be, c.typ), nil, 1)
 			require.NoError(t, err)
 			defer gb.Close()
 			gb.keepTransposed = c.keep

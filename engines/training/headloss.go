@@ -1,6 +1,7 @@
 package training
 
 import (
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -95,14 +96,14 @@ func logTargetProb(ctx *ggml.Context, p *ggml.Tensor) *ggml.Tensor {
 // its loss: its gradient with respect to hn is the cross entropy's, which autodiff carries
 // back through the model. value is the cross entropy itself.
 //
-// The hidden states' gradient is a GEMM with outᵀ: on the CPU (cpu set, toy's packed GEMM)
+// The hidden states' gradient is a GEMM with outᵀ: on the CPU (toy's packed GEMM in ks)
 // out read transposed in place, in f32 throughout; elsewhere outT(), a copy of outᵀ
 // (gemmBackward.frozenTranspose, of headTransposeType), whose GEMM rounds its other operand,
 // p − onehot, to outT's type, so the rows' weights scale its result rather than the entries:
 // w·p, of order 1/(vocab · rows), would flush to zero in f16. The entries themselves lie in
 // [−1, 1]; those f16 flushes (below 6e-8) change a row's gradient by at most vocab · 6e-8 of
 // its size. Without outT (an Evaluator) only value is built.
-func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml.Tensor, hn *ggml.Tensor, cpu bool) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
+func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml.Tensor, hn *ggml.Tensor, ks decoding.KernelSet) (steps []*ggml.Tensor, value, surrogate *ggml.Tensor) {
 	steps = append(steps, ctx.Cpy(hn, h.hidden))
 	n := h.hidden.Ne()[1]
 	R, V := int64(h.rows), int64(h.vocab)
@@ -117,7 +118,7 @@ func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml
 		// On the CPU toy's packed GEMM (cpuProduct), as the rest of a training graph: it packs
 		// the whole vocabulary's weights again for each chunk's 64 columns, and still took
 		// 0.72–0.87 of ggml's time on SmolLM2's f16 and q8_0 heads.
-		flat := ctx.Reshape(ctx.SoftMax(cpuProduct(ctx, cpu, out, cols(h.hidden, c), ggml.Dense)), 1, V*R)
+		flat := ctx.Reshape(ctx.SoftMax(cpuProduct(ctx, ks, out, cols(h.hidden, c), ggml.Dense)), 1, V*R)
 		pt := ctx.GetRows(flat, at) // [1, R]: each row's probability of its target
 		share := ctx.Sum(ctx.Mul(logTargetProb(ctx, pt), w))
 		if sum == nil {
@@ -128,7 +129,7 @@ func (h *headInputs) loss(ctx *ggml.Context, out *ggml.Tensor, outT func() *ggml
 		if outT != nil {
 			dLogits := ctx.Reshape(ctx.SetRows(flat, ctx.ScaleBias(pt, 1, -1), at), V, R) // p − onehot
 			var grad *ggml.Tensor                                                         // outᵀ·(p − onehot) [d, R]
-			if wt := ctx.Transpose(out); packs(cpu, wt, dLogits, ggml.Dense) {
+			if wt := ctx.Transpose(out); packs(ks, wt, dLogits, ggml.Dense) {
 				grad = ctx.MulMatPacked(wt, dLogits)
 			} else {
 				grad = ctx.MulMat(outT(), dLogits)

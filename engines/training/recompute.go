@@ -87,7 +87,7 @@ func (rc *recompute) buildForward(tr *Trainer) error {
 	// The products compute as gemmBackward.linear's do (W·x in W's type), and the attention's
 	// scores as gemmBackward.short's, so the streams are bit for bit those of a graph that
 	// keeps every activation.
-	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil, m.backend.IsCPU())
+	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil, m.ownKernels())
 	if rc.fwd, err = ctx.NewGraph(size, false); err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 			return err
 		}
 		rc.ctxs = append(rc.ctxs, ctx)
-		gb, err := newGemmBackward(ctx, m.backend, params, 16)
+		gb, err := newGemmBackward(ctx, m.ownKernels(), params, 16)
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (rc *recompute) buildBackward(tr *Trainer) error {
 		if l > 0 {
 			x.SetParam() // for its gradient, which the block below needs; nothing steps it
 		}
-		f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, gb, false)
+		f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, gb, nil)
 		loss := ctx.Sum(ctx.Mul(f.Block(l, x, int64(tr.T*tr.B)), rc.grad[(l+1)%2])).SetLoss()
 		for _, p := range params { // as the Trainer's main graph flags its own
 			if !gb.multiplies(p) {

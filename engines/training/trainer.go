@@ -37,6 +37,9 @@ type trainable struct {
 	// keepTransposed keeps the transposed copies of block-quantized frozen weights
 	// (LoRAOptions.KeepTransposed).
 	keepTransposed bool
+	// kernels are the lookups of toy's CPU operations the graphs run toy's kernels for
+	// (ownKernels, WithKernels); nil until resolved.
+	kernels decoding.KernelSet
 }
 
 // pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
@@ -44,10 +47,10 @@ type trainable struct {
 // weights. In a training graph gb differentiates the weight products with their LoRA terms,
 // the trained lookups and the attention (gemmBackward); nil builds them plainly, as an
 // Evaluator does, with the products and the attention's probabilities as a CPU training graph
-// computes them where cpuKernels is set (cpuProduct, attendPacked).
-func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, cpuKernels bool) *transformer.ForwardPass {
+// computes them with toy's kernels in ks (cpuProduct, attendPacked).
+func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, ks decoding.KernelSet) *transformer.ForwardPass {
 	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
-		y := cpuProduct(ctx, cpuKernels, w, x, ggml.Dense)
+		y := cpuProduct(ctx, ks, w, x, ggml.Dense)
 		for _, l := range t.lora[w] {
 			y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.B, ctx.MulMat(l.A, x)), l.Scale))
 		}
@@ -65,14 +68,14 @@ func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb
 			return gb.swiglu(gate, up, h)
 		}
 	}
-	return &transformer.ForwardPass{Ctx: ctx, A: t.arch, W: t.w, Pos: pos, Attend: attendPacked(ctx, t.arch, mask, T, B, gb, cpuKernels),
+	return &transformer.ForwardPass{Ctx: ctx, A: t.arch, W: t.w, Pos: pos, Attend: attendPacked(ctx, t.arch, mask, T, B, gb, ks),
 		Differentiable: true, Gather: gather, Linear: linear, SwiGLU: swiglu}
 }
 
 // forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
 // Model.Forward and pass).
 func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
-	return t.pass(ctx, pos, mask, T, B, gb, t.backend.IsCPU()).Logits(tokens)
+	return t.pass(ctx, pos, mask, T, B, gb, t.ownKernels()).Logits(tokens)
 }
 
 // headFrozen reports whether the output projection is neither trained nor adapted, so the
@@ -284,7 +287,7 @@ func (tr *Trainer) build() error {
 	g := tr.gctx
 	// The weight products and trained embedding lookups are differentiated as GEMMs (see
 	// gemmBackward); autodiff differentiates the rest (norms, biases, attention).
-	if tr.gemm, err = newGemmBackward(g, m.backend, m.params, 16*m.arch.NLayers+8); err != nil {
+	if tr.gemm, err = newGemmBackward(g, m.ownKernels(), m.params, 16*m.arch.NLayers+8); err != nil {
 		return err
 	}
 	gb := tr.gemm
@@ -294,14 +297,14 @@ func (tr *Trainer) build() error {
 		tr.logits = m.classify(g, tr.img, gb).SetOutput()
 		tr.loss = g.CrossEntropyLoss(tr.logits, tr.img.Labels)
 	} else {
-		f := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, gb, false)
+		f := m.pass(g, tr.in.pos, tr.in.mask, tr.T, tr.B, gb, nil)
 		if tr.rc != nil { // start after the recomputed blocks, from the stream the forward graph stored
 			f.From, f.Stream = tr.rc.n, tr.rc.stream[tr.rc.n].SetParam()
 		}
 		if tr.in.head != nil {
 			out := m.w.Head()
 			outT := func() *ggml.Tensor { return gb.frozenTranspose(out, headTransposeType(out.Type())) }
-			head, tr.value, tr.loss = tr.in.head.loss(g, out, outT, f.Hidden(tr.in.tokens), gb.cpu)
+			head, tr.value, tr.loss = tr.in.head.loss(g, out, outT, f.Hidden(tr.in.tokens), gb.kernels)
 			tr.value = tr.value.SetOutput()
 		} else if tr.in.targetAt != nil {
 			var copy *ggml.Tensor

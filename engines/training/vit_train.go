@@ -13,7 +13,7 @@ import (
 // classify builds the class logits [classes, B] of the uploaded images (see
 // transformer.ForwardPass.Classify and trainable.pass).
 func (t *trainable) classify(ctx *ggml.Context, in *transformer.ImageInputs, gb *gemmBackward) *ggml.Tensor {
-	f := t.pass(ctx, nil, in.Mask, t.arch.Context, in.B, gb, false)
+	f := t.pass(ctx, nil, in.Mask, t.arch.Context, in.B, gb, nil)
 	return f.Classify(in)
 }
 

@@ -154,6 +154,10 @@ func (w *Weights) Head() *ggml.Tensor {
 	return w.Output
 }
 
+// PatchEmbd is an image model's patch embedding (InputPatches), a projection of the pixels;
+// nil for a language model.
+func (w *Weights) PatchEmbd() *ggml.Tensor { return w.patchEmbd }
+
 // Hidden builds the final hidden states [d, n] of the i32 tokens [n] — after the last block and
 // the final norm — which the output projection turns into logits.
 func (f *ForwardPass) Hidden(tokens *ggml.Tensor) *ggml.Tensor {
