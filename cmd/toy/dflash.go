@@ -54,6 +54,7 @@ func runTrainDFlash(args []string, stdout, stderr io.Writer) error {
 	compute.RegisterFlags(fs)
 	threads := &compute.Threads
 	modelName := fs.String("model-name", "", "a name to match the target against the kernel table's entries")
+	allowUnresolved := registerGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train -recipe dflash -target T.gguf [-data FILE|DIR] [flags]
 
@@ -90,7 +91,12 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("%s: %w", *targetPath, err)
 	}
-	entry, named := resolveEntry(io.Discard, buildTarget(), modelRef(m, *targetPath, *modelName))
+	// The target's decoders run toy's kernels as toy generate's do (they read the data and
+	// capture the hidden states the drafter learns from); the drafter's graph is ggml's.
+	entry, named, err := gateDecoders(stderr, "train", m, *targetPath, *modelName, decoding.DecoderOptions{Threads: *threads}, *allowUnresolved)
+	if err != nil {
+		return err
+	}
 	var decl *kernels.DFlash
 	if entry != nil && named {
 		decl = entry.DFlash

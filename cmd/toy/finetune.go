@@ -131,15 +131,12 @@ Flags:
 		if f.Base == "" || f.Data == "" {
 			return usagef("give the base model (-m) and the data (-data)")
 		}
-		// Fine-tuning runs ggml's graphs and optimizer: it dispatches none of toy's kernels.
-		if err := gateFile(stderr, f.Base, *allowUnresolved); err != nil {
-			return err
-		}
 		if !set["warmup"] && f.Warmup >= f.Steps {
 			f.Warmup = f.Steps / 10
 		}
 	}
 	f.Out = stdout
+	f.KernelGate = trainGate(stderr, "finetune", *allowUnresolved)
 	if fh, ok := stdout.(*os.File); ok {
 		if fi, err := fh.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			f.Interactive = true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
+	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -19,10 +20,12 @@ import (
 // serve) and, in a cuda build, toy generate's device sampling (kernelrt.Dispatch). A model the
 // table declares no entry for, or a lookup that neither resolves nor is expected absent, refuses
 // the run unless --dangerously-allow-unresolved-kernel-lookups; the model's decoders then run
-// toy's kernels for what resolved and ggml's operations for the rest. finetune and a language
-// model's train run the gate on their model's entry for the table's defaults (their graphs'
-// lookups are not audited yet); classify, ViT and DFlash training and bench train, finetune and
-// matmul run no gate.
+// toy's kernels for what resolved and ggml's operations for the rest. train (a language
+// model's and ViT's) and finetune audit the lookups their training graphs make
+// (training.TrainNeeds, through the recipes' KernelGate: trainGate) the same way, and their graphs
+// run toy's kernels for what resolved; train -recipe dflash audits its target's decoders
+// (gateDecoders); classify, whose graph runs none of toy's kernels, refuses a model the table
+// declares no entry for (gateEntry). bench train, finetune and matmul run no gate.
 
 // allowUnresolvedFlag is the gate's override.
 const allowUnresolvedFlag = "dangerously-allow-unresolved-kernel-lookups"
@@ -88,17 +91,51 @@ var cpuTarget = func() *kernels.Target { return kernelrt.BuildTarget(kernels.Bac
 // (none on a GPU backend): the cpu table's entry for ref, an unresolved lookup refused unless
 // allow, and m given what resolved. The report is empty where nothing was looked up.
 func auditCPU(m *decoding.GGUFModel, ref kernelrt.Ref, o decoding.DecoderOptions, allow bool) (kernelrt.Report, error) {
-	needs := m.KernelNeeds(o.KVType, o.FlashAttention)
+	r, err := auditCPUNeeds(ref, m.KernelNeeds(o.KVType, o.FlashAttention), allow)
+	if err == nil {
+		m.UseKernels(r.Resolved)
+	}
+	return r, err
+}
+
+// auditCPUNeeds runs the gate over needs, lookups of toy's CPU operations, against the cpu
+// table's entry for ref, an unresolved lookup refused unless allow. The report is empty where
+// nothing is looked up.
+func auditCPUNeeds(ref kernelrt.Ref, needs []kernelrt.Need, allow bool) (kernelrt.Report, error) {
 	t := cpuTarget()
 	if len(needs) == 0 || t == nil {
 		return kernelrt.Report{}, nil
 	}
 	entry, _ := resolveEntry(io.Discard, t, ref)
-	r, err := gate(t, entry, needs, kernelrt.Dispatch{}, allow)
-	if err == nil {
-		m.UseKernels(r.Resolved)
+	return gate(t, entry, needs, kernelrt.Dispatch{}, allow)
+}
+
+// trainGate is the boot gate of a command that trains (the recipes' KernelGate, which they
+// call with the model they built: a resumed run's too): it audits the lookups the run's
+// training graphs make against the cpu table's entry for the model, prints the audit on one
+// line of stderr (prefixed "toy cmd: kernels:"), and refuses an unresolved lookup unless allow.
+func trainGate(stderr io.Writer, cmd string, allow bool) recipes.KernelGate {
+	return func(ref kernelrt.Ref, needs []kernelrt.Need) ([]kernelrt.Need, error) {
+		r, err := auditCPUNeeds(ref, needs, allow)
+		if len(r.Resolved)+len(r.ExpectedAbsent)+len(r.Unresolved) > 0 {
+			fmt.Fprintf(stderr, "toy %s: kernels: %s\n", cmd, r.Summary())
+		}
+		return r.Resolved, err
 	}
-	return r, err
+}
+
+// gateEntry is the gate of a command whose graph looks up none of toy's kernels (classify): the
+// build's table must declare an entry for the model ref names, or allow must be set.
+func gateEntry(stderr io.Writer, cmd string, ref kernelrt.Ref, allow bool) error {
+	t := buildTarget()
+	if t == nil {
+		return nil
+	}
+	if _, err := kernelrt.Resolve(t, ref); err != nil && !allow {
+		return fmt.Errorf("%w (--%s runs anyway, with toy's defaults)", err, allowUnresolvedFlag)
+	}
+	fmt.Fprintf(stderr, "toy %s: kernels: target %s: the model's graph looks up none of toy's kernels\n", cmd, t.Name)
+	return nil
 }
 
 // gateDecoders is the boot gate of a command that decodes with m: it resolves the build's
@@ -117,28 +154,6 @@ func gateDecoders(stderr io.Writer, cmd string, m *decoding.GGUFModel, path, mod
 		return nil, false, err
 	}
 	return entry, named, nil
-}
-
-// gateModel resolves the entry of a command's model and runs the gate for a run that
-// dispatches d.
-func gateModel(stderr io.Writer, ref kernelrt.Ref, d kernelrt.Dispatch, allow bool) (entry *kernels.Model, named bool, err error) {
-	t := buildTarget()
-	entry, named = resolveEntry(stderr, t, ref)
-	if _, err := gate(t, entry, nil, d, allow); err != nil {
-		return nil, false, err
-	}
-	return entry, named, nil
-}
-
-// gateFile runs the gate of a command that runs the GGUF model at path without loading it
-// (bench, finetune), for a run that dispatches nothing of toy's own.
-func gateFile(stderr io.Writer, path string, allow bool) error {
-	ref, err := ggufRef(path, "")
-	if err != nil {
-		return err
-	}
-	_, _, err = gateModel(stderr, ref, kernelrt.Dispatch{}, allow)
-	return err
 }
 
 // deviceSampler opens device 0 for toy generate's sampling with s's parameters, the kernel

@@ -20,7 +20,6 @@ import (
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
-	"github.com/toyml/toy/kernelrt"
 )
 
 // defaultPreset is the model shape toy train uses unless -preset names another; it is the one
@@ -147,13 +146,9 @@ Flags:
 	if !set["warmup"] && s.Warmup >= s.Steps {
 		s.Warmup = s.Steps / 10
 	}
-	// Training runs ggml's graphs and optimizer (not toy's adamw_f32): it dispatches none of
-	// toy's kernels.
-	a := s.Architecture()
-	ref := kernelrt.Ref{ModelType: a.Name, HiddenSize: a.DModel}
-	if _, _, err := gateModel(io.Discard, ref, kernelrt.Dispatch{}, *allowUnresolved); err != nil {
-		return err
-	}
+	// The training graphs' lookups of toy's CPU operations are audited once the recipe has
+	// built the model (ggml's optimizer steps it, not toy's adamw_f32).
+	s.KernelGate = trainGate(stderr, "train", *allowUnresolved)
 	s.Out, s.Interactive = stdout, isTerminal(stdout)
 	job, err := joinJob()
 	if err != nil {
@@ -364,7 +359,7 @@ func resumeFlags(set map[string]bool, stdout io.Writer) (keep []string, newTotal
 	var refused, kept []string
 	for name := range set {
 		switch name {
-		case "resume":
+		case "resume", allowUnresolvedFlag: // the gate's override changes no option of the run
 			continue
 		case "steps":
 			newTotal = true

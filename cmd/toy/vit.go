@@ -18,6 +18,7 @@ import (
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 	"github.com/toyml/toy/mpi"
 )
 
@@ -40,6 +41,7 @@ func runTrainViT(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&v.AdamW.WeightDecay, "weight-decay", v.AdamW.WeightDecay, "AdamW's decoupled weight decay (matrices only)")
 	v.Compute.RegisterFlags(fs)
 	fs.StringVar(&v.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change; any other flag is refused")
+	allowUnresolved := registerGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train -arch vit [flags]   (also spelled toy train-vit, or toy train -preset vit-tiny)
 
@@ -75,6 +77,7 @@ Flags:
 		return asUsage(fmt.Errorf("model: %w", err))
 	}
 	v.Model, v.Out = m, stdout
+	v.KernelGate = trainGate(stderr, "train", *allowUnresolved)
 	set := setFlags(fs)
 	if v.Resume != "" {
 		delete(set, "arch")
@@ -112,6 +115,7 @@ func runClassify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
 	model := fs.String("m", "", "the ViT checkpoint (GGUF, toy train-vit's weights/model.gguf)")
 	k := fs.Int("k", 5, "classes to show per image (at least 1; more than the model's classes shows them all)")
+	allowUnresolved := registerGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy classify -m MODEL.gguf [-k 5] IMAGE...
 
@@ -143,6 +147,10 @@ Flags:
 	defer m.Close()
 	if m.Arch.Input != transformer.InputPatches {
 		return fmt.Errorf("%s: a %s model, not an image classifier", *model, m.Arch.Name)
+	}
+	name, _ := values["general.name"].(string)
+	if err := gateEntry(stderr, "classify", kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{*model, name}}, *allowUnresolved); err != nil {
+		return err
 	}
 	names, _ := values[recipes.ClassNamesKey].([]string)
 	o := data.ImageOptions{Size: m.Arch.ImageSize, Channels: m.Arch.Channels}

@@ -98,6 +98,9 @@ type Finetune struct {
 	// Replicas, when set, make this process one rank of a data-parallel run (see Replicas):
 	// Batch is the global batch, shared among the ranks; every rank reads Base and Data.
 	Replicas Replicas `json:"-"`
+	// KernelGate audits the lookups of toy's CPU operations the run's graphs make and says
+	// which resolved (nil: the build's table's own).
+	KernelGate KernelGate `json:"-"`
 
 	ckpt        *runs.Checkpoint
 	started     bool
@@ -813,7 +816,10 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		return nil, err
 	}
 	defer ln.close()
+	arch := &m.Arch
+	baseName, _ := m.Meta["general.name"].(string)
 	if ln.model != nil { // the trained copy holds all it needs: unmap the base
+		arch = &ln.model.Arch
 		m.Close()
 		m = nil
 	}
@@ -825,7 +831,11 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if replicated(f.Replicas) {
 		opts = append(opts, training.DataParallel(f.Replicas))
 	}
-	tr, err := newTrainer(ln.trainable, f.SeqLen, localBatch(f.Replicas, f.Batch), opts...)
+	tm, err := gated(f.KernelGate, arch, []string{f.Base, baseName}, ln.trainable)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := newTrainer(tm, f.SeqLen, localBatch(f.Replicas, f.Batch), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -859,7 +869,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 		_, err := l.do(ctx, res)
 		return res, err
 	}
-	ev, err := training.NewLossEvaluator(ln.trainable, f.SeqLen, f.Batch, chat)
+	ev, err := training.NewLossEvaluator(tm, f.SeqLen, f.Batch, chat)
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,9 @@ type Scratch struct {
 	// Batch is the global batch, shared among the ranks. A run may be resumed with another
 	// number of ranks.
 	Replicas Replicas `json:"-"`
+	// KernelGate audits the lookups of toy's CPU operations the run's graphs make and says
+	// which resolved (nil: the build's table's own).
+	KernelGate KernelGate `json:"-"`
 
 	ckpt        *runs.Checkpoint // the checkpoint a resumed run starts from
 	eos         *int32           // a follower rank's end-of-text token, for a new run (it has no tokenizer)
@@ -764,7 +767,11 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	if replicated(s.Replicas) {
 		opts = append(opts, training.DataParallel(s.Replicas))
 	}
-	tr, err := training.NewTrainer(m, s.SeqLen, localBatch(s.Replicas, s.Batch), opts...)
+	tm, err := gated(s.KernelGate, &m.Arch, nil, m)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := training.NewTrainer(tm, s.SeqLen, localBatch(s.Replicas, s.Batch), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -788,7 +795,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	if !isLead(s.Replicas) {
 		return s.follow(ctx, run, tr, trainC, startStep)
 	}
-	ev, err := training.NewEvaluator(m, s.SeqLen, s.Batch)
+	ev, err := training.NewEvaluator(tm, s.SeqLen, s.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -852,7 +859,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 		step-startStep, elapsed, res.TokensPerS, res.TrainLoss, res.HeldOutLoss, res.UnigramLoss)
 	s.printf("checkpoint: %s\n", filepath.Join(run.WeightsDir(), modelFile))
 	if s.SampleTokens > 0 && !res.Interrupted {
-		if res.Sample, err = sample(m, tok, s.SamplePrompt, s.SampleTokens); err != nil {
+		if res.Sample, err = sample(tm, m.Arch.Context, tok, s.SamplePrompt, s.SampleTokens); err != nil {
 			return nil, err
 		}
 		s.printf("sample (greedy):\n%s\n", res.Sample)
@@ -921,13 +928,13 @@ func unigram(trainC, heldC *data.Corpus) (float64, error) {
 	return u.CrossEntropy(he)
 }
 
-// sample greedily continues prompt with the model.
-func sample(m *training.Model, tok *tokenizer.Tokenizer, prompt string, n int) (string, error) {
+// sample greedily continues prompt with the model, whose context is ctxLen.
+func sample(m training.Trainable, ctxLen int, tok *tokenizer.Tokenizer, prompt string, n int) (string, error) {
 	ids := tok.Encode(prompt, tokenizer.EncodeOptions{})
 	if len(ids) == 0 {
 		ids = []int32{tok.EOS()}
 	}
-	ev, err := training.NewEvaluator(m, m.Arch.Context, 1)
+	ev, err := training.NewEvaluator(m, ctxLen, 1)
 	if err != nil {
 		return "", err
 	}

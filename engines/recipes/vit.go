@@ -66,6 +66,9 @@ type ViT struct {
 	ResumeKeep  []string  `json:"-"`
 	Out         io.Writer `json:"-"` // progress and results (nil: discarded)
 	Interactive bool      `json:"-"` // redraw one progress line instead of printing lines
+	// KernelGate audits the lookups of toy's CPU operations the run's graphs make and says
+	// which resolved (nil: the build's table's own).
+	KernelGate KernelGate `json:"-"`
 
 	ckpt    *runs.Checkpoint // the checkpoint a resumed run starts from
 	started bool             // the run_start is logged: the run directory is no longer disposable
@@ -361,7 +364,11 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		return nil, err
 	}
 	defer m.Close()
-	tr, err := training.NewClassifierTrainer(m, v.Batch)
+	tm, err := gated(v.KernelGate, &m.Arch, nil, m)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := training.NewClassifierTrainer(tm, v.Batch)
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +378,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 			return nil, err
 		}
 	}
-	ev, err := training.NewClassifierEvaluator(m, v.Batch)
+	ev, err := training.NewClassifierEvaluator(tm, v.Batch)
 	if err != nil {
 		return nil, err
 	}
