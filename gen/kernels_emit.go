@@ -676,9 +676,17 @@ func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
 	if c := commonModules(t); len(m.Shadowed) == 0 && len(c) == len(m.Modules) && len(c) > 1 {
 		mods = jen.Id(commonVar(t))
 	} else if len(m.Modules) > 0 {
+		long := len(m.Modules) > 3 // one a line, within the generated files' line length
 		mods = jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
 			for _, mod := range m.Modules {
-				g.Id(moduleID(t.Tree, mod))
+				if long {
+					g.Line().Id(moduleID(t.Tree, mod))
+				} else {
+					g.Id(moduleID(t.Tree, mod))
+				}
+			}
+			if long {
+				g.Line()
 			}
 		})
 	}

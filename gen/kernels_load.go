@@ -458,8 +458,35 @@ var (
 )
 
 // loadCModules reads the cpu target's C sources (kernels/cpu/c): each .c file is a module
-// whose kernels are the toy_ functions it defines, each declared by a toy:kernel line.
+// whose kernels are the toy_ functions it defines, each declared by a toy:kernel line. The
+// files directly in c/ are every model's (Dir "common"); a directory c/<model>/ holds a model's
+// own modules, each replacing its c/ namesake for that model (shadowing), as a CUDA tree's
+// model directories do. Modules are ordered common first, then by directory, then by name.
 func loadCModules(root, rel string, ke *kerr) []*KModule {
+	mods := loadCDir(root, rel, "common", ke)
+	subs, err := os.ReadDir(filepath.Join(root, rel))
+	if err != nil {
+		ke.at(rel, 0, "%v", err)
+		return nil
+	}
+	for _, s := range subs {
+		switch {
+		case !s.IsDir():
+		case s.Name() == "common" || !dirName.MatchString(s.Name()):
+			ke.at(rel+"/"+s.Name(), 0, "a model directory is named in lower case letters, digits and dashes, and not common")
+		default:
+			mods = append(mods, loadCDir(root, rel+"/"+s.Name(), s.Name(), ke)...)
+		}
+	}
+	for i, m := range mods {
+		m.Index = i
+	}
+	return mods
+}
+
+// loadCDir reads the modules of one directory of the cpu target's C sources: c/ itself (dir
+// "common") or a model's c/<model>/.
+func loadCDir(root, rel, dir string, ke *kerr) []*KModule {
 	files, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
@@ -470,14 +497,17 @@ func loadCModules(root, rel string, ke *kerr) []*KModule {
 		n := f.Name()
 		base, ok := strings.CutSuffix(n, ".c")
 		if f.IsDir() || !ok {
-			continue // headers; gen.Bindings refuses anything else
+			continue // headers and model directories; gen.Bindings refuses anything else
 		}
 		src, err := os.ReadFile(filepath.Join(root, rel, n))
 		if err != nil {
 			ke.at(rel+"/"+n, 0, "%v", err)
 			continue
 		}
-		m := &KModule{Name: base, Dir: "common", Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
+		m := &KModule{Name: base, Dir: dir, Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
+		if dir != "common" {
+			m.GoName = goNameOf(dir) + m.GoName
+		}
 		for _, sm := range cKernel.FindAllSubmatch(src, -1) {
 			if k := string(sm[1]); !contains(m.Kernels, k) { // a vectorized and a scalar definition
 				m.Kernels = append(m.Kernels, k)
@@ -515,9 +545,6 @@ func loadCModules(root, rel string, ke *kerr) []*KModule {
 		mods = append(mods, m)
 	}
 	sort.Slice(mods, func(i, j int) bool { return mods[i].Name < mods[j].Name })
-	for i, m := range mods {
-		m.Index = i
-	}
 	return mods
 }
 

@@ -4,13 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
 
-// addSources adds to files (a binding's output) one stub per C source of b.Sources, which
-// compiles that source where it lives (an #include of its path relative to OutDir), and the
+// addSources adds to files (a binding's output) one stub per C source of b.Sources and of its
+// model directories (b.Sources/<model>/, whose stubs are named <model>.<file>), which compiles
+// that source where it lives (an #include of its path relative to OutDir), and the
 // header of the proven declarations the sources read (b.DeclHeader, from the model of
 // b.Declares, which must be generated before b). The sources and their headers are stored once,
 // under kernels/; each stub records the digest of the whole source directory, so that a change
@@ -22,26 +25,26 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	if err != nil {
 		return fmt.Errorf("kernelgen: %s's sources: %w", b.Spec, err)
 	}
-	var names []string
+	var names []string // slash-separated, relative to b.Sources
 	digest := sha256.New()
 	for _, e := range entries { // ReadDir sorts by name, so the digest is deterministic
-		ext := filepath.Ext(e.Name())
-		switch {
-		case e.IsDir() || strings.HasPrefix(e.Name(), ".") || (ext != ".c" && ext != ".h"):
-			return fmt.Errorf("kernelgen: %s/%s: a source directory holds only .c and .h files", b.Sources, e.Name())
-		case e.Name() == b.DeclHeader:
-			return fmt.Errorf("kernelgen: %s/%s: that name is the generated declarations' header", b.Sources, e.Name())
-		case ext == ".c" && files[e.Name()] != nil:
-			return fmt.Errorf("kernelgen: %s/%s: the bindings already write a file of that name", b.Sources, e.Name())
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
+			sub, err := os.ReadDir(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return fmt.Errorf("kernelgen: %s's sources: %w", b.Spec, err)
+			}
+			for _, s := range sub {
+				if s.IsDir() {
+					return fmt.Errorf("kernelgen: %s/%s/%s: a model's source directory holds only .c and .h files", b.Sources, e.Name(), s.Name())
+				}
+				if err := addSource(dir, e.Name()+"/"+s.Name(), b, files, digest, &names); err != nil {
+					return err
+				}
+			}
+			continue
 		}
-		text, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return fmt.Errorf("kernelgen: %w", err)
-		}
-		fmt.Fprintf(digest, "%s %d\n", e.Name(), len(text))
-		digest.Write(text)
-		if ext == ".c" {
-			names = append(names, e.Name())
+		if err := addSource(dir, e.Name(), b, files, digest, &names); err != nil {
+			return err
 		}
 	}
 	rel, err := filepath.Rel(filepath.FromSlash(b.OutDir), filepath.FromSlash(b.Sources))
@@ -50,7 +53,7 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	}
 	sum := hex.EncodeToString(digest.Sum(nil))
 	for _, n := range names {
-		files[n] = []byte(fmt.Sprintf("// %s\n\n// Compiles %s/%s where it lives. The digest of %s's sources (.c and .h):\n// sources-sha256=%s\n\n#include \"%s\"\n",
+		files[strings.ReplaceAll(n, "/", ".")] = []byte(fmt.Sprintf("// %s\n\n// Compiles %s/%s where it lives. The digest of %s's sources (.c and .h):\n// sources-sha256=%s\n\n#include \"%s\"\n",
 			Header(b.Sources+"/"+n), b.Sources, n, b.Sources, sum, filepath.ToSlash(filepath.Join(rel, n))))
 	}
 	if b.DeclHeader == "" {
@@ -67,5 +70,29 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	h.WriteString(Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums}))
 	fmt.Fprintf(&h, "#endif\n")
 	files[b.DeclHeader] = []byte(h.String())
+	return nil
+}
+
+// addSource reads the source name (relative to dir, b.Sources on disk) into digest, and adds a .c
+// file to names.
+func addSource(dir, name string, b Binding, files map[string][]byte, digest io.Writer, names *[]string) error {
+	base, ext := path.Base(name), path.Ext(name)
+	switch {
+	case strings.HasPrefix(base, ".") || (ext != ".c" && ext != ".h"):
+		return fmt.Errorf("kernelgen: %s/%s: a source directory holds only .c and .h files (and model directories of them)", b.Sources, name)
+	case name == b.DeclHeader:
+		return fmt.Errorf("kernelgen: %s/%s: that name is the generated declarations' header", b.Sources, name)
+	case ext == ".c" && files[strings.ReplaceAll(name, "/", ".")] != nil:
+		return fmt.Errorf("kernelgen: %s/%s: the bindings already write a file of that name", b.Sources, name)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		return fmt.Errorf("kernelgen: %w", err)
+	}
+	fmt.Fprintf(digest, "%s %d\n", name, len(text))
+	digest.Write(text)
+	if ext == ".c" {
+		*names = append(*names, name)
+	}
 	return nil
 }
