@@ -301,11 +301,18 @@ func (r Report) Lines() []string {
 }
 
 // Summary is the report in one line: how many lookups resolved, which are expected absent and
-// which are unresolved.
+// which are unresolved, and which common modules the model's own shadow, with the kernels that
+// dropped.
 func (r Report) Summary() string {
 	s := fmt.Sprintf("target %s, model %s: %d resolved", r.Target, r.Model, len(r.Resolved))
 	if len(r.Resolved) > 0 {
 		s += " (" + joinNeeds(r.Resolved) + ")"
+	}
+	for _, sh := range r.Shadowed {
+		s += "; module " + sh.Module + " shadowed by the model's own"
+		if len(sh.Kernels) > 0 {
+			s += " (dropped: " + strings.Join(sh.Kernels, ", ") + ")"
+		}
 	}
 	if len(r.ExpectedAbsent) > 0 {
 		abs := make([]Need, len(r.ExpectedAbsent))

@@ -293,3 +293,46 @@ func TestKernelGateTraining(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, img)
 }
+
+// TestGPT2ShadowedNorm trains a GPT-2 checkpoint one step and runs it: toy kernels and toy
+// generate's audit say that the gpt2 entry's own norm module shadows the common rms_norm (its
+// rms_norm_mul dropped) and that GPT-2's LayerNorm resolved; under a table whose gpt2 entry lacks
+// that module generate refuses, naming the lookup, and with the override (ggml's Norm, Mul and
+// Add) it writes the same greedy text.
+func TestGPT2ShadowedNorm(t *testing.T) {
+	if !ggml.CPUKernelsFast() {
+		t.Skip("toy's CPU kernels are compiled scalar in this build: nothing is looked up")
+	}
+	text := filepath.Join(t.TempDir(), "t.txt")
+	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)), 0o644))
+	runs := t.TempDir()
+	_, errOut, code := runToy("train", "-arch", "gpt2", "-vocab", "300", "-c", "32", "-d-model", "32", "-n-heads", "4", "-d-ff", "64",
+		"-n-layers", "2", "-seq", "16", "-batch", "2", "-steps", "2", "-eval-batches", "1", "-sample", "0", "-text", text, "-runs", runs, "-t", "1")
+	require.Equal(t, 0, code, errOut)
+	models, err := filepath.Glob(filepath.Join(runs, "*", "weights", "model.gguf"))
+	require.NoError(t, err)
+	require.Len(t, models, 1)
+	model := models[0]
+
+	out, errOut, code := runToy("kernels", model)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "module rms_norm: dropped by shadowing: rms_norm_mul")
+	assert.Contains(t, out, "resolved: rms_norm.layer_norm_mul_add")
+
+	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "8", "--temp", "0", "-t", "1"}
+	want, errOut, code := runToy(greedy...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "toy generate: kernels: target cpu, model gpt2:")
+	assert.Contains(t, errOut, "rms_norm.layer_norm_mul_add")
+	assert.Contains(t, errOut, "module rms_norm shadowed by the model's own (dropped: rms_norm_mul)")
+
+	full, err := kernels.CPU()
+	require.NoError(t, err)
+	withCPUTarget(t, withoutModules(full, kernels.ModuleCPUGpt2RmsNorm))
+	_, errOut, code = runToy(greedy...)
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "unresolved kernel lookups: rms_norm.layer_norm_mul_add")
+	got, errOut, code := runToy(append(greedy, "--"+allowUnresolvedFlag)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, want, got, "ggml's LayerNorm writes the same greedy text")
+}

@@ -531,6 +531,7 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 		Attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return b.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.cell, g.vIdx, layout)
 		}}
+	f.LayerNormMulAdd = func(x, w, bias *ggml.Tensor) *ggml.Tensor { return b.m.layerNormMulAdd(ctx, x, w, bias, a.NormEps) }
 	if len(b.capture) > 0 {
 		g.hidden = make([]*ggml.Tensor, len(b.capture))
 		f.Capture = func(il int, x *ggml.Tensor) {

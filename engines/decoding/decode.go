@@ -713,6 +713,7 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 		Attend: func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
 			return d.attend(ctx, a, il, q, k, v, g.maskOf(a, il), g.pos, g.vIdx, attnLayout{n: n, kvLen: kvLen, groups: []attnGroup{{T: n, S: 1}}})
 		}, Capture: d.captureHook(g)}
+	f.LayerNormMulAdd = func(x, w, b *ggml.Tensor) *ggml.Tensor { return d.m.layerNormMulAdd(ctx, x, w, b, a.NormEps) }
 	if key.hidden {
 		g.logits = f.Hidden(g.tokens).SetOutput() // the final hidden states, no head
 	} else {

@@ -72,7 +72,7 @@ func (s KernelSet) Has(ns ...kernelrt.Need) bool {
 
 // KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of
 // type kv (flash: flash attention's layout): the products over each type of m's weight
-// matrices, the RMS norm, RoPE (for a model that rotates), and the attention, stores,
+// matrices, the norm (needNorm: RMS, or GPT-2's LayerNorm), RoPE (for a model that rotates), and the attention, stores,
 // products and softmax over the cache. Nothing is looked up on a GPU backend or with
 // ModelOptions.GGMLKernels, where ggml's kernels run alone.
 func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
@@ -86,7 +86,7 @@ func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 			ns = append(ns, NeedPacked(t))
 		}
 	}
-	ns = append(ns, needRMSNormMul)
+	ns = append(ns, m.needNorm())
 	if m.Arch.Positions == transformer.PosRoPE {
 		ns = append(ns, needRope...)
 	}

@@ -50,6 +50,9 @@ type ForwardPass struct {
 	// (GGUFModel.rmsNormMul, for the decoders); nil builds ggml's RMSNorm then Mul, which a
 	// training graph differentiates.
 	RMSNormMul func(x, w *ggml.Tensor) *ggml.Tensor
+	// LayerNormMulAdd, when set, is LayerNorm times its scale w plus its bias b in one operation
+	// (GGUFModel.layerNormMulAdd, for GPT-2's decoders); nil builds ggml's Norm, Mul and Add.
+	LayerNormMulAdd func(x, w, b *ggml.Tensor) *ggml.Tensor
 	// Rope, when set, rotates queries or keys x [headDim, heads, n] by RoPE r at the positions
 	// pos (GGUFModel.rope, for the decoders); nil builds ggml's RopeExt.
 	Rope func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor
@@ -94,6 +97,8 @@ func (f *ForwardPass) norm(x, w, b *ggml.Tensor) *ggml.Tensor {
 		return ctx.Mul(ctx.RMSNorm(x, eps), w)
 	case f.Differentiable:
 		x = ctx.LayerNormComposite(x, eps)
+	case f.LayerNormMulAdd != nil:
+		return f.LayerNormMulAdd(x, w, b)
 	default:
 		x = ctx.Norm(x, eps)
 	}

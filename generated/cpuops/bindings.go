@@ -29,6 +29,7 @@ void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_swiglu_back(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_store_transposed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rms_norm_mul(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_layer_norm_mul_add(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rope_table(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rope_apply(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
@@ -42,6 +43,7 @@ static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
 static void *kg_addr_toy_store_transposed(void) { return (void *)&toy_store_transposed; }
 static void *kg_addr_toy_rms_norm_mul(void) { return (void *)&toy_rms_norm_mul; }
+static void *kg_addr_toy_layer_norm_mul_add(void) { return (void *)&toy_layer_norm_mul_add; }
 static void *kg_addr_toy_rope_table(void) { return (void *)&toy_rope_table; }
 static void *kg_addr_toy_rope_apply(void) { return (void *)&toy_rope_apply; }
 */
@@ -231,6 +233,23 @@ func RMSNormMul(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func RMSNormMulAddress() unsafe.Pointer {
 	return C.kg_addr_toy_rms_norm_mul()
+}
+
+// LayerNormMulAdd is ggml_add(ggml_mul(ggml_norm(x, eps), w), b), GPT-2's LayerNorm, with
+// the signature of ggml_custom_op_t: dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous),
+// dst->src[1] = w and dst->src[2] = b, f32 [n] (contiguous), userdata points to the float
+// eps; dst = f32 [n, r1, r2, r3]. One node where ggml makes three, the values summed in
+// double eight at a time where ggml's kernel adds them one after the other (kernels/cpu/c/gpt2).
+//
+// C: void toy_layer_norm_mul_add(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func LayerNormMulAdd(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_layer_norm_mul_add(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// LayerNormMulAddAddress is the address of the C function toy_layer_norm_mul_add (see LayerNormMulAdd), for a C API that takes
+// it as a callback.
+func LayerNormMulAddAddress() unsafe.Pointer {
+	return C.kg_addr_toy_layer_norm_mul_add()
 }
 
 // RopeTable is the table RopeApply rotates by, with the signature of ggml_custom_op_t:

@@ -28,10 +28,12 @@ const (
 	ModuleCPUStore ModuleID = 7
 	// ModuleCPUSwigluBack is kernels/cpu/c/swiglu_back.c.
 	ModuleCPUSwigluBack ModuleID = 8
+	// ModuleCPUGpt2RmsNorm is kernels/cpu/c/gpt2/rms_norm.c.
+	ModuleCPUGpt2RmsNorm ModuleID = 9
 	// ModuleCUDAAdamw is kernels/cuda/common/adamw.cu.
-	ModuleCUDAAdamw ModuleID = 9
+	ModuleCUDAAdamw ModuleID = 10
 	// ModuleCUDASampling is kernels/cuda/common/sampling.cu.
-	ModuleCUDASampling ModuleID = 10
+	ModuleCUDASampling ModuleID = 11
 )
 
 const (
@@ -59,12 +61,14 @@ const (
 	KernelCPUStoreStoreTransposed KernelID = 10
 	// KernelCPUSwigluBackSwigluBack is swiglu_back in ModuleCPUSwigluBack.
 	KernelCPUSwigluBackSwigluBack KernelID = 11
+	// KernelCPUGpt2RmsNormLayerNormMulAdd is layer_norm_mul_add in ModuleCPUGpt2RmsNorm.
+	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 12
 	// KernelCUDAAdamwAdamwF32 is adamw_f32 in ModuleCUDAAdamw.
-	KernelCUDAAdamwAdamwF32 KernelID = 12
+	KernelCUDAAdamwAdamwF32 KernelID = 13
 	// KernelCUDASamplingArgmaxF32 is argmax_f32 in ModuleCUDASampling.
-	KernelCUDASamplingArgmaxF32 KernelID = 13
+	KernelCUDASamplingArgmaxF32 KernelID = 14
 	// KernelCUDASamplingSampleF32 is sample_f32 in ModuleCUDASampling.
-	KernelCUDASamplingSampleF32 KernelID = 14
+	KernelCUDASamplingSampleF32 KernelID = 15
 )
 
 // An "invalid array index" compiler error here means the constants were renumbered by hand:
@@ -80,8 +84,9 @@ func _() {
 	_ = x[ModuleCPUSoftMax-6]
 	_ = x[ModuleCPUStore-7]
 	_ = x[ModuleCPUSwigluBack-8]
-	_ = x[ModuleCUDAAdamw-9]
-	_ = x[ModuleCUDASampling-10]
+	_ = x[ModuleCPUGpt2RmsNorm-9]
+	_ = x[ModuleCUDAAdamw-10]
+	_ = x[ModuleCUDASampling-11]
 	_ = x[KernelCPUAttendAttendOne-0]
 	_ = x[KernelCPUAttendAttendBlocks-1]
 	_ = x[KernelCPUAttendAttendMerge-2]
@@ -94,9 +99,10 @@ func _() {
 	_ = x[KernelCPUSoftMaxSoftMax-9]
 	_ = x[KernelCPUStoreStoreTransposed-10]
 	_ = x[KernelCPUSwigluBackSwigluBack-11]
-	_ = x[KernelCUDAAdamwAdamwF32-12]
-	_ = x[KernelCUDASamplingArgmaxF32-13]
-	_ = x[KernelCUDASamplingSampleF32-14]
+	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-12]
+	_ = x[KernelCUDAAdamwAdamwF32-13]
+	_ = x[KernelCUDASamplingArgmaxF32-14]
+	_ = x[KernelCUDASamplingSampleF32-15]
 }
 
 var (
@@ -113,6 +119,7 @@ var (
 		{"cpu/c", "common", "soft_max", 6},
 		{"cpu/c", "common", "store", 7},
 		{"cpu/c", "common", "swiglu_back", 8},
+		{"cpu/c", "gpt2", "rms_norm", 9},
 		{"cuda", "common", "adamw", 0},
 		{"cuda", "common", "sampling", 1},
 	}
@@ -132,6 +139,7 @@ var (
 		{ModuleCPUSoftMax, "soft_max"},
 		{ModuleCPUStore, "store_transposed"},
 		{ModuleCPUSwigluBack, "swiglu_back"},
+		{ModuleCPUGpt2RmsNorm, "layer_norm_mul_add"},
 		{ModuleCUDAAdamw, "adamw_f32"},
 		{ModuleCUDASampling, "argmax_f32"},
 		{ModuleCUDASampling, "sample_f32"},

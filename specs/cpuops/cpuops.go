@@ -83,6 +83,13 @@ type Ops interface {
 	// kernel adds them one after the other.
 	//kernelgen:address
 	RMSNormMul(dst Tensor, ith, nth Int, userdata Ptr)
+	// LayerNormMulAdd is ggml_add(ggml_mul(ggml_norm(x, eps), w), b), GPT-2's LayerNorm, with
+	// the signature of ggml_custom_op_t: dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous),
+	// dst->src[1] = w and dst->src[2] = b, f32 [n] (contiguous), userdata points to the float
+	// eps; dst = f32 [n, r1, r2, r3]. One node where ggml makes three, the values summed in
+	// double eight at a time where ggml's kernel adds them one after the other (kernels/cpu/c/gpt2).
+	//kernelgen:address
+	LayerNormMulAdd(dst Tensor, ith, nth Int, userdata Ptr)
 	// RopeTable is the table RopeApply rotates by, with the signature of ggml_custom_op_t:
 	// dst->src[0] = pos, i32 [n], dst->src[1] = freq_factors, f32 [≥ dims/2] or NULL, userdata
 	// points to { int32 dims; float freq_base, freq_scale, attn_factor }; dst = f32 [dims, n],

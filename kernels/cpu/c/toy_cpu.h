@@ -110,6 +110,16 @@ void toy_store_transposed(struct ggml_tensor * dst, int ith, int nth, void * use
 void toy_rms_norm_mul(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /*
+ * toy_layer_norm_mul_add is ggml_add(ggml_mul(ggml_norm(x, eps), w), b), GPT-2's LayerNorm (its
+ * module gpt2/rms_norm.c shadows rms_norm.c for that family), as a ggml_custom_op_t over
+ * dst->src[0] = x, f32 [n, r1, r2, r3] (rows contiguous), dst->src[1] = w and dst->src[2] = b,
+ * f32 [n] (contiguous), with userdata pointing to the float eps: dst = f32 [n, r1, r2, r3], each
+ * row of x less its mean, divided by the root of its variance plus eps, times w, plus b. Rows
+ * are shared out between the threads.
+ */
+void toy_layer_norm_mul_add(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/*
  * toy_rope_table is the table toy_rope_apply rotates by, as a ggml_custom_op_t over dst->src[0] =
  * pos, i32 [n] (the tokens' positions), and dst->src[1] = freq_factors, f32 [≥ dims/2] or NULL,
  * with userdata pointing to { int32 dims; float freq_base, freq_scale, attn_factor }: dst = f32
