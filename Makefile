@@ -3,7 +3,9 @@
 #   make [target=cpu]     build bin/toy (the backend is fixed at build time)
 #   make target=cuda      build PTX, embed it, build ggml's CUDA backend (needs nvcc and cmake)
 #                         into bin/libggml-cuda.so, and bin/toy with -tags cuda beside it
-#   make portable=1       build for any x86-64-v3 (AVX2/FMA/F16C) machine instead of this one
+#   make portable=1       build for any x86-64-v3 (AVX2/FMA/F16C) machine instead of this one (on arm64:
+#                         ARMv8.2-A with dotprod and fp16), with the kernel table of that target
+#                         (kernels/cpu-x86-64-v3, kernels/cpu-arm64: -tags toy_portable)
 #   make ptx              rebuild the committed PTX (generated/kernels/*.ptx) with clang-16, as CI does
 #   make gpu-tests        prebuilt -tags cuda test binaries in bin/gpu for scripts/gpu-check.sh
 #   make test             the test suite (what CI runs), including short fuzzes of the GGUF reader,
@@ -28,6 +30,7 @@
 # -fno-math-errno lets gcc vectorise sqrtf in AdamW's step (a SmolLM2 training step 1.5-4 %
 # faster, docs/PERFORMANCE-HISTORY.md) without changing a value: only errno is no longer set.
 
+comma := ,
 target   ?= cpu
 portable ?=
 GO       ?= go
@@ -45,10 +48,19 @@ export CGO_ENABLED  := 1
 export CGO_CFLAGS   := -O3 -fno-math-errno $(ARCH_FLAGS)
 export CGO_CXXFLAGS := -O3 -fno-math-errno $(ARCH_FLAGS)
 
+# The kernel table's cpu target follows the C flags: the build tag toy_portable compiles in
+# cpu-x86-64-v3's (or cpu-arm64's) table in place of cpu's (kernels/README.md).
+ifeq ($(portable),)
+  CPU_TAGS :=
+else
+  CPU_TAGS := toy_portable
+endif
+
+GPU_TAGS := cuda$(if $(CPU_TAGS),$(comma)$(CPU_TAGS))
 ifeq ($(target),cpu)
-  TAGS :=
+  TAGS := $(if $(CPU_TAGS),-tags $(CPU_TAGS))
 else ifeq ($(target),cuda)
-  TAGS := -tags cuda
+  TAGS := -tags $(GPU_TAGS)
 else ifeq ($(target),metal)
   $(error target 'metal' is declared (its kernel table compiles with -tags metal) but ggml's Metal backend is not built by toy yet, and it is unvalidated off macOS)
 else
@@ -96,11 +108,11 @@ ggml-cuda:
 	scripts/build-ggml-cuda.sh bin
 
 gpu-tests:
-	$(GO) test -c -tags cuda -o bin/gpu/cuda.test ./cuda
-	$(GO) test -c -tags cuda -o bin/gpu/ggml.test ./ggml
-	$(GO) test -c -tags cuda -o bin/gpu/decoding.test ./engines/decoding
-	$(GO) test -c -tags cuda -o bin/gpu/training.test ./engines/training
-	$(GO) build -tags cuda -o bin/gpu/toy ./cmd/toy
+	$(GO) test -c -tags $(GPU_TAGS) -o bin/gpu/cuda.test ./cuda
+	$(GO) test -c -tags $(GPU_TAGS) -o bin/gpu/ggml.test ./ggml
+	$(GO) test -c -tags $(GPU_TAGS) -o bin/gpu/decoding.test ./engines/decoding
+	$(GO) test -c -tags $(GPU_TAGS) -o bin/gpu/training.test ./engines/training
+	$(GO) build -tags $(GPU_TAGS) -o bin/gpu/toy ./cmd/toy
 
 generate:
 	$(GO) generate ./...
@@ -115,6 +127,7 @@ build-tags:
 	$(GO) build ./...
 	$(GO) build -tags cuda ./...
 	$(GO) build -tags metal ./...
+	$(GO) build -tags toy_portable ./...
 
 vet:
 	$(GO) vet ./...

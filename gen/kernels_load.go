@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"go/build/constraint"
 	"io/fs"
 	"os"
 	"path"
@@ -44,7 +45,7 @@ type KTarget struct {
 	Dir         string // directory name under kernels/, e.g. "cuda-sm90a"
 	GoName      string // "CUDASm90a"
 	Backend     string // cpu, cuda or metal
-	Arch        string // verbatim, e.g. "sm_90a"; empty for cpu
+	Arch        string // verbatim, e.g. "sm_90a"; for cpu the -march its C is compiled with ("x86-64-v3"), or empty
 	ArchBase    string // Arch with its a/f suffix stripped, e.g. "sm_90"
 	Description string
 	Compilers   []KCompiler
@@ -55,6 +56,9 @@ type KTarget struct {
 	// ExpectedAbsent are lookups HARDWARE.toml declares may fail to resolve for every model of
 	// the target (what the target lacks, such as the weight types its kernels do not take).
 	ExpectedAbsent []KAbsent
+	// GoBuild is a cpu target's Go build constraint (HARDWARE.toml go_build, e.g. "toy_portable &&
+	// amd64"): its table is compiled in where it holds, a twin elsewhere; empty: always.
+	GoBuild string
 }
 
 // KTree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
@@ -168,6 +172,7 @@ type hardwareFile struct {
 		Arch        string      `toml:"arch"`
 		Description string      `toml:"description"`
 		Sources     *string     `toml:"sources"`
+		GoBuild     string      `toml:"go_build"`
 		Compilers   []KCompiler `toml:"compilers"`
 		Link        []string    `toml:"link"`
 	} `toml:"hardware"`
@@ -335,6 +340,7 @@ var (
 	dirName   = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
 	identName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	cudaArch  = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+	cpuArch   = regexp.MustCompile(`^[a-z0-9][a-z0-9.+_-]*$`)
 )
 
 func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling, dflash *Config, ke *kerr) *KTarget {
@@ -354,14 +360,26 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 	lines := keyLines(root, hwPath)
 	switch h.Backend {
 	case "cpu":
-		if h.Arch != "" {
-			ke.at(hwPath, lines["hardware.arch"], "a cpu target has no arch (got %q)", h.Arch)
+		if h.Arch != "" && !cpuArch.MatchString(h.Arch) {
+			ke.at(hwPath, lines["hardware.arch"], "a cpu arch is the -march its C is compiled with, e.g. x86-64-v3 (got %q)", h.Arch)
+		}
+		if h.GoBuild != "" {
+			if _, err := constraint.Parse("//go:build " + h.GoBuild); err != nil {
+				ke.at(hwPath, lines["hardware.go_build"], "go_build %q: %v", h.GoBuild, err)
+			}
+			t.GoBuild = h.GoBuild
 		}
 	case "cuda":
+		if h.GoBuild != "" {
+			ke.at(hwPath, lines["hardware.go_build"], "only a cpu target sets go_build (a %s target's table is behind -tags %s)", h.Backend, h.Backend)
+		}
 		if !cudaArch.MatchString(h.Arch) {
 			ke.at(hwPath, lines["hardware.arch"], "a cuda arch is written sm_XY with an optional a or f suffix (got %q)", h.Arch)
 		}
 	case "metal":
+		if h.GoBuild != "" {
+			ke.at(hwPath, lines["hardware.go_build"], "only a cpu target sets go_build (a %s target's table is behind -tags %s)", h.Backend, h.Backend)
+		}
 	default:
 		ke.at(hwPath, lines["hardware.backend"], "backend %q: want cpu, cuda or metal", h.Backend)
 		return nil
@@ -423,8 +441,10 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 	// Modules: the tree's, with this target's blobs; for the cpu target, toy's own CPU
 	// operations (c/), which generated/cpuops compiles in.
 	if hasC {
-		t.Tree = &KTree{Dir: name + "/c", GoName: "CPU", Backend: "cpu", Pos: rel + "/c",
-			Modules: loadCModules(root, rel+"/c", ke)}
+		if t.Tree != nil {
+			ke.at(hwPath, lines["hardware.sources"], "a cpu target with its own c/ names no sources")
+		}
+		t.Tree = cTree(root, dir, name+"/c", trees, ke)
 	}
 	if t.Tree != nil {
 		for _, tm := range t.Tree.Modules {
@@ -456,6 +476,17 @@ var (
 	cKernelLine  = regexp.MustCompile(`(?m)^// toy:kernel\s+(\S+)(?:\s+types=(\S+))?\s*$`)
 	ggmlTypeName = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-zA-Z0-9]+)*$`)
 )
+
+// cTree is the tree of toy's own CPU operations in directory p (cpu/c) under dir, loaded once
+// for the cpu targets that build it: the one it lies in and those naming it in sources.
+func cTree(root, dir, p string, trees map[string]*KTree, ke *kerr) *KTree {
+	if tr := trees[p]; tr != nil {
+		return tr
+	}
+	tr := &KTree{Dir: p, GoName: "CPU", Backend: "cpu", Pos: dir + "/" + p, Modules: loadCModules(root, dir+"/"+p, ke)}
+	trees[p] = tr
+	return tr
+}
 
 // loadCModules reads the cpu target's C sources (kernels/cpu/c): each .c file is a module
 // whose kernels are the toy_ functions it defines, each declared by a toy:kernel line. The
@@ -552,8 +583,16 @@ func loadCDir(root, rel, dir string, ke *kerr) []*KModule {
 // to a tree under kernels/, loading it on first use.
 func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*KTree, ke *kerr) *KTree {
 	if backend == "cpu" {
-		ke.at(hwPath, line, "a cpu target names no sources (toy's own CPU operations are its c/ directory)")
-		return nil
+		// Another ISA's build of toy's own CPU operations: the c/ directory of a cpu target.
+		p := path.Clean(path.Join(target, src))
+		first, rest, _ := strings.Cut(p, "/")
+		var hf hardwareFile
+		_, err := toml.DecodeFile(filepath.Join(root, dir, first, "HARDWARE.toml"), &hf)
+		if rest != "c" || err != nil || hf.Hardware.Backend != "cpu" || first == target {
+			ke.at(hwPath, line, "sources %q: a cpu target names no sources but another cpu target's c/ directory (\"../cpu/c\"), toy's own CPU operations", src)
+			return nil
+		}
+		return cTree(root, dir, p, trees, ke)
 	}
 	if src == "" || path.IsAbs(src) || strings.Contains(src, `\`) {
 		ke.at(hwPath, line, "sources %q: want a relative path to a source tree under %s/, e.g. \"../cuda\"", src, dir)

@@ -118,6 +118,19 @@ const MulMatColsMax = 64
 // ggml's kernels.
 func CPUKernelsFast() bool { return cpuops.Vectorized() == 1 }
 
+// CPUKernelsISA names the vector unit toy's own CPU kernels were compiled for in this build:
+// "avx512", "avx2" (with F16C and FMA) or "scalar". The kernel table's cpu target of the build
+// says which it must be (kernelrt.CheckCPUBuild).
+func CPUKernelsISA() string {
+	switch cpuops.ISA() {
+	case 512:
+		return "avx512"
+	case 256:
+		return "avx2"
+	}
+	return "scalar"
+}
+
 // MulMatCols is MulMat(w, x) for a few columns, computed by toy's own CPU kernel
 // (kernels/cpu/c) as a ggml custom operation: w and x as MulMatColsFits takes them; the result
 // is f32 [n, m]. It reads each weight row once for up to 8 columns (a pass per 8 more, over

@@ -448,10 +448,11 @@ func ArchCompatible(arch string, dev Capability) (ok bool, reason string, err er
 	return false, fmt.Sprintf("%s needs compute capability %s or later, not %s", arch, c, dev), nil
 }
 
-// Preflight checks t's arch against the device before anything runs: an empty arch (cpu,
-// metal) is skipped; a cuda arch must be compatible with dev.
+// Preflight checks t's arch against the device before anything runs: an empty arch (metal) or
+// a cpu target's (the instruction set its build compiled for) is skipped; a cuda arch must be
+// compatible with dev.
 func Preflight(t *kernels.Target, dev Capability) error {
-	if t.Arch == "" {
+	if t.Arch == "" || t.Backend == kernels.BackendCPU {
 		return nil
 	}
 	ok, reason, err := ArchCompatible(t.Arch, dev)
@@ -460,6 +461,27 @@ func Preflight(t *kernels.Target, dev Capability) error {
 	}
 	if !ok {
 		return fmt.Errorf("kernels: target %s cannot run on this GPU: %s", t.Name, reason)
+	}
+	return nil
+}
+
+// cpuArchISA is the vector unit toy's CPU kernels compile to under each cpu target's arch (the
+// -march its HARDWARE.toml declares; empty: this machine's, any).
+var cpuArchISA = map[string]string{
+	"x86-64-v3":              "avx2",
+	"armv8.2-a+dotprod+fp16": "scalar",
+}
+
+// CheckCPUBuild says whether t, a cpu target compiled into this build, describes the build:
+// toy's CPU kernels compiled for isa (ggml.CPUKernelsISA) must be what t's arch compiles them
+// to. A mismatch is a build whose tags and C flags disagree (-tags toy_portable without
+// -march=x86-64-v3, say).
+func CheckCPUBuild(t *kernels.Target, isa string) error {
+	if t == nil || t.Backend != kernels.BackendCPU {
+		return nil
+	}
+	if want, ok := cpuArchISA[t.Arch]; ok && want != isa {
+		return fmt.Errorf("kernels: target %s (arch %s) is compiled in, but toy's CPU kernels were compiled for %s, not %s: build with make portable=1 (or without -tags toy_portable)", t.Name, t.Arch, isa, want)
 	}
 	return nil
 }

@@ -297,3 +297,24 @@ func TestAuditTypes(t *testing.T) {
 	assert.Equal(t, []Need{cols("q8_0"), norm}, Builtin(&bare, needs), "the build's own modules, whatever the entry")
 	assert.Nil(t, Builtin(nil, needs))
 }
+
+// TestCheckCPUBuild: a portable cpu target describes a build whose kernels were compiled for
+// its arch's vector unit and no other; the target of this machine's build (no arch) takes any;
+// a GPU target is not a cpu build's; and Preflight leaves cpu targets, whose arch is no GPU's,
+// alone.
+func TestCheckCPUBuild(t *testing.T) {
+	v3 := &kernels.Target{Name: "cpu-x86-64-v3", Backend: kernels.BackendCPU, Arch: "x86-64-v3"}
+	require.NoError(t, CheckCPUBuild(v3, "avx2"))
+	err := CheckCPUBuild(v3, "avx512")
+	require.ErrorContains(t, err, "target cpu-x86-64-v3 (arch x86-64-v3) is compiled in, but toy's CPU kernels were compiled for avx512, not avx2")
+	require.ErrorContains(t, err, "make portable=1")
+	arm := &kernels.Target{Name: "cpu-arm64", Backend: kernels.BackendCPU, Arch: "armv8.2-a+dotprod+fp16"}
+	require.NoError(t, CheckCPUBuild(arm, "scalar"))
+	require.Error(t, CheckCPUBuild(arm, "avx2"))
+	native := &kernels.Target{Name: "cpu", Backend: kernels.BackendCPU}
+	for _, isa := range []string{"avx512", "avx2", "scalar"} {
+		require.NoError(t, CheckCPUBuild(native, isa))
+	}
+	require.NoError(t, CheckCPUBuild(&kernels.Target{Name: "cuda-sm80", Backend: kernels.BackendCUDA, Arch: "sm_80"}, "scalar"))
+	require.NoError(t, Preflight(v3, Capability{9, 0}), "a cpu arch is no GPU's")
+}

@@ -99,12 +99,16 @@ func auditCPU(m *decoding.GGUFModel, ref kernelrt.Ref, o decoding.DecoderOptions
 }
 
 // auditCPUNeeds runs the gate over needs, lookups of toy's CPU operations, against the cpu
-// table's entry for ref, an unresolved lookup refused unless allow. The report is empty where
-// nothing is looked up.
+// table's entry for ref, an unresolved lookup refused unless allow, as is a cpu table that
+// does not describe the build (kernelrt.CheckCPUBuild). The report is empty where nothing is
+// looked up.
 func auditCPUNeeds(ref kernelrt.Ref, needs []kernelrt.Need, allow bool) (kernelrt.Report, error) {
 	t := cpuTarget()
 	if len(needs) == 0 || t == nil {
 		return kernelrt.Report{}, nil
+	}
+	if err := kernelrt.CheckCPUBuild(t, ggml.CPUKernelsISA()); err != nil && !allow {
+		return kernelrt.Report{}, fmt.Errorf("%w (--%s runs anyway)", err, allowUnresolvedFlag)
 	}
 	entry, _ := resolveEntry(io.Discard, t, ref)
 	return gate(t, entry, needs, kernelrt.Dispatch{}, allow)

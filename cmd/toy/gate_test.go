@@ -14,6 +14,7 @@ import (
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // withTarget makes the gate audit t for the rest of the test.
@@ -227,8 +228,8 @@ func TestKernelGateTraining(t *testing.T) {
 			assert.Regexp(t, `toy (train|finetune): kernels: target cpu, model (llama|gpt2|vit): \d+ resolved \(mul_mat_packed.mul_mat_packed\[f32\], soft_max.soft_max, cont.cont_f32`, errOut, name)
 		}
 	}
-	full, err := kernels.CPU()
-	require.NoError(t, err)
+	full := kernelrt.BuildTarget(kernels.BackendCPU)
+	require.NotNil(t, full)
 	noEntry := *full
 	noEntry.Models = nil
 	for table, tc := range map[string]struct {
@@ -326,8 +327,8 @@ func TestGPT2ShadowedNorm(t *testing.T) {
 	assert.Contains(t, errOut, "rms_norm.layer_norm_mul_add")
 	assert.Contains(t, errOut, "module rms_norm shadowed by the model's own (dropped: rms_norm_mul)")
 
-	full, err := kernels.CPU()
-	require.NoError(t, err)
+	full := kernelrt.BuildTarget(kernels.BackendCPU)
+	require.NotNil(t, full)
 	withCPUTarget(t, withoutModules(full, kernels.ModuleCPUGpt2RmsNorm))
 	_, errOut, code = runToy(greedy...)
 	assert.Equal(t, 1, code, errOut)
@@ -335,4 +336,30 @@ func TestGPT2ShadowedNorm(t *testing.T) {
 	got, errOut, code := runToy(append(greedy, "--"+allowUnresolvedFlag)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, want, got, "ggml's LayerNorm writes the same greedy text")
+}
+
+// TestBuildCPUTarget: the cpu table compiled into this build describes it (the vector unit toy's
+// CPU kernels were compiled for is the one its arch compiles them to), toy kernels names that
+// unit, and a table that does not describe the build stops the gate unless the override.
+func TestBuildCPUTarget(t *testing.T) {
+	cpu := kernelrt.BuildTarget(kernels.BackendCPU)
+	require.NotNil(t, cpu)
+	require.NoError(t, kernelrt.CheckCPUBuild(cpu, ggml.CPUKernelsISA()))
+	out, errOut, code := runToy("kernels")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "target "+cpu.Name+": backend cpu")
+	assert.Contains(t, out, "toy's CPU kernels in this build: "+ggml.CPUKernelsISA())
+	if !ggml.CPUKernelsFast() {
+		return
+	}
+	other := *cpu
+	other.Name, other.Arch = "cpu-arm64", "armv8.2-a+dotprod+fp16" // whose kernels are scalar
+	withCPUTarget(t, &other)
+	model := tinyCheckpoint(t)
+	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "4", "--temp", "0", "-t", "1"}
+	_, errOut, code = runToy(greedy...)
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "target cpu-arm64 (arch armv8.2-a+dotprod+fp16) is compiled in, but toy's CPU kernels were compiled for "+ggml.CPUKernelsISA())
+	_, errOut, code = runToy(append(greedy, "--"+allowUnresolvedFlag)...)
+	assert.Equal(t, 0, code, errOut)
 }

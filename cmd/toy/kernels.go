@@ -88,6 +88,10 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 				fmt.Fprintf(stdout, "  %s: skipped (no arch)\n", t.Name)
 				continue
 			}
+			if t.Backend == kernels.BackendCPU {
+				fmt.Fprintf(stdout, "  %s: skipped (%s is the instruction set this build compiled for)\n", t.Name, t.Arch)
+				continue
+			}
 			if err := kernelrt.Preflight(t, *dev); err != nil {
 				fmt.Fprintf(stdout, "  %s: %v\n", t.Name, err)
 			} else {
@@ -140,6 +144,12 @@ func printTarget(w io.Writer, t *kernels.Target) {
 	fmt.Fprintf(w, "target %s: backend %s, %s\n", t.Name, t.Backend, arch)
 	if t.Description != "" {
 		fmt.Fprintf(w, "  %s\n", t.Description)
+	}
+	if t.Backend == kernels.BackendCPU {
+		fmt.Fprintf(w, "  toy's CPU kernels in this build: %s\n", ggml.CPUKernelsISA())
+		if err := kernelrt.CheckCPUBuild(t, ggml.CPUKernelsISA()); err != nil {
+			fmt.Fprintf(w, "  %v\n", err)
+		}
 	}
 	if len(t.Link) > 0 {
 		fmt.Fprintf(w, "  links: %s\n", strings.Join(t.Link, "; "))

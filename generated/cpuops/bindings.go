@@ -33,6 +33,7 @@ void toy_layer_norm_mul_add(struct ggml_tensor *dst, int ith, int nth, void *use
 void toy_rope_table(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rope_apply(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
+int toy_isa(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
@@ -290,4 +291,12 @@ func RopeApplyAddress() unsafe.Pointer {
 // C: int toy_vectorized(void).
 func Vectorized() int {
 	return int(C.toy_vectorized())
+}
+
+// ISA is the vector unit the kernels were compiled for: 512 for AVX-512, 256 for AVX2 with
+// F16C and FMA, 0 for none (what the kernel table's cpu target says the build is).
+//
+// C: int toy_isa(void).
+func ISA() int {
+	return int(C.toy_isa())
 }

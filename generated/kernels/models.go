@@ -2,7 +2,7 @@
 
 package kernels
 
-// modelGemma is model gemma as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelGemma is model gemma as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelGemma = Model{
 	Behaviour: &Behaviour{
 		AddBOS:       true,
@@ -38,7 +38,7 @@ var modelGemma = Model{
 	Types: []ModelType{{ModelType: "gemma2"}, {ModelType: "gemma3"}},
 }
 
-// modelGpt2 is model gpt2 as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelGpt2 is model gpt2 as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelGpt2 = Model{
 	Description: "GPT-2-architecture models",
 	MatchNames:  []string{"gpt2", "gpt-2"},
@@ -68,7 +68,7 @@ var modelGpt2 = Model{
 	Types: []ModelType{{ModelType: "gpt2"}},
 }
 
-// modelLlama is model llama as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelLlama is model llama as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelLlama = Model{
 	Description: "LLaMA-architecture models",
 	MatchNames:  []string{"llama"},
@@ -98,7 +98,7 @@ var modelLlama = Model{
 	Types: []ModelType{{ModelType: "llama"}},
 }
 
-// modelQwen is model qwen as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelQwen is model qwen as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelQwen = Model{
 	Behaviour: &Behaviour{
 		AddBOS:       false,
@@ -134,7 +134,7 @@ var modelQwen = Model{
 	Types: []ModelType{{ModelType: "qwen2"}, {ModelType: "qwen3"}, {ModelType: "qwen2moe"}, {ModelType: "qwen3moe"}},
 }
 
-// modelSmollm2 is model smollm2 as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelSmollm2 is model smollm2 as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelSmollm2 = Model{
 	Behaviour: &Behaviour{
 		AddBOS:       false,
@@ -179,7 +179,7 @@ var modelSmollm2 = Model{
 	}},
 }
 
-// modelToyDemo is model toy-demo as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelToyDemo is model toy-demo as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelToyDemo = Model{
 	DFlash: &DFlash{
 		DraftModel:     "toy-demo-dflash.gguf",
@@ -197,7 +197,7 @@ var modelToyDemo = Model{
 	}},
 }
 
-// modelToyGo is model toy-go as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelToyGo is model toy-go as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelToyGo = Model{
 	DFlash: &DFlash{
 		DraftModel:     "toy-go-dflash.gguf",
@@ -215,7 +215,7 @@ var modelToyGo = Model{
 	}},
 }
 
-// modelVit is model vit as targets cpu, cuda-sm80, cuda-sm90a, metal declare it.
+// modelVit is model vit as targets cpu, cpu-arm64, cpu-x86-64-v3, cuda-sm80, cuda-sm90a, metal declare it.
 var modelVit = Model{
 	Description: "toy's ViT image classifiers (toy train -arch vit)",
 	MatchNames:  []string{"vit"},

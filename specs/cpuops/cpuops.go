@@ -105,4 +105,7 @@ type Ops interface {
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int
+	// ISA is the vector unit the kernels were compiled for: 512 for AVX-512, 256 for AVX2 with
+	// F16C and FMA, 0 for none (what the kernel table's cpu target says the build is).
+	ISA() Int
 }

@@ -38,3 +38,14 @@ void toy_cont_f32(struct ggml_tensor * dst, const struct ggml_tensor * a, int it
 
 /* toy_vectorized says which code toy_vec.h compiled the kernels to: 1 with a vector unit. */
 int toy_vectorized(void) { return TOY_VECTOR; }
+
+/* toy_isa says which vector unit toy_vec.h compiled the kernels for. */
+int toy_isa(void) {
+#if TOY_VECTOR && defined(__AVX512F__)
+	return 512;
+#elif TOY_VECTOR
+	return 256;
+#else
+	return 0;
+#endif
+}

@@ -141,4 +141,8 @@ void toy_rope_apply(struct ggml_tensor * dst, int ith, int nth, void * userdata)
  * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */
 int toy_vectorized(void);
 
+/* toy_isa is the vector unit the kernels were compiled for: 512 for AVX-512, 256 for AVX2 with F16C
+ * and FMA, 0 for none. */
+int toy_isa(void);
+
 #endif
