@@ -15,7 +15,7 @@
 //	train-vit toy train -arch vit
 //	classify  the top-k classes of images under a ViT checkpoint
 //	finetune  adapt a GGUF model to text or chat data: LoRA, full fine-tune or warm start
-//	export    merge LoRA adapters into a GGUF model
+//	export    quantize or convert a GGUF model as llama-quantize does, merging LoRA adapters first
 //	tokenizer train a byte-level BPE tokenizer (tokenizer train)
 //	tokenize  turn text into a token corpus
 //	plot      draw a run's loss (and a classifier's accuracy and confusion matrix) to PNGs
@@ -54,7 +54,7 @@ func commands() []command {
 		{"train-vit", "train a ViT image classifier from scratch: toy train -arch vit, spelled as its own command", runTrainViT},
 		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
-		{"export", "merge LoRA adapters into a GGUF model, or convert its weight matrices to another type (f16, q8_0, ...)", runExport},
+		{"export", "quantize or convert a GGUF model as llama-quantize does (-type Q4_K_M, Q8_0, F16, ...), merging LoRA adapters first if given", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", runGenerate},
 		{"chat", "a conversation with a GGUF model in the terminal, through its chat template (toy generate -cnv)", runChat},
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
