@@ -83,6 +83,7 @@ func runBenchMatMul(args []string, stdout, stderr io.Writer) error {
 	typesFlag := fs.String("types", "f32,f16,q8_0", "comma-separated weight types (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated shapes m×n×k (or mxnxk): weight [k, m] times activations [k, n]")
 	minTime := fs.Duration("time", time.Second, "minimum time per measurement (after one warm-up; at least 2 repetitions)")
+	allow := registerGate(fs)
 	nodes := fs.Int("nodes", 1000, "nodes of the graph whose build time is measured (0: skip)")
 	fs.Usage = func() {
 		w := fs.Output()
@@ -112,6 +113,9 @@ Flags:
 		return usagef("-t %d: want at least 1 thread", *threads)
 	}
 	if err := usableThreads(stderr, "bench matmul", threads); err != nil {
+		return err
+	}
+	if err := gateNoLookups(stderr, "bench matmul", *allow); err != nil {
 		return err
 	}
 	if *minTime < 0 {

@@ -49,6 +49,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	recomputeAttention := fs.Bool("recompute-attention", false, "LoRA modes recompute the other blocks' attention probabilities in the backward pass instead of keeping them")
 	keepTransposed := fs.Bool("keep-transposed", false, "LoRA modes on a block-quantized base keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of making it each step, where a copy is needed (not on a CPU whose vector kernels toy built: its GEMM reads the weights transposed in place)")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
+	allow := registerGate(fs)
 	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes, and the N largest kinds of tensor the largest graph holds at its peak")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
@@ -100,7 +101,7 @@ Flags:
 			return err
 		}
 		lo := training.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention, KeepTransposed: *keepTransposed}
-		return benchFinetuneMode(stdout, stderr, bm, *baseFile, *seq, *batch, *steps, *threads, *profile, lo)
+		return benchFinetuneMode(stdout, stderr, bm, *baseFile, *seq, *batch, *steps, *threads, *profile, lo, *allow)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -144,7 +145,7 @@ Flags:
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
 			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset, "-profile", fmt.Sprint(*profile),
-			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention), fmt.Sprintf("-keep-transposed=%v", *keepTransposed))
+			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention), fmt.Sprintf("-keep-transposed=%v", *keepTransposed), fmt.Sprintf("--%s=%v", allowUnresolvedFlag, *allow))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		if err := cmd.Run(); err != nil {
@@ -204,7 +205,7 @@ func parseBenchMode(s string) (benchMode, error) {
 }
 
 // benchFinetuneMode times one mode in this process and prints its result line.
-func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq, batch, steps, threads, profile int, lo training.LoRAOptions) error {
+func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq, batch, steps, threads, profile int, lo training.LoRAOptions, allow bool) error {
 	be, err := ggml.NewBackend(threads)
 	if err != nil {
 		return err
@@ -216,6 +217,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 	}
 	defer func() { base.Close() }()
 	vocab := base.Arch.Vocab
+	arch, names := base.Arch, modelRef(base, path, "").Names
 	var tr *training.Trainer
 	var trained int64
 	opt := train.LoRA()
@@ -229,7 +231,11 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 			return err
 		}
 		trained = ad.Params()
-		if tr, err = training.NewTrainer(ad, seq, batch); err != nil {
+		gated, _, err := gateTrainable(stderr, "bench finetune", &arch, names, ad, allow)
+		if err != nil {
+			return err
+		}
+		if tr, err = training.NewTrainer(gated, seq, batch); err != nil {
 			return err
 		}
 	} else {
@@ -242,7 +248,11 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 		base = nil
 		trained = m.Params()
 		opt.LR, opt.WeightDecay = 5e-5, 0.01
-		if tr, err = training.NewTrainer(m, seq, batch); err != nil {
+		gated, _, err := gateTrainable(stderr, "bench finetune", &arch, names, m, allow)
+		if err != nil {
+			return err
+		}
+		if tr, err = training.NewTrainer(gated, seq, batch); err != nil {
 			return err
 		}
 	}

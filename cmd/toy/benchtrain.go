@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
@@ -37,6 +38,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	threads := &compute.Threads
 	vs := fs.String("vs", "", "also time this preset, its steps alternating with -preset's, and print the ratio of their utilizations (a comparison under the same load)")
 	profile := fs.Int("profile", 0, "after the timed steps, compute one more step node by node and print where its time goes: by op, and the `N` costliest kinds of node (op, operand types and shapes)")
+	allow := registerGate(fs)
 	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling first (the faster of ggml's GEMM and, on a CPU, the trainer's own, on 4096×512×14336), and OpenBLAS's sgemm on it where installed, for the utilization ratios")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
@@ -70,6 +72,20 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer be.Close()
+	benches := make([]*trainBench, len(shapes))
+	packed := false // toy's packed f32 GEMM resolved for the first model: the ceiling times it
+	for i, sh := range shapes {
+		b, err := newTrainBench(be, sh, *seq, *batch, func(m *training.Model) (training.Trainable, error) {
+			tm, resolved, err := gateTrainable(stderr, "bench train", &m.Arch, []string{sh.name}, m, *allow)
+			packed = packed || i == 0 && slices.Contains(resolved, decoding.NeedPacked(ggml.F32))
+			return tm, err
+		})
+		if err != nil {
+			return err
+		}
+		defer b.close()
+		benches[i] = b
+	}
 	cores := cpuPeak(be)
 	fmaPeak := cores.GFLOPS(be.Threads())
 	if fmaPeak > 0 {
@@ -83,7 +99,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		peak = r.GFLOPS()
 		fmt.Fprintf(stdout, "ggml's f32 matmul (4096×512×14336, %d threads): %.1f GFLOP/s\n", be.Threads(), peak)
-		if be.IsCPU() && ggml.CPUKernelsFast() {
+		if be.IsCPU() && ggml.CPUKernelsFast() && packed {
 			// The trainer's own GEMM on the CPU (ggml.MulMatPacked): the ceiling is the faster.
 			r, err := ggml.MeasurePackedMatMul(be, ggml.F32, 4096, 512, 14336, 2*time.Second)
 			if err != nil {
@@ -91,6 +107,8 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 			}
 			fmt.Fprintf(stdout, "toy's packed f32 GEMM (the same shape): %.1f GFLOP/s (%.2f× ggml's)\n", r.GFLOPS(), r.GFLOPS()/peak)
 			peak = max(peak, r.GFLOPS())
+		} else if be.IsCPU() && ggml.CPUKernelsFast() {
+			fmt.Fprintf(stdout, "toy's packed f32 GEMM: not timed (its kernel lookup did not resolve for %s)\n", shapes[0].name)
 		}
 		fmt.Fprintf(stdout, "f32 matmul ceiling: %.1f GFLOP/s\n", peak)
 		if b, err := blasgemm.Measure(be.Threads(), 4096, 512, 14336, 2*time.Second); err == nil {
@@ -100,14 +118,8 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "OpenBLAS sgemm: not measured (%v)\n", err)
 		}
 	}
-	benches := make([]*trainBench, len(shapes))
 	for i, sh := range shapes {
-		b, err := newTrainBench(be, sh, *seq, *batch)
-		if err != nil {
-			return err
-		}
-		defer b.close()
-		benches[i] = b
+		b := benches[i]
 		fmt.Fprintf(stdout, "model %s: %.1fM parameters, batch %d × %d tokens, compute buffer %.0f MiB\n",
 			sh.name, float64(b.m.Params())/1e6, *batch, *seq, float64(b.tr.ComputeBytes())/(1<<20))
 	}
@@ -276,7 +288,9 @@ type trainBench struct {
 	cpu time.Duration
 }
 
-func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int) (*trainBench, error) {
+// newTrainBench builds sh's model and its trainer, which runs what gate (the kernel gate)
+// resolved for the model.
+func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int, gate func(*training.Model) (training.Trainable, error)) (*trainBench, error) {
 	m, err := sh.newModel(be)
 	if err != nil {
 		return nil, err
@@ -285,7 +299,12 @@ func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int) (*trainBench
 		m.Close()
 		return nil, err
 	}
-	tr, err := training.NewTrainer(m, seq, batch)
+	tm, err := gate(m)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	tr, err := training.NewTrainer(tm, seq, batch)
 	if err != nil {
 		m.Close()
 		return nil, err

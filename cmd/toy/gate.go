@@ -9,6 +9,8 @@ import (
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/kernelrt"
@@ -25,7 +27,11 @@ import (
 // (training.TrainNeeds, through the recipes' KernelGate: trainGate) the same way, and their graphs
 // run toy's kernels for what resolved; train -recipe dflash audits its target's decoders
 // (gateDecoders); classify, whose graph runs none of toy's kernels, refuses a model the table
-// declares no entry for (gateEntry). bench train, finetune and matmul run no gate.
+// declares no entry for (gateEntry). bench train and bench finetune audit their training graphs'
+// lookups as train and finetune do (gateTrainable), and bench train's toy's-GEMM ceiling runs only
+// where the first model's packed f32 product resolved; bench matmul, which times ggml's
+// product alone and looks up none of toy's kernels, refuses a cpu table that does not describe
+// the build (gateNoLookups).
 
 // allowUnresolvedFlag is the gate's override.
 const allowUnresolvedFlag = "dangerously-allow-unresolved-kernel-lookups"
@@ -126,6 +132,39 @@ func trainGate(stderr io.Writer, cmd string, allow bool) recipes.KernelGate {
 		}
 		return r.Resolved, err
 	}
+}
+
+// gateTrainable is the boot gate of a command that trains m, of architecture a, itself (bench
+// train, bench finetune): the cpu table's entry for a (names: the files and names the table may
+// match) audits the lookups m's training graphs make (trainGate), and m comes back with what
+// resolved (training.WithKernels).
+func gateTrainable(stderr io.Writer, cmd string, a *transformer.Architecture, names []string, m training.Trainable, allow bool) (training.Trainable, []kernelrt.Need, error) {
+	var resolved []kernelrt.Need
+	g := trainGate(stderr, cmd, allow)
+	tm, err := recipes.Gated(func(ref kernelrt.Ref, needs []kernelrt.Need) ([]kernelrt.Need, error) {
+		r, err := g(ref, needs)
+		resolved = r
+		return r, err
+	}, a, names, m)
+	return tm, resolved, err
+}
+
+// gateNoLookups is the gate of a command that runs ggml's operations alone, on no model (bench
+// matmul): a cpu table that does not describe the build (kernelrt.CheckCPUBuild) is refused
+// unless allow, and the audit line says nothing is looked up.
+func gateNoLookups(stderr io.Writer, cmd string, allow bool) error {
+	t := cpuTarget()
+	if t == nil {
+		return nil
+	}
+	if err := kernelrt.CheckCPUBuild(t, ggml.CPUKernelsISA()); err != nil {
+		if !allow {
+			return fmt.Errorf("%w (--%s runs anyway)", err, allowUnresolvedFlag)
+		}
+		fmt.Fprintf(stderr, "toy %s: kernels: UNRESOLVED: %v\n", cmd, err)
+	}
+	fmt.Fprintf(stderr, "toy %s: kernels: target %s: ggml's operations alone, none of toy's kernels looked up\n", cmd, t.Name)
+	return nil
 }
 
 // gateEntry is the gate of a command whose graph looks up none of toy's kernels (classify): the

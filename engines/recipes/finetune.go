@@ -831,7 +831,7 @@ func (f *Finetune) train(ctx context.Context, run *runs.Run, startStep int) (*Re
 	if replicated(f.Replicas) {
 		opts = append(opts, training.DataParallel(f.Replicas))
 	}
-	tm, err := gated(f.KernelGate, arch, []string{f.Base, baseName}, ln.trainable)
+	tm, err := Gated(f.KernelGate, arch, []string{f.Base, baseName}, ln.trainable)
 	if err != nil {
 		return nil, err
 	}

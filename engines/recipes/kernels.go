@@ -16,9 +16,9 @@ import (
 // resolves.
 type KernelGate func(ref kernelrt.Ref, needs []kernelrt.Need) (resolved []kernelrt.Need, err error)
 
-// gated is m, of architecture a (names: the files and names the table may match), with the
+// Gated is m, of architecture a (names: the files and names the table may match), with the
 // kernels g resolved for it (m itself when g is nil).
-func gated(g KernelGate, a *transformer.Architecture, names []string, m training.Trainable) (training.Trainable, error) {
+func Gated(g KernelGate, a *transformer.Architecture, names []string, m training.Trainable) (training.Trainable, error) {
 	if g == nil {
 		return m, nil
 	}

@@ -767,7 +767,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 	if replicated(s.Replicas) {
 		opts = append(opts, training.DataParallel(s.Replicas))
 	}
-	tm, err := gated(s.KernelGate, &m.Arch, nil, m)
+	tm, err := Gated(s.KernelGate, &m.Arch, nil, m)
 	if err != nil {
 		return nil, err
 	}

@@ -364,7 +364,7 @@ func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep in
 		return nil, err
 	}
 	defer m.Close()
-	tm, err := gated(v.KernelGate, &m.Arch, nil, m)
+	tm, err := Gated(v.KernelGate, &m.Arch, nil, m)
 	if err != nil {
 		return nil, err
 	}
