@@ -6,6 +6,7 @@ package kernelrt
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -256,16 +257,25 @@ func Lookup(t *kernels.Target, m *kernels.Model, k kernels.KernelID) (module ker
 }
 
 // expectedAbsent finds n among m's and then t's expected-absent lookups: written as n is, or,
-// for a lookup of a type, as the kernel's [*] (every type it does not take).
+// for a lookup of a type its kernel does not declare, as the kernel's [*] (every type it does
+// not take). A type the kernel declares is not covered by [*]: where it fails to resolve, the
+// model's entry lacks the module (or a namesake of the model's own dropped the kernel).
 func expectedAbsent(t *kernels.Target, m *kernels.Model, n Need) (string, bool) {
+	star := n.Type != "" && !declaresType(t, n)
 	for _, as := range [][]kernels.ExpectedAbsent{m.ExpectedAbsent, t.ExpectedAbsent} {
 		for _, a := range as {
-			if a.Lookup == n.String() || n.Type != "" && a.Lookup == n.Kernel.String()+"[*]" {
+			if a.Lookup == n.String() || star && a.Lookup == n.Kernel.String()+"[*]" {
 				return a.Reason, true
 			}
 		}
 	}
 	return "", false
+}
+
+// declaresType says whether n's kernel, in its own module on t, declares n's type.
+func declaresType(t *kernels.Target, n Need) bool {
+	mod := t.Module(n.Kernel.Module())
+	return mod != nil && slices.Contains(mod.Types[n.Kernel.Name()], n.Type)
 }
 
 // Err is nil when every lookup resolved or is expected absent; otherwise it names the

@@ -318,3 +318,38 @@ func TestCheckCPUBuild(t *testing.T) {
 	require.NoError(t, CheckCPUBuild(&kernels.Target{Name: "cuda-sm80", Backend: kernels.BackendCUDA, Arch: "sm_80"}, "scalar"))
 	require.NoError(t, Preflight(v3, Capability{9, 0}), "a cpu arch is no GPU's")
 }
+
+// TestExpectedAbsentStarCoversUndeclaredTypes: a kernel's [*] expected-absent line (the cpu
+// target's, for the types toy's kernels do not take) covers a type the kernel does not declare,
+// and not one it declares: under an entry that lacks the kernel's module, a declared type's
+// lookup is unresolved, so the gate refuses it.
+func TestExpectedAbsentStarCoversUndeclaredTypes(t *testing.T) {
+	cpu := BuildTarget(kernels.BackendCPU)
+	require.NotNil(t, cpu)
+	entry, err := Resolve(cpu, Ref{ModelType: "llama", HiddenSize: 64, Names: []string{"llama"}})
+	require.NoError(t, err)
+	declared := cpu.Module(kernels.ModuleCPUMulMatCols).Types["mul_mat_cols"]
+	require.Contains(t, declared, "q8_0")
+	q8 := Need{Kernel: kernels.KernelCPUMulMatColsMulMatCols, Type: "q8_0"}
+	q4K := Need{Kernel: kernels.KernelCPUMulMatColsMulMatCols, Type: "q4_K"}
+	require.NotContains(t, declared, q4K.Type)
+
+	r := Audit(cpu, entry, []Need{q8, q4K})
+	assert.Equal(t, []Need{q8}, r.Resolved)
+	require.Len(t, r.ExpectedAbsent, 1)
+	assert.Equal(t, q4K, r.ExpectedAbsent[0].Lookup)
+
+	lacking := *entry
+	lacking.Modules = nil
+	for _, id := range entry.Modules {
+		if id != kernels.ModuleCPUMulMatCols {
+			lacking.Modules = append(lacking.Modules, id)
+		}
+	}
+	r = Audit(cpu, &lacking, []Need{q8, q4K})
+	assert.Empty(t, r.Resolved)
+	assert.Equal(t, []Need{q8}, r.Unresolved, "a declared type the entry cannot resolve is not expected absent")
+	require.Len(t, r.ExpectedAbsent, 1)
+	assert.Equal(t, q4K, r.ExpectedAbsent[0].Lookup)
+	assert.Error(t, r.Err(false))
+}
