@@ -234,16 +234,40 @@ func StoreTransposedFits(cache, v, cells *Tensor) error {
 // alone gives.
 func (c *Context) AttendOne(q, k, v, mask *Tensor, scale float32) *Tensor {
 	return c.op("AttendOne", []*Tensor{q, k, v, mask}, 2, func() error { return AttendOneFits(q, k, v, mask, scale) }, func() ggmlc.Tensor {
-		srcs := []ggmlc.Tensor{q.t, k.t, v.t, mask.t}
-		hdv, H, S, kvLen := v.Ne()[1], q.Ne()[1], q.Ne()[2], k.Ne()[1]
-		block := AttendBlockCells()
-		if kvLen <= block {
-			return ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv, H, S, 1, srcs, 4, cpuops.AttendOneAddress(), allThreads, pinned(c, scale))
-		}
-		blocks := (kvLen + block - 1) / block
-		parts := ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv+2, H, S, blocks, srcs, 4, cpuops.AttendBlocksAddress(), allThreads, pinned(c, scale))
-		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv, H, S, 1, []ggmlc.Tensor{parts, mask.t}, 2, cpuops.AttendMergeAddress(), allThreads, nil)
+		return c.attendOne(q, k, v, mask, pinned(c, scale), cpuops.AttendOneAddress(), cpuops.AttendBlocksAddress(), cpuops.AttendMergeAddress())
 	})
+}
+
+// AttendOneSoftcap is AttendOne with the logits soft-capped as Gemma 2 caps them: the weights
+// are softmax(cap·tanh(scale·q·k/cap) + mask), ggml's Scale, Tanh and Scale before its SoftMax in
+// one operation (toy's kernels/cpu/c/gemma/attend.c, the gemma family's attention). A cap of 0
+// caps nothing: AttendOne's arithmetic, to the bit.
+func (c *Context) AttendOneSoftcap(q, k, v, mask *Tensor, scale, cap float32) *Tensor {
+	return c.op("AttendOneSoftcap", []*Tensor{q, k, v, mask}, 2, func() error { return AttendOneSoftcapFits(q, k, v, mask, scale, cap) }, func() ggmlc.Tensor {
+		return c.attendOne(q, k, v, mask, pinned(c, [2]float32{scale, cap}), cpuops.AttendOneSoftcapAddress(), cpuops.AttendBlocksSoftcapAddress(), cpuops.AttendMergeSoftcapAddress())
+	})
+}
+
+// AttendOneSoftcapFits says why AttendOneSoftcap cannot take its operands, or nil when it can.
+func AttendOneSoftcapFits(q, k, v, mask *Tensor, scale, cap float32) error {
+	if math.IsNaN(float64(cap)) || math.IsInf(float64(cap), 0) || cap < 0 {
+		return fmt.Errorf("soft-cap %g: want a finite cap ≥ 0", cap)
+	}
+	return AttendOneFits(q, k, v, mask, scale)
+}
+
+// attendOne builds the attention of one query per sequence with the kernels one, blocks and
+// merge (a module's attend_one, attend_blocks and attend_merge) and their parameters params.
+func (c *Context) attendOne(q, k, v, mask *Tensor, params unsafe.Pointer, one, blocks, merge unsafe.Pointer) ggmlc.Tensor {
+	srcs := []ggmlc.Tensor{q.t, k.t, v.t, mask.t}
+	hdv, H, S, kvLen := v.Ne()[1], q.Ne()[1], q.Ne()[2], k.Ne()[1]
+	block := AttendBlockCells()
+	if kvLen <= block {
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv, H, S, 1, srcs, 4, one, allThreads, params)
+	}
+	n := (kvLen + block - 1) / block
+	parts := ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv+2, H, S, n, srcs, 4, blocks, allThreads, params)
+	return ggmlc.Custom4D(c.c, ggmlc.TypeF32, hdv, H, S, 1, []ggmlc.Tensor{parts, mask.t}, 2, merge, allThreads, nil)
 }
 
 // AttendBlockCells is the cells of a block of AttendOne's attention over a long cache: the

@@ -1007,6 +1007,12 @@ func TestAttendOne(t *testing.T) {
 // [hdk·Hkv, cells] and values vc transposed [cells, hdv·Hkv], sequence j's kvLen cells from
 // first + j·stride, mask [kvLen, S].
 func attendOneReference(q, kc, vc reference.Tensor, mask []float64, hdv, Hkv, kvLen, first, stride int, scale float32) reference.Tensor {
+	return attendOneCappedReference(q, kc, vc, mask, hdv, Hkv, kvLen, first, stride, scale, 0)
+}
+
+// attendOneCappedReference is attendOneReference with the logits soft-capped where cap > 0:
+// cap·tanh(scale·q·k/cap), then the mask, as AttendOneSoftcap computes them.
+func attendOneCappedReference(q, kc, vc reference.Tensor, mask []float64, hdv, Hkv, kvLen, first, stride int, scale, cap float32) reference.Tensor {
 	hdk, H, S, cells := q.Ne[0], q.Ne[1], q.Ne[2], kc.Ne[1]
 	want := reference.Tensor{Ne: [4]int{hdv, H, S, 1}, Data: make([]float64, hdv*H*S)}
 	for j := 0; j < S; j++ {
@@ -1019,7 +1025,11 @@ func attendOneReference(q, kc, vc reference.Tensor, mask []float64, hdv, Hkv, kv
 				for d := 0; d < hdk; d++ {
 					score[c] += q.Data[(j*H+hd)*hdk+d] * kc.Data[cell*hdk*Hkv+g*hdk+d]
 				}
-				score[c] = score[c]*float64(scale) + mask[j*kvLen+c]
+				score[c] *= float64(scale)
+				if cap > 0 {
+					score[c] = float64(cap) * math.Tanh(score[c]/float64(cap))
+				}
+				score[c] += mask[j*kvLen+c]
 				mx = math.Max(mx, score[c])
 			}
 			sum := 0.0

@@ -759,7 +759,8 @@ func (g attnGroup) rows() int64 { return g.T * g.S }
 // attends the n queries q [HeadDimK, H, n] over the cache as l lays them out, under mask
 // [kvLen, Σ T·S]. It returns [HeadDimV·H, n]. Both decoders build their attention with it. A
 // group of one query per sequence (generation steps) attends through toy's own CPU kernel
-// (ggml.AttendOne) where the table resolved it for the cache type, without a soft-cap, over either layout of
+// (ggml.AttendOne) where the table resolved it for the cache type, without a soft-cap, or the
+// gemma family's, which soft-caps (ggml.AttendOneSoftcap: needAttention), over either layout of
 // the values (f16, or q8_0 in flash attention's); every other group through ggml's attention,
 // flash or unfused, whose products and softmax are toy's kernels (MulMatPacked, SoftMaxCPU)
 // where the table resolved them and they fit (a prompt of one sequence: the Decoder's, a
@@ -815,13 +816,18 @@ func (c *kvCache) attend(ctx *ggml.Context, a *transformer.Architecture, il int,
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
 		var o *ggml.Tensor // [hdv, H, T, S]
-		if c.kernels.Has(needAttend(typ)...) && T == 1 && softcap == 0 {
+		capped := c.kernels.Has(needAttendSoftcap(typ)...) // the gemma family's own, which soft-caps
+		if T == 1 && (capped || c.kernels.Has(needAttend(typ)...) && softcap == 0) {
 			Vt := V // [kvLen, hdv, Hkv, S]; flash's cache a cell's channels side by side
 			if c.flash {
 				Vt = ctx.Permute(V, [4]int{1, 0, 2, 3})
 			}
-			if Q3 := ctx.Reshape(Q, hdk, H, S); Q3 != nil && K != nil && Vt != nil && M != nil && ggml.AttendOneFits(Q3, K, Vt, M, a.QueryScale) == nil {
-				o = ctx.AttendOne(Q3, K, Vt, M, a.QueryScale)
+			if Q3 := ctx.Reshape(Q, hdk, H, S); Q3 != nil && K != nil && Vt != nil && M != nil {
+				if capped && ggml.AttendOneSoftcapFits(Q3, K, Vt, M, a.QueryScale, softcap) == nil {
+					o = ctx.AttendOneSoftcap(Q3, K, Vt, M, a.QueryScale, softcap)
+				} else if !capped && ggml.AttendOneFits(Q3, K, Vt, M, a.QueryScale) == nil {
+					o = ctx.AttendOne(Q3, K, Vt, M, a.QueryScale)
+				}
 			}
 		}
 		if o == nil {

@@ -73,7 +73,7 @@ func (s KernelSet) Has(ns ...kernelrt.Need) bool {
 // KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of
 // type kv (flash: flash attention's layout): the products over each type of m's weight
 // matrices, the norm (needNorm: RMS, or GPT-2's LayerNorm), RoPE (for a model that rotates), and the attention, stores,
-// products and softmax over the cache. Nothing is looked up on a GPU backend or with
+// products and softmax over the cache (the attention the gemma family's own: needAttention). Nothing is looked up on a GPU backend or with
 // ModelOptions.GGMLKernels, where ggml's kernels run alone.
 func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 	if !m.mayOwnKernels {
@@ -91,7 +91,7 @@ func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 		ns = append(ns, needRope...)
 	}
 	c := kv.ggmlType()
-	ns = append(ns, needAttend(c)...)
+	ns = append(ns, m.needAttention(c)...)
 	if !flash {
 		ns = append(ns, needStore(c))
 	}

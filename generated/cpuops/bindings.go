@@ -23,6 +23,9 @@ void toy_mul_mat_cols(struct ggml_tensor *dst, int ith, int nth, void *userdata)
 void toy_attend_one(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_attend_blocks(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_attend_merge(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_attend_one_softcap(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_attend_blocks_softcap(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_attend_merge_softcap(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_attend_block(void);
 void toy_mul_mat_packed(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_soft_max(struct ggml_tensor *dst, int ith, int nth, void *userdata);
@@ -39,6 +42,9 @@ static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; 
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
 static void *kg_addr_toy_attend_blocks(void) { return (void *)&toy_attend_blocks; }
 static void *kg_addr_toy_attend_merge(void) { return (void *)&toy_attend_merge; }
+static void *kg_addr_toy_attend_one_softcap(void) { return (void *)&toy_attend_one_softcap; }
+static void *kg_addr_toy_attend_blocks_softcap(void) { return (void *)&toy_attend_blocks_softcap; }
+static void *kg_addr_toy_attend_merge_softcap(void) { return (void *)&toy_attend_merge_softcap; }
 static void *kg_addr_toy_mul_mat_packed(void) { return (void *)&toy_mul_mat_packed; }
 static void *kg_addr_toy_soft_max(void) { return (void *)&toy_soft_max; }
 static void *kg_addr_toy_swiglu_back(void) { return (void *)&toy_swiglu_back; }
@@ -142,6 +148,47 @@ func AttendMerge(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func AttendMergeAddress() unsafe.Pointer {
 	return C.kg_addr_toy_attend_merge()
+}
+
+// AttendOneSoftcap, AttendBlocksSoftcap and AttendMergeSoftcap are the gemma family's
+// AttendOne, AttendBlocks and AttendMerge (kernels/cpu/c/gemma), userdata pointing to
+// { float scale, cap }: the logits soft-capped, cap·tanh(scale·q·k/cap), where cap > 0.
+//
+// C: void toy_attend_one_softcap(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func AttendOneSoftcap(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_attend_one_softcap(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// AttendOneSoftcapAddress is the address of the C function toy_attend_one_softcap (see AttendOneSoftcap), for a C API that takes
+// it as a callback.
+func AttendOneSoftcapAddress() unsafe.Pointer {
+	return C.kg_addr_toy_attend_one_softcap()
+}
+
+// AttendBlocksSoftcap is AttendBlocks with AttendOneSoftcap's userdata and soft-cap.
+//
+// C: void toy_attend_blocks_softcap(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func AttendBlocksSoftcap(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_attend_blocks_softcap(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// AttendBlocksSoftcapAddress is the address of the C function toy_attend_blocks_softcap (see AttendBlocksSoftcap), for a C API that takes
+// it as a callback.
+func AttendBlocksSoftcapAddress() unsafe.Pointer {
+	return C.kg_addr_toy_attend_blocks_softcap()
+}
+
+// AttendMergeSoftcap is AttendMerge, joining AttendBlocksSoftcap's blocks.
+//
+// C: void toy_attend_merge_softcap(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func AttendMergeSoftcap(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_attend_merge_softcap(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// AttendMergeSoftcapAddress is the address of the C function toy_attend_merge_softcap (see AttendMergeSoftcap), for a C API that takes
+// it as a callback.
+func AttendMergeSoftcapAddress() unsafe.Pointer {
+	return C.kg_addr_toy_attend_merge_softcap()
 }
 
 // AttendBlock is the cells of one of AttendBlocks' blocks.

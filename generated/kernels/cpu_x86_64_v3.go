@@ -28,8 +28,16 @@ var tableCPUX8664V3 = Target{
 			Reason: "a KV cache of a type toy's attention does not read (f32, q4_0, ...): ggml's attention runs",
 		},
 		{
+			Lookup: "attend.attend_blocks_softcap[*]",
+			Reason: "a KV cache of a type gemma's attention does not read (f32, q4_0, ...): ggml's attention runs",
+		},
+		{
 			Lookup: "attend.attend_one[*]",
 			Reason: "a KV cache of a type toy's attention does not read (f32, q4_0, ...): ggml's attention runs",
+		},
+		{
+			Lookup: "attend.attend_one_softcap[*]",
+			Reason: "a KV cache of a type gemma's attention does not read (f32, q4_0, ...): ggml's attention runs",
 		},
 		{
 			Lookup: "mul_mat_cols.mul_mat_cols[*]",
@@ -46,7 +54,20 @@ var tableCPUX8664V3 = Target{
 	},
 	Link: []string{"ggml (cgo, static)", "toy's CPU operations (cgo, static: generated/cpuops)"},
 	Models: []Model{
-		modelGemma.withKernels(tableCPUX8664V3Common, nil),
+		modelGemma.withKernels([]ModuleID{
+			ModuleCPUGemmaAttend,
+			ModuleCPUCont,
+			ModuleCPUMulMatCols,
+			ModuleCPUMulMatPacked,
+			ModuleCPURmsNorm,
+			ModuleCPURope,
+			ModuleCPUSoftMax,
+			ModuleCPUStore,
+			ModuleCPUSwigluBack,
+		}, []Shadowed{{
+			Kernels: []string{"attend_one", "attend_blocks", "attend_merge"},
+			Module:  "attend",
+		}}),
 		modelGpt2.withKernels([]ModuleID{
 			ModuleCPUAttend,
 			ModuleCPUCont,
@@ -138,6 +159,17 @@ var tableCPUX8664V3 = Target{
 			Kernels: []string{"swiglu_back"},
 			Name:    "swiglu_back",
 			Source:  "kernels/cpu/c/swiglu_back.c",
+		},
+		{
+			Dir:     "gemma",
+			ID:      ModuleCPUGemmaAttend,
+			Kernels: []string{"attend_one_softcap", "attend_blocks_softcap", "attend_merge_softcap"},
+			Name:    "attend",
+			Source:  "kernels/cpu/c/gemma/attend.c",
+			Types: map[string][]string{
+				"attend_blocks_softcap": []string{"f16", "q8_0"},
+				"attend_one_softcap":    []string{"f16", "q8_0"},
+			},
 		},
 		{
 			Dir:     "gpt2",

@@ -28,12 +28,14 @@ const (
 	ModuleCPUStore ModuleID = 7
 	// ModuleCPUSwigluBack is kernels/cpu/c/swiglu_back.c.
 	ModuleCPUSwigluBack ModuleID = 8
+	// ModuleCPUGemmaAttend is kernels/cpu/c/gemma/attend.c.
+	ModuleCPUGemmaAttend ModuleID = 9
 	// ModuleCPUGpt2RmsNorm is kernels/cpu/c/gpt2/rms_norm.c.
-	ModuleCPUGpt2RmsNorm ModuleID = 9
+	ModuleCPUGpt2RmsNorm ModuleID = 10
 	// ModuleCUDAAdamw is kernels/cuda/common/adamw.cu.
-	ModuleCUDAAdamw ModuleID = 10
+	ModuleCUDAAdamw ModuleID = 11
 	// ModuleCUDASampling is kernels/cuda/common/sampling.cu.
-	ModuleCUDASampling ModuleID = 11
+	ModuleCUDASampling ModuleID = 12
 )
 
 const (
@@ -61,14 +63,20 @@ const (
 	KernelCPUStoreStoreTransposed KernelID = 10
 	// KernelCPUSwigluBackSwigluBack is swiglu_back in ModuleCPUSwigluBack.
 	KernelCPUSwigluBackSwigluBack KernelID = 11
+	// KernelCPUGemmaAttendAttendOneSoftcap is attend_one_softcap in ModuleCPUGemmaAttend.
+	KernelCPUGemmaAttendAttendOneSoftcap KernelID = 12
+	// KernelCPUGemmaAttendAttendBlocksSoftcap is attend_blocks_softcap in ModuleCPUGemmaAttend.
+	KernelCPUGemmaAttendAttendBlocksSoftcap KernelID = 13
+	// KernelCPUGemmaAttendAttendMergeSoftcap is attend_merge_softcap in ModuleCPUGemmaAttend.
+	KernelCPUGemmaAttendAttendMergeSoftcap KernelID = 14
 	// KernelCPUGpt2RmsNormLayerNormMulAdd is layer_norm_mul_add in ModuleCPUGpt2RmsNorm.
-	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 12
+	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 15
 	// KernelCUDAAdamwAdamwF32 is adamw_f32 in ModuleCUDAAdamw.
-	KernelCUDAAdamwAdamwF32 KernelID = 13
+	KernelCUDAAdamwAdamwF32 KernelID = 16
 	// KernelCUDASamplingArgmaxF32 is argmax_f32 in ModuleCUDASampling.
-	KernelCUDASamplingArgmaxF32 KernelID = 14
+	KernelCUDASamplingArgmaxF32 KernelID = 17
 	// KernelCUDASamplingSampleF32 is sample_f32 in ModuleCUDASampling.
-	KernelCUDASamplingSampleF32 KernelID = 15
+	KernelCUDASamplingSampleF32 KernelID = 18
 )
 
 // An "invalid array index" compiler error here means the constants were renumbered by hand:
@@ -84,9 +92,10 @@ func _() {
 	_ = x[ModuleCPUSoftMax-6]
 	_ = x[ModuleCPUStore-7]
 	_ = x[ModuleCPUSwigluBack-8]
-	_ = x[ModuleCPUGpt2RmsNorm-9]
-	_ = x[ModuleCUDAAdamw-10]
-	_ = x[ModuleCUDASampling-11]
+	_ = x[ModuleCPUGemmaAttend-9]
+	_ = x[ModuleCPUGpt2RmsNorm-10]
+	_ = x[ModuleCUDAAdamw-11]
+	_ = x[ModuleCUDASampling-12]
 	_ = x[KernelCPUAttendAttendOne-0]
 	_ = x[KernelCPUAttendAttendBlocks-1]
 	_ = x[KernelCPUAttendAttendMerge-2]
@@ -99,10 +108,13 @@ func _() {
 	_ = x[KernelCPUSoftMaxSoftMax-9]
 	_ = x[KernelCPUStoreStoreTransposed-10]
 	_ = x[KernelCPUSwigluBackSwigluBack-11]
-	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-12]
-	_ = x[KernelCUDAAdamwAdamwF32-13]
-	_ = x[KernelCUDASamplingArgmaxF32-14]
-	_ = x[KernelCUDASamplingSampleF32-15]
+	_ = x[KernelCPUGemmaAttendAttendOneSoftcap-12]
+	_ = x[KernelCPUGemmaAttendAttendBlocksSoftcap-13]
+	_ = x[KernelCPUGemmaAttendAttendMergeSoftcap-14]
+	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-15]
+	_ = x[KernelCUDAAdamwAdamwF32-16]
+	_ = x[KernelCUDASamplingArgmaxF32-17]
+	_ = x[KernelCUDASamplingSampleF32-18]
 }
 
 var (
@@ -119,7 +131,8 @@ var (
 		{"cpu/c", "common", "soft_max", 6},
 		{"cpu/c", "common", "store", 7},
 		{"cpu/c", "common", "swiglu_back", 8},
-		{"cpu/c", "gpt2", "rms_norm", 9},
+		{"cpu/c", "gemma", "attend", 9},
+		{"cpu/c", "gpt2", "rms_norm", 10},
 		{"cuda", "common", "adamw", 0},
 		{"cuda", "common", "sampling", 1},
 	}
@@ -139,6 +152,9 @@ var (
 		{ModuleCPUSoftMax, "soft_max"},
 		{ModuleCPUStore, "store_transposed"},
 		{ModuleCPUSwigluBack, "swiglu_back"},
+		{ModuleCPUGemmaAttend, "attend_one_softcap"},
+		{ModuleCPUGemmaAttend, "attend_blocks_softcap"},
+		{ModuleCPUGemmaAttend, "attend_merge_softcap"},
 		{ModuleCPUGpt2RmsNorm, "layer_norm_mul_add"},
 		{ModuleCUDAAdamw, "adamw_f32"},
 		{ModuleCUDASampling, "argmax_f32"},

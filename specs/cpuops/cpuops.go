@@ -46,6 +46,17 @@ type Ops interface {
 	// dst->src[1] = the mask; dst = f32 [hdv, H, S], AttendOne's result.
 	//kernelgen:address
 	AttendMerge(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendOneSoftcap, AttendBlocksSoftcap and AttendMergeSoftcap are the gemma family's
+	// AttendOne, AttendBlocks and AttendMerge (kernels/cpu/c/gemma), userdata pointing to
+	// { float scale, cap }: the logits soft-capped, cap·tanh(scale·q·k/cap), where cap > 0.
+	//kernelgen:address
+	AttendOneSoftcap(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendBlocksSoftcap is AttendBlocks with AttendOneSoftcap's userdata and soft-cap.
+	//kernelgen:address
+	AttendBlocksSoftcap(dst Tensor, ith, nth Int, userdata Ptr)
+	// AttendMergeSoftcap is AttendMerge, joining AttendBlocksSoftcap's blocks.
+	//kernelgen:address
+	AttendMergeSoftcap(dst Tensor, ith, nth Int, userdata Ptr)
 	// AttendBlock is the cells of one of AttendBlocks' blocks.
 	AttendBlock() Int
 	// MulMatPacked is ggml_mul_mat(a, b) as a packed GEMM, with the signature of

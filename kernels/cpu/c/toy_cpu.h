@@ -60,6 +60,16 @@ void toy_attend_blocks(struct ggml_tensor * dst, int ith, int nth, void * userda
  */
 void toy_attend_merge(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
+/*
+ * toy_attend_one_softcap, toy_attend_blocks_softcap and toy_attend_merge_softcap are the gemma
+ * family's attention (kernels/cpu/c/gemma/attend.c): toy_attend_one's, toy_attend_blocks' and
+ * toy_attend_merge's, with userdata pointing to { float scale, cap } and the logits soft-capped,
+ * cap·tanh(scale·q·k/cap), where cap > 0.
+ */
+void toy_attend_one_softcap(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void toy_attend_blocks_softcap(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+void toy_attend_merge_softcap(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
 /* toy_attend_block is the cells of one of toy_attend_blocks' blocks. */
 int toy_attend_block(void);
 
