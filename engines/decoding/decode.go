@@ -816,7 +816,8 @@ func (c *kvCache) attend(ctx *ggml.Context, a *transformer.Architecture, il int,
 			V = ctx.View(vAll, []int64{kvLen, hdv, Hkv, S}, []int{c.cells * es, int(hdv) * c.cells * es, int(g.stride) * es}, int(g.first)*es)
 		}
 		var o *ggml.Tensor // [hdv, H, T, S]
-		capped := c.kernels.Has(needAttendSoftcap(typ)...) // the gemma family's own, which soft-caps
+		// The gemma family's own attention, which soft-caps, or the common one, which does not.
+		capped := c.kernels.Has(needAttendSoftcap(typ)...)
 		if T == 1 && (capped || c.kernels.Has(needAttend(typ)...) && softcap == 0) {
 			Vt := V // [kvLen, hdv, Hkv, S]; flash's cache a cell's channels side by side
 			if c.flash {
