@@ -115,9 +115,6 @@ Flags:
 	if err := usableThreads(stderr, "bench matmul", threads); err != nil {
 		return err
 	}
-	if err := gateNoLookups(stderr, "bench matmul", *allow); err != nil {
-		return err
-	}
 	if *minTime < 0 {
 		return usagef("-time %v is negative", *minTime)
 	}
@@ -131,6 +128,9 @@ Flags:
 	shapes, err := parseBenchShapes(*shapesFlag)
 	if err != nil {
 		return asUsage(err)
+	}
+	if err := gateNoLookups(stderr, "bench matmul", *allow); err != nil {
+		return err
 	}
 	for _, typ := range types {
 		for _, s := range shapes {
