@@ -75,7 +75,7 @@ var (
 		config.TrainingOptions(), config.SequencesOptions(), config.ComputeOptions())
 	dflashCounts = atLeast{"anchors": 1, "generated": 0, "layers": 1, "max-text-bytes": 0, "seqs": 1, "train-window": 1}.with(
 		config.DFlashOptions(), config.TrainingOptions(), config.SequencesOptions())
-	benchModelCounts = atLeast{"n": 0, "p": 0, "r": 0, "t": 1}
+	benchModelCounts = atLeast{"n": 0, "p": 0, "r": 0}.with(config.ComputeOptions())
 	benchTrainCounts = atLeast{"batch": 1, "seq": 1, "steps": 1}
 	benchFTCounts    = atLeast{"profile": 0}
 )

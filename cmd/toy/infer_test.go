@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
@@ -199,6 +201,33 @@ func TestThreadsNote(t *testing.T) {
 	_, errOut, code = runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1", "--temp", "0")
 	require.Equal(t, 0, code)
 	assert.NotContains(t, errOut, "cores")
+}
+
+// TestThreadsZeroIsOnePerCore: -t 0 is one thread per usable core in every command that takes
+// it (the Compute group's help says so): usableThreads turns it into that number without a
+// note, toy bench model (which refused it) measures with and reports that many, and toy train
+// -arch vit (which computed with one) trains with that many.
+func TestThreadsZeroIsOnePerCore(t *testing.T) {
+	perCore, _ := ggml.UsableThreads(0)
+	threads, note := 0, &strings.Builder{}
+	require.NoError(t, usableThreads(note, "generate", &threads))
+	if ggml.BackendKind == "cpu" {
+		assert.Equal(t, perCore, threads)
+	}
+	assert.Empty(t, note.String())
+	assert.Contains(t, config.ComputeOptions()[0].Usage, "0: one per core")
+
+	model := tinyCheckpoint(t)
+	out, errOut, code := runToy("bench", "model", "-m", model, "-p", "4", "-n", "2", "-r", "1", "-t", "0")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, fmt.Sprintf(", %d threads,", perCore))
+
+	shapes := filepath.Join(t.TempDir(), "shapes")
+	require.NoError(t, data.WriteShapesFolder(shapes, 60, 16, 1))
+	out, errOut, code = runToy(append([]string{"train-vit", "-data", shapes, "-steps", "1", "-warmup", "0", "-t", "0",
+		"-runs", t.TempDir()}, tinyViTFlags...)...)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, fmt.Sprintf("; %d threads;", perCore))
 }
 
 // TestInspectEscapes checks that control characters from a file never reach the terminal raw.

@@ -104,9 +104,10 @@ func (d *decoderFlags) options() (decoding.DecoderOptions, error) {
 	return o, nil
 }
 
-// usableThreads refuses a negative -t and lowers *threads to the cores this process may use
-// (ggml.UsableThreads) on the CPU backend, saying so once on stderr: ggml's threads spin at
-// barriers, and more threads than cores stall each other.
+// usableThreads refuses a negative -t and, on the CPU backend, sets *threads to the number the
+// backend computes with (ggml.UsableThreads): -t 0 becomes one per core, and a -t above the
+// cores this process may use is lowered to them, saying so once on stderr (ggml's threads spin
+// at barriers, and more threads than cores stall each other).
 func usableThreads(stderr io.Writer, cmd string, threads *int) error {
 	if *threads < 0 {
 		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
@@ -114,10 +115,11 @@ func usableThreads(stderr io.Writer, cmd string, threads *int) error {
 	if ggml.BackendKind != "cpu" {
 		return nil
 	}
-	if n, clamped := ggml.UsableThreads(*threads); clamped {
+	n, clamped := ggml.UsableThreads(*threads)
+	if clamped {
 		fmt.Fprintf(stderr, "toy %s: -t %d is more than the %d cores toy may use here; computing with %d threads\n", cmd, *threads, n, n)
-		*threads = n
 	}
+	*threads = n
 	return nil
 }
 

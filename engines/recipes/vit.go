@@ -335,13 +335,10 @@ func (v *ViT) checkpointKVs(step int, runID string, names []string) []transforme
 
 func (v *ViT) train(ctx context.Context, run *runs.Run, d *viTData, startStep int) (*ViTResult, error) {
 	res := &ViTResult{Result: Result{RunDir: run.Dir}, TrainImages: d.train.Len(), HeldOut: d.held.Len()}
-	threads := v.Threads
-	if threads <= 0 {
-		// One thread: on a small model ggml's spinning barrier between two threads costs more
-		// than it gains, by far on a busy 2-core machine (44 vs 3,000 images/s measured).
-		threads = 1
-	}
-	be, err := ggml.NewBackend(threads)
+	// Threads 0 is one per core, as in every recipe and decoder; the vit preset's default is
+	// one thread (on a small model ggml's spinning barrier between two threads costs more than
+	// it gains, by far on a busy 2-core machine: 44 vs 3,000 images/s measured).
+	be, err := ggml.NewBackend(v.Threads)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package recipes
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -109,6 +110,23 @@ func viTRun(t *testing.T, res *ViTResult) (losses []float64, evals []runs.Eval, 
 		weights[tt.Name] = b
 	}
 	return losses, evals, weights
+}
+
+// TestViTThreadsZeroIsOnePerCore: Threads 0 (toy train -arch vit -t 0) computes with one
+// thread per usable core, as the language-model recipes and the decoders do (ggml.NewBackend),
+// where the ViT recipe used to compute with one; the preset's default stays one thread.
+func TestViTThreadsZeroIsOnePerCore(t *testing.T) {
+	assert.Equal(t, 1, DefaultViT().Threads, "the vit preset's default")
+	perCore, _ := ggml.UsableThreads(0)
+	for _, c := range []struct{ threads, want int }{{0, perCore}, {1, 1}} {
+		v := tinyViTRecipe(t)
+		v.Shapes, v.Held, v.Steps, v.Batch, v.Warmup, v.EvalEvery, v.Threads = 30, 10, 1, 4, 0, 0, c.threads
+		var out bytes.Buffer
+		v.Out = &out
+		_, err := v.Run(context.Background())
+		require.NoError(t, err)
+		assert.Contains(t, out.String(), fmt.Sprintf("; %d threads;", c.want), "-t %d", c.threads)
+	}
 }
 
 // TestViTInterruptAndResume interrupts a ViT run after step 7 of 16 (as Ctrl-C does),

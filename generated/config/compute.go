@@ -12,7 +12,8 @@ import (
 // Compute is how many CPU threads a command computes with: the -t of every command that runs
 // a model, and the threads{} of a training run's options (which a resumed run may change).
 type Compute struct {
-	// Threads is the number of CPU threads ggml computes with.
+	// Threads is the number of CPU threads ggml computes with (0: one per core; more than the
+	// cores this process may use are lowered to them).
 	Threads int `json:"threads"`
 }
 
@@ -47,7 +48,8 @@ func ComputeOptions() []Option {
 			"t",
 			"",
 			"threads",
-			"the number of CPU threads ggml computes with",
+			"the number of CPU threads ggml computes with (0: one per core; more than the cores this process may " +
+				"use are lowered to them)",
 			true,
 			"int",
 			"0",

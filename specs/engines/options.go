@@ -6,7 +6,8 @@ package engines
 //kernelgen:options
 //kernelgen:preset vit threads=1
 type Compute struct {
-	// Threads is the number of CPU threads ggml computes with.
+	// Threads is the number of CPU threads ggml computes with (0: one per core; more than the
+	// cores this process may use are lowered to them).
 	Threads int `json:"threads" flag:"t" default:"2" min:"0" resume:"keep"`
 }
 
