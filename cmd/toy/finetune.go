@@ -27,7 +27,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("finetune", flag.ContinueOnError)
 	fs.StringVar(&f.Base, "m", "", "the base GGUF model to adapt (required; its tokenizer and chat template are used)")
 	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file or a directory of them (required)")
-	fs.StringVar(&f.Template, "template", "", "a built-in chat template for .jsonl data instead of the model's own: chatml, smollm2, qwen2.5, gemma (default: the base's tokenizer.chat_template, rendered as Jinja)")
+	fs.StringVar(&f.Template, "template", "", templateUsage(" for .jsonl data", "the base's"))
 	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
 	alpha := fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
@@ -106,6 +106,9 @@ Flags:
 		return err
 	}
 	if err := finetuneCounts.check(fs); err != nil {
+		return err
+	}
+	if err := checkTemplateName(f.Template); err != nil {
 		return err
 	}
 	set := setFlags(fs)

@@ -267,7 +267,7 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	system := fs.String("system", "", "system message (with -chat or -cnv)")
 	fs.StringVar(system, "sys", "", "alias of -system (llama.cpp's name)")
 	fs.StringVar(system, "system-prompt", "", "alias of -system (llama.cpp's name)")
-	templateName := fs.String("template", "", "a built-in chat template instead of the model's own: chatml, smollm2, qwen2.5, gemma (default: the file's tokenizer.chat_template, rendered as Jinja)")
+	templateName := fs.String("template", "", templateUsage("", "the file's"))
 	var stops stringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	var format formatFlags
@@ -312,6 +312,9 @@ Flags:
 		return err
 	}
 	if err := generateCounts.check(fs); err != nil {
+		return err
+	}
+	if err := checkTemplateName(*templateName); err != nil {
 		return err
 	}
 	if *n < -1 {
@@ -561,6 +564,26 @@ func promptText(prompt, file string, in io.Reader) (string, error) {
 
 // errNoChatTemplate: the model file has no tokenizer.chat_template and no template is named.
 var errNoChatTemplate = errors.New("the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
+
+// templateUsage is the help of a command's -template: the built-in chat templates' names
+// (engines/sample's TemplateNames), what the template is used for (forWhat, e.g. " for .jsonl
+// data") and whose tokenizer.chat_template it stands in for.
+func templateUsage(forWhat, whose string) string {
+	return fmt.Sprintf("a built-in chat template%s instead of the model's own: %s (default: %s tokenizer.chat_template, rendered as Jinja)",
+		forWhat, strings.Join(sample.TemplateNames(), ", "), whose)
+}
+
+// checkTemplateName refuses a -template that names no built-in chat template (sample.TemplateByName,
+// whose error lists them) before a command loads anything; "" (the model's own) passes.
+func checkTemplateName(name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, err := sample.TemplateByName(name); err != nil {
+		return fmt.Errorf("-template: %w", err)
+	}
+	return nil
+}
 
 // chatTemplate picks the template named, or else the model's own tokenizer.chat_template
 // rendered as Jinja (its bos_token and eos_token the tokenizer's, a leading bos_token dropped

@@ -63,7 +63,7 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.queue, "queue", 64, "requests that may wait for a slot, counting those still being read or tokenized; more are refused with 429")
 	fs.StringVar(&f.modelName, "model-name", "", "the model's id in the API (default: the run's id for a run's weights/model.gguf, else the file's name without .gguf); also matched against the kernel table's names")
 	fs.BoolVar(&f.strictModelName, "strict-model-name", false, "refuse (404) a request whose \"model\" is not the model's id; by default the loaded model serves any name, as llama-server does")
-	fs.StringVar(&f.template, "template", "", "a built-in chat template instead of the model's own: chatml, smollm2, qwen2.5, gemma (default: the file's tokenizer.chat_template, rendered as Jinja)")
+	fs.StringVar(&f.template, "template", "", templateUsage("", "the file's"))
 	fs.BoolVar(&f.promptCache, "prompt-cache", true, "reuse the keys and values of the longest prefix a prompt shares with a free slot's last sequence (a conversation's earlier turns), or copy them from another slot's (a common system message); false computes every prompt whole")
 	f.allowUnresolved = registerGate(fs)
 	f.preset = registerPreset(fs)
@@ -98,7 +98,7 @@ func (f *serveFlags) check() error {
 	if err := speculative.CheckMinProbability(f.draftPMin); err != nil {
 		return usagef("-draft-p-min %v: %v", f.draftPMin, err)
 	}
-	return nil
+	return checkTemplateName(f.template)
 }
 
 // servedModel is a server over a loaded model.

@@ -124,20 +124,37 @@ var Qwen25 = Template{
 // anywhere else is an error.
 var Gemma = Template{Name: "gemma", format: formatGemma}
 
-// TemplateByName returns the template called name: "chatml", "smollm2",
-// "qwen2.5" (or "qwen") or "gemma".
-func TemplateByName(name string) (Template, error) {
-	switch strings.ToLower(name) {
-	case "chatml":
-		return ChatML, nil
-	case "smollm2":
-		return SmolLM2, nil
-	case "qwen2.5", "qwen":
-		return Qwen25, nil
-	case "gemma":
-		return Gemma, nil
+// namedTemplates are the built-in templates TemplateByName knows, in the order
+// TemplateNames lists them; templateAliases are other names of some.
+var (
+	namedTemplates  = []Template{ChatML, SmolLM2, Qwen25, Gemma}
+	templateAliases = map[string]string{"qwen": Qwen25.Name}
+)
+
+// TemplateNames lists the names of the built-in templates TemplateByName
+// returns ("chatml", "smollm2", "qwen2.5", "gemma"; "qwen" is also
+// Qwen2.5's): the list the commands' -template help and errors show.
+func TemplateNames() []string {
+	names := make([]string, len(namedTemplates))
+	for i, t := range namedTemplates {
+		names[i] = t.Name
 	}
-	return Template{}, fmt.Errorf("%w %q (known: chatml, smollm2, qwen2.5, gemma)", ErrUnknownTemplate, name)
+	return names
+}
+
+// TemplateByName returns the built-in template called name (any case): one
+// of TemplateNames, or "qwen" for Qwen2.5.
+func TemplateByName(name string) (Template, error) {
+	want := strings.ToLower(name)
+	if alias, ok := templateAliases[want]; ok {
+		want = alias
+	}
+	for _, t := range namedTemplates {
+		if t.Name == want {
+			return t, nil
+		}
+	}
+	return Template{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownTemplate, name, strings.Join(TemplateNames(), ", "))
 }
 
 // DetectTemplate recognises a jinja chat template (a GGUF file's

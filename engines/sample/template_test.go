@@ -3,6 +3,7 @@ package sample
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,6 +154,21 @@ func TestTemplateByName(t *testing.T) {
 	}
 	_, err := TemplateByName("llama3")
 	assert.ErrorIs(t, err, ErrUnknownTemplate)
+}
+
+// TestTemplateNames: every name TemplateNames lists is a template TemplateByName returns under
+// that name, in upper case too; the list has no duplicates; an unknown name's error lists them.
+func TestTemplateNames(t *testing.T) {
+	names := TemplateNames()
+	assert.Equal(t, []string{"chatml", "smollm2", "qwen2.5", "gemma"}, names)
+	for _, name := range names {
+		got, err := TemplateByName(strings.ToUpper(name))
+		require.NoError(t, err, name)
+		assert.Equal(t, name, got.Name)
+		assert.Equal(t, 1, strings.Count(strings.Join(names, " ")+" ", name+" "), "%s listed once", name)
+	}
+	_, err := TemplateByName("vicuna")
+	assert.ErrorContains(t, err, "(known: "+strings.Join(names, ", ")+")")
 }
 
 func TestStopStrings(t *testing.T) {
