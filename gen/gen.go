@@ -196,7 +196,7 @@ var Configs = []struct {
 }{{
 	Spec:   "./specs/engines",
 	OutDir: "generated/config",
-	Target: ConfigTarget{ImportPath: "github.com/toyml/toy/generated/config", PkgName: "config", Source: "specs/engines"},
+	Target: ConfigTarget{ImportPath: configImportPath, PkgName: "config", Source: "specs/engines"},
 }}
 
 // Output is everything one run generates: file contents by directory (relative to the root),
@@ -305,3 +305,7 @@ func (o *Output) Write(root string) ([]string, error) {
 	}
 	return changed, nil
 }
+
+// configImportPath is the import path of the generated option groups and model configs, which
+// the kernel tables' sampling presets (config.SamplingOverlay) name too.
+const configImportPath = "github.com/toyml/toy/generated/config"

@@ -341,15 +341,10 @@ func emitKernelTypes(f *jen.File) {
 	structure("ModelType", "ModelType is a GGUF general.architecture with an optional hidden size (0: any).",
 		field{"ModelType", "is GGUF general.architecture.", jen.String()},
 		field{"HiddenSize", "is <arch>.embedding_length; 0 is a wildcard.", jen.Int()})
-	structure("Preset", "Preset is a named sampling preset (the fields of engines/sample.Params).",
+	structure("Preset", "Preset is a named sampling preset, MODEL.toml's [sampling.NAME].",
 		field{"Name", "is the preset's name.", jen.String()},
-		field{"Temperature", "divides the logits; 0 is greedy.", jen.Float64()},
-		field{"TopK", "keeps the k largest logits; 0 keeps all.", jen.Int()},
-		field{"TopP", "keeps the smallest set reaching this probability.", jen.Float64()},
-		field{"MinP", "drops tokens below this fraction of the best one's probability.", jen.Float64()},
-		field{"RepeatPenalty", "penalizes recent tokens; 1 is none.", jen.Float64()},
-		field{"RepeatLastN", "is how many recent tokens RepeatPenalty looks at.", jen.Int()},
-		field{"Seed", "seeds the sampler; 0 picks one.", jen.Uint64()})
+		field{"Sampling", "holds the options the preset gives (nil: left out, the option kept).",
+			jen.Qual(configImportPath, "SamplingOverlay")})
 	structure("Behaviour", "Behaviour is how toy runs the model: BOS/EOS handling, chat template, stop strings.",
 		field{"AddBOS", "says whether a BOS token starts the prompt.", jen.Bool()},
 		field{"AddEOS", "says whether an EOS token ends the prompt.", jen.Bool()},
@@ -622,11 +617,12 @@ func modelDict(m *KModel) jen.Dict {
 	if len(m.Presets) > 0 {
 		d[jen.Id("Presets")] = jen.Index().Id("Preset").ValuesFunc(func(g *jen.Group) {
 			for _, p := range m.Presets {
+				given := jen.Dict{}
+				for _, s := range p.Given {
+					given[jen.Id(s.Field.GoName)] = jen.Id("new").Call(jen.Lit(s.Value))
+				}
 				g.Line().Values(jen.Dict{
-					jen.Id("Name"): jen.Lit(p.Name), jen.Id("Temperature"): jen.Lit(p.Temperature),
-					jen.Id("TopK"): jen.Lit(p.TopK), jen.Id("TopP"): jen.Lit(p.TopP), jen.Id("MinP"): jen.Lit(p.MinP),
-					jen.Id("RepeatPenalty"): jen.Lit(p.RepeatPenalty), jen.Id("RepeatLastN"): jen.Lit(p.RepeatLastN),
-					jen.Id("Seed"): jen.Lit(p.Seed),
+					jen.Id("Name"): jen.Lit(p.Name), jen.Id("Sampling"): jen.Qual(configImportPath, "SamplingOverlay").Values(given),
 				})
 			}
 			g.Line()

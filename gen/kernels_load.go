@@ -121,17 +121,19 @@ type KModelType struct {
 	Line       int
 }
 
-// KPreset is one sampling preset, with the defaults of the Sampling options spec filling keys
-// it leaves out.
+// KPreset is one sampling preset: the Sampling options MODEL.toml's [sampling.NAME] gives, in
+// the spec's order, each checked against the spec's bounds. A key it leaves out is not set: the
+// runtime's preset (an overlay of the Sampling options) leaves that option as it is.
 type KPreset struct {
-	Name          string
-	Temperature   float64
-	TopK          int
-	TopP          float64
-	MinP          float64
-	RepeatPenalty float64
-	RepeatLastN   int
-	Seed          uint64
+	Name  string
+	Given []KSetting
+}
+
+// KSetting is one option a sampling preset gives: the Sampling spec's field and its value
+// (float64, int or uint64, as the field's kind).
+type KSetting struct {
+	Field *ConfigField
+	Value any
 }
 
 // KBehaviour is how toy runs the model.
@@ -1033,44 +1035,30 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *Config, ke 
 			}
 			panic("kernelgen: the Sampling spec has no field " + json)
 		}
-		// set gives *dst the spec's default of key, then the preset's value, checked against
-		// the spec's bounds.
-		set := func(dst any, key string, v any) {
-			f := field(key)
-			def, given := f.Default, ""
-			if v != nil {
-				given = fmt.Sprint(v)
-			}
-			for _, x := range []string{def, given} {
-				if x == "" {
-					continue
-				}
-				var err error
-				switch d := dst.(type) {
-				case *float64:
-					*d, err = strconv.ParseFloat(x, 64)
-				case *int:
-					*d, err = strconv.Atoi(x)
-				}
-				if err != nil {
-					at("sampling."+n+"."+key, "preset %s: %s = %s: not a %s", n, key, x, f.Kind)
-				} else if msg := f.check(x); msg != "" {
-					at("sampling."+n+"."+key, "preset %s: %s %s is %s", n, key, x, msg)
-				}
-			}
-		}
 		p := KPreset{Name: n}
-		set(&p.Temperature, "temperature", deref(s.Temperature))
-		set(&p.TopK, "top_k", deref(s.TopK))
-		set(&p.TopP, "top_p", deref(s.TopP))
-		set(&p.MinP, "min_p", deref(s.MinP))
-		set(&p.RepeatPenalty, "repeat_penalty", deref(s.RepeatPenalty))
-		set(&p.RepeatLastN, "repeat_last_n", deref(s.RepeatLastN))
+		// set records the preset's value of key, checked against the spec's bounds; a key the
+		// preset leaves out (v nil) is not recorded.
+		set := func(key string, v any) {
+			if v == nil {
+				return
+			}
+			f, x := field(key), fmt.Sprint(v)
+			if msg := f.check(x); msg != "" {
+				at("sampling."+n+"."+key, "preset %s: %s %s is %s", n, key, x, msg)
+			}
+			p.Given = append(p.Given, KSetting{Field: f, Value: v})
+		}
+		set("temperature", deref(s.Temperature))
+		set("top_k", deref(s.TopK))
+		set("top_p", deref(s.TopP))
+		set("min_p", deref(s.MinP))
+		set("repeat_penalty", deref(s.RepeatPenalty))
+		set("repeat_last_n", deref(s.RepeatLastN))
 		if s.Seed != nil {
 			if *s.Seed < 0 {
 				at("sampling."+n+".seed", "preset %s: seed must be >= 0", n)
 			}
-			p.Seed = uint64(*s.Seed)
+			set("seed", uint64(max(*s.Seed, 0)))
 		}
 		if !identName.MatchString(n) {
 			at("sampling."+n, "preset name %q must be an identifier", n)

@@ -10,6 +10,7 @@ import (
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/kernelrt"
@@ -196,9 +197,11 @@ func printTarget(w io.Writer, t *kernels.Target) {
 }
 
 func printModel(w io.Writer, indent string, t *kernels.Target, m *kernels.Model) {
-	for _, p := range m.Presets {
+	for _, pr := range m.Presets {
+		p := config.DefaultSampling() // the keys a preset leaves out keep the defaults
+		pr.Sampling.Apply(&p)
 		fmt.Fprintf(w, "%ssampling %s: temperature %g, top-k %d, top-p %g, min-p %g, repeat penalty %g (last %d), seed %d\n",
-			indent, p.Name, p.Temperature, p.TopK, p.TopP, p.MinP, p.RepeatPenalty, p.RepeatLastN, p.Seed)
+			indent, pr.Name, p.Temperature, p.TopK, p.TopP, p.MinP, p.RepeatPenalty, p.RepeatLastN, p.Seed)
 	}
 	if b := m.Behaviour; b != nil {
 		fmt.Fprintf(w, "%sbehaviour: add BOS %v, add EOS %v, chat template %q, stop %q\n", indent, b.AddBOS, b.AddEOS, b.ChatTemplate, b.Stop)

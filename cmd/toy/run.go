@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sort"
 	"strconv"
@@ -862,10 +863,14 @@ func escapeText(s string) string {
 	return b.String()
 }
 
-// applyPreset takes every sampling parameter the user did not set from the entry's preset of
-// that name (MODEL.toml's [sampling.NAME]; "default" unless -sampling-preset names another), its
-// seed included where it sets one and -seed was not given. A name the entry lacks is a usage
-// error listing the entry's presets; the entry's "default" may be absent (toy's defaults hold).
+// applyPreset takes every sampling option the user did not set (by its flag or the flag's
+// alias, as the Sampling spec's options table names them) from the entry's preset of that name
+// (MODEL.toml's [sampling.NAME]; "default" unless -sampling-preset names another); an option
+// the preset leaves out stays as it is. Two values a preset may hold are not applied: a
+// repeat_penalty of 0 (no penalty: the sampler's off is 1) and a seed of 0 (none: one is drawn);
+// a seed it does apply counts as given, as by -seed, so that none is drawn. A name the entry
+// lacks is a usage error listing the entry's presets; the entry's "default" may be absent
+// (toy's defaults hold).
 func applyPreset(p *sample.Params, entry *kernels.Model, name string, set map[string]bool) error {
 	var names []string
 	for _, pr := range entry.Presets {
@@ -873,26 +878,18 @@ func applyPreset(p *sample.Params, entry *kernels.Model, name string, set map[st
 		if pr.Name != name {
 			continue
 		}
-		if !set["temp"] {
-			p.Temperature = pr.Temperature
+		o := withoutFlagsSet(pr.Sampling, set)
+		if o.RepeatPenalty != nil && *o.RepeatPenalty == 0 {
+			o.RepeatPenalty = nil
 		}
-		if !set["top-k"] {
-			p.TopK = pr.TopK
+		if o.Seed != nil && *o.Seed == 0 {
+			o.Seed = nil
 		}
-		if !set["top-p"] {
-			p.TopP = pr.TopP
-		}
-		if !set["min-p"] {
-			p.MinP = pr.MinP
-		}
-		if !set["repeat-penalty"] && pr.RepeatPenalty > 0 {
-			p.RepeatPenalty = pr.RepeatPenalty
-		}
-		if !set["repeat-last-n"] && pr.RepeatLastN != 0 {
-			p.RepeatLastN = pr.RepeatLastN
-		}
-		if !set["seed"] && !set["s"] && pr.Seed != 0 {
-			p.Seed, set["seed"] = pr.Seed, true // a seed given, as by -seed: not drawn
+		s := config.Sampling(*p)
+		o.Apply(&s)
+		*p = sample.Params(s)
+		if o.Seed != nil {
+			set["seed"] = true // a seed given, as by -seed: not drawn
 		}
 		return nil
 	}
@@ -903,6 +900,23 @@ func applyPreset(p *sample.Params, entry *kernels.Model, name string, set map[st
 		return usagef("-sampling-preset %s: the kernel table's entry %s declares no sampling presets", name, entry.Name)
 	}
 	return usagef("-sampling-preset %s: the kernel table's entry %s declares %s", name, entry.Name, strings.Join(names, ", "))
+}
+
+// withoutFlagsSet returns o without the options whose flag, or its alias, set names: for each
+// option of the Sampling spec's table, the overlay's field of the same JSON key is cleared.
+func withoutFlagsSet(o config.SamplingOverlay, set map[string]bool) config.SamplingOverlay {
+	v := reflect.ValueOf(&o).Elem()
+	for _, opt := range config.SamplingOptions() {
+		if opt.Flag == "" || !set[opt.Flag] && (opt.Alias == "" || !set[opt.Alias]) {
+			continue
+		}
+		for i := range v.NumField() {
+			if key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); key == opt.JSON {
+				v.Field(i).SetZero()
+			}
+		}
+	}
+	return o
 }
 
 // registerPreset adds -sampling-preset to a command's flags.

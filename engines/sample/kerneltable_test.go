@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 )
 
@@ -20,8 +21,9 @@ func TestKernelTablePresetsAreValid(t *testing.T) {
 	presets := 0
 	for _, m := range tab.Models {
 		for _, pr := range m.Presets {
-			p := Params{Temperature: pr.Temperature, TopK: pr.TopK, TopP: pr.TopP, MinP: pr.MinP,
-				RepeatPenalty: pr.RepeatPenalty, RepeatLastN: pr.RepeatLastN, Seed: pr.Seed}
+			s := config.DefaultSampling() // the keys a preset leaves out keep the defaults
+			pr.Sampling.Apply(&s)
+			p := Params(s)
 			assert.NoError(t, p.Validate(), "model %s, preset %s", m.Name, pr.Name)
 			presets++
 		}

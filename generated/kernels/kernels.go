@@ -12,6 +12,7 @@ package kernels
 
 import (
 	"errors"
+	config "github.com/toyml/toy/generated/config"
 	"sort"
 )
 
@@ -125,24 +126,12 @@ type ModelType struct {
 	HiddenSize int
 }
 
-// Preset is a named sampling preset (the fields of engines/sample.Params).
+// Preset is a named sampling preset, MODEL.toml's [sampling.NAME].
 type Preset struct {
 	// Name is the preset's name.
 	Name string
-	// Temperature divides the logits; 0 is greedy.
-	Temperature float64
-	// TopK keeps the k largest logits; 0 keeps all.
-	TopK int
-	// TopP keeps the smallest set reaching this probability.
-	TopP float64
-	// MinP drops tokens below this fraction of the best one's probability.
-	MinP float64
-	// RepeatPenalty penalizes recent tokens; 1 is none.
-	RepeatPenalty float64
-	// RepeatLastN is how many recent tokens RepeatPenalty looks at.
-	RepeatLastN int
-	// Seed seeds the sampler; 0 picks one.
-	Seed uint64
+	// Sampling holds the options the preset gives (nil: left out, the option kept).
+	Sampling config.SamplingOverlay
 }
 
 // Behaviour is how toy runs the model: BOS/EOS handling, chat template, stop strings.
