@@ -212,5 +212,5 @@ func TestViTLearnsDigits(t *testing.T) {
 	t.Logf("%s", out.String())
 	assert.Equal(t, 8000, res.TrainImages)
 	assert.Equal(t, 2000, res.HeldOut)
-	assert.Greater(t, res.Accuracy, 0.4, "held-out accuracy after 300 steps (60 % measured)")
+	assert.Greater(t, res.Accuracy, 0.4, "held-out accuracy after 300 steps: want above 40 % (chance is 10 %)")
 }
