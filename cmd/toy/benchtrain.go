@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toyml/toy/engines/decoding"
+	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
@@ -264,16 +265,24 @@ type trainShape struct {
 	newModel       func(*ggml.Backend) (*training.Model, error)
 }
 
-// presetShape finds a llama or gpt2 preset by name.
+// presetShape finds a language model's preset by name among the families toy train makes
+// (trainFamilies): the model its -preset gives, as toy train builds it.
 func presetShape(name string) (trainShape, error) {
-	if g, err := config.Gpt2Preset(name); err == nil {
-		return trainShape{name, g.Vocab, g.Context, func(be *ggml.Backend) (*training.Model, error) { return training.NewGPT2(g, be) }}, nil
+	f := familyNamed(presetFamily(name))
+	if f == nil || f.modelFlags == nil {
+		var lists []string
+		for _, f := range trainFamilies {
+			if f.modelFlags != nil {
+				lists = append(lists, f.name+": "+strings.Join(f.presets(), ", "))
+			}
+		}
+		return trainShape{}, usagef("unknown preset %q (%s)", name, strings.Join(lists, "; "))
 	}
-	c, err := config.LlamaPreset(name)
-	if err != nil {
-		return trainShape{}, usagef("unknown preset %q (llama: %s; gpt2: %s)", name, strings.Join(config.LlamaPresetNames(), ", "), strings.Join(config.Gpt2PresetNames(), ", "))
+	s, preset := recipes.DefaultScratch(), name
+	if err := f.modelFlags(flag.NewFlagSet(name, flag.ContinueOnError), &s, name, &preset)(); err != nil {
+		return trainShape{}, err
 	}
-	return trainShape{name, c.Vocab, c.Context, func(be *ggml.Backend) (*training.Model, error) { return training.New(c, be) }}, nil
+	return trainShape{name, s.Architecture().Vocab, s.Context(), s.NewModel}, nil
 }
 
 // trainBench is one model being timed: its trainer, its batch of random tokens, its time.

@@ -88,8 +88,8 @@ func (s *Scratch) initSeed() int { return s.shape().initial().Seed }
 // setVocab sets the model's vocabulary to the tokenizer's.
 func (s *Scratch) setVocab(n int) { s.shape().setVocab(n) }
 
-// newModel allocates the model, with every weight zero.
-func (s *Scratch) newModel(be *ggml.Backend) (*training.Model, error) { return s.shape().newModel(be) }
+// NewModel allocates the run's model on be, with every weight zero (Init draws them).
+func (s *Scratch) NewModel(be *ggml.Backend) (*training.Model, error) { return s.shape().newModel(be) }
 
 // presetName names the preset the model is, or "custom" ("custom <family>" outside llama).
 func (s *Scratch) presetName() string {

@@ -753,7 +753,7 @@ func (s *Scratch) train(ctx context.Context, run *runs.Run, tok *tokenizer.Token
 
 	var m *training.Model
 	if startStep == 0 {
-		if m, err = s.newModel(be); err == nil {
+		if m, err = s.NewModel(be); err == nil {
 			err = m.Init()
 		}
 	} else {
