@@ -23,15 +23,122 @@ import (
 )
 
 func runFinetune(args []string, stdout, stderr io.Writer) error {
-	f := recipes.DefaultFinetune()
+	// The flags' defaults are the mode's (LoRA, -full or -warm-start): a first parse, silent,
+	// finds the mode the command line chooses; the second, with that mode's defaults, is the
+	// command's, which reports errors and prints the help (-full -h shows -full's defaults). Where
+	// the first stops at an error or -h, the flags before it choose.
+	probe := recipes.DefaultFinetune()
+	pc := newFinetuneFlags(&probe)
+	_ = pc.parseSilently(args)
+	f := finetuneDefaults(*pc.full, *pc.warm)
+	c := newFinetuneFlags(&f)
+	fs := c.fs
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := finetuneCounts.check(fs); err != nil {
+		return err
+	}
+	if err := checkTemplateName(f.Template); err != nil {
+		return err
+	}
+	set := setFlags(fs)
+	if f.Resume == "" {
+		if err := finetuneMode(&f, set, *c.full, *c.warm, *c.preset, c.model); err != nil {
+			return err
+		}
+	}
+	if f.Mode == recipes.ModeLoRA {
+		f.LoRA.Alpha = float32(*c.alpha)
+		f.LoRA.Targets = strings.Split(*c.targets, ",")
+	}
+	if f.Resume != "" {
+		keep, newTotal, err := resumeFlags(set, stdout)
+		if err != nil {
+			return err
+		}
+		f.ResumeKeep = keep
+		if newTotal {
+			f.ResumeSteps = f.Steps
+		}
+	} else {
+		if f.Base == "" || f.Data == "" {
+			return usagef("give the base model (-m) and the data (-data)")
+		}
+		if !set["warmup"] && f.Warmup >= f.Steps {
+			f.Warmup = f.Steps / 10
+		}
+	}
+	f.Out = stdout
+	f.KernelGate = trainGate(stderr, "finetune", *c.allowUnresolved)
+	if fh, ok := stdout.(*os.File); ok {
+		if fi, err := fh.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			f.Interactive = true
+		}
+	}
+	job, err := joinJob()
+	if err != nil {
+		return err
+	}
+	if job != nil {
+		f.Replicas = job.replicas
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := f.Run(ctx)
+	if err == nil && res.Interrupted {
+		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
+	}
+	return leaveJob(job, "finetune", err)
+}
+
+// finetuneFlags are toy finetune's flags, bound to a Finetune whose values are their defaults,
+// with those that are no field of it.
+type finetuneFlags struct {
+	fs                          *flag.FlagSet
+	alpha                       *float64
+	targets, preset             *string
+	allowUnresolved, full, warm *bool
+	model                       *config.LlamaFlags
+}
+
+// finetuneDefaults is the Finetune of the mode the flags choose, whose values are the flags'
+// defaults: DefaultFullFinetune for -full, DefaultWarmStart for -warm-start, DefaultFinetune
+// (LoRA) otherwise (both given is refused after parsing, by finetuneMode).
+func finetuneDefaults(full, warm bool) recipes.Finetune {
+	switch {
+	case full && !warm:
+		return recipes.DefaultFullFinetune()
+	case warm && !full:
+		return recipes.DefaultWarmStart()
+	}
+	return recipes.DefaultFinetune()
+}
+
+// modeDefaults lists the defaults of the flags whose defaults a mode sets (d: the mode's
+// Finetune), for the mode flag's help: -lr, -min-lr, -warmup and -weight-decay.
+func modeDefaults(d recipes.Finetune) string {
+	return fmt.Sprintf("-lr %g -min-lr %g -warmup %d -weight-decay %g", d.LR, d.MinLR, d.Warmup, d.AdamW.WeightDecay)
+}
+
+// parseSilently parses args with no output (help and errors included), to read what they choose.
+func (c *finetuneFlags) parseSilently(args []string) error {
+	c.fs.SetOutput(io.Discard)
+	return c.fs.Parse(args)
+}
+
+// newFinetuneFlags defines toy finetune's flags on a new flag set, bound to f, with f's values as
+// their defaults.
+func newFinetuneFlags(f *recipes.Finetune) *finetuneFlags {
 	fs := flag.NewFlagSet("finetune", flag.ContinueOnError)
+	c := &finetuneFlags{fs: fs}
 	fs.StringVar(&f.Base, "m", "", "the base GGUF model to adapt (required; its tokenizer and chat template are used)")
 	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file or a directory of them (required)")
 	fs.StringVar(&f.Template, "template", "", templateUsage(" for .jsonl data", "the base's"))
 	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
-	alpha := fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
-	targets := fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(training.LoRATargets, ", ")+", or all")
+	c.alpha = fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
+	c.targets = fs.String("lora-targets", strings.Join(f.LoRA.Targets, ","), "adapted projections: a comma-separated subset of "+strings.Join(training.LoRATargets, ", ")+", or all")
 	fs.Uint64Var(&f.LoRA.Seed, "lora-seed", f.LoRA.Seed, "seed of the adapters' initial A matrices")
 	fs.IntVar(&f.Recompute, "recompute", 0, "LoRA: recompute the first N blocks in the backward pass instead of keeping their activations (less memory, one more forward pass of them a step)")
 	fs.BoolVar(&f.RecomputeAttention, "recompute-attention", false, "LoRA: recompute the other blocks' attention probabilities in the backward pass instead of keeping them (T·T·heads floats a block less, one more query-key product and softmax a block)")
@@ -41,15 +148,15 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	f.Compute.RegisterFlags(fs)
 	fs.Float64Var(&f.AdamW.WeightDecay, "weight-decay", f.AdamW.WeightDecay, "AdamW weight decay")
 	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change")
-	allowUnresolved := registerGate(fs)
-	full := fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: -lr 5e-5 -min-lr 5e-6 -weight-decay 0.01)")
-	warm := fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: -lr 2e-3 -min-lr 2e-4 -warmup 40 -weight-decay 0.1)")
+	c.allowUnresolved = registerGate(fs)
+	c.full = fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: "+modeDefaults(recipes.DefaultFullFinetune())+")")
+	c.warm = fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: "+modeDefaults(recipes.DefaultWarmStart())+")")
 	fs.BoolVar(&f.FreezeEmbeddings, "freeze-embeddings", false, "-full, -warm-start: keep the token embeddings (and a tied output projection) fixed")
 	fs.IntVar(&f.FreezeEmbeddingsSteps, "freeze-embeddings-steps", 0, "-full, -warm-start: keep the token embeddings fixed for the first N steps only (their AdamW moments follow the gradients meanwhile)")
-	preset := fs.String("preset", defaultPreset, "-warm-start: the new model's shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
+	c.preset = fs.String("preset", defaultPreset, "-warm-start: the new model's shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
 		"; the model's flags (-d-model, -n-layers, -context, …) override it; its vocabulary is the donor's")
 	demo, _ := config.LlamaPreset(defaultPreset)
-	model := config.NewLlamaFlags(fs, demo)
+	c.model = config.NewLlamaFlags(fs, demo)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy finetune -m BASE.gguf -data FILE|DIR [flags]
 
@@ -102,67 +209,12 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
-		return err
-	}
-	if err := finetuneCounts.check(fs); err != nil {
-		return err
-	}
-	if err := checkTemplateName(f.Template); err != nil {
-		return err
-	}
-	set := setFlags(fs)
-	if f.Resume == "" {
-		if err := finetuneMode(&f, set, *full, *warm, *preset, model); err != nil {
-			return err
-		}
-	}
-	if f.Mode == recipes.ModeLoRA {
-		f.LoRA.Alpha = float32(*alpha)
-		f.LoRA.Targets = strings.Split(*targets, ",")
-	}
-	if f.Resume != "" {
-		keep, newTotal, err := resumeFlags(set, stdout)
-		if err != nil {
-			return err
-		}
-		f.ResumeKeep = keep
-		if newTotal {
-			f.ResumeSteps = f.Steps
-		}
-	} else {
-		if f.Base == "" || f.Data == "" {
-			return usagef("give the base model (-m) and the data (-data)")
-		}
-		if !set["warmup"] && f.Warmup >= f.Steps {
-			f.Warmup = f.Steps / 10
-		}
-	}
-	f.Out = stdout
-	f.KernelGate = trainGate(stderr, "finetune", *allowUnresolved)
-	if fh, ok := stdout.(*os.File); ok {
-		if fi, err := fh.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			f.Interactive = true
-		}
-	}
-	job, err := joinJob()
-	if err != nil {
-		return err
-	}
-	if job != nil {
-		f.Replicas = job.replicas
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := f.Run(ctx)
-	if err == nil && res.Interrupted {
-		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
-	}
-	return leaveJob(job, "finetune", err)
+	return c
 }
 
-// finetuneMode sets the mode the flags choose, with its defaults for the options the user did
-// not set, and refuses flags of another mode.
+// finetuneMode checks the flags against the mode they choose, refusing flags of another mode,
+// and sets the mode and a warm start's new model (-preset and the model flags) on f, which holds
+// the mode's defaults already (finetuneDefaults: the flags' defaults).
 func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, preset string, model *config.LlamaFlags) error {
 	var modelFlags []string
 	for name := range set {
@@ -177,7 +229,7 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 			loraFlags = append(loraFlags, "-"+name)
 		}
 	}
-	var d recipes.Finetune
+	var d recipes.Finetune // the mode's Mode and NewModel
 	switch {
 	case full && warm:
 		return usagef("-full and -warm-start exclude each other: choose one mode")
@@ -215,20 +267,6 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 	f.Mode, f.NewModel = d.Mode, d.NewModel
 	if f.Mode == "" {
 		f.Mode = recipes.ModeLoRA
-	}
-	if !set["lr"] {
-		f.LR = d.LR
-	}
-	if !set["min-lr"] {
-		f.MinLR = d.MinLR
-	}
-	if !set["warmup"] {
-		f.Warmup = d.Warmup
-	}
-	wd := f.AdamW.WeightDecay
-	f.AdamW = d.AdamW
-	if set["weight-decay"] {
-		f.AdamW.WeightDecay = wd
 	}
 	return nil
 }
