@@ -78,6 +78,16 @@ type BenchResult struct {
 	Depth                    int // tokens in the cache before each test
 	PP, TG                   BenchStat
 	LoadTime, FirstGraphTime time.Duration
+	// MatrixBytes is the weights each generated token multiplies (MatrixBytesPerToken),
+	// KVBytes the mean key/value cache each reads at the test's depth (KVBytesRead).
+	MatrixBytes int64
+	KVBytes     float64
+}
+
+// GenGBps is the memory the generation test streamed per second, in 10⁹ bytes: (MatrixBytes
+// + KVBytes) × its mean tokens per second.
+func (r BenchResult) GenGBps() float64 {
+	return (float64(r.MatrixBytes) + r.KVBytes) * r.TG.Mean / 1e9
 }
 
 func (r BenchResult) String() string {
@@ -142,7 +152,8 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 	defer m.Close()
 	r := BenchResult{Path: path, Arch: m.Arch.Name, WeightType: m.WeightType(), Params: m.Params(), Bytes: m.WeightBytes(),
 		Mapped: m.Mapped(), Threads: threads, KVType: opts.Decoder.KVType, FlashAttention: opts.Decoder.FlashAttention,
-		PromptTokens: promptTokens, GenTokens: genTokens, Depth: opts.Depth, LoadTime: time.Since(start)}
+		PromptTokens: promptTokens, GenTokens: genTokens, Depth: opts.Depth, LoadTime: time.Since(start),
+		MatrixBytes: m.MatrixBytesPerToken(), KVBytes: m.KVBytesRead(opts.Decoder.KVType, opts.Depth, genTokens)}
 	do := opts.Decoder
 	do.Threads = 0                                        // the model's backend already has them
 	do.Batch = max(promptTokens, min(opts.Depth, 512), 1) // the depth goes in batches of that
