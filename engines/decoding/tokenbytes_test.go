@@ -73,3 +73,31 @@ func TestKVBytesReadSliding(t *testing.T) {
 	assert.InDelta(t, float64(a.SlidingWindow)*perPosition, m.KVBytesRead(KVF16, p, 1), 1e-9)
 	assert.InDelta(t, 3*perPosition, m.KVBytesRead(KVF16, 2, 1), 1e-9)
 }
+
+// TestMatrixBytesPerTokenMoE: of a mixture of experts, a token reads the router whole and the
+// experts it uses: the expert tensors' bytes × used / experts, by hand.
+func TestMatrixBytesPerTokenMoE(t *testing.T) {
+	a := transformertest.TinyArch("qwen3moe")
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, transformer.WriteRandomGGUF(path, a, ggml.Q8_0, 3))
+	m, err := OpenModel(path, ModelOptions{Threads: 1})
+	require.NoError(t, err)
+	defer m.Close()
+	want := 0.0
+	size := func(name string) float64 { return float64(m.Tensor(name).Bytes()) }
+	for il := range a.NLayers {
+		p := fmt.Sprintf("blk.%d.", il)
+		for _, n := range []string{"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate_inp"} {
+			want += size(p + n + ".weight")
+		}
+		for _, n := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
+			want += size(p+n+".weight") * float64(a.NExpertsUsed) / float64(a.NExperts)
+		}
+	}
+	if a.TiedOutput {
+		want += size("token_embd.weight")
+	} else {
+		want += size("output.weight")
+	}
+	assert.Equal(t, int64(want), m.MatrixBytesPerToken())
+}
