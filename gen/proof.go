@@ -45,7 +45,7 @@ type Library struct {
 var GGML = Library{
 	GoPackage:  "github.com/ollama/ollama/ml/backend/ggml/ggml/src",
 	IncludeRel: "../include",
-	Headers:    []string{"ggml.h", "ggml-alloc.h", "ggml-backend.h", "ggml-cpu.h", "ggml-opt.h", "gguf.h"},
+	Headers:    []string{"ggml.h", "ggml-alloc.h", "ggml-backend.h", "ggml-cpu.h", "ggml-opt.h", "gguf.h", "../src/ggml-quants.h"},
 }
 
 // FindHeaders locates lib's header directory through go/packages, from the module at dir, so the

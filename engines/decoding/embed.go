@@ -2,6 +2,7 @@ package decoding
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/toyml/toy/ggml"
 )
@@ -61,12 +62,27 @@ func (m *GGUFModel) prepareEmbeddings(force bool) error {
 }
 
 // DequantizeOnCPU converts a weight of any type and shape to f32, or with to = F16 on to f16,
-// with ggml's CPU kernels (GetRows of every row, then a cast), returning the raw data.
+// with ggml's CPU conversions, returning the raw data: to f32 directly through ggml's type
+// traits (ggml.Dequantize) where ggml has one for the weight's type, otherwise (and to f16)
+// through a graph (GetRows of every row, then a cast), which computes the same values.
 func DequantizeOnCPU(w *ggml.Tensor, to ggml.Type) ([]byte, error) {
 	raw, err := w.ReadBytes()
 	if err != nil {
 		return nil, err
 	}
+	if to == ggml.F32 && ggml.CanDequantize(w.Type()) && w.IsContiguous() {
+		out := make([]byte, 4*w.Len())
+		if len(out) == 0 {
+			return out, nil
+		}
+		err := ggml.Dequantize(w.Type(), raw, unsafe.Slice((*float32)(unsafe.Pointer(&out[0])), w.Len()))
+		return out, err
+	}
+	return dequantizeGraph(w, raw, to)
+}
+
+// dequantizeGraph is DequantizeOnCPU through a graph on the CPU backend, of raw, w's data.
+func dequantizeGraph(w *ggml.Tensor, raw []byte, to ggml.Type) ([]byte, error) {
 	ne0, rows := w.Ne()[0], w.Rows()
 	cpu, err := ggml.NewCPUBackend(0)
 	if err != nil {

@@ -474,6 +474,29 @@ int ggml_cpu_has_dotprod(void);
 int ggml_cpu_has_matmul_int8(void);
 int ggml_cpu_has_sve(void);
 int ggml_cpu_has_llamafile(void);
+void ggml_bf16_to_fp32_row(void *x, float *y, int64_t n);
+void dequantize_row_q4_0(void *x, float *y, int64_t k);
+void dequantize_row_q4_1(void *x, float *y, int64_t k);
+void dequantize_row_q5_0(void *x, float *y, int64_t k);
+void dequantize_row_q5_1(void *x, float *y, int64_t k);
+void dequantize_row_q8_0(void *x, float *y, int64_t k);
+void dequantize_row_mxfp4(void *x, float *y, int64_t k);
+void dequantize_row_q2_K(void *x, float *y, int64_t k);
+void dequantize_row_q3_K(void *x, float *y, int64_t k);
+void dequantize_row_q4_K(void *x, float *y, int64_t k);
+void dequantize_row_q5_K(void *x, float *y, int64_t k);
+void dequantize_row_q6_K(void *x, float *y, int64_t k);
+void dequantize_row_tq1_0(void *x, float *y, int64_t k);
+void dequantize_row_tq2_0(void *x, float *y, int64_t k);
+void dequantize_row_iq2_xxs(void *x, float *y, int64_t k);
+void dequantize_row_iq2_xs(void *x, float *y, int64_t k);
+void dequantize_row_iq2_s(void *x, float *y, int64_t k);
+void dequantize_row_iq3_xxs(void *x, float *y, int64_t k);
+void dequantize_row_iq1_s(void *x, float *y, int64_t k);
+void dequantize_row_iq1_m(void *x, float *y, int64_t k);
+void dequantize_row_iq4_nl(void *x, float *y, int64_t k);
+void dequantize_row_iq4_xs(void *x, float *y, int64_t k);
+void dequantize_row_iq3_s(void *x, float *y, int64_t k);
 struct gguf_context *gguf_init_empty(void);
 struct gguf_context *gguf_init_from_file(const char *fname, struct gguf_init_params params);
 void gguf_free(struct gguf_context *ctx);
@@ -2251,6 +2274,259 @@ func CPUHasSVE() int {
 // C: int ggml_cpu_has_llamafile(void).
 func CPUHasLlamafile() int {
 	return int(C.ggml_cpu_has_llamafile())
+}
+
+// Bf16ToFp32Row converts n bfloat16 values at x to float32 in y.
+//
+// C: void ggml_bf16_to_fp32_row(void *x, float *y, int64_t n).
+func Bf16ToFp32Row(x unsafe.Pointer, y []float32, n int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.ggml_bf16_to_fp32_row(x, c_y, C.int64_t(n))
+}
+
+// DequantizeRowQ4_0 converts k q4_0 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q4_0(void *x, float *y, int64_t k).
+func DequantizeRowQ4_0(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q4_0(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ4_1 converts k q4_1 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q4_1(void *x, float *y, int64_t k).
+func DequantizeRowQ4_1(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q4_1(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ5_0 converts k q5_0 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q5_0(void *x, float *y, int64_t k).
+func DequantizeRowQ5_0(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q5_0(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ5_1 converts k q5_1 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q5_1(void *x, float *y, int64_t k).
+func DequantizeRowQ5_1(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q5_1(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ8_0 converts k q8_0 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q8_0(void *x, float *y, int64_t k).
+func DequantizeRowQ8_0(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q8_0(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowMXFP4 converts k mxfp4 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_mxfp4(void *x, float *y, int64_t k).
+func DequantizeRowMXFP4(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_mxfp4(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ2_K converts k q2_K values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q2_K(void *x, float *y, int64_t k).
+func DequantizeRowQ2_K(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q2_K(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ3_K converts k q3_K values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q3_K(void *x, float *y, int64_t k).
+func DequantizeRowQ3_K(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q3_K(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ4_K converts k q4_K values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q4_K(void *x, float *y, int64_t k).
+func DequantizeRowQ4_K(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q4_K(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ5_K converts k q5_K values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q5_K(void *x, float *y, int64_t k).
+func DequantizeRowQ5_K(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q5_K(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowQ6_K converts k q6_K values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_q6_K(void *x, float *y, int64_t k).
+func DequantizeRowQ6_K(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_q6_K(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowTQ1_0 converts k tq1_0 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_tq1_0(void *x, float *y, int64_t k).
+func DequantizeRowTQ1_0(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_tq1_0(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowTQ2_0 converts k tq2_0 values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_tq2_0(void *x, float *y, int64_t k).
+func DequantizeRowTQ2_0(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_tq2_0(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ2_XXS converts k iq2_xxs values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq2_xxs(void *x, float *y, int64_t k).
+func DequantizeRowIQ2_XXS(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq2_xxs(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ2_XS converts k iq2_xs values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq2_xs(void *x, float *y, int64_t k).
+func DequantizeRowIQ2_XS(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq2_xs(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ2_S converts k iq2_s values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq2_s(void *x, float *y, int64_t k).
+func DequantizeRowIQ2_S(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq2_s(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ3_XXS converts k iq3_xxs values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq3_xxs(void *x, float *y, int64_t k).
+func DequantizeRowIQ3_XXS(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq3_xxs(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ1_S converts k iq1_s values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq1_s(void *x, float *y, int64_t k).
+func DequantizeRowIQ1_S(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq1_s(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ1_M converts k iq1_m values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq1_m(void *x, float *y, int64_t k).
+func DequantizeRowIQ1_M(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq1_m(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ4_NL converts k iq4_nl values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq4_nl(void *x, float *y, int64_t k).
+func DequantizeRowIQ4_NL(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq4_nl(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ4_XS converts k iq4_xs values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq4_xs(void *x, float *y, int64_t k).
+func DequantizeRowIQ4_XS(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq4_xs(x, c_y, C.int64_t(k))
+}
+
+// DequantizeRowIQ3_S converts k iq3_s values at x (k/BlckSize blocks) to float32 in y.
+//
+// C: void dequantize_row_iq3_s(void *x, float *y, int64_t k).
+func DequantizeRowIQ3_S(x unsafe.Pointer, y []float32, k int64) {
+	var c_y *C.float
+	if len(y) > 0 {
+		c_y = (*C.float)(unsafe.Pointer(&y[0]))
+	}
+	C.dequantize_row_iq3_s(x, c_y, C.int64_t(k))
 }
 
 // GGUFInitEmpty makes an empty GGUF context to fill and write.
