@@ -27,8 +27,9 @@ type Writer struct {
 }
 
 type writerTensor struct {
-	info TensorInfo
-	data []byte
+	info     TensorInfo
+	data     []byte
+	streamed bool // declared by AddTensorInfo: its data comes through Stream's DataWriter
 }
 
 // AddKV adds a key-value pair. value must be one of the Go types listed on
@@ -74,6 +75,134 @@ func (w *Writer) AddTensor(name string, typ uint32, ne []int64, data []byte) err
 		info: TensorInfo{Name: name, NDims: len(ne), Ne: full, Type: typ, Size: size},
 		data: data,
 	})
+	return nil
+}
+
+// AddTensorInfo declares a tensor of ggml type typ with dimensions ne whose data is not given
+// now but streamed, after the header, through the DataWriter that Stream returns. A Writer
+// whose tensors are declared so is written with Stream, not WriteTo or WriteFile.
+func (w *Writer) AddTensorInfo(name string, typ uint32, ne []int64) error {
+	full, size, err := checkTensor(name, typ, ne)
+	if err != nil {
+		return fmt.Errorf("gguf: %w", err)
+	}
+	if _, dup := w.names[name]; dup {
+		return fmt.Errorf("gguf: duplicate tensor name %q", name)
+	}
+	if w.names == nil {
+		w.names = make(map[string]struct{})
+	}
+	w.names[name] = struct{}{}
+	w.tensors = append(w.tensors, writerTensor{
+		info:     TensorInfo{Name: name, NDims: len(ne), Ne: full, Type: typ, Size: size},
+		streamed: true,
+	})
+	return nil
+}
+
+// Stream writes the header (every key-value pair and tensor description, the offsets following
+// from the declared types and shapes) and its padding to out, and returns the DataWriter that
+// takes the tensors' data, in the order they were declared. Every tensor must have been
+// declared with AddTensorInfo.
+func (w *Writer) Stream(out io.Writer) (*DataWriter, error) {
+	for _, t := range w.tensors {
+		if !t.streamed {
+			return nil, fmt.Errorf("gguf: tensor %q was added with its data; Stream takes tensors declared with AddTensorInfo", t.info.Name)
+		}
+	}
+	d := &DataWriter{out: out, tensors: w.tensors, align: w.alignment()}
+	if err := d.write(w.header(d.align)); err != nil {
+		return nil, err
+	}
+	if err := d.pad(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// DataWriter writes the data section of a streamed GGUF file (Writer.Stream): the declared
+// tensors' data, in order, each followed by its padding up to the alignment as it completes.
+type DataWriter struct {
+	out     io.Writer
+	tensors []writerTensor
+	align   int64
+	n       int64 // bytes written to out
+	cur     int   // the tensor whose data comes next
+	have    int64 // bytes of it written
+	err     error // the first write error: every later call returns it
+}
+
+// Write writes the next bytes of the tensors' data; p may end inside a tensor or span
+// several. Bytes beyond the last declared tensor's are refused.
+func (d *DataWriter) Write(p []byte) (int, error) {
+	done := 0
+	for len(p) > 0 {
+		if d.err != nil {
+			return done, d.err
+		}
+		if d.cur == len(d.tensors) {
+			return done, fmt.Errorf("gguf: %d bytes of data beyond the last tensor's", len(p))
+		}
+		t := d.tensors[d.cur].info
+		k := min(int64(len(p)), t.Size-d.have)
+		if err := d.write(p[:k]); err != nil {
+			return done, err
+		}
+		done, p, d.have = done+int(k), p[k:], d.have+k
+		d.next()
+	}
+	return done, d.err
+}
+
+// next moves past the current tensor (and any empty ones after it) once its data is whole,
+// padding it.
+func (d *DataWriter) next() {
+	for d.err == nil && d.cur < len(d.tensors) && d.have == d.tensors[d.cur].info.Size {
+		d.err = d.pad()
+		d.cur, d.have = d.cur+1, 0
+	}
+}
+
+// Tensor is the description of the tensor whose data comes next, and false once every
+// tensor's data has been written.
+func (d *DataWriter) Tensor() (TensorInfo, bool) {
+	d.next()
+	if d.cur == len(d.tensors) {
+		return TensorInfo{}, false
+	}
+	return d.tensors[d.cur].info, true
+}
+
+// Close reports an error unless every declared tensor's data was written whole (and every
+// write succeeded). It does not close the underlying writer.
+func (d *DataWriter) Close() error {
+	d.next()
+	if d.err != nil {
+		return d.err
+	}
+	if d.cur < len(d.tensors) {
+		t := d.tensors[d.cur].info
+		return fmt.Errorf("gguf: the data ends %d bytes into tensor %q, which has %d, with %d tensors to go", d.have, t.Name, t.Size, len(d.tensors)-d.cur-1)
+	}
+	return nil
+}
+
+func (d *DataWriter) write(b []byte) error {
+	k, err := d.out.Write(b)
+	d.n += int64(k)
+	if err != nil && d.err == nil {
+		d.err = err
+	}
+	return err
+}
+
+func (d *DataWriter) pad() error {
+	var zeros [256]byte
+	for d.n%d.align != 0 {
+		if err := d.write(zeros[:min(d.align-d.n%d.align, int64(len(zeros)))]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -193,6 +322,11 @@ func appendSlice[T any](b []byte, s []T, add func([]byte, T) []byte) []byte {
 
 // WriteTo writes the file to out and returns the number of bytes written.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
+	for _, t := range w.tensors {
+		if t.streamed {
+			return 0, fmt.Errorf("gguf: tensor %q was declared without its data; write the file with Stream", t.info.Name)
+		}
+	}
 	align := w.alignment()
 	var n int64
 	var zeros [256]byte
