@@ -22,30 +22,50 @@ var quantizable = map[Type]bool{
 // (ggml_quantize_chunk) and returns the encoded bytes. Types that need an importance matrix
 // (the IQ family) are refused.
 func Quantize(typ Type, src []float32, nPerRow int) ([]byte, error) {
-	if !ValidType(typ) {
-		return nil, fmt.Errorf("ggml: Quantize: invalid type %v", typ)
+	if err := checkQuantize(typ, src, nPerRow); err != nil {
+		return nil, err
 	}
-	if nPerRow <= 0 || len(src)%nPerRow != 0 {
-		return nil, fmt.Errorf("ggml: Quantize: %d values do not form rows of %d", len(src), nPerRow)
-	}
-	if nPerRow%BlockSize(typ) != 0 {
-		return nil, fmt.Errorf("ggml: Quantize: a %s row holds a multiple of %d values, not %d", TypeName(typ), BlockSize(typ), nPerRow)
-	}
-	if !quantizable[typ] {
-		return nil, fmt.Errorf("ggml: Quantize: ggml has no quantizer for %s", TypeName(typ))
-	}
-	if ggmlc.QuantizeRequiresImatrix(typ) {
-		return nil, fmt.Errorf("ggml: Quantize: %s needs an importance matrix", TypeName(typ))
+	row, _ := RowSize(typ, int64(nPerRow))
+	out := make([]byte, len(src)/nPerRow*row)
+	return out, QuantizeInto(typ, src, nPerRow, out)
+}
+
+// QuantizeInto is Quantize into dst, which must be exactly the encoded size of src. Safe for
+// concurrent use on disjoint data (each row is quantized on its own).
+func QuantizeInto(typ Type, src []float32, nPerRow int, dst []byte) error {
+	if err := checkQuantize(typ, src, nPerRow); err != nil {
+		return err
 	}
 	rows := len(src) / nPerRow
 	row, _ := RowSize(typ, int64(nPerRow))
-	out := make([]byte, rows*row)
+	if len(dst) != rows*row {
+		return fmt.Errorf("ggml: Quantize: %d bytes for %d rows of %s, which take %d", len(dst), rows, TypeName(typ), rows*row)
+	}
 	if rows == 0 {
-		return out, nil
+		return nil
 	}
-	n := ggmlc.QuantizeChunk(typ, src, unsafe.Pointer(&out[0]), 0, int64(rows), int64(nPerRow), nil)
-	if n != len(out) {
-		return nil, fmt.Errorf("ggml: Quantize: ggml wrote %d bytes, expected %d", n, len(out))
+	n := ggmlc.QuantizeChunk(typ, src, unsafe.Pointer(&dst[0]), 0, int64(rows), int64(nPerRow), nil)
+	if n != len(dst) {
+		return fmt.Errorf("ggml: Quantize: ggml wrote %d bytes, expected %d", n, len(dst))
 	}
-	return out, nil
+	return nil
+}
+
+func checkQuantize(typ Type, src []float32, nPerRow int) error {
+	if !ValidType(typ) {
+		return fmt.Errorf("ggml: Quantize: invalid type %v", typ)
+	}
+	if nPerRow <= 0 || len(src)%nPerRow != 0 {
+		return fmt.Errorf("ggml: Quantize: %d values do not form rows of %d", len(src), nPerRow)
+	}
+	if nPerRow%BlockSize(typ) != 0 {
+		return fmt.Errorf("ggml: Quantize: a %s row holds a multiple of %d values, not %d", TypeName(typ), BlockSize(typ), nPerRow)
+	}
+	if !quantizable[typ] {
+		return fmt.Errorf("ggml: Quantize: ggml has no quantizer for %s", TypeName(typ))
+	}
+	if ggmlc.QuantizeRequiresImatrix(typ) {
+		return fmt.Errorf("ggml: Quantize: %s needs an importance matrix", TypeName(typ))
+	}
+	return nil
 }

@@ -1,16 +1,17 @@
 package decoding
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/fsutil"
 	"github.com/toyml/toy/internal/gguffile"
 )
 
@@ -21,8 +22,8 @@ import (
 // wherever the base ran, without the adapters. With no adapters it converts the model instead:
 // every weight matrix an adapter could update, and the token embeddings (the head, where it is
 // tied to them), is stored as typ (a model toy trained in f32, for one, decodes faster in f16,
-// which halves the bytes every token streams). The file is held in memory while it is written
-// (atomically).
+// which halves the bytes every token streams). The file is streamed, a tensor at a time, to a
+// temporary name and renamed when whole (atomically).
 //
 // Nothing non-finite is written: a NaN or an infinity in a copied f32, f16 or bf16 tensor, or in
 // a merged or converted weight (a base or an adapter that holds one), is an error naming the
@@ -86,10 +87,13 @@ type conversion struct {
 }
 
 // writeModel writes to out the model at base converted as c says, and reports the type each
-// tensor got: the file is held in memory, written under a hidden name, decoded once and only
-// then renamed to out. Nothing non-finite is written (nonFinite, nonFiniteRaw) and values
-// beyond a type's range are clamped to it (clampToType), each such tensor a warning.
-func writeModel(base, out string, c conversion) ([]ggml.Type, error) {
+// tensor got. The file is streamed under a hidden temporary name in out's directory: the
+// header first (every tensor's size follows from its type), then each tensor's data as it is
+// produced, copied or converted a tensor at a time (writeTensors); it is decoded once and only
+// then renamed to out, and removed on any failure. Nothing non-finite is written (nonFinite,
+// nonFiniteRaw) and values beyond a type's range are clamped to it (clampToType), each such
+// tensor a warning.
+func writeModel(base, out string, c conversion) (_ []ggml.Type, err error) {
 	warn := func(string) {}
 	if c.warn != nil {
 		warn = c.warn
@@ -141,113 +145,85 @@ func writeModel(base, out string, c conversion) ([]ggml.Type, error) {
 			}
 		}
 	}
-	src, err := ggml.OpenGGUF(base)
+	// Every tensor's fate and type is settled, and checked, before the file is created.
+	jobs := make([]tensorJob, len(hdr.Tensors))
+	for i, ti := range hdr.Tensors {
+		t := m.mapped.Tensor(ti.Name)
+		j := tensorJob{info: ti, typ: types[i], t: t}
+		if t == nil || j.typ == ggml.Type(ti.Type) && len(m.lora[t]) == 0 {
+			j.typ, j.t = ggml.Type(ti.Type), nil // copied
+		} else if in := int(ti.Ne[0]); in%ggml.BlockSize(j.typ) != 0 {
+			return nil, fmt.Errorf("%s %s: %s has rows of %d, not a multiple of %s's block of %d", verb, base, ti.Name, in, ggml.TypeName(j.typ), ggml.BlockSize(j.typ))
+		}
+		types[i] = j.typ
+		if err := w.AddTensorInfo(ti.Name, uint32(j.typ), ti.Shape()); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", verb, base, err)
+		}
+		jobs[i] = j
+	}
+	src, err := os.Open(base)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	for i, ti := range hdr.Tensors {
-		typ := types[i]
-		t := m.mapped.Tensor(ti.Name)
-		if t == nil || typ == ggml.Type(ti.Type) && len(m.lora[t]) == 0 {
-			data, err := src.ReadTensorData(ti.Name)
-			if err != nil {
-				return nil, err
-			}
-			if i := transformer.NonFiniteRaw(ggml.Type(ti.Type), data); i >= 0 {
-				return nil, fmt.Errorf("%s %s: %s holds a NaN or an infinity (element %d): the model is not finite", verb, base, ti.Name, i)
-			}
-			if err := w.AddTensor(ti.Name, ti.Type, ti.Shape(), data); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", verb, base, err)
-			}
-			types[i] = ggml.Type(ti.Type)
-			if c.progress != nil {
-				c.progress(i+1, len(hdr.Tensors), ti.Name)
-			}
-			continue
-		}
-		in := int(ti.Ne[0])
-		if in%ggml.BlockSize(typ) != 0 {
-			return nil, fmt.Errorf("%s %s: %s has rows of %d, not a multiple of %s's block of %d", verb, base, ti.Name, in, ggml.TypeName(typ), ggml.BlockSize(typ))
-		}
-		merged, err := m.merged(t)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
-		}
-		if i := NonFinite(merged); i >= 0 {
-			what := "the base"
-			if len(m.lora[t]) > 0 {
-				what = "the base or an adapter (with its scale)"
-			}
-			return nil, fmt.Errorf("%s %s: %s is %v at element %d: %s holds values that are not finite", verb, base, ti.Name, merged[i], i, what)
-		}
-		if n, limit := clampToType(merged, typ); n > 0 {
-			warn(fmt.Sprintf("%s: %d values beyond ±%g, the largest %s holds, were clamped to it", ti.Name, n, limit, ggml.TypeName(typ)))
-		}
-		data, err := quantizeRows(typ, merged, in, c.threads)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %s: %w", verb, base, ti.Name, err)
-		}
-		if err := w.AddTensor(ti.Name, uint32(typ), ti.Shape(), data); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", verb, base, err)
-		}
-		if c.progress != nil {
-			c.progress(i+1, len(hdr.Tensors), ti.Name)
-		}
-	}
-	// Written under a hidden name and decoded once before it takes out's: finite weights can
+
+	// Streamed under a hidden name and decoded once before it takes out's: finite weights can
 	// still overflow the activations (a huge adapter scale), which generate refuses.
 	dir, name := filepath.Split(out)
 	if dir == "" {
 		dir = "."
 	}
-	tmp := filepath.Join(dir, "."+name+".unchecked")
-	if err := w.WriteFile(tmp); err != nil {
-		return nil, err
+	f, err := fsutil.CreateTemp(dir, "."+name+".unchecked*")
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, base, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	dw, err := w.Stream(bw)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
+	}
+	tw := &tensorWriter{m: m, src: src, dataOffset: hdr.DataOffset, out: dw, threads: max(1, c.threads)}
+	for i, j := range jobs {
+		if err := tw.write(j); err != nil {
+			var werr *writeError
+			if errors.As(err, &werr) {
+				return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, werr.err)
+			}
+			return nil, fmt.Errorf("%s %s: %w", verb, base, err)
+		}
+		if tw.clamped > 0 {
+			warn(fmt.Sprintf("%s: %d values beyond ±%g, the largest %s holds, were clamped to it", j.info.Name, tw.clamped, tw.limit, ggml.TypeName(j.typ)))
+		}
+		if c.progress != nil {
+			c.progress(i+1, len(jobs), j.info.Name)
+		}
+	}
+	if err := dw.Close(); err != nil {
+		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
 	}
 	if err := checkDecodes(tmp, cpu); err != nil {
-		os.Remove(tmp)
 		return nil, fmt.Errorf("%s %s: the result does not decode, so it is not written: %w", verb, base, err)
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		os.Remove(tmp)
 		return nil, fmt.Errorf("%s %s: %w", verb, base, err)
 	}
 	return types, nil
-}
-
-// quantizeRows is ggml.Quantize of rows of n values, spread over up to threads goroutines by
-// whole rows (each row is quantized on its own, so the bytes are the same).
-func quantizeRows(typ ggml.Type, values []float32, n, threads int) ([]byte, error) {
-	if typ == ggml.F32 {
-		data := make([]byte, 4*len(values))
-		for i, v := range values {
-			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-		}
-		return data, nil
-	}
-	rows := len(values) / n
-	threads = max(1, min(threads, rows/16))
-	if threads == 1 {
-		return ggml.Quantize(typ, values, n)
-	}
-	rowBytes, err := ggml.RowSize(typ, int64(n))
-	if err != nil {
-		return nil, err
-	}
-	data := make([]byte, rows*rowBytes)
-	errs := make([]error, threads)
-	var wg sync.WaitGroup
-	for k := range threads {
-		lo, hi := rows*k/threads, rows*(k+1)/threads
-		wg.Go(func() {
-			part, err := ggml.Quantize(typ, values[lo*n:hi*n], n)
-			copy(data[lo*rowBytes:], part)
-			errs[k] = err
-		})
-	}
-	wg.Wait()
-	return data, errors.Join(errs...)
 }
 
 // checkDecodes computes the logits of one token (the model's BOS, or 0) under the model at
