@@ -217,6 +217,9 @@ func writeModel(base, out string, c conversion) (_ []ggml.Type, err error) {
 	if err := f.Close(); err != nil {
 		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
 	}
+	if _, err := os.Stat(tmp); err != nil { // its directory was removed while it was written
+		return nil, fmt.Errorf("%s %s: writing %s: %w", verb, base, out, err)
+	}
 	if err := checkDecodes(tmp, cpu); err != nil {
 		return nil, fmt.Errorf("%s %s: the result does not decode, so it is not written: %w", verb, base, err)
 	}

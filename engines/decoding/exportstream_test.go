@@ -1,0 +1,84 @@
+package decoding
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/engines/transformer/transformertest"
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/internal/gguffile"
+)
+
+// TestExportFailsLeavingNothing: an export that fails after it has started writing leaves
+// nothing in the output's directory. A NaN in the last converted tensor of the file is found
+// once the tensors before it are in the streamed temporary file (which the progress callback
+// sees there), and the export fails naming the tensor; an output directory removed (and made
+// again, empty) after the first tensor fails the export, and the new directory stays empty.
+// With neither, the same export succeeds and leaves the output alone.
+func TestExportFailsLeavingNothing(t *testing.T) {
+	model := transformertest.WriteTiny(t, transformertest.TinyArch("smollm2"), ggml.F32, 1)
+	hdr, err := gguffile.ReadFile(model)
+	require.NoError(t, err)
+	last := -1 // the converted tensor whose data comes last in the file
+	for i, ti := range hdr.Tensors {
+		if quantizedTensor(ti.Name, ti.Shape()) && (last < 0 || ti.Offset > hdr.Tensors[last].Offset) {
+			last = i
+		}
+	}
+	require.GreaterOrEqual(t, last, 0)
+	bad := hdr.Tensors[last]
+	raw, err := os.ReadFile(model)
+	require.NoError(t, err)
+	at := hdr.DataOffset + int64(bad.Offset) + bad.Size - 4
+	binary.LittleEndian.PutUint32(raw[at:], math.Float32bits(float32(math.NaN())))
+	nanModel := filepath.Join(t.TempDir(), "nan.gguf")
+	require.NoError(t, os.WriteFile(nanModel, raw, 0o644))
+
+	outDir := filepath.Join(t.TempDir(), "out")
+	require.NoError(t, os.Mkdir(outDir, 0o755))
+	out := filepath.Join(outDir, "model.gguf")
+	sawTemp := false
+	_, err = Export(nanModel, out, ExportOptions{Type: FileTypeQ8_0, Threads: 2, Progress: func(done, total int, name string) {
+		entries, err := os.ReadDir(outDir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			sawTemp = sawTemp || strings.HasPrefix(e.Name(), ".model.gguf.unchecked")
+		}
+	}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), bad.Name)
+	assert.Contains(t, err.Error(), "not finite")
+	assert.Contains(t, err.Error(), "at element "+strconv.Itoa(int(bad.Elements()-1)))
+	assert.True(t, sawTemp, "the file was being streamed when the NaN was found")
+	entries, err := os.ReadDir(outDir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a failed export leaves nothing behind")
+
+	first := true
+	_, err = Export(model, out, ExportOptions{Type: FileTypeQ8_0, Threads: 2, Progress: func(done, total int, name string) {
+		if first {
+			first = false
+			require.NoError(t, os.RemoveAll(outDir))
+			require.NoError(t, os.Mkdir(outDir, 0o755))
+		}
+	}})
+	require.ErrorContains(t, err, "writing "+out, "the directory the file was streamed to vanished")
+	entries, err = os.ReadDir(outDir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a failed export leaves nothing behind")
+
+	rep, err := Export(model, out, ExportOptions{Type: FileTypeQ8_0, Threads: 2})
+	require.NoError(t, err)
+	assert.Equal(t, len(hdr.Tensors), rep.Tensors)
+	entries, err = os.ReadDir(outDir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "model.gguf", entries[0].Name())
+}
