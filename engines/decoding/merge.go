@@ -230,9 +230,10 @@ func writeModel(base, out string, c conversion) (_ []ggml.Type, err error) {
 }
 
 // checkDecodes computes the logits of one token (the model's BOS, or 0) under the model at
-// path, which NewDecoder's step refuses when they are not finite.
+// path, which NewDecoder's step refuses when they are not finite. The model is memory-mapped:
+// its pages are the ones just written, not a second copy of them.
 func checkDecodes(path string, be *ggml.Backend) error {
-	m, err := OpenModel(path, ModelOptions{Backend: be})
+	m, err := OpenModel(path, ModelOptions{Backend: be, Mmap: true})
 	if err != nil {
 		return err
 	}
