@@ -145,7 +145,8 @@ func (w *tensorWriter) convert(j tensorJob) ([]byte, error) {
 						return
 					}
 				}
-				if i := NonFinite(v); i >= 0 {
+				i, n, limit := clampToType(v, j.typ)
+				if i >= 0 {
 					mu.Lock()
 					if at := lo*in + i; bad < 0 || at < bad {
 						bad, badValue = at, v[i]
@@ -153,7 +154,6 @@ func (w *tensorWriter) convert(j tensorJob) ([]byte, error) {
 					mu.Unlock()
 					continue
 				}
-				n, limit := clampToType(v, j.typ)
 				mu.Lock()
 				clamped, w.limit = clamped+n, limit
 				mu.Unlock()

@@ -3,6 +3,7 @@ package decoding
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -81,4 +82,42 @@ func TestExportFailsLeavingNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	assert.Equal(t, "model.gguf", entries[0].Name())
+}
+
+// TestClampToType: the one pass that finds the first NaN or infinity and clamps to a type's
+// range agrees with a plain reference (math.IsNaN, math.IsInf, the limits written out) on random
+// values of every magnitude, with and without non-finite ones, for f32, f16, bf16 and q4_K.
+func TestClampToType(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 7))
+	limits := map[ggml.Type]float64{ggml.F32: math.MaxFloat32, ggml.F16: 65504, ggml.Q4_K: 65504, ggml.BF16: 3.3895313892515355e38}
+	for round := range 200 {
+		values := make([]float32, 1+rng.IntN(300))
+		for i := range values {
+			values[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.IntN(80)-20)))
+		}
+		if round%2 == 1 {
+			values[rng.IntN(len(values))] = []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}[rng.IntN(3)]
+		}
+		for typ, limit := range limits {
+			want, wantN := -1, 0
+			ref := append([]float32(nil), values...)
+			for i, v := range ref {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					want = i
+					break
+				}
+				if math.Abs(float64(v)) > limit {
+					ref[i], wantN = float32(math.Copysign(limit, float64(v))), wantN+1
+				}
+			}
+			got := append([]float32(nil), values...)
+			bad, n, lim := clampToType(got, typ)
+			require.Equal(t, want, bad, "%s round %d", ggml.TypeName(typ), round)
+			require.InDelta(t, limit, lim, limit*1e-7)
+			if want < 0 {
+				require.Equal(t, wantN, n)
+				require.Equal(t, ref, got)
+			}
+		}
+	}
 }
