@@ -89,10 +89,10 @@ type conversion struct {
 // writeModel writes to out the model at base converted as c says, and reports the type each
 // tensor got. The file is streamed under a hidden temporary name in out's directory: the
 // header first (every tensor's size follows from its type), then each tensor's data as it is
-// produced, copied or converted a tensor at a time (writeTensors); it is decoded once and only
-// then renamed to out, and removed on any failure. Nothing non-finite is written (nonFinite,
-// nonFiniteRaw) and values beyond a type's range are clamped to it (clampToType), each such
-// tensor a warning.
+// produced, copied or converted a tensor at a time (tensorWriter); it is synced, decoded once
+// and only then renamed to out, and removed on any failure. Nothing non-finite is written
+// (transformer.NonFiniteRaw for copied data, clampToType's check for converted values) and
+// values beyond a type's range are clamped to it (clampToType), each such tensor a warning.
 func writeModel(base, out string, c conversion) (_ []ggml.Type, err error) {
 	warn := func(string) {}
 	if c.warn != nil {
