@@ -82,7 +82,7 @@ func (c *Context) Close() error {
 
 // pinned is a pointer to a copy of v that C may keep until c closes: the user data of a custom
 // operation, which ggml stores in the node.
-func pinned[T float32 | [2]float32 | int32 | ropeParams](c *Context, v T) unsafe.Pointer {
+func pinned[T float32 | [2]float32 | int32 | ropeParams | kquantParams](c *Context, v T) unsafe.Pointer {
 	p := new(T)
 	*p = v
 	c.pins.Pin(p)

@@ -37,6 +37,10 @@ void toy_rope_table(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rope_apply(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 int toy_vectorized(void);
 int toy_isa(void);
+void toy_mul_mat_kquant(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+int64_t toy_kquant_bytes(int typ, int64_t k, int64_t n);
+int toy_kquant_repack(int typ, const void *src, int64_t k, int64_t n, void *dst);
+int toy_kquant_fast(void);
 static void *kg_addr_toy_cont_f32(void) { return (void *)&toy_cont_f32; }
 static void *kg_addr_toy_mul_mat_cols(void) { return (void *)&toy_mul_mat_cols; }
 static void *kg_addr_toy_attend_one(void) { return (void *)&toy_attend_one; }
@@ -53,6 +57,7 @@ static void *kg_addr_toy_rms_norm_mul(void) { return (void *)&toy_rms_norm_mul; 
 static void *kg_addr_toy_layer_norm_mul_add(void) { return (void *)&toy_layer_norm_mul_add; }
 static void *kg_addr_toy_rope_table(void) { return (void *)&toy_rope_table; }
 static void *kg_addr_toy_rope_apply(void) { return (void *)&toy_rope_apply; }
+static void *kg_addr_toy_mul_mat_kquant(void) { return (void *)&toy_mul_mat_kquant; }
 */
 import "C"
 
@@ -346,4 +351,45 @@ func Vectorized() int {
 // C: int toy_isa(void).
 func ISA() int {
 	return int(C.toy_isa())
+}
+
+// MulMatKquant is ggml_mul_mat(w, x) for q4_K or q6_K weights repacked by KquantRepack,
+// with the signature of ggml_custom_op_t: dst->src[0] = the repacked bytes, i8
+// [KquantBytes(type, k, n)], dst->src[1] = x, f32 [k, m] (rows contiguous), userdata points
+// to a struct toy_kquant_params {magic, type, k, n}; dst = f32 [n, m]. x quantized as
+// ggml's q8_K, integer dot products (AVX-512 VNNI), 16 rows interleaved.
+//
+// C: void toy_mul_mat_kquant(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func MulMatKquant(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_mul_mat_kquant(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// MulMatKquantAddress is the address of the C function toy_mul_mat_kquant (see MulMatKquant), for a C API that takes
+// it as a callback.
+func MulMatKquantAddress() unsafe.Pointer {
+	return C.kg_addr_toy_mul_mat_kquant()
+}
+
+// KquantBytes is the size of a [k, n] weight of ggml type typ (q4_K, q6_K) as KquantRepack
+// writes it, or -1 for a type or shape it does not take.
+//
+// C: int64_t toy_kquant_bytes(int typ, int64_t k, int64_t n).
+func KquantBytes(typ int, k int64, n int64) int64 {
+	return int64(C.toy_kquant_bytes(C.int(typ), C.int64_t(k), C.int64_t(n)))
+}
+
+// KquantRepack rewrites the [k, n] weight src of ggml type typ into dst (KquantBytes
+// bytes), the layout MulMatKquant reads: 0, or -1 for a type or shape it does not take.
+//
+// C: int toy_kquant_repack(int typ, const void *src, int64_t k, int64_t n, void *dst).
+func KquantRepack(typ int, src unsafe.Pointer, k int64, n int64, dst unsafe.Pointer) int {
+	return int(C.toy_kquant_repack(C.int(typ), src, C.int64_t(k), C.int64_t(n), dst))
+}
+
+// KquantFast is 1 where MulMatKquant was compiled with AVX-512 VNNI, 0 where it is a
+// plain loop.
+//
+// C: int toy_kquant_fast(void).
+func KquantFast() int {
+	return int(C.toy_kquant_fast())
 }

@@ -16,26 +16,28 @@ const (
 	ModuleCPUCont ModuleID = 1
 	// ModuleCPUMulMatCols is kernels/cpu/c/mul_mat_cols.c.
 	ModuleCPUMulMatCols ModuleID = 2
+	// ModuleCPUMulMatKquant is kernels/cpu/c/mul_mat_kquant.c.
+	ModuleCPUMulMatKquant ModuleID = 3
 	// ModuleCPUMulMatPacked is kernels/cpu/c/mul_mat_packed.c.
-	ModuleCPUMulMatPacked ModuleID = 3
+	ModuleCPUMulMatPacked ModuleID = 4
 	// ModuleCPURmsNorm is kernels/cpu/c/rms_norm.c.
-	ModuleCPURmsNorm ModuleID = 4
+	ModuleCPURmsNorm ModuleID = 5
 	// ModuleCPURope is kernels/cpu/c/rope.c.
-	ModuleCPURope ModuleID = 5
+	ModuleCPURope ModuleID = 6
 	// ModuleCPUSoftMax is kernels/cpu/c/soft_max.c.
-	ModuleCPUSoftMax ModuleID = 6
+	ModuleCPUSoftMax ModuleID = 7
 	// ModuleCPUStore is kernels/cpu/c/store.c.
-	ModuleCPUStore ModuleID = 7
+	ModuleCPUStore ModuleID = 8
 	// ModuleCPUSwigluBack is kernels/cpu/c/swiglu_back.c.
-	ModuleCPUSwigluBack ModuleID = 8
+	ModuleCPUSwigluBack ModuleID = 9
 	// ModuleCPUGemmaAttend is kernels/cpu/c/gemma/attend.c.
-	ModuleCPUGemmaAttend ModuleID = 9
+	ModuleCPUGemmaAttend ModuleID = 10
 	// ModuleCPUGpt2RmsNorm is kernels/cpu/c/gpt2/rms_norm.c.
-	ModuleCPUGpt2RmsNorm ModuleID = 10
+	ModuleCPUGpt2RmsNorm ModuleID = 11
 	// ModuleCUDAAdamw is kernels/cuda/common/adamw.cu.
-	ModuleCUDAAdamw ModuleID = 11
+	ModuleCUDAAdamw ModuleID = 12
 	// ModuleCUDASampling is kernels/cuda/common/sampling.cu.
-	ModuleCUDASampling ModuleID = 12
+	ModuleCUDASampling ModuleID = 13
 )
 
 const (
@@ -49,34 +51,36 @@ const (
 	KernelCPUContContF32 KernelID = 3
 	// KernelCPUMulMatColsMulMatCols is mul_mat_cols in ModuleCPUMulMatCols.
 	KernelCPUMulMatColsMulMatCols KernelID = 4
+	// KernelCPUMulMatKquantMulMatKquant is mul_mat_kquant in ModuleCPUMulMatKquant.
+	KernelCPUMulMatKquantMulMatKquant KernelID = 5
 	// KernelCPUMulMatPackedMulMatPacked is mul_mat_packed in ModuleCPUMulMatPacked.
-	KernelCPUMulMatPackedMulMatPacked KernelID = 5
+	KernelCPUMulMatPackedMulMatPacked KernelID = 6
 	// KernelCPURmsNormRmsNormMul is rms_norm_mul in ModuleCPURmsNorm.
-	KernelCPURmsNormRmsNormMul KernelID = 6
+	KernelCPURmsNormRmsNormMul KernelID = 7
 	// KernelCPURopeRopeTable is rope_table in ModuleCPURope.
-	KernelCPURopeRopeTable KernelID = 7
+	KernelCPURopeRopeTable KernelID = 8
 	// KernelCPURopeRopeApply is rope_apply in ModuleCPURope.
-	KernelCPURopeRopeApply KernelID = 8
+	KernelCPURopeRopeApply KernelID = 9
 	// KernelCPUSoftMaxSoftMax is soft_max in ModuleCPUSoftMax.
-	KernelCPUSoftMaxSoftMax KernelID = 9
+	KernelCPUSoftMaxSoftMax KernelID = 10
 	// KernelCPUStoreStoreTransposed is store_transposed in ModuleCPUStore.
-	KernelCPUStoreStoreTransposed KernelID = 10
+	KernelCPUStoreStoreTransposed KernelID = 11
 	// KernelCPUSwigluBackSwigluBack is swiglu_back in ModuleCPUSwigluBack.
-	KernelCPUSwigluBackSwigluBack KernelID = 11
+	KernelCPUSwigluBackSwigluBack KernelID = 12
 	// KernelCPUGemmaAttendAttendOneSoftcap is attend_one_softcap in ModuleCPUGemmaAttend.
-	KernelCPUGemmaAttendAttendOneSoftcap KernelID = 12
+	KernelCPUGemmaAttendAttendOneSoftcap KernelID = 13
 	// KernelCPUGemmaAttendAttendBlocksSoftcap is attend_blocks_softcap in ModuleCPUGemmaAttend.
-	KernelCPUGemmaAttendAttendBlocksSoftcap KernelID = 13
+	KernelCPUGemmaAttendAttendBlocksSoftcap KernelID = 14
 	// KernelCPUGemmaAttendAttendMergeSoftcap is attend_merge_softcap in ModuleCPUGemmaAttend.
-	KernelCPUGemmaAttendAttendMergeSoftcap KernelID = 14
+	KernelCPUGemmaAttendAttendMergeSoftcap KernelID = 15
 	// KernelCPUGpt2RmsNormLayerNormMulAdd is layer_norm_mul_add in ModuleCPUGpt2RmsNorm.
-	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 15
+	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 16
 	// KernelCUDAAdamwAdamwF32 is adamw_f32 in ModuleCUDAAdamw.
-	KernelCUDAAdamwAdamwF32 KernelID = 16
+	KernelCUDAAdamwAdamwF32 KernelID = 17
 	// KernelCUDASamplingArgmaxF32 is argmax_f32 in ModuleCUDASampling.
-	KernelCUDASamplingArgmaxF32 KernelID = 17
+	KernelCUDASamplingArgmaxF32 KernelID = 18
 	// KernelCUDASamplingSampleF32 is sample_f32 in ModuleCUDASampling.
-	KernelCUDASamplingSampleF32 KernelID = 18
+	KernelCUDASamplingSampleF32 KernelID = 19
 )
 
 // An "invalid array index" compiler error here means the constants were renumbered by hand:
@@ -86,35 +90,37 @@ func _() {
 	_ = x[ModuleCPUAttend-0]
 	_ = x[ModuleCPUCont-1]
 	_ = x[ModuleCPUMulMatCols-2]
-	_ = x[ModuleCPUMulMatPacked-3]
-	_ = x[ModuleCPURmsNorm-4]
-	_ = x[ModuleCPURope-5]
-	_ = x[ModuleCPUSoftMax-6]
-	_ = x[ModuleCPUStore-7]
-	_ = x[ModuleCPUSwigluBack-8]
-	_ = x[ModuleCPUGemmaAttend-9]
-	_ = x[ModuleCPUGpt2RmsNorm-10]
-	_ = x[ModuleCUDAAdamw-11]
-	_ = x[ModuleCUDASampling-12]
+	_ = x[ModuleCPUMulMatKquant-3]
+	_ = x[ModuleCPUMulMatPacked-4]
+	_ = x[ModuleCPURmsNorm-5]
+	_ = x[ModuleCPURope-6]
+	_ = x[ModuleCPUSoftMax-7]
+	_ = x[ModuleCPUStore-8]
+	_ = x[ModuleCPUSwigluBack-9]
+	_ = x[ModuleCPUGemmaAttend-10]
+	_ = x[ModuleCPUGpt2RmsNorm-11]
+	_ = x[ModuleCUDAAdamw-12]
+	_ = x[ModuleCUDASampling-13]
 	_ = x[KernelCPUAttendAttendOne-0]
 	_ = x[KernelCPUAttendAttendBlocks-1]
 	_ = x[KernelCPUAttendAttendMerge-2]
 	_ = x[KernelCPUContContF32-3]
 	_ = x[KernelCPUMulMatColsMulMatCols-4]
-	_ = x[KernelCPUMulMatPackedMulMatPacked-5]
-	_ = x[KernelCPURmsNormRmsNormMul-6]
-	_ = x[KernelCPURopeRopeTable-7]
-	_ = x[KernelCPURopeRopeApply-8]
-	_ = x[KernelCPUSoftMaxSoftMax-9]
-	_ = x[KernelCPUStoreStoreTransposed-10]
-	_ = x[KernelCPUSwigluBackSwigluBack-11]
-	_ = x[KernelCPUGemmaAttendAttendOneSoftcap-12]
-	_ = x[KernelCPUGemmaAttendAttendBlocksSoftcap-13]
-	_ = x[KernelCPUGemmaAttendAttendMergeSoftcap-14]
-	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-15]
-	_ = x[KernelCUDAAdamwAdamwF32-16]
-	_ = x[KernelCUDASamplingArgmaxF32-17]
-	_ = x[KernelCUDASamplingSampleF32-18]
+	_ = x[KernelCPUMulMatKquantMulMatKquant-5]
+	_ = x[KernelCPUMulMatPackedMulMatPacked-6]
+	_ = x[KernelCPURmsNormRmsNormMul-7]
+	_ = x[KernelCPURopeRopeTable-8]
+	_ = x[KernelCPURopeRopeApply-9]
+	_ = x[KernelCPUSoftMaxSoftMax-10]
+	_ = x[KernelCPUStoreStoreTransposed-11]
+	_ = x[KernelCPUSwigluBackSwigluBack-12]
+	_ = x[KernelCPUGemmaAttendAttendOneSoftcap-13]
+	_ = x[KernelCPUGemmaAttendAttendBlocksSoftcap-14]
+	_ = x[KernelCPUGemmaAttendAttendMergeSoftcap-15]
+	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-16]
+	_ = x[KernelCUDAAdamwAdamwF32-17]
+	_ = x[KernelCUDASamplingArgmaxF32-18]
+	_ = x[KernelCUDASamplingSampleF32-19]
 }
 
 var (
@@ -125,14 +131,15 @@ var (
 		{"cpu/c", "common", "attend", 0},
 		{"cpu/c", "common", "cont", 1},
 		{"cpu/c", "common", "mul_mat_cols", 2},
-		{"cpu/c", "common", "mul_mat_packed", 3},
-		{"cpu/c", "common", "rms_norm", 4},
-		{"cpu/c", "common", "rope", 5},
-		{"cpu/c", "common", "soft_max", 6},
-		{"cpu/c", "common", "store", 7},
-		{"cpu/c", "common", "swiglu_back", 8},
-		{"cpu/c", "gemma", "attend", 9},
-		{"cpu/c", "gpt2", "rms_norm", 10},
+		{"cpu/c", "common", "mul_mat_kquant", 3},
+		{"cpu/c", "common", "mul_mat_packed", 4},
+		{"cpu/c", "common", "rms_norm", 5},
+		{"cpu/c", "common", "rope", 6},
+		{"cpu/c", "common", "soft_max", 7},
+		{"cpu/c", "common", "store", 8},
+		{"cpu/c", "common", "swiglu_back", 9},
+		{"cpu/c", "gemma", "attend", 10},
+		{"cpu/c", "gpt2", "rms_norm", 11},
 		{"cuda", "common", "adamw", 0},
 		{"cuda", "common", "sampling", 1},
 	}
@@ -145,6 +152,7 @@ var (
 		{ModuleCPUAttend, "attend_merge"},
 		{ModuleCPUCont, "cont_f32"},
 		{ModuleCPUMulMatCols, "mul_mat_cols"},
+		{ModuleCPUMulMatKquant, "mul_mat_kquant"},
 		{ModuleCPUMulMatPacked, "mul_mat_packed"},
 		{ModuleCPURmsNorm, "rms_norm_mul"},
 		{ModuleCPURope, "rope_table"},

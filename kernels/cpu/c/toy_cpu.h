@@ -7,6 +7,8 @@
 #ifndef TOY_CPU_H
 #define TOY_CPU_H
 
+#include <stdint.h>
+
 struct ggml_tensor;
 
 /*
@@ -145,6 +147,41 @@ void toy_rope_table(struct ggml_tensor * dst, int ith, int nth, void * userdata)
  * adjacent ones: dst = f32 [ne0, heads, n], the values past dims copied.
  */
 void toy_rope_apply(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/*
+ * toy_mul_mat_kquant is ggml_mul_mat(w, x) for q4_K or q6_K weights repacked by
+ * toy_kquant_repack, as a ggml_custom_op_t over dst->src[0] = the repacked bytes, an i8 tensor
+ * [toy_kquant_bytes(type, k, n)], and dst->src[1] = x, f32 columns [k, m] (rows contiguous,
+ * any m), with userdata pointing to a struct toy_kquant_params that describes the weights
+ * (the kernel aborts on any other): dst = f32 [n, m]. x is quantized to 8 bits per block of
+ * 256 values as ggml's q8_K, and every product is an integer dot product (AVX-512 VNNI). The
+ * threads claim jobs (runs of 16-row groups, or a group and a run of columns) from a counter
+ * in dst->op_params (entries 14 and 15).
+ */
+void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/* toy_kquant_params describes repacked k-quant weights to toy_mul_mat_kquant: magic is
+ * TOY_KQUANT_MAGIC, type the ggml type they were (q4_K, q6_K), k and n their shape. */
+struct toy_kquant_params {
+	int32_t magic;
+	int32_t type;
+	int64_t k;
+	int64_t n;
+};
+enum { KQUANT_MAGIC = 0x6b717431 };
+
+/* toy_kquant_bytes is the size of a [k, n] weight of ggml type type (q4_K or q6_K, k a
+ * multiple of 256) as toy_kquant_repack writes it, or -1 for any other. */
+int64_t toy_kquant_bytes(int type, int64_t k, int64_t n);
+
+/* toy_kquant_repack rewrites the [k, n] weight src of ggml type type (ggml's blocks, rows
+ * contiguous) into dst, toy_kquant_bytes(type, k, n) bytes in the layout toy_mul_mat_kquant
+ * reads (mul_mat_kquant.c): 0, or -1 for a type or shape it does not take. */
+int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * dst);
+
+/* toy_kquant_fast is 1 where toy_mul_mat_kquant was compiled with AVX-512 VNNI, 0 where it is
+ * a plain loop (the Go layer leaves k-quant weights to ggml there). */
+int toy_kquant_fast(void);
 
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing

@@ -1,0 +1,127 @@
+package ggml
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/internal/reference"
+)
+
+// quantizeQ8K is x as ggml's q8_K holds it, per block of 256 values: the scale −max/127 of
+// the value of largest magnitude (the first of equals), each value rounded to the nearest
+// integer (half to even), at most 127, times the scale. toy's k-quant kernel quantizes its
+// columns so; the test's reference multiplies by these values.
+func quantizeQ8K(x []float32) []float64 {
+	out := make([]float64, len(x))
+	for b := 0; b < len(x); b += 256 {
+		var amax, mx float32
+		for _, v := range x[b : b+256] {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, mx = a, v
+			}
+		}
+		if amax == 0 {
+			continue
+		}
+		iscale := -127 / mx
+		d := 1 / iscale
+		for i, v := range x[b : b+256] {
+			q := math.RoundToEven(float64(iscale * v))
+			out[b+i] = float64(d) * math.Min(127, q)
+		}
+	}
+	return out
+}
+
+// kquantWeights places raw q4_K or q6_K data of shape [k, n] in a buffer of its own on h's
+// backend and repacks it.
+func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQuantWeights {
+	ctx, err := NewContext(ContextOptions{MaxTensors: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { ctx.Close() })
+	w := ctx.NewTensor(typ, int64(k), int64(n))
+	require.NotNil(t, w, "%v", ctx.Err())
+	buf, err := h.be.Alloc(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { buf.Close() })
+	require.NoError(t, w.SetBytes(raw))
+	rw, err := RepackKQuant(h.be, w)
+	require.NoError(t, err)
+	t.Cleanup(func() { rw.Close() })
+	return rw
+}
+
+// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K and q6_K weights) on random
+// shapes with tails (rows not a multiple of the 16 it interleaves, 1 to 70 columns, across
+// its generation and prompt paths) and 1 to 3 threads, against three references: the float64
+// product of the weights as ggml dequantizes them with the columns as q8_K holds them (the
+// same numbers the kernel multiplies: float32 rounding only), ggml's own MulMat of the
+// unrepacked weights (its integer kernels over the same q8_K columns), and, loosely, the
+// float64 product with the columns unrounded. A column's result is the same, to the bit,
+// whatever other columns share the call.
+func TestMulMatKQuant(t *testing.T) {
+	if !onCPU || !KQuantFast() {
+		t.Skip("toy's k-quant kernel runs on a CPU build with AVX-512 VNNI only")
+	}
+	cols := []int{1, 2, 3, 5, 8, 9, 17, 64, 70}
+	for _, typ := range []Type{Q4_K, Q6_K} {
+		for _, s := range []struct{ k, n, threads int }{{256, 1, 2}, {256, 37, 2}, {512, 16, 1}, {768, 100, 3}, {2048, 33, 2}, {1024, 17, 2}} {
+			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d", TypeName(typ), s.k, s.n, s.threads), func(t *testing.T) {
+				h := newHarness(t)
+				if s.threads != testThreads {
+					be, err := NewCPUBackend(s.threads)
+					require.NoError(t, err)
+					t.Cleanup(func() { be.Close() })
+					h.be = be
+				}
+				a := h.rand(-1, 1, s.k, s.n)
+				raw, err := Quantize(typ, a.ToF32(), s.k)
+				require.NoError(t, err)
+				rw := kquantWeights(t, h, typ, raw, s.k, s.n)
+				w := h.inBytes(typ, raw, int64(s.k), int64(s.n))
+				deq := h.c.Cast(w, F32) // the weights as ggml dequantizes them
+				maxM := cols[len(cols)-1]
+				b := h.rand(-1, 1, s.k, maxM)
+				x := h.in(b)
+				outs := []*Tensor{deq}
+				for _, m := range cols {
+					v := h.c.View(x, []int64{int64(s.k), int64(m)}, []int{s.k * 4}, 0)
+					outs = append(outs, h.c.MulMatKQuant(rw, v))
+				}
+				ggmlOut := h.c.MulMat(w, x)
+				h.run(append(outs, ggmlOut)...)
+				wd := h.out(deq)
+				xq := reference.FromF32(b.ToF32(), s.k, maxM)
+				xq.Data = quantizeQ8K(b.ToF32())
+				want := reference.MulMat(wd, xq)
+				full := h.out(outs[len(outs)-1])
+				floor := math.Sqrt(float64(s.k))
+				near(t, "MulMatKQuant against the float64 product of what it multiplies", want, full, 2e-6, floor)
+				near(t, "MulMatKQuant against ggml's MulMat", h.out(ggmlOut), full, 2e-6, floor)
+				near(t, "MulMatKQuant against the float64 product with the columns unrounded", reference.MulMat(wd, b), full, 2e-2, floor)
+				for i, m := range cols {
+					got := h.out(outs[1+i])
+					for e := range got.Data {
+						require.Equal(t, full.Data[e], got.Data[e], "%d columns: element %d differs from the %d-column product's", m, e, maxM)
+					}
+				}
+			})
+		}
+	}
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t)
+		raw, err := Quantize(Q4_K, h.rand(-1, 1, 256, 4).ToF32(), 256)
+		require.NoError(t, err)
+		rw := kquantWeights(t, h, Q4_K, raw, 256, 4)
+		require.Nil(t, h.c.MulMatKQuant(rw, h.in(h.rand(-1, 1, 512, 2))))
+		require.ErrorContains(t, h.c.Err(), "the weights' rows hold 256")
+		ctx, err := NewContext(ContextOptions{MaxTensors: 1})
+		require.NoError(t, err)
+		defer ctx.Close()
+		_, err = RepackKQuant(h.be, ctx.NewTensor(Q8_0, 256, 4))
+		require.ErrorContains(t, err, "want q4_K or q6_K")
+	})
+}

@@ -1,0 +1,502 @@
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg_ggml.h"
+#include "toy_claims.h"
+#include "toy_cpu.h"
+#include "toy_vec.h"
+
+// The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
+// types of the weights it reads (repacked by toy_kquant_repack first).
+// toy:kernel mul_mat_kquant types=q4_K,q6_K
+
+/*
+ * ggml_mul_mat(w, x) for q4_K and q6_K weights, repacked at load into a layout of 16 rows
+ * interleaved, and x quantized to 8 bits per block of 256 values as ggml's q8_K quantizes it
+ * (same scale, same rounding), so that every product is an integer dot product: VNNI's
+ * vpdpbusd multiplies 64 unsigned weight bytes by 64 signed activation bytes and adds each 4
+ * into one of 16 int32 lanes, one lane per row of the group. A lane holds 4 consecutive values
+ * of one row; the activations' 4 matching bytes are broadcast to every lane, so no horizontal
+ * sum is ever needed, and one loaded weight vector serves every column of a tile.
+ *
+ * The repacked layout, for a weight [k, n] (k a multiple of 256): rows in groups of 16 (the
+ * last padded with zero rows), each group's super-blocks of 256 values one after the other,
+ * each super-block a chunk of Q4R_BYTES or Q6R_BYTES:
+ *
+ * q4_K (2368 bytes; ggml's 16 blocks take 2304):
+ *   [0, 32)      d of the 16 rows, f16         [32, 64)   dmin of the 16 rows, f16
+ *   [64, 192)    scale of sub-block j (32 values) of row r at 64 + 16j + r, a byte (6 bits)
+ *   [192, 320)   the mins of sub-blocks 2t and 2t+1 of row r at 192 + 32t + 2r, + 1, bytes
+ *   [320, 2368)  the 4-bit values: for sub-block j, group g of 8 values (4 a sub-block), 64
+ *                bytes at 320 + 64(4j + g), byte 4r + b holding value 32j + 8g + b of row r in
+ *                its low nibble and value 32j + 8g + 4 + b in its high nibble.
+ * q6_K (3360 bytes, as ggml's 16 blocks):
+ *   [0, 32)      d of the 16 rows, f16
+ *   [32, 288)    scale of sub-block j (16 values) of row r at 32 + 16j + r, signed byte
+ *   [288, 3360)  8 chunks of 32 values, 384 bytes each: 4 groups of 8 values laid out as q4_K's
+ *                (the low 4 bits of each 6-bit value), then two 64-byte vectors of the high 2
+ *                bits: vector h (values 16h..16h+15 of the chunk) byte 4r + b holds in bits
+ *                2s, 2s+1 the high bits of the value that vector s of groups 2h, 2h+1 puts in
+ *                that byte (s = 0: group 2h's low nibbles, 1: its high ones, 2, 3: group 2h+1's).
+ *
+ * A row's value is d·scale·q − dmin·min (q4_K, q 0..15) or d·scale·(q − 32) (q6_K, q 0..63),
+ * ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
+ * of each 16 and 32 bytes) is, per super-block, dx·(d·Σ_j scale_j·(q·xq)_j − dmin·Σ_j
+ * min_j·Σxq_j) (q4_K), dx·d·Σ_j scale_j·((q·xq)_j − 32·Σxq_j) (q6_K), all exact in int32: ggml's
+ * own integer kernels compute the same sums (their float additions in another order).
+ */
+
+enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q6R_BYTES = 3360 };
+
+/* The quantized columns: per column and super-block, XB bytes: the 256 bytes, then the f32
+ * scale, the 8 sums of 32 bytes as int16, and at XB_BS16 the 16 sums of 16 bytes times 32 as
+ * int32 (q6_K's offset). */
+enum { XB = 352, XB_D = 256, XB_BS32 = 260, XB_BS16 = 288 };
+
+int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
+	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K)) {
+		return -1;
+	}
+	const int64_t chunk = type == GGML_TYPE_Q4_K ? Q4R_BYTES : Q6R_BYTES;
+	return (n + RG - 1) / RG * (k / QK) * chunk;
+}
+
+/* ggml's block_q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles. */
+enum { Q4K_BYTES = 144, Q6K_BYTES = 210 };
+
+/* q4_k_scale_min is sub-block j's 6-bit scale and min of the q4_K block's 12 bytes s. */
+static void q4_k_scale_min(int j, const uint8_t * s, uint8_t * sc, uint8_t * m) {
+	if (j < 4) {
+		*sc = s[j] & 63;
+		*m = s[j + 4] & 63;
+	} else {
+		*sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+		*m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+	}
+}
+
+/* q6_k_values writes the 256 6-bit values (0..63) of the q6_K block b to q. */
+static void q6_k_values(const uint8_t * b, uint8_t * q) {
+	const uint8_t * ql = b, * qh = b + 128;
+	for (int half = 0; half < 2; half++) {
+		for (int l = 0; l < 32; l++) {
+			q[128 * half + l] = (ql[l] & 0xF) | ((qh[l] & 3) << 4);
+			q[128 * half + l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+			q[128 * half + l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+			q[128 * half + l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+		}
+		ql += 64;
+		qh += 32;
+	}
+}
+
+/* pack_nibbles writes the 4-bit values q[r][0..32) of the 16 rows (the low 4 bits of each) as
+ * 4 groups of 64 bytes at out (the layout above). */
+static void pack_nibbles(uint8_t q[RG][32], uint8_t * out) {
+	for (int g = 0; g < 4; g++) {
+		for (int r = 0; r < RG; r++) {
+			for (int b = 0; b < 4; b++) {
+				out[64 * g + 4 * r + b] = (q[r][8 * g + b] & 0xF) | (q[r][8 * g + 4 + b] & 0xF) << 4;
+			}
+		}
+	}
+}
+
+int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * dst) {
+	if (toy_kquant_bytes(type, k, n) < 0) {
+		return -1;
+	}
+	const int64_t S = k / QK, groups = (n + RG - 1) / RG;
+	const int q4 = type == GGML_TYPE_Q4_K;
+	const int64_t row_bytes = S * (q4 ? Q4K_BYTES : Q6K_BYTES);
+	uint8_t * out = (uint8_t *) dst;
+	for (int64_t g = 0; g < groups; g++) {
+		for (int64_t s = 0; s < S; s++) {
+			uint8_t * c = out + (g * S + s) * (q4 ? Q4R_BYTES : Q6R_BYTES);
+			memset(c, 0, q4 ? Q4R_BYTES : Q6R_BYTES);
+			uint8_t q[RG][QK];
+			memset(q, 0, sizeof q);
+			for (int r = 0; r < RG && g * RG + r < n; r++) {
+				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * (q4 ? Q4K_BYTES : Q6K_BYTES);
+				if (q4) {
+					memcpy(c + 2 * r, b, 2);
+					memcpy(c + 32 + 2 * r, b + 2, 2);
+					for (int j = 0; j < 8; j++) {
+						uint8_t sc, m;
+						q4_k_scale_min(j, b + 4, &sc, &m);
+						c[64 + 16 * j + r] = sc;
+						c[192 + 32 * (j / 2) + 2 * r + j % 2] = m;
+					}
+					for (int h = 0; h < 4; h++) {
+						for (int l = 0; l < 32; l++) {
+							q[r][64 * h + l] = b[16 + 32 * h + l] & 0xF;
+							q[r][64 * h + 32 + l] = b[16 + 32 * h + l] >> 4;
+						}
+					}
+				} else {
+					memcpy(c + 2 * r, b + 208, 2);
+					for (int j = 0; j < 16; j++) {
+						c[32 + 16 * j + r] = b[192 + j];
+					}
+					q6_k_values(b, q[r]);
+				}
+			}
+			for (int j = 0; j < 8; j++) {
+				uint8_t sub[RG][32];
+				for (int r = 0; r < RG; r++) {
+					memcpy(sub[r], q[r] + 32 * j, 32);
+				}
+				if (q4) {
+					pack_nibbles(sub, c + 320 + 256 * j);
+					continue;
+				}
+				uint8_t * chunk = c + 288 + 384 * j;
+				pack_nibbles(sub, chunk);
+				for (int h = 0; h < 2; h++) {
+					for (int r = 0; r < RG; r++) {
+						for (int b = 0; b < 4; b++) {
+							uint8_t v = 0;
+							for (int s4 = 0; s4 < 4; s4++) {
+								/* vector s4 of groups 2h, 2h+1: group 2h + s4/2, half s4%2 */
+								const int i = 8 * (2 * h + s4 / 2) + 4 * (s4 % 2) + b;
+								v |= (uint8_t) ((sub[r][i] >> 4) << (2 * s4));
+							}
+							chunk[256 + 64 * h + 4 * r + b] = v;
+						}
+					}
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+/* quantize_column quantizes the k values at x as ggml's q8_K does (the scale −max/127 of the
+ * value of largest magnitude, values rounded to nearest even, at most 127) into k/256 blocks
+ * of XB bytes at out, with the block sums the kernels read. */
+static void quantize_column(const float * x, int64_t k, uint8_t * out) {
+	for (int64_t s = 0; s < k / QK; s++) {
+		const float * v = x + s * QK;
+		uint8_t * o = out + s * XB;
+		float amax = 0, max = 0;
+		for (int i = 0; i < QK; i++) {
+			const float a = v[i] < 0 ? -v[i] : v[i];
+			if (a > amax) {
+				amax = a;
+				max = v[i];
+			}
+		}
+		int8_t * q = (int8_t *) o;
+		float d = 0;
+		if (amax == 0) {
+			memset(q, 0, QK);
+		} else {
+			const float iscale = -127.f / max;
+			for (int i = 0; i < QK; i++) {
+				/* ggml's nearest_int: round half to even */
+				const float f = iscale * v[i] + 12582912.f;
+				int32_t bits;
+				memcpy(&bits, &f, 4);
+				const int32_t r = (bits & 0x007fffff) - 0x00400000;
+				q[i] = (int8_t) (r < 127 ? r : 127);
+			}
+			d = 1 / iscale;
+		}
+		memcpy(o + XB_D, &d, 4);
+		for (int j = 0; j < 8; j++) {
+			int16_t sum = 0;
+			for (int i = 0; i < 32; i++) {
+				sum += q[32 * j + i];
+			}
+			memcpy(o + XB_BS32 + 2 * j, &sum, 2);
+		}
+		for (int j = 0; j < 16; j++) {
+			int32_t sum = 0;
+			for (int i = 0; i < 16; i++) {
+				sum += q[16 * j + i];
+			}
+			sum *= 32;
+			memcpy(o + XB_BS16 + 4 * j, &sum, 4);
+		}
+	}
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
+#define KQUANT_FAST 1
+
+static inline int32_t load32(const uint8_t * p) {
+	int32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * tile_q4 computes rows [16g, 16g + 16) (the group at w: S chunks) against the NC columns at
+ * xq (column c's blocks at xq + c·xs), into y[c·ys + r] (a mask of the rows that exist).
+ */
+static inline __attribute__((always_inline)) void tile_q4(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
+		float * y, int64_t ys, __mmask16 rows, const int NC) {
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	__m512 facc[8];
+	for (int c = 0; c < NC; c++) {
+		facc[c] = _mm512_setzero_ps();
+	}
+	for (int64_t s = 0; s < S; s++) {
+		const uint8_t * b = w + s * Q4R_BYTES;
+		const uint8_t * xb = xq + s * XB;
+		__m512i sb[8];
+		for (int c = 0; c < NC; c++) {
+			sb[c] = _mm512_setzero_si512();
+		}
+		for (int j = 0; j < 8; j++) {
+			const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (b + 64 + 16 * j)));
+			__m512i acc[8];
+			for (int c = 0; c < NC; c++) {
+				acc[c] = _mm512_setzero_si512();
+			}
+			for (int g = 0; g < 4; g++) {
+				const __m512i v = _mm512_loadu_si512(b + 320 + 64 * (4 * j + g));
+				const __m512i lo = _mm512_and_si512(v, m4);
+				const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				for (int c = 0; c < NC; c++) {
+					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
+					acc[c] = _mm512_dpbusd_epi32(acc[c], lo, _mm512_set1_epi32(load32(xc)));
+					acc[c] = _mm512_dpbusd_epi32(acc[c], hi, _mm512_set1_epi32(load32(xc + 4)));
+				}
+			}
+			for (int c = 0; c < NC; c++) {
+				sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(acc[c], sc));
+			}
+		}
+		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) b));
+		const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32)));
+		__m512i mp[4];
+		for (int t = 0; t < 4; t++) {
+			mp[t] = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *) (b + 192 + 32 * t)));
+		}
+		for (int c = 0; c < NC; c++) {
+			const uint8_t * xc = xb + c * xs;
+			__m512i mins = _mm512_setzero_si512();
+			for (int t = 0; t < 4; t++) {
+				mins = _mm512_dpwssd_epi32(mins, mp[t], _mm512_set1_epi32(load32(xc + XB_BS32 + 4 * t)));
+			}
+			float dx;
+			memcpy(&dx, xc + XB_D, 4);
+			const __m512 f = _mm512_fmsub_ps(d, _mm512_cvtepi32_ps(sb[c]), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mins)));
+			facc[c] = _mm512_fmadd_ps(_mm512_set1_ps(dx), f, facc[c]);
+		}
+	}
+	for (int c = 0; c < NC; c++) {
+		_mm512_mask_storeu_ps(y + c * ys, rows, facc[c]);
+	}
+}
+
+/* The high 2 bits of vector s (0..3) of a q6_K half-chunk's hi vector h, moved to bits 4 and
+ * 5 of each byte (the other bits left for the caller's mask). */
+static inline __m512i q6_high(__m512i h, const int s) {
+	return s == 0 ? _mm512_slli_epi16(h, 4) : s == 1 ? _mm512_slli_epi16(h, 2) : s == 2 ? h : _mm512_srli_epi16(h, 2);
+}
+
+/* tile_q6 is tile_q4 for q6_K. */
+static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
+		float * y, int64_t ys, __mmask16 rows, const int NC) {
+	const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+	__m512 facc[8];
+	for (int c = 0; c < NC; c++) {
+		facc[c] = _mm512_setzero_ps();
+	}
+	for (int64_t s = 0; s < S; s++) {
+		const uint8_t * b = w + s * Q6R_BYTES;
+		const uint8_t * xb = xq + s * XB;
+		__m512i sb[8];
+		for (int c = 0; c < NC; c++) {
+			sb[c] = _mm512_setzero_si512();
+		}
+		for (int ch = 0; ch < 8; ch++) {
+			const uint8_t * q = b + 288 + 384 * ch;
+			for (int h = 0; h < 2; h++) {
+				const int j = 2 * ch + h;
+				const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + 32 + 16 * j)));
+				const __m512i hv = _mm512_loadu_si512(q + 256 + 64 * h);
+				__m512i acc[8];
+				for (int c = 0; c < NC; c++) {
+					acc[c] = _mm512_setzero_si512();
+				}
+				for (int gg = 0; gg < 2; gg++) {
+					const int g = 2 * h + gg;
+					const __m512i v = _mm512_loadu_si512(q + 64 * g);
+					/* lo | (high bits & 0x30): vpternlogd's A | (B & C) */
+					const __m512i q0 = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), q6_high(hv, 2 * gg), m30, 0xF8);
+					const __m512i q1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+						q6_high(hv, 2 * gg + 1), m30, 0xF8);
+					for (int c = 0; c < NC; c++) {
+						const uint8_t * xc = xb + c * xs + 32 * ch + 8 * g;
+						acc[c] = _mm512_dpbusd_epi32(acc[c], q0, _mm512_set1_epi32(load32(xc)));
+						acc[c] = _mm512_dpbusd_epi32(acc[c], q1, _mm512_set1_epi32(load32(xc + 4)));
+					}
+				}
+				for (int c = 0; c < NC; c++) {
+					const __m512i off = _mm512_set1_epi32(load32(xb + c * xs + XB_BS16 + 4 * j));
+					sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(_mm512_sub_epi32(acc[c], off), sc));
+				}
+			}
+		}
+		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) b));
+		for (int c = 0; c < NC; c++) {
+			float dx;
+			memcpy(&dx, xb + c * xs + XB_D, 4);
+			facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx)), _mm512_cvtepi32_ps(sb[c]), facc[c]);
+		}
+	}
+	for (int c = 0; c < NC; c++) {
+		_mm512_mask_storeu_ps(y + c * ys, rows, facc[c]);
+	}
+}
+
+#define TILE_FN(NAME, TILE, NC) \
+	static __attribute__((noinline)) void NAME(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, \
+			int64_t ys, __mmask16 rows) { \
+		TILE(w, S, xq, xs, y, ys, rows, NC); \
+	}
+#define TILE_FNS(TILE) TILE_FN(TILE##_1, TILE, 1) TILE_FN(TILE##_2, TILE, 2) TILE_FN(TILE##_3, TILE, 3) \
+	TILE_FN(TILE##_4, TILE, 4) TILE_FN(TILE##_5, TILE, 5) TILE_FN(TILE##_6, TILE, 6) TILE_FN(TILE##_7, TILE, 7) \
+	TILE_FN(TILE##_8, TILE, 8)
+TILE_FNS(tile_q4)
+TILE_FNS(tile_q6)
+
+typedef void (*tile_fn)(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, __mmask16 rows);
+static const tile_fn tiles_q4[8] = { tile_q4_1, tile_q4_2, tile_q4_3, tile_q4_4, tile_q4_5, tile_q4_6, tile_q4_7, tile_q4_8 };
+static const tile_fn tiles_q6[8] = { tile_q6_1, tile_q6_2, tile_q6_3, tile_q6_4, tile_q6_5, tile_q6_6, tile_q6_7, tile_q6_8 };
+
+/* tile computes one group's rows against nc (1..8) columns. */
+static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
+	const __mmask16 mask = rows >= RG ? (__mmask16) 0xFFFF : (__mmask16) ((1u << rows) - 1);
+	(q4 ? tiles_q4 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
+}
+
+#else
+#define KQUANT_FAST 0
+
+/* No VNNI: the same integer sums, one value at a time (correct, slow: the Go layer asks
+ * toy_kquant_fast and leaves such weights to ggml). */
+static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
+	for (int c = 0; c < nc; c++) {
+		for (int64_t r = 0; r < rows; r++) {
+			float sum = 0;
+			for (int64_t s = 0; s < S; s++) {
+				const uint8_t * xb = xq + c * xs + s * XB;
+				const int8_t * xv = (const int8_t *) xb;
+				float dx;
+				memcpy(&dx, xb + XB_D, 4);
+				if (q4) {
+					const uint8_t * b = w + s * Q4R_BYTES;
+					int32_t sb = 0, mins = 0;
+					for (int j = 0; j < 8; j++) {
+						int32_t dot = 0, xsum = 0;
+						for (int i = 0; i < 32; i++) {
+							const int g = i / 8, hi = i % 8 >= 4, bb = i % 4;
+							const uint8_t byte = b[320 + 64 * (4 * j + g) + 4 * r + bb];
+							dot += (hi ? byte >> 4 : byte & 0xF) * xv[32 * j + i];
+							xsum += xv[32 * j + i];
+						}
+						sb += dot * b[64 + 16 * j + r];
+						mins += xsum * b[192 + 32 * (j / 2) + 2 * r + j % 2];
+					}
+					sum += dx * (half_to_float((uint16_t) toy_load16((const char *) b + 2 * r)) * (float) sb -
+						half_to_float((uint16_t) toy_load16((const char *) b + 32 + 2 * r)) * (float) mins);
+				} else {
+					const uint8_t * b = w + s * Q6R_BYTES;
+					int32_t sb = 0;
+					for (int j = 0; j < 16; j++) {
+						int32_t dot = 0;
+						for (int i = 0; i < 16; i++) {
+							const int v = 16 * j + i, ch = v / 32, vi = v % 32, g = vi / 8, hi = vi % 8 >= 4, bb = vi % 4;
+							const uint8_t byte = b[288 + 384 * ch + 64 * g + 4 * r + bb];
+							const int s4 = 2 * (g % 2) + hi;
+							const uint8_t hb = b[288 + 384 * ch + 256 + 64 * (g / 2) + 4 * r + bb];
+							const int q = (hi ? byte >> 4 : byte & 0xF) | ((hb >> (2 * s4)) & 3) << 4;
+							dot += (q - 32) * xv[v];
+						}
+						sb += dot * (int8_t) b[32 + 16 * j + r];
+					}
+					sum += dx * half_to_float((uint16_t) toy_load16((const char *) b + 2 * r)) * (float) sb;
+				}
+			}
+			y[c * ys + r] = sum;
+		}
+	}
+}
+#endif
+
+int toy_kquant_fast(void) { return KQUANT_FAST; }
+
+/* The tile's columns at most, and a prompt's jobs: a group of rows against a run of at most
+ * RUN columns. Up to COLS_MAX columns (generation) the threads take runs of groups instead,
+ * each pass over a group's weights computing every column. */
+enum { NC_MAX = 8, RUN = 64, COLS_MAX = 8, CHUNKS_PER_THREAD = 4 };
+
+void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
+	const struct toy_kquant_params * p = (const struct toy_kquant_params *) userdata;
+	const struct ggml_tensor * a = dst->src[0];
+	const struct ggml_tensor * b = dst->src[1];
+	const int64_t bytes = p == NULL ? -1 : toy_kquant_bytes(p->type, p->k, p->n);
+	if (p == NULL || p->magic != KQUANT_MAGIC || bytes < 0 || a->type != GGML_TYPE_I8 || a->ne[0] != bytes ||
+			a->ne[1] * a->ne[2] * a->ne[3] != 1 || b->ne[0] != p->k || b->nb[0] != sizeof(float) ||
+			dst->ne[0] != p->n || dst->ne[1] != b->ne[1]) {
+		fprintf(stderr, "toy_mul_mat_kquant: the weights are not a repacked k-quant matrix of this shape\n");
+		abort();
+	}
+	const int q4 = p->type == GGML_TYPE_Q4_K;
+	const int64_t k = p->k, n = p->n, m = b->ne[1], S = k / QK, groups = (n + RG - 1) / RG;
+	const int64_t chunk_bytes = S * (q4 ? Q4R_BYTES : Q6R_BYTES);
+	const int64_t xs = S * XB;
+
+	/* Each thread quantizes every column for itself: k·m values against k·n·m products. */
+	uint8_t * xq = (uint8_t *) aligned_alloc(64, (size_t) ((m * xs + 63) / 64 * 64));
+	if (xq == NULL) {
+		fprintf(stderr, "toy_mul_mat_kquant: out of memory quantizing %lld columns of %lld\n", (long long) m, (long long) k);
+		abort();
+	}
+	for (int64_t c = 0; c < m; c++) {
+		quantize_column((const float *) ((const char *) b->data + c * b->nb[1]), k, xq + c * xs);
+	}
+	const uint8_t * w = (const uint8_t *) a->data;
+	float * y = (float *) dst->data;
+	const int64_t ys = (int64_t) (dst->nb[1] / sizeof(float));
+	if (m <= COLS_MAX) {
+		/* Generation: runs of groups, every column in one pass over the weights. */
+		const int64_t per = (groups + (int64_t) nth * CHUNKS_PER_THREAD - 1) / ((int64_t) nth * CHUNKS_PER_THREAD);
+		const int64_t jobs = (groups + per - 1) / per;
+		for (int64_t next = 0;; next++) {
+			const int64_t job = nth > 1 ? toy_claim(dst) : next;
+			if (job >= jobs) {
+				break;
+			}
+			for (int64_t g = job * per; g < groups && g < (job + 1) * per; g++) {
+				const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
+				tile(q4, w + g * chunk_bytes, S, xq, xs, y + g * RG, ys, rows, (int) m);
+			}
+		}
+	} else {
+		/* A prompt: (group, run of columns) jobs, tiles of NC_MAX columns. */
+		const int64_t runs = (m + RUN - 1) / RUN, jobs = groups * runs;
+		for (int64_t next = 0;; next++) {
+			const int64_t job = nth > 1 ? toy_claim(dst) : next;
+			if (job >= jobs) {
+				break;
+			}
+			const int64_t g = job / runs, c0 = (job % runs) * RUN, c1 = c0 + RUN < m ? c0 + RUN : m;
+			const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
+			for (int64_t c = c0; c < c1; c += NC_MAX) {
+				const int nc = (int) (c1 - c < NC_MAX ? c1 - c : NC_MAX);
+				tile(q4, w + g * chunk_bytes, S, xq + c * xs, xs, y + c * ys + g * RG, ys, rows, nc);
+			}
+		}
+	}
+	if (nth > 1) {
+		toy_claims_done(dst, nth);
+	}
+	free(xq);
+}
