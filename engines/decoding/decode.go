@@ -961,6 +961,8 @@ func (m *GGUFModel) ownPacked(w, x *ggml.Tensor) bool {
 func (m *GGUFModel) MulMat(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
 	var y *ggml.Tensor
 	switch {
+	case m.ownKQuant(w, x):
+		y = ctx.MulMatKQuant(m.kquant[w], x)
 	case m.ownColumns(w, x):
 		y = ctx.MulMatCols(w, x)
 	case m.ownPacked(w, x):

@@ -82,6 +82,9 @@ func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 	var ns []kernelrt.Need
 	for _, t := range m.multipliedTypes() {
 		ns = append(ns, needColumns(t))
+		if kquantWeight(t) {
+			ns = append(ns, needKQuant(t))
+		}
 		if packedWeight(t) {
 			ns = append(ns, NeedPacked(t))
 		}
@@ -121,6 +124,7 @@ func (m *GGUFModel) UseKernels(resolved []kernelrt.Need) {
 	for _, n := range resolved {
 		m.kernels[n] = true
 	}
+	m.repackKQuants()
 }
 
 // multipliedTypes are the types, in ggml's order, of the weight matrices the decoders multiply

@@ -53,6 +53,9 @@ type GGUFModel struct {
 	// resolved of the lookups its decoders make (KernelNeeds, UseKernels).
 	mayOwnKernels bool
 	kernels       KernelSet
+	// kquant holds the copies of q4_K and q6_K matrices repacked for toy's k-quant kernel, by
+	// the file's tensor (repackKQuants).
+	kquant map[*ggml.Tensor]*ggml.KQuantWeights
 
 	transformer.Weights
 
@@ -161,6 +164,7 @@ func (m *GGUFModel) Close() error {
 	if m == nil {
 		return nil
 	}
+	m.closeKQuants()
 	err := m.mapped.Close()
 	m.mapped = nil
 	m.embBuf.Close()

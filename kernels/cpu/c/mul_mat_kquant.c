@@ -232,6 +232,22 @@ static inline int32_t load32(const uint8_t * p) {
 	return v;
 }
 
+/* ACCS(NC) is the accumulators a tile of NC columns keeps for each: a chain of dependent
+ * vpdpbusd waits for each one's result, so up to 4 columns split their sums over 4 or 2
+ * (sums of the same integers: the result does not change). One column of q4_K weights beyond
+ * the L3 cache streamed at 12 GB/s a core with one accumulator, 29-32 with four
+ * (BenchmarkMulMatKQuant, processor time, 2026-12-06). */
+#define ACCS(NC) ((NC) == 1 ? 4 : (NC) <= 4 ? 2 : 1)
+
+/* acc_sum is the sum of column c's accumulators. */
+static inline __attribute__((always_inline)) __m512i acc_sum(__m512i acc[][8], int c, const int A) {
+	__m512i s = acc[0][c];
+	for (int a = 1; a < A; a++) {
+		s = _mm512_add_epi32(s, acc[a][c]);
+	}
+	return s;
+}
+
 /*
  * tile_q4 computes rows [16g, 16g + 16) (the group at w: S chunks) against the NC columns at
  * xq (column c's blocks at xq + c·xs), into y[c·ys + r] (a mask of the rows that exist).
@@ -252,22 +268,25 @@ static inline __attribute__((always_inline)) void tile_q4(const uint8_t * w, int
 		}
 		for (int j = 0; j < 8; j++) {
 			const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (b + 64 + 16 * j)));
-			__m512i acc[8];
-			for (int c = 0; c < NC; c++) {
-				acc[c] = _mm512_setzero_si512();
+			__m512i acc[ACCS(NC)][8];
+			for (int a = 0; a < ACCS(NC); a++) {
+				for (int c = 0; c < NC; c++) {
+					acc[a][c] = _mm512_setzero_si512();
+				}
 			}
 			for (int g = 0; g < 4; g++) {
 				const __m512i v = _mm512_loadu_si512(b + 320 + 64 * (4 * j + g));
 				const __m512i lo = _mm512_and_si512(v, m4);
 				const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
 				for (int c = 0; c < NC; c++) {
 					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
-					acc[c] = _mm512_dpbusd_epi32(acc[c], lo, _mm512_set1_epi32(load32(xc)));
-					acc[c] = _mm512_dpbusd_epi32(acc[c], hi, _mm512_set1_epi32(load32(xc + 4)));
+					acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], lo, _mm512_set1_epi32(load32(xc)));
+					acc[a1][c] = _mm512_dpbusd_epi32(acc[a1][c], hi, _mm512_set1_epi32(load32(xc + 4)));
 				}
 			}
 			for (int c = 0; c < NC; c++) {
-				sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(acc[c], sc));
+				sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(acc_sum(acc, c, ACCS(NC)), sc));
 			}
 		}
 		const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) b));
@@ -320,9 +339,11 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 				const int j = 2 * ch + h;
 				const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + 32 + 16 * j)));
 				const __m512i hv = _mm512_loadu_si512(q + 256 + 64 * h);
-				__m512i acc[8];
-				for (int c = 0; c < NC; c++) {
-					acc[c] = _mm512_setzero_si512();
+				__m512i acc[ACCS(NC)][8];
+				for (int a = 0; a < ACCS(NC); a++) {
+					for (int c = 0; c < NC; c++) {
+						acc[a][c] = _mm512_setzero_si512();
+					}
 				}
 				for (int gg = 0; gg < 2; gg++) {
 					const int g = 2 * h + gg;
@@ -331,15 +352,16 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 					const __m512i q0 = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), q6_high(hv, 2 * gg), m30, 0xF8);
 					const __m512i q1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
 						q6_high(hv, 2 * gg + 1), m30, 0xF8);
+					const int a0 = (2 * gg) % ACCS(NC), a1 = (2 * gg + 1) % ACCS(NC);
 					for (int c = 0; c < NC; c++) {
 						const uint8_t * xc = xb + c * xs + 32 * ch + 8 * g;
-						acc[c] = _mm512_dpbusd_epi32(acc[c], q0, _mm512_set1_epi32(load32(xc)));
-						acc[c] = _mm512_dpbusd_epi32(acc[c], q1, _mm512_set1_epi32(load32(xc + 4)));
+						acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], q0, _mm512_set1_epi32(load32(xc)));
+						acc[a1][c] = _mm512_dpbusd_epi32(acc[a1][c], q1, _mm512_set1_epi32(load32(xc + 4)));
 					}
 				}
 				for (int c = 0; c < NC; c++) {
 					const __m512i off = _mm512_set1_epi32(load32(xb + c * xs + XB_BS16 + 4 * j));
-					sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(_mm512_sub_epi32(acc[c], off), sc));
+					sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(_mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), off), sc));
 				}
 			}
 		}

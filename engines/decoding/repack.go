@@ -1,0 +1,66 @@
+package decoding
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/generated/kernels"
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
+)
+
+// needKQuant is toy's k-quant product (ggml.MulMatKQuant) over weights of type t, repacked at
+// load (ggml.RepackKQuant).
+func needKQuant(t ggml.Type) kernelrt.Need {
+	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatKquantMulMatKquant, Type: ggml.TypeName(t)}
+}
+
+// kquantWeight says whether the decoders multiply weights of type t with toy's k-quant kernel
+// where it resolves: q4_K and q6_K, in a build where the kernel has AVX-512 VNNI.
+func kquantWeight(t ggml.Type) bool { return (t == ggml.Q4_K || t == ggml.Q6_K) && ggml.KQuantFast() }
+
+// repackKQuants gives every weight matrix the decoders multiply (the layers' and the head) of
+// a type whose k-quant lookup resolved a copy in the layout of toy's kernel, once: GGUFModel.MulMat
+// multiplies through the copy from then on. The file's tensor is left as it was, for what else
+// reads it (the row lookup of a tied token_embd, LoRA merges, training), and the copy is kept
+// until Close (a decoder made under an earlier resolution may still run it). A matrix the
+// kernel cannot take keeps ggml's kernel; a failed copy is a warning, not an error.
+//
+// Nothing but toy's kernel can read a copy: it is a ggml.KQuantWeights, not a ggml.Tensor, so
+// no ggml operation can be built over it, and mm reaches it only through m.kquant, keyed by the
+// untouched original.
+func (m *GGUFModel) repackKQuants() {
+	ws := append(make([]*ggml.Tensor, 0, len(m.Layers)*8+1), m.Head())
+	for _, w := range m.Matrices() {
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		if w == nil || m.kquant[w] != nil || !kquantWeight(w.Type()) || !m.kernels.Has(needKQuant(w.Type())) ||
+			ggml.KQuantRepackable(w) != nil {
+			continue
+		}
+		rw, err := ggml.RepackKQuant(m.backend, w)
+		if err != nil {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: toy's k-quant kernel not used: %v", w.Name(), err))
+			continue
+		}
+		if m.kquant == nil {
+			m.kquant = map[*ggml.Tensor]*ggml.KQuantWeights{}
+		}
+		m.kquant[w] = rw
+	}
+}
+
+// ownKQuant reports whether W·x goes through toy's k-quant kernel: W has a repacked copy and
+// the lookup for its type resolved.
+func (m *GGUFModel) ownKQuant(w, x *ggml.Tensor) bool {
+	rw := m.kquant[w]
+	return rw != nil && x != nil && m.kernels.Has(needKQuant(w.Type())) && x.IsContiguous() && ggml.MulMatKQuantFits(rw, x) == nil
+}
+
+// closeKQuants frees the repacked copies.
+func (m *GGUFModel) closeKQuants() {
+	for _, rw := range m.kquant {
+		rw.Close()
+	}
+	m.kquant = nil
+}

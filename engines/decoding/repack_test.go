@@ -1,0 +1,109 @@
+package decoding
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/engines/transformer/transformertest"
+	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
+)
+
+// kquantArch is a small llama whose every matrix splits into k-quants' super-blocks of 256
+// (tied: the head is token_embd, which the decoder also looks rows up in).
+func kquantArch(tied bool) transformer.Architecture {
+	a := transformertest.TinyArch("llama")
+	a.Vocab, a.DModel, a.DFF, a.NHeads, a.NKVHeads, a.HeadDimK, a.HeadDimV, a.RopeDims = 512, 256, 768, 4, 2, 64, 64, 64
+	a.QueryScale = float32(1 / math.Sqrt(64))
+	a.TiedOutput = tied
+	return a
+}
+
+// TestKQuantKernelsDecode decodes random q4_K and q6_K models (written through ggml's
+// quantizer; tied and untied heads) greedily, a 20-token prompt then 8 steps, with toy's
+// kernels as the default resolution gives them (the k-quant kernel over every matrix, repacked
+// at load), with the same less the k-quant kernel, and with ggml's kernels alone
+// (ModelOptions.GGMLKernels): the same tokens every way; logits with and without the k-quant
+// kernel within float32 rounding, and against ggml's within the rounding of its attention. With the lookups withdrawn the repacked copies stay, but
+// the logits are ggml's to the bit: the kernel table, not the copy, decides what runs.
+func TestKQuantKernelsDecode(t *testing.T) {
+	if !ggml.CPUKernelsFast() || !ggml.KQuantFast() {
+		t.Skip("toy's k-quant kernel needs AVX-512 VNNI in this build")
+	}
+	prompt := make([]int32, 20) // more columns than a generation step: the kernel's prompt path
+	for i := range prompt {
+		prompt[i] = int32(7*i+3) % 512
+	}
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K} {
+		for _, tied := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/tied=%v", ggml.TypeName(typ), tied), func(t *testing.T) {
+				// Weights of half the usual spread: a random tied model of the full spread is
+				// degenerate (logits above 150, one token forever), and chaotic enough that
+				// ggml's own kernels differ from themselves across its float roundings.
+				path := filepath.Join(t.TempDir(), "kquant.gguf")
+				_, err := transformer.WriteRandomGGUFValues(path, kquantArch(tied), typ, 11, 0.5, false)
+				require.NoError(t, err)
+				decode := func(opts ModelOptions, use func(m *GGUFModel)) ([]int32, []float32) {
+					m, err := OpenModel(path, opts)
+					require.NoError(t, err)
+					defer m.Close()
+					if !opts.GGMLKernels {
+						assert.Contains(t, m.KernelNeeds(KVF16, false), needKQuant(typ))
+						assert.Len(t, m.kquant, 7*m.Arch.NLayers+1, "every matrix and the head repacked")
+					} else {
+						assert.Empty(t, m.kquant, "nothing repacked for ggml's kernels")
+					}
+					if use != nil {
+						use(m)
+					}
+					d, err := NewDecoder(m, DecoderOptions{Threads: 2})
+					require.NoError(t, err)
+					defer d.Close()
+					logits, err := d.Prompt(prompt)
+					require.NoError(t, err)
+					var tokens []int32
+					all := append([]float32(nil), logits...)
+					for range 8 {
+						tok := int32(argmax(logits))
+						tokens = append(tokens, tok)
+						logits, err = d.Next(tok)
+						require.NoError(t, err)
+						all = append(all, logits...)
+					}
+					return tokens, all
+				}
+				ggmlTokens, ggmlLogits := decode(ModelOptions{Threads: 2, GGMLKernels: true}, nil)
+				toyTokens, toyLogits := decode(ModelOptions{Threads: 2}, nil)
+				otherTokens, otherLogits := decode(ModelOptions{Threads: 2}, func(m *GGUFModel) {
+					var keep []kernelrt.Need
+					for _, n := range m.allKernelNeeds() {
+						if n != needKQuant(typ) {
+							keep = append(keep, n)
+						}
+					}
+					m.UseKernels(keep)
+				})
+				scale := 0.0
+				for _, v := range ggmlLogits {
+					scale = math.Max(scale, math.Abs(float64(v)))
+				}
+				assert.Equal(t, ggmlTokens, toyTokens, "greedy tokens, toy's kernels against ggml's")
+				assert.Equal(t, toyTokens, otherTokens, "greedy tokens, with and without the k-quant kernel")
+				// The k-quant kernel alone: it sums what ggml's k-quant kernels sum.
+				assert.InDeltaSlice(t, toUnit64(otherLogits), toUnit64(toyLogits), 1e-5*scale,
+					"logits with and without the k-quant kernel (largest %.3g)", scale)
+				// Every toy kernel against ggml's: their attention rounds the queries and the
+				// probabilities to f16, toy's does not.
+				assert.InDeltaSlice(t, toUnit64(ggmlLogits), toUnit64(toyLogits), 1e-2*scale, "logits (largest %.3g)", scale)
+				_, none := decode(ModelOptions{Threads: 2}, func(m *GGUFModel) { m.UseKernels(nil) })
+				assert.Equal(t, ggmlLogits, none, "nothing resolved: ggml's operations throughout")
+			})
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package ggml
+
+import (
+	"fmt"
+	"syscall"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkMulMatKQuant times toy's k-quant kernel against ggml's MulMat of the same q4_K or
+// q6_K weights on the llama3.2-1b shape's matrices, layers of them together so that the
+// weights (75 MiB) do not fit in the L3 cache, as in a decoding step: 1 column (generation,
+// reported as the weights' GB/s) and 128 (a prompt, reported as GMAC/s).
+// -cpu sets the threads.
+func BenchmarkMulMatKQuant(b *testing.B) {
+	const layers, k, n = 8, 2048, 8192
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []Type{Q4_K, Q6_K} {
+		src := make([]float32, k*n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64())
+		}
+		raw, err := Quantize(typ, src, k)
+		require.NoError(b, err)
+		wctx, err := NewContext(ContextOptions{MaxTensors: layers})
+		require.NoError(b, err)
+		ws := make([]*Tensor, layers)
+		for i := range ws {
+			ws[i] = wctx.NewTensor(typ, k, n)
+		}
+		wbuf, err := be.Alloc(wctx)
+		require.NoError(b, err)
+		rws := make([]*KQuantWeights, layers)
+		for i, w := range ws {
+			require.NoError(b, w.SetBytes(raw))
+			rws[i], err = RepackKQuant(be, w)
+			require.NoError(b, err)
+		}
+		for _, m := range []int{1, 2, 4, 128} {
+			for _, kernel := range []string{"ggml", "toy"} {
+				b.Run(fmt.Sprintf("%s/%s/%dx%dx%d", kernel, TypeName(typ), n, m, k), func(b *testing.B) {
+					ctx, err := NewContext(ContextOptions{MaxTensors: 4 * layers, Graphs: 1, GraphSize: 64})
+					require.NoError(b, err)
+					defer ctx.Close()
+					x := ctx.NewTensor(F32, k, int64(m))
+					outs := make([]*Tensor, layers)
+					for i := range outs {
+						if kernel == "toy" {
+							outs[i] = ctx.MulMatKQuant(rws[i], x)
+						} else {
+							outs[i] = ctx.MulMat(ws[i], x)
+						}
+					}
+					g, err := ctx.NewGraph(64, false)
+					require.NoError(b, err)
+					for _, o := range outs {
+						require.NoError(b, g.Expand(o))
+					}
+					a, err := be.NewAllocator()
+					require.NoError(b, err)
+					defer a.Close()
+					require.NoError(b, a.Alloc(g))
+					xs := make([]float32, k*m)
+					for i := range xs {
+						xs[i] = float32(rng.NormFloat64())
+					}
+					require.NoError(b, x.SetF32(xs))
+					require.NoError(b, be.Compute(g))
+					cpu0 := processCPUSeconds()
+					for b.Loop() {
+						require.NoError(b, be.Compute(g))
+					}
+					// On a shared machine the wall clock counts the time other processes
+					// held the cores: the process's CPU time per thread is the kernel's own.
+					sec := (processCPUSeconds() - cpu0) / float64(be.Threads()) / float64(b.N)
+					b.ReportMetric(float64(layers*len(raw))/sec/1e9, "cpuGB/s")
+					b.ReportMetric(float64(layers)*float64(k*n*m)/sec/1e9, "cpuGMAC/s")
+				})
+			}
+		}
+		for _, rw := range rws {
+			rw.Close()
+		}
+		wbuf.Close()
+		wctx.Close()
+	}
+}
+
+// processCPUSeconds is the processor time (user and system) the process has used.
+func processCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
