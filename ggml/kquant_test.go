@@ -12,7 +12,8 @@ import (
 
 // quantizeQ8K is x as ggml's q8_K holds it, per block of 256 values: the scale −max/127 of
 // the value of largest magnitude (the first of equals), each value rounded to the nearest
-// integer (half to even), at most 127, times the scale. toy's k-quant kernel quantizes its
+// integer (iscale·x and the rounding one FMA, as ggml's nearest_int compiles), at most 127,
+// times the scale. toy's k-quant kernel quantizes its
 // columns so; the test's reference multiplies by these values.
 func quantizeQ8K(x []float32) []float64 {
 	out := make([]float64, len(x))
@@ -29,8 +30,11 @@ func quantizeQ8K(x []float32) []float64 {
 		iscale := -127 / mx
 		d := 1 / iscale
 		for i, v := range x[b : b+256] {
-			q := math.RoundToEven(float64(iscale * v))
-			out[b+i] = float64(d) * math.Min(127, q)
+			// ggml's nearest_int as ggml is built: iscale·v + 1.5·2^23 in one FMA (the
+			// float64 product of two float32 is exact), the integer in the low bits.
+			f := float32(float64(iscale)*float64(v) + 12582912)
+			q := int32(math.Float32bits(f)&0x7fffff) - 0x400000
+			out[b+i] = float64(d) * float64(min(127, q))
 		}
 	}
 	return out

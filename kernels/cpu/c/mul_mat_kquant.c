@@ -173,53 +173,104 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 	return 0;
 }
 
-/* quantize_column quantizes the k values at x as ggml's q8_K does (the scale −max/127 of the
- * value of largest magnitude, values rounded to nearest even, at most 127) into k/256 blocks
- * of XB bytes at out, with the block sums the kernels read. */
+/* quantize_block quantizes the 256 values at v as ggml's q8_K does (the scale −max/127 of the
+ * value of largest magnitude, the first of equals; values rounded to nearest, at most 127)
+ * into XB bytes at o, with the block sums the kernels read. */
+static void quantize_block(const float * v, uint8_t * o) {
+	int8_t * q = (int8_t *) o;
+	float d = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+	const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+	__m512 am = _mm512_setzero_ps();
+	for (int i = 0; i < QK; i += 16) {
+		am = _mm512_max_ps(am, _mm512_and_ps(_mm512_loadu_ps(v + i), sign));
+	}
+	const float amax = _mm512_reduce_max_ps(am);
+	if (amax == 0) {
+		memset(q, 0, QK);
+		memset(o + XB_D, 0, XB - XB_D);
+		return;
+	}
+	float max = 0;
+	for (int i = 0; i < QK; i += 16) {
+		const __mmask16 at = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(v + i), sign), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+		if (at) {
+			max = v[i + __builtin_ctz(at)];
+			break;
+		}
+	}
+	const float iscale = -127.f / max;
+	const __m512 is = _mm512_set1_ps(iscale);
+	int32_t bs16[16];
+	const __m512 magic = _mm512_set1_ps(12582912.f);
+	const __m512i mant = _mm512_set1_epi32(0x007fffff), bias = _mm512_set1_epi32(0x00400000);
+	for (int i = 0; i < QK; i += 16) {
+		/* ggml's nearest_int(iscale·x): x·iscale + 1.5·2^23, the integer in the low bits.
+		 * Built as ggml is (-O3, GNU C: contracted), the product and the sum are one FMA,
+		 * rounded once; so here (rounding the product first moved some values by one: the
+		 * logits of a q4_K model by 1e-3, TestKQuantKernelsDecode). */
+		const __m512 f = _mm512_fmadd_ps(is, _mm512_loadu_ps(v + i), magic);
+		__m512i r = _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(f), mant), bias);
+		r = _mm512_min_epi32(r, _mm512_set1_epi32(127));
+		_mm_storeu_si128((__m128i *) (q + i), _mm512_cvtepi32_epi8(r));
+		bs16[i / 16] = _mm512_reduce_add_epi32(r);
+	}
+	d = 1 / iscale;
+	for (int j = 0; j < 8; j++) {
+		const int16_t sum = (int16_t) (bs16[2 * j] + bs16[2 * j + 1]);
+		memcpy(o + XB_BS32 + 2 * j, &sum, 2);
+	}
+	for (int j = 0; j < 16; j++) {
+		bs16[j] *= 32;
+	}
+	memcpy(o + XB_BS16, bs16, sizeof bs16);
+#else
+	float amax = 0, max = 0;
+	for (int i = 0; i < QK; i++) {
+		const float a = v[i] < 0 ? -v[i] : v[i];
+		if (a > amax) {
+			amax = a;
+			max = v[i];
+		}
+	}
+	if (amax == 0) {
+		memset(q, 0, QK);
+	} else {
+		const float iscale = -127.f / max;
+		for (int i = 0; i < QK; i++) {
+			/* ggml's nearest_int, one FMA as ggml is built (above) */
+			const float f = __builtin_fmaf(iscale, v[i], 12582912.f);
+			int32_t bits;
+			memcpy(&bits, &f, 4);
+			const int32_t r = (bits & 0x007fffff) - 0x00400000;
+			q[i] = (int8_t) (r < 127 ? r : 127);
+		}
+		d = 1 / iscale;
+	}
+	for (int j = 0; j < 8; j++) {
+		int16_t sum = 0;
+		for (int i = 0; i < 32; i++) {
+			sum += q[32 * j + i];
+		}
+		memcpy(o + XB_BS32 + 2 * j, &sum, 2);
+	}
+	for (int j = 0; j < 16; j++) {
+		int32_t sum = 0;
+		for (int i = 0; i < 16; i++) {
+			sum += q[16 * j + i];
+		}
+		sum *= 32;
+		memcpy(o + XB_BS16 + 4 * j, &sum, 4);
+	}
+#endif
+	memcpy(o + XB_D, &d, 4);
+}
+
+/* quantize_column quantizes the k values at x (k a multiple of 256) block by block into
+ * k/256 blocks of XB bytes at out. */
 static void quantize_column(const float * x, int64_t k, uint8_t * out) {
 	for (int64_t s = 0; s < k / QK; s++) {
-		const float * v = x + s * QK;
-		uint8_t * o = out + s * XB;
-		float amax = 0, max = 0;
-		for (int i = 0; i < QK; i++) {
-			const float a = v[i] < 0 ? -v[i] : v[i];
-			if (a > amax) {
-				amax = a;
-				max = v[i];
-			}
-		}
-		int8_t * q = (int8_t *) o;
-		float d = 0;
-		if (amax == 0) {
-			memset(q, 0, QK);
-		} else {
-			const float iscale = -127.f / max;
-			for (int i = 0; i < QK; i++) {
-				/* ggml's nearest_int: round half to even */
-				const float f = iscale * v[i] + 12582912.f;
-				int32_t bits;
-				memcpy(&bits, &f, 4);
-				const int32_t r = (bits & 0x007fffff) - 0x00400000;
-				q[i] = (int8_t) (r < 127 ? r : 127);
-			}
-			d = 1 / iscale;
-		}
-		memcpy(o + XB_D, &d, 4);
-		for (int j = 0; j < 8; j++) {
-			int16_t sum = 0;
-			for (int i = 0; i < 32; i++) {
-				sum += q[32 * j + i];
-			}
-			memcpy(o + XB_BS32 + 2 * j, &sum, 2);
-		}
-		for (int j = 0; j < 16; j++) {
-			int32_t sum = 0;
-			for (int i = 0; i < 16; i++) {
-				sum += q[16 * j + i];
-			}
-			sum *= 32;
-			memcpy(o + XB_BS16 + 4 * j, &sum, 4);
-		}
+		quantize_block(x + s * QK, out + s * XB);
 	}
 }
 
@@ -459,6 +510,10 @@ int toy_kquant_fast(void) { return KQUANT_FAST; }
  * each pass over a group's weights computing every column. */
 enum { NC_MAX = 8, RUN = 64, COLS_MAX = 8, CHUNKS_PER_THREAD = 4 };
 
+/* The quantized columns of at most this many bytes are kept on the stack (a thread's stack may
+ * be as small as musl's 128 KiB), more on the heap. */
+enum { STACK_X = 32 << 10 };
+
 void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userdata) {
 	const struct toy_kquant_params * p = (const struct toy_kquant_params *) userdata;
 	const struct ggml_tensor * a = dst->src[0];
@@ -475,8 +530,10 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 	const int64_t chunk_bytes = S * (q4 ? Q4R_BYTES : Q6R_BYTES);
 	const int64_t xs = S * XB;
 
-	/* Each thread quantizes every column for itself: k·m values against k·n·m products. */
-	uint8_t * xq = (uint8_t *) aligned_alloc(64, (size_t) ((m * xs + 63) / 64 * 64));
+	/* Each thread quantizes every column for itself: k·m values against k·n·m products; a
+	 * generation step's few columns on the stack. */
+	uint8_t stack[STACK_X] __attribute__((aligned(64)));
+	uint8_t * xq = m * xs <= STACK_X ? stack : (uint8_t *) aligned_alloc(64, (size_t) ((m * xs + 63) / 64 * 64));
 	if (xq == NULL) {
 		fprintf(stderr, "toy_mul_mat_kquant: out of memory quantizing %lld columns of %lld\n", (long long) m, (long long) k);
 		abort();
@@ -488,17 +545,26 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 	float * y = (float *) dst->data;
 	const int64_t ys = (int64_t) (dst->nb[1] / sizeof(float));
 	if (m <= COLS_MAX) {
-		/* Generation: runs of groups, every column in one pass over the weights. */
+		/* Generation: runs of groups, every column in one pass over the weights. The runs
+		 * fall into regions of consecutive rows, one a thread (threads share them past
+		 * TOY_REGIONS); each thread takes its own region's runs in order, then the others'
+		 * (toy_claim_in), so that while the threads keep pace each streams its own region,
+		 * far from the others' (mul_mat_cols.c's finding). */
 		const int64_t per = (groups + (int64_t) nth * CHUNKS_PER_THREAD - 1) / ((int64_t) nth * CHUNKS_PER_THREAD);
 		const int64_t jobs = (groups + per - 1) / per;
-		for (int64_t next = 0;; next++) {
-			const int64_t job = nth > 1 ? toy_claim(dst) : next;
-			if (job >= jobs) {
-				break;
-			}
-			for (int64_t g = job * per; g < groups && g < (job + 1) * per; g++) {
-				const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
-				tile(q4, w + g * chunk_bytes, S, xq, xs, y + g * RG, ys, rows, (int) m);
+		const int regions = nth < TOY_REGIONS ? nth : TOY_REGIONS;
+		const int64_t per_region = (jobs + regions - 1) / regions;
+		for (int i = 0; i < regions; i++) {
+			const int r = (ith + i) % regions;
+			for (int64_t next = 0;; next++) {
+				const int64_t job = r * per_region + (nth > 1 ? toy_claim_in(dst, r) : next);
+				if (job >= (r + 1) * per_region || job >= jobs) {
+					break;
+				}
+				for (int64_t g = job * per; g < groups && g < (job + 1) * per; g++) {
+					const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
+					tile(q4, w + g * chunk_bytes, S, xq, xs, y + g * RG, ys, rows, (int) m);
+				}
 			}
 		}
 	} else {
@@ -520,5 +586,7 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 	if (nth > 1) {
 		toy_claims_done(dst, nth);
 	}
-	free(xq);
+	if (xq != stack) {
+		free(xq);
+	}
 }
