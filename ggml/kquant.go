@@ -2,7 +2,6 @@ package ggml
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/toyml/toy/generated/cpuops"
 	"github.com/toyml/toy/generated/ggmlc"
@@ -10,19 +9,26 @@ import (
 
 // KQuantWeights is a q4_K or q6_K weight matrix rewritten into the layout of toy's k-quant
 // kernel (kernels/cpu/c/mul_mat_kquant.c: 16 rows interleaved, scales and mins unpacked to
-// bytes), which only MulMatKQuant reads.
+// bytes), which only MulMatKQuant reads. RepackKQuants makes them, in a KQuantSet.
 //
 // The repacked bytes are deliberately not a *Tensor: no ggml operation can be handed them, so
 // none can read the layout as ggml's blocks (the compiler refuses it). They live in a tensor of
-// a context of their own that no caller sees; MulMatKQuant passes it to the kernel together
+// the set's own context, which no caller sees; MulMatKQuant passes it to the kernel together
 // with a description of the weights (type, shape, a check value), which the kernel verifies
 // against the tensor's size before it reads anything.
 type KQuantWeights struct {
 	typ  Type
 	k, n int64
+	set  *KQuantSet
+	t    *Tensor // i8 [KquantBytes]
+}
+
+// KQuantSet holds the repacked copies RepackKQuants made, in one buffer of the backend.
+type KQuantSet struct {
 	ctx  *Context
 	buf  *Buffer
-	t    *Tensor // i8 [KquantBytes]
+	byW  map[*Tensor]*KQuantWeights
+	size int64
 }
 
 // kquantParams is mul_mat_kquant.c's struct toy_kquant_params.
@@ -40,7 +46,7 @@ const kquantMagic = 0x6b717431
 func KQuantFast() bool { return cpuops.KquantFast() == 1 }
 
 // KQuantRepackable says why RepackKQuant cannot take w, or nil when it can: w q4_K or q6_K,
-// 2-D, rows contiguous, in host memory.
+// 2-D, rows contiguous.
 func KQuantRepackable(w *Tensor) error {
 	if w == nil {
 		return fmt.Errorf("no weights")
@@ -58,48 +64,81 @@ func KQuantRepackable(w *Tensor) error {
 	return nil
 }
 
-// RepackKQuant copies the q4_K or q6_K matrix w (as KQuantRepackable takes it) into a buffer of
-// backend b in the layout of toy's k-quant kernel. w is left as it was (other operations, a
-// row lookup of a tied embedding, may still read it). Close frees the copy, after the last
-// graph that reads it has run.
-func RepackKQuant(b *Backend, w *Tensor) (*KQuantWeights, error) {
-	if err := KQuantRepackable(w); err != nil {
-		return nil, fmt.Errorf("ggml: RepackKQuant: %w", err)
-	}
+// RepackKQuants copies each of the q4_K or q6_K matrices ws (each as KQuantRepackable takes
+// it, in host memory) into one buffer of backend b (advised for huge pages, as MapGGUF's read
+// weights are: a generation step streams them) in the layout of toy's k-quant kernel. The
+// matrices are left as they were (other operations, a row lookup of a tied embedding, may still
+// read them). Close frees the copies, after the last graph that reads them has run.
+func RepackKQuants(b *Backend, ws []*Tensor) (*KQuantSet, error) {
 	if b == nil || !b.IsCPU() {
-		return nil, fmt.Errorf("ggml: RepackKQuant: %s: toy's k-quant kernel runs on the CPU backend only", w.describe())
+		return nil, fmt.Errorf("ggml: RepackKQuants: toy's k-quant kernel runs on the CPU backend only")
 	}
-	ne := w.Ne()
-	size := cpuops.KquantBytes(int(w.Type()), ne[0], ne[1])
-	src, err := w.ReadBytes()
-	if err != nil {
-		return nil, fmt.Errorf("ggml: RepackKQuant: %s: %w", w.describe(), err)
+	if len(ws) == 0 {
+		return nil, fmt.Errorf("ggml: RepackKQuants: no weights")
 	}
-	dst := make([]byte, size)
-	if cpuops.KquantRepack(int(w.Type()), unsafe.Pointer(&src[0]), ne[0], ne[1], unsafe.Pointer(&dst[0])) != 0 {
-		return nil, fmt.Errorf("ggml: RepackKQuant: %s: the kernel refused the shape", w.describe())
+	for _, w := range ws {
+		if err := KQuantRepackable(w); err != nil {
+			return nil, fmt.Errorf("ggml: RepackKQuants: %w", err)
+		}
+		if w.t.Data() == nil || !ggmlc.BackendBufferIsHost(w.t.Buffer()) {
+			return nil, fmt.Errorf("ggml: RepackKQuants: %s: not in host memory", w.describe())
+		}
 	}
-	ctx, err := NewContext(ContextOptions{MaxTensors: 1})
+	ctx, err := NewContext(ContextOptions{MaxTensors: len(ws)})
 	if err != nil {
 		return nil, err
 	}
-	t := ctx.NewTensor(I8, size).SetName(w.Name() + ".toy-kquant")
-	if t == nil {
-		err := ctx.Err()
+	s := &KQuantSet{ctx: ctx, byW: make(map[*Tensor]*KQuantWeights, len(ws))}
+	for _, w := range ws {
+		if s.byW[w] != nil {
+			continue
+		}
+		ne := w.Ne()
+		size := cpuops.KquantBytes(int(w.Type()), ne[0], ne[1])
+		t := ctx.NewTensor(I8, size).SetName(w.Name() + ".toy-kquant")
+		if t == nil {
+			err := ctx.Err()
+			ctx.Close()
+			return nil, err
+		}
+		s.byW[w] = &KQuantWeights{typ: w.Type(), k: ne[0], n: ne[1], set: s, t: t}
+		s.size += size
+	}
+	if s.buf, err = b.Alloc(ctx); err != nil {
 		ctx.Close()
 		return nil, err
 	}
-	buf, err := b.Alloc(ctx)
-	if err != nil {
-		ctx.Close()
-		return nil, err
+	s.buf.AdviseHugePages()
+	for w, rw := range s.byW {
+		ne := w.Ne()
+		if cpuops.KquantRepack(int(w.Type()), w.t.Data(), ne[0], ne[1], rw.t.t.Data()) != 0 {
+			s.Close()
+			return nil, fmt.Errorf("ggml: RepackKQuants: %s: the kernel refused the shape", w.describe())
+		}
 	}
-	if err := t.SetBytes(dst); err != nil {
-		buf.Close()
-		ctx.Close()
-		return nil, err
+	return s, nil
+}
+
+// Weights is w's repacked copy, or nil where the set has none.
+func (s *KQuantSet) Weights(w *Tensor) *KQuantWeights {
+	if s == nil || s.ctx == nil {
+		return nil
 	}
-	return &KQuantWeights{typ: w.Type(), k: ne[0], n: ne[1], ctx: ctx, buf: buf, t: t}, nil
+	return s.byW[w]
+}
+
+// Bytes is the size of the set's copies.
+func (s *KQuantSet) Bytes() int64 { return s.size }
+
+// Close frees the copies. It is safe to call more than once and on nil.
+func (s *KQuantSet) Close() error {
+	if s == nil || s.ctx == nil {
+		return nil
+	}
+	s.buf.Close()
+	err := s.ctx.Close()
+	s.ctx, s.buf, s.byW = nil, nil, nil
+	return err
 }
 
 // Type is the ggml type the weights had: q4_K or q6_K.
@@ -108,19 +147,8 @@ func (w *KQuantWeights) Type() Type { return w.typ }
 // Ne is the shape of the weights: [k, n].
 func (w *KQuantWeights) Ne() [2]int64 { return [2]int64{w.k, w.n} }
 
-// Bytes is the size of the repacked copy.
-func (w *KQuantWeights) Bytes() int64 { return w.t.Len() }
-
-// Close frees the repacked copy. It is safe to call more than once and on nil.
-func (w *KQuantWeights) Close() error {
-	if w == nil || w.ctx == nil {
-		return nil
-	}
-	w.buf.Close()
-	err := w.ctx.Close()
-	w.ctx, w.buf, w.t = nil, nil, nil
-	return err
-}
+// closed reports whether w's set was closed.
+func (w *KQuantWeights) closed() bool { return w == nil || w.set == nil || w.set.ctx == nil }
 
 // MulMatKQuant is MulMat(w, x) for repacked k-quant weights, computed by toy's kernel
 // (kernels/cpu/c/mul_mat_kquant.c) as a ggml custom operation: x f32 [k, m] (2-D, rows
@@ -130,7 +158,7 @@ func (w *KQuantWeights) Close() error {
 // by 8 columns (a prompt). Only the CPU backend computes it, and autodiff cannot differentiate
 // it.
 func (c *Context) MulMatKQuant(w *KQuantWeights, x *Tensor) *Tensor {
-	if w == nil || w.ctx == nil {
+	if w.closed() {
 		return c.setErr("MulMatKQuant", fmt.Errorf("the repacked weights are closed"))
 	}
 	return c.op("MulMatKQuant", []*Tensor{w.t, x}, 1, func() error { return MulMatKQuantFits(w, x) }, func() ggmlc.Tensor {
@@ -142,7 +170,7 @@ func (c *Context) MulMatKQuant(w *KQuantWeights, x *Tensor) *Tensor {
 
 // MulMatKQuantFits says why MulMatKQuant cannot take w and x, or nil when it can.
 func MulMatKQuantFits(w *KQuantWeights, x *Tensor) error {
-	if w == nil || w.ctx == nil {
+	if w.closed() {
 		return fmt.Errorf("the repacked weights are closed")
 	}
 	if err := needType(x, F32, "columns"); err != nil {

@@ -2,9 +2,9 @@ package ggml
 
 import (
 	"fmt"
-	"syscall"
 	"math/rand/v2"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,11 +36,14 @@ func BenchmarkMulMatKQuant(b *testing.B) {
 		}
 		wbuf, err := be.Alloc(wctx)
 		require.NoError(b, err)
+		for _, w := range ws {
+			require.NoError(b, w.SetBytes(raw))
+		}
+		set, err := RepackKQuants(be, ws)
+		require.NoError(b, err)
 		rws := make([]*KQuantWeights, layers)
 		for i, w := range ws {
-			require.NoError(b, w.SetBytes(raw))
-			rws[i], err = RepackKQuant(be, w)
-			require.NoError(b, err)
+			rws[i] = set.Weights(w)
 		}
 		for _, m := range []int{1, 2, 4, 128} {
 			for _, kernel := range []string{"ggml", "toy"} {
@@ -84,9 +87,7 @@ func BenchmarkMulMatKQuant(b *testing.B) {
 				})
 			}
 		}
-		for _, rw := range rws {
-			rw.Close()
-		}
+		set.Close()
 		wbuf.Close()
 		wctx.Close()
 	}

@@ -52,10 +52,10 @@ func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQ
 	require.NoError(t, err)
 	t.Cleanup(func() { buf.Close() })
 	require.NoError(t, w.SetBytes(raw))
-	rw, err := RepackKQuant(h.be, w)
+	set, err := RepackKQuants(h.be, []*Tensor{w})
 	require.NoError(t, err)
-	t.Cleanup(func() { rw.Close() })
-	return rw
+	t.Cleanup(func() { set.Close() })
+	return set.Weights(w)
 }
 
 // TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K and q6_K weights) on random
@@ -160,7 +160,7 @@ func TestMulMatKQuant(t *testing.T) {
 		ctx, err := NewContext(ContextOptions{MaxTensors: 1})
 		require.NoError(t, err)
 		defer ctx.Close()
-		_, err = RepackKQuant(h.be, ctx.NewTensor(Q8_0, 256, 4))
+		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)})
 		require.ErrorContains(t, err, "want q4_K or q6_K")
 	})
 }

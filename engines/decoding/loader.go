@@ -55,7 +55,8 @@ type GGUFModel struct {
 	kernels       KernelSet
 	// kquant holds the copies of q4_K and q6_K matrices repacked for toy's k-quant kernel, by
 	// the file's tensor (repackKQuants).
-	kquant map[*ggml.Tensor]*ggml.KQuantWeights
+	kquant     map[*ggml.Tensor]*ggml.KQuantWeights
+	kquantSets []*ggml.KQuantSet
 
 	transformer.Weights
 

@@ -2,6 +2,8 @@ package decoding
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -23,30 +25,37 @@ func kquantWeight(t ggml.Type) bool { return (t == ggml.Q4_K || t == ggml.Q6_K) 
 // multiplies through the copy from then on. The file's tensor is left as it was, for what else
 // reads it (the row lookup of a tied token_embd, LoRA merges, training), and the copy is kept
 // until Close (a decoder made under an earlier resolution may still run it). A matrix the
-// kernel cannot take keeps ggml's kernel; a failed copy is a warning, not an error.
+// kernel cannot take keeps ggml's kernel; a failed copy is a warning, not an error. The copies of
+// one call share one buffer (ggml.RepackKQuants).
 //
 // Nothing but toy's kernel can read a copy: it is a ggml.KQuantWeights, not a ggml.Tensor, so
-// no ggml operation can be built over it, and mm reaches it only through m.kquant, keyed by the
+// no ggml operation can be built over it, and MulMat reaches it only through m.kquant, keyed by the
 // untouched original.
 func (m *GGUFModel) repackKQuants() {
-	ws := append(make([]*ggml.Tensor, 0, len(m.Layers)*8+1), m.Head())
-	for _, w := range m.Matrices() {
-		ws = append(ws, w)
-	}
-	for _, w := range ws {
-		if w == nil || m.kquant[w] != nil || !kquantWeight(w.Type()) || !m.kernels.Has(needKQuant(w.Type())) ||
+	var ws []*ggml.Tensor
+	seen := map[*ggml.Tensor]bool{}
+	for _, w := range append([]*ggml.Tensor{m.Head()}, slices.Collect(maps.Values(m.Matrices()))...) {
+		if w == nil || seen[w] || m.kquant[w] != nil || !kquantWeight(w.Type()) || !m.kernels.Has(needKQuant(w.Type())) ||
 			ggml.KQuantRepackable(w) != nil {
 			continue
 		}
-		rw, err := ggml.RepackKQuant(m.backend, w)
-		if err != nil {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("%s: toy's k-quant kernel not used: %v", w.Name(), err))
-			continue
-		}
-		if m.kquant == nil {
-			m.kquant = map[*ggml.Tensor]*ggml.KQuantWeights{}
-		}
-		m.kquant[w] = rw
+		seen[w] = true
+		ws = append(ws, w)
+	}
+	if len(ws) == 0 {
+		return
+	}
+	set, err := ggml.RepackKQuants(m.backend, ws)
+	if err != nil {
+		m.Warnings = append(m.Warnings, fmt.Sprintf("toy's k-quant kernel not used: %v", err))
+		return
+	}
+	m.kquantSets = append(m.kquantSets, set)
+	if m.kquant == nil {
+		m.kquant = map[*ggml.Tensor]*ggml.KQuantWeights{}
+	}
+	for _, w := range ws {
+		m.kquant[w] = set.Weights(w)
 	}
 }
 
@@ -59,8 +68,8 @@ func (m *GGUFModel) ownKQuant(w, x *ggml.Tensor) bool {
 
 // closeKQuants frees the repacked copies.
 func (m *GGUFModel) closeKQuants() {
-	for _, rw := range m.kquant {
-		rw.Close()
+	for _, s := range m.kquantSets {
+		s.Close()
 	}
-	m.kquant = nil
+	m.kquant, m.kquantSets = nil, nil
 }
