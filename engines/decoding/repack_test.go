@@ -30,7 +30,8 @@ func kquantArch(tied bool) transformer.Architecture {
 // kernels as the default resolution gives them (the k-quant kernel over every matrix, repacked
 // at load), with the same less the k-quant kernel, and with ggml's kernels alone
 // (ModelOptions.GGMLKernels): the same tokens every way; logits with and without the k-quant
-// kernel within float32 rounding, and against ggml's within the rounding of its attention. With the lookups withdrawn the repacked copies stay, but
+// kernel within float32 rounding, and against ggml's within the rounding of its attention;
+// weights mapped from the file (ModelOptions.Mmap) decode to the same bits as weights read. With the lookups withdrawn the repacked copies stay, but
 // the logits are ggml's to the bit: the kernel table, not the copy, decides what runs.
 func TestKQuantKernelsDecode(t *testing.T) {
 	if !ggml.CPUKernelsFast() || !ggml.KQuantFast() {
@@ -59,6 +60,7 @@ func TestKQuantKernelsDecode(t *testing.T) {
 					} else {
 						assert.Empty(t, m.kquant, "nothing repacked for ggml's kernels")
 					}
+					assert.Equal(t, opts.Mmap, m.Mapped(), "mapped")
 					if use != nil {
 						use(m)
 					}
@@ -80,6 +82,9 @@ func TestKQuantKernelsDecode(t *testing.T) {
 				}
 				ggmlTokens, ggmlLogits := decode(ModelOptions{Threads: 2, GGMLKernels: true}, nil)
 				toyTokens, toyLogits := decode(ModelOptions{Threads: 2}, nil)
+				// Weights mapped from the file: the copies are made from the mapping, the same.
+				_, mappedLogits := decode(ModelOptions{Threads: 2, Mmap: true}, nil)
+				assert.Equal(t, toyLogits, mappedLogits, "weights mapped from the file")
 				otherTokens, otherLogits := decode(ModelOptions{Threads: 2}, func(m *GGUFModel) {
 					var keep []kernelrt.Need
 					for _, n := range m.allKernelNeeds() {
