@@ -173,6 +173,56 @@ func MulMatColsFits(w, x *Tensor) error {
 	return nil
 }
 
+// CPUKernelsQ32 reports whether toy's 8-bit integer products (MulMatQ32) are vectorized in this
+// build: its kernels compiled with AVX-512 VNNI. Elsewhere MulMatQ32 refuses its operands and
+// the callers keep ggml's kernels.
+func CPUKernelsQ32() bool { return cpuops.VectorizedQ32() == 1 }
+
+// MulMatQ32 is MulMat(w, x) over weights of a block type of 32 values (q8_0, q4_0, q5_0,
+// q5_1), computed by toy's own CPU kernels (kernels/cpu/c/mul_mat_q32.c) as two ggml custom
+// operations: x's columns rounded to 8-bit integers, a scale for each 32 values (as ggml rounds
+// them to q8_0 for these weights, but with an f32 scale), then a packed GEMM that multiplies 64
+// rows of w at a time by the columns in 8-bit integers with AVX-512 VNNI and sums each block's
+// products, scaled, in f32. w and x as MulMatQ32Fits takes them; the result is f32 [n, m]. Only
+// the CPU backend computes it, and autodiff cannot differentiate it.
+func (c *Context) MulMatQ32(w, x *Tensor) *Tensor {
+	return c.op("MulMatQ32", []*Tensor{w, x}, 2, func() error { return MulMatQ32Fits(w, x) }, func() ggmlc.Tensor {
+		k, m := x.Ne()[0], x.Ne()[1]
+		xq := ggmlc.Custom4D(c.c, ggmlc.TypeI8, k+k/4, m, 1, 1, []ggmlc.Tensor{x.t}, 1, cpuops.QuantizeQ32Address(), allThreads, nil)
+		return ggmlc.Custom4D(c.c, ggmlc.TypeF32, w.Ne()[1], m, 1, 1, []ggmlc.Tensor{w.t, xq}, 2, cpuops.MulMatQ32Address(),
+			allThreads, nil)
+	})
+}
+
+// MulMatQ32Fits says why MulMatQ32 cannot take w and x, or nil when it can: a build whose
+// kernels have AVX-512 VNNI, w q8_0, q4_0, q5_0 or q5_1 [k, n] with contiguous rows, x f32
+// [k, m] with contiguous rows, both 2-D.
+func MulMatQ32Fits(w, x *Tensor) error {
+	if !CPUKernelsQ32() {
+		return fmt.Errorf("toy's product over %s needs AVX-512 VNNI, which this build's kernels were not compiled for", w.describe())
+	}
+	switch w.Type() {
+	case Q8_0, Q4_0, Q5_0, Q5_1:
+	default:
+		return fmt.Errorf("weights %s: want q8_0, q4_0, q5_0 or q5_1", w.describe())
+	}
+	if err := needType(x, F32, "columns"); err != nil {
+		return err
+	}
+	wn, xn := w.Ne(), x.Ne()
+	switch {
+	case wn[2] != 1 || wn[3] != 1 || xn[2] != 1 || xn[3] != 1:
+		return fmt.Errorf("%s and %s: want 2-D operands", w.describe(), x.describe())
+	case wn[0] != xn[0]:
+		return fmt.Errorf("%s and %s differ in row length", w.describe(), x.describe())
+	case w.Nb()[0] != TypeSize(w.Type()) || w.Nb()[1] < int(wn[0]/int64(BlockSize(w.Type())))*TypeSize(w.Type()):
+		return fmt.Errorf("%s: want rows of whole blocks, side by side", w.describe())
+	case x.Nb()[0] != 4:
+		return fmt.Errorf("%s: want rows with contiguous elements", x.describe())
+	}
+	return nil
+}
+
 // StoreTransposed writes the values v, f32 [C, n] with contiguous rows, of n tokens into cache,
 // an f16 or f32 value cache stored transposed ([cells, C], the layout ggml's unfused attention
 // reads), at the i32 cells [n]: element c of token t to row c, column cells[t], rounded as

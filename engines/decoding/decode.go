@@ -956,6 +956,15 @@ func (m *GGUFModel) ownPacked(w, x *ggml.Tensor) bool {
 		ggml.MulMatPackedFits(w, x) == nil
 }
 
+// ownQ32 reports whether W·x goes through toy's 8-bit integer product (ggml.MulMatQ32) rather
+// than ggml's: a q8_0, q4_0, q5_0 or q5_1 weight where MulMatCols does not take the product, on
+// the CPU backend of a build with AVX-512 VNNI. It rounds the columns to 8 bits as ggml does
+// for these weights (with an f32 scale for each 32 values, where ggml's is f16).
+func (m *GGUFModel) ownQ32(w, x *ggml.Tensor) bool {
+	return w != nil && x != nil && q32Weight(w.Type()) && m.kernels.Has(needQ32(w.Type())...) && x.IsContiguous() &&
+		ggml.MulMatQ32Fits(w, x) == nil
+}
+
 // MulMat is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of
 // every decoding forward pass (Decoder, BatchDecoder).
 func (m *GGUFModel) MulMat(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
@@ -965,6 +974,8 @@ func (m *GGUFModel) MulMat(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
 		y = ctx.MulMatKQuant(m.kquant[w], x)
 	case m.ownColumns(w, x):
 		y = ctx.MulMatCols(w, x)
+	case m.ownQ32(w, x):
+		y = ctx.MulMatQ32(w, x)
 	case m.ownPacked(w, x):
 		y = ctx.MulMatPacked(w, x)
 	default:

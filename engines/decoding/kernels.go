@@ -27,6 +27,12 @@ func NeedPacked(t ggml.Type) kernelrt.Need {
 	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatPackedMulMatPacked, Type: ggml.TypeName(t)}
 }
 
+// needQ32 lists toy's 8-bit integer product (ggml.MulMatQ32) over weights of type t: the
+// rounding of the columns and the product.
+func needQ32(t ggml.Type) []kernelrt.Need {
+	return []kernelrt.Need{{Kernel: kernels.KernelCPUMulMatQ32QuantizeQ32}, {Kernel: kernels.KernelCPUMulMatQ32MulMatQ32, Type: ggml.TypeName(t)}}
+}
+
 // needAttend lists toy's attention of one query per sequence (ggml.AttendOne: one node, or two
 // over a long cache) over a cache of type t.
 func needAttend(t ggml.Type) []kernelrt.Need {
@@ -56,6 +62,13 @@ var (
 // packed GEMM at all: the float types; block-quantized weights stay with ggml's integer kernels.
 func packedWeight(t ggml.Type) bool { return t == ggml.F32 || t == ggml.F16 || t == ggml.BF16 }
 
+// q32Weight says whether the decoders multiply by weights of type t with toy's 8-bit integer
+// product where its few-column product does not take them (a prompt, or a step of a type
+// MulMatCols does not read): the block types of 32 values.
+func q32Weight(t ggml.Type) bool {
+	return t == ggml.Q8_0 || t == ggml.Q4_0 || t == ggml.Q5_0 || t == ggml.Q5_1
+}
+
 // KernelSet is what the table resolved of a model's lookups: its decoders (and a training
 // graph, engines/training) run toy's kernel for a lookup in the set.
 type KernelSet map[kernelrt.Need]bool
@@ -72,9 +85,11 @@ func (s KernelSet) Has(ns ...kernelrt.Need) bool {
 
 // KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of
 // type kv (flash: flash attention's layout): the products over each type of m's weight
-// matrices, the norm (needNorm: RMS, or GPT-2's LayerNorm), RoPE (for a model that rotates), and the attention, stores,
-// products and softmax over the cache (the attention the gemma family's own: needAttention). Nothing is looked up on a GPU backend or with
-// ModelOptions.GGMLKernels, where ggml's kernels run alone.
+// matrices (the 8-bit integer product only in a build with AVX-512 VNNI), the norm (needNorm:
+// RMS, or GPT-2's LayerNorm), RoPE (for a model that rotates), and the attention, stores,
+// products and softmax over the cache (the attention the gemma family's own: needAttention).
+// Nothing is looked up on a GPU backend or with ModelOptions.GGMLKernels, where ggml's kernels
+// run alone.
 func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 	if !m.mayOwnKernels {
 		return nil
@@ -87,6 +102,9 @@ func (m *GGUFModel) KernelNeeds(kv KVCacheType, flash bool) []kernelrt.Need {
 		}
 		if packedWeight(t) {
 			ns = append(ns, NeedPacked(t))
+		}
+		if q32Weight(t) && ggml.CPUKernelsQ32() {
+			ns = append(ns, needQ32(t)...)
 		}
 	}
 	ns = append(ns, m.needNorm())

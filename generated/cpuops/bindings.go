@@ -35,6 +35,9 @@ void toy_rms_norm_mul(struct ggml_tensor *dst, int ith, int nth, void *userdata)
 void toy_layer_norm_mul_add(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rope_table(struct ggml_tensor *dst, int ith, int nth, void *userdata);
 void toy_rope_apply(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_quantize_q32(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+void toy_mul_mat_q32(struct ggml_tensor *dst, int ith, int nth, void *userdata);
+int toy_vectorized_q32(void);
 int toy_vectorized(void);
 int toy_isa(void);
 void toy_mul_mat_kquant(struct ggml_tensor *dst, int ith, int nth, void *userdata);
@@ -57,6 +60,8 @@ static void *kg_addr_toy_rms_norm_mul(void) { return (void *)&toy_rms_norm_mul; 
 static void *kg_addr_toy_layer_norm_mul_add(void) { return (void *)&toy_layer_norm_mul_add; }
 static void *kg_addr_toy_rope_table(void) { return (void *)&toy_rope_table; }
 static void *kg_addr_toy_rope_apply(void) { return (void *)&toy_rope_apply; }
+static void *kg_addr_toy_quantize_q32(void) { return (void *)&toy_quantize_q32; }
+static void *kg_addr_toy_mul_mat_q32(void) { return (void *)&toy_mul_mat_q32; }
 static void *kg_addr_toy_mul_mat_kquant(void) { return (void *)&toy_mul_mat_kquant; }
 */
 import "C"
@@ -335,6 +340,45 @@ func RopeApply(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
 // it as a callback.
 func RopeApplyAddress() unsafe.Pointer {
 	return C.kg_addr_toy_rope_apply()
+}
+
+// QuantizeQ32 rounds columns to 8-bit integers for MulMatQ32, with the signature of
+// ggml_custom_op_t: dst->src[0] = x, f32 [k, n] (k a multiple of 32), dst = i8 [k + k/4, n]:
+// each column's bytes (a block of 32 divided by its largest magnitude over 127), then each
+// block's f32 scale and int32 sum of bytes.
+//
+// C: void toy_quantize_q32(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func QuantizeQ32(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_quantize_q32(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// QuantizeQ32Address is the address of the C function toy_quantize_q32 (see QuantizeQ32), for a C API that takes
+// it as a callback.
+func QuantizeQ32Address() unsafe.Pointer {
+	return C.kg_addr_toy_quantize_q32()
+}
+
+// MulMatQ32 is ggml_mul_mat(a, x) over q8_0, q4_0, q5_0 or q5_1 weights, with the signature
+// of ggml_custom_op_t: dst->src[0] = a [k, n] (2-D, rows contiguous), dst->src[1] =
+// QuantizeQ32's columns of x, i8 [k + k/4, m]; dst = f32 [n, m]. 64 rows packed as unsigned
+// bytes at a time, multiplied by the columns' bytes with AVX-512 VNNI, no horizontal sums.
+//
+// C: void toy_mul_mat_q32(struct ggml_tensor *dst, int ith, int nth, void *userdata).
+func MulMatQ32(dst Tensor, ith int, nth int, userdata unsafe.Pointer) {
+	C.toy_mul_mat_q32(dst.p, C.int(ith), C.int(nth), userdata)
+}
+
+// MulMatQ32Address is the address of the C function toy_mul_mat_q32 (see MulMatQ32), for a C API that takes
+// it as a callback.
+func MulMatQ32Address() unsafe.Pointer {
+	return C.kg_addr_toy_mul_mat_q32()
+}
+
+// VectorizedQ32 is 1 where MulMatQ32 was compiled with AVX-512 VNNI, 0 where it does nothing.
+//
+// C: int toy_vectorized_q32(void).
+func VectorizedQ32() int {
+	return int(C.toy_vectorized_q32())
 }
 
 // Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),

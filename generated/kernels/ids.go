@@ -20,24 +20,26 @@ const (
 	ModuleCPUMulMatKquant ModuleID = 3
 	// ModuleCPUMulMatPacked is kernels/cpu/c/mul_mat_packed.c.
 	ModuleCPUMulMatPacked ModuleID = 4
+	// ModuleCPUMulMatQ32 is kernels/cpu/c/mul_mat_q32.c.
+	ModuleCPUMulMatQ32 ModuleID = 5
 	// ModuleCPURmsNorm is kernels/cpu/c/rms_norm.c.
-	ModuleCPURmsNorm ModuleID = 5
+	ModuleCPURmsNorm ModuleID = 6
 	// ModuleCPURope is kernels/cpu/c/rope.c.
-	ModuleCPURope ModuleID = 6
+	ModuleCPURope ModuleID = 7
 	// ModuleCPUSoftMax is kernels/cpu/c/soft_max.c.
-	ModuleCPUSoftMax ModuleID = 7
+	ModuleCPUSoftMax ModuleID = 8
 	// ModuleCPUStore is kernels/cpu/c/store.c.
-	ModuleCPUStore ModuleID = 8
+	ModuleCPUStore ModuleID = 9
 	// ModuleCPUSwigluBack is kernels/cpu/c/swiglu_back.c.
-	ModuleCPUSwigluBack ModuleID = 9
+	ModuleCPUSwigluBack ModuleID = 10
 	// ModuleCPUGemmaAttend is kernels/cpu/c/gemma/attend.c.
-	ModuleCPUGemmaAttend ModuleID = 10
+	ModuleCPUGemmaAttend ModuleID = 11
 	// ModuleCPUGpt2RmsNorm is kernels/cpu/c/gpt2/rms_norm.c.
-	ModuleCPUGpt2RmsNorm ModuleID = 11
+	ModuleCPUGpt2RmsNorm ModuleID = 12
 	// ModuleCUDAAdamw is kernels/cuda/common/adamw.cu.
-	ModuleCUDAAdamw ModuleID = 12
+	ModuleCUDAAdamw ModuleID = 13
 	// ModuleCUDASampling is kernels/cuda/common/sampling.cu.
-	ModuleCUDASampling ModuleID = 13
+	ModuleCUDASampling ModuleID = 14
 )
 
 const (
@@ -55,32 +57,36 @@ const (
 	KernelCPUMulMatKquantMulMatKquant KernelID = 5
 	// KernelCPUMulMatPackedMulMatPacked is mul_mat_packed in ModuleCPUMulMatPacked.
 	KernelCPUMulMatPackedMulMatPacked KernelID = 6
+	// KernelCPUMulMatQ32QuantizeQ32 is quantize_q32 in ModuleCPUMulMatQ32.
+	KernelCPUMulMatQ32QuantizeQ32 KernelID = 7
+	// KernelCPUMulMatQ32MulMatQ32 is mul_mat_q32 in ModuleCPUMulMatQ32.
+	KernelCPUMulMatQ32MulMatQ32 KernelID = 8
 	// KernelCPURmsNormRmsNormMul is rms_norm_mul in ModuleCPURmsNorm.
-	KernelCPURmsNormRmsNormMul KernelID = 7
+	KernelCPURmsNormRmsNormMul KernelID = 9
 	// KernelCPURopeRopeTable is rope_table in ModuleCPURope.
-	KernelCPURopeRopeTable KernelID = 8
+	KernelCPURopeRopeTable KernelID = 10
 	// KernelCPURopeRopeApply is rope_apply in ModuleCPURope.
-	KernelCPURopeRopeApply KernelID = 9
+	KernelCPURopeRopeApply KernelID = 11
 	// KernelCPUSoftMaxSoftMax is soft_max in ModuleCPUSoftMax.
-	KernelCPUSoftMaxSoftMax KernelID = 10
+	KernelCPUSoftMaxSoftMax KernelID = 12
 	// KernelCPUStoreStoreTransposed is store_transposed in ModuleCPUStore.
-	KernelCPUStoreStoreTransposed KernelID = 11
+	KernelCPUStoreStoreTransposed KernelID = 13
 	// KernelCPUSwigluBackSwigluBack is swiglu_back in ModuleCPUSwigluBack.
-	KernelCPUSwigluBackSwigluBack KernelID = 12
+	KernelCPUSwigluBackSwigluBack KernelID = 14
 	// KernelCPUGemmaAttendAttendOneSoftcap is attend_one_softcap in ModuleCPUGemmaAttend.
-	KernelCPUGemmaAttendAttendOneSoftcap KernelID = 13
+	KernelCPUGemmaAttendAttendOneSoftcap KernelID = 15
 	// KernelCPUGemmaAttendAttendBlocksSoftcap is attend_blocks_softcap in ModuleCPUGemmaAttend.
-	KernelCPUGemmaAttendAttendBlocksSoftcap KernelID = 14
+	KernelCPUGemmaAttendAttendBlocksSoftcap KernelID = 16
 	// KernelCPUGemmaAttendAttendMergeSoftcap is attend_merge_softcap in ModuleCPUGemmaAttend.
-	KernelCPUGemmaAttendAttendMergeSoftcap KernelID = 15
+	KernelCPUGemmaAttendAttendMergeSoftcap KernelID = 17
 	// KernelCPUGpt2RmsNormLayerNormMulAdd is layer_norm_mul_add in ModuleCPUGpt2RmsNorm.
-	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 16
+	KernelCPUGpt2RmsNormLayerNormMulAdd KernelID = 18
 	// KernelCUDAAdamwAdamwF32 is adamw_f32 in ModuleCUDAAdamw.
-	KernelCUDAAdamwAdamwF32 KernelID = 17
+	KernelCUDAAdamwAdamwF32 KernelID = 19
 	// KernelCUDASamplingArgmaxF32 is argmax_f32 in ModuleCUDASampling.
-	KernelCUDASamplingArgmaxF32 KernelID = 18
+	KernelCUDASamplingArgmaxF32 KernelID = 20
 	// KernelCUDASamplingSampleF32 is sample_f32 in ModuleCUDASampling.
-	KernelCUDASamplingSampleF32 KernelID = 19
+	KernelCUDASamplingSampleF32 KernelID = 21
 )
 
 // An "invalid array index" compiler error here means the constants were renumbered by hand:
@@ -92,15 +98,16 @@ func _() {
 	_ = x[ModuleCPUMulMatCols-2]
 	_ = x[ModuleCPUMulMatKquant-3]
 	_ = x[ModuleCPUMulMatPacked-4]
-	_ = x[ModuleCPURmsNorm-5]
-	_ = x[ModuleCPURope-6]
-	_ = x[ModuleCPUSoftMax-7]
-	_ = x[ModuleCPUStore-8]
-	_ = x[ModuleCPUSwigluBack-9]
-	_ = x[ModuleCPUGemmaAttend-10]
-	_ = x[ModuleCPUGpt2RmsNorm-11]
-	_ = x[ModuleCUDAAdamw-12]
-	_ = x[ModuleCUDASampling-13]
+	_ = x[ModuleCPUMulMatQ32-5]
+	_ = x[ModuleCPURmsNorm-6]
+	_ = x[ModuleCPURope-7]
+	_ = x[ModuleCPUSoftMax-8]
+	_ = x[ModuleCPUStore-9]
+	_ = x[ModuleCPUSwigluBack-10]
+	_ = x[ModuleCPUGemmaAttend-11]
+	_ = x[ModuleCPUGpt2RmsNorm-12]
+	_ = x[ModuleCUDAAdamw-13]
+	_ = x[ModuleCUDASampling-14]
 	_ = x[KernelCPUAttendAttendOne-0]
 	_ = x[KernelCPUAttendAttendBlocks-1]
 	_ = x[KernelCPUAttendAttendMerge-2]
@@ -108,19 +115,21 @@ func _() {
 	_ = x[KernelCPUMulMatColsMulMatCols-4]
 	_ = x[KernelCPUMulMatKquantMulMatKquant-5]
 	_ = x[KernelCPUMulMatPackedMulMatPacked-6]
-	_ = x[KernelCPURmsNormRmsNormMul-7]
-	_ = x[KernelCPURopeRopeTable-8]
-	_ = x[KernelCPURopeRopeApply-9]
-	_ = x[KernelCPUSoftMaxSoftMax-10]
-	_ = x[KernelCPUStoreStoreTransposed-11]
-	_ = x[KernelCPUSwigluBackSwigluBack-12]
-	_ = x[KernelCPUGemmaAttendAttendOneSoftcap-13]
-	_ = x[KernelCPUGemmaAttendAttendBlocksSoftcap-14]
-	_ = x[KernelCPUGemmaAttendAttendMergeSoftcap-15]
-	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-16]
-	_ = x[KernelCUDAAdamwAdamwF32-17]
-	_ = x[KernelCUDASamplingArgmaxF32-18]
-	_ = x[KernelCUDASamplingSampleF32-19]
+	_ = x[KernelCPUMulMatQ32QuantizeQ32-7]
+	_ = x[KernelCPUMulMatQ32MulMatQ32-8]
+	_ = x[KernelCPURmsNormRmsNormMul-9]
+	_ = x[KernelCPURopeRopeTable-10]
+	_ = x[KernelCPURopeRopeApply-11]
+	_ = x[KernelCPUSoftMaxSoftMax-12]
+	_ = x[KernelCPUStoreStoreTransposed-13]
+	_ = x[KernelCPUSwigluBackSwigluBack-14]
+	_ = x[KernelCPUGemmaAttendAttendOneSoftcap-15]
+	_ = x[KernelCPUGemmaAttendAttendBlocksSoftcap-16]
+	_ = x[KernelCPUGemmaAttendAttendMergeSoftcap-17]
+	_ = x[KernelCPUGpt2RmsNormLayerNormMulAdd-18]
+	_ = x[KernelCUDAAdamwAdamwF32-19]
+	_ = x[KernelCUDASamplingArgmaxF32-20]
+	_ = x[KernelCUDASamplingSampleF32-21]
 }
 
 var (
@@ -133,13 +142,14 @@ var (
 		{"cpu/c", "common", "mul_mat_cols", 2},
 		{"cpu/c", "common", "mul_mat_kquant", 3},
 		{"cpu/c", "common", "mul_mat_packed", 4},
-		{"cpu/c", "common", "rms_norm", 5},
-		{"cpu/c", "common", "rope", 6},
-		{"cpu/c", "common", "soft_max", 7},
-		{"cpu/c", "common", "store", 8},
-		{"cpu/c", "common", "swiglu_back", 9},
-		{"cpu/c", "gemma", "attend", 10},
-		{"cpu/c", "gpt2", "rms_norm", 11},
+		{"cpu/c", "common", "mul_mat_q32", 5},
+		{"cpu/c", "common", "rms_norm", 6},
+		{"cpu/c", "common", "rope", 7},
+		{"cpu/c", "common", "soft_max", 8},
+		{"cpu/c", "common", "store", 9},
+		{"cpu/c", "common", "swiglu_back", 10},
+		{"cpu/c", "gemma", "attend", 11},
+		{"cpu/c", "gpt2", "rms_norm", 12},
 		{"cuda", "common", "adamw", 0},
 		{"cuda", "common", "sampling", 1},
 	}
@@ -154,6 +164,8 @@ var (
 		{ModuleCPUMulMatCols, "mul_mat_cols"},
 		{ModuleCPUMulMatKquant, "mul_mat_kquant"},
 		{ModuleCPUMulMatPacked, "mul_mat_packed"},
+		{ModuleCPUMulMatQ32, "quantize_q32"},
+		{ModuleCPUMulMatQ32, "mul_mat_q32"},
 		{ModuleCPURmsNorm, "rms_norm_mul"},
 		{ModuleCPURope, "rope_table"},
 		{ModuleCPURope, "rope_apply"},

@@ -113,6 +113,20 @@ type Ops interface {
 	// [ne0, heads, n].
 	//kernelgen:address
 	RopeApply(dst Tensor, ith, nth Int, userdata Ptr)
+	// QuantizeQ32 rounds columns to 8-bit integers for MulMatQ32, with the signature of
+	// ggml_custom_op_t: dst->src[0] = x, f32 [k, n] (k a multiple of 32), dst = i8 [k + k/4, n]:
+	// each column's bytes (a block of 32 divided by its largest magnitude over 127), then each
+	// block's f32 scale and int32 sum of bytes.
+	//kernelgen:address
+	QuantizeQ32(dst Tensor, ith, nth Int, userdata Ptr)
+	// MulMatQ32 is ggml_mul_mat(a, x) over q8_0, q4_0, q5_0 or q5_1 weights, with the signature
+	// of ggml_custom_op_t: dst->src[0] = a [k, n] (2-D, rows contiguous), dst->src[1] =
+	// QuantizeQ32's columns of x, i8 [k + k/4, m]; dst = f32 [n, m]. 64 rows packed as unsigned
+	// bytes at a time, multiplied by the columns' bytes with AVX-512 VNNI, no horizontal sums.
+	//kernelgen:address
+	MulMatQ32(dst Tensor, ith, nth Int, userdata Ptr)
+	// VectorizedQ32 is 1 where MulMatQ32 was compiled with AVX-512 VNNI, 0 where it does nothing.
+	VectorizedQ32() Int
 	// Vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
 	// 0 where they are plain loops or do nothing, and ggml keeps their work.
 	Vectorized() Int

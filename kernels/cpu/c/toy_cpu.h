@@ -183,6 +183,31 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
  * a plain loop (the Go layer leaves k-quant weights to ggml there). */
 int toy_kquant_fast(void);
 
+/*
+ * toy_quantize_q32 rounds columns to 8-bit integers for toy_mul_mat_q32, as a ggml_custom_op_t
+ * over dst->src[0] = x, f32 [k, n] (2-D, rows contiguous, k a multiple of 32): dst = i8 [k +
+ * k/4, n], column j's k signed bytes (each block of 32 values divided by its largest magnitude
+ * over 127, rounded to nearest), then each block's f32 scale, then each block's int32 sum of its
+ * bytes. The threads take every nth column.
+ */
+void toy_quantize_q32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/*
+ * toy_mul_mat_q32 is ggml_mul_mat(a, x) over weights of a block type of 32 values, as a
+ * ggml_custom_op_t over dst->src[0] = a, q8_0, q4_0, q5_0 or q5_1 [k, n] (2-D, rows contiguous),
+ * and dst->src[1] = toy_quantize_q32's columns of x, i8 [k + k/4, m]: dst = f32 [n, m]. It packs
+ * 64 rows at a time as unsigned bytes, four values of 16 rows a vector, and multiplies them by
+ * the columns' bytes with AVX-512 VNNI (vpdpbusd), each block's 32-bit sums scaled into f32
+ * sums: no horizontal sums. The threads claim jobs (64 rows, a run of columns) from a counter
+ * in dst->op_params (entries 14 and 15). Without AVX-512 VNNI it does nothing
+ * (toy_vectorized_q32 is 0).
+ */
+void toy_mul_mat_q32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
+
+/* toy_vectorized_q32 is 1 where toy_mul_mat_q32 was compiled with AVX-512 VNNI, 0 where it does
+ * nothing and the Go layer leaves its products to ggml. */
+int toy_vectorized_q32(void);
+
 /* toy_vectorized is 1 where the kernels were compiled with AVX-512 or AVX2 (with F16C and FMA),
  * 0 where they are plain loops (toy_mul_mat_cols, slower than ggml's kernels) or do nothing
  * (toy_attend_one aborts, toy_mul_mat_packed returns): the Go layer leaves such work to ggml. */

@@ -240,6 +240,60 @@ static inline vec vexp(vec x) {
 	return VKEEP_GE(VMUL(p, VPOW2(n)), x, lo);
 }
 
+/* Interleaving two vectors by float (VUNPACKLO, VUNPACKHI) and by pairs of floats (…2), within
+ * each 128-bit lane. */
+#if defined(__AVX512F__)
+#define VUNPACKLO(a, b) _mm512_unpacklo_ps(a, b)
+#define VUNPACKHI(a, b) _mm512_unpackhi_ps(a, b)
+#define VUNPACKLO2(a, b) _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define VUNPACKHI2(a, b) _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#else
+#define VUNPACKLO(a, b) _mm256_unpacklo_ps(a, b)
+#define VUNPACKHI(a, b) _mm256_unpackhi_ps(a, b)
+#define VUNPACKLO2(a, b) _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)))
+#define VUNPACKHI2(a, b) _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(a), _mm256_castps_pd(b)))
+#endif
+
+/*
+ * vtranspose turns the LANES vectors v (rows) into their columns: afterwards v[j] holds the j-th
+ * value of every row, in the rows' order. AVX-512: pairs of rows interleaved by float, then
+ * by pairs of floats (v[4g + c] then holds, in its 128-bit lane L, value 4L + c of rows
+ * 4g..4g+3), then the lanes of four such vectors gathered; AVX2 the same with two lanes.
+ */
+static inline __attribute__((always_inline)) void vtranspose(vec v[LANES]) {
+	vec t[LANES];
+	for (int i = 0; i < LANES; i += 2) {
+		t[i] = VUNPACKLO(v[i], v[i + 1]);
+		t[i + 1] = VUNPACKHI(v[i], v[i + 1]);
+	}
+	for (int g = 0; g < LANES; g += 4) {
+		v[g] = VUNPACKLO2(t[g], t[g + 2]);
+		v[g + 1] = VUNPACKHI2(t[g], t[g + 2]);
+		v[g + 2] = VUNPACKLO2(t[g + 1], t[g + 3]);
+		v[g + 3] = VUNPACKHI2(t[g + 1], t[g + 3]);
+	}
+#if defined(__AVX512F__)
+	/* Value 4L + c of every row: lane L of v[c], v[4 + c], v[8 + c] and v[12 + c]. */
+	for (int c = 0; c < 4; c++) {
+		const vec lo01 = _mm512_shuffle_f32x4(v[c], v[4 + c], 0x44), hi01 = _mm512_shuffle_f32x4(v[c], v[4 + c], 0xEE);
+		const vec lo23 = _mm512_shuffle_f32x4(v[8 + c], v[12 + c], 0x44), hi23 = _mm512_shuffle_f32x4(v[8 + c], v[12 + c], 0xEE);
+		t[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+		t[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xDD);
+		t[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+		t[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xDD);
+	}
+#else
+	/* Value 4L + c of every row: lane L of v[c] and v[4 + c]. */
+	for (int c = 0; c < 4; c++) {
+		t[c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x20);
+		t[4 + c] = _mm256_permute2f128_ps(v[c], v[4 + c], 0x31);
+	}
+#endif
+	for (int j = 0; j < LANES; j++) {
+		v[j] = t[j];
+	}
+}
+
 #endif /* TOY_VECTOR */
 
 #endif /* TOY_VEC_H */
