@@ -86,6 +86,8 @@ void toy_quantize_q32(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	}
 }
 
+#if TOY_Q32
+
 /* The weight types, their blocks' bytes and their offsets o. */
 enum { Q8_0, Q4_0, Q5_0, Q5_1 };
 
@@ -133,8 +135,6 @@ static inline void unpack_block(const char * b, int kind, uint8_t * q, float * d
 	}
 	}
 }
-
-#if TOY_Q32
 
 #ifndef FEW_COLS
 #define FEW_COLS 4
