@@ -85,6 +85,41 @@ func BenchmarkMulMatPacked(b *testing.B) {
 	}
 }
 
+// BenchmarkMulMatQ32 times toy's 8-bit integer product (MulMatQ32) against ggml's MulMat over
+// q8_0, q4_0, q5_0 and q5_1 weights of SmolLM2-135M's shapes (rows × columns × shared
+// dimension): a prompt's 128 columns and a step's one.
+func BenchmarkMulMatQ32(b *testing.B) {
+	if !CPUKernelsQ32() {
+		b.Skip("MulMatQ32 needs AVX-512 VNNI in this build")
+	}
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	for _, s := range [][3]int{{1536, 128, 576}, {576, 128, 1536}, {1536, 1, 576}, {576, 1, 1536}} {
+		for _, typ := range []Type{Q8_0, Q4_0, Q5_0, Q5_1} {
+			for _, kernel := range []string{"ggml", "toy"} {
+				m, n, k := s[0], s[1], s[2]
+				b.Run(fmt.Sprintf("%s/%s/%dx%dx%d", TypeName(typ), kernel, m, n, k), func(b *testing.B) {
+					product := productGGML
+					if kernel == "toy" {
+						product = productQ32
+					}
+					mm, err := newBenchProduct(be, typ, m, n, k, 1, product)
+					require.NoError(b, err)
+					defer mm.Close()
+					require.NoError(b, mm.compute())
+					for b.Loop() {
+						if err := mm.compute(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkMulMatPackedCausal times the products of one layer's causal attention in a
 // SmolLM2-135M training step (512 positions, 9 query heads of 64 values on 3 key/value heads)
 // with toy's packed GEMM, skipping what the causal mask makes zero (causal) or not (dense):

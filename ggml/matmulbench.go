@@ -146,6 +146,7 @@ const (
 	productGGML   productKernel = iota // ggml's MulMat
 	productCols                        // toy's kernel for a few columns (MulMatCols)
 	productPacked                      // toy's packed GEMM (MulMatPacked)
+	productQ32                         // toy's 8-bit integer product (MulMatQ32)
 )
 
 // newBenchProduct is newBenchMatMul computing the product with kernel.
@@ -207,10 +208,12 @@ func newBenchProduct(be *Backend, weight Type, m, n, k int, seed uint64, kernel 
 		return nil, err
 	}
 
-	if mm.gctx, err = NewContext(ContextOptions{MaxTensors: 1, Graphs: 1, GraphSize: 8}); err != nil {
+	if mm.gctx, err = NewContext(ContextOptions{MaxTensors: 2, Graphs: 1, GraphSize: 8}); err != nil {
 		return nil, err
 	}
 	switch kernel {
+	case productQ32:
+		mm.out = mm.gctx.MulMatQ32(mm.a, mm.b)
 	case productCols:
 		mm.out = mm.gctx.MulMatCols(mm.a, mm.b)
 	case productPacked:
