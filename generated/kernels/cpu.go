@@ -41,11 +41,11 @@ var tableCPU = Target{
 		},
 		{
 			Lookup: "mul_mat_cols.mul_mat_cols[*]",
-			Reason: "weights of a type toy's few-column product does not take (q4_0, q4_K, q5_K, q6_K, ...): ggml's mul_mat runs",
+			Reason: "weights of a type toy's few-column product does not take (the k-quants: q4_K, q5_K, q6_K, ...): ggml's mul_mat runs (q4_0 and q5_1: toy's mul_mat_q32)",
 		},
 		{
 			Lookup: "mul_mat_packed.mul_mat_packed[*]",
-			Reason: "weights of a type toy's packed GEMM does not take (q5_0, q4_0, the k-quants, ...): ggml's mul_mat runs",
+			Reason: "weights of a type toy's packed f32 GEMM does not take (the k-quants: q4_K, q6_K, ...): ggml's mul_mat runs (q4_0, q5_0 and q5_1: toy's mul_mat_q32)",
 		},
 		{
 			Lookup: "store.store_transposed[*]",
