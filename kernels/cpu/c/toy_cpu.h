@@ -195,11 +195,13 @@ void toy_quantize_q32(struct ggml_tensor * dst, int ith, int nth, void * userdat
 /*
  * toy_mul_mat_q32 is ggml_mul_mat(a, x) over weights of a block type of 32 values, as a
  * ggml_custom_op_t over dst->src[0] = a, q8_0, q4_0, q5_0 or q5_1 [k, n] (2-D, rows contiguous),
- * and dst->src[1] = toy_quantize_q32's columns of x, i8 [k + k/4, m]: dst = f32 [n, m]. It packs
- * 64 rows at a time as unsigned bytes, four values of 16 rows a vector, and multiplies them by
- * the columns' bytes with AVX-512 VNNI (vpdpbusd), each block's 32-bit sums scaled into f32
- * sums: no horizontal sums. The threads claim jobs (64 rows, a run of columns) from a counter
- * in dst->op_params (entries 14 and 15). Without AVX-512 VNNI it does nothing
+ * and dst->src[1] = toy_quantize_q32's columns of x, i8 [k + k/4, m]: dst = f32 [n, m]. Over
+ * 4 columns it packs 64 rows at a time as unsigned bytes, four values of 16 rows a vector, and
+ * multiplies them by the columns' bytes with AVX-512 VNNI (vpdpbusd), each block's 32-bit sums
+ * scaled into f32 sums: no horizontal sums; the threads claim jobs (64 rows, a run of columns)
+ * from a counter in dst->op_params (entries 14 and 15). Up to 4 it reads the rows where they
+ * are, two blocks a vector against each column, the threads claiming chunks of rows as
+ * toy_mul_mat_cols does (entries 6 to 13 and 15). Without AVX-512 VNNI it does nothing
  * (toy_vectorized_q32 is 0).
  */
 void toy_mul_mat_q32(struct ggml_tensor * dst, int ith, int nth, void * userdata);
