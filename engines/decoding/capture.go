@@ -62,29 +62,6 @@ func (d *Decoder) readCaptured(g *stepGraph) error {
 	return nil
 }
 
-// readHidden reads the captured layers' outputs hidden ([dm, n] each) as one row per token:
-// the layers' values side by side (nil when nothing is captured).
-func readHidden(hidden []*ggml.Tensor, n, dm int) ([][]float32, error) {
-	if len(hidden) == 0 {
-		return nil, nil
-	}
-	rows := make([][]float32, n)
-	flat := make([]float32, n*len(hidden)*dm)
-	for t := range rows {
-		rows[t] = flat[t*len(hidden)*dm : (t+1)*len(hidden)*dm]
-	}
-	for j, h := range hidden {
-		v, err := h.F32()
-		if err != nil {
-			return nil, err
-		}
-		for t := range rows {
-			copy(rows[t][j*dm:(j+1)*dm], v[t*dm:(t+1)*dm])
-		}
-	}
-	return rows, nil
-}
-
 // SetCapture makes every step read the outputs of the given layers for each token it
 // processes, as Decoder.SetCapture does (a DFlash drafter of a server's slots reads its
 // target's context through them): Captured returns them after Step. nil turns capturing off.

@@ -3,6 +3,7 @@ package decoding
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -184,4 +185,33 @@ func (w *tensorWriter) convert(j tensorJob) ([]byte, error) {
 	}
 	w.clamped = clamped
 	return data, nil
+}
+
+// clampToType limits values to the largest magnitude type typ holds and returns how many it
+// changed and that limit: ±65504 (the largest f16) for f16 and for the block-quantized types, whose
+// scales (and minimums) are f16, so a block of larger values would get an infinite scale; the
+// largest bf16 for bf16; nothing for f32. A converted weight beyond it would be infinite. In the
+// same pass it looks for a NaN or an infinity: bad is the index of the first (-1: none), where
+// it stops, the values then being of no use.
+func clampToType(values []float32, typ ggml.Type) (bad, n int, limit float64) {
+	var lim float32
+	switch typ {
+	case ggml.F32:
+		return NonFinite(values), 0, math.MaxFloat32
+	case ggml.BF16:
+		lim = math.Float32frombits(0x7f7f0000) // 3.3895e38
+	default:
+		lim = 65504
+	}
+	for i, v := range values {
+		switch {
+		case v-v != 0:
+			return i, n, float64(lim)
+		case v > lim:
+			values[i], n = lim, n+1
+		case v < -lim:
+			values[i], n = -lim, n+1
+		}
+	}
+	return -1, n, float64(lim)
 }

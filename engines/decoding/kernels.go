@@ -69,20 +69,6 @@ func q32Weight(t ggml.Type) bool {
 	return t == ggml.Q8_0 || t == ggml.Q4_0 || t == ggml.Q5_0 || t == ggml.Q5_1
 }
 
-// KernelSet is what the table resolved of a model's lookups: its decoders (and a training
-// graph, engines/training) run toy's kernel for a lookup in the set.
-type KernelSet map[kernelrt.Need]bool
-
-// Has says whether every lookup in ns resolved (false for none).
-func (s KernelSet) Has(ns ...kernelrt.Need) bool {
-	for _, n := range ns {
-		if !s[n] {
-			return false
-		}
-	}
-	return len(ns) > 0
-}
-
 // KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of
 // type kv (flash: flash attention's layout): the products over each type of m's weight
 // matrices (the 8-bit integer product only in a build with AVX-512 VNNI), the norm (needNorm:

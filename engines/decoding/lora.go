@@ -9,21 +9,6 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// LoRA names a LoRA adapter to apply to a model at load: a GGUF file as llama.cpp writes them
-// (general.type "adapter", adapter.type "lora", adapter.lora.alpha, and for each adapted weight
-// W a pair <W>.lora_a [in, r] and <W>.lora_b [r, out]), with a user scale (1 when 0).
-type LoRA struct {
-	Path  string
-	Scale float32
-}
-
-// LoRATerm is one adapter's low-rank update of a weight: W·x + scale·B·(A·x), as llama.cpp
-// applies it (scale = user scale · alpha / rank, or the user scale when alpha is 0).
-type LoRATerm struct {
-	A, B  *ggml.Tensor
-	Scale float32
-}
-
 // loadLoRA maps an adapter file and attaches its updates to the model's weights. Every adapted
 // weight must be one of the model's matrices with matching shapes; otherwise nothing is attached
 // and the error names the file and the tensor.
