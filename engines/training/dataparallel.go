@@ -22,24 +22,6 @@ type DeviceReducer interface {
 	AllReduceSumDevice(addr uintptr, count int) error
 }
 
-// TrainerOption configures a Trainer when it is built.
-type TrainerOption func(*Trainer)
-
-// DataParallel makes the Trainer one replica of a data-parallel job: each step computes the
-// gradients of the replica's share of the global batch, averages them (and the loss) over the
-// replicas with r, and only then runs the AdamW step, so every replica that starts from the
-// same weights and optimizer state keeps them identical. Each replica's gradient counts by the
-// positions its loss covers, so replicas of B sequences each reproduce one trainer of the
-// whole batch, up to the order of the float32 sums.
-//
-// The graph is then computed in two parts (forward and backward, then AdamW). The backward
-// pass computes the gradients, already weighted by the replica's share, straight into one
-// buffer of the backend, which the reducer sums in place and AdamW then reads: the gradients
-// take memory of the trained weights' size until the AdamW step, and the reduction no more.
-func DataParallel(r GradientReducer) TrainerOption {
-	return func(tr *Trainer) { tr.dp = &dataParallel{reducer: r} }
-}
-
 // dataParallel is a Trainer's share of a data-parallel job. Each trained tensor's gradient
 // has a slot, a tensor of ctx, and every slot, then the loss, lies in buf, which the reducer
 // sums as a whole. A gradient the graph can compute in place shares its slot's memory; any

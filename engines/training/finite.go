@@ -106,16 +106,6 @@ func CheckGradNorm(sq float64, loss float32) error {
 	return nil
 }
 
-// GradNorm is the L2 norm of the gradients of the trainer's last step, over every trained
-// tensor (after the replicas' average in a data-parallel step).
-func (tr *Trainer) GradNorm() float64 { return math.Sqrt(tr.gradNormSq) }
-
-// CheckFinite reports the first trained tensor that holds a NaN or an infinity, or nil: the
-// recipes check before they save a checkpoint, so none holds a non-finite weight.
-func (tr *Trainer) CheckFinite() error {
-	return checkFiniteTensors(tr.m.params)
-}
-
 // checkFiniteTensors reports the first of the f32 tensors ts that holds a NaN or an infinity.
 func checkFiniteTensors(ts []*ggml.Tensor) error {
 	var buf []float32

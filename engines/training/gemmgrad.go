@@ -5,7 +5,9 @@ import (
 
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // gemmBackward differentiates the weight products (and embedding lookups) of a training graph
@@ -719,3 +721,11 @@ func (gb *gemmBackward) transposedF32(w *ggml.Tensor) *ggml.Tensor {
 	}
 	return gb.dense(g.Transpose(g.Cast(w, ggml.F32)))
 }
+
+var (
+	// needCont is toy's dense copy of an f32 transpose (ggml.ContCPU: gemmBackward.dense).
+	needCont = kernelrt.Need{Kernel: kernels.KernelCPUContContF32}
+	// needSwigluBack is toy's backward of a SwiGLU block's activation (ggml.SwigluBackCPU:
+	// gemmBackward.swiglu).
+	needSwigluBack = kernelrt.Need{Kernel: kernels.KernelCPUSwigluBackSwigluBack}
+)

@@ -2,121 +2,12 @@ package training
 
 import (
 	"fmt"
-	"slices"
+	"math"
 	"time"
 
-	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
 )
-
-// Trainable is what a Trainer trains and an Evaluator runs: a Model (every weight), an
-// Adapter (LoRA matrices on a frozen GGUFModel), or a GGUFModel (evaluated only).
-type Trainable interface {
-	trainable() *trainable
-}
-
-// trainable is a model as the training graph sees it: the transformer's weights, the tensors
-// AdamW updates, and the LoRA terms added to weight products.
-type trainable struct {
-	arch    *transformer.Architecture
-	w       *transformer.Weights
-	backend *ggml.Backend
-	// params are the tensors AdamW updates, in file order.
-	params []*ggml.Tensor
-	// matrix reports whether a param is a weight matrix: weight decay applies to it, and the
-	// trainer computes its gradient itself as a GEMM (see Trainer.build).
-	matrix func(*ggml.Tensor) bool
-	// lora holds the low-rank terms added to the products of adapted weights.
-	lora map[*ggml.Tensor][]decoding.LoRATerm
-	// recompute is how many first blocks the Trainer recomputes (LoRAOptions.Recompute).
-	recompute int
-	// recomputeAttention recomputes the attention probabilities of the blocks the main graph
-	// runs in its backward pass (LoRAOptions.RecomputeAttention).
-	recomputeAttention bool
-	// keepTransposed keeps the transposed copies of block-quantized frozen weights
-	// (LoRAOptions.KeepTransposed).
-	keepTransposed bool
-	// kernels are the lookups of toy's CPU operations the graphs run toy's kernels for
-	// (ownKernels, WithKernels); nil until resolved.
-	kernels decoding.KernelSet
-}
-
-// pass is the model's forward pass over B packed sequences of T tokens under mask (pos their
-// positions, nil for an image model), with the LoRA terms added to the products of adapted
-// weights. In a training graph gb differentiates the weight products with their LoRA terms,
-// the trained lookups and the attention (gemmBackward); nil builds them plainly, as an
-// Evaluator does, with the products and the attention's probabilities as a CPU training graph
-// computes them with toy's kernels in ks (cpuProduct, attendPacked).
-func (t *trainable) pass(ctx *ggml.Context, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward, ks decoding.KernelSet) *transformer.ForwardPass {
-	linear := func(w, x *ggml.Tensor) *ggml.Tensor {
-		y := cpuProduct(ctx, ks, w, x, ggml.Dense)
-		for _, l := range t.lora[w] {
-			y = ctx.Add(y, ctx.Scale(ctx.MulMat(l.B, ctx.MulMat(l.A, x)), l.Scale))
-		}
-		return y
-	}
-	var gather func(table, ids *ggml.Tensor) *ggml.Tensor
-	var swiglu func(gate, up, down, h *ggml.Tensor) (*ggml.Tensor, bool)
-	if gb != nil {
-		linear = func(w, x *ggml.Tensor) *ggml.Tensor { return gb.linear(w, x, t.lora[w]) }
-		gather = gb.gather
-		swiglu = func(gate, up, down, h *ggml.Tensor) (*ggml.Tensor, bool) {
-			if len(t.lora[gate])+len(t.lora[up])+len(t.lora[down]) > 0 {
-				return nil, false // the LoRA terms' gradients go through autodiff
-			}
-			return gb.swiglu(gate, up, h)
-		}
-	}
-	return &transformer.ForwardPass{Ctx: ctx, A: t.arch, W: t.w, Pos: pos, Attend: attendPacked(ctx, t.arch, mask, T, B, gb, ks),
-		Differentiable: true, Gather: gather, Linear: linear, SwiGLU: swiglu}
-}
-
-// forward builds the logits [vocab, T·B] of B packed sequences of T tokens (see
-// Model.Forward and pass).
-func (t *trainable) forward(ctx *ggml.Context, tokens, pos, mask *ggml.Tensor, T, B int, gb *gemmBackward) *ggml.Tensor {
-	return t.pass(ctx, pos, mask, T, B, gb, t.ownKernels()).Logits(tokens)
-}
-
-// headFrozen reports whether the output projection is neither trained nor adapted, so the
-// Trainer can take its loss a chunk at a time (headLoss).
-func (t *trainable) headFrozen() bool {
-	head := t.w.Head()
-	return t.arch.Input != transformer.InputPatches && t.arch.FinalSoftcap == 0 && len(t.lora[head]) == 0 && !slices.Contains(t.params, head)
-}
-
-// graphSize bounds the nodes of a training graph (forward, backward, AdamW): 64 nodes per
-// layer, 10 per weight product (its input copy and release, tap, and the GEMMs of its
-// backward, see gemmBackward) and 6 per LoRA term, and 8 per chunk of its input gradient
-// (inputGrad), four times over for the backward pass.
-func (t *trainable) graphSize() int {
-	a := t.arch
-	products := 7 + 1
-	chunks := func(width int) int { return 8 * int((int64(width)+inputGradChunk-1)/inputGradChunk) }
-	perLayer := chunks(a.NHeads*a.HeadDimK) + 2*chunks(a.NKVHeads*max(a.HeadDimK, a.HeadDimV)) + 2*chunks(a.DModel) + 2*chunks(a.DFF)
-	terms := 0
-	for _, ts := range t.lora {
-		terms += len(ts)
-	}
-	fwd := 16 + (64+10*products+perLayer+6*terms/a.NLayers)*a.NLayers + 16*headChunks(a.Vocab, a.Context) + chunks(a.Vocab)
-	return 4*fwd + 4*len(t.params) + GradNormNodes(len(t.params)) + 256
-}
-
-// checkTrainable refuses an architecture whose graph has no backward in ggml.
-func (t *trainable) checkTrainable() error {
-	a := t.arch
-	switch {
-	case a.IsMoE():
-		return fmt.Errorf("llama: training %s: mixtures of experts are not trainable (ggml has no backward for their routing)", a.Name)
-	case a.FFN == transformer.FFNGeGLU:
-		return fmt.Errorf("llama: training %s: ggml has no backward for GELU, which its GeGLU feed-forward uses", a.Name)
-	case a.AttnSoftcap > 0 || a.FinalSoftcap > 0:
-		return fmt.Errorf("llama: training %s: ggml has no backward for tanh, which its logit soft-caps use", a.Name)
-	case a.SlidingWindow > 0:
-		return fmt.Errorf("llama: training %s: sliding-window attention is not trainable yet", a.Name)
-	}
-	return nil
-}
 
 // Trainer runs training steps of a Trainable on batches of B sequences of T tokens. The graph —
 // forward, cross-entropy, backward and one AdamW step per trained tensor — is built and
@@ -638,4 +529,147 @@ func (tr *Trainer) grad(w *ggml.Tensor) ([]float32, error) {
 		return nil, fmt.Errorf("llama: %s has no gradient", w.Name())
 	}
 	return g.F32()
+}
+
+// TrainerOption configures a Trainer when it is built.
+type TrainerOption func(*Trainer)
+
+// DataParallel makes the Trainer one replica of a data-parallel job: each step computes the
+// gradients of the replica's share of the global batch, averages them (and the loss) over the
+// replicas with r, and only then runs the AdamW step, so every replica that starts from the
+// same weights and optimizer state keeps them identical. Each replica's gradient counts by the
+// positions its loss covers, so replicas of B sequences each reproduce one trainer of the
+// whole batch, up to the order of the float32 sums.
+//
+// The graph is then computed in two parts (forward and backward, then AdamW). The backward
+// pass computes the gradients, already weighted by the replica's share, straight into one
+// buffer of the backend, which the reducer sums in place and AdamW then reads: the gradients
+// take memory of the trained weights' size until the AdamW step, and the reduction no more.
+func DataParallel(r GradientReducer) TrainerOption {
+	return func(tr *Trainer) { tr.dp = &dataParallel{reducer: r} }
+}
+
+// GradNorm is the L2 norm of the gradients of the trainer's last step, over every trained
+// tensor (after the replicas' average in a data-parallel step).
+func (tr *Trainer) GradNorm() float64 { return math.Sqrt(tr.gradNormSq) }
+
+// CheckFinite reports the first trained tensor that holds a NaN or an infinity, or nil: the
+// recipes check before they save a checkpoint, so none holds a non-finite weight.
+func (tr *Trainer) CheckFinite() error {
+	return checkFiniteTensors(tr.m.params)
+}
+
+// buildForward builds the graph that runs the embeddings and blocks 0..n−1 without a backward
+// pass, storing the stream entering each block and the main graph's input. Call it before the
+// main graph marks that input as a param.
+func (rc *recompute) buildForward(tr *Trainer) error {
+	m, in := tr.m, tr.in
+	size := 16 + (64+4*len(m.lora)/max(1, m.arch.NLayers))*rc.n + 2*(rc.n+1)
+	ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size})
+	if err != nil {
+		return err
+	}
+	rc.ctxs = append(rc.ctxs, ctx)
+	// The products compute as gemmBackward.linear's do (W·x in W's type), and the attention's
+	// scores as gemmBackward.short's, so the streams are bit for bit those of a graph that
+	// keeps every activation.
+	f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, nil, m.ownKernels())
+	if rc.fwd, err = ctx.NewGraph(size, false); err != nil {
+		return err
+	}
+	x := f.Embed(in.tokens)
+	for l := 0; ; l++ {
+		if err := rc.fwd.Expand(ctx.Cpy(x, rc.stream[l])); err != nil {
+			return err
+		}
+		if l == rc.n {
+			return nil
+		}
+		x = f.Block(l, x, int64(tr.T*tr.B))
+	}
+}
+
+// buildBackward builds, for each recomputed block, the graph that recomputes it from its
+// stored input, back-propagates the gradient of its output through it into its adapters
+// (stepped with AdamW) and into the gradient of its input. Its products, LoRA terms and
+// attention are differentiated as the Trainer's main graph does them (gemmBackward), so the
+// gradients are bit for bit those of a graph that keeps every activation.
+func (rc *recompute) buildBackward(tr *Trainer) error {
+	m, in := tr.m, tr.in
+	for l := rc.n - 1; l >= 0; l-- {
+		var params []*ggml.Tensor
+		for _, p := range m.params {
+			if rc.layer[p] == l {
+				params = append(params, p)
+			}
+		}
+		products := 7 + 1
+		size := 4*(64+10*products+4*len(params)) + 4*len(params) + GradNormNodes(len(params)) + 64
+		ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: size, Graphs: 1, GraphSize: size, Grads: true})
+		if err != nil {
+			return err
+		}
+		rc.ctxs = append(rc.ctxs, ctx)
+		gb, err := newGemmBackward(ctx, m.ownKernels(), params, 16)
+		if err != nil {
+			return err
+		}
+		gb.keepTransposed = m.keepTransposed
+		rc.gemms = append(rc.gemms, gb)
+		x := rc.stream[l]
+		if l > 0 {
+			x.SetParam() // for its gradient, which the block below needs; nothing steps it
+		}
+		f := m.pass(ctx, in.pos, in.mask, tr.T, tr.B, gb, nil)
+		loss := ctx.Sum(ctx.Mul(f.Block(l, x, int64(tr.T*tr.B)), rc.grad[(l+1)%2])).SetLoss()
+		for _, p := range params { // as the Trainer's main graph flags its own
+			if !gb.multiplies(p) {
+				p.SetParam()
+			}
+		}
+		g, err := ctx.NewGraph(size, true)
+		if err != nil {
+			return err
+		}
+		if err := gb.expandCopies(g); err != nil {
+			return err
+		}
+		if err := g.Expand(loss); err != nil {
+			return err
+		}
+		accs := make([]*ggml.Tensor, g.Len())
+		gb.accumulators(g, accs)
+		accs[g.Len()-1] = tr.lossSeed
+		if err := g.BuildBackward(accs); err != nil {
+			return err
+		}
+		var out []*ggml.Tensor
+		norm := &GradNorm{}
+		rc.norms = append(rc.norms, norm)
+		for _, p := range params {
+			grad := g.Grad(p)
+			if gb.multiplies(p) {
+				grad = gb.weightGrad(p)
+				p.SetParam() // the AdamW step updates params only
+			}
+			mv := tr.moments[p]
+			out = append(out, ctx.OptStepAdamW(p, grad, mv[0], mv[1], tr.noDecay), norm.sum(ctx, grad))
+			if k := rc.kept[p]; k != nil {
+				out = append(out, ctx.Cpy(grad, k))
+			}
+		}
+		if l > 0 {
+			out = append(out, ctx.Cpy(g.Grad(x), rc.grad[l%2]))
+		}
+		for _, t := range out {
+			if err := g.Expand(t); err != nil {
+				return err
+			}
+		}
+		if err := gb.prepare(m.backend); err != nil {
+			return err
+		}
+		rc.back = append(rc.back, g) // in the order they compute: block n−1 first
+	}
+	return nil
 }

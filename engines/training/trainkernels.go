@@ -18,14 +18,6 @@ import (
 // resolves against the build's own cpu table (kernelrt.Builtin), which is what every training
 // graph ran before the lookups existed.
 
-var (
-	// needCont is toy's dense copy of an f32 transpose (ggml.ContCPU: gemmBackward.dense).
-	needCont = kernelrt.Need{Kernel: kernels.KernelCPUContContF32}
-	// needSwigluBack is toy's backward of a SwiGLU block's activation (ggml.SwigluBackCPU:
-	// gemmBackward.swiglu).
-	needSwigluBack = kernelrt.Need{Kernel: kernels.KernelCPUSwigluBackSwigluBack}
-)
-
 // TrainNeeds lists the lookups of toy's CPU operations that a Trainer or an Evaluator of m
 // makes: the packed GEMM over f32 (activations, trained weights, attention) and over each type
 // of m's weight matrices (an adapter's frozen base), the softmax of attention, the dense copy of
