@@ -400,18 +400,38 @@ func readArchitecture(f *ggml.GGUF, values map[string]any, name string, tr confi
 var impliedByImage = map[string]bool{"vocab_size": true, "context_length": true,
 	"attention.head_count_kv": true, "attention.key_length": true, "attention.value_length": true}
 
-// FamilyArchitecture is the architecture of a model of family name (a preset of the
-// Transformer spec; the llama family's for a name without one) and of shape c.
-func FamilyArchitecture(name string, c Config) Architecture {
-	f, ok := Family(name)
-	if !ok {
-		f, _ = Family(Arch)
-	}
-	return archFromConfig(name, f, c)
-}
-
 // ropeModes are ggml's RoPE modes of the spec's.
 var ropeModes = map[config.TransformerRopeMode]ggml.RopeMode{
 	config.TransformerRopeModeNormal: ggml.RopeNormal,
 	config.TransformerRopeModeNeox:   ggml.RopeNeox,
+}
+
+// Config is the engine's configuration, generated from specs/engines.
+type Config = config.Llama
+
+// archFromConfig is the architecture that c describes for the member name of family f: the
+// one conversion from the specs' parameters, which the trainer and DetectArchitecture share.
+// Head sizes are DModel/NHeads (0 when that does not divide), as the spec's keys imply.
+func archFromConfig(name string, f config.Transformer, c Config) Architecture {
+	hd := 0
+	if c.NHeads > 0 && c.DModel%c.NHeads == 0 {
+		hd = c.DModel / c.NHeads
+	}
+	a := Architecture{Name: name, Vocab: c.Vocab, DModel: c.DModel, NLayers: c.NLayers, DFF: c.DFF,
+		Context: c.Context, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDimK: hd, HeadDimV: hd,
+		NormEps: c.RMSEps, RopeMode: ropeModes[f.RopeMode], RopeDims: hd, RopeBase: c.RopeBase, RopeScale: 1,
+		TiedOutput: c.TiedOutput, QKVBias: c.QKVBias || f.QKVBias, EmbedScale: 1, FFN: f.FFN, PostNorms: f.PostNorms,
+		Norm: f.Norm, Positions: f.Positions, FusedQKV: f.FusedQKV, OutBias: f.AllBiases, FFNBias: f.AllBiases,
+		Input: f.Input, Head: f.Head}
+	if hd > 0 {
+		a.QueryScale = float32(1 / math.Sqrt(float64(hd)))
+	}
+	if c.RopeScaling != config.LlamaRopeScalingNone && c.RopeScaleFactor > 0 {
+		a.RopeScale = 1 / c.RopeScaleFactor
+		if c.RopeScaling == config.LlamaRopeScalingYarn {
+			a.RopeYaRN, a.RopeOrigCtx = true, c.RopeOrigContext
+		}
+	}
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
+	return a
 }

@@ -5,15 +5,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
 )
-
-// Init is how a trained model's weights start: the standard deviation of the random weights and
-// the seed (the Llama spec's init_scale and seed, which checkpoints keep under toy.<arch>.*).
-type Init struct {
-	Scale float32
-	Seed  int
-}
 
 // trainedFamilies are the families whose checkpoints toy train writes and resumes, each with
 // the check of a checkpoint's shape against the bounds of the spec its models are made from
@@ -31,8 +25,6 @@ var checkpointOptions = map[string][]string{
 	GPT2Arch: {"tied_output", "init_scale", "seed"},
 	ViTArch:  {"init_scale", "seed"},
 }
-
-func initOf(c Config) Init { return Init{Scale: c.InitScale, Seed: c.Seed} }
 
 // CheckpointMetadata lists the metadata of a training checkpoint of a model of architecture a
 // whose weights started with init: the architecture's keys (Metadata), then the training
@@ -91,4 +83,33 @@ func readFamilyCheckpoint(f *ggml.GGUF, name string) (Architecture, Config, map[
 		return Architecture{}, Config{}, nil, fmt.Errorf("checkpoint %s: architecture %q, want %q", f.Path(), arch, name)
 	}
 	return readCheckpoint(f)
+}
+
+// ConfigFromGGUF reads the model configuration of a llama checkpoint (ReadCheckpoint); a file
+// of another architecture is refused. The tied output and the QKV biases follow the tensors.
+func ConfigFromGGUF(f *ggml.GGUF) (Config, map[string]any, error) {
+	_, c, values, err := readFamilyCheckpoint(f, Arch)
+	return c, values, err
+}
+
+// GPT2ConfigFromGGUF reads the model configuration of a gpt2 checkpoint (ReadCheckpoint); a
+// file of another architecture is refused. The tied output follows the tensors (no
+// output.weight), and a file without gpt2.vocab_size (llama.cpp's converter writes none)
+// takes token_embd's rows.
+func GPT2ConfigFromGGUF(f *ggml.GGUF) (config.Gpt2, map[string]any, error) {
+	a, c, values, err := readFamilyCheckpoint(f, GPT2Arch)
+	if err != nil {
+		return config.Gpt2{}, nil, err
+	}
+	return GPT2Config(&a, initOf(c)), values, nil
+}
+
+// ViTConfigFromGGUF reads the configuration of a vit checkpoint (ReadCheckpoint); a file of
+// another architecture is refused.
+func ViTConfigFromGGUF(f *ggml.GGUF) (config.Vit, map[string]any, error) {
+	a, c, values, err := readFamilyCheckpoint(f, ViTArch)
+	if err != nil {
+		return config.Vit{}, nil, err
+	}
+	return ViTConfig(&a, initOf(c)), values, nil
 }

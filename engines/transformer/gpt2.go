@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/toyml/toy/generated/config"
-	"github.com/toyml/toy/ggml"
 )
 
 // GPT2Arch is the GGUF general.architecture of GPT-2 checkpoints.
@@ -35,16 +34,4 @@ func ArchitectureFromGPT2(c config.Gpt2) Architecture {
 func GPT2Config(a *Architecture, init Init) config.Gpt2 {
 	return config.Gpt2{Vocab: a.Vocab, DModel: a.DModel, DFF: a.DFF, NHeads: a.NHeads, NLayers: a.NLayers,
 		Context: a.Context, LayerNormEps: a.NormEps, TiedOutput: a.TiedOutput, InitScale: init.Scale, Seed: init.Seed}
-}
-
-// GPT2ConfigFromGGUF reads the model configuration of a gpt2 checkpoint (ReadCheckpoint); a
-// file of another architecture is refused. The tied output follows the tensors (no
-// output.weight), and a file without gpt2.vocab_size (llama.cpp's converter writes none)
-// takes token_embd's rows.
-func GPT2ConfigFromGGUF(f *ggml.GGUF) (config.Gpt2, map[string]any, error) {
-	a, c, values, err := readFamilyCheckpoint(f, GPT2Arch)
-	if err != nil {
-		return config.Gpt2{}, nil, err
-	}
-	return GPT2Config(&a, initOf(c)), values, nil
 }

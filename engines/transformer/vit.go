@@ -46,16 +46,6 @@ func ViTConfig(a *Architecture, init Init) config.Vit {
 		InitScale: init.Scale, Seed: init.Seed}
 }
 
-// ViTConfigFromGGUF reads the configuration of a vit checkpoint (ReadCheckpoint); a file of
-// another architecture is refused.
-func ViTConfigFromGGUF(f *ggml.GGUF) (config.Vit, map[string]any, error) {
-	a, c, values, err := readFamilyCheckpoint(f, ViTArch)
-	if err != nil {
-		return config.Vit{}, nil, err
-	}
-	return ViTConfig(&a, initOf(c)), values, nil
-}
-
 // PixelsPerImage is the number of floats of one input image of c: ImageSize²·Channels.
 func PixelsPerImage(c config.Vit) int { return c.ImageSize * c.ImageSize * c.Channels }
 
