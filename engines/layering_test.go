@@ -3,10 +3,12 @@
 package engines
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -130,5 +132,129 @@ func TestLayersBelowTheEngines(t *testing.T) {
 		require.NoError(t, err)
 		assert.Positive(t, files, "%s has Go files", l.dir)
 		assert.Empty(t, bad, "%s sits below what it imports", l.dir)
+	}
+}
+
+// fileDependencies maps each non-test file of the package in dir to the set of the package's
+// other files whose top-level identifiers (types, functions, variables, constants) it names.
+// Identifiers the parser resolved inside a file (locals, parameters, fields) are not counted, nor
+// are selectors (x.Name) and methods, which go/parser cannot map to a declaration.
+func fileDependencies(t *testing.T, dir string) map[string]map[string]bool {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	declaredIn := map[string]string{}
+	parsed := map[string]*ast.File{}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		require.NoError(t, err)
+		name := filepath.Base(path)
+		parsed[name] = f
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil && d.Name.Name != "init" {
+					declaredIn[d.Name.Name] = name
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						declaredIn[s.Name.Name] = name
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							declaredIn[n.Name] = name
+						}
+					}
+				}
+			}
+		}
+	}
+	deps := map[string]map[string]bool{}
+	for name, f := range parsed {
+		deps[name] = map[string]bool{}
+		for _, id := range f.Unresolved {
+			if in, ok := declaredIn[id.Name]; ok && in != name {
+				deps[name][in] = true
+			}
+		}
+	}
+	return deps
+}
+
+// fileCycles returns the package's groups of files that need each other (the strongly
+// connected components of the file graph with more than one file), each sorted, in order.
+func fileCycles(deps map[string]map[string]bool) [][]string {
+	index, low := map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	var cycles [][]string
+	var visit func(string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		onStack[v] = true
+		for w := range deps[v] {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var group []string
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				group = append(group, w)
+				if w == v {
+					break
+				}
+			}
+			if len(group) > 1 {
+				sort.Strings(group)
+				cycles = append(cycles, group)
+			}
+		}
+	}
+	names := make([]string, 0, len(deps))
+	for name := range deps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, seen := index[name]; !seen {
+			visit(name)
+		}
+	}
+	sort.Slice(cycles, func(i, j int) bool { return cycles[i][0] < cycles[j][0] })
+	return cycles
+}
+
+// TestEngineFilesReadTopDown: inside each package of the data flow no two non-test files need
+// each other (directly or through others), so a newcomer can read a package's files in an order
+// where each needs only the ones read before it.
+func TestEngineFilesReadTopDown(t *testing.T) {
+	for pkg := range dataFlow {
+		deps := fileDependencies(t, pkg)
+		require.Greater(t, len(deps), 3, pkg)
+		for _, group := range fileCycles(deps) {
+			var edges []string
+			for _, from := range group {
+				for _, to := range group {
+					if deps[from][to] {
+						edges = append(edges, from+" -> "+to)
+					}
+				}
+			}
+			sort.Strings(edges)
+			t.Errorf("%s: %s need each other (%s)", pkg, strings.Join(group, ", "), strings.Join(edges, "; "))
+		}
 	}
 }
