@@ -435,3 +435,31 @@ func archFromConfig(name string, f config.Transformer, c Config) Architecture {
 	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
 	return a
 }
+
+// validate checks the shape parameters against each other and the decoder's limits.
+func (a *Architecture) validate(path string) error {
+	switch {
+	case a.HeadDimK <= 0 || a.HeadDimV <= 0:
+		return fmt.Errorf("gguf %s: head sizes %d (keys) and %d (values) must be positive", path, a.HeadDimK, a.HeadDimV)
+	case a.Positions == PosRoPE && (a.RopeDims <= 0 || a.RopeDims%2 != 0 || a.RopeDims > a.HeadDimK):
+		return fmt.Errorf("gguf %s: rope.dimension_count %d must be even and at most the head size %d", path, a.RopeDims, a.HeadDimK)
+	case a.Vocab <= 0:
+		return fmt.Errorf("gguf %s: empty vocabulary", path)
+	case a.NExperts > 0 && (a.NExpertsUsed <= 0 || a.NExpertsUsed > a.NExperts || a.ExpertFFN <= 0):
+		return fmt.Errorf("gguf %s: %d experts, %d used per token, width %d: want 1 ≤ used ≤ experts and a positive width", path, a.NExperts, a.NExpertsUsed, a.ExpertFFN)
+	case a.NExperts == 0 && a.DFF <= 0:
+		return fmt.Errorf("gguf %s: feed_forward_length %d must be positive", path, a.DFF)
+	case a.Positions == PosRoPE && (!(a.RopeBase > 0) || !(a.RopeBaseLocal > 0) || math.IsInf(float64(a.RopeBase), 0) || math.IsInf(float64(a.RopeBaseLocal), 0)):
+		return fmt.Errorf("gguf %s: rope.freq_base %g must be positive and finite", path, a.RopeBase)
+	case a.AttnSoftcap < 0 || a.FinalSoftcap < 0:
+		return fmt.Errorf("gguf %s: negative soft-cap", path)
+	case !(a.NormEps >= 0) || math.IsInf(float64(a.NormEps), 0):
+		// ggml asserts eps ≥ 0 (and aborts the process) in its norms.
+		key := "layer_norm_rms_epsilon"
+		if a.Norm == NormLayer {
+			key = "layer_norm_epsilon"
+		}
+		return fmt.Errorf("gguf %s: %s %g: want a finite value ≥ 0", path, key, a.NormEps)
+	}
+	return nil
+}
