@@ -3,8 +3,6 @@ package decoding
 import (
 	"fmt"
 	"slices"
-
-	"github.com/toyml/toy/ggml"
 )
 
 // SetCapture makes every step read the outputs of the given layers (the residual stream after
@@ -37,30 +35,6 @@ func (d *Decoder) CaptureWidth() int { return len(d.capture) * d.m.Arch.DModel }
 // Logits processed, one row per token (CaptureWidth values: the captured layers' outputs in
 // SetCapture's order). The rows belong to the decoder until its next step.
 func (d *Decoder) Captured() [][]float32 { return d.captured }
-
-// captureHook is the forward pass's capture hook for graph g: it marks the captured layers'
-// outputs as graph outputs and keeps them in g.hidden.
-func (d *Decoder) captureHook(g *stepGraph) func(il int, x *ggml.Tensor) {
-	if len(d.capture) == 0 {
-		return nil
-	}
-	g.hidden = make([]*ggml.Tensor, len(d.capture))
-	return func(il int, x *ggml.Tensor) {
-		if j := slices.Index(d.capture, il); j >= 0 && x != nil {
-			g.hidden[j] = x.SetOutput()
-		}
-	}
-}
-
-// readCaptured appends the rows of g's captured layers after a step.
-func (d *Decoder) readCaptured(g *stepGraph) error {
-	rows, err := readHidden(g.hidden, g.key.n, d.m.Arch.DModel)
-	if err != nil {
-		return err
-	}
-	d.captured = append(d.captured, rows...)
-	return nil
-}
 
 // SetCapture makes every step read the outputs of the given layers for each token it
 // processes, as Decoder.SetCapture does (a DFlash drafter of a server's slots reads its

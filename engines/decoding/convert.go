@@ -1,6 +1,7 @@
 package decoding
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -214,4 +215,49 @@ func clampToType(values []float32, typ ggml.Type) (bad, n int, limit float64) {
 		}
 	}
 	return -1, n, float64(lim)
+}
+
+// merged is weight t [in, out] with its LoRA updates added: W + Σ scale·B·A.
+func (m *GGUFModel) merged(t *ggml.Tensor) ([]float32, error) {
+	values := func(x *ggml.Tensor) ([]float32, error) {
+		raw, err := DequantizeOnCPU(x, ggml.F32)
+		if err != nil {
+			return nil, err
+		}
+		v := make([]float32, len(raw)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return v, nil
+	}
+	w, err := values(t)
+	if err != nil || len(m.lora[t]) == 0 {
+		return w, err
+	}
+	in, out := int(t.Ne()[0]), int(t.Ne()[1])
+	delta := make([]float64, len(w))
+	for _, l := range m.lora[t] {
+		a, err := values(l.A) // [in, r]: a[r·in + i]
+		if err != nil {
+			return nil, err
+		}
+		b, err := values(l.B) // [r, out]: b[o·r + k]
+		if err != nil {
+			return nil, err
+		}
+		r := len(a) / in
+		for o := 0; o < out; o++ {
+			for k := 0; k < r; k++ {
+				c := float64(l.Scale) * float64(b[o*r+k])
+				row, ak := delta[o*in:(o+1)*in], a[k*in:(k+1)*in]
+				for i := range row {
+					row[i] += c * float64(ak[i])
+				}
+			}
+		}
+	}
+	for i := range w {
+		w[i] = float32(float64(w[i]) + delta[i])
+	}
+	return w, nil
 }

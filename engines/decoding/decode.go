@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
@@ -960,4 +961,51 @@ func (m *GGUFModel) MulMat(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {
 		y = ctx.Add(y, ctx.Scale(ctx.MulMat(t.B, ctx.MulMat(t.A, x)), t.Scale))
 	}
 	return y
+}
+
+// captureHook is the forward pass's capture hook for graph g: it marks the captured layers'
+// outputs as graph outputs and keeps them in g.hidden.
+func (d *Decoder) captureHook(g *stepGraph) func(il int, x *ggml.Tensor) {
+	if len(d.capture) == 0 {
+		return nil
+	}
+	g.hidden = make([]*ggml.Tensor, len(d.capture))
+	return func(il int, x *ggml.Tensor) {
+		if j := slices.Index(d.capture, il); j >= 0 && x != nil {
+			g.hidden[j] = x.SetOutput()
+		}
+	}
+}
+
+// readCaptured appends the rows of g's captured layers after a step.
+func (d *Decoder) readCaptured(g *stepGraph) error {
+	rows, err := readHidden(g.hidden, g.key.n, d.m.Arch.DModel)
+	if err != nil {
+		return err
+	}
+	d.captured = append(d.captured, rows...)
+	return nil
+}
+
+// readHidden reads the captured layers' outputs hidden ([dm, n] each) as one row per token:
+// the layers' values side by side (nil when nothing is captured).
+func readHidden(hidden []*ggml.Tensor, n, dm int) ([][]float32, error) {
+	if len(hidden) == 0 {
+		return nil, nil
+	}
+	rows := make([][]float32, n)
+	flat := make([]float32, n*len(hidden)*dm)
+	for t := range rows {
+		rows[t] = flat[t*len(hidden)*dm : (t+1)*len(hidden)*dm]
+	}
+	for j, h := range hidden {
+		v, err := h.F32()
+		if err != nil {
+			return nil, err
+		}
+		for t := range rows {
+			copy(rows[t][j*dm:(j+1)*dm], v[t*dm:(t+1)*dm])
+		}
+	}
+	return rows, nil
 }

@@ -2,8 +2,6 @@ package decoding
 
 import (
 	"fmt"
-
-	"github.com/toyml/toy/ggml"
 )
 
 // Hidden empties the cache, runs tokens from position 0 and returns the final hidden state of
@@ -28,29 +26,6 @@ func (d *Decoder) Hidden(tokens []int32) ([][]float32, error) {
 	rows := make([][]float32, len(tokens))
 	for i := range rows {
 		rows[i] = flat[i*dm : (i+1)*dm : (i+1)*dm]
-	}
-	return rows, nil
-}
-
-// readHidden reads the captured layers' outputs hidden ([dm, n] each) as one row per token:
-// the layers' values side by side (nil when nothing is captured).
-func readHidden(hidden []*ggml.Tensor, n, dm int) ([][]float32, error) {
-	if len(hidden) == 0 {
-		return nil, nil
-	}
-	rows := make([][]float32, n)
-	flat := make([]float32, n*len(hidden)*dm)
-	for t := range rows {
-		rows[t] = flat[t*len(hidden)*dm : (t+1)*len(hidden)*dm]
-	}
-	for j, h := range hidden {
-		v, err := h.F32()
-		if err != nil {
-			return nil, err
-		}
-		for t := range rows {
-			copy(rows[t][j*dm:(j+1)*dm], v[t*dm:(t+1)*dm])
-		}
 	}
 	return rows, nil
 }

@@ -33,16 +33,6 @@ func needQ32(t ggml.Type) []kernelrt.Need {
 	return []kernelrt.Need{{Kernel: kernels.KernelCPUMulMatQ32QuantizeQ32}, {Kernel: kernels.KernelCPUMulMatQ32MulMatQ32, Type: ggml.TypeName(t)}}
 }
 
-// needAttend lists toy's attention of one query per sequence (ggml.AttendOne: one node, or two
-// over a long cache) over a cache of type t.
-func needAttend(t ggml.Type) []kernelrt.Need {
-	return []kernelrt.Need{
-		{Kernel: kernels.KernelCPUAttendAttendOne, Type: ggml.TypeName(t)},
-		{Kernel: kernels.KernelCPUAttendAttendBlocks, Type: ggml.TypeName(t)},
-		{Kernel: kernels.KernelCPUAttendAttendMerge},
-	}
-}
-
 // needStore is toy's store of new values into a transposed value cache of type t
 // (ggml.StoreTransposed).
 func needStore(t ggml.Type) kernelrt.Need {
@@ -52,11 +42,6 @@ func needStore(t ggml.Type) kernelrt.Need {
 // NeedSoftMax is toy's softmax of attention's scores (ggml.SoftMaxCPU), which the decoders'
 // unfused attention and training's attention look up.
 var NeedSoftMax = kernelrt.Need{Kernel: kernels.KernelCPUSoftMaxSoftMax}
-
-var (
-	needRMSNormMul = kernelrt.Need{Kernel: kernels.KernelCPURmsNormRmsNormMul}
-	needRope       = []kernelrt.Need{{Kernel: kernels.KernelCPURopeRopeTable}, {Kernel: kernels.KernelCPURopeRopeApply}}
-)
 
 // packedWeight says whether the decoders multiply a prompt by weights of type t with toy's
 // packed GEMM at all: the float types; block-quantized weights stay with ggml's integer kernels.
