@@ -6,7 +6,9 @@ import (
 
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
+	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // Trainable is what a Trainer trains and an Evaluator runs: a Model (every weight), an
@@ -115,4 +117,69 @@ func (t *trainable) checkTrainable() error {
 		return fmt.Errorf("llama: training %s: sliding-window attention is not trainable yet", a.Name)
 	}
 	return nil
+}
+
+// mayOwnKernels says whether toy's CPU operations may run in t's graphs: on the CPU backend,
+// in a build whose kernels are vectorized.
+func (t *trainable) mayOwnKernels() bool { return t.backend.IsCPU() && ggml.CPUKernelsFast() }
+
+// needs lists the lookups t's graphs make (TrainNeeds).
+func (t *trainable) needs() []kernelrt.Need {
+	if !t.mayOwnKernels() {
+		return nil
+	}
+	ns := []kernelrt.Need{decoding.NeedPacked(ggml.F32)}
+	for _, ty := range t.multipliedTypes() {
+		if ty != ggml.F32 {
+			ns = append(ns, decoding.NeedPacked(ty))
+		}
+	}
+	ns = append(ns, decoding.NeedSoftMax, needCont)
+	if t.arch.FFN == transformer.FFNSwiGLU && !t.arch.IsMoE() {
+		ns = append(ns, needSwigluBack)
+	}
+	return ns
+}
+
+// multipliedTypes are the types, in ggml's order, of the weight matrices t's graphs multiply:
+// the blocks' projections, the output head and an image model's patch embedding.
+func (t *trainable) multipliedTypes() []ggml.Type {
+	seen := map[ggml.Type]bool{}
+	add := func(w *ggml.Tensor) {
+		if w != nil {
+			seen[w.Type()] = true
+		}
+	}
+	add(t.w.Head())
+	add(t.w.PatchEmbd())
+	for _, l := range t.w.Layers {
+		for _, w := range []*ggml.Tensor{l.Wq, l.Wk, l.Wv, l.Wqkv, l.Wo, l.Gate, l.Up, l.Down} {
+			add(w)
+		}
+	}
+	var ts []ggml.Type
+	for ty := range seen {
+		ts = append(ts, ty)
+	}
+	slices.Sort(ts)
+	return ts
+}
+
+// ownKernels is the set t's graphs run toy's kernels for: what WithKernels gave it, else every
+// lookup of t's the build's cpu table resolves with its own modules (kernelrt.Builtin).
+func (t *trainable) ownKernels() decoding.KernelSet {
+	if t.kernels == nil {
+		t.kernels = decoding.KernelSet{}
+		for _, n := range kernelrt.Builtin(kernelrt.BuildTarget(kernels.BackendCPU), t.needs()) {
+			t.kernels[n] = true
+		}
+	}
+	return t.kernels
+}
+
+// classify builds the class logits [classes, B] of the uploaded images (see
+// transformer.ForwardPass.Classify and trainable.pass).
+func (t *trainable) classify(ctx *ggml.Context, in *transformer.ImageInputs, gb *gemmBackward) *ggml.Tensor {
+	f := t.pass(ctx, nil, in.Mask, t.arch.Context, in.B, gb, nil)
+	return f.Classify(in)
 }

@@ -7,15 +7,7 @@ import (
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
-	"github.com/toyml/toy/ggml"
 )
-
-// classify builds the class logits [classes, B] of the uploaded images (see
-// transformer.ForwardPass.Classify and trainable.pass).
-func (t *trainable) classify(ctx *ggml.Context, in *transformer.ImageInputs, gb *gemmBackward) *ggml.Tensor {
-	f := t.pass(ctx, nil, in.Mask, t.arch.Context, in.B, gb, nil)
-	return f.Classify(in)
-}
 
 // NewClassifierTrainer builds the training graph of an image model (NewViT) for batches of B
 // images: the class logits, their mean cross entropy against the labels, the backward and
