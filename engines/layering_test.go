@@ -3,7 +3,6 @@
 package engines
 
 import (
-	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/go/packages"
 )
 
 // rawBindings are the generated binding packages only the Go layers over them (ggml/, cuda/,
@@ -135,55 +135,38 @@ func TestLayersBelowTheEngines(t *testing.T) {
 	}
 }
 
-// fileDependencies maps each non-test file of the package in dir to the set of the package's
-// other files whose top-level identifiers (types, functions, variables, constants) it names.
-// Identifiers the parser resolved inside a file (locals, parameters, fields) are not counted, nor
-// are selectors (x.Name) and methods, which go/parser cannot map to a declaration.
-func fileDependencies(t *testing.T, dir string) map[string]map[string]bool {
+// fileDependencies maps each non-test file of the packages (import paths) to the set of its
+// package's other non-test files that declare something it names: a type, function, variable
+// or constant, and also a method or a field, which go/types resolves.
+func fileDependencies(t *testing.T, paths ...string) map[string]map[string]map[string]bool {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
+		packages.NeedTypes | packages.NeedTypesInfo}
+	pkgs, err := packages.Load(cfg, paths...)
 	require.NoError(t, err)
-	fset := token.NewFileSet()
-	declaredIn := map[string]string{}
-	parsed := map[string]*ast.File{}
-	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
+	all := map[string]map[string]map[string]bool{}
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			t.Fatalf("%s: %v", p.PkgPath, e)
 		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		require.NoError(t, err)
-		name := filepath.Base(path)
-		parsed[name] = f
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				if d.Recv == nil && d.Name.Name != "init" {
-					declaredIn[d.Name.Name] = name
-				}
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					switch s := s.(type) {
-					case *ast.TypeSpec:
-						declaredIn[s.Name.Name] = name
-					case *ast.ValueSpec:
-						for _, n := range s.Names {
-							declaredIn[n.Name] = name
-						}
-					}
-				}
+		deps := map[string]map[string]bool{}
+		for _, f := range p.Syntax {
+			file := p.Fset.Position(f.Pos()).Filename
+			deps[filepath.Base(file)] = map[string]bool{}
+		}
+		for id, obj := range p.TypesInfo.Uses {
+			if obj.Pkg() != p.Types {
+				continue
+			}
+			from := filepath.Base(p.Fset.Position(id.Pos()).Filename)
+			to := filepath.Base(p.Fset.Position(obj.Pos()).Filename)
+			if _, ok := deps[to]; ok && to != from {
+				deps[from][to] = true
 			}
 		}
+		all[p.PkgPath] = deps
 	}
-	deps := map[string]map[string]bool{}
-	for name, f := range parsed {
-		deps[name] = map[string]bool{}
-		for _, id := range f.Unresolved {
-			if in, ok := declaredIn[id.Name]; ok && in != name {
-				deps[name][in] = true
-			}
-		}
-	}
-	return deps
+	return all
 }
 
 // fileCycles returns the package's groups of files that need each other (the strongly
@@ -241,8 +224,13 @@ func fileCycles(deps map[string]map[string]bool) [][]string {
 // each other (directly or through others), so a newcomer can read a package's files in an order
 // where each needs only the ones read before it.
 func TestEngineFilesReadTopDown(t *testing.T) {
+	var paths []string
 	for pkg := range dataFlow {
-		deps := fileDependencies(t, pkg)
+		paths = append(paths, "github.com/toyml/toy/engines/"+pkg)
+	}
+	all := fileDependencies(t, paths...)
+	require.Len(t, all, len(dataFlow))
+	for pkg, deps := range all {
 		require.Greater(t, len(deps), 3, pkg)
 		for _, group := range fileCycles(deps) {
 			var edges []string
@@ -257,4 +245,17 @@ func TestEngineFilesReadTopDown(t *testing.T) {
 			t.Errorf("%s: %s need each other (%s)", pkg, strings.Join(group, ", "), strings.Join(edges, "; "))
 		}
 	}
+}
+
+// TestFileCycles holds fileCycles to a graph whose cycles are known: a ring of three files, a
+// pair, and files that only depend on them.
+func TestFileCycles(t *testing.T) {
+	deps := map[string]map[string]bool{
+		"a.go": {"b.go": true}, "b.go": {"c.go": true}, "c.go": {"a.go": true, "d.go": true},
+		"d.go": {}, "e.go": {"a.go": true, "f.go": true}, "f.go": {"e.go": true}, "g.go": {"f.go": true},
+	}
+	assert.Equal(t, [][]string{{"a.go", "b.go", "c.go"}, {"e.go", "f.go"}}, fileCycles(deps))
+	delete(deps["c.go"], "a.go")
+	delete(deps["f.go"], "e.go")
+	assert.Empty(t, fileCycles(deps))
 }
