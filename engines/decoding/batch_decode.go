@@ -128,31 +128,31 @@ func NewBatchDecoder(m *GGUFModel, opts BatchDecoderOptions) (*BatchDecoder, err
 	}
 	switch {
 	case opts.Slots < 1:
-		return nil, fmt.Errorf("llama: %d slots: want at least 1", opts.Slots)
+		return nil, fmt.Errorf("batch decoder: %d slots: want at least 1", opts.Slots)
 	case opts.SlotContext < 1:
-		return nil, fmt.Errorf("llama: slot context %d: want at least 1", opts.SlotContext)
+		return nil, fmt.Errorf("batch decoder: slot context %d: want at least 1", opts.SlotContext)
 	case opts.Batch < 1:
-		return nil, fmt.Errorf("llama: batch %d: want at least 1", opts.Batch)
+		return nil, fmt.Errorf("batch decoder: batch %d: want at least 1", opts.Batch)
 	case opts.Threads < 0:
-		return nil, fmt.Errorf("llama: %d threads", opts.Threads)
+		return nil, fmt.Errorf("batch decoder: %d threads", opts.Threads)
 	case opts.KVType < KVF16 || opts.KVType > KVF32:
-		return nil, fmt.Errorf("llama: unknown KV cache type %d", opts.KVType)
+		return nil, fmt.Errorf("batch decoder: unknown KV cache type %d", opts.KVType)
 	}
 	if a.Positions == transformer.PosLearned && opts.SlotContext > a.Context {
-		return nil, fmt.Errorf("llama: a context of %d: %s's learned positions stop at its trained context, %d", opts.SlotContext, a.Name, a.Context)
+		return nil, fmt.Errorf("batch decoder: a context of %d: %s's learned positions stop at its trained context, %d", opts.SlotContext, a.Name, a.Context)
 	}
 	kvt := opts.KVType.ggmlType()
 	if ggml.IsQuantized(kvt) {
 		if !opts.FlashAttention {
-			return nil, fmt.Errorf("llama: a %s KV cache needs flash attention (without it, values are stored transposed, which block types cannot be)", kvt.String())
+			return nil, fmt.Errorf("batch decoder: a %s KV cache needs flash attention (without it, values are stored transposed, which block types cannot be)", kvt.String())
 		}
 		if bs := ggml.BlockSize(kvt); a.HeadDimK%bs != 0 || a.HeadDimV%bs != 0 {
-			return nil, fmt.Errorf("llama: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
+			return nil, fmt.Errorf("batch decoder: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
 		}
 	}
 	cells := int64(opts.Slots) * int64(opts.SlotContext)
 	if c := int64(a.NKVHeads * a.HeadDimV); cells*c > math.MaxInt32 {
-		return nil, fmt.Errorf("llama: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
+		return nil, fmt.Errorf("batch decoder: %d slots of %d positions with %d-wide values are too many cache cells", opts.Slots, opts.SlotContext, c)
 	}
 	b := &BatchDecoder{m: m, opts: opts, slots: opts.Slots, slotCtx: opts.SlotContext,
 		bucket: batchBucket, graphs: map[batchKey]*batchGraph{}, pos: make([]int, opts.Slots)}
@@ -201,10 +201,10 @@ func (b *BatchDecoder) Release(slot int) { b.pos[slot] = 0 }
 // shares with the slot's last sequence). Truncate(slot, 0) is Release.
 func (b *BatchDecoder) Truncate(slot, n int) error {
 	if slot < 0 || slot >= b.slots {
-		return fmt.Errorf("llama: slot %d outside 0..%d", slot, b.slots-1)
+		return fmt.Errorf("batch decoder: slot %d outside 0..%d", slot, b.slots-1)
 	}
 	if n < 0 || n > b.pos[slot] {
-		return fmt.Errorf("llama: slot %d: cannot keep %d positions of %d", slot, n, b.pos[slot])
+		return fmt.Errorf("batch decoder: slot %d: cannot keep %d positions of %d", slot, n, b.pos[slot])
 	}
 	b.pos[slot] = n
 	return nil
@@ -219,11 +219,11 @@ func (b *BatchDecoder) Truncate(slot, n int) error {
 func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 	switch {
 	case dst < 0 || dst >= b.slots || src < 0 || src >= b.slots:
-		return fmt.Errorf("llama: slots %d and %d: want slots in 0..%d", dst, src, b.slots-1)
+		return fmt.Errorf("batch decoder: slots %d and %d: want slots in 0..%d", dst, src, b.slots-1)
 	case dst == src:
 		return b.Truncate(dst, n)
 	case n < 0 || n > b.pos[src]:
-		return fmt.Errorf("llama: slot %d: cannot copy %d positions of %d", src, n, b.pos[src])
+		return fmt.Errorf("batch decoder: slot %d: cannot copy %d positions of %d", src, n, b.pos[src])
 	case n == 0:
 		b.Release(dst)
 		return nil
@@ -253,7 +253,7 @@ func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 			ctx.Cpy(region(b.vCache[il], src, b.flash), region(b.vCache[il], dst, b.flash)))
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("llama: copying %d positions from slot %d to %d: %w", n, src, dst, err)
+		return fmt.Errorf("batch decoder: copying %d positions from slot %d to %d: %w", n, src, dst, err)
 	}
 	g, err := ctx.NewGraph(size, false)
 	if err != nil {
@@ -265,7 +265,7 @@ func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 		}
 	}
 	if err := b.backend.Compute(g); err != nil {
-		return fmt.Errorf("llama: copying %d positions from slot %d to %d: %w", n, src, dst, err)
+		return fmt.Errorf("batch decoder: copying %d positions from slot %d to %d: %w", n, src, dst, err)
 	}
 	b.pos[dst] = n
 	return nil
@@ -278,40 +278,40 @@ func (b *BatchDecoder) CopyPrefix(dst, src, n int) error {
 // context is refused (ErrContextFull) and nothing is processed.
 func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 	if len(in) == 0 {
-		return nil, fmt.Errorf("llama: a step of no sequences")
+		return nil, fmt.Errorf("batch decoder: a step of no sequences")
 	}
 	v := b.m.Arch.Vocab
 	n, maxEnd, outs := 0, 0, 0
 	seen := make([]bool, b.slots)
 	for _, s := range in {
 		if s.Slot < 0 || s.Slot >= b.slots {
-			return nil, fmt.Errorf("llama: slot %d outside 0..%d", s.Slot, b.slots-1)
+			return nil, fmt.Errorf("batch decoder: slot %d outside 0..%d", s.Slot, b.slots-1)
 		}
 		if seen[s.Slot] {
-			return nil, fmt.Errorf("llama: slot %d twice in one step", s.Slot)
+			return nil, fmt.Errorf("batch decoder: slot %d twice in one step", s.Slot)
 		}
 		seen[s.Slot] = true
 		if len(s.Tokens) == 0 {
-			return nil, fmt.Errorf("llama: slot %d: no tokens to process", s.Slot)
+			return nil, fmt.Errorf("batch decoder: slot %d: no tokens to process", s.Slot)
 		}
 		if s.Logits < 0 || s.Logits > len(s.Tokens) {
-			return nil, fmt.Errorf("llama: slot %d: the logits of %d of its %d tokens", s.Slot, s.Logits, len(s.Tokens))
+			return nil, fmt.Errorf("batch decoder: slot %d: the logits of %d of its %d tokens", s.Slot, s.Logits, len(s.Tokens))
 		}
 		outs += s.logits()
 		for i, t := range s.Tokens {
 			if t < 0 || int(t) >= v {
-				return nil, fmt.Errorf("llama: slot %d: token %d (at %d) is outside the vocabulary 0..%d", s.Slot, t, i, v-1)
+				return nil, fmt.Errorf("batch decoder: slot %d: token %d (at %d) is outside the vocabulary 0..%d", s.Slot, t, i, v-1)
 			}
 		}
 		end := b.pos[s.Slot] + len(s.Tokens)
 		if end > b.slotCtx {
-			return nil, fmt.Errorf("llama: slot %d: %d positions used and %d more tokens do not fit a context of %d: %w", s.Slot, b.pos[s.Slot], len(s.Tokens), b.slotCtx, ErrContextFull)
+			return nil, fmt.Errorf("batch decoder: slot %d: %d positions used and %d more tokens do not fit a context of %d: %w", s.Slot, b.pos[s.Slot], len(s.Tokens), b.slotCtx, ErrContextFull)
 		}
 		maxEnd = max(maxEnd, end)
 		n += len(s.Tokens)
 	}
 	if n > b.opts.Batch {
-		return nil, fmt.Errorf("llama: a step of %d tokens: at most %d", n, b.opts.Batch)
+		return nil, fmt.Errorf("batch decoder: a step of %d tokens: at most %d", n, b.opts.Batch)
 	}
 	kvLen := min((maxEnd+b.bucket-1)/b.bucket*b.bucket, b.slotCtx)
 	groups, rowOf, direct := b.layout(in)
@@ -344,7 +344,7 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 			i := len(rows)
 			rows = append(rows, b.out[i*v:(i+1)*v:(i+1)*v])
 			if j := NonFinite(rows[i]); j >= 0 {
-				return nil, fmt.Errorf("llama: %s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, s.Slot, rows[i][j])
+				return nil, fmt.Errorf("%s: the logits of slot %d hold %g: the model's weights or metadata have non-finite values", b.m.path, s.Slot, rows[i][j])
 			}
 		}
 	}
@@ -545,7 +545,7 @@ func (b *BatchDecoder) build(key batchKey, groups []attnGroup) (g *batchGraph, e
 		return g, err
 	}
 	if err = g.graph.Expand(g.logits); err != nil {
-		return g, fmt.Errorf("llama: building the batched %s graph: %w", a.Name, err)
+		return g, fmt.Errorf("building the batched %s graph: %w", a.Name, err)
 	}
 	if g.alloc, err = b.backend.NewAllocator(); err != nil {
 		return g, err

@@ -130,19 +130,19 @@ func BenchPositions(promptTokens, genTokens, depth int) int {
 // BenchStats is Bench with every statistic: mean ± standard deviation of each test.
 func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOptions) (BenchResult, error) {
 	if promptTokens < 0 || genTokens < 0 || promptTokens+genTokens == 0 {
-		return BenchResult{}, fmt.Errorf("llama: bench of %d prompt and %d generated tokens", promptTokens, genTokens)
+		return BenchResult{}, fmt.Errorf("bench of %d prompt and %d generated tokens", promptTokens, genTokens)
 	}
 	if opts.Depth < 0 {
-		return BenchResult{}, fmt.Errorf("llama: bench at a depth of %d tokens", opts.Depth)
+		return BenchResult{}, fmt.Errorf("bench at a depth of %d tokens", opts.Depth)
 	}
 	if threads <= 0 {
-		return BenchResult{}, fmt.Errorf("llama: bench with %d threads", threads)
+		return BenchResult{}, fmt.Errorf("bench with %d threads", threads)
 	}
 	if opts.Reps == 0 {
 		opts.Reps = 5
 	}
 	if opts.Reps < 1 {
-		return BenchResult{}, fmt.Errorf("llama: %d repetitions", opts.Reps)
+		return BenchResult{}, fmt.Errorf("bench: %d repetitions", opts.Reps)
 	}
 	start := time.Now()
 	m, err := OpenModel(path, ModelOptions{Threads: threads, Mmap: opts.Mmap})
@@ -159,7 +159,7 @@ func BenchStats(path string, promptTokens, genTokens, threads int, opts BenchOpt
 	do.Batch = max(promptTokens, min(opts.Depth, 512), 1) // the depth goes in batches of that
 	do.MaxContext = max(BenchPositions(promptTokens, genTokens, opts.Depth), 1)
 	if do.MaxContext > m.Arch.Context {
-		return r, fmt.Errorf("llama: a depth of %d and %d tokens do not fit %s's context of %d", opts.Depth, max(promptTokens, genTokens), path, m.Arch.Context)
+		return r, fmt.Errorf("bench: a depth of %d and %d tokens do not fit %s's context of %d", opts.Depth, max(promptTokens, genTokens), path, m.Arch.Context)
 	}
 	if err := opts.RunGate(m, do); err != nil {
 		return r, err

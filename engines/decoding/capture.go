@@ -17,7 +17,7 @@ func (d *Decoder) SetCapture(layers []int) error {
 		return err
 	}
 	if len(layers) > 0 && d.opts.ContextFull == ContextShift {
-		return fmt.Errorf("llama: a decoder that shifts its context cannot capture hidden states (the shift recomputes them)")
+		return fmt.Errorf("a decoder that shifts its context cannot capture hidden states (the shift recomputes them)")
 	}
 	d.capture = slices.Clone(layers)
 	for k, g := range d.graphs {
@@ -61,10 +61,10 @@ func (b *BatchDecoder) Captured() [][]float32 { return b.captured }
 func checkCapture(m *GGUFModel, layers []int) error {
 	for i, il := range layers {
 		if il < 0 || il >= m.Arch.NLayers-1 {
-			return fmt.Errorf("llama: capture layer %d: %s has layers 0..%d, and the last one cannot be captured", il, m.path, m.Arch.NLayers-1)
+			return fmt.Errorf("capture layer %d: %s has layers 0..%d, and the last one cannot be captured", il, m.path, m.Arch.NLayers-1)
 		}
 		if slices.Contains(layers[:i], il) {
-			return fmt.Errorf("llama: capture layer %d twice", il)
+			return fmt.Errorf("capture layer %d twice", il)
 		}
 	}
 	return nil

@@ -222,30 +222,30 @@ func NewDecoder(m *GGUFModel, opts DecoderOptions) (*Decoder, error) {
 	}
 	switch {
 	case opts.MaxContext < 1:
-		return nil, fmt.Errorf("llama: decoder context %d: want at least 1", opts.MaxContext)
+		return nil, fmt.Errorf("decoder context %d: want at least 1", opts.MaxContext)
 	case opts.Batch < 1:
-		return nil, fmt.Errorf("llama: decoder batch %d: want at least 1", opts.Batch)
+		return nil, fmt.Errorf("decoder batch %d: want at least 1", opts.Batch)
 	case opts.Threads < 0:
-		return nil, fmt.Errorf("llama: %d threads", opts.Threads)
+		return nil, fmt.Errorf("decoder: %d threads", opts.Threads)
 	case opts.KVType < KVF16 || opts.KVType > KVF32:
-		return nil, fmt.Errorf("llama: unknown KV cache type %d", opts.KVType)
+		return nil, fmt.Errorf("decoder: unknown KV cache type %d", opts.KVType)
 	case opts.ContextFull != ContextError && opts.ContextFull != ContextShift:
-		return nil, fmt.Errorf("llama: unknown context policy %d", opts.ContextFull)
+		return nil, fmt.Errorf("decoder: unknown context policy %d", opts.ContextFull)
 	}
 	if a.Positions == transformer.PosLearned && opts.MaxContext > a.Context {
-		return nil, fmt.Errorf("llama: a context of %d: %s's learned positions stop at its trained context, %d", opts.MaxContext, a.Name, a.Context)
+		return nil, fmt.Errorf("decoder: a context of %d: %s's learned positions stop at its trained context, %d", opts.MaxContext, a.Name, a.Context)
 	}
 	kvt := opts.KVType.ggmlType()
 	if ggml.IsQuantized(kvt) {
 		if !opts.FlashAttention {
-			return nil, fmt.Errorf("llama: a %s KV cache needs flash attention (without it, values are stored transposed, which block types cannot be)", kvt.String())
+			return nil, fmt.Errorf("decoder: a %s KV cache needs flash attention (without it, values are stored transposed, which block types cannot be)", kvt.String())
 		}
 		if bs := ggml.BlockSize(kvt); a.HeadDimK%bs != 0 || a.HeadDimV%bs != 0 {
-			return nil, fmt.Errorf("llama: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
+			return nil, fmt.Errorf("decoder: a %s KV cache needs head sizes that are multiples of %d, not %d and %d", ggml.TypeName(kvt), bs, a.HeadDimK, a.HeadDimV)
 		}
 	}
 	if c := int64(a.NKVHeads * a.HeadDimV); !opts.FlashAttention && int64(opts.MaxContext)*c > math.MaxInt32 {
-		return nil, fmt.Errorf("llama: a context of %d with %d-wide values is too large for the unfused attention's cache indices (use flash attention)", opts.MaxContext, c)
+		return nil, fmt.Errorf("decoder: a context of %d with %d-wide values is too large for the unfused attention's cache indices (use flash attention)", opts.MaxContext, c)
 	}
 	d := &Decoder{m: m, opts: opts, maxCtx: opts.MaxContext, bucket: kvBucket, graphs: map[graphKey]*stepGraph{}}
 	if err := d.open(m, opts.KVType, opts.FlashAttention, opts.Threads, opts.MaxContext); err != nil {
@@ -340,7 +340,7 @@ func (c *kvCache) open(m *GGUFModel, kv KVCacheType, flash bool, threads, cells 
 func checkCacheFits(a *transformer.Architecture, typ ggml.Type, cells int, b *ggml.Backend) error {
 	perCell := float64(a.NKVHeads*(a.HeadDimK+a.HeadDimV)) * float64(ggml.TypeSize(typ)) / float64(ggml.BlockSize(typ))
 	return FitsMemory(b, float64(a.NLayers)*float64(cells)*perCell, "use a smaller context", func() string {
-		return fmt.Sprintf("llama: a KV cache of %d positions (%d layers of %d keys and values each, %s)",
+		return fmt.Sprintf("a KV cache of %d positions (%d layers of %d keys and values each, %s)",
 			cells, a.NLayers, a.NKVHeads*(a.HeadDimK+a.HeadDimV), ggml.TypeName(typ))
 	})
 }
@@ -414,7 +414,7 @@ func (d *Decoder) Reset() { d.history = d.history[:0] }
 // rollback of speculative decoding.
 func (d *Decoder) Truncate(n int) error {
 	if n < 0 || n > len(d.history) {
-		return fmt.Errorf("llama: truncate to %d positions: %d are in use", n, len(d.history))
+		return fmt.Errorf("decoder: truncate to %d positions: %d are in use", n, len(d.history))
 	}
 	d.history = d.history[:n]
 	return nil
@@ -463,23 +463,23 @@ func (d *Decoder) Next(token int32) ([]float32, error) { return d.process([]int3
 func (d *Decoder) Logits(tokens []int32) ([][]float32, error) {
 	d.Reset()
 	if d.opts.ContextFull == ContextError && len(tokens) > d.maxCtx {
-		return nil, fmt.Errorf("llama: %d tokens do not fit a context of %d: %w", len(tokens), d.maxCtx, ErrContextFull)
+		return nil, fmt.Errorf("decoder: %d tokens do not fit a context of %d: %w", len(tokens), d.maxCtx, ErrContextFull)
 	}
 	return d.Append(tokens)
 }
 
 func (d *Decoder) process(tokens []int32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
-		return nil, fmt.Errorf("llama: no tokens to process")
+		return nil, fmt.Errorf("decoder: no tokens to process")
 	}
 	v := d.m.Arch.Vocab
 	for i, t := range tokens {
 		if t < 0 || int(t) >= v {
-			return nil, fmt.Errorf("llama: token %d (at %d) is outside the vocabulary 0..%d", t, i, v-1)
+			return nil, fmt.Errorf("decoder: token %d (at %d) is outside the vocabulary 0..%d", t, i, v-1)
 		}
 	}
 	if d.opts.ContextFull == ContextError && len(d.history)+len(tokens) > d.maxCtx {
-		return nil, fmt.Errorf("llama: %d positions used and %d more tokens do not fit a context of %d: %w", len(d.history), len(tokens), d.maxCtx, ErrContextFull)
+		return nil, fmt.Errorf("decoder: %d positions used and %d more tokens do not fit a context of %d: %w", len(d.history), len(tokens), d.maxCtx, ErrContextFull)
 	}
 	var out []float32
 	d.captured = d.captured[:0]
@@ -556,7 +556,7 @@ func (d *Decoder) eval(tokens []int32, all bool) ([]float32, error) {
 		out = d.out
 	}
 	if i := NonFinite(out); i >= 0 {
-		return nil, fmt.Errorf("llama: %s: the logits of token %d hold %g: the model's weights or metadata have non-finite values", d.m.path, p0+i/d.m.Arch.Vocab, out[i])
+		return nil, fmt.Errorf("%s: the logits of token %d hold %g: the model's weights or metadata have non-finite values", d.m.path, p0+i/d.m.Arch.Vocab, out[i])
 	}
 	return out, nil
 }
@@ -699,7 +699,7 @@ func (d *Decoder) build(key graphKey) (g *stepGraph, err error) {
 		return g, err
 	}
 	if err = g.graph.Expand(g.logits); err != nil {
-		return g, fmt.Errorf("llama: building the %s graph: %w", a.Name, err)
+		return g, fmt.Errorf("building the %s graph: %w", a.Name, err)
 	}
 	if g.alloc, err = d.backend.NewAllocator(); err != nil {
 		return g, err

@@ -10,7 +10,7 @@ import (
 // Embeddings pool them. The tokens must fit the decoder's context (no shift).
 func (d *Decoder) Hidden(tokens []int32) ([][]float32, error) {
 	if len(tokens) > d.maxCtx {
-		return nil, fmt.Errorf("llama: %d tokens do not fit a context of %d: %w", len(tokens), d.maxCtx, ErrContextFull)
+		return nil, fmt.Errorf("decoder: %d tokens do not fit a context of %d: %w", len(tokens), d.maxCtx, ErrContextFull)
 	}
 	d.Reset()
 	d.hiddenOut = true
@@ -21,7 +21,7 @@ func (d *Decoder) Hidden(tokens []int32) ([][]float32, error) {
 	}
 	dm := d.m.Arch.DModel
 	if len(flat) != len(tokens)*dm {
-		return nil, fmt.Errorf("llama: %d hidden values for %d tokens of width %d", len(flat), len(tokens), dm)
+		return nil, fmt.Errorf("decoder: %d hidden values for %d tokens of width %d", len(flat), len(tokens), dm)
 	}
 	rows := make([][]float32, len(tokens))
 	for i := range rows {

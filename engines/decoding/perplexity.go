@@ -48,17 +48,17 @@ func Perplexity(ids []int32, o PerplexityOptions, logits func(tokens []int32) ([
 	var r PerplexityResult
 	nctx := o.Context
 	if nctx < MinPerplexityContext {
-		return r, fmt.Errorf("llama: perplexity: a context of %d tokens scores nothing (want at least %d)", nctx, MinPerplexityContext)
+		return r, fmt.Errorf("perplexity: a context of %d tokens scores nothing (want at least %d)", nctx, MinPerplexityContext)
 	}
 	if o.MaxChunks < 0 {
-		return r, fmt.Errorf("llama: perplexity: %d chunks", o.MaxChunks)
+		return r, fmt.Errorf("perplexity: %d chunks", o.MaxChunks)
 	}
 	total := len(ids) / nctx
 	if o.MaxChunks > 0 && o.MaxChunks < total {
 		total = o.MaxChunks
 	}
 	if total == 0 {
-		return r, fmt.Errorf("llama: perplexity: %d tokens are fewer than one chunk of %d", len(ids), nctx)
+		return r, fmt.Errorf("perplexity: %d tokens are fewer than one chunk of %d", len(ids), nctx)
 	}
 	first := nctx / 2
 	nll, nll2, count := 0.0, 0.0, 0
@@ -73,7 +73,7 @@ func Perplexity(ids []int32, o PerplexityOptions, logits func(tokens []int32) ([
 			return r, err
 		}
 		if len(rows) < nctx-1 {
-			return r, fmt.Errorf("llama: perplexity: %d rows of logits for a chunk of %d tokens", len(rows), nctx)
+			return r, fmt.Errorf("perplexity: %d rows of logits for a chunk of %d tokens", len(rows), nctx)
 		}
 		for j := first; j < nctx-1; j++ {
 			l, err := NLLOf(rows[j], chunk[j+1])
@@ -81,7 +81,7 @@ func Perplexity(ids []int32, o PerplexityOptions, logits func(tokens []int32) ([
 				err = fmt.Errorf("the negative log-likelihood is %v (non-finite logits)", l)
 			}
 			if err != nil {
-				return r, fmt.Errorf("llama: perplexity: chunk %d position %d: %w", c, j, err)
+				return r, fmt.Errorf("perplexity: chunk %d position %d: %w", c, j, err)
 			}
 			nll += l
 			nll2 += l * l

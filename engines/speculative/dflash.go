@@ -54,23 +54,23 @@ func (c DFlashConfig) Check(m *decoding.GGUFModel) error {
 	a := &m.Arch
 	switch {
 	case c.Gamma < 2:
-		return fmt.Errorf("llama: dflash block size %d: want at least 2 (the anchor and a proposal)", c.Gamma)
+		return fmt.Errorf("dflash block size %d: want at least 2 (the anchor and a proposal)", c.Gamma)
 	case c.Gamma > a.Context:
-		return fmt.Errorf("llama: dflash block size %d: want at most %s's context, %d", c.Gamma, m.Path(), a.Context)
+		return fmt.Errorf("dflash block size %d: want at most %s's context, %d", c.Gamma, m.Path(), a.Context)
 	case c.Window < 0:
-		return fmt.Errorf("llama: dflash window %d is negative", c.Window)
+		return fmt.Errorf("dflash window %d is negative", c.Window)
 	case c.MaskToken < 0 || c.MaskToken >= a.Vocab:
-		return fmt.Errorf("llama: dflash mask token %d is outside %s's vocabulary 0..%d", c.MaskToken, m.Path(), a.Vocab-1)
+		return fmt.Errorf("dflash mask token %d is outside %s's vocabulary 0..%d", c.MaskToken, m.Path(), a.Vocab-1)
 	case len(c.TargetLayers) == 0:
-		return fmt.Errorf("llama: dflash: no target layers to read")
+		return fmt.Errorf("dflash: no target layers to read")
 	case c.Layers < 1:
-		return fmt.Errorf("llama: dflash: %d drafter layers", c.Layers)
+		return fmt.Errorf("dflash: %d drafter layers", c.Layers)
 	case a.IsMoE() || a.FFN != transformer.FFNSwiGLU || a.Norm != transformer.NormRMS || a.Positions != transformer.PosRoPE || a.Head != transformer.HeadLM || a.Input != transformer.InputTokens:
-		return fmt.Errorf("llama: dflash drafts for LLaMA-shaped targets (RMSNorm, RoPE, SwiGLU, a language-model head), not %s", a.Name)
+		return fmt.Errorf("dflash drafts for LLaMA-shaped targets (RMSNorm, RoPE, SwiGLU, a language-model head), not %s", a.Name)
 	}
 	for i, il := range c.TargetLayers {
 		if il < 0 || il >= a.NLayers-1 || slices.Contains(c.TargetLayers[:i], il) {
-			return fmt.Errorf("llama: dflash target layer %d: want distinct layers of %s's 0..%d (its last layer feeds the logits)", il, m.Path(), a.NLayers-2)
+			return fmt.Errorf("dflash target layer %d: want distinct layers of %s's 0..%d (its last layer feeds the logits)", il, m.Path(), a.NLayers-2)
 		}
 	}
 	return nil
@@ -372,7 +372,7 @@ func (in *dflashInputs) set(df *DFlash, blocks []dflashBlock) error {
 		skip := W - len(rows) // the first slots hold no token
 		for i, r := range rows {
 			if len(r) != F {
-				return fmt.Errorf("llama: dflash: a context row of %d values, want %d", len(r), F)
+				return fmt.Errorf("dflash: a context row of %d values, want %d", len(r), F)
 			}
 			copy(feat[(b*W+skip+i)*F:], r)
 		}
@@ -518,7 +518,7 @@ func (df *DFlash) newGraph(declare func(ctx *ggml.Context, g *dflashGraph) []*gg
 	}
 	if err != nil {
 		g.close()
-		return nil, fmt.Errorf("llama: building the dflash graph: %w", err)
+		return nil, fmt.Errorf("building the dflash graph: %w", err)
 	}
 	return g, nil
 }

@@ -17,13 +17,13 @@ import (
 // target's model. The decoder and the drafter are used, not owned.
 func NewDFlashSpeculative(target *decoding.Decoder, df *DFlash, proposals int, s *sample.Sampler) (*Speculative, error) {
 	if df.target != target.Model() {
-		return nil, fmt.Errorf("llama: dflash: the drafter was made for %s, not %s", df.target.Path(), target.Model().Path())
+		return nil, fmt.Errorf("dflash: the drafter was made for %s, not %s", df.target.Path(), target.Model().Path())
 	}
 	if proposals == 0 {
 		proposals = df.Cfg.Gamma - 1
 	}
 	if proposals < 1 || proposals > df.Cfg.Gamma-1 {
-		return nil, fmt.Errorf("llama: dflash: %d proposals a step: the drafter's blocks of %d hold 1..%d", proposals, df.Cfg.Gamma, df.Cfg.Gamma-1)
+		return nil, fmt.Errorf("dflash: %d proposals a step: the drafter's blocks of %d hold 1..%d", proposals, df.Cfg.Gamma, df.Cfg.Gamma-1)
 	}
 	if err := target.SetCapture(df.Cfg.TargetLayers); err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (d *dflashDrafter) proposeAfter(rule *SpecSampler, hist []int32, g int) ([]
 func (d *dflashDrafter) commit(sp *Speculative, g, k int, y int32) error {
 	rows := sp.target.Captured()
 	if len(rows) != g+1 {
-		return fmt.Errorf("llama: dflash: the verification captured %d rows, want %d", len(rows), g+1)
+		return fmt.Errorf("dflash: the verification captured %d rows, want %d", len(rows), g+1)
 	}
 	d.keep(rows[:k+1])
 	return nil
@@ -199,7 +199,7 @@ func newDFlashCache(df *DFlash, cells int) (*dflashCache, error) {
 	a := &df.target.Arch
 	w := int64(a.NHeads * a.HeadDimK)
 	if err := decoding.FitsMemory(df.target.Backend(), 2*4*float64(df.Cfg.Layers)*float64(cells)*float64(w), "use a smaller window", func() string {
-		return fmt.Sprintf("llama: a dflash cache of %d positions (%d layers)", cells, df.Cfg.Layers)
+		return fmt.Sprintf("a dflash cache of %d positions (%d layers)", cells, df.Cfg.Layers)
 	}); err != nil {
 		return nil, err
 	}
@@ -400,7 +400,7 @@ func (s *DFlashSlot) Keep(rows [][]float32) { s.d.keep(rows) }
 func (s *DFlashSlot) Propose(rule *SpecSampler, hist []int32, g int) ([]int32, error) {
 	F := s.d.df.Cfg.features(&s.d.df.target.Arch)
 	if have := s.d.next + len(s.d.pending)/F; have != len(hist)-1 {
-		return nil, fmt.Errorf("llama: dflash: rows of %d positions kept for %d committed tokens", have, len(hist))
+		return nil, fmt.Errorf("dflash: rows of %d positions kept for %d committed tokens", have, len(hist))
 	}
 	return s.d.proposeAfter(rule, hist, min(g, s.d.df.Cfg.Gamma-1))
 }

@@ -61,10 +61,10 @@ func newDFlashTrainer(df *DFlash, B, W int, decay float64) (*dflashTrainer, erro
 	a := &df.target.Arch
 	G := df.Cfg.Gamma
 	if B < 1 || W < 1 {
-		return nil, fmt.Errorf("llama: dflash training: %d blocks of %d context rows", B, W)
+		return nil, fmt.Errorf("dflash training: %d blocks of %d context rows", B, W)
 	}
 	if B*a.NHeads > 1024 {
-		return nil, fmt.Errorf("llama: dflash training: %d blocks × %d heads exceeds 1024; use fewer blocks", B, a.NHeads)
+		return nil, fmt.Errorf("dflash training: %d blocks × %d heads exceeds 1024; use fewer blocks", B, a.NHeads)
 	}
 	tr := &dflashTrainer{df: df, in: dflashInputs{B: B, W: W, G: G}, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, weights: positionWeights(G-1, decay)}
 	if err := tr.build(); err != nil {
@@ -148,7 +148,7 @@ func (tr *dflashTrainer) build() error {
 	}
 	for _, out := range []*ggml.Tensor{tr.logits, tr.loss} {
 		if err := tr.graph.Expand(out); err != nil {
-			return fmt.Errorf("llama: building the dflash training graph: %w", err)
+			return fmt.Errorf("building the dflash training graph: %w", err)
 		}
 	}
 	accs := make([]*ggml.Tensor, tr.graph.Len())
@@ -164,7 +164,7 @@ func (tr *dflashTrainer) build() error {
 		mv := tr.moments[w]
 		grad := tr.graph.Grad(w)
 		if grad == nil {
-			return fmt.Errorf("llama: dflash: %s has no gradient", w.Name())
+			return fmt.Errorf("dflash: %s has no gradient", w.Name())
 		}
 		if err := tr.graph.Expand(g.OptStepAdamW(w, grad, mv[0], mv[1], params)); err != nil {
 			return err
@@ -200,7 +200,7 @@ func (tr *dflashTrainer) close() {
 func (tr *dflashTrainer) step(blocks []dflashBlock, labels [][]int32, decay, noDecay [7]float32) (loss, acc float64, err error) {
 	V, G := tr.df.target.Arch.Vocab, tr.in.G
 	if len(blocks) != tr.in.B || len(labels) != tr.in.B {
-		return 0, 0, fmt.Errorf("llama: dflash training: %d blocks and %d label rows for a graph of %d", len(blocks), len(labels), tr.in.B)
+		return 0, 0, fmt.Errorf("dflash training: %d blocks and %d label rows for a graph of %d", len(blocks), len(labels), tr.in.B)
 	}
 	if err := tr.in.set(tr.df, blocks); err != nil {
 		return 0, 0, err
@@ -319,16 +319,16 @@ func TrainDFlash(target *decoding.GGUFModel, cfg DFlashConfig, corpus []int32, o
 	G := cfg.Gamma
 	switch {
 	case o.Steps < 1 || o.Sequences < 1 || o.Anchors < 1:
-		return nil, fmt.Errorf("llama: dflash training: %d steps of %d sequences × %d anchors", o.Steps, o.Sequences, o.Anchors)
+		return nil, fmt.Errorf("dflash training: %d steps of %d sequences × %d anchors", o.Steps, o.Sequences, o.Anchors)
 	case o.SeqLen < G+1 || o.SeqLen > target.Arch.Context:
-		return nil, fmt.Errorf("llama: dflash training: sequences of %d tokens: want %d..%d (the block plus one, the target's context)", o.SeqLen, G+1, target.Arch.Context)
+		return nil, fmt.Errorf("dflash training: sequences of %d tokens: want %d..%d (the block plus one, the target's context)", o.SeqLen, G+1, target.Arch.Context)
 	case o.LossDecay < 0 || math.IsNaN(o.LossDecay):
-		return nil, fmt.Errorf("llama: dflash training: loss decay %v: want 0 (none) or more", o.LossDecay)
+		return nil, fmt.Errorf("dflash training: loss decay %v: want 0 (none) or more", o.LossDecay)
 	case len(corpus) < o.SeqLen:
-		return nil, fmt.Errorf("llama: dflash training: a corpus of %d tokens is shorter than one sequence of %d", len(corpus), o.SeqLen)
+		return nil, fmt.Errorf("dflash training: a corpus of %d tokens is shorter than one sequence of %d", len(corpus), o.SeqLen)
 	}
 	if err := checkTokens(corpus, target.Arch.Vocab); err != nil {
-		return nil, fmt.Errorf("llama: dflash training: corpus %w", err)
+		return nil, fmt.Errorf("dflash training: corpus %w", err)
 	}
 	W := cfg.Window
 	if W == 0 {
@@ -388,7 +388,7 @@ func TrainDFlash(target *decoding.GGUFModel, cfg DFlashConfig, corpus []int32, o
 		}
 		loss, acc, err := tr.step(blocks, labels, decay, noDecay)
 		if err != nil {
-			return nil, fmt.Errorf("llama: dflash training: step %d: %w", step, err)
+			return nil, fmt.Errorf("dflash training: step %d: %w", step, err)
 		}
 		if o.Progress != nil {
 			o.Progress(step, loss, acc, lr)
@@ -420,10 +420,10 @@ func EvalDFlash(df *DFlash, text []int32, seqLen int, opts decoding.DecoderOptio
 	m := df.target
 	G := df.Cfg.Gamma
 	if seqLen < G+1 || seqLen > m.Arch.Context {
-		return DFlashEval{}, fmt.Errorf("llama: dflash evaluation: windows of %d tokens: want %d..%d (the block plus one, the target's context)", seqLen, G+1, m.Arch.Context)
+		return DFlashEval{}, fmt.Errorf("dflash evaluation: windows of %d tokens: want %d..%d (the block plus one, the target's context)", seqLen, G+1, m.Arch.Context)
 	}
 	if err := checkTokens(text, m.Arch.Vocab); err != nil {
-		return DFlashEval{}, fmt.Errorf("llama: dflash evaluation: %w", err)
+		return DFlashEval{}, fmt.Errorf("dflash evaluation: %w", err)
 	}
 	W := df.Cfg.Window
 	if W == 0 {
@@ -502,7 +502,7 @@ func EvalDFlash(df *DFlash, text []int32, seqLen int, opts decoding.DecoderOptio
 		}
 	}
 	if ev.Blocks == 0 {
-		return DFlashEval{}, fmt.Errorf("llama: dflash evaluation: %d tokens hold no block of %d", len(text), G)
+		return DFlashEval{}, fmt.Errorf("dflash evaluation: %d tokens hold no block of %d", len(text), G)
 	}
 	for k := range ev.Matching {
 		ev.Matching[k] /= float64(ev.Blocks)
@@ -519,7 +519,7 @@ const TeacherPromptTokens = 16
 // seed picks: the openings a teacher continues to make a distillation corpus (TargetText).
 func TeacherPrompts(corpus []int32, n, length int, seed uint64) ([][]int32, error) {
 	if length < 1 || len(corpus) < length {
-		return nil, fmt.Errorf("llama: the data holds %d tokens, fewer than a prompt of %d", len(corpus), length)
+		return nil, fmt.Errorf("dflash training: the data holds %d tokens, fewer than a prompt of %d", len(corpus), length)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x67656e))
 	prompts := make([][]int32, n)
@@ -556,7 +556,7 @@ func TargetText(ctx context.Context, target *decoding.GGUFModel, prompts [][]int
 	slotCtx := min(longest+n, target.Arch.Context)
 	for _, pr := range prompts {
 		if len(pr) == 0 || len(pr) >= slotCtx {
-			return nil, fmt.Errorf("llama: a prompt of %d tokens for a context of %d", len(pr), slotCtx)
+			return nil, fmt.Errorf("dflash training: a prompt of %d tokens for a context of %d", len(pr), slotCtx)
 		}
 	}
 	slots := min(targetTextSlots, len(prompts))

@@ -60,13 +60,13 @@ type SpecDrafter struct {
 // of the same rounds. opts.Decoder configures every decoder.
 func BenchSpeculative(targetPath string, drafters []SpecDrafter, promptTokens, genTokens, threads int, opts decoding.BenchOptions) ([]SpecBenchResult, error) {
 	if promptTokens < 1 || genTokens < 1 || threads < 1 || len(drafters) == 0 {
-		return nil, fmt.Errorf("llama: speculative bench of %d prompt and %d generated tokens on %d threads with %d drafters", promptTokens, genTokens, threads, len(drafters))
+		return nil, fmt.Errorf("speculative bench of %d prompt and %d generated tokens on %d threads with %d drafters", promptTokens, genTokens, threads, len(drafters))
 	}
 	if opts.Reps == 0 {
 		opts.Reps = 5
 	}
 	if opts.Reps < 1 {
-		return nil, fmt.Errorf("llama: %d repetitions", opts.Reps)
+		return nil, fmt.Errorf("speculative bench: %d repetitions", opts.Reps)
 	}
 	if len(opts.Prompt) > 0 {
 		promptTokens = len(opts.Prompt)

@@ -137,7 +137,7 @@ func (sp *SpecSampler) Verified(drafted bool, k int) {
 // greedy) with minimum draft probability pMin (SetMinProbability; 0: none).
 func NewSpecSampler(s *sample.Sampler, pMin float64) (*SpecSampler, error) {
 	if err := CheckMinProbability(pMin); err != nil {
-		return nil, fmt.Errorf("llama: speculative decoding: minimum draft probability %v: %w", pMin, err)
+		return nil, fmt.Errorf("speculative decoding: minimum draft probability %v: %w", pMin, err)
 	}
 	return &SpecSampler{s: s, greedy: s.Params().Temperature == 0, pMin: pMin}, nil
 }
@@ -162,13 +162,13 @@ type drafter interface {
 // both files carry them, the same tokenizer model and token list.
 func CheckVocab(target, draft *decoding.GGUFModel) error {
 	if target.Arch.Vocab != draft.Arch.Vocab {
-		return fmt.Errorf("llama: speculative decoding: the draft %s has a vocabulary of %d tokens, the target %s one of %d: they must share one", draft.Path(), draft.Arch.Vocab, target.Path(), target.Arch.Vocab)
+		return fmt.Errorf("speculative decoding: the draft %s has a vocabulary of %d tokens, the target %s one of %d: they must share one", draft.Path(), draft.Arch.Vocab, target.Path(), target.Arch.Vocab)
 	}
 	for _, k := range []string{"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens"} {
 		tv, tok := target.Meta[k]
 		dv, dok := draft.Meta[k]
 		if tok && dok && !reflect.DeepEqual(tv, dv) {
-			return fmt.Errorf("llama: speculative decoding: the draft %s and the target %s have different tokenizers (%s differs): they must share one vocabulary", draft.Path(), target.Path(), k)
+			return fmt.Errorf("speculative decoding: the draft %s and the target %s have different tokenizers (%s differs): they must share one vocabulary", draft.Path(), target.Path(), k)
 		}
 	}
 	return nil
@@ -185,10 +185,10 @@ func NewSpeculative(target, draft *decoding.Decoder, gamma int, s *sample.Sample
 		gamma = DefaultDraftTokens
 	}
 	if gamma < 1 {
-		return nil, fmt.Errorf("llama: speculative decoding: %d draft tokens per step: want at least 1", gamma)
+		return nil, fmt.Errorf("speculative decoding: %d draft tokens per step: want at least 1", gamma)
 	}
 	if target == draft {
-		return nil, fmt.Errorf("llama: speculative decoding: the draft and the target must be two decoders (two caches)")
+		return nil, fmt.Errorf("speculative decoding: the draft and the target must be two decoders (two caches)")
 	}
 	return newSpeculative(target, &modelDrafter{dec: draft}, gamma, s), nil
 }
@@ -207,7 +207,7 @@ func newSpeculative(target *decoding.Decoder, d drafter, gamma int, s *sample.Sa
 // restricted to the tokens of probability ≥ p).
 func (sp *Speculative) SetMinProbability(p float64) error {
 	if err := CheckMinProbability(p); err != nil {
-		return fmt.Errorf("llama: speculative decoding: minimum draft probability %v: %w", p, err)
+		return fmt.Errorf("speculative decoding: minimum draft probability %v: %w", p, err)
 	}
 	sp.pMin = p
 	return nil
@@ -235,7 +235,7 @@ func (sp *Speculative) History() []int32 { return append([]int32(nil), sp.hist..
 // but the last token, which the first Step's verification reads.
 func (sp *Speculative) Prompt(tokens []int32) error {
 	if len(tokens) == 0 {
-		return fmt.Errorf("llama: speculative decoding: an empty prompt")
+		return fmt.Errorf("speculative decoding: an empty prompt")
 	}
 	sp.stats = SpecStats{}
 	sp.backoff, sp.skip = 0, 0
@@ -313,14 +313,14 @@ func (sp *SpecSampler) Pick(i int, logits []float32, h []int32) (x int32, ok boo
 // reports it.
 func (sp *Speculative) Step(limit int) ([]int32, error) {
 	if len(sp.hist) == 0 {
-		return nil, fmt.Errorf("llama: speculative decoding: Step before Prompt")
+		return nil, fmt.Errorf("speculative decoding: Step before Prompt")
 	}
 	if limit < 1 {
-		return nil, fmt.Errorf("llama: speculative decoding: a step of at most %d tokens", limit)
+		return nil, fmt.Errorf("speculative decoding: a step of at most %d tokens", limit)
 	}
 	g := min(limit-1, sp.room())
 	if g < 0 {
-		return nil, fmt.Errorf("llama: %d positions used: the last token does not fit a context of %d: %w", sp.target.Pos(), sp.target.MaxContext(), decoding.ErrContextFull)
+		return nil, fmt.Errorf("speculative decoding: %d positions used: the last token does not fit a context of %d: %w", sp.target.Pos(), sp.target.MaxContext(), decoding.ErrContextFull)
 	}
 	last := sp.hist[len(sp.hist)-1]
 	n0 := len(sp.hist)

@@ -149,17 +149,17 @@ func (in *batchInputs) upload(seqs [][]int32, keep [][]bool, sep int32) error {
 	var err error
 	switch {
 	case keep != nil && !in.masked:
-		return fmt.Errorf("llama: a loss mask for a graph built without one (use NewMaskedTrainer or NewMaskedEvaluator)")
+		return fmt.Errorf("training: a loss mask for a graph built without one (use NewMaskedTrainer or NewMaskedEvaluator)")
 	case keep != nil:
 		b, err = train.NewMaskedBatch(seqs, keep, in.T, in.vocab)
 	default:
 		b, err = train.NewBatch(seqs, in.T, in.vocab)
 	}
 	if err != nil {
-		return fmt.Errorf("llama: %w", err)
+		return err
 	}
 	if b.B != in.B || b.T != in.T {
-		return fmt.Errorf("llama: a batch of %d sequences of %d tokens for a graph of %d × %d", b.B, b.T, in.B, in.T)
+		return fmt.Errorf("training: a batch of %d sequences of %d tokens for a graph of %d × %d", b.B, b.T, in.B, in.T)
 	}
 	ids := b.Inputs()
 	if in.head != nil {

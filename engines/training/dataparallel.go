@@ -76,7 +76,7 @@ func (dp *dataParallel) finish(be *ggml.Backend, g *ggml.Context, graph *ggml.Gr
 	}
 	for _, gr := range dp.grads {
 		if gr.Type() != ggml.F32 {
-			return fmt.Errorf("llama: data-parallel training reduces f32 gradients; %s is %s", gr.Name(), ggml.TypeName(gr.Type()))
+			return fmt.Errorf("data-parallel training reduces f32 gradients; %s is %s", gr.Name(), ggml.TypeName(gr.Type()))
 		}
 	}
 	var err error
@@ -86,7 +86,7 @@ func (dp *dataParallel) finish(be *ggml.Backend, g *ggml.Context, graph *ggml.Gr
 	dp.buf.Clear(0) // the bytes alignment leaves between slots are summed too
 	for _, t := range append(dp.slots, dp.loss) {
 		if !dp.buf.Holds(t) {
-			return fmt.Errorf("llama: data-parallel training: the %s backend split the gradients over several buffers", be.Name())
+			return fmt.Errorf("data-parallel training: the %s backend split the gradients over several buffers", be.Name())
 		}
 	}
 	if dp.buf.IsHost() {
@@ -94,7 +94,7 @@ func (dp *dataParallel) finish(be *ggml.Backend, g *ggml.Context, graph *ggml.Gr
 			return err
 		}
 	} else if _, ok := dp.reducer.(DeviceReducer); !ok {
-		return fmt.Errorf("llama: data-parallel training on the %s backend reduces its gradients in device memory, which this reducer cannot (NCCL can)", be.Name())
+		return fmt.Errorf("data-parallel training on the %s backend reduces its gradients in device memory, which this reducer cannot (NCCL can)", be.Name())
 	}
 	for i, gr := range dp.grads {
 		if gr.ShareMemory(dp.slots[i]) == nil {
@@ -123,7 +123,7 @@ func (dp *dataParallel) scale(weight float32) (float32, error) {
 		return 0, err
 	}
 	if total := dp.share[0]; total <= 0 {
-		return 0, fmt.Errorf("llama: data-parallel step: the replicas' losses cover %g positions", total)
+		return 0, fmt.Errorf("data-parallel step: the replicas' losses cover %g positions", total)
 	}
 	return weight / dp.share[0], nil
 }

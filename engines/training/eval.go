@@ -52,7 +52,7 @@ func NewLossEvaluator(m Trainable, T, B int, masked bool) (*Evaluator, error) {
 func newEvaluator(m Trainable, T, B int, masked, keepLogits bool) (*Evaluator, error) {
 	t := m.trainable()
 	if T < 1 || T > t.arch.Context || B < 1 {
-		return nil, fmt.Errorf("llama: evaluator of %d×%d tokens for a context of %d", B, T, t.arch.Context)
+		return nil, fmt.Errorf("evaluator of %d×%d tokens for a context of %d", B, T, t.arch.Context)
 	}
 	e := &Evaluator{m: t, T: T, B: B, masked: masked, keepLogits: keepLogits, Sep: -1}
 	if err := e.build(); err != nil {
@@ -144,7 +144,7 @@ func (e *Evaluator) Close() error {
 // run computes the graph for B sequences of T+1 ids (targets are ids[1:]).
 func (e *Evaluator) run(seqs [][]int32, keep [][]bool) error {
 	if e.in == nil {
-		return fmt.Errorf("llama: a token batch for an evaluator of an image model (use Classify)")
+		return fmt.Errorf("evaluation: a token batch for an evaluator of an image model (use Classify)")
 	}
 	if err := e.in.upload(seqs, keep, e.Sep); err != nil {
 		return err
@@ -172,13 +172,13 @@ func (e *Evaluator) LossMasked(seqs [][]int32, keep [][]bool) (float32, error) {
 // most the last T tokens). stop, when ≥ 0, ends generation after that token.
 func (e *Evaluator) Greedy(prompt []int32, n int, stop int32) ([]int32, error) {
 	if e.B != 1 {
-		return nil, fmt.Errorf("llama: Greedy needs an evaluator of batch 1")
+		return nil, fmt.Errorf("evaluation: Greedy needs an evaluator of batch 1")
 	}
 	if e.logits == nil {
-		return nil, fmt.Errorf("llama: Greedy needs the logits, which the evaluator of a frozen output projection does not keep")
+		return nil, fmt.Errorf("evaluation: Greedy needs the logits, which the evaluator of a frozen output projection does not keep")
 	}
 	if len(prompt) == 0 {
-		return nil, fmt.Errorf("llama: Greedy needs a prompt of at least one token")
+		return nil, fmt.Errorf("evaluation: Greedy needs a prompt of at least one token")
 	}
 	vocab := e.m.arch.Vocab
 	out := append([]int32(nil), prompt...)

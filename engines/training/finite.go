@@ -122,7 +122,7 @@ func checkFiniteTensors(ts []*ggml.Tensor) error {
 			return err
 		}
 		if i := decoding.NonFinite(buf); i >= 0 {
-			return fmt.Errorf("llama: %s holds %v at element %d", t.Name(), buf[i], i)
+			return fmt.Errorf("training: %s holds %v at element %d", t.Name(), buf[i], i)
 		}
 	}
 	return nil

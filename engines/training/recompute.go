@@ -42,7 +42,7 @@ func recomputeStateTensors(n, params int) int { return n + 3 + params }
 // LoRA matrix of a block — and declares the state tensors in s.
 func newRecompute(s *ggml.Context, t *trainable, n, rows int, keepGrads bool) (*recompute, error) {
 	if n < 0 || n > t.arch.NLayers {
-		return nil, fmt.Errorf("llama: recompute %d blocks of %d", n, t.arch.NLayers)
+		return nil, fmt.Errorf("training: recompute %d blocks of %d", n, t.arch.NLayers)
 	}
 	rc := &recompute{n: n, layer: map[*ggml.Tensor]int{}, kept: map[*ggml.Tensor]*ggml.Tensor{}}
 	for l := range t.w.Layers {
@@ -54,7 +54,7 @@ func newRecompute(s *ggml.Context, t *trainable, n, rows int, keepGrads bool) (*
 	}
 	for _, p := range t.params {
 		if _, ok := rc.layer[p]; !ok {
-			return nil, fmt.Errorf("llama: recomputing blocks trains LoRA adapters only (%s is not one)", p.Name())
+			return nil, fmt.Errorf("recomputing blocks trains LoRA adapters only (%s is not one)", p.Name())
 		}
 		if keepGrads {
 			rc.kept[p] = s.NewTensor(ggml.F32, p.Shape()...).SetName("grad." + p.Name())

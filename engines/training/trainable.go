@@ -108,13 +108,13 @@ func (t *trainable) checkTrainable() error {
 	a := t.arch
 	switch {
 	case a.IsMoE():
-		return fmt.Errorf("llama: training %s: mixtures of experts are not trainable (ggml has no backward for their routing)", a.Name)
+		return fmt.Errorf("training %s: mixtures of experts are not trainable (ggml has no backward for their routing)", a.Name)
 	case a.FFN == transformer.FFNGeGLU:
-		return fmt.Errorf("llama: training %s: ggml has no backward for GELU, which its GeGLU feed-forward uses", a.Name)
+		return fmt.Errorf("training %s: ggml has no backward for GELU, which its GeGLU feed-forward uses", a.Name)
 	case a.AttnSoftcap > 0 || a.FinalSoftcap > 0:
-		return fmt.Errorf("llama: training %s: ggml has no backward for tanh, which its logit soft-caps use", a.Name)
+		return fmt.Errorf("training %s: ggml has no backward for tanh, which its logit soft-caps use", a.Name)
 	case a.SlidingWindow > 0:
-		return fmt.Errorf("llama: training %s: sliding-window attention is not trainable yet", a.Name)
+		return fmt.Errorf("training %s: sliding-window attention is not trainable yet", a.Name)
 	}
 	return nil
 }

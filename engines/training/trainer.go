@@ -83,27 +83,27 @@ func newTrainer(m Trainable, T, B int, keepGrads, masked bool, opts ...TrainerOp
 		return nil, err
 	}
 	if len(t.params) == 0 {
-		return nil, fmt.Errorf("llama: nothing to train in the %s model (train a Model, or an Adapter on a GGUFModel)", a.Name)
+		return nil, fmt.Errorf("training: nothing to train in the %s model (train a Model, or an Adapter on a GGUFModel)", a.Name)
 	}
 	if T < 1 || T > a.Context {
-		return nil, fmt.Errorf("llama: sequence length %d is outside 1..%d (the model's context)", T, a.Context)
+		return nil, fmt.Errorf("training: sequence length %d is outside 1..%d (the model's context)", T, a.Context)
 	}
 	if B < 1 {
-		return nil, fmt.Errorf("llama: batch size %d", B)
+		return nil, fmt.Errorf("training: batch size %d", B)
 	}
 	if a.Input == transformer.InputPatches && T != a.Context {
-		return nil, fmt.Errorf("llama: an image model reads %d tokens (the class token and %d patches), not %d", a.Context, a.Patches(), T)
+		return nil, fmt.Errorf("training: an image model reads %d tokens (the class token and %d patches), not %d", a.Context, a.Patches(), T)
 	}
 	if int64(B)*int64(a.NHeads) > 1024 {
 		// ggml's CUDA backend sends larger batched matmuls to the CPU; keep one limit everywhere.
-		return nil, fmt.Errorf("llama: batch %d × %d heads exceeds 1024; use a smaller batch", B, a.NHeads)
+		return nil, fmt.Errorf("training: batch %d × %d heads exceeds 1024; use a smaller batch", B, a.NHeads)
 	}
 	tr := &Trainer{m: t, T: T, B: B, masked: masked, Sep: -1, moments: map[*ggml.Tensor][2]*ggml.Tensor{}, keepGrads: keepGrads}
 	for _, o := range opts {
 		o(tr)
 	}
 	if tr.dp != nil && t.recompute > 0 {
-		return nil, fmt.Errorf("llama: data-parallel training cannot recompute blocks: each recomputed block's graph steps its adapters before the replicas could average their gradients")
+		return nil, fmt.Errorf("data-parallel training cannot recompute blocks: each recomputed block's graph steps its adapters before the replicas could average their gradients")
 	}
 	if err := tr.build(); err != nil {
 		tr.Close()
@@ -134,7 +134,7 @@ func (tr *Trainer) build() error {
 	tr.embedParams = s.NewTensor(ggml.F32, 7).SetName("adamw.embeddings")
 	if m.recompute > 0 {
 		if tr.in == nil {
-			return fmt.Errorf("llama: recomputing blocks is for language models")
+			return fmt.Errorf("recomputing blocks is for language models")
 		}
 		if tr.rc, err = newRecompute(s, m, m.recompute, tr.T*tr.B, tr.keepGrads); err != nil {
 			return err
@@ -267,7 +267,7 @@ func (tr *Trainer) build() error {
 			grad = tr.graph.Grad(w)
 		}
 		if grad == nil {
-			return fmt.Errorf("llama: %s has no gradient (it does not reach the loss)", w.Name())
+			return fmt.Errorf("training: %s has no gradient (it does not reach the loss)", w.Name())
 		}
 		if tr.keepGrads {
 			grad.SetOutput()
@@ -403,7 +403,7 @@ func (tr *Trainer) Step(seqs [][]int32, decay, noDecay [7]float32) (float32, err
 // position.
 func (tr *Trainer) StepMasked(seqs [][]int32, keep [][]bool, decay, noDecay [7]float32) (float32, error) {
 	if tr.in == nil {
-		return 0, fmt.Errorf("llama: Step on a trainer of an image model (use StepImages)")
+		return 0, fmt.Errorf("training: Step on a trainer of an image model (use StepImages)")
 	}
 	if err := tr.in.upload(seqs, keep, tr.Sep); err != nil {
 		return 0, err
@@ -526,7 +526,7 @@ func (tr *Trainer) grad(w *ggml.Tensor) ([]float32, error) {
 		g = tr.graph.Grad(w)
 	}
 	if g == nil {
-		return nil, fmt.Errorf("llama: %s has no gradient", w.Name())
+		return nil, fmt.Errorf("training: %s has no gradient", w.Name())
 	}
 	return g.F32()
 }

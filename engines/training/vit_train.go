@@ -15,7 +15,7 @@ import (
 func NewClassifierTrainer(m Trainable, B int, opts ...TrainerOption) (*Trainer, error) {
 	t := m.trainable()
 	if t.arch.Input != transformer.InputPatches {
-		return nil, fmt.Errorf("llama: a classifier trainer for the %s model, which reads tokens", t.arch.Name)
+		return nil, fmt.Errorf("training: a classifier trainer for the %s model, which reads tokens", t.arch.Name)
 	}
 	return newTrainer(m, t.arch.Context, B, false, false, opts...)
 }
@@ -25,7 +25,7 @@ func NewClassifierTrainer(m Trainable, B int, opts ...TrainerOption) (*Trainer, 
 // classified correctly (the argmax of their logits is the label).
 func (tr *Trainer) StepImages(b *train.ClassificationBatch, decay, noDecay [7]float32) (loss float32, correct int, err error) {
 	if tr.img == nil {
-		return 0, 0, fmt.Errorf("llama: StepImages on a trainer of a token model (use Step)")
+		return 0, 0, fmt.Errorf("training: StepImages on a trainer of a token model (use Step)")
 	}
 	if err := tr.img.Upload(b); err != nil {
 		return 0, 0, err
@@ -90,7 +90,7 @@ func Argmax(row []float32) int {
 func NewClassifierEvaluator(m Trainable, B int) (*Evaluator, error) {
 	t := m.trainable()
 	if t.arch.Input != transformer.InputPatches {
-		return nil, fmt.Errorf("llama: a classifier evaluator for the %s model, which reads tokens", t.arch.Name)
+		return nil, fmt.Errorf("evaluation: a classifier evaluator for the %s model, which reads tokens", t.arch.Name)
 	}
 	return newEvaluator(m, t.arch.Context, B, false, false)
 }
@@ -99,7 +99,7 @@ func NewClassifierEvaluator(m Trainable, B int) (*Evaluator, error) {
 // cross entropy and the number classified correctly.
 func (e *Evaluator) Classify(b *train.ClassificationBatch) (logits [][]float32, loss float32, correct int, err error) {
 	if e.img == nil {
-		return nil, 0, 0, fmt.Errorf("llama: Classify on an evaluator of a token model")
+		return nil, 0, 0, fmt.Errorf("evaluation: Classify on an evaluator of a token model")
 	}
 	if err := e.img.Upload(b); err != nil {
 		return nil, 0, 0, err
@@ -126,7 +126,7 @@ func (e *Evaluator) Classify(b *train.ClassificationBatch) (logits [][]float32, 
 // run B at a time (the last batch padded with blank images).
 func (e *Evaluator) ClassLogits(images [][]float32) ([][]float32, error) {
 	if e.img == nil {
-		return nil, fmt.Errorf("llama: ClassLogits on an evaluator of a token model")
+		return nil, fmt.Errorf("evaluation: ClassLogits on an evaluator of a token model")
 	}
 	a := e.m.arch
 	ppi := a.ImageSize * a.ImageSize * a.Channels
@@ -139,7 +139,7 @@ func (e *Evaluator) ClassLogits(images [][]float32) ([][]float32, error) {
 		}
 		b, err := train.NewClassificationBatch(batch, make([]int32, e.B), ppi, a.Vocab)
 		if err != nil {
-			return nil, fmt.Errorf("llama: image %d: %w", start, err)
+			return nil, fmt.Errorf("evaluation: image %d: %w", start, err)
 		}
 		logits, _, _, err := e.Classify(b)
 		if err != nil {

@@ -108,13 +108,13 @@ func (in *ImageInputs) Upload(b *train.ClassificationBatch) error {
 	a := in.a
 	switch {
 	case b == nil:
-		return fmt.Errorf("llama: no batch")
+		return fmt.Errorf("vit: no batch")
 	case b.N != in.B:
-		return fmt.Errorf("llama: a batch of %d images for a graph of %d", b.N, in.B)
+		return fmt.Errorf("vit: a batch of %d images for a graph of %d", b.N, in.B)
 	case b.PixelsPerImage != a.ImageSize*a.ImageSize*a.Channels:
-		return fmt.Errorf("llama: images of %d floats, want %d×%d×%d = %d", b.PixelsPerImage, a.ImageSize, a.ImageSize, a.Channels, a.ImageSize*a.ImageSize*a.Channels)
+		return fmt.Errorf("vit: images of %d floats, want %d×%d×%d = %d", b.PixelsPerImage, a.ImageSize, a.ImageSize, a.Channels, a.ImageSize*a.ImageSize*a.Channels)
 	case b.Classes > a.Vocab:
-		return fmt.Errorf("llama: a batch of %d classes for a model of %d", b.Classes, a.Vocab)
+		return fmt.Errorf("vit: a batch of %d classes for a model of %d", b.Classes, a.Vocab)
 	}
 	in.pixelsBuf = in.pixelsBuf[:0]
 	for i := 0; i < b.N; i++ {
