@@ -40,7 +40,7 @@ func quantizeQ8K(x []float32) []float64 {
 	return out
 }
 
-// kquantWeights places raw q4_K or q6_K data of shape [k, n] in a buffer of its own on h's
+// kquantWeights places raw k-quant data of shape [k, n] in a buffer of its own on h's
 // backend and repacks it.
 func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQuantWeights {
 	ctx, err := NewContext(ContextOptions{MaxTensors: 1})
@@ -58,9 +58,10 @@ func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQ
 	return set.Weights(w)
 }
 
-// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K and q6_K weights) on random
+// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K and q6_K weights) on random
 // shapes with tails (rows not a multiple of the 16 it interleaves, 1 to 70 columns, across
-// its generation and prompt paths) and 1 to 3 threads, against three references: the float64
+// its generation and prompt paths; weights of a tenth the spread too, as small as a decoded
+// model's, q6_K's super-block scales subnormal f16) and 1 to 3 threads, against three references: the float64
 // product of the weights as ggml dequantizes them with the columns as q8_K holds them (the
 // same numbers the kernel multiplies: float32 rounding only), ggml's own MulMat of the
 // unrepacked weights (its integer kernels over the same q8_K columns), and, loosely, the
@@ -71,9 +72,12 @@ func TestMulMatKQuant(t *testing.T) {
 		t.Skip("toy's k-quant kernel runs on a CPU build with AVX-512 VNNI only")
 	}
 	cols := []int{1, 2, 3, 5, 8, 9, 17, 64, 70}
-	for _, typ := range []Type{Q4_K, Q6_K} {
-		for _, s := range []struct{ k, n, threads int }{{256, 1, 2}, {256, 37, 2}, {512, 16, 1}, {768, 100, 3}, {2048, 33, 2}, {1024, 17, 2}} {
-			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d", TypeName(typ), s.k, s.n, s.threads), func(t *testing.T) {
+	for _, typ := range []Type{Q4_K, Q5_K, Q6_K} {
+		for _, s := range []struct {
+			k, n, threads int
+			spread        float64
+		}{{256, 1, 2, 1}, {256, 37, 2, 1}, {512, 16, 1, 1}, {768, 100, 3, 1}, {2048, 33, 2, 1}, {1024, 17, 2, 1}, {256, 128, 2, 0.1}} {
+			t.Run(fmt.Sprintf("%s/%dx%d/threads=%d/spread=%g", TypeName(typ), s.k, s.n, s.threads, s.spread), func(t *testing.T) {
 				h := newHarness(t)
 				if s.threads != testThreads {
 					be, err := NewCPUBackend(s.threads)
@@ -81,7 +85,7 @@ func TestMulMatKQuant(t *testing.T) {
 					t.Cleanup(func() { be.Close() })
 					h.be = be
 				}
-				a := h.rand(-1, 1, s.k, s.n)
+				a := h.rand(-s.spread, s.spread, s.k, s.n)
 				raw, err := Quantize(typ, a.ToF32(), s.k)
 				require.NoError(t, err)
 				rw := kquantWeights(t, h, typ, raw, s.k, s.n)
@@ -161,6 +165,6 @@ func TestMulMatKQuant(t *testing.T) {
 		require.NoError(t, err)
 		defer ctx.Close()
 		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)})
-		require.ErrorContains(t, err, "want q4_K or q6_K")
+		require.ErrorContains(t, err, "want q4_K, q5_K or q6_K")
 	})
 }

@@ -17,8 +17,10 @@ func needKQuant(t ggml.Type) kernelrt.Need {
 }
 
 // kquantWeight says whether the decoders multiply weights of type t with toy's k-quant kernel
-// where it resolves: q4_K and q6_K, in a build where the kernel has AVX-512 VNNI.
-func kquantWeight(t ggml.Type) bool { return (t == ggml.Q4_K || t == ggml.Q6_K) && ggml.KQuantFast() }
+// where it resolves: q4_K, q5_K and q6_K, in a build where the kernel has AVX-512 VNNI.
+func kquantWeight(t ggml.Type) bool {
+	return (t == ggml.Q4_K || t == ggml.Q5_K || t == ggml.Q6_K) && ggml.KQuantFast()
+}
 
 // repackKQuants gives every weight matrix the decoders multiply (the layers' and the head) of
 // a type whose k-quant lookup resolved a copy in the layout of toy's kernel, once: GGUFModel.MulMat

@@ -25,12 +25,13 @@ func kquantArch(tied bool) transformer.Architecture {
 	return a
 }
 
-// TestKQuantKernelsDecode decodes random q4_K and q6_K models (written through ggml's
+// TestKQuantKernelsDecode decodes random q4_K, q5_K and q6_K models (written through ggml's
 // quantizer; tied and untied heads) greedily, a 20-token prompt then 8 steps, with toy's
 // kernels as the default resolution gives them (the k-quant kernel over every matrix, repacked
 // at load), with the same less the k-quant kernel, and with ggml's kernels alone
 // (ModelOptions.GGMLKernels): the same tokens every way; logits with and without the k-quant
-// kernel within float32 rounding, and against ggml's within the rounding of its attention;
+// kernel within one 8-bit step of a downstream activation (below), and against ggml's within
+// the rounding of its attention;
 // weights mapped from the file (ModelOptions.Mmap) decode to the same bits as weights read. With the lookups withdrawn the repacked copies stay, but
 // the logits are ggml's to the bit: the kernel table, not the copy, decides what runs.
 func TestKQuantKernelsDecode(t *testing.T) {
@@ -41,7 +42,7 @@ func TestKQuantKernelsDecode(t *testing.T) {
 	for i := range prompt {
 		prompt[i] = int32(7*i+3) % 512
 	}
-	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K} {
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q5_K, ggml.Q6_K} {
 		for _, tied := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/tied=%v", ggml.TypeName(typ), tied), func(t *testing.T) {
 				// Weights of half the usual spread: a random tied model of the full spread is
@@ -100,8 +101,16 @@ func TestKQuantKernelsDecode(t *testing.T) {
 				}
 				assert.Equal(t, ggmlTokens, toyTokens, "greedy tokens, toy's kernels against ggml's")
 				assert.Equal(t, toyTokens, otherTokens, "greedy tokens, with and without the k-quant kernel")
-				// The k-quant kernel alone: it sums what ggml's k-quant kernels sum.
-				assert.InDeltaSlice(t, toUnit64(otherLogits), toUnit64(toyLogits), 1e-5*scale,
+				// The k-quant kernel alone: it sums what ggml's k-quant kernels sum, in another
+				// order, so its products differ from ggml's by float32 rounding (TestMulMatKQuant
+				// holds them to 1e-5 of ggml's). Through a decode that difference does not stay
+				// that small: the next product rounds its activations to 8 bits (q8_K), and an
+				// activation within a rounding of a step's midpoint moves by a whole step. Over
+				// seeds 11-20 of this model, about half the decodes of each type (q4_K, q5_K and
+				// q6_K alike) end within 3e-7 of the largest logit, the others within 2e-3 to
+				// 8e-3 (2026-12-06): seed 11 happened to give q4_K and q6_K the first, q5_K the
+				// second. So the bound is the one ggml's comparison below uses.
+				assert.InDeltaSlice(t, toUnit64(otherLogits), toUnit64(toyLogits), 1e-2*scale,
 					"logits with and without the k-quant kernel (largest %.3g)", scale)
 				// Every toy kernel against ggml's: their attention rounds the queries and the
 				// probabilities to f16, toy's does not.

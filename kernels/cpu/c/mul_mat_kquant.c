@@ -10,10 +10,10 @@
 
 // The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
 // types of the weights it reads (repacked by toy_kquant_repack first).
-// toy:kernel mul_mat_kquant types=q4_K,q6_K
+// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K
 
 /*
- * ggml_mul_mat(w, x) for q4_K and q6_K weights, repacked at load into a layout of 16 rows
+ * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights, repacked at load into a layout of 16 rows
  * interleaved, and x quantized to 8 bits per block of 256 values as ggml's q8_K quantizes it
  * (same scale, same rounding), so that every product is an integer dot product: VNNI's
  * vpdpbusd multiplies 64 unsigned weight bytes by 64 signed activation bytes and adds each 4
@@ -32,6 +32,10 @@
  *   [320, 2368)  the 4-bit values: for sub-block j, group g of 8 values (4 a sub-block), 64
  *                bytes at 320 + 64(4j + g), byte 4r + b holding value 32j + 8g + b of row r in
  *                its low nibble and value 32j + 8g + 4 + b in its high nibble.
+ * q5_K (2880 bytes; ggml's 16 blocks take 2816): q4_K's chunk (the low 4 bits of each value),
+ *   then at 2368 + 64j the high bits of sub-block j: byte 4r + b holds in bit v the high bit of
+ *   the value that 64-byte vector v of the sub-block puts in that byte (v = 2g: group g's low
+ *   nibbles, 2g + 1: its high ones).
  * q6_K (3360 bytes, as ggml's 16 blocks):
  *   [0, 32)      d of the 16 rows, f16
  *   [32, 288)    scale of sub-block j (16 values) of row r at 32 + 16j + r, signed byte
@@ -41,14 +45,19 @@
  *                2s, 2s+1 the high bits of the value that vector s of groups 2h, 2h+1 puts in
  *                that byte (s = 0: group 2h's low nibbles, 1: its high ones, 2, 3: group 2h+1's).
  *
- * A row's value is d·scale·q − dmin·min (q4_K, q 0..15) or d·scale·(q − 32) (q6_K, q 0..63),
+ * A row's value is d·scale·q − dmin·min (q4_K, q 0..15; q5_K, q 0..31) or d·scale·(q − 32) (q6_K, q 0..63),
  * ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
  * of each 16 and 32 bytes) is, per super-block, dx·(d·Σ_j scale_j·(q·xq)_j − dmin·Σ_j
  * min_j·Σxq_j) (q4_K), dx·d·Σ_j scale_j·((q·xq)_j − 32·Σxq_j) (q6_K), all exact in int32: ggml's
  * own integer kernels compute the same sums (their float additions in another order).
  */
 
-enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q6R_BYTES = 3360 };
+enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360 };
+
+/* repacked_bytes is the chunk of a super-block of 16 rows of ggml type type. */
+static int64_t repacked_bytes(int type) {
+	return type == GGML_TYPE_Q4_K ? Q4R_BYTES : type == GGML_TYPE_Q5_K ? Q5R_BYTES : Q6R_BYTES;
+}
 
 /* The quantized columns: per column and super-block, XB bytes: the 256 bytes, then the f32
  * scale, the 8 sums of 32 bytes as int16, and at XB_BS16 the 16 sums of 16 bytes times 32 as
@@ -56,15 +65,14 @@ enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q6R_BYTES = 3360 };
 enum { XB = 352, XB_D = 256, XB_BS32 = 260, XB_BS16 = 288 };
 
 int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
-	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K)) {
+	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q5_K && type != GGML_TYPE_Q6_K)) {
 		return -1;
 	}
-	const int64_t chunk = type == GGML_TYPE_Q4_K ? Q4R_BYTES : Q6R_BYTES;
-	return (n + RG - 1) / RG * (k / QK) * chunk;
+	return (n + RG - 1) / RG * (k / QK) * repacked_bytes(type);
 }
 
 /* ggml's block_q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles. */
-enum { Q4K_BYTES = 144, Q6K_BYTES = 210 };
+enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210 };
 
 /* q4_k_scale_min is sub-block j's 6-bit scale and min of the q4_K block's 12 bytes s. */
 static void q4_k_scale_min(int j, const uint8_t * s, uint8_t * sc, uint8_t * m) {
@@ -109,17 +117,18 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 		return -1;
 	}
 	const int64_t S = k / QK, groups = (n + RG - 1) / RG;
-	const int q4 = type == GGML_TYPE_Q4_K;
-	const int64_t row_bytes = S * (q4 ? Q4K_BYTES : Q6K_BYTES);
+	const int q6 = type == GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, q4 = !q6; /* q4: q4_K or q5_K */
+	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : Q4K_BYTES, chunk_bytes = repacked_bytes(type);
+	const int64_t row_bytes = S * block;
 	uint8_t * out = (uint8_t *) dst;
 	for (int64_t g = 0; g < groups; g++) {
 		for (int64_t s = 0; s < S; s++) {
-			uint8_t * c = out + (g * S + s) * (q4 ? Q4R_BYTES : Q6R_BYTES);
-			memset(c, 0, q4 ? Q4R_BYTES : Q6R_BYTES);
+			uint8_t * c = out + (g * S + s) * chunk_bytes;
+			memset(c, 0, chunk_bytes);
 			uint8_t q[RG][QK];
 			memset(q, 0, sizeof q);
 			for (int r = 0; r < RG && g * RG + r < n; r++) {
-				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * (q4 ? Q4K_BYTES : Q6K_BYTES);
+				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * block;
 				if (q4) {
 					memcpy(c + 2 * r, b, 2);
 					memcpy(c + 32 + 2 * r, b + 2, 2);
@@ -129,10 +138,17 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 						c[64 + 16 * j + r] = sc;
 						c[192 + 32 * (j / 2) + 2 * r + j % 2] = m;
 					}
+					/* q5_K: 32 bytes of high bits, then the nibbles; value 64h + l's high bit is
+					 * bit 2h of byte l, value 64h + 32 + l's bit 2h + 1 (ggml's dequantizer). */
+					const uint8_t * qs = b + (q5 ? 48 : 16), * qh = b + 16;
 					for (int h = 0; h < 4; h++) {
 						for (int l = 0; l < 32; l++) {
-							q[r][64 * h + l] = b[16 + 32 * h + l] & 0xF;
-							q[r][64 * h + 32 + l] = b[16 + 32 * h + l] >> 4;
+							q[r][64 * h + l] = qs[32 * h + l] & 0xF;
+							q[r][64 * h + 32 + l] = qs[32 * h + l] >> 4;
+							if (q5) {
+								q[r][64 * h + l] |= ((qh[l] >> (2 * h)) & 1) << 4;
+								q[r][64 * h + 32 + l] |= ((qh[l] >> (2 * h + 1)) & 1) << 4;
+							}
 						}
 					}
 				} else {
@@ -150,6 +166,19 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 				}
 				if (q4) {
 					pack_nibbles(sub, c + 320 + 256 * j);
+					if (q5) {
+						/* byte 4r + b of vector j holds in bit v the high bit of the value
+						 * that nibble vector v (group v/2, half v%2) puts there */
+						for (int r = 0; r < RG; r++) {
+							for (int b = 0; b < 4; b++) {
+								uint8_t v = 0;
+								for (int vv = 0; vv < 8; vv++) {
+									v |= (uint8_t) (((sub[r][8 * (vv / 2) + 4 * (vv % 2) + b] >> 4) & 1) << vv);
+								}
+								c[Q4R_BYTES + 64 * j + 4 * r + b] = v;
+							}
+						}
+					}
 					continue;
 				}
 				uint8_t * chunk = c + 288 + 384 * j;
@@ -306,22 +335,29 @@ static inline __attribute__((always_inline)) __m512i acc_sum(__m512i acc[][8], i
 	return s;
 }
 
+/* q5_high moves bit v (0..7) of each byte of h to bit 4 (the other bits left for the
+ * caller's mask). */
+static inline __m512i q5_high(__m512i h, const int v) {
+	return v < 4 ? _mm512_slli_epi16(h, 4 - v) : v == 4 ? h : _mm512_srli_epi16(h, v - 4);
+}
+
 /*
- * tile_q4 computes rows [16g, 16g + 16) (the group at w: S chunks) against the NC columns at
+ * tile_q45 computes rows [16g, 16g + 16) (the group at w: S chunks) against the NC columns at
  * xq (column c's blocks at xq + c·xs), into y[c·ys + r] (a mask of the rows that exist).
  */
-static inline __attribute__((always_inline)) void tile_q4(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
-		float * y, int64_t ys, __mmask16 rows, const int NC) {
-	const __m512i m4 = _mm512_set1_epi8(0x0F);
+static inline __attribute__((always_inline)) void tile_q45(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
+		float * y, int64_t ys, __mmask16 rows, const int NC, const int Q5) {
+	const int CH = Q5 ? Q5R_BYTES : Q4R_BYTES;
+	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
 	__m512 facc[8];
 	for (int c = 0; c < NC; c++) {
 		facc[c] = _mm512_setzero_ps();
 	}
 	for (int64_t s = 0; s < S; s++) {
-		const uint8_t * b = w + s * Q4R_BYTES;
+		const uint8_t * b = w + s * CH;
 		const uint8_t * xb = xq + s * XB;
 		if (PF_BYTES && NC <= 2) {
-			for (int l = 0; l < Q4R_BYTES; l += 64) {
+			for (int l = 0; l < CH; l += 64) {
 				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
 			}
 		}
@@ -337,10 +373,16 @@ static inline __attribute__((always_inline)) void tile_q4(const uint8_t * w, int
 					acc[a][c] = _mm512_setzero_si512();
 				}
 			}
+			const __m512i hv = Q5 ? _mm512_loadu_si512(b + Q4R_BYTES + 64 * j) : _mm512_setzero_si512();
 			for (int g = 0; g < 4; g++) {
 				const __m512i v = _mm512_loadu_si512(b + 320 + 64 * (4 * j + g));
-				const __m512i lo = _mm512_and_si512(v, m4);
-				const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				__m512i lo = _mm512_and_si512(v, m4);
+				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				if (Q5) {
+					/* bit 2g (2g + 1) of each byte to bit 4: lo | (shifted & 0x10) */
+					lo = _mm512_ternarylogic_epi32(lo, q5_high(hv, 2 * g), m10, 0xF8);
+					hi = _mm512_ternarylogic_epi32(hi, q5_high(hv, 2 * g + 1), m10, 0xF8);
+				}
 				const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
 				for (int c = 0; c < NC; c++) {
 					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
@@ -381,7 +423,10 @@ static inline __m512i q6_high(__m512i h, const int s) {
 	return s == 0 ? _mm512_slli_epi16(h, 4) : s == 1 ? _mm512_slli_epi16(h, 2) : s == 2 ? h : _mm512_srli_epi16(h, 2);
 }
 
-/* tile_q6 is tile_q4 for q6_K. */
+#define tile_q4(w, S, xq, xs, y, ys, rows, NC) tile_q45(w, S, xq, xs, y, ys, rows, NC, 0)
+#define tile_q5(w, S, xq, xs, y, ys, rows, NC) tile_q45(w, S, xq, xs, y, ys, rows, NC, 1)
+
+/* tile_q6 is tile_q45 for q6_K. */
 static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
 		float * y, int64_t ys, __mmask16 rows, const int NC) {
 	const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
@@ -454,16 +499,18 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 	TILE_FN(TILE##_4, TILE, 4) TILE_FN(TILE##_5, TILE, 5) TILE_FN(TILE##_6, TILE, 6) TILE_FN(TILE##_7, TILE, 7) \
 	TILE_FN(TILE##_8, TILE, 8)
 TILE_FNS(tile_q4)
+TILE_FNS(tile_q5)
 TILE_FNS(tile_q6)
 
 typedef void (*tile_fn)(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, __mmask16 rows);
 static const tile_fn tiles_q4[8] = { tile_q4_1, tile_q4_2, tile_q4_3, tile_q4_4, tile_q4_5, tile_q4_6, tile_q4_7, tile_q4_8 };
+static const tile_fn tiles_q5[8] = { tile_q5_1, tile_q5_2, tile_q5_3, tile_q5_4, tile_q5_5, tile_q5_6, tile_q5_7, tile_q5_8 };
 static const tile_fn tiles_q6[8] = { tile_q6_1, tile_q6_2, tile_q6_3, tile_q6_4, tile_q6_5, tile_q6_6, tile_q6_7, tile_q6_8 };
 
 /* tile computes one group's rows against nc (1..8) columns. */
-static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
+static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
 	const __mmask16 mask = rows >= RG ? (__mmask16) 0xFFFF : (__mmask16) ((1u << rows) - 1);
-	(q4 ? tiles_q4 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
+	(type == GGML_TYPE_Q4_K ? tiles_q4 : type == GGML_TYPE_Q5_K ? tiles_q5 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
 }
 
 #else
@@ -471,7 +518,8 @@ static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64
 
 /* No VNNI: the same integer sums, one value at a time (correct, slow: the Go layer asks
  * toy_kquant_fast and leaves such weights to ggml). */
-static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
+static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
+	const int q4 = type != GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, ch = (int) repacked_bytes(type);
 	for (int c = 0; c < nc; c++) {
 		for (int64_t r = 0; r < rows; r++) {
 			float sum = 0;
@@ -481,14 +529,15 @@ static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64
 				float dx;
 				memcpy(&dx, xb + XB_D, 4);
 				if (q4) {
-					const uint8_t * b = w + s * Q4R_BYTES;
+					const uint8_t * b = w + s * ch;
 					int32_t sb = 0, mins = 0;
 					for (int j = 0; j < 8; j++) {
 						int32_t dot = 0, xsum = 0;
 						for (int i = 0; i < 32; i++) {
 							const int g = i / 8, hi = i % 8 >= 4, bb = i % 4;
 							const uint8_t byte = b[320 + 64 * (4 * j + g) + 4 * r + bb];
-							dot += (hi ? byte >> 4 : byte & 0xF) * xv[32 * j + i];
+							const int h5 = q5 ? (b[Q4R_BYTES + 64 * j + 4 * r + bb] >> (2 * g + hi)) & 1 : 0;
+							dot += ((hi ? byte >> 4 : byte & 0xF) | h5 << 4) * xv[32 * j + i];
 							xsum += xv[32 * j + i];
 						}
 						sb += dot * b[64 + 16 * j + r];
@@ -497,7 +546,7 @@ static void tile(int q4, const uint8_t * w, int64_t S, const uint8_t * xq, int64
 					sum += dx * (half_to_float((uint16_t) toy_load16((const char *) b + 2 * r)) * (float) sb -
 						half_to_float((uint16_t) toy_load16((const char *) b + 32 + 2 * r)) * (float) mins);
 				} else {
-					const uint8_t * b = w + s * Q6R_BYTES;
+					const uint8_t * b = w + s * ch;
 					int32_t sb = 0;
 					for (int j = 0; j < 16; j++) {
 						int32_t dot = 0;
@@ -542,9 +591,9 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 		fprintf(stderr, "toy_mul_mat_kquant: the weights are not a repacked k-quant matrix of this shape\n");
 		abort();
 	}
-	const int q4 = p->type == GGML_TYPE_Q4_K;
+	const int type = p->type;
 	const int64_t k = p->k, n = p->n, m = b->ne[1], S = k / QK, groups = (n + RG - 1) / RG;
-	const int64_t chunk_bytes = S * (q4 ? Q4R_BYTES : Q6R_BYTES);
+	const int64_t chunk_bytes = S * repacked_bytes(type);
 	const int64_t xs = S * XB;
 
 	/* Each thread quantizes every column for itself: k·m values against k·n·m products; a
@@ -580,7 +629,7 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 				}
 				for (int64_t g = job * per; g < groups && g < (job + 1) * per; g++) {
 					const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
-					tile(q4, w + g * chunk_bytes, S, xq, xs, y + g * RG, ys, rows, (int) m);
+					tile(type, w + g * chunk_bytes, S, xq, xs, y + g * RG, ys, rows, (int) m);
 				}
 			}
 		}
@@ -596,7 +645,7 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 			const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
 			for (int64_t c = c0; c < c1; c += NC_MAX) {
 				const int nc = (int) (c1 - c < NC_MAX ? c1 - c : NC_MAX);
-				tile(q4, w + g * chunk_bytes, S, xq + c * xs, xs, y + c * ys + g * RG, ys, rows, nc);
+				tile(type, w + g * chunk_bytes, S, xq + c * xs, xs, y + c * ys + g * RG, ys, rows, nc);
 			}
 		}
 	}

@@ -149,7 +149,7 @@ void toy_rope_table(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 void toy_rope_apply(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /*
- * toy_mul_mat_kquant is ggml_mul_mat(w, x) for q4_K or q6_K weights repacked by
+ * toy_mul_mat_kquant is ggml_mul_mat(w, x) for q4_K, q5_K or q6_K weights repacked by
  * toy_kquant_repack, as a ggml_custom_op_t over dst->src[0] = the repacked bytes, an i8 tensor
  * [toy_kquant_bytes(type, k, n)], and dst->src[1] = x, f32 columns [k, m] (rows contiguous,
  * any m), with userdata pointing to a struct toy_kquant_params that describes the weights
@@ -161,7 +161,7 @@ void toy_rope_apply(struct ggml_tensor * dst, int ith, int nth, void * userdata)
 void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userdata);
 
 /* toy_kquant_params describes repacked k-quant weights to toy_mul_mat_kquant: magic is
- * TOY_KQUANT_MAGIC, type the ggml type they were (q4_K, q6_K), k and n their shape. */
+ * TOY_KQUANT_MAGIC, type the ggml type they were (q4_K, q5_K, q6_K), k and n their shape. */
 struct toy_kquant_params {
 	int32_t magic;
 	int32_t type;
@@ -170,7 +170,7 @@ struct toy_kquant_params {
 };
 enum { KQUANT_MAGIC = 0x6b717431 };
 
-/* toy_kquant_bytes is the size of a [k, n] weight of ggml type type (q4_K or q6_K, k a
+/* toy_kquant_bytes is the size of a [k, n] weight of ggml type type (q4_K, q5_K or q6_K, k a
  * multiple of 256) as toy_kquant_repack writes it, or -1 for any other. */
 int64_t toy_kquant_bytes(int type, int64_t k, int64_t n);
 
