@@ -68,7 +68,7 @@ type GGUFModel struct {
 	// resolved of the lookups its decoders make (KernelNeeds, UseKernels).
 	mayOwnKernels bool
 	kernels       KernelSet
-	// kquant holds the copies of q4_K and q6_K matrices repacked for toy's k-quant kernel, by
+	// kquant holds the copies of q4_K, q5_K and q6_K matrices repacked for toy's k-quant kernel, by
 	// the file's tensor (repackKQuants).
 	kquant     map[*ggml.Tensor]*ggml.KQuantWeights
 	kquantSets []*ggml.KQuantSet
