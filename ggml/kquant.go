@@ -48,7 +48,7 @@ const kquantMagic = 0x6b717431
 // elsewhere it is a plain loop, slower than ggml's kernels, and callers keep ggml's.
 func KQuantFast() bool { return cpuops.KquantFast() == 1 }
 
-// KQuantRepackable says why RepackKQuant cannot take w, or nil when it can: w q4_K, q5_K or q6_K,
+// KQuantRepackable says why RepackKQuants cannot take w, or nil when it can: w q4_K, q5_K or q6_K,
 // 2-D, rows contiguous.
 func KQuantRepackable(w *Tensor) error {
 	if w == nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // needKQuant is toy's k-quant product (ggml.MulMatKQuant) over weights of type t, repacked at
-// load (ggml.RepackKQuant).
+// load (ggml.RepackKQuants).
 func needKQuant(t ggml.Type) kernelrt.Need {
 	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatKquantMulMatKquant, Type: ggml.TypeName(t)}
 }
