@@ -41,11 +41,11 @@ var tableCPU = Target{
 		},
 		{
 			Lookup: "mul_mat_cols.mul_mat_cols[*]",
-			Reason: "weights of a type toy's few-column product does not take: ggml's mul_mat runs, unless toy's mul_mat_q32 (q4_0, q5_1) or mul_mat_kquant (q4_K, q5_K, q6_K) takes them where it is built",
+			Reason: "weights toy's few-column product does not take: ggml's mul_mat runs, unless mul_mat_q32 (q4_0, q5_1) or mul_mat_kquant (q4_K, q5_K, q6_K) takes them where built",
 		},
 		{
 			Lookup: "mul_mat_packed.mul_mat_packed[*]",
-			Reason: "weights of a type toy's packed f32 GEMM does not take: ggml's mul_mat runs, unless toy's mul_mat_q32 (q8_0, q4_0, q5_0, q5_1) or mul_mat_kquant (q4_K, q5_K, q6_K) takes them where it is built",
+			Reason: "weights toy's packed f32 GEMM does not take: ggml's mul_mat runs, unless mul_mat_q32 (q8_0, q4_0, q5_0, q5_1) or mul_mat_kquant (q4_K, q5_K, q6_K) takes them where built",
 		},
 		{
 			Lookup: "store.store_transposed[*]",
