@@ -925,8 +925,8 @@ func (m *GGUFModel) ownColumns(w, x *ggml.Tensor) bool {
 // ownPacked reports whether W·x goes through toy's packed GEMM (ggml.MulMatPacked) rather than
 // ggml's: more columns than MulMatCols takes (a prompt) of an f16, bf16 or f32 weight on the CPU
 // backend of a build where the kernel is vectorized. It keeps the columns in f32, as MulMatCols
-// does, where ggml rounds them to the weight's type; block-quantized weights stay with ggml's
-// integer kernels.
+// does, where ggml rounds them to the weight's type; block-quantized weights take toy's integer
+// products instead (ownQ32, and the k-quant kernel of GGUFModel.MulMat) or ggml's.
 func (m *GGUFModel) ownPacked(w, x *ggml.Tensor) bool {
 	return w != nil && x != nil && packedWeight(w.Type()) && m.kernels.Has(NeedPacked(w.Type())) && x.IsContiguous() &&
 		ggml.MulMatPackedFits(w, x) == nil
