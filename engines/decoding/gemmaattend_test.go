@@ -83,27 +83,11 @@ func TestGemmaAttentionShadows(t *testing.T) {
 					require.NoError(t, err)
 					defer d.Close()
 					var out run
-					l, err := d.Prompt([]int32{1, 5, 9, 2, 7, 11, 3})
-					require.NoError(t, err)
-					for range 16 {
-						out.logits = append(out.logits, l...)
-						tok := int32(0)
-						for i, v := range l {
-							if v > l[tok] {
-								tok = int32(i)
-							}
-						}
-						out.tokens = append(out.tokens, tok)
-						l, err = d.Next(tok)
-						require.NoError(t, err)
-					}
-					for _, g := range d.graphs {
-						for i := range g.graph.Len() {
-							if l := g.graph.Node(i).OpLabel(); strings.Contains(l, "TANH") || strings.Contains(l, "FLASH_ATTN") {
-								out.ggml++
-							}
-						}
-					}
+					out.tokens, out.logits = greedy(t, d, []int32{1, 5, 9, 2, 7, 11, 3}, 16)
+					out.ggml = graphNodes(d, func(n *ggml.Tensor) bool {
+						l := n.OpLabel()
+						return strings.Contains(l, "TANH") || strings.Contains(l, "FLASH_ATTN")
+					})
 					return out
 				}
 				with, without := decode(true), decode(false)

@@ -64,27 +64,8 @@ func TestGPT2LayerNormShadows(t *testing.T) {
 		require.NoError(t, err)
 		defer d.Close()
 		var out run
-		l, err := d.Prompt([]int32{1, 5, 9, 2, 7, 11, 3})
-		require.NoError(t, err)
-		for range 12 {
-			out.logits = append(out.logits, l...)
-			tok := int32(0)
-			for i, v := range l {
-				if v > l[tok] {
-					tok = int32(i)
-				}
-			}
-			out.tokens = append(out.tokens, tok)
-			l, err = d.Next(tok)
-			require.NoError(t, err)
-		}
-		for _, g := range d.graphs {
-			for i := range g.graph.Len() {
-				if g.graph.Node(i).OpName() == "NORM" {
-					out.norms++
-				}
-			}
-		}
+		out.tokens, out.logits = greedy(t, d, []int32{1, 5, 9, 2, 7, 11, 3}, 12)
+		out.norms = graphNodes(d, func(n *ggml.Tensor) bool { return n.OpName() == "NORM" })
 		return out
 	}
 	with, without := decode(true), decode(false)

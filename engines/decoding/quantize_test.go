@@ -2,7 +2,6 @@ package decoding
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -220,23 +219,13 @@ func TestExportRunsInLlamaCpp(t *testing.T) {
 			e := transformertest.RelErr32(got, want)
 			worst = max(worst, e)
 			assert.Less(t, e, 2e-2, "%v: step %d", ft, step) // measured at most 6.9e-3: llama.cpp rounds activations to 8 bits, toy multiplies few columns in f32
-			next, theirs := argmax(got[len(got)-1]), argmax(want[len(want)-1])
+			next, theirs := transformertest.Argmax32(got[len(got)-1]), transformertest.Argmax32(want[len(want)-1])
 			require.Equal(t, theirs, next, "%v: step %d: toy and llama.cpp pick different tokens", ft, step)
-			seq = append(seq, int32(next))
+			seq = append(seq, next)
 		}
 		o.Close()
 		t.Logf("%-6v toy vs llama.cpp on toy's file: 10 greedy tokens agree, max relative logit error %.2e", ft, worst)
 	}
-}
-
-func argmax(v []float32) int {
-	best := 0
-	for i, x := range v {
-		if x > v[best] || math.IsNaN(float64(v[best])) {
-			best = i
-		}
-	}
-	return best
 }
 
 // TestExportRefuses: what toy export cannot do well is an error before anything is written.

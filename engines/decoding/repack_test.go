@@ -68,18 +68,7 @@ func TestKQuantKernelsDecode(t *testing.T) {
 					d, err := NewDecoder(m, DecoderOptions{Threads: 2})
 					require.NoError(t, err)
 					defer d.Close()
-					logits, err := d.Prompt(prompt)
-					require.NoError(t, err)
-					var tokens []int32
-					all := append([]float32(nil), logits...)
-					for range 8 {
-						tok := int32(argmax(logits))
-						tokens = append(tokens, tok)
-						logits, err = d.Next(tok)
-						require.NoError(t, err)
-						all = append(all, logits...)
-					}
-					return tokens, all
+					return greedy(t, d, prompt, 8)
 				}
 				ggmlTokens, ggmlLogits := decode(ModelOptions{Threads: 2, GGMLKernels: true}, nil)
 				toyTokens, toyLogits := decode(ModelOptions{Threads: 2}, nil)

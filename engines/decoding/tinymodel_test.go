@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -63,4 +65,33 @@ func newDecoder(t testing.TB, m *GGUFModel, opts DecoderOptions, bucket int) *De
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// greedy feeds prompt to d, then n greedy tokens (transformertest.Argmax32 of the logits before
+// each): the tokens, and the logits of the prompt and of every step after it, one after the other.
+func greedy(t testing.TB, d *Decoder, prompt []int32, n int) (tokens []int32, logits []float32) {
+	l, err := d.Prompt(prompt)
+	require.NoError(t, err)
+	logits = append(logits, l...)
+	for range n {
+		tok := transformertest.Argmax32(l)
+		tokens = append(tokens, tok)
+		l, err = d.Next(tok)
+		require.NoError(t, err)
+		logits = append(logits, l...)
+	}
+	return tokens, logits
+}
+
+// graphNodes counts the nodes of d's graphs that match accepts.
+func graphNodes(d *Decoder, match func(*ggml.Tensor) bool) int {
+	n := 0
+	for _, g := range d.graphs {
+		for i := range g.graph.Len() {
+			if match(g.graph.Node(i)) {
+				n++
+			}
+		}
+	}
+	return n
 }
