@@ -266,17 +266,6 @@ static void pack(const float * x, int64_t xs, int64_t k, int64_t m, int group, f
 
 /* The threads of a product take chunks of rows from counters (toy_claims.h). */
 
-/* The chunks a product's rows are cut into per thread, and the fewest rows in a chunk. More
- * chunks balance the threads better, fewer stream better: each chunk starts new streams of
- * weights from memory, which a decoding step's weights come from. Four a thread made an
- * 8-sequence step of SmolLM2-135M 8-12 % shorter than sixteen (BenchmarkBatchDecode), its
- * products alone 15-25 % (BenchmarkMulMatColsLayers); cache-resident products timed level. */
-enum { CHUNKS_PER_THREAD = 4, MIN_CHUNK = 16 };
-
-/* With more than one group of columns, a chunk holds at most this many bytes of weights (a quarter of
- * the smallest L2 cache measured, 1 MiB), which the passes of the later groups read from there. */
-enum { GROUP_PASS_BYTES = 256 << 10 };
-
 /* Columns whose packed copy is at most this many floats (32 KiB: 8 columns of 1024) are packed
  * on the stack (a thread's stack may be as small as musl's 128 KiB), larger ones on the heap. */
 enum { STACK_PACK = 8192 };
@@ -314,13 +303,7 @@ void toy_mul_mat_cols(struct ggml_tensor * dst, int ith, int nth, void * userdat
 	 * measured: 10 % slower in chunks; with each thread's own region first, two chunks a thread
 	 * 1 % and four 4 % slower, 32.5M f32 Go model, 2026-12-02); more are bound by the vector
 	 * units, which the chunks keep busy on every thread. */
-	const int per_thread = m == 1 ? 1 : CHUNKS_PER_THREAD;
-	int64_t chunk = (n + (int64_t) nth * per_thread - 1) / ((int64_t) nth * per_thread);
-	if (m > group && chunk * (int64_t) stride > GROUP_PASS_BYTES) {
-		/* Each column group passes over the chunk's rows again: keep them in the core's cache. */
-		chunk = GROUP_PASS_BYTES / (int64_t) stride;
-	}
-	chunk = chunk < MIN_CHUNK ? MIN_CHUNK : (chunk + 3) / 4 * 4;
+	const int64_t chunk = toy_row_chunk(n, m, group, nth, stride);
 	const int64_t chunks = (n + chunk - 1) / chunk;
 	/* The chunks fall into regions of consecutive rows, one a thread (threads share them past
 	 * TOY_REGIONS); each thread takes its own region's chunks in order, then the others'

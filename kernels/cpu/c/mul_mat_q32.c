@@ -457,11 +457,6 @@ typedef void (*cols_fn)(const char * w, size_t stride, int64_t rows, int64_t k, 
 #define COLS_FNS(KIND) { cols_##KIND##_1, cols_##KIND##_2, cols_##KIND##_3, cols_##KIND##_4 }
 static const cols_fn cols_fns[][COL_GROUP] = { COLS_FNS(Q8_0), COLS_FNS(Q4_0), COLS_FNS(Q5_0), COLS_FNS(Q5_1) };
 
-/* Chunks of rows the threads claim, per thread, and the fewest rows in one; with more than one
- * group of columns a chunk holds at most GROUP_PASS_BYTES of weights, which the later groups'
- * passes read from the core's cache. */
-enum { CHUNKS_PER_THREAD = 4, MIN_CHUNK = 16, GROUP_PASS_BYTES = 256 << 10 };
-
 /* mul_mat_cols is toy_mul_mat_q32 for m ≤ FEW_COLS columns. */
 static void mul_mat_cols(struct ggml_tensor * dst, int ith, int nth) {
 	const struct ggml_tensor * a = dst->src[0];
@@ -477,14 +472,8 @@ static void mul_mat_cols(struct ggml_tensor * dst, int ith, int nth) {
 		abort();
 	}
 	make_aux((const char *) b->data, xs, k, m, npairs, offsets[kind], aux);
-	/* One column streams best when each thread takes one contiguous share of the rows; more
-	 * are shared in chunks, each thread's own region first (mul_mat_cols.c). */
-	const int per_thread = m == 1 ? 1 : CHUNKS_PER_THREAD;
-	int64_t chunk = (n + (int64_t) nth * per_thread - 1) / ((int64_t) nth * per_thread);
-	if (m > COL_GROUP && chunk * (int64_t) stride > GROUP_PASS_BYTES) {
-		chunk = GROUP_PASS_BYTES / (int64_t) stride;
-	}
-	chunk = chunk < MIN_CHUNK ? MIN_CHUNK : (chunk + 3) / 4 * 4;
+	/* Chunks of rows, each thread's own region first (mul_mat_cols.c). */
+	const int64_t chunk = toy_row_chunk(n, m, COL_GROUP, nth, stride);
 	const int64_t chunks = (n + chunk - 1) / chunk;
 	const int regions = nth < TOY_REGIONS ? nth : TOY_REGIONS;
 	const int64_t per_region = (chunks + regions - 1) / regions;

@@ -44,4 +44,27 @@ static inline void toy_claims_done(struct ggml_tensor * dst, int nth) {
 	}
 }
 
+/* The chunks of rows the threads of a few-column product claim (mul_mat_cols.c, mul_mat_q32.c):
+ * TOY_CHUNKS_PER_THREAD a thread and at least TOY_MIN_CHUNK rows. More chunks balance the threads
+ * better, fewer stream better: each chunk starts new streams of weights from memory, which a
+ * decoding step's weights come from. Four a thread made an 8-sequence step of SmolLM2-135M 8-12 %
+ * shorter than sixteen (BenchmarkBatchDecode), its products alone 15-25 %
+ * (BenchmarkMulMatColsLayers); cache-resident products timed level. With more than one group of
+ * columns a chunk holds at most TOY_GROUP_PASS_BYTES of weights (a quarter of the smallest L2
+ * cache measured, 1 MiB), which the passes of the later groups read from there. */
+enum { TOY_CHUNKS_PER_THREAD = 4, TOY_MIN_CHUNK = 16, TOY_GROUP_PASS_BYTES = 256 << 10 };
+
+/* toy_row_chunk is the rows in a chunk of n rows of stride bytes multiplied by m columns in
+ * groups of group, among nth threads: one column streams best when each thread takes one
+ * contiguous share of the rows, more are shared in chunks (a multiple of 4 rows). */
+static inline int64_t toy_row_chunk(int64_t n, int64_t m, int64_t group, int nth, size_t stride) {
+	const int per_thread = m == 1 ? 1 : TOY_CHUNKS_PER_THREAD;
+	int64_t chunk = (n + (int64_t) nth * per_thread - 1) / ((int64_t) nth * per_thread);
+	if (m > group && chunk * (int64_t) stride > TOY_GROUP_PASS_BYTES) {
+		/* Each column group passes over the chunk's rows again: keep them in the core's cache. */
+		chunk = TOY_GROUP_PASS_BYTES / (int64_t) stride;
+	}
+	return chunk < TOY_MIN_CHUNK ? TOY_MIN_CHUNK : (chunk + 3) / 4 * 4;
+}
+
 #endif
