@@ -12,7 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/tools/go/packages"
+	"github.com/toyml/toy/gen/genutil"
 )
 
 // Config is an engine configuration declared in specs/engines: a struct whose fields carry their
@@ -151,34 +151,24 @@ var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "m
 
 // LoadConfigs reads the engine spec package matched by pattern (relative to dir).
 func LoadConfigs(dir, pattern string) ([]*Config, error) {
-	cfg := &packages.Config{
-		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
-		Dir:  dir,
-	}
-	pkgs, err := packages.Load(cfg, pattern)
+	spec, err := genutil.LoadSpec(dir, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("kernelgen: loading %s: %w", pattern, err)
+		return nil, err
 	}
-	if len(pkgs) != 1 {
-		return nil, fmt.Errorf("kernelgen: %s matched %d packages, want 1", pattern, len(pkgs))
-	}
-	if len(pkgs[0].Errors) > 0 {
-		return nil, fmt.Errorf("kernelgen: spec %s does not compile: %v", pattern, pkgs[0].Errors[0])
-	}
-	l := &loader{dir: dir, pkg: pkgs[0], m: &Model{}}
+	l := &loader{SpecPackage: spec, m: &Model{}}
 	var out []*Config
-	for _, f := range l.files() {
+	for _, f := range l.Files() {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok {
-				l.errorf(decl.Pos(), "engine specs declare only config struct types")
+				l.Errorf(decl.Pos(), "engine specs declare only config struct types")
 				continue
 			}
 			if gd.Tok == token.IMPORT {
 				continue
 			}
 			if gd.Tok != token.TYPE {
-				l.errorf(gd.Pos(), "engine specs declare only config struct types")
+				l.Errorf(gd.Pos(), "engine specs declare only config struct types")
 				continue
 			}
 			for _, s := range gd.Specs {
@@ -193,60 +183,60 @@ func LoadConfigs(dir, pattern string) ([]*Config, error) {
 			}
 		}
 	}
-	if len(l.errs) > 0 {
-		return nil, l.err()
+	if err := l.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
-	c := &Config{GoName: ts.Name.Name, Doc: GoDoc(ts.Name.Name, ts.Name.Name, doc(dg)), Pos: l.position(ts.Pos())}
+	c := &Config{GoName: ts.Name.Name, Doc: genutil.GoDoc(ts.Name.Name, ts.Name.Name, genutil.Doc(dg)), Pos: l.Position(ts.Pos())}
 	if c.Doc == "" {
-		l.errorf(ts.Pos(), "config %s has no doc comment", c.GoName)
+		l.Errorf(ts.Pos(), "config %s has no doc comment", c.GoName)
 	}
-	var presetDirs []directive
+	var presetDirs []genutil.Directive
 	isConfig := false
-	for _, d := range directives(dg) {
-		switch d.name {
+	for _, d := range genutil.Directives(dg) {
+		switch d.Name {
 		case "config":
 			isConfig = true
-			for _, a := range d.args {
+			for _, a := range d.Args {
 				if a != "noflags" {
-					l.errorf(d.pos, "kernelgen:config %s: the only argument is noflags", a)
+					l.Errorf(d.Pos, "kernelgen:config %s: the only argument is noflags", a)
 				}
 				c.NoFlags = true
 			}
 		case "options":
 			if isConfig {
-				l.errorf(d.pos, "%s: kernelgen:config and kernelgen:options are exclusive", c.GoName)
+				l.Errorf(d.Pos, "%s: kernelgen:config and kernelgen:options are exclusive", c.GoName)
 			}
 			isConfig, c.Options = true, true
-			for _, a := range d.args {
+			for _, a := range d.Args {
 				if a != "overlay" {
-					l.errorf(d.pos, "kernelgen:options %s: the only argument is overlay", a)
+					l.Errorf(d.Pos, "kernelgen:options %s: the only argument is overlay", a)
 				}
 				c.Overlay = true
 			}
 		case "preset":
 			presetDirs = append(presetDirs, d)
 		default:
-			l.errorf(d.pos, "unknown directive kernelgen:%s on config %s (known: config, options, preset)", d.name, c.GoName)
+			l.Errorf(d.Pos, "unknown directive kernelgen:%s on config %s (known: config, options, preset)", d.Name, c.GoName)
 		}
 	}
 	if !isConfig {
-		l.errorf(ts.Pos(), "type %s needs kernelgen:config or kernelgen:options", c.GoName)
+		l.Errorf(ts.Pos(), "type %s needs kernelgen:config or kernelgen:options", c.GoName)
 		return nil
 	}
 	st, ok := ts.Type.(*ast.StructType)
 	if !ok {
-		l.errorf(ts.Pos(), "config %s must be a struct", c.GoName)
+		l.Errorf(ts.Pos(), "config %s must be a struct", c.GoName)
 		return nil
 	}
 	byJSON := map[string]*ConfigField{}
 	byGGUF := map[string]bool{}
 	for _, f := range st.Fields.List {
 		if len(f.Names) != 1 {
-			l.errorf(f.Pos(), "config %s: declare one field per line", c.GoName)
+			l.Errorf(f.Pos(), "config %s: declare one field per line", c.GoName)
 			continue
 		}
 		cf := l.configField(f, c.Options)
@@ -257,10 +247,10 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 			l.enumNames(c, cf)
 		}
 		if byJSON[cf.JSON] != nil {
-			l.errorf(f.Pos(), "json name %q is used twice", cf.JSON)
+			l.Errorf(f.Pos(), "json name %q is used twice", cf.JSON)
 		}
 		if cf.GGUF != "" && cf.Stored() && byGGUF[cf.GGUF] {
-			l.errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
+			l.Errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
 		}
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
 		c.Fields = append(c.Fields, cf)
@@ -272,7 +262,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 				continue
 			}
 			if other := flags[name]; other != nil {
-				l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("field %s: flag -%s is already the flag of %s", cf.GoName, name, other.GoName)})
+				l.ErrorAt(cf.Pos, "field %s: flag -%s is already the flag of %s", cf.GoName, name, other.GoName)
 				continue
 			}
 			flags[name] = cf
@@ -282,30 +272,30 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		if cf.MultipleOf != "" {
 			other := byJSON[cf.MultipleOf]
 			if other == nil || other.Kind != "int" || cf.Kind != "int" {
-				l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("multipleof %q must name another int field", cf.MultipleOf)})
+				l.ErrorAt(cf.Pos, "multipleof %q must name another int field", cf.MultipleOf)
 			}
 		}
 	}
 	seen := map[string]bool{}
 	for _, d := range presetDirs {
-		if len(d.args) < 1 {
-			l.errorf(d.pos, "kernelgen:preset needs a name")
+		if len(d.Args) < 1 {
+			l.Errorf(d.Pos, "kernelgen:preset needs a name")
 			continue
 		}
-		p := &Preset{Name: d.args[0], Pos: l.position(d.pos)}
+		p := &Preset{Name: d.Args[0], Pos: l.Position(d.Pos)}
 		if seen[p.Name] {
-			l.errorf(d.pos, "preset %q is declared twice", p.Name)
+			l.Errorf(d.Pos, "preset %q is declared twice", p.Name)
 		}
 		seen[p.Name] = true
-		for _, a := range d.args[1:] {
+		for _, a := range d.Args[1:] {
 			k, v, ok := strings.Cut(a, "=")
 			f := byJSON[k]
 			if !ok || f == nil {
-				l.errorf(d.pos, "preset %s: %q is not field=value with a field of %s", p.Name, a, c.GoName)
+				l.Errorf(d.Pos, "preset %s: %q is not field=value with a field of %s", p.Name, a, c.GoName)
 				continue
 			}
 			if msg := f.check(v); msg != "" {
-				l.errorf(d.pos, "preset %s: %s=%s: %s", p.Name, k, v, msg)
+				l.Errorf(d.Pos, "preset %s: %s=%s: %s", p.Name, k, v, msg)
 				continue
 			}
 			p.Values = append(p.Values, PresetValue{f, v})
@@ -317,11 +307,11 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 
 func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	name := f.Names[0].Name
-	cf := &ConfigField{GoName: name, Doc: GoDoc(name, name, doc(f.Doc)), Pos: l.position(f.Pos())}
+	cf := &ConfigField{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(f.Doc)), Pos: l.Position(f.Pos())}
 	if cf.Doc == "" {
-		l.errorf(f.Pos(), "field %s has no doc comment", name)
+		l.Errorf(f.Pos(), "field %s has no doc comment", name)
 	}
-	switch t := l.pkg.TypesInfo.TypeOf(f.Type).(type) {
+	switch t := l.Pkg.TypesInfo.TypeOf(f.Type).(type) {
 	case *types.Basic:
 		switch t.Kind() {
 		case types.Int, types.Float32, types.Bool, types.String:
@@ -338,14 +328,14 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	}
 	if cf.Kind == "" {
 		if options {
-			l.errorf(f.Pos(), "field %s: option fields are int, int64, uint64, float64, bool, string or %s", name, mapKind)
+			l.Errorf(f.Pos(), "field %s: option fields are int, int64, uint64, float64, bool, string or %s", name, mapKind)
 		} else {
-			l.errorf(f.Pos(), "field %s: config fields are int, float32, bool or string", name)
+			l.Errorf(f.Pos(), "field %s: config fields are int, float32, bool or string", name)
 		}
 		return nil
 	}
 	if f.Tag == nil {
-		l.errorf(f.Pos(), "field %s needs a tag with json, gguf and default", name)
+		l.Errorf(f.Pos(), "field %s needs a tag with json, gguf and default", name)
 		return nil
 	}
 	raw, _ := strconv.Unquote(f.Tag.Value)
@@ -357,7 +347,7 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	for _, part := range parts {
 		key, val, _ := strings.Cut(part, ":")
 		if _, err := strconv.Unquote(val); err != nil || !strings.HasPrefix(val, `"`) || key == "" {
-			l.errorf(f.Pos(), "field %s: malformed tag %q (want key:\"value\" pairs separated by spaces, values without spaces)", name, part)
+			l.Errorf(f.Pos(), "field %s: malformed tag %q (want key:\"value\" pairs separated by spaces, values without spaces)", name, part)
 			continue
 		}
 		known := false
@@ -365,22 +355,22 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 			known = known || k == key
 		}
 		if !known {
-			l.errorf(f.Pos(), "field %s: unknown tag key %q (known: %s)", name, key, strings.Join(configTagKeys, ", "))
+			l.Errorf(f.Pos(), "field %s: unknown tag key %q (known: %s)", name, key, strings.Join(configTagKeys, ", "))
 		}
 	}
 	var ok bool
 	if cf.JSON, ok = tag.Lookup("json"); !ok || cf.JSON == "" {
-		l.errorf(f.Pos(), "field %s: missing json tag", name)
+		l.Errorf(f.Pos(), "field %s: missing json tag", name)
 	}
 	if cf.GGUF, ok = tag.Lookup("gguf"); options {
 		if ok {
-			l.errorf(f.Pos(), "field %s: options have no GGUF key", name)
+			l.Errorf(f.Pos(), "field %s: options have no GGUF key", name)
 			cf.GGUF = ""
 		}
 	} else if !ok || cf.GGUF == "" {
-		l.errorf(f.Pos(), "field %s: missing gguf tag", name)
+		l.Errorf(f.Pos(), "field %s: missing gguf tag", name)
 	} else if rest := strings.Replace(cf.GGUF, archPlaceholder, "", 1); strings.ContainsAny(rest, "{}") {
-		l.errorf(f.Pos(), "field %s: gguf:%q: the only placeholder is %s, once", name, cf.GGUF, archPlaceholder)
+		l.Errorf(f.Pos(), "field %s: gguf:%q: the only placeholder is %s, once", name, cf.GGUF, archPlaceholder)
 	}
 	for _, b := range []struct {
 		key string
@@ -389,16 +379,16 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 		key, dst := b.key, b.dst
 		if v, ok := tag.Lookup(key); ok {
 			if v != "true" {
-				l.errorf(f.Pos(), "field %s: %s:%q: the only value is \"true\"", name, key, v)
+				l.Errorf(f.Pos(), "field %s: %s:%q: the only value is \"true\"", name, key, v)
 			}
 			*dst = true
 		}
 	}
 	if cf.Required && cf.OmitZero {
-		l.errorf(f.Pos(), "field %s: a required key cannot be omitted", name)
+		l.Errorf(f.Pos(), "field %s: a required key cannot be omitted", name)
 	}
 	if !cf.Stored() && (cf.Required || cf.OmitZero) {
-		l.errorf(f.Pos(), "field %s: gguf:\"-\" is not stored: required and omitzero are for keys", name)
+		l.Errorf(f.Pos(), "field %s: gguf:\"-\" is not stored: required and omitzero are for keys", name)
 	}
 	num := func(key string) *float64 {
 		s, ok := tag.Lookup(key)
@@ -407,7 +397,7 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || cf.Kind == "bool" || cf.Kind == "string" || cf.Kind == mapKind {
-			l.errorf(f.Pos(), "field %s: %s:%q is not a bound for a %s", name, key, s, cf.Kind)
+			l.Errorf(f.Pos(), "field %s: %s:%q is not a bound for a %s", name, key, s, cf.Kind)
 			return nil
 		}
 		return &v
@@ -418,7 +408,7 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	}
 	if e, ok := tag.Lookup("enum"); ok {
 		if cf.Kind != "string" {
-			l.errorf(f.Pos(), "field %s: enum is for strings", name)
+			l.Errorf(f.Pos(), "field %s: enum is for strings", name)
 		}
 		cf.Enum = strings.Split(e, ",")
 	}
@@ -429,31 +419,31 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 		case v == "-":
 			cf.Flag = ""
 		case !options:
-			l.errorf(f.Pos(), "field %s: flag:%q: the only value is \"-\" (no flag; the flag's name is the json name)", name, v)
+			l.Errorf(f.Pos(), "field %s: flag:%q: the only value is \"-\" (no flag; the flag's name is the json name)", name, v)
 		case !isFlagName(v):
-			l.errorf(f.Pos(), "field %s: flag:%q is not a flag name (letters, digits and '-', not first) or \"-\"", name, v)
+			l.Errorf(f.Pos(), "field %s: flag:%q is not a flag name (letters, digits and '-', not first) or \"-\"", name, v)
 		default:
 			cf.Flag = v
 		}
 	}
 	if cf.Kind == mapKind && cf.Flag != "" {
-		l.errorf(f.Pos(), "field %s: a %s field has no flag (flag:\"-\")", name, mapKind)
+		l.Errorf(f.Pos(), "field %s: a %s field has no flag (flag:\"-\")", name, mapKind)
 	}
 	if v, ok := tag.Lookup("resume"); ok {
 		switch {
 		case !options:
-			l.errorf(f.Pos(), "field %s: resume:%q is for options (kernelgen:options), not a model's config", name, v)
+			l.Errorf(f.Pos(), "field %s: resume:%q is for options (kernelgen:options), not a model's config", name, v)
 		case v != "keep":
-			l.errorf(f.Pos(), "field %s: resume:%q: the only value is \"keep\"", name, v)
+			l.Errorf(f.Pos(), "field %s: resume:%q: the only value is \"keep\"", name, v)
 		}
 		cf.Resumable = true
 	}
 	if v, ok := tag.Lookup("alias"); ok {
 		switch {
 		case cf.Flag == "":
-			l.errorf(f.Pos(), "field %s: alias:%q on a field with no flag", name, v)
+			l.Errorf(f.Pos(), "field %s: alias:%q on a field with no flag", name, v)
 		case !isFlagName(v):
-			l.errorf(f.Pos(), "field %s: alias:%q is not a flag name (letters, digits and '-', not first)", name, v)
+			l.Errorf(f.Pos(), "field %s: alias:%q is not a flag name (letters, digits and '-', not first)", name, v)
 		default:
 			cf.Alias = v
 		}
@@ -461,17 +451,17 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 	d, ok := tag.Lookup("default")
 	if cf.Kind == mapKind {
 		if ok {
-			l.errorf(f.Pos(), "field %s: a %s field has no default (nil)", name, mapKind)
+			l.Errorf(f.Pos(), "field %s: a %s field has no default (nil)", name, mapKind)
 		}
 		return cf
 	}
 	if !ok {
-		l.errorf(f.Pos(), "field %s: missing default", name)
+		l.Errorf(f.Pos(), "field %s: missing default", name)
 		return nil
 	}
 	cf.Default = d
 	if msg := cf.check(d); msg != "" {
-		l.errorf(f.Pos(), "field %s: default %q: %s", name, d, msg)
+		l.Errorf(f.Pos(), "field %s: default %q: %s", name, d, msg)
 	}
 	return cf
 }
@@ -527,9 +517,9 @@ func (l *loader) enumNames(c *Config, cf *ConfigField) {
 	for _, v := range cf.Enum {
 		id := enumValueName(v)
 		if id == "" {
-			l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("field %s: enum value %q has no letter or digit to name its constant", cf.GoName, v)})
+			l.ErrorAt(cf.Pos, "field %s: enum value %q has no letter or digit to name its constant", cf.GoName, v)
 		} else if prev, dup := seen[id]; dup {
-			l.errs = append(l.errs, posError{cf.Pos, fmt.Sprintf("field %s: enum values %q and %q both name the constant %s", cf.GoName, prev, v, cf.EnumType+id)})
+			l.ErrorAt(cf.Pos, "field %s: enum values %q and %q both name the constant %s", cf.GoName, prev, v, cf.EnumType+id)
 		}
 		seen[id] = v
 		cf.EnumConsts = append(cf.EnumConsts, cf.EnumType+id)

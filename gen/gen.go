@@ -9,7 +9,8 @@ package gen
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
+
+	"github.com/toyml/toy/gen/genutil"
 )
 
 // Options configure one generation run.
@@ -200,16 +201,15 @@ var Configs = []struct {
 }}
 
 // Output is everything one run generates: file contents by directory (relative to the root),
-// and what could not be bound.
+// a summary line per input, and what could not be bound.
 type Output struct {
-	Dirs    map[string]map[string][]byte
+	genutil.Output
 	Unbound []Unbound
-	Summary []string
 }
 
 // Generate loads, proves and emits every binding, without writing anything.
 func Generate(opts Options) (*Output, error) {
-	out := &Output{Dirs: map[string]map[string][]byte{}}
+	out := &Output{Output: genutil.Output{Dirs: map[string]map[string][]byte{}}}
 	cc := opts.CC
 	if cc == "" {
 		cc = "cc"
@@ -252,7 +252,7 @@ func Generate(opts Options) (*Output, error) {
 		if b.Target.Dynamic != nil {
 			// The proof travels with bindings whose headers may be absent where they are generated.
 			out.Dirs[b.OutDir+"/abiproof"] = map[string][]byte{
-				"proof.c": []byte("// " + Header(b.Target.Source) + "\n" + ProofSource(m, b.Lib)),
+				"proof.c": []byte("// " + genutil.Header(b.Target.Source) + "\n" + ProofSource(m, b.Lib)),
 			}
 		}
 		out.Unbound = append(out.Unbound, m.Unbound...)
@@ -289,21 +289,6 @@ func Generate(opts Options) (*Output, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// Write writes out under root, touching only files whose bytes change.
-func (o *Output) Write(root string) ([]string, error) {
-	var changed []string
-	for dir, files := range o.Dirs {
-		c, err := WriteFiles(filepath.Join(root, dir), files)
-		for _, n := range c {
-			changed = append(changed, filepath.ToSlash(filepath.Join(dir, n)))
-		}
-		if err != nil {
-			return changed, err
-		}
-	}
-	return changed, nil
 }
 
 // configImportPath is the import path of the generated option groups and model configs, which

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/gen/genutil"
 	"golang.org/x/tools/txtar"
 )
 
@@ -115,7 +116,7 @@ func compareGolden(t *testing.T, path string, ar *txtar.Archive, isInput func(na
 			continue
 		}
 		if string(g) != string(w) {
-			t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, firstDifference(g, w))
+			t.Errorf("%s: %s differs: %s (run go test ./gen -update to accept)", path, n, genutil.FirstDifference(g, w))
 		}
 	}
 	for n := range got {

@@ -1,18 +1,15 @@
 package gen
 
 import (
-	"errors"
 	"fmt"
 	"go/ast"
 	"go/constant"
 	"go/token"
 	"go/types"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
-	"golang.org/x/tools/go/packages"
+	"github.com/toyml/toy/gen/genutil"
 )
 
 // PrimitivesPkg is the import path of the spec language's primitive types (Const, Ptr, Int, ...).
@@ -21,118 +18,35 @@ const PrimitivesPkg = "github.com/toyml/toy/specs/spec"
 // Load reads the spec package matched by pattern (relative to dir, the module root) and returns
 // its validated model. Every problem is reported with its file:line, all at once.
 func Load(dir, pattern string) (*Model, error) {
-	cfg := &packages.Config{
-		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-			packages.NeedTypes | packages.NeedTypesInfo,
-		Dir:   dir,
-		Tests: false,
-	}
-	pkgs, err := packages.Load(cfg, pattern)
+	spec, err := genutil.LoadSpec(dir, pattern)
 	if err != nil {
-		return nil, fmt.Errorf("kernelgen: loading %s: %w", pattern, err)
+		return nil, err
 	}
-	if len(pkgs) != 1 {
-		return nil, fmt.Errorf("kernelgen: %s matched %d packages, want 1", pattern, len(pkgs))
-	}
-	pkg := pkgs[0]
-	if len(pkg.Errors) > 0 {
-		var msgs []string
-		for _, e := range pkg.Errors {
-			pos := e.Pos
-			if rel, err := filepath.Rel(dir, pos); err == nil && !strings.HasPrefix(rel, "..") {
-				pos = filepath.ToSlash(rel)
-			}
-			msgs = append(msgs, pos+": "+e.Msg)
-		}
-		return nil, fmt.Errorf("kernelgen: spec %s does not compile:\n\t%s", pattern, strings.Join(msgs, "\n\t"))
-	}
-	l := &loader{dir: dir, pkg: pkg, m: &Model{SpecPkg: pkg.PkgPath},
+	l := &loader{SpecPackage: spec, m: &Model{SpecPkg: spec.Pkg.PkgPath},
 		handles: map[string]*Handle{}, structs: map[string]*Struct{}, enums: map[string]*Enum{}}
 	l.load()
-	if len(l.errs) > 0 {
-		return nil, l.err()
+	if err := l.Err(); err != nil {
+		return nil, err
 	}
 	return l.m, nil
 }
 
+// loader reads a spec package into its model, recording every problem in the package.
 type loader struct {
-	dir     string
-	pkg     *packages.Package
+	*genutil.SpecPackage
 	m       *Model
-	errs    []posError
 	handles map[string]*Handle
 	structs map[string]*Struct
 	enums   map[string]*Enum
 }
 
-type posError struct {
-	pos token.Position
-	msg string
-}
-
-func (l *loader) err() error {
-	sort.SliceStable(l.errs, func(i, j int) bool {
-		a, b := l.errs[i].pos, l.errs[j].pos
-		if a.Filename != b.Filename {
-			return a.Filename < b.Filename
-		}
-		return a.Line < b.Line
-	})
-	var errs []error
-	for _, e := range l.errs {
-		errs = append(errs, fmt.Errorf("%s:%d: %s", e.pos.Filename, e.pos.Line, e.msg))
-	}
-	return errors.Join(errs...)
-}
-
-func (l *loader) errorf(pos token.Pos, format string, args ...any) {
-	l.errs = append(l.errs, posError{l.position(pos), fmt.Sprintf(format, args...)})
-}
-
-func (l *loader) position(pos token.Pos) token.Position {
-	p := l.pkg.Fset.Position(pos)
-	if rel, err := filepath.Rel(l.dir, p.Filename); err == nil {
-		p.Filename = filepath.ToSlash(rel)
-	}
-	return p
-}
-
-// directive is one //kernelgen:NAME ARGS line.
-type directive struct {
-	name string
-	args []string
-	pos  token.Pos
-}
-
-func directives(groups ...*ast.CommentGroup) []directive {
-	var ds []directive
-	for _, g := range groups {
-		if g == nil {
-			continue
-		}
-		for _, c := range g.List {
-			rest, ok := strings.CutPrefix(c.Text, "//kernelgen:")
-			if !ok {
-				continue
-			}
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				ds = append(ds, directive{pos: c.Pos()})
-				continue
-			}
-			ds = append(ds, directive{name: f[0], args: f[1:], pos: c.Pos()})
-		}
-	}
-	return ds
-}
-
 // keyValues splits "key=value" arguments, rejecting keys not in allowed.
-func (l *loader) keyValues(d directive, args []string, allowed ...string) map[string]string {
+func (l *loader) keyValues(d genutil.Directive, args []string, allowed ...string) map[string]string {
 	kv := map[string]string{}
 	for _, a := range args {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok || v == "" {
-			l.errorf(d.pos, "kernelgen:%s: argument %q is not key=value", d.name, a)
+			l.Errorf(d.Pos, "kernelgen:%s: argument %q is not key=value", d.Name, a)
 			continue
 		}
 		known := false
@@ -140,27 +54,12 @@ func (l *loader) keyValues(d directive, args []string, allowed ...string) map[st
 			known = known || al == k
 		}
 		if !known {
-			l.errorf(d.pos, "kernelgen:%s: unknown key %q (known: %s)", d.name, k, strings.Join(allowed, ", "))
+			l.Errorf(d.Pos, "kernelgen:%s: unknown key %q (known: %s)", d.Name, k, strings.Join(allowed, ", "))
 			continue
 		}
 		kv[k] = v
 	}
 	return kv
-}
-
-func doc(g *ast.CommentGroup) string {
-	if g == nil {
-		return ""
-	}
-	return strings.TrimSpace(g.Text())
-}
-
-func (l *loader) files() []*ast.File {
-	files := append([]*ast.File(nil), l.pkg.Syntax...)
-	sort.Slice(files, func(i, j int) bool {
-		return l.pkg.Fset.Position(files[i].Pos()).Filename < l.pkg.Fset.Position(files[j].Pos()).Filename
-	})
-	return files
 }
 
 type pendingFields struct {
@@ -181,16 +80,16 @@ func (l *loader) load() {
 	var fields []pendingFields
 	var ifaces []pendingIface
 	var consts []*ast.GenDecl
-	for _, f := range l.files() {
+	for _, f := range l.Files() {
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.FuncDecl:
-				l.errorf(d.Pos(), "specs declare no functions; put %s in an interface", d.Name.Name)
+				l.Errorf(d.Pos(), "specs declare no functions; put %s in an interface", d.Name.Name)
 			case *ast.GenDecl:
 				switch d.Tok {
 				case token.IMPORT:
 				case token.VAR:
-					l.errorf(d.Pos(), "specs declare no variables")
+					l.Errorf(d.Pos(), "specs declare no variables")
 				case token.CONST:
 					consts = append(consts, d)
 				case token.TYPE:
@@ -220,7 +119,7 @@ func (l *loader) load() {
 	}
 	for _, e := range l.m.Enums {
 		if len(e.Values) == 0 {
-			l.errs = append(l.errs, posError{e.Pos, fmt.Sprintf("enum %s declares no constants", e.GoName)})
+			l.ErrorAt(e.Pos, "enum %s declares no constants", e.GoName)
 		}
 	}
 	goNames := map[string]token.Position{}
@@ -237,7 +136,7 @@ func (l *loader) load() {
 		}
 		f := l.findFunc(e.NameFunc)
 		if f == nil || len(f.Params) != 1 || f.Params[0].Type.Enum != e || f.Result == nil || f.Result.Kind != KindString {
-			l.errs = append(l.errs, posError{e.Pos, fmt.Sprintf("enum %s: name=%s must be a bound function of (%s) string", e.GoName, e.NameFunc, e.GoName)})
+			l.ErrorAt(e.Pos, "enum %s: name=%s must be a bound function of (%s) string", e.GoName, e.NameFunc, e.GoName)
 		}
 	}
 }
@@ -253,62 +152,62 @@ func (l *loader) findFunc(goName string) *Func {
 
 func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingFields, *pendingIface) {
 	name := ts.Name.Name
-	ds := directives(dg)
+	ds := genutil.Directives(dg)
 	if len(ds) != 1 {
-		l.errorf(ts.Pos(), "type %s needs exactly one kernelgen directive (handle, fields, struct, enum, functions or data), has %d", name, len(ds))
+		l.Errorf(ts.Pos(), "type %s needs exactly one kernelgen directive (handle, fields, struct, enum, functions or data), has %d", name, len(ds))
 		return nil, nil
 	}
 	d := ds[0]
-	pos := l.position(ts.Pos())
-	if doc(dg) == "" {
-		l.errorf(ts.Pos(), "type %s has no doc comment (it becomes the Go documentation)", name)
+	pos := l.Position(ts.Pos())
+	if genutil.Doc(dg) == "" {
+		l.Errorf(ts.Pos(), "type %s has no doc comment (it becomes the Go documentation)", name)
 	}
-	switch d.name {
+	switch d.Name {
 	case "handle":
-		h := &Handle{GoName: name, Doc: GoDoc(name, name, doc(dg)), Pos: pos}
-		spec := strings.Join(d.args, " ")
+		h := &Handle{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), Pos: pos}
+		spec := strings.Join(d.Args, " ")
 		if td, st, ok := strings.Cut(spec, "="); ok {
 			h.Typedef, h.Struct = strings.TrimSpace(td), strings.TrimSpace(st)
 			if !isCIdent(h.Typedef) {
-				l.errorf(d.pos, "kernelgen:handle: %q is not a C typedef name", h.Typedef)
+				l.Errorf(d.Pos, "kernelgen:handle: %q is not a C typedef name", h.Typedef)
 			}
 		} else {
 			h.Struct = spec
 		}
 		if !isStructTag(h.Struct) {
-			l.errorf(d.pos, "kernelgen:handle wants `struct NAME` or `TYPEDEF = struct NAME`, got %q", spec)
+			l.Errorf(d.Pos, "kernelgen:handle wants `struct NAME` or `TYPEDEF = struct NAME`, got %q", spec)
 		}
 		st, ok := ts.Type.(*ast.StructType)
 		if !ok || len(st.Fields.List) > 0 {
-			l.errorf(ts.Pos(), "handle %s must be declared as struct{} (declare its C layout in a kernelgen:fields type)", name)
+			l.Errorf(ts.Pos(), "handle %s must be declared as struct{} (declare its C layout in a kernelgen:fields type)", name)
 			return nil, nil
 		}
 		l.handles[name] = h
 		l.m.Handles = append(l.m.Handles, h)
 	case "fields":
 		st, ok := ts.Type.(*ast.StructType)
-		if !ok || len(st.Fields.List) == 0 || len(d.args) != 1 {
-			l.errorf(ts.Pos(), "kernelgen:fields HANDLE belongs on a struct type with fields")
+		if !ok || len(st.Fields.List) == 0 || len(d.Args) != 1 {
+			l.Errorf(ts.Pos(), "kernelgen:fields HANDLE belongs on a struct type with fields")
 			return nil, nil
 		}
-		return &pendingFields{owner: d.args[0], st: st, pos: d.pos}, nil
+		return &pendingFields{owner: d.Args[0], st: st, pos: d.Pos}, nil
 	case "struct":
-		s := &Struct{GoName: name, Doc: GoDoc(name, name, doc(dg)), CName: strings.Join(d.args, " "), Pos: pos}
+		s := &Struct{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), CName: strings.Join(d.Args, " "), Pos: pos}
 		if !isStructTag(s.CName) && !isCIdent(s.CName) {
-			l.errorf(d.pos, "kernelgen:struct wants `struct NAME`, or the typedef name of an anonymous struct, got %q", s.CName)
+			l.Errorf(d.Pos, "kernelgen:struct wants `struct NAME`, or the typedef name of an anonymous struct, got %q", s.CName)
 		}
 		st, ok := ts.Type.(*ast.StructType)
 		if !ok || len(st.Fields.List) == 0 {
-			l.errorf(ts.Pos(), "struct %s must be a struct type with fields", name)
+			l.Errorf(ts.Pos(), "struct %s must be a struct type with fields", name)
 			return nil, nil
 		}
 		l.structs[name] = s
 		l.m.Structs = append(l.m.Structs, s)
 		return &pendingFields{fields: &s.Fields, st: st, owner: name}, nil
 	case "enum":
-		e := &Enum{GoName: name, Doc: GoDoc(name, name, doc(dg)), Pos: pos}
+		e := &Enum{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), Pos: pos}
 		var rest []string
-		for _, a := range d.args {
+		for _, a := range d.Args {
 			if strings.Contains(a, "=") {
 				rest = append(rest, a)
 			} else {
@@ -318,15 +217,15 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		kv := l.keyValues(d, rest, "prefix", "name")
 		e.Prefix, e.NameFunc = kv["prefix"], kv["name"]
 		if e.CType != "int" && !strings.HasPrefix(e.CType, "enum ") && !isCIdent(e.CType) {
-			l.errorf(d.pos, "kernelgen:enum wants `enum NAME`, the typedef name of an anonymous enum, or `int`, got %q", e.CType)
+			l.Errorf(d.Pos, "kernelgen:enum wants `enum NAME`, the typedef name of an anonymous enum, or `int`, got %q", e.CType)
 		}
 		if e.Prefix == "" {
-			l.errorf(d.pos, "kernelgen:enum needs prefix=")
+			l.Errorf(d.Pos, "kernelgen:enum needs prefix=")
 		}
-		obj := l.pkg.TypesInfo.Defs[ts.Name]
+		obj := l.Pkg.TypesInfo.Defs[ts.Name]
 		basic, ok := obj.Type().Underlying().(*types.Basic)
 		if !ok || basic.Info()&types.IsInteger == 0 {
-			l.errorf(ts.Pos(), "enum %s must have an integer underlying type", name)
+			l.Errorf(ts.Pos(), "enum %s must have an integer underlying type", name)
 		} else {
 			e.GoBase = basic.Name()
 		}
@@ -335,21 +234,21 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 	case "functions":
 		it, ok := ts.Type.(*ast.InterfaceType)
 		if !ok {
-			l.errorf(ts.Pos(), "kernelgen:functions belongs on an interface type")
+			l.Errorf(ts.Pos(), "kernelgen:functions belongs on an interface type")
 			return nil, nil
 		}
-		kv := l.keyValues(d, d.args, "prefix", "goprefix")
+		kv := l.keyValues(d, d.Args, "prefix", "goprefix")
 		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"]}
 	case "data":
 		it, ok := ts.Type.(*ast.InterfaceType)
 		if !ok {
-			l.errorf(ts.Pos(), "kernelgen:data belongs on an interface type")
+			l.Errorf(ts.Pos(), "kernelgen:data belongs on an interface type")
 			return nil, nil
 		}
-		kv := l.keyValues(d, d.args, "prefix", "goprefix")
+		kv := l.keyValues(d, d.Args, "prefix", "goprefix")
 		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"], data: true}
 	default:
-		l.errorf(d.pos, "unknown directive kernelgen:%s on type %s", d.name, name)
+		l.Errorf(d.Pos, "unknown directive kernelgen:%s on type %s", d.Name, name)
 	}
 	return nil, nil
 }
@@ -375,43 +274,43 @@ func (l *loader) fields(pf pendingFields) {
 	if pf.fields == nil {
 		h := l.handles[pf.owner]
 		if h == nil {
-			l.errorf(pf.pos, "kernelgen:fields %s: no such handle", pf.owner)
+			l.Errorf(pf.pos, "kernelgen:fields %s: no such handle", pf.owner)
 			return
 		}
 		if len(h.Fields) > 0 {
-			l.errorf(pf.pos, "kernelgen:fields %s: the handle's fields are already declared", pf.owner)
+			l.Errorf(pf.pos, "kernelgen:fields %s: the handle's fields are already declared", pf.owner)
 			return
 		}
 		pf.fields = &h.Fields
 	}
 	for _, f := range pf.st.Fields.List {
-		ds := directives(f.Doc, f.Comment)
+		ds := genutil.Directives(f.Doc, f.Comment)
 		cname, ctype := "", ""
 		for _, d := range ds {
 			switch {
-			case d.name == "c" && len(d.args) == 1 && isCIdent(d.args[0]):
-				cname = d.args[0]
-			case d.name == "ctype" && len(d.args) > 0:
-				ctype = strings.Join(d.args, " ")
+			case d.Name == "c" && len(d.Args) == 1 && isCIdent(d.Args[0]):
+				cname = d.Args[0]
+			case d.Name == "ctype" && len(d.Args) > 0:
+				ctype = strings.Join(d.Args, " ")
 			default:
-				l.errorf(d.pos, "fields take only kernelgen:c NAME and kernelgen:ctype C-TYPE")
+				l.Errorf(d.Pos, "fields take only kernelgen:c NAME and kernelgen:ctype C-TYPE")
 			}
 		}
 		if len(f.Names) == 0 {
-			l.errorf(f.Pos(), "%s: embedded fields are not allowed", pf.owner)
+			l.Errorf(f.Pos(), "%s: embedded fields are not allowed", pf.owner)
 			continue
 		}
-		typ := l.resolve(l.pkg.TypesInfo.TypeOf(f.Type), f.Type.Pos(), "field")
+		typ := l.resolve(l.Pkg.TypesInfo.TypeOf(f.Type), f.Type.Pos(), "field")
 		if ctype != "" && (typ.Kind != KindPtr || typ.Const) {
-			l.errorf(f.Pos(), "%s: kernelgen:ctype belongs on a Ptr field (an opaque pointer whose C type the proof checks)", pf.owner)
+			l.Errorf(f.Pos(), "%s: kernelgen:ctype belongs on a Ptr field (an opaque pointer whose C type the proof checks)", pf.owner)
 		}
 		for _, n := range f.Names {
-			fl := &Field{GoName: n.Name, CName: cname, Doc: GoDoc(n.Name, n.Name, doc(f.Doc)), Type: typ, ProofCType: ctype, Pos: l.position(n.Pos())}
+			fl := &Field{GoName: n.Name, CName: cname, Doc: genutil.GoDoc(n.Name, n.Name, genutil.Doc(f.Doc)), Type: typ, ProofCType: ctype, Pos: l.Position(n.Pos())}
 			if fl.CName == "" {
 				if n.Name == "_" {
-					l.errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
+					l.Errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
 				}
-				fl.CName = Snake(n.Name)
+				fl.CName = genutil.Snake(n.Name)
 			}
 			*pf.fields = append(*pf.fields, fl)
 		}
@@ -421,35 +320,35 @@ func (l *loader) fields(pf pendingFields) {
 func (l *loader) constDecl(d *ast.GenDecl) {
 	for _, s := range d.Specs {
 		vs := s.(*ast.ValueSpec)
-		ds := directives(vs.Doc, vs.Comment)
+		ds := genutil.Directives(vs.Doc, vs.Comment)
 		for _, n := range vs.Names {
-			obj := l.pkg.TypesInfo.Defs[n].(*types.Const)
+			obj := l.Pkg.TypesInfo.Defs[n].(*types.Const)
 			named, ok := obj.Type().(*types.Named)
 			var e *Enum
 			if ok {
 				e = l.enums[named.Obj().Name()]
 			}
-			if e == nil || named.Obj().Pkg() != l.pkg.Types {
-				l.errorf(n.Pos(), "constant %s must have a declared enum type", n.Name)
+			if e == nil || named.Obj().Pkg() != l.Pkg.Types {
+				l.Errorf(n.Pos(), "constant %s must have a declared enum type", n.Name)
 				continue
 			}
 			v, exact := constant.Int64Val(obj.Val())
 			if !exact {
-				l.errorf(n.Pos(), "constant %s does not fit in int64", n.Name)
+				l.Errorf(n.Pos(), "constant %s does not fit in int64", n.Name)
 				continue
 			}
-			ev := &EnumValue{GoName: n.Name, Doc: GoDoc(n.Name, n.Name, doc(vs.Doc)), Value: v, Pos: l.position(n.Pos())}
+			ev := &EnumValue{GoName: n.Name, Doc: genutil.GoDoc(n.Name, n.Name, genutil.Doc(vs.Doc)), Value: v, Pos: l.Position(n.Pos())}
 			for _, d := range ds {
-				if d.name != "c" || len(d.args) != 1 || !isCIdent(d.args[0]) {
-					l.errorf(d.pos, "constants take only kernelgen:c NAME")
+				if d.Name != "c" || len(d.Args) != 1 || !isCIdent(d.Args[0]) {
+					l.Errorf(d.Pos, "constants take only kernelgen:c NAME")
 					continue
 				}
-				ev.CName = d.args[0]
+				ev.CName = d.Args[0]
 			}
 			if ev.CName == "" {
-				cn, ok := EnumConstCName(n.Name, e.GoName, e.Prefix)
+				cn, ok := genutil.EnumConstCName(n.Name, e.GoName, e.Prefix)
 				if !ok {
-					l.errorf(n.Pos(), "constant %s must start with its type's name %s, or carry kernelgen:c NAME", n.Name, e.GoName)
+					l.Errorf(n.Pos(), "constant %s must start with its type's name %s, or carry kernelgen:c NAME", n.Name, e.GoName)
 					continue
 				}
 				ev.CName = cn
@@ -462,7 +361,7 @@ func (l *loader) constDecl(d *ast.GenDecl) {
 func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 	for _, m := range pi.iface.Methods.List {
 		if len(m.Names) != 1 {
-			l.errorf(m.Pos(), "interface %s: embedded interfaces are not allowed", pi.spec.Name.Name)
+			l.Errorf(m.Pos(), "interface %s: embedded interfaces are not allowed", pi.spec.Name.Name)
 			continue
 		}
 		if pi.data {
@@ -470,39 +369,39 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			continue
 		}
 		name := m.Names[0].Name
-		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: GoDoc(pi.goprefix+name, name, doc(m.Doc)), Pos: l.position(m.Pos())}
+		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + genutil.Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
 		if fn.Doc == "" {
-			l.errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
+			l.Errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 		}
 		ctypes := map[string]string{}
-		for _, d := range directives(m.Doc, m.Comment) {
+		for _, d := range genutil.Directives(m.Doc, m.Comment) {
 			switch {
-			case d.name == "c" && len(d.args) == 1 && isCIdent(d.args[0]):
-				fn.CName = d.args[0]
-			case d.name == "optional" && len(d.args) == 0:
+			case d.Name == "c" && len(d.Args) == 1 && isCIdent(d.Args[0]):
+				fn.CName = d.Args[0]
+			case d.Name == "optional" && len(d.Args) == 0:
 				fn.Optional = true
-			case d.name == "address" && len(d.args) == 0:
+			case d.Name == "address" && len(d.Args) == 0:
 				fn.Address = true
-			case d.name == "ctype" && len(d.args) >= 2:
-				ctypes[d.args[0]] = strings.Join(d.args[1:], " ")
+			case d.Name == "ctype" && len(d.Args) >= 2:
+				ctypes[d.Args[0]] = strings.Join(d.Args[1:], " ")
 			default:
-				l.errorf(d.pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:address, kernelgen:ctype PARAM C-TYPE)", strings.TrimSpace("kernelgen:"+d.name+" "+strings.Join(d.args, " ")), name)
+				l.Errorf(d.Pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:address, kernelgen:ctype PARAM C-TYPE)", strings.TrimSpace("kernelgen:"+d.Name+" "+strings.Join(d.Args, " ")), name)
 			}
 		}
 		if prev, dup := goNames[fn.GoName]; dup {
-			l.errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", fn.GoName, prev.Filename, prev.Line)
+			l.Errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", fn.GoName, prev.Filename, prev.Line)
 			continue
 		}
 		goNames[fn.GoName] = fn.Pos
 		if fn.Address {
 			if prev, dup := goNames[fn.GoName+"Address"]; dup {
-				l.errorf(m.Pos(), "Go name %sAddress (kernelgen:address) is already used at %s:%d", fn.GoName, prev.Filename, prev.Line)
+				l.Errorf(m.Pos(), "Go name %sAddress (kernelgen:address) is already used at %s:%d", fn.GoName, prev.Filename, prev.Line)
 			}
 			goNames[fn.GoName+"Address"] = fn.Pos
 		}
-		sig := l.pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
+		sig := l.Pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
 		if sig.Variadic() {
-			l.errorf(m.Pos(), "method %s: variadic functions cannot be bound", name)
+			l.Errorf(m.Pos(), "method %s: variadic functions cannot be bound", name)
 			continue
 		}
 		for i := 0; i < sig.Params().Len(); i++ {
@@ -512,26 +411,26 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 				pname = fmt.Sprintf("p%d", i)
 			}
 			if cKeywords[pname] {
-				l.errorf(m.Pos(), "method %s: parameter name %s is a C keyword", name, pname)
+				l.Errorf(m.Pos(), "method %s: parameter name %s is a C keyword", name, pname)
 			}
 			param := &Param{Name: pname, Type: l.resolve(p.Type(), m.Pos(), "param"), ProofCType: ctypes[pname]}
 			if param.ProofCType != "" {
 				if param.Type.Kind != KindPtr || param.Type.Const {
-					l.errorf(m.Pos(), "method %s: kernelgen:ctype %s belongs on a Ptr parameter (an opaque pointer whose C type the proof checks)", name, pname)
+					l.Errorf(m.Pos(), "method %s: kernelgen:ctype %s belongs on a Ptr parameter (an opaque pointer whose C type the proof checks)", name, pname)
 				}
 				delete(ctypes, pname)
 			}
 			fn.Params = append(fn.Params, param)
 		}
 		for pname := range ctypes {
-			l.errorf(m.Pos(), "method %s: kernelgen:ctype names %s, which is not a parameter", name, pname)
+			l.Errorf(m.Pos(), "method %s: kernelgen:ctype names %s, which is not a parameter", name, pname)
 		}
 		switch sig.Results().Len() {
 		case 0:
 		case 1:
 			fn.Result = l.resolve(sig.Results().At(0).Type(), m.Pos(), "result")
 		default:
-			l.errorf(m.Pos(), "method %s: at most one result", name)
+			l.Errorf(m.Pos(), "method %s: at most one result", name)
 		}
 		l.m.Funcs = append(l.m.Funcs, fn)
 	}
@@ -545,50 +444,50 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 // Ptr, and there is no object.
 func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Position) {
 	name := m.Names[0].Name
-	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: GoDoc(pi.goprefix+name, name, doc(m.Doc)), Pos: l.position(m.Pos())}
+	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + genutil.Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
 	if d.Doc == "" {
-		l.errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
+		l.Errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 	}
-	for _, dr := range directives(m.Doc, m.Comment) {
+	for _, dr := range genutil.Directives(m.Doc, m.Comment) {
 		switch {
-		case dr.name == "c" && len(dr.args) == 1 && isCIdent(dr.args[0]):
-			d.CName = dr.args[0]
-		case dr.name == "macro" && len(dr.args) >= 1 && len(dr.args) <= 2 && isCIdent(dr.args[0]):
-			d.Macro = dr.args[0]
-			if len(dr.args) == 2 {
+		case dr.Name == "c" && len(dr.Args) == 1 && isCIdent(dr.Args[0]):
+			d.CName = dr.Args[0]
+		case dr.Name == "macro" && len(dr.Args) >= 1 && len(dr.Args) <= 2 && isCIdent(dr.Args[0]):
+			d.Macro = dr.Args[0]
+			if len(dr.Args) == 2 {
 				d.Constant = true
-				if v, ok := l.keyValues(dr, dr.args[1:], "value")["value"]; ok {
+				if v, ok := l.keyValues(dr, dr.Args[1:], "value")["value"]; ok {
 					n, err := strconv.ParseUint(v, 0, 64)
 					if err != nil {
-						l.errorf(dr.pos, "kernelgen:macro %s: value=%s is not an address (an unsigned integer)", d.Macro, v)
+						l.Errorf(dr.Pos, "kernelgen:macro %s: value=%s is not an address (an unsigned integer)", d.Macro, v)
 					}
 					d.Address = n
 				}
 			}
 		default:
-			l.errorf(dr.pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME [value=N])", strings.TrimSpace("kernelgen:"+dr.name+" "+strings.Join(dr.args, " ")), name)
+			l.Errorf(dr.Pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME [value=N])", strings.TrimSpace("kernelgen:"+dr.Name+" "+strings.Join(dr.Args, " ")), name)
 		}
 	}
 	if prev, dup := goNames[d.GoName]; dup {
-		l.errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", d.GoName, prev.Filename, prev.Line)
+		l.Errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", d.GoName, prev.Filename, prev.Line)
 		return
 	}
 	goNames[d.GoName] = d.Pos
-	sig := l.pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
+	sig := l.Pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
 	var result *Type
 	if sig.Results().Len() == 1 {
 		result = l.resolve(sig.Results().At(0).Type(), m.Pos(), "result")
 	}
 	if d.Constant {
 		if sig.Params().Len() != 0 || result == nil || result.Kind != KindPtr || result.Const {
-			l.errorf(m.Pos(), "data %s is a constant address (kernelgen:macro %s value=%d): it must take nothing and return Ptr", name, d.Macro, d.Address)
+			l.Errorf(m.Pos(), "data %s is a constant address (kernelgen:macro %s value=%d): it must take nothing and return Ptr", name, d.Macro, d.Address)
 		} else {
 			l.m.Data = append(l.m.Data, d)
 		}
 		return
 	}
 	if sig.Params().Len() != 0 || result == nil || result.Kind != KindHandle || result.Const {
-		l.errorf(m.Pos(), "data %s must take nothing and return a handle (the object's address)", name)
+		l.Errorf(m.Pos(), "data %s must take nothing and return a handle (the object's address)", name)
 		return
 	}
 	d.Handle = result.Handle
@@ -600,14 +499,14 @@ func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Po
 func (l *loader) resolve(t types.Type, pos token.Pos, where string) *Type {
 	typ, msg := l.resolveType(t, where)
 	if msg != "" {
-		l.errorf(pos, "%s type %s: %s", where, types.TypeString(t, l.qualifier), msg)
+		l.Errorf(pos, "%s type %s: %s", where, types.TypeString(t, l.qualifier), msg)
 		return &Type{Kind: KindBool}
 	}
 	return typ
 }
 
 func (l *loader) qualifier(p *types.Package) string {
-	if p == l.pkg.Types || p.Path() == PrimitivesPkg {
+	if p == l.Pkg.Types || p.Path() == PrimitivesPkg {
 		return ""
 	}
 	return p.Name()
@@ -663,7 +562,7 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			}
 			return nil, outside
 		}
-		if obj.Pkg() != l.pkg.Types {
+		if obj.Pkg() != l.Pkg.Types {
 			return nil, outside
 		}
 		if h := l.handles[obj.Name()]; h != nil {
@@ -681,7 +580,7 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 		return nil, "is not a declared handle, enum or struct"
 	case *types.Pointer:
 		if n, ok := t.Elem().(*types.Named); ok && where == "field" {
-			if h := l.handles[n.Obj().Name()]; h != nil && n.Obj().Pkg() == l.pkg.Types {
+			if h := l.handles[n.Obj().Name()]; h != nil && n.Obj().Pkg() == l.Pkg.Types {
 				return &Type{Kind: KindHandlePtr, Handle: h}, ""
 			}
 		}

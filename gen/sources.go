@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/toyml/toy/gen/genutil"
 )
 
 // addSources adds to files (a binding's output) one stub per C source of b.Sources and of its
@@ -54,7 +56,7 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	sum := hex.EncodeToString(digest.Sum(nil))
 	for _, n := range names {
 		files[strings.ReplaceAll(n, "/", ".")] = []byte(fmt.Sprintf("// %s\n\n// Compiles %s/%s where it lives. The digest of %s's sources (.c and .h):\n// sources-sha256=%s\n\n#include \"%s\"\n",
-			Header(b.Sources+"/"+n), b.Sources, n, b.Sources, sum, filepath.ToSlash(filepath.Join(rel, n))))
+			genutil.Header(b.Sources+"/"+n), b.Sources, n, b.Sources, sum, filepath.ToSlash(filepath.Join(rel, n))))
 	}
 	if b.DeclHeader == "" {
 		return nil
@@ -66,7 +68,7 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	guard := "KG_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(b.DeclHeader))
 	var h strings.Builder
 	fmt.Fprintf(&h, "// %s\n\n// The handles, enums and structs of %s, as proven against its headers:\n// what %s's sources read of them, with no header path.\n\n#ifndef %s\n#define %s\n\n",
-		Header(strings.TrimPrefix(b.Declares, "./")), strings.TrimPrefix(b.Declares, "./"), b.Sources, guard, guard)
+		genutil.Header(strings.TrimPrefix(b.Declares, "./")), strings.TrimPrefix(b.Declares, "./"), b.Sources, guard, guard)
 	h.WriteString(Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums}))
 	fmt.Fprintf(&h, "#endif\n")
 	files[b.DeclHeader] = []byte(h.String())

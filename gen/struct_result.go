@@ -1,8 +1,6 @@
 package gen
 
 import (
-	"fmt"
-
 	"github.com/dave/jennifer/jen"
 )
 
@@ -41,7 +39,7 @@ func (l *loader) checkStructResults() {
 			switch t.Kind {
 			case KindHandle, KindEnum, KindBool, KindInt, KindSize, KindNumber, KindULLong, KindPtr:
 			default:
-				l.errs = append(l.errs, posError{f.Pos, fmt.Sprintf("struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr, or an array of them", s.GoName, f.GoName)})
+				l.ErrorAt(f.Pos, "struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr, or an array of them", s.GoName, f.GoName)
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"sort"
 
 	"github.com/toyml/toy/gen"
+	"github.com/toyml/toy/gen/genutil"
 )
 
 func main() {
@@ -55,7 +56,7 @@ func run(root string, prove, check bool) error {
 	if check {
 		var stale []string
 		for dir, files := range out.Dirs {
-			if d := gen.Diff(filepath.Join(abs, dir), files); d != "" {
+			if d := genutil.Diff(filepath.Join(abs, dir), files); d != "" {
 				stale = append(stale, d)
 			}
 		}

@@ -1,4 +1,4 @@
-package gen
+package genutil
 
 import (
 	"errors"
@@ -106,8 +106,9 @@ func exportedReceiver(recv *ast.FieldList) bool {
 	}
 }
 
-// checkFiles runs CheckDocs over every Go file of files.
-func checkFiles(files map[string][]byte, specPos map[string]token.Position) error {
+// CheckFileDocs runs CheckDocs over every Go file of files (by name), as each generator does
+// before it returns what it rendered.
+func CheckFileDocs(files map[string][]byte, specPos map[string]token.Position) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		if strings.HasSuffix(n, ".go") {
@@ -125,28 +126,4 @@ func checkFiles(files map[string][]byte, specPos map[string]token.Position) erro
 		return fmt.Errorf("kernelgen: doc comments that do not start with their name:\n%w", errors.Join(errs...))
 	}
 	return nil
-}
-
-// specPositions maps every Go name a binding model emits to its spec position.
-func specPositions(m *Model) map[string]token.Position {
-	pos := map[string]token.Position{}
-	for _, h := range m.Handles {
-		pos[h.GoName] = h.Pos
-	}
-	for _, s := range m.Structs {
-		pos[s.GoName] = s.Pos
-	}
-	for _, e := range m.Enums {
-		pos[e.GoName] = e.Pos
-		for _, v := range e.Values {
-			pos[v.GoName] = v.Pos
-		}
-	}
-	for _, f := range m.Funcs {
-		pos[f.GoName] = f.Pos
-	}
-	for _, d := range m.Data {
-		pos[d.GoName] = d.Pos
-	}
-	return pos
 }

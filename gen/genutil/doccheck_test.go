@@ -1,4 +1,4 @@
-package gen
+package genutil
 
 import (
 	"go/token"
@@ -71,17 +71,4 @@ func (t T) Name() string { return "" }
 	assert.Contains(t, msg, "bad.go:13:2: the doc comment of Module must start")
 	assert.Contains(t, msg, "bad.go:17:5: the doc comment of Other must start")
 	assert.Contains(t, msg, "bad.go:20:12: the doc comment of Name must start")
-}
-
-// TestEmitChecksDocs checks that emitting refuses a model whose doc comment does not start with
-// its Go name, naming the spec position: the check runs on every rendered file.
-func TestEmitChecksDocs(t *testing.T) {
-	m := &Model{Funcs: []*Func{{
-		GoName: "BackendFree", CName: "ggml_backend_free", Doc: "Free frees b.",
-		Pos: token.Position{Filename: "specs/ggml/backend.go", Line: 42},
-	}}}
-	_, err := EmitBindings(m, Target{ImportPath: "example.com/x", PkgName: "x", Source: "spec", Link: GGML.GoPackage})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "specs/ggml/backend.go:42")
-	assert.Contains(t, err.Error(), "BackendFree")
 }

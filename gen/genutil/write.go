@@ -1,4 +1,4 @@
-package gen
+package genutil
 
 import (
 	"bytes"
@@ -8,6 +8,29 @@ import (
 	"sort"
 	"strings"
 )
+
+// Output is what generators produce: file contents by directory (relative to the module root),
+// and a line per input that says what became of it.
+type Output struct {
+	Dirs    map[string]map[string][]byte
+	Summary []string
+}
+
+// Write writes o under root, touching only files whose bytes change, and returns the files
+// (relative to root) it wrote or removed.
+func (o *Output) Write(root string) ([]string, error) {
+	var changed []string
+	for dir, files := range o.Dirs {
+		c, err := WriteFiles(filepath.Join(root, dir), files)
+		for _, n := range c {
+			changed = append(changed, filepath.ToSlash(filepath.Join(dir, n)))
+		}
+		if err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
 
 // WriteFiles makes dir hold exactly files: a file is written only when its bytes change (through
 // a temporary name and a rename), and a generated file in dir that files no longer names is
@@ -109,13 +132,14 @@ func Diff(dir string, want map[string][]byte) string {
 			continue
 		}
 		if !bytes.Equal(got, want[n]) {
-			diffs = append(diffs, fmt.Sprintf("%s: differs from a fresh generation (%s)", n, firstDifference(got, want[n])))
+			diffs = append(diffs, fmt.Sprintf("%s: differs from a fresh generation (%s)", n, FirstDifference(got, want[n])))
 		}
 	}
 	return strings.Join(diffs, "\n")
 }
 
-func firstDifference(a, b []byte) string {
+// FirstDifference describes the first line where a and b differ, or their line counts.
+func FirstDifference(a, b []byte) string {
 	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
 	for i := 0; i < len(la) && i < len(lb); i++ {
 		if la[i] != lb[i] {
