@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/toyml/toy/gen/configs"
 	"github.com/toyml/toy/gen/genutil"
 )
 
@@ -190,16 +191,6 @@ var CUDARuntime = Library{
 	Optional:   true,
 }
 
-// Configs lists the engine spec packages and where their configs go.
-var Configs = []struct {
-	Spec, OutDir string
-	Target       ConfigTarget
-}{{
-	Spec:   "./specs/engines",
-	OutDir: "generated/config",
-	Target: ConfigTarget{ImportPath: configImportPath, PkgName: "config", Source: "specs/engines"},
-}}
-
 // Output is everything one run generates: file contents by directory (relative to the root),
 // a summary line per input, and what could not be bound.
 type Output struct {
@@ -267,30 +258,12 @@ func Generate(opts Options) (*Output, error) {
 		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values)%s, %d unbound; %s",
 			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, data, len(m.Unbound), proven))
 	}
-	var options []*Config
-	for _, c := range Configs {
-		cs, err := LoadConfigs(opts.Root, c.Spec)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range cs {
-			if c.Options {
-				options = append(options, c)
-			}
-		}
-		files, err := EmitConfigs(cs, c.Target)
-		if err != nil {
-			return nil, err
-		}
-		out.Dirs[c.OutDir] = files
-		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d configs", c.Spec, c.OutDir, len(cs)))
+	options, err := configs.Generate(opts.Root, &out.Output)
+	if err != nil {
+		return nil, err
 	}
 	if err := generateKernels(opts, options, out); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
-
-// configImportPath is the import path of the generated option groups and model configs, which
-// the kernel tables' sampling presets (config.SamplingOverlay) name too.
-const configImportPath = "github.com/toyml/toy/generated/config"

@@ -35,19 +35,6 @@ func TestGolden(t *testing.T) {
 	})
 }
 
-// TestGoldenConfig does the same for engine configs (testdata/golden-config).
-func TestGoldenConfig(t *testing.T) {
-	golden(t, "testdata/golden-config/*.txtar", func(root, pkg, name string) (map[string][]byte, error) {
-		cs, err := LoadConfigs(root, pkg)
-		if err != nil {
-			return nil, err
-		}
-		files, err := EmitConfigs(cs, ConfigTarget{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "spec"})
-		require.NoError(t, err)
-		return files, nil
-	})
-}
-
 // golden runs every txtar matching glob through generate: the files under spec/ form a spec
 // package, the others are the expected output (or, in a file named "error", the expected error).
 func golden(t *testing.T, glob string, generate func(root, pkg, name string) (map[string][]byte, error)) {

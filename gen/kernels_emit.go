@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+	"github.com/toyml/toy/gen/configs"
 	"github.com/toyml/toy/gen/genutil"
 )
 
@@ -345,7 +346,7 @@ func emitKernelTypes(f *jen.File) {
 	structure("Preset", "Preset is a named sampling preset, MODEL.toml's [sampling.NAME].",
 		field{"Name", "is the preset's name.", jen.String()},
 		field{"Sampling", "holds the options the preset gives (nil: left out, the option kept).",
-			jen.Qual(configImportPath, "SamplingOverlay")})
+			jen.Qual(configs.ImportPath, "SamplingOverlay")})
 	structure("Behaviour", "Behaviour is how toy runs the model: BOS/EOS handling, chat template, stop strings.",
 		field{"AddBOS", "says whether a BOS token starts the prompt.", jen.Bool()},
 		field{"AddEOS", "says whether an EOS token ends the prompt.", jen.Bool()},
@@ -623,7 +624,7 @@ func modelDict(m *KModel) jen.Dict {
 					given[jen.Id(s.Field.GoName)] = jen.Id("new").Call(jen.Lit(s.Value))
 				}
 				g.Line().Values(jen.Dict{
-					jen.Id("Name"): jen.Lit(p.Name), jen.Id("Sampling"): jen.Qual(configImportPath, "SamplingOverlay").Values(given),
+					jen.Id("Name"): jen.Lit(p.Name), jen.Id("Sampling"): jen.Qual(configs.ImportPath, "SamplingOverlay").Values(given),
 				})
 			}
 			g.Line()
@@ -711,7 +712,7 @@ func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
 }
 
 // generateKernels loads kernels/ and adds generated/kernels to out.
-func generateKernels(opts Options, options []*Config, out *Output) error {
+func generateKernels(opts Options, options []*configs.Config, out *Output) error {
 	ts, err := LoadKernels(opts.Root, KernelsOut.Input, options)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/toyml/toy/gen/configs"
 )
 
 // The kernel-table inputs live under kernels/ (see kernels/README.md):
@@ -132,7 +133,7 @@ type KPreset struct {
 // KSetting is one option a sampling preset gives: the Sampling spec's field and its value
 // (float64, int or uint64, as the field's kind).
 type KSetting struct {
-	Field *ConfigField
+	Field *configs.Field
 	Value any
 }
 
@@ -287,8 +288,8 @@ const ModelsDir = "models"
 // options are the option groups of specs/engines: Sampling's defaults fill the keys a
 // [sampling.NAME] preset leaves out, and its bounds check the values a preset gives; DFlash's
 // defaults fill the keys a [dflash] pairing leaves out.
-func LoadKernels(root, dir string, options []*Config) ([]*KTarget, error) {
-	sampling, dflash := optionGroup(options, "Sampling"), optionGroup(options, "DFlash")
+func LoadKernels(root, dir string, options []*configs.Config) ([]*KTarget, error) {
+	sampling, dflash := configs.OptionGroup(options, "Sampling"), configs.OptionGroup(options, "DFlash")
 	if sampling == nil || dflash == nil {
 		return nil, fmt.Errorf("kernelgen: the kernel tables need the Sampling and DFlash options of specs/engines")
 	}
@@ -345,7 +346,7 @@ var (
 	cpuArch   = regexp.MustCompile(`^[a-z0-9][a-z0-9.+_-]*$`)
 )
 
-func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling, dflash *Config, ke *kerr) *KTarget {
+func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling, dflash *configs.Config, ke *kerr) *KTarget {
 	rel := dir + "/" + name
 	hwPath := rel + "/HARDWARE.toml"
 	var hf hardwareFile
@@ -938,7 +939,7 @@ func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
 // checks the result. An overlay replaces what it sets: [model]'s keys one by one,
 // [[model_types]] as a whole, each [sampling.<preset>] whole, [behaviour] and [dflash] whole;
 // its [expected_absent] entries add to the shared ones. Errors name the file that set the key.
-func buildModel(name string, layers []*modelLayer, sampling, dflash *Config, ke *kerr) *KModel {
+func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Config, ke *kerr) *KModel {
 	var mf modelFile
 	typesFrom := layers[0]
 	for i, l := range layers {
@@ -1027,7 +1028,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *Config, ke 
 	sort.Strings(names)
 	for _, n := range names {
 		s := mf.Sampling[n]
-		field := func(json string) *ConfigField {
+		field := func(json string) *configs.Field {
 			for _, f := range sampling.Fields {
 				if f.JSON == json {
 					return f
@@ -1043,7 +1044,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *Config, ke 
 				return
 			}
 			f, x := field(key), fmt.Sprint(v)
-			if msg := f.check(x); msg != "" {
+			if msg := f.Check(x); msg != "" {
 				at("sampling."+n+"."+key, "preset %s: %s %s is %s", n, key, x, msg)
 			}
 			p.Given = append(p.Given, KSetting{Field: f, Value: v})
@@ -1238,18 +1239,8 @@ func targetAbsent(t *KTarget, entries map[string]string, hwPath string, lines ke
 	}
 }
 
-// optionGroup is the option group named name among cs (nil if none).
-func optionGroup(cs []*Config, name string) *Config {
-	for _, c := range cs {
-		if c.GoName == name && c.Options {
-			return c
-		}
-	}
-	return nil
-}
-
 // intDefault is the default of c's int field with JSON name json, which must exist.
-func intDefault(c *Config, json string) int {
+func intDefault(c *configs.Config, json string) int {
 	for _, f := range c.Fields {
 		if f.JSON == json && f.Kind == "int" {
 			v, _ := strconv.Atoi(f.Default) // the loader checked it

@@ -10,28 +10,29 @@ import (
 
 	// Tests only: the generator itself imports no runtime package.
 	"github.com/toyml/toy/engines/sample"
+	"github.com/toyml/toy/gen/configs"
 )
 
 var (
 	optionsOnce sync.Once
-	optionsCfg  []*Config
+	optionsCfg  []*configs.Config
 	optionsErr  error
 )
 
 // optionSpecs are the configs of the repository's specs/engines, whose Sampling and DFlash
 // option groups the kernel tables' golden cases take their defaults and bounds from.
-func optionSpecs(t *testing.T) []*Config {
+func optionSpecs(t *testing.T) []*configs.Config {
 	optionsOnce.Do(func() {
 		root, err := filepath.Abs("..")
 		if err != nil {
 			optionsErr = err
 			return
 		}
-		optionsCfg, optionsErr = LoadConfigs(root, Configs[0].Spec)
+		optionsCfg, optionsErr = configs.Load(root, configs.All[0].Spec)
 	})
 	require.NoError(t, optionsErr)
-	require.NotNil(t, optionGroup(optionsCfg, "Sampling"), "specs/engines declares the Sampling options")
-	require.NotNil(t, optionGroup(optionsCfg, "DFlash"), "specs/engines declares the DFlash options")
+	require.NotNil(t, configs.OptionGroup(optionsCfg, "Sampling"), "specs/engines declares the Sampling options")
+	require.NotNil(t, configs.OptionGroup(optionsCfg, "DFlash"), "specs/engines declares the DFlash options")
 	return optionsCfg
 }
 

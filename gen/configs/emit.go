@@ -1,4 +1,4 @@
-package gen
+package configs
 
 import (
 	"fmt"
@@ -10,13 +10,13 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// ConfigTarget says where engine configs go.
-type ConfigTarget struct {
+// Target says where engine configs go.
+type Target struct {
 	ImportPath, PkgName, Source string
 }
 
-// EmitConfigs renders one file per config and a shared helper file.
-func EmitConfigs(cs []*Config, t ConfigTarget) (map[string][]byte, error) {
+// Emit renders one file per config and a shared helper file.
+func Emit(cs []*Config, t Target) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	f := jen.NewFilePathName(t.ImportPath, t.PkgName)
 	f.HeaderComment(genutil.Header(t.Source))
@@ -116,7 +116,7 @@ func emitConfigHelpers(f *jen.File) {
 	)
 }
 
-func literal(f *ConfigField, s string) jen.Code {
+func literal(f *Field, s string) jen.Code {
 	if f.EnumType != "" {
 		return jen.Id(f.EnumConst(s))
 	}
@@ -187,7 +187,7 @@ func emitConfig(f *jen.File, c *Config) {
 
 // emitConfigEnum writes the string type of an enum field, its constants, and String and Set,
 // which make a pointer to it a flag.Value that refuses values the spec does not list.
-func emitConfigEnum(f *jen.File, c *Config, fl *ConfigField) {
+func emitConfigEnum(f *jen.File, c *Config, fl *Field) {
 	choices := strings.Join(fl.Enum, ", ")
 	f.Commentf("%s is the type of %s.%s, one of %s.", fl.EnumType, c.GoName, fl.GoName, choices)
 	f.Type().Id(fl.EnumType).String()
@@ -286,7 +286,7 @@ func emitFlags(f *jen.File, c *Config) {
 }
 
 func emitValidate(f *jen.File, c *Config) {
-	byJSON := map[string]*ConfigField{}
+	byJSON := map[string]*Field{}
 	for _, fl := range c.Fields {
 		byJSON[fl.JSON] = fl
 	}
@@ -340,7 +340,7 @@ func emitValidate(f *jen.File, c *Config) {
 // emitGGUF writes ToGGUF and FromGGUF over the fields c stores.
 func emitGGUF(f *jen.File, c *Config) {
 	perArch := c.PerArch()
-	var stored []*ConfigField
+	var stored []*Field
 	for _, fl := range c.Fields {
 		if fl.Stored() {
 			stored = append(stored, fl)
@@ -361,7 +361,7 @@ func emitGGUF(f *jen.File, c *Config) {
 		doc += "\nKeys tagged omitzero are left out when their field is zero."
 	}
 	genutil.DocLines(f, doc)
-	kv := func(fl *ConfigField) jen.Code {
+	kv := func(fl *Field) jen.Code {
 		var v jen.Code = jen.Id("c").Dot(fl.GoName)
 		switch {
 		case fl.Kind == "int":
@@ -447,7 +447,7 @@ func emitGGUF(f *jen.File, c *Config) {
 
 // ggufKey is the expression of fl's GGUF key: a literal, or the literal parts around the
 // architecture's name.
-func ggufKey(fl *ConfigField) jen.Code {
+func ggufKey(fl *Field) jen.Code {
 	before, after, ok := strings.Cut(fl.GGUF, archPlaceholder)
 	if !ok {
 		return jen.Lit(fl.GGUF)
@@ -467,7 +467,7 @@ func ggufKey(fl *ConfigField) jen.Code {
 var kindNoun = map[string]string{"int": "an integer", "float32": "a number", "bool": "a bool", "string": "a string"}
 
 // fromGGUF converts x, the GGUF value of fl after its type assertion, to the field's type.
-func fromGGUF(fl *ConfigField) jen.Code {
+func fromGGUF(fl *Field) jen.Code {
 	switch {
 	case fl.EnumType != "":
 		return jen.Id(fl.EnumType).Call(jen.Id("x"))

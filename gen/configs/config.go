@@ -1,4 +1,4 @@
-package gen
+package configs
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 type Config struct {
 	GoName  string
 	Doc     string
-	Fields  []*ConfigField
+	Fields  []*Field
 	Presets []*Preset
 	// NoFlags: the config gets no command-line flags (//kernelgen:config noflags).
 	NoFlags bool
@@ -35,8 +35,8 @@ type Config struct {
 	Pos     token.Position
 }
 
-// ConfigField is one parameter of a Config.
-type ConfigField struct {
+// Field is one parameter of a Config.
+type Field struct {
 	GoName string
 	Doc    string
 	Kind   string // "int", "float32", "bool" or "string"; options also "int64", "uint64", "float64", mapKind
@@ -83,7 +83,7 @@ const notStored = "-"
 
 // Stored reports whether files store the field under its GGUF key: false for gguf:"-", a
 // field that a file's general.architecture implies (a family's choices) rather than holds.
-func (f *ConfigField) Stored() bool { return f.GGUF != notStored }
+func (f *Field) Stored() bool { return f.GGUF != notStored }
 
 // Stored reports whether some field of c is stored in files: only then does c get ToGGUF and
 // FromGGUF.
@@ -107,7 +107,7 @@ func (c *Config) PerArch() bool {
 }
 
 // EnumConst is the Go constant of the enum value v ("" if v is not one of the field's values).
-func (f *ConfigField) EnumConst(v string) string {
+func (f *Field) EnumConst(v string) string {
 	for i, e := range f.Enum {
 		if e == v {
 			return f.EnumConsts[i]
@@ -117,7 +117,7 @@ func (f *ConfigField) EnumConst(v string) string {
 }
 
 // GoType is the field's Go type: its enum type or its kind.
-func (f *ConfigField) GoType() string {
+func (f *Field) GoType() string {
 	if f.EnumType != "" {
 		return f.EnumType
 	}
@@ -126,7 +126,7 @@ func (f *ConfigField) GoType() string {
 
 // Usage is the help text of the field's flag: its doc comment on one line, without the
 // leading name (and "is") and the final period: "DModel is the width of …." → "the width of …".
-func (f *ConfigField) Usage() string {
+func (f *Field) Usage() string {
 	u := strings.Join(strings.Fields(f.Doc), " ")
 	if rest, ok := strings.CutPrefix(u, f.GoName+" "); ok {
 		u = strings.TrimPrefix(rest, "is ")
@@ -143,19 +143,24 @@ type Preset struct {
 
 // PresetValue is one field=value of a Preset.
 type PresetValue struct {
-	Field *ConfigField
+	Field *Field
 	Value string
 }
 
 var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required", "omitzero", "resume"}
 
-// LoadConfigs reads the engine spec package matched by pattern (relative to dir).
-func LoadConfigs(dir, pattern string) ([]*Config, error) {
+// loader reads an engine spec package into its configs, recording every problem in the package.
+type loader struct {
+	*genutil.SpecPackage
+}
+
+// Load reads the engine spec package matched by pattern (relative to dir).
+func Load(dir, pattern string) ([]*Config, error) {
 	spec, err := genutil.LoadSpec(dir, pattern)
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{SpecPackage: spec, m: &Model{}}
+	l := &loader{spec}
 	var out []*Config
 	for _, f := range l.Files() {
 		for _, decl := range f.Decls {
@@ -232,7 +237,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		l.Errorf(ts.Pos(), "config %s must be a struct", c.GoName)
 		return nil
 	}
-	byJSON := map[string]*ConfigField{}
+	byJSON := map[string]*Field{}
 	byGGUF := map[string]bool{}
 	for _, f := range st.Fields.List {
 		if len(f.Names) != 1 {
@@ -255,7 +260,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
 		c.Fields = append(c.Fields, cf)
 	}
-	flags := map[string]*ConfigField{}
+	flags := map[string]*Field{}
 	for _, cf := range c.Fields {
 		for _, name := range []string{cf.Flag, cf.Alias} {
 			if name == "" {
@@ -294,7 +299,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 				l.Errorf(d.Pos, "preset %s: %q is not field=value with a field of %s", p.Name, a, c.GoName)
 				continue
 			}
-			if msg := f.check(v); msg != "" {
+			if msg := f.Check(v); msg != "" {
 				l.Errorf(d.Pos, "preset %s: %s=%s: %s", p.Name, k, v, msg)
 				continue
 			}
@@ -305,9 +310,9 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 	return c
 }
 
-func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
+func (l *loader) configField(f *ast.Field, options bool) *Field {
 	name := f.Names[0].Name
-	cf := &ConfigField{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(f.Doc)), Pos: l.Position(f.Pos())}
+	cf := &Field{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(f.Doc)), Pos: l.Position(f.Pos())}
 	if cf.Doc == "" {
 		l.Errorf(f.Pos(), "field %s has no doc comment", name)
 	}
@@ -460,7 +465,7 @@ func (l *loader) configField(f *ast.Field, options bool) *ConfigField {
 		return nil
 	}
 	cf.Default = d
-	if msg := cf.check(d); msg != "" {
+	if msg := cf.Check(d); msg != "" {
 		l.Errorf(f.Pos(), "field %s: default %q: %s", name, d, msg)
 	}
 	return cf
@@ -511,7 +516,7 @@ func isFlagName(s string) bool {
 
 // enumNames names the Go type and constants of the enum field cf of config c: LlamaRopeScaling
 // and LlamaRopeScalingNone for the value "none" of Llama.RopeScaling.
-func (l *loader) enumNames(c *Config, cf *ConfigField) {
+func (l *loader) enumNames(c *Config, cf *Field) {
 	cf.EnumType = c.GoName + cf.GoName
 	seen := map[string]string{}
 	for _, v := range cf.Enum {
@@ -538,8 +543,8 @@ func enumValueName(v string) string {
 	return b.String()
 }
 
-// check reports what is wrong with s as a value of the field ("" if nothing).
-func (f *ConfigField) check(s string) string {
+// Check reports what is wrong with s as a value of the field ("" if nothing).
+func (f *Field) Check(s string) string {
 	var v float64
 	switch f.Kind {
 	case "int":
@@ -595,3 +600,13 @@ func (f *ConfigField) check(s string) string {
 
 // configSource names the spec for generated headers.
 func configSource(pattern string) string { return filepath.ToSlash(strings.TrimPrefix(pattern, "./")) }
+
+// OptionGroup is the option group (//kernelgen:options) named name among cs, nil if none.
+func OptionGroup(cs []*Config, name string) *Config {
+	for _, c := range cs {
+		if c.GoName == name && c.Options {
+			return c
+		}
+	}
+	return nil
+}

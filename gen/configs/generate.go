@@ -1,0 +1,53 @@
+// Package configs is kernelgen's generator of engine configurations and command options: it
+// loads the structs of specs/engines that //kernelgen:config (a model's configuration, read from
+// and written to GGUF) and //kernelgen:options (a group of command options) mark, checks their
+// tags (json, gguf, default, min, max, enum, ...; docs/SPECS.md), and emits generated/config:
+// the types with their defaults, validation, flags, GGUF conversions and presets.
+//
+// The kernel tables' generator (gen/kerneltables) reads the option groups it loads (Sampling,
+// DFlash) for their defaults and bounds.
+package configs
+
+import (
+	"fmt"
+
+	"github.com/toyml/toy/gen/genutil"
+)
+
+// ImportPath is the import path of the generated option groups and model configs, which the
+// kernel tables' sampling presets (config.SamplingOverlay) name too.
+const ImportPath = "github.com/toyml/toy/generated/config"
+
+// All lists the engine spec packages and where their configs go.
+var All = []struct {
+	Spec, OutDir string
+	Target       Target
+}{{
+	Spec:   "./specs/engines",
+	OutDir: "generated/config",
+	Target: Target{ImportPath: ImportPath, PkgName: "config", Source: "specs/engines"},
+}}
+
+// Generate loads and emits every spec package of All under root, the module root, into out,
+// and returns the option groups (//kernelgen:options) it loaded.
+func Generate(root string, out *genutil.Output) ([]*Config, error) {
+	var options []*Config
+	for _, c := range All {
+		cs, err := Load(root, c.Spec)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.Options {
+				options = append(options, c)
+			}
+		}
+		files, err := Emit(cs, c.Target)
+		if err != nil {
+			return nil, err
+		}
+		out.Dirs[c.OutDir] = files
+		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d configs", c.Spec, c.OutDir, len(cs)))
+	}
+	return options, nil
+}
