@@ -12,6 +12,7 @@ import (
 
 	"github.com/toyml/toy/gen/configs"
 	"github.com/toyml/toy/gen/genutil"
+	"github.com/toyml/toy/gen/kerneltables"
 )
 
 // Options configure one generation run.
@@ -262,7 +263,7 @@ func Generate(opts Options) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := generateKernels(opts, options, out); err != nil {
+	if err := kerneltables.Generate(opts.Root, options, &out.Output); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,7 +1,6 @@
-package gen
+package kerneltables
 
 import (
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	// Tests only: the generator itself imports no runtime package.
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/gen/configs"
+	"github.com/toyml/toy/gen/internal/gentest"
 )
 
 var (
@@ -23,12 +23,7 @@ var (
 // option groups the kernel tables' golden cases take their defaults and bounds from.
 func optionSpecs(t *testing.T) []*configs.Config {
 	optionsOnce.Do(func() {
-		root, err := filepath.Abs("..")
-		if err != nil {
-			optionsErr = err
-			return
-		}
-		optionsCfg, optionsErr = configs.Load(root, configs.All[0].Spec)
+		optionsCfg, optionsErr = configs.Load(gentest.RepoRoot(t), configs.All[0].Spec)
 	})
 	require.NoError(t, optionsErr)
 	require.NotNil(t, configs.OptionGroup(optionsCfg, "Sampling"), "specs/engines declares the Sampling options")
@@ -49,9 +44,9 @@ func TestChatTemplatesAreTheRuntimes(t *testing.T) {
 	assert.Equal(t, []string{"chatml", "smollm2", "qwen2.5", "gemma"}, ChatTemplates[:len(ChatTemplates)-1])
 }
 
-// TestLoadKernelsNeedsTheSamplingSpec: without the Sampling and DFlash options the kernel
+// TestLoadNeedsTheSamplingSpec: without the Sampling and DFlash options the kernel
 // tables are not generated (their presets and pairings would have no defaults).
-func TestLoadKernelsNeedsTheSamplingSpec(t *testing.T) {
-	_, err := LoadKernels(t.TempDir(), "kernels", nil)
+func TestLoadNeedsTheSamplingSpec(t *testing.T) {
+	_, err := Load(t.TempDir(), "kernels", nil)
 	assert.ErrorContains(t, err, "need the Sampling and DFlash options")
 }

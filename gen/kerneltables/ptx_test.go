@@ -1,4 +1,4 @@
-package gen
+package kerneltables
 
 import "testing"
 

@@ -1,4 +1,12 @@
-package gen
+// Package kerneltables is kernelgen's generator of the kernel tables: it loads kernels/ (each
+// target's HARDWARE.toml, the source trees they name with their C, CUDA and Metal sources and
+// the PTX built from them, and the models' MODEL.toml files with each target's overlays),
+// checks them, and emits generated/kernels: one table per hardware target behind its build
+// tag, with typed identifiers for every module and kernel.
+//
+// A model's sampling presets and DFlash pairing take their keys, defaults and bounds from the
+// Sampling and DFlash option groups of specs/engines, which gen/configs loads.
+package kerneltables
 
 import (
 	"bufio"
@@ -41,45 +49,45 @@ import (
 // everywhere the target's arch does, so go generate needs no CUDA compiler. A Metal source is
 // its own blob (Metal compiles source at run time).
 
-// KTarget is one hardware target: a directory under kernels/ with a HARDWARE.toml.
-type KTarget struct {
+// Target is one hardware target: a directory under kernels/ with a HARDWARE.toml.
+type Target struct {
 	Dir         string // directory name under kernels/, e.g. "cuda-sm90a"
 	GoName      string // "CUDASm90a"
 	Backend     string // cpu, cuda or metal
 	Arch        string // verbatim, e.g. "sm_90a"; for cpu the -march its C is compiled with ("x86-64-v3"), or empty
 	ArchBase    string // Arch with its a/f suffix stripped, e.g. "sm_90"
 	Description string
-	Compilers   []KCompiler
+	Compilers   []Compiler
 	Link        []string
-	Tree        *KTree     // the source tree HARDWARE.toml names; nil when none
-	Modules     []*KModule // the tree's modules, in its order, with this target's blobs
-	Models      []*KModel  // by directory name
+	Tree        *Tree     // the source tree HARDWARE.toml names; nil when none
+	Modules     []*Module // the tree's modules, in its order, with this target's blobs
+	Models      []*Model  // by directory name
 	// ExpectedAbsent are lookups HARDWARE.toml declares may fail to resolve for every model of
 	// the target (what the target lacks, such as the weight types its kernels do not take).
-	ExpectedAbsent []KAbsent
+	ExpectedAbsent []Absent
 	// GoBuild is a cpu target's Go build constraint (HARDWARE.toml go_build, e.g. "toy_portable &&
 	// amd64"): its table is compiled in where it holds, a twin elsewhere; empty: always.
 	GoBuild string
 }
 
-// KTree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
+// Tree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
 // sources, holding one backend family's kernel sources once for all its targets.
-type KTree struct {
-	Dir     string     // path under kernels/, slash-separated, e.g. "cuda"
-	GoName  string     // "CUDA"
-	Backend string     // the backend of the targets that name it
-	Pos     string     // where it was first named: kernels/<hw>/HARDWARE.toml
-	Modules []*KModule // common/ first, then by model directory; each sorted by name; no blobs
+type Tree struct {
+	Dir     string    // path under kernels/, slash-separated, e.g. "cuda"
+	GoName  string    // "CUDA"
+	Backend string    // the backend of the targets that name it
+	Pos     string    // where it was first named: kernels/<hw>/HARDWARE.toml
+	Modules []*Module // common/ first, then by model directory; each sorted by name; no blobs
 }
 
-// KCompiler is one compiler a target's kernels may be built with, in order of preference.
-type KCompiler struct {
+// Compiler is one compiler a target's kernels may be built with, in order of preference.
+type Compiler struct {
 	Name  string   `toml:"name"`
 	Flags []string `toml:"flags"`
 }
 
-// KModule is one kernel source file and, in a target's list, that target's blob of it.
-type KModule struct {
+// Module is one kernel source file and, in a target's list, that target's blob of it.
+type Module struct {
 	Name      string // file base name without extension: the name lookups use
 	Dir       string // "common" or the model's directory
 	Source    string // path under kernels/ of the source, slash-separated
@@ -93,59 +101,59 @@ type KModule struct {
 	// not resolve.
 	Types  map[string][]string
 	GoName string // "Sampling" (common) or "LlamaSampling"
-	Index  int    // position in KTree.Modules (and in each of its targets' Modules)
+	Index  int    // position in Tree.Modules (and in each of its targets' Modules)
 }
 
-// KModel is one model's declarations as a target sees them: kernels/models/<model>/MODEL.toml
+// Model is one model's declarations as a target sees them: kernels/models/<model>/MODEL.toml
 // with the target's overlay applied, or a model only the target declares.
-type KModel struct {
+type Model struct {
 	Dir            string
 	GoName         string
 	Pos            string // the shared MODEL.toml, or the target's own when there is none
 	Overlay        string // the target's overlay of Pos; "" when none
 	Description    string
 	MatchNames     []string
-	Types          []KModelType
-	Presets        []KPreset
-	Behaviour      *KBehaviour
-	DFlash         *KDFlash
-	ExpectedAbsent []KAbsent
-	Modules        []*KModule // the effective set: common/ with the model's own files replacing namesakes
-	Shadowed       []KShadow
+	Types          []ModelType
+	Presets        []Preset
+	Behaviour      *Behaviour
+	DFlash         *DFlash
+	ExpectedAbsent []Absent
+	Modules        []*Module // the effective set: common/ with the model's own files replacing namesakes
+	Shadowed       []Shadow
 }
 
-// KModelType is one (model_type, hidden_size) the model declares; HiddenSize 0 is the wildcard.
-type KModelType struct {
+// ModelType is one (model_type, hidden_size) the model declares; HiddenSize 0 is the wildcard.
+type ModelType struct {
 	ModelType  string
 	HiddenSize int
 	Pos        string // the MODEL.toml that declares it
 	Line       int
 }
 
-// KPreset is one sampling preset: the Sampling options MODEL.toml's [sampling.NAME] gives, in
+// Preset is one sampling preset: the Sampling options MODEL.toml's [sampling.NAME] gives, in
 // the spec's order, each checked against the spec's bounds. A key it leaves out is not set: the
 // runtime's preset (an overlay of the Sampling options) leaves that option as it is.
-type KPreset struct {
+type Preset struct {
 	Name  string
-	Given []KSetting
+	Given []Setting
 }
 
-// KSetting is one option a sampling preset gives: the Sampling spec's field and its value
+// Setting is one option a sampling preset gives: the Sampling spec's field and its value
 // (float64, int or uint64, as the field's kind).
-type KSetting struct {
+type Setting struct {
 	Field *configs.Field
 	Value any
 }
 
-// KBehaviour is how toy runs the model.
-type KBehaviour struct {
+// Behaviour is how toy runs the model.
+type Behaviour struct {
 	AddBOS, AddEOS bool
 	ChatTemplate   string
 	Stop           []string
 }
 
-// KDFlash pairs the model with a DFlash drafter.
-type KDFlash struct {
+// DFlash pairs the model with a DFlash drafter.
+type DFlash struct {
 	DraftModel     string
 	Gamma          int
 	WindowSize     int
@@ -153,17 +161,17 @@ type KDFlash struct {
 	TargetLayerIDs []int
 }
 
-// KAbsent is a kernel lookup that may fail to resolve, and why: "module.kernel", or
+// Absent is a kernel lookup that may fail to resolve, and why: "module.kernel", or
 // "module.kernel[type]" for a kernel asked to take data of a ggml type ("[*]": any type the
 // kernel does not declare).
-type KAbsent struct {
+type Absent struct {
 	Lookup, Reason string
 	Pos            string // the MODEL.toml that declares it
 	Line           int
 }
 
-// KShadow records the kernels of a common/ module that a model's namesake dropped.
-type KShadow struct {
+// Shadow records the kernels of a common/ module that a model's namesake dropped.
+type Shadow struct {
 	Module  string
 	Kernels []string
 }
@@ -171,13 +179,13 @@ type KShadow struct {
 // The TOML shapes. Optional scalars are pointers so absence is visible.
 type hardwareFile struct {
 	Hardware struct {
-		Backend     string      `toml:"backend"`
-		Arch        string      `toml:"arch"`
-		Description string      `toml:"description"`
-		Sources     *string     `toml:"sources"`
-		GoBuild     string      `toml:"go_build"`
-		Compilers   []KCompiler `toml:"compilers"`
-		Link        []string    `toml:"link"`
+		Backend     string     `toml:"backend"`
+		Arch        string     `toml:"arch"`
+		Description string     `toml:"description"`
+		Sources     *string    `toml:"sources"`
+		GoBuild     string     `toml:"go_build"`
+		Compilers   []Compiler `toml:"compilers"`
+		Link        []string   `toml:"link"`
 	} `toml:"hardware"`
 	ExpectedAbsent map[string]string `toml:"expected_absent"`
 }
@@ -281,14 +289,14 @@ func splitPos(s string) (string, int, string) {
 // declarations.
 const ModelsDir = "models"
 
-// LoadKernels reads every target under root/dir (normally "kernels"), with the source trees
+// Load reads every target under root/dir (normally "kernels"), with the source trees
 // they name and the models they declare, into a checked model. Errors name file:line (paths
 // relative to root) and are all reported at once.
 //
 // options are the option groups of specs/engines: Sampling's defaults fill the keys a
 // [sampling.NAME] preset leaves out, and its bounds check the values a preset gives; DFlash's
 // defaults fill the keys a [dflash] pairing leaves out.
-func LoadKernels(root, dir string, options []*configs.Config) ([]*KTarget, error) {
+func Load(root, dir string, options []*configs.Config) ([]*Target, error) {
 	sampling, dflash := configs.OptionGroup(options, "Sampling"), configs.OptionGroup(options, "DFlash")
 	if sampling == nil || dflash == nil {
 		return nil, fmt.Errorf("kernelgen: the kernel tables need the Sampling and DFlash options of specs/engines")
@@ -299,8 +307,8 @@ func LoadKernels(root, dir string, options []*configs.Config) ([]*KTarget, error
 	}
 	ke := &kerr{}
 	shared := loadModelLayers(root, dir+"/"+ModelsDir, ke)
-	trees := map[string]*KTree{}
-	var targets []*KTarget
+	trees := map[string]*Tree{}
+	var targets []*Target
 	var others []string
 	for _, e := range entries {
 		if !e.IsDir() || e.Name() == ModelsDir {
@@ -330,7 +338,7 @@ func LoadKernels(root, dir string, options []*configs.Config) ([]*KTarget, error
 }
 
 // treeBelow says whether a named tree lies under directory d (sources = "../family/cuda").
-func treeBelow(trees map[string]*KTree, d string) bool {
+func treeBelow(trees map[string]*Tree, d string) bool {
 	for p := range trees {
 		if strings.HasPrefix(p, d+"/") {
 			return true
@@ -346,7 +354,7 @@ var (
 	cpuArch   = regexp.MustCompile(`^[a-z0-9][a-z0-9.+_-]*$`)
 )
 
-func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*KTree, sampling, dflash *configs.Config, ke *kerr) *KTarget {
+func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*Tree, sampling, dflash *configs.Config, ke *kerr) *Target {
 	rel := dir + "/" + name
 	hwPath := rel + "/HARDWARE.toml"
 	var hf hardwareFile
@@ -358,7 +366,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		return nil
 	}
 	h := hf.Hardware
-	t := &KTarget{Dir: name, GoName: goNameOf(name), Backend: h.Backend, Arch: h.Arch,
+	t := &Target{Dir: name, GoName: goNameOf(name), Backend: h.Backend, Arch: h.Arch,
 		ArchBase: StripArchSuffix(h.Arch), Description: h.Description, Compilers: h.Compilers, Link: h.Link}
 	lines := keyLines(root, hwPath)
 	switch h.Backend {
@@ -411,7 +419,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 			hasC = true
 		default:
 			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/ and, for the cpu target, c/ (sources live in the tree its sources names; a cuda target's PTX in %s)",
-				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir, KernelsOut.OutDir)
+				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir, Tables.OutDir)
 		}
 	}
 
@@ -427,7 +435,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		}
 	}
 	sort.Strings(names)
-	byName := map[string]*KModel{}
+	byName := map[string]*Model{}
 	for _, n := range names {
 		var layers []*modelLayer
 		for _, l := range []*modelLayer{shared[n], own[n]} {
@@ -482,11 +490,11 @@ var (
 
 // cTree is the tree of toy's own CPU operations in directory p (cpu/c) under dir, loaded once
 // for the cpu targets that build it: the one it lies in and those naming it in sources.
-func cTree(root, dir, p string, trees map[string]*KTree, ke *kerr) *KTree {
+func cTree(root, dir, p string, trees map[string]*Tree, ke *kerr) *Tree {
 	if tr := trees[p]; tr != nil {
 		return tr
 	}
-	tr := &KTree{Dir: p, GoName: "CPU", Backend: "cpu", Pos: dir + "/" + p, Modules: loadCModules(root, dir+"/"+p, ke)}
+	tr := &Tree{Dir: p, GoName: "CPU", Backend: "cpu", Pos: dir + "/" + p, Modules: loadCModules(root, dir+"/"+p, ke)}
 	trees[p] = tr
 	return tr
 }
@@ -496,7 +504,7 @@ func cTree(root, dir, p string, trees map[string]*KTree, ke *kerr) *KTree {
 // files directly in c/ are every model's (Dir "common"); a directory c/<model>/ holds a model's
 // own modules, each replacing its c/ namesake for that model (shadowing), as a CUDA tree's
 // model directories do. Modules are ordered common first, then by directory, then by name.
-func loadCModules(root, rel string, ke *kerr) []*KModule {
+func loadCModules(root, rel string, ke *kerr) []*Module {
 	mods := loadCDir(root, rel, "common", ke)
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
@@ -520,13 +528,13 @@ func loadCModules(root, rel string, ke *kerr) []*KModule {
 
 // loadCDir reads the modules of one directory of the cpu target's C sources: c/ itself (dir
 // "common") or a model's c/<model>/.
-func loadCDir(root, rel, dir string, ke *kerr) []*KModule {
+func loadCDir(root, rel, dir string, ke *kerr) []*Module {
 	files, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	var mods []*KModule
+	var mods []*Module
 	for _, f := range files {
 		n := f.Name()
 		base, ok := strings.CutSuffix(n, ".c")
@@ -538,7 +546,7 @@ func loadCDir(root, rel, dir string, ke *kerr) []*KModule {
 			ke.at(rel+"/"+n, 0, "%v", err)
 			continue
 		}
-		m := &KModule{Name: base, Dir: dir, Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
+		m := &Module{Name: base, Dir: dir, Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
 		if dir != "common" {
 			m.GoName = goNameOf(dir) + m.GoName
 		}
@@ -584,7 +592,7 @@ func loadCDir(root, rel, dir string, ke *kerr) []*KModule {
 
 // namedTree resolves a HARDWARE.toml's sources (a path relative to the target's directory)
 // to a tree under kernels/, loading it on first use.
-func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*KTree, ke *kerr) *KTree {
+func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*Tree, ke *kerr) *Tree {
 	if backend == "cpu" {
 		// Another ISA's build of toy's own CPU operations: the c/ directory of a cpu target.
 		p := path.Clean(path.Join(target, src))
@@ -632,7 +640,7 @@ func namedTree(root, dir, target, src, backend, hwPath string, line int, trees m
 			return nil
 		}
 	}
-	tr := &KTree{Dir: p, GoName: goNameOf(strings.ReplaceAll(p, "/", "-")), Backend: backend, Pos: hwPath}
+	tr := &Tree{Dir: p, GoName: goNameOf(strings.ReplaceAll(p, "/", "-")), Backend: backend, Pos: hwPath}
 	tr.Modules = loadTree(root, dir+"/"+p, backend, ke)
 	trees[p] = tr
 	return tr
@@ -709,7 +717,7 @@ func splitArch(arch string) (int, byte) {
 }
 
 // treeModelDirs lists the model directories of a tree that hold sources.
-func treeModelDirs(tr *KTree) []string {
+func treeModelDirs(tr *Tree) []string {
 	var out []string
 	for _, m := range tr.Modules {
 		if m.Dir != "common" && (len(out) == 0 || out[len(out)-1] != m.Dir) {
@@ -720,13 +728,13 @@ func treeModelDirs(tr *KTree) []string {
 }
 
 // loadTree reads a source tree: common/ and one directory per model with its own sources.
-func loadTree(root, rel, backend string, ke *kerr) []*KModule {
+func loadTree(root, rel, backend string, ke *kerr) []*Module {
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	var mods []*KModule
+	var mods []*Module
 	if st, err := os.Stat(filepath.Join(root, rel, "common")); err == nil && st.IsDir() {
 		mods = append(mods, loadModules(root, rel, "common", backend, ke)...)
 	}
@@ -748,14 +756,14 @@ func loadTree(root, rel, backend string, ke *kerr) []*KModule {
 }
 
 // loadModules reads the kernel sources of one directory of a tree.
-func loadModules(root, rel, sub, backend string, ke *kerr) []*KModule {
+func loadModules(root, rel, sub, backend string, ke *kerr) []*Module {
 	dir := rel + "/" + sub
 	files, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
 		ke.at(dir, 0, "%v", err)
 		return nil
 	}
-	var mods []*KModule
+	var mods []*Module
 	for _, f := range files {
 		n := f.Name()
 		if f.IsDir() {
@@ -780,7 +788,7 @@ func loadModules(root, rel, sub, backend string, ke *kerr) []*KModule {
 			ke.at(dir+"/"+n, 0, "%v", err)
 			continue
 		}
-		m := &KModule{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base), BlobData: src}
+		m := &Module{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base), BlobData: src}
 		if sub != "common" {
 			m.GoName = goNameOf(sub) + m.GoName
 		}
@@ -802,13 +810,13 @@ func loadModules(root, rel, sub, backend string, ke *kerr) []*KModule {
 
 // ptxPath is where scripts/build-ptx.sh writes target t's build of m, beside the table that
 // embeds it: generated/kernels/<hw>.<sub>.<name>.ptx.
-func ptxPath(t *KTarget, m *KModule) string {
-	return KernelsOut.OutDir + "/" + t.Dir + "." + m.Dir + "." + m.Name + ".ptx"
+func ptxPath(t *Target, m *Module) string {
+	return Tables.OutDir + "/" + t.Dir + "." + m.Dir + "." + m.Name + ".ptx"
 }
 
 // attachBlob gives m, a copy of a tree module holding its source in BlobData, target t's blob:
 // the source itself for Metal, the target's checked PTX for CUDA.
-func attachBlob(root, rel string, t *KTarget, m *KModule, ke *kerr) {
+func attachBlob(root, rel string, t *Target, m *Module, ke *kerr) {
 	src := m.BlobData
 	m.BlobData = nil
 	switch t.Backend {
@@ -856,7 +864,7 @@ func attachBlob(root, rel string, t *KTarget, m *KModule, ke *kerr) {
 
 // checkStrayPTX refuses a PTX file in generated/kernels that is no cuda target's build of a
 // source of its tree (a source since removed, a target renamed).
-func checkStrayPTX(root string, targets []*KTarget, ke *kerr) {
+func checkStrayPTX(root string, targets []*Target, ke *kerr) {
 	want := map[string]bool{}
 	for _, t := range targets {
 		if t.Backend != "cuda" {
@@ -866,12 +874,12 @@ func checkStrayPTX(root string, targets []*KTarget, ke *kerr) {
 			want[ptxPath(t, m)] = true
 		}
 	}
-	files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(KernelsOut.OutDir)))
+	files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(Tables.OutDir)))
 	if err != nil {
 		return
 	}
 	for _, f := range files {
-		p := KernelsOut.OutDir + "/" + f.Name()
+		p := Tables.OutDir + "/" + f.Name()
 		if !f.IsDir() && strings.HasSuffix(f.Name(), ".ptx") && !want[p] {
 			ke.at(p, 0, "no cuda target's source for this PTX (<hw>.<dir>.<name>.ptx is target <hw>'s build of <tree>/<dir>/<name>.cu): remove it, or run scripts/build-ptx.sh")
 		}
@@ -939,7 +947,7 @@ func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
 // checks the result. An overlay replaces what it sets: [model]'s keys one by one,
 // [[model_types]] as a whole, each [sampling.<preset>] whole, [behaviour] and [dflash] whole;
 // its [expected_absent] entries add to the shared ones. Errors name the file that set the key.
-func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Config, ke *kerr) *KModel {
+func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Config, ke *kerr) *Model {
 	var mf modelFile
 	typesFrom := layers[0]
 	for i, l := range layers {
@@ -981,7 +989,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		}
 		ke.at(layers[len(layers)-1].path, 0, format, args...)
 	}
-	m := &KModel{Dir: name, GoName: goNameOf(name), Pos: layers[0].path, Description: mf.Model.Description}
+	m := &Model{Dir: name, GoName: goNameOf(name), Pos: layers[0].path, Description: mf.Model.Description}
 	if len(layers) > 1 {
 		m.Overlay = layers[1].path
 	}
@@ -996,7 +1004,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		ke.at(typesFrom.path, 0, "declares no [[model_types]]")
 	}
 	typeLines := typesFrom.lines.all("model_types.model_type")
-	seen := map[KModelType]bool{}
+	seen := map[ModelType]bool{}
 	for i, mt := range mf.ModelTypes {
 		line := 0
 		if i < len(typeLines) {
@@ -1006,7 +1014,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 			ke.at(typesFrom.path, line, "[[model_types]] entry %d has no model_type", i+1)
 			continue
 		}
-		kt := KModelType{ModelType: mt.ModelType, Pos: typesFrom.path, Line: line}
+		kt := ModelType{ModelType: mt.ModelType, Pos: typesFrom.path, Line: line}
 		if mt.HiddenSize != nil {
 			if *mt.HiddenSize <= 0 {
 				ke.at(typesFrom.path, line, "hidden_size %d must be positive (leave it out for a wildcard)", *mt.HiddenSize)
@@ -1014,7 +1022,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 			}
 			kt.HiddenSize = *mt.HiddenSize
 		}
-		key := KModelType{ModelType: kt.ModelType, HiddenSize: kt.HiddenSize}
+		key := ModelType{ModelType: kt.ModelType, HiddenSize: kt.HiddenSize}
 		if seen[key] {
 			ke.at(typesFrom.path, line, "model type %s is declared twice", describeType(kt))
 		}
@@ -1036,7 +1044,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 			}
 			panic("kernelgen: the Sampling spec has no field " + json)
 		}
-		p := KPreset{Name: n}
+		p := Preset{Name: n}
 		// set records the preset's value of key, checked against the spec's bounds; a key the
 		// preset leaves out (v nil) is not recorded.
 		set := func(key string, v any) {
@@ -1047,7 +1055,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 			if msg := f.Check(x); msg != "" {
 				at("sampling."+n+"."+key, "preset %s: %s %s is %s", n, key, x, msg)
 			}
-			p.Given = append(p.Given, KSetting{Field: f, Value: v})
+			p.Given = append(p.Given, Setting{Field: f, Value: v})
 		}
 		set("temperature", deref(s.Temperature))
 		set("top_k", deref(s.TopK))
@@ -1067,7 +1075,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		m.Presets = append(m.Presets, p)
 	}
 	if b := mf.Behaviour; b != nil {
-		kb := &KBehaviour{ChatTemplate: b.ChatTemplate, Stop: b.Stop}
+		kb := &Behaviour{ChatTemplate: b.ChatTemplate, Stop: b.Stop}
 		if b.AddBOS == nil || b.AddEOS == nil {
 			at("behaviour", "[behaviour] needs add_bos and add_eos")
 		} else {
@@ -1084,7 +1092,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		m.Behaviour = kb
 	}
 	if d := mf.DFlash; d != nil {
-		kd := &KDFlash{DraftModel: d.DraftModel, TargetLayerIDs: d.TargetLayerIDs,
+		kd := &DFlash{DraftModel: d.DraftModel, TargetLayerIDs: d.TargetLayerIDs,
 			Gamma: intDefault(dflash, "gamma"), WindowSize: intDefault(dflash, "window_size"), MaskTokenID: intDefault(dflash, "mask_token_id")}
 		setIf(&kd.Gamma, d.Gamma)
 		setIf(&kd.WindowSize, d.WindowSize)
@@ -1119,7 +1127,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		if _, _, _, ok := splitLookup(l); !ok {
 			at(key, "expected-absent lookup %q is not module.kernel or module.kernel[type]", l)
 		}
-		a := KAbsent{Lookup: l, Reason: reason, Pos: layers[len(layers)-1].path}
+		a := Absent{Lookup: l, Reason: reason, Pos: layers[len(layers)-1].path}
 		for i := len(layers) - 1; i >= 0; i-- {
 			if line, ok := layers[i].lines[key]; ok {
 				a.Pos, a.Line = layers[i].path, line
@@ -1133,8 +1141,8 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 
 // effectiveModules gives m its modules on t: common/ with the model's own files replacing
 // their namesakes (recording the kernels a replacement drops).
-func effectiveModules(t *KTarget, m *KModel) {
-	var common, own []*KModule
+func effectiveModules(t *Target, m *Model) {
+	var common, own []*Module
 	for _, mod := range t.Modules {
 		switch mod.Dir {
 		case "common":
@@ -1143,7 +1151,7 @@ func effectiveModules(t *KTarget, m *KModel) {
 			own = append(own, mod)
 		}
 	}
-	byName := map[string]*KModule{}
+	byName := map[string]*Module{}
 	for _, o := range own {
 		byName[o.Name] = o
 	}
@@ -1159,7 +1167,7 @@ func effectiveModules(t *KTarget, m *KModel) {
 				dropped = append(dropped, k)
 			}
 		}
-		m.Shadowed = append(m.Shadowed, KShadow{Module: c.Name, Kernels: dropped})
+		m.Shadowed = append(m.Shadowed, Shadow{Module: c.Name, Kernels: dropped})
 	}
 	m.Modules = append(m.Modules, own...)
 	sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Name < m.Modules[j].Name })
@@ -1180,7 +1188,7 @@ func splitLookup(l string) (module, kernel, typ string, ok bool) {
 
 // resolvesIn says where lookup l (module, kernel, typ) resolves among mods: the module of that
 // name with the kernel, taking typ when it asks for one; "[*]" resolves nowhere.
-func resolvesIn(mods []*KModule, module, kernel, typ string) *KModule {
+func resolvesIn(mods []*Module, module, kernel, typ string) *Module {
 	if typ == "*" {
 		return nil
 	}
@@ -1197,7 +1205,7 @@ func resolvesIn(mods []*KModule, module, kernel, typ string) *KModule {
 
 // checkAbsent refuses an expected-absent entry that in fact resolves on t: it would hide
 // nothing (a target overlay can declare what only that target lacks).
-func checkAbsent(t *KTarget, m *KModel, ke *kerr) {
+func checkAbsent(t *Target, m *Model, ke *kerr) {
 	for _, a := range m.ExpectedAbsent {
 		mod, k, typ, _ := splitLookup(a.Lookup)
 		if x := resolvesIn(m.Modules, mod, k, typ); x != nil {
@@ -1209,7 +1217,7 @@ func checkAbsent(t *KTarget, m *KModel, ke *kerr) {
 // targetAbsent reads HARDWARE.toml's [expected_absent]: lookups of the target's own kernels that
 // may fail for every model (a type a kernel does not take, with its reason). Each must name a
 // kernel of the target, and must not resolve.
-func targetAbsent(t *KTarget, entries map[string]string, hwPath string, lines keyLineMap, ke *kerr) {
+func targetAbsent(t *Target, entries map[string]string, hwPath string, lines keyLineMap, ke *kerr) {
 	ls := make([]string, 0, len(entries))
 	for l := range entries {
 		ls = append(ls, l)
@@ -1235,7 +1243,7 @@ func targetAbsent(t *KTarget, entries map[string]string, hwPath string, lines ke
 		} else if x := resolvesIn(t.Modules, mod, k, typ); x != nil {
 			ke.at(hwPath, line, "expected-absent lookup %s resolves on target %s (in %s)", l, t.Dir, x.Source)
 		}
-		t.ExpectedAbsent = append(t.ExpectedAbsent, KAbsent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
+		t.ExpectedAbsent = append(t.ExpectedAbsent, Absent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
 	}
 }
 
@@ -1270,7 +1278,7 @@ func setIf[T any](dst *T, src *T) {
 	}
 }
 
-func describeType(t KModelType) string {
+func describeType(t ModelType) string {
 	if t.HiddenSize == 0 {
 		return fmt.Sprintf("(%s, any hidden size)", t.ModelType)
 	}
@@ -1279,7 +1287,7 @@ func describeType(t KModelType) string {
 
 // checkCollisions refuses two models of a target that declare the same (model_type,
 // hidden_size) when either has no match_names to break the tie.
-func checkCollisions(t *KTarget, ke *kerr) {
+func checkCollisions(t *Target, ke *kerr) {
 	for i, a := range t.Models {
 		for _, b := range t.Models[i+1:] {
 			if len(a.MatchNames) > 0 && len(b.MatchNames) > 0 {

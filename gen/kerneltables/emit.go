@@ -1,4 +1,4 @@
-package gen
+package kerneltables
 
 import (
 	"bytes"
@@ -11,26 +11,28 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// KernelsTarget says where the kernel tables go.
-type KernelsTarget struct {
+// Package says where the kernel tables go: the generated package's import path and name, and
+// the input its files' headers name.
+type Package struct {
 	ImportPath, PkgName, Source string
 }
 
-// KernelsOut is the generated package of kernel tables.
-var KernelsOut = struct {
+// Tables is toy's kernel tables: read from Input (under the module root), written to OutDir as
+// Package.
+var Tables = struct {
 	Input, OutDir string
-	Target        KernelsTarget
+	Package       Package
 }{
-	Input:  "kernels",
-	OutDir: "generated/kernels",
-	Target: KernelsTarget{ImportPath: "github.com/toyml/toy/generated/kernels", PkgName: "kernels", Source: "kernels"},
+	Input:   "kernels",
+	OutDir:  "generated/kernels",
+	Package: Package{ImportPath: "github.com/toyml/toy/generated/kernels", PkgName: "kernels", Source: "kernels"},
 }
 
-// EmitKernels renders the shared types (kernels.go), one table per target behind its build tag
+// Emit renders the shared types (kernels.go), one table per target behind its build tag
 // (a cpu target's go_build constraint, or none) with a twin for builds without the tag, and a copy of every Metal source the
 // tables embed, marked as generated. A cuda target's PTX is embedded where scripts/build-ptx.sh
 // wrote it, beside the tables (ptxPath): it is stored once.
-func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
+func Emit(ts []*Target, kt Package) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source))
@@ -91,7 +93,7 @@ func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 			if m.BlobData == nil || t.Backend == "cuda" { // a cuda target's PTX is already here (ptxPath)
 				continue
 			}
-			marker := "// " + genutil.Header(kt.Source+"/"+strings.TrimPrefix(m.Blob, KernelsOut.Input+"/")) + "\n"
+			marker := "// " + genutil.Header(kt.Source+"/"+strings.TrimPrefix(m.Blob, Tables.Input+"/")) + "\n"
 			files[blobFile(t, m)] = append([]byte(marker), m.BlobData...)
 		}
 	}
@@ -101,7 +103,7 @@ func EmitKernels(ts []*KTarget, kt KernelsTarget) (map[string][]byte, error) {
 	return files, nil
 }
 
-func blobFile(t *KTarget, m *KModule) string {
+func blobFile(t *Target, m *Module) string {
 	return t.Dir + "." + m.Dir + "." + m.Name + strings.ToLower(pathExt(m.Blob))
 }
 
@@ -113,9 +115,9 @@ func pathExt(p string) string {
 }
 
 // kernelTrees lists the source trees the targets name, by directory.
-func kernelTrees(ts []*KTarget) []*KTree {
-	var trees []*KTree
-	seen := map[*KTree]bool{}
+func kernelTrees(ts []*Target) []*Tree {
+	var trees []*Tree
+	seen := map[*Tree]bool{}
 	for _, t := range ts {
 		if t.Tree != nil && !seen[t.Tree] {
 			seen[t.Tree] = true
@@ -127,13 +129,13 @@ func kernelTrees(ts []*KTarget) []*KTree {
 }
 
 // moduleID and kernelID are the Go names of a module's and a kernel's typed identifiers.
-func moduleID(tr *KTree, m *KModule) string { return "Module" + tr.GoName + m.GoName }
+func moduleID(tr *Tree, m *Module) string { return "Module" + tr.GoName + m.GoName }
 
-func kernelID(tr *KTree, m *KModule, k string) string {
+func kernelID(tr *Tree, m *Module, k string) string {
 	return "Kernel" + tr.GoName + m.GoName + goNameOf(k)
 }
 
-func checkKernelIDs(trees []*KTree) error {
+func checkKernelIDs(trees []*Tree) error {
 	seen := map[string]string{}
 	for _, tr := range trees {
 		for _, m := range tr.Modules {
@@ -155,7 +157,7 @@ func checkKernelIDs(trees []*KTree) error {
 // emitIDs renders ids.go: the typed identifiers of every module and kernel of every source
 // tree, in every build (they name sources, not compiled blobs), with the tables behind their
 // methods and a guard that breaks the build when a constant is renumbered by hand.
-func emitIDs(trees []*KTree, kt KernelsTarget) *jen.File {
+func emitIDs(trees []*Tree, kt Package) *jen.File {
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source))
 	f.Comment("ModuleID identifies a module, one kernel source of a source tree under " + kt.Source + "/, in every")
@@ -431,9 +433,9 @@ type modelDecl struct {
 // modelDecls names each distinct model declaration across the targets: model<Name>, or
 // model<Name><Target> after the first target that declares it where an overlay made the same
 // model's declaration differ on another target.
-func modelDecls(ts []*KTarget) (map[*KModel]string, []*modelDecl) {
+func modelDecls(ts []*Target) (map[*Model]string, []*modelDecl) {
 	byRender := map[string]*modelDecl{}
-	users := map[string][]*KModel{}
+	users := map[string][]*Model{}
 	var order []string
 	for _, t := range ts {
 		for _, m := range t.Models {
@@ -449,7 +451,7 @@ func modelDecls(ts []*KTarget) (map[*KModel]string, []*modelDecl) {
 			users[key] = append(users[key], m)
 		}
 	}
-	names := map[*KModel]string{}
+	names := map[*Model]string{}
 	taken := map[string]bool{}
 	var decls []*modelDecl
 	for _, key := range order {
@@ -470,7 +472,7 @@ func modelDecls(ts []*KTarget) (map[*KModel]string, []*modelDecl) {
 
 // emitTargetFile renders target t's table (or, with twin, its stand-in for builds without its
 // tag), which lists its models by their declarations in models.go (decls).
-func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool, decls map[*KModel]string) *jen.File {
+func emitTargetFile(t *Target, kt Package, tag string, twin bool, decls map[*Model]string) *jen.File {
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source + "/" + t.Dir))
 	if tag != "" {
@@ -599,7 +601,7 @@ func emitTargetFile(t *KTarget, kt KernelsTarget, tag string, twin bool, decls m
 	return f
 }
 
-func modelDict(m *KModel) jen.Dict {
+func modelDict(m *Model) jen.Dict {
 	d := jen.Dict{jen.Id("Name"): jen.Lit(m.Dir)}
 	if m.Description != "" {
 		d[jen.Id("Description")] = jen.Lit(m.Description)
@@ -650,8 +652,8 @@ func modelDict(m *KModel) jen.Dict {
 }
 
 // absentList renders expected-absent lookups, sorted.
-func absentList(as []KAbsent) jen.Code {
-	abs := append([]KAbsent(nil), as...)
+func absentList(as []Absent) jen.Code {
+	abs := append([]Absent(nil), as...)
 	sort.Slice(abs, func(i, j int) bool { return abs[i].Lookup < abs[j].Lookup })
 	return jen.Index().Id("ExpectedAbsent").ValuesFunc(func(g *jen.Group) {
 		for _, a := range abs {
@@ -662,8 +664,8 @@ func absentList(as []KAbsent) jen.Code {
 }
 
 // commonModules are t's common/ modules, which a model without modules of its own runs.
-func commonModules(t *KTarget) []*KModule {
-	var c []*KModule
+func commonModules(t *Target) []*Module {
+	var c []*Module
 	for _, m := range t.Modules {
 		if m.Dir == "common" {
 			c = append(c, m)
@@ -673,12 +675,12 @@ func commonModules(t *KTarget) []*KModule {
 }
 
 // commonVar names the variable of a target's table file that lists its common/ modules.
-func commonVar(t *KTarget) string { return "table" + t.GoName + "Common" }
+func commonVar(t *Target) string { return "table" + t.GoName + "Common" }
 
 // modelRef is how target t's table lists m: its declaration (models.go) and, where the target
 // resolves modules for it or drops kernels by shadowing, those through Model.withKernels (the
 // target's common/ modules by their variable, commonVar).
-func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
+func modelRef(t *Target, m *Model, decl string) jen.Code {
 	if len(m.Modules) == 0 && len(m.Shadowed) == 0 {
 		return jen.Id(decl)
 	}
@@ -711,24 +713,26 @@ func modelRef(t *KTarget, m *KModel, decl string) jen.Code {
 	return jen.Id(decl).Dot("withKernels").Call(mods, shadowed)
 }
 
-// generateKernels loads kernels/ and adds generated/kernels to out.
-func generateKernels(opts Options, options []*configs.Config, out *Output) error {
-	ts, err := LoadKernels(opts.Root, KernelsOut.Input, options)
+// Generate loads Tables.Input (kernels/) under root, the module root, and adds Tables.OutDir
+// (generated/kernels) to out. options are the option groups of specs/engines (configs.Generate
+// returns them), which Load needs.
+func Generate(root string, options []*configs.Config, out *genutil.Output) error {
+	ts, err := Load(root, Tables.Input, options)
 	if err != nil {
 		return err
 	}
-	files, err := EmitKernels(ts, KernelsOut.Target)
+	files, err := Emit(ts, Tables.Package)
 	if err != nil {
 		return err
 	}
-	out.Dirs[KernelsOut.OutDir] = files
+	out.Dirs[Tables.OutDir] = files
 	mods, models := 0, 0
 	for _, t := range ts {
 		mods += len(t.Modules)
 		models += len(t.Models)
 	}
 	out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d targets, %d modules, %d models",
-		KernelsOut.Input, KernelsOut.OutDir, len(ts), mods, models))
+		Tables.Input, Tables.OutDir, len(ts), mods, models))
 	return nil
 }
 

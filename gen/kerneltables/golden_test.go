@@ -1,4 +1,4 @@
-package gen
+package kerneltables
 
 import (
 	"os"
@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/gen/internal/gentest"
 	"golang.org/x/tools/txtar"
 )
 
 // TestGoldenKernels runs every testdata/golden-kernels/*.txtar: the files under kernels/ form a
 // kernels/ tree, and those under generated/kernels/ the PTX scripts/build-ptx.sh wrote beside
-// the tables; the others are what EmitKernels must produce from them, byte for byte (all but
+// the tables; the others are what Emit must produce from them, byte for byte (all but
 // kernels.go, whose shared types the freshness test covers), or, in a file named "error", the
-// error LoadKernels must return.
+// error Load must return.
 func TestGoldenKernels(t *testing.T) {
 	cases, err := filepath.Glob("testdata/golden-kernels/*.txtar")
 	require.NoError(t, err)
@@ -33,20 +34,20 @@ func TestGoldenKernels(t *testing.T) {
 				}
 			}
 			got := map[string][]byte{}
-			ts, err := LoadKernels(work, "kernels", optionSpecs(t))
+			ts, err := Load(work, "kernels", optionSpecs(t))
 			if err == nil {
-				got, err = EmitKernels(ts, KernelsTarget{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "kernels"})
+				got, err = Emit(ts, Package{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "kernels"})
 				delete(got, "kernels.go")
 			}
 			if err != nil {
 				got = map[string][]byte{"error": []byte(err.Error() + "\n")}
 			}
-			compareGolden(t, path, ar, isKernelsInput, got)
+			gentest.CompareGolden(t, path, ar, isKernelsInput, got)
 		})
 	}
 }
 
 // isKernelsInput says whether a golden file is an input of the kernel tables' generator.
 func isKernelsInput(name string) bool {
-	return strings.HasPrefix(name, "kernels/") || strings.HasPrefix(name, KernelsOut.OutDir+"/")
+	return strings.HasPrefix(name, "kernels/") || strings.HasPrefix(name, Tables.OutDir+"/")
 }
