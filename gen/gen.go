@@ -1,15 +1,19 @@
-// Package gen is the library behind cmd/kernelgen: it loads the typed specs under specs/ with
-// go/packages, checks them into a Model (naming and C↔Go type mapping live there), proves the
-// model against the real C headers, and emits generated/ with jennifer.
+// Package gen is the library behind cmd/kernelgen: Generate runs its three generators, each a
+// package of its own, and gathers what they produce:
 //
-// The layers follow go-gl/glow: Load decodes and validates, the Model owns every decision, and
-// the emitters only print it.
+//   - gen/bindings: the cgo bindings of the C libraries toy calls, from the specs of their
+//     surfaces (specs/ggml, specs/cuda, ...) proven against the C headers → generated/ggmlc, ...;
+//   - gen/configs: the engine configs and command options of specs/engines → generated/config;
+//   - gen/kerneltables: the kernel tables of kernels/ → generated/kernels, whose sampling
+//     presets and DFlash pairings take the option groups gen/configs loads.
+//
+// What they share (spec loading, naming, rendering, the doc-comment check, writing and diffing
+// generated directories) is gen/genutil. Imports run one way: genutil ← bindings, configs;
+// configs ← kerneltables; all of them ← gen (layering_test.go holds it).
 package gen
 
 import (
-	"errors"
-	"fmt"
-
+	"github.com/toyml/toy/gen/bindings"
 	"github.com/toyml/toy/gen/configs"
 	"github.com/toyml/toy/gen/genutil"
 	"github.com/toyml/toy/gen/kerneltables"
@@ -25,240 +29,22 @@ type Options struct {
 	CC string
 }
 
-// Binding is one spec package and where its bindings go.
-type Binding struct {
-	Spec   string // pattern relative to the root, e.g. "./specs/ggml"
-	OutDir string // relative to the root
-	Target Target
-	Lib    Library
-	// Sources, when set, is a directory of toy's own C sources (relative to the root) that the
-	// bindings' package compiles where they are: each .c file gets a generated stub in OutDir
-	// that includes it (addSources), and the bindings add OutDir to the include path so that
-	// the sources find DeclHeader.
-	Sources string
-	// Declares is the binding (by Spec) whose proven types — handles, enums and structs, no
-	// functions — the sources read from a generated header, DeclHeader, so that they build
-	// with no header path (ggml's struct ggml_tensor for toy's CPU operations).
-	Declares, DeclHeader string
-}
-
-// Bindings lists what toy generates bindings for.
-var Bindings = []Binding{{
-	Spec:   "./specs/ggml",
-	OutDir: "generated/ggmlc",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/ggmlc",
-		PkgName:    "ggmlc",
-		Source:     "specs/ggml",
-		Link:       GGML.GoPackage,
-	},
-	Lib: GGML,
-}, {
-	Spec:   "./specs/cuda",
-	OutDir: "generated/cudadrv",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/cudadrv",
-		PkgName:    "cudadrv",
-		Source:     "specs/cuda",
-		Dynamic:    &Dynamic{Sonames: []string{"libcuda.so.1", "libcuda.so"}, What: "the CUDA driver (libcuda)"},
-	},
-	Lib: CUDADriver,
-}, {
-	// A CBLAS sgemm, which toy bench times as the best GEMM of the machine (cmd/toy).
-	Spec:   "./specs/cblas",
-	OutDir: "generated/cblas",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/cblas",
-		PkgName:    "cblas",
-		Source:     "specs/cblas",
-		Dynamic:    &Dynamic{Sonames: []string{"libopenblas.so.0", "libopenblas.so"}, What: "OpenBLAS (libopenblas)"},
-	},
-	Lib: OpenBLAS,
-}, {
-	Spec:   "./specs/mpi",
-	OutDir: "generated/mpi",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/mpi",
-		PkgName:    "mpi",
-		Source:     "specs/mpi",
-		// Open MPI opens its own components with dlopen; builds whose components are not linked
-		// against libmpi and libopen-pal resolve those symbols in the global namespace, so the
-		// library is loaded globally, as mpi4py does (Debian's 4.1 works either way).
-		Dynamic: &Dynamic{Sonames: []string{"libmpi.so.40", "libmpi.so"}, What: "Open MPI (libmpi)", Global: true},
-	},
-	Lib: OpenMPI,
-}, {
-	// NCCL is bound for the cuda target's data-parallel training; the bindings build anywhere
-	// (nothing is loaded until Load), the Go layer over them only with -tags cuda.
-	Spec:   "./specs/nccl",
-	OutDir: "generated/nccl",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/nccl",
-		PkgName:    "nccl",
-		Source:     "specs/nccl",
-		Dynamic:    &Dynamic{Sonames: []string{"libnccl.so.2", "libnccl.so"}, What: "NCCL (libnccl)"},
-	},
-	Lib: NCCL,
-}, {
-	// toy's own CPU operations (kernels/cpu/c): C kernels ggml runs as custom operations where
-	// its own are slow; the package compiles them, and reads struct ggml_tensor from kg_ggml.h.
-	Spec:   "./specs/cpuops",
-	OutDir: "generated/cpuops",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/cpuops",
-		PkgName:    "cpuops",
-		Source:     "specs/cpuops",
-	},
-	Lib:        CPUOps,
-	Sources:    "kernels/cpu/c",
-	Declares:   "./specs/ggml",
-	DeclHeader: "kg_ggml.h",
-}, {
-	// llama.cpp is bound only for the differential oracle (internal/oracle), which tests and
-	// benchmarks import; the product binary never links it.
-	Spec:   "./specs/llamacpp",
-	OutDir: "generated/llamacpp",
-	Target: Target{
-		ImportPath: "github.com/toyml/toy/generated/llamacpp",
-		PkgName:    "llamacpp",
-		Source:     "specs/llamacpp",
-		Link:       LlamaCpp.GoPackage,
-	},
-	Lib: LlamaCpp,
-}}
-
-// LlamaCpp is llama.cpp's core as the ollama module carries it (the same ggml as GGML), whose
-// llama.h the oracle's bindings are proven against.
-var LlamaCpp = Library{
-	GoPackage:  "github.com/ollama/ollama/llama/llama.cpp/src",
-	IncludeRel: "../include",
-	Headers:    []string{"llama.h"},
-	Deps:       []Library{GGML},
-}
-
-// CPUOps is toy's own CPU operations' header, in the module (kernels/cpu/c); its kernels take
-// ggml's tensors, so ggml's headers are on the proof's include path too.
-var CPUOps = Library{
-	RootDir: "kernels/cpu/c",
-	Headers: []string{"toy_cpu.h"},
-	Deps:    []Library{GGML},
-}
-
-// CUDADriver is the CUDA driver API's header, found where a CUDA toolkit is installed. Without
-// one the bindings are generated unproven here; the proof file they carry
-// (generated/cudadrv/abiproof) is compiled by scripts/gpu-check.sh on a machine with the toolkit.
-var CUDADriver = Library{
-	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
-	Headers:    []string{"cuda.h"},
-}
-
-// OpenBLAS's cblas.h, as Debian's libopenblas-dev installs it. Without it the bindings are
-// generated unproven (they are loaded with dlopen, as the CUDA driver's).
-var OpenBLAS = Library{
-	HeaderDirs: []string{"/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu", "/usr/include/openblas", "/usr/include"},
-	Headers:    []string{"cblas.h"},
-}
-
-// OpenMPI is Open MPI's mpi.h, found where Debian's libopenmpi-dev (or an Open MPI installed
-// under $MPI_HOME) put it. Without it the bindings are generated unproven here, with their proof
-// in generated/mpi/abiproof; CI installs it, so CI proves them.
-var OpenMPI = Library{
-	HeaderDirs: []string{"$MPI_HOME/include", "/usr/lib/x86_64-linux-gnu/openmpi/include", "/usr/lib/aarch64-linux-gnu/openmpi/include"},
-	Headers:    []string{"mpi.h"},
-}
-
-// NCCL is nccl.h, found through $NCCL_INCLUDE or where NVIDIA's NCCL packages put it. It
-// includes the CUDA toolkit's runtime headers: where those are not installed, the proof
-// stands in for them with the one declaration nccl.h uses (cudaStream_t, the same opaque
-// struct pointer the spec binds) and empty half-precision headers. Without nccl.h the bindings
-// are generated unproven here, with their proof in generated/nccl/abiproof for a GPU machine.
-var NCCL = Library{
-	HeaderDirs: []string{"$NCCL_INCLUDE", "$NCCL_HOME/include", "$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
-	Headers:    []string{"nccl.h"},
-	Deps:       []Library{CUDARuntime},
-	StandIns: map[string]string{
-		"cuda_runtime.h": "/* kernelgen's stand-in for the CUDA runtime header: what nccl.h uses of it. */\n#include <stddef.h>\ntypedef struct CUstream_st *cudaStream_t;\n",
-		"cuda_fp16.h":    "/* kernelgen's stand-in: nccl.h's C declarations use no half type. */\n",
-		"cuda_bf16.h":    "/* kernelgen's stand-in: nccl.h's C declarations use no bfloat16 type. */\n",
-		"cuda_fp8.h":     "/* kernelgen's stand-in: nccl.h includes it only in C++. */\n",
-	},
-}
-
-// CUDARuntime is the CUDA toolkit's runtime header, which nccl.h includes; optional for its
-// proof (NCCL's StandIns).
-var CUDARuntime = Library{
-	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include"},
-	Headers:    []string{"cuda_runtime.h"},
-	Optional:   true,
-}
-
 // Output is everything one run generates: file contents by directory (relative to the root),
 // a summary line per input, and what could not be bound.
 type Output struct {
 	genutil.Output
-	Unbound []Unbound
+	Unbound []bindings.Unbound
 }
 
-// Generate loads, proves and emits every binding, without writing anything.
+// Generate loads, proves and emits every binding, config and kernel table, without writing
+// anything.
 func Generate(opts Options) (*Output, error) {
 	out := &Output{Output: genutil.Output{Dirs: map[string]map[string][]byte{}}}
-	cc := opts.CC
-	if cc == "" {
-		cc = "cc"
+	unbound, err := bindings.Generate(opts.Root, opts.Prove, opts.CC, &out.Output)
+	if err != nil {
+		return nil, err
 	}
-	models := map[string]*Model{}
-	for _, b := range Bindings {
-		m, err := Load(opts.Root, b.Spec)
-		if err != nil {
-			return nil, err
-		}
-		models[b.Spec] = m
-		proven := "proven"
-		if opts.Prove {
-			inc, err := IncludeDirs(opts.Root, b.Lib)
-			switch {
-			case errors.Is(err, ErrNoHeaders) && b.Target.Dynamic != nil:
-				proven = "not proven here (" + err.Error() + ")"
-			case err != nil:
-				return nil, err
-			default:
-				if err := ProveWith(m, b.Lib, inc, cc); err != nil {
-					return nil, err
-				}
-			}
-		} else {
-			proven = "not proven (-prove=false)"
-		}
-		t := b.Target
-		t.IncludesOwnDir = b.Sources != ""
-		files, err := EmitBindings(m, t)
-		if err != nil {
-			return nil, err
-		}
-		out.Dirs[b.OutDir] = files
-		if b.Sources != "" {
-			if err := addSources(opts.Root, b, models, files); err != nil {
-				return nil, err
-			}
-		}
-		if b.Target.Dynamic != nil {
-			// The proof travels with bindings whose headers may be absent where they are generated.
-			out.Dirs[b.OutDir+"/abiproof"] = map[string][]byte{
-				"proof.c": []byte("// " + genutil.Header(b.Target.Source) + "\n" + ProofSource(m, b.Lib)),
-			}
-		}
-		out.Unbound = append(out.Unbound, m.Unbound...)
-		values := 0
-		for _, e := range m.Enums {
-			values += len(e.Values)
-		}
-		data := ""
-		if len(m.Data) > 0 {
-			data = fmt.Sprintf(", %d data symbols", len(m.Data))
-		}
-		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values)%s, %d unbound; %s",
-			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, data, len(m.Unbound), proven))
-	}
+	out.Unbound = unbound
 	options, err := configs.Generate(opts.Root, &out.Output)
 	if err != nil {
 		return nil, err

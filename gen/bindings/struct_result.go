@@ -1,4 +1,4 @@
-package gen
+package bindings
 
 import (
 	"github.com/dave/jennifer/jen"

@@ -1,10 +1,11 @@
-package gen
+package bindings
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/gen/internal/gentest"
 )
 
 // TestLlamaCppProofCatchesMismatches does for the llama.h bindings what
@@ -12,8 +13,8 @@ import (
 // opaque pointer fields with a kernelgen:ctype, a pointer result, and headers that include
 // another library's (Deps).
 func TestLlamaCppProofCatchesMismatches(t *testing.T) {
-	cc := needCC(t)
-	root := repoRoot(t)
+	cc := gentest.NeedCC(t)
+	root := gentest.RepoRoot(t)
 	incs, err := IncludeDirs(root, LlamaCpp)
 	require.NoError(t, err)
 	require.Len(t, incs, 2, "llama.h's directory and ggml's")

@@ -1,4 +1,4 @@
-package gen
+package bindings
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/gen/internal/gentest"
 )
 
 // dataHeader declares, as Open MPI's mpi.h does, predefined handles that are the addresses of
@@ -51,7 +52,7 @@ func dataModel() *Model {
 // TestProofOfDataSymbols proves a model of exported objects against a header written here, then
 // breaks one assumption at a time: the proof must refuse each, naming the spec line.
 func TestProofOfDataSymbols(t *testing.T) {
-	cc := needCC(t)
+	cc := gentest.NeedCC(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "lib.h"), []byte(dataHeader), 0o644))
 	lib := Library{Headers: []string{"lib.h"}}
@@ -83,8 +84,8 @@ func TestProofOfDataSymbols(t *testing.T) {
 // TestProofOfOpenMPI proves specs/mpi against the installed mpi.h, and checks that a predefined
 // handle bound to the wrong object is refused. CI installs Open MPI, so there the test must run.
 func TestProofOfOpenMPI(t *testing.T) {
-	cc := needCC(t)
-	root := repoRoot(t)
+	cc := gentest.NeedCC(t)
+	root := gentest.RepoRoot(t)
 	inc, err := FindHeaders(root, OpenMPI)
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -143,8 +144,8 @@ const char *ncclGetErrorString(ncclResult_t result);
 // does (typedefs of anonymous enums and of a struct passed by value), then breaks an enum value
 // and the struct's layout: the proof must refuse each, naming the spec line.
 func TestProofOfTypedefs(t *testing.T) {
-	cc := needCC(t)
-	root := repoRoot(t)
+	cc := gentest.NeedCC(t)
+	root := gentest.RepoRoot(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nccl.h"), []byte(typedefHeader), 0o644))
 	lib := Library{Headers: []string{"nccl.h"}}
@@ -174,8 +175,8 @@ func TestProofOfTypedefs(t *testing.T) {
 // breaks an enum value and a prototype: the proof must refuse each, naming the spec line. Where
 // no nccl.h is installed it is skipped (no Debian package ships it).
 func TestProofOfNCCL(t *testing.T) {
-	cc := needCC(t)
-	root := repoRoot(t)
+	cc := gentest.NeedCC(t)
+	root := gentest.RepoRoot(t)
 	dirs, err := IncludeDirs(root, NCCL)
 	if errors.Is(err, ErrNoHeaders) {
 		t.Skipf("NCCL's nccl.h is not installed (set NCCL_INCLUDE to its directory): %v", err)

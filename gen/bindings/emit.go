@@ -1,4 +1,4 @@
-package gen
+package bindings
 
 import (
 	"fmt"
@@ -39,8 +39,8 @@ type Dynamic struct {
 	Global bool
 }
 
-// EmitBindings renders the bindings of m as Go files, by file name.
-func EmitBindings(m *Model, t Target) (map[string][]byte, error) {
+// Emit renders the bindings of m as Go files, by file name.
+func Emit(m *Model, t Target) (map[string][]byte, error) {
 	for _, fn := range m.Funcs {
 		if fn.Address && t.Dynamic != nil {
 			return nil, fmt.Errorf("kernelgen: %s:%d: kernelgen:address needs a linked library (%s is loaded with dlopen)", fn.Pos.Filename, fn.Pos.Line, t.Source)

@@ -1,4 +1,4 @@
-package gen
+package bindings
 
 import (
 	"go/token"
@@ -15,7 +15,7 @@ func TestEmitChecksDocs(t *testing.T) {
 		GoName: "BackendFree", CName: "ggml_backend_free", Doc: "Free frees b.",
 		Pos: token.Position{Filename: "specs/ggml/backend.go", Line: 42},
 	}}}
-	_, err := EmitBindings(m, Target{ImportPath: "example.com/x", PkgName: "x", Source: "spec", Link: GGML.GoPackage})
+	_, err := Emit(m, Target{ImportPath: "example.com/x", PkgName: "x", Source: "spec", Link: GGML.GoPackage})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "specs/ggml/backend.go:42")
 	assert.Contains(t, err.Error(), "BackendFree")

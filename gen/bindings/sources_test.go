@@ -1,4 +1,4 @@
-package gen
+package bindings
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/gen/internal/gentest"
 )
 
 // TestAddSources checks how a binding's own C sources reach its package: a stub per .c file
@@ -20,9 +21,7 @@ func TestAddSources(t *testing.T) {
 	require.NoError(t, os.MkdirAll(src, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "k.c"), []byte("#include \"decl.h\"\nint k;\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(src, "k.h"), []byte("int k_f(void);\n"), 0o644))
-	repo, err := filepath.Abs("..")
-	require.NoError(t, err)
-	declared, err := Load(repo, "./specs/ggml")
+	declared, err := Load(gentest.RepoRoot(t), "./specs/ggml")
 	require.NoError(t, err)
 	b := Binding{Spec: "./specs/k", OutDir: "generated/k", Sources: "kernels/cpu/c", Declares: "./specs/lib", DeclHeader: "decl.h"}
 	files := map[string][]byte{"bindings.go": nil}
