@@ -5,9 +5,10 @@
 //
 //	go generate ./...
 //
-// The layout: specs/ (inputs), gen/ and cmd/kernelgen (the generator), generated/ (its output,
-// never edited by hand), ggml/ (the idiomatic Go layer), engines/ (models and training),
-// cmd/toy (the command line). See README.md and docs/.
+// The layout: specs/ and kernels/ (inputs), gen/ and cmd/kernelgen (the generator: gen/bindings,
+// gen/configs and gen/kerneltables over gen/genutil), generated/ (its output, never edited by
+// hand), ggml/ (the idiomatic Go layer), engines/ (models and training), cmd/toy (the command
+// line). See README.md and docs/.
 package toy
 
 //go:generate go run ./cmd/kernelgen
