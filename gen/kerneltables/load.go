@@ -131,15 +131,16 @@ type ModelType struct {
 }
 
 // Preset is one sampling preset: the Sampling options MODEL.toml's [sampling.NAME] gives, in
-// the spec's order, each checked against the spec's bounds. A key it leaves out is not set: the
-// runtime's preset (an overlay of the Sampling options) leaves that option as it is.
+// the spec's order, each checked against its field's kind and bounds (samplingSetting). A key
+// it leaves out is not set: the runtime's preset (an overlay of the Sampling options) leaves
+// that option as it is.
 type Preset struct {
 	Name  string
 	Given []Setting
 }
 
-// Setting is one option a sampling preset gives: the Sampling spec's field and its value
-// (float64, int or uint64, as the field's kind).
+// Setting is one option a sampling preset gives: the Sampling spec's field and its value, of
+// the Go type of the field's kind (float64, int, uint64, bool, string, ...).
 type Setting struct {
 	Field *configs.Field
 	Value any
@@ -190,15 +191,9 @@ type hardwareFile struct {
 	ExpectedAbsent map[string]string `toml:"expected_absent"`
 }
 
-type samplingTable struct {
-	Temperature   *float64 `toml:"temperature"`
-	TopK          *int     `toml:"top_k"`
-	TopP          *float64 `toml:"top_p"`
-	MinP          *float64 `toml:"min_p"`
-	RepeatPenalty *float64 `toml:"repeat_penalty"`
-	RepeatLastN   *int     `toml:"repeat_last_n"`
-	Seed          *int64   `toml:"seed"`
-}
+// samplingTable is one [sampling.NAME] preset as decoded: its keys, the Sampling options' json
+// names, are checked against the spec (samplingSetting), not against a Go struct.
+type samplingTable map[string]any
 
 type behaviourTable struct {
 	AddBOS       *bool    `toml:"add_bos"`
@@ -293,9 +288,11 @@ const ModelsDir = "models"
 // they name and the models they declare, into a checked model. Errors name file:line (paths
 // relative to root) and are all reported at once.
 //
-// options are the option groups of specs/engines: Sampling's defaults fill the keys a
-// [sampling.NAME] preset leaves out, and its bounds check the values a preset gives; DFlash's
-// defaults fill the keys a [dflash] pairing leaves out.
+// options are the option groups of specs/engines: Sampling's fields are the keys a
+// [sampling.NAME] preset may set (by json name; a key the spec lacks is an error), and their
+// kinds and bounds (min, max, enum) check the values it gives, so an option added to the spec
+// is settable in MODEL.toml as it is; DFlash's defaults fill the keys a [dflash] pairing leaves
+// out.
 func Load(root, dir string, options []*configs.Config) ([]*Target, error) {
 	sampling, dflash := configs.OptionGroup(options, "Sampling"), configs.OptionGroup(options, "DFlash")
 	if sampling == nil || dflash == nil {
@@ -974,6 +971,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		}
 		for k, v := range o.Sampling {
 			mf.Sampling[k] = v
+			checkSamplingKeys(l, k, v, sampling, ke)
 		}
 		for k, v := range o.ExpectedAbsent {
 			mf.ExpectedAbsent[k] = v
@@ -1036,38 +1034,18 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 	sort.Strings(names)
 	for _, n := range names {
 		s := mf.Sampling[n]
-		field := func(json string) *configs.Field {
-			for _, f := range sampling.Fields {
-				if f.JSON == json {
-					return f
-				}
-			}
-			panic("kernelgen: the Sampling spec has no field " + json)
-		}
 		p := Preset{Name: n}
-		// set records the preset's value of key, checked against the spec's bounds; a key the
-		// preset leaves out (v nil) is not recorded.
-		set := func(key string, v any) {
-			if v == nil {
-				return
+		for _, f := range sampling.Fields { // in the spec's order
+			raw, ok := s[f.JSON]
+			if !ok {
+				continue // a key the preset leaves out is not set
 			}
-			f, x := field(key), fmt.Sprint(v)
-			if msg := f.Check(x); msg != "" {
-				at("sampling."+n+"."+key, "preset %s: %s %s is %s", n, key, x, msg)
+			v, problem := samplingSetting(f, raw)
+			if problem != "" {
+				at("sampling."+n+"."+f.JSON, "preset %s: %s", n, problem)
+				continue
 			}
 			p.Given = append(p.Given, Setting{Field: f, Value: v})
-		}
-		set("temperature", deref(s.Temperature))
-		set("top_k", deref(s.TopK))
-		set("top_p", deref(s.TopP))
-		set("min_p", deref(s.MinP))
-		set("repeat_penalty", deref(s.RepeatPenalty))
-		set("repeat_last_n", deref(s.RepeatLastN))
-		if s.Seed != nil {
-			if *s.Seed < 0 {
-				at("sampling."+n+".seed", "preset %s: seed must be >= 0", n)
-			}
-			set("seed", uint64(max(*s.Seed, 0)))
 		}
 		if !identName.MatchString(n) {
 			at("sampling."+n, "preset name %q must be an identifier", n)
@@ -1137,6 +1115,83 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		m.ExpectedAbsent = append(m.ExpectedAbsent, a)
 	}
 	return m
+}
+
+// checkSamplingKeys reports every key of preset name, as layer l sets it, that names no option
+// of the Sampling spec, at the line that sets it.
+func checkSamplingKeys(l *modelLayer, name string, preset samplingTable, sampling *configs.Config, ke *kerr) {
+	keys := make([]string, 0, len(preset))
+	for k := range preset {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.ContainsFunc(sampling.Fields, func(f *configs.Field) bool { return f.JSON == k }) {
+			key := "sampling." + name + "." + k
+			ke.at(l.path, l.lines.first(key), "unknown key %s", key)
+		}
+	}
+}
+
+// samplingSetting is raw, the value a preset gives option f, as a value of f's kind, or what is
+// wrong with it: a TOML value of another type, a negative value of an unsigned option, or one
+// out of the option's bounds (its min, max and enum tags).
+func samplingSetting(f *configs.Field, raw any) (value any, problem string) {
+	mismatch := func(want string) string { return fmt.Sprintf("%s %s is not %s", f.JSON, shown(raw), want) }
+	switch f.Kind {
+	case "float64", "float32":
+		var x float64
+		switch r := raw.(type) {
+		case float64:
+			x = r
+		case int64:
+			x = float64(r)
+		default:
+			return nil, mismatch("a number")
+		}
+		value = x
+		if f.Kind == "float32" {
+			value = float32(x)
+		}
+	case "int", "int64", "uint64":
+		x, ok := raw.(int64)
+		switch {
+		case !ok:
+			return nil, mismatch("an integer")
+		case f.Kind == "int":
+			value = int(x)
+		case f.Kind == "int64":
+			value = x
+		case x < 0:
+			return nil, f.JSON + " must be >= 0"
+		default:
+			value = uint64(x)
+		}
+	case "bool":
+		if _, ok := raw.(bool); !ok {
+			return nil, mismatch("a bool")
+		}
+		value = raw
+	case "string":
+		if _, ok := raw.(string); !ok {
+			return nil, mismatch("a string")
+		}
+		value = raw
+	default:
+		return nil, fmt.Sprintf("%s is a %s option, which a preset cannot set", f.JSON, f.Kind)
+	}
+	if msg := f.Check(fmt.Sprint(value)); msg != "" {
+		return nil, fmt.Sprintf("%s %s is %s", f.JSON, shown(value), msg)
+	}
+	return value, ""
+}
+
+// shown is v as an error message quotes it: a string in Go's quotes, anything else as fmt prints it.
+func shown(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
 }
 
 // effectiveModules gives m its modules on t: common/ with the model's own files replacing
@@ -1258,14 +1313,6 @@ func intDefault(c *configs.Config, json string) int {
 	panic("kernelgen: the " + c.GoName + " spec has no int field " + json)
 }
 
-// deref is *p, or nil for a nil p.
-func deref[T any](p *T) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 // ChatTemplates are the names of the chat templates built into toy's runtime (engines/sample's
 // TemplateByName, which takes them in any case), that a model's [behaviour] chat_template may
 // name; the last, qwen, is another name of qwen2.5. A test of this package checks them against
@@ -1329,6 +1376,11 @@ func decodeStrict(root, path string, v any, ke *kerr) (toml.MetaData, bool) {
 	for _, k := range md.Undecoded() {
 		// A key under an unknown table is reported once, with its table.
 		if len(k) > 1 && isUndecoded(md, k[:len(k)-1]) {
+			continue
+		}
+		// A key inside the value of a preset's option (an inline table) is that value's:
+		// samplingSetting judges it against the option's type.
+		if len(k) > 3 && k[0] == "sampling" {
 			continue
 		}
 		name := strings.Join(k, ".")

@@ -21,7 +21,7 @@ var (
 
 // optionSpecs are the configs of the repository's specs/engines, whose Sampling and DFlash
 // option groups the kernel tables' golden cases take their defaults and bounds from.
-func optionSpecs(t *testing.T) []*configs.Config {
+func optionSpecs(t testing.TB) []*configs.Config {
 	optionsOnce.Do(func() {
 		optionsCfg, optionsErr = configs.Load(gentest.RepoRoot(t), configs.All[0].Spec)
 	})

@@ -21,7 +21,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the generator emits now")
 
 // RepoRoot is the module root: the nearest directory above the test's that holds go.mod.
-func RepoRoot(t *testing.T) string {
+func RepoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs(".")
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func CompareGolden(t *testing.T, path string, ar *txtar.Archive, isInput func(na
 }
 
 // packageDir is the test's package directory as go test takes it: ./gen/configs.
-func packageDir(t *testing.T) string {
+func packageDir(t testing.TB) string {
 	dir, err := filepath.Abs(".")
 	require.NoError(t, err)
 	rel, err := filepath.Rel(RepoRoot(t), dir)
