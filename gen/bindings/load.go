@@ -310,7 +310,7 @@ func (l *loader) fields(pf pendingFields) {
 				if n.Name == "_" {
 					l.Errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
 				}
-				fl.CName = genutil.Snake(n.Name)
+				fl.CName = Snake(n.Name)
 			}
 			*pf.fields = append(*pf.fields, fl)
 		}
@@ -346,7 +346,7 @@ func (l *loader) constDecl(d *ast.GenDecl) {
 				ev.CName = d.Args[0]
 			}
 			if ev.CName == "" {
-				cn, ok := genutil.EnumConstCName(n.Name, e.GoName, e.Prefix)
+				cn, ok := EnumConstCName(n.Name, e.GoName, e.Prefix)
 				if !ok {
 					l.Errorf(n.Pos(), "constant %s must start with its type's name %s, or carry kernelgen:c NAME", n.Name, e.GoName)
 					continue
@@ -369,7 +369,7 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			continue
 		}
 		name := m.Names[0].Name
-		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + genutil.Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
+		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
 		if fn.Doc == "" {
 			l.Errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 		}
@@ -444,7 +444,7 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 // Ptr, and there is no object.
 func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Position) {
 	name := m.Names[0].Name
-	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + genutil.Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
+	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
 	if d.Doc == "" {
 		l.Errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 	}
