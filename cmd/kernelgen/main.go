@@ -1,4 +1,6 @@
-// Command kernelgen generates toy's cgo bindings from the typed specs under specs/.
+// Command kernelgen generates toy's cgo bindings from the typed specs under specs/, with the
+// engine configs and options of specs/engines and the kernel tables of kernels/ (its library is
+// gen/: gen.Generate runs gen/bindings, gen/configs and gen/kerneltables).
 //
 // Usage (run by `go generate ./...` from the module root):
 //
