@@ -111,6 +111,9 @@ func TestLayersBelowTheEngines(t *testing.T) {
 		files := 0
 		var bad []string
 		err := filepath.WalkDir(l.dir, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && d.Name() == "testdata" {
+				return filepath.SkipDir // golden specs, some written and removed by gen's tests as they run
+			}
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err
 			}
