@@ -117,13 +117,20 @@ func (c DFlashConfig) features(a *transformer.Architecture) int {
 // (specs/engines/transformer.go: the target's hidden states in, RMSNorm, SwiGLU) with cfg's
 // blocks of the target's width, heads (one key/value head per head, of the target's query head
 // size) and feed-forward width. Its input row is the target's read layers side by side; the
-// token embeddings, RoPE and head it uses are the target's.
+// token embeddings, RoPE and head it uses are the target's (pass), and so are the embeddings'
+// scale, RoPE's kind and the attention's scale.
 func drafterArchitecture(target *transformer.Architecture, cfg DFlashConfig) transformer.Architecture {
 	c := config.DefaultLlama()
 	c.Vocab, c.DModel, c.DFF, c.NHeads, c.NKVHeads = target.Vocab, target.DModel, target.DFF, target.NHeads, target.NHeads
 	c.NLayers, c.Context, c.RMSEps, c.TiedOutput = cfg.Layers, target.Context, target.NormEps, true
 	a := transformer.FamilyArchitecture(DFlashArch, c)
 	a.HeadDimK, a.HeadDimV, a.Features = target.HeadDimK, target.HeadDimK, cfg.features(target)
+	a.EmbedScale, a.QueryScale = target.EmbedScale, target.QueryScale
+	// Every drafter layer rotates as the target's first does; the frequency factors are the
+	// target's tensor (pass).
+	r := target.Rope(0)
+	a.RopeMode, a.RopeDims, a.RopeBase, a.RopeScale, a.RopeYaRN, a.RopeOrigCtx = r.Mode, r.Dims, r.FreqBase, r.FreqScale, r.ExtFactor != 0, r.OrigCtx
+	a.RopeBaseLocal, a.RopeScaleLocal = a.RopeBase, a.RopeScale
 	return a
 }
 
@@ -331,9 +338,9 @@ type dflashInputs struct {
 	feat    *ggml.Tensor // f32 [F, W·B]: the context rows of each block
 	tokens  *ggml.Tensor // i32 [G·B]: each block's anchor, then mask tokens
 	posQ    *ggml.Tensor // i32 [G·B]: the block positions
-	posK    *ggml.Tensor // i32 [(W+G)·B]: the context positions, then the block's
+	posK    *ggml.Tensor // i32 [W·B]: the context rows' positions
 	mask    *ggml.Tensor // f32 [W+G, G, 1, B]: 0 where a context row holds a token, -∞ elsewhere
-	zeros   *ggml.Tensor // f32 [d, W+G, B]: zeros, which the keys' input is accumulated into
+	zeros   *ggml.Tensor // f32 [HeadDimK·NHeads, W+G, B]: zeros, which the keys and values are accumulated into
 	cells   *ggml.Tensor // i32: the drafter cache's cells written or read (dflashCache)
 }
 
@@ -344,9 +351,9 @@ func (in *dflashInputs) declare(ctx *ggml.Context, df *DFlash) {
 	in.feat = ctx.NewTensor(ggml.F32, int64(df.Cfg.features(a)), w*b).SetName("dflash_feat").SetInput()
 	in.tokens = ctx.NewTensor(ggml.I32, g*b).SetName("dflash_tokens").SetInput()
 	in.posQ = ctx.NewTensor(ggml.I32, g*b).SetName("dflash_pos_q").SetInput()
-	in.posK = ctx.NewTensor(ggml.I32, (w+g)*b).SetName("dflash_pos_k").SetInput()
+	in.posK = ctx.NewTensor(ggml.I32, w*b).SetName("dflash_pos_k").SetInput()
 	in.mask = ctx.NewTensor(ggml.F32, w+g, g, 1, b).SetName("dflash_mask").SetInput()
-	in.zeros = ctx.NewTensor(ggml.F32, int64(a.DModel), w+g, b).SetName("dflash_zeros").SetInput()
+	in.zeros = ctx.NewTensor(ggml.F32, int64(a.NHeads*a.HeadDimK), w+g, b).SetName("dflash_zeros").SetInput()
 }
 
 // dflashBlock is one block to fill: its anchor at position Pos, and the context rows of the
@@ -364,7 +371,7 @@ func (in *dflashInputs) set(df *DFlash, blocks []dflashBlock) error {
 	feat := make([]float32, F*W*in.B)
 	tokens := make([]int32, G*in.B)
 	posQ := make([]int32, G*in.B)
-	posK := make([]int32, (W+G)*in.B)
+	posK := make([]int32, W*in.B)
 	mask := make([]float32, (W+G)*G*in.B)
 	inf := float32(math.Inf(-1))
 	for b, blk := range blocks {
@@ -381,15 +388,12 @@ func (in *dflashInputs) set(df *DFlash, blocks []dflashBlock) error {
 			posQ[b*G+k] = int32(blk.Pos + k)
 		}
 		tokens[b*G] = blk.Anchor
-		for j := range W + G {
-			p := blk.Pos - W + j // context slot j, then the block's positions
-			posK[b*(W+G)+j] = int32(max(p, 0))
+		for j := range W {
+			posK[b*W+j] = int32(max(blk.Pos-W+j, 0)) // context slot j
+		}
+		for j := range skip {
 			for q := range G {
-				v := float32(0)
-				if j < skip {
-					v = inf
-				}
-				mask[((b*G)+q)*(W+G)+j] = v
+				mask[((b*G)+q)*(W+G)+j] = inf
 			}
 		}
 	}
@@ -403,77 +407,37 @@ func (in *dflashInputs) set(df *DFlash, blocks []dflashBlock) error {
 }
 
 // forward builds the logits [Vocab, G·B] of the blocks' positions, each weight product made
-// with linear (the target's head, when f16 or bf16, cast to f32 for a backward).
+// with linear (the target's head, when f16 or bf16, cast to f32 for a backward): the core's
+// forward pass (pass), whose blocks attend to each block's context rows (their keys and values
+// made from the projected features) and then its own positions.
 func (df *DFlash) forward(ctx *ggml.Context, in *dflashInputs, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	a, w := &df.target.Arch, &df.target.Weights
-	d, hd, H := int64(a.DModel), int64(a.HeadDimK), int64(a.NHeads)
+	f := df.pass(ctx, in.posQ, linear)
 	B, W, G := int64(in.B), int64(in.W), int64(in.G)
-	c := df.project(ctx, in.feat, linear) // [d, W·B]
-	x := df.embed(ctx, in.tokens)         // [d, G·B]
-	r := a.Rope(0)
-	for il := range df.w.Layers {
-		l := &df.w.Layers[il]
-		h := df.norm(ctx, x, l.AttnNorm)
-		// Per block, the keys' input is its context rows then its own positions: [d, W+G, B].
-		z := in.zeros
-		nb := z.Nb()
-		kv := ctx.Acc(z, ctx.Reshape(c, d, W, B), nb[1], nb[2], nb[3], 0)
-		kv = ctx.Acc(kv, ctx.Reshape(h, d, G, B), nb[1], nb[2], nb[3], int(W)*nb[1])
-		kv = ctx.Reshape(kv, d, (W+G)*B)
-		q := ctx.RopeExt(ctx.Reshape(linear(l.Wq, h), hd, H, G*B), in.posQ, w.RopeFreqs, r)
-		k := ctx.RopeExt(ctx.Reshape(linear(l.Wk, kv), hd, H, (W+G)*B), in.posK, w.RopeFreqs, r)
-		x = df.layer(ctx, il, x, q, k, linear(l.Wv, kv), in.mask, G, W+G, B, linear)
+	c := f.Features(in.feat) // [d, W·B]
+	f.Attend = func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+		kc, vc := f.KeysValues(il, c, in.posK)
+		return f.AttendBlocks(q, spliced(ctx, in.zeros, kc, k, W, G, B), spliced(ctx, in.zeros, vc, v, W, G, B), in.mask, G, W+G, B)
 	}
-	return df.head(ctx, x, linear)
+	return f.Logits(in.tokens)
 }
 
-// norm is RMSNorm scaled by g.
-func (df *DFlash) norm(ctx *ggml.Context, x, g *ggml.Tensor) *ggml.Tensor {
-	return ctx.Mul(ctx.RMSNorm(x, df.target.Arch.NormEps), g)
+// spliced places each block's context rows' keys or values rows [w, W·B] before its own
+// positions' own [w, G·B]: [w, (W+G)·B], block by block, accumulated into zeros [w, W+G, B] (a
+// concatenation with a backward).
+func spliced(ctx *ggml.Context, zeros, rows, own *ggml.Tensor, W, G, B int64) *ggml.Tensor {
+	nb, w := zeros.Nb(), zeros.Ne()[0]
+	x := ctx.Acc(zeros, ctx.Reshape(rows, w, W, B), nb[1], nb[2], nb[3], 0)
+	x = ctx.Acc(x, ctx.Reshape(own, w, G, B), nb[1], nb[2], nb[3], int(W)*nb[1])
+	return ctx.Reshape(x, w, (W+G)*B)
 }
 
-// project is the normalised projection of context rows feat [F, n] to the drafter's width:
-// the input of every layer's context keys and values.
-func (df *DFlash) project(ctx *ggml.Context, feat *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	return df.norm(ctx, linear(df.w.FeatProj, feat), df.w.FeatNorm)
-}
-
-// embed is the blocks' input: the target's embeddings of tokens (anchors and mask tokens).
-func (df *DFlash) embed(ctx *ggml.Context, tokens *ggml.Tensor) *ggml.Tensor {
-	a := &df.target.Arch
-	x := ctx.GetRows(df.target.Weights.EmbLookup, tokens)
-	if a.EmbedScale != 1 {
-		x = ctx.Scale(x, a.EmbedScale)
-	}
-	return x
-}
-
-// layer is one drafter block over B blocks of G positions x [d, G·B]: attention of the roped
-// queries q (G·B of them) over the S keys k (roped) and values v per block, S = the context
-// rows then the block's own positions, under mask [S, G, 1, B], then the feed-forward block.
-func (df *DFlash) layer(ctx *ggml.Context, il int, x, q, k, v, mask *ggml.Tensor, G, S, B int64, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	a, l := &df.target.Arch, &df.w.Layers[il]
-	hd, H := int64(a.HeadDimK), int64(a.NHeads)
-	q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hd, H, G, B), [4]int{0, 2, 1, 3})), hd, G, H*B)
-	k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hd, H, S, B), [4]int{0, 2, 1, 3})), hd, S, H*B)
-	vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hd, H, S, B), [4]int{1, 2, 0, 3})), S, hd, H*B)
-	kq := ctx.MulMat(k, q) // [S, G, H·B]
-	kq = ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, S, G, H, B), mask, a.QueryScale, 0), S, G, H*B)
-	o := ctx.Reshape(ctx.MulMat(vt, kq), hd, G, H, B)
-	o = ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hd*H, G*B)
-	x = ctx.Add(x, linear(l.Wo, o))
-	h := df.norm(ctx, x, l.FFNNorm)
-	return ctx.Add(x, linear(l.Down, ctx.SwigluSplit(linear(l.Gate, h), linear(l.Up, h))))
-}
-
-// head is the logits of the drafter's output x: its final norm, then the target's head.
-func (df *DFlash) head(ctx *ggml.Context, x *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *ggml.Tensor {
-	w := &df.target.Weights
-	out := w.Output
-	if out == nil {
-		out = w.TokEmbd
-	}
-	return linear(out, df.norm(ctx, x, df.w.OutNorm))
+// pass is the core's forward pass over the drafter's weights and those of the target it shares
+// (token embeddings, output head, RoPE factors), at the i32 positions pos, each weight product
+// made with linear; the caller sets its attention.
+func (df *DFlash) pass(ctx *ggml.Context, pos *ggml.Tensor, linear func(w, x *ggml.Tensor) *ggml.Tensor) *transformer.ForwardPass {
+	w, t := df.w, &df.target.Weights
+	w.TokEmbd, w.EmbLookup, w.Output, w.RopeFreqs = t.TokEmbd, t.EmbLookup, t.Output, t.RopeFreqs
+	return &transformer.ForwardPass{Ctx: ctx, A: &df.arch, W: &w, Pos: pos, Linear: linear}
 }
 
 // dflashGraph is a built and allocated drafter graph for one shape.

@@ -238,21 +238,19 @@ func (c *dflashCache) close() {
 func (c *dflashCache) buildIngest(n int) (*dflashGraph, error) {
 	return c.df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
 		df := c.df
-		a, w := &df.target.Arch, &df.target.Weights
+		a := &df.target.Arch
 		in := &g.in
 		in.W = n
 		in.feat = ctx.NewTensor(ggml.F32, int64(df.Cfg.features(a)), int64(n)).SetName("dflash_feat").SetInput()
 		in.posK = ctx.NewTensor(ggml.I32, int64(n)).SetName("dflash_pos_k").SetInput()
 		in.cells = ctx.NewTensor(ggml.I32, int64(n)).SetName("dflash_cells").SetInput()
-		mm := df.linear(ctx)
-		cf := df.project(ctx, in.feat, mm)
-		hd, H, wd := int64(a.HeadDimK), int64(a.NHeads), int64(a.NHeads*a.HeadDimK)
+		f := df.pass(ctx, in.posK, df.linear(ctx))
+		cf := f.Features(in.feat)
+		wd := int64(a.NHeads * a.HeadDimK)
 		var writes []*ggml.Tensor
 		for il := range df.w.Layers {
-			l := &df.w.Layers[il]
-			k := ctx.RopeExt(ctx.Reshape(mm(l.Wk, cf), hd, H, int64(n)), in.posK, w.RopeFreqs, a.Rope(0))
-			writes = append(writes, ctx.SetRows(c.k[il], ctx.Reshape(k, wd, int64(n)), in.cells),
-				ctx.SetRows(c.v[il], mm(l.Wv, cf), in.cells))
+			k, v := f.KeysValues(il, cf, in.posK)
+			writes = append(writes, ctx.SetRows(c.k[il], ctx.Reshape(k, wd, int64(n)), in.cells), ctx.SetRows(c.v[il], v, in.cells))
 		}
 		return writes
 	})
@@ -282,7 +280,7 @@ func (c *dflashCache) setIngest(g *dflashGraph, rows []float32, p0 int) error {
 func (c *dflashCache) buildBlock(W int) (*dflashGraph, error) {
 	return c.df.newGraph(func(ctx *ggml.Context, g *dflashGraph) []*ggml.Tensor {
 		df := c.df
-		a, w := &df.target.Arch, &df.target.Weights
+		a := &df.target.Arch
 		G := int64(df.Cfg.Gamma)
 		in := &g.in
 		in.B, in.W, in.G = 1, W, int(G)
@@ -290,20 +288,14 @@ func (c *dflashCache) buildBlock(W int) (*dflashGraph, error) {
 		in.posQ = ctx.NewTensor(ggml.I32, G).SetName("dflash_pos_q").SetInput()
 		in.cells = ctx.NewTensor(ggml.I32, int64(W)).SetName("dflash_cells").SetInput()
 		in.mask = ctx.NewTensor(ggml.F32, int64(W)+G, G, 1, 1).SetName("dflash_mask").SetInput()
-		hd, H := int64(a.HeadDimK), int64(a.NHeads)
-		r := a.Rope(0)
-		mm := df.linear(ctx)
-		x := df.embed(ctx, in.tokens)
-		for il := range df.w.Layers {
-			l := &df.w.Layers[il]
-			h := df.norm(ctx, x, l.AttnNorm)
-			q := ctx.RopeExt(ctx.Reshape(mm(l.Wq, h), hd, H, G), in.posQ, w.RopeFreqs, r)
-			kb := ctx.RopeExt(ctx.Reshape(mm(l.Wk, h), hd, H, G), in.posQ, w.RopeFreqs, r)
-			k := ctx.Concat(ctx.GetRows(c.k[il], in.cells), ctx.Reshape(kb, hd*H, G), 1)
-			v := ctx.Concat(ctx.GetRows(c.v[il], in.cells), mm(l.Wv, h), 1)
-			x = df.layer(ctx, il, x, q, k, v, in.mask, G, int64(W)+G, 1, mm)
+		wd := int64(a.NHeads * a.HeadDimK)
+		f := df.pass(ctx, in.posQ, df.linear(ctx))
+		f.Attend = func(il int, q, k, v *ggml.Tensor) *ggml.Tensor {
+			k = ctx.Concat(ctx.GetRows(c.k[il], in.cells), ctx.Reshape(k, wd, G), 1)
+			v = ctx.Concat(ctx.GetRows(c.v[il], in.cells), v, 1)
+			return f.AttendBlocks(q, k, v, in.mask, G, int64(W)+G, 1)
 		}
-		g.logits = df.head(ctx, x, mm).SetOutput()
+		g.logits = f.Logits(in.tokens).SetOutput()
 		return []*ggml.Tensor{g.logits}
 	})
 }

@@ -36,7 +36,9 @@ type blockWeights struct {
 // and the output head, with the architecture's choices (biases, QK norms, post norms, GeGLU
 // or SwiGLU, experts, soft-caps). Training and decoding differ only in the hooks: how a weight
 // multiplies (linear) and how queries attend (attend). A decode step is the training forward
-// with a key/value cache.
+// with a key/value cache. A DFlash drafter (engines/speculative) is this forward too, over its
+// target's embeddings, RoPE and head: its attention (AttendBlocks) also reads, per block, the
+// keys and values (KeysValues) of its target's projected hidden states (Features).
 type ForwardPass struct {
 	Ctx *ggml.Context
 	A   *Architecture
@@ -125,7 +127,8 @@ func (f *ForwardPass) addBias(x, b *ggml.Tensor) *ggml.Tensor {
 // values [HeadDimV·Hkv, n], through separate or fused projections.
 func (f *ForwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor) {
 	if l.Wqkv == nil {
-		return f.addBias(f.Linear(l.Wq, h), l.bq), f.addBias(f.Linear(l.Wk, h), l.bk), f.addBias(f.Linear(l.Wv, h), l.bv)
+		k, v = f.kv(l, h)
+		return f.addBias(f.Linear(l.Wq, h), l.bq), k, v
 	}
 	ctx, a := f.Ctx, f.A
 	all := f.addBias(f.Linear(l.Wqkv, h), l.bqkv)
@@ -138,6 +141,83 @@ func (f *ForwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor
 		return ctx.Cont(ctx.View(all, []int64{rows, n}, []int{nb1}, int(offset)*ggml.TypeSize(all.Type())))
 	}
 	return part(qd, 0), part(kd, qd), part(vd, qd+kd)
+}
+
+// kv projects the normed input h to keys and values through separate projections.
+func (f *ForwardPass) kv(l *blockWeights, h *ggml.Tensor) (k, v *ggml.Tensor) {
+	return f.addBias(f.Linear(l.Wk, h), l.bk), f.addBias(f.Linear(l.Wv, h), l.bv)
+}
+
+// heads shapes projected queries or keys x [HeadDimK·heads, n] of block il into heads
+// [HeadDimK, heads, n], normalises each by the block's QK norm scale (when it has one) and
+// rotates them to the i32 positions pos [n].
+func (f *ForwardPass) heads(il int, x, norm *ggml.Tensor, heads, n int64, pos *ggml.Tensor) *ggml.Tensor {
+	x = f.Ctx.Reshape(x, int64(f.A.HeadDimK), heads, n)
+	if norm != nil {
+		x = f.norm(x, norm, nil)
+	}
+	if f.A.Positions == PosRoPE {
+		x = f.rope(x, pos, f.A.Rope(il))
+	}
+	return x
+}
+
+// rope rotates x [HeadDimK, heads, n] by r to the i32 positions pos [n]: through the Rope hook
+// when pos is the pass's Pos (the hook's positions), by ggml's RopeExt otherwise.
+func (f *ForwardPass) rope(x, pos *ggml.Tensor, r ggml.Rope) *ggml.Tensor {
+	if f.Rope != nil && pos == f.Pos {
+		return f.Rope(x, r)
+	}
+	return f.Ctx.RopeExt(x, pos, f.W.RopeFreqs, r)
+}
+
+// KeysValues are block il's keys [HeadDimK, NKVHeads, m] (QK-normed, rotated to the i32
+// positions pos [m]) and values [HeadDimV·NKVHeads, m] of the normed rows x [d, m], made as
+// Block makes those of its stream. A DFlash drafter's blocks also attend to keys and values of
+// other rows at other positions (its target's projected context, Features), which it makes,
+// or caches, with this.
+func (f *ForwardPass) KeysValues(il int, x, pos *ggml.Tensor) (k, v *ggml.Tensor) {
+	if x == nil {
+		return nil, nil // the context holds the error
+	}
+	l := &f.W.Layers[il]
+	if l.Wqkv == nil {
+		k, v = f.kv(l, x)
+	} else {
+		_, k, v = f.qkv(l, x)
+	}
+	return f.heads(il, k, l.kNorm, int64(f.A.NKVHeads), x.Ne()[1], pos), v
+}
+
+// Features is the input rows [d, n] of a model that reads another's hidden states
+// (InputFeatures, a DFlash drafter): feat [Features, n], the target's states side by side,
+// projected to the width (fc) and normalised (hidden_norm).
+func (f *ForwardPass) Features(feat *ggml.Tensor) *ggml.Tensor {
+	return f.norm(f.Linear(f.W.FeatProj, feat), f.W.FeatNorm, nil)
+}
+
+// AttendBlocks is an attention (an Attend) over B blocks, each of n queries attending to its
+// own m keys and values under mask [m, n, 1, B] (per block, 0 where a query sees a key, -∞
+// elsewhere): q [HeadDimK, H, n·B] (rotated), k [HeadDimK, Hkv, m·B] and v
+// [HeadDimV·Hkv, m·B], block-major, give [HeadDimV·H, n·B]. It is unfused (k·q, the scaled and
+// masked softmax, v·p), with the blocks folded into the heads, so that a training graph
+// differentiates it. A DFlash drafter's blocks attend this way to their context rows and their
+// own positions, with no causal mask inside the block.
+func (f *ForwardPass) AttendBlocks(q, k, v, mask *ggml.Tensor, n, m, blocks int64) *ggml.Tensor {
+	ctx, a := f.Ctx, f.A
+	hdk, hdv, H, Hkv, B := int64(a.HeadDimK), int64(a.HeadDimV), int64(a.NHeads), int64(a.NKVHeads), blocks
+	q = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(q, hdk, H, n, B), [4]int{0, 2, 1, 3})), hdk, n, H*B)
+	k = ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(k, hdk, Hkv, m, B), [4]int{0, 2, 1, 3})), hdk, m, Hkv*B)
+	vt := ctx.Reshape(ctx.Cont(ctx.Permute(ctx.Reshape(v, hdv, Hkv, m, B), [4]int{1, 2, 0, 3})), m, hdv, Hkv*B)
+	kq := ctx.MulMat(k, q) // [m, n, H·B]
+	scale := a.QueryScale
+	if c := a.AttnSoftcap; c > 0 {
+		kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, scale/c)), c)
+		scale = 1
+	}
+	p := ctx.Reshape(ctx.SoftMaxExt(ctx.Reshape(kq, m, n, H, B), mask, scale, 0), m, n, H*B)
+	o := ctx.Reshape(ctx.MulMat(vt, p), hdv, n, H, B)
+	return ctx.Reshape(ctx.Cont(ctx.Permute(o, [4]int{0, 2, 1, 3})), hdv*H, n*B)
 }
 
 // Logits builds the logits [Vocab, n] (or [Vocab, 1] with LastOnly) of the i32 tokens [n].
@@ -209,23 +289,10 @@ func (f *ForwardPass) blocks(x *ggml.Tensor, n int64) *ggml.Tensor {
 // Block runs block il over the residual stream x [d, n].
 func (f *ForwardPass) Block(il int, x *ggml.Tensor, n int64) *ggml.Tensor {
 	ctx, a, w := f.Ctx, f.A, f.W
-	hdk, H, Hkv := int64(a.HeadDimK), int64(a.NHeads), int64(a.NKVHeads)
 	l := &w.Layers[il]
 	h := f.norm(x, l.AttnNorm, l.attnNormB)
 	q, k, v := f.qkv(l, h)
-	q, k = ctx.Reshape(q, hdk, H, n), ctx.Reshape(k, hdk, Hkv, n)
-	if l.qNorm != nil {
-		q, k = f.norm(q, l.qNorm, nil), f.norm(k, l.kNorm, nil)
-	}
-	if a.Positions == PosRoPE {
-		r := a.Rope(il)
-		if f.Rope != nil {
-			q, k = f.Rope(q, r), f.Rope(k, r)
-		} else {
-			q = ctx.RopeExt(q, f.Pos, w.RopeFreqs, r)
-			k = ctx.RopeExt(k, f.Pos, w.RopeFreqs, r)
-		}
-	}
+	q, k = f.heads(il, q, l.qNorm, int64(a.NHeads), n, f.Pos), f.heads(il, k, l.kNorm, int64(a.NKVHeads), n, f.Pos)
 	o := f.addBias(f.Linear(l.Wo, f.Attend(il, q, k, v)), l.bo)
 	if f.LastOnly && il == len(w.Layers)-1 && n > 1 {
 		// Only the last token's logits are wanted: finish the last block for it alone.

@@ -8,6 +8,9 @@
 // do, so that one Weights struct serves the training model (engines/training) and the loaded
 // checkpoint (engines/decoding), and one ForwardPass builds both the training graph and each
 // decode step; they differ only in the hooks (how a weight multiplies, how queries attend).
+// A DFlash drafter (engines/speculative) is the same forward pass over its own tensors and its
+// target's embeddings, RoPE and head, its attention reading per block the keys and values of
+// the target's projected hidden states too (Features, KeysValues, AttendBlocks).
 //
 // Tensor names and shapes follow llama.cpp's GGUF convention (token_embd.weight,
 // blk.N.attn_q.weight, ...; ne[0] is a matrix's input width), so checkpoints load in llama.cpp

@@ -19,13 +19,14 @@ import (
 // (engines/transformer.Architecture) is the family's preset with the file's shape. Adding a
 // family is a preset here, plus whatever it needs that no field says (a new kind of block).
 // dflash is a DFlash drafter (engines/speculative): llama-style blocks over a target's hidden
-// states, whose embeddings, RoPE and head are the target's; its tensors are the tensor table's,
-// its forward pass its own (its keys span the target's context and its block).
+// states, whose embeddings, RoPE and head are the target's; its tensors are the tensor table's
+// and its forward pass the core's, whose attention also reads, per block, the keys and values
+// of the target's projected context rows before the block's own.
 type Transformer struct {
 	// Input is what the model reads: token ids (token_embd), image patches, projected by
 	// patch_embd and preceded by a learned class token (cls_token), or a target model's hidden
 	// states, projected to the width (fc) and normalised (hidden_norm), beside the target's
-	// token embeddings (a DFlash drafter: its own forward pass over the tensor table's blocks).
+	// token embeddings (a DFlash drafter, whose blocks attend to those rows beside their own).
 	Input TransformerInput `json:"input"`
 	// Positions is how positions enter: rotary embeddings of queries and keys, or a learned
 	// embedding of each absolute position (position_embd) added to the input.
