@@ -56,7 +56,8 @@ type ForwardPass struct {
 	// (GGUFModel.layerNormMulAdd, for GPT-2's decoders); nil builds ggml's Norm, Mul and Add.
 	LayerNormMulAdd func(x, w, b *ggml.Tensor) *ggml.Tensor
 	// Rope, when set, rotates queries or keys x [headDim, heads, n] by RoPE r at the positions
-	// pos (GGUFModel.rope, for the decoders); nil builds ggml's RopeExt.
+	// Pos (GGUFModel.ropeHook, for the decoders); nil builds ggml's RopeExt, as do keys made at
+	// other positions (KeysValues).
 	Rope func(x *ggml.Tensor, r ggml.Rope) *ggml.Tensor
 	// SwiGLU, when set, makes a SwiGLU block's activation silu(gate·h)·(up·h), whose backward
 	// the trainer builds itself (gemmBackward.swiglu); ok false leaves the block to linear.
