@@ -128,8 +128,9 @@ func (f *ForwardPass) addBias(x, b *ggml.Tensor) *ggml.Tensor {
 // values [HeadDimV·Hkv, n], through separate or fused projections.
 func (f *ForwardPass) qkv(l *blockWeights, h *ggml.Tensor) (q, k, v *ggml.Tensor) {
 	if l.Wqkv == nil {
+		q = f.addBias(f.Linear(l.Wq, h), l.bq) // first: a trainer's backward follows the products' order
 		k, v = f.kv(l, h)
-		return f.addBias(f.Linear(l.Wq, h), l.bq), k, v
+		return q, k, v
 	}
 	ctx, a := f.Ctx, f.A
 	all := f.addBias(f.Linear(l.Wqkv, h), l.bqkv)
