@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
@@ -70,7 +71,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	return usagef("unknown benchmark %q: want %s", args[0], strings.Join(benchNames(), ", "))
+	return cli.Usagef("unknown benchmark %q: want %s", args[0], strings.Join(benchNames(), ", "))
 }
 
 // runBenchMatMul is `toy bench matmul`: matrix-multiply throughput per weight type and shape,
@@ -83,7 +84,7 @@ func runBenchMatMul(args []string, stdout, stderr io.Writer) error {
 	typesFlag := fs.String("types", "f32,f16,q8_0", "comma-separated weight types (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
 	shapesFlag := fs.String("shapes", defaultBenchShapes, "comma-separated shapes m×n×k (or mxnxk): weight [k, m] times activations [k, n]")
 	minTime := fs.Duration("time", time.Second, "minimum time per measurement (after one warm-up; at least 2 repetitions)")
-	allow := registerGate(fs)
+	allow := cli.RegisterGate(fs)
 	nodes := fs.Int("nodes", 1000, "nodes of the graph whose build time is measured (0: skip)")
 	fs.Usage = func() {
 		w := fs.Output()
@@ -106,36 +107,36 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	if *threads <= 0 {
-		return usagef("-t %d: want at least 1 thread", *threads)
+		return cli.Usagef("-t %d: want at least 1 thread", *threads)
 	}
-	if err := usableThreads(stderr, "bench matmul", threads); err != nil {
+	if err := cli.UsableThreads(stderr, "bench matmul", threads); err != nil {
 		return err
 	}
 	if *minTime < 0 {
-		return usagef("-time %v is negative", *minTime)
+		return cli.Usagef("-time %v is negative", *minTime)
 	}
 	if *nodes < 0 {
-		return usagef("-nodes %d is negative", *nodes)
+		return cli.Usagef("-nodes %d is negative", *nodes)
 	}
 	types, err := parseBenchTypes(*typesFlag)
 	if err != nil {
-		return asUsage(err)
+		return cli.AsUsage(err)
 	}
 	shapes, err := parseBenchShapes(*shapesFlag)
 	if err != nil {
-		return asUsage(err)
+		return cli.AsUsage(err)
 	}
-	if err := gateNoLookups(stderr, "bench matmul", *allow); err != nil {
+	if err := cli.GateNoLookups(stderr, "bench matmul", *allow); err != nil {
 		return err
 	}
 	for _, typ := range types {
 		for _, s := range shapes {
 			if s[2]%ggml.BlockSize(typ) != 0 {
-				return usagef("shape %d×%d×%d: k is not a multiple of the %s block size %d", s[0], s[1], s[2], ggml.TypeName(typ), ggml.BlockSize(typ))
+				return cli.Usagef("shape %d×%d×%d: k is not a multiple of the %s block size %d", s[0], s[1], s[2], ggml.TypeName(typ), ggml.BlockSize(typ))
 			}
 		}
 	}
@@ -331,7 +332,7 @@ func parseBenchShapes(s string) ([][3]int, error) {
 // runBenchModel is `toy bench model`: prompt processing and generation speed like
 // llama-bench, of a GGUF file or of random weights in a preset's shape.
 func runBenchModel(args []string, stdout, stderr io.Writer) error {
-	defer oneGoProc()() // as toy generate decodes
+	defer cli.OneGoProc()() // as toy generate decodes
 	fs := flag.NewFlagSet("bench model", flag.ContinueOnError)
 	model := fs.String("m", "", "GGUF model file")
 	pp := fs.Int("p", 128, "prompt tokens (processed as one batch)")
@@ -352,7 +353,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	promptFile := fs.String("prompt-file", "", "with -draft or -dflash: the prompt is the first -p tokens of this text file (default: -p random tokens)")
 	dflashN := fs.Int("dflash-n", 0, "of each DFlash block, the proposals the target verifies (with -dflash; 0: all, the block size − 1)")
 	pMins := fs.String("draft-p-min", "", "comma-separated minimum draft probabilities (with -draft or -dflash): a drafter stops proposing at a token it gives less; each value is measured as its own row (0: always γ; default 0.75 for -draft and 0 for -dflash, as toy generate)")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	saveRandom := fs.String("save-random", "", "with -random: also keep the random model (with a synthetic tokenizer of its vocabulary) as this GGUF, so that llama.cpp can run the same file")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
@@ -361,43 +362,43 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-d 0] [-t 2] [-draft DRAFT.gguf] [-dflash DRAFTER.gguf]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\n%s\nFlags:\n", benchModelBandwidthHelp)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := benchModelCounts.check(fs); err != nil {
+	if err := cli.BenchModelCounts.Check(fs); err != nil {
 		return err
 	}
-	if err := usableThreads(stderr, "bench model", threads); err != nil {
+	if err := cli.UsableThreads(stderr, "bench model", threads); err != nil {
 		return err
 	}
 	if *model == "" && *random == "" {
-		return usagef("give -m MODEL or -random PRESET")
+		return cli.Usagef("give -m MODEL or -random PRESET")
 	}
 	if *draftN < 1 {
-		return usagef("-draft-n %d: want at least 1", *draftN)
+		return cli.Usagef("-draft-n %d: want at least 1", *draftN)
 	}
 	if *depth < 0 || (*depth > 0 && (*draft != "" || *dflash != "")) {
-		return usagef("-d %d: want a number of tokens, without -draft or -dflash", *depth)
+		return cli.Usagef("-d %d: want a number of tokens, without -draft or -dflash", *depth)
 	}
 	if *dflashN < 0 {
-		return usagef("-dflash-n %d: want at least 0", *dflashN)
+		return cli.Usagef("-dflash-n %d: want at least 0", *dflashN)
 	}
 	if *draftLayers < 0 || (*draftLayers > 0 && (*random == "" || *draft != "")) {
-		return usagef("-draft-layers %d: want a positive number of layers, with -random and without -draft", *draftLayers)
+		return cli.Usagef("-draft-layers %d: want a positive number of layers, with -random and without -draft", *draftLayers)
 	}
 	if *saveRandom != "" && *random == "" {
-		return usagef("-save-random %s: give -random PRESET (the model to save)", *saveRandom)
+		return cli.Usagef("-save-random %s: give -random PRESET (the model to save)", *saveRandom)
 	}
 	if *random != "" {
 		if *model != "" {
-			return usagef("-m and -random exclude each other")
+			return cli.Usagef("-m and -random exclude each other")
 		}
 		a, typ, err := randomShape(*random, *randomType)
 		if err != nil {
 			return err
 		}
 		if need := decoding.BenchPositions(*pp, *tg, *depth); need > a.Context {
-			return usagef("-d %d with -p %d and -n %d: %d positions do not fit %s's context of %d", *depth, *pp, *tg, need, *random, a.Context)
+			return cli.Usagef("-d %d with -p %d and -n %d: %d positions do not fit %s's context of %d", *depth, *pp, *tg, need, *random, a.Context)
 		}
 		dir, err := os.MkdirTemp("", "toy-bench-")
 		if err != nil {
@@ -416,7 +417,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		}
 		if *draftLayers > 0 {
 			if *draftLayers > a.NLayers {
-				return usagef("-draft-layers %d: %s has %d layers", *draftLayers, *random, a.NLayers)
+				return cli.Usagef("-draft-layers %d: %s has %d layers", *draftLayers, *random, a.NLayers)
 			}
 			a.NLayers = *draftLayers
 			*draft = filepath.Join(dir, fmt.Sprintf("%s-%dl.gguf", *random, *draftLayers))
@@ -432,11 +433,11 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	// The boot gate runs on each model the bench loads (the target, a draft), over the lookups
 	// of toy's CPU operations its decoders make; the bench samples on the host.
 	gate := func(m *decoding.GGUFModel, o decoding.DecoderOptions) error {
-		_, _, err := gateDecoders(stderr, "bench", m, m.Path(), "", o, *allowUnresolved)
+		_, _, err := cli.GateDecoders(stderr, "bench", m, m.Path(), "", o, *allowUnresolved)
 		return err
 	}
-	d := decoderFlags{kvType: *kvType, flashAttn: *fa, ctxFull: "error"}
-	opts, err := d.options()
+	d := cli.DecoderFlags{KVType: *kvType, FlashAttn: *fa, CtxFull: "error"}
+	opts, err := d.Options()
 	if err != nil {
 		return err
 	}
@@ -445,7 +446,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		if *pMins != "" {
 			ps, err := parseProbabilities(*pMins)
 			if err != nil {
-				return usagef("-draft-p-min %q: %v", *pMins, err)
+				return cli.Usagef("-draft-p-min %q: %v", *pMins, err)
 			}
 			draftMins, dflashMins = ps, ps
 		}
@@ -513,11 +514,11 @@ func benchPrompt(model, path string, n int) ([]int32, error) {
 func randomShape(preset, typeName string) (transformer.Architecture, ggml.Type, error) {
 	c, err := config.LlamaPreset(preset)
 	if err != nil {
-		return transformer.Architecture{}, 0, asUsage(err)
+		return transformer.Architecture{}, 0, cli.AsUsage(err)
 	}
 	types, err := parseBenchTypes(typeName)
 	if err != nil || len(types) != 1 {
-		return transformer.Architecture{}, 0, usagef("-random-type %q: want one weight type", typeName)
+		return transformer.Architecture{}, 0, cli.Usagef("-random-type %q: want one weight type", typeName)
 	}
 	return transformer.ArchitectureFromConfig(c), types[0], nil
 }

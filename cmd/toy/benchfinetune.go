@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
@@ -49,7 +50,7 @@ func runBenchFinetune(args []string, stdout, stderr io.Writer) error {
 	recomputeAttention := fs.Bool("recompute-attention", false, "LoRA modes recompute the other blocks' attention probabilities in the backward pass instead of keeping them")
 	keepTransposed := fs.Bool("keep-transposed", false, "LoRA modes on a block-quantized base keep a transposed f32 copy of each weight for the backward pass (4 bytes a parameter) instead of making it each step, where a copy is needed (not on a CPU whose vector kernels toy built: its GEMM reads the weights transposed in place)")
 	dir := fs.String("dir", "", "where the random bases are written (default: a temporary directory, removed after)")
-	allow := registerGate(fs)
+	allow := cli.RegisterGate(fs)
 	profile := fs.Int("profile", 0, "after the timed steps, run one more computing each graph node by node and print (to stderr) the N costliest kinds of node and single nodes, and the N largest kinds of tensor the largest graph holds at its peak")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy bench finetune [flags]
@@ -62,42 +63,42 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := benchFTCounts.check(fs); err != nil {
+	if err := cli.BenchFTCounts.Check(fs); err != nil {
 		return err
 	}
 	if *threads < 0 || *seq < 1 || *batch < 1 || *steps < 1 || *rank < 1 {
-		return usagef("-t %d, -seq %d, -batch %d, -steps %d, -r %d: want at least 1 (-t 0: one per core)", *threads, *seq, *batch, *steps, *rank)
+		return cli.Usagef("-t %d, -seq %d, -batch %d, -steps %d, -r %d: want at least 1 (-t 0: one per core)", *threads, *seq, *batch, *steps, *rank)
 	}
 	c, err := config.LlamaPreset(*preset)
 	if err != nil {
-		return asUsage(err)
+		return cli.AsUsage(err)
 	}
 	if *recompute < 0 || *recompute > c.NLayers {
-		return usagef("-recompute %d: the %s shape has %d blocks", *recompute, *preset, c.NLayers)
+		return cli.Usagef("-recompute %d: the %s shape has %d blocks", *recompute, *preset, c.NLayers)
 	}
 	if *seq > c.Context {
-		return usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
+		return cli.Usagef("-seq %d exceeds the %s context %d", *seq, *preset, c.Context)
 	}
 	var list []benchMode
 	for _, m := range strings.Split(*modes, ",") {
 		bm, err := parseBenchMode(m)
 		if err != nil {
-			return asUsage(err)
+			return cli.AsUsage(err)
 		}
 		list = append(list, bm)
 	}
 	if *mode != "" {
 		bm, err := parseBenchMode(*mode)
 		if err != nil {
-			return asUsage(err)
+			return cli.AsUsage(err)
 		}
 		if *baseFile == "" {
-			return usagef("-mode needs -base")
+			return cli.Usagef("-mode needs -base")
 		}
-		if err := usableThreads(stderr, "bench finetune", threads); err != nil {
+		if err := cli.UsableThreads(stderr, "bench finetune", threads); err != nil {
 			return err
 		}
 		lo := training.LoRAOptions{Rank: *rank, Alpha: float32(2 * *rank), Targets: strings.Split(*targets, ","), Seed: 1, Recompute: *recompute, RecomputeAttention: *recomputeAttention, KeepTransposed: *keepTransposed}
@@ -145,7 +146,7 @@ Flags:
 	for _, bm := range list {
 		cmd := exec.Command(self, "bench", "finetune", "-mode", bm.name, "-base", bases[bm.typ], "-seq", fmt.Sprint(*seq), "-batch", fmt.Sprint(*batch),
 			"-steps", fmt.Sprint(*steps), "-t", fmt.Sprint(*threads), "-r", fmt.Sprint(*rank), "-lora-targets", *targets, "-recompute", fmt.Sprint(*recompute), "-preset", *preset, "-profile", fmt.Sprint(*profile),
-			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention), fmt.Sprintf("-keep-transposed=%v", *keepTransposed), fmt.Sprintf("--%s=%v", allowUnresolvedFlag, *allow))
+			fmt.Sprintf("-recompute-attention=%v", *recomputeAttention), fmt.Sprintf("-keep-transposed=%v", *keepTransposed), fmt.Sprintf("--%s=%v", cli.AllowUnresolvedFlag, *allow))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, stderr
 		if err := cmd.Run(); err != nil {
@@ -217,7 +218,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 	}
 	defer func() { base.Close() }()
 	vocab := base.Arch.Vocab
-	arch, names := base.Arch, modelRef(base, path, "").Names
+	arch, names := base.Arch, cli.ModelRef(base, path, "").Names
 	var tr *training.Trainer
 	var trained int64
 	opt := train.LoRA()
@@ -231,7 +232,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 			return err
 		}
 		trained = ad.Params()
-		gated, _, err := gateTrainable(stderr, "bench finetune", &arch, names, ad, allow)
+		gated, _, err := cli.GateTrainable(stderr, "bench finetune", &arch, names, ad, allow)
 		if err != nil {
 			return err
 		}
@@ -248,7 +249,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 		base = nil
 		trained = m.Params()
 		opt.LR, opt.WeightDecay = 5e-5, 0.01
-		gated, _, err := gateTrainable(stderr, "bench finetune", &arch, names, m, allow)
+		gated, _, err := cli.GateTrainable(stderr, "bench finetune", &arch, names, m, allow)
 		if err != nil {
 			return err
 		}

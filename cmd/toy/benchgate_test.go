@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
@@ -105,10 +106,10 @@ func TestKernelGateBench(t *testing.T) {
 				}
 				assert.Equal(t, 1, code, "%s: %s", name, errOut)
 				assert.Contains(t, errOut, tc.want, name)
-				assert.Contains(t, errOut, allowUnresolvedFlag, name)
+				assert.Contains(t, errOut, cli.AllowUnresolvedFlag, name)
 				assert.NotContains(t, out, "step 1", name)
 
-				out, errOut, code = runToy(append(args, "--"+allowUnresolvedFlag)...)
+				out, errOut, code = runToy(append(args, "--"+cli.AllowUnresolvedFlag)...)
 				require.Equal(t, 0, code, "%s: %s", name, errOut)
 				if table != "another build's" || name == "bench matmul" {
 					assert.Contains(t, errOut, "UNRESOLVED", name)

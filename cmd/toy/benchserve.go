@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
@@ -29,10 +30,10 @@ import (
 // streaming client and with -streams of them at once, over HTTP on loopback, and their time to
 // first token.
 func runBenchServe(args []string, stdout, stderr io.Writer) (err error) {
-	defer oneGoProc()() // as toy serve runs
+	defer cli.OneGoProc()() // as toy serve runs
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
-	var f serveFlags
-	f.register(fs)
+	var f cli.ServeFlags
+	f.Register(fs)
 	url := fs.String("url", "", "bench the server at this URL (http://host:port) instead of starting one in-process; the model flags are then unused")
 	random := fs.String("random", "", "instead of -m, serve random weights of a training preset's shape ("+strings.Join(config.LlamaPresetNames(), ", ")+") with a synthetic tokenizer of its vocabulary")
 	randomType := fs.String("random-type", "f16", "weight type of the -random model's matrices (f32, f16, bf16, q8_0, q4_0, q4_K, …)")
@@ -59,28 +60,28 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	set := setFlags(fs)
+	set := cli.SetFlags(fs)
 	switch {
 	case *streams < 1:
-		return usagef("-streams %d: want at least 1", *streams)
+		return cli.Usagef("-streams %d: want at least 1", *streams)
 	case *requests < 1:
-		return usagef("-requests %d: want at least 1", *requests)
+		return cli.Usagef("-requests %d: want at least 1", *requests)
 	case *maxTokens < 1:
-		return usagef("-n %d: want at least 1", *maxTokens)
+		return cli.Usagef("-n %d: want at least 1", *maxTokens)
 	case *temp < 0:
-		return usagef("-temp %g: want 0 or more", *temp)
-	case *url != "" && (f.model != "" || *random != ""):
-		return usagef("-url benches a running server: give neither -m nor -random")
-	case f.model != "" && *random != "":
-		return usagef("-m and -random exclude each other")
-	case *url == "" && f.model == "" && *random == "":
-		return usagef("give -m MODEL, -random PRESET or -url URL")
+		return cli.Usagef("-temp %g: want 0 or more", *temp)
+	case *url != "" && (f.Model != "" || *random != ""):
+		return cli.Usagef("-url benches a running server: give neither -m nor -random")
+	case f.Model != "" && *random != "":
+		return cli.Usagef("-m and -random exclude each other")
+	case *url == "" && f.Model == "" && *random == "":
+		return cli.Usagef("give -m MODEL, -random PRESET or -url URL")
 	}
 	if !set["parallel"] && !set["np"] {
-		f.parallel = *streams
+		f.Parallel = *streams
 	}
 	base := strings.TrimSuffix(*url, "/")
 	if base == "" {
@@ -90,28 +91,28 @@ Flags:
 				return err
 			}
 			defer os.RemoveAll(dir)
-			f.model = filepath.Join(dir, *random+".gguf")
-			if err = writeRandomServable(f.model, *random, *randomType, stderr); err != nil {
+			f.Model = filepath.Join(dir, *random+".gguf")
+			if err = writeRandomServable(f.Model, *random, *randomType, stderr); err != nil {
 				return err
 			}
 		}
-		if err := f.check(); err != nil {
+		if err := f.Check(); err != nil {
 			return err
 		}
-		sm, err := f.start(stderr)
+		sm, err := f.Start(stderr)
 		if err != nil {
 			return err
 		}
-		defer sm.close()
+		defer sm.Close()
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		hs := &http.Server{Handler: sm.srv.Handler(), ReadHeaderTimeout: 30 * time.Second}
+		hs := &http.Server{Handler: sm.Server.Handler(), ReadHeaderTimeout: 30 * time.Second}
 		go hs.Serve(ln)
 		defer hs.Close()
 		base = "http://" + ln.Addr().String()
-		fmt.Fprintf(stderr, "toy bench: serving %s on %s, %d threads\n", sm.ready, base, f.Threads)
+		fmt.Fprintf(stderr, "toy bench: serving %s on %s, %d threads\n", sm.Ready, base, f.Threads)
 	}
 	c := &benchClient{base: base, prompt: *prompt, maxTokens: *maxTokens, temp: *temp,
 		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *streams}}}
@@ -144,7 +145,7 @@ Flags:
 		rows = append(rows, r)
 	}
 	writeBenchServe(stdout, rows, *maxTokens)
-	if f.draft != "" || f.dflash {
+	if f.Draft != "" || f.DFlash {
 		writeAcceptance(stdout, c, base)
 	}
 	return nil
@@ -236,7 +237,7 @@ func writeRandom(path, preset, typeName string, withTokenizer bool, stderr io.Wr
 		return transformer.WriteRandomGGUF(path, a, typ, 1)
 	}
 	if a.Vocab < 256 {
-		return usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
+		return cli.Usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
 	}
 	tok, err := tokenizer.Synthetic(a.Vocab)
 	if err != nil {

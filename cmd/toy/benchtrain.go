@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/train"
@@ -39,19 +40,19 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	threads := &compute.Threads
 	vs := fs.String("vs", "", "also time this preset, its steps alternating with -preset's, and print the ratio of their utilizations (a comparison under the same load)")
 	profile := fs.Int("profile", 0, "after the timed steps, compute one more step node by node and print where its time goes: by op, and the `N` costliest kinds of node (op, operand types and shapes)")
-	allow := registerGate(fs)
+	allow := cli.RegisterGate(fs)
 	ceiling := fs.Bool("ceiling", true, "measure the f32 matmul ceiling first (the faster of ggml's GEMM and, on a CPU, the trainer's own, on 4096×512×14336), and OpenBLAS's sgemm on it where installed, for the utilization ratios")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench train [flags]\n\nTimes training steps (forward, backward, AdamW) of a model shape on random tokens.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := benchTrainCounts.check(fs); err != nil {
+	if err := cli.BenchTrainCounts.Check(fs); err != nil {
 		return err
 	}
-	if err := usableThreads(stderr, "bench train", threads); err != nil {
+	if err := cli.UsableThreads(stderr, "bench train", threads); err != nil {
 		return err
 	}
 	presets := []string{*preset}
@@ -65,7 +66,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if *seq > shapes[i].context {
-			return usagef("-seq %d exceeds the %s context %d", *seq, p, shapes[i].context)
+			return cli.Usagef("-seq %d exceeds the %s context %d", *seq, p, shapes[i].context)
 		}
 	}
 	be, err := ggml.NewBackend(*threads)
@@ -77,7 +78,7 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	packed := false // toy's packed f32 GEMM resolved for the first model: the ceiling times it
 	for i, sh := range shapes {
 		b, err := newTrainBench(be, sh, *seq, *batch, func(m *training.Model) (training.Trainable, error) {
-			tm, resolved, err := gateTrainable(stderr, "bench train", &m.Arch, []string{sh.name}, m, *allow)
+			tm, resolved, err := cli.GateTrainable(stderr, "bench train", &m.Arch, []string{sh.name}, m, *allow)
 			packed = packed || i == 0 && slices.Contains(resolved, decoding.NeedPacked(ggml.F32))
 			return tm, err
 		})
@@ -266,20 +267,20 @@ type trainShape struct {
 }
 
 // presetShape finds a language model's preset by name among the families toy train makes
-// (trainFamilies): the model its -preset gives, as toy train builds it.
+// (cli.TrainFamilies): the model its -preset gives, as toy train builds it.
 func presetShape(name string) (trainShape, error) {
-	f := familyNamed(presetFamily(name))
-	if f == nil || f.modelFlags == nil {
+	f := cli.FamilyNamed(cli.PresetFamily(name))
+	if f == nil || f.ModelFlags == nil {
 		var lists []string
-		for _, f := range trainFamilies {
-			if f.modelFlags != nil {
-				lists = append(lists, f.name+": "+strings.Join(f.presets(), ", "))
+		for _, f := range cli.TrainFamilies {
+			if f.ModelFlags != nil {
+				lists = append(lists, f.Name+": "+strings.Join(f.Presets(), ", "))
 			}
 		}
-		return trainShape{}, usagef("unknown preset %q (%s)", name, strings.Join(lists, "; "))
+		return trainShape{}, cli.Usagef("unknown preset %q (%s)", name, strings.Join(lists, "; "))
 	}
 	s, preset := recipes.DefaultScratch(), name
-	if err := f.modelFlags(flag.NewFlagSet(name, flag.ContinueOnError), &s, name, &preset)(); err != nil {
+	if err := f.ModelFlags(flag.NewFlagSet(name, flag.ContinueOnError), &s, name, &preset)(); err != nil {
 		return trainShape{}, err
 	}
 	return trainShape{name, s.Architecture().Vocab, s.Context(), s.NewModel}, nil

@@ -47,7 +47,7 @@ func TestBenchTrainProfile(t *testing.T) {
 }
 
 // TestBenchTrainPresetShapes: bench train's shapes are toy train's families' presets
-// (trainFamilies): every llama and gpt2 preset has its spec preset's vocabulary and context, a
+// (cli.TrainFamilies): every llama and gpt2 preset has its spec preset's vocabulary and context, a
 // vit preset or an unknown name is refused listing the language models' presets, and the model
 // bench train builds of the demo presets is the family's, with the parameters the spec's
 // configuration gives.

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
@@ -26,7 +27,7 @@ var notifyInterrupt = func(c chan<- os.Signal) (stop func()) {
 // conversationSetup is what toy generate's flags and the model say of a conversation.
 type conversationSetup struct {
 	model     *decoding.GGUFModel
-	behaviour behaviour
+	behaviour cli.Behaviour
 	// template is -template's name, or the kernel table's; empty: the file's.
 	template string
 	// plainIfNoTemplate (-i alone) makes a model without a chat template continue plain text
@@ -46,9 +47,9 @@ type conversationSetup struct {
 // writing the replies to stdout, the prompts and notes to stderr, and the timing summary there
 // at the end.
 func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.Tokenizer, cs conversationSetup) error {
-	c := &conversation{tok: tok, addBOS: cs.behaviour.addBOS}
+	c := &conversation{tok: tok, addBOS: cs.behaviour.AddBOS}
 	stops := cs.stops
-	tmpl, err := chatTemplate(cs.model, tok, cs.template, cs.behaviour.addBOS)
+	tmpl, err := cli.ChatTemplate(cs.model, tok, cs.template, cs.behaviour.AddBOS)
 	switch {
 	case err == nil:
 		c.tmpl = &tmpl
@@ -58,12 +59,12 @@ func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.To
 		}
 	case cs.template != "":
 		return fmt.Errorf("-template: %w", err)
-	case !errors.Is(err, errNoChatTemplate):
+	case !errors.Is(err, cli.ErrNoChatTemplate):
 		return fmt.Errorf("-cnv: %w", err) // a template the file carries, which does not compile
 	case !cs.plainIfNoTemplate:
 		return fmt.Errorf("-cnv: %w; or -i alone continues plain text", err)
 	case cs.system != "":
-		return usagef("-system: a plain-text conversation (-i on a model without a chat template) has no system message; -template names a template")
+		return cli.Usagef("-system: a plain-text conversation (-i on a model without a chat template) has no system message; -template names a template")
 	default:
 		fmt.Fprintf(stderr, "toy generate: -i: the model has no chat template: plain text, each line read appended to it (-template names a template)\n")
 	}
@@ -80,7 +81,7 @@ func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.To
 	out := bufio.NewWriter(stdout)
 	err = c.run(stdin, out, stderr, interrupts)
 	out.Flush()
-	if ie := (*interruptedError)(nil); err == nil || errors.As(err, &ie) {
+	if ie := (*cli.InterruptedError)(nil); err == nil || errors.As(err, &ie) {
 		c.loop.timing.report(stderr)
 	}
 	return err
@@ -205,7 +206,7 @@ func read(lines <-chan string, interrupts <-chan os.Signal) (string, readStatus)
 
 // run answers the conversation's opening message, if it has one (-p or -f), then each message
 // read from in, a line each, until /exit, the end of in or Ctrl-C at the prompt (an
-// interruptedError). The prompt "> " goes to stderr, the replies to out.
+// cli.InterruptedError). The prompt "> " goes to stderr, the replies to out.
 func (c *conversation) run(in io.Reader, out *bufio.Writer, stderr io.Writer, interrupts <-chan os.Signal) error {
 	done := make(chan struct{})
 	defer close(done)
@@ -230,7 +231,7 @@ func (c *conversation) run(in io.Reader, out *bufio.Writer, stderr io.Writer, in
 			return nil
 		case readInterrupted:
 			fmt.Fprintln(stderr)
-			return &interruptedError{errors.New("Ctrl-C at the prompt: the conversation ends")}
+			return &cli.InterruptedError{Err: errors.New("Ctrl-C at the prompt: the conversation ends")}
 		}
 		switch strings.TrimSpace(msg) {
 		case "":

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/plot"
 	"github.com/toyml/toy/engines/recipes"
@@ -74,7 +75,7 @@ func runTokenizer(args []string, stdout, stderr io.Writer) error {
 		return flag.ErrHelp
 	}
 	if len(args) == 0 || args[0] != "train" {
-		return usagef("usage: toy tokenizer train [flags] [text files or directories]")
+		return cli.Usagef("usage: toy tokenizer train [flags] [text files or directories]")
 	}
 	fs := flag.NewFlagSet("tokenizer train", flag.ContinueOnError)
 	vocab := fs.Int("vocab", 2048, "vocabulary size (special and byte tokens included)")
@@ -91,16 +92,16 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args[1:], stderr); err != nil {
+	if err := cli.ParseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
 	if *vocab <= 0 {
-		return usagef("-vocab %d: want a positive vocabulary size", *vocab)
+		return cli.Usagef("-vocab %d: want a positive vocabulary size", *vocab)
 	}
 	if *maxBytes < 0 {
-		return usagef("-max-text-bytes %d is negative", *maxBytes)
+		return cli.Usagef("-max-text-bytes %d is negative", *maxBytes)
 	}
-	if err := checkOutput(*out, kindGGUFTokenizer, *force, false); err != nil {
+	if err := cli.CheckOutput(*out, cli.KindGGUFTokenizer, *force, false); err != nil {
 		return err
 	}
 	texts, err := readTexts(fs.Args(), *maxBytes)
@@ -118,7 +119,7 @@ Flags:
 		}
 	}, *vocab, tokenizer.TrainOptions{})
 	if errors.Is(err, context.Canceled) {
-		return &interruptedError{fmt.Errorf("interrupted while training: nothing was written")}
+		return &cli.InterruptedError{Err: fmt.Errorf("interrupted while training: nothing was written")}
 	}
 	if err != nil {
 		return err
@@ -164,16 +165,16 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.ParseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *tokPath == "" {
-		return usagef("-tokenizer is required (make one with toy tokenizer train)")
+		return cli.Usagef("-tokenizer is required (make one with toy tokenizer train)")
 	}
 	if *maxBytes < 0 {
-		return usagef("-max-text-bytes %d is negative", *maxBytes)
+		return cli.Usagef("-max-text-bytes %d is negative", *maxBytes)
 	}
-	if err := checkOutput(*out, kindCorpus, *force, false); err != nil {
+	if err := cli.CheckOutput(*out, cli.KindCorpus, *force, false); err != nil {
 		return err
 	}
 	tok, err := recipes.LoadTokenizer(*tokPath)
@@ -226,11 +227,11 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.ParseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("name one run directory")
+		return cli.Usagef("name one run directory")
 	}
 	dir := fs.Arg(0)
 	events, err := runs.ReadEvents(filepath.Join(dir, runs.EventsFile))
@@ -247,11 +248,11 @@ Flags:
 	if *confusionOut == "" {
 		*confusionOut = filepath.Join(dir, "confusion.png")
 	}
-	if err := checkOutput(*out, kindPNG, *force, replaceOwn); err != nil {
+	if err := cli.CheckOutput(*out, cli.KindPNG, *force, replaceOwn); err != nil {
 		return err
 	}
 	if confusion != nil {
-		if err := checkOutput(*confusionOut, kindPNG, *force, replaceOwnConfusion); err != nil {
+		if err := cli.CheckOutput(*confusionOut, cli.KindPNG, *force, replaceOwnConfusion); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
@@ -54,7 +55,7 @@ func runTrainDFlash(args []string, stdout, stderr io.Writer) error {
 	compute.RegisterFlags(fs)
 	threads := &compute.Threads
 	modelName := fs.String("model-name", "", "a name to match the target against the kernel table's entries")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train -recipe dflash -target T.gguf [-data FILE|DIR] [flags]
 
@@ -70,16 +71,16 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := dflashCounts.check(fs); err != nil {
+	if err := cli.DFlashCounts.Check(fs); err != nil {
 		return err
 	}
 	if *targetPath == "" {
-		return usagef("-target T.gguf is required")
+		return cli.Usagef("-target T.gguf is required")
 	}
-	if err := usableThreads(stderr, "train", threads); err != nil {
+	if err := cli.UsableThreads(stderr, "train", threads); err != nil {
 		return err
 	}
 	m, err := decoding.OpenModel(*targetPath, decoding.ModelOptions{Threads: *threads})
@@ -93,7 +94,7 @@ Flags:
 	}
 	// The target's decoders run toy's kernels as toy generate's do (they read the data and
 	// capture the hidden states the drafter learns from); the drafter's graph is ggml's.
-	entry, named, err := gateDecoders(stderr, "train", m, *targetPath, *modelName, decoding.DecoderOptions{Threads: *threads}, *allowUnresolved)
+	entry, named, err := cli.GateDecoders(stderr, "train", m, *targetPath, *modelName, decoding.DecoderOptions{Threads: *threads}, *allowUnresolved)
 	if err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ Flags:
 	cfg := speculative.DFlashConfig{Gamma: pairing.Gamma, Window: pairing.WindowSize, MaskToken: pairing.MaskTokenID,
 		Layers: *layers, TargetLayers: speculative.DefaultTargetLayers(m.Arch.NLayers, 3)}
 	if decl != nil {
-		set := setFlags(fs)
+		set := cli.SetFlags(fs)
 		if !set["gamma"] {
 			cfg.Gamma = decl.Gamma
 		}
@@ -123,13 +124,13 @@ Flags:
 		for _, f := range strings.Split(*layerIDs, ",") {
 			id, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil {
-				return usagef("-target-layers %q: want comma-separated layer numbers", *layerIDs)
+				return cli.Usagef("-target-layers %q: want comma-separated layer numbers", *layerIDs)
 			}
 			cfg.TargetLayers = append(cfg.TargetLayers, id)
 		}
 	}
 	if err := cfg.Check(m); err != nil {
-		return asUsage(err)
+		return cli.AsUsage(err)
 	}
 	if *out == "" {
 		*out = filepath.Join(filepath.Dir(*targetPath), "dflash.gguf")
@@ -220,37 +221,7 @@ Flags:
 			ev.Blocks, strings.Join(by, " "), ev.Accepted, cfg.Gamma-1)
 	}
 	if ctx.Err() != nil {
-		return &interruptedError{errors.New("interrupted: the drafter trained so far is saved")}
+		return &cli.InterruptedError{Err: errors.New("interrupted: the drafter trained so far is saved")}
 	}
 	return nil
-}
-
-// openDFlash opens the drafter the kernel table's entry pairs with the model (its [dflash]
-// draft_model, relative to modelsDir unless absolute) and checks that the file's pairing is
-// the declared one.
-func openDFlash(m *decoding.GGUFModel, entry *kernels.Model, named bool, modelsDir string) (*speculative.DFlash, error) {
-	if entry == nil || !named || entry.DFlash == nil {
-		name := "no entry"
-		if entry != nil {
-			name = "entry " + entry.Name
-		}
-		return nil, fmt.Errorf("-dflash: the kernel table pairs no DFlash drafter with %s (%s; a MODEL.toml [dflash] section names one, for a model its match names name); -draft names a draft model", m.Path(), name)
-	}
-	decl := entry.DFlash
-	path := decl.DraftModel
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(modelsDir, path)
-	}
-	df, err := speculative.OpenDFlash(path, m)
-	if err != nil {
-		return nil, fmt.Errorf("-dflash (the drafter entry %s pairs with the model): %w", entry.Name, err)
-	}
-	c := df.Cfg
-	want := speculative.DFlashConfig{Gamma: decl.Gamma, Window: decl.WindowSize, MaskToken: decl.MaskTokenID, TargetLayers: decl.TargetLayerIDs, Layers: c.Layers}
-	if c.Gamma != want.Gamma || c.Window != want.Window || c.MaskToken != want.MaskToken || len(decl.TargetLayerIDs) > 0 && fmt.Sprint(c.TargetLayers) != fmt.Sprint(want.TargetLayers) {
-		df.Close()
-		return nil, fmt.Errorf("-dflash: %s was trained with block %d, window %d, mask token %d, target layers %v; entry %s declares %d, %d, %d, %v",
-			path, c.Gamma, c.Window, c.MaskToken, c.TargetLayers, entry.Name, want.Gamma, want.Window, want.MaskToken, want.TargetLayers)
-	}
-	return df, nil
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/training"
@@ -33,16 +34,16 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	f := finetuneDefaults(*pc.full, *pc.warm)
 	c := newFinetuneFlags(&f)
 	fs := c.fs
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := finetuneCounts.check(fs); err != nil {
+	if err := cli.FinetuneCounts.Check(fs); err != nil {
 		return err
 	}
-	if err := checkTemplateName(f.Template); err != nil {
+	if err := cli.CheckTemplateName(f.Template); err != nil {
 		return err
 	}
-	set := setFlags(fs)
+	set := cli.SetFlags(fs)
 	if f.Resume == "" {
 		if err := finetuneMode(&f, set, *c.full, *c.warm, *c.preset, c.model); err != nil {
 			return err
@@ -63,14 +64,14 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		if f.Base == "" || f.Data == "" {
-			return usagef("give the base model (-m) and the data (-data)")
+			return cli.Usagef("give the base model (-m) and the data (-data)")
 		}
 		if !set["warmup"] && f.Warmup >= f.Steps {
 			f.Warmup = f.Steps / 10
 		}
 	}
 	f.Out = stdout
-	f.KernelGate = trainGate(stderr, "finetune", *c.allowUnresolved)
+	f.KernelGate = cli.TrainGate(stderr, "finetune", *c.allowUnresolved)
 	if fh, ok := stdout.(*os.File); ok {
 		if fi, err := fh.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			f.Interactive = true
@@ -87,7 +88,7 @@ func runFinetune(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	res, err := f.Run(ctx)
 	if err == nil && res.Interrupted {
-		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
+		err = &cli.InterruptedError{Err: fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy finetune -resume %s)", res.Steps, res.RunDir)}
 	}
 	return leaveJob(job, "finetune", err)
 }
@@ -134,7 +135,7 @@ func newFinetuneFlags(f *recipes.Finetune) *finetuneFlags {
 	c := &finetuneFlags{fs: fs}
 	fs.StringVar(&f.Base, "m", "", "the base GGUF model to adapt (required; its tokenizer and chat template are used)")
 	fs.StringVar(&f.Data, "data", "", "training data: a text file or directory, or chat conversations in a .jsonl file or a directory of them (required)")
-	fs.StringVar(&f.Template, "template", "", templateUsage(" for .jsonl data", "the base's"))
+	fs.StringVar(&f.Template, "template", "", cli.TemplateUsage(" for .jsonl data", "the base's"))
 	fs.Int64Var(&f.MaxTextBytes, "max-text-bytes", 0, "read at most this much text (0: all)")
 	fs.IntVar(&f.LoRA.Rank, "r", f.LoRA.Rank, "LoRA rank")
 	c.alpha = fs.Float64("alpha", float64(f.LoRA.Alpha), "LoRA alpha (the updates are scaled by alpha/r)")
@@ -148,14 +149,14 @@ func newFinetuneFlags(f *recipes.Finetune) *finetuneFlags {
 	f.Compute.RegisterFlags(fs)
 	fs.Float64Var(&f.AdamW.WeightDecay, "weight-decay", f.AdamW.WeightDecay, "AdamW weight decay")
 	fs.StringVar(&f.Resume, "resume", "", "continue the run in this directory from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change")
-	c.allowUnresolved = registerGate(fs)
+	c.allowUnresolved = cli.RegisterGate(fs)
 	c.full = fs.Bool("full", false, "full fine-tune: train every weight of an f32 copy of the base (defaults: "+modeDefaults(recipes.DefaultFullFinetune())+")")
 	c.warm = fs.Bool("warm-start", false, "warm start: train a new model of -preset's shape with the vocabulary, tokenizer and token embeddings of -m (defaults as toy train's: "+modeDefaults(recipes.DefaultWarmStart())+")")
 	fs.BoolVar(&f.FreezeEmbeddings, "freeze-embeddings", false, "-full, -warm-start: keep the token embeddings (and a tied output projection) fixed")
 	fs.IntVar(&f.FreezeEmbeddingsSteps, "freeze-embeddings-steps", 0, "-full, -warm-start: keep the token embeddings fixed for the first N steps only (their AdamW moments follow the gradients meanwhile)")
-	c.preset = fs.String("preset", defaultPreset, "-warm-start: the new model's shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
+	c.preset = fs.String("preset", cli.DefaultPreset, "-warm-start: the new model's shape: "+strings.Join(config.LlamaPresetNames(), ", ")+
 		"; the model's flags (-d-model, -n-layers, -context, …) override it; its vocabulary is the donor's")
-	demo, _ := config.LlamaPreset(defaultPreset)
+	demo, _ := config.LlamaPreset(cli.DefaultPreset)
 	c.model = config.NewLlamaFlags(fs, demo)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy finetune -m BASE.gguf -data FILE|DIR [flags]
@@ -232,28 +233,28 @@ func finetuneMode(f *recipes.Finetune, set map[string]bool, full, warm bool, pre
 	var d recipes.Finetune // the mode's Mode and NewModel
 	switch {
 	case full && warm:
-		return usagef("-full and -warm-start exclude each other: choose one mode")
+		return cli.Usagef("-full and -warm-start exclude each other: choose one mode")
 	case (full || warm) && len(loraFlags) > 0:
-		return usagef("%s: LoRA flags, but the mode is %s", strings.Join(loraFlags, ", "), map[bool]string{true: "-full", false: "-warm-start"}[full])
+		return cli.Usagef("%s: LoRA flags, but the mode is %s", strings.Join(loraFlags, ", "), map[bool]string{true: "-full", false: "-warm-start"}[full])
 	case !warm && (set["preset"] || len(modelFlags) > 0):
-		return usagef("%s: the new model's shape is for -warm-start only", strings.Join(append(map[bool][]string{true: {"-preset"}}[set["preset"]], modelFlags...), ", "))
+		return cli.Usagef("%s: the new model's shape is for -warm-start only", strings.Join(append(map[bool][]string{true: {"-preset"}}[set["preset"]], modelFlags...), ", "))
 	case !full && !warm && (set["freeze-embeddings"] || set["freeze-embeddings-steps"]):
-		return usagef("-freeze-embeddings and -freeze-embeddings-steps are for -full and -warm-start (LoRA trains no embeddings)")
+		return cli.Usagef("-freeze-embeddings and -freeze-embeddings-steps are for -full and -warm-start (LoRA trains no embeddings)")
 	case full:
 		d = recipes.DefaultFullFinetune()
 	case warm:
 		if set["vocab"] {
-			return usagef("-vocab: a warm-started model's vocabulary is the donor's")
+			return cli.Usagef("-vocab: a warm-started model's vocabulary is the donor's")
 		}
 		c, err := config.LlamaPreset(preset)
 		if err != nil {
-			return asUsage(err)
+			return cli.AsUsage(err)
 		}
 		if err := model.Apply(&c); err != nil {
-			return asUsage(fmt.Errorf("model: %w", err))
+			return cli.AsUsage(fmt.Errorf("model: %w", err))
 		}
 		if f.Seed > math.MaxUint32 {
-			return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", f.Seed, uint32(math.MaxUint32))
+			return cli.Usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", f.Seed, uint32(math.MaxUint32))
 		}
 		c.Seed = int(f.Seed) // -seed seeds the initial weights as well as the batch order
 		d = recipes.DefaultWarmStart()
@@ -283,7 +284,7 @@ func isLlamaFlag(name string) bool {
 func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	base := fs.String("m", "", "the GGUF model to convert (required)")
-	var loras stringList
+	var loras cli.StringList
 	fs.Var(&loras, "lora", "a LoRA adapter GGUF to merge (repeatable)")
 	scale := fs.Float64("lora-scale", 1, "scale of the adapters")
 	out := fs.String("o", "", "the GGUF to write (required)")
@@ -321,20 +322,20 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.ParseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		if _, ok := decoding.ParseFileType(fs.Arg(0)); ok {
-			return usagef("unexpected argument %q: give the file type as -type %s (toy's commands take flags, and flags after an argument would be ignored)", fs.Arg(0), fs.Arg(0))
+			return cli.Usagef("unexpected argument %q: give the file type as -type %s (toy's commands take flags, and flags after an argument would be ignored)", fs.Arg(0), fs.Arg(0))
 		}
-		return usagef("unexpected argument %q", fs.Arg(0))
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	}
 	if *base == "" || *out == "" {
-		return usagef("give the model (-m) and the output (-o)")
+		return cli.Usagef("give the model (-m) and the output (-o)")
 	}
 	if !*merge {
-		return usagef("-merge=false: toy export only writes merged models; to apply an adapter without merging it, give it to toy generate -lora")
+		return cli.Usagef("-merge=false: toy export only writes merged models; to apply an adapter without merging it, give it to toy generate -lora")
 	}
 	ft, ok := decoding.ParseFileType(*typName)
 	if !ok {
@@ -344,22 +345,22 @@ Flags:
 				if strings.HasPrefix(ggml.TypeName(t), "iq") {
 					why = "the IQ1, IQ2 and IQ3_XXS mixes need an importance matrix, which toy does not compute"
 				}
-				return usagef("-type %q: toy export writes no %s files: %s; choose one of %s", *typName, ggml.TypeName(t), why, strings.Join(decoding.FileTypeNames(), ", "))
+				return cli.Usagef("-type %q: toy export writes no %s files: %s; choose one of %s", *typName, ggml.TypeName(t), why, strings.Join(decoding.FileTypeNames(), ", "))
 			}
 		}
-		return usagef("-type %q: not a ggml type nor a file type llama-quantize names; choose one of %s", *typName, strings.Join(decoding.FileTypeNames(), ", "))
+		return cli.Usagef("-type %q: not a ggml type nor a file type llama-quantize names; choose one of %s", *typName, strings.Join(decoding.FileTypeNames(), ", "))
 	}
 	if *threads < 1 {
-		return usagef("-t %d: give at least one thread", *threads)
+		return cli.Usagef("-t %d: give at least one thread", *threads)
 	}
-	if err := regularInput(*base); err != nil {
+	if err := cli.RegularInput(*base); err != nil {
 		return err
 	}
-	if err := checkOutput(*out, kindGGUFModel, *force, false); err != nil {
+	if err := cli.CheckOutput(*out, cli.KindGGUFModel, *force, false); err != nil {
 		return err
 	}
 	if len(loras) > 0 {
-		if err := checkLoRAScale(*scale); err != nil {
+		if err := cli.CheckLoRAScale(*scale); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
@@ -19,9 +20,9 @@ import (
 
 // withTarget makes the gate audit t for the rest of the test.
 func withTarget(t *testing.T, target *kernels.Target) {
-	saved := buildTarget
-	buildTarget = func() *kernels.Target { return target }
-	t.Cleanup(func() { buildTarget = saved })
+	saved := cli.BuildTarget
+	cli.BuildTarget = func() *kernels.Target { return target }
+	t.Cleanup(func() { cli.BuildTarget = saved })
 }
 
 // TestKernelGate runs the commands that run a model against a cuda target whose llama entry
@@ -42,7 +43,7 @@ func TestKernelGate(t *testing.T) {
 			Modules: []kernels.ModuleID{kernels.ModuleCUDAAdamw}}},
 	})
 	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0", "-t", "1"}
-	want, errOut, code := runToy(append(greedy, "--"+allowUnresolvedFlag)...)
+	want, errOut, code := runToy(append(greedy, "--"+cli.AllowUnresolvedFlag)...)
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(want, "func main"), want)
 	assert.Contains(t, errOut, "sampling on the host", "a cpu build has no device: the allowed run samples on the host")
@@ -51,7 +52,7 @@ func TestKernelGate(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "sampling.argmax_f32")
 	assert.NotContains(t, errOut, "sample_f32", "greedy generation looks up argmax only")
-	assert.Contains(t, errOut, allowUnresolvedFlag)
+	assert.Contains(t, errOut, cli.AllowUnresolvedFlag)
 
 	_, errOut, code = runToy("generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0.8", "-top-k", "0", "-top-p", "0.9", "-min-p", "0", "-seed", "1", "-t", "1")
 	assert.Equal(t, 1, code)
@@ -81,9 +82,9 @@ func TestKernelGate(t *testing.T) {
 
 // withCPUTarget makes the gate audit toy's CPU operations against t for the rest of the test.
 func withCPUTarget(t *testing.T, target *kernels.Target) {
-	saved := cpuTarget
-	cpuTarget = func() *kernels.Target { return target }
-	t.Cleanup(func() { cpuTarget = saved })
+	saved := cli.CPUTarget
+	cli.CPUTarget = func() *kernels.Target { return target }
+	t.Cleanup(func() { cli.CPUTarget = saved })
 }
 
 // TestKernelGateCPU runs every command that decodes a model against cpu tables that fail it: one
@@ -141,16 +142,16 @@ func TestKernelGateCPU(t *testing.T) {
 				_, errOut, code := runToy(args...)
 				assert.Equal(t, 1, code, "%s: %s", name, errOut)
 				assert.Contains(t, errOut, tc.want, name)
-				assert.Contains(t, errOut, allowUnresolvedFlag, name)
+				assert.Contains(t, errOut, cli.AllowUnresolvedFlag, name)
 			}
 			for name, args := range commands {
 				if name == "serve" {
-					url, stop := startServe(t, "-m", model, "--"+allowUnresolvedFlag)
+					url, stop := startServe(t, "-m", model, "--"+cli.AllowUnresolvedFlag)
 					assert.NotEmpty(t, url)
 					stop()
 					continue
 				}
-				got, errOut, code := runToy(append(args, "--"+allowUnresolvedFlag)...)
+				got, errOut, code := runToy(append(args, "--"+cli.AllowUnresolvedFlag)...)
 				require.Equal(t, 0, code, "%s: %s", name, errOut)
 				if name == "generate" {
 					assert.Equal(t, want, got, "ggml's RMS norm computes what toy's does")
@@ -254,13 +255,13 @@ func TestKernelGateTraining(t *testing.T) {
 					want = tc.want[name]
 				}
 				assert.Contains(t, errOut, want, name)
-				assert.Contains(t, errOut, allowUnresolvedFlag, name)
+				assert.Contains(t, errOut, cli.AllowUnresolvedFlag, name)
 			}
 			after, err := os.ReadDir(runs)
 			require.NoError(t, err)
 			assert.Equal(t, len(before), len(after), "a refused run leaves no run directory")
 			for name, args := range commands {
-				_, errOut, code := runToy(append(args(), "--"+allowUnresolvedFlag)...)
+				_, errOut, code := runToy(append(args(), "--"+cli.AllowUnresolvedFlag)...)
 				require.Equal(t, 0, code, "%s: %s", name, errOut)
 				assert.Contains(t, errOut, "UNRESOLVED", name)
 			}
@@ -289,8 +290,8 @@ func TestKernelGateTraining(t *testing.T) {
 	_, errOut, code = runToy("classify", "-m", classifier, img)
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "declares no model for model type \"vit\"")
-	assert.Contains(t, errOut, allowUnresolvedFlag)
-	out, errOut, code := runToy("classify", "-m", classifier, "--"+allowUnresolvedFlag, img)
+	assert.Contains(t, errOut, cli.AllowUnresolvedFlag)
+	out, errOut, code := runToy("classify", "-m", classifier, "--"+cli.AllowUnresolvedFlag, img)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, img)
 }
@@ -333,7 +334,7 @@ func TestGPT2ShadowedNorm(t *testing.T) {
 	_, errOut, code = runToy(greedy...)
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "unresolved kernel lookups: rms_norm.layer_norm_mul_add")
-	got, errOut, code := runToy(append(greedy, "--"+allowUnresolvedFlag)...)
+	got, errOut, code := runToy(append(greedy, "--"+cli.AllowUnresolvedFlag)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, want, got, "ggml's LayerNorm writes the same greedy text")
 }
@@ -360,6 +361,6 @@ func TestBuildCPUTarget(t *testing.T) {
 	_, errOut, code = runToy(greedy...)
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "target cpu-arm64 (arch armv8.2-a+dotprod+fp16) is compiled in, but toy's CPU kernels were compiled for "+ggml.CPUKernelsISA())
-	_, errOut, code = runToy(append(greedy, "--"+allowUnresolvedFlag)...)
+	_, errOut, code = runToy(append(greedy, "--"+cli.AllowUnresolvedFlag)...)
 	assert.Equal(t, 0, code, errOut)
 }

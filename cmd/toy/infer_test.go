@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
@@ -45,29 +46,29 @@ func TestBehaviourFileWins(t *testing.T) {
 
 	m, tok := open(noBOS)
 	for _, named := range []bool{false, true} {
-		b := modelBehaviour(m, tok, entry, named)
-		assert.False(t, b.addBOS, "add_bos false in the file wins (named %v)", named)
+		b := cli.ModelBehaviour(m, tok, entry, named)
+		assert.False(t, b.AddBOS, "add_bos false in the file wins (named %v)", named)
 	}
-	b := modelBehaviour(m, tok, entry, false)
-	assert.Empty(t, b.template, "an entry that does not name the model imposes no template")
-	assert.Empty(t, b.stops)
-	b = modelBehaviour(m, tok, entry, true)
-	assert.Equal(t, "gemma", b.template, "the file has none: a named entry fills it")
-	assert.Equal(t, []string{"<end_of_turn>"}, b.stops)
+	b := cli.ModelBehaviour(m, tok, entry, false)
+	assert.Empty(t, b.Template, "an entry that does not name the model imposes no template")
+	assert.Empty(t, b.Stops)
+	b = cli.ModelBehaviour(m, tok, entry, true)
+	assert.Equal(t, "gemma", b.Template, "the file has none: a named entry fills it")
+	assert.Equal(t, []string{"<end_of_turn>"}, b.Stops)
 
 	m, tok = open(yesBOS)
-	assert.True(t, modelBehaviour(m, tok, &kernels.Model{Behaviour: &kernels.Behaviour{AddBOS: false}}, true).addBOS, "add_bos true in the file wins")
+	assert.True(t, cli.ModelBehaviour(m, tok, &kernels.Model{Behaviour: &kernels.Behaviour{AddBOS: false}}, true).AddBOS, "add_bos true in the file wins")
 
 	m, tok = open(silent)
 	def := tok.Vocab().AddBOS
-	assert.Equal(t, def, modelBehaviour(m, tok, entry, false).addBOS, "the file silent, no named entry: the tokenizer's default")
-	assert.Equal(t, true, modelBehaviour(m, tok, entry, true).addBOS, "the file silent: a named entry fills it")
-	assert.Equal(t, false, modelBehaviour(m, tok, &kernels.Model{Behaviour: &kernels.Behaviour{AddBOS: false}}, true).addBOS)
+	assert.Equal(t, def, cli.ModelBehaviour(m, tok, entry, false).AddBOS, "the file silent, no named entry: the tokenizer's default")
+	assert.Equal(t, true, cli.ModelBehaviour(m, tok, entry, true).AddBOS, "the file silent: a named entry fills it")
+	assert.Equal(t, false, cli.ModelBehaviour(m, tok, &kernels.Model{Behaviour: &kernels.Behaviour{AddBOS: false}}, true).AddBOS)
 
 	m, tok = open(ownTmpl)
-	b = modelBehaviour(m, tok, entry, true)
-	assert.Empty(t, b.template, "the file's template wins over the entry's")
-	tmpl, err := chatTemplate(m, tok, b.template, false)
+	b = cli.ModelBehaviour(m, tok, entry, true)
+	assert.Empty(t, b.Template, "the file's template wins over the entry's")
+	tmpl, err := cli.ChatTemplate(m, tok, b.Template, false)
 	require.NoError(t, err)
 	assert.Equal(t, "jinja", tmpl.Name, "the file's own template is rendered as Jinja")
 	conv := []sample.Message{{Role: sample.RoleSystem, Content: "s"}, {Role: sample.RoleUser, Content: "u"}}
@@ -204,13 +205,13 @@ func TestThreadsNote(t *testing.T) {
 }
 
 // TestThreadsZeroIsOnePerCore: -t 0 is one thread per usable core in every command that takes
-// it (the Compute group's help says so): usableThreads turns it into that number without a
+// it (the Compute group's help says so): cli.UsableThreads turns it into that number without a
 // note, toy bench model (which refused it) measures with and reports that many, and toy train
 // -arch vit (which computed with one) trains with that many.
 func TestThreadsZeroIsOnePerCore(t *testing.T) {
 	perCore, _ := ggml.UsableThreads(0)
 	threads, note := 0, &strings.Builder{}
-	require.NoError(t, usableThreads(note, "generate", &threads))
+	require.NoError(t, cli.UsableThreads(note, "generate", &threads))
 	if ggml.BackendKind == "cpu" {
 		assert.Equal(t, perCore, threads)
 	}

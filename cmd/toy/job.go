@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/mpi"
@@ -77,7 +78,7 @@ func leaveJob(j *job, command string, err error) error {
 		return err
 	}
 	if err != nil {
-		if _, interrupted := err.(*interruptedError); !interrupted {
+		if _, interrupted := err.(*cli.InterruptedError); !interrupted {
 			j.world.Abort(1, fmt.Errorf("toy %s: %w", command, err))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
@@ -22,7 +23,7 @@ import (
 func runKernels(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
 	modelName := fs.String("model-name", "", "a name that breaks ties between model entries (matched against their match_names)")
-	allow := fs.Bool(allowUnresolvedFlag, false, "report unresolved kernel lookups instead of failing")
+	allow := fs.Bool(cli.AllowUnresolvedFlag, false, "report unresolved kernel lookups instead of failing")
 	cc := fs.String("compute-capability", "", "check each GPU target's arch against this compute capability (e.g. 9.0); default: device 0's, in a cuda build on a machine with one")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy kernels [flags] [model.gguf]\n\n"+
@@ -33,17 +34,17 @@ func runKernels(args []string, stdout, stderr io.Writer) error {
 			"f16 cache; -fa and -ctk change the cache's) and, in a cuda build, toy generate's device sampling.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.ParseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
-		return usagef("at most one GGUF file")
+		return cli.Usagef("at most one GGUF file")
 	}
 	var dev *kernelrt.Capability
 	if *cc != "" {
 		c, err := kernelrt.ParseCapability(*cc)
 		if err != nil {
-			return usagef("-compute-capability: %w", err)
+			return cli.Usagef("-compute-capability: %w", err)
 		}
 		dev = &c
 	}

@@ -32,7 +32,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +39,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -81,10 +81,11 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run runs the command named by args[0] and returns the exit status: 0 on success (and when
-// help is asked for with -h), 2 on a usage error (a bad or missing flag, an unexpected
-// argument, an unknown command), 130 when Ctrl-C (SIGINT or SIGTERM) stopped the command
-// after it saved its work, as a shell reports a command SIGINT ended, 1 when the command fails.
+// run runs the command named by args[0] and returns the exit status (cli.Exit): 0 on success
+// (and when help is asked for with -h), 2 on a usage error (a bad or missing flag, an
+// unexpected argument, an unknown command), 130 when Ctrl-C (SIGINT or SIGTERM) stopped the
+// command after it saved its work, as a shell reports a command SIGINT ended, 1 when the
+// command fails.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
@@ -94,104 +95,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if c.name != args[0] {
 			continue
 		}
-		err := c.run(args[1:], stdout, stderr)
-		var ue *usageError
-		var ie *interruptedError
-		switch {
-		case err == nil, errors.Is(err, flag.ErrHelp):
-			return 0
-		case errors.As(err, &ue):
-			fmt.Fprintf(stderr, "toy %s: %v\nRun 'toy %s -h' for usage.\n", c.name, err, ue.help(c.name))
-			return 2
-		case errors.As(err, &ie):
-			fmt.Fprintf(stderr, "toy %s: %v\n", c.name, err)
-			return 130
-		}
-		fmt.Fprintf(stderr, "toy %s: %v\n", c.name, err)
-		return 1
+		return cli.Exit(c.name, c.run(args[1:], stdout, stderr), stderr)
 	}
 	fmt.Fprintf(stderr, "toy: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return 2
-}
-
-// usageError is an error in how toy was invoked (a bad or missing flag, an unexpected
-// argument) rather than in what the command did: run reports it with a pointer to the
-// command's help and exit status 2.
-type usageError struct {
-	err error
-	// cmd is the command line whose -h helps ("bench model"); empty: the top-level command.
-	cmd string
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
-func (e *usageError) help(name string) string {
-	if e.cmd != "" {
-		return e.cmd
-	}
-	return name
-}
-
-// interruptedError reports a command stopped by SIGINT or SIGTERM once it had saved its work:
-// run prints it and exits with status 130.
-type interruptedError struct{ err error }
-
-func (e *interruptedError) Error() string { return e.err.Error() }
-func (e *interruptedError) Unwrap() error { return e.err }
-
-// usagef returns a usageError with a formatted message.
-func usagef(format string, args ...any) error {
-	return &usageError{err: fmt.Errorf(format, args...)}
-}
-
-// asUsage marks err, when not nil, as a usage error.
-func asUsage(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ue *usageError
-	if errors.As(err, &ue) {
-		return err
-	}
-	return &usageError{err: err}
-}
-
-// parseFlags parses args with fs, whose usage goes to stderr. The flag package's own report of
-// a bad flag is suppressed, so that run prints the error once: a parse error comes back as a
-// usageError. -h prints the usage and returns flag.ErrHelp.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
-		return err
-	case err != nil:
-		return &usageError{err: err, cmd: fs.Name()}
-	}
-	return nil
-}
-
-// parseFlagsOnly is parseFlags for a command that takes no arguments besides its flags: a
-// leftover argument is a usage error naming it.
-func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	if err := parseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return &usageError{err: fmt.Errorf("unexpected argument %q", fs.Arg(0)), cmd: fs.Name()}
-	}
-	return nil
-}
-
-// setFlags is the set of the flags the command line gave (not those left at their defaults).
-func setFlags(fs *flag.FlagSet) map[string]bool {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	return set
 }
 
 func runVersion(args []string, stdout, stderr io.Writer) error {
@@ -199,7 +107,7 @@ func runVersion(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: toy version\n\nPrints toy's version, the backend it was built for and the ggml it links.")
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	version := "(devel)"

@@ -10,14 +10,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cuda"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
@@ -25,213 +24,9 @@ import (
 	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
-	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/kernelrt"
 )
-
-// decoderFlags are the flags every command that runs a model shares.
-type decoderFlags struct {
-	model string
-	// Compute is -t, from specs/engines.
-	config.Compute
-	ctx         int
-	kvType      string
-	flashAttn   bool
-	ctxFull     string
-	mmap        bool
-	batchPrompt int
-	loras       stringList
-	loraScale   float64
-
-	// The kernel gate's inputs, which a command sets before open (its -model-name and
-	// --dangerously-allow-unresolved-kernel-lookups), and what it resolved: the table's entry
-	// for the model (nil: none) and whether it names the model.
-	modelName       string
-	allowUnresolved bool
-	entry           *kernels.Model
-	named           bool
-}
-
-func (d *decoderFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.model, "m", "", "GGUF model file (required)")
-	d.Compute = config.DefaultCompute()
-	d.Compute.RegisterFlags(fs)
-	fs.IntVar(&d.ctx, "c", 0, "context size: positions the KV cache holds (0: the model's)")
-	fs.IntVar(&d.ctx, "ctx-size", 0, "alias of -c (llama.cpp's name)")
-	fs.StringVar(&d.kvType, "kv-type", "f16", "KV cache type: f16, q8_0 (needs -fa) or f32")
-	fs.StringVar(&d.kvType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
-	fs.BoolVar(&d.flashAttn, "fa", false, "flash attention: the KV cache keeps values untransposed (-kv-type q8_0 needs it); ggml's fused kernel on a GPU, toy's own on the CPU")
-	fs.StringVar(&d.ctxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
-	fs.BoolVar(&d.mmap, "mmap", false, "memory-map the model file instead of reading the weights into memory (starts faster and shares the file's pages between processes; decodes slower, docs/PERFORMANCE.md)")
-	fs.BoolFunc("no-mmap", "read the weights into memory: the default (llama.cpp's flag, accepted; -no-mmap=false is -mmap)", func(v string) error {
-		no, err := strconv.ParseBool(v)
-		d.mmap = !no
-		return err
-	})
-	fs.IntVar(&d.batchPrompt, "b", 256, "prompt tokens per graph")
-	fs.Var(&d.loras, "lora", "apply a LoRA adapter GGUF (llama.cpp's format; repeatable)")
-	fs.Float64Var(&d.loraScale, "lora-scale", 1, "scale of the LoRA adapters")
-}
-
-func (d *decoderFlags) options() (decoding.DecoderOptions, error) {
-	switch {
-	case d.Threads < 0:
-		return decoding.DecoderOptions{}, usagef("-t %d: want at least 1 thread (0: one per core)", d.Threads)
-	case d.ctx < 0:
-		return decoding.DecoderOptions{}, usagef("-c %d: want a number of positions (0: the model's context)", d.ctx)
-	case d.batchPrompt < 0:
-		return decoding.DecoderOptions{}, usagef("-b %d: want a number of prompt tokens per graph (0: the decoder's default)", d.batchPrompt)
-	}
-	o := decoding.DecoderOptions{MaxContext: d.ctx, FlashAttention: d.flashAttn, Threads: d.Threads, Batch: d.batchPrompt}
-	switch d.kvType {
-	case "f16":
-		o.KVType = decoding.KVF16
-	case "q8_0":
-		o.KVType = decoding.KVQ8_0
-	case "f32":
-		o.KVType = decoding.KVF32
-	default:
-		return o, usagef("-kv-type %q: want f16, q8_0 or f32", d.kvType)
-	}
-	switch d.ctxFull {
-	case "error":
-		o.ContextFull = decoding.ContextError
-	case "shift":
-		o.ContextFull = decoding.ContextShift
-	default:
-		return o, usagef("-ctx-full %q: want error or shift", d.ctxFull)
-	}
-	return o, nil
-}
-
-// usableThreads refuses a negative -t and, on the CPU backend, sets *threads to the number the
-// backend computes with (ggml.UsableThreads): -t 0 becomes one per core, and a -t above the
-// cores this process may use is lowered to them, saying so once on stderr (ggml's threads spin
-// at barriers, and more threads than cores stall each other).
-func usableThreads(stderr io.Writer, cmd string, threads *int) error {
-	if *threads < 0 {
-		return usagef("-t %d: want at least 1 thread (0: one per core)", *threads)
-	}
-	if ggml.BackendKind != "cpu" {
-		return nil
-	}
-	n, clamped := ggml.UsableThreads(*threads)
-	if clamped {
-		fmt.Fprintf(stderr, "toy %s: -t %d is more than the %d cores toy may use here; computing with %d threads\n", cmd, *threads, n, n)
-	}
-	*threads = n
-	return nil
-}
-
-// open loads the model and its tokenizer, runs the kernel gate over what its decoders look up
-// (gateDecoders: d.entry and d.named are set), and makes a decoder; cmd names the command in
-// notes on stderr.
-func (d *decoderFlags) open(stderr io.Writer, cmd string) (*decoding.GGUFModel, *tokenizer.Tokenizer, *decoding.Decoder, error) {
-	opts, err := d.options()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	m, tok, err := d.openModel(stderr, cmd)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if d.entry, d.named, err = gateDecoders(stderr, cmd, m, d.model, d.modelName, opts, d.allowUnresolved); err != nil {
-		m.Close()
-		return nil, nil, nil, err
-	}
-	opts.Threads = d.Threads
-	dec, err := decoding.NewDecoder(m, opts)
-	if err != nil {
-		m.Close()
-		return nil, nil, nil, err
-	}
-	return m, tok, dec, nil
-}
-
-// openModel loads the model (with its LoRA adapters) and its tokenizer, the threads clamped
-// to the usable cores.
-func (d *decoderFlags) openModel(stderr io.Writer, cmd string) (*decoding.GGUFModel, *tokenizer.Tokenizer, error) {
-	if d.model == "" {
-		return nil, nil, usagef("-m MODEL is required")
-	}
-	if err := usableThreads(stderr, cmd, &d.Threads); err != nil {
-		return nil, nil, err
-	}
-	var loras []decoding.LoRA
-	if len(d.loras) > 0 {
-		if err := checkLoRAScale(d.loraScale); err != nil {
-			return nil, nil, err
-		}
-	}
-	for _, p := range d.loras {
-		loras = append(loras, decoding.LoRA{Path: p, Scale: float32(d.loraScale)})
-	}
-	m, err := decoding.OpenModel(d.model, decoding.ModelOptions{Threads: d.Threads, Mmap: d.mmap, LoRA: loras})
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, w := range m.Warnings {
-		fmt.Fprintf(stderr, "toy %s: warning: %s\n", cmd, w)
-	}
-	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
-	if err != nil {
-		m.Close()
-		return nil, nil, fmt.Errorf("%s: %w", d.model, err)
-	}
-	return m, tok, nil
-}
-
-// behaviour is how a model is prompted: whether BOS starts the text and EOS ends a plain
-// prompt (not a chat template's rendering, which ends where the reply starts), its chat
-// template (empty: none known) and the stop strings besides the template's.
-type behaviour struct {
-	addBOS, addEOS bool
-	template       string
-	stops          []string
-}
-
-// modelBehaviour decides BOS, EOS, chat template and stop strings. The file's own metadata wins
-// (tokenizer.ggml.add_bos_token, add_eos_token, tokenizer.chat_template); the kernel table's entry fills only
-// what the file lacks, and only when it names the model (kernelrt.NamedBy: a match name in the
-// path, -model-name or general.name): an entry that resolved by architecture or hidden size
-// alone imposes nothing. Where neither says, llama.cpp's defaults hold (the tokenizer's add_bos
-// default for its pre-tokenizer; no template).
-func modelBehaviour(m *decoding.GGUFModel, tok *tokenizer.Tokenizer, entry *kernels.Model, named bool) behaviour {
-	b := behaviour{addBOS: tok.Vocab().AddBOS && tok.BOS() >= 0, addEOS: tok.Vocab().AddEOS && tok.EOS() >= 0}
-	var eb *kernels.Behaviour
-	if entry != nil && named {
-		eb = entry.Behaviour
-	}
-	if eb == nil {
-		return b
-	}
-	if _, inFile := m.Meta[tokenizer.KeyAddBOS]; !inFile {
-		b.addBOS = eb.AddBOS && tok.BOS() >= 0
-	}
-	if _, inFile := m.Meta[tokenizer.KeyAddEOS]; !inFile {
-		b.addEOS = eb.AddEOS && tok.EOS() >= 0
-	}
-	if jinja, _ := m.Meta["tokenizer.chat_template"].(string); jinja == "" {
-		b.template = eb.ChatTemplate
-	}
-	b.stops = eb.Stop
-	return b
-}
-
-// oneGoProc lowers GOMAXPROCS to 1 for a command whose work is ggml's decoding, and returns
-// the function that restores it. ggml's own threads take every core while a step computes;
-// with a second P, Go's scheduler wakes or keeps spinning another thread meanwhile, which takes
-// a core from a ggml worker that its barrier then waits for. Measured idle on 2 cores
-// (docs/PERFORMANCE.md): one-token steps of the SmolLM2-135M shape 1.6–10.7 % faster with one
-// P, in each of four alternations, with a third of the spread. The Go work of these commands —
-// tokenizing, sampling, writing text — runs on one goroutine anyway. toy serve runs with one P
-// too: its handlers' work is small beside a step's, and one stream ran 4–45 % faster with one
-// P in four alternations, 8 streams level.
-func oneGoProc() (restore func()) {
-	prev := runtime.GOMAXPROCS(1)
-	return func() { runtime.GOMAXPROCS(prev) }
-}
 
 func runGenerate(args []string, stdout, stderr io.Writer) error {
 	return generate("generate", args, stdout, stderr)
@@ -244,11 +39,11 @@ func runChat(args []string, stdout, stderr io.Writer) error {
 
 // generate is toy generate, and toy chat when name is "chat" (its flags and usage name it).
 func generate(name string, args []string, stdout, stderr io.Writer) error {
-	defer oneGoProc()()
+	defer cli.OneGoProc()()
 	start := time.Now()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	var d decoderFlags
-	d.register(fs)
+	var d cli.DecoderFlags
+	d.Register(fs)
 	p := sample.DefaultParams()
 	prompt := fs.String("p", "", "prompt (-: read it from standard input)")
 	promptFile := fs.String("f", "", "read the prompt from this file (one trailing newline dropped, as with -p -)")
@@ -258,18 +53,18 @@ func generate(name string, args []string, stdout, stderr io.Writer) error {
 	(*config.Sampling)(&p).RegisterFlags(fs)
 	fs.Var(logitBiasFlag{&p.LogitBias}, "logit-bias", "add BIAS to token ID's logit before sampling, as ID+BIAS or ID-BIAS (llama.cpp's; -100 bans the token, +100 all but forces it; repeatable)")
 	chat := fs.Bool("chat", false, "treat -p as a user message and apply the model's chat template")
-	preset := registerPreset(fs)
+	preset := cli.RegisterPreset(fs)
 	cnv := fs.Bool("cnv", false, "a conversation: after -p's or -f's message, if any, read messages from standard input, a line each (a line ending in \\ continues on the next), and answer each through the chat template, keeping the history; /exit or the end of input ends it, Ctrl-C stops a reply, Ctrl-C at the prompt ends it")
 	fs.BoolVar(cnv, "conversation", false, "alias of -cnv (llama.cpp's name)")
 	interactive := fs.Bool("i", false, "interactive: -cnv, or on a model without a chat template (and no -template) plain text: each line read is appended to the text, and the model continues it")
 	fs.BoolVar(interactive, "interactive", false, "alias of -i (llama.cpp's name)")
 	modelName := fs.String("model-name", "", "a name to match the model against the kernel table's entries (besides its path and general.name)")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	system := fs.String("system", "", "system message (with -chat or -cnv)")
 	fs.StringVar(system, "sys", "", "alias of -system (llama.cpp's name)")
 	fs.StringVar(system, "system-prompt", "", "alias of -system (llama.cpp's name)")
-	templateName := fs.String("template", "", templateUsage("", "the file's"))
-	var stops stringList
+	templateName := fs.String("template", "", cli.TemplateUsage("", "the file's"))
+	var stops cli.StringList
 	fs.Var(&stops, "stop", "stop when this text is generated (repeatable)")
 	var format formatFlags
 	format.register(fs)
@@ -309,26 +104,26 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := generateCounts.check(fs); err != nil {
+	if err := cli.GenerateCounts.Check(fs); err != nil {
 		return err
 	}
-	if err := checkTemplateName(*templateName); err != nil {
+	if err := cli.CheckTemplateName(*templateName); err != nil {
 		return err
 	}
 	if *n < -1 {
-		return usagef("-n %d: want a number of tokens, or -1 for until the context is full or the end of text", *n)
+		return cli.Usagef("-n %d: want a number of tokens, or -1 for until the context is full or the end of text", *n)
 	}
-	set := setFlags(fs)
+	set := cli.SetFlags(fs)
 	conversing := *cnv || *interactive
 	if conversing {
 		switch {
 		case *prompt == "-":
-			return usagef("-p - reads the prompt from standard input, where a conversation's messages come from: give -p TEXT or -f FILE")
+			return cli.Usagef("-p - reads the prompt from standard input, where a conversation's messages come from: give -p TEXT or -f FILE")
 		case *draft != "" || *dflash:
-			return usagef("a conversation (-cnv, -i) decodes without -draft or -dflash")
+			return cli.Usagef("a conversation (-cnv, -i) decodes without -draft or -dflash")
 		}
 		if !set["n"] && !set["n-predict"] {
 			*n = -1 // a reply ends at the end of its turn, of the context, or at Ctrl-C
@@ -340,23 +135,23 @@ Flags:
 	}
 	*prompt = text
 	if *draftN < 1 {
-		return usagef("-draft-n %d: want at least 1 token per step", *draftN)
+		return cli.Usagef("-draft-n %d: want at least 1 token per step", *draftN)
 	}
 	if err := speculative.CheckMinProbability(*pMin); err != nil {
-		return usagef("-draft-p-min %v: %v", *pMin, err)
+		return cli.Usagef("-draft-p-min %v: %v", *pMin, err)
 	}
 	constraint, err := format.grammar()
 	if err != nil {
 		return err
 	}
 	if constraint != nil && (*draft != "" || *dflash) {
-		return usagef("%s: constrained output cannot be combined with speculative decoding (-draft, -dflash)", format.flag)
+		return cli.Usagef("%s: constrained output cannot be combined with speculative decoding (-draft, -dflash)", format.flag)
 	}
 	if constraint != nil && conversing {
-		return usagef("%s: constrained output is for one reply; a conversation (-cnv, -i, toy chat) takes none", format.flag)
+		return cli.Usagef("%s: constrained output is for one reply; a conversation (-cnv, -i, toy chat) takes none", format.flag)
 	}
-	d.modelName, d.allowUnresolved = *modelName, *allowUnresolved
-	m, tok, dec, err := d.open(stderr, "generate")
+	d.ModelName, d.AllowUnresolved = *modelName, *allowUnresolved
+	m, tok, dec, err := d.Open(stderr, "generate")
 	if err != nil {
 		return err
 	}
@@ -375,17 +170,17 @@ Flags:
 	// The compiled-in kernel table's entry for the model, when it names the model, supplies the
 	// defaults the file lacks: the sampling preset "default" for every sampling flag not given,
 	// stop strings, BOS and chat template.
-	target, ref := buildTarget(), modelRef(m, d.model, *modelName)
-	entry, named := d.entry, d.named
-	if err := presetFor(&p, entry, named, *preset, set); err != nil {
+	target, ref := cli.BuildTarget(), cli.ModelRef(m, d.Model, *modelName)
+	entry, named := d.Entry, d.Named
+	if err := cli.PresetFor(&p, entry, named, *preset, set); err != nil {
 		return err
 	}
 	if err := p.Validate(); err != nil {
-		return asUsage(err)
+		return cli.AsUsage(err)
 	}
 	for id := range p.LogitBias {
 		if int(id) >= m.Arch.Vocab {
-			return usagef("-logit-bias: token %d is past the model's vocabulary of %d", id, m.Arch.Vocab)
+			return cli.Usagef("-logit-bias: token %d is past the model's vocabulary of %d", id, m.Arch.Vocab)
 		}
 	}
 	var df *speculative.DFlash
@@ -395,9 +190,9 @@ Flags:
 	case *dflash:
 		dir := *modelsDir
 		if dir == "" {
-			dir = filepath.Dir(d.model)
+			dir = filepath.Dir(d.Model)
 		}
-		if df, err = openDFlash(m, entry, named, dir); err != nil {
+		if df, err = cli.OpenDFlash(m, entry, named, dir); err != nil {
 			return err
 		}
 		defer df.Close()
@@ -408,13 +203,13 @@ Flags:
 	if draftDec == nil && df == nil && !conversing && constraint == nil { // a grammar's mask is the host's
 		dispatch = cuda.DeviceSampling(p)
 	}
-	if _, err := gate(target, entry, nil, dispatch, *allowUnresolved); err != nil {
+	if _, err := cli.Gate(target, entry, nil, dispatch, *allowUnresolved); err != nil {
 		return err
 	}
-	beh := modelBehaviour(m, tok, entry, named)
-	stops = append(stops, beh.stops...)
+	beh := cli.ModelBehaviour(m, tok, entry, named)
+	stops = append(stops, beh.Stops...)
 	if *templateName == "" {
-		*templateName = beh.template
+		*templateName = beh.Template
 	}
 
 	if conversing {
@@ -424,7 +219,7 @@ Flags:
 	}
 	text, parseSpecial := *prompt, false
 	if *chat {
-		tmpl, err := chatTemplate(m, tok, *templateName, beh.addBOS)
+		tmpl, err := cli.ChatTemplate(m, tok, *templateName, beh.AddBOS)
 		if err != nil {
 			return fmt.Errorf("-chat: %w", err)
 		}
@@ -440,10 +235,10 @@ Flags:
 		stops = append(stops, tmpl.StopStrings()...)
 	}
 	ids := tok.Encode(text, tokenizer.EncodeOptions{ParseSpecial: parseSpecial})
-	if beh.addBOS {
+	if beh.AddBOS {
 		ids = append([]int32{tok.BOS()}, ids...)
 	}
-	if beh.addEOS && !*chat { // as llama.cpp tokenizes a prompt for a vocabulary that adds EOS
+	if beh.AddEOS && !*chat { // as llama.cpp tokenizes a prompt for a vocabulary that adds EOS
 		ids = append(ids, tok.EOS())
 	}
 	if len(ids) == 0 {
@@ -476,7 +271,7 @@ Flags:
 	}
 	var onDevice *cuda.TokenSampler
 	if target != nil && len(kernelrt.DispatchNeeds(target.Backend, dispatch)) > 0 {
-		dev, ts, err := deviceSampler(stderr, ref, s, *allowUnresolved)
+		dev, ts, err := cli.DeviceSampler(stderr, ref, s, *allowUnresolved)
 		if err != nil {
 			return err
 		}
@@ -537,9 +332,9 @@ func promptText(prompt, file string, in io.Reader) (string, error) {
 	var err error
 	switch {
 	case file != "" && prompt != "":
-		return "", usagef("-p and -f both give the prompt: give one")
+		return "", cli.Usagef("-p and -f both give the prompt: give one")
 	case file != "":
-		if b, err = readTextFile(file); err != nil {
+		if b, err = cli.ReadTextFile(file); err != nil {
 			return "", fmt.Errorf("-f: %w", err)
 		}
 	case prompt == "-":
@@ -561,46 +356,6 @@ func promptText(prompt, file string, in io.Reader) (string, error) {
 		t = strings.TrimSuffix(strings.TrimSuffix(t, "\n"), "\r")
 	}
 	return t, nil
-}
-
-// errNoChatTemplate: the model file has no tokenizer.chat_template and no template is named.
-var errNoChatTemplate = errors.New("the model has no chat template (no tokenizer.chat_template, and no kernel-table entry names it); name one with -template")
-
-// templateUsage is the help of a command's -template: the built-in chat templates' names
-// (engines/sample's TemplateNames), what the template is used for (forWhat, e.g. " for .jsonl
-// data") and whose tokenizer.chat_template it stands in for.
-func templateUsage(forWhat, whose string) string {
-	return fmt.Sprintf("a built-in chat template%s instead of the model's own: %s (default: %s tokenizer.chat_template, rendered as Jinja)",
-		forWhat, strings.Join(sample.TemplateNames(), ", "), whose)
-}
-
-// checkTemplateName refuses a -template that names no built-in chat template (sample.TemplateByName,
-// whose error lists them) before a command loads anything; "" (the model's own) passes.
-func checkTemplateName(name string) error {
-	if name == "" {
-		return nil
-	}
-	if _, err := sample.TemplateByName(name); err != nil {
-		return fmt.Errorf("-template: %w", err)
-	}
-	return nil
-}
-
-// chatTemplate picks the template named, or else the model's own tokenizer.chat_template
-// rendered as Jinja (its bos_token and eos_token the tokenizer's, a leading bos_token dropped
-// when addBOS puts the BOS token first). A file's template that does not compile is an error
-// naming the file (its base name: serve's clients see render errors) and the template's line;
-// no named template stands in for it.
-func chatTemplate(m *decoding.GGUFModel, tok *tokenizer.Tokenizer, name string, addBOS bool) (sample.Template, error) {
-	if name != "" {
-		return sample.TemplateByName(name)
-	}
-	src, _ := m.Meta["tokenizer.chat_template"].(string)
-	if src == "" {
-		return sample.Template{}, errNoChatTemplate
-	}
-	return sample.NewJinjaTemplate(src, sample.JinjaOptions{Source: filepath.Base(m.Path()) + " (tokenizer.chat_template)",
-		BOSToken: tok.Token(tok.BOS()), EOSToken: tok.Token(tok.EOS()), AddsBOS: addBOS})
 }
 
 // formatFlags are the flags that constrain generation to a grammar (llama.cpp's spellings):
@@ -633,11 +388,11 @@ func (f *formatFlags) grammar() (*grammar.Grammar, error) {
 	case 1:
 		f.flag = given[0]
 	default:
-		return nil, usagef("%s: give one of -grammar, -grammar-file, -json-schema and -json-schema-file", strings.Join(given, " and "))
+		return nil, cli.Usagef("%s: give one of -grammar, -grammar-file, -json-schema and -json-schema-file", strings.Join(given, " and "))
 	}
 	text := f.gbnf + f.schema
 	if file := f.gbnfFile + f.schemaFile; file != "" {
-		b, err := readTextFile(file)
+		b, err := cli.ReadTextFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", f.flag, file, err)
 		}
@@ -654,12 +409,10 @@ func (f *formatFlags) grammar() (*grammar.Grammar, error) {
 		if file := f.gbnfFile + f.schemaFile; file != "" {
 			return nil, fmt.Errorf("%s %s: %w", f.flag, file, err)
 		}
-		return nil, usagef("%s: %v", f.flag, err)
+		return nil, cli.Usagef("%s: %v", f.flag, err)
 	}
 	return g, nil
 }
-
-type stringList []string
 
 // logitBiasFlag is -logit-bias: ID+BIAS or ID-BIAS, added to the map it points to (made on the
 // first use).
@@ -697,41 +450,38 @@ func (f logitBiasFlag) Set(v string) error {
 	return nil
 }
 
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
 // runPerplexity computes perplexity as llama.cpp's perplexity tool does (decoding.Perplexity): the
 // text is split into non-overlapping chunks of the context size (each starting with BOS when the
 // vocabulary adds one), and the second half of each chunk is scored.
 func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("perplexity", flag.ContinueOnError)
-	var d decoderFlags
-	d.register(fs)
+	var d cli.DecoderFlags
+	d.Register(fs)
 	file := fs.String("f", "", "text file (required)")
 	chunks := fs.Int("chunks", 0, "score at most this many chunks (0: all)")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy perplexity -m MODEL -f TEXT -c CTX [flags]\n\nPerplexity the way llama.cpp computes it: non-overlapping chunks of CTX tokens, the second half\nof each chunk scored.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
 	if *file == "" {
-		return usagef("-f TEXT is required")
+		return cli.Usagef("-f TEXT is required")
 	}
-	text, err := readTextFile(*file)
+	text, err := cli.ReadTextFile(*file)
 	if err != nil {
 		return err
 	}
 	if *chunks < 0 {
-		return usagef("-chunks %d is negative", *chunks)
+		return cli.Usagef("-chunks %d is negative", *chunks)
 	}
-	if d.ctx != 0 && d.ctx < decoding.MinPerplexityContext {
-		return usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.ctx, decoding.MinPerplexityContext)
+	if d.Ctx != 0 && d.Ctx < decoding.MinPerplexityContext {
+		return cli.Usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.Ctx, decoding.MinPerplexityContext)
 	}
-	d.allowUnresolved = *allowUnresolved
-	m, tok, dec, err := d.open(stderr, "perplexity")
+	d.AllowUnresolved = *allowUnresolved
+	m, tok, dec, err := d.Open(stderr, "perplexity")
 	if err != nil {
 		return err
 	}
@@ -739,15 +489,15 @@ func runPerplexity(args []string, stdout, stderr io.Writer) error {
 	defer dec.Close()
 	// BOS as generate decides it (the file's add_bos_token first, then a table entry that names
 	// the model), so that both see the text the same way.
-	beh := modelBehaviour(m, tok, d.entry, d.named)
+	beh := cli.ModelBehaviour(m, tok, d.Entry, d.Named)
 	nctx := dec.MaxContext()
 	ids := tok.Encode(string(text), tokenizer.EncodeOptions{})
 	bos := int32(-1)
-	if beh.addBOS {
+	if beh.AddBOS {
 		bos = tok.BOS()
 		ids = append([]int32{bos}, ids...)
 	}
-	if beh.addEOS { // the text ends with EOS, as llama.cpp tokenizes it
+	if beh.AddEOS { // the text ends with EOS, as llama.cpp tokenizes it
 		ids = append(ids, tok.EOS())
 	}
 	if len(ids) < nctx {
@@ -769,11 +519,11 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(fs.Output(), "usage: toy inspect [-full] MODEL.gguf\n\nPrints a GGUF file's metadata and tensor table.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.ParseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usagef("name one GGUF file")
+		return cli.Usagef("name one GGUF file")
 	}
 	f, err := ggml.OpenGGUF(fs.Arg(0))
 	if err != nil {
@@ -861,91 +611,4 @@ func escapeText(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// applyPreset takes every sampling option the user did not set (by its flag or the flag's
-// alias, as the Sampling spec's options table names them) from the entry's preset of that name
-// (MODEL.toml's [sampling.NAME]; "default" unless -sampling-preset names another); an option
-// the preset leaves out stays as it is. Two values a preset may hold are not applied: a
-// repeat_penalty of 0 (no penalty: the sampler's off is 1) and a seed of 0 (none: one is drawn);
-// a seed it does apply counts as given, as by -seed, so that none is drawn. A name the entry
-// lacks is a usage error listing the entry's presets; the entry's "default" may be absent
-// (toy's defaults hold).
-func applyPreset(p *sample.Params, entry *kernels.Model, name string, set map[string]bool) error {
-	var names []string
-	for _, pr := range entry.Presets {
-		names = append(names, pr.Name)
-		if pr.Name != name {
-			continue
-		}
-		o := withoutFlagsSet(pr.Sampling, set)
-		if o.RepeatPenalty != nil && *o.RepeatPenalty == 0 {
-			o.RepeatPenalty = nil
-		}
-		if o.Seed != nil && *o.Seed == 0 {
-			o.Seed = nil
-		}
-		s := config.Sampling(*p)
-		o.Apply(&s)
-		*p = sample.Params(s)
-		if o.Seed != nil {
-			set["seed"] = true // a seed given, as by -seed: not drawn
-		}
-		return nil
-	}
-	if name == "default" {
-		return nil
-	}
-	if len(names) == 0 {
-		return usagef("-sampling-preset %s: the kernel table's entry %s declares no sampling presets", name, entry.Name)
-	}
-	return usagef("-sampling-preset %s: the kernel table's entry %s declares %s", name, entry.Name, strings.Join(names, ", "))
-}
-
-// withoutFlagsSet returns o without the options whose flag, or its alias, set names: for each
-// option of the Sampling spec's table, the overlay's field of the same JSON key is cleared.
-func withoutFlagsSet(o config.SamplingOverlay, set map[string]bool) config.SamplingOverlay {
-	v := reflect.ValueOf(&o).Elem()
-	for _, opt := range config.SamplingOptions() {
-		if opt.Flag == "" || !set[opt.Flag] && (opt.Alias == "" || !set[opt.Alias]) {
-			continue
-		}
-		for i := range v.NumField() {
-			if key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); key == opt.JSON {
-				v.Field(i).SetZero()
-			}
-		}
-	}
-	return o
-}
-
-// registerPreset adds -sampling-preset to a command's flags.
-func registerPreset(fs *flag.FlagSet) *string {
-	return fs.String("sampling-preset", "default", "the kernel table entry's sampling preset whose values every sampling flag not given takes (MODEL.toml's [sampling.NAME]: default, greedy, ...; toy kernels -m MODEL lists them); the entry must name the model for \"default\" to apply")
-}
-
-// presetFor applies -sampling-preset: the named preset of entry, which must name the model for
-// the default preset (an entry that resolved by architecture or size alone imposes nothing);
-// a preset asked for by name applies from whichever entry resolved.
-func presetFor(p *sample.Params, entry *kernels.Model, named bool, name string, set map[string]bool) error {
-	switch {
-	case entry == nil && name != "default":
-		return usagef("-sampling-preset %s: the kernel table has no entry for this model", name)
-	case entry == nil, name == "default" && !named:
-		return nil
-	}
-	return applyPreset(p, entry, name, set)
-}
-
-// checkLoRAScale refuses a -lora-scale the adapters cannot take: NaN, an infinity or a value
-// beyond float32 (which becomes one) would make every adapted weight non-finite, and 0 would be
-// read as no scale given (1).
-func checkLoRAScale(s float64) error {
-	switch {
-	case math.IsNaN(s) || math.IsInf(s, 0) || math.Abs(s) > math.MaxFloat32:
-		return usagef("-lora-scale %v: want a finite number within float32's range", s)
-	case s == 0:
-		return usagef("-lora-scale 0: an adapter at scale 0 changes nothing; leave out -lora instead")
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/training"
@@ -109,7 +110,7 @@ func TestPresetDefaults(t *testing.T) {
 	entry := &kernels.Model{Presets: []kernels.Preset{{Name: "greedy"}, {Name: "default", Sampling: config.SamplingOverlay{
 		Temperature: new(0.2), TopK: new(0), TopP: new(0.9), MinP: new(0.0), RepeatPenalty: new(1.1), RepeatLastN: new(32)}}}}
 	p := sample.DefaultParams()
-	require.NoError(t, applyPreset(&p, entry, "default", map[string]bool{"top-p": true}))
+	require.NoError(t, cli.ApplyPreset(&p, entry, "default", map[string]bool{"top-p": true}))
 	assert.Equal(t, 0.2, p.Temperature)
 	assert.Equal(t, 0, p.TopK)
 	assert.Equal(t, sample.DefaultParams().TopP, p.TopP, "set by the user: kept")
@@ -140,7 +141,7 @@ func TestPresetOptionsByFlag(t *testing.T) {
 	before := asJSON(start)
 
 	p, set := start, map[string]bool{}
-	require.NoError(t, applyPreset(&p, entry, "none", set))
+	require.NoError(t, cli.ApplyPreset(&p, entry, "none", set))
 	assert.Equal(t, start, p, "a preset that gives nothing")
 	assert.Empty(t, set)
 
@@ -155,7 +156,7 @@ func TestPresetOptionsByFlag(t *testing.T) {
 			}
 			flags++
 			p, set := start, map[string]bool{name: true}
-			require.NoError(t, applyPreset(&p, entry, "all", set))
+			require.NoError(t, cli.ApplyPreset(&p, entry, "all", set))
 			got := asJSON(p)
 			for key := range preset {
 				switch key {
@@ -176,7 +177,7 @@ func TestPresetOptionsByFlag(t *testing.T) {
 	zeros := &kernels.Model{Name: "m", Presets: []kernels.Preset{{Name: "zeros", Sampling: config.SamplingOverlay{
 		RepeatPenalty: new(0.0), Seed: new(uint64(0)), RepeatLastN: new(0)}}}}
 	p, set = start, map[string]bool{}
-	require.NoError(t, applyPreset(&p, zeros, "zeros", set))
+	require.NoError(t, cli.ApplyPreset(&p, zeros, "zeros", set))
 	assert.Equal(t, start.RepeatPenalty, p.RepeatPenalty, "a repeat_penalty of 0 is not applied")
 	assert.Equal(t, start.Seed, p.Seed, "a seed of 0 is not applied")
 	assert.False(t, set["seed"], "nor counts as given")
@@ -195,29 +196,29 @@ func TestSamplingPresets(t *testing.T) {
 	}}
 	p := sample.DefaultParams()
 	set := map[string]bool{}
-	require.NoError(t, presetFor(&p, entry, false, "greedy", set))
+	require.NoError(t, cli.PresetFor(&p, entry, false, "greedy", set))
 	assert.Equal(t, 0.0, p.Temperature, "a preset named by -sampling-preset applies though the entry does not name the model")
 
 	p, set = sample.DefaultParams(), map[string]bool{}
-	require.NoError(t, presetFor(&p, entry, false, "default", set))
+	require.NoError(t, cli.PresetFor(&p, entry, false, "default", set))
 	assert.Equal(t, sample.DefaultParams(), p, "the default preset needs an entry that names the model")
-	require.NoError(t, presetFor(&p, entry, true, "default", set))
+	require.NoError(t, cli.PresetFor(&p, entry, true, "default", set))
 	assert.Equal(t, 0.7, p.Temperature)
 
 	p, set = sample.DefaultParams(), map[string]bool{}
-	require.NoError(t, presetFor(&p, entry, true, "seeded", set))
+	require.NoError(t, cli.PresetFor(&p, entry, true, "seeded", set))
 	assert.Equal(t, uint64(42), p.Seed)
 	assert.True(t, set["seed"], "the preset's seed counts as given: none is drawn")
 	p, set = sample.DefaultParams(), map[string]bool{"seed": true}
 	p.Seed = 7
-	require.NoError(t, presetFor(&p, entry, true, "seeded", set))
+	require.NoError(t, cli.PresetFor(&p, entry, true, "seeded", set))
 	assert.Equal(t, uint64(7), p.Seed, "-seed wins over the preset's")
 
-	err := presetFor(&p, entry, true, "creative", map[string]bool{})
+	err := cli.PresetFor(&p, entry, true, "creative", map[string]bool{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "default, greedy, seeded")
-	require.Error(t, presetFor(&p, nil, false, "greedy", map[string]bool{}))
-	require.NoError(t, presetFor(&p, nil, false, "default", map[string]bool{}))
+	require.Error(t, cli.PresetFor(&p, nil, false, "greedy", map[string]bool{}))
+	require.NoError(t, cli.PresetFor(&p, nil, false, "default", map[string]bool{}))
 }
 
 // TestAddEOSAndPresetFlag runs generate on two checkpoints that differ only in

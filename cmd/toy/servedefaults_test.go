@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/runs"
 )
 
@@ -93,10 +94,10 @@ func TestDefaultModelID(t *testing.T) {
 		"weights.bin":                 "weights.bin",
 		filepath.Join(root, "x.gguf"): "x",
 	} {
-		assert.Equal(t, want, defaultModelID(path), path)
+		assert.Equal(t, want, cli.DefaultModelID(path), path)
 	}
 	t.Chdir(filepath.Join(root, "20260102-030405-beef"))
-	assert.Equal(t, "20260102-030405-beef", defaultModelID(filepath.Join(runs.WeightsDir, "model.gguf")))
+	assert.Equal(t, "20260102-030405-beef", cli.DefaultModelID(filepath.Join(runs.WeightsDir, "model.gguf")))
 }
 
 // TestListenAddr: -host and -port replace -addr's parts; given with -addr they must agree.
@@ -128,7 +129,7 @@ func TestListenAddr(t *testing.T) {
 		got, err := listenAddr(c.f.addr, c.f.addrSet, c.f.host, c.f.hostSet, c.f.port, c.f.portSet)
 		if c.want == "" {
 			assert.ErrorContains(t, err, c.msg, "%+v", c.f)
-			var ue *usageError
+			var ue *cli.UsageError
 			assert.ErrorAs(t, err, &ue)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/speculative"
@@ -18,12 +19,12 @@ import (
 // pools would spin against each other between the phases), and a
 // decoder of the target decoder's context and options. A vocabulary unlike the target's is an
 // error here, before anything runs.
-func openDraft(d *decoderFlags, target *decoding.GGUFModel, dec *decoding.Decoder, path string) (*decoding.GGUFModel, *decoding.Decoder, error) {
-	opts, err := d.options()
+func openDraft(d *cli.DecoderFlags, target *decoding.GGUFModel, dec *decoding.Decoder, path string) (*decoding.GGUFModel, *decoding.Decoder, error) {
+	opts, err := d.Options()
 	if err != nil {
 		return nil, nil, err
 	}
-	dm, err := decoding.OpenModel(path, decoding.ModelOptions{Backend: target.Backend(), Mmap: d.mmap}) // one thread pool for both
+	dm, err := decoding.OpenModel(path, decoding.ModelOptions{Backend: target.Backend(), Mmap: d.Mmap}) // one thread pool for both
 	if err != nil {
 		return nil, nil, fmt.Errorf("-draft: %w", err)
 	}
@@ -31,7 +32,7 @@ func openDraft(d *decoderFlags, target *decoding.GGUFModel, dec *decoding.Decode
 		dm.Close()
 		return nil, nil, err
 	}
-	if _, _, err := gateDecoders(io.Discard, "generate -draft", dm, path, "", opts, d.allowUnresolved); err != nil {
+	if _, _, err := cli.GateDecoders(io.Discard, "generate -draft", dm, path, "", opts, d.AllowUnresolved); err != nil {
 		dm.Close()
 		return nil, nil, fmt.Errorf("-draft: %w", err)
 	}

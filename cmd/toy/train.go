@@ -16,18 +16,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
-)
-
-// defaultPreset is the model shape toy train uses unless -preset names another; it is the one
-// recipes.DefaultScratch trains. defaultGPT2Preset is -arch gpt2's, defaultViTPreset -arch vit's.
-const (
-	defaultPreset     = "demo"
-	defaultGPT2Preset = "gpt2-demo"
-	defaultViTPreset  = "vit-mnist"
 )
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
@@ -36,7 +29,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	case "dflash":
 		return runTrainDFlash(args, stdout, stderr)
 	default:
-		return usagef("-recipe %q: want scratch (the default) or dflash", r)
+		return cli.Usagef("-recipe %q: want scratch (the default) or dflash", r)
 	}
 	s := recipes.DefaultScratch()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
@@ -48,14 +41,14 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fam := familyNamed(family)
-	if fam.modelFlags == nil { // an image classifier: its own data and flags
+	fam := cli.FamilyNamed(family)
+	if fam.ModelFlags == nil { // an image classifier: its own data and flags
 		return runTrainViT(args, stdout, stderr)
 	}
 	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
 		strings.Join(config.Gpt2PresetNames(), ", ")+" (gpt2). The preset picks the family; the family's model flags override it, their defaults shown here are the preset's (toy train -preset gpt2-demo -h lists gpt2's)")
-	arch := fs.String("arch", family, "model family: llama or gpt2 (or vit, an image classifier with flags of its own); it follows -preset, and -arch gpt2 alone trains "+defaultGPT2Preset)
-	applyModel := fam.modelFlags(fs, &s, chosen, preset)
+	arch := fs.String("arch", family, "model family: llama or gpt2 (or vit, an image classifier with flags of its own); it follows -preset, and -arch gpt2 alone trains "+cli.DefaultGPT2Preset)
+	applyModel := fam.ModelFlags(fs, &s, chosen, preset)
 	fs.StringVar(&s.Text, "text", "", "a text file or directory to train on (default: the Go standard library's source)")
 	fs.StringVar(&s.Corpus, "corpus", "", "a token corpus made by toy tokenize (needs -tokenizer)")
 	fs.StringVar(&s.Tokenizer, "tokenizer", "", "a GGUF file holding the tokenizer (a checkpoint or toy tokenizer train output)")
@@ -68,7 +61,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	s.Compute.RegisterFlags(fs)
 	fs.Float64Var(&s.AdamW.WeightDecay, "weight-decay", s.AdamW.WeightDecay, "AdamW weight decay (matrices only)")
 	fs.StringVar(&s.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(nil)+" may change; any other flag is refused")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	s.FinalSample.RegisterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train [flags]
@@ -99,25 +92,25 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := trainCounts.check(fs); err != nil {
+	if err := cli.TrainCounts.Check(fs); err != nil {
 		return err
 	}
-	if *arch != family || presetFamily(*preset) != "" && presetFamily(*preset) != family {
+	if *arch != family || cli.PresetFamily(*preset) != "" && cli.PresetFamily(*preset) != family {
 		// Only a command line the scan reads otherwise than the flag package gets here.
-		return usagef("-arch %s and -preset %s: give each once, as its own flag", *arch, *preset)
+		return cli.Usagef("-arch %s and -preset %s: give each once, as its own flag", *arch, *preset)
 	}
 	if err := applyModel(); err != nil {
 		return err
 	}
 	// -seed seeds the initial weights (the model's Seed) as well as the batch order.
 	if s.Seed > math.MaxUint32 {
-		return usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
+		return cli.Usagef("-seed %d: want at most %d (checkpoints keep it as a uint32)", s.Seed, uint32(math.MaxUint32))
 	}
 	s.SetSeed(int(s.Seed))
-	set := setFlags(fs)
+	set := cli.SetFlags(fs)
 	if s.Resume != "" {
 		keep, newTotal, err := resumeFlags(set, stdout)
 		if err != nil {
@@ -133,10 +126,10 @@ Flags:
 	if ctxLen := s.Context(); !set["seq"] && s.SeqLen > ctxLen {
 		s.SeqLen = ctxLen
 	}
-	if set["tokens"] { // trainCounts refused a -tokens below 1
+	if set["tokens"] { // cli.TrainCounts refused a -tokens below 1
 		switch {
 		case set["steps"]:
-			return usagef("-tokens %d and -steps %d both set the length of the run: give one of them", *tokens, s.Steps)
+			return cli.Usagef("-tokens %d and -steps %d both set the length of the run: give one of them", *tokens, s.Steps)
 		case s.Batch < 1 || s.SeqLen < 1:
 			// the options' check names them
 		default:
@@ -148,7 +141,7 @@ Flags:
 	}
 	// The training graphs' lookups of toy's CPU operations are audited once the recipe has
 	// built the model (ggml's optimizer steps it, not toy's adamw_f32).
-	s.KernelGate = trainGate(stderr, "train", *allowUnresolved)
+	s.KernelGate = cli.TrainGate(stderr, "train", *allowUnresolved)
 	s.Out, s.Interactive = stdout, isTerminal(stdout)
 	job, err := joinJob()
 	if err != nil {
@@ -161,9 +154,9 @@ Flags:
 	defer stop()
 	res, err := s.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
 	if err == nil && res.Interrupted {
-		err = &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+		err = &cli.InterruptedError{Err: fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
 	} else if errors.Is(err, context.Canceled) { // before the run began (training its tokenizer)
-		err = &interruptedError{fmt.Errorf("interrupted before training began: nothing was written")}
+		err = &cli.InterruptedError{Err: fmt.Errorf("interrupted before training began: nothing was written")}
 	}
 	return leaveJob(job, "train", err)
 }
@@ -209,101 +202,22 @@ func trainFamily(args []string) (family, preset string, err error) {
 	if arch == "" && preset == "" && v["resume"] != "" && isViTRun(v["resume"]) {
 		arch = transformer.ViTArch
 	}
-	pf := presetFamily(preset)
+	pf := cli.PresetFamily(preset)
 	switch {
 	case arch == "":
 		family = cmp.Or(pf, transformer.Arch)
-	case familyNamed(arch) != nil:
+	case cli.FamilyNamed(arch) != nil:
 		family = arch
 		if pf != "" && pf != arch {
-			return "", "", usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(familyNamed(arch).presets(), ", "))
+			return "", "", cli.Usagef("-preset %s is a %s preset, not %s (%s presets: %s)", preset, pf, arch, arch, strings.Join(cli.FamilyNamed(arch).Presets(), ", "))
 		}
 	default:
-		return "", "", usagef("-arch %q: want %s", arch, familyNames())
+		return "", "", cli.Usagef("-arch %q: want %s", arch, cli.FamilyNames())
 	}
 	if preset == "" {
-		preset = familyNamed(family).defaultPreset
+		preset = cli.FamilyNamed(family).DefaultPreset
 	}
 	return family, preset, nil
-}
-
-// presetFamily is the family of a preset name, "" for none.
-func presetFamily(preset string) string {
-	for _, f := range trainFamilies {
-		if slices.Contains(f.presets(), preset) {
-			return f.name
-		}
-	}
-	return ""
-}
-
-// trainedFamily is a model family toy train makes: its checkpoints' general.architecture, its
-// spec's presets, the one -arch alone trains, and the definition of its spec's model flags on
-// fs, whose returned function applies them over the -preset chosen to s (nil: the family has a
-// command of its own).
-type trainedFamily struct {
-	name          string
-	presets       func() []string
-	defaultPreset string
-	modelFlags    func(fs *flag.FlagSet, s *recipes.Scratch, chosen string, preset *string) func() error
-}
-
-// trainFamilies are the families toy train makes.
-var trainFamilies = []trainedFamily{
-	{transformer.Arch, config.LlamaPresetNames, defaultPreset,
-		func(fs *flag.FlagSet, s *recipes.Scratch, chosen string, preset *string) func() error {
-			return modelFlags(fs, chosen, s.Model, config.LlamaPreset, config.NewLlamaFlags, preset,
-				func(c config.Llama) { s.Model = c })
-		}},
-	{transformer.GPT2Arch, config.Gpt2PresetNames, defaultGPT2Preset,
-		func(fs *flag.FlagSet, s *recipes.Scratch, chosen string, preset *string) func() error {
-			fallback, _ := config.Gpt2Preset(defaultGPT2Preset)
-			return modelFlags(fs, chosen, fallback, config.Gpt2Preset, config.NewGpt2Flags, preset,
-				func(c config.Gpt2) { s.GPT2 = &c })
-		}},
-	{name: transformer.ViTArch, presets: config.VitPresetNames, defaultPreset: defaultViTPreset},
-}
-
-// familyNamed is the family toy train makes of that name, nil for none.
-func familyNamed(name string) *trainedFamily {
-	for i := range trainFamilies {
-		if trainFamilies[i].name == name {
-			return &trainFamilies[i]
-		}
-	}
-	return nil
-}
-
-// familyNames lists the families toy train makes, for usage errors: "llama, gpt2 or vit".
-func familyNames() string {
-	var names []string
-	for _, f := range trainFamilies {
-		names = append(names, f.name)
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// modelFlags defines a family's model flags on fs, their defaults the preset chosen (or
-// fallback, when chosen is not one of the family's), and returns the function that applies
-// them over the -preset given and stores the result with set.
-func modelFlags[C any, F interface{ Apply(*C) error }](fs *flag.FlagSet, chosen string, fallback C,
-	presetOf func(string) (C, error), newFlags func(*flag.FlagSet, C) F, preset *string, set func(C)) func() error {
-	defaults, err := presetOf(chosen)
-	if err != nil {
-		defaults = fallback
-	}
-	flags := newFlags(fs, defaults)
-	return func() error {
-		c, err := presetOf(*preset)
-		if err != nil {
-			return asUsage(err)
-		}
-		if err := flags.Apply(&c); err != nil {
-			return asUsage(fmt.Errorf("model: %w", err))
-		}
-		set(c)
-		return nil
-	}
 }
 
 // isViTRun reports whether the run in dir trained a ViT classifier (its first run_start's
@@ -359,7 +273,7 @@ func resumeFlags(set map[string]bool, stdout io.Writer) (keep []string, newTotal
 	var refused, kept []string
 	for name := range set {
 		switch name {
-		case "resume", allowUnresolvedFlag: // the gate's override changes no option of the run
+		case "resume", cli.AllowUnresolvedFlag: // the gate's override changes no option of the run
 			continue
 		case "steps":
 			newTotal = true
@@ -377,7 +291,7 @@ func resumeFlags(set map[string]bool, stdout io.Writer) (keep []string, newTotal
 	slices.Sort(refused)
 	slices.Sort(kept)
 	if len(refused) > 0 {
-		return nil, false, usagef("-resume: %s would change the run, which keeps its own model, data, batch, schedule, optimizer and seeds (start a new run to change them; with -resume only -steps and the flags that do not change what it computes apply: %s)",
+		return nil, false, cli.Usagef("-resume: %s would change the run, which keeps its own model, data, batch, schedule, optimizer and seeds (start a new run to change them; with -resume only -steps and the flags that do not change what it computes apply: %s)",
 			strings.Join(refused, ", "), resumeFlagList(nil))
 	}
 	if len(kept) > 0 {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/training"
@@ -41,7 +42,7 @@ func runTrainViT(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&v.AdamW.WeightDecay, "weight-decay", v.AdamW.WeightDecay, "AdamW's decoupled weight decay (matrices only)")
 	v.Compute.RegisterFlags(fs)
 	fs.StringVar(&v.Resume, "resume", "", "continue the run in this directory (runs/<id>) from its checkpoint, with its own options; -steps may set a new total, and "+resumeFlagList(fs)+" may change; any other flag is refused")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy train -arch vit [flags]   (also spelled toy train-vit, or toy train -preset vit-tiny)
 
@@ -60,25 +61,25 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := vitCounts.check(fs); err != nil {
+	if err := cli.ViTCounts.Check(fs); err != nil {
 		return err
 	}
 	if *arch != transformer.ViTArch {
-		return usagef("-arch %s: toy train-vit trains vit (toy train -arch %s trains that family)", *arch, *arch)
+		return cli.Usagef("-arch %s: toy train-vit trains vit (toy train -arch %s trains that family)", *arch, *arch)
 	}
 	m, err := config.VitPreset(*preset)
 	if err != nil {
-		return asUsage(err)
+		return cli.AsUsage(err)
 	}
 	if err := mf.Apply(&m); err != nil {
-		return asUsage(fmt.Errorf("model: %w", err))
+		return cli.AsUsage(fmt.Errorf("model: %w", err))
 	}
 	v.Model, v.Out = m, stdout
-	v.KernelGate = trainGate(stderr, "train", *allowUnresolved)
-	set := setFlags(fs)
+	v.KernelGate = cli.TrainGate(stderr, "train", *allowUnresolved)
+	set := cli.SetFlags(fs)
 	if v.Resume != "" {
 		delete(set, "arch")
 		keep, newTotal, err := resumeFlags(set, stdout)
@@ -105,7 +106,7 @@ Flags:
 	defer stop()
 	res, err := v.Run(ctx) // an interrupted run has saved its checkpoint and says how to resume
 	if err == nil && res.Interrupted {
-		return &interruptedError{fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
+		return &cli.InterruptedError{Err: fmt.Errorf("interrupted at step %d; the checkpoint is saved (toy train -resume %s)", res.Steps, res.RunDir)}
 	}
 	return err
 }
@@ -115,7 +116,7 @@ func runClassify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
 	model := fs.String("m", "", "the ViT checkpoint (GGUF, toy train-vit's weights/model.gguf)")
 	k := fs.Int("k", 5, "classes to show per image (at least 1; more than the model's classes shows them all)")
-	allowUnresolved := registerGate(fs)
+	allowUnresolved := cli.RegisterGate(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: toy classify -m MODEL.gguf [-k 5] IMAGE...
 
@@ -126,14 +127,14 @@ Flags:
 `, float64(data.MaxImagePixels)/1e6)
 		fs.PrintDefaults()
 	}
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cli.ParseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if err := classifyCounts.check(fs); err != nil {
+	if err := cli.ClassifyCounts.Check(fs); err != nil {
 		return err
 	}
 	if *model == "" || fs.NArg() == 0 {
-		return usagef("give -m MODEL.gguf and at least one IMAGE")
+		return cli.Usagef("give -m MODEL.gguf and at least one IMAGE")
 	}
 	be, err := ggml.NewCPUBackend(1)
 	if err != nil {
@@ -149,7 +150,7 @@ Flags:
 		return fmt.Errorf("%s: a %s model, not an image classifier", *model, m.Arch.Name)
 	}
 	name, _ := values["general.name"].(string)
-	if err := gateEntry(stderr, "classify", kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{*model, name}}, *allowUnresolved); err != nil {
+	if err := cli.GateEntry(stderr, "classify", kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{*model, name}}, *allowUnresolved); err != nil {
 		return err
 	}
 	names, _ := values[recipes.ClassNamesKey].([]string)

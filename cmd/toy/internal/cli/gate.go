@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -24,25 +24,25 @@ import (
 // the run unless --dangerously-allow-unresolved-kernel-lookups; the model's decoders then run
 // toy's kernels for what resolved and ggml's operations for the rest. train (a language
 // model's and ViT's) and finetune audit the lookups their training graphs make
-// (training.TrainNeeds, through the recipes' KernelGate: trainGate) the same way, and their graphs
+// (training.TrainNeeds, through the recipes' KernelGate: TrainGate) the same way, and their graphs
 // run toy's kernels for what resolved; train -recipe dflash audits its target's decoders
-// (gateDecoders); classify, whose graph runs none of toy's kernels, refuses a model the table
-// declares no entry for (gateEntry). bench train and bench finetune audit their training graphs'
-// lookups as train and finetune do (gateTrainable), and bench train's toy's-GEMM ceiling runs only
+// (GateDecoders); classify, whose graph runs none of toy's kernels, refuses a model the table
+// declares no entry for (GateEntry). bench train and bench finetune audit their training graphs'
+// lookups as train and finetune do (GateTrainable), and bench train's toy's-GEMM ceiling runs only
 // where the first model's packed f32 product resolved; bench matmul, which times ggml's
 // product alone and looks up none of toy's kernels, refuses a cpu table that does not describe
-// the build (gateNoLookups).
+// the build (GateNoLookups).
 
-// allowUnresolvedFlag is the gate's override.
-const allowUnresolvedFlag = "dangerously-allow-unresolved-kernel-lookups"
+// AllowUnresolvedFlag is the gate's override.
+const AllowUnresolvedFlag = "dangerously-allow-unresolved-kernel-lookups"
 
-// registerGate adds the gate's override to a command's flags.
-func registerGate(fs *flag.FlagSet) *bool {
-	return fs.Bool(allowUnresolvedFlag, false, "run even when a kernel lookup this command makes does not resolve (toy's own kernels: in a cuda build, toy generate's device sampling)")
+// RegisterGate adds the gate's override to a command's flags.
+func RegisterGate(fs *flag.FlagSet) *bool {
+	return fs.Bool(AllowUnresolvedFlag, false, "run even when a kernel lookup this command makes does not resolve (toy's own kernels: in a cuda build, toy generate's device sampling)")
 }
 
-// buildTarget is the kernel table's target the gate audits: compiledTarget, replaced by tests.
-var buildTarget = compiledTarget
+// BuildTarget is the kernel table's target the gate audits: compiledTarget, replaced by tests.
+var BuildTarget = compiledTarget
 
 // compiledTarget is the kernel table's target of this build's backend, or nil.
 func compiledTarget() *kernels.Target {
@@ -55,8 +55,8 @@ func compiledTarget() *kernels.Target {
 	return target
 }
 
-// modelRef is what the kernel table resolves a loaded model by.
-func modelRef(m *decoding.GGUFModel, path, modelName string) kernelrt.Ref {
+// ModelRef is what the kernel table resolves a loaded model by.
+func ModelRef(m *decoding.GGUFModel, path, modelName string) kernelrt.Ref {
 	name, _ := m.Meta["general.name"].(string)
 	return kernelrt.Ref{ModelType: m.Arch.Name, HiddenSize: m.Arch.DModel, Names: []string{path, modelName, name}}
 }
@@ -64,8 +64,8 @@ func modelRef(m *decoding.GGUFModel, path, modelName string) kernelrt.Ref {
 // resolveEntry finds t's entry for ref. For a model the table does not declare it returns a nil
 // entry, after a note on stderr: the gate then resolves none of the run's lookups, and a run the
 // override lets through runs with toy's defaults and ggml's operations. named says whether the
-// entry names the model (kernelrt.NamedBy), which it must to supply defaults (modelBehaviour,
-// applyPreset).
+// entry names the model (kernelrt.NamedBy), which it must to supply defaults (ModelBehaviour,
+// ApplyPreset).
 func resolveEntry(stderr io.Writer, t *kernels.Target, ref kernelrt.Ref) (entry *kernels.Model, named bool) {
 	if t == nil {
 		return nil, false
@@ -78,10 +78,10 @@ func resolveEntry(stderr io.Writer, t *kernels.Target, ref kernelrt.Ref) (entry 
 	return entry, kernelrt.NamedBy(entry, ref)
 }
 
-// gate audits needs and the lookups of d, what the run dispatches, against entry's modules on t
+// Gate audits needs and the lookups of d, what the run dispatches, against entry's modules on t
 // (a nil entry, a model the table does not declare, resolves nothing) and refuses an unresolved
 // one unless allow.
-func gate(t *kernels.Target, entry *kernels.Model, needs []kernelrt.Need, d kernelrt.Dispatch, allow bool) (kernelrt.Report, error) {
+func Gate(t *kernels.Target, entry *kernels.Model, needs []kernelrt.Need, d kernelrt.Dispatch, allow bool) (kernelrt.Report, error) {
 	if t == nil {
 		return kernelrt.Report{}, nil
 	}
@@ -89,9 +89,9 @@ func gate(t *kernels.Target, entry *kernels.Model, needs []kernelrt.Need, d kern
 	return r, r.Err(allow)
 }
 
-// cpuTarget is the cpu kernel table, whose entries govern toy's own CPU operations in every
+// CPUTarget is the cpu kernel table, whose entries govern toy's own CPU operations in every
 // build (a model on the CPU backend runs them): kernelrt.BuildTarget's, replaced by tests.
-var cpuTarget = func() *kernels.Target { return kernelrt.BuildTarget(kernels.BackendCPU) }
+var CPUTarget = func() *kernels.Target { return kernelrt.BuildTarget(kernels.BackendCPU) }
 
 // auditCPU runs the gate over the lookups of toy's CPU operations that m's decoders make with o
 // (none on a GPU backend): the cpu table's entry for ref, an unresolved lookup refused unless
@@ -109,22 +109,22 @@ func auditCPU(m *decoding.GGUFModel, ref kernelrt.Ref, o decoding.DecoderOptions
 // does not describe the build (kernelrt.CheckCPUBuild). The report is empty where nothing is
 // looked up.
 func auditCPUNeeds(ref kernelrt.Ref, needs []kernelrt.Need, allow bool) (kernelrt.Report, error) {
-	t := cpuTarget()
+	t := CPUTarget()
 	if len(needs) == 0 || t == nil {
 		return kernelrt.Report{}, nil
 	}
 	if err := kernelrt.CheckCPUBuild(t, ggml.CPUKernelsISA()); err != nil && !allow {
-		return kernelrt.Report{}, fmt.Errorf("%w (--%s runs anyway)", err, allowUnresolvedFlag)
+		return kernelrt.Report{}, fmt.Errorf("%w (--%s runs anyway)", err, AllowUnresolvedFlag)
 	}
 	entry, _ := resolveEntry(io.Discard, t, ref)
-	return gate(t, entry, needs, kernelrt.Dispatch{}, allow)
+	return Gate(t, entry, needs, kernelrt.Dispatch{}, allow)
 }
 
-// trainGate is the boot gate of a command that trains (the recipes' KernelGate, which they
+// TrainGate is the boot gate of a command that trains (the recipes' KernelGate, which they
 // call with the model they built: a resumed run's too): it audits the lookups the run's
 // training graphs make against the cpu table's entry for the model, prints the audit on one
 // line of stderr (prefixed "toy cmd: kernels:"), and refuses an unresolved lookup unless allow.
-func trainGate(stderr io.Writer, cmd string, allow bool) recipes.KernelGate {
+func TrainGate(stderr io.Writer, cmd string, allow bool) recipes.KernelGate {
 	return func(ref kernelrt.Ref, needs []kernelrt.Need) ([]kernelrt.Need, error) {
 		r, err := auditCPUNeeds(ref, needs, allow)
 		if len(r.Resolved)+len(r.ExpectedAbsent)+len(r.Unresolved) > 0 {
@@ -134,13 +134,13 @@ func trainGate(stderr io.Writer, cmd string, allow bool) recipes.KernelGate {
 	}
 }
 
-// gateTrainable is the boot gate of a command that trains m, of architecture a, itself (bench
+// GateTrainable is the boot gate of a command that trains m, of architecture a, itself (bench
 // train, bench finetune): the cpu table's entry for a (names: the files and names the table may
-// match) audits the lookups m's training graphs make (trainGate), and m comes back with what
+// match) audits the lookups m's training graphs make (TrainGate), and m comes back with what
 // resolved (training.WithKernels).
-func gateTrainable(stderr io.Writer, cmd string, a *transformer.Architecture, names []string, m training.Trainable, allow bool) (training.Trainable, []kernelrt.Need, error) {
+func GateTrainable(stderr io.Writer, cmd string, a *transformer.Architecture, names []string, m training.Trainable, allow bool) (training.Trainable, []kernelrt.Need, error) {
 	var resolved []kernelrt.Need
-	g := trainGate(stderr, cmd, allow)
+	g := TrainGate(stderr, cmd, allow)
 	tm, err := recipes.Gated(func(ref kernelrt.Ref, needs []kernelrt.Need) ([]kernelrt.Need, error) {
 		r, err := g(ref, needs)
 		resolved = r
@@ -149,17 +149,17 @@ func gateTrainable(stderr io.Writer, cmd string, a *transformer.Architecture, na
 	return tm, resolved, err
 }
 
-// gateNoLookups is the gate of a command that runs ggml's operations alone, on no model (bench
+// GateNoLookups is the gate of a command that runs ggml's operations alone, on no model (bench
 // matmul): a cpu table that does not describe the build (kernelrt.CheckCPUBuild) is refused
 // unless allow, and the audit line says nothing is looked up.
-func gateNoLookups(stderr io.Writer, cmd string, allow bool) error {
-	t := cpuTarget()
+func GateNoLookups(stderr io.Writer, cmd string, allow bool) error {
+	t := CPUTarget()
 	if t == nil {
 		return nil
 	}
 	if err := kernelrt.CheckCPUBuild(t, ggml.CPUKernelsISA()); err != nil {
 		if !allow {
-			return fmt.Errorf("%w (--%s runs anyway)", err, allowUnresolvedFlag)
+			return fmt.Errorf("%w (--%s runs anyway)", err, AllowUnresolvedFlag)
 		}
 		fmt.Fprintf(stderr, "toy %s: kernels: UNRESOLVED: %v\n", cmd, err)
 	}
@@ -167,28 +167,28 @@ func gateNoLookups(stderr io.Writer, cmd string, allow bool) error {
 	return nil
 }
 
-// gateEntry is the gate of a command whose graph looks up none of toy's kernels (classify): the
+// GateEntry is the gate of a command whose graph looks up none of toy's kernels (classify): the
 // build's table must declare an entry for the model ref names, or allow must be set.
-func gateEntry(stderr io.Writer, cmd string, ref kernelrt.Ref, allow bool) error {
-	t := buildTarget()
+func GateEntry(stderr io.Writer, cmd string, ref kernelrt.Ref, allow bool) error {
+	t := BuildTarget()
 	if t == nil {
 		return nil
 	}
 	if _, err := kernelrt.Resolve(t, ref); err != nil && !allow {
-		return fmt.Errorf("%w (--%s runs anyway, with toy's defaults)", err, allowUnresolvedFlag)
+		return fmt.Errorf("%w (--%s runs anyway, with toy's defaults)", err, AllowUnresolvedFlag)
 	}
 	fmt.Fprintf(stderr, "toy %s: kernels: target %s: the model's graph looks up none of toy's kernels\n", cmd, t.Name)
 	return nil
 }
 
-// gateDecoders is the boot gate of a command that decodes with m: it resolves the build's
+// GateDecoders is the boot gate of a command that decodes with m: it resolves the build's
 // table's entry for m (path and modelName are matched against the entries' names), audits the
 // lookups of toy's CPU operations m's decoders make with o (auditCPU), prints the audit on one
 // line of stderr (prefixed "toy cmd: kernels:"), and refuses an unresolved lookup unless allow.
 // It returns the entry (nil where the table has none) and whether it names the model.
-func gateDecoders(stderr io.Writer, cmd string, m *decoding.GGUFModel, path, modelName string, o decoding.DecoderOptions, allow bool) (*kernels.Model, bool, error) {
-	ref := modelRef(m, path, modelName)
-	entry, named := resolveEntry(stderr, buildTarget(), ref)
+func GateDecoders(stderr io.Writer, cmd string, m *decoding.GGUFModel, path, modelName string, o decoding.DecoderOptions, allow bool) (*kernels.Model, bool, error) {
+	ref := ModelRef(m, path, modelName)
+	entry, named := resolveEntry(stderr, BuildTarget(), ref)
 	r, err := auditCPU(m, ref, o, allow)
 	if len(r.Resolved)+len(r.ExpectedAbsent)+len(r.Unresolved) > 0 {
 		fmt.Fprintf(stderr, "toy %s: kernels: %s\n", cmd, r.Summary())
@@ -199,12 +199,12 @@ func gateDecoders(stderr io.Writer, cmd string, m *decoding.GGUFModel, path, mod
 	return entry, named, nil
 }
 
-// deviceSampler opens device 0 for toy generate's sampling with s's parameters, the kernel
+// DeviceSampler opens device 0 for toy generate's sampling with s's parameters, the kernel
 // looked up in the model's entry on the device's target (the one cuda.Open picked for the
-// device; the gate audits it again where it is not buildTarget's). Where the device does not
+// device; the gate audits it again where it is not BuildTarget's). Where the device does not
 // open, or the kernel does not resolve (a run the override let through), it says so on stderr
 // and returns no device: sampling runs on the host.
-func deviceSampler(stderr io.Writer, ref kernelrt.Ref, s *sample.Sampler, allow bool) (*cuda.Device, *cuda.TokenSampler, error) {
+func DeviceSampler(stderr io.Writer, ref kernelrt.Ref, s *sample.Sampler, allow bool) (*cuda.Device, *cuda.TokenSampler, error) {
 	dev, err := cuda.Open(0)
 	if err != nil {
 		fmt.Fprintf(stderr, "toy generate: sampling on the host: %v\n", err)
@@ -212,8 +212,8 @@ func deviceSampler(stderr io.Writer, ref kernelrt.Ref, s *sample.Sampler, allow 
 	}
 	t := dev.Target()
 	entry, _ := resolveEntry(io.Discard, t, ref)
-	if t != buildTarget() {
-		if _, err := gate(t, entry, nil, cuda.DeviceSampling(s.Params()), allow); err != nil {
+	if t != BuildTarget() {
+		if _, err := Gate(t, entry, nil, cuda.DeviceSampling(s.Params()), allow); err != nil {
 			dev.Close()
 			return nil, nil, err
 		}

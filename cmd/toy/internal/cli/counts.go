@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -10,16 +10,16 @@ import (
 	"github.com/toyml/toy/generated/config"
 )
 
-// atLeast gives the least value of each of a command's integer flags that counts something (a
+// AtLeast gives the least value of each of a command's integer flags that counts something (a
 // batch, steps, tokens, classes to show, ...): a value below it, given on the command line, is
 // refused as a usage error naming the flag (exit 2) before the command reads or writes
 // anything, instead of reaching a slice, make() or an engine's own check. A command's flags with
 // a check of their own (-t, -n, a model's shape through its spec) are not listed.
-type atLeast map[string]int64
+type AtLeast map[string]int64
 
 // with adds the least values the option groups declare for their integer flags (the spec's min
 // tags) to m, and returns it; a flag m already names keeps m's.
-func (m atLeast) with(groups ...[]config.Option) atLeast {
+func (m AtLeast) with(groups ...[]config.Option) AtLeast {
 	for _, g := range groups {
 		for _, o := range g {
 			if o.Flag == "" || o.Min == "" || o.Kind != "int" && o.Kind != "int64" {
@@ -38,8 +38,8 @@ func (m atLeast) with(groups ...[]config.Option) atLeast {
 	return m
 }
 
-// check refuses every flag of fs set on the command line below its least value, naming each.
-func (m atLeast) check(fs *flag.FlagSet) error {
+// Check refuses every flag of fs set on the command line below its least value, naming each.
+func (m AtLeast) Check(fs *flag.FlagSet) error {
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
 		least, ok := m[f.Name]
@@ -59,23 +59,23 @@ func (m atLeast) check(fs *flag.FlagSet) error {
 		return nil
 	}
 	sort.Strings(bad)
-	return usagef("%s", strings.Join(bad, "; "))
+	return Usagef("%s", strings.Join(bad, "; "))
 }
 
 // The count flags of each command, with their least values. Where 0 or -1 means something (all
 // chunks, none, the default), that is the least value. The flags of the option groups take
 // theirs from the spec (specs/engines' min tags, through with).
 var (
-	classifyCounts = atLeast{"k": 1}
-	generateCounts = atLeast{}.with(config.SamplingOptions())
-	trainCounts    = atLeast{"generated": 0, "max-text-bytes": 0, "tokens": 1}.with(
+	ClassifyCounts = AtLeast{"k": 1}
+	GenerateCounts = AtLeast{}.with(config.SamplingOptions())
+	TrainCounts    = AtLeast{"generated": 0, "max-text-bytes": 0, "tokens": 1}.with(
 		config.TrainingOptions(), config.SequencesOptions(), config.ComputeOptions(), config.FinalSampleOptions())
-	vitCounts      = atLeast{"held": 1, "shapes": 0, "shift": 0}.with(config.TrainingOptions(), config.ComputeOptions())
-	finetuneCounts = atLeast{"freeze-embeddings-steps": 0, "max-text-bytes": 0, "r": 1, "recompute": 0}.with(
+	ViTCounts      = AtLeast{"held": 1, "shapes": 0, "shift": 0}.with(config.TrainingOptions(), config.ComputeOptions())
+	FinetuneCounts = AtLeast{"freeze-embeddings-steps": 0, "max-text-bytes": 0, "r": 1, "recompute": 0}.with(
 		config.TrainingOptions(), config.SequencesOptions(), config.ComputeOptions())
-	dflashCounts = atLeast{"anchors": 1, "generated": 0, "layers": 1, "max-text-bytes": 0, "seqs": 1, "train-window": 1}.with(
+	DFlashCounts = AtLeast{"anchors": 1, "generated": 0, "layers": 1, "max-text-bytes": 0, "seqs": 1, "train-window": 1}.with(
 		config.DFlashOptions(), config.TrainingOptions(), config.SequencesOptions())
-	benchModelCounts = atLeast{"n": 0, "p": 0, "r": 0}.with(config.ComputeOptions())
-	benchTrainCounts = atLeast{"batch": 1, "seq": 1, "steps": 1}
-	benchFTCounts    = atLeast{"profile": 0}
+	BenchModelCounts = AtLeast{"n": 0, "p": 0, "r": 0}.with(config.ComputeOptions())
+	BenchTrainCounts = AtLeast{"batch": 1, "seq": 1, "steps": 1}
+	BenchFTCounts    = AtLeast{"profile": 0}
 )

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -14,11 +14,11 @@ import (
 
 // The kinds of file toy writes, as fileKind names them.
 const (
-	kindGGUFModel     = "GGUF model"
-	kindGGUFTokenizer = "GGUF tokenizer"
+	KindGGUFModel     = "GGUF model"
+	KindGGUFTokenizer = "GGUF tokenizer"
 	kindGGUFOther     = "GGUF file toy cannot read"
-	kindPNG           = "PNG image"
-	kindCorpus        = "token corpus"
+	KindPNG           = "PNG image"
+	KindCorpus        = "token corpus"
 	kindEmpty         = "empty file"
 	kindOther         = "file of another kind"
 )
@@ -41,9 +41,9 @@ func fileKind(path string) (string, error) {
 	case n == 0:
 		return kindEmpty, nil
 	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
-		return kindPNG, nil
+		return KindPNG, nil
 	case bytes.HasPrefix(head, []byte(data.Magic)):
-		return kindCorpus, nil
+		return KindCorpus, nil
 	case bytes.HasPrefix(head, []byte("GGUF")):
 		g, err := ggml.OpenGGUF(path)
 		if err != nil {
@@ -51,21 +51,21 @@ func fileKind(path string) (string, error) {
 		}
 		defer g.Close()
 		if arch, _ := g.String("general.architecture"); arch == "toy.tokenizer" && len(g.Tensors()) == 0 {
-			return kindGGUFTokenizer, nil
+			return KindGGUFTokenizer, nil
 		}
-		return kindGGUFModel, nil
+		return KindGGUFModel, nil
 	}
 	return kindOther, nil
 }
 
-// checkOutput decides whether toy may write a file of kind want at path (atomically: a
+// CheckOutput decides whether toy may write a file of kind want at path (atomically: a
 // temporary file renamed over it). A path that does not exist is fine. An existing file is
 // replaced only with -force (force), and only when it holds the same kind of thing (or
 // nothing): a PNG or a corpus is never written over a model, a tokenizer never over a
 // checkpoint, even with -force. A directory, a FIFO, a device or a symbolic link is never
 // replaced. replaceSame lets a command replace its own default output of the same kind without
 // -force (plot's <run>/loss.png).
-func checkOutput(path, want string, force, replaceSame bool) error {
+func CheckOutput(path, want string, force, replaceSame bool) error {
 	st, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -94,17 +94,17 @@ func checkOutput(path, want string, force, replaceSame bool) error {
 	return fmt.Errorf("%s exists (a %s); -force replaces it", path, kind)
 }
 
-// readTextFile reads a regular file whole; a directory, FIFO or device is an error rather than
+// ReadTextFile reads a regular file whole; a directory, FIFO or device is an error rather than
 // a read that blocks or fails obscurely.
-func readTextFile(path string) ([]byte, error) {
-	if err := regularInput(path); err != nil {
+func ReadTextFile(path string) ([]byte, error) {
+	if err := RegularInput(path); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(path)
 }
 
-// regularInput checks that path names a regular file (following links).
-func regularInput(path string) error {
+// RegularInput checks that path names a regular file (following links).
+func RegularInput(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
