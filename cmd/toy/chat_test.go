@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/engines/sample"
 )
 
@@ -122,9 +123,9 @@ func TestChat(t *testing.T) {
 func TestChatInterrupt(t *testing.T) {
 	model := checkpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "chat.gguf"), 512)
 	var interrupts chan<- os.Signal
-	prev := notifyInterrupt
-	notifyInterrupt = func(c chan<- os.Signal) func() { interrupts = c; return func() {} }
-	t.Cleanup(func() { notifyInterrupt = prev })
+	prev := infer.NotifyInterrupt
+	infer.NotifyInterrupt = func(c chan<- os.Signal) func() { interrupts = c; return func() {} }
+	t.Cleanup(func() { infer.NotifyInterrupt = prev })
 
 	w := pipeStdin(t)
 	feed(w, false, "func main() {", "return nil") // the pipe stays open: only Ctrl-C ends the conversation

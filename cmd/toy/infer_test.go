@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
@@ -248,8 +249,8 @@ func TestInspectEscapes(t *testing.T) {
 	assert.Contains(t, out, `evil.\x1b[2Jkey`)
 	assert.Contains(t, out, `"a\x1b]0;pwned\ab\rc"`)
 	assert.Contains(t, out, `"\xff\xfe"`)
-	assert.Equal(t, "x", escapeText("x"))
-	assert.Equal(t, `\x00é\u200b`, escapeText("\x00é\u200b"))
+	assert.Equal(t, "x", infer.EscapeText("x"))
+	assert.Equal(t, `\x00é\u200b`, infer.EscapeText("\x00é\u200b"))
 }
 
 // TestOverwrite checks the output rules: -force replaces a file of the same kind; plot
@@ -305,9 +306,9 @@ func TestOverwrite(t *testing.T) {
 
 // withStdin makes text toy's standard input for the rest of the test.
 func withStdin(t *testing.T, r io.Reader) {
-	prev := stdin
-	stdin = r
-	t.Cleanup(func() { stdin = prev })
+	prev := infer.Stdin
+	infer.Stdin = r
+	t.Cleanup(func() { infer.Stdin = prev })
 }
 
 // TestGeneratePromptSources: -f FILE and -p - (standard input) give what -p gives with the same

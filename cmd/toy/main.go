@@ -40,6 +40,7 @@ import (
 	"runtime/debug"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -55,11 +56,11 @@ func commands() []command {
 		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
 		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
 		{"export", "quantize or convert a GGUF model as llama-quantize does (-type Q4_K_M, Q8_0, F16, ...), merging LoRA adapters first if given", runExport},
-		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", runGenerate},
-		{"chat", "a conversation with a GGUF model in the terminal, through its chat template (toy generate -cnv)", runChat},
+		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", infer.RunGenerate},
+		{"chat", "a conversation with a GGUF model in the terminal, through its chat template (toy generate -cnv)", infer.RunChat},
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
-		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", runPerplexity},
-		{"inspect", "print a GGUF file's metadata and tensor table", runInspect},
+		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", infer.RunPerplexity},
+		{"inspect", "print a GGUF file's metadata and tensor table", infer.RunInspect},
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
 		{"tokenize", "turn text into a token corpus for train -corpus", runTokenize},
 		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", runPlot},

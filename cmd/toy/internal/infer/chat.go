@@ -1,4 +1,4 @@
-package main
+package infer
 
 import (
 	"bufio"
@@ -17,9 +17,9 @@ import (
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
-// notifyInterrupt relays Ctrl-C (SIGINT) to c instead of ending the process, until the
+// NotifyInterrupt relays Ctrl-C (SIGINT) to c instead of ending the process, until the
 // function it returns is called; tests replace it to send their own.
-var notifyInterrupt = func(c chan<- os.Signal) (stop func()) {
+var NotifyInterrupt = func(c chan<- os.Signal) (stop func()) {
 	signal.Notify(c, os.Interrupt)
 	return func() { signal.Stop(c) }
 }
@@ -74,12 +74,12 @@ func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.To
 	p := cs.params
 	drawSeed(&p, cs.seedGiven, stderr)
 	interrupts := make(chan os.Signal, 1)
-	stop := notifyInterrupt(interrupts)
+	stop := NotifyInterrupt(interrupts)
 	defer stop()
 	c.loop = &replyLoop{dec: dec, tok: tok, s: sample.NewSampler(p), n: cs.n, stops: stops, interrupts: interrupts,
 		timing: &genTiming{load: time.Since(cs.start)}}
 	out := bufio.NewWriter(stdout)
-	err = c.run(stdin, out, stderr, interrupts)
+	err = c.run(Stdin, out, stderr, interrupts)
 	out.Flush()
 	if ie := (*cli.InterruptedError)(nil); err == nil || errors.As(err, &ie) {
 		c.loop.timing.report(stderr)

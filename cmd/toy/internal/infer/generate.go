@@ -1,4 +1,4 @@
-package main
+package infer
 
 import (
 	"bufio"
@@ -24,16 +24,15 @@ import (
 	"github.com/toyml/toy/engines/speculative"
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
-	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/kernelrt"
 )
 
-func runGenerate(args []string, stdout, stderr io.Writer) error {
+func RunGenerate(args []string, stdout, stderr io.Writer) error {
 	return generate("generate", args, stdout, stderr)
 }
 
-// runChat is toy chat: toy generate -cnv.
-func runChat(args []string, stdout, stderr io.Writer) error {
+// RunChat is toy chat: toy generate -cnv.
+func RunChat(args []string, stdout, stderr io.Writer) error {
 	return generate("chat", append([]string{"-cnv"}, args...), stdout, stderr)
 }
 
@@ -129,7 +128,7 @@ Flags:
 			*n = -1 // a reply ends at the end of its turn, of the context, or at Ctrl-C
 		}
 	}
-	text, err := promptText(*prompt, *promptFile, stdin)
+	text, err := promptText(*prompt, *promptFile, Stdin)
 	if err != nil {
 		return err
 	}
@@ -320,9 +319,9 @@ func drawSeed(p *sample.Params, given bool, stderr io.Writer) {
 	fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
 }
 
-// stdin is where toy generate reads -p - and a conversation's messages: the process's standard
+// Stdin is where toy generate reads -p - and a conversation's messages: the process's standard
 // input, a pipe in tests.
-var stdin io.Reader = os.Stdin
+var Stdin io.Reader = os.Stdin
 
 // promptText is toy generate's prompt: -p's text, standard input's for -p -, or the file -f
 // names, one trailing newline dropped from what was read (an editor or echo ends its text with
@@ -448,167 +447,4 @@ func (f logitBiasFlag) Set(v string) error {
 	}
 	(*f.m)[int32(id)] = b
 	return nil
-}
-
-// runPerplexity computes perplexity as llama.cpp's perplexity tool does (decoding.Perplexity): the
-// text is split into non-overlapping chunks of the context size (each starting with BOS when the
-// vocabulary adds one), and the second half of each chunk is scored.
-func runPerplexity(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("perplexity", flag.ContinueOnError)
-	var d cli.DecoderFlags
-	d.Register(fs)
-	file := fs.String("f", "", "text file (required)")
-	chunks := fs.Int("chunks", 0, "score at most this many chunks (0: all)")
-	allowUnresolved := cli.RegisterGate(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: toy perplexity -m MODEL -f TEXT -c CTX [flags]\n\nPerplexity the way llama.cpp computes it: non-overlapping chunks of CTX tokens, the second half\nof each chunk scored.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
-		return err
-	}
-	if *file == "" {
-		return cli.Usagef("-f TEXT is required")
-	}
-	text, err := cli.ReadTextFile(*file)
-	if err != nil {
-		return err
-	}
-	if *chunks < 0 {
-		return cli.Usagef("-chunks %d is negative", *chunks)
-	}
-	if d.Ctx != 0 && d.Ctx < decoding.MinPerplexityContext {
-		return cli.Usagef("-c %d: perplexity scores the second half of each chunk but its last token, so it needs a context of at least %d", d.Ctx, decoding.MinPerplexityContext)
-	}
-	d.AllowUnresolved = *allowUnresolved
-	m, tok, dec, err := d.Open(stderr, "perplexity")
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	defer dec.Close()
-	// BOS as generate decides it (the file's add_bos_token first, then a table entry that names
-	// the model), so that both see the text the same way.
-	beh := cli.ModelBehaviour(m, tok, d.Entry, d.Named)
-	nctx := dec.MaxContext()
-	ids := tok.Encode(string(text), tokenizer.EncodeOptions{})
-	bos := int32(-1)
-	if beh.AddBOS {
-		bos = tok.BOS()
-		ids = append([]int32{bos}, ids...)
-	}
-	if beh.AddEOS { // the text ends with EOS, as llama.cpp tokenizes it
-		ids = append(ids, tok.EOS())
-	}
-	if len(ids) < nctx {
-		return fmt.Errorf("%s has %d tokens, fewer than one chunk of %d (lower -c)", *file, len(ids), nctx)
-	}
-	r, err := decoding.Perplexity(ids, decoding.PerplexityOptions{Context: nctx, BOS: bos, MaxChunks: *chunks,
-		Progress: func(c int, ppl float64) { fmt.Fprintf(stdout, "[%d]%.4f,", c+1, ppl) }}, dec.Logits)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "\nFinal estimate: PPL = %.4f over %d chunks of %d tokens (%d scored)\n", r.PPL, r.Chunks, nctx, r.Scored)
-	return nil
-}
-
-func runInspect(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	full := fs.Bool("full", false, "print arrays in full")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: toy inspect [-full] MODEL.gguf\n\nPrints a GGUF file's metadata and tensor table.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := cli.ParseFlags(fs, args, stderr); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return cli.Usagef("name one GGUF file")
-	}
-	f, err := ggml.OpenGGUF(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", escapeText(f.Path()), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
-	keys := f.Keys()
-	for _, k := range keys {
-		v, err := f.Value(k)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "  %-48s %s\n", escapeText(k), showValue(v, *full))
-	}
-	ts := f.Tensors()
-	byType := map[string]int64{}
-	var total int64
-	fmt.Fprintf(stdout, "\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
-	for _, t := range ts {
-		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", escapeText(t.Name), ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
-		byType[ggml.TypeName(t.Type)] += t.Size
-		total += t.Size
-	}
-	var types []string
-	for t := range byType {
-		types = append(types, t)
-	}
-	sort.Strings(types)
-	fmt.Fprintf(stdout, "\n  %.1f MiB of tensor data:", float64(total)/(1<<20))
-	for _, t := range types {
-		fmt.Fprintf(stdout, " %s %.1f MiB", t, float64(byType[t])/(1<<20))
-	}
-	fmt.Fprintln(stdout)
-	return nil
-}
-
-// showValue renders a metadata value on one line: strings quoted (strconv.Quote's escapes),
-// long values cut at 160 characters unless full, and no control character of the file's
-// reaching the terminal raw.
-func showValue(v any, full bool) string {
-	s := fmt.Sprint(v)
-	switch x := v.(type) {
-	case string:
-		s = strconv.Quote(x)
-	case []string:
-		if len(x) > 8 && !full {
-			return escapeText(fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8]))
-		}
-		s = fmt.Sprintf("%q", x)
-	}
-	s = escapeText(s)
-	if r := []rune(s); len(r) > 160 && !full {
-		return string(r[:157]) + "..."
-	}
-	return s
-}
-
-// escapeText returns s with every rune that is not printable (strconv.IsPrint: control
-// characters, invalid UTF-8, ...) written as its Go escape, so that text from a file cannot
-// move the cursor, clear the screen or retitle the terminal.
-func escapeText(s string) string {
-	ok := true
-	for _, r := range s {
-		if r == utf8.RuneError || !strconv.IsPrint(r) {
-			ok = false
-			break
-		}
-	}
-	if ok {
-		return s
-	}
-	var b strings.Builder
-	for i, w := 0, 0; i < len(s); i += w {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		w = n
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case !strconv.IsPrint(r) || r == utf8.RuneError:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
