@@ -41,6 +41,7 @@ import (
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cmd/toy/internal/infer"
+	"github.com/toyml/toy/cmd/toy/internal/serve"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -58,7 +59,7 @@ func commands() []command {
 		{"export", "quantize or convert a GGUF model as llama-quantize does (-type Q4_K_M, Q8_0, F16, ...), merging LoRA adapters first if given", runExport},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", infer.RunGenerate},
 		{"chat", "a conversation with a GGUF model in the terminal, through its chat template (toy generate -cnv)", infer.RunChat},
-		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", runServe},
+		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", serve.Run},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", infer.RunPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", infer.RunInspect},
 		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},

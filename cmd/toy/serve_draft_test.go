@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/serve"
 	"github.com/toyml/toy/engines/transformer"
 )
 
@@ -35,7 +36,7 @@ func TestServeDraft(t *testing.T) {
 	assert.NotEqual(t, "0", metric(t, page, "toy_draft_accepted_tokens_total"), "the model's own weights propose what it chooses")
 	assert.Contains(t, page, `toy_slot_draft_proposed_tokens_total{slot="1"}`)
 
-	require.ErrorContains(t, runServe([]string{"-m", model, "-draft", model, "-draft-n", "0"}, io.Discard, io.Discard), "-draft-n 0")
+	require.ErrorContains(t, serve.Run([]string{"-m", model, "-draft", model, "-draft-n", "0"}, io.Discard, io.Discard), "-draft-n 0")
 }
 
 // TestServeDFlash starts toy serve -dflash on a model the kernel table's toy-demo entry pairs a
@@ -60,7 +61,7 @@ func TestServeDFlash(t *testing.T) {
 	assert.Equal(t, want, complete(url))
 	assert.NotEqual(t, "0", metric(t, metricsPage(t, url), "toy_draft_proposed_tokens_total"), "the drafter proposed")
 
-	err := runServe([]string{"-m", tinyCheckpoint(t), "-dflash"}, io.Discard, io.Discard)
+	err := serve.Run([]string{"-m", tinyCheckpoint(t), "-dflash"}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "pairs no DFlash drafter")
 }
 

@@ -24,6 +24,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/cmd/toy/internal/serve"
 )
 
 // TestServe starts toy serve on a loopback port, waits for it to be ready, asks it for a
@@ -115,7 +117,7 @@ func startServeLog(t *testing.T, args ...string) (url string, lines []string, st
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- runServe(append([]string{"-t", "1"}, args...), io.Discard, pw)
+		done <- serve.Run(append([]string{"-t", "1"}, args...), io.Discard, pw)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)
@@ -194,14 +196,14 @@ func TestAPIKeyFlags(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
 		return p
 	}
-	keys, err := apiKeys("k0", write("keys", "k1\r\n# not a key\n\n k2 \n"))
+	keys, err := serve.APIKeys("k0", write("keys", "k1\r\n# not a key\n\n k2 \n"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"k0", "k1", "k2"}, keys)
-	keys, err = apiKeys("", "")
+	keys, err = serve.APIKeys("", "")
 	require.NoError(t, err)
 	assert.Empty(t, keys)
-	_, err = apiKeys("k0", write("empty", "# only a comment\n\n"))
+	_, err = serve.APIKeys("k0", write("empty", "# only a comment\n\n"))
 	assert.ErrorContains(t, err, "no key")
-	_, err = apiKeys("", filepath.Join(dir, "absent"))
+	_, err = serve.APIKeys("", filepath.Join(dir, "absent"))
 	assert.ErrorContains(t, err, "-api-key-file")
 }
