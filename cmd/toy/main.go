@@ -43,6 +43,7 @@ import (
 	"github.com/toyml/toy/cmd/toy/internal/export"
 	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
+	"github.com/toyml/toy/cmd/toy/internal/train"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -53,10 +54,10 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model, or a ViT classifier (-arch vit), from scratch (default: a demo model on Go's source)", runTrain},
-		{"train-vit", "train a ViT image classifier from scratch: toy train -arch vit, spelled as its own command", runTrainViT},
-		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", runClassify},
-		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", runFinetune},
+		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model, or a ViT classifier (-arch vit), from scratch (default: a demo model on Go's source)", train.Run},
+		{"train-vit", "train a ViT image classifier from scratch: toy train -arch vit, spelled as its own command", train.RunViT},
+		{"classify", "top-k classes of images under a ViT checkpoint (toy classify -m MODEL.gguf IMAGE...)", train.RunClassify},
+		{"finetune", "adapt a GGUF model to text or chat data: LoRA on a frozen base (default), -full, -warm-start", train.RunFinetune},
 		{"export", "quantize or convert a GGUF model as llama-quantize does (-type Q4_K_M, Q8_0, F16, ...), merging LoRA adapters first if given", export.Run},
 		{"generate", "run a GGUF model on a prompt and stream the text (llama, qwen2, qwen3, gemma2/3, MoE, gpt2; -draft or -dflash for speculative decoding)", infer.RunGenerate},
 		{"chat", "a conversation with a GGUF model in the terminal, through its chat template (toy generate -cnv)", infer.RunChat},

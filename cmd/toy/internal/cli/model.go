@@ -70,6 +70,7 @@ type DecoderFlags struct {
 	Named           bool
 }
 
+// Register defines the decoder's flags on fs.
 func (d *DecoderFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&d.Model, "m", "", "GGUF model file (required)")
 	d.Compute = config.DefaultCompute()
@@ -91,6 +92,7 @@ func (d *DecoderFlags) Register(fs *flag.FlagSet) {
 	fs.Float64Var(&d.loraScale, "lora-scale", 1, "scale of the LoRA adapters")
 }
 
+// Options are the decoder options the flags give; a bad value is a usage error.
 func (d *DecoderFlags) Options() (decoding.DecoderOptions, error) {
 	switch {
 	case d.Threads < 0:

@@ -48,6 +48,7 @@ type ServeFlags struct {
 	fs *flag.FlagSet
 }
 
+// Register defines the flags toy serve and toy bench serve share on fs.
 func (f *ServeFlags) Register(fs *flag.FlagSet) {
 	f.DecoderFlags.Register(fs)
 	fs.IntVar(&f.Parallel, "parallel", 0, fmt.Sprintf("sequences decoded at once (slots); -c is shared among them (0: as many as keep %d positions each, at most %d, at least 1)", minSlotContext, maxAutoSlots))

@@ -27,6 +27,7 @@ import (
 	"github.com/toyml/toy/kernelrt"
 )
 
+// RunGenerate is toy generate: a GGUF model run on a prompt, its text streamed to stdout.
 func RunGenerate(args []string, stdout, stderr io.Writer) error {
 	return generate("generate", args, stdout, stderr)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
+// RunInspect is toy inspect: a GGUF file's metadata and tensor table.
 func RunInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	full := fs.Bool("full", false, "print arrays in full")

