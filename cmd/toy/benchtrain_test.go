@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/bench"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
@@ -55,19 +56,19 @@ func TestBenchTrainPresetShapes(t *testing.T) {
 	for _, name := range config.LlamaPresetNames() {
 		c, err := config.LlamaPreset(name)
 		require.NoError(t, err)
-		sh, err := presetShape(name)
+		sh, err := bench.PresetShape(name)
 		require.NoError(t, err, name)
-		assert.Equal(t, [2]int{c.Vocab, c.Context}, [2]int{sh.vocab, sh.context}, name)
+		assert.Equal(t, [2]int{c.Vocab, c.Context}, [2]int{sh.Vocab, sh.Context}, name)
 	}
 	for _, name := range config.Gpt2PresetNames() {
 		g, err := config.Gpt2Preset(name)
 		require.NoError(t, err)
-		sh, err := presetShape(name)
+		sh, err := bench.PresetShape(name)
 		require.NoError(t, err, name)
-		assert.Equal(t, [2]int{g.Vocab, g.Context}, [2]int{sh.vocab, sh.context}, name)
+		assert.Equal(t, [2]int{g.Vocab, g.Context}, [2]int{sh.Vocab, sh.Context}, name)
 	}
 	for _, name := range []string{config.VitPresetNames()[0], "nonesuch"} {
-		_, err := presetShape(name)
+		_, err := bench.PresetShape(name)
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), "llama: "+strings.Join(config.LlamaPresetNames(), ", ")+"; gpt2: "+strings.Join(config.Gpt2PresetNames(), ", "))
 	}
@@ -84,9 +85,9 @@ func TestBenchTrainPresetShapes(t *testing.T) {
 		{"tiny", transformer.Arch, func() (*training.Model, error) { return training.New(c, be) }},
 		{"gpt2-demo", transformer.GPT2Arch, func() (*training.Model, error) { return training.NewGPT2(g, be) }},
 	} {
-		sh, err := presetShape(want.preset)
+		sh, err := bench.PresetShape(want.preset)
 		require.NoError(t, err)
-		m, err := sh.newModel(be)
+		m, err := sh.NewModel(be)
 		require.NoError(t, err, want.preset)
 		ref, err := want.params()
 		require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/bench"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/internal/gguffile"
@@ -146,9 +147,9 @@ func TestBenchFinetune(t *testing.T) {
 	for _, mode := range []string{"lora-f32", "full-f32"} {
 		out, errOut, code := runToy("bench", "finetune", "-preset", "tiny", "-mode", mode, "-base", model, "-seq", "8", "-steps", "1", "-t", "1", "-profile", "2")
 		require.Equal(t, 0, code, errOut)
-		assert.Contains(t, out, benchFinetuneResult+" ", mode)
+		assert.Contains(t, out, bench.BenchFinetuneResult+" ", mode)
 		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(line); len(f) > 0 && f[0] == benchFinetuneResult {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == bench.BenchFinetuneResult {
 				require.Len(t, f, 7, "the result line: trained, s/step, tokens/s, peak MiB, compute MiB, processor s/step")
 				cpu, err := strconv.ParseFloat(f[6], 64)
 				require.NoError(t, err)

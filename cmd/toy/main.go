@@ -39,6 +39,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/toyml/toy/cmd/toy/internal/bench"
 	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cmd/toy/internal/export"
 	"github.com/toyml/toy/cmd/toy/internal/infer"
@@ -69,7 +70,7 @@ func commands() []command {
 		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", runPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
-		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory; 'bench serve': toy serve's t/s with 1 and N streams", runBench},
+		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory; 'bench serve': toy serve's t/s with 1 and N streams", bench.Run},
 	}
 }
 

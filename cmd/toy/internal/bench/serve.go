@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -26,10 +26,10 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// runBenchServe is `toy bench serve`: the server's aggregate generation throughput with one
+// RunBenchServe is `toy bench serve`: the server's aggregate generation throughput with one
 // streaming client and with -streams of them at once, over HTTP on loopback, and their time to
 // first token.
-func runBenchServe(args []string, stdout, stderr io.Writer) (err error) {
+func RunBenchServe(args []string, stdout, stderr io.Writer) (err error) {
 	defer cli.OneGoProc()() // as toy serve runs
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	var f cli.ServeFlags

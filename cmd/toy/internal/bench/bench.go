@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"flag"
@@ -38,7 +38,7 @@ var benchCommands = []struct {
 	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
 	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
 	{"finetune", "fine-tuning tokens/s and peak memory: LoRA on a frozen base of each type vs a full fine-tune", runBenchFinetune},
-	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", runBenchServe},
+	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", RunBenchServe},
 }
 
 // benchNames are the words of `toy bench`.
@@ -58,10 +58,10 @@ func benchUsage(w io.Writer) {
 	fmt.Fprint(w, "\nRun 'toy bench <benchmark> -h' for its flags. See docs/PERFORMANCE.md.\n")
 }
 
-// runBench dispatches `toy bench matmul`, `model`, `train`, `finetune` and `serve`. Without a
+// Run dispatches `toy bench matmul`, `model`, `train`, `finetune` and `serve`. Without a
 // word (or with -h) it lists them, as plain `toy` lists the commands; an unknown word is a
 // usage error.
-func runBench(args []string, stdout, stderr io.Writer) error {
+func Run(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		benchUsage(stdout)
 		return nil
