@@ -32,27 +32,28 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/toyml/toy/cmd/toy/internal/bench"
 	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cmd/toy/internal/export"
 	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
+	"github.com/toyml/toy/cmd/toy/internal/tools"
 	"github.com/toyml/toy/cmd/toy/internal/train"
 	"github.com/toyml/toy/ggml"
 )
 
+// command is a word of the command line, its one-line summary in the usage, and the function
+// that runs it (a room's entry) on the arguments after it.
 type command struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) error
 }
 
+// commands are toy's commands in the order the usage lists them.
 func commands() []command {
 	return []command{
 		{"train", "train a LLaMA/SmolLM2-shaped or GPT-2 model, or a ViT classifier (-arch vit), from scratch (default: a demo model on Go's source)", train.Run},
@@ -65,15 +66,16 @@ func commands() []command {
 		{"serve", "serve a GGUF model over HTTP with OpenAI's API (continuous batching, /health, /metrics, a chat page)", serve.Run},
 		{"perplexity", "perplexity of a text under a GGUF model, as llama.cpp computes it", infer.RunPerplexity},
 		{"inspect", "print a GGUF file's metadata and tensor table", infer.RunInspect},
-		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", runTokenizer},
-		{"tokenize", "turn text into a token corpus for train -corpus", runTokenize},
-		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", runPlot},
-		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", runKernels},
-		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", runVersion},
+		{"tokenizer", "'tokenizer train': train a byte-level BPE tokenizer into a GGUF file", tools.RunTokenizer},
+		{"tokenize", "turn text into a token corpus for train -corpus", tools.RunTokenize},
+		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", tools.RunPlot},
+		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", tools.RunKernels},
+		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", tools.RunVersion},
 		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory; 'bench serve': toy serve's t/s with 1 and N streams", bench.Run},
 	}
 }
 
+// usage writes toy's help: the commands and their summaries.
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "toy trains and runs small transformer models on ggml (backend: %s).\n\nUsage:\n\n  toy <command> [flags]\n\nCommands:\n\n", ggml.BackendKind)
 	for _, c := range commands() {
@@ -105,20 +107,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "toy: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return 2
-}
-
-func runVersion(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: toy version\n\nPrints toy's version, the backend it was built for and the ggml it links.")
-	}
-	if err := cli.ParseFlagsOnly(fs, args, stderr); err != nil {
-		return err
-	}
-	version := "(devel)"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		version = info.Main.Version
-	}
-	fmt.Fprintf(stdout, "toy %s (%s, %s/%s)\n%s", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, ggml.Build())
-	return nil
 }

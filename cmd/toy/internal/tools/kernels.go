@@ -1,4 +1,4 @@
-package main
+package tools
 
 import (
 	"flag"
@@ -17,10 +17,10 @@ import (
 	"github.com/toyml/toy/kernelrt"
 )
 
-// runKernels is `toy kernels [flags] [GGUF]`: the compiled-in kernel targets, their modules and
+// RunKernels is `toy kernels [flags] [GGUF]`: the compiled-in kernel targets, their modules and
 // kernels and the models they declare; given a GGUF file, the entry that resolves for it and the
 // start-up audit of its kernel lookups.
-func runKernels(args []string, stdout, stderr io.Writer) error {
+func RunKernels(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
 	modelName := fs.String("model-name", "", "a name that breaks ties between model entries (matched against their match_names)")
 	allow := fs.Bool(cli.AllowUnresolvedFlag, false, "report unresolved kernel lookups instead of failing")
