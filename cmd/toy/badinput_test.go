@@ -15,59 +15,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/internal/gguffile"
 )
-
-// editGGUF writes a copy of src to dst with its metadata and tensors passed through editKV and
-// editTensor (nil: unchanged; keep false drops the entry); extra keys are appended.
-func editGGUF(t *testing.T, src, dst string, editKV func(kv gguffile.KV) (gguffile.KV, bool),
-	editTensor func(ti gguffile.TensorInfo, data []byte) (gguffile.TensorInfo, []byte, bool), extra ...gguffile.KV) string {
-	t.Helper()
-	raw, err := os.ReadFile(src)
-	require.NoError(t, err)
-	f, err := gguffile.ReadFile(src)
-	require.NoError(t, err)
-	var w gguffile.Writer
-	for _, kv := range f.KVs {
-		if editKV != nil {
-			var keep bool
-			if kv, keep = editKV(kv); !keep {
-				continue
-			}
-		}
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, kv := range extra {
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, ti := range f.Tensors {
-		data := raw[f.DataOffset+int64(ti.Offset) : f.DataOffset+int64(ti.Offset)+ti.Size]
-		if editTensor != nil {
-			var keep bool
-			if ti, data, keep = editTensor(ti, append([]byte(nil), data...)); !keep {
-				continue
-			}
-		}
-		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape(), data))
-	}
-	require.NoError(t, w.WriteFile(dst))
-	return dst
-}
-
-// setKV returns an editKV that replaces key's value.
-func setKV(key string, value any) func(kv gguffile.KV) (gguffile.KV, bool) {
-	return func(kv gguffile.KV) (gguffile.KV, bool) {
-		if kv.Key == key {
-			kv.Value = value
-		}
-		return kv, true
-	}
-}
-
-// dropKV returns an editKV that drops the keys with prefix.
-func dropKV(prefix string) func(kv gguffile.KV) (gguffile.KV, bool) {
-	return func(kv gguffile.KV) (gguffile.KV, bool) { return kv, !strings.HasPrefix(kv.Key, prefix) }
-}
 
 // fillF32 returns an editTensor that sets every value of tensor name (f32) to v.
 func fillF32(name string, v float32) func(ti gguffile.TensorInfo, data []byte) (gguffile.TensorInfo, []byte, bool) {
@@ -127,7 +77,7 @@ func TestBadInput(t *testing.T) {
 		return p(name)
 	}
 
-	good := tinyCheckpoint(t)
+	good := clitest.TinyCheckpoint(t)
 	raw, err := os.ReadFile(good)
 	require.NoError(t, err)
 	model := write("model.gguf", raw)
@@ -151,17 +101,17 @@ func TestBadInput(t *testing.T) {
 	}
 	// Well-formed files whose contents are wrong: a model command must refuse them.
 	poisoned := map[string]string{
-		"nan weights":   editGGUF(t, good, p("nan.gguf"), nil, fillF32("output_norm.weight", float32(math.NaN()))),
-		"inf weights":   editGGUF(t, good, p("inf.gguf"), nil, fillF32("token_embd.weight", float32(math.Inf(1)))),
-		"nan rope base": editGGUF(t, good, p("nanrope.gguf"), setKV("llama.rope.freq_base", float32(math.NaN())), nil),
-		"negative eps":  editGGUF(t, good, p("negeps.gguf"), setKV("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), nil),
-		"nan eps":       editGGUF(t, good, p("naneps.gguf"), setKV("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), nil),
-		"zero heads":    editGGUF(t, good, p("heads0.gguf"), setKV("llama.attention.head_count", uint32(0)), nil),
-		"unknown arch":  editGGUF(t, good, p("arch.gguf"), setKV("general.architecture", "frobnitz"), nil),
-		"missing tensor": editGGUF(t, good, p("notensor.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
+		"nan weights":   clitest.EditGGUF(t, good, p("nan.gguf"), nil, fillF32("output_norm.weight", float32(math.NaN()))),
+		"inf weights":   clitest.EditGGUF(t, good, p("inf.gguf"), nil, fillF32("token_embd.weight", float32(math.Inf(1)))),
+		"nan rope base": clitest.EditGGUF(t, good, p("nanrope.gguf"), clitest.SetKV("llama.rope.freq_base", float32(math.NaN())), nil),
+		"negative eps":  clitest.EditGGUF(t, good, p("negeps.gguf"), clitest.SetKV("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), nil),
+		"nan eps":       clitest.EditGGUF(t, good, p("naneps.gguf"), clitest.SetKV("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), nil),
+		"zero heads":    clitest.EditGGUF(t, good, p("heads0.gguf"), clitest.SetKV("llama.attention.head_count", uint32(0)), nil),
+		"unknown arch":  clitest.EditGGUF(t, good, p("arch.gguf"), clitest.SetKV("general.architecture", "frobnitz"), nil),
+		"missing tensor": clitest.EditGGUF(t, good, p("notensor.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
 			return ti, d, ti.Name != "output_norm.weight"
 		}),
-		"misshapen tensor": editGGUF(t, good, p("shape.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
+		"misshapen tensor": clitest.EditGGUF(t, good, p("shape.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
 			if ti.Name == "output_norm.weight" {
 				ti.Ne[0] /= 2
 				d = d[:len(d)/2]
@@ -169,7 +119,7 @@ func TestBadInput(t *testing.T) {
 			return ti, d, true
 		}),
 	}
-	noTok := editGGUF(t, good, p("notok.gguf"), dropKV("tokenizer."), nil)
+	noTok := clitest.EditGGUF(t, good, p("notok.gguf"), clitest.DropKV("tokenizer."), nil)
 	noTmpl := model // toy's checkpoints carry no chat template
 
 	// Files that outputs must not replace.

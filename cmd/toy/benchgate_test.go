@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
@@ -88,12 +89,12 @@ func TestKernelGateBench(t *testing.T) {
 		refused []string // the commands that refuse
 		want    string   // what their refusal says
 	}{
-		"lacks modules":   {withoutModules(full, kernels.ModuleCPUCont, kernels.ModuleCPURmsNorm), training, "unresolved kernel lookups: cont.cont_f32"},
+		"lacks modules":   {clitest.WithoutModules(full, kernels.ModuleCPUCont, kernels.ModuleCPURmsNorm), training, "unresolved kernel lookups: cont.cont_f32"},
 		"lacks an entry":  {&noEntry, training, "declares no entry for this model"},
 		"another build's": {&other, append([]string{"bench matmul"}, training...), "toy's CPU kernels were compiled for " + ggml.CPUKernelsISA()},
 	} {
 		t.Run(table, func(t *testing.T) {
-			withCPUTarget(t, tc.target)
+			clitest.WithCPUTarget(t, tc.target)
 			for name, args := range commands {
 				refused := false
 				for _, r := range tc.refused {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/engines/sample"
 )
@@ -74,7 +75,7 @@ func chatSummary(t *testing.T, errOut string) (prompt, reused, generated, replie
 // its last token, and its prompt tokens are the renderings' as generate counts them); a line
 // ending in a backslash goes on to the next; /exit ends the conversation.
 func TestChat(t *testing.T) {
-	model := checkpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "chat.gguf"), 512)
+	model := clitest.CheckpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "chat.gguf"), 512)
 	tmpl := sample.ChatML
 	stops := []string{"-stop", "<|im_end|>", "-stop", "<|im_start|>"}
 	system := "Be brief."
@@ -121,7 +122,7 @@ func TestChat(t *testing.T) {
 // history) and the conversation goes on; Ctrl-C at the prompt ends it with status 130, after
 // the timing summary.
 func TestChatInterrupt(t *testing.T) {
-	model := checkpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "chat.gguf"), 512)
+	model := clitest.CheckpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "chat.gguf"), 512)
 	var interrupts chan<- os.Signal
 	prev := infer.NotifyInterrupt
 	infer.NotifyInterrupt = func(c chan<- os.Signal) func() { interrupts = c; return func() {} }
@@ -183,7 +184,7 @@ func (h hookWriter) Write(p []byte) (int, error) {
 // line appended as typed, its newline included), as plain generates of the text so far do;
 // -cnv there is refused, and so are flags a conversation cannot take.
 func TestChatPlainAndRefusals(t *testing.T) {
-	model := checkpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "plain.gguf"), 512)
+	model := clitest.CheckpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "plain.gguf"), 512)
 	r1, _ := oneShot(t, model, "func main", "-n", "6")
 	r2, _ := oneShot(t, model, "func main"+r1+"if err\n", "-n", "6")
 	w := pipeStdin(t)

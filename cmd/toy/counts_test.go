@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/generated/config"
@@ -103,10 +104,10 @@ func TestCountFlags(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	vit := tinyViTCheckpoint(t)
 	img := writePNG(t, p("img.png"), 16, 16)
-	text := writeCorpus(t, 5)
+	text := clitest.WriteCorpus(t, 5)
 	one := filepath.Join(text, "f00.txt")
 	shapes := p("shapes")
 	require.NoError(t, data.WriteShapesFolder(shapes, 60, 16, 1))

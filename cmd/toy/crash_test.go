@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/ggml"
 )
@@ -74,7 +75,7 @@ func TestCrashConsistency(t *testing.T) {
 		t.Skip("builds toy and trains 2 runs (about 20 s)")
 	}
 	bin := buildToy(t)
-	text := writeCorpus(t, 5)
+	text := clitest.WriteCorpus(t, 5)
 	const steps, kills = 450, 20
 	args := func(runsDir string) []string {
 		return []string{"train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-seq", "16", "-batch", "2",

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
 )
@@ -22,7 +23,7 @@ func TestDFlashCLI(t *testing.T) {
 	dir := t.TempDir()
 	// A model of the demo preset's shape (192 wide, 4 layers) named as toy train names its
 	// models, so that the kernel table's toy-demo entry resolves for it.
-	model := checkpointOf(t, "demo", filepath.Join(dir, "model.gguf"), transformer.KV{Key: "general.name", Value: "toy test-run"})
+	model := clitest.CheckpointOf(t, "demo", filepath.Join(dir, "model.gguf"), transformer.KV{Key: "general.name", Value: "toy test-run"})
 	out, errOut, code := runToy("kernels", model)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "resolves to toy-demo")
@@ -76,7 +77,7 @@ func TestDFlashCLI(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "none.txt")
 
-	tiny := tinyCheckpoint(t)
+	tiny := clitest.TinyCheckpoint(t)
 	_, errOut, code = runToy("generate", "-m", tiny, "-p", "func main", "-n", "4", "--temp", "0", "-t", "1", "-dflash")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "pairs no DFlash drafter")

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/ggml"
@@ -71,7 +72,7 @@ func TestExportFileTypes(t *testing.T) {
 // of whose rows a k-quant super-block divides, an output that is a directory: each is a clear
 // error, and nothing is written.
 func TestExportRefusesBadInput(t *testing.T) {
-	model := tinyCheckpoint(t) // rows of 32 and 64
+	model := clitest.TinyCheckpoint(t) // rows of 32 and 64
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.gguf")
 	for _, c := range []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/bench"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/recipes"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/internal/gguffile"
@@ -77,7 +78,7 @@ func TestFinetuneModeDefaults(t *testing.T) {
 	}
 	assert.NotEqual(t, recipes.DefaultFinetune().LR, recipes.DefaultFullFinetune().LR, "the modes' defaults differ")
 
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	text := filepath.Join(t.TempDir(), "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\n", 40)), 0o644))
 	full := recipes.DefaultFullFinetune()
@@ -119,7 +120,7 @@ func TestFinetuneModeDefaults(t *testing.T) {
 // TestFinetuneFullCLI: toy finetune -full writes a model toy generate runs; -warm-start refuses
 // a donor of another width (status 1, naming both widths).
 func TestFinetuneFullCLI(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	text := filepath.Join(t.TempDir(), "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
 	runsDir := t.TempDir()
@@ -143,7 +144,7 @@ func TestFinetuneFullCLI(t *testing.T) {
 // TestBenchFinetune: one mode runs in process and prints its result line; bad modes are usage
 // errors.
 func TestBenchFinetune(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	for _, mode := range []string{"lora-f32", "full-f32"} {
 		out, errOut, code := runToy("bench", "finetune", "-preset", "tiny", "-mode", mode, "-base", model, "-seq", "8", "-steps", "1", "-t", "1", "-profile", "2")
 		require.Equal(t, 0, code, errOut)
@@ -177,7 +178,7 @@ func TestBenchFinetune(t *testing.T) {
 // into a model whose greedy text equals the base with the adapter applied at load; export's
 // usage errors are status 2 and an existing output is kept without -force.
 func TestFinetuneLoRAExportCLI(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))

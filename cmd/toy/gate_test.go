@@ -11,19 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/kernelrt"
 )
-
-// withTarget makes the gate audit t for the rest of the test.
-func withTarget(t *testing.T, target *kernels.Target) {
-	saved := cli.BuildTarget
-	cli.BuildTarget = func() *kernels.Target { return target }
-	t.Cleanup(func() { cli.BuildTarget = saved })
-}
 
 // TestKernelGate runs the commands that run a model against a cuda target whose llama entry
 // lacks the sampling module: toy generate, whose device sampling looks up argmax_f32 or
@@ -32,8 +26,8 @@ func withTarget(t *testing.T, target *kernels.Target) {
 // perplexity, bench, train, finetune and serve's gate, which dispatch none of toy's kernels,
 // run without it.
 func TestKernelGate(t *testing.T) {
-	model := tinyCheckpoint(t)
-	withTarget(t, &kernels.Target{
+	model := clitest.TinyCheckpoint(t)
+	clitest.WithTarget(t, &kernels.Target{
 		Name: "cuda-test", Backend: kernels.BackendCUDA, Arch: "sm_80", Sources: kernels.ModuleCUDASampling.Tree(),
 		Modules: []kernels.Module{
 			{ID: kernels.ModuleCUDAAdamw, Name: "adamw", Dir: "common", Kernels: []string{"adamw_f32"}},
@@ -80,13 +74,6 @@ func TestKernelGate(t *testing.T) {
 	assert.Equal(t, 0, code, errOut)
 }
 
-// withCPUTarget makes the gate audit toy's CPU operations against t for the rest of the test.
-func withCPUTarget(t *testing.T, target *kernels.Target) {
-	saved := cli.CPUTarget
-	cli.CPUTarget = func() *kernels.Target { return target }
-	t.Cleanup(func() { cli.CPUTarget = saved })
-}
-
 // TestKernelGateCPU runs every command that decodes a model against cpu tables that fail it: one
 // whose entries lack the RMS norm's module (a lookup that neither resolves nor is expected
 // absent), and one that declares no entry for the model at all. Each command refuses, naming the
@@ -97,7 +84,7 @@ func TestKernelGateCPU(t *testing.T) {
 	if !ggml.CPUKernelsFast() {
 		t.Skip("toy's CPU kernels are compiled scalar in this build: nothing is looked up")
 	}
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	text := filepath.Join(t.TempDir(), "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
 	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0", "-t", "1"}
@@ -137,7 +124,7 @@ func TestKernelGateCPU(t *testing.T) {
 		"lacks an entry": {&noEntry, "declares no entry for this model"},
 	} {
 		t.Run(table, func(t *testing.T) {
-			withCPUTarget(t, tc.target)
+			clitest.WithCPUTarget(t, tc.target)
 			for name, args := range commands {
 				_, errOut, code := runToy(args...)
 				assert.Equal(t, 1, code, "%s: %s", name, errOut)
@@ -161,24 +148,6 @@ func TestKernelGateCPU(t *testing.T) {
 	}
 }
 
-// withoutModules is t with every model's modules but those named: a table whose entries lack
-// them.
-func withoutModules(t *kernels.Target, drop ...kernels.ModuleID) *kernels.Target {
-	out := *t
-	out.Models = nil
-	for _, m := range t.Models {
-		var mods []kernels.ModuleID
-		for _, id := range m.Modules {
-			if !slices.Contains(drop, id) {
-				mods = append(mods, id)
-			}
-		}
-		m.Modules = mods
-		out.Models = append(out.Models, m)
-	}
-	return &out
-}
-
 // TestKernelGateTraining runs every command that trains a model against cpu tables that fail
 // it: one whose entries lack toy's dense copy (cont.cont_f32, which every training graph looks
 // up) and RMS norm (which train -recipe dflash's target decoders look up), and one that declares
@@ -191,7 +160,7 @@ func TestKernelGateTraining(t *testing.T) {
 	if !ggml.CPUKernelsFast() {
 		t.Skip("toy's CPU kernels are compiled scalar in this build: nothing is looked up")
 	}
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)), 0o644))
@@ -237,14 +206,14 @@ func TestKernelGateTraining(t *testing.T) {
 		target *kernels.Target
 		want   map[string]string
 	}{
-		"lacks modules": {withoutModules(full, kernels.ModuleCPUCont, kernels.ModuleCPURmsNorm), map[string]string{
+		"lacks modules": {clitest.WithoutModules(full, kernels.ModuleCPUCont, kernels.ModuleCPURmsNorm), map[string]string{
 			"train": "unresolved kernel lookups: cont.cont_f32", "train gpt2": "unresolved kernel lookups: cont.cont_f32",
 			"train vit": "unresolved kernel lookups: cont.cont_f32", "finetune": "unresolved kernel lookups: cont.cont_f32",
 			"train dflash": "unresolved kernel lookups: rms_norm.rms_norm_mul"}},
 		"lacks an entry": {&noEntry, nil},
 	} {
 		t.Run(table, func(t *testing.T) {
-			withCPUTarget(t, tc.target)
+			clitest.WithCPUTarget(t, tc.target)
 			before, err := os.ReadDir(runs)
 			require.NoError(t, err)
 			for name, args := range commands {
@@ -286,7 +255,7 @@ func TestKernelGateTraining(t *testing.T) {
 	img := imgs[0]
 	_, errOut, code := runToy("classify", "-m", classifier, img)
 	require.Equal(t, 0, code, errOut)
-	withTarget(t, &noEntry)
+	clitest.WithTarget(t, &noEntry)
 	_, errOut, code = runToy("classify", "-m", classifier, img)
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "declares no model for model type \"vit\"")
@@ -330,7 +299,7 @@ func TestGPT2ShadowedNorm(t *testing.T) {
 
 	full := kernelrt.BuildTarget(kernels.BackendCPU)
 	require.NotNil(t, full)
-	withCPUTarget(t, withoutModules(full, kernels.ModuleCPUGpt2RmsNorm))
+	clitest.WithCPUTarget(t, clitest.WithoutModules(full, kernels.ModuleCPUGpt2RmsNorm))
 	_, errOut, code = runToy(greedy...)
 	assert.Equal(t, 1, code, errOut)
 	assert.Contains(t, errOut, "unresolved kernel lookups: rms_norm.layer_norm_mul_add")
@@ -355,8 +324,8 @@ func TestBuildCPUTarget(t *testing.T) {
 	}
 	other := *cpu
 	other.Name, other.Arch = "cpu-arm64", "armv8.2-a+dotprod+fp16" // whose kernels are scalar
-	withCPUTarget(t, &other)
-	model := tinyCheckpoint(t)
+	clitest.WithCPUTarget(t, &other)
+	model := clitest.TinyCheckpoint(t)
 	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "4", "--temp", "0", "-t", "1"}
 	_, errOut, code = runToy(greedy...)
 	assert.Equal(t, 1, code, errOut)

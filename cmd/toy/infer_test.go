@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/decoding"
@@ -28,13 +29,13 @@ import (
 // template, that a table entry fills only what the file lacks, and only when it names the
 // model.
 func TestBehaviourFileWins(t *testing.T) {
-	good := tinyCheckpoint(t)
+	good := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	chatml := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-	noBOS := editGGUF(t, good, filepath.Join(dir, "nobos.gguf"), setKV(tokenizer.KeyAddBOS, false), nil)
-	yesBOS := editGGUF(t, good, filepath.Join(dir, "bos.gguf"), setKV(tokenizer.KeyAddBOS, true), nil)
-	silent := editGGUF(t, good, filepath.Join(dir, "silent.gguf"), dropKV(tokenizer.KeyAddBOS), nil)
-	ownTmpl := editGGUF(t, noBOS, filepath.Join(dir, "tmpl.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: chatml})
+	noBOS := clitest.EditGGUF(t, good, filepath.Join(dir, "nobos.gguf"), clitest.SetKV(tokenizer.KeyAddBOS, false), nil)
+	yesBOS := clitest.EditGGUF(t, good, filepath.Join(dir, "bos.gguf"), clitest.SetKV(tokenizer.KeyAddBOS, true), nil)
+	silent := clitest.EditGGUF(t, good, filepath.Join(dir, "silent.gguf"), clitest.DropKV(tokenizer.KeyAddBOS), nil)
+	ownTmpl := clitest.EditGGUF(t, noBOS, filepath.Join(dir, "tmpl.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: chatml})
 	entry := &kernels.Model{Name: "named", Behaviour: &kernels.Behaviour{AddBOS: true, ChatTemplate: "gemma", Stop: []string{"<end_of_turn>"}}}
 	open := func(path string) (*decoding.GGUFModel, *tokenizer.Tokenizer) {
 		m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1})
@@ -82,13 +83,13 @@ func TestBehaviourFileWins(t *testing.T) {
 	// Through the command: the file's template serves -chat; none at all is the documented error.
 	// A file's template that does not compile, or refuses the conversation, is an error naming
 	// the file and the template's line; no named template stands in for it.
-	broken := editGGUF(t, noBOS, filepath.Join(dir, "broken.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% for m in messages %}\n{{ m.content }}\n{% frobnicate %}{% endfor %}"})
+	broken := clitest.EditGGUF(t, noBOS, filepath.Join(dir, "broken.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% for m in messages %}\n{{ m.content }}\n{% frobnicate %}{% endfor %}"})
 	_, errOut, code := runToy("generate", "-m", broken, "-p", "hi", "-chat", "-n", "2", "-t", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "broken.gguf (tokenizer.chat_template): chat template line 3:")
 	_, errOut, code = runToy("generate", "-m", broken, "-p", "hi", "-chat", "-n", "2", "-t", "1", "--temp", "0", "-template", "chatml")
 	assert.Equal(t, 0, code, "-template overrides the file's template: %s", errOut)
-	refuses := editGGUF(t, noBOS, filepath.Join(dir, "refuses.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% if messages[0].role == 'system' %}\n{{ raise_exception('System role not supported') }}{% endif %}{{ messages[-1].content }}"})
+	refuses := clitest.EditGGUF(t, noBOS, filepath.Join(dir, "refuses.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% if messages[0].role == 'system' %}\n{{ raise_exception('System role not supported') }}{% endif %}{{ messages[-1].content }}"})
 	_, errOut, code = runToy("generate", "-m", refuses, "-p", "hi", "-system", "be brief", "-chat", "-n", "2", "-t", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "refuses.gguf (tokenizer.chat_template): chat template line 2 refuses the conversation: System role not supported")
@@ -121,7 +122,7 @@ func TestBehaviourFileWins(t *testing.T) {
 // cleanly: status 0, the text ended by a newline, a note on stderr, as llama.cpp does; -n -1
 // generates until then.
 func TestGenerateEndOfContext(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	for _, n := range []string{"-1", "100"} {
 		out, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-c", "16", "-n", n, "-t", "1", "--temp", "0")
 		require.Equal(t, 0, code, errOut)
@@ -134,7 +135,7 @@ func TestGenerateEndOfContext(t *testing.T) {
 // TestGenerateSeed checks that without -seed each generation draws a seed and prints it, and
 // that giving that seed repeats the generation.
 func TestGenerateSeed(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	args := []string{"generate", "-m", model, "-p", "func", "-n", "16", "-t", "1", "--temp", "1.5", "--top-k", "0", "--min-p", "0", "--top-p", "1"}
 	seedRe := regexp.MustCompile(`toy generate: seed (\d+) \(-seed \d+ repeats this generation\)`)
 	out1, err1, code := runToy(args...)
@@ -169,7 +170,7 @@ func TestGenerateSeed(t *testing.T) {
 // TestGenerateLogitBias: a bias of +100 on a token makes greedy decoding repeat it; bad biases
 // and ids past the vocabulary are refused (exit 2).
 func TestGenerateLogitBias(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	m, err := decoding.OpenModel(model, decoding.ModelOptions{Threads: 1})
 	require.NoError(t, err)
 	tok, err := tokenizer.FromGGUF(func(k string) (any, bool) { v, ok := m.Meta[k]; return v, ok })
@@ -195,7 +196,7 @@ func TestGenerateLogitBias(t *testing.T) {
 
 // TestThreadsNote checks that -t above the usable cores is clamped with one note on stderr.
 func TestThreadsNote(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	out, errOut, code := runToy("generate", "-m", model, "-p", "func", "-n", "2", "-t", "1000", "--temp", "0")
 	require.Equal(t, 0, code, errOut)
 	assert.True(t, strings.HasPrefix(out, "func"))
@@ -219,7 +220,7 @@ func TestThreadsZeroIsOnePerCore(t *testing.T) {
 	assert.Empty(t, note.String())
 	assert.Contains(t, config.ComputeOptions()[0].Usage, "0: one per core")
 
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	out, errOut, code := runToy("bench", "model", "-m", model, "-p", "4", "-n", "2", "-r", "1", "-t", "0")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, fmt.Sprintf(", %d threads,", perCore))
@@ -234,8 +235,8 @@ func TestThreadsZeroIsOnePerCore(t *testing.T) {
 
 // TestInspectEscapes checks that control characters from a file never reach the terminal raw.
 func TestInspectEscapes(t *testing.T) {
-	good := tinyCheckpoint(t)
-	evil := editGGUF(t, good, filepath.Join(t.TempDir(), "evil.gguf"), nil, nil,
+	good := clitest.TinyCheckpoint(t)
+	evil := clitest.EditGGUF(t, good, filepath.Join(t.TempDir(), "evil.gguf"), nil, nil,
 		gguffile.KV{Key: "evil.\x1b[2Jkey", Value: "a\x1b]0;pwned\x07b\rc"},
 		gguffile.KV{Key: "evil.list", Value: []string{"x\x1b[31m", "\x00y"}},
 		gguffile.KV{Key: "evil.bytes", Value: "\xff\xfe"})
@@ -316,7 +317,7 @@ func withStdin(t *testing.T, r io.Reader) {
 // the timing summary is on stderr, on lines of its own after a blank one; contradictions and
 // unreadable prompts are refused, naming the flag.
 func TestGeneratePromptSources(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	base := []string{"generate", "-m", model, "-n", "6", "-t", "1", "--temp", "0"}
 	want, errOut, code := runToy(append(base, "-p", "func main")...)

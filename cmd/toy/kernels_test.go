@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/tools"
 	"github.com/toyml/toy/ggml"
 )
@@ -64,7 +65,7 @@ func TestKernelsCommand(t *testing.T) {
 	// A model toy decodes: the audit lists the lookups of toy's CPU operations its decoders make
 	// (f32 weights, an f16 cache), resolved for the llama entry, and the cpu table's own lookups.
 	out.Reset()
-	require.NoError(t, tools.RunKernels([]string{tinyCheckpoint(t)}, &out, &errw), out.String())
+	require.NoError(t, tools.RunKernels([]string{clitest.TinyCheckpoint(t)}, &out, &errw), out.String())
 	assert.Contains(t, out.String(), "module mul_mat_cols (kernels/cpu/c/mul_mat_cols.c): mul_mat_cols [f16 bf16 f32 q8_0 q5_0]")
 	assert.Contains(t, out.String(), "expected absent for every model: mul_mat_cols.mul_mat_cols[*]")
 	if ggml.CPUKernelsFast() {

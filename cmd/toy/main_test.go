@@ -1,12 +1,34 @@
 package main
 
 import (
+	"bytes"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
+	"github.com/toyml/toy/cmd/toy/internal/serve"
 )
+
+// runToy runs toy with args and returns what it wrote to standard output and standard error,
+// and its exit status.
+func runToy(args ...string) (stdout, stderr string, code int) {
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// startServe runs toy serve with args until it is ready (clitest.StartServe).
+func startServe(t *testing.T, args ...string) (url string, stop func()) {
+	return clitest.StartServe(t, serve.Run, args...)
+}
+
+// startServeLog is startServe without the -addr, also returning what toy serve wrote to
+// stderr until it was ready (clitest.StartServeLog).
+func startServeLog(t *testing.T, args ...string) (url string, lines []string, stop func()) {
+	return clitest.StartServeLog(t, serve.Run, args...)
+}
 
 // TestUsageErrors checks that a bad invocation exits with status 2 and says what is wrong once,
 // on standard error, with nothing on standard output.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/runs"
 	"github.com/toyml/toy/internal/gguffile"
@@ -45,7 +46,7 @@ func runConfig(t *testing.T, dir string) map[string]any {
 // toy train and toy finetune. -max-text-bytes caps a single file (it was read whole): the
 // run's tokens are those of at most that many bytes.
 func TestTrainLengthFlags(t *testing.T) {
-	text := writeCorpus(t, 41)
+	text := clitest.WriteCorpus(t, 41)
 	base := []string{"train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-batch", "2", "-eval-batches", "1", "-sample", "0", "-text", text}
 	for _, c := range []struct {
 		args []string
@@ -62,7 +63,7 @@ func TestTrainLengthFlags(t *testing.T) {
 		assert.Contains(t, errOut, c.want, "%v", c.args)
 		assert.NoDirExists(t, runsDir, "%v: refused before anything is written", c.args)
 	}
-	_, errOut, code := runToy("finetune", "-m", tinyCheckpoint(t), "-data", text, "-max-text-bytes", "-3", "-runs", filepath.Join(t.TempDir(), "r"))
+	_, errOut, code := runToy("finetune", "-m", clitest.TinyCheckpoint(t), "-data", text, "-max-text-bytes", "-3", "-runs", filepath.Join(t.TempDir(), "r"))
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "-max-text-bytes -3 is negative")
 
@@ -104,7 +105,7 @@ func TestTrainLengthFlags(t *testing.T) {
 // on one base and given with another of the same shapes loads with a warning naming both
 // (generate and export), and with none on its own base.
 func TestExportAndLoRAChecks(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	text := filepath.Join(dir, "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
@@ -157,7 +158,7 @@ func TestExportAndLoRAChecks(t *testing.T) {
 // size.
 func TestCorpusTokenizerChecked(t *testing.T) {
 	dir := t.TempDir()
-	textA, textB := writeCorpus(t, 41), writeCorpus(t, 42)
+	textA, textB := clitest.WriteCorpus(t, 41), clitest.WriteCorpus(t, 42)
 	for _, s := range []struct{ name, vocab, text string }{{"a", "300", textA}, {"b", "300", textB}, {"small", "290", textA}} {
 		_, errOut, code := runToy("tokenizer", "train", "-vocab", s.vocab, "-o", filepath.Join(dir, s.name+".gguf"), s.text)
 		require.Equal(t, 0, code, errOut)

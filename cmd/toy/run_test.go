@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,65 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
-	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
-	"github.com/toyml/toy/ggml"
 )
 
-// runToy runs toy with args and returns what it wrote to standard output and standard error,
-// and its exit status.
-func runToy(args ...string) (stdout, stderr string, code int) {
-	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
-	return out.String(), errb.String(), code
-}
-
-// tinyCheckpoint saves a small random llama model with a trained tokenizer, as toy train does.
-func tinyCheckpoint(t *testing.T) string {
-	return checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "tiny.gguf"))
-}
-
-// checkpointOf saves a random llama model of preset's shape (a context of 64) with a tokenizer
-// trained on Go-like text at path, with the extra metadata kvs (which replace the tokenizer's
-// keys of the same name).
-func checkpointOf(t *testing.T, preset, path string, kvs ...transformer.KV) string {
-	return checkpointWithContext(t, preset, path, 64, kvs...)
-}
-
-// checkpointWithContext is checkpointOf with a context of ctx positions.
-func checkpointWithContext(t *testing.T, preset, path string, ctx int, kvs ...transformer.KV) string {
-	text := strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)
-	tok, err := tokenizer.Train(slices.Values([][]byte{[]byte(text)}), 300, tokenizer.TrainOptions{})
-	require.NoError(t, err)
-	c, err := config.LlamaPreset(preset)
-	require.NoError(t, err)
-	c.Vocab, c.Context = tok.VocabSize(), ctx
-	be, err := ggml.NewCPUBackend(1)
-	require.NoError(t, err)
-	defer be.Close()
-	m, err := training.New(c, be)
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, m.Init())
-	given := map[string]bool{}
-	for _, kv := range kvs {
-		given[kv.Key] = true
-	}
-	for _, kv := range tok.GGUF() {
-		if !given[kv.Key] { // the caller's metadata wins over the tokenizer's own
-			kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
-		}
-	}
-	require.NoError(t, m.Save(path, kvs))
-	return path
-}
-
 func TestGenerateInspectPerplexity(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	gen := func() (string, int) {
 		out, _, code := runToy("generate", "-m", model, "-p", "func main", "-n", "12", "--temp", "0", "-t", "1")
 		return out, code
@@ -226,8 +175,8 @@ func TestSamplingPresets(t *testing.T) {
 // the prompt, as llama.cpp tokenizes it), and -sampling-preset greedy (the llama entry's, which
 // resolves for the random model by its architecture) gives what --temp 0 gives.
 func TestAddEOSAndPresetFlag(t *testing.T) {
-	plain := tinyCheckpoint(t)
-	withEOS := checkpointOf(t, "tiny", filepath.Join(t.TempDir(), "eos.gguf"), transformer.KV{Key: tokenizer.KeyAddEOS, Value: true})
+	plain := clitest.TinyCheckpoint(t)
+	withEOS := clitest.CheckpointOf(t, "tiny", filepath.Join(t.TempDir(), "eos.gguf"), transformer.KV{Key: tokenizer.KeyAddEOS, Value: true})
 	promptTokens := func(model string) int {
 		_, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-n", "2", "--temp", "0", "-t", "1")
 		require.Equal(t, 0, code, errOut)

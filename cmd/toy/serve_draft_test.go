@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
 	"github.com/toyml/toy/engines/transformer"
 )
@@ -22,7 +23,7 @@ import (
 // what the target chooses) and without it (-draft-p-min 0: a random model gives no token 0.75), the ready line says the drafter, greedy replies are
 // the same, and /metrics counts the proposals and acceptances; a bad -draft-n is a usage error.
 func TestServeDraft(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	complete := func(url string) string { return greedyCompletion(t, url, 12) }
 	url, stop := startServe(t, "-m", model, "-parallel", "2")
 	want := complete(url)
@@ -46,7 +47,7 @@ func TestServeDraft(t *testing.T) {
 // model the table pairs none with is refused, naming why.
 func TestServeDFlash(t *testing.T) {
 	dir := t.TempDir()
-	model := checkpointOf(t, "demo", filepath.Join(dir, "model.gguf"), transformer.KV{Key: "general.name", Value: "toy test-run"})
+	model := clitest.CheckpointOf(t, "demo", filepath.Join(dir, "model.gguf"), transformer.KV{Key: "general.name", Value: "toy test-run"})
 	text := filepath.Join(dir, "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 40)), 0o644))
 	_, errOut, code := runToy("train", "-recipe", "dflash", "-target", model, "-data", text, "-steps", "3", "-seqs", "1", "-seq", "32", "-anchors", "4", "-t", "1")
@@ -61,7 +62,7 @@ func TestServeDFlash(t *testing.T) {
 	assert.Equal(t, want, complete(url))
 	assert.NotEqual(t, "0", metric(t, metricsPage(t, url), "toy_draft_proposed_tokens_total"), "the drafter proposed")
 
-	err := serve.Run([]string{"-m", tinyCheckpoint(t), "-dflash"}, io.Discard, io.Discard)
+	err := serve.Run([]string{"-m", clitest.TinyCheckpoint(t), "-dflash"}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "pairs no DFlash drafter")
 }
 

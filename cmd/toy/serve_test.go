@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,15 +15,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
 )
 
@@ -32,7 +30,7 @@ import (
 // completion with one of its API keys, checks that no key and a page from elsewhere may not
 // call it, and stops it with SIGTERM.
 func TestServe(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	keys := filepath.Join(t.TempDir(), "keys")
 	require.NoError(t, os.WriteFile(keys, []byte("# the team's\n\n  file-key  \n"), 0o600))
 	url, stop := startServe(t, "-m", model, "-parallel", "2", "-template", "chatml", "-api-key", "flag-key", "-api-key-file", keys)
@@ -104,45 +102,6 @@ func TestServe(t *testing.T) {
 	}
 }
 
-// startServe runs toy serve with args (and -addr 127.0.0.1:0 -t 1) until it is ready, and
-// returns its address and a func that stops it with SIGTERM and checks that it exits cleanly.
-func startServe(t *testing.T, args ...string) (url string, stop func()) {
-	url, _, stop = startServeLog(t, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	return url, stop
-}
-
-// startServeLog is startServe without the -addr, also returning what toy serve wrote to
-// stderr until it was ready.
-func startServeLog(t *testing.T, args ...string) (url string, lines []string, stop func()) {
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- serve.Run(append([]string{"-t", "1"}, args...), io.Discard, pw)
-		pw.Close()
-	}()
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if m := regexp.MustCompile(`listening on (https?://\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-			url = m[1]
-		}
-		if strings.Contains(sc.Text(), "toy serve: ready") {
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	require.NotEmpty(t, url, strings.Join(lines, "\n"))
-	return url, lines, func() {
-		require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("toy serve did not stop on SIGTERM")
-		}
-	}
-}
-
 // TestServeTLS serves HTTPS with a certificate made here: a client that trusts it completes a
 // request; one that does not, or speaks plain HTTP, gets no reply. One of -tls-cert and
 // -tls-key alone is refused.
@@ -165,7 +124,7 @@ func TestServeTLS(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "-tls-cert and -tls-key go together")
 
-	url, stop := startServe(t, "-m", tinyCheckpoint(t), "-tls-cert", certFile, "-tls-key", keyFile)
+	url, stop := startServe(t, "-m", clitest.TinyCheckpoint(t), "-tls-cert", certFile, "-tls-key", keyFile)
 	defer stop()
 	require.True(t, strings.HasPrefix(url, "https://"), url)
 	cert, err := x509.ParseCertificate(der)

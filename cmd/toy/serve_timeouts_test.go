@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
 )
 
@@ -30,7 +31,7 @@ func TestServeTimeouts(t *testing.T) {
 		assert.Equal(t, 2, code, "%q: %s", bad, errOut)
 	}
 
-	url, stop := startServe(t, "-m", tinyCheckpoint(t), "-timeout", "300ms", "-idle-timeout", "0.5")
+	url, stop := startServe(t, "-m", clitest.TinyCheckpoint(t), "-timeout", "300ms", "-idle-timeout", "0.5")
 	defer stop()
 	closedAfter := func(request string) time.Duration {
 		c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
 	"github.com/toyml/toy/engines/runs"
 )
@@ -33,7 +34,7 @@ func fakeRun(t *testing.T, root, id string) string {
 // with 400. -host, -port and --ctx-size are llama-server's spellings.
 func TestServeDefaults(t *testing.T) {
 	const id = "20260102-030405-beef"
-	model := checkpointWithContext(t, "tiny", fakeRun(t, t.TempDir(), id), 256)
+	model := clitest.CheckpointWithContext(t, "tiny", fakeRun(t, t.TempDir(), id), 256)
 	ask := func(url, name string) (int, map[string]any) {
 		body := `{"model":"` + name + `","messages":[{"role":"system","content":"You are a helpful assistant. Answer briefly."},{"role":"user","content":"What does the function main do in a Go program?"}],"max_tokens":8}`
 		resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/ggml"
@@ -15,7 +16,7 @@ import (
 // TestGenerateDraft checks toy generate -draft: greedy, the same text as without it (the
 // target as its own draft); sampling runs; a draft of another vocabulary is refused.
 func TestGenerateDraft(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	base := []string{"generate", "-m", model, "-p", "func main", "-n", "20", "--temp", "0", "-t", "1"}
 	want, _, code := runToy(base...)
 	require.Equal(t, 0, code)
@@ -47,7 +48,7 @@ func TestGenerateDraft(t *testing.T) {
 }
 
 func TestBenchModelDraft(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	out, errOut, code := runToy("bench", "model", "-m", model, "-draft", "self", "-p", "4", "-n", "8", "-r", "1", "-t", "1", "-draft-n", "4", "-draft-p-min", "0,0.99")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "| speculative | tg8   |   4 |  0.00 |")

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 )
 
 // TestGenerateStructured: toy generate -json-schema, -json-schema-file, -grammar and
@@ -18,7 +19,7 @@ import (
 // validates against its schema (a JSON-Schema validator), or matches the grammar's only
 // sentences; conflicting and bad flags are refused.
 func TestGenerateStructured(t *testing.T) {
-	model := tinyCheckpoint(t)
+	model := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	schema := `{"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["ok", "n"], "additionalProperties": false}`
 	schemaFile := filepath.Join(dir, "schema.json")

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -18,7 +16,7 @@ import (
 // bit, and record the seed; with another -seed every random weight differs. The model flags
 // reach the checkpoint's shape.
 func TestTrainSeed(t *testing.T) {
-	text := writeCorpus(t, 3)
+	text := clitest.WriteCorpus(t, 3)
 	train := func(seed string) map[string][]byte {
 		runsDir := t.TempDir()
 		_, errOut, code := runToy("train", "-preset", "tiny", "-vocab", "300", "-c", "16", "-d-model", "48", "-n-heads", "4",
@@ -56,7 +54,7 @@ func TestTrainSeed(t *testing.T) {
 // 2, naming them), those that do not are applied and listed, -steps extends the run, and a
 // finished run says so. -preset tiny alone is refused naming -vocab.
 func TestTrainResumeFlags(t *testing.T) {
-	text := writeCorpus(t, 3)
+	text := clitest.WriteCorpus(t, 3)
 	runsDir := t.TempDir()
 	_, errOut, code := runToy("train", "-preset", "tiny", "-steps", "3", "-text", text, "-runs", runsDir)
 	assert.Equal(t, 1, code)
@@ -84,26 +82,11 @@ func TestTrainResumeFlags(t *testing.T) {
 	assert.Contains(t, errOut, "the run is finished (5 of 5 steps)", "the extension is remembered")
 }
 
-// writeCorpus makes a directory of 20 small Go-like text files, seeded, for toy train.
-func writeCorpus(t *testing.T, seed uint64) string {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(seed, seed+1))
-	words := []string{"func", "return", "if", "err", "nil", "for", "range", "go", "x", "y"}
-	for f := 0; f < 20; f++ {
-		var b bytes.Buffer
-		for l := 0; l < 40; l++ {
-			fmt.Fprintf(&b, "%s %s := %d\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
-		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
-	}
-	return dir
-}
-
 // TestTrainGPT2: the preset (or -arch) picks the family, whose generated flags shape the model:
 // a gpt2 run writes a gpt2 checkpoint with llama.cpp's gpt2 keys, and a preset of the other
 // family, an unknown family or a flag the family lacks is a usage error.
 func TestTrainGPT2(t *testing.T) {
-	text := writeCorpus(t, 3)
+	text := clitest.WriteCorpus(t, 3)
 	for _, family := range [][]string{{"-preset", "gpt2-demo"}, {"-arch", "gpt2"}} {
 		runsDir := t.TempDir()
 		args := append([]string{"train"}, family...)
