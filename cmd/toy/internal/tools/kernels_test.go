@@ -1,4 +1,4 @@
-package main
+package tools
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
-	"github.com/toyml/toy/cmd/toy/internal/tools"
 	"github.com/toyml/toy/ggml"
 )
 
@@ -31,14 +30,14 @@ func writeKernelsGGUF(t *testing.T, name, arch string, hidden uint32, generalNam
 
 func TestKernelsCommand(t *testing.T) {
 	var out, errw bytes.Buffer
-	require.NoError(t, tools.RunKernels(nil, &out, &errw))
+	require.NoError(t, RunKernels(nil, &out, &errw))
 	assert.Contains(t, out.String(), "target cpu: backend cpu, no arch")
 	assert.Contains(t, out.String(), "model smollm2: llama/576, llama/960, llama/2048")
 
 	// SmolLM2-135M: the exact (llama, 576) entry, with its behaviour.
 	smol := writeKernelsGGUF(t, "model.gguf", "llama", 576, "SmolLM2 135M Instruct")
 	out.Reset()
-	require.NoError(t, tools.RunKernels([]string{smol}, &out, &errw), out.String())
+	require.NoError(t, RunKernels([]string{smol}, &out, &errw), out.String())
 	assert.Contains(t, out.String(), "cpu: resolves to smollm2")
 	assert.Contains(t, out.String(), `chat template "smollm2"`)
 	assert.Contains(t, out.String(), "audit: no kernel lookups")
@@ -46,26 +45,26 @@ func TestKernelsCommand(t *testing.T) {
 	// A LLaMA of a size nobody declares: the wildcard.
 	big := writeKernelsGGUF(t, "big.gguf", "llama", 4096, "")
 	out.Reset()
-	require.NoError(t, tools.RunKernels([]string{big}, &out, &errw), out.String())
+	require.NoError(t, RunKernels([]string{big}, &out, &errw), out.String())
 	assert.Contains(t, out.String(), "cpu: resolves to llama")
 
 	// An architecture nobody declares fails, naming what is declared.
 	bert := writeKernelsGGUF(t, "bert.gguf", "bert", 768, "")
 	out.Reset()
-	require.Error(t, tools.RunKernels([]string{bert}, &out, &errw))
+	require.Error(t, RunKernels([]string{bert}, &out, &errw))
 	assert.Contains(t, out.String(), `declares no model for model type "bert"`)
 
 	// Every architecture toy trains or runs has an entry: GPT-2 and ViT too.
 	for _, arch := range []string{"gpt2", "vit"} {
 		out.Reset()
-		require.NoError(t, tools.RunKernels([]string{writeKernelsGGUF(t, arch+".gguf", arch, 64, "")}, &out, &errw), out.String())
+		require.NoError(t, RunKernels([]string{writeKernelsGGUF(t, arch+".gguf", arch, 64, "")}, &out, &errw), out.String())
 		assert.Contains(t, out.String(), "cpu: resolves to "+arch)
 	}
 
 	// A model toy decodes: the audit lists the lookups of toy's CPU operations its decoders make
 	// (f32 weights, an f16 cache), resolved for the llama entry, and the cpu table's own lookups.
 	out.Reset()
-	require.NoError(t, tools.RunKernels([]string{clitest.TinyCheckpoint(t)}, &out, &errw), out.String())
+	require.NoError(t, RunKernels([]string{clitest.TinyCheckpoint(t)}, &out, &errw), out.String())
 	assert.Contains(t, out.String(), "module mul_mat_cols (kernels/cpu/c/mul_mat_cols.c): mul_mat_cols [f16 bf16 f32 q8_0 q5_0]")
 	assert.Contains(t, out.String(), "expected absent for every model: mul_mat_cols.mul_mat_cols[*]")
 	if ggml.CPUKernelsFast() {
@@ -74,7 +73,7 @@ func TestKernelsCommand(t *testing.T) {
 	}
 
 	out.Reset()
-	require.NoError(t, tools.RunKernels([]string{"-compute-capability", "9.0"}, &out, &errw))
+	require.NoError(t, RunKernels([]string{"-compute-capability", "9.0"}, &out, &errw))
 	assert.Contains(t, out.String(), "cpu: skipped (no arch)")
 	_ = os.Remove(smol)
 }
