@@ -21,12 +21,12 @@ import (
 	"github.com/toyml/toy/engines/serve"
 )
 
-// APIKeys are -api-key's key and -api-key-file's, in that order, without the blanks around
+// apiKeys are -api-key's key and -api-key-file's, in that order, without the blanks around
 // them (a request's key is compared so). A blank key, which would shut the API to every client,
 // and a blank file name are refused (usage errors); so are keys no request could send in a
 // header. (Run refuses either flag given empty: an unset variable in "-api-key $KEY"
 // would otherwise leave the API open.)
-func APIKeys(key, file string) ([]string, error) {
+func apiKeys(key, file string) ([]string, error) {
 	if key != "" && strings.TrimSpace(key) == "" {
 		return nil, cli.Usagef("-api-key %q: a blank key would shut the API to every client; give a key, or leave -api-key out to serve without one", key)
 	}
@@ -62,13 +62,13 @@ func APIKeys(key, file string) ([]string, error) {
 	return keys, nil
 }
 
-// Seconds is a flag's duration: a Go duration (90s, 10m) or a number of seconds (600, as
+// seconds is a flag's duration: a Go duration (90s, 10m) or a number of seconds (600, as
 // llama-server's --timeout takes), 0 or more.
-type Seconds time.Duration
+type seconds time.Duration
 
-func (d *Seconds) String() string { return time.Duration(*d).String() }
+func (d *seconds) String() string { return time.Duration(*d).String() }
 
-func (d *Seconds) Set(v string) error {
+func (d *seconds) Set(v string) error {
 	t, err := time.ParseDuration(v)
 	if err != nil {
 		s, ferr := strconv.ParseFloat(v, 64)
@@ -80,23 +80,23 @@ func (d *Seconds) Set(v string) error {
 	if t < 0 {
 		return fmt.Errorf("want 0 or more")
 	}
-	*d = Seconds(t)
+	*d = seconds(t)
 	return nil
 }
 
 // toy serve's address when no flag names one: llama-server's.
 const (
-	DefaultHost = "127.0.0.1"
-	DefaultPort = 8080
+	defaultHost = "127.0.0.1"
+	defaultPort = 8080
 )
 
-// DefaultAddr is -addr's default, DefaultHost:DefaultPort.
-var DefaultAddr = net.JoinHostPort(DefaultHost, strconv.Itoa(DefaultPort))
+// defaultAddr is -addr's default, defaultHost:defaultPort.
+var defaultAddr = net.JoinHostPort(defaultHost, strconv.Itoa(defaultPort))
 
-// ListenAddr is the address toy serve listens on: -addr, whose host -host and whose port -port
+// listenAddr is the address toy serve listens on: -addr, whose host -host and whose port -port
 // replace (llama-server's flags). -addr given with -host or -port must agree with them: a
 // contradiction is a usage error, not settled by a rule of precedence.
-func ListenAddr(addr string, addrSet bool, host string, hostSet bool, port int, portSet bool) (string, error) {
+func listenAddr(addr string, addrSet bool, host string, hostSet bool, port int, portSet bool) (string, error) {
 	h, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", cli.Usagef("-addr %q: want host:port (%v)", addr, err)
@@ -128,11 +128,11 @@ func Run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f cli.ServeFlags
 	f.Register(fs)
-	addr := fs.String("addr", DefaultAddr, "address to listen on (host:port)")
-	host := fs.String("host", DefaultHost, "the host to listen on (llama-server's flag): -addr's host; given with -addr, the two must agree")
-	port := fs.Int("port", DefaultPort, "the port to listen on (llama-server's flag; 0: any free one): -addr's port; given with -addr, the two must agree")
+	addr := fs.String("addr", defaultAddr, "address to listen on (host:port)")
+	host := fs.String("host", defaultHost, "the host to listen on (llama-server's flag): -addr's host; given with -addr, the two must agree")
+	port := fs.Int("port", defaultPort, "the port to listen on (llama-server's flag; 0: any free one): -addr's port; given with -addr, the two must agree")
 	shutdown := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running requests may take to finish before they are cancelled")
-	timeout, idle := Seconds(time.Minute), Seconds(time.Minute)
+	timeout, idle := seconds(time.Minute), seconds(time.Minute)
 	fs.Var(&timeout, "timeout", "how long a client may take to send a request (its headers: 10s at most) and to take each write of the reply, which may stream for as long as it needs; a slower client is dropped (408 for a late body). A Go duration (90s, 10m) or seconds, as llama-server's --timeout; 0: no limit")
 	fs.Var(&idle, "idle-timeout", "how long a kept-alive connection may wait for its next request before it is closed (a duration or seconds; 0: -timeout's)")
 	apiKey := fs.String("api-key", "", "a key every request to /v1/ must present (Authorization: Bearer KEY, an OpenAI client's api_key); /health, /metrics and the chat page need none. Visible to other users of the machine in its process list: -api-key-file keeps it out. Given empty or blank, it is refused (exit 2)")
@@ -171,7 +171,7 @@ Flags:
 		return err
 	}
 	set := cli.SetFlags(fs)
-	listen, err := ListenAddr(*addr, set["addr"], *host, set["host"], *port, set["port"])
+	listen, err := listenAddr(*addr, set["addr"], *host, set["host"], *port, set["port"])
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ Flags:
 			return cli.Usagef("-%s \"\": given empty (an unset variable?), which would leave the API open to anyone; give a value, or leave -%[1]s out to serve without keys", name)
 		}
 	}
-	if f.APIKeys, err = APIKeys(*apiKey, *apiKeyFile); err != nil {
+	if f.APIKeys, err = apiKeys(*apiKey, *apiKeyFile); err != nil {
 		return err
 	}
 	f.LogRequests = *logRequests

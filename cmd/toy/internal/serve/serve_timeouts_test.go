@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"fmt"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
-	"github.com/toyml/toy/cmd/toy/internal/serve"
 )
 
 // TestServeTimeouts: -timeout and -idle-timeout take a Go duration or seconds (llama-server's
@@ -20,12 +19,12 @@ import (
 // kept-alive connection are closed at them.
 func TestServeTimeouts(t *testing.T) {
 	for v, want := range map[string]time.Duration{"90s": 90 * time.Second, "600": 600 * time.Second, "0.25": 250 * time.Millisecond, "0": 0, "1m30s": 90 * time.Second} {
-		var d serve.Seconds
+		var d seconds
 		require.NoError(t, d.Set(v), v)
 		assert.Equal(t, want, time.Duration(d), v)
 	}
 	for _, bad := range []string{"-1", "-5s", "abc", "NaN", "Inf", "1e300", ""} {
-		var d serve.Seconds
+		var d seconds
 		assert.Error(t, d.Set(bad), bad)
 		_, errOut, code := runToy("serve", "-m", "x.gguf", "-timeout", bad)
 		assert.Equal(t, 2, code, "%q: %s", bad, errOut)

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
-	"github.com/toyml/toy/cmd/toy/internal/serve"
 	"github.com/toyml/toy/engines/runs"
 )
 
@@ -117,18 +116,18 @@ func TestListenAddr(t *testing.T) {
 		want string // empty: refused
 		msg  string
 	}{
-		{flags{serve.DefaultAddr, false, serve.DefaultHost, false, serve.DefaultPort, false}, "127.0.0.1:8080", ""},
-		{flags{serve.DefaultAddr, false, "0.0.0.0", true, serve.DefaultPort, false}, "0.0.0.0:8080", ""},
-		{flags{serve.DefaultAddr, false, serve.DefaultHost, false, 9000, true}, "127.0.0.1:9000", ""},
-		{flags{serve.DefaultAddr, false, "::1", true, 0, true}, "[::1]:0", ""},
-		{flags{"localhost:9000", true, serve.DefaultHost, false, serve.DefaultPort, false}, "localhost:9000", ""},
+		{flags{defaultAddr, false, defaultHost, false, defaultPort, false}, "127.0.0.1:8080", ""},
+		{flags{defaultAddr, false, "0.0.0.0", true, defaultPort, false}, "0.0.0.0:8080", ""},
+		{flags{defaultAddr, false, defaultHost, false, 9000, true}, "127.0.0.1:9000", ""},
+		{flags{defaultAddr, false, "::1", true, 0, true}, "[::1]:0", ""},
+		{flags{"localhost:9000", true, defaultHost, false, defaultPort, false}, "localhost:9000", ""},
 		{flags{"localhost:9000", true, "localhost", true, 9000, true}, "localhost:9000", ""},
-		{flags{"localhost:9000", true, serve.DefaultHost, false, 9001, true}, "", "-addr localhost:9000 and -port 9001 disagree"},
-		{flags{"0.0.0.0:80", true, "127.0.0.1", true, serve.DefaultPort, false}, "", "-addr 0.0.0.0:80 and -host 127.0.0.1 disagree"},
-		{flags{serve.DefaultAddr, false, serve.DefaultHost, false, 70000, true}, "", "-port 70000"},
-		{flags{"8080", true, serve.DefaultHost, false, serve.DefaultPort, false}, "", `-addr "8080": want host:port`},
+		{flags{"localhost:9000", true, defaultHost, false, 9001, true}, "", "-addr localhost:9000 and -port 9001 disagree"},
+		{flags{"0.0.0.0:80", true, "127.0.0.1", true, defaultPort, false}, "", "-addr 0.0.0.0:80 and -host 127.0.0.1 disagree"},
+		{flags{defaultAddr, false, defaultHost, false, 70000, true}, "", "-port 70000"},
+		{flags{"8080", true, defaultHost, false, defaultPort, false}, "", `-addr "8080": want host:port`},
 	} {
-		got, err := serve.ListenAddr(c.f.addr, c.f.addrSet, c.f.host, c.f.hostSet, c.f.port, c.f.portSet)
+		got, err := listenAddr(c.f.addr, c.f.addrSet, c.f.host, c.f.hostSet, c.f.port, c.f.portSet)
 		if c.want == "" {
 			assert.ErrorContains(t, err, c.msg, "%+v", c.f)
 			var ue *cli.UsageError

@@ -1,4 +1,4 @@
-package main
+package serve
 
 import (
 	"crypto/ecdsa"
@@ -23,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
-	"github.com/toyml/toy/cmd/toy/internal/serve"
 )
 
 // TestServe starts toy serve on a loopback port, waits for it to be ready, asks it for a
@@ -155,14 +154,14 @@ func TestAPIKeyFlags(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
 		return p
 	}
-	keys, err := serve.APIKeys("k0", write("keys", "k1\r\n# not a key\n\n k2 \n"))
+	keys, err := apiKeys("k0", write("keys", "k1\r\n# not a key\n\n k2 \n"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"k0", "k1", "k2"}, keys)
-	keys, err = serve.APIKeys("", "")
+	keys, err = apiKeys("", "")
 	require.NoError(t, err)
 	assert.Empty(t, keys)
-	_, err = serve.APIKeys("k0", write("empty", "# only a comment\n\n"))
+	_, err = apiKeys("k0", write("empty", "# only a comment\n\n"))
 	assert.ErrorContains(t, err, "no key")
-	_, err = serve.APIKeys("", filepath.Join(dir, "absent"))
+	_, err = apiKeys("", filepath.Join(dir, "absent"))
 	assert.ErrorContains(t, err, "-api-key-file")
 }
