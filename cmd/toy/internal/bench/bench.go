@@ -38,7 +38,7 @@ var benchCommands = []struct {
 	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
 	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
 	{"finetune", "fine-tuning tokens/s and peak memory: LoRA on a frozen base of each type vs a full fine-tune", runBenchFinetune},
-	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", RunBenchServe},
+	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", runBenchServe},
 }
 
 // benchNames are the words of `toy bench`.

@@ -25,8 +25,8 @@ import (
 	"github.com/toyml/toy/internal/cputime"
 )
 
-// BenchFinetuneResult is the last line a -mode run prints, which the parent reads.
-const BenchFinetuneResult = "bench-finetune-result"
+// benchFinetuneResult is the last line a -mode run prints, which the parent reads.
+const benchFinetuneResult = "bench-finetune-result"
 
 // runBenchFinetune is `toy bench finetune`: training tokens/s and peak resident memory of
 // fine-tuning modes on random weights of a model shape. Each mode runs in its own child
@@ -157,7 +157,7 @@ Flags:
 		found := false
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) == 7 && f[0] == BenchFinetuneResult {
+			if len(f) == 7 && f[0] == benchFinetuneResult {
 				params, _ = strconv.ParseFloat(f[1], 64)
 				sec, _ = strconv.ParseFloat(f[2], 64)
 				rate, _ = strconv.ParseFloat(f[3], 64)
@@ -292,7 +292,7 @@ func benchFinetuneMode(stdout, stderr io.Writer, bm benchMode, path string, seq,
 		}
 		printPeaks(stderr, bm.name, tr, profile)
 	}
-	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f %.4f\n", BenchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20), totalCPU.Seconds()/float64(steps))
+	fmt.Fprintf(stdout, "%s %d %.4f %.2f %.0f %.0f %.4f\n", benchFinetuneResult, trained, sec, float64(batch*seq)/sec, hwm, float64(tr.ComputeBytes())/(1<<20), totalCPU.Seconds()/float64(steps))
 	return nil
 }
 

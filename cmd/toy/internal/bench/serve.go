@@ -26,10 +26,10 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// RunBenchServe is `toy bench serve`: the server's aggregate generation throughput with one
+// runBenchServe is `toy bench serve`: the server's aggregate generation throughput with one
 // streaming client and with -streams of them at once, over HTTP on loopback, and their time to
 // first token.
-func RunBenchServe(args []string, stdout, stderr io.Writer) (err error) {
+func runBenchServe(args []string, stdout, stderr io.Writer) (err error) {
 	defer cli.OneGoProc()() // as toy serve runs
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
 	var f cli.ServeFlags

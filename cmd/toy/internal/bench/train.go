@@ -62,11 +62,11 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	shapes := make([]trainShape, len(presets))
 	for i, p := range presets {
 		var err error
-		if shapes[i], err = PresetShape(p); err != nil {
+		if shapes[i], err = presetShape(p); err != nil {
 			return err
 		}
-		if *seq > shapes[i].Context {
-			return cli.Usagef("-seq %d exceeds the %s context %d", *seq, p, shapes[i].Context)
+		if *seq > shapes[i].context {
+			return cli.Usagef("-seq %d exceeds the %s context %d", *seq, p, shapes[i].context)
 		}
 	}
 	be, err := ggml.NewBackend(*threads)
@@ -262,13 +262,13 @@ func nodeKind(n *ggml.Tensor) string {
 // how to allocate its model.
 type trainShape struct {
 	name           string
-	Vocab, Context int
-	NewModel       func(*ggml.Backend) (*training.Model, error)
+	vocab, context int
+	newModel       func(*ggml.Backend) (*training.Model, error)
 }
 
-// PresetShape finds a language model's preset by name among the families toy train makes
+// presetShape finds a language model's preset by name among the families toy train makes
 // (cli.TrainFamilies): the model its -preset gives, as toy train builds it.
-func PresetShape(name string) (trainShape, error) {
+func presetShape(name string) (trainShape, error) {
 	f := cli.FamilyNamed(cli.PresetFamily(name))
 	if f == nil || f.ModelFlags == nil {
 		var lists []string
@@ -301,7 +301,7 @@ type trainBench struct {
 // newTrainBench builds sh's model and its trainer, which runs what gate (the kernel gate)
 // resolved for the model.
 func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int, gate func(*training.Model) (training.Trainable, error)) (*trainBench, error) {
-	m, err := sh.NewModel(be)
+	m, err := sh.newModel(be)
 	if err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int, gate func(*t
 	for i := range seqs {
 		seqs[i] = make([]int32, seq+1)
 		for j := range seqs[i] {
-			seqs[i][j] = int32(rng.IntN(sh.Vocab))
+			seqs[i][j] = int32(rng.IntN(sh.vocab))
 		}
 	}
 	return &trainBench{name: sh.name, m: m, tr: tr, seqs: seqs}, nil

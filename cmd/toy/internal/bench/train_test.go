@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"strconv"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/cmd/toy/internal/bench"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
@@ -56,19 +55,19 @@ func TestBenchTrainPresetShapes(t *testing.T) {
 	for _, name := range config.LlamaPresetNames() {
 		c, err := config.LlamaPreset(name)
 		require.NoError(t, err)
-		sh, err := bench.PresetShape(name)
+		sh, err := presetShape(name)
 		require.NoError(t, err, name)
-		assert.Equal(t, [2]int{c.Vocab, c.Context}, [2]int{sh.Vocab, sh.Context}, name)
+		assert.Equal(t, [2]int{c.Vocab, c.Context}, [2]int{sh.vocab, sh.context}, name)
 	}
 	for _, name := range config.Gpt2PresetNames() {
 		g, err := config.Gpt2Preset(name)
 		require.NoError(t, err)
-		sh, err := bench.PresetShape(name)
+		sh, err := presetShape(name)
 		require.NoError(t, err, name)
-		assert.Equal(t, [2]int{g.Vocab, g.Context}, [2]int{sh.Vocab, sh.Context}, name)
+		assert.Equal(t, [2]int{g.Vocab, g.Context}, [2]int{sh.vocab, sh.context}, name)
 	}
 	for _, name := range []string{config.VitPresetNames()[0], "nonesuch"} {
-		_, err := bench.PresetShape(name)
+		_, err := presetShape(name)
 		require.Error(t, err, name)
 		assert.Contains(t, err.Error(), "llama: "+strings.Join(config.LlamaPresetNames(), ", ")+"; gpt2: "+strings.Join(config.Gpt2PresetNames(), ", "))
 	}
@@ -85,9 +84,9 @@ func TestBenchTrainPresetShapes(t *testing.T) {
 		{"tiny", transformer.Arch, func() (*training.Model, error) { return training.New(c, be) }},
 		{"gpt2-demo", transformer.GPT2Arch, func() (*training.Model, error) { return training.NewGPT2(g, be) }},
 	} {
-		sh, err := bench.PresetShape(want.preset)
+		sh, err := presetShape(want.preset)
 		require.NoError(t, err)
-		m, err := sh.NewModel(be)
+		m, err := sh.newModel(be)
 		require.NoError(t, err, want.preset)
 		ref, err := want.params()
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/toyml/toy/cmd/toy/internal/bench"
 )
 
 // TestBenchServe runs toy bench serve on random weights of the demo preset: one client, then
@@ -21,7 +19,7 @@ import (
 func TestBenchServe(t *testing.T) {
 	var out bytes.Buffer
 	prof := filepath.Join(t.TempDir(), "serve")
-	require.NoError(t, bench.RunBenchServe([]string{"-random", "demo", "-streams", "3", "-requests", "2", "-n", "5", "-t", "1", "-c", "768", "-profile", prof}, &out, io.Discard))
+	require.NoError(t, runBenchServe([]string{"-random", "demo", "-streams", "3", "-requests", "2", "-n", "5", "-t", "1", "-c", "768", "-profile", prof}, &out, io.Discard))
 	for _, name := range []string{"cpu", "block", "mutex"} {
 		b, err := os.ReadFile(prof + "." + name + ".pprof")
 		require.NoError(t, err)
@@ -51,7 +49,7 @@ func TestBenchServeRefuses(t *testing.T) {
 		{"-random", "tiny"}, // 64 tokens: too few for a byte-level tokenizer
 		{"-random", "nope"},
 	} {
-		err := bench.RunBenchServe(args, io.Discard, io.Discard)
+		err := runBenchServe(args, io.Discard, io.Discard)
 		assert.Error(t, err, "%v", args)
 	}
 }
@@ -61,7 +59,7 @@ func TestBenchServeRefuses(t *testing.T) {
 // after the table.
 func TestBenchServeDraftSelf(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, bench.RunBenchServe([]string{"-random", "demo", "-streams", "2", "-requests", "1", "-n", "6", "-t", "1", "-c", "512", "-draft", "self", "-draft-p-min", "0"}, &out, io.Discard))
+	require.NoError(t, runBenchServe([]string{"-random", "demo", "-streams", "2", "-requests", "1", "-n", "6", "-t", "1", "-c", "512", "-draft", "self", "-draft-p-min", "0"}, &out, io.Discard))
 	m := regexp.MustCompile(`the drafter proposed (\d+) tokens, the target accepted (\d+) `).FindStringSubmatch(out.String())
 	require.NotNil(t, m, out.String())
 	proposed, _ := strconv.Atoi(m[1])
