@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/cmd/toy/internal/serve"
 )

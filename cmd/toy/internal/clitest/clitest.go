@@ -35,16 +35,22 @@ import (
 // Command is a command's entry, as main.go's table names it (infer.RunGenerate, serve.Run).
 type Command func(args []string, stdout, stderr io.Writer) error
 
-// Toy runs the command args[0] of cmds on the rest of args as toy's main does, and returns
-// what it wrote to standard output and standard error and its exit status (cli.Exit). A name
-// cmds lacks fails the test run: a room's tests run its own commands.
-func Toy(cmds map[string]Command, args ...string) (stdout, stderr string, code int) {
+// Run runs the command args[0] of cmds on the rest of args as toy's main does, writing to
+// stdout and stderr, and returns its exit status (cli.Exit). A name cmds lacks fails the test
+// run: a room's tests run its own commands.
+func Run(cmds map[string]Command, args []string, stdout, stderr io.Writer) int {
 	run, ok := cmds[args[0]]
 	if !ok {
 		panic(fmt.Sprintf("clitest: no command %q among this test's", args[0]))
 	}
+	return cli.Exit(args[0], run(args[1:], stdout, stderr), stderr)
+}
+
+// Toy is Run that returns what the command wrote to standard output and standard error, and
+// its exit status.
+func Toy(cmds map[string]Command, args ...string) (stdout, stderr string, code int) {
 	var out, errb bytes.Buffer
-	code = cli.Exit(args[0], run(args[1:], &out, &errb), &errb)
+	code = Run(cmds, args, &out, &errb)
 	return out.String(), errb.String(), code
 }
 

@@ -17,9 +17,9 @@ import (
 	"github.com/toyml/toy/engines/tokenizer"
 )
 
-// NotifyInterrupt relays Ctrl-C (SIGINT) to c instead of ending the process, until the
+// notifyInterrupt relays Ctrl-C (SIGINT) to c instead of ending the process, until the
 // function it returns is called; tests replace it to send their own.
-var NotifyInterrupt = func(c chan<- os.Signal) (stop func()) {
+var notifyInterrupt = func(c chan<- os.Signal) (stop func()) {
 	signal.Notify(c, os.Interrupt)
 	return func() { signal.Stop(c) }
 }
@@ -74,7 +74,7 @@ func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.To
 	p := cs.params
 	drawSeed(&p, cs.seedGiven, stderr)
 	interrupts := make(chan os.Signal, 1)
-	stop := NotifyInterrupt(interrupts)
+	stop := notifyInterrupt(interrupts)
 	defer stop()
 	c.loop = &replyLoop{dec: dec, tok: tok, s: sample.NewSampler(p), n: cs.n, stops: stops, interrupts: interrupts,
 		timing: &genTiming{load: time.Since(cs.start)}}

@@ -32,21 +32,21 @@ func RunInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", EscapeText(f.Path()), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
+	fmt.Fprintf(stdout, "%s: GGUF v%d, %d keys, %d tensors, alignment %d, data at %d\n", escapeText(f.Path()), f.Version(), len(f.Keys()), len(f.Tensors()), f.Alignment(), f.DataOffset())
 	keys := f.Keys()
 	for _, k := range keys {
 		v, err := f.Value(k)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "  %-48s %s\n", EscapeText(k), showValue(v, *full))
+		fmt.Fprintf(stdout, "  %-48s %s\n", escapeText(k), showValue(v, *full))
 	}
 	ts := f.Tensors()
 	byType := map[string]int64{}
 	var total int64
 	fmt.Fprintf(stdout, "\n  %-40s %-6s %-24s %12s %12s\n", "tensor", "type", "shape", "offset", "bytes")
 	for _, t := range ts {
-		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", EscapeText(t.Name), ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
+		fmt.Fprintf(stdout, "  %-40s %-6s %-24s %12d %12d\n", escapeText(t.Name), ggml.TypeName(t.Type), fmt.Sprint(t.Ne[:t.NDims]), t.Offset, t.Size)
 		byType[ggml.TypeName(t.Type)] += t.Size
 		total += t.Size
 	}
@@ -73,21 +73,21 @@ func showValue(v any, full bool) string {
 		s = strconv.Quote(x)
 	case []string:
 		if len(x) > 8 && !full {
-			return EscapeText(fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8]))
+			return escapeText(fmt.Sprintf("[%d strings: %q ...]", len(x), x[:8]))
 		}
 		s = fmt.Sprintf("%q", x)
 	}
-	s = EscapeText(s)
+	s = escapeText(s)
 	if r := []rune(s); len(r) > 160 && !full {
 		return string(r[:157]) + "..."
 	}
 	return s
 }
 
-// EscapeText returns s with every rune that is not printable (strconv.IsPrint: control
+// escapeText returns s with every rune that is not printable (strconv.IsPrint: control
 // characters, invalid UTF-8, ...) written as its Go escape, so that text from a file cannot
 // move the cursor, clear the screen or retitle the terminal.
-func EscapeText(s string) string {
+func escapeText(s string) string {
 	ok := true
 	for _, r := range s {
 		if r == utf8.RuneError || !strconv.IsPrint(r) {

@@ -1,4 +1,4 @@
-package main
+package infer
 
 import (
 	"io"
@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
-	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/engines/sample"
 )
 
@@ -124,9 +123,9 @@ func TestChat(t *testing.T) {
 func TestChatInterrupt(t *testing.T) {
 	model := clitest.CheckpointWithContext(t, "tiny", filepath.Join(t.TempDir(), "chat.gguf"), 512)
 	var interrupts chan<- os.Signal
-	prev := infer.NotifyInterrupt
-	infer.NotifyInterrupt = func(c chan<- os.Signal) func() { interrupts = c; return func() {} }
-	t.Cleanup(func() { infer.NotifyInterrupt = prev })
+	prev := notifyInterrupt
+	notifyInterrupt = func(c chan<- os.Signal) func() { interrupts = c; return func() {} }
+	t.Cleanup(func() { notifyInterrupt = prev })
 
 	w := pipeStdin(t)
 	feed(w, false, "func main() {", "return nil") // the pipe stays open: only Ctrl-C ends the conversation
@@ -211,22 +210,5 @@ func TestChatPlainAndRefusals(t *testing.T) {
 		assert.Equal(t, c.code, code, "%v: %s", c.args, errOut)
 		assert.Empty(t, out, c.args)
 		assert.Contains(t, errOut, c.msg, c.args)
-	}
-}
-
-// TestTemplateFlag: every command's -template help lists engines/sample's built-in templates
-// (TemplateNames), and a name that is none of them is refused, listing them, before the command
-// opens the model (here a file that does not exist).
-func TestTemplateFlag(t *testing.T) {
-	names := strings.Join(sample.TemplateNames(), ", ")
-	missing := filepath.Join(t.TempDir(), "missing.gguf")
-	for _, cmd := range [][]string{{"generate", "-chat"}, {"chat"}, {"serve"}, {"finetune", "-data", missing}} {
-		_, help, code := runToy(append(cmd, "-h")...)
-		require.Equal(t, 0, code, help)
-		assert.Contains(t, help, "own: "+names+" (default:", cmd[0])
-		_, errOut, code := runToy(append(cmd, "-m", missing, "-template", "vicuna")...)
-		assert.Equal(t, 1, code, "%s: %s", cmd[0], errOut)
-		assert.Contains(t, errOut, `-template: sample: unknown chat template "vicuna" (known: `+names+")", cmd[0])
-		assert.NotContains(t, errOut, "missing.gguf", cmd[0])
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package infer
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
 )
 

@@ -1,57 +1,16 @@
-package main
+package cli
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/toyml/toy/cmd/toy/internal/cli"
-	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/sample"
-	"github.com/toyml/toy/engines/tokenizer"
-	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 )
-
-func TestGenerateInspectPerplexity(t *testing.T) {
-	model := clitest.TinyCheckpoint(t)
-	gen := func() (string, int) {
-		out, _, code := runToy("generate", "-m", model, "-p", "func main", "-n", "12", "--temp", "0", "-t", "1")
-		return out, code
-	}
-	out1, code := gen()
-	require.Equal(t, 0, code)
-	assert.True(t, strings.HasPrefix(out1, "func main"), out1)
-	out2, _ := gen()
-	assert.Equal(t, out1, out2, "greedy generation is deterministic")
-
-	out, _, code := runToy("inspect", model)
-	require.Equal(t, 0, code)
-	assert.Contains(t, out, `general.architecture                             "llama"`)
-	assert.Contains(t, out, "blk.1.ffn_down.weight")
-
-	text := filepath.Join(t.TempDir(), "t.txt")
-	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("if err != nil { return err }\n", 30)), 0o644))
-	out, errOut, code := runToy("perplexity", "-m", model, "-f", text, "-c", "32", "-t", "1")
-	require.Equal(t, 0, code, errOut)
-	assert.Regexp(t, `^(\[\d+\]\d+\.\d{4},)+\nFinal estimate: PPL = \d+\.\d{4} over \d+ chunks of 32 tokens \(\d+ scored\)\n$`, out)
-
-	// Bad input: errors, not crashes; a failure is status 1, a bad invocation 2.
-	_, errOut, code = runToy("generate", "-m", filepath.Join(t.TempDir(), "none.gguf"), "-p", "x")
-	assert.Equal(t, 1, code, errOut)
-	_, errOut, code = runToy("generate", "-m", model, "-p", "x", "--temp", "-1")
-	assert.Equal(t, 2, code, errOut)
-	_, errOut, code = runToy("perplexity", "-m", model, "-f", text, "-c", "4096")
-	assert.Equal(t, 1, code, errOut)
-}
 
 // TestPresetDefaults checks that the table entry's default preset fills exactly the sampling
 // flags the user did not give.
@@ -59,7 +18,7 @@ func TestPresetDefaults(t *testing.T) {
 	entry := &kernels.Model{Presets: []kernels.Preset{{Name: "greedy"}, {Name: "default", Sampling: config.SamplingOverlay{
 		Temperature: new(0.2), TopK: new(0), TopP: new(0.9), MinP: new(0.0), RepeatPenalty: new(1.1), RepeatLastN: new(32)}}}}
 	p := sample.DefaultParams()
-	require.NoError(t, cli.ApplyPreset(&p, entry, "default", map[string]bool{"top-p": true}))
+	require.NoError(t, ApplyPreset(&p, entry, "default", map[string]bool{"top-p": true}))
 	assert.Equal(t, 0.2, p.Temperature)
 	assert.Equal(t, 0, p.TopK)
 	assert.Equal(t, sample.DefaultParams().TopP, p.TopP, "set by the user: kept")
@@ -90,7 +49,7 @@ func TestPresetOptionsByFlag(t *testing.T) {
 	before := asJSON(start)
 
 	p, set := start, map[string]bool{}
-	require.NoError(t, cli.ApplyPreset(&p, entry, "none", set))
+	require.NoError(t, ApplyPreset(&p, entry, "none", set))
 	assert.Equal(t, start, p, "a preset that gives nothing")
 	assert.Empty(t, set)
 
@@ -105,7 +64,7 @@ func TestPresetOptionsByFlag(t *testing.T) {
 			}
 			flags++
 			p, set := start, map[string]bool{name: true}
-			require.NoError(t, cli.ApplyPreset(&p, entry, "all", set))
+			require.NoError(t, ApplyPreset(&p, entry, "all", set))
 			got := asJSON(p)
 			for key := range preset {
 				switch key {
@@ -126,7 +85,7 @@ func TestPresetOptionsByFlag(t *testing.T) {
 	zeros := &kernels.Model{Name: "m", Presets: []kernels.Preset{{Name: "zeros", Sampling: config.SamplingOverlay{
 		RepeatPenalty: new(0.0), Seed: new(uint64(0)), RepeatLastN: new(0)}}}}
 	p, set = start, map[string]bool{}
-	require.NoError(t, cli.ApplyPreset(&p, zeros, "zeros", set))
+	require.NoError(t, ApplyPreset(&p, zeros, "zeros", set))
 	assert.Equal(t, start.RepeatPenalty, p.RepeatPenalty, "a repeat_penalty of 0 is not applied")
 	assert.Equal(t, start.Seed, p.Seed, "a seed of 0 is not applied")
 	assert.False(t, set["seed"], "nor counts as given")
@@ -145,56 +104,27 @@ func TestSamplingPresets(t *testing.T) {
 	}}
 	p := sample.DefaultParams()
 	set := map[string]bool{}
-	require.NoError(t, cli.PresetFor(&p, entry, false, "greedy", set))
+	require.NoError(t, PresetFor(&p, entry, false, "greedy", set))
 	assert.Equal(t, 0.0, p.Temperature, "a preset named by -sampling-preset applies though the entry does not name the model")
 
 	p, set = sample.DefaultParams(), map[string]bool{}
-	require.NoError(t, cli.PresetFor(&p, entry, false, "default", set))
+	require.NoError(t, PresetFor(&p, entry, false, "default", set))
 	assert.Equal(t, sample.DefaultParams(), p, "the default preset needs an entry that names the model")
-	require.NoError(t, cli.PresetFor(&p, entry, true, "default", set))
+	require.NoError(t, PresetFor(&p, entry, true, "default", set))
 	assert.Equal(t, 0.7, p.Temperature)
 
 	p, set = sample.DefaultParams(), map[string]bool{}
-	require.NoError(t, cli.PresetFor(&p, entry, true, "seeded", set))
+	require.NoError(t, PresetFor(&p, entry, true, "seeded", set))
 	assert.Equal(t, uint64(42), p.Seed)
 	assert.True(t, set["seed"], "the preset's seed counts as given: none is drawn")
 	p, set = sample.DefaultParams(), map[string]bool{"seed": true}
 	p.Seed = 7
-	require.NoError(t, cli.PresetFor(&p, entry, true, "seeded", set))
+	require.NoError(t, PresetFor(&p, entry, true, "seeded", set))
 	assert.Equal(t, uint64(7), p.Seed, "-seed wins over the preset's")
 
-	err := cli.PresetFor(&p, entry, true, "creative", map[string]bool{})
+	err := PresetFor(&p, entry, true, "creative", map[string]bool{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "default, greedy, seeded")
-	require.Error(t, cli.PresetFor(&p, nil, false, "greedy", map[string]bool{}))
-	require.NoError(t, cli.PresetFor(&p, nil, false, "default", map[string]bool{}))
-}
-
-// TestAddEOSAndPresetFlag runs generate on two checkpoints that differ only in
-// tokenizer.ggml.add_eos_token: the one that adds EOS has one prompt token more (the EOS after
-// the prompt, as llama.cpp tokenizes it), and -sampling-preset greedy (the llama entry's, which
-// resolves for the random model by its architecture) gives what --temp 0 gives.
-func TestAddEOSAndPresetFlag(t *testing.T) {
-	plain := clitest.TinyCheckpoint(t)
-	withEOS := clitest.CheckpointOf(t, "tiny", filepath.Join(t.TempDir(), "eos.gguf"), transformer.KV{Key: tokenizer.KeyAddEOS, Value: true})
-	promptTokens := func(model string) int {
-		_, errOut, code := runToy("generate", "-m", model, "-p", "func main", "-n", "2", "--temp", "0", "-t", "1")
-		require.Equal(t, 0, code, errOut)
-		m := regexp.MustCompile(`prompt (\d+) tokens`).FindStringSubmatch(errOut)
-		require.NotNil(t, m, errOut)
-		n, err := strconv.Atoi(m[1])
-		require.NoError(t, err)
-		return n
-	}
-	assert.Equal(t, promptTokens(plain)+1, promptTokens(withEOS))
-
-	greedy, errOut, code := runToy("generate", "-m", plain, "-p", "func main", "-n", "8", "--temp", "0", "-t", "1")
-	require.Equal(t, 0, code, errOut)
-	preset, errOut, code := runToy("generate", "-m", plain, "-p", "func main", "-n", "8", "-sampling-preset", "greedy", "-t", "1")
-	require.Equal(t, 0, code, errOut)
-	assert.Equal(t, greedy, preset)
-	assert.NotContains(t, errOut, "seed", "greedy draws no seed")
-	_, errOut, code = runToy("generate", "-m", plain, "-p", "func main", "-sampling-preset", "creative", "-t", "1")
-	assert.Equal(t, 2, code, errOut)
-	assert.Contains(t, errOut, "default, greedy")
+	require.Error(t, PresetFor(&p, nil, false, "greedy", map[string]bool{}))
+	require.NoError(t, PresetFor(&p, nil, false, "default", map[string]bool{}))
 }
