@@ -137,7 +137,7 @@ func TestCountFlags(t *testing.T) {
 			return append([]string{"train", "-text", text, "-runs", fresh("")}, trainFlags...)
 		}, false},
 		{1, func() []string {
-			return append([]string{"train-vit", "-data", shapes, "-steps", "1", "-t", "1", "-runs", fresh("")}, tinyViTFlags...)
+			return append([]string{"train-vit", "-data", shapes, "-steps", "1", "-t", "1", "-runs", fresh("")}, clitest.TinyViTFlags...)
 		}, false},
 		{3, func() []string {
 			return []string{"train", "-recipe", "dflash", "-target", model, "-data", one, "-steps", "1", "-seqs", "1", "-seq", "16",

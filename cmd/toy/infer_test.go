@@ -139,7 +139,7 @@ func TestThreadsZeroIsOnePerCore(t *testing.T) {
 	shapes := filepath.Join(t.TempDir(), "shapes")
 	require.NoError(t, data.WriteShapesFolder(shapes, 60, 16, 1))
 	out, errOut, code = runToy(append([]string{"train-vit", "-data", shapes, "-steps", "1", "-warmup", "0", "-t", "0",
-		"-runs", t.TempDir()}, tinyViTFlags...)...)
+		"-runs", t.TempDir()}, clitest.TinyViTFlags...)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, fmt.Sprintf("; %d threads;", perCore))
 }

@@ -14,15 +14,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
 	"github.com/toyml/toy/ggml"
 )
-
-// tinyViTFlags shape a ViT small enough for a command test.
-var tinyViTFlags = []string{"-held", "30", "-batch", "8", "-eval-every", "10", "-image-size", "16", "-patch-size", "4",
-	"-channels", "1", "-d-model", "16", "-n-heads", "2", "-d-ff", "32", "-n-layers", "1", "-classes", "3"}
 
 // TestTrainViTAndClassify: toy train -arch vit (and its other spelling, toy train-vit) on an
 // ImageFolder of shapes writes a checkpoint that toy classify reads, printing top-k class
@@ -36,7 +33,7 @@ func TestTrainViTAndClassify(t *testing.T) {
 	require.NoError(t, data.WriteShapesFolder(dir, 90, 16, 1))
 	for _, spelling := range [][]string{{"train", "-arch", "vit"}, {"train-vit"}} {
 		runsDir := t.TempDir()
-		args := append(append(append([]string(nil), spelling...), "-data", dir, "-steps", "20", "-runs", runsDir), tinyViTFlags...)
+		args := append(append(append([]string(nil), spelling...), "-data", dir, "-steps", "20", "-runs", runsDir), clitest.TinyViTFlags...)
 		out, errOut, code := runToy(args...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, "held-out loss")
@@ -106,17 +103,4 @@ func TestTrainViTAndClassify(t *testing.T) {
 	_, errOut, code := runToy("train-vit", "-arch", "gpt2")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "toy train-vit trains vit")
-}
-
-// TestTrainViTRefusesMPIRun: under mpirun every rank would train a ViT run of its own, so toy
-// train -arch vit refuses a job of several ranks before it writes anything.
-func TestTrainViTRefusesMPIRun(t *testing.T) {
-	t.Setenv("OMPI_COMM_WORLD_SIZE", "2")
-	runsDir := t.TempDir()
-	_, errOut, code := runToy(append([]string{"train", "-arch", "vit", "-shapes", "30", "-steps", "2", "-runs", runsDir}, tinyViTFlags...)...)
-	assert.NotEqual(t, 0, code)
-	assert.Contains(t, errOut, "does not train data-parallel yet")
-	entries, err := os.ReadDir(runsDir)
-	require.NoError(t, err)
-	assert.Empty(t, entries, "no run is written")
 }

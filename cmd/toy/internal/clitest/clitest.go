@@ -54,6 +54,10 @@ func Toy(cmds map[string]Command, args ...string) (stdout, stderr string, code i
 	return out.String(), errb.String(), code
 }
 
+// TinyViTFlags shape a ViT small enough for a command test.
+var TinyViTFlags = []string{"-held", "30", "-batch", "8", "-eval-every", "10", "-image-size", "16", "-patch-size", "4",
+	"-channels", "1", "-d-model", "16", "-n-heads", "2", "-d-ff", "32", "-n-layers", "1", "-classes", "3"}
+
 // Swap sets *p to v for the rest of the test (a package's standard input, say).
 func Swap[T any](t *testing.T, p *T, v T) {
 	prev := *p

@@ -1,4 +1,4 @@
-package main
+package infer
 
 import (
 	"path/filepath"
@@ -45,16 +45,4 @@ func TestGenerateDraft(t *testing.T) {
 	_, errOut, code = runToy(append(base, "-draft", model, "-draft-p-min", "1")...)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "-draft-p-min 1")
-}
-
-func TestBenchModelDraft(t *testing.T) {
-	model := clitest.TinyCheckpoint(t)
-	out, errOut, code := runToy("bench", "model", "-m", model, "-draft", "self", "-p", "4", "-n", "8", "-r", "1", "-t", "1", "-draft-n", "4", "-draft-p-min", "0,0.99")
-	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "| speculative | tg8   |   4 |  0.00 |")
-	assert.Contains(t, out, "| speculative | tg8   |   4 |  0.99 |")
-	assert.NotContains(t, out, "false", "identical output in every row")
-	_, errOut, code = runToy("bench", "model", "-m", model, "-draft", "self", "-p", "4", "-n", "8", "-r", "1", "-t", "1", "-draft-p-min", "0,x")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "not a probability")
 }
