@@ -1,0 +1,87 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// internalPrefix is the import path of toy's command packages (cmd/toy/internal/...).
+const internalPrefix = "github.com/toyml/toy/cmd/toy/internal/"
+
+// below are the packages of cmd/toy/internal under the rooms, with those each may import:
+// cli, what every command shares, and clitest, the kit of the commands' tests. Every other
+// package there is a room, holding commands.
+var below = map[string][]string{"cli": nil, "clitest": {"cli"}}
+
+// internalImports lists the cmd/toy/internal packages each Go file in dir imports (every
+// file, whatever its build constraints), by file name.
+func internalImports(t *testing.T, dir string) map[string][]string {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, dir)
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		require.NoError(t, err)
+		out[path] = nil
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if rest, ok := strings.CutPrefix(p, internalPrefix); ok {
+				out[path] = append(out[path], strings.Split(rest, "/")[0])
+			}
+		}
+	}
+	return out
+}
+
+// TestRoomsLayering: cmd/toy is split into rooms by stage (infer, serve, bench, train, export,
+// tools), each a package under cmd/toy/internal. A room imports cli and, in its tests,
+// clitest, but never another room (a piece two rooms need moves down into cli); cli imports
+// none of them, clitest only cli; main.go, the command table, imports every room.
+func TestRoomsLayering(t *testing.T) {
+	entries, err := os.ReadDir("internal")
+	require.NoError(t, err)
+	var rooms []string
+	for _, e := range entries {
+		if _, ok := below[e.Name()]; e.IsDir() && !ok {
+			rooms = append(rooms, e.Name())
+		}
+	}
+	assert.Subset(t, rooms, []string{"bench", "export", "infer", "serve", "tools", "train"}, "the walk found the rooms")
+
+	var bad []string
+	for _, room := range rooms {
+		for path, imported := range internalImports(t, filepath.Join("internal", room)) {
+			for _, p := range imported {
+				if p != "cli" && !(p == "clitest" && strings.HasSuffix(path, "_test.go")) {
+					bad = append(bad, path+" imports "+p)
+				}
+			}
+		}
+	}
+	for pkg, allowed := range below {
+		for path, imported := range internalImports(t, filepath.Join("internal", pkg)) {
+			for _, p := range imported {
+				if !slices.Contains(allowed, p) {
+					bad = append(bad, path+" imports "+p)
+				}
+			}
+		}
+	}
+	assert.Empty(t, bad, "a room imports cli (and its tests clitest), never another room; cli imports no room, clitest only cli")
+
+	mainImports := internalImports(t, ".")["main.go"]
+	for _, room := range rooms {
+		assert.Contains(t, mainImports, room, "main.go's table names every room's commands")
+	}
+}
