@@ -9,7 +9,7 @@ import (
 )
 
 // ParseFlags parses args with fs, whose usage goes to stderr. The flag package's own report of
-// a bad flag is suppressed, so that run prints the error once: a parse error comes back as a
+// a bad flag is suppressed, so that Exit prints the error once: a parse error comes back as a
 // UsageError. -h prints the usage and returns flag.ErrHelp.
 func ParseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	fs.SetOutput(io.Discard)
