@@ -27,6 +27,11 @@
 //	          bench serve: toy serve's throughput with 1 and N streaming clients
 //	help      print this help
 //
+// This package is the command table, the usage and the dispatch; each command's code lives in
+// a room under cmd/toy/internal: infer (generate, chat, perplexity, inspect), serve, bench,
+// train (train, train-vit, classify, finetune), export and tools (tokenizer, tokenize, plot,
+// kernels, version), over cli, what every command shares.
+//
 // The backend (cpu, cuda, metal) is fixed when toy is built: `make` builds for cpu, `make
 // target=cuda` for NVIDIA GPUs (docs/CUDA.md); metal is declared but not built.
 package main

@@ -17,36 +17,6 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// OpenDFlash opens the drafter the kernel table's entry pairs with the model (its [dflash]
-// draft_model, relative to modelsDir unless absolute) and checks that the file's pairing is
-// the declared one.
-func OpenDFlash(m *decoding.GGUFModel, entry *kernels.Model, named bool, modelsDir string) (*speculative.DFlash, error) {
-	if entry == nil || !named || entry.DFlash == nil {
-		name := "no entry"
-		if entry != nil {
-			name = "entry " + entry.Name
-		}
-		return nil, fmt.Errorf("-dflash: the kernel table pairs no DFlash drafter with %s (%s; a MODEL.toml [dflash] section names one, for a model its match names name); -draft names a draft model", m.Path(), name)
-	}
-	decl := entry.DFlash
-	path := decl.DraftModel
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(modelsDir, path)
-	}
-	df, err := speculative.OpenDFlash(path, m)
-	if err != nil {
-		return nil, fmt.Errorf("-dflash (the drafter entry %s pairs with the model): %w", entry.Name, err)
-	}
-	c := df.Cfg
-	want := speculative.DFlashConfig{Gamma: decl.Gamma, Window: decl.WindowSize, MaskToken: decl.MaskTokenID, TargetLayers: decl.TargetLayerIDs, Layers: c.Layers}
-	if c.Gamma != want.Gamma || c.Window != want.Window || c.MaskToken != want.MaskToken || len(decl.TargetLayerIDs) > 0 && fmt.Sprint(c.TargetLayers) != fmt.Sprint(want.TargetLayers) {
-		df.Close()
-		return nil, fmt.Errorf("-dflash: %s was trained with block %d, window %d, mask token %d, target layers %v; entry %s declares %d, %d, %d, %v",
-			path, c.Gamma, c.Window, c.MaskToken, c.TargetLayers, entry.Name, want.Gamma, want.Window, want.MaskToken, want.TargetLayers)
-	}
-	return df, nil
-}
-
 // DecoderFlags are the flags every command that runs a model shares.
 type DecoderFlags struct {
 	Model string
@@ -263,4 +233,34 @@ func CheckLoRAScale(s float64) error {
 		return Usagef("-lora-scale 0: an adapter at scale 0 changes nothing; leave out -lora instead")
 	}
 	return nil
+}
+
+// OpenDFlash opens the drafter the kernel table's entry pairs with the model (its [dflash]
+// draft_model, relative to modelsDir unless absolute) and checks that the file's pairing is
+// the declared one.
+func OpenDFlash(m *decoding.GGUFModel, entry *kernels.Model, named bool, modelsDir string) (*speculative.DFlash, error) {
+	if entry == nil || !named || entry.DFlash == nil {
+		name := "no entry"
+		if entry != nil {
+			name = "entry " + entry.Name
+		}
+		return nil, fmt.Errorf("-dflash: the kernel table pairs no DFlash drafter with %s (%s; a MODEL.toml [dflash] section names one, for a model its match names name); -draft names a draft model", m.Path(), name)
+	}
+	decl := entry.DFlash
+	path := decl.DraftModel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(modelsDir, path)
+	}
+	df, err := speculative.OpenDFlash(path, m)
+	if err != nil {
+		return nil, fmt.Errorf("-dflash (the drafter entry %s pairs with the model): %w", entry.Name, err)
+	}
+	c := df.Cfg
+	want := speculative.DFlashConfig{Gamma: decl.Gamma, Window: decl.WindowSize, MaskToken: decl.MaskTokenID, TargetLayers: decl.TargetLayerIDs, Layers: c.Layers}
+	if c.Gamma != want.Gamma || c.Window != want.Window || c.MaskToken != want.MaskToken || len(decl.TargetLayerIDs) > 0 && fmt.Sprint(c.TargetLayers) != fmt.Sprint(want.TargetLayers) {
+		df.Close()
+		return nil, fmt.Errorf("-dflash: %s was trained with block %d, window %d, mask token %d, target layers %v; entry %s declares %d, %d, %d, %v",
+			path, c.Gamma, c.Window, c.MaskToken, c.TargetLayers, entry.Name, want.Gamma, want.Window, want.MaskToken, want.TargetLayers)
+	}
+	return df, nil
 }
