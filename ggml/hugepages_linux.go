@@ -19,3 +19,9 @@ func adviseHugePages(p unsafe.Pointer, n int) {
 	}
 	_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Add(p, skip)), (n-skip)/page*page), syscall.MADV_HUGEPAGE)
 }
+
+// releasePages drops the process's pages of b, part of a read-only mapping of a file
+// (MappedGGUF.Release): the next read faults them back in from the page cache or the file.
+func releasePages(b []byte) bool {
+	return len(b) > 0 && syscall.Madvise(b, syscall.MADV_DONTNEED) == nil
+}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/toyml/toy/generated/cpuops"
 	"github.com/toyml/toy/generated/ggmlc"
@@ -71,8 +72,10 @@ func KQuantRepackable(w *Tensor) error {
 // it, in host memory) into one buffer of backend b (advised for huge pages, as MapGGUF's read
 // weights are: a generation step streams them) in the layout of toy's k-quant kernel. The
 // matrices are left as they were (other operations, a row lookup of a tied embedding, may still
-// read them). Close frees the copies, after the last graph that reads them has run.
-func RepackKQuants(b *Backend, ws []*Tensor) (*KQuantSet, error) {
+// read them); repacked, where set, hears each matrix as soon as its copy is whole, one call at a
+// time (a caller that has no more use for the original can release it then: MappedGGUF.Release).
+// Close frees the copies, after the last graph that reads them has run.
+func RepackKQuants(b *Backend, ws []*Tensor, repacked func(w *Tensor)) (*KQuantSet, error) {
 	if b == nil || !b.IsCPU() {
 		return nil, fmt.Errorf("ggml: RepackKQuants: toy's k-quant kernel runs on the CPU backend only")
 	}
@@ -92,6 +95,7 @@ func RepackKQuants(b *Backend, ws []*Tensor) (*KQuantSet, error) {
 		return nil, err
 	}
 	s := &KQuantSet{ctx: ctx, byW: make(map[*Tensor]*KQuantWeights, len(ws))}
+	var order []*Tensor // ws without repeats
 	for _, w := range ws {
 		if s.byW[w] != nil {
 			continue
@@ -106,38 +110,75 @@ func RepackKQuants(b *Backend, ws []*Tensor) (*KQuantSet, error) {
 		}
 		s.byW[w] = &KQuantWeights{typ: w.Type(), k: ne[0], n: ne[1], set: s, t: t}
 		s.size += size
+		order = append(order, w)
 	}
 	if s.buf, err = b.Alloc(ctx); err != nil {
 		ctx.Close()
 		return nil, err
 	}
 	s.buf.AdviseHugePages()
-	// The matrices are repacked by as many goroutines as there are processors (a cgo call
-	// leaves its P, so they run side by side even under GOMAXPROCS 1): a 1B model's 0.8 GB
-	// took 5 s on one.
-	jobs := make(chan *Tensor)
-	var wg sync.WaitGroup
-	var failed atomic.Pointer[Tensor]
-	for range runtime.NumCPU() {
-		wg.Go(func() {
-			for w := range jobs {
-				ne := w.Ne()
-				if cpuops.KquantRepack(int(w.Type()), w.t.Data(), ne[0], ne[1], s.byW[w].t.t.Data()) != 0 {
-					failed.Store(w)
-				}
-			}
-		})
-	}
-	for w := range s.byW {
-		jobs <- w
-	}
-	close(jobs)
-	wg.Wait()
-	if w := failed.Load(); w != nil {
+	if w := repackRows(order, s.byW, repackJobBytes, repacked); w != nil {
 		s.Close()
 		return nil, fmt.Errorf("ggml: RepackKQuants: %s: the kernel refused the shape", w.describe())
 	}
 	return s, nil
+}
+
+// repackJobBytes is about how many bytes of weights one job of repackRows repacks: small
+// enough that the largest matrix (a tied head, a quarter of a 1B model) spreads over every
+// processor, large enough that a job costs far more than handing it over.
+const repackJobBytes = 4 << 20
+
+// repackRows repacks the matrices ws into their copies' tensors, in jobs of about jobBytes of
+// whole groups of 16 rows (the kernel's groups, each independent of the others) shared by as many goroutines as
+// there are processors (a cgo call leaves its P, so they run side by side even under
+// GOMAXPROCS 1; a 1B model's 0.8 GB took 5 s on one thread, 0.5 s on two, matrix by matrix,
+// when one thread was left with the head). It calls repacked (one call at a time) with each
+// matrix whose rows are all done, and returns a matrix the kernel refused, or nil.
+func repackRows(ws []*Tensor, byW map[*Tensor]*KQuantWeights, jobBytes int64, repacked func(w *Tensor)) *Tensor {
+	type job struct {
+		w          *Tensor
+		rows, nrow int64 // rows [rows, rows+nrow)
+		left       *atomic.Int64
+	}
+	var jobs []job
+	for _, w := range ws {
+		ne := w.Ne()
+		rowsPerJob := max(1, jobBytes/int64(w.Nb()[1])/16) * 16
+		left := new(atomic.Int64)
+		left.Store((ne[1] + rowsPerJob - 1) / rowsPerJob)
+		for r := int64(0); r < ne[1]; r += rowsPerJob {
+			jobs = append(jobs, job{w: w, rows: r, nrow: min(rowsPerJob, ne[1]-r), left: left})
+		}
+	}
+	var (
+		next   atomic.Int64
+		failed atomic.Pointer[Tensor]
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+	)
+	for range min(runtime.NumCPU(), len(jobs)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+				j := jobs[i]
+				ne, typ := j.w.Ne(), int(j.w.Type())
+				// Group g of 16 rows is at g·(k/256)·chunk in the copy: the bytes of the rows
+				// before it, repacked.
+				src := unsafe.Add(j.w.t.Data(), j.rows*int64(j.w.Nb()[1]))
+				dst := unsafe.Add(byW[j.w].t.t.Data(), cpuops.KquantBytes(typ, ne[0], 16)*(j.rows/16))
+				if cpuops.KquantRepack(typ, src, ne[0], j.nrow, dst) != 0 {
+					failed.Store(j.w)
+				}
+				if j.left.Add(-1) == 0 && repacked != nil {
+					mu.Lock()
+					repacked(j.w)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return failed.Load()
 }
 
 // Weights is w's repacked copy, or nil where the set has none.

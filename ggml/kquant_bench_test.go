@@ -39,7 +39,7 @@ func BenchmarkMulMatKQuant(b *testing.B) {
 		for _, w := range ws {
 			require.NoError(b, w.SetBytes(raw))
 		}
-		set, err := RepackKQuants(be, ws)
+		set, err := RepackKQuants(be, ws, nil)
 		require.NoError(b, err)
 		rws := make([]*KQuantWeights, layers)
 		for i, w := range ws {

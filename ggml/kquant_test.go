@@ -3,10 +3,14 @@ package ggml
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
+	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/generated/cpuops"
 	"github.com/toyml/toy/internal/reference"
 )
 
@@ -52,7 +56,7 @@ func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQ
 	require.NoError(t, err)
 	t.Cleanup(func() { buf.Close() })
 	require.NoError(t, w.SetBytes(raw))
-	set, err := RepackKQuants(h.be, []*Tensor{w})
+	set, err := RepackKQuants(h.be, []*Tensor{w}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { set.Close() })
 	return set.Weights(w)
@@ -164,7 +168,70 @@ func TestMulMatKQuant(t *testing.T) {
 		ctx, err := NewContext(ContextOptions{MaxTensors: 1})
 		require.NoError(t, err)
 		defer ctx.Close()
-		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)})
+		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)}, nil)
 		require.ErrorContains(t, err, "want q4_K, q5_K or q6_K")
 	})
+}
+
+// TestRepackRowsJobs checks that RepackKQuants' jobs of a few groups of 16 rows (the last
+// group short) build the same copy, to the byte, as one call of the kernel's repack over the
+// whole matrix (the layout TestMulMatKQuant checks against ggml), and that each matrix is
+// announced once, when its copy is whole. The weights are random bytes: the repack moves
+// bits, whatever they encode.
+func TestRepackRowsJobs(t *testing.T) {
+	h := newHarness(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	type matrix struct {
+		typ  Type
+		k, n int64
+	}
+	ms := []matrix{{Q4_K, 512, 1000}, {Q5_K, 256, 37}, {Q6_K, 768, 333}, {Q4_K, 256, 16}}
+	ctx, err := NewContext(ContextOptions{MaxTensors: len(ms)})
+	require.NoError(t, err)
+	defer ctx.Close()
+	ws := make([]*Tensor, len(ms))
+	for i, m := range ms {
+		ws[i] = ctx.NewTensor(m.typ, m.k, m.n)
+	}
+	buf, err := h.be.Alloc(ctx)
+	require.NoError(t, err)
+	defer buf.Close()
+	want := map[*Tensor][]byte{}
+	for i, w := range ws {
+		raw := make([]byte, w.Bytes())
+		for j := range raw {
+			raw[j] = byte(rng.Uint32())
+		}
+		require.NoError(t, w.SetBytes(raw))
+		ref := make([]byte, cpuops.KquantBytes(int(ms[i].typ), ms[i].k, ms[i].n))
+		require.Zero(t, cpuops.KquantRepack(int(ms[i].typ), unsafe.Pointer(&raw[0]), ms[i].k, ms[i].n, unsafe.Pointer(&ref[0])))
+		want[w] = ref
+	}
+	for _, jobBytes := range []int64{1, 5000, 1 << 30} { // a group a job, a few, a matrix
+		t.Run(fmt.Sprintf("jobBytes=%d", jobBytes), func(t *testing.T) {
+			sctx, err := NewContext(ContextOptions{MaxTensors: len(ms)})
+			require.NoError(t, err)
+			defer sctx.Close()
+			byW := map[*Tensor]*KQuantWeights{}
+			for i, w := range ws {
+				byW[w] = &KQuantWeights{typ: ms[i].typ, k: ms[i].k, n: ms[i].n, t: sctx.NewTensor(I8, int64(len(want[w])))}
+			}
+			sbuf, err := h.be.Alloc(sctx)
+			require.NoError(t, err)
+			defer sbuf.Close()
+			announced := map[*Tensor]int{}
+			require.Nil(t, repackRows(ws, byW, jobBytes, func(w *Tensor) {
+				announced[w]++
+				got, err := byW[w].t.ReadBytes()
+				require.NoError(t, err)
+				assert.Equal(t, want[w], got, "%s: the copy when announced", w.describe())
+			}))
+			for _, w := range ws {
+				assert.Equal(t, 1, announced[w], "%s announced once", w.describe())
+				got, err := byW[w].t.ReadBytes()
+				require.NoError(t, err)
+				assert.Equal(t, want[w], got, "%s", w.describe())
+			}
+		})
+	}
 }

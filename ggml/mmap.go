@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,12 +17,18 @@ import (
 // copied; the page cache is shared by every process that maps the file; a platform without
 // mmap or a failed mapping reads instead).
 type MappedGGUF struct {
-	path    string
-	ctx     *Context
-	byName  map[string]*Tensor
-	buf     ggmlc.BackendBuffer // the buffer wrapping the mapping, or the backend buffer
-	mapping []byte              // nil when the data was read
-	size    int64
+	path   string
+	ctx    *Context
+	byName map[string]*Tensor
+	buf    ggmlc.BackendBuffer // the backend buffer the read tensors are in; nil when none was read
+	// mapping is the file mapped, nil when nothing is; mapBuf wraps it, and the tensors in it
+	// are those of mapped (every tensor with MapOptions.Mmap, else MapOptions.FileBacked's).
+	mapping  []byte
+	mapBuf   ggmlc.BackendBuffer
+	mapped   map[*Tensor]bool
+	released map[*Tensor]bool // mapped tensors whose pages Release dropped
+	whole    bool             // every tensor is in the mapping (MapOptions.Mmap honoured)
+	size     int64
 }
 
 // MapOptions tune MapGGUF.
@@ -33,6 +40,13 @@ type MapOptions struct {
 	// written: docs/PERFORMANCE.md, "Weights read into huge pages"). Mapping starts faster and
 	// shares the file's pages between processes.
 	Mmap bool
+	// FileBacked, where set, chooses tensors to map from the file when the rest are read (on
+	// the CPU backend, where the platform maps files; elsewhere they are read with the rest):
+	// tensors a caller copies into another layout at load and then releases (MappedGGUF.Release),
+	// so that the original costs no memory of its own, and any later reader of it pages it back
+	// in from the page cache or the file. Reading a mapped tensor is slower where it is streamed
+	// (4 KiB pages of the page cache, not the read buffer's huge pages).
+	FileBacked func(GGUFTensor) bool
 }
 
 // MapGGUF places the tensors of the open file f on backend b: memory-mapped when b is the
@@ -84,11 +98,27 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 			return nil, fmt.Errorf("gguf %s: tensor %q (bytes %d..%d) lies beyond the end of the file (%d bytes): truncated?", f.path, info.Name, info.Offset, info.Offset+info.Size, m.size)
 		}
 	}
-	if opts.Mmap && ggmlc.BackendIsCPU(b.b) {
-		if err := m.mapFile(fh, infos); err == nil {
-			return m, nil
+	toMap := infos
+	if !opts.Mmap {
+		toMap = nil
+		if opts.FileBacked != nil {
+			for _, info := range infos {
+				if opts.FileBacked(info) {
+					toMap = append(toMap, info)
+				}
+			}
 		}
-		// Fall through to reading: the platform or the file system cannot map it.
+	}
+	if len(toMap) > 0 && ggmlc.BackendIsCPU(b.b) {
+		err := m.mapFile(fh, toMap)
+		var placed errPlaced
+		if errors.As(err, &placed) {
+			ctx.Close()
+			return nil, placed.error
+		}
+		// On another error read them with the rest: the platform or the file system cannot
+		// map the file.
+		m.whole = err == nil && len(toMap) == len(infos)
 	}
 	if err := m.readFile(fh, infos, b); err != nil {
 		m.Close()
@@ -97,7 +127,7 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 	return m, nil
 }
 
-// mapFile maps the whole file and places each tensor at its offset in the mapping.
+// mapFile maps the whole file and places each tensor of infos at its offset in the mapping.
 func (m *MappedGGUF) mapFile(fh *os.File, infos []GGUFTensor) error {
 	data, err := mmapFile(fh, m.size)
 	if err != nil {
@@ -110,30 +140,46 @@ func (m *MappedGGUF) mapFile(fh *os.File, infos []GGUFTensor) error {
 		return fmt.Errorf("ggml could not wrap the mapping")
 	}
 	ggmlc.BackendBufferSetUsage(buf, ggmlc.BackendBufferUsageWeights)
+	mapped := make(map[*Tensor]bool, len(infos))
 	for _, info := range infos {
 		t := m.byName[info.Name]
 		if st := ggmlc.BackendTensorAlloc(buf, t.t, unsafe.Add(base, info.Offset)); st != ggmlc.StatusSuccess {
+			// The tensors placed so far point into the mapping, which this frees: they
+			// cannot be read instead, so the file cannot be loaded.
 			ggmlc.BackendBufferFree(buf)
 			munmapFile(data)
-			return fmt.Errorf("tensor %q: %s", info.Name, ggmlc.StatusToString(st))
+			return errPlaced{fmt.Errorf("gguf %s: tensor %q: %s", m.path, info.Name, ggmlc.StatusToString(st))}
 		}
+		mapped[t] = true
 	}
-	m.buf, m.mapping = buf, data
+	m.mapBuf, m.mapping, m.mapped = buf, data, mapped
 	return nil
 }
 
-// readFile allocates one backend buffer for every tensor and reads the data into it in
-// chunks.
+// errPlaced is mapFile's error after it placed tensors in the mapping it then freed.
+type errPlaced struct{ error }
+
+// readFile allocates one backend buffer for every tensor not mapped and reads their data into
+// it in chunks.
 func (m *MappedGGUF) readFile(fh *os.File, infos []GGUFTensor, b *Backend) error {
-	buf, err := b.Alloc(m.ctx)
+	var toRead []GGUFTensor
+	for _, info := range infos {
+		if !m.mapped[m.byName[info.Name]] {
+			toRead = append(toRead, info)
+		}
+	}
+	if len(toRead) == 0 {
+		return nil
+	}
+	buf, err := b.Alloc(m.ctx) // the tensors without data: those not mapped
 	if err != nil {
 		return fmt.Errorf("gguf %s: %w", m.path, err)
 	}
 	m.buf = buf.buf
 	buf.AdviseHugePages()
 	const chunk = 1 << 20
-	tmp := make([]byte, min(chunk, maxTensorSize(infos)))
-	for _, info := range infos {
+	tmp := make([]byte, min(chunk, maxTensorSize(toRead)))
+	for _, info := range toRead {
 		t := m.byName[info.Name]
 		for off := int64(0); off < info.Size; off += chunk {
 			n := min(chunk, info.Size-off)
@@ -161,21 +207,64 @@ func maxTensorSize(infos []GGUFTensor) int64 {
 func (m *MappedGGUF) Tensor(name string) *Tensor { return m.byName[name] }
 
 // Mapped reports whether the tensors point into a memory mapping of the file (rather than a
-// copy of it).
-func (m *MappedGGUF) Mapped() bool { return m.mapping != nil }
+// copy of it): every tensor, as MapOptions.Mmap asks.
+func (m *MappedGGUF) Mapped() bool { return m.whole }
+
+// FileBacked reports whether t's data lies in the mapping of the file (MapOptions.Mmap or
+// MapOptions.FileBacked), where Release can drop it.
+func (m *MappedGGUF) FileBacked(t *Tensor) bool { return m.mapped[t] }
+
+// Release drops the process's pages of the data of t, one of the file-backed tensors (a copy
+// of which the caller made, to read instead), and reports whether it did. The tensor stays
+// valid: whatever reads it later faults its bytes back in from the page cache or the file
+// (so the cost of releasing a tensor still read is time, never a value). A tensor that was
+// read, not mapped, and every tensor on a platform without madvise, is left as it is.
+func (m *MappedGGUF) Release(t *Tensor) bool {
+	if m == nil || !m.mapped[t] || m.released[t] {
+		return false
+	}
+	// The whole pages around the data: the mapping is read-only and backed by the file, so
+	// dropping a neighbour's page costs it a fault, never its bytes.
+	base := uintptr(unsafe.Pointer(&m.mapping[0]))
+	start := uintptr(t.t.Data()) - base
+	end := start + uintptr(t.Bytes())
+	start -= start % pageSize
+	end = min(uintptr(len(m.mapping)), (end+pageSize-1)/pageSize*pageSize)
+	if !releasePages(m.mapping[start:end]) {
+		return false
+	}
+	if m.released == nil {
+		m.released = map[*Tensor]bool{}
+	}
+	m.released[t] = true
+	return true
+}
+
+// pageSize is the granule Release rounds to (the pages of a mapping are at least this large).
+const pageSize = 4096
 
 // Path is the file's path.
 func (m *MappedGGUF) Path() string { return m.path }
 
-// Bytes is the size of the tensor data in memory: the whole file when it is mapped.
+// Bytes is the size of the tensor data the model holds in memory: the read buffer, and the
+// mapped tensors that were not released (the whole file, its header included, less those, when
+// every tensor is mapped). A released tensor that a reader paged back in is not counted.
 func (m *MappedGGUF) Bytes() int64 {
-	if m.mapping != nil {
-		return int64(len(m.mapping))
+	var n int64
+	if !m.buf.IsNil() {
+		n = int64(ggmlc.BackendBufferGetSize(m.buf))
 	}
-	if m.buf.IsNil() {
-		return 0
+	if m.whole {
+		n += int64(len(m.mapping))
+	} else {
+		for t := range m.mapped {
+			n += int64(t.Bytes())
+		}
 	}
-	return int64(ggmlc.BackendBufferGetSize(m.buf))
+	for t := range m.released {
+		n -= int64(t.Bytes())
+	}
+	return n
 }
 
 // Close frees the buffer, unmaps the file and frees the tensors. Safe to call more than once.
@@ -187,10 +276,14 @@ func (m *MappedGGUF) Close() error {
 		ggmlc.BackendBufferFree(m.buf)
 		m.buf = ggmlc.BackendBuffer{}
 	}
+	if !m.mapBuf.IsNil() {
+		ggmlc.BackendBufferFree(m.mapBuf)
+		m.mapBuf = ggmlc.BackendBuffer{}
+	}
 	var err error
 	if m.mapping != nil {
 		err = munmapFile(m.mapping)
-		m.mapping = nil
+		m.mapping, m.mapped, m.released = nil, nil, nil
 	}
 	if m.ctx != nil {
 		m.ctx.Close()

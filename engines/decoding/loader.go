@@ -39,7 +39,7 @@ func OpenModel(path string, opts ModelOptions) (*GGUFModel, error) {
 		m.ownBackend = true
 	}
 	m.mayOwnKernels = !opts.GGMLKernels && m.backend.IsCPU() && ggml.CPUKernelsFast()
-	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{Mmap: opts.Mmap}); err != nil {
+	if m.mapped, err = ggml.MapGGUF(f, m.backend, ggml.MapOptions{Mmap: opts.Mmap, FileBacked: m.mayRepack}); err != nil {
 		m.Close()
 		return nil, err
 	}
@@ -66,8 +66,16 @@ func (m *GGUFModel) Path() string { return m.path }
 // Mapped reports whether the weights are memory-mapped from the file (not copied).
 func (m *GGUFModel) Mapped() bool { return m.mapped != nil && m.mapped.Mapped() }
 
-// WeightBytes is the size of the weights in memory.
-func (m *GGUFModel) WeightBytes() int64 { return m.mapped.Bytes() }
+// WeightBytes is the size of the weights in memory: the file's tensors as loaded
+// (ggml.MappedGGUF.Bytes: the whole file when it is mapped), less the originals released once
+// repacked for toy's k-quant kernel, plus the repacked copies.
+func (m *GGUFModel) WeightBytes() int64 {
+	n := m.mapped.Bytes()
+	for _, s := range m.kquantSets {
+		n += s.Bytes()
+	}
+	return n
+}
 
 // Backend is the backend the model computes on.
 func (m *GGUFModel) Backend() *ggml.Backend { return m.backend }

@@ -69,7 +69,7 @@ type GGUFModel struct {
 	mayOwnKernels bool
 	kernels       KernelSet
 	// kquant holds the copies of q4_K, q5_K and q6_K matrices repacked for toy's k-quant kernel, by
-	// the file's tensor (repackKQuants).
+	// the file's tensor, which is mapped from the file and released once copied (repackKQuants).
 	kquant     map[*ggml.Tensor]*ggml.KQuantWeights
 	kquantSets []*ggml.KQuantSet
 

@@ -22,17 +22,31 @@ func kquantWeight(t ggml.Type) bool {
 	return (t == ggml.Q4_K || t == ggml.Q5_K || t == ggml.Q6_K) && ggml.KQuantFast()
 }
 
+// mayRepack says whether the file's tensor info is one repackKQuants may copy: a q4_K, q5_K or
+// q6_K matrix of whole super-blocks, in a build and on a backend where toy's k-quant kernel may
+// run. OpenModel maps these from the file (ggml.MapOptions.FileBacked) when it reads the rest,
+// so that once copied the original costs no memory (repackKQuants releases it).
+func (m *GGUFModel) mayRepack(info ggml.GGUFTensor) bool {
+	return m.mayOwnKernels && kquantWeight(info.Type) && info.Ne[2] == 1 && info.Ne[3] == 1 && info.Ne[0]%256 == 0
+}
+
 // repackKQuants gives every weight matrix the decoders multiply (the layers' and the head) of
 // a type whose k-quant lookup resolved a copy in the layout of toy's kernel, once: GGUFModel.MulMat
-// multiplies through the copy from then on. The file's tensor is left as it was, for what else
-// reads it (the row lookup of a tied token_embd, LoRA merges, training), and the copy is kept
-// until Close (a decoder made under an earlier resolution may still run it). A matrix the
-// kernel cannot take keeps ggml's kernel; a failed copy is a warning, not an error. The copies of
-// one call share one buffer (ggml.RepackKQuants).
+// multiplies through the copy from then on. A matrix the kernel cannot take keeps ggml's kernel;
+// a failed copy is a warning, not an error. The copies of one call share one buffer
+// (ggml.RepackKQuants), kept until Close (a decoder made under an earlier resolution may still
+// run them).
+//
+// The weights are held once: the file's tensor of each copied matrix is a page of the file
+// mapped, not read (mayRepack), and is released as soon as its copy is whole
+// (ggml.MappedGGUF.Release). It stays a valid tensor for whatever else reads it (the row
+// lookup of a tied token_embd, LoRA merges, export, training, ggml's product under a
+// resolution without the k-quant lookup): those page the bytes they read back in from the page
+// cache or the file, and no reader needs to know.
 //
 // Nothing but toy's kernel can read a copy: it is a ggml.KQuantWeights, not a ggml.Tensor, so
 // no ggml operation can be built over it, and MulMat reaches it only through m.kquant, keyed by the
-// untouched original.
+// original.
 func (m *GGUFModel) repackKQuants() {
 	var ws []*ggml.Tensor
 	seen := map[*ggml.Tensor]bool{}
@@ -47,7 +61,7 @@ func (m *GGUFModel) repackKQuants() {
 	if len(ws) == 0 {
 		return
 	}
-	set, err := ggml.RepackKQuants(m.backend, ws)
+	set, err := ggml.RepackKQuants(m.backend, ws, func(w *ggml.Tensor) { m.mapped.Release(w) })
 	if err != nil {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("toy's k-quant kernel not used: %v", err))
 		return

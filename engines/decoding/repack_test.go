@@ -3,6 +3,7 @@ package decoding
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -107,6 +108,63 @@ func TestKQuantKernelsDecode(t *testing.T) {
 				_, none := decode(ModelOptions{Threads: 2}, func(m *GGUFModel) { m.UseKernels(nil) })
 				assert.Equal(t, ggmlLogits, none, "nothing resolved: ggml's operations throughout")
 			})
+		}
+	}
+}
+
+// TestKQuantWeightsHeldOnce checks that a model whose matrices toy repacks holds its weights
+// once: WeightBytes, the file's tensors as held plus the copies, is the sum of the file's
+// tensor sizes (read) or the file's size (mapped), less the repacked matrices, plus their
+// copies (q4_K's 2368 bytes a super-block of 16 rows for ggml's 2304, q6_K's as many), where it
+// held both before; every repacked matrix's original is mapped from the file and released
+// (ggml's TestMapGGUFFileBacked checks that a release gives the pages back). The decoders
+// still read the originals where they need them: TestKQuantKernelsDecode (a tied head's row
+// lookup, ggml's kernels once the lookup is withdrawn).
+func TestKQuantWeightsHeldOnce(t *testing.T) {
+	if !ggml.CPUKernelsFast() || !ggml.KQuantFast() {
+		t.Skip("toy's k-quant kernel needs AVX-512 VNNI in this build")
+	}
+	chunk := map[ggml.Type]int64{ggml.Q4_K: 2368, ggml.Q6_K: 3360} // kernels/cpu/c/mul_mat_kquant.c
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K} {
+		for _, tied := range []bool{false, true} {
+			path := filepath.Join(t.TempDir(), "kquant.gguf")
+			_, err := transformer.WriteRandomGGUFValues(path, kquantArch(tied), typ, 3, 0.5, false)
+			require.NoError(t, err)
+			f, err := ggml.OpenGGUF(path)
+			require.NoError(t, err)
+			infos := f.Tensors()
+			require.NoError(t, f.Close())
+			var tensorBytes int64
+			for _, ti := range infos {
+				tensorBytes += ti.Size
+			}
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			for _, mmap := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/tied=%v/mmap=%v", ggml.TypeName(typ), tied, mmap), func(t *testing.T) {
+					m, err := OpenModel(path, ModelOptions{Threads: 2, Mmap: mmap})
+					require.NoError(t, err)
+					defer m.Close()
+					require.Len(t, m.kquant, 7*m.Arch.NLayers+1, "every matrix and the head repacked")
+					var repacked, copies int64
+					for w, rw := range m.kquant {
+						assert.True(t, m.mapped.FileBacked(w), "%s mapped from the file", w.Name())
+						assert.False(t, m.mapped.Release(w), "%s released already", w.Name())
+						ne := rw.Ne()
+						require.Zero(t, ne[1]%16, "%s: whole groups of 16 rows", w.Name())
+						repacked += int64(w.Bytes())
+						copies += ne[1] / 16 * ne[0] / 256 * chunk[typ]
+					}
+					held := tensorBytes
+					slack := int64(64 * len(infos)) // the read buffer aligns each tensor
+					if mmap {
+						held, slack = fi.Size(), 0
+					}
+					assert.InDelta(t, held-repacked+copies, m.WeightBytes(), float64(slack),
+						"%d bytes of tensors in a file of %d, %d of them repacked into %d", tensorBytes, fi.Size(), repacked, copies)
+					assert.Less(t, m.WeightBytes(), held+repacked/2, "not twice")
+				})
+			}
 		}
 	}
 }
