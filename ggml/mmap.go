@@ -15,7 +15,8 @@ import (
 // memory advised for transparent huge pages), or, with MapOptions.Mmap on the CPU backend,
 // memory-mapped read-only, each tensor pointing at its data inside the mapping (nothing is
 // copied; the page cache is shared by every process that maps the file; a platform without
-// mmap or a failed mapping reads instead).
+// mmap or a failed mapping reads instead). With MapOptions.FileBacked the tensors it chooses
+// are mapped and the rest read.
 type MappedGGUF struct {
 	path   string
 	ctx    *Context
