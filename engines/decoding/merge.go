@@ -105,7 +105,7 @@ func writeModel(base, out string, c conversion) (_ []ggml.Type, err error) {
 		return nil, err
 	}
 	defer cpu.Close()
-	m, err := OpenModel(base, ModelOptions{Backend: cpu, LoRA: c.adapters, Mmap: true})
+	m, err := OpenModel(base, ModelOptions{Backend: cpu, LoRA: c.adapters, Mmap: true, GGMLKernels: true}) // read, never multiplied: nothing to repack
 	if err != nil {
 		return nil, err
 	}
