@@ -72,10 +72,12 @@ func KQuantRepackable(w *Tensor) error {
 // it, in host memory) into one buffer of backend b (advised for huge pages, as MapGGUF's read
 // weights are: a generation step streams them) in the layout of toy's k-quant kernel. The
 // matrices are left as they were (other operations, a row lookup of a tied embedding, may still
-// read them); repacked, where set, hears each matrix as soon as its copy is whole, one call at a
-// time (a caller that has no more use for the original can release it then: MappedGGUF.Release).
-// Close frees the copies, after the last graph that reads them has run.
-func RepackKQuants(b *Backend, ws []*Tensor, repacked func(w *Tensor)) (*KQuantSet, error) {
+// read them). Those that from, where not nil, maps from the file (MapOptions.FileBacked) are
+// read from the file a job at a time (MappedGGUF.ReadAt: never faulted into the process through
+// the mapping, a fault per 64 KiB) and released once copied (MappedGGUF.Release), so that they
+// cost no memory beside their copies. Close frees the copies, after the last graph that reads
+// them has run.
+func RepackKQuants(b *Backend, ws []*Tensor, from *MappedGGUF) (*KQuantSet, error) {
 	if b == nil || !b.IsCPU() {
 		return nil, fmt.Errorf("ggml: RepackKQuants: toy's k-quant kernel runs on the CPU backend only")
 	}
@@ -117,9 +119,12 @@ func RepackKQuants(b *Backend, ws []*Tensor, repacked func(w *Tensor)) (*KQuantS
 		return nil, err
 	}
 	s.buf.AdviseHugePages()
-	if w := repackRows(order, s.byW, repackJobBytes, repacked); w != nil {
+	if err := repackRows(order, s.byW, repackJobBytes, from); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("ggml: RepackKQuants: %s: the kernel refused the shape", w.describe())
+		return nil, fmt.Errorf("ggml: RepackKQuants: %w", err)
+	}
+	for _, w := range order {
+		from.Release(w) // nothing where from is nil or w was read
 	}
 	return s, nil
 }
@@ -130,55 +135,65 @@ func RepackKQuants(b *Backend, ws []*Tensor, repacked func(w *Tensor)) (*KQuantS
 const repackJobBytes = 4 << 20
 
 // repackRows repacks the matrices ws into their copies' tensors, in jobs of about jobBytes of
-// whole groups of 16 rows (the kernel's groups, each independent of the others) shared by as many goroutines as
-// there are processors (a cgo call leaves its P, so they run side by side even under
-// GOMAXPROCS 1; a 1B model's 0.8 GB took 5 s on one thread, 0.5 s on two, matrix by matrix,
-// when one thread was left with the head). It calls repacked (one call at a time) with each
-// matrix whose rows are all done, and returns a matrix the kernel refused, or nil.
-func repackRows(ws []*Tensor, byW map[*Tensor]*KQuantWeights, jobBytes int64, repacked func(w *Tensor)) *Tensor {
+// whole groups of 16 rows (the kernel's groups, each independent of the others) shared by as
+// many goroutines as there are processors (a cgo call leaves its P, so they run side by side
+// even under GOMAXPROCS 1; a 1B model's 0.8 GB took 5 s on one thread, 0.5 s on two matrix by
+// matrix, when one thread was left with the head), each job's rows read from the file into the
+// goroutine's own buffer where from maps the matrix from the file.
+func repackRows(ws []*Tensor, byW map[*Tensor]*KQuantWeights, jobBytes int64, from *MappedGGUF) error {
 	type job struct {
 		w          *Tensor
 		rows, nrow int64 // rows [rows, rows+nrow)
-		left       *atomic.Int64
 	}
 	var jobs []job
+	var largest int64
 	for _, w := range ws {
-		ne := w.Ne()
-		rowsPerJob := max(1, jobBytes/int64(w.Nb()[1])/16) * 16
-		left := new(atomic.Int64)
-		left.Store((ne[1] + rowsPerJob - 1) / rowsPerJob)
+		ne, rowBytes := w.Ne(), int64(w.Nb()[1])
+		rowsPerJob := max(1, jobBytes/rowBytes/16) * 16
+		largest = max(largest, min(rowsPerJob, ne[1])*rowBytes)
 		for r := int64(0); r < ne[1]; r += rowsPerJob {
-			jobs = append(jobs, job{w: w, rows: r, nrow: min(rowsPerJob, ne[1]-r), left: left})
+			jobs = append(jobs, job{w: w, rows: r, nrow: min(rowsPerJob, ne[1]-r)})
 		}
 	}
 	var (
 		next   atomic.Int64
-		failed atomic.Pointer[Tensor]
-		mu     sync.Mutex
+		failed atomic.Pointer[error]
 		wg     sync.WaitGroup
 	)
 	for range min(runtime.NumCPU(), len(jobs)) {
 		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(jobs)); i = next.Add(1) - 1 {
+			var scratch []byte // the rows of a job read from the file
+			for i := next.Add(1) - 1; i < int64(len(jobs)) && failed.Load() == nil; i = next.Add(1) - 1 {
 				j := jobs[i]
-				ne, typ := j.w.Ne(), int(j.w.Type())
+				ne, typ, rowBytes := j.w.Ne(), int(j.w.Type()), int64(j.w.Nb()[1])
+				src := unsafe.Add(j.w.t.Data(), j.rows*rowBytes)
+				if from.FileBacked(j.w) {
+					if scratch == nil {
+						scratch = make([]byte, largest)
+					}
+					p := scratch[:j.nrow*rowBytes]
+					if err := from.ReadAt(j.w, p, j.rows*rowBytes); err != nil {
+						failed.Store(&err)
+						return
+					}
+					src = unsafe.Pointer(&p[0])
+				}
 				// Group g of 16 rows is at g·(k/256)·chunk in the copy: the bytes of the rows
 				// before it, repacked.
-				src := unsafe.Add(j.w.t.Data(), j.rows*int64(j.w.Nb()[1]))
 				dst := unsafe.Add(byW[j.w].t.t.Data(), cpuops.KquantBytes(typ, ne[0], 16)*(j.rows/16))
 				if cpuops.KquantRepack(typ, src, ne[0], j.nrow, dst) != 0 {
-					failed.Store(j.w)
-				}
-				if j.left.Add(-1) == 0 && repacked != nil {
-					mu.Lock()
-					repacked(j.w)
-					mu.Unlock()
+					err := fmt.Errorf("%s: the kernel refused the shape", j.w.describe())
+					failed.Store(&err)
+					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return failed.Load()
+	if err := failed.Load(); err != nil {
+		return *err
+	}
+	return nil
 }
 
 // Weights is w's repacked copy, or nil where the set has none.

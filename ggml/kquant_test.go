@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"unsafe"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/generated/cpuops"
+	"github.com/toyml/toy/internal/gguffile"
 	"github.com/toyml/toy/internal/reference"
 )
 
@@ -175,9 +177,10 @@ func TestMulMatKQuant(t *testing.T) {
 
 // TestRepackRowsJobs checks that RepackKQuants' jobs of a few groups of 16 rows (the last
 // group short) build the same copy, to the byte, as one call of the kernel's repack over the
-// whole matrix (the layout TestMulMatKQuant checks against ggml), and that each matrix is
-// announced once, when its copy is whole. The weights are random bytes: the repack moves
-// bits, whatever they encode.
+// whole matrix (the layout TestMulMatKQuant checks against ggml), from the matrices' memory and
+// from the file they are mapped from (MapOptions.FileBacked): read from the file, the originals
+// never enter the process (smaps: the mapping's resident pages) and are released. The weights
+// are random bytes: the repack moves bits, whatever they encode.
 func TestRepackRowsJobs(t *testing.T) {
 	h := newHarness(t)
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -186,52 +189,71 @@ func TestRepackRowsJobs(t *testing.T) {
 		k, n int64
 	}
 	ms := []matrix{{Q4_K, 512, 1000}, {Q5_K, 256, 37}, {Q6_K, 768, 333}, {Q4_K, 256, 16}}
-	ctx, err := NewContext(ContextOptions{MaxTensors: len(ms)})
-	require.NoError(t, err)
-	defer ctx.Close()
-	ws := make([]*Tensor, len(ms))
+	var w gguffile.Writer
+	raws := make([][]byte, len(ms))
+	wants := make([][]byte, len(ms))
 	for i, m := range ms {
-		ws[i] = ctx.NewTensor(m.typ, m.k, m.n)
-	}
-	buf, err := h.be.Alloc(ctx)
-	require.NoError(t, err)
-	defer buf.Close()
-	want := map[*Tensor][]byte{}
-	for i, w := range ws {
-		raw := make([]byte, w.Bytes())
+		raw := make([]byte, m.k/256*int64(TypeSize(m.typ))*m.n)
 		for j := range raw {
 			raw[j] = byte(rng.Uint32())
 		}
-		require.NoError(t, w.SetBytes(raw))
-		ref := make([]byte, cpuops.KquantBytes(int(ms[i].typ), ms[i].k, ms[i].n))
-		require.Zero(t, cpuops.KquantRepack(int(ms[i].typ), unsafe.Pointer(&raw[0]), ms[i].k, ms[i].n, unsafe.Pointer(&ref[0])))
-		want[w] = ref
+		raws[i] = raw
+		wants[i] = make([]byte, cpuops.KquantBytes(int(m.typ), m.k, m.n))
+		require.Zero(t, cpuops.KquantRepack(int(m.typ), unsafe.Pointer(&raw[0]), m.k, m.n, unsafe.Pointer(&wants[i][0])))
+		require.NoError(t, w.AddTensor(fmt.Sprintf("blk.%d.ffn_up.weight", i), uint32(m.typ), []int64{m.k, m.n}, raw))
 	}
-	for _, jobBytes := range []int64{1, 5000, 1 << 30} { // a group a job, a few, a matrix
-		t.Run(fmt.Sprintf("jobBytes=%d", jobBytes), func(t *testing.T) {
-			sctx, err := NewContext(ContextOptions{MaxTensors: len(ms)})
-			require.NoError(t, err)
-			defer sctx.Close()
-			byW := map[*Tensor]*KQuantWeights{}
-			for i, w := range ws {
-				byW[w] = &KQuantWeights{typ: ms[i].typ, k: ms[i].k, n: ms[i].n, t: sctx.NewTensor(I8, int64(len(want[w])))}
-			}
-			sbuf, err := h.be.Alloc(sctx)
-			require.NoError(t, err)
-			defer sbuf.Close()
-			announced := map[*Tensor]int{}
-			require.Nil(t, repackRows(ws, byW, jobBytes, func(w *Tensor) {
-				announced[w]++
-				got, err := byW[w].t.ReadBytes()
+	path := filepath.Join(t.TempDir(), "kq.gguf")
+	require.NoError(t, w.WriteFile(path))
+	f, err := OpenGGUF(path)
+	require.NoError(t, err)
+	defer f.Close()
+	for _, fileBacked := range []bool{false, true} {
+		opts := MapOptions{}
+		if fileBacked {
+			opts.FileBacked = func(GGUFTensor) bool { return true }
+		}
+		mapped, err := MapGGUF(f, h.be, opts)
+		require.NoError(t, err)
+		defer mapped.Close()
+		ws := make([]*Tensor, len(ms))
+		for i := range ms {
+			ws[i] = mapped.Tensor(fmt.Sprintf("blk.%d.ffn_up.weight", i))
+			assert.Equal(t, fileBacked, mapped.FileBacked(ws[i]))
+		}
+		for _, jobBytes := range []int64{1, 5000, 1 << 30} { // a group a job, a few, a matrix
+			t.Run(fmt.Sprintf("fileBacked=%v/jobBytes=%d", fileBacked, jobBytes), func(t *testing.T) {
+				sctx, err := NewContext(ContextOptions{MaxTensors: len(ms)})
 				require.NoError(t, err)
-				assert.Equal(t, want[w], got, "%s: the copy when announced", w.describe())
-			}))
-			for _, w := range ws {
-				assert.Equal(t, 1, announced[w], "%s announced once", w.describe())
-				got, err := byW[w].t.ReadBytes()
+				defer sctx.Close()
+				byW := map[*Tensor]*KQuantWeights{}
+				for i, w := range ws {
+					byW[w] = &KQuantWeights{typ: ms[i].typ, k: ms[i].k, n: ms[i].n, t: sctx.NewTensor(I8, int64(len(wants[i])))}
+				}
+				sbuf, err := h.be.Alloc(sctx)
 				require.NoError(t, err)
-				assert.Equal(t, want[w], got, "%s", w.describe())
-			}
-		})
+				defer sbuf.Close()
+				require.NoError(t, repackRows(ws, byW, jobBytes, mapped))
+				for i, w := range ws {
+					got, err := byW[w].t.ReadBytes()
+					require.NoError(t, err)
+					assert.Equal(t, wants[i], got, "%s", w.describe())
+				}
+				if rss := mappingRss(t, path); fileBacked && rss >= 0 {
+					assert.Less(t, rss, int64(len(raws[0])), "the originals read from the file, not through the mapping")
+				}
+			})
+		}
+		set, err := RepackKQuants(h.be, ws, mapped)
+		require.NoError(t, err)
+		for i, w := range ws {
+			got, err := set.Weights(w).t.ReadBytes()
+			require.NoError(t, err)
+			assert.Equal(t, wants[i], got, "%s", w.describe())
+			assert.False(t, mapped.Release(w), "%s: released by RepackKQuants (or read, not mapped)", w.describe())
+			orig, err := w.ReadBytes()
+			require.NoError(t, err)
+			assert.Equal(t, raws[i], orig, "%s: the original still reads", w.describe())
+		}
+		require.NoError(t, set.Close())
 	}
 }

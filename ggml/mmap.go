@@ -30,6 +30,9 @@ type MappedGGUF struct {
 	released map[*Tensor]bool // mapped tensors whose pages Release dropped
 	whole    bool             // every tensor is in the mapping (MapOptions.Mmap honoured)
 	size     int64
+	// file is the file, open until Close, and offset each tensor's data in it (ReadAt).
+	file   *os.File
+	offset map[*Tensor]int64
 }
 
 // MapOptions tune MapGGUF.
@@ -65,7 +68,7 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &MappedGGUF{path: f.path, ctx: ctx, byName: make(map[string]*Tensor, len(infos))}
+	m := &MappedGGUF{path: f.path, ctx: ctx, byName: make(map[string]*Tensor, len(infos)), offset: make(map[*Tensor]int64, len(infos))}
 	for _, info := range infos {
 		t := ctx.NewTensor(info.Type, info.Ne[:]...).SetName(info.Name)
 		if t == nil {
@@ -76,6 +79,7 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 			return nil, fmt.Errorf("gguf %s: tensor %q: %d bytes in the file, %d in ggml", f.path, info.Name, info.Size, t.Bytes())
 		}
 		m.byName[info.Name] = t
+		m.offset[t] = info.Offset
 	}
 	if err := ctx.Err(); err != nil {
 		ctx.Close()
@@ -86,15 +90,16 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 		ctx.Close()
 		return nil, fmt.Errorf("gguf %s: %w", f.path, err)
 	}
-	defer fh.Close()
 	st, err := fh.Stat()
 	if err != nil {
+		fh.Close()
 		ctx.Close()
 		return nil, fmt.Errorf("gguf %s: %w", f.path, err)
 	}
 	m.size = st.Size()
 	for _, info := range infos {
 		if info.Offset < 0 || info.Offset+info.Size > m.size {
+			fh.Close()
 			ctx.Close()
 			return nil, fmt.Errorf("gguf %s: tensor %q (bytes %d..%d) lies beyond the end of the file (%d bytes): truncated?", f.path, info.Name, info.Offset, info.Offset+info.Size, m.size)
 		}
@@ -114,6 +119,7 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 		err := m.mapFile(fh, toMap)
 		var placed errPlaced
 		if errors.As(err, &placed) {
+			fh.Close()
 			ctx.Close()
 			return nil, placed.error
 		}
@@ -121,6 +127,7 @@ func MapGGUF(f *GGUF, b *Backend, opts MapOptions) (*MappedGGUF, error) {
 		// map the file.
 		m.whole = err == nil && len(toMap) == len(infos)
 	}
+	m.file = fh // kept for ReadAt: the file mapped, even if its path now names another
 	if err := m.readFile(fh, infos, b); err != nil {
 		m.Close()
 		return nil, err
@@ -213,7 +220,7 @@ func (m *MappedGGUF) Mapped() bool { return m.whole }
 
 // FileBacked reports whether t's data lies in the mapping of the file (MapOptions.Mmap or
 // MapOptions.FileBacked), where Release can drop it.
-func (m *MappedGGUF) FileBacked(t *Tensor) bool { return m.mapped[t] }
+func (m *MappedGGUF) FileBacked(t *Tensor) bool { return m != nil && m.mapped[t] }
 
 // Release drops the process's pages of the data of t, one of the file-backed tensors (a copy
 // of which the caller made, to read instead), and reports whether it did. The tensor stays
@@ -239,6 +246,30 @@ func (m *MappedGGUF) Release(t *Tensor) bool {
 	}
 	m.released[t] = true
 	return true
+}
+
+// ReadAt reads len(p) bytes of t's data, from byte off, out of the file (the one MapGGUF opened,
+// whatever its path names since), not out of the memory t points at: a caller copying a
+// file-backed tensor reads it so without faulting the mapping's pages into the process. Safe
+// for concurrent use.
+func (m *MappedGGUF) ReadAt(t *Tensor, p []byte, off int64) error {
+	if m == nil || m.file == nil {
+		return ErrClosed
+	}
+	at, ok := m.offset[t]
+	if !ok {
+		return fmt.Errorf("gguf %s: %s is not one of its tensors", m.path, t.describe())
+	}
+	if off < 0 || off+int64(len(p)) > int64(t.Bytes()) {
+		return fmt.Errorf("gguf %s: tensor %q: bytes %d..%d of %d", m.path, t.Name(), off, off+int64(len(p)), t.Bytes())
+	}
+	if _, err := m.file.ReadAt(p, at+off); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("gguf %s: tensor %q: %w", m.path, t.Name(), err)
+	}
+	return nil
 }
 
 // pageSize is the granule Release rounds to (the pages of a mapping are at least this large).
@@ -285,6 +316,10 @@ func (m *MappedGGUF) Close() error {
 	if m.mapping != nil {
 		err = munmapFile(m.mapping)
 		m.mapping, m.mapped, m.released = nil, nil, nil
+	}
+	if m.file != nil {
+		m.file.Close()
+		m.file = nil
 	}
 	if m.ctx != nil {
 		m.ctx.Close()

@@ -37,9 +37,9 @@ func (m *GGUFModel) mayRepack(info ggml.GGUFTensor) bool {
 // (ggml.RepackKQuants), kept until Close (a decoder made under an earlier resolution may still
 // run them).
 //
-// The weights are held once: the file's tensor of each copied matrix is a page of the file
-// mapped, not read (mayRepack), and is released as soon as its copy is whole
-// (ggml.MappedGGUF.Release). It stays a valid tensor for whatever else reads it (the row
+// The weights are held once: the file's tensor of each copied matrix is mapped from the file,
+// not read (mayRepack); the copy is made from the file's bytes read a few MiB at a time, and the
+// original released (ggml.MappedGGUF.Release), so its pages never enter the process. It stays a valid tensor for whatever else reads it (the row
 // lookup of a tied token_embd, LoRA merges, export, training, ggml's product under a
 // resolution without the k-quant lookup): those page the bytes they read back in from the page
 // cache or the file, and no reader needs to know.
@@ -61,7 +61,7 @@ func (m *GGUFModel) repackKQuants() {
 	if len(ws) == 0 {
 		return
 	}
-	set, err := ggml.RepackKQuants(m.backend, ws, func(w *ggml.Tensor) { m.mapped.Release(w) })
+	set, err := ggml.RepackKQuants(m.backend, ws, m.mapped)
 	if err != nil {
 		m.Warnings = append(m.Warnings, fmt.Sprintf("toy's k-quant kernel not used: %v", err))
 		return
