@@ -3,6 +3,7 @@ package decoding
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -166,5 +167,56 @@ func TestKQuantWeightsHeldOnce(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestKQuantLoRAReadsOriginals decodes a tied q4_K model with a LoRA adapter applied at load
+// (its updates on matrices toy repacked, whose originals are released), greedily, with toy's
+// kernels and with ggml's alone (which multiply the originals, read): the same tokens, the
+// logits within TestKQuantKernelsDecode's bound. Afterwards every repacked original still
+// reads as the file's bytes, as a merge or an export reads it.
+func TestKQuantLoRAReadsOriginals(t *testing.T) {
+	if !ggml.CPUKernelsFast() || !ggml.KQuantFast() {
+		t.Skip("toy's k-quant kernel needs AVX-512 VNNI in this build")
+	}
+	a := kquantArch(true)
+	path := filepath.Join(t.TempDir(), "kquant.gguf")
+	_, err := transformer.WriteRandomGGUFValues(path, a, ggml.Q4_K, 13, 0.5, false)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(13, 13))
+	d, ff := a.DModel, a.DFF
+	adapter := transformertest.WriteLoRA(t, "llama", 8, []transformertest.LoRAPart{
+		transformertest.RandomLoRAPart(rng, "blk.0.attn_q.weight", d, d, 4),
+		transformertest.RandomLoRAPart(rng, "blk.1.ffn_up.weight", d, ff, 4),
+	})
+	prompt := transformertest.RandomTokens(rng, 12, a.Vocab)
+	decode := func(opts ModelOptions) (*GGUFModel, []int32, []float32) {
+		opts.Threads, opts.LoRA = 2, []LoRA{{Path: adapter, Scale: 0.5}}
+		m, err := OpenModel(path, opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { m.Close() })
+		d, err := NewDecoder(m, DecoderOptions{Threads: 2})
+		require.NoError(t, err)
+		defer d.Close()
+		tokens, logits := greedy(t, d, prompt, 6)
+		return m, tokens, logits
+	}
+	ggmlModel, ggmlTokens, ggmlLogits := decode(ModelOptions{GGMLKernels: true})
+	toy, toyTokens, toyLogits := decode(ModelOptions{})
+	require.Len(t, toy.kquant, 7*a.NLayers+1, "every matrix and the head repacked")
+	require.NotEmpty(t, toy.LoRATerms(), "the adapter applied")
+	assert.Equal(t, ggmlTokens, toyTokens, "greedy tokens, toy's kernels against ggml's")
+	scale := 0.0
+	for _, v := range ggmlLogits {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	assert.InDeltaSlice(t, toUnit64(ggmlLogits), toUnit64(toyLogits), 1e-2*scale, "logits (largest %.3g)", scale)
+	for w := range toy.kquant {
+		assert.False(t, toy.mapped.Release(w), "%s released", w.Name())
+		got, err := w.ReadBytes()
+		require.NoError(t, err)
+		want, err := ggmlModel.Tensor(w.Name()).ReadBytes()
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "%s reads as the file's", w.Name())
 	}
 }
