@@ -45,8 +45,9 @@ type LoRATerm struct {
 // GGUFModel is an inference model loaded from a GGUF checkpoint of one of the supported
 // architectures (SupportedArchitectures): its detected Architecture and its weights, each of
 // the file's own type (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, the k-quants, ...), read
-// into memory or, with ModelOptions.Mmap on the CPU, memory-mapped from the file. Decoders run
-// it.
+// into memory or, with ModelOptions.Mmap on the CPU, memory-mapped from the file (the q4_K, q5_K
+// and q6_K matrices toy's k-quant kernel multiplies are mapped either way, and held as the
+// kernel's repacked copies: repackKQuants). Decoders run it.
 type GGUFModel struct {
 	Arch transformer.Architecture
 	// Meta is every metadata key of the file (the tokenizer included).
