@@ -93,39 +93,20 @@ const (
 	probeResult   = "toy-probe-result"
 )
 
-// NewJinjaTemplate compiles a Jinja chat template (a GGUF file's
-// tokenizer.chat_template, in the dialect Hugging Face's
-// apply_chat_template renders). The template is rendered with the
-// variables Hugging Face and llama.cpp provide: messages (role, content,
-// and where present tool_calls, tool_call_id, name), add_generation_prompt,
-// bos_token, eos_token, tools (none: None), raise_exception (an error
-// holding the template's message) and strftime_now.
-//
-// A template has no declared stop strings; NewJinjaTemplate derives them.
-// The end of an assistant turn (EndOfTurn) is the text the template writes
-// right after an assistant's content, up to white space, found by rendering
-// a user/assistant probe conversation: "<|im_end|>" for ChatML templates,
-// "<end_of_turn>" for Gemma's, "<|eot_id|>" for Llama 3's. Where it writes
-// nothing there (or fails on the probe), the EOS token's text is used. The
-// stop strings are that marker, the start-of-turn markers of the ChatML and
-// Gemma families when the template writes them ("<|im_start|>",
-// "<start_of_turn>"), and the EOS token's text: for ChatML and Gemma
-// templates the named templates' stop strings and then the EOS text.
-//
-// A template that does not compile is a *TemplateError naming
-// opts.Source and the template's line.
-func NewJinjaTemplate(src string, opts JinjaOptions) (t Template, err error) {
+// compileJinja compiles a Jinja chat template and derives its end of turn, stop strings and
+// what of tools it renders, for NewJinjaTemplate; a failure of the engine's, a panic
+// included, is a *TemplateError.
+func compileJinja(src string, opts JinjaOptions) (j *jinjaTemplate, err error) {
 	defer func() {
 		if p := recover(); p != nil { // the engine's bug must not take the process down on a file's template
-			t, err = Template{}, &TemplateError{Source: opts.Source, Message: fmt.Sprintf("the Jinja engine failed: %v", p)}
+			j, err = nil, &TemplateError{Source: opts.Source, Message: fmt.Sprintf("the Jinja engine failed: %v", p)}
 		}
 	}()
 	prog, err := jinja.Compile(src)
 	if err != nil {
-		return Template{}, &TemplateError{Source: opts.Source, Line: engineLine(err), Message: err.Error()}
+		return nil, &TemplateError{Source: opts.Source, Line: engineLine(err), Message: err.Error()}
 	}
-	j := &jinjaTemplate{prog: prog, src: src, opts: opts}
-	t = Template{Name: "jinja", format: formatJinja, jinja: j}
+	j = &jinjaTemplate{prog: prog, src: src, opts: opts}
 	j.endOfTurn = j.probeEndOfTurn()
 	j.caps = j.probeTools()
 	var stops []string
@@ -142,7 +123,7 @@ func NewJinjaTemplate(src string, opts JinjaOptions) (t Template, err error) {
 	}
 	add(opts.EOSToken)
 	j.stops = stops
-	return t, nil
+	return j, nil
 }
 
 func containsString(list []string, s string) bool {

@@ -28,53 +28,6 @@ type logprobRecord struct {
 	ok   bool
 }
 
-// KeepLogprobs makes every Sample record the distribution it drew the token from, read with
-// LastLogprobs: the drawn token's log-probability and those of the top (0 to MaxTopLogprobs)
-// most likely tokens. With temperature > 0 that is the distribution after the whole chain —
-// logit bias, penalties, the constraint's mask, top-k, temperature, top-p and min-p —
-// renormalised over the candidates that survive (the draw's own probabilities, not recomputed):
-// a token filtered out is not among the top. At temperature 0 (an argmax, which draws from no
-// distribution) it is the softmax at temperature 1 of the logits after the logit bias, the
-// penalties and the constraint's mask, over the whole vocabulary. A negative top turns it off.
-func (s *Sampler) KeepLogprobs(top int) {
-	if top < 0 {
-		s.lp = nil
-		return
-	}
-	s.lp = &logprobRecord{top: min(top, MaxTopLogprobs)}
-}
-
-// LastLogprobs returns the record of the last Sample (KeepLogprobs); ok is false when it
-// is off or that Sample returned no token. Top belongs to the sampler until its next Sample.
-func (s *Sampler) LastLogprobs() (StepLogprobs, bool) {
-	if s.lp == nil || !s.lp.ok {
-		return StepLogprobs{}, false
-	}
-	return s.lp.last, true
-}
-
-// sampleRecorded is Sample with KeepLogprobs on.
-func (s *Sampler) sampleRecorded(logits []float32, history []int32) int32 {
-	r := s.lp
-	r.ok = false
-	s.drawn = nil
-	t := s.sample(logits, history)
-	if t < 0 {
-		return t
-	}
-	if s.drawn != nil {
-		r.fromCandidates(s.drawn, t)
-	} else {
-		w := s.penalize(logits, history)
-		if s.c != nil {
-			s.c.Mask(w)
-		}
-		r.fromRow(w, t)
-	}
-	r.ok = true
-	return t
-}
-
 // fromCandidates records the draw among cand (probabilities that need not sum to 1, as draw
 // takes them) of token t.
 func (r *logprobRecord) fromCandidates(cand []candidate, t int32) {

@@ -1,61 +1,10 @@
 package sample
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 )
-
-// Message is one turn of a conversation.
-type Message struct {
-	// Role is RoleSystem, RoleUser, RoleAssistant or RoleTool; a Jinja
-	// template (NewJinjaTemplate) leaves the judgement of other roles to
-	// the template.
-	Role string
-	// Content is the turn's text.
-	Content string
-	// ToolCalls are the functions an assistant message calls.
-	ToolCalls []ToolCall
-	// ToolCallID is, for a RoleTool message, the id of the call it
-	// answers.
-	ToolCallID string
-	// Name is, for a RoleTool message, the function that answered.
-	Name string
-}
-
-// ToolCall is one function call of an assistant message, in OpenAI's terms.
-type ToolCall struct {
-	// ID identifies the call ("" : none).
-	ID string
-	// Name is the function's name.
-	Name string
-	// Arguments are the call's arguments as JSON text. A template gets
-	// them as an object when they are a JSON object, as text otherwise.
-	Arguments string
-}
-
-// The roles a Message may have.
-const (
-	RoleSystem    = "system"
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-	// RoleTool is a tool's answer to a ToolCall.
-	RoleTool = "tool"
-)
-
-// RenderOptions are what Template.Render renders besides the messages.
-type RenderOptions struct {
-	// AddGenerationPrompt appends the opening of an assistant turn for the
-	// model to complete.
-	AddGenerationPrompt bool
-	// Tools are the tool definitions offered to the model, each a JSON
-	// object in OpenAI's shape ({"type": "function", "function": {"name",
-	// "description", "parameters"}}); a Jinja template gets them as the
-	// list tools, keys in the order given, and the named templates write
-	// them in the system message (Render).
-	Tools []json.RawMessage
-}
 
 // Errors returned (wrapped) by Template.Apply, DetectTemplate and
 // TemplateByName.
@@ -123,6 +72,35 @@ var Qwen25 = Template{
 // line (as llama.cpp and the Gemma 3 template do); a system message
 // anywhere else is an error.
 var Gemma = Template{Name: "gemma", format: formatGemma}
+
+// NewJinjaTemplate compiles a Jinja chat template (a GGUF file's
+// tokenizer.chat_template, in the dialect Hugging Face's
+// apply_chat_template renders). The template is rendered with the
+// variables Hugging Face and llama.cpp provide: messages (role, content,
+// and where present tool_calls, tool_call_id, name), add_generation_prompt,
+// bos_token, eos_token, tools (none: None), raise_exception (an error
+// holding the template's message) and strftime_now.
+//
+// A template has no declared stop strings; NewJinjaTemplate derives them.
+// The end of an assistant turn (EndOfTurn) is the text the template writes
+// right after an assistant's content, up to white space, found by rendering
+// a user/assistant probe conversation: "<|im_end|>" for ChatML templates,
+// "<end_of_turn>" for Gemma's, "<|eot_id|>" for Llama 3's. Where it writes
+// nothing there (or fails on the probe), the EOS token's text is used. The
+// stop strings are that marker, the start-of-turn markers of the ChatML and
+// Gemma families when the template writes them ("<|im_start|>",
+// "<start_of_turn>"), and the EOS token's text: for ChatML and Gemma
+// templates the named templates' stop strings and then the EOS text.
+//
+// A template that does not compile is a *TemplateError naming
+// opts.Source and the template's line.
+func NewJinjaTemplate(src string, opts JinjaOptions) (Template, error) {
+	j, err := compileJinja(src, opts)
+	if err != nil {
+		return Template{}, err
+	}
+	return Template{Name: "jinja", format: formatJinja, jinja: j}, nil
+}
 
 // namedTemplates are the built-in templates TemplateByName knows, in the order
 // TemplateNames lists them; templateAliases are other names of some.
@@ -249,6 +227,24 @@ func (t Template) StopStrings() []string {
 		return []string{"<end_of_turn>", "<start_of_turn>"}
 	}
 	return nil
+}
+
+// ToolSyntax is the text a model of this template writes its calls in: the JSON form for a
+// Jinja template that renders tools itself without the Hermes tags and is Llama 3's (its header
+// markers) or speaks of "parameters"; the Hermes form otherwise, the named templates' and the
+// form the tools are offered in where the template renders none (foldTools).
+func (t Template) ToolSyntax() ToolSyntax {
+	if t.format != formatJinja || !t.jinja.caps.tools {
+		return ToolSyntaxHermes
+	}
+	src := t.jinja.src
+	if strings.Contains(src, "<tool_call>") {
+		return ToolSyntaxHermes
+	}
+	if strings.Contains(src, "<|start_header_id|>") || strings.Contains(src, `"parameters"`) {
+		return ToolSyntaxJSON
+	}
+	return ToolSyntaxHermes
 }
 
 // String returns the template's name.

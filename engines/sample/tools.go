@@ -24,24 +24,6 @@ const (
 	ToolSyntaxJSON
 )
 
-// ToolSyntax is the text a model of this template writes its calls in: the JSON form for a
-// Jinja template that renders tools itself without the Hermes tags and is Llama 3's (its header
-// markers) or speaks of "parameters"; the Hermes form otherwise, the named templates' and the
-// form the tools are offered in where the template renders none (foldTools).
-func (t Template) ToolSyntax() ToolSyntax {
-	if t.format != formatJinja || !t.jinja.caps.tools {
-		return ToolSyntaxHermes
-	}
-	src := t.jinja.src
-	if strings.Contains(src, "<tool_call>") {
-		return ToolSyntaxHermes
-	}
-	if strings.Contains(src, "<|start_header_id|>") || strings.Contains(src, `"parameters"`) {
-		return ToolSyntaxJSON
-	}
-	return ToolSyntaxHermes
-}
-
 // toolsText is the Hermes convention's offer of tools, for the system message of a template
 // that renders none: the functions as JSON lines between <tools> tags (keys in the order
 // given) and the form of a call.
