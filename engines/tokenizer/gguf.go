@@ -34,9 +34,6 @@ const (
 	KeyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
 )
 
-// Model is the tokenizer.ggml.model value of byte-level BPE.
-const Model = "gpt2"
-
 // GGUF returns the tokenizer as the GGUF key-value pairs llama.cpp reads:
 // model ("gpt2", "llama" or "bert"), pre (llama, bert: only if set), tokens,
 // scores (if set), token types, merges (gpt2; llama, bert: only if set), the

@@ -2,6 +2,10 @@
 
 package tokenizer
 
+// nfdRange maps the code points lo..hi to the first code point of their canonical
+// decomposition.
+type nfdRange struct{ lo, hi, first rune }
+
 // nfdFirst holds, for each range of code points lo..hi, the first code point of
 // their canonical decomposition (Unicode 14.0.0), sorted by lo.
 var nfdFirst = []nfdRange{

@@ -34,6 +34,29 @@ func (t TokenType) special() bool {
 	return t == TypeControl || t == TypeUserDefined || t == TypeUnknown
 }
 
+// Model is the tokenizer.ggml.model value of byte-level BPE.
+const Model = "gpt2"
+
+// Tokenizer models (tokenizer.ggml.model values).
+const (
+	// ModelGPT2 is byte-level BPE (llama.cpp's LLAMA_VOCAB_TYPE_BPE).
+	ModelGPT2 = Model
+	// ModelLlama is SentencePiece BPE with byte fallback (llama.cpp's
+	// LLAMA_VOCAB_TYPE_SPM), the tokenizer of LLaMA 1 and 2, Mistral 7B
+	// v0.1, TinyLlama and others.
+	ModelLlama = "llama"
+)
+
+// ModelBERT is WordPiece (llama.cpp's LLAMA_VOCAB_TYPE_WPM), the tokenizer of BERT and of the
+// embedding models built on it. As llama.cpp's GGUFs store it, a piece that begins a word
+// carries the "▁" (U+2581) word-start mark and a continuation piece (BERT's "##ing") is stored
+// bare ("ing").
+const ModelBERT = "bert"
+
+// spaceEscape is the character that stands for a space in the tokens of a
+// SentencePiece vocabulary: "▁", U+2581.
+const spaceEscape = "\u2581"
+
 // Vocab is the content of a vocabulary, in the form GGUF stores it.
 type Vocab struct {
 	// Model is the tokenizer.ggml.model value: ModelGPT2 (byte-level BPE,
@@ -276,6 +299,67 @@ func New(v Vocab) (*Tokenizer, error) {
 	return t, nil
 }
 
+// initSPM sets up the llama model once New has checked the vocabulary: the
+// pieces the tokens decode to, the scores and the byte-fallback tokens.
+func (t *Tokenizer) initSPM() error {
+	t.scores = t.v.Scores
+	if t.scores == nil {
+		t.scores = make([]float32, len(t.v.Tokens))
+	}
+	for i, s := range t.v.Tokens {
+		switch t.v.Types[i] {
+		case TypeNormal:
+			t.pieces[i] = strings.ReplaceAll(s, spaceEscape, " ")
+		case TypeByte:
+			b, ok := parseByteToken(s)
+			if !ok {
+				return fmt.Errorf("tokenizer: byte token %d %q is not <0xNN>", i, s)
+			}
+			t.pieces[i] = string([]byte{b})
+		case TypeUnknown, TypeControl, TypeUserDefined:
+			// Their text, set by New.
+		default:
+			// Unused, undefined and unknown types decode to nothing, as in
+			// llama.cpp.
+			t.pieces[i] = ""
+		}
+	}
+	// llama.cpp's byte_to_token: the "<0xNN>" token, else the token that is
+	// the byte itself.
+	const hex = "0123456789ABCDEF"
+	for b := 0; b < 256; b++ {
+		t.byteTok[b] = -1
+		if id, ok := t.ids[string([]byte{'<', '0', 'x', hex[b>>4], hex[b&15], '>'})]; ok {
+			t.byteTok[b] = id
+		} else if id, ok := t.ids[string([]byte{byte(b)})]; ok {
+			t.byteTok[b] = id
+		}
+	}
+	return nil
+}
+
+// parseByteToken parses the text of a byte token, "<0xNN>".
+func parseByteToken(s string) (byte, bool) {
+	if len(s) != 6 || s[:3] != "<0x" || s[5] != '>' {
+		return 0, false
+	}
+	var b byte
+	for _, c := range []byte(s[3:5]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		b = b<<4 | c
+	}
+	return b, true
+}
+
 // Vocab returns the tokenizer's vocabulary. The slices are shared; do not
 // modify them.
 func (t *Tokenizer) Vocab() Vocab { return t.v }
@@ -335,35 +419,6 @@ type EncodeOptions struct {
 	ParseSpecial bool
 }
 
-// Encode returns the token ids of text. text may hold any bytes: invalid
-// UTF-8 is encoded byte by byte. A byte that no token stands for is encoded
-// as the UNK token if the vocabulary has one and dropped otherwise (a
-// trained vocabulary holds all 256 bytes).
-func (t *Tokenizer) Encode(text string, opts EncodeOptions) []int32 {
-	if t.spm {
-		return t.encodeSPM(text, opts)
-	}
-	if t.wpm {
-		return t.encodeWPM(text, opts)
-	}
-	out := make([]int32, 0, len(text)/3+2)
-	if opts.AddSpecial && t.v.AddBOS {
-		out = append(out, t.v.BOS)
-	}
-	e := encoder{t: t}
-	t.partition(text, opts.ParseSpecial, func(frag string, special int32) {
-		if special >= 0 {
-			out = append(out, special)
-			return
-		}
-		out = e.encodeText(out, frag)
-	})
-	if opts.AddSpecial && t.v.AddEOS {
-		out = append(out, t.v.EOS)
-	}
-	return out
-}
-
 // partition splits text at the special tokens in it, longest first, and
 // calls f for each fragment in order: with special = -1 for ordinary text
 // and with the token id for a special token.
@@ -411,88 +466,6 @@ func (t *Tokenizer) partition(text string, parseSpecial bool, f func(frag string
 	}
 }
 
-// encoder holds the buffers of encoding.
-type encoder struct {
-	t    *Tokenizer
-	sp   splitter
-	syms []symbol
-	q    minHeap[bigram]
-}
-
-type symbol struct {
-	sym        int32
-	prev, next int32
-}
-
-// encodeText appends the tokens of ordinary text to out.
-func (e *encoder) encodeText(out []int32, text string) []int32 {
-	ends := e.sp.split(e.t.pre.stages, text)
-	prev := 0
-	for _, end := range ends {
-		out = e.encodeChunk(out, text[prev:end])
-		prev = end
-	}
-	return out
-}
-
-// encodeChunk appends the tokens of one pre-tokenized chunk to out.
-func (e *encoder) encodeChunk(out []int32, chunk string) []int32 {
-	t := e.t
-	if len(chunk) == 1 || t.pre.ignoreMerges {
-		if id, ok := t.bpeTok[chunk]; ok {
-			return append(out, id)
-		}
-	}
-	syms := e.syms[:0]
-	for i := 0; i < len(chunk); i++ {
-		syms = append(syms, symbol{sym: int32(chunk[i]), prev: int32(i - 1), next: int32(i + 1)})
-	}
-	syms[len(syms)-1].next = -1
-	q := e.q[:0]
-	for i := 0; i+1 < len(syms); i++ {
-		if m, ok := t.merges[pairKey(syms[i].sym, syms[i+1].sym)]; ok {
-			q.push(bigram{rank: m.rank, left: int32(i), right: int32(i + 1), ls: syms[i].sym, rs: syms[i+1].sym, into: m.sym})
-		}
-	}
-	for len(q) > 0 {
-		b := q.pop()
-		l, r := &syms[b.left], &syms[b.right]
-		// Outdated: one side has been merged since.
-		if l.sym != b.ls || r.sym != b.rs || l.next != b.right {
-			continue
-		}
-		l.sym = b.into
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = b.left
-		}
-		r.sym = -1
-		if l.prev >= 0 {
-			p := &syms[l.prev]
-			if m, ok := t.merges[pairKey(p.sym, l.sym)]; ok {
-				q.push(bigram{rank: m.rank, left: l.prev, right: b.left, ls: p.sym, rs: l.sym, into: m.sym})
-			}
-		}
-		if l.next >= 0 {
-			nx := &syms[l.next]
-			if m, ok := t.merges[pairKey(l.sym, nx.sym)]; ok {
-				q.push(bigram{rank: m.rank, left: b.left, right: l.next, ls: l.sym, rs: nx.sym, into: m.sym})
-			}
-		}
-	}
-	for i := int32(0); i >= 0; i = syms[i].next {
-		s := syms[i].sym
-		if tok := t.symTok[s]; tok >= 0 {
-			out = append(out, tok)
-			continue
-		}
-		// Not a token: emit its bytes.
-		out = t.appendBytes(out, t.symRaw[s])
-	}
-	e.syms, e.q = syms, q
-	return out
-}
-
 // appendBytes appends the byte tokens of s, the last resort of both models: a byte without a
 // token becomes UNK, or is dropped when there is none (llama.cpp would throw).
 func (t *Tokenizer) appendBytes(out []int32, s string) []int32 {
@@ -504,22 +477,6 @@ func (t *Tokenizer) appendBytes(out []int32, s string) []int32 {
 		}
 	}
 	return out
-}
-
-// bigram is a candidate merge of symbols left and right.
-type bigram struct {
-	rank        int32
-	left, right int32
-	ls, rs      int32 // the symbols when queued
-	into        int32
-}
-
-// before orders bigrams by rank, then position.
-func (b bigram) before(c bigram) bool {
-	if b.rank != c.rank {
-		return b.rank < c.rank
-	}
-	return b.left < c.left
 }
 
 // DecodeOptions control Decode.

@@ -7,16 +7,6 @@ import (
 	"unicode/utf8"
 )
 
-// ModelBERT is WordPiece (llama.cpp's LLAMA_VOCAB_TYPE_WPM), the tokenizer of BERT and of the
-// embedding models built on it. As llama.cpp's GGUFs store it, a piece that begins a word
-// carries the "▁" (U+2581) word-start mark and a continuation piece (BERT's "##ing") is stored
-// bare ("ing").
-const ModelBERT = "bert"
-
-// nfdRange maps the code points lo..hi to the first code point of their canonical
-// decomposition.
-type nfdRange struct{ lo, hi, first rune }
-
 // nfdBase returns the first code point of r's canonical decomposition: "é" becomes "e", a
 // Hangul syllable its leading consonant, as llama.cpp's unicode_cpts_normalize_nfd does (it
 // keeps only that code point, so accents are dropped).
