@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,9 +15,38 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/runs"
+	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/engines/train"
 	"github.com/toyml/toy/engines/training"
+	"github.com/toyml/toy/generated/config"
+)
+
+// ResumableOptions are the options a resumed run may take from the caller (Scratch.ResumeKeep)
+// because they do not change what the run computes: threads, how often it evaluates, saves
+// and reports, and the final sample. The rest — the model, the data, the batch, the schedule,
+// the optimizer, the seeds — are the run's own; a new total of steps is ResumeSteps.
+// They are declared in specs/engines (resume:"keep").
+var ResumableOptions = config.ResumableOptions()
+
+// heldOutSeed seeds the choice of the held-out windows, the same at every evaluation.
+const heldOutSeed = 0x5eed
+
+// Result is what a run produced.
+type Result struct {
+	RunDir                 string
+	Steps                  int
+	TrainLoss, HeldOutLoss float64
+	UnigramLoss            float64 // held-out loss of a unigram model of the training tokens
+	TokensPerS             float64
+	Sample                 string
+	Interrupted            bool
+}
+
+const (
+	trainFile, heldOutFile = "train.tok", "heldout.tok"
+	modelFile, stateFile   = "model.gguf", "optimizer.gguf"
 )
 
 // progressLine prints a recipe's per-step progress: one redrawn line when interactive, else a
@@ -401,4 +431,114 @@ func savedPath(p, dir, runsDir string) string {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// ensureHeldOut makes sure both parts hold text when the hash split left one of them empty
+// (a small corpus): a single document keeps its first 95% for training and holds out its last
+// 5%, whichever part the hash gave it; of several documents all on one side, the last one
+// becomes the held-out part and the others the training part.
+func ensureHeldOut(trainDocs, heldDocs []data.Document, source string) ([]data.Document, []data.Document, error) {
+	all := trainDocs
+	switch {
+	case len(trainDocs) > 0 && len(heldDocs) > 0:
+		return trainDocs, heldDocs, nil
+	case len(trainDocs) == 0:
+		all = heldDocs
+	}
+	switch {
+	case len(all) > 1:
+		return all[:len(all)-1], all[len(all)-1:], nil
+	case len(all) == 1:
+		d := all[0]
+		cut := len(d.Text) - len(d.Text)/20
+		return []data.Document{{Path: d.Path, Text: d.Text[:cut]}}, []data.Document{{Path: d.Path, Text: d.Text[cut:]}}, nil
+	}
+	if source == "" {
+		source = "the Go source corpus"
+	}
+	return nil, nil, fmt.Errorf("%s holds no text", source)
+}
+
+// writeTokens tokenizes docs (each followed by the end-of-text token) into a token file.
+func writeTokens(path string, docs []data.Document, tok *tokenizer.Tokenizer, eos int32) error {
+	w, err := data.NewWriter(path, 4, tok.VocabSize())
+	if err != nil {
+		return err
+	}
+	for _, d := range docs {
+		ids := tok.Encode(string(d.Text), tokenizer.EncodeOptions{})
+		if eos >= 0 {
+			ids = append(ids, eos)
+		}
+		if err := w.Write(ids); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// snakeKeys rewrites a JSON object written from a struct of type t without JSON tags (its keys
+// the Go field names) to the keys t's tags give them, recursing into struct fields. Keys that
+// name no field are dropped.
+func snakeKeys(raw json.RawMessage, t reflect.Type) (json.RawMessage, error) {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
+		return raw, err
+	}
+	out := map[string]json.RawMessage{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			// An embedded group of options: its fields were written at this level.
+			sub, err := snakeKeys(raw, f.Type)
+			if err != nil {
+				return nil, err
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(sub, &m); err != nil {
+				return nil, err
+			}
+			maps.Copy(out, m)
+			continue
+		}
+		v, ok := in[f.Name]
+		if !ok || name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if f.Type.Kind() == reflect.Struct {
+			var err error
+			if v, err = snakeKeys(v, f.Type); err != nil {
+				return nil, err
+			}
+		}
+		out[name] = v
+	}
+	return json.Marshal(out)
+}
+
+// split cuts a flat batch into windows.
+func split(flat []int32, window int) [][]int32 {
+	var out [][]int32
+	for i := 0; i+window <= len(flat); i += window {
+		out = append(out, flat[i:i+window])
+	}
+	return out
+}
+
+// writeIDs writes token ids (or mask values) into a token file of width bytes a value.
+func writeIDs(path string, ids []int32, vocab, width int) error {
+	w, err := data.NewWriter(path, width, vocab)
+	if err != nil {
+		return err
+	}
+	if err := w.Write(ids); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
 }

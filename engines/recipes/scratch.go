@@ -5,17 +5,12 @@ package recipes
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/toyml/toy/engines/data"
@@ -31,111 +26,14 @@ import (
 	"github.com/toyml/toy/ggml"
 )
 
-// Scratch trains a LLaMA or a GPT-2 model from scratch. The zero value is not usable: start
-// from DefaultScratch. Its JSON, with snake_case keys, is the config{} of the run's run_start.
-type Scratch struct {
-	// Model is the model's shape (a preset, possibly adjusted); its Seed seeds the initial
-	// weights. It is recorded as the run_start's model{}, not in config{}.
-	Model config.Llama `json:"-"`
-	// GPT2, when set, trains a GPT-2 model of this shape instead of Model (which is then
-	// ignored); run_start's model{} is its keys with "arch": "gpt2". A resumed run sets the
-	// one its checkpoint holds.
-	GPT2 *config.Gpt2 `json:"-"`
-	// Text is a text file or a directory of text files to train on; "" is the built-in
-	// corpus, the Go standard library's source. Corpus is a token corpus from `toy tokenize`
-	// instead (with Tokenizer naming the GGUF file holding its tokenizer).
-	Text      string `json:"text"`
-	Corpus    string `json:"corpus"`
-	Tokenizer string `json:"tokenizer"`
-	// Teacher, when set, makes the run a distillation of that GGUF model: the data becomes the
-	// teacher's greedy continuations of Generated prompts drawn from the text (SeqLen tokens
-	// after speculative.TeacherPromptTokens of the text's), in the teacher's tokenizer and its own
-	// token ids, a twentieth as many for the held-out part from the held-out text. It makes a
-	// draft model for speculative decoding: what a draft must predict is the target's greedy
-	// chain, which is often not how the tokenizer would split the same text.
-	Teacher   string `json:"teacher"`
-	Generated int    `json:"generated"`
-	// MaxTextBytes caps how much text is read (0: all).
-	MaxTextBytes int64 `json:"max_text_bytes"`
-	// Training (steps, batch, schedule, seed, evaluations, checkpoints, runs directory),
-	// Sequences (SeqLen, EvalBatches), Compute (Threads) and FinalSample are the option groups
-	// declared in specs/engines; their fields' JSON keys are config{}'s. Training.Seed seeds the
-	// order of the training batches (Model.Seed seeds the initial weights).
-	config.Training
-	config.Sequences
-	config.Compute
-	config.FinalSample
-	AdamW train.AdamW `json:"adamw"`
-	// Resume is a run directory to continue; ResumeSteps, when resuming, a new total of steps
-	// (0: the run's own).
-	Resume      string    `json:"resume"`
-	ResumeSteps int       `json:"resume_steps"`
-	Out         io.Writer `json:"-"` // progress and results (nil: discarded)
-	Interactive bool      `json:"-"` // redraw one progress line instead of printing lines
-	// ResumeKeep names options (by their JSON keys, such as "threads" or "sample_tokens") whose
-	// values in this Scratch replace the run's own when resuming; every other option comes from
-	// the run. Only ResumableOptions may be named.
-	ResumeKeep []string `json:"-"`
-	// Replicas, when set, make this process one rank of a data-parallel run (see Replicas):
-	// Batch is the global batch, shared among the ranks. A run may be resumed with another
-	// number of ranks.
-	Replicas Replicas `json:"-"`
-	// KernelGate audits the lookups of toy's CPU operations the run's graphs make and says
-	// which resolved (nil: the build's table's own).
-	KernelGate KernelGate `json:"-"`
-
-	ckpt        *runs.Checkpoint // the checkpoint a resumed run starts from
-	eos         *int32           // a follower rank's end-of-text token, for a new run (it has no tokenizer)
-	started     bool             // the run_start is logged: the run directory is no longer disposable
-	madeRunsDir bool             // the runs directory did not exist before this run
-}
-
-// ResumableOptions are the options a resumed run may take from the caller (Scratch.ResumeKeep)
-// because they do not change what the run computes: threads, how often it evaluates, saves
-// and reports, and the final sample. The rest — the model, the data, the batch, the schedule,
-// the optimizer, the seeds — are the run's own; a new total of steps is ResumeSteps.
-// They are declared in specs/engines (resume:"keep").
-var ResumableOptions = config.ResumableOptions()
-
-// heldOutSeed seeds the choice of the held-out windows, the same at every evaluation.
-const heldOutSeed = 0x5eed
-
 // seeds are the run_start's seeds{}: every seed the run's numbers depend on.
 func (s *Scratch) seeds() map[string]uint64 {
 	return map[string]uint64{"init": uint64(s.initSeed()), "data": s.Seed, "heldout": heldOutSeed}
 }
 
-// DefaultScratch is a small model on the built-in corpus, sized for about two minutes on two
-// cores: the demo shape, and the scratch presets of the option groups (specs/engines).
-func DefaultScratch() Scratch {
-	m, _ := config.LlamaPreset("demo")
-	t, _ := config.TrainingPreset("scratch")
-	q, _ := config.SequencesPreset("scratch")
-	return Scratch{
-		Model: m, MaxTextBytes: 6 << 20, Training: t, Sequences: q, Compute: config.DefaultCompute(),
-		FinalSample: config.DefaultFinalSample(), AdamW: train.FromScratch(),
-	}
-}
-
 // minTrainedVocab is the smallest vocabulary a tokenizer trained by the run can have: the 256
 // byte tokens and <|endoftext|>.
 const minTrainedVocab = 256 + 1
-
-// Result is what a run produced.
-type Result struct {
-	RunDir                 string
-	Steps                  int
-	TrainLoss, HeldOutLoss float64
-	UnigramLoss            float64 // held-out loss of a unigram model of the training tokens
-	TokensPerS             float64
-	Sample                 string
-	Interrupted            bool
-}
-
-const (
-	trainFile, heldOutFile = "train.tok", "heldout.tok"
-	modelFile, stateFile   = "model.gguf", "optimizer.gguf"
-)
 
 func (s *Scratch) printf(format string, args ...any) {
 	if s.Out != nil {
@@ -473,51 +371,6 @@ func (s *Scratch) texts() (trainDocs, heldDocs []data.Document, err error) {
 	return ensureHeldOut(trainDocs, heldDocs, s.Text)
 }
 
-// ensureHeldOut makes sure both parts hold text when the hash split left one of them empty
-// (a small corpus): a single document keeps its first 95% for training and holds out its last
-// 5%, whichever part the hash gave it; of several documents all on one side, the last one
-// becomes the held-out part and the others the training part.
-func ensureHeldOut(trainDocs, heldDocs []data.Document, source string) ([]data.Document, []data.Document, error) {
-	all := trainDocs
-	switch {
-	case len(trainDocs) > 0 && len(heldDocs) > 0:
-		return trainDocs, heldDocs, nil
-	case len(trainDocs) == 0:
-		all = heldDocs
-	}
-	switch {
-	case len(all) > 1:
-		return all[:len(all)-1], all[len(all)-1:], nil
-	case len(all) == 1:
-		d := all[0]
-		cut := len(d.Text) - len(d.Text)/20
-		return []data.Document{{Path: d.Path, Text: d.Text[:cut]}}, []data.Document{{Path: d.Path, Text: d.Text[cut:]}}, nil
-	}
-	if source == "" {
-		source = "the Go source corpus"
-	}
-	return nil, nil, fmt.Errorf("%s holds no text", source)
-}
-
-// writeTokens tokenizes docs (each followed by the end-of-text token) into a token file.
-func writeTokens(path string, docs []data.Document, tok *tokenizer.Tokenizer, eos int32) error {
-	w, err := data.NewWriter(path, 4, tok.VocabSize())
-	if err != nil {
-		return err
-	}
-	for _, d := range docs {
-		ids := tok.Encode(string(d.Text), tokenizer.EncodeOptions{})
-		if eos >= 0 {
-			ids = append(ids, eos)
-		}
-		if err := w.Write(ids); err != nil {
-			w.Abort()
-			return err
-		}
-	}
-	return w.Close()
-}
-
 // checkCorpusTokenizer refuses a token corpus that another tokenizer than tok (read from
 // tokPath) made: its vocabulary size must be tok's, and its fingerprint, when it records one
 // (toy tokenize writes it; older corpora have none), tok's. Trained with another tokenizer, a
@@ -669,49 +522,6 @@ func (s *Scratch) checkPairing(c *runs.Checkpoint, runID string) (map[string]any
 		return nil, fmt.Errorf("%s was saved by run %q, not %q", c.Path(modelFile), id, runID)
 	}
 	return values, nil
-}
-
-// snakeKeys rewrites a JSON object written from a struct of type t without JSON tags (its keys
-// the Go field names) to the keys t's tags give them, recursing into struct fields. Keys that
-// name no field are dropped.
-func snakeKeys(raw json.RawMessage, t reflect.Type) (json.RawMessage, error) {
-	var in map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &in); err != nil || in == nil {
-		return raw, err
-	}
-	out := map[string]json.RawMessage{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			// An embedded group of options: its fields were written at this level.
-			sub, err := snakeKeys(raw, f.Type)
-			if err != nil {
-				return nil, err
-			}
-			var m map[string]json.RawMessage
-			if err := json.Unmarshal(sub, &m); err != nil {
-				return nil, err
-			}
-			maps.Copy(out, m)
-			continue
-		}
-		v, ok := in[f.Name]
-		if !ok || name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if f.Type.Kind() == reflect.Struct {
-			var err error
-			if v, err = snakeKeys(v, f.Type); err != nil {
-				return nil, err
-			}
-		}
-		out[name] = v
-	}
-	return json.Marshal(out)
 }
 
 // checkpointKVs is the metadata saved with the weights.
@@ -895,15 +705,6 @@ func (s *Scratch) follow(ctx context.Context, run *runs.Run, tr *training.Traine
 	l := s.loop(run, sched, tr, trainC, startStep)
 	_, err = l.do(ctx, res)
 	return res, err
-}
-
-// split cuts a flat batch into windows.
-func split(flat []int32, window int) [][]int32 {
-	var out [][]int32
-	for i := 0; i+window <= len(flat); i += window {
-		out = append(out, flat[i:i+window])
-	}
-	return out
 }
 
 // unigram is the held-out cross entropy of a unigram model of the training tokens.
