@@ -94,7 +94,7 @@ var Gemma = Template{Name: "gemma", format: formatGemma}
 //
 // A template that does not compile is a *TemplateError naming
 // opts.Source and the template's line.
-func NewJinjaTemplate(src string, opts JinjaOptions) (Template, error) {
+func NewJinjaTemplate(src string, opts JinjaOptions) (t Template, err error) {
 	j, err := compileJinja(src, opts)
 	if err != nil {
 		return Template{}, err
