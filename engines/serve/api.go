@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,184 +21,6 @@ import (
 	"github.com/toyml/toy/engines/tokenizer"
 	"github.com/toyml/toy/generated/config"
 )
-
-// maxBody bounds a request body, whatever the context (promptBounds bounds it by the context).
-const maxBody = 8 << 20
-
-// apiError is an error in OpenAI's JSON shape, with its HTTP status.
-type apiError struct {
-	status  int
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    any     `json:"code"`
-}
-
-func (e *apiError) Error() string { return e.Message }
-
-func badRequest(param, format string, args ...any) *apiError {
-	e := &apiError{status: http.StatusBadRequest, Type: "invalid_request_error", Message: fmt.Sprintf(format, args...)}
-	if param != "" {
-		e.Param = &param
-	}
-	return e
-}
-
-func writeError(w http.ResponseWriter, e *apiError) {
-	noteOn(w, "%s", e.Message)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.status)
-	json.NewEncoder(w).Encode(map[string]any{"error": e})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-// stopsOf reads "stop": null, a string or an array of strings.
-func stopsOf(b json.RawMessage) ([]string, *apiError) {
-	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
-		return nil, nil
-	}
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		return []string{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return nil, badRequest("stop", "field \"stop\": want a string or an array of strings")
-	}
-	return many, nil
-}
-
-// contentOf reads a message's "content": a string, or an array of parts of which only text
-// ones are supported.
-func contentOf(i int, b json.RawMessage) (string, *apiError) {
-	param := fmt.Sprintf("messages[%d].content", i)
-	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
-		return "", nil
-	}
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		return one, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(b, &parts); err != nil {
-		return "", badRequest(param, "field %q: want a string or an array of content parts", param)
-	}
-	var sb strings.Builder
-	for _, p := range parts {
-		if p.Type != "text" {
-			return "", badRequest(param, "field %q: content parts of type %q are not supported (text only)", param, p.Type)
-		}
-		sb.WriteString(p.Text)
-	}
-	return sb.String(), nil
-}
-
-// promptOf reads a completion's "prompt": a string or an array of one string.
-func promptOf(b json.RawMessage) (string, *apiError) {
-	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
-		return "", badRequest("prompt", "\"prompt\" is required")
-	}
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		return one, nil
-	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return "", badRequest("prompt", "field \"prompt\": want a string or an array of one string")
-	}
-	if len(many) != 1 {
-		return "", badRequest("prompt", "field \"prompt\": an array of %d prompts; one per request (n = 1)", len(many))
-	}
-	return many[0], nil
-}
-
-// request holds the fields both completion endpoints read.
-type request struct {
-	Model         string `json:"model"`
-	Stream        bool   `json:"stream"`
-	MaxTokens     *int   `json:"max_tokens"`
-	MaxCompletion *int   `json:"max_completion_tokens"`
-	// The sampling options the spec declares (temperature, top_p, top_k, min_p,
-	// repeat_penalty, repeat_last_n, frequency_penalty, presence_penalty), each optional; seed
-	// and logit_bias are read by the fields below, which take precedence (an OpenAI seed may be
-	// negative, a logit bias's keys are strings).
-	config.SamplingOverlay
-	Seed              *int64          `json:"seed"`
-	Stop              json.RawMessage `json:"stop"`
-	N                 *int            `json:"n"`
-	RepetitionPenalty *float64        `json:"repetition_penalty"`
-	Logprobs          any             `json:"logprobs"`
-	TopLogprobs       *int            `json:"top_logprobs"`
-	// LogitBias maps token ids (as JSON object keys) to biases in [-100, 100].
-	LogitBias map[string]float64 `json:"logit_bias"`
-	// Tools, ToolChoice and ParallelToolCalls offer functions to call (chat; toolsOf).
-	Tools             json.RawMessage `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
-	// Fields of features toy does not have, refused unless they ask for nothing (unsupported):
-	// OpenAI's legacy function calling, which tools replace.
-	Functions      json.RawMessage `json:"functions"`
-	FunctionCall   json.RawMessage `json:"function_call"`
-	ResponseFormat *struct {
-		responseFormat // constrains the reply to JSON (grammarOf)
-	} `json:"response_format"`
-	BestOf        *int    `json:"best_of"`
-	Suffix        *string `json:"suffix"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-
-	// chat
-	Messages *[]chatMessage `json:"messages"`
-	// completions
-	Prompt json.RawMessage `json:"prompt"`
-	Echo   bool            `json:"echo"`
-}
-
-// decode reads the JSON body, of at most limit bytes (0: maxBody), into r (a *request, or
-// another request's struct); an error names what is wrong. A body that says it is longer is
-// refused before any of it is read.
-func decode(w http.ResponseWriter, req *http.Request, r any, limit int) *apiError {
-	if limit <= 0 {
-		limit = maxBody
-	}
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error",
-		Message: fmt.Sprintf("the body is larger than %d bytes, the most this server takes: a longer prompt could not fit the context of a sequence", limit)}
-	if req.ContentLength > int64(limit) {
-		return tooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, int64(limit)))
-	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return tooLarge
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return &apiError{status: http.StatusRequestTimeout, Type: "invalid_request_error", Message: "the body did not arrive in time (toy serve -timeout)"}
-		}
-		return badRequest("", "reading the body: %v", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return badRequest("", "the body is not a JSON object: %v", err)
-	}
-	if err := json.Unmarshal(body, r); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return badRequest(te.Field, "field %q: want %s, not a JSON %s", te.Field, te.Type, te.Value)
-		}
-		return badRequest("", "%v", err)
-	}
-	return nil
-}
 
 // params checks the request's sampling fields over the defaults.
 func (s *Server) params(r *request) (sample.Params, int, *apiError) {
@@ -308,16 +128,6 @@ func logprobsOf(r *request, chat bool) (on bool, top int, e *apiError) {
 	return false, 0, badRequest("logprobs", "field \"logprobs\": want an integer 0 to %d (the alternatives reported per token)", limit)
 }
 
-// modelIs refuses a request's "model" when it names another model than the one served (unless
-// AnyModelName); an empty one is the served one.
-func (s *Server) modelIs(name string) *apiError {
-	if name != "" && name != s.cfg.ModelName && !s.cfg.AnyModelName {
-		return &apiError{status: http.StatusNotFound, Type: "invalid_request_error", Code: "model_not_found",
-			Message: fmt.Sprintf("the model %q does not exist; this server serves %q", name, s.cfg.ModelName)}
-	}
-	return nil
-}
-
 // unsupported refuses the fields of OpenAI's API that ask for what toy does not do (the
 // legacy function calling that tools replace, several candidates to choose among, insertion),
 // rather than answer as if they had been honoured; the values that ask for nothing (null, no
@@ -336,18 +146,6 @@ func unsupported(r *request) *apiError {
 		return badRequest("suffix", "suffix is not supported: a completion continues its prompt, it does not fill in before a suffix")
 	}
 	return nil
-}
-
-// responseFormat is OpenAI's response_format: "text", "json_object" (any JSON object; with
-// llama-server's extension, a schema) or "json_schema" with a JSON Schema.
-type responseFormat struct {
-	Type       string `json:"type"`
-	JSONSchema *struct {
-		Name   string          `json:"name"`
-		Schema json.RawMessage `json:"schema"`
-		Strict *bool           `json:"strict"`
-	} `json:"json_schema"`
-	Schema json.RawMessage `json:"schema"`
 }
 
 // jsonObject is the grammar of response_format json_object, compiled once.
@@ -459,42 +257,6 @@ func (s *Server) keyed(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// statusWriter records the status a handler wrote, and what the request log says of it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	// note is the request log's account of the reply: its tokens, or the error's message.
-	note string
-}
-
-// noteOn sets the request log's account of a reply written to w, when w is the statusWriter
-// of counted.
-func noteOn(w http.ResponseWriter, format string, args ...any) {
-	if sw, ok := w.(*statusWriter); ok {
-		sw.note = fmt.Sprintf(format, args...)
-	}
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
 // counted counts the requests of an endpoint by status, and turns a panic into a 500 (never
 // a crash).
 func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
@@ -523,16 +285,6 @@ func (s *Server) counted(endpoint string, h http.HandlerFunc) http.HandlerFunc {
 		}()
 		h(sw, r)
 	}
-}
-
-// methodIs reports whether r's method is one of methods; otherwise it answers 405, "use" the
-// first of them.
-func methodIs(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	if slices.Contains(methods, r.Method) {
-		return true
-	}
-	writeError(w, &apiError{status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "use " + methods[0]})
-	return false
 }
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
@@ -741,8 +493,6 @@ func (s *Server) completion(chat bool) http.HandlerFunc {
 	}
 }
 
-func strPtr(s string) *string { return &s }
-
 var idCounter atomicCounter
 
 func newID(chat bool) string {
@@ -782,12 +532,20 @@ func usageOf(e event) map[string]any {
 		"prompt_tokens_details": map[string]int{"cached_tokens": e.cachedTokens}}
 }
 
-func errorOf(err error) *apiError {
-	if errors.Is(err, errClosing) {
-		return &apiError{status: http.StatusServiceUnavailable, Type: "server_error", Message: err.Error()}
+// jsonLogprobs is the "logprobs" of a choice holding entries: null without log-probabilities.
+func (o *responder) jsonLogprobs(entries []placedLogprob) any {
+	if !o.logprobs {
+		return nil
 	}
-	return &apiError{status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+	if o.chat {
+		return chatLogprobs(entries)
+	}
+	return completionLogprobs(entries)
 }
+
+// usageOfAll is the usage of n choices: the prompt counted once (its cached tokens those of
+// the first choice), the completion tokens of every choice.
+func usageOfAll(choices []*choiceState) map[string]any { return usageOf(finalOfAll(choices)) }
 
 // whole waits for the end of every choice and writes one JSON reply.
 func (o *responder) whole(jobs []*job) {

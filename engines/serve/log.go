@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"fmt"
+	"net/http"
 	"strconv"
 	"unicode/utf8"
 )
@@ -38,4 +40,40 @@ func printable(s string, blanks bool) bool {
 		i += n
 	}
 	return true
+}
+
+// statusWriter records the status a handler wrote, and what the request log says of it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	// note is the request log's account of the reply: its tokens, or the error's message.
+	note string
+}
+
+// noteOn sets the request log's account of a reply written to w, when w is the statusWriter
+// of counted.
+func noteOn(w http.ResponseWriter, format string, args ...any) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.note = fmt.Sprintf(format, args...)
+	}
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }

@@ -14,20 +14,6 @@ const maxChoices = 16
 // minLogprob is the least log-probability a reply reports (JSON has no -Inf): OpenAI's floor.
 const minLogprob = -9999.0
 
-// tokenLogprob is a generated token's log-probability and those of the most likely tokens of
-// the distribution it was drawn from (sample.Sampler.KeepLogprobs), each with its bytes.
-type tokenLogprob struct {
-	piece   string
-	logprob float64
-	top     []altLogprob
-}
-
-// altLogprob is one of the most likely tokens at a step.
-type altLogprob struct {
-	piece   string
-	logprob float64
-}
-
 // logprobEvent is the event of the token whose bytes are piece, just drawn by sampler.
 func (s *Server) logprobEvent(sampler *sample.Sampler, piece string) event {
 	lp := &tokenLogprob{piece: piece}
@@ -155,21 +141,6 @@ func (c *choiceState) release() []placedLogprob {
 	c.pending = c.pending[n:]
 	return out
 }
-
-// jsonLogprobs is the "logprobs" of a choice holding entries: null without log-probabilities.
-func (o *responder) jsonLogprobs(entries []placedLogprob) any {
-	if !o.logprobs {
-		return nil
-	}
-	if o.chat {
-		return chatLogprobs(entries)
-	}
-	return completionLogprobs(entries)
-}
-
-// usageOfAll is the usage of n choices: the prompt counted once (its cached tokens those of
-// the first choice), the completion tokens of every choice.
-func usageOfAll(choices []*choiceState) map[string]any { return usageOf(finalOfAll(choices)) }
 
 // finalOfAll is the first choice's final event with the completion tokens of every choice.
 func finalOfAll(choices []*choiceState) event {

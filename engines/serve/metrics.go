@@ -138,3 +138,41 @@ func (m *metrics) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprint(w, b.String())
 }
+
+// specMetrics count the drafter's proposals and the verifications' acceptances, per slot.
+type specMetrics struct {
+	proposals, acceptances []atomic.Int64
+}
+
+func newSpecMetrics(slots int) *specMetrics {
+	return &specMetrics{proposals: make([]atomic.Int64, slots), acceptances: make([]atomic.Int64, slots)}
+}
+
+func (m *specMetrics) proposed(slot, n int) { m.proposals[slot].Add(int64(n)) }
+
+func (m *specMetrics) accepted(slot, n int) { m.acceptances[slot].Add(int64(n)) }
+
+// write adds the speculative counters to a /metrics page (nothing without a drafter).
+func (m *specMetrics) write(b *strings.Builder, metric func(name, typ, help string)) {
+	if m == nil {
+		return
+	}
+	for _, c := range []struct {
+		name, help string
+		v          []atomic.Int64
+	}{
+		{"toy_draft_proposed_tokens", "Tokens the drafter proposed", m.proposals},
+		{"toy_draft_accepted_tokens", "Proposed tokens the target accepted", m.acceptances},
+	} {
+		var total int64
+		metric(c.name+"_total", "counter", c.help+", all slots.")
+		for i := range c.v {
+			total += c.v[i].Load()
+		}
+		fmt.Fprintf(b, "%s_total %d\n", c.name, total)
+		metric("toy_slot_"+strings.TrimPrefix(c.name, "toy_")+"_total", "counter", c.help+", per slot.")
+		for i := range c.v {
+			fmt.Fprintf(b, "toy_slot_%s_total{slot=\"%d\"} %d\n", strings.TrimPrefix(c.name, "toy_"), i, c.v[i].Load())
+		}
+	}
+}

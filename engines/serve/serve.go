@@ -15,161 +15,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/grammar"
 	"github.com/toyml/toy/engines/sample"
-	"github.com/toyml/toy/engines/speculative"
-	"github.com/toyml/toy/engines/tokenizer"
 )
-
-// Config is what a Server serves and how.
-type Config struct {
-	// Model, Decoder and Tokenizer run the requests; the Server owns none of them (the caller
-	// closes them after Close).
-	Model     *decoding.GGUFModel
-	Decoder   *decoding.BatchDecoder
-	Tokenizer *tokenizer.Tokenizer
-	// ModelName is the model's id in /v1/models; a request naming another model is refused
-	// (404) unless AnyModelName. An empty "model" field is accepted.
-	ModelName string
-	// AnyModelName serves a request naming another model ("gpt-4", a client's default) with
-	// this one, as llama-server serves its one model. /v1/models lists ModelName alone either
-	// way, /v1/models/{id} knows no other id, and replies name ModelName.
-	AnyModelName bool
-	// AddBOS starts every prompt with the tokenizer's BOS.
-	AddBOS bool
-	// Template is the chat template; nil: chat completions are refused (400).
-	Template *sample.Template
-	// Stops are stop strings every request has besides its own (the model's behaviour).
-	Stops []string
-	// Defaults are the sampling settings of fields a request leaves out (the kernel table's
-	// default preset, as toy generate applies it).
-	Defaults sample.Params
-	// Queue is how many requests may wait for a slot (default 64), counting those being read
-	// and tokenized beyond the free slots; one more is refused with 429 before its body is
-	// read.
-	Queue int
-	// NoPromptCache makes every request compute its whole prompt. By default a request takes
-	// the free slot whose last sequence shares the longest prefix with its prompt and reuses
-	// the keys and values cached there for that prefix (a conversation's next turn), or copies
-	// a longer prefix from another slot's sequence, running or finished (prompts with a
-	// common system message), computing only the rest (place).
-	NoPromptCache bool
-	// APIKeys, when any, are the keys a request to /v1/ must present as "Authorization: Bearer
-	// KEY" (what OpenAI's clients send of their api_key; the scheme in any case); others get
-	// 401. /health, /metrics and the chat page need none (the page asks for a key when the
-	// API refuses it). New refuses an empty key, and one with blanks around it or a control
-	// character, which no request could present.
-	APIKeys []string
-	// Info is what /health reports about the model and the kernel gate.
-	Info map[string]any
-	// LogRequests writes a line to Log for each request to the API and the page when it ends:
-	// method, path, status, time and the reply's tokens or the error. The path, and the error
-	// when it quotes the request, are quoted when they hold anything but printable characters,
-	// so that no request can end the line and forge another.
-	LogRequests bool
-	// Log receives one line per notable event (nil: none).
-	Log io.Writer
-	// Draft, when not nil, makes the slots decode speculatively (speculate.go): a decoder of a
-	// smaller model of the same vocabulary, with the Decoder's slots and at least its slot
-	// context, proposes up to DraftTokens tokens (0: speculative.DefaultDraftTokens) per step after a
-	// slot's last token, which the slot's verification checks in the step's batch. A proposal the
-	// draft gives a probability below DraftMinProbability (0: none) ends the drafting. The
-	// Server does not own it.
-	Draft               *decoding.BatchDecoder
-	DraftTokens         int
-	DraftMinProbability float64
-	// DFlash, when not nil and Draft is, drafts instead: a DFlash drafter of the model, one
-	// state per slot, reading the hidden states New makes the Decoder capture; a step proposes
-	// up to DraftTokens (0: all its block's) tokens. The Server does not own it.
-	DFlash *speculative.DFlash
-}
-
-// Server serves one model. Its Handler is safe for concurrent use; one goroutine (started by
-// New, stopped by Close) runs the decoder.
-type Server struct {
-	cfg     Config
-	dec     *decoding.BatchDecoder
-	tok     *tokenizer.Tokenizer
-	queue   chan *job
-	closing atomic.Bool
-	stopAll chan struct{} // closed by Close: cancel every request
-	done    chan struct{} // closed when the loop returns
-	once    sync.Once
-	metrics metrics
-	created int64
-	// textBound is the most bytes of prompt text that may fit a slot's context (0: no bound),
-	// bodyBound the largest body a completion may send (promptBounds; 0: maxBody).
-	textBound, bodyBound int
-	// preparing counts the completions being read, decoded and tokenized, each holding a place
-	// as a queued one does (reserve).
-	preparing atomic.Int64
-	// vocab is the tokenizer's vocabulary as grammars match it, made on first use.
-	vocab func() *grammar.Vocab
-	// work is what the scheduler runs between its steps besides them (onLoop): embeddings.
-	work chan func()
-	// embedder computes embeddings (embed.go), made on the scheduler's goroutine on first use.
-	embedder *decoding.Decoder
-	// drafter proposes the slots' speculative tokens (nil: none; Config.Draft, Config.DFlash).
-	drafter drafter
-}
-
-// job is one request in the scheduler.
-type job struct {
-	ctx       context.Context
-	ids       []int32
-	params    sample.Params
-	maxTokens int
-	stops     []string
-	// grammar, when not nil, constrains the reply (response_format): every token is one it
-	// allows, and the reply ends where it is complete.
-	grammar  *grammar.Grammar
-	events   chan event
-	enqueued time.Time
-	// logprobs asks for an event with each token's log-probability and those of its topLogprobs
-	// most likely alternatives (logprobEvent), before the token's text.
-	logprobs    bool
-	topLogprobs int
-}
-
-// event is what the scheduler tells a request's handler: a piece of text, or the end.
-type event struct {
-	text             string
-	done             bool
-	finish           string // "stop" or "length" when done
-	err              error
-	promptTokens     int
-	cachedTokens     int // of promptTokens, those whose keys and values were reused
-	completionTokens int
-	logprob          *tokenLogprob // a token's log-probabilities (job.logprobs), with no text
-}
-
-// slot is an active job in a decoder slot.
-type slot struct {
-	j         *job
-	idx       int
-	fed       int   // prompt tokens in the cache
-	cached    int   // of them, those reused from the slot's last sequence
-	last      int32 // the sampled token to feed next (when fed == len(ids))
-	sampler   *sample.Sampler
-	matcher   *grammar.Matcher // the job's grammar's, nil without one
-	stopper   *sample.Stopper
-	history   []int32
-	generated int
-	held      []byte // the bytes of an incomplete UTF-8 character
-	first     bool   // the first token was sent
-
-	// spec is speculative decoding's state, nil without a drafter or with a grammar.
-	spec *specSlot
-}
 
 // New starts a server's scheduler.
 func New(cfg Config) (*Server, error) {
@@ -210,12 +65,6 @@ func New(cfg Config) (*Server, error) {
 	go s.loop()
 	return s, nil
 }
-
-// errQueueFull and errClosing refuse a request that cannot be queued.
-var (
-	errQueueFull = errors.New("serve: the queue is full")
-	errClosing   = errors.New("serve: the server is shutting down")
-)
 
 // submit queues a job, or refuses it at once.
 func (s *Server) submit(j *job) error {
@@ -514,109 +363,6 @@ func place(ids []int32, cells [][]int32, free []bool, freed []int64, cache bool)
 // minSharedPrefix is the fewest positions worth copying from another slot (BatchDecoder.CopyPrefix,
 // a graph of its own) rather than computing them with the rest of the prompt.
 const minSharedPrefix = 4
-
-// sampleAll draws each slot's next token from its logits, the slots in parallel: sampling a
-// large vocabulary costs up to a millisecond a token (top-p over a flat distribution), and the
-// decoder's threads are idle meanwhile. The calling goroutine samples the first slot itself, so that a step of one
-// sequence starts no goroutine, as toy generate samples between its steps: a new goroutine
-// may have to wake a thread while ggml's worker still spins on the other core. When every
-// slot is greedy (Sampler.Greedy: an argmax, about 16 µs for 49152 logits) it samples them
-// all itself: the goroutines cost more than they save (an 8-slot step's sampling and
-// hand-off took 0.48 ms in parallel, 0.19 ms so, with the faster argmax). So it does with one
-// Go P (toy serve runs so), where goroutines would take turns anyway.
-func sampleAll(slots []*slot, logits [][]float32) []int32 {
-	toks := make([]int32, len(slots))
-	greedy := true
-	for _, sl := range slots {
-		greedy = greedy && sl.sampler.Greedy()
-	}
-	if greedy || runtime.GOMAXPROCS(0) == 1 { // an argmax each, or one P: cheaper than waking goroutines
-		for i, sl := range slots {
-			toks[i] = sl.sampler.Sample(logits[i], sl.history)
-		}
-		return toks
-	}
-	var wg sync.WaitGroup
-	for i, sl := range slots[min(1, len(slots)):] {
-		wg.Go(func() { toks[i+1] = sl.sampler.Sample(logits[i+1], sl.history) })
-	}
-	if len(slots) > 0 {
-		toks[0] = slots[0].sampler.Sample(logits[0], slots[0].history)
-	}
-	wg.Wait()
-	return toks
-}
-
-// next takes tok as slot sl's next token and sends its text; done says the request ended
-// (with the final event).
-func (s *Server) next(sl *slot, tok int32) (event, bool) {
-	if !sl.first {
-		sl.first = true
-		s.metrics.firstToken(time.Since(sl.j.enqueued))
-	}
-	if tok < 0 { // a grammar that no token of the vocabulary continues
-		return event{err: errors.New("serve: no token of the vocabulary continues the reply's grammar (response_format or tools)")}, true
-	}
-	if eos := s.tok.EOS(); eos >= 0 && tok == eos {
-		sl.send(sl.stopper.Flush(), true)
-		return event{finish: "stop"}, true
-	}
-	if sl.matcher != nil {
-		if err := sl.matcher.Accept(tok); err != nil {
-			return event{err: err}, true
-		}
-	}
-	sl.generated++
-	s.metrics.genTokens.Add(1)
-	sl.history = append(sl.history, tok)
-	piece, err := s.tok.Piece(tok, tokenizer.DecodeOptions{})
-	if err != nil {
-		return event{err: err}, true
-	}
-	if sl.j.logprobs {
-		sl.j.events <- s.logprobEvent(sl.sampler, piece)
-	}
-	text, stopped := sl.stopper.Feed(piece)
-	if stopped {
-		sl.send(text, true)
-		return event{finish: "stop"}, true
-	}
-	if sl.matcher != nil && sl.matcher.Done() { // the grammar is complete and allows nothing more
-		sl.send(text+sl.stopper.Flush(), true)
-		return event{finish: "stop"}, true
-	}
-	full := s.dec.Pos(sl.idx)+1 > s.dec.SlotContext()
-	if sl.generated >= sl.j.maxTokens || full {
-		sl.send(text+sl.stopper.Flush(), true)
-		return event{finish: "length"}, true
-	}
-	sl.send(text, false)
-	sl.last = tok
-	return event{}, false
-}
-
-// send hands text to the handler, holding back the bytes of a character not yet complete
-// (byte-level tokens split characters) unless final.
-func (sl *slot) send(text string, final bool) {
-	b := append(sl.held, text...)
-	cut := len(b)
-	if !final {
-		// Keep back an incomplete UTF-8 sequence at the end (at most 3 bytes).
-		for i := len(b) - 1; i >= 0 && i >= len(b)-3; i-- {
-			if utf8.RuneStart(b[i]) {
-				if !utf8.FullRune(b[i:]) {
-					cut = i
-				}
-				break
-			}
-		}
-	}
-	out := string(b[:cut])
-	sl.held = append([]byte(nil), b[cut:]...)
-	if out != "" {
-		sl.j.events <- event{text: out}
-	}
-}
 
 // cancelQueued ends every queued job with errClosing.
 func (s *Server) cancelQueued() {

@@ -15,24 +15,6 @@ import (
 	"github.com/toyml/toy/engines/sample"
 )
 
-// chatMessage is a message of a chat request, in OpenAI's shape.
-type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-	// ToolCalls are an assistant's calls; ToolCallID and Name say which call a tool message
-	// answers.
-	ToolCalls []struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-	ToolCallID string `json:"tool_call_id"`
-	Name       string `json:"name"`
-}
-
 // messagesOf reads a chat request's messages for the template: text contents, "developer" as
 // the system role, an assistant's tool calls (their arguments a JSON string, as OpenAI sends
 // them, or an object) and tool messages.
