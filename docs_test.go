@@ -1,0 +1,461 @@
+package toy
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The documents TestDocReferences reads: what a newcomer reads to find their way round the tree.
+var referenceDocs = []string{"README.md", "docs/*.md", "kernels/README.md", "engines/README.md"}
+
+// notInTree lists, per document, the paths (or path patterns) and names it may give that are not
+// in the tree: another project's files, a folder beside the checkout, a package the text only
+// proposes, the form a file would take (no target has a model overlay yet), and, in the journal
+// and a transcript of a run of the time, the names of the day (the journal's header says where
+// they went since).
+var notInTree = map[string][]string{
+	"docs/GGML.md":                {"internal/systemggml"},
+	"docs/INFERENCE.md":           {"docs/api/openai-compatibility.mdx"},
+	"docs/ORACLE.md":              {"../shared/testdata/vocab"},
+	"docs/TRAINING.md":            {"engines/llama"},
+	"docs/PERFORMANCE-HISTORY.md": {"engines/llama", "engines/llama/*", "engines/llama.*", "kernels/cpu/c/mul_mat_short.c", "ggml.MulMatShort"},
+	"kernels/README.md":           {"../cpu/c", "kernels/*/models/*/MODEL.toml"},
+}
+
+// Folders the build and the commands write, never committed: paths under them are not checked.
+var outputDirs = []string{"bin", "runs", "deps"}
+
+// TestDocReferences holds README.md, docs/*.md, kernels/README.md and engines/README.md to
+// the tree: every repository path they name (in backticks, links or plain text: a file, a folder,
+// a pattern such as kernels/cpu/c/*.c, or a document's #section) exists, every Go file named
+// by its base name alone exists somewhere, and every Go identifier they name as pkg.Name,
+// pkg.Type.Member or dir/pkg.Name (pkg a package of this module) is declared there (in any
+// file, test files and every build tag's included). A path or name that moved or was removed
+// fails it, naming the document and line.
+func TestDocReferences(t *testing.T) {
+	var docs []string
+	for _, pattern := range referenceDocs {
+		matches, err := filepath.Glob(pattern)
+		require.NoError(t, err)
+		require.NotEmpty(t, matches, pattern)
+		docs = append(docs, matches...)
+	}
+	tree := newRepoTree(t, ".")
+	var stale []string
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		stale = append(stale, tree.staleReferences(doc, string(text))...)
+	}
+	require.Empty(t, stale, "stale references in the docs (a moved file: name its new place; a removed name: its successor):\n%s", strings.Join(stale, "\n"))
+	for doc, paths := range notInTree {
+		for _, p := range paths {
+			if strings.HasPrefix(p, "../") || !strings.Contains(p, "/") {
+				continue
+			}
+			require.False(t, tree.pathExists(p), "%s: %s is in the tree now: drop it from notInTree", doc, p)
+		}
+	}
+}
+
+// TestDocReferencesCatchStale plants stale references and expects each to be reported.
+func TestDocReferencesCatchStale(t *testing.T) {
+	tree := newRepoTree(t, ".")
+	good := "See `engines/serve/drafter.go`, docs/TRAINING.md, [specs](docs/SPECS.md), `ggml.Context.MulMat`,\n" +
+		"`engines/sample.NewJinjaTemplate`, `layering_test.go` and kernels/cpu/c/*.c.\n" +
+		"[runs](#runs) `engines/decoding.Decoder`\n## Runs\n"
+	require.Empty(t, tree.staleReferences("README.md", good))
+	for _, planted := range []string{
+		"`engines/serve/speculate2.go`",    // a file that is not there
+		"see cmd/toy/run.go for the flags", // a bare path
+		"[the loop](engines/recipes/loop.go)",
+		"docs/TRAINING.md#no-such-section",
+		"[above](#no-such-heading)",
+		"`ggml.NoSuchFunction`",
+		"`ggml.Context.NoSuchMethod`",
+		"`engines/decoding.NoSuchThing`",
+		"`gen/emit.go`",
+		"`nosuchfile_test.go`",
+		"kernels/nosuchtarget/*.toml",
+	} {
+		got := tree.staleReferences("README.md", "# Title\n\n"+planted+"\n")
+		require.Len(t, got, 1, "planted %s: got %v", planted, got)
+	}
+	// A path another project's (preceded by a path of its own) is not toy's.
+	require.Empty(t, tree.staleReferences("README.md", "ollama's `ml/backend/ggml/ggml/src/ggml.c`\n"))
+}
+
+// repoTree answers the checker's questions about the tree at root, parsing packages on demand.
+type repoTree struct {
+	root      string
+	topDirs   []string            // the root's folders
+	baseNames map[string]bool     // base names of every file in the tree
+	pkgDirs   map[string][]string // package name -> folders holding a package of that name
+	decls     map[string]map[string]bool
+}
+
+func newRepoTree(t *testing.T, root string) *repoTree {
+	r := &repoTree{root: root, baseNames: map[string]bool{}, pkgDirs: map[string][]string{}, decls: map[string]map[string]bool{}}
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != ".git" && e.Name() != "deps" {
+			r.topDirs = append(r.topDirs, e.Name())
+		}
+	}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != root && (strings.HasPrefix(name, ".") && name != ".ci" || name == "deps" || name == "testdata" || name == "bin" || name == "runs") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		r.baseNames[name] = true
+		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			dir := filepath.ToSlash(filepath.Dir(p))
+			f, err := parser.ParseFile(fset, p, nil, parser.PackageClauseOnly)
+			if err != nil {
+				return err
+			}
+			pkg := f.Name.Name
+			if !slices.Contains(r.pkgDirs[pkg], dir) {
+				r.pkgDirs[pkg] = append(r.pkgDirs[pkg], dir)
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return r
+}
+
+func (r *repoTree) pathExists(p string) bool {
+	if strings.ContainsAny(p, "*?[") {
+		matches, _ := filepath.Glob(filepath.Join(r.root, p))
+		return len(matches) > 0
+	}
+	_, err := os.Stat(filepath.Join(r.root, p))
+	return err == nil
+}
+
+// declared reports whether the Go package in dir declares name: a top-level identifier, a method
+// of one of its types by its name alone (the docs write ggml.MulMatPacked for Context's), or
+// Type.Member (a method, a struct field or an interface method, also through an embedded type
+// of the same package).
+func (r *repoTree) declared(dir, name string) bool {
+	d, ok := r.decls[dir]
+	if !ok {
+		d = parseDecls(filepath.Join(r.root, dir))
+		r.decls[dir] = d
+	}
+	if d[name] || d["method."+name] {
+		return true
+	}
+	typ, member, ok := strings.Cut(name, ".")
+	if !ok || !d[typ] {
+		return false
+	}
+	for embed := range d {
+		if e, ok := strings.CutPrefix(embed, typ+".embeds."); ok {
+			if e == "" || r.declared(dir, e+"."+member) { // "" is an embedded type of another package
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseDecls lists what the .go files of dir declare at the top level, with Type.Member for
+// types' methods and fields, method.Name for every method and Type.embeds.E for embedded types.
+func parseDecls(dir string) map[string]bool {
+	decls := map[string]bool{}
+	entries, _ := os.ReadDir(dir)
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			continue
+		}
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.FuncDecl:
+				if decl.Recv == nil {
+					decls[decl.Name.Name] = true
+				} else {
+					decls[receiverName(decl.Recv.List[0].Type)+"."+decl.Name.Name] = true
+					decls["method."+decl.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, spec := range decl.Specs {
+					switch spec := spec.(type) {
+					case *ast.ValueSpec:
+						for _, n := range spec.Names {
+							decls[n.Name] = true
+						}
+					case *ast.TypeSpec:
+						decls[spec.Name.Name] = true
+						addMembers(decls, spec.Name.Name, spec.Type)
+					}
+				}
+			}
+		}
+	}
+	return decls
+}
+
+func addMembers(decls map[string]bool, typ string, expr ast.Expr) {
+	var fields *ast.FieldList
+	switch expr := expr.(type) {
+	case *ast.StructType:
+		fields = expr.Fields
+	case *ast.InterfaceType:
+		fields = expr.Methods
+	default:
+		return
+	}
+	for _, f := range fields.List {
+		for _, n := range f.Names {
+			decls[typ+"."+n.Name] = true
+		}
+		if len(f.Names) == 0 {
+			switch e := receiverName(f.Type); {
+			case strings.Contains(e, "."):
+				decls[typ+".embeds."] = true
+			default:
+				decls[typ+".embeds."+e] = true
+			}
+		}
+	}
+}
+
+// receiverName is the type name of a receiver or embedded field: T, *T, T[P], pkg.T.
+func receiverName(expr ast.Expr) string {
+	switch e := expr.(type) {
+	case *ast.StarExpr:
+		return receiverName(e.X)
+	case *ast.IndexExpr:
+		return receiverName(e.X)
+	case *ast.IndexListExpr:
+		return receiverName(e.X)
+	case *ast.SelectorExpr:
+		return receiverName(e.X) + "." + e.Sel.Name
+	case *ast.Ident:
+		return e.Name
+	}
+	return ""
+}
+
+var (
+	// A path-like token: segments of names, wildcards and <placeholders>, not part of a longer
+	// path (no '/', word character or '.' just before it), optionally with a #section.
+	pathToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./$@~-])((?:\.\./)*[A-Za-z0-9_.<>*-]+(?:/[A-Za-z0-9_.<>*-]*)+(?:#[A-Za-z0-9_-]+)?)`)
+	// A file named by its base name in backticks: `name.go`, `name.md`.
+	baseNameToken = regexp.MustCompile("`([A-Za-z0-9][A-Za-z0-9_-]*\\.(?:go|md))`")
+	// pkg.Name, pkg.Type.Member: a package name, then exported or Type-qualified names.
+	identToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)`)
+	// A link's target: [text](target).
+	linkTarget  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading     = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	placeholder = regexp.MustCompile(`<[^<>/]*>`)
+	htmlAnchor  = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
+	headingLink = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+)
+
+// staleReferences returns "doc:line: reference (why)" for each reference in text that the tree
+// does not hold. doc is the document's path from the root: relative paths resolve from its folder.
+func (r *repoTree) staleReferences(doc, text string) []string {
+	docDir := path.Dir(doc)
+	var stale []string
+	report := func(line int, ref, why string) {
+		stale = append(stale, fmt.Sprintf("%s:%d: %s (%s)", doc, line, ref, why))
+	}
+	exempt := func(p string) bool {
+		for _, e := range notInTree[doc] {
+			if ok, _ := path.Match(e, p); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for i, line := range strings.Split(text, "\n") {
+		n := i + 1
+		seen := map[string]bool{}
+		check := func(ref string, fromLink bool) {
+			if seen[ref] {
+				return
+			}
+			seen[ref] = true
+			if why := r.checkPath(doc, docDir, ref, fromLink, exempt, text); why != "" {
+				report(n, ref, why)
+			}
+		}
+		for _, m := range linkTarget.FindAllStringSubmatch(line, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			seen[target] = false
+			check(target, true)
+		}
+		for _, m := range pathToken.FindAllStringSubmatch(line, -1) {
+			ref := strings.TrimRight(m[2], ".-")
+			if seen[ref] || !r.looksLocal(docDir, ref) {
+				continue
+			}
+			check(ref, false)
+		}
+		for _, m := range baseNameToken.FindAllStringSubmatch(line, -1) {
+			if !r.baseNames[m[1]] && !exempt(m[1]) {
+				report(n, m[1], "no file of that name in the tree")
+			}
+		}
+		for _, m := range identToken.FindAllStringSubmatch(line, -1) {
+			pkg, name := m[2], m[3]
+			dirs := r.pkgDirs[pkg]
+			if len(dirs) == 0 || strings.HasSuffix(name, ".go") {
+				continue
+			}
+			if !exempt(pkg+"."+name) && !slices.ContainsFunc(dirs, func(d string) bool { return r.declared(d, name) }) {
+				report(n, pkg+"."+name, "not declared in package "+pkg+" ("+strings.Join(dirs, ", ")+")")
+			}
+		}
+	}
+	return stale
+}
+
+// looksLocal: a token is taken for a path of this repository when its first segment is a
+// folder at the root or beside the document, or it climbs out of the document's folder.
+func (r *repoTree) looksLocal(docDir, ref string) bool {
+	if strings.HasPrefix(ref, "../") {
+		return true
+	}
+	first, _, _ := strings.Cut(ref, "/")
+	if first == "." || slices.Contains(outputDirs, first) {
+		return false
+	}
+	if slices.Contains(r.topDirs, first) {
+		return true
+	}
+	if docDir != "." {
+		if st, err := os.Stat(filepath.Join(r.root, docDir, first)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPath checks one path reference (with an optional #section) and says what is wrong, or "".
+func (r *repoTree) checkPath(doc, docDir, ref string, fromLink bool, exempt func(string) bool, docText string) string {
+	p, anchor, _ := strings.Cut(ref, "#")
+	// dir/pkg.Name: a package's identifier.
+	if dot := strings.LastIndex(p, "."); dot > strings.LastIndex(p, "/") && dot+1 < len(p) && unicode.IsUpper(rune(p[dot+1])) {
+		dir, name := p[:dot], p[dot+1:]
+		if st, err := os.Stat(filepath.Join(r.root, dir)); err == nil && st.IsDir() {
+			if r.declared(dir, name) {
+				return ""
+			}
+			return "not declared in " + dir
+		}
+	}
+	p = placeholder.ReplaceAllString(p, "*")
+	p = strings.ReplaceAll(p, "**", "*")
+	var candidates []string
+	switch {
+	case p == "":
+		candidates = []string{doc}
+	case fromLink || strings.HasPrefix(p, "../"):
+		candidates = []string{path.Join(docDir, p), path.Clean(p)}
+	default:
+		candidates = []string{path.Clean(p), path.Join(docDir, p)}
+	}
+	for _, c := range append(candidates, ref) {
+		if exempt(c) {
+			return ""
+		}
+	}
+	var found string
+	for _, c := range candidates {
+		if !strings.HasPrefix(c, "../") && r.pathExists(c) {
+			found = c
+			break
+		}
+	}
+	if found == "" {
+		return "not in the tree"
+	}
+	if anchor == "" || !strings.HasSuffix(found, ".md") {
+		return ""
+	}
+	text := docText
+	if found != doc {
+		b, err := os.ReadFile(filepath.Join(r.root, found))
+		if err != nil {
+			return err.Error()
+		}
+		text = string(b)
+	}
+	if slices.Contains(headingAnchors(text), anchor) {
+		return ""
+	}
+	return "no heading #" + anchor + " in " + found
+}
+
+// headingAnchors lists the anchors GitHub gives a Markdown text's headings (outside code fences):
+// lower case, punctuation dropped, spaces as hyphens, a repeat suffixed -1, -2, ...; and those
+// of its HTML anchors (<a id="x">).
+func headingAnchors(text string) []string {
+	var anchors []string
+	for _, m := range htmlAnchor.FindAllStringSubmatch(text, -1) {
+		anchors = append(anchors, m[1])
+	}
+	count := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		m := heading.FindStringSubmatch(line)
+		if fenced || m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, c := range strings.ToLower(headingLink.ReplaceAllString(m[1], "$1")) {
+			switch {
+			case unicode.IsLetter(c) || unicode.IsDigit(c) || c == '_' || c == '-':
+				b.WriteRune(c)
+			case c == ' ':
+				b.WriteByte('-')
+			}
+		}
+		a := b.String()
+		if k := count[a]; k > 0 {
+			anchors = append(anchors, fmt.Sprintf("%s-%d", a, k))
+		} else {
+			anchors = append(anchors, a)
+		}
+		count[a]++
+	}
+	sort.Strings(anchors)
+	return anchors
+}
