@@ -60,6 +60,9 @@ func TestDocReferences(t *testing.T) {
 		require.NoError(t, err)
 		stale = append(stale, tree.staleReferences(doc, string(text))...)
 	}
+	for _, doc := range tree.packageDocs {
+		stale = append(stale, tree.staleReferences(doc.file, doc.text)...)
+	}
 	require.Empty(t, stale, "stale references in the docs (a moved file: name its new place; a removed name: its successor):\n%s", strings.Join(stale, "\n"))
 	for doc, paths := range notInTree {
 		for _, p := range paths {
@@ -94,6 +97,9 @@ func TestDocReferencesCatchStale(t *testing.T) {
 		got := tree.staleReferences("README.md", "# Title\n\n"+planted+"\n")
 		require.Len(t, got, 1, "planted %s: got %v", planted, got)
 	}
+	// In a package's doc a Go file may be named bare.
+	require.Len(t, tree.staleReferences("engines/serve/doc.go", "The loop is in loop2.go.\n"), 1)
+	require.Empty(t, tree.staleReferences("engines/serve/doc.go", "The slots are in slot.go.\n"))
 	// A path another project's (preceded by a path of its own) is not toy's.
 	require.Empty(t, tree.staleReferences("README.md", "ollama's `ml/backend/ggml/ggml/src/ggml.c`\n"))
 }
@@ -105,7 +111,11 @@ type repoTree struct {
 	baseNames map[string]bool     // base names of every file in the tree
 	pkgDirs   map[string][]string // package name -> folders holding a package of that name
 	decls     map[string]map[string]bool
+	// packageDocs are the packages' doc comments (the comment above a package clause).
+	packageDocs []packageDoc
 }
+
+type packageDoc struct{ file, text string }
 
 func newRepoTree(t *testing.T, root string) *repoTree {
 	r := &repoTree{root: root, baseNames: map[string]bool{}, pkgDirs: map[string][]string{}, decls: map[string]map[string]bool{}}
@@ -131,11 +141,14 @@ func newRepoTree(t *testing.T, root string) *repoTree {
 		r.baseNames[name] = true
 		if strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
 			dir := filepath.ToSlash(filepath.Dir(p))
-			f, err := parser.ParseFile(fset, p, nil, parser.PackageClauseOnly)
+			f, err := parser.ParseFile(fset, p, nil, parser.PackageClauseOnly|parser.ParseComments)
 			if err != nil {
 				return err
 			}
 			pkg := f.Name.Name
+			if f.Doc != nil && !strings.HasPrefix(dir, "generated") {
+				r.packageDocs = append(r.packageDocs, packageDoc{filepath.ToSlash(p), f.Doc.Text()})
+			}
 			if !slices.Contains(r.pkgDirs[pkg], dir) {
 				r.pkgDirs[pkg] = append(r.pkgDirs[pkg], dir)
 			}
@@ -269,8 +282,9 @@ var (
 	// A path-like token: segments of names, wildcards and <placeholders>, not part of a longer
 	// path (no '/', word character or '.' just before it), optionally with a #section.
 	pathToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./$@~-])((?:\.\./)*[A-Za-z0-9_.<>*-]+(?:/[A-Za-z0-9_.<>*-]*)+(?:#[A-Za-z0-9_-]+)?)`)
-	// A file named by its base name in backticks: `name.go`, `name.md`.
-	baseNameToken = regexp.MustCompile("`([A-Za-z0-9][A-Za-z0-9_-]*\\.(?:go|md))`")
+	// A file named by its base name: `name.go`, `NAME.md` in backticks, or name.go in the text
+	// (taken in a package's doc only: the Markdown docs name Go's own sources, sort.go, as prompts).
+	baseNameToken = regexp.MustCompile("`([A-Za-z0-9][A-Za-z0-9_-]*\\.(?:go|md))`|(?:^|[^A-Za-z0-9_./`-])([a-z0-9][a-z0-9_]*\\.go)\\b")
 	// pkg.Name, pkg.Type.Member: a package name, then exported or Type-qualified names.
 	identToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)`)
 	// A link's target: [text](target).
@@ -325,8 +339,12 @@ func (r *repoTree) staleReferences(doc, text string) []string {
 			check(ref, false)
 		}
 		for _, m := range baseNameToken.FindAllStringSubmatch(line, -1) {
-			if !r.baseNames[m[1]] && !exempt(m[1]) {
-				report(n, m[1], "no file of that name in the tree")
+			name := m[1] + m[2]
+			if m[2] != "" && !strings.HasSuffix(doc, ".go") {
+				continue
+			}
+			if !r.baseNames[name] && !exempt(name) {
+				report(n, name, "no file of that name in the tree")
 			}
 		}
 		for _, m := range identToken.FindAllStringSubmatch(line, -1) {
