@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -476,4 +477,112 @@ func headingAnchors(text string) []string {
 	}
 	sort.Strings(anchors)
 	return anchors
+}
+
+// TestReadmeLayout holds README.md's layout table and engines/README.md's package table to the
+// folders: every folder at the root (but the git-ignored ones; or the folders in it), every
+// package under internal/,
+// engines/ and cmd/toy/internal/ is named in README's table (engines' and cmd/toy's rooms by
+// their names in their rows), and every engines package in engines/README.md's.
+func TestReadmeLayout(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	rows := tableRows(t, string(readme), "## Layout")
+	firstCells := map[string]bool{}
+	for _, row := range rows {
+		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
+			firstCells[strings.TrimSuffix(m[1], "/")] = true
+		}
+	}
+	rowOf := func(first string) string {
+		for _, row := range rows {
+			if strings.Contains(row[0], "`"+first+"`") {
+				return strings.Join(row, "|")
+			}
+		}
+		t.Fatalf("README.md's layout table has no row for %s", first)
+		return ""
+	}
+	named := func(row, name string) bool { return strings.Contains(row, "`"+name+"`") }
+
+	var missing []string
+	for _, dir := range subdirs(t, ".") {
+		if strings.HasPrefix(dir, ".") && dir != ".ci" || slices.Contains(outputDirs, dir) {
+			continue
+		}
+		if dir == ".ci" {
+			dir = ".ci/run"
+		}
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(firstCells)), func(p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }) {
+			missing = append(missing, dir+" (a row of its own, or rows of its folders)")
+		}
+	}
+	for _, dir := range subdirs(t, "internal") {
+		if !firstCells["internal/"+dir] {
+			missing = append(missing, "internal/"+dir+" (a row of its own)")
+		}
+	}
+	enginesRow := rowOf("engines/")
+	for _, dir := range subdirs(t, "engines") {
+		if !named(enginesRow, dir) {
+			missing = append(missing, "engines/"+dir+" (in the engines/ row)")
+		}
+	}
+	cmdRow := rowOf("cmd/toy")
+	for _, dir := range subdirs(t, "cmd/toy/internal") {
+		if !named(cmdRow, dir) {
+			missing = append(missing, "cmd/toy/internal/"+dir+" (in the cmd/toy row)")
+		}
+	}
+	require.Empty(t, missing, "README.md's layout table does not name these folders")
+
+	engines, err := os.ReadFile("engines/README.md")
+	require.NoError(t, err)
+	listed := map[string]bool{}
+	for _, row := range tableRows(t, string(engines), "# engines/") {
+		listed[strings.Trim(row[0], "` ")] = true
+	}
+	for _, dir := range subdirs(t, "engines") {
+		require.True(t, listed[dir], "engines/README.md's table has no row for engines/%s", dir)
+	}
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// tableRows returns the cells of the rows of the first Markdown table after the heading, less
+// its header and rule.
+func tableRows(t *testing.T, text, heading string) [][]string {
+	_, after, ok := strings.Cut(text, "\n"+heading+"\n")
+	if !ok {
+		after, ok = strings.CutPrefix(text, heading+"\n")
+	}
+	require.True(t, ok, "no heading %q", heading)
+	var rows [][]string
+	for _, line := range strings.Split(after, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "|") {
+			if len(rows) > 0 {
+				break
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		rows = append(rows, cells)
+	}
+	require.Greater(t, len(rows), 2, "no table after %q", heading)
+	return rows[2:]
+}
+
+// subdirs lists the folders in dir that hold anything but test data (the folders of the tree,
+// a package's testdata left out).
+func subdirs(t *testing.T, dir string) []string {
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "testdata" && e.Name() != ".git" {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	return dirs
 }
