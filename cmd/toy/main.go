@@ -24,6 +24,7 @@
 //	bench     bench matmul: matrix-multiply throughput and graph-building overhead;
 //	          bench model: a model's prompt and generation speed;
 //	          bench train: training throughput and memory of a model shape;
+//	          bench finetune: LoRA on a frozen base of each type vs a full fine-tune;
 //	          bench serve: toy serve's throughput with 1 and N streaming clients
 //	help      print this help
 //

@@ -51,7 +51,7 @@ func (d *DecoderFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&d.KVType, "ctk", "f16", "alias of -kv-type (llama.cpp's name)")
 	fs.BoolVar(&d.FlashAttn, "fa", false, "flash attention: the KV cache keeps values untransposed (-kv-type q8_0 needs it); ggml's fused kernel on a GPU, toy's own on the CPU")
 	fs.StringVar(&d.CtxFull, "ctx-full", "error", "when the context is full: error, or shift (keep the last half and go on)")
-	fs.BoolVar(&d.Mmap, "mmap", false, "memory-map the model file instead of reading the weights into memory (starts faster and shares the file's pages between processes; decodes slower, docs/PERFORMANCE.md)")
+	fs.BoolVar(&d.Mmap, "mmap", false, "memory-map the model file instead of reading the weights into memory (starts faster and shares the file's pages between processes; decodes slower, docs/PERFORMANCE.md); the k-quant matrices toy's kernel repacks are mapped and released either way")
 	fs.BoolFunc("no-mmap", "read the weights into memory: the default (llama.cpp's flag, accepted; -no-mmap=false is -mmap)", func(v string) error {
 		no, err := strconv.ParseBool(v)
 		d.Mmap = !no
