@@ -39,13 +39,14 @@ var notInTree = map[string][]string{
 // Folders the build and the commands write, never committed: paths under them are not checked.
 var outputDirs = []string{"bin", "runs", "deps"}
 
-// TestDocReferences holds README.md, docs/*.md, kernels/README.md and engines/README.md to
-// the tree: every repository path they name (in backticks, links or plain text: a file, a folder,
-// a pattern such as kernels/cpu/c/*.c, or a document's #section) exists, every Go file named
-// by its base name alone exists somewhere, and every Go identifier they name as pkg.Name,
-// pkg.Type.Member or dir/pkg.Name (pkg a package of this module) is declared there (in any
-// file, test files and every build tag's included). A path or name that moved or was removed
-// fails it, naming the document and line.
+// TestDocReferences holds README.md, docs/*.md, kernels/README.md, engines/README.md and the
+// packages' doc comments to the tree: every repository path they name (in backticks, links or
+// plain text: a file, a folder, a pattern such as kernels/cpu/c/*.c, or a document's #section)
+// exists, every Go file named by its base name alone exists somewhere, every Go identifier they
+// name as pkg.Name, pkg.Type.Member or dir/pkg.Name (pkg a package of this module) is declared
+// there (in any file, test files and every build tag's included), and every Type.Member of a
+// type this module declares names a method or field of it. A path or name that moved or was
+// removed fails it, naming the document and line.
 func TestDocReferences(t *testing.T) {
 	var docs []string
 	for _, pattern := range referenceDocs {
@@ -80,7 +81,7 @@ func TestDocReferencesCatchStale(t *testing.T) {
 	tree := newRepoTree(t, ".")
 	good := "See `engines/serve/drafter.go`, docs/TRAINING.md, [specs](docs/SPECS.md), `ggml.Context.MulMat`,\n" +
 		"`engines/sample.NewJinjaTemplate`, `layering_test.go` and kernels/cpu/c/*.c.\n" +
-		"[runs](#runs) `engines/decoding.Decoder`\n## Runs\n"
+		"[runs](#runs) `engines/decoding.Decoder` `ForwardPass.AttendBlocks` `Target.Module`\n## Runs\n"
 	require.Empty(t, tree.staleReferences("README.md", good))
 	for _, planted := range []string{
 		"`engines/serve/speculate2.go`",    // a file that is not there
@@ -94,12 +95,14 @@ func TestDocReferencesCatchStale(t *testing.T) {
 		"`gen/emit.go`",
 		"`nosuchfile_test.go`",
 		"kernels/nosuchtarget/*.toml",
+		"`ForwardPass.NoSuchHook`",
 	} {
 		got := tree.staleReferences("README.md", "# Title\n\n"+planted+"\n")
 		require.Len(t, got, 1, "planted %s: got %v", planted, got)
 	}
 	// In a package's doc a Go file may be named bare.
 	require.Len(t, tree.staleReferences("engines/serve/doc.go", "The loop is in loop2.go.\n"), 1)
+	require.Len(t, tree.staleReferences("engines/serve/doc.go", "Server.Drain2 drains it.\n"), 1)
 	require.Empty(t, tree.staleReferences("engines/serve/doc.go", "The slots are in slot.go.\n"))
 	// A path another project's (preceded by a path of its own) is not toy's.
 	require.Empty(t, tree.staleReferences("README.md", "ollama's `ml/backend/ggml/ggml/src/ggml.c`\n"))
@@ -114,6 +117,8 @@ type repoTree struct {
 	decls     map[string]map[string]bool
 	// packageDocs are the packages' doc comments (the comment above a package clause).
 	packageDocs []packageDoc
+	// typeDirs: exported type name -> the package folders declaring it (built on first use).
+	typeDirs map[string][]string
 }
 
 type packageDoc struct{ file, text string }
@@ -160,6 +165,32 @@ func newRepoTree(t *testing.T, root string) *repoTree {
 	return r
 }
 
+// typesNamed lists the package folders that declare a type of this name.
+func (r *repoTree) typesNamed(name string) []string {
+	if r.typeDirs == nil {
+		r.typeDirs = map[string][]string{}
+		for _, dirs := range r.pkgDirs {
+			for _, dir := range dirs {
+				for decl := range r.declsOf(dir) {
+					if !strings.Contains(decl, ".") && r.decls[dir][decl+".type"] {
+						r.typeDirs[decl] = append(r.typeDirs[decl], dir)
+					}
+				}
+			}
+		}
+	}
+	return r.typeDirs[name]
+}
+
+func (r *repoTree) declsOf(dir string) map[string]bool {
+	d, ok := r.decls[dir]
+	if !ok {
+		d = parseDecls(filepath.Join(r.root, dir))
+		r.decls[dir] = d
+	}
+	return d
+}
+
 func (r *repoTree) pathExists(p string) bool {
 	if strings.ContainsAny(p, "*?[") {
 		matches, _ := filepath.Glob(filepath.Join(r.root, p))
@@ -174,11 +205,7 @@ func (r *repoTree) pathExists(p string) bool {
 // Type.Member (a method, a struct field or an interface method, also through an embedded type
 // of the same package).
 func (r *repoTree) declared(dir, name string) bool {
-	d, ok := r.decls[dir]
-	if !ok {
-		d = parseDecls(filepath.Join(r.root, dir))
-		r.decls[dir] = d
-	}
+	d := r.declsOf(dir)
 	if d[name] || d["method."+name] {
 		return true
 	}
@@ -228,6 +255,7 @@ func parseDecls(dir string) map[string]bool {
 						}
 					case *ast.TypeSpec:
 						decls[spec.Name.Name] = true
+						decls[spec.Name.Name+".type"] = true
 						addMembers(decls, spec.Name.Name, spec.Type)
 					}
 				}
@@ -288,6 +316,10 @@ var (
 	baseNameToken = regexp.MustCompile("`([A-Za-z0-9][A-Za-z0-9_-]*\\.(?:go|md))`|(?:^|[^A-Za-z0-9_./`-])([a-z0-9][a-z0-9_]*\\.go)\\b")
 	// pkg.Name, pkg.Type.Member: a package name, then exported or Type-qualified names.
 	identToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)`)
+	// Type.Member, for a type of this module: in backticks in Markdown, bare in a package's doc.
+	typeMemberTicked = regexp.MustCompile("`([A-Z][A-Za-z0-9_]*)\\.([A-Za-z_][A-Za-z0-9_]*)")
+	typeMemberBare   = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./-])([A-Z][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)`)
+	fileExtensions   = map[string]bool{"md": true, "toml": true, "go": true, "h": true, "c": true, "cu": true, "json": true, "gguf": true, "py": true, "sh": true, "txt": true, "jsonl": true, "png": true}
 	// A link's target: [text](target).
 	linkTarget  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	heading     = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
@@ -346,6 +378,20 @@ func (r *repoTree) staleReferences(doc, text string) []string {
 			}
 			if !r.baseNames[name] && !exempt(name) {
 				report(n, name, "no file of that name in the tree")
+			}
+		}
+		members := typeMemberTicked
+		if strings.HasSuffix(doc, ".go") {
+			members = typeMemberBare
+		}
+		for _, m := range members.FindAllStringSubmatch(line, -1) {
+			typ, member := m[1], m[2]
+			if fileExtensions[member] || exempt(typ+"."+member) {
+				continue
+			}
+			dirs := r.typesNamed(typ)
+			if len(dirs) > 0 && !slices.ContainsFunc(dirs, func(d string) bool { return r.declared(d, typ+"."+member) }) {
+				report(n, typ+"."+member, "no "+member+" on "+typ+" in "+strings.Join(dirs, ", "))
 			}
 		}
 		for _, m := range identToken.FindAllStringSubmatch(line, -1) {
