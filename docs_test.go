@@ -45,8 +45,9 @@ var outputDirs = []string{"bin", "runs", "deps"}
 // exists, every Go file named by its base name alone exists somewhere, every Go identifier they
 // name as pkg.Name, pkg.Type.Member or dir/pkg.Name (pkg a package of this module) is declared
 // there (in any file, test files and every build tag's included), and every Type.Member of a
-// type this module declares names a method or field of it. A path or name that moved or was
-// removed fails it, naming the document and line.
+// type this module declares names a method or field of it, and every test a list gives under
+// its package (`engines/data: TestA`, `TestB`) is in that package. A path or name that moved
+// or was removed fails it, naming the document and line.
 func TestDocReferences(t *testing.T) {
 	var docs []string
 	for _, pattern := range referenceDocs {
@@ -96,6 +97,8 @@ func TestDocReferencesCatchStale(t *testing.T) {
 		"`nosuchfile_test.go`",
 		"kernels/nosuchtarget/*.toml",
 		"`ForwardPass.NoSuchHook`",
+		"| refused | `engines/data: TestImageNotRegular`, `TestNoSuchImageTest`; `cmd/toy: TestCountFlags` |",
+		"| refused | `engines/data: TestImageNotRegular`; `cmd/toy: TestImageClaimsHugeSize` |",
 	} {
 		got := tree.staleReferences("README.md", "# Title\n\n"+planted+"\n")
 		require.Len(t, got, 1, "planted %s: got %v", planted, got)
@@ -320,6 +323,8 @@ var (
 	typeMemberTicked = regexp.MustCompile("`([A-Z][A-Za-z0-9_]*)\\.([A-Za-z_][A-Za-z0-9_]*)")
 	typeMemberBare   = regexp.MustCompile(`(?:^|[^A-Za-z0-9_./-])([A-Z][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)`)
 	fileExtensions   = map[string]bool{"md": true, "toml": true, "go": true, "h": true, "c": true, "cu": true, "json": true, "gguf": true, "py": true, "sh": true, "txt": true, "jsonl": true, "png": true}
+	// A test named in a package's list: `dir: TestX` (m[1], m[2]), or `TestY` after it (m[2]).
+	testList = regexp.MustCompile("`(?:([a-z][a-z0-9_/]*): )?((?:Test|Fuzz|Benchmark|Example)[A-Za-z0-9_]*)`")
 	// A link's target: [text](target).
 	linkTarget  = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	heading     = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
@@ -378,6 +383,23 @@ func (r *repoTree) staleReferences(doc, text string) []string {
 			}
 			if !r.baseNames[name] && !exempt(name) {
 				report(n, name, "no file of that name in the tree")
+			}
+		}
+		// docs/RELIABILITY.md's form: `dir: TestA`, `TestB`; `other/dir: TestC` (up to a ';' or
+		// the table cell's end).
+		for _, part := range strings.FieldsFunc(line, func(c rune) bool { return c == ';' || c == '|' }) {
+			dir := ""
+			for _, m := range testList.FindAllStringSubmatch(part, -1) {
+				if m[1] != "" {
+					dir = m[1]
+					if st, err := os.Stat(filepath.Join(r.root, dir)); err != nil || !st.IsDir() {
+						report(n, dir, "not in the tree")
+						dir = ""
+					}
+				}
+				if dir != "" && !r.declared(dir, m[2]) {
+					report(n, dir+": "+m[2], "no such test in "+dir)
+				}
 			}
 		}
 		members := typeMemberTicked
