@@ -1,6 +1,10 @@
 // Package recipes holds toy's training recipes: complete procedures that turn data into a
-// trained checkpoint. Scratch trains a LLaMA/SmolLM2-shaped or a GPT-2 model from random
-// weights.
+// trained checkpoint, on one training loop (run bundles, checkpoints, Ctrl-C, bit-for-bit
+// resume). Scratch trains a LLaMA/SmolLM2-shaped or a GPT-2 model from random weights (toy
+// train), Finetune adapts a GGUF model with LoRA adapters, a full fine-tune or a warm start (toy
+// finetune), and ViT trains an image classifier (toy train -arch vit). A recipe runs
+// data-parallel in Replicas (under mpirun) and behind a KernelGate, which decides which of toy's
+// own CPU kernels its graphs run.
 package recipes
 
 import (
