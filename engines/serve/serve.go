@@ -6,6 +6,16 @@
 //
 // The server keeps no state between requests, so replicas behind any HTTP load balancer scale
 // it out.
+//
+// Besides completions it answers embeddings (/v1/embeddings), tool calls, structured output
+// (response_format), log-probabilities and n choices, and it decodes every slot speculatively
+// with a draft model (Config.Draft) or a DFlash drafter (Config.DFlash). Its files: api.go
+// (Handler and the endpoints), serve.go (New, the scheduler's loop, placement, Drain, Close),
+// slot.go (a request's sequence and its sampling), speculate.go (the draft and verify steps)
+// with drafter.go (the drafters), embed.go, tools.go, logprobs.go, request.go (a request's
+// body), apierror.go, limits.go (bounds on prompts, bodies and clients), origin.go (allowed
+// origins), page.go (the chat page), server.go (the Server's types), config.go, log.go and
+// metrics.go.
 package serve
 
 import (
