@@ -42,11 +42,12 @@ var outputDirs = []string{"bin", "runs", "deps"}
 // TestDocReferences holds README.md, docs/*.md, kernels/README.md, engines/README.md and the
 // packages' doc comments to the tree: every repository path they name (in backticks, links or
 // plain text: a file, a folder, a pattern such as kernels/cpu/c/*.c, or a document's #section)
-// exists, every Go file named by its base name alone exists somewhere, every Go identifier they
-// name as pkg.Name, pkg.Type.Member or dir/pkg.Name (pkg a package of this module) is declared
-// there (in any file, test files and every build tag's included), and every Type.Member of a
-// type this module declares names a method or field of it, and every test a list gives under
-// its package (`engines/data: TestA`, `TestB`) is in that package. A path or name that moved
+// exists; every Go file named by its base name alone exists (somewhere; a package doc's, in its
+// package); every Go identifier they name as pkg.Name, pkg.Type.Member or dir/pkg.Name (pkg a
+// package of this module) is declared there (in any file, test files and every build tag's
+// included); every Type.Member of a type this module declares names a method or field of it;
+// and every test a list gives under its package (`engines/data: TestA`, `TestB`) is in that
+// package. A path or name that moved
 // or was removed fails it, naming the document and line.
 func TestDocReferences(t *testing.T) {
 	var docs []string
@@ -107,6 +108,7 @@ func TestDocReferencesCatchStale(t *testing.T) {
 	require.Len(t, tree.staleReferences("engines/serve/doc.go", "The loop is in loop2.go.\n"), 1)
 	require.Len(t, tree.staleReferences("engines/serve/doc.go", "Server.Drain2 drains it.\n"), 1)
 	require.Empty(t, tree.staleReferences("engines/serve/doc.go", "The slots are in slot.go.\n"))
+	require.Len(t, tree.staleReferences("engines/serve/doc.go", "The loss is in headloss.go.\n"), 1) // engines/training's
 	// A path another project's (preceded by a path of its own) is not toy's.
 	require.Empty(t, tree.staleReferences("README.md", "ollama's `ml/backend/ggml/ggml/src/ggml.c`\n"))
 }
@@ -314,8 +316,9 @@ var (
 	// A path-like token: segments of names, wildcards and <placeholders>, not part of a longer
 	// path (no '/', word character or '.' just before it), optionally with a #section.
 	pathToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./$@~-])((?:\.\./)*[A-Za-z0-9_.<>*-]+(?:/[A-Za-z0-9_.<>*-]*)+(?:#[A-Za-z0-9_-]+)?)`)
-	// A file named by its base name: `name.go`, `NAME.md` in backticks, or name.go in the text
-	// (taken in a package's doc only: the Markdown docs name Go's own sources, sort.go, as prompts).
+	// A file named by its base name: `name.go`, `NAME.md` in backticks (somewhere in the tree), or
+	// name.go in the text of a package's doc (the package's own; the Markdown docs name Go's own
+	// sources, sort.go, as prompts).
 	baseNameToken = regexp.MustCompile("`([A-Za-z0-9][A-Za-z0-9_-]*\\.(?:go|md))`|(?:^|[^A-Za-z0-9_./`-])([a-z0-9][a-z0-9_]*\\.go)\\b")
 	// pkg.Name, pkg.Type.Member: a package name, then exported or Type-qualified names.
 	identToken = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])([a-z][a-z0-9]*)\.([A-Z][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)`)
@@ -378,7 +381,14 @@ func (r *repoTree) staleReferences(doc, text string) []string {
 		}
 		for _, m := range baseNameToken.FindAllStringSubmatch(line, -1) {
 			name := m[1] + m[2]
-			if m[2] != "" && !strings.HasSuffix(doc, ".go") {
+			if m[2] != "" {
+				// A package's doc names its own files (or, for a test kit, its parent's).
+				if !strings.HasSuffix(doc, ".go") {
+					continue
+				}
+				if !r.pathExists(path.Join(docDir, name)) && !r.pathExists(path.Join(path.Dir(docDir), name)) && !exempt(name) {
+					report(n, name, "not in "+docDir)
+				}
 				continue
 			}
 			if !r.baseNames[name] && !exempt(name) {
