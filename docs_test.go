@@ -47,8 +47,7 @@ var outputDirs = []string{"bin", "runs", "deps"}
 // package of this module) is declared there (in any file, test files and every build tag's
 // included); every Type.Member of a type this module declares names a method or field of it;
 // and every test a list gives under its package (`engines/data: TestA`, `TestB`) is in that
-// package. A path or name that moved
-// or was removed fails it, naming the document and line.
+// package. A path or name that moved or was removed fails it, naming the document and line.
 func TestDocReferences(t *testing.T) {
 	var docs []string
 	for _, pattern := range referenceDocs {
