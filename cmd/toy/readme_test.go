@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -95,4 +96,89 @@ func TestReadmeCommands(t *testing.T) {
 	for _, name := range names {
 		assert.True(t, listed[name], "README.md's command list does not name toy %s", name)
 	}
+}
+
+var (
+	// An invocation in the docs: toy CMD and the rest of its span or line (up to a | or ;).
+	docInvocation = regexp.MustCompile(`(?:^|[\s$(])(?:\./)?(?:bin/)?toy ([a-z][a-z-]*)((?: [^|;]*)?)`)
+	benchName     = regexp.MustCompile(`^\s*(matmul|model|train|finetune|serve)\b`)
+	codeSpan      = regexp.MustCompile("`([^`\n]+)`")
+	codeBlock     = regexp.MustCompile("(?s)```[a-z]*\n(.*?)```")
+)
+
+// TestDocsCommandFlags holds the toy command lines the docs give (in code spans and code blocks
+// of README.md, docs/*.md but the journal, kernels/README.md and engines/README.md) to toy: every
+// flag written after toy CMD (toy bench SUB, toy tokenizer train; toy train -recipe dflash and
+// toy train -arch vit with their own flags) is one that command's -h lists.
+func TestDocsCommandFlags(t *testing.T) {
+	docs := []string{"../../README.md", "../../kernels/README.md", "../../engines/README.md"}
+	more, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	for _, d := range more {
+		if !strings.HasSuffix(d, "PERFORMANCE-HISTORY.md") { // the journal keeps the flags of its day
+			docs = append(docs, d)
+		}
+	}
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	flagsOf := map[string][]string{}
+	helpFlags := func(args []string) []string {
+		key := strings.Join(args, " ")
+		if f, ok := flagsOf[key]; ok {
+			return f
+		}
+		_, errOut, code := runToy(append(args, "-h")...)
+		require.Equal(t, 0, code, "toy %s -h", key)
+		var flags []string
+		for _, m := range helpFlag.FindAllStringSubmatch(errOut, -1) {
+			flags = append(flags, m[1])
+		}
+		flagsOf[key] = append(flags, "h", "help")
+		return flagsOf[key]
+	}
+	checked := 0
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		text := string(b)
+		var spans []string
+		for _, m := range codeBlock.FindAllStringSubmatch(text, -1) {
+			spans = append(spans, strings.Split(m[1], "\n")...)
+			text = strings.Replace(text, m[0], "", 1)
+		}
+		for _, m := range codeSpan.FindAllStringSubmatch(text, -1) {
+			spans = append(spans, m[1])
+		}
+		for _, span := range spans {
+			for _, m := range docInvocation.FindAllStringSubmatch(span, -1) {
+				name, rest := m[1], m[2]
+				if !slices.Contains(names, name) {
+					continue
+				}
+				args := []string{name}
+				switch {
+				case name == "bench":
+					sub := benchName.FindStringSubmatch(rest)
+					if sub == nil {
+						continue
+					}
+					args = append(args, sub[1])
+				case name == "tokenizer":
+					args = append(args, "train")
+				case name == "train" && strings.Contains(rest, "-recipe dflash"):
+					args = append(args, "-recipe", "dflash")
+				case name == "train" && strings.Contains(rest, "-arch vit"):
+					args = []string{"train-vit"}
+				}
+				flags := helpFlags(args)
+				for _, f := range readmeFlag.FindAllStringSubmatch(rest, -1) {
+					checked++
+					assert.Contains(t, flags, f[1], "%s: toy %s has no -%s (in %q)", strings.TrimPrefix(doc, "../../"), strings.Join(args, " "), f[1], span)
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 100, "the docs' command lines were not found")
 }
