@@ -42,7 +42,7 @@ var outputDirs = []string{"bin", "runs", "deps"}
 // TestDocReferences holds README.md, docs/*.md, kernels/README.md, engines/README.md and the
 // packages' doc comments to the tree: every repository path they name (in backticks, links or
 // plain text: a file, a folder, a pattern such as kernels/cpu/c/*.c, or a document's #section)
-// exists; every Go file named by its base name alone exists (somewhere; a package doc's, in its
+// exists, as does every section cited by name (docs/X.md, "Section"; "Section" below); every Go file named by its base name alone exists (somewhere; a package doc's, in its
 // package); every Go identifier they name as pkg.Name, pkg.Type.Member or dir/pkg.Name (pkg a
 // package of this module) is declared there (in any file, test files and every build tag's
 // included); every Type.Member of a type this module declares names a method or field of it;
@@ -82,7 +82,9 @@ func TestDocReferencesCatchStale(t *testing.T) {
 	tree := newRepoTree(t, ".")
 	good := "See `engines/serve/drafter.go`, docs/TRAINING.md, [specs](docs/SPECS.md), `ggml.Context.MulMat`,\n" +
 		"`engines/sample.NewJinjaTemplate`, `layering_test.go` and kernels/cpu/c/*.c.\n" +
-		"[runs](#runs) `engines/decoding.Decoder` `ForwardPass.AttendBlocks` `Target.Module`\n## Runs\n"
+		"[runs](#runs) `engines/decoding.Decoder` `ForwardPass.AttendBlocks` `Target.Module`\n" +
+		"(docs/PERFORMANCE.md, \"Loading k-quant files\"; \"Runs\" below; \"The rule …\" below)\n" +
+		"## Runs\n**The rule of three.** Text.\n"
 	require.Empty(t, tree.staleReferences("README.md", good))
 	for _, planted := range []string{
 		"`engines/serve/speculate2.go`",    // a file that is not there
@@ -99,6 +101,8 @@ func TestDocReferencesCatchStale(t *testing.T) {
 		"`ForwardPass.NoSuchHook`",
 		"| refused | `engines/data: TestImageNotRegular`, `TestNoSuchImageTest`; `cmd/toy: TestCountFlags` |",
 		"| refused | `engines/data: TestImageNotRegular`; `cmd/toy: TestImageClaimsHugeSize` |",
+		`(docs/PERFORMANCE.md, "No such section")`,
+		`as "Nowhere here" below says`,
 	} {
 		got := tree.staleReferences("README.md", "# Title\n\n"+planted+"\n")
 		require.Len(t, got, 1, "planted %s: got %v", planted, got)
@@ -351,6 +355,9 @@ func (r *repoTree) staleReferences(doc, text string) []string {
 		}
 		return false
 	}
+	if strings.HasSuffix(doc, ".md") {
+		stale = append(stale, r.staleSections(doc, text)...)
+	}
 	for i, line := range strings.Split(text, "\n") {
 		n := i + 1
 		seen := map[string]bool{}
@@ -514,6 +521,88 @@ func (r *repoTree) checkPath(doc, docDir, ref string, fromLink bool, exempt func
 		return ""
 	}
 	return "no heading #" + anchor + " in " + found
+}
+
+var (
+	// A section cited by name in another document: docs/X.md, "Section" (or X.md's "Section").
+	citedSection = regexp.MustCompile(`((?:[a-z]+/)*[A-Z][A-Z-]*\.md)(?:'s)?,?\s+"([^"]{2,120})"`)
+	// A section of the same document: "Section" below (or above).
+	nearSection = regexp.MustCompile(`"([^"]{2,120})",? (?:below|above)\b`)
+	boldLabel   = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+)
+
+// staleSections reports the sections doc cites by name (docs/X.md, "Section"; "Section" below)
+// that are no heading or bold paragraph label of the document cited. The name may be the start
+// of the heading's, and "…" stands for words left out.
+func (r *repoTree) staleSections(doc, text string) []string {
+	var stale []string
+	check := func(at int, file, fileText, name string) {
+		name = strings.Join(strings.Fields(strings.ReplaceAll(name, "`", "")), " ")
+		if !slices.ContainsFunc(sectionLabels(fileText), func(l string) bool { return labelMatches(l, name) }) {
+			line := strings.Count(text[:at], "\n") + 1
+			stale = append(stale, fmt.Sprintf("%s:%d: %q (no such section in %s)", doc, line, name, file))
+		}
+	}
+	for _, m := range citedSection.FindAllStringSubmatchIndex(text, -1) {
+		cited := text[m[2]:m[3]]
+		file := ""
+		for _, c := range []string{path.Join(path.Dir(doc), cited), cited, path.Join("docs", cited)} {
+			if r.pathExists(c) {
+				file = c
+				break
+			}
+		}
+		if file == "" {
+			continue // the path check reports it
+		}
+		b, err := os.ReadFile(filepath.Join(r.root, file))
+		if err != nil {
+			continue
+		}
+		check(m[0], file, string(b), text[m[4]:m[5]])
+	}
+	for _, m := range nearSection.FindAllStringSubmatchIndex(text, -1) {
+		check(m[0], doc, text, text[m[2]:m[3]])
+	}
+	return stale
+}
+
+// sectionLabels lists a Markdown text's headings (outside code fences) and bold labels, without
+// backticks and with white space collapsed.
+func sectionLabels(text string) []string {
+	var labels []string
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+		} else if m := heading.FindStringSubmatch(line); m != nil && !fenced {
+			labels = append(labels, m[1])
+		}
+	}
+	for _, m := range boldLabel.FindAllStringSubmatch(text, -1) {
+		labels = append(labels, m[1])
+	}
+	for i := range labels {
+		labels[i] = strings.Join(strings.Fields(strings.ReplaceAll(labels[i], "`", "")), " ")
+	}
+	return labels
+}
+
+// labelMatches: name is label, or its start, with "…" standing for words left out.
+func labelMatches(label, name string) bool {
+	parts := strings.Split(name, "…")
+	rest, ok := strings.CutPrefix(label, strings.TrimSpace(parts[0]))
+	if !ok {
+		return false
+	}
+	for _, p := range parts[1:] {
+		i := strings.Index(rest, strings.TrimSpace(p))
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(strings.TrimSpace(p)):]
+	}
+	return true
 }
 
 // headingAnchors lists the anchors GitHub gives a Markdown text's headings (outside code fences):
