@@ -22,6 +22,35 @@ var (
 	helpFlag = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
 )
 
+// commandNames are the names of toy's commands, as its help lists them.
+func commandNames() []string {
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// helpFlagLister returns a function that lists the flags toy ARGS -h prints (with -h and
+// -help), running each -h once.
+func helpFlagLister(t *testing.T) func(args []string) []string {
+	flagsOf := map[string][]string{}
+	return func(args []string) []string {
+		key := strings.Join(args, " ")
+		if f, ok := flagsOf[key]; ok {
+			return f
+		}
+		_, errOut, code := runToy(append(args, "-h")...)
+		require.Equal(t, 0, code, "toy %s -h", key)
+		flags := []string{"h", "help"}
+		for _, m := range helpFlag.FindAllStringSubmatch(errOut, -1) {
+			flags = append(flags, m[1])
+		}
+		flagsOf[key] = flags
+		return flags
+	}
+}
+
 // TestReadmeCommands holds README.md's command list to toy: it names every command of toy's
 // help and no other, and each flag it writes under a command is one that command's -h lists
 // (or one of a command the entry names: toy chat's entry names toy generate -cnv, toy
@@ -33,26 +62,8 @@ func TestReadmeCommands(t *testing.T) {
 	require.True(t, ok, "README.md has no command list")
 	block, _, _ = strings.Cut(block, "\n```")
 
-	var names []string
-	for _, c := range commands() {
-		names = append(names, c.name)
-	}
-	flagsOf := map[string][]string{}
-	helpFlags := func(args []string) []string {
-		key := strings.Join(args, " ")
-		if f, ok := flagsOf[key]; ok {
-			return f
-		}
-		_, errOut, code := runToy(append(args, "-h")...)
-		require.Equal(t, 0, code, "toy %s -h", key)
-		var flags []string
-		for _, m := range helpFlag.FindAllStringSubmatch(errOut, -1) {
-			flags = append(flags, m[1])
-		}
-		require.NotEmpty(t, flags, "toy %s -h lists no flags", key)
-		flagsOf[key] = flags
-		return flags
-	}
+	names := commandNames()
+	helpFlags := helpFlagLister(t)
 
 	// The entries: a line starting with "toy " and the indented lines after it.
 	var entries []string
@@ -119,25 +130,8 @@ func TestDocsCommandFlags(t *testing.T) {
 			docs = append(docs, d)
 		}
 	}
-	var names []string
-	for _, c := range commands() {
-		names = append(names, c.name)
-	}
-	flagsOf := map[string][]string{}
-	helpFlags := func(args []string) []string {
-		key := strings.Join(args, " ")
-		if f, ok := flagsOf[key]; ok {
-			return f
-		}
-		_, errOut, code := runToy(append(args, "-h")...)
-		require.Equal(t, 0, code, "toy %s -h", key)
-		var flags []string
-		for _, m := range helpFlag.FindAllStringSubmatch(errOut, -1) {
-			flags = append(flags, m[1])
-		}
-		flagsOf[key] = append(flags, "h", "help")
-		return flagsOf[key]
-	}
+	names := commandNames()
+	helpFlags := helpFlagLister(t)
 	checked := 0
 	for _, doc := range docs {
 		b, err := os.ReadFile(doc)
