@@ -2,6 +2,7 @@ package transformer
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -244,7 +245,7 @@ func SupportedArchitectures() []string {
 // readArchitecture reads the architecture of a file of family tr, named name, from its
 // metadata and tensors, and returns the configuration of the Llama spec that its keys gave
 // (the training options under toy.<arch>.* among them), its tied output and QKV biases as the
-// tensors say. An image model's (InputPatches) image and classes are Vit's keys. A non-nil
+// tensors say. An image model's (InputPatches) image and classes are Family's keys. A non-nil
 // bounds checks the configuration as the keys gave it, before anything else is.
 func readArchitecture(f *ggml.GGUF, values map[string]any, name string, tr config.Transformer, bounds func(Config) error) (Architecture, Config, error) {
 	// The keys the training configuration shares with the family are read through its spec
@@ -351,11 +352,19 @@ func readArchitecture(f *ggml.GGUF, values map[string]any, name string, tr confi
 	// Tensors decide the optional parts.
 	if a.Input == InputPatches {
 		// An image model's classes are its vocabulary, its class token and patches its context.
-		v := config.DefaultVit()
-		if err := v.FromGGUF(values); err != nil {
-			return a, c, fmt.Errorf("gguf %s: %w", f.Path(), err)
+		var missing []error
+		for _, k := range []struct {
+			key string
+			v   int
+		}{{"image_size", x.ImageSize}, {"patch_size", x.PatchSize}, {"channels", x.Channels}, {"class_count", x.ClassCount}} {
+			if k.v == 0 {
+				missing = append(missing, fmt.Errorf("metadata key %q is missing", name+"."+k.key))
+			}
 		}
-		a.ImageSize, a.PatchSize, a.Channels, a.Vocab = v.ImageSize, v.PatchSize, v.Channels, v.Classes
+		if len(missing) > 0 {
+			return a, c, fmt.Errorf("gguf %s: %w", f.Path(), errors.Join(missing...))
+		}
+		a.ImageSize, a.PatchSize, a.Channels, a.Vocab = x.ImageSize, x.PatchSize, x.Channels, x.ClassCount
 		if a.PatchSize <= 0 || a.ImageSize < a.PatchSize || a.Channels <= 0 || a.ImageSize > math.MaxInt16 || a.PatchSize > math.MaxInt16 || a.Channels > math.MaxInt16 {
 			return a, c, fmt.Errorf("gguf %s: images of %d pixels, patches of %d and %d channels: want positive sizes, the image at least a patch", f.Path(), a.ImageSize, a.PatchSize, a.Channels)
 		}
@@ -394,7 +403,7 @@ func readArchitecture(f *ggml.GGUF, values map[string]any, name string, tr confi
 	return a, c, a.validate(f.Path())
 }
 
-// impliedByImage are the keys an image model's file leaves out: its classes (Vit's
+// impliedByImage are the keys an image model's file leaves out: its classes (Family's
 // class_count) are the vocabulary, its context is the class token and the patches, and its
 // heads are d_model/n_heads wide with a key/value head per head.
 var impliedByImage = map[string]bool{"vocab_size": true, "context_length": true,

@@ -47,6 +47,9 @@ func (a *Architecture) Metadata() []KV {
 	if a.Norm == NormLayer {
 		x.LayerNormEps = a.NormEps
 	}
+	if a.Input == InputPatches {
+		x.ImageSize, x.PatchSize, x.Channels, x.ClassCount = a.ImageSize, a.PatchSize, a.Channels, a.Vocab
+	}
 	var kvs []KV
 	for _, kv := range append(c.ToGGUF(a.Name), x.ToGGUF(a.Name)...) {
 		key := strings.TrimPrefix(kv.Key, a.Name+".")
@@ -58,10 +61,6 @@ func (a *Architecture) Metadata() []KV {
 		default:
 			kvs = append(kvs, kv)
 		}
-	}
-	if a.Input == InputPatches {
-		v := config.Vit{ImageSize: a.ImageSize, PatchSize: a.PatchSize, Channels: a.Channels, Classes: a.Vocab}
-		kvs = append(kvs, v.ToGGUF()...)
 	}
 	return kvs
 }

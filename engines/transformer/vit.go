@@ -9,7 +9,7 @@ import (
 )
 
 // ViTArch is the GGUF general.architecture of toy's ViT classifier checkpoints. llama.cpp has
-// no such architecture: the keys (vit.*, from specs/engines/vit.go) and the tensor names
+// no such architecture: the keys (vit.*: the core's, the image's and the classes' among specs/engines' Family) and the tensor names
 // (patch_embd, cls_token, position_embd, the gpt2 block names, output_norm, output with a
 // bias) are toy's own, documented in docs/TRAINING.md.
 const ViTArch = "vit"

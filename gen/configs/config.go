@@ -32,7 +32,16 @@ type Config struct {
 	// Overlay: the group also gets a type with each option optional, as an API request gives
 	// them (//kernelgen:options overlay).
 	Overlay bool
-	Pos     token.Position
+	// ShapeOf names the config of choices (the Transformer spec) that the for tags of a shape's
+	// fields name, ViewOf the shape a view takes its fields from, and Family the preset of the
+	// choices that the config's own fields are for: //kernelgen:shape Transformer llama makes the
+	// struct a shape whose type holds the fields the llama preset's choices take;
+	// //kernelgen:view Llama gpt2 makes an empty struct a view of that shape, with the fields
+	// the gpt2 preset's choices take (see docs/SPECS.md). "" for an ordinary config.
+	ShapeOf, ViewOf, Family string
+	Pos                     token.Position
+	// presetDirs are the config's kernelgen:preset directives, read once its fields are known.
+	presetDirs []genutil.Directive
 }
 
 // Field is one parameter of a Config.
@@ -68,8 +77,24 @@ type Field struct {
 	// Resumable marks an option a resumed run may take from its command line (resume:"keep"):
 	// it changes how the run is computed or reported, not what it computes.
 	Resumable bool
-	Pos       token.Position
+	// For lists the choices a shape's field applies under (for:"norm=layer,head=lm"): the
+	// field belongs to a family whose preset of the choices satisfies every condition.
+	For []Condition
+	// Docs holds the field's doc comment as a family's view says it, by family
+	// (//kernelgen:doc gpt2 DFF is …), where it differs from Doc.
+	Docs map[string]string
+	Pos  token.Position
 }
+
+// Condition is one condition of a for tag: the choice named Choice (a field's JSON name of
+// the choices config, or "family" for the preset's name) is one of Values.
+type Condition struct {
+	Choice string
+	Values []string
+}
+
+// familyChoice is the condition key that names the family (the preset of the choices) itself.
+const familyChoice = "family"
 
 // mapKind is the one map type an options field may have (a logit bias: token id → bias); it
 // has no default and no flag.
@@ -147,7 +172,7 @@ type PresetValue struct {
 	Value string
 }
 
-var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required", "omitzero", "resume"}
+var configTagKeys = []string{"json", "gguf", "default", "min", "max", "enum", "multipleof", "flag", "alias", "required", "omitzero", "resume", "for"}
 
 // loader reads an engine spec package into its configs, recording every problem in the package.
 type loader struct {
@@ -188,6 +213,10 @@ func Load(dir, pattern string) ([]*Config, error) {
 			}
 		}
 	}
+	l.resolveShapes(out)
+	for _, c := range out {
+		l.presets(c)
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -199,7 +228,6 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 	if c.Doc == "" {
 		l.Errorf(ts.Pos(), "config %s has no doc comment", c.GoName)
 	}
-	var presetDirs []genutil.Directive
 	isConfig := false
 	for _, d := range genutil.Directives(dg) {
 		switch d.Name {
@@ -223,9 +251,20 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 				c.Overlay = true
 			}
 		case "preset":
-			presetDirs = append(presetDirs, d)
+			c.presetDirs = append(c.presetDirs, d)
+		case "shape", "view":
+			if len(d.Args) != 2 || c.ShapeOf != "" || c.ViewOf != "" {
+				l.Errorf(d.Pos, "kernelgen:%s takes two arguments (kernelgen:shape CHOICES FAMILY, kernelgen:view SHAPE FAMILY), once", d.Name)
+				continue
+			}
+			if d.Name == "shape" {
+				c.ShapeOf = d.Args[0]
+			} else {
+				c.ViewOf = d.Args[0]
+			}
+			c.Family = d.Args[1]
 		default:
-			l.Errorf(d.Pos, "unknown directive kernelgen:%s on config %s (known: config, options, preset)", d.Name, c.GoName)
+			l.Errorf(d.Pos, "unknown directive kernelgen:%s on config %s (known: config, options, preset, shape, view)", d.Name, c.GoName)
 		}
 	}
 	if !isConfig {
@@ -281,8 +320,18 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 			}
 		}
 	}
+	return c
+}
+
+// presets reads the kernelgen:preset directives of c, once its fields are known (a shape's and
+// a view's are their family's).
+func (l *loader) presets(c *Config) {
+	byJSON := map[string]*Field{}
+	for _, f := range c.Fields {
+		byJSON[f.JSON] = f
+	}
 	seen := map[string]bool{}
-	for _, d := range presetDirs {
+	for _, d := range c.presetDirs {
 		if len(d.Args) < 1 {
 			l.Errorf(d.Pos, "kernelgen:preset needs a name")
 			continue
@@ -307,7 +356,12 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		}
 		c.Presets = append(c.Presets, p)
 	}
-	return c
+	if c.ViewOf != "" && len(c.Presets) > 0 {
+		// A view's defaults are its first preset's: the shape's are another family's.
+		for _, v := range c.Presets[0].Values {
+			v.Field.Default = v.Value
+		}
+	}
 }
 
 func (l *loader) configField(f *ast.Field, options bool) *Field {
@@ -452,6 +506,32 @@ func (l *loader) configField(f *ast.Field, options bool) *Field {
 		default:
 			cf.Alias = v
 		}
+	}
+	if v, ok := tag.Lookup("for"); ok {
+		if options {
+			l.Errorf(f.Pos(), "field %s: for:%q is for a shape's fields (kernelgen:shape), not options", name, v)
+		}
+		for _, cond := range strings.Split(v, ",") {
+			k, vals, ok := strings.Cut(cond, "=")
+			if !ok || k == "" || vals == "" {
+				l.Errorf(f.Pos(), "field %s: for:%q: want choice=value[|value…] conditions separated by ','", name, v)
+				continue
+			}
+			cf.For = append(cf.For, Condition{Choice: k, Values: strings.Split(vals, "|")})
+		}
+	}
+	for _, d := range genutil.Directives(f.Doc) {
+		if d.Name != "doc" || len(d.Args) < 2 {
+			l.Errorf(d.Pos, "field %s: the only directive of a field is kernelgen:doc FAMILY TEXT", name)
+			continue
+		}
+		if cf.Docs == nil {
+			cf.Docs = map[string]string{}
+		}
+		if _, dup := cf.Docs[d.Args[0]]; dup {
+			l.Errorf(d.Pos, "field %s: a second kernelgen:doc for %s", name, d.Args[0])
+		}
+		cf.Docs[d.Args[0]] = genutil.GoDoc(name, name, strings.Join(d.Args[1:], " "))
 	}
 	d, ok := tag.Lookup("default")
 	if cf.Kind == mapKind {

@@ -10,7 +10,7 @@ import (
 
 // Family holds what the other architectures toy decodes add to Llama's parameters, as their
 // GGUF keys: the llama family's (qwen2, qwen3, gemma2, gemma3, mistral-style sliding windows,
-// mixtures of experts) and gpt2's. The decoder reads them with Llama's, and the random-model
+// mixtures of experts), gpt2's and vit's (the image and the classes, toy's own keys). The decoder reads them with Llama's, and the random-model
 // writer writes them. Zero is "absent": the decoder then derives the value from Llama's (head
 // sizes d_model/n_heads, RoPE over the whole head) or leaves the part out (no window, no
 // soft-cap, no experts).
@@ -39,6 +39,14 @@ type Family struct {
 	LayerNormEps float32 `json:"layer_norm_eps"`
 	// SharedExpertFFN is the hidden width of the always-on shared expert (qwen2moe).
 	SharedExpertFFN int `json:"shared_expert_ffn"`
+	// ImageSize is the side of an image model's square input image in pixels (vit).
+	ImageSize int `json:"image_size"`
+	// PatchSize is the side of an image model's square patch in pixels.
+	PatchSize int `json:"patch_size"`
+	// Channels is the number of an image model's colour channels.
+	Channels int `json:"channels"`
+	// ClassCount is the number of classes an image model's head scores: its vocabulary.
+	ClassCount int `json:"class_count"`
 }
 
 // DefaultFamily returns every field at its default.
@@ -56,6 +64,10 @@ func DefaultFamily() Family {
 		ExpertFFN:          0,
 		LayerNormEps:       float32(0),
 		SharedExpertFFN:    0,
+		ImageSize:          0,
+		PatchSize:          0,
+		Channels:           0,
+		ClassCount:         0,
 	}
 }
 
@@ -138,6 +150,30 @@ func (c Family) Validate() error {
 	if c.SharedExpertFFN > 262144 {
 		errs = append(errs, fmt.Errorf("shared_expert_ffn %d is above the maximum 262144", c.SharedExpertFFN))
 	}
+	if c.ImageSize < 0 {
+		errs = append(errs, fmt.Errorf("image_size %d is below the minimum 0", c.ImageSize))
+	}
+	if c.ImageSize > 4096 {
+		errs = append(errs, fmt.Errorf("image_size %d is above the maximum 4096", c.ImageSize))
+	}
+	if c.PatchSize < 0 {
+		errs = append(errs, fmt.Errorf("patch_size %d is below the minimum 0", c.PatchSize))
+	}
+	if c.PatchSize > 256 {
+		errs = append(errs, fmt.Errorf("patch_size %d is above the maximum 256", c.PatchSize))
+	}
+	if c.Channels < 0 {
+		errs = append(errs, fmt.Errorf("channels %d is below the minimum 0", c.Channels))
+	}
+	if c.Channels > 4 {
+		errs = append(errs, fmt.Errorf("channels %d is above the maximum 4", c.Channels))
+	}
+	if c.ClassCount < 0 {
+		errs = append(errs, fmt.Errorf("class_count %d is below the minimum 0", c.ClassCount))
+	}
+	if c.ClassCount > 1048576 {
+		errs = append(errs, fmt.Errorf("class_count %d is above the maximum 1048576", c.ClassCount))
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,7 +181,7 @@ func (c Family) Validate() error {
 // with arch (general.architecture) in the keys that name it.
 // Keys tagged omitzero are left out when their field is zero.
 func (c Family) ToGGUF(arch string) []KV {
-	kvs := make([]KV, 0, 12)
+	kvs := make([]KV, 0, 16)
 	if c.KeyLength != 0 {
 		kvs = append(kvs, KV{arch + ".attention.key_length", uint32(c.KeyLength)})
 	}
@@ -181,6 +217,18 @@ func (c Family) ToGGUF(arch string) []KV {
 	}
 	if c.SharedExpertFFN != 0 {
 		kvs = append(kvs, KV{arch + ".expert_shared_feed_forward_length", uint32(c.SharedExpertFFN)})
+	}
+	if c.ImageSize != 0 {
+		kvs = append(kvs, KV{arch + ".image_size", uint32(c.ImageSize)})
+	}
+	if c.PatchSize != 0 {
+		kvs = append(kvs, KV{arch + ".patch_size", uint32(c.PatchSize)})
+	}
+	if c.Channels != 0 {
+		kvs = append(kvs, KV{arch + ".channels", uint32(c.Channels)})
+	}
+	if c.ClassCount != 0 {
+		kvs = append(kvs, KV{arch + ".class_count", uint32(c.ClassCount)})
 	}
 	return kvs
 }
@@ -306,6 +354,46 @@ func (c *Family) FromGGUF(arch string, values map[string]any) error {
 		if v, ok := values[key]; ok {
 			if x, ok := AsInt(v); ok {
 				c.SharedExpertFFN = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
+		}
+	}
+	{
+		key := arch + ".image_size"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.ImageSize = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
+		}
+	}
+	{
+		key := arch + ".patch_size"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.PatchSize = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
+		}
+	}
+	{
+		key := arch + ".channels"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.Channels = int(x)
+			} else {
+				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
+			}
+		}
+	}
+	{
+		key := arch + ".class_count"
+		if v, ok := values[key]; ok {
+			if x, ok := AsInt(v); ok {
+				c.ClassCount = int(x)
 			} else {
 				errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", key, v))
 			}

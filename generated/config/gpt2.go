@@ -13,9 +13,10 @@ import (
 // Gpt2 is the shape of a GPT-2 sequence model as toy train's flags, presets and run bundles
 // name it; the model is the Transformer spec's gpt2 family (LayerNorm with biases, learned
 // absolute position embeddings, a fused QKV projection, biases on every projection and a GELU
-// MLP) on the one core (engines/training.NewGPT2). Its checkpoints store nothing of their own:
-// the core's keys (Llama's and Family's, {arch} = gpt2) are those llama.cpp's gpt2 loader reads
-// (gpt2.*), and the training options are under toy.gpt2.*.
+// MLP) on the one core (engines/training.NewGPT2). Its fields are the Llama shape's that the
+// gpt2 family's choices take. Its checkpoints store nothing of their own: the core's keys
+// (Llama's and Family's, {arch} = gpt2) are those llama.cpp's gpt2 loader reads (gpt2.*), and
+// the training options are under toy.gpt2.*.
 type Gpt2 struct {
 	// Vocab is the number of tokens.
 	Vocab int `json:"vocab"`

@@ -10,11 +10,18 @@ import (
 	"strings"
 )
 
-// Llama is the configuration of a LLaMA/SmolLM2 sequence model: its shape, its rotary position
-// embedding and the options of training it. GGUF keys follow llama.cpp, so checkpoints load in
-// llama.cpp and ollama; options only toy uses are stored under toy.*. {arch} in a key is the
-// file's general.architecture: the decoder reads these keys of every llama-family GGUF
-// (llama, qwen2, qwen3, gemma2, gemma3 and their MoE variants) through this one description.
+// Llama is the shape of toy's transformers, declared once for every family toy trains: its
+// widths, heads, layers, positions, norms' epsilons, an image model's input and classes, and
+// the options of initialising it. Each field's for tag names the Transformer choices it applies
+// under (RoPE's fields positions=rope, rms_eps norm=rms, layer_norm_eps norm=layer, n_kv_heads
+// where queries, keys and values are not one fused projection, the image's fields
+// input=patches), so a family's parameters, flags, presets and validation follow from its
+// Transformer preset: this type holds the llama family's (a LLaMA/SmolLM2 sequence model), and
+// the views Gpt2 and Vit hold gpt2's and vit's. GGUF keys follow llama.cpp, so checkpoints load
+// in llama.cpp and ollama; options only toy uses are stored under toy.*. {arch} in a key is the
+// file's general.architecture: the decoder reads these keys of every llama-family GGUF (llama,
+// qwen2, qwen3, gemma2, gemma3 and their MoE variants) through this one description, and the
+// other families' keys beside them through Family's (gguf:"-" here: declared there, once).
 type Llama struct {
 	// Vocab is the number of tokens.
 	Vocab int `json:"vocab"`

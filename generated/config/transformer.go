@@ -13,8 +13,9 @@ import (
 // reads, how positions enter, the norm, the feed-forward block, which projections have
 // biases, the optional norms and scales, sliding windows, experts and the head. Each family is
 // a preset, named as its checkpoints' general.architecture; the shape (widths, heads, layers,
-// RoPE's base, epsilons) comes from Llama's and Family's keys, and for image models from
-// Vit's. A file's general.architecture implies these choices, so none is stored; the
+// RoPE's base, epsilons, an image model's image and classes) comes from Llama's and Family's
+// keys, and the fields of Llama, the one shape, name in for tags the choices they apply under
+// (toy train's Gpt2 and Vit are its views for those families). A file's general.architecture implies these choices, so none is stored; the
 // architecture the trainer, the decoder and the tensor table build from
 // (engines/transformer.Architecture) is the family's preset with the file's shape. Adding a
 // family is a preset here, plus whatever it needs that no field says (a new kind of block).

@@ -17,10 +17,11 @@ import (
 // added, pre-norm blocks (LayerNorm, non-causal multi-head attention with a fused QKV
 // projection, GELU MLP, biases everywhere) follow, and a final LayerNorm and a linear head read
 // the class token: the Transformer spec's vit family on the one core
-// (engines/training.NewViT). llama.cpp has no ViT classifier architecture, so the keys are
-// toy's own (general.architecture "vit"): the image's and the classes' are declared here, the
-// rest are the core's (Llama's and Family's, {arch} = vit; training options under toy.vit.*);
-// the tensor names are listed in docs/TRAINING.md.
+// (engines/training.NewViT). Its fields are the Llama shape's that the vit family's choices
+// take. llama.cpp has no ViT classifier architecture, so the keys are toy's own
+// (general.architecture "vit"): the core's (Llama's and Family's, {arch} = vit, the image's
+// and the classes' among Family's; training options under toy.vit.*); the tensor names are
+// listed in docs/TRAINING.md.
 type Vit struct {
 	// ImageSize is the side of the square input image in pixels.
 	ImageSize int `json:"image_size"`
@@ -30,10 +31,10 @@ type Vit struct {
 	Channels int `json:"channels"`
 	// DModel is the width of the residual stream (embedding length).
 	DModel int `json:"d_model"`
-	// NHeads is the number of attention heads.
-	NHeads int `json:"n_heads"`
 	// DFF is the hidden width of the GELU MLP.
 	DFF int `json:"d_ff"`
+	// NHeads is the number of attention heads.
+	NHeads int `json:"n_heads"`
 	// NLayers is the number of transformer blocks.
 	NLayers int `json:"n_layers"`
 	// Classes is the number of classes the head scores.
@@ -53,8 +54,8 @@ func DefaultVit() Vit {
 		PatchSize:    16,
 		Channels:     3,
 		DModel:       192,
-		NHeads:       3,
 		DFF:          768,
+		NHeads:       3,
 		NLayers:      12,
 		Classes:      1000,
 		LayerNormEps: float32(1e-06),
@@ -132,17 +133,17 @@ func (c Vit) Validate() error {
 	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
 		errs = append(errs, fmt.Errorf("d_model %d is not a multiple of n_heads %d", c.DModel, c.NHeads))
 	}
-	if c.NHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
-	}
-	if c.NHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
-	}
 	if c.DFF < 1 {
 		errs = append(errs, fmt.Errorf("d_ff %d is below the minimum 1", c.DFF))
 	}
 	if c.DFF > 262144 {
 		errs = append(errs, fmt.Errorf("d_ff %d is above the maximum 262144", c.DFF))
+	}
+	if c.NHeads < 1 {
+		errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
+	}
+	if c.NHeads > 1024 {
+		errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
 	}
 	if c.NLayers < 1 {
 		errs = append(errs, fmt.Errorf("n_layers %d is below the minimum 1", c.NLayers))
@@ -180,55 +181,6 @@ func (c Vit) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order.
-func (c Vit) ToGGUF() []KV {
-	return []KV{{"vit.image_size", uint32(c.ImageSize)}, {"vit.patch_size", uint32(c.PatchSize)}, {"vit.channels", uint32(c.Channels)}, {"vit.class_count", uint32(c.Classes)}}
-}
-
-// FromGGUF sets every field whose key is in values (GGUF metadata as read from a file),
-// accepting any integer type for ints and float64 for float32, and leaves the rest alone. A
-// value of the wrong type, or a required key's absence, is an error naming the key.
-func (c *Vit) FromGGUF(values map[string]any) error {
-	var errs []error
-	if v, ok := values["vit.image_size"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.ImageSize = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.image_size", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.image_size"))
-	}
-	if v, ok := values["vit.patch_size"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.PatchSize = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.patch_size", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.patch_size"))
-	}
-	if v, ok := values["vit.channels"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.Channels = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.channels", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.channels"))
-	}
-	if v, ok := values["vit.class_count"]; ok {
-		if x, ok := AsInt(v); ok {
-			c.Classes = int(x)
-		} else {
-			errs = append(errs, fmt.Errorf("metadata key %q holds %T, want an integer", "vit.class_count", v))
-		}
-	} else {
-		errs = append(errs, fmt.Errorf("metadata key %q is missing", "vit.class_count"))
-	}
-	return errors.Join(errs...)
-}
-
 // VitFlags are the command-line flags of a Vit configuration: one per field, named by its
 // JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.
 type VitFlags struct {
@@ -245,8 +197,8 @@ func NewVitFlags(fs *flag.FlagSet, defaults Vit) *VitFlags {
 	fs.IntVar(&f.v.PatchSize, "patch-size", f.v.PatchSize, "the side of a square patch in pixels; the image has (image_size/patch_size)² patches")
 	fs.IntVar(&f.v.Channels, "channels", f.v.Channels, "the number of colour channels: 1 (grayscale) or 3 (RGB)")
 	fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, "the width of the residual stream (embedding length)")
-	fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, "the number of attention heads")
 	fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, "the hidden width of the GELU MLP")
+	fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, "the number of attention heads")
 	fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, "the number of transformer blocks")
 	fs.IntVar(&f.v.Classes, "classes", f.v.Classes, "the number of classes the head scores")
 	fs.Var((*float32Value)(&f.v.LayerNormEps), "layer-norm-eps", "the epsilon of LayerNorm")
@@ -267,10 +219,10 @@ func (f *VitFlags) Apply(c *Vit) error {
 			c.Channels = f.v.Channels
 		case "d-model":
 			c.DModel = f.v.DModel
-		case "n-heads":
-			c.NHeads = f.v.NHeads
 		case "d-ff":
 			c.DFF = f.v.DFF
+		case "n-heads":
+			c.NHeads = f.v.NHeads
 		case "n-layers":
 			c.NLayers = f.v.NLayers
 		case "classes":
