@@ -20,18 +20,8 @@ func ValidateGPT2(c config.Gpt2) error {
 // ArchitectureFromGPT2 is the architecture of a GPT-2 model of configuration c (toy train's
 // flags, presets and run bundles): the gpt2 family's description (Family) of c's shape, one
 // key/value head per query head, as DetectArchitecture reads it back from the checkpoint.
-func ArchitectureFromGPT2(c config.Gpt2) Architecture {
-	s := config.DefaultLlama()
-	s.Vocab, s.DModel, s.DFF, s.NHeads, s.NKVHeads, s.NLayers = c.Vocab, c.DModel, c.DFF, c.NHeads, c.NHeads, c.NLayers
-	s.Context, s.TiedOutput = c.Context, c.TiedOutput
-	a := FamilyArchitecture(GPT2Arch, s)
-	a.NormEps = c.LayerNormEps
-	return a
-}
+func ArchitectureFromGPT2(c config.Gpt2) Architecture { return ArchitectureOf(GPT2Arch, c.Shape()) }
 
 // GPT2Config is the configuration toy train names a GPT-2 model of architecture a by, with its
 // initialisation: the inverse of ArchitectureFromGPT2.
-func GPT2Config(a *Architecture, init Init) config.Gpt2 {
-	return config.Gpt2{Vocab: a.Vocab, DModel: a.DModel, DFF: a.DFF, NHeads: a.NHeads, NLayers: a.NLayers,
-		Context: a.Context, LayerNormEps: a.NormEps, TiedOutput: a.TiedOutput, InitScale: init.Scale, Seed: init.Seed}
-}
+func GPT2Config(a *Architecture, init Init) config.Gpt2 { return ShapeOf(a, init).Gpt2() }

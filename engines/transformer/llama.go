@@ -52,3 +52,53 @@ func FamilyArchitecture(name string, c Config) Architecture {
 	}
 	return archFromConfig(name, f, c)
 }
+
+// ArchitectureOf is the architecture of a model of family name (a preset of the Transformer
+// spec; the llama family's for a name without one) and of shape s, read as the family's view
+// of the Llama shape reads it: a family whose queries, keys and values are one fused projection
+// (no n_kv_heads) has a key/value head per head, an image model's context is its class token
+// and patches, a class-token head's rows are the classes (its output never tied), and a
+// LayerNorm's epsilon is layer_norm_eps.
+func ArchitectureOf(name string, s config.Shape) Architecture {
+	f, ok := Family(name)
+	if !ok {
+		f, _ = Family(Arch)
+	}
+	c := s.Llama()
+	if f.FusedQKV {
+		c.NKVHeads = c.NHeads
+	}
+	if f.Input == InputPatches {
+		n := s.ImageSize / s.PatchSize
+		c.Context = n*n + 1
+	}
+	if f.Head == HeadClassToken {
+		c.Vocab, c.TiedOutput = s.Classes, false
+	}
+	a := archFromConfig(name, f, c)
+	if f.Norm == NormLayer {
+		a.NormEps = s.LayerNormEps
+	}
+	if f.Input == InputPatches {
+		a.ImageSize, a.PatchSize, a.Channels = s.ImageSize, s.PatchSize, s.Channels
+	}
+	return a
+}
+
+// ShapeOf is the shape of architecture a, with its initialisation: the inverse of
+// ArchitectureOf, whose family's view (Shape's Gpt2, Vit, Llama) names the model as toy train
+// does.
+func ShapeOf(a *Architecture, init Init) config.Shape {
+	s := ConfigFromArch(a).Shape()
+	s.InitScale, s.Seed = init.Scale, init.Seed
+	if a.Norm == NormLayer {
+		s.LayerNormEps = a.NormEps
+	}
+	if a.Input == InputPatches {
+		s.ImageSize, s.PatchSize, s.Channels = a.ImageSize, a.PatchSize, a.Channels
+	}
+	if a.Head == HeadClassToken {
+		s.Classes = a.Vocab
+	}
+	return s
+}

@@ -27,24 +27,11 @@ func ValidateViT(c config.Vit) error {
 // non-causal (the classifier's mask is all zeros), on a patch embedding with a class token, and
 // a head on the class token — with the classes in the vocabulary's place (the head's rows) and
 // the class token and the patches as the context.
-func ArchitectureFromViT(c config.Vit) Architecture {
-	n := c.ImageSize / c.PatchSize
-	s := config.DefaultLlama()
-	s.Vocab, s.DModel, s.DFF, s.NHeads, s.NKVHeads, s.NLayers = c.Classes, c.DModel, c.DFF, c.NHeads, c.NHeads, c.NLayers
-	s.Context, s.TiedOutput = n*n+1, false
-	a := FamilyArchitecture(ViTArch, s)
-	a.NormEps = c.LayerNormEps
-	a.ImageSize, a.PatchSize, a.Channels = c.ImageSize, c.PatchSize, c.Channels
-	return a
-}
+func ArchitectureFromViT(c config.Vit) Architecture { return ArchitectureOf(ViTArch, c.Shape()) }
 
 // ViTConfig is the configuration toy train names a ViT of architecture a by, with its
 // initialisation: the inverse of ArchitectureFromViT.
-func ViTConfig(a *Architecture, init Init) config.Vit {
-	return config.Vit{ImageSize: a.ImageSize, PatchSize: a.PatchSize, Channels: a.Channels, DModel: a.DModel,
-		NHeads: a.NHeads, DFF: a.DFF, NLayers: a.NLayers, Classes: a.Vocab, LayerNormEps: a.NormEps,
-		InitScale: init.Scale, Seed: init.Seed}
-}
+func ViTConfig(a *Architecture, init Init) config.Vit { return ShapeOf(a, init).Vit() }
 
 // PixelsPerImage is the number of floats of one input image of c: ImageSize²·Channels.
 func PixelsPerImage(c config.Vit) int { return c.ImageSize * c.ImageSize * c.Channels }

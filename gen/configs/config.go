@@ -39,7 +39,10 @@ type Config struct {
 	// //kernelgen:view Llama gpt2 makes an empty struct a view of that shape, with the fields
 	// the gpt2 preset's choices take (see docs/SPECS.md). "" for an ordinary config.
 	ShapeOf, ViewOf, Family string
-	Pos                     token.Position
+	// Whole is, for a shape and each of its families' views, the shape's view of every family
+	// (//kernelgen:view SHAPE, no family), which the config converts to and from; nil if none.
+	Whole *Config
+	Pos   token.Position
 	// presetDirs are the config's kernelgen:preset directives, read once its fields are known.
 	presetDirs []genutil.Directive
 }
@@ -253,8 +256,8 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		case "preset":
 			c.presetDirs = append(c.presetDirs, d)
 		case "shape", "view":
-			if len(d.Args) != 2 || c.ShapeOf != "" || c.ViewOf != "" {
-				l.Errorf(d.Pos, "kernelgen:%s takes two arguments (kernelgen:shape CHOICES FAMILY, kernelgen:view SHAPE FAMILY), once", d.Name)
+			if len(d.Args) != 2 && !(d.Name == "view" && len(d.Args) == 1) || c.ShapeOf != "" || c.ViewOf != "" {
+				l.Errorf(d.Pos, "kernelgen:%s: want kernelgen:shape CHOICES FAMILY or kernelgen:view SHAPE [FAMILY], once", d.Name)
 				continue
 			}
 			if d.Name == "shape" {
@@ -262,7 +265,9 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 			} else {
 				c.ViewOf = d.Args[0]
 			}
-			c.Family = d.Args[1]
+			if len(d.Args) == 2 {
+				c.Family = d.Args[1]
+			}
 		default:
 			l.Errorf(d.Pos, "unknown directive kernelgen:%s on config %s (known: config, options, preset, shape, view)", d.Name, c.GoName)
 		}

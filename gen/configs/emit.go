@@ -183,6 +183,39 @@ func emitConfig(f *jen.File, c *Config) {
 	if !c.NoFlags {
 		emitFlags(f, c)
 	}
+	if c.Whole != nil {
+		emitWhole(f, c, c.Whole)
+	}
+}
+
+// emitWhole writes the conversions between c, a shape's type or a family's view of it, and w,
+// the shape's view of every family: c.<W>() holds c's fields, the others at w's defaults, and
+// w.<C>() the fields of w that c holds.
+func emitWhole(f *jen.File, c, w *Config) {
+	conv := func(fl *Field, to *Config, from jen.Code) jen.Code {
+		t := fieldByJSON(to.Fields, fl.JSON)
+		if t.EnumType != "" {
+			return jen.Id(t.EnumType).Call(from)
+		}
+		return from
+	}
+	genutil.DocLines(f, fmt.Sprintf("%s returns c's fields in a %s, every other field at its default.", w.GoName, w.GoName))
+	f.Func().Params(jen.Id("c").Id(c.GoName)).Id(w.GoName).Params().Id(w.GoName).BlockFunc(func(g *jen.Group) {
+		g.Id("w").Op(":=").Id("Default" + w.GoName).Call()
+		for _, fl := range c.Fields {
+			g.Id("w").Dot(fl.GoName).Op("=").Add(conv(fl, w, jen.Id("c").Dot(fl.GoName)))
+		}
+		g.Return(jen.Id("w"))
+	})
+	f.Line()
+	genutil.DocLines(f, fmt.Sprintf("%s returns the fields of w that a %s holds.", c.GoName, c.GoName))
+	var values []jen.Code
+	for _, fl := range c.Fields {
+		values = append(values, jen.Id(fl.GoName).Op(":").Add(conv(fl, c, jen.Id("w").Dot(fl.GoName))))
+	}
+	f.Func().Params(jen.Id("w").Id(w.GoName)).Id(c.GoName).Params().Id(c.GoName).Block(
+		jen.Return(jen.Id(c.GoName).Values(genutil.PerLine(values)...)))
+	f.Line()
 }
 
 // emitConfigEnum writes the string type of an enum field, its constants, and String and Set,

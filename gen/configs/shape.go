@@ -11,7 +11,9 @@ import (
 // (an empty struct marked //kernelgen:view SHAPE FAMILY, with its doc and presets) gets the
 // fields that apply to its family, with their defaults, bounds, flags and doc comments (a
 // kernelgen:doc directive on the field may say it for the family), stored in no file: the
-// shape's own type and the configs beside it hold the GGUF keys.
+// shape's own type and the configs beside it hold the GGUF keys. A view with no family
+// (//kernelgen:view SHAPE) holds every field of the shape, at the shape's defaults; the shape's
+// type and each family's view then convert to it and back.
 
 // resolveShapes fills the fields of every shape and view among cs with those its family's
 // choices take, and checks their for tags and kernelgen:doc directives.
@@ -26,9 +28,22 @@ func (l *loader) resolveShapes(cs []*Config) {
 		case c.ShapeOf != "":
 			families[c] = append(families[c], c.Family)
 		case c.ViewOf != "":
-			if s := byName[c.ViewOf]; s != nil && s.ShapeOf != "" {
-				families[s] = append(families[s], c.Family)
+			s := byName[c.ViewOf]
+			if s == nil || s.ShapeOf == "" {
+				break
 			}
+			if c.Family != "" {
+				families[s] = append(families[s], c.Family)
+			} else if s.Whole != nil {
+				l.ErrorAt(c.Pos, "%s: %s already has a view of every family, %s", c.GoName, s.GoName, s.Whole.GoName)
+			} else {
+				s.Whole = c
+			}
+		}
+	}
+	for _, c := range cs {
+		if s := byName[c.ViewOf]; s != nil && c.Family != "" {
+			c.Whole = s.Whole
 		}
 	}
 	// The shapes' fields are resolved first: a view copies them from the shape's declaration.
@@ -57,12 +72,15 @@ func (l *loader) resolveShapes(cs []*Config) {
 				l.ErrorAt(c.Pos, "%s: kernelgen:view %s: no shape (kernelgen:shape) of that name", c.GoName, c.ViewOf)
 				continue
 			}
-			if len(c.Fields) > 0 || c.Options || c.NoFlags {
+			if len(c.Fields) > 0 || c.Options {
 				l.ErrorAt(c.Pos, "%s: a view is an empty struct marked kernelgen:config: its fields are the shape's", c.GoName)
 				continue
 			}
 			if choices := l.choicesOf(s, byName); choices != nil {
 				c.Fields = l.familyFields(c, declared[s], choices, c.Family, true)
+			}
+			if c.Family == "" && len(c.presetDirs) > 0 {
+				l.ErrorAt(c.Pos, "%s: a view of every family has no presets", c.GoName)
 			}
 		default:
 			for _, f := range c.Fields {
@@ -118,23 +136,26 @@ func (l *loader) checkShapeField(s *Config, f *Field, choices *Config, families 
 // doc, for config c: the shape itself or, when view, a view, whose fields have no GGUF key and
 // enum types of its own.
 func (l *loader) familyFields(c *Config, fields []*Field, choices *Config, family string, view bool) []*Field {
-	p := choicePreset(choices, family)
-	if p == nil {
-		l.ErrorAt(c.Pos, "%s: %s has no preset %q", c.GoName, choices.GoName, family)
-		return nil
-	}
-	values := map[string]string{familyChoice: family}
-	for _, f := range choices.Fields {
-		values[f.JSON] = f.Default
-	}
-	for _, d := range p.Args[1:] {
-		if k, v, ok := strings.Cut(d, "="); ok {
-			values[k] = v
+	var values map[string]string // nil: every family's fields
+	if family != "" {
+		p := choicePreset(choices, family)
+		if p == nil {
+			l.ErrorAt(c.Pos, "%s: %s has no preset %q", c.GoName, choices.GoName, family)
+			return nil
+		}
+		values = map[string]string{familyChoice: family}
+		for _, f := range choices.Fields {
+			values[f.JSON] = f.Default
+		}
+		for _, d := range p.Args[1:] {
+			if k, v, ok := strings.Cut(d, "="); ok {
+				values[k] = v
+			}
 		}
 	}
 	var out []*Field
 	for _, f := range fields {
-		if !applies(f, values) {
+		if values != nil && !applies(f, values) {
 			continue
 		}
 		v := *f

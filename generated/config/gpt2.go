@@ -208,3 +208,35 @@ func (f *Gpt2Flags) Apply(c *Gpt2) error {
 	})
 	return c.Validate()
 }
+
+// Shape returns c's fields in a Shape, every other field at its default.
+func (c Gpt2) Shape() Shape {
+	w := DefaultShape()
+	w.Vocab = c.Vocab
+	w.DModel = c.DModel
+	w.DFF = c.DFF
+	w.NHeads = c.NHeads
+	w.NLayers = c.NLayers
+	w.Context = c.Context
+	w.LayerNormEps = c.LayerNormEps
+	w.TiedOutput = c.TiedOutput
+	w.InitScale = c.InitScale
+	w.Seed = c.Seed
+	return w
+}
+
+// Gpt2 returns the fields of w that a Gpt2 holds.
+func (w Shape) Gpt2() Gpt2 {
+	return Gpt2{
+		Vocab:        w.Vocab,
+		DModel:       w.DModel,
+		DFF:          w.DFF,
+		NHeads:       w.NHeads,
+		NLayers:      w.NLayers,
+		Context:      w.Context,
+		LayerNormEps: w.LayerNormEps,
+		TiedOutput:   w.TiedOutput,
+		InitScale:    w.InitScale,
+		Seed:         w.Seed,
+	}
+}

@@ -613,3 +613,49 @@ func (f *LlamaFlags) Apply(c *Llama) error {
 	})
 	return c.Validate()
 }
+
+// Shape returns c's fields in a Shape, every other field at its default.
+func (c Llama) Shape() Shape {
+	w := DefaultShape()
+	w.Vocab = c.Vocab
+	w.DModel = c.DModel
+	w.DFF = c.DFF
+	w.NHeads = c.NHeads
+	w.NKVHeads = c.NKVHeads
+	w.NLayers = c.NLayers
+	w.Context = c.Context
+	w.RopeBase = c.RopeBase
+	w.RopeScaling = ShapeRopeScaling(c.RopeScaling)
+	w.RopeScaleFactor = c.RopeScaleFactor
+	w.RopeOrigContext = c.RopeOrigContext
+	w.RMSEps = c.RMSEps
+	w.TiedOutput = c.TiedOutput
+	w.QKVBias = c.QKVBias
+	w.WeightType = ShapeWeightType(c.WeightType)
+	w.InitScale = c.InitScale
+	w.Seed = c.Seed
+	return w
+}
+
+// Llama returns the fields of w that a Llama holds.
+func (w Shape) Llama() Llama {
+	return Llama{
+		Vocab:           w.Vocab,
+		DModel:          w.DModel,
+		DFF:             w.DFF,
+		NHeads:          w.NHeads,
+		NKVHeads:        w.NKVHeads,
+		NLayers:         w.NLayers,
+		Context:         w.Context,
+		RopeBase:        w.RopeBase,
+		RopeScaling:     LlamaRopeScaling(w.RopeScaling),
+		RopeScaleFactor: w.RopeScaleFactor,
+		RopeOrigContext: w.RopeOrigContext,
+		RMSEps:          w.RMSEps,
+		TiedOutput:      w.TiedOutput,
+		QKVBias:         w.QKVBias,
+		WeightType:      LlamaWeightType(w.WeightType),
+		InitScale:       w.InitScale,
+		Seed:            w.Seed,
+	}
+}

@@ -235,3 +235,37 @@ func (f *VitFlags) Apply(c *Vit) error {
 	})
 	return c.Validate()
 }
+
+// Shape returns c's fields in a Shape, every other field at its default.
+func (c Vit) Shape() Shape {
+	w := DefaultShape()
+	w.ImageSize = c.ImageSize
+	w.PatchSize = c.PatchSize
+	w.Channels = c.Channels
+	w.DModel = c.DModel
+	w.DFF = c.DFF
+	w.NHeads = c.NHeads
+	w.NLayers = c.NLayers
+	w.Classes = c.Classes
+	w.LayerNormEps = c.LayerNormEps
+	w.InitScale = c.InitScale
+	w.Seed = c.Seed
+	return w
+}
+
+// Vit returns the fields of w that a Vit holds.
+func (w Shape) Vit() Vit {
+	return Vit{
+		ImageSize:    w.ImageSize,
+		PatchSize:    w.PatchSize,
+		Channels:     w.Channels,
+		DModel:       w.DModel,
+		DFF:          w.DFF,
+		NHeads:       w.NHeads,
+		NLayers:      w.NLayers,
+		Classes:      w.Classes,
+		LayerNormEps: w.LayerNormEps,
+		InitScale:    w.InitScale,
+		Seed:         w.Seed,
+	}
+}

@@ -125,3 +125,11 @@ type Family struct {
 	// ClassCount is the number of classes an image model's head scores: its vocabulary.
 	ClassCount int `json:"class_count" gguf:"{arch}.class_count" default:"0" min:"0" max:"1048576" omitzero:"true"`
 }
+
+// Shape holds every field of the Llama shape, of whichever family: what a family's view and
+// the llama family's type convert through (their Shape method and Shape's Gpt2, Vit and Llama),
+// where the core turns a shape into an architecture and back (engines/transformer.ShapeOf).
+//
+//kernelgen:config noflags
+//kernelgen:view Llama
+type Shape struct{}
