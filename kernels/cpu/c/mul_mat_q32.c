@@ -156,30 +156,89 @@ enum { KCHUNK = 16 };
  * 5-6 ms with 256 to 512 bytes (2026-12-06, a busy machine: the best of 5 runs). */
 enum { PACK_PREFETCH = 512 };
 
+/*
+ * The pairs of q5_0 and q5_1 blocks (2·bytes ≤ 48) are read as one 64-byte window each, masked
+ * so that it never reads past the pair (pair_window), and rearranged in registers: one vpermb
+ * puts the 16 bytes of nibbles of block h in the quarters 2h and 2h + 1 of the vector, one
+ * shift of 16-bit lanes by 0 or 4 and one mask leave value j of block h at byte 32h + j
+ * (pair_values), and one vpermw of the window's first 32 bytes broadcasts the blocks' f16
+ * scales, and q5_1's mins, to the lanes of their halves (window_scales), where two 16-byte loads
+ * had their halves shuffled into place and each 16-bit float was broadcast from a general
+ * register. One column of q5_1 on one core, 4 matrices of 2048×2048 in the L3 cache
+ * (BenchmarkMulMatStep, two sittings of 3 and 4 rounds alternating, 2026-12-06): 26-29 GB/s
+ * before, 31-35 after. q4_0's pairs, with one scale each and no high bits, measured no faster so
+ * (28-33 either way) and keep the loads below.
+ */
+
+/* The bytes of the window pair_values gathers for value j of the pair (j/32: the block), by
+ * kind (Q5_0, Q5_1). */
+static const uint8_t pair_nibbles[2][64] __attribute__((aligned(64))) = {
+	{ /* Q5_0 */
+		6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+		6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+		28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+		28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+	},
+	{ /* Q5_1 */
+		8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+		8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+		32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+		32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+	},
+};
+
+/* The shift of each 16-bit lane of the gathered bytes: 0 for a block's low nibbles (its values
+ * 0..15), 4 for its high ones. */
+static const uint16_t pair_shifts[32] __attribute__((aligned(64))) = {
+	0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4, 4,
+};
+
+/* pair_window is the 2·bytes bytes of the pair of blocks at b of kind (Q5_0, Q5_1), zeros after. */
+static inline __m512i pair_window(const char * b, int kind) {
+	return _mm512_maskz_loadu_epi8((((__mmask64) 1) << (2 * block_bytes[kind])) - 1, (const void *) b);
+}
+
+/* pair_values is the 64 unsigned values q of the pair in window win (of kind Q5_0 or Q5_1),
+ * value j of the first block at byte j, of the second at 32 + j; b is where the window starts. */
+static inline __m512i pair_values(__m512i win, const char * b, int kind) {
+	__m512i v = _mm512_permutexvar_epi8(_mm512_load_si512((const void *) pair_nibbles[kind - Q5_0]), win);
+	v = _mm512_and_si512(_mm512_srlv_epi16(v, _mm512_load_si512((const void *) pair_shifts)), _mm512_set1_epi8(15));
+	const int bytes = block_bytes[kind], at = kind == Q5_0 ? 6 : 8;
+	uint32_t h0, h1;
+	memcpy(&h0, b + at - 4, 4);
+	memcpy(&h1, b + bytes + at - 4, 4);
+	return _mm512_mask_add_epi8(v, (__mmask64) h0 | (__mmask64) h1 << 32, v, _mm512_set1_epi8(16));
+}
+
+/* window_scales is the f32 vector of the 16-bit floats at bytes off and bytes + off of window
+ * win, each in 8 lanes: the pair's scales (off 0) or q5_1's mins (off 2). */
+static inline __m512 window_scales(__m512i win, int bytes, int off) {
+	const __m256i idx = _mm256_setr_epi16(off / 2, off / 2, off / 2, off / 2, off / 2, off / 2, off / 2, off / 2,
+		(bytes + off) / 2, (bytes + off) / 2, (bytes + off) / 2, (bytes + off) / 2, (bytes + off) / 2, (bytes + off) / 2,
+		(bytes + off) / 2, (bytes + off) / 2);
+	return _mm512_cvtph_ps(_mm256_permutexvar_epi16(idx, _mm512_castsi512_si256(win)));
+}
+
 /* load_pair is the 64 unsigned values q of the two blocks at b (block b and the next) of kind,
  * value j of the first at byte j, of the second at 32 + j. */
 static inline __m512i load_pair(const char * b, int kind) {
-	const int bytes = block_bytes[kind];
 	if (kind == Q8_0) {
+		const int bytes = block_bytes[kind];
 		const __m256i lo = _mm256_loadu_si256((const __m256i *) (b + 2));
 		const __m256i hi = _mm256_loadu_si256((const __m256i *) (b + bytes + 2));
 		return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8((char) 0x80));
 	}
-	const int at = kind == Q4_0 ? 2 : kind == Q5_0 ? 6 : 8;
-	const __m256i qs = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *) (b + at))),
-		_mm_loadu_si128((const __m128i *) (b + bytes + at)), 1);
+	if (kind != Q4_0) {
+		return pair_values(pair_window(b, kind), b, kind);
+	}
+	/* q4_0: two 16-byte loads */
+	const __m256i qs = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *) (b + 2))),
+		_mm_loadu_si128((const __m128i *) (b + 18 + 2)), 1);
 	const __m256i f = _mm256_set1_epi8(15);
 	const __m256i lo = _mm256_and_si256(qs, f), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), f);
 	/* [lo0 lo1 hi0 hi1] by 128 bits, to [lo0 hi0 lo1 hi1] */
 	__m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-	v = _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
-	if (kind != Q4_0) {
-		uint32_t h0, h1;
-		memcpy(&h0, b + at - 4, 4);
-		memcpy(&h1, b + bytes + at - 4, 4);
-		v = _mm512_mask_add_epi8(v, (__mmask64) h0 | (__mmask64) h1 << 32, v, _mm512_set1_epi8(16));
-	}
-	return v;
+	return _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
 /*
@@ -391,6 +450,15 @@ static inline __attribute__((always_inline)) void lanes_cols(const char * w, siz
 				const char * b = w + (q * lane + t) * stride + 2 * p * bytes;
 				if (PF) {
 					_mm_prefetch(b + PF, _MM_HINT_T0);
+				}
+				if (p < whole && (KIND == Q5_0 || KIND == Q5_1)) {
+					const __m512i win = pair_window(b, KIND);
+					wv[q] = pair_values(win, b, KIND);
+					dw[q] = window_scales(win, bytes, 0);
+					if (KIND == Q5_1) {
+						mw[q] = window_scales(win, bytes, 2);
+					}
+					continue;
 				}
 				if (p < whole) {
 					wv[q] = load_pair(b, KIND);
