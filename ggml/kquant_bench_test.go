@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -100,4 +101,100 @@ func processCPUSeconds() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// stepInCache is BenchmarkMulMatStep's -step.cache.
+var stepInCache = flag.Bool("step.cache", false, "BenchmarkMulMatStep: matrices the L3 cache holds")
+
+// BenchmarkMulMatStep times the product a generation step runs for each weight type a
+// llama3.2-1b file holds (toy's kernel for the type: MulMatCols for q8_0, MulMatQ32 for q5_1
+// and for q4_0 read in place, "q4_0-inplace", MulMatKQuant for q4_K, q6_K and q4_0) against one
+// column, over layers of 2048×8192 matrices in huge pages that do not fit in the L3 cache, as
+// a decoding step streams them. It
+// reports the weights' GB/s by the wall clock (what the memory system gave) and by processor
+// time (cpuGB/s: what the kernel would stream if the memory kept up; on a shared VM the
+// processor time may not count what the host took, so compare wall-clock figures taken
+// alternating). -cpu sets the threads; -step.cache multiplies 4 matrices of 2048×2048 instead,
+// which the L3 cache holds: the kernel's own rate, the memory's out of the way.
+func BenchmarkMulMatStep(b *testing.B) {
+	const k = 2048
+	layers, n := 8, 8192
+	if *stepInCache {
+		layers, n = 4, 2048
+	}
+	be, err := NewCPUBackend(runtime.GOMAXPROCS(0))
+	require.NoError(b, err)
+	defer be.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, k*n)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64())
+	}
+	for _, c := range []struct {
+		name    string
+		typ     Type
+		inplace bool
+	}{{"q8_0", Q8_0, true}, {"q4_0-inplace", Q4_0, true}, {"q4_0", Q4_0, false}, {"q5_1", Q5_1, true}, {"q4_K", Q4_K, false}, {"q6_K", Q6_K, false}} {
+		typ, inplace := c.typ, c.inplace
+		b.Run(c.name, func(b *testing.B) {
+			raw, err := Quantize(typ, src, k)
+			require.NoError(b, err)
+			wctx, err := NewContext(ContextOptions{MaxTensors: layers})
+			require.NoError(b, err)
+			defer wctx.Close()
+			ws := make([]*Tensor, layers)
+			for i := range ws {
+				ws[i] = wctx.NewTensor(typ, k, int64(n))
+			}
+			wbuf, err := be.Alloc(wctx)
+			require.NoError(b, err)
+			defer wbuf.Close()
+			wbuf.AdviseHugePages()
+			for _, w := range ws {
+				require.NoError(b, w.SetBytes(raw))
+			}
+			var set *KQuantSet
+			if !inplace {
+				set, err = RepackKQuants(be, ws)
+				require.NoError(b, err)
+				defer set.Close()
+			}
+			ctx, err := NewContext(ContextOptions{MaxTensors: 4 * layers, Graphs: 1, GraphSize: 64})
+			require.NoError(b, err)
+			defer ctx.Close()
+			x := ctx.NewTensor(F32, k, 1)
+			g, err := ctx.NewGraph(64, false)
+			require.NoError(b, err)
+			for _, w := range ws {
+				var y *Tensor
+				switch {
+				case set != nil:
+					y = ctx.MulMatKQuant(set.Weights(w), x)
+				case typ == Q8_0:
+					y = ctx.MulMatCols(w, x)
+				default:
+					y = ctx.MulMatQ32(w, x)
+				}
+				require.NoError(b, g.Expand(y))
+			}
+			a, err := be.NewAllocator()
+			require.NoError(b, err)
+			defer a.Close()
+			require.NoError(b, a.Alloc(g))
+			xs := make([]float32, k)
+			for i := range xs {
+				xs[i] = float32(rng.NormFloat64())
+			}
+			require.NoError(b, x.SetF32(xs))
+			require.NoError(b, be.Compute(g))
+			cpu0 := processCPUSeconds()
+			for b.Loop() {
+				require.NoError(b, be.Compute(g))
+			}
+			sec := (processCPUSeconds() - cpu0) / float64(be.Threads()) / float64(b.N)
+			bytes := float64(layers * len(raw))
+			b.ReportMetric(bytes*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			b.ReportMetric(bytes/sec/1e9, "cpuGB/s")
+		})
+	}
 }

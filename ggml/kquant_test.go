@@ -64,21 +64,23 @@ func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQ
 	return set.Weights(w)
 }
 
-// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K and q6_K weights) on random
+// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K, q6_K and q4_0 weights) on random
 // shapes with tails (rows not a multiple of the 16 it interleaves, 1 to 70 columns, across
 // its generation and prompt paths; weights of a tenth the spread too, as small as a decoded
 // model's, q6_K's super-block scales subnormal f16) and 1 to 3 threads, against three references: the float64
-// product of the weights as ggml dequantizes them with the columns as q8_K holds them (the
-// same numbers the kernel multiplies: float32 rounding only), ggml's own MulMat of the
-// unrepacked weights (its integer kernels over the same q8_K columns), and, loosely, the
-// float64 product with the columns unrounded (within the bound of q8_K's rounding). A column's result is the same, to the bit,
+// product of the weights as ggml dequantizes them with the columns as q8_K holds them (for q4_0
+// as toy_quantize_q32 rounds them, a scale every 32 values: the same numbers the kernel
+// multiplies, float32 rounding only), ggml's own MulMat of the unrepacked weights (its integer
+// kernels over the same q8_K columns; for q4_0 over columns it rounds to q8_0 with an f16
+// scale, so within the two roundings' error, as TestMulMatQ32 holds its own), and, loosely, the
+// float64 product with the columns unrounded (within the bound of the columns' rounding). A column's result is the same, to the bit,
 // whatever other columns share the call.
 func TestMulMatKQuant(t *testing.T) {
 	if !onCPU || !KQuantFast() {
 		t.Skip("toy's k-quant kernel runs on a CPU build with AVX-512 VNNI only")
 	}
 	cols := []int{1, 2, 3, 5, 8, 9, 17, 64, 70}
-	for _, typ := range []Type{Q4_K, Q5_K, Q6_K} {
+	for _, typ := range []Type{Q4_K, Q5_K, Q6_K, Q4_0} {
 		for _, s := range []struct {
 			k, n, threads int
 			spread        float64
@@ -125,23 +127,31 @@ func TestMulMatKQuant(t *testing.T) {
 				wd := h.out(deq)
 				xq := reference.FromF32(b.ToF32(), s.k, maxM)
 				xq.Data = quantizeQ8K(b.ToF32())
+				block := 256 // the values that share a scale in the rounded columns
+				if typ == Q4_0 {
+					xq, block = roundColumnsQ32(b), 32
+				}
 				want := reference.MulMat(wd, xq)
 				full := h.out(outs[len(outs)-1])
 				floor := math.Sqrt(float64(s.k))
 				near(t, "MulMatKQuant against the float64 product of what it multiplies", want, full, 2e-6, floor)
 				// ggml's own k-quant kernels stray further from those float64 sums where a block
 				// of the columns holds an outlier (up to 2.4e-6 here, where toy's stay below 2e-7).
-				near(t, "MulMatKQuant against ggml's MulMat", h.out(ggmlOut), full, 1e-5, floor)
-				// Against the columns unrounded: q8_K moves each value by at most half its
-				// block's step (the largest magnitude / 127), so element (r, c) by at most the
-				// sum over blocks of half the step times the block's |weights|.
+				if typ == Q4_0 {
+					near(t, "MulMatKQuant against ggml's MulMat", h.out(ggmlOut), full, 3e-3, maxAbs(want.Data))
+				} else {
+					near(t, "MulMatKQuant against ggml's MulMat", h.out(ggmlOut), full, 1e-5, floor)
+				}
+				// Against the columns unrounded: the rounding moves each value by at most half
+				// its block's step (the largest magnitude / 127), so element (r, c) by at most
+				// the sum over blocks of half the step times the block's |weights|.
 				exact := reference.MulMat(wd, b)
 				for c := 0; c < maxM; c++ {
 					for r := 0; r < s.n; r++ {
 						bound := 1e-5 * floor
-						for blk := 0; blk < s.k; blk += 256 {
+						for blk := 0; blk < s.k; blk += block {
 							amax, wsum := 0.0, 0.0
-							for i := blk; i < blk+256; i++ {
+							for i := blk; i < blk+block; i++ {
 								amax = math.Max(amax, math.Abs(b.Data[c*s.k+i]))
 								wsum += math.Abs(wd.Data[r*s.k+i])
 							}
@@ -171,7 +181,7 @@ func TestMulMatKQuant(t *testing.T) {
 		require.NoError(t, err)
 		defer ctx.Close()
 		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)}, nil)
-		require.ErrorContains(t, err, "want q4_K, q5_K or q6_K")
+		require.ErrorContains(t, err, "want q4_K, q5_K, q6_K or q4_0")
 	})
 }
 

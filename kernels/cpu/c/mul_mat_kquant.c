@@ -1,3 +1,4 @@
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,10 @@
 
 // The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
 // types of the weights it reads (repacked by toy_kquant_repack first).
-// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K
+// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K,q4_0
 
 /*
- * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights, repacked at load into a layout of 16 rows
+ * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights (and q4_0's, rows of whole super-blocks), repacked at load into a layout of 16 rows
  * interleaved, and x quantized to 8 bits per block of 256 values as ggml's q8_K quantizes it
  * (same scale, same rounding), so that every product is an integer dot product: VNNI's
  * vpdpbusd multiplies 64 unsigned weight bytes by 64 signed activation bytes and adds each 4
@@ -44,35 +45,53 @@
  *                bits: vector h (values 16h..16h+15 of the chunk) byte 4r + b holds in bits
  *                2s, 2s+1 the high bits of the value that vector s of groups 2h, 2h+1 puts in
  *                that byte (s = 0: group 2h's low nibbles, 1: its high ones, 2, 3: group 2h+1's).
+ * q4_0 (2304 bytes, as ggml's 128 blocks of 32 values):
+ *   [0, 256)     d of block j (values 32j..32j+31 of the super-block) of row r at 32j + 2r, f16
+ *   [256, 2304)  the 4-bit values, laid out as q4_K's at 320.
  *
- * A row's value is d·scale·q − dmin·min (q4_K, q 0..15; q5_K, q 0..31) or d·scale·(q − 32) (q6_K, q 0..63),
- * ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
+ * A row's value is d·scale·q − dmin·min (q4_K, q 0..15; q5_K, q 0..31), d·scale·(q − 32) (q6_K, q 0..63)
+ * or d·(q − 8) (q4_0, q 0..15), ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
  * of each 16 and 32 bytes) is, per super-block, dx·(d·Σ_j scale_j·(q·xq)_j − dmin·Σ_j
  * min_j·Σxq_j) (q4_K), dx·d·Σ_j scale_j·((q·xq)_j − 32·Σxq_j) (q6_K), all exact in int32: ggml's
- * own integer kernels compute the same sums (their float additions in another order).
+ * own integer kernels compute the same sums (their float additions in another order). For q4_0
+ * weights the columns are rounded as ggml rounds them for q4_0 (to q8_0: a scale every 32
+ * values, its largest magnitude over 127, here an f32 as toy_quantize_q32's; quantize_block_q32)
+ * rather than to q8_K, whose one scale every 256 values lets one large value round the other
+ * 255 to a few steps; a block j of 32 adds d_j·dx_j·((q·xq)_j − 8·Σxq_j) in f32.
+ *
+ * q4_0 weights are repacked for the same reason as the k-quants: read in place (mul_mat_q32.c's
+ * few-column path) each row's pair of blocks costs about twelve instructions to unpack and scale
+ * per 36 bytes, which kept one core at about 30 GB/s from the L3 cache, below what a generation
+ * step streams from memory on two; 16 rows interleaved need about three per 36 bytes.
  */
 
-enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360 };
+enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360, Q40R_BYTES = 2304 };
 
 /* repacked_bytes is the chunk of a super-block of 16 rows of ggml type type. */
 static int64_t repacked_bytes(int type) {
-	return type == GGML_TYPE_Q4_K ? Q4R_BYTES : type == GGML_TYPE_Q5_K ? Q5R_BYTES : Q6R_BYTES;
+	return type == GGML_TYPE_Q4_K ? Q4R_BYTES : type == GGML_TYPE_Q5_K ? Q5R_BYTES : type == GGML_TYPE_Q4_0 ? Q40R_BYTES
+		: Q6R_BYTES;
 }
 
 /* The quantized columns: per column and super-block, XB bytes: the 256 bytes, then the f32
  * scale, the 8 sums of 32 bytes as int16, and at XB_BS16 the 16 sums of 16 bytes times 32 as
  * int32 (q6_K's offset). */
 enum { XB = 352, XB_D = 256, XB_BS32 = 260, XB_BS16 = 288 };
+/* For q4_0 weights (quantize_block_q32) a column's super-block holds the 256 bytes, the 8 sums
+ * of 32 at XB_BS32 as for the k-quants, and the 8 blocks' f32 scales at XB_D32. */
+enum { XB_D32 = 288 };
 
 int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
-	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q5_K && type != GGML_TYPE_Q6_K)) {
+	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q5_K && type != GGML_TYPE_Q6_K &&
+			type != GGML_TYPE_Q4_0)) {
 		return -1;
 	}
 	return (n + RG - 1) / RG * (k / QK) * repacked_bytes(type);
 }
 
-/* ggml's block_q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles. */
-enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210 };
+/* ggml's block_q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
+ * block_q4_0: d (f16), 16 bytes of nibbles (value i in byte i's low nibble, 16 + i in its high). */
+enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210, Q40_BYTES = 18 };
 
 /* q4_k_scale_min is sub-block j's 6-bit scale and min of the q4_K block's 12 bytes s. */
 static void q4_k_scale_min(int j, const uint8_t * s, uint8_t * sc, uint8_t * m) {
@@ -117,8 +136,9 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 		return -1;
 	}
 	const int64_t S = k / QK, groups = (n + RG - 1) / RG;
-	const int q6 = type == GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, q4 = !q6; /* q4: q4_K or q5_K */
-	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : Q4K_BYTES, chunk_bytes = repacked_bytes(type);
+	const int q6 = type == GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, q40 = type == GGML_TYPE_Q4_0;
+	const int q4 = !q6 && !q40; /* q4: q4_K or q5_K */
+	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : q40 ? 8 * Q40_BYTES : Q4K_BYTES, chunk_bytes = repacked_bytes(type);
 	const int64_t row_bytes = S * block;
 	uint8_t * out = (uint8_t *) dst;
 	for (int64_t g = 0; g < groups; g++) {
@@ -129,7 +149,16 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 			memset(q, 0, sizeof q);
 			for (int r = 0; r < RG && g * RG + r < n; r++) {
 				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * block;
-				if (q4) {
+				if (q40) {
+					for (int j = 0; j < 8; j++) {
+						const uint8_t * bj = b + j * Q40_BYTES;
+						memcpy(c + 32 * j + 2 * r, bj, 2);
+						for (int i = 0; i < 16; i++) {
+							q[r][32 * j + i] = bj[2 + i] & 0xF;
+							q[r][32 * j + 16 + i] = bj[2 + i] >> 4;
+						}
+					}
+				} else if (q4) {
 					memcpy(c + 2 * r, b, 2);
 					memcpy(c + 32 + 2 * r, b + 2, 2);
 					for (int j = 0; j < 8; j++) {
@@ -163,6 +192,10 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 				uint8_t sub[RG][32];
 				for (int r = 0; r < RG; r++) {
 					memcpy(sub[r], q[r] + 32 * j, 32);
+				}
+				if (q40) {
+					pack_nibbles(sub, c + 256 + 256 * j);
+					continue;
 				}
 				if (q4) {
 					pack_nibbles(sub, c + 320 + 256 * j);
@@ -295,11 +328,35 @@ static void quantize_block(const float * v, uint8_t * o) {
 	memcpy(o + XB_D, &d, 4);
 }
 
+/* quantize_block_q32 quantizes the 256 values at v as 8 blocks of 32, as toy_quantize_q32 does
+ * (mul_mat_q32.c: each block's scale its largest magnitude over 127, in f32, values rounded to
+ * nearest, ties to even), into XB bytes at o: the bytes, their sums and the scales. */
+static void quantize_block_q32(const float * v, uint8_t * o) {
+	for (int j = 0; j < 8; j++) {
+		const float * x = v + 32 * j;
+		float amax = 0;
+		for (int i = 0; i < 32; i++) {
+			const float a = x[i] < 0 ? -x[i] : x[i];
+			amax = a > amax ? a : amax;
+		}
+		const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+		int32_t sum = 0;
+		for (int i = 0; i < 32; i++) {
+			const int q = (int) nearbyintf(x[i] * id);
+			o[32 * j + i] = (uint8_t) (int8_t) (q > 127 ? 127 : q < -127 ? -127 : q);
+			sum += (int8_t) o[32 * j + i];
+		}
+		const int16_t s16 = (int16_t) sum;
+		memcpy(o + XB_BS32 + 2 * j, &s16, 2);
+		memcpy(o + XB_D32 + 4 * j, &d, 4);
+	}
+}
+
 /* quantize_column quantizes the k values at x (k a multiple of 256) block by block into
- * k/256 blocks of XB bytes at out. */
-static void quantize_column(const float * x, int64_t k, uint8_t * out) {
+ * k/256 blocks of XB bytes at out, for weights of ggml type type. */
+static void quantize_column(const float * x, int64_t k, int type, uint8_t * out) {
 	for (int64_t s = 0; s < k / QK; s++) {
-		quantize_block(x + s * QK, out + s * XB);
+		(type == GGML_TYPE_Q4_0 ? quantize_block_q32 : quantize_block)(x + s * QK, out + s * XB);
 	}
 }
 
@@ -490,6 +547,57 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 	}
 }
 
+/* tile_q40 is tile_q45 for q4_0: per block j of a super-block, the 16 rows' integer sums less
+ * 8 times the column's sum of the block, scaled by the rows' d times the column's. */
+static inline __attribute__((always_inline)) void tile_q40(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
+		float * y, int64_t ys, __mmask16 rows, const int NC) {
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	__m512 facc[8];
+	for (int c = 0; c < NC; c++) {
+		facc[c] = _mm512_setzero_ps();
+	}
+	for (int64_t s = 0; s < S; s++) {
+		const uint8_t * b = w + s * Q40R_BYTES;
+		const uint8_t * xb = xq + s * XB;
+		if (PF_BYTES && NC <= 2) {
+			for (int l = 0; l < Q40R_BYTES; l += 64) {
+				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
+			}
+		}
+		for (int j = 0; j < 8; j++) {
+			const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * j)));
+			__m512i acc[ACCS(NC)][8];
+			for (int a = 0; a < ACCS(NC); a++) {
+				for (int c = 0; c < NC; c++) {
+					acc[a][c] = _mm512_setzero_si512();
+				}
+			}
+			for (int g = 0; g < 4; g++) {
+				const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (4 * j + g));
+				const __m512i lo = _mm512_and_si512(v, m4);
+				const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
+				for (int c = 0; c < NC; c++) {
+					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
+					acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], lo, _mm512_set1_epi32(load32(xc)));
+					acc[a1][c] = _mm512_dpbusd_epi32(acc[a1][c], hi, _mm512_set1_epi32(load32(xc + 4)));
+				}
+			}
+			for (int c = 0; c < NC; c++) {
+				int16_t bs;
+				float dx;
+				memcpy(&bs, xb + c * xs + XB_BS32 + 2 * j, 2);
+				memcpy(&dx, xb + c * xs + XB_D32 + 4 * j, 4);
+				const __m512i sum = _mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), _mm512_set1_epi32(8 * (int32_t) bs));
+				facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx)), _mm512_cvtepi32_ps(sum), facc[c]);
+			}
+		}
+	}
+	for (int c = 0; c < NC; c++) {
+		_mm512_mask_storeu_ps(y + c * ys, rows, facc[c]);
+	}
+}
+
 #define TILE_FN(NAME, TILE, NC) \
 	static __attribute__((noinline)) void NAME(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, \
 			int64_t ys, __mmask16 rows) { \
@@ -501,16 +609,20 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 TILE_FNS(tile_q4)
 TILE_FNS(tile_q5)
 TILE_FNS(tile_q6)
+TILE_FNS(tile_q40)
 
 typedef void (*tile_fn)(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, __mmask16 rows);
 static const tile_fn tiles_q4[8] = { tile_q4_1, tile_q4_2, tile_q4_3, tile_q4_4, tile_q4_5, tile_q4_6, tile_q4_7, tile_q4_8 };
 static const tile_fn tiles_q5[8] = { tile_q5_1, tile_q5_2, tile_q5_3, tile_q5_4, tile_q5_5, tile_q5_6, tile_q5_7, tile_q5_8 };
 static const tile_fn tiles_q6[8] = { tile_q6_1, tile_q6_2, tile_q6_3, tile_q6_4, tile_q6_5, tile_q6_6, tile_q6_7, tile_q6_8 };
+static const tile_fn tiles_q40[8] = { tile_q40_1, tile_q40_2, tile_q40_3, tile_q40_4, tile_q40_5, tile_q40_6, tile_q40_7,
+	tile_q40_8 };
 
 /* tile computes one group's rows against nc (1..8) columns. */
 static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
 	const __mmask16 mask = rows >= RG ? (__mmask16) 0xFFFF : (__mmask16) ((1u << rows) - 1);
-	(type == GGML_TYPE_Q4_K ? tiles_q4 : type == GGML_TYPE_Q5_K ? tiles_q5 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
+	(type == GGML_TYPE_Q4_K ? tiles_q4 : type == GGML_TYPE_Q5_K ? tiles_q5 : type == GGML_TYPE_Q4_0 ? tiles_q40
+		: tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
 }
 
 #else
@@ -519,7 +631,8 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 /* No VNNI: the same integer sums, one value at a time (correct, slow: the Go layer asks
  * toy_kquant_fast and leaves such weights to ggml). */
 static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
-	const int q4 = type != GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, ch = (int) repacked_bytes(type);
+	const int q40 = type == GGML_TYPE_Q4_0, q4 = type != GGML_TYPE_Q6_K && !q40, q5 = type == GGML_TYPE_Q5_K;
+	const int ch = (int) repacked_bytes(type);
 	for (int c = 0; c < nc; c++) {
 		for (int64_t r = 0; r < rows; r++) {
 			float sum = 0;
@@ -528,7 +641,20 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 				const int8_t * xv = (const int8_t *) xb;
 				float dx;
 				memcpy(&dx, xb + XB_D, 4);
-				if (q4) {
+				if (q40) {
+					const uint8_t * b = w + s * ch;
+					for (int j = 0; j < 8; j++) {
+						int32_t dot = 0;
+						for (int i = 0; i < 32; i++) {
+							const int g = i / 8, hi = i % 8 >= 4, bb = i % 4;
+							const uint8_t byte = b[256 + 64 * (4 * j + g) + 4 * r + bb];
+							dot += ((hi ? byte >> 4 : byte & 0xF) - 8) * xv[32 * j + i];
+						}
+						float dxj;
+						memcpy(&dxj, xb + XB_D32 + 4 * j, 4);
+						sum += half_to_float((uint16_t) toy_load16((const char *) b + 32 * j + 2 * r)) * dxj * (float) dot;
+					}
+				} else if (q4) {
 					const uint8_t * b = w + s * ch;
 					int32_t sb = 0, mins = 0;
 					for (int j = 0; j < 8; j++) {
@@ -605,7 +731,7 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 		abort();
 	}
 	for (int64_t c = 0; c < m; c++) {
-		quantize_column((const float *) ((const char *) b->data + c * b->nb[1]), k, xq + c * xs);
+		quantize_column((const float *) ((const char *) b->data + c * b->nb[1]), k, type, xq + c * xs);
 	}
 	const uint8_t * w = (const uint8_t *) a->data;
 	float * y = (float *) dst->data;
