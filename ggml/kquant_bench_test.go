@@ -103,8 +103,11 @@ func processCPUSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// stepInCache is BenchmarkMulMatStep's -step.cache.
-var stepInCache = flag.Bool("step.cache", false, "BenchmarkMulMatStep: matrices the L3 cache holds")
+// BenchmarkMulMatStep's -step.cache and -step.cols.
+var (
+	stepInCache = flag.Bool("step.cache", false, "BenchmarkMulMatStep: matrices the L3 cache holds")
+	stepCols    = flag.Int("step.cols", 1, "BenchmarkMulMatStep: columns (sequences of a batched step)")
+)
 
 // BenchmarkMulMatStep times the product a generation step runs for each weight type a
 // llama3.2-1b file holds (toy's kernel for the type: MulMatCols for q8_0, MulMatQ32 for q5_1
@@ -115,7 +118,8 @@ var stepInCache = flag.Bool("step.cache", false, "BenchmarkMulMatStep: matrices 
 // time (cpuGB/s: what the kernel would stream if the memory kept up; on a shared VM the
 // processor time may not count what the host took, so compare wall-clock figures taken
 // alternating). -cpu sets the threads; -step.cache multiplies 4 matrices of 2048×2048 instead,
-// which the L3 cache holds: the kernel's own rate, the memory's out of the way.
+// which the L3 cache holds: the kernel's own rate, the memory's out of the way; -step.cols N
+// multiplies N columns (a batched step's), and GB/s stays the weights' bytes a second.
 func BenchmarkMulMatStep(b *testing.B) {
 	const k = 2048
 	layers, n := 8, 8192
@@ -162,7 +166,7 @@ func BenchmarkMulMatStep(b *testing.B) {
 			ctx, err := NewContext(ContextOptions{MaxTensors: 4 * layers, Graphs: 1, GraphSize: 64})
 			require.NoError(b, err)
 			defer ctx.Close()
-			x := ctx.NewTensor(F32, k, 1)
+			x := ctx.NewTensor(F32, k, int64(*stepCols))
 			g, err := ctx.NewGraph(64, false)
 			require.NoError(b, err)
 			for _, w := range ws {
@@ -181,7 +185,7 @@ func BenchmarkMulMatStep(b *testing.B) {
 			require.NoError(b, err)
 			defer a.Close()
 			require.NoError(b, a.Alloc(g))
-			xs := make([]float32, k)
+			xs := make([]float32, k**stepCols)
 			for i := range xs {
 				xs[i] = float32(rng.NormFloat64())
 			}
