@@ -11,7 +11,7 @@ import (
 	"github.com/toyml/toy/generated/ggmlc"
 )
 
-// KQuantWeights is a q4_K, q5_K, q6_K or q4_0 weight matrix rewritten into the layout of toy's k-quant
+// KQuantWeights is a q4_K, q5_K, q6_K, q4_0 or q5_1 weight matrix rewritten into the layout of toy's k-quant
 // kernel (kernels/cpu/c/mul_mat_kquant.c: 16 rows interleaved, scales and mins unpacked to
 // bytes), which only MulMatKQuant reads. RepackKQuants makes them, in a KQuantSet.
 //
@@ -49,14 +49,14 @@ const kquantMagic = 0x6b717431
 // elsewhere it is a plain loop, slower than ggml's kernels, and callers keep ggml's.
 func KQuantFast() bool { return cpuops.KquantFast() == 1 }
 
-// KQuantRepackable says why RepackKQuants cannot take w, or nil when it can: w q4_K, q5_K, q6_K or
-// q4_0, 2-D, rows contiguous, of whole super-blocks of 256 values.
+// KQuantRepackable says why RepackKQuants cannot take w, or nil when it can: w q4_K, q5_K, q6_K,
+// q4_0 or q5_1, 2-D, rows contiguous, of whole super-blocks of 256 values.
 func KQuantRepackable(w *Tensor) error {
 	if w == nil {
 		return fmt.Errorf("no weights")
 	}
-	if t := w.Type(); t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 {
-		return fmt.Errorf("weights %s: want q4_K, q5_K, q6_K or q4_0", w.describe())
+	if t := w.Type(); t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 && t != Q5_1 {
+		return fmt.Errorf("weights %s: want q4_K, q5_K, q6_K, q4_0 or q5_1", w.describe())
 	}
 	ne := w.Ne()
 	if ne[2] != 1 || ne[3] != 1 || !w.IsContiguous() {
@@ -68,7 +68,7 @@ func KQuantRepackable(w *Tensor) error {
 	return nil
 }
 
-// RepackKQuants copies each of the q4_K, q5_K, q6_K or q4_0 matrices ws (each as KQuantRepackable takes
+// RepackKQuants copies each of the q4_K, q5_K, q6_K, q4_0 or q5_1 matrices ws (each as KQuantRepackable takes
 // it, in host memory) into one buffer of backend b (advised for huge pages, as MapGGUF's read
 // weights are: a generation step streams them) in the layout of toy's k-quant kernel. The
 // matrices are left as they were (other operations, a row lookup of a tied embedding, may still
@@ -218,7 +218,7 @@ func (s *KQuantSet) Close() error {
 	return err
 }
 
-// Type is the ggml type the weights had: q4_K, q5_K, q6_K or q4_0.
+// Type is the ggml type the weights had: q4_K, q5_K, q6_K, q4_0 or q5_1.
 func (w *KQuantWeights) Type() Type { return w.typ }
 
 // Ne is the shape of the weights: [k, n].

@@ -110,8 +110,9 @@ var (
 )
 
 // BenchmarkMulMatStep times the product a generation step runs for each weight type a
-// llama3.2-1b file holds (toy's kernel for the type: MulMatCols for q8_0, MulMatQ32 for q5_1
-// and for q4_0 read in place, "q4_0-inplace", MulMatKQuant for q4_K, q6_K and q4_0) against one
+// llama3.2-1b file holds (toy's kernel for the type: MulMatCols for q8_0, MulMatQ32 for q4_0
+// and q5_1 read in place, "q4_0-inplace" and "q5_1-inplace", MulMatKQuant for q4_K, q6_K, q4_0
+// and q5_1) against one
 // column, over layers of 2048×8192 matrices in huge pages that do not fit in the L3 cache, as
 // a decoding step streams them. It
 // reports the weights' GB/s by the wall clock (what the memory system gave) and by processor
@@ -138,7 +139,7 @@ func BenchmarkMulMatStep(b *testing.B) {
 		name    string
 		typ     Type
 		inplace bool
-	}{{"q8_0", Q8_0, true}, {"q4_0-inplace", Q4_0, true}, {"q4_0", Q4_0, false}, {"q5_1", Q5_1, true}, {"q4_K", Q4_K, false}, {"q6_K", Q6_K, false}} {
+	}{{"q8_0", Q8_0, true}, {"q4_0-inplace", Q4_0, true}, {"q4_0", Q4_0, false}, {"q5_1-inplace", Q5_1, true}, {"q5_1", Q5_1, false}, {"q4_K", Q4_K, false}, {"q6_K", Q6_K, false}} {
 		typ, inplace := c.typ, c.inplace
 		b.Run(c.name, func(b *testing.B) {
 			raw, err := Quantize(typ, src, k)

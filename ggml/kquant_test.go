@@ -64,14 +64,14 @@ func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQ
 	return set.Weights(w)
 }
 
-// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K, q6_K and q4_0 weights) on random
+// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K, q6_K, q4_0 and q5_1 weights) on random
 // shapes with tails (rows not a multiple of the 16 it interleaves, 1 to 70 columns, across
 // its generation and prompt paths; weights of a tenth the spread too, as small as a decoded
 // model's, q6_K's super-block scales subnormal f16) and 1 to 3 threads, against three references: the float64
 // product of the weights as ggml dequantizes them with the columns as q8_K holds them (for q4_0
-// as toy_quantize_q32 rounds them, a scale every 32 values: the same numbers the kernel
+// and q5_1 as toy_quantize_q32 rounds them, a scale every 32 values: the same numbers the kernel
 // multiplies, float32 rounding only), ggml's own MulMat of the unrepacked weights (its integer
-// kernels over the same q8_K columns; for q4_0 over columns it rounds to q8_0 with an f16
+// kernels over the same q8_K columns; for q4_0 and q5_1 over columns it rounds to q8_0 with an f16
 // scale, so within the two roundings' error, as TestMulMatQ32 holds its own), and, loosely, the
 // float64 product with the columns unrounded (within the bound of the columns' rounding). A column's result is the same, to the bit,
 // whatever other columns share the call.
@@ -80,7 +80,7 @@ func TestMulMatKQuant(t *testing.T) {
 		t.Skip("toy's k-quant kernel runs on a CPU build with AVX-512 VNNI only")
 	}
 	cols := []int{1, 2, 3, 5, 8, 9, 17, 64, 70}
-	for _, typ := range []Type{Q4_K, Q5_K, Q6_K, Q4_0} {
+	for _, typ := range []Type{Q4_K, Q5_K, Q6_K, Q4_0, Q5_1} {
 		for _, s := range []struct {
 			k, n, threads int
 			spread        float64
@@ -128,7 +128,7 @@ func TestMulMatKQuant(t *testing.T) {
 				xq := reference.FromF32(b.ToF32(), s.k, maxM)
 				xq.Data = quantizeQ8K(b.ToF32())
 				block := 256 // the values that share a scale in the rounded columns
-				if typ == Q4_0 {
+				if typ == Q4_0 || typ == Q5_1 {
 					xq, block = roundColumnsQ32(b), 32
 				}
 				want := reference.MulMat(wd, xq)
@@ -137,7 +137,7 @@ func TestMulMatKQuant(t *testing.T) {
 				near(t, "MulMatKQuant against the float64 product of what it multiplies", want, full, 2e-6, floor)
 				// ggml's own k-quant kernels stray further from those float64 sums where a block
 				// of the columns holds an outlier (up to 2.4e-6 here, where toy's stay below 2e-7).
-				if typ == Q4_0 {
+				if block == 32 {
 					near(t, "MulMatKQuant against ggml's MulMat", h.out(ggmlOut), full, 3e-3, maxAbs(want.Data))
 				} else {
 					near(t, "MulMatKQuant against ggml's MulMat", h.out(ggmlOut), full, 1e-5, floor)
@@ -181,7 +181,7 @@ func TestMulMatKQuant(t *testing.T) {
 		require.NoError(t, err)
 		defer ctx.Close()
 		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)}, nil)
-		require.ErrorContains(t, err, "want q4_K, q5_K, q6_K or q4_0")
+		require.ErrorContains(t, err, "want q4_K, q5_K, q6_K, q4_0 or q5_1")
 	})
 }
 

@@ -27,7 +27,7 @@ func kquantArch(tied bool) transformer.Architecture {
 	return a
 }
 
-// TestKQuantKernelsDecode decodes random q4_K, q5_K, q6_K and q4_0 models (written through ggml's
+// TestKQuantKernelsDecode decodes random q4_K, q5_K, q6_K, q4_0 and q5_1 models (written through ggml's
 // quantizer; tied and untied heads) greedily, a 20-token prompt then 8 steps, with toy's
 // kernels as the default resolution gives them (the k-quant kernel over every matrix, repacked
 // at load), with the same less the k-quant kernel, and with ggml's kernels alone
@@ -44,7 +44,7 @@ func TestKQuantKernelsDecode(t *testing.T) {
 	for i := range prompt {
 		prompt[i] = int32(7*i+3) % 512
 	}
-	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.Q4_0} {
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.Q4_0, ggml.Q5_1} {
 		for _, tied := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/tied=%v", ggml.TypeName(typ), tied), func(t *testing.T) {
 				// Weights of half the usual spread: a random tied model of the full spread is

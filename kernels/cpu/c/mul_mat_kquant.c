@@ -11,10 +11,10 @@
 
 // The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
 // types of the weights it reads (repacked by toy_kquant_repack first).
-// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K,q4_0
+// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K,q4_0,q5_1
 
 /*
- * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights (and q4_0's, rows of whole super-blocks), repacked at load into a layout of 16 rows
+ * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights (and q4_0's and q5_1's, rows of whole super-blocks), repacked at load into a layout of 16 rows
  * interleaved, and x quantized to 8 bits per block of 256 values as ggml's q8_K quantizes it
  * (same scale, same rounding), so that every product is an integer dot product: VNNI's
  * vpdpbusd multiplies 64 unsigned weight bytes by 64 signed activation bytes and adds each 4
@@ -48,16 +48,20 @@
  * q4_0 (2304 bytes, as ggml's 128 blocks of 32 values):
  *   [0, 256)     d of block j (values 32j..32j+31 of the super-block) of row r at 32j + 2r, f16
  *   [256, 2304)  the 4-bit values, laid out as q4_K's at 320.
+ * q5_1 (3072 bytes, as ggml's 128 blocks): d as q4_0's, then at [256, 512) the blocks' m (f16)
+ *   as their d, at [512, 2560) the low 4 bits of the values as q4_0's, at [2560, 3072) their
+ *   high bits as q5_K's at 2368.
  *
  * A row's value is d·scale·q − dmin·min (q4_K, q 0..15; q5_K, q 0..31), d·scale·(q − 32) (q6_K, q 0..63)
- * or d·(q − 8) (q4_0, q 0..15), ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
+ * d·(q − 8) (q4_0, q 0..15) or d·q + m (q5_1, q 0..31), ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
  * of each 16 and 32 bytes) is, per super-block, dx·(d·Σ_j scale_j·(q·xq)_j − dmin·Σ_j
  * min_j·Σxq_j) (q4_K), dx·d·Σ_j scale_j·((q·xq)_j − 32·Σxq_j) (q6_K), all exact in int32: ggml's
  * own integer kernels compute the same sums (their float additions in another order). For q4_0
  * weights the columns are rounded as ggml rounds them for q4_0 (to q8_0: a scale every 32
  * values, its largest magnitude over 127, here an f32 as toy_quantize_q32's; quantize_block_q32)
  * rather than to q8_K, whose one scale every 256 values lets one large value round the other
- * 255 to a few steps; a block j of 32 adds d_j·dx_j·((q·xq)_j − 8·Σxq_j) in f32.
+ * 255 to a few steps; a block j of 32 adds d_j·dx_j·((q·xq)_j − 8·Σxq_j) in f32 (q5_1:
+ * d_j·dx_j·(q·xq)_j + m_j·dx_j·Σxq_j). q5_1 is repacked for the same reason as q4_0 (below).
  *
  * q4_0 weights are repacked for the same reason as the k-quants: read in place (mul_mat_q32.c's
  * few-column path) each row's pair of blocks costs about twelve instructions to unpack and scale
@@ -65,12 +69,12 @@
  * step streams from memory on two; 16 rows interleaved need about three per 36 bytes.
  */
 
-enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360, Q40R_BYTES = 2304 };
+enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360, Q40R_BYTES = 2304, Q51R_BYTES = 3072 };
 
 /* repacked_bytes is the chunk of a super-block of 16 rows of ggml type type. */
 static int64_t repacked_bytes(int type) {
 	return type == GGML_TYPE_Q4_K ? Q4R_BYTES : type == GGML_TYPE_Q5_K ? Q5R_BYTES : type == GGML_TYPE_Q4_0 ? Q40R_BYTES
-		: Q6R_BYTES;
+		: type == GGML_TYPE_Q5_1 ? Q51R_BYTES : Q6R_BYTES;
 }
 
 /* The quantized columns: per column and super-block, XB bytes: the 256 bytes, then the f32
@@ -83,15 +87,16 @@ enum { XB_D32 = 288 };
 
 int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
 	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q5_K && type != GGML_TYPE_Q6_K &&
-			type != GGML_TYPE_Q4_0)) {
+			type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_1)) {
 		return -1;
 	}
 	return (n + RG - 1) / RG * (k / QK) * repacked_bytes(type);
 }
 
 /* ggml's block_q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
- * block_q4_0: d (f16), 16 bytes of nibbles (value i in byte i's low nibble, 16 + i in its high). */
-enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210, Q40_BYTES = 18 };
+ * block_q4_0: d (f16), 16 bytes of nibbles (value i in byte i's low nibble, 16 + i in its high);
+ * block_q5_1: d, m (f16), the 32 high bits (value i's bit i), then q4_0's nibbles. */
+enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210, Q40_BYTES = 18, Q51_BYTES = 24 };
 
 /* q4_k_scale_min is sub-block j's 6-bit scale and min of the q4_K block's 12 bytes s. */
 static void q4_k_scale_min(int j, const uint8_t * s, uint8_t * sc, uint8_t * m) {
@@ -119,6 +124,21 @@ static void q6_k_values(const uint8_t * b, uint8_t * q) {
 	}
 }
 
+/* pack_high5 writes bit 4 of the values q[r][0..32) of the 16 rows as 64 bytes at out: byte
+ * 4r + b holds in bit v the high bit of the value that nibble vector v (group v/2, half v%2)
+ * puts in that byte (q5_K's and q5_1's high bits). */
+static void pack_high5(uint8_t q[RG][32], uint8_t * out) {
+	for (int r = 0; r < RG; r++) {
+		for (int b = 0; b < 4; b++) {
+			uint8_t v = 0;
+			for (int vv = 0; vv < 8; vv++) {
+				v |= (uint8_t) (((q[r][8 * (vv / 2) + 4 * (vv % 2) + b] >> 4) & 1) << vv);
+			}
+			out[4 * r + b] = v;
+		}
+	}
+}
+
 /* pack_nibbles writes the 4-bit values q[r][0..32) of the 16 rows (the low 4 bits of each) as
  * 4 groups of 64 bytes at out (the layout above). */
 static void pack_nibbles(uint8_t q[RG][32], uint8_t * out) {
@@ -137,8 +157,9 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 	}
 	const int64_t S = k / QK, groups = (n + RG - 1) / RG;
 	const int q6 = type == GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, q40 = type == GGML_TYPE_Q4_0;
-	const int q4 = !q6 && !q40; /* q4: q4_K or q5_K */
-	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : q40 ? 8 * Q40_BYTES : Q4K_BYTES, chunk_bytes = repacked_bytes(type);
+	const int q51 = type == GGML_TYPE_Q5_1, q4 = !q6 && !q40 && !q51; /* q4: q4_K or q5_K */
+	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : q40 ? 8 * Q40_BYTES : q51 ? 8 * Q51_BYTES : Q4K_BYTES;
+	const int64_t chunk_bytes = repacked_bytes(type);
 	const int64_t row_bytes = S * block;
 	uint8_t * out = (uint8_t *) dst;
 	for (int64_t g = 0; g < groups; g++) {
@@ -149,13 +170,19 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 			memset(q, 0, sizeof q);
 			for (int r = 0; r < RG && g * RG + r < n; r++) {
 				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * block;
-				if (q40) {
+				if (q40 || q51) {
 					for (int j = 0; j < 8; j++) {
-						const uint8_t * bj = b + j * Q40_BYTES;
+						const uint8_t * bj = b + j * (q40 ? Q40_BYTES : Q51_BYTES);
+						const uint8_t * qs = bj + (q40 ? 2 : 8);
+						uint32_t qh = 0;
 						memcpy(c + 32 * j + 2 * r, bj, 2);
+						if (q51) {
+							memcpy(c + 256 + 32 * j + 2 * r, bj + 2, 2);
+							memcpy(&qh, bj + 4, 4);
+						}
 						for (int i = 0; i < 16; i++) {
-							q[r][32 * j + i] = bj[2 + i] & 0xF;
-							q[r][32 * j + 16 + i] = bj[2 + i] >> 4;
+							q[r][32 * j + i] = (uint8_t) ((qs[i] & 0xF) | ((qh >> i) & 1) << 4);
+							q[r][32 * j + 16 + i] = (uint8_t) ((qs[i] >> 4) | ((qh >> (i + 16)) & 1) << 4);
 						}
 					}
 				} else if (q4) {
@@ -193,24 +220,17 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 				for (int r = 0; r < RG; r++) {
 					memcpy(sub[r], q[r] + 32 * j, 32);
 				}
-				if (q40) {
-					pack_nibbles(sub, c + 256 + 256 * j);
+				if (q40 || q51) {
+					pack_nibbles(sub, c + (q40 ? 256 : 512) + 256 * j);
+					if (q51) {
+						pack_high5(sub, c + 2560 + 64 * j);
+					}
 					continue;
 				}
 				if (q4) {
 					pack_nibbles(sub, c + 320 + 256 * j);
 					if (q5) {
-						/* byte 4r + b of vector j holds in bit v the high bit of the value
-						 * that nibble vector v (group v/2, half v%2) puts there */
-						for (int r = 0; r < RG; r++) {
-							for (int b = 0; b < 4; b++) {
-								uint8_t v = 0;
-								for (int vv = 0; vv < 8; vv++) {
-									v |= (uint8_t) (((sub[r][8 * (vv / 2) + 4 * (vv % 2) + b] >> 4) & 1) << vv);
-								}
-								c[Q4R_BYTES + 64 * j + 4 * r + b] = v;
-							}
-						}
+						pack_high5(sub, c + Q4R_BYTES + 64 * j);
 					}
 					continue;
 				}
@@ -356,7 +376,7 @@ static void quantize_block_q32(const float * v, uint8_t * o) {
  * k/256 blocks of XB bytes at out, for weights of ggml type type. */
 static void quantize_column(const float * x, int64_t k, int type, uint8_t * out) {
 	for (int64_t s = 0; s < k / QK; s++) {
-		(type == GGML_TYPE_Q4_0 ? quantize_block_q32 : quantize_block)(x + s * QK, out + s * XB);
+		(type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_1 ? quantize_block_q32 : quantize_block)(x + s * QK, out + s * XB);
 	}
 }
 
@@ -547,25 +567,29 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 	}
 }
 
-/* tile_q40 is tile_q45 for q4_0: per block j of a super-block, the 16 rows' integer sums less
- * 8 times the column's sum of the block, scaled by the rows' d times the column's. */
-static inline __attribute__((always_inline)) void tile_q40(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
-		float * y, int64_t ys, __mmask16 rows, const int NC) {
-	const __m512i m4 = _mm512_set1_epi8(0x0F);
+/* tile_q32r is tile_q45 for q4_0 and q5_1 (Q51): per block j of a super-block, the 16 rows'
+ * integer sums scaled by the rows' d times the column's, less 8 times the column's sum of the
+ * block (q4_0) or plus the rows' m times it (q5_1). */
+static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
+		float * y, int64_t ys, __mmask16 rows, const int NC, const int Q51) {
+	const int CH = Q51 ? Q51R_BYTES : Q40R_BYTES, QS = Q51 ? 512 : 256;
+	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
 	__m512 facc[8];
 	for (int c = 0; c < NC; c++) {
 		facc[c] = _mm512_setzero_ps();
 	}
 	for (int64_t s = 0; s < S; s++) {
-		const uint8_t * b = w + s * Q40R_BYTES;
+		const uint8_t * b = w + s * CH;
 		const uint8_t * xb = xq + s * XB;
 		if (PF_BYTES && NC <= 2) {
-			for (int l = 0; l < Q40R_BYTES; l += 64) {
+			for (int l = 0; l < CH; l += 64) {
 				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
 			}
 		}
 		for (int j = 0; j < 8; j++) {
 			const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * j)));
+			const __m512 mn = Q51 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 256 + 32 * j))) : d;
+			const __m512i hv = Q51 ? _mm512_loadu_si512(b + 2560 + 64 * j) : _mm512_setzero_si512();
 			__m512i acc[ACCS(NC)][8];
 			for (int a = 0; a < ACCS(NC); a++) {
 				for (int c = 0; c < NC; c++) {
@@ -573,9 +597,13 @@ static inline __attribute__((always_inline)) void tile_q40(const uint8_t * w, in
 				}
 			}
 			for (int g = 0; g < 4; g++) {
-				const __m512i v = _mm512_loadu_si512(b + 256 + 64 * (4 * j + g));
-				const __m512i lo = _mm512_and_si512(v, m4);
-				const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				const __m512i v = _mm512_loadu_si512(b + QS + 64 * (4 * j + g));
+				__m512i lo = _mm512_and_si512(v, m4);
+				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+				if (Q51) {
+					lo = _mm512_ternarylogic_epi32(lo, q5_high(hv, 2 * g), m10, 0xF8);
+					hi = _mm512_ternarylogic_epi32(hi, q5_high(hv, 2 * g + 1), m10, 0xF8);
+				}
 				const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
 				for (int c = 0; c < NC; c++) {
 					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
@@ -588,8 +616,14 @@ static inline __attribute__((always_inline)) void tile_q40(const uint8_t * w, in
 				float dx;
 				memcpy(&bs, xb + c * xs + XB_BS32 + 2 * j, 2);
 				memcpy(&dx, xb + c * xs + XB_D32 + 4 * j, 4);
-				const __m512i sum = _mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), _mm512_set1_epi32(8 * (int32_t) bs));
-				facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx)), _mm512_cvtepi32_ps(sum), facc[c]);
+				const __m512 dxb = _mm512_set1_ps(dx);
+				if (Q51) {
+					facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxb), _mm512_cvtepi32_ps(acc_sum(acc, c, ACCS(NC))), facc[c]);
+					facc[c] = _mm512_fmadd_ps(mn, _mm512_set1_ps(dx * (float) bs), facc[c]);
+				} else {
+					const __m512i sum = _mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), _mm512_set1_epi32(8 * (int32_t) bs));
+					facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxb), _mm512_cvtepi32_ps(sum), facc[c]);
+				}
 			}
 		}
 	}
@@ -597,6 +631,8 @@ static inline __attribute__((always_inline)) void tile_q40(const uint8_t * w, in
 		_mm512_mask_storeu_ps(y + c * ys, rows, facc[c]);
 	}
 }
+#define tile_q40(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, 0)
+#define tile_q51(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, 1)
 
 #define TILE_FN(NAME, TILE, NC) \
 	static __attribute__((noinline)) void NAME(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, \
@@ -610,6 +646,7 @@ TILE_FNS(tile_q4)
 TILE_FNS(tile_q5)
 TILE_FNS(tile_q6)
 TILE_FNS(tile_q40)
+TILE_FNS(tile_q51)
 
 typedef void (*tile_fn)(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, __mmask16 rows);
 static const tile_fn tiles_q4[8] = { tile_q4_1, tile_q4_2, tile_q4_3, tile_q4_4, tile_q4_5, tile_q4_6, tile_q4_7, tile_q4_8 };
@@ -617,12 +654,14 @@ static const tile_fn tiles_q5[8] = { tile_q5_1, tile_q5_2, tile_q5_3, tile_q5_4,
 static const tile_fn tiles_q6[8] = { tile_q6_1, tile_q6_2, tile_q6_3, tile_q6_4, tile_q6_5, tile_q6_6, tile_q6_7, tile_q6_8 };
 static const tile_fn tiles_q40[8] = { tile_q40_1, tile_q40_2, tile_q40_3, tile_q40_4, tile_q40_5, tile_q40_6, tile_q40_7,
 	tile_q40_8 };
+static const tile_fn tiles_q51[8] = { tile_q51_1, tile_q51_2, tile_q51_3, tile_q51_4, tile_q51_5, tile_q51_6, tile_q51_7,
+	tile_q51_8 };
 
 /* tile computes one group's rows against nc (1..8) columns. */
 static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
 	const __mmask16 mask = rows >= RG ? (__mmask16) 0xFFFF : (__mmask16) ((1u << rows) - 1);
 	(type == GGML_TYPE_Q4_K ? tiles_q4 : type == GGML_TYPE_Q5_K ? tiles_q5 : type == GGML_TYPE_Q4_0 ? tiles_q40
-		: tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
+		: type == GGML_TYPE_Q5_1 ? tiles_q51 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
 }
 
 #else
@@ -631,7 +670,8 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 /* No VNNI: the same integer sums, one value at a time (correct, slow: the Go layer asks
  * toy_kquant_fast and leaves such weights to ggml). */
 static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
-	const int q40 = type == GGML_TYPE_Q4_0, q4 = type != GGML_TYPE_Q6_K && !q40, q5 = type == GGML_TYPE_Q5_K;
+	const int q40 = type == GGML_TYPE_Q4_0, q51 = type == GGML_TYPE_Q5_1;
+	const int q4 = type != GGML_TYPE_Q6_K && !q40 && !q51, q5 = type == GGML_TYPE_Q5_K;
 	const int ch = (int) repacked_bytes(type);
 	for (int c = 0; c < nc; c++) {
 		for (int64_t r = 0; r < rows; r++) {
@@ -641,18 +681,23 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 				const int8_t * xv = (const int8_t *) xb;
 				float dx;
 				memcpy(&dx, xb + XB_D, 4);
-				if (q40) {
+				if (q40 || q51) {
 					const uint8_t * b = w + s * ch;
 					for (int j = 0; j < 8; j++) {
-						int32_t dot = 0;
+						int32_t dot = 0, xsum = 0;
 						for (int i = 0; i < 32; i++) {
 							const int g = i / 8, hi = i % 8 >= 4, bb = i % 4;
-							const uint8_t byte = b[256 + 64 * (4 * j + g) + 4 * r + bb];
-							dot += ((hi ? byte >> 4 : byte & 0xF) - 8) * xv[32 * j + i];
+							const uint8_t byte = b[(q40 ? 256 : 512) + 64 * (4 * j + g) + 4 * r + bb];
+							const int h5 = q51 ? (b[2560 + 64 * j + 4 * r + bb] >> (2 * g + hi)) & 1 : 0;
+							dot += (((hi ? byte >> 4 : byte & 0xF) | h5 << 4) - (q40 ? 8 : 0)) * xv[32 * j + i];
+							xsum += xv[32 * j + i];
 						}
 						float dxj;
 						memcpy(&dxj, xb + XB_D32 + 4 * j, 4);
 						sum += half_to_float((uint16_t) toy_load16((const char *) b + 32 * j + 2 * r)) * dxj * (float) dot;
+						if (q51) {
+							sum += half_to_float((uint16_t) toy_load16((const char *) b + 256 + 32 * j + 2 * r)) * dxj * (float) xsum;
+						}
 					}
 				} else if (q4) {
 					const uint8_t * b = w + s * ch;
