@@ -50,7 +50,8 @@ const kquantMagic = 0x6b717431
 func KQuantFast() bool { return cpuops.KquantFast() == 1 }
 
 // KQuantRepackable says why RepackKQuants cannot take w, or nil when it can: w q4_K, q5_K, q6_K,
-// q4_0 or q5_1, 2-D, rows contiguous, of whole super-blocks of 256 values.
+// q4_0 or q5_1, 2-D, rows contiguous, of whole super-blocks of 256 values for the k-quants (q4_0's
+// and q5_1's rows may end in a part of one).
 func KQuantRepackable(w *Tensor) error {
 	if w == nil {
 		return fmt.Errorf("no weights")

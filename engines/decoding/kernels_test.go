@@ -130,7 +130,8 @@ func toUnit64(xs []float32) []float64 {
 // few-column product takes, then steps of one column) and with ggml's kernels alone
 // (ModelOptions.GGMLKernels), both fed ggml's greedy tokens: both round the columns to 8 bits
 // (toy with f32 scales, ggml with f16; q8_0's and q5_0's steps are toy's f32 few-column
-// product), so every step's logits are close, each step's greedy token is ggml's wherever
+// product, q4_0's and q5_1's products all the k-quant kernel's over their repacked copies,
+// whose columns are rounded as the integer product rounds them), so every step's logits are close, each step's greedy token is ggml's wherever
 // ggml's margin between its two best exceeds twice the step's largest difference, and against
 // a float64 decoding toy's logits are off by about as much as ggml's.
 func TestQ32KernelsMatchGGML(t *testing.T) {

@@ -45,11 +45,12 @@
  *                bits: vector h (values 16h..16h+15 of the chunk) byte 4r + b holds in bits
  *                2s, 2s+1 the high bits of the value that vector s of groups 2h, 2h+1 puts in
  *                that byte (s = 0: group 2h's low nibbles, 1: its high ones, 2, 3: group 2h+1's).
- * q4_0 (2304 bytes, as ggml's 128 blocks of 32 values):
- *   [0, 256)     d of block j (values 32j..32j+31 of the super-block) of row r at 32j + 2r, f16
- *   [256, 2304)  the 4-bit values, laid out as q4_K's at 320.
- * q5_1 (3072 bytes, as ggml's 128 blocks): d as q4_0's, then at [256, 512) the blocks' m (f16)
- *   as their d, at [512, 2560) the low 4 bits of the values as q4_0's, at [2560, 3072) their
+ * q4_0 (288 bytes a block of 32 values, as ggml's 16 blocks; a super-block's J blocks, 8 but
+ *   for a row's last values, which may fill J < 8: ggml's rows are of whole blocks only):
+ *   [0, 32J)        d of block j (values 32j..32j+31 of the super-block) of row r at 32j + 2r, f16
+ *   [32J, 288J)     the 4-bit values, laid out as q4_K's at 320.
+ * q5_1 (384 bytes a block, as ggml's 16): d as q4_0's, then at [32J, 64J) the blocks' m (f16)
+ *   as their d, at [64J, 320J) the low 4 bits of the values as q4_0's, at [320J, 384J) their
  *   high bits as q5_K's at 2368.
  *
  * A row's value is d·scale·q − dmin·min (q4_K, q 0..15; q5_K, q 0..31), d·scale·(q − 32) (q6_K, q 0..63)
@@ -70,6 +71,8 @@
  */
 
 enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360, Q40R_BYTES = 2304, Q51R_BYTES = 3072 };
+/* The bytes of one block of 32 values of 16 rows of q4_0 and q5_1, repacked. */
+enum { Q40R_BLOCK = Q40R_BYTES / 8, Q51R_BLOCK = Q51R_BYTES / 8 };
 
 /* repacked_bytes is the chunk of a super-block of 16 rows of ggml type type. */
 static int64_t repacked_bytes(int type) {
@@ -85,10 +88,22 @@ enum { XB = 352, XB_D = 256, XB_BS32 = 260, XB_BS16 = 288 };
  * of 32 at XB_BS32 as for the k-quants, and the 8 blocks' f32 scales at XB_D32. */
 enum { XB_D32 = 288 };
 
+/* blocks32 says whether type is one of the block types of 32 values the kernel takes (q4_0,
+ * q5_1), whose rows may end in a part of a super-block: its chunk holds the blocks there are
+ * (the layout above), and the columns' last super-block is quantized with zeros after them. */
+static int blocks32(int type) { return type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_1; }
+
+/* super_blocks is the super-blocks of 256 values a row of k values takes (for q4_0 and q5_1 the
+ * last may be a part of one). */
+static int64_t super_blocks(int64_t k) { return (k + QK - 1) / QK; }
+
 int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
-	if (k <= 0 || n <= 0 || k % QK != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q5_K && type != GGML_TYPE_Q6_K &&
-			type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_1)) {
+	if (k <= 0 || n <= 0 || k % (blocks32(type) ? 32 : QK) != 0 || (type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q5_K &&
+			type != GGML_TYPE_Q6_K && !blocks32(type))) {
 		return -1;
+	}
+	if (blocks32(type)) {
+		return (n + RG - 1) / RG * (k / 32) * (type == GGML_TYPE_Q4_0 ? Q40R_BLOCK : Q51R_BLOCK);
 	}
 	return (n + RG - 1) / RG * (k / QK) * repacked_bytes(type);
 }
@@ -155,29 +170,32 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 	if (toy_kquant_bytes(type, k, n) < 0) {
 		return -1;
 	}
-	const int64_t S = k / QK, groups = (n + RG - 1) / RG;
+	const int64_t S = super_blocks(k), groups = (n + RG - 1) / RG;
 	const int q6 = type == GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, q40 = type == GGML_TYPE_Q4_0;
 	const int q51 = type == GGML_TYPE_Q5_1, q4 = !q6 && !q40 && !q51; /* q4: q4_K or q5_K */
 	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : q40 ? 8 * Q40_BYTES : q51 ? 8 * Q51_BYTES : Q4K_BYTES;
 	const int64_t chunk_bytes = repacked_bytes(type);
-	const int64_t row_bytes = S * block;
+	const int64_t row_bytes = blocks32(type) ? k / 32 * (q40 ? Q40_BYTES : Q51_BYTES) : S * block;
 	uint8_t * out = (uint8_t *) dst;
 	for (int64_t g = 0; g < groups; g++) {
 		for (int64_t s = 0; s < S; s++) {
-			uint8_t * c = out + (g * S + s) * chunk_bytes;
-			memset(c, 0, chunk_bytes);
+			/* q4_0 and q5_1: the super-block's J blocks (J < 8 only at the end of a row) */
+			const int J = blocks32(type) ? (int) (k / 32 - 8 * s < 8 ? k / 32 - 8 * s : 8) : 8;
+			const int64_t pb = q40 ? Q40R_BLOCK : Q51R_BLOCK;
+			uint8_t * c = blocks32(type) ? out + g * (k / 32) * pb + 8 * s * pb : out + (g * S + s) * chunk_bytes;
+			memset(c, 0, blocks32(type) ? J * pb : chunk_bytes);
 			uint8_t q[RG][QK];
 			memset(q, 0, sizeof q);
 			for (int r = 0; r < RG && g * RG + r < n; r++) {
 				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * block;
 				if (q40 || q51) {
-					for (int j = 0; j < 8; j++) {
+					for (int j = 0; j < J; j++) {
 						const uint8_t * bj = b + j * (q40 ? Q40_BYTES : Q51_BYTES);
 						const uint8_t * qs = bj + (q40 ? 2 : 8);
 						uint32_t qh = 0;
 						memcpy(c + 32 * j + 2 * r, bj, 2);
 						if (q51) {
-							memcpy(c + 256 + 32 * j + 2 * r, bj + 2, 2);
+							memcpy(c + 32 * J + 32 * j + 2 * r, bj + 2, 2);
 							memcpy(&qh, bj + 4, 4);
 						}
 						for (int i = 0; i < 16; i++) {
@@ -215,15 +233,15 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 					q6_k_values(b, q[r]);
 				}
 			}
-			for (int j = 0; j < 8; j++) {
+			for (int j = 0; j < J; j++) {
 				uint8_t sub[RG][32];
 				for (int r = 0; r < RG; r++) {
 					memcpy(sub[r], q[r] + 32 * j, 32);
 				}
 				if (q40 || q51) {
-					pack_nibbles(sub, c + (q40 ? 256 : 512) + 256 * j);
+					pack_nibbles(sub, c + (q40 ? 32 : 64) * J + 256 * j);
 					if (q51) {
-						pack_high5(sub, c + 2560 + 64 * j);
+						pack_high5(sub, c + 320 * J + 64 * j);
 					}
 					continue;
 				}
@@ -372,11 +390,17 @@ static void quantize_block_q32(const float * v, uint8_t * o) {
 	}
 }
 
-/* quantize_column quantizes the k values at x (k a multiple of 256) block by block into
- * k/256 blocks of XB bytes at out, for weights of ggml type type. */
+/* quantize_column quantizes the k values at x block by block into super_blocks(k) blocks
+ * of XB bytes at out, for weights of ggml type type (k a multiple of 256, or of 32 for q4_0 and
+ * q5_1, whose last super-block is quantized with zeros after the column's values). */
 static void quantize_column(const float * x, int64_t k, int type, uint8_t * out) {
 	for (int64_t s = 0; s < k / QK; s++) {
-		(type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_1 ? quantize_block_q32 : quantize_block)(x + s * QK, out + s * XB);
+		(blocks32(type) ? quantize_block_q32 : quantize_block)(x + s * QK, out + s * XB);
+	}
+	if (k % QK != 0) {
+		float last[QK] = { 0 };
+		memcpy(last, x + k / QK * QK, (size_t) (k % QK) * sizeof(float));
+		quantize_block_q32(last, out + k / QK * XB);
 	}
 }
 
@@ -567,29 +591,31 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 	}
 }
 
-/* tile_q32r is tile_q45 for q4_0 and q5_1 (Q51): per block j of a super-block, the 16 rows'
- * integer sums scaled by the rows' d times the column's, less 8 times the column's sum of the
- * block (q4_0) or plus the rows' m times it (q5_1). */
-static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
+/* tile_q32r is tile_q45 for q4_0 and q5_1 (Q51), over NB blocks of 32 values (where the others
+ * take S super-blocks): per block j of a super-block, the 16 rows' integer sums scaled by the
+ * rows' d times the column's, less 8 times the column's sum of the block (q4_0) or plus the
+ * rows' m times it (q5_1). */
+static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, int64_t NB, const uint8_t * xq, int64_t xs,
 		float * y, int64_t ys, __mmask16 rows, const int NC, const int Q51) {
-	const int CH = Q51 ? Q51R_BYTES : Q40R_BYTES, QS = Q51 ? 512 : 256;
+	const int PB = Q51 ? Q51R_BLOCK : Q40R_BLOCK;
 	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
 	__m512 facc[8];
 	for (int c = 0; c < NC; c++) {
 		facc[c] = _mm512_setzero_ps();
 	}
-	for (int64_t s = 0; s < S; s++) {
-		const uint8_t * b = w + s * CH;
+	for (int64_t s = 0; 8 * s < NB; s++) {
+		const int J = NB - 8 * s < 8 ? (int) (NB - 8 * s) : 8, QS = (Q51 ? 64 : 32) * J;
+		const uint8_t * b = w + 8 * s * PB;
 		const uint8_t * xb = xq + s * XB;
 		if (PF_BYTES && NC <= 2) {
-			for (int l = 0; l < CH; l += 64) {
+			for (int l = 0; l < J * PB; l += 64) {
 				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
 			}
 		}
-		for (int j = 0; j < 8; j++) {
+		for (int j = 0; j < J; j++) {
 			const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * j)));
-			const __m512 mn = Q51 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 256 + 32 * j))) : d;
-			const __m512i hv = Q51 ? _mm512_loadu_si512(b + 2560 + 64 * j) : _mm512_setzero_si512();
+			const __m512 mn = Q51 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * J + 32 * j))) : d;
+			const __m512i hv = Q51 ? _mm512_loadu_si512(b + 320 * J + 64 * j) : _mm512_setzero_si512();
 			__m512i acc[ACCS(NC)][8];
 			for (int a = 0; a < ACCS(NC); a++) {
 				for (int c = 0; c < NC; c++) {
@@ -682,13 +708,18 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 				float dx;
 				memcpy(&dx, xb + XB_D, 4);
 				if (q40 || q51) {
-					const uint8_t * b = w + s * ch;
-					for (int j = 0; j < 8; j++) {
+					/* S is the row's blocks of 32 here (tile_q32r) */
+					if (8 * s >= S) {
+						break;
+					}
+					const int J = S - 8 * s < 8 ? (int) (S - 8 * s) : 8;
+					const uint8_t * b = w + 8 * s * (q40 ? Q40R_BLOCK : Q51R_BLOCK);
+					for (int j = 0; j < J; j++) {
 						int32_t dot = 0, xsum = 0;
 						for (int i = 0; i < 32; i++) {
 							const int g = i / 8, hi = i % 8 >= 4, bb = i % 4;
-							const uint8_t byte = b[(q40 ? 256 : 512) + 64 * (4 * j + g) + 4 * r + bb];
-							const int h5 = q51 ? (b[2560 + 64 * j + 4 * r + bb] >> (2 * g + hi)) & 1 : 0;
+							const uint8_t byte = b[(q40 ? 32 : 64) * J + 64 * (4 * j + g) + 4 * r + bb];
+							const int h5 = q51 ? (b[320 * J + 64 * j + 4 * r + bb] >> (2 * g + hi)) & 1 : 0;
 							dot += (((hi ? byte >> 4 : byte & 0xF) | h5 << 4) - (q40 ? 8 : 0)) * xv[32 * j + i];
 							xsum += xv[32 * j + i];
 						}
@@ -696,7 +727,7 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 						memcpy(&dxj, xb + XB_D32 + 4 * j, 4);
 						sum += half_to_float((uint16_t) toy_load16((const char *) b + 32 * j + 2 * r)) * dxj * (float) dot;
 						if (q51) {
-							sum += half_to_float((uint16_t) toy_load16((const char *) b + 256 + 32 * j + 2 * r)) * dxj * (float) xsum;
+							sum += half_to_float((uint16_t) toy_load16((const char *) b + 32 * J + 32 * j + 2 * r)) * dxj * (float) xsum;
 						}
 					}
 				} else if (q4) {
@@ -763,8 +794,10 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 		abort();
 	}
 	const int type = p->type;
-	const int64_t k = p->k, n = p->n, m = b->ne[1], S = k / QK, groups = (n + RG - 1) / RG;
-	const int64_t chunk_bytes = S * repacked_bytes(type);
+	const int64_t k = p->k, n = p->n, m = b->ne[1], S = super_blocks(k), groups = (n + RG - 1) / RG;
+	/* A group's bytes, and what the tiles count in: super-blocks, or blocks of 32 for q4_0 and
+	 * q5_1 (tile_q32r). */
+	const int64_t chunk_bytes = toy_kquant_bytes(type, k, RG), units = blocks32(type) ? k / 32 : S;
 	const int64_t xs = S * XB;
 
 	/* Each thread quantizes every column for itself: k·m values against k·n·m products; a
@@ -800,7 +833,7 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 				}
 				for (int64_t g = job * per; g < groups && g < (job + 1) * per; g++) {
 					const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
-					tile(type, w + g * chunk_bytes, S, xq, xs, y + g * RG, ys, rows, (int) m);
+					tile(type, w + g * chunk_bytes, units, xq, xs, y + g * RG, ys, rows, (int) m);
 				}
 			}
 		}
@@ -816,7 +849,7 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 			const int64_t rows = n - g * RG < RG ? n - g * RG : RG;
 			for (int64_t c = c0; c < c1; c += NC_MAX) {
 				const int nc = (int) (c1 - c < NC_MAX ? c1 - c : NC_MAX);
-				tile(type, w + g * chunk_bytes, S, xq + c * xs, xs, y + c * ys + g * RG, ys, rows, nc);
+				tile(type, w + g * chunk_bytes, units, xq + c * xs, xs, y + c * ys + g * RG, ys, rows, nc);
 			}
 		}
 	}
