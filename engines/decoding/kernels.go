@@ -54,6 +54,15 @@ func q32Weight(t ggml.Type) bool {
 	return t == ggml.Q8_0 || t == ggml.Q4_0 || t == ggml.Q5_0 || t == ggml.Q5_1
 }
 
+// q32Prompt says whether W·x multiplies more than ggml.MulMatColsMax columns (a prompt) by q4_0
+// or q5_1 weights that toy's 8-bit integer GEMM (ggml.MulMatQ32) takes: it runs them faster than
+// the k-quant kernel's tiles over the repacked copy, which take the fewer columns of a step
+// (one core, 2048×2048 q4_0 in the L3 cache, 2026-12-06: by 128 columns 311–329 GMAC/s against
+// 265–276; by 16 columns 170–184 against 266–285).
+func (m *GGUFModel) q32Prompt(w, x *ggml.Tensor) bool {
+	return (w.Type() == ggml.Q4_0 || w.Type() == ggml.Q5_1) && x.Ne()[1] > ggml.MulMatColsMax && m.ownQ32(w, x)
+}
+
 // KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of
 // type kv (flash: flash attention's layout): the products over each type of m's weight
 // matrices (the 8-bit integer product only in a build with AVX-512 VNNI), the norm (needNorm:

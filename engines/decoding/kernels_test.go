@@ -209,3 +209,35 @@ func margin(x []float32, best int32) float64 {
 	}
 	return float64(x[best]) - next
 }
+
+// TestQ32PromptsKQuantSteps checks which kernel multiplies q4_0 and q5_1 weights, both repacked
+// for the k-quant kernel at load: a step's columns (up to ggml.MulMatColsMax) go to the k-quant
+// kernel, a prompt's more to toy's 8-bit integer GEMM, which is faster there (q32Prompt); the
+// products of both are held to ggml's and to a float64 decoding by TestQ32KernelsMatchGGML.
+func TestQ32PromptsKQuantSteps(t *testing.T) {
+	if !ggml.CPUKernelsFast() || !ggml.CPUKernelsQ32() || !ggml.KQuantFast() {
+		t.Skip("toy's integer products need AVX-512 VNNI in this build")
+	}
+	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q5_1} {
+		t.Run(ggml.TypeName(typ), func(t *testing.T) {
+			m := openTiny(t, transformertest.WriteTiny(t, transformertest.TinyArch("llama"), typ, 5), ModelOptions{})
+			ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * len(m.Matrices())})
+			require.NoError(t, err)
+			defer ctx.Close()
+			checked := 0
+			for name, w := range m.Matrices() {
+				if w.Type() != typ {
+					continue
+				}
+				require.NotNil(t, m.kquant[w], "%s repacked", name)
+				k := w.Ne()[0]
+				step, prompt := ctx.NewTensor(ggml.F32, k, ggml.MulMatColsMax), ctx.NewTensor(ggml.F32, k, ggml.MulMatColsMax+1)
+				assert.True(t, m.ownKQuant(w, step), "%s: %d columns by the k-quant kernel", name, ggml.MulMatColsMax)
+				assert.False(t, m.ownKQuant(w, prompt), "%s: a prompt not by the k-quant kernel", name)
+				assert.True(t, m.ownQ32(w, prompt), "%s: a prompt by the integer GEMM", name)
+				checked++
+			}
+			require.NotZero(t, checked, "no %s matrix", ggml.TypeName(typ))
+		})
+	}
+}

@@ -79,7 +79,8 @@ func (m *GGUFModel) repackKQuants() {
 // the lookup for its type resolved.
 func (m *GGUFModel) ownKQuant(w, x *ggml.Tensor) bool {
 	rw := m.kquant[w]
-	return rw != nil && x != nil && m.kernels.Has(needKQuant(w.Type())) && x.IsContiguous() && ggml.MulMatKQuantFits(rw, x) == nil
+	return rw != nil && x != nil && m.kernels.Has(needKQuant(w.Type())) && x.IsContiguous() && ggml.MulMatKQuantFits(rw, x) == nil &&
+		!m.q32Prompt(w, x)
 }
 
 // closeKQuants frees the repacked copies.
