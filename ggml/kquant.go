@@ -56,15 +56,26 @@ func KQuantRepackable(w *Tensor) error {
 	if w == nil {
 		return fmt.Errorf("no weights")
 	}
-	if t := w.Type(); t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 && t != Q5_1 {
-		return fmt.Errorf("weights %s: want q4_K, q5_K, q6_K, q4_0 or q5_1", w.describe())
+	if err := KQuantRepackableShape(w.Type(), w.Ne()); err != nil {
+		return fmt.Errorf("weights %s: %w", w.describe(), err)
 	}
-	ne := w.Ne()
-	if ne[2] != 1 || ne[3] != 1 || !w.IsContiguous() {
+	if !w.IsContiguous() {
 		return fmt.Errorf("weights %s: want a contiguous 2-D matrix", w.describe())
 	}
-	if cpuops.KquantBytes(int(w.Type()), ne[0], ne[1]) < 0 {
-		return fmt.Errorf("weights %s: rows of whole super-blocks of 256 values", w.describe())
+	return nil
+}
+
+// KQuantRepackableShape is KQuantRepackable's rule on a type and shape alone, for a file's tensor
+// before it is loaded (GGUFTensor.Type, GGUFTensor.Ne).
+func KQuantRepackableShape(t Type, ne [4]int64) error {
+	if t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 && t != Q5_1 {
+		return fmt.Errorf("want q4_K, q5_K, q6_K, q4_0 or q5_1")
+	}
+	if ne[2] != 1 || ne[3] != 1 {
+		return fmt.Errorf("want a contiguous 2-D matrix")
+	}
+	if cpuops.KquantBytes(int(t), ne[0], ne[1]) < 0 {
+		return fmt.Errorf("rows of whole super-blocks of 256 values")
 	}
 	return nil
 }
@@ -75,9 +86,9 @@ func KQuantRepackable(w *Tensor) error {
 // matrices are left as they were (other operations, a row lookup of a tied embedding, may still
 // read them). Those that from, where not nil, maps from the file (MapOptions.FileBacked) are
 // read from the file a job at a time (MappedGGUF.ReadAt: never faulted into the process through
-// the mapping, a fault per 64 KiB) and released once copied (MappedGGUF.Release), so that they
-// cost no memory beside their copies. Close frees the copies, after the last graph that reads
-// them has run.
+// the mapping, a fault per 64 KiB); the caller releases those nothing else reads
+// (MappedGGUF.Release), so that they cost no memory beside their copies. Close frees the
+// copies, after the last graph that reads them has run.
 func RepackKQuants(b *Backend, ws []*Tensor, from *MappedGGUF) (*KQuantSet, error) {
 	if b == nil || !b.IsCPU() {
 		return nil, fmt.Errorf("ggml: RepackKQuants: toy's k-quant kernel runs on the CPU backend only")
@@ -123,9 +134,6 @@ func RepackKQuants(b *Backend, ws []*Tensor, from *MappedGGUF) (*KQuantSet, erro
 	if err := repackRows(order, s.byW, repackJobBytes, from); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("ggml: RepackKQuants: %w", err)
-	}
-	for _, w := range order {
-		from.Release(w) // nothing where from is nil or w was read
 	}
 	return s, nil
 }

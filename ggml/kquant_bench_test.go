@@ -160,7 +160,7 @@ func BenchmarkMulMatStep(b *testing.B) {
 			}
 			var set *KQuantSet
 			if !inplace {
-				set, err = RepackKQuants(be, ws)
+				set, err = RepackKQuants(be, ws, nil)
 				require.NoError(b, err)
 				defer set.Close()
 			}

@@ -60,7 +60,7 @@ func q32Weight(t ggml.Type) bool {
 // (one core, 2048×2048 q4_0 in the L3 cache, 2026-12-06: by 128 columns 311–329 GMAC/s against
 // 265–276; by 16 columns 170–184 against 266–285).
 func (m *GGUFModel) q32Prompt(w, x *ggml.Tensor) bool {
-	return (w.Type() == ggml.Q4_0 || w.Type() == ggml.Q5_1) && x.Ne()[1] > ggml.MulMatColsMax && m.ownQ32(w, x)
+	return x.Ne()[1] > ggml.MulMatColsMax && m.promptsReadOriginal(w) && m.ownQ32(w, x)
 }
 
 // KernelNeeds lists the lookups of toy's CPU operations that m's decoders make with a cache of

@@ -22,12 +22,24 @@ func kquantWeight(t ggml.Type) bool {
 	return (t == ggml.Q4_K || t == ggml.Q5_K || t == ggml.Q6_K || t == ggml.Q4_0 || t == ggml.Q5_1) && ggml.KQuantFast()
 }
 
-// mayRepack says whether the file's tensor info is one repackKQuants may copy: a q4_K, q5_K or
-// q6_K matrix of whole super-blocks, in a build and on a backend where toy's k-quant kernel may
-// run. OpenModel maps these from the file (ggml.MapOptions.FileBacked) when it reads the rest,
-// so that once copied the original costs no memory (repackKQuants releases it).
+// mayRepack says whether the file's tensor info is one repackKQuants may copy (a matrix
+// ggml.KQuantRepackableShape takes, of a type kquantWeight lists), in a build and on a backend
+// where toy's k-quant kernel may run. OpenModel maps these from the file
+// (ggml.MapOptions.FileBacked) when it reads the rest, so that once copied the original costs
+// no memory (repackKQuants releases it) unless prompts still read it (promptsReadOriginal:
+// then it is the file's pages in the page cache, which the system may drop and read again, not
+// memory the process allocated).
 func (m *GGUFModel) mayRepack(info ggml.GGUFTensor) bool {
-	return m.mayOwnKernels && kquantWeight(info.Type) && info.Ne[2] == 1 && info.Ne[3] == 1 && info.Ne[0]%256 == 0
+	return m.mayOwnKernels && kquantWeight(info.Type) && ggml.KQuantRepackableShape(info.Type, info.Ne) == nil
+}
+
+// promptsReadOriginal says whether prompts multiply w's original rather than its repacked
+// copy: q4_0 and q5_1 weights whose 8-bit integer product resolved, whose GEMM (q32Prompt) runs
+// many columns faster than the k-quant kernel's tiles over the copy. Such an original stays
+// mapped, not released.
+func (m *GGUFModel) promptsReadOriginal(w *ggml.Tensor) bool {
+	t := w.Type()
+	return (t == ggml.Q4_0 || t == ggml.Q5_1) && q32Weight(t) && m.kernels.Has(needQ32(t)...)
 }
 
 // repackKQuants gives every weight matrix the decoders multiply (the layers' and the head) of
@@ -39,7 +51,8 @@ func (m *GGUFModel) mayRepack(info ggml.GGUFTensor) bool {
 //
 // The weights are held once: the file's tensor of each copied matrix is mapped from the file,
 // not read (mayRepack); the copy is made from the file's bytes read a few MiB at a time, and the
-// original released (ggml.MappedGGUF.Release), so its pages never enter the process. It stays a valid tensor for whatever else reads it (the row
+// original released (ggml.MappedGGUF.Release) unless prompts read it (promptsReadOriginal), so
+// its pages never enter the process. It stays a valid tensor for whatever else reads it (the row
 // lookup of a tied token_embd, LoRA merges, export, training, ggml's product under a
 // resolution without the k-quant lookup): those page the bytes they read back in from the page
 // cache or the file, and no reader needs to know.
@@ -72,6 +85,9 @@ func (m *GGUFModel) repackKQuants() {
 	}
 	for _, w := range ws {
 		m.kquant[w] = set.Weights(w)
+		if !m.promptsReadOriginal(w) {
+			m.mapped.Release(w) // nothing where w was read, not mapped
+		}
 	}
 }
 

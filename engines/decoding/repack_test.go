@@ -118,15 +118,16 @@ func TestKQuantKernelsDecode(t *testing.T) {
 // tensor sizes (read) or the file's size (mapped), less the repacked matrices, plus their
 // copies (q4_K's 2368 bytes a super-block of 16 rows for ggml's 2304, q6_K's as many), where it
 // held both before; every repacked matrix's original is mapped from the file and released
-// (ggml's TestMapGGUFFileBacked checks that a release gives the pages back). The decoders
+// (ggml's TestMapGGUFFileBacked checks that a release gives the pages back), but for q4_0's,
+// which prompts still multiply (promptsReadOriginal), mapped and kept. The decoders
 // still read the originals where they need them: TestKQuantKernelsDecode (a tied head's row
 // lookup, ggml's kernels once the lookup is withdrawn).
 func TestKQuantWeightsHeldOnce(t *testing.T) {
 	if !ggml.CPUKernelsFast() || !ggml.KQuantFast() {
 		t.Skip("toy's k-quant kernel needs AVX-512 VNNI in this build")
 	}
-	chunk := map[ggml.Type]int64{ggml.Q4_K: 2368, ggml.Q6_K: 3360} // kernels/cpu/c/mul_mat_kquant.c
-	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K} {
+	chunk := map[ggml.Type]int64{ggml.Q4_K: 2368, ggml.Q6_K: 3360, ggml.Q4_0: 2304} // kernels/cpu/c/mul_mat_kquant.c
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K, ggml.Q4_0} {
 		for _, tied := range []bool{false, true} {
 			path := filepath.Join(t.TempDir(), "kquant.gguf")
 			_, err := transformer.WriteRandomGGUFValues(path, kquantArch(tied), typ, 3, 0.5, false)
@@ -150,7 +151,10 @@ func TestKQuantWeightsHeldOnce(t *testing.T) {
 					var repacked, copies int64
 					for w, rw := range m.kquant {
 						assert.True(t, m.mapped.FileBacked(w), "%s mapped from the file", w.Name())
-						assert.False(t, m.mapped.Release(w), "%s released already", w.Name())
+						if typ == ggml.Q4_0 { // prompts multiply the original (q32Prompt): mapped, not released
+							assert.True(t, m.promptsReadOriginal(w), w.Name())
+						}
+						assert.Equal(t, m.promptsReadOriginal(w), m.mapped.Release(w), "%s released already unless prompts read it", w.Name())
 						ne := rw.Ne()
 						require.Zero(t, ne[1]%16, "%s: whole groups of 16 rows", w.Name())
 						repacked += int64(w.Bytes())
