@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -682,9 +681,6 @@ func (f *Field) Check(s string) string {
 	}
 	return ""
 }
-
-// configSource names the spec for generated headers.
-func configSource(pattern string) string { return filepath.ToSlash(strings.TrimPrefix(pattern, "./")) }
 
 // OptionGroup is the option group (//kernelgen:options) named name among cs, nil if none.
 func OptionGroup(cs []*Config, name string) *Config {
