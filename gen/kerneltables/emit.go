@@ -11,28 +11,28 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// Package says where the kernel tables go: the generated package's import path and name, and
+// tablePackage says where the kernel tables go: the generated package's import path and name, and
 // the input its files' headers name.
-type Package struct {
+type tablePackage struct {
 	ImportPath, PkgName, Source string
 }
 
-// Tables is toy's kernel tables: read from Input (under the module root), written to OutDir as
+// tables is toy's kernel tables: read from Input (under the module root), written to OutDir as
 // Package.
-var Tables = struct {
+var tables = struct {
 	Input, OutDir string
-	Package       Package
+	Package       tablePackage
 }{
 	Input:   "kernels",
 	OutDir:  "generated/kernels",
-	Package: Package{ImportPath: "github.com/toyml/toy/generated/kernels", PkgName: "kernels", Source: "kernels"},
+	Package: tablePackage{ImportPath: "github.com/toyml/toy/generated/kernels", PkgName: "kernels", Source: "kernels"},
 }
 
-// Emit renders the shared types (kernels.go), one table per target behind its build tag
+// emit renders the shared types (kernels.go), one table per target behind its build tag
 // (a cpu target's go_build constraint, or none) with a twin for builds without the tag, and a copy of every Metal source the
 // tables embed, marked as generated. A cuda target's PTX is embedded where scripts/build-ptx.sh
 // wrote it, beside the tables (ptxPath): it is stored once.
-func Emit(ts []*Target, kt Package) (map[string][]byte, error) {
+func emit(ts []*target, kt tablePackage) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source))
@@ -93,7 +93,7 @@ func Emit(ts []*Target, kt Package) (map[string][]byte, error) {
 			if m.BlobData == nil || t.Backend == "cuda" { // a cuda target's PTX is already here (ptxPath)
 				continue
 			}
-			marker := "// " + genutil.Header(kt.Source+"/"+strings.TrimPrefix(m.Blob, Tables.Input+"/")) + "\n"
+			marker := "// " + genutil.Header(kt.Source+"/"+strings.TrimPrefix(m.Blob, tables.Input+"/")) + "\n"
 			files[blobFile(t, m)] = append([]byte(marker), m.BlobData...)
 		}
 	}
@@ -103,7 +103,7 @@ func Emit(ts []*Target, kt Package) (map[string][]byte, error) {
 	return files, nil
 }
 
-func blobFile(t *Target, m *Module) string {
+func blobFile(t *target, m *module) string {
 	return t.Dir + "." + m.Dir + "." + m.Name + strings.ToLower(pathExt(m.Blob))
 }
 
@@ -115,9 +115,9 @@ func pathExt(p string) string {
 }
 
 // kernelTrees lists the source trees the targets name, by directory.
-func kernelTrees(ts []*Target) []*Tree {
-	var trees []*Tree
-	seen := map[*Tree]bool{}
+func kernelTrees(ts []*target) []*tree {
+	var trees []*tree
+	seen := map[*tree]bool{}
 	for _, t := range ts {
 		if t.Tree != nil && !seen[t.Tree] {
 			seen[t.Tree] = true
@@ -129,13 +129,13 @@ func kernelTrees(ts []*Target) []*Tree {
 }
 
 // moduleID and kernelID are the Go names of a module's and a kernel's typed identifiers.
-func moduleID(tr *Tree, m *Module) string { return "Module" + tr.GoName + m.GoName }
+func moduleID(tr *tree, m *module) string { return "Module" + tr.GoName + m.GoName }
 
-func kernelID(tr *Tree, m *Module, k string) string {
+func kernelID(tr *tree, m *module, k string) string {
 	return "Kernel" + tr.GoName + m.GoName + goNameOf(k)
 }
 
-func checkKernelIDs(trees []*Tree) error {
+func checkKernelIDs(trees []*tree) error {
 	seen := map[string]string{}
 	for _, tr := range trees {
 		for _, m := range tr.Modules {
@@ -157,7 +157,7 @@ func checkKernelIDs(trees []*Tree) error {
 // emitIDs renders ids.go: the typed identifiers of every module and kernel of every source
 // tree, in every build (they name sources, not compiled blobs), with the tables behind their
 // methods and a guard that breaks the build when a constant is renumbered by hand.
-func emitIDs(trees []*Tree, kt Package) *jen.File {
+func emitIDs(trees []*tree, kt tablePackage) *jen.File {
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source))
 	f.Comment("ModuleID identifies a module, one kernel source of a source tree under " + kt.Source + "/, in every")
@@ -433,9 +433,9 @@ type modelDecl struct {
 // modelDecls names each distinct model declaration across the targets: model<Name>, or
 // model<Name><Target> after the first target that declares it where an overlay made the same
 // model's declaration differ on another target.
-func modelDecls(ts []*Target) (map[*Model]string, []*modelDecl) {
+func modelDecls(ts []*target) (map[*model]string, []*modelDecl) {
 	byRender := map[string]*modelDecl{}
-	users := map[string][]*Model{}
+	users := map[string][]*model{}
 	var order []string
 	for _, t := range ts {
 		for _, m := range t.Models {
@@ -451,7 +451,7 @@ func modelDecls(ts []*Target) (map[*Model]string, []*modelDecl) {
 			users[key] = append(users[key], m)
 		}
 	}
-	names := map[*Model]string{}
+	names := map[*model]string{}
 	taken := map[string]bool{}
 	var decls []*modelDecl
 	for _, key := range order {
@@ -472,7 +472,7 @@ func modelDecls(ts []*Target) (map[*Model]string, []*modelDecl) {
 
 // emitTargetFile renders target t's table (or, with twin, its stand-in for builds without its
 // tag), which lists its models by their declarations in models.go (decls).
-func emitTargetFile(t *Target, kt Package, tag string, twin bool, decls map[*Model]string) *jen.File {
+func emitTargetFile(t *target, kt tablePackage, tag string, twin bool, decls map[*model]string) *jen.File {
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source + "/" + t.Dir))
 	if tag != "" {
@@ -601,7 +601,7 @@ func emitTargetFile(t *Target, kt Package, tag string, twin bool, decls map[*Mod
 	return f
 }
 
-func modelDict(m *Model) jen.Dict {
+func modelDict(m *model) jen.Dict {
 	d := jen.Dict{jen.Id("Name"): jen.Lit(m.Dir)}
 	if m.Description != "" {
 		d[jen.Id("Description")] = jen.Lit(m.Description)
@@ -652,8 +652,8 @@ func modelDict(m *Model) jen.Dict {
 }
 
 // absentList renders expected-absent lookups, sorted.
-func absentList(as []Absent) jen.Code {
-	abs := append([]Absent(nil), as...)
+func absentList(as []absent) jen.Code {
+	abs := append([]absent(nil), as...)
 	sort.Slice(abs, func(i, j int) bool { return abs[i].Lookup < abs[j].Lookup })
 	return jen.Index().Id("ExpectedAbsent").ValuesFunc(func(g *jen.Group) {
 		for _, a := range abs {
@@ -664,8 +664,8 @@ func absentList(as []Absent) jen.Code {
 }
 
 // commonModules are t's common/ modules, which a model without modules of its own runs.
-func commonModules(t *Target) []*Module {
-	var c []*Module
+func commonModules(t *target) []*module {
+	var c []*module
 	for _, m := range t.Modules {
 		if m.Dir == "common" {
 			c = append(c, m)
@@ -675,12 +675,12 @@ func commonModules(t *Target) []*Module {
 }
 
 // commonVar names the variable of a target's table file that lists its common/ modules.
-func commonVar(t *Target) string { return "table" + t.GoName + "Common" }
+func commonVar(t *target) string { return "table" + t.GoName + "Common" }
 
 // modelRef is how target t's table lists m: its declaration (models.go) and, where the target
 // resolves modules for it or drops kernels by shadowing, those through Model.withKernels (the
 // target's common/ modules by their variable, commonVar).
-func modelRef(t *Target, m *Model, decl string) jen.Code {
+func modelRef(t *target, m *model, decl string) jen.Code {
 	if len(m.Modules) == 0 && len(m.Shadowed) == 0 {
 		return jen.Id(decl)
 	}
@@ -713,26 +713,26 @@ func modelRef(t *Target, m *Model, decl string) jen.Code {
 	return jen.Id(decl).Dot("withKernels").Call(mods, shadowed)
 }
 
-// Generate loads Tables.Input (kernels/) under root, the module root, and adds Tables.OutDir
+// Generate loads tables.Input (kernels/) under root, the module root, and adds tables.OutDir
 // (generated/kernels) to out. options are the option groups of specs/engines (configs.Generate
-// returns them), which Load needs.
+// returns them), which load needs.
 func Generate(root string, options []*configs.Config, out *genutil.Output) error {
-	ts, err := Load(root, Tables.Input, options)
+	ts, err := load(root, tables.Input, options)
 	if err != nil {
 		return err
 	}
-	files, err := Emit(ts, Tables.Package)
+	files, err := emit(ts, tables.Package)
 	if err != nil {
 		return err
 	}
-	out.Dirs[Tables.OutDir] = files
+	out.Dirs[tables.OutDir] = files
 	mods, models := 0, 0
 	for _, t := range ts {
 		mods += len(t.Modules)
 		models += len(t.Models)
 	}
 	out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d targets, %d modules, %d models",
-		Tables.Input, Tables.OutDir, len(ts), mods, models))
+		tables.Input, tables.OutDir, len(ts), mods, models))
 	return nil
 }
 

@@ -13,9 +13,9 @@ import (
 
 // TestGoldenKernels runs every testdata/golden-kernels/*.txtar: the files under kernels/ form a
 // kernels/ tree, and those under generated/kernels/ the PTX scripts/build-ptx.sh wrote beside
-// the tables; the others are what Emit must produce from them, byte for byte (all but
+// the tables; the others are what emit must produce from them, byte for byte (all but
 // kernels.go, whose shared types the freshness test covers), or, in a file named "error", the
-// error Load must return.
+// error load must return.
 func TestGoldenKernels(t *testing.T) {
 	cases, err := filepath.Glob("testdata/golden-kernels/*.txtar")
 	require.NoError(t, err)
@@ -34,9 +34,9 @@ func TestGoldenKernels(t *testing.T) {
 				}
 			}
 			got := map[string][]byte{}
-			ts, err := Load(work, "kernels", optionSpecs(t))
+			ts, err := load(work, "kernels", optionSpecs(t))
 			if err == nil {
-				got, err = Emit(ts, Package{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "kernels"})
+				got, err = emit(ts, tablePackage{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "kernels"})
 				delete(got, "kernels.go")
 			}
 			if err != nil {
@@ -49,5 +49,5 @@ func TestGoldenKernels(t *testing.T) {
 
 // isKernelsInput says whether a golden file is an input of the kernel tables' generator.
 func isKernelsInput(name string) bool {
-	return strings.HasPrefix(name, "kernels/") || strings.HasPrefix(name, Tables.OutDir+"/")
+	return strings.HasPrefix(name, "kernels/") || strings.HasPrefix(name, tables.OutDir+"/")
 }

@@ -49,45 +49,45 @@ import (
 // everywhere the target's arch does, so go generate needs no CUDA compiler. A Metal source is
 // its own blob (Metal compiles source at run time).
 
-// Target is one hardware target: a directory under kernels/ with a HARDWARE.toml.
-type Target struct {
+// target is one hardware target: a directory under kernels/ with a HARDWARE.toml.
+type target struct {
 	Dir         string // directory name under kernels/, e.g. "cuda-sm90a"
 	GoName      string // "CUDASm90a"
 	Backend     string // cpu, cuda or metal
 	Arch        string // verbatim, e.g. "sm_90a"; for cpu the -march its C is compiled with ("x86-64-v3"), or empty
 	ArchBase    string // Arch with its a/f suffix stripped, e.g. "sm_90"
 	Description string
-	Compilers   []Compiler
+	Compilers   []compiler
 	Link        []string
-	Tree        *Tree     // the source tree HARDWARE.toml names; nil when none
-	Modules     []*Module // the tree's modules, in its order, with this target's blobs
-	Models      []*Model  // by directory name
+	Tree        *tree     // the source tree HARDWARE.toml names; nil when none
+	Modules     []*module // the tree's modules, in its order, with this target's blobs
+	Models      []*model  // by directory name
 	// ExpectedAbsent are lookups HARDWARE.toml declares may fail to resolve for every model of
 	// the target (what the target lacks, such as the weight types its kernels do not take).
-	ExpectedAbsent []Absent
+	ExpectedAbsent []absent
 	// GoBuild is a cpu target's Go build constraint (HARDWARE.toml go_build, e.g. "toy_portable &&
 	// amd64"): its table is compiled in where it holds, a twin elsewhere; empty: always.
 	GoBuild string
 }
 
-// Tree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
+// tree is one source tree: a directory under kernels/ that HARDWARE.toml files name in
 // sources, holding one backend family's kernel sources once for all its targets.
-type Tree struct {
+type tree struct {
 	Dir     string    // path under kernels/, slash-separated, e.g. "cuda"
 	GoName  string    // "CUDA"
 	Backend string    // the backend of the targets that name it
 	Pos     string    // where it was first named: kernels/<hw>/HARDWARE.toml
-	Modules []*Module // common/ first, then by model directory; each sorted by name; no blobs
+	Modules []*module // common/ first, then by model directory; each sorted by name; no blobs
 }
 
-// Compiler is one compiler a target's kernels may be built with, in order of preference.
-type Compiler struct {
+// compiler is one compiler a target's kernels may be built with, in order of preference.
+type compiler struct {
 	Name  string   `toml:"name"`
 	Flags []string `toml:"flags"`
 }
 
-// Module is one kernel source file and, in a target's list, that target's blob of it.
-type Module struct {
+// module is one kernel source file and, in a target's list, that target's blob of it.
+type module struct {
 	Name      string // file base name without extension: the name lookups use
 	Dir       string // "common" or the model's directory
 	Source    string // path under kernels/ of the source, slash-separated
@@ -101,60 +101,60 @@ type Module struct {
 	// not resolve.
 	Types  map[string][]string
 	GoName string // "Sampling" (common) or "LlamaSampling"
-	Index  int    // position in Tree.Modules (and in each of its targets' Modules)
+	Index  int    // position in tree.Modules (and in each of its targets' Modules)
 }
 
-// Model is one model's declarations as a target sees them: kernels/models/<model>/MODEL.toml
+// model is one model's declarations as a target sees them: kernels/models/<model>/MODEL.toml
 // with the target's overlay applied, or a model only the target declares.
-type Model struct {
+type model struct {
 	Dir            string
 	GoName         string
 	Pos            string // the shared MODEL.toml, or the target's own when there is none
 	Overlay        string // the target's overlay of Pos; "" when none
 	Description    string
 	MatchNames     []string
-	Types          []ModelType
-	Presets        []Preset
-	Behaviour      *Behaviour
-	DFlash         *DFlash
-	ExpectedAbsent []Absent
-	Modules        []*Module // the effective set: common/ with the model's own files replacing namesakes
-	Shadowed       []Shadow
+	Types          []modelType
+	Presets        []preset
+	Behaviour      *behaviour
+	DFlash         *dflashPairing
+	ExpectedAbsent []absent
+	Modules        []*module // the effective set: common/ with the model's own files replacing namesakes
+	Shadowed       []shadow
 }
 
-// ModelType is one (model_type, hidden_size) the model declares; HiddenSize 0 is the wildcard.
-type ModelType struct {
+// modelType is one (model_type, hidden_size) the model declares; HiddenSize 0 is the wildcard.
+type modelType struct {
 	ModelType  string
 	HiddenSize int
 	Pos        string // the MODEL.toml that declares it
 	Line       int
 }
 
-// Preset is one sampling preset: the Sampling options MODEL.toml's [sampling.NAME] gives, in
+// preset is one sampling preset: the Sampling options MODEL.toml's [sampling.NAME] gives, in
 // the spec's order, each checked against its field's kind and bounds (samplingSetting). A key
 // it leaves out is not set: the runtime's preset (an overlay of the Sampling options) leaves
 // that option as it is.
-type Preset struct {
+type preset struct {
 	Name  string
-	Given []Setting
+	Given []setting
 }
 
-// Setting is one option a sampling preset gives: the Sampling spec's field and its value, of
+// setting is one option a sampling preset gives: the Sampling spec's field and its value, of
 // the Go type of the field's kind (float64, int, uint64, bool, string, ...).
-type Setting struct {
+type setting struct {
 	Field *configs.Field
 	Value any
 }
 
-// Behaviour is how toy runs the model.
-type Behaviour struct {
+// behaviour is how toy runs the model.
+type behaviour struct {
 	AddBOS, AddEOS bool
 	ChatTemplate   string
 	Stop           []string
 }
 
-// DFlash pairs the model with a DFlash drafter.
-type DFlash struct {
+// dflashPairing pairs the model with a DFlash drafter.
+type dflashPairing struct {
 	DraftModel     string
 	Gamma          int
 	WindowSize     int
@@ -162,17 +162,17 @@ type DFlash struct {
 	TargetLayerIDs []int
 }
 
-// Absent is a kernel lookup that may fail to resolve, and why: "module.kernel", or
+// absent is a kernel lookup that may fail to resolve, and why: "module.kernel", or
 // "module.kernel[type]" for a kernel asked to take data of a ggml type ("[*]": any type the
 // kernel does not declare).
-type Absent struct {
+type absent struct {
 	Lookup, Reason string
 	Pos            string // the MODEL.toml that declares it
 	Line           int
 }
 
-// Shadow records the kernels of a common/ module that a model's namesake dropped.
-type Shadow struct {
+// shadow records the kernels of a common/ module that a model's namesake dropped.
+type shadow struct {
 	Module  string
 	Kernels []string
 }
@@ -185,7 +185,7 @@ type hardwareFile struct {
 		Description string     `toml:"description"`
 		Sources     *string    `toml:"sources"`
 		GoBuild     string     `toml:"go_build"`
-		Compilers   []Compiler `toml:"compilers"`
+		Compilers   []compiler `toml:"compilers"`
 		Link        []string   `toml:"link"`
 	} `toml:"hardware"`
 	ExpectedAbsent map[string]string `toml:"expected_absent"`
@@ -280,11 +280,11 @@ func splitPos(s string) (string, int, string) {
 	return file, line, rest
 }
 
-// ModelsDir is the directory under kernels/ (and under each target) that holds model
+// modelsDir is the directory under kernels/ (and under each target) that holds model
 // declarations.
-const ModelsDir = "models"
+const modelsDir = "models"
 
-// Load reads every target under root/dir (normally "kernels"), with the source trees
+// load reads every target under root/dir (normally "kernels"), with the source trees
 // they name and the models they declare, into a checked model. Errors name file:line (paths
 // relative to root) and are all reported at once.
 //
@@ -293,7 +293,7 @@ const ModelsDir = "models"
 // kinds and bounds (min, max, enum) check the values it gives, so an option added to the spec
 // is settable in MODEL.toml as it is; DFlash's defaults fill the keys a [dflash] pairing leaves
 // out.
-func Load(root, dir string, options []*configs.Config) ([]*Target, error) {
+func load(root, dir string, options []*configs.Config) ([]*target, error) {
 	sampling, dflash := configs.OptionGroup(options, "Sampling"), configs.OptionGroup(options, "DFlash")
 	if sampling == nil || dflash == nil {
 		return nil, fmt.Errorf("kernelgen: the kernel tables need the Sampling and DFlash options of specs/engines")
@@ -303,12 +303,12 @@ func Load(root, dir string, options []*configs.Config) ([]*Target, error) {
 		return nil, err
 	}
 	ke := &kerr{}
-	shared := loadModelLayers(root, dir+"/"+ModelsDir, ke)
-	trees := map[string]*Tree{}
-	var targets []*Target
+	shared := loadModelLayers(root, dir+"/"+modelsDir, ke)
+	trees := map[string]*tree{}
+	var targets []*target
 	var others []string
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == ModelsDir {
+		if !e.IsDir() || e.Name() == modelsDir {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(root, dir, e.Name(), "HARDWARE.toml")); err != nil {
@@ -321,7 +321,7 @@ func Load(root, dir string, options []*configs.Config) ([]*Target, error) {
 	}
 	for _, o := range others {
 		if trees[o] == nil && !treeBelow(trees, o) {
-			ke.at(dir+"/"+o, 0, "neither a target (no HARDWARE.toml), %s/, nor a source tree a HARDWARE.toml names in sources", ModelsDir)
+			ke.at(dir+"/"+o, 0, "neither a target (no HARDWARE.toml), %s/, nor a source tree a HARDWARE.toml names in sources", modelsDir)
 		}
 	}
 	for _, t := range targets {
@@ -335,7 +335,7 @@ func Load(root, dir string, options []*configs.Config) ([]*Target, error) {
 }
 
 // treeBelow says whether a named tree lies under directory d (sources = "../family/cuda").
-func treeBelow(trees map[string]*Tree, d string) bool {
+func treeBelow(trees map[string]*tree, d string) bool {
 	for p := range trees {
 		if strings.HasPrefix(p, d+"/") {
 			return true
@@ -351,7 +351,7 @@ var (
 	cpuArch   = regexp.MustCompile(`^[a-z0-9][a-z0-9.+_-]*$`)
 )
 
-func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*Tree, sampling, dflash *configs.Config, ke *kerr) *Target {
+func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map[string]*tree, sampling, dflash *configs.Config, ke *kerr) *target {
 	rel := dir + "/" + name
 	hwPath := rel + "/HARDWARE.toml"
 	var hf hardwareFile
@@ -363,8 +363,8 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		return nil
 	}
 	h := hf.Hardware
-	t := &Target{Dir: name, GoName: goNameOf(name), Backend: h.Backend, Arch: h.Arch,
-		ArchBase: StripArchSuffix(h.Arch), Description: h.Description, Compilers: h.Compilers, Link: h.Link}
+	t := &target{Dir: name, GoName: goNameOf(name), Backend: h.Backend, Arch: h.Arch,
+		ArchBase: stripArchSuffix(h.Arch), Description: h.Description, Compilers: h.Compilers, Link: h.Link}
 	lines := keyLines(root, hwPath)
 	switch h.Backend {
 	case "cpu":
@@ -411,17 +411,17 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 	hasC := false
 	for _, s := range subs {
 		switch {
-		case !s.IsDir() && s.Name() == "HARDWARE.toml", s.IsDir() && s.Name() == ModelsDir:
+		case !s.IsDir() && s.Name() == "HARDWARE.toml", s.IsDir() && s.Name() == modelsDir:
 		case s.IsDir() && s.Name() == "c" && t.Backend == "cpu" && rel == "kernels/cpu":
 			hasC = true
 		default:
 			ke.at(rel+"/"+s.Name(), 0, "unexpected %s: a target holds HARDWARE.toml, %s/ and, for the cpu target, c/ (sources live in the tree its sources names; a cuda target's PTX in %s)",
-				map[bool]string{true: "directory", false: "file"}[s.IsDir()], ModelsDir, Tables.OutDir)
+				map[bool]string{true: "directory", false: "file"}[s.IsDir()], modelsDir, tables.OutDir)
 		}
 	}
 
 	// Models: the shared ones with this target's overlays, and the target's own.
-	own := loadModelLayers(root, rel+"/"+ModelsDir, ke)
+	own := loadModelLayers(root, rel+"/"+modelsDir, ke)
 	names := make([]string, 0, len(shared)+len(own))
 	for n := range shared {
 		names = append(names, n)
@@ -432,7 +432,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		}
 	}
 	sort.Strings(names)
-	byName := map[string]*Model{}
+	byName := map[string]*model{}
 	for _, n := range names {
 		var layers []*modelLayer
 		for _, l := range []*modelLayer{shared[n], own[n]} {
@@ -463,7 +463,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 		for _, d := range treeModelDirs(t.Tree) {
 			if byName[d] == nil {
 				ke.at(dir+"/"+t.Tree.Dir+"/"+d, 0, "names no model of target %s (no %s/%s/%s/MODEL.toml, nor %s/%s/%s/MODEL.toml)",
-					name, dir, ModelsDir, d, rel, ModelsDir, d)
+					name, dir, modelsDir, d, rel, modelsDir, d)
 			}
 		}
 	}
@@ -487,11 +487,11 @@ var (
 
 // cTree is the tree of toy's own CPU operations in directory p (cpu/c) under dir, loaded once
 // for the cpu targets that build it: the one it lies in and those naming it in sources.
-func cTree(root, dir, p string, trees map[string]*Tree, ke *kerr) *Tree {
+func cTree(root, dir, p string, trees map[string]*tree, ke *kerr) *tree {
 	if tr := trees[p]; tr != nil {
 		return tr
 	}
-	tr := &Tree{Dir: p, GoName: "CPU", Backend: "cpu", Pos: dir + "/" + p, Modules: loadCModules(root, dir+"/"+p, ke)}
+	tr := &tree{Dir: p, GoName: "CPU", Backend: "cpu", Pos: dir + "/" + p, Modules: loadCModules(root, dir+"/"+p, ke)}
 	trees[p] = tr
 	return tr
 }
@@ -501,7 +501,7 @@ func cTree(root, dir, p string, trees map[string]*Tree, ke *kerr) *Tree {
 // files directly in c/ are every model's (Dir "common"); a directory c/<model>/ holds a model's
 // own modules, each replacing its c/ namesake for that model (shadowing), as a CUDA tree's
 // model directories do. Modules are ordered common first, then by directory, then by name.
-func loadCModules(root, rel string, ke *kerr) []*Module {
+func loadCModules(root, rel string, ke *kerr) []*module {
 	mods := loadCDir(root, rel, "common", ke)
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
@@ -525,13 +525,13 @@ func loadCModules(root, rel string, ke *kerr) []*Module {
 
 // loadCDir reads the modules of one directory of the cpu target's C sources: c/ itself (dir
 // "common") or a model's c/<model>/.
-func loadCDir(root, rel, dir string, ke *kerr) []*Module {
+func loadCDir(root, rel, dir string, ke *kerr) []*module {
 	files, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	var mods []*Module
+	var mods []*module
 	for _, f := range files {
 		n := f.Name()
 		base, ok := strings.CutSuffix(n, ".c")
@@ -543,7 +543,7 @@ func loadCDir(root, rel, dir string, ke *kerr) []*Module {
 			ke.at(rel+"/"+n, 0, "%v", err)
 			continue
 		}
-		m := &Module{Name: base, Dir: dir, Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
+		m := &module{Name: base, Dir: dir, Source: rel + "/" + n, GoName: goNameOf(base), Types: map[string][]string{}}
 		if dir != "common" {
 			m.GoName = goNameOf(dir) + m.GoName
 		}
@@ -589,7 +589,7 @@ func loadCDir(root, rel, dir string, ke *kerr) []*Module {
 
 // namedTree resolves a HARDWARE.toml's sources (a path relative to the target's directory)
 // to a tree under kernels/, loading it on first use.
-func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*Tree, ke *kerr) *Tree {
+func namedTree(root, dir, target, src, backend, hwPath string, line int, trees map[string]*tree, ke *kerr) *tree {
 	if backend == "cpu" {
 		// Another ISA's build of toy's own CPU operations: the c/ directory of a cpu target.
 		p := path.Clean(path.Join(target, src))
@@ -612,8 +612,8 @@ func namedTree(root, dir, target, src, backend, hwPath string, line int, trees m
 	case p == "." || p == ".." || strings.HasPrefix(p, "../"):
 		ke.at(hwPath, line, "sources %q leaves %s/", src, dir)
 		return nil
-	case first == ModelsDir:
-		ke.at(hwPath, line, "sources %q names %s/%s/, which holds model declarations", src, dir, ModelsDir)
+	case first == modelsDir:
+		ke.at(hwPath, line, "sources %q names %s/%s/, which holds model declarations", src, dir, modelsDir)
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(root, dir, first, "HARDWARE.toml")); err == nil {
@@ -637,7 +637,7 @@ func namedTree(root, dir, target, src, backend, hwPath string, line int, trees m
 			return nil
 		}
 	}
-	tr := &Tree{Dir: p, GoName: goNameOf(strings.ReplaceAll(p, "/", "-")), Backend: backend, Pos: hwPath}
+	tr := &tree{Dir: p, GoName: goNameOf(strings.ReplaceAll(p, "/", "-")), Backend: backend, Pos: hwPath}
 	tr.Modules = loadTree(root, dir+"/"+p, backend, ke)
 	trees[p] = tr
 	return tr
@@ -666,8 +666,8 @@ func goNameOf(s string) string {
 	return b.String()
 }
 
-// StripArchSuffix removes an arch's a/f suffix: sm_90a → sm_90, sm_121f → sm_121.
-func StripArchSuffix(arch string) string {
+// stripArchSuffix removes an arch's a/f suffix: sm_90a → sm_90, sm_121f → sm_121.
+func stripArchSuffix(arch string) string {
 	if strings.HasPrefix(arch, "sm_") && (strings.HasSuffix(arch, "a") || strings.HasSuffix(arch, "f")) {
 		return arch[:len(arch)-1]
 	}
@@ -714,7 +714,7 @@ func splitArch(arch string) (int, byte) {
 }
 
 // treeModelDirs lists the model directories of a tree that hold sources.
-func treeModelDirs(tr *Tree) []string {
+func treeModelDirs(tr *tree) []string {
 	var out []string
 	for _, m := range tr.Modules {
 		if m.Dir != "common" && (len(out) == 0 || out[len(out)-1] != m.Dir) {
@@ -725,13 +725,13 @@ func treeModelDirs(tr *Tree) []string {
 }
 
 // loadTree reads a source tree: common/ and one directory per model with its own sources.
-func loadTree(root, rel, backend string, ke *kerr) []*Module {
+func loadTree(root, rel, backend string, ke *kerr) []*module {
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
 		return nil
 	}
-	var mods []*Module
+	var mods []*module
 	if st, err := os.Stat(filepath.Join(root, rel, "common")); err == nil && st.IsDir() {
 		mods = append(mods, loadModules(root, rel, "common", backend, ke)...)
 	}
@@ -753,14 +753,14 @@ func loadTree(root, rel, backend string, ke *kerr) []*Module {
 }
 
 // loadModules reads the kernel sources of one directory of a tree.
-func loadModules(root, rel, sub, backend string, ke *kerr) []*Module {
+func loadModules(root, rel, sub, backend string, ke *kerr) []*module {
 	dir := rel + "/" + sub
 	files, err := os.ReadDir(filepath.Join(root, dir))
 	if err != nil {
 		ke.at(dir, 0, "%v", err)
 		return nil
 	}
-	var mods []*Module
+	var mods []*module
 	for _, f := range files {
 		n := f.Name()
 		if f.IsDir() {
@@ -785,7 +785,7 @@ func loadModules(root, rel, sub, backend string, ke *kerr) []*Module {
 			ke.at(dir+"/"+n, 0, "%v", err)
 			continue
 		}
-		m := &Module{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base), BlobData: src}
+		m := &module{Name: base, Dir: sub, Source: dir + "/" + n, GoName: goNameOf(base), BlobData: src}
 		if sub != "common" {
 			m.GoName = goNameOf(sub) + m.GoName
 		}
@@ -807,13 +807,13 @@ func loadModules(root, rel, sub, backend string, ke *kerr) []*Module {
 
 // ptxPath is where scripts/build-ptx.sh writes target t's build of m, beside the table that
 // embeds it: generated/kernels/<hw>.<sub>.<name>.ptx.
-func ptxPath(t *Target, m *Module) string {
-	return Tables.OutDir + "/" + t.Dir + "." + m.Dir + "." + m.Name + ".ptx"
+func ptxPath(t *target, m *module) string {
+	return tables.OutDir + "/" + t.Dir + "." + m.Dir + "." + m.Name + ".ptx"
 }
 
 // attachBlob gives m, a copy of a tree module holding its source in BlobData, target t's blob:
 // the source itself for Metal, the target's checked PTX for CUDA.
-func attachBlob(root, rel string, t *Target, m *Module, ke *kerr) {
+func attachBlob(root, rel string, t *target, m *module, ke *kerr) {
 	src := m.BlobData
 	m.BlobData = nil
 	switch t.Backend {
@@ -861,7 +861,7 @@ func attachBlob(root, rel string, t *Target, m *Module, ke *kerr) {
 
 // checkStrayPTX refuses a PTX file in generated/kernels that is no cuda target's build of a
 // source of its tree (a source since removed, a target renamed).
-func checkStrayPTX(root string, targets []*Target, ke *kerr) {
+func checkStrayPTX(root string, targets []*target, ke *kerr) {
 	want := map[string]bool{}
 	for _, t := range targets {
 		if t.Backend != "cuda" {
@@ -871,12 +871,12 @@ func checkStrayPTX(root string, targets []*Target, ke *kerr) {
 			want[ptxPath(t, m)] = true
 		}
 	}
-	files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(Tables.OutDir)))
+	files, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(tables.OutDir)))
 	if err != nil {
 		return
 	}
 	for _, f := range files {
-		p := Tables.OutDir + "/" + f.Name()
+		p := tables.OutDir + "/" + f.Name()
 		if !f.IsDir() && strings.HasSuffix(f.Name(), ".ptx") && !want[p] {
 			ke.at(p, 0, "no cuda target's source for this PTX (<hw>.<dir>.<name>.ptx is target <hw>'s build of <tree>/<dir>/<name>.cu): remove it, or run scripts/build-ptx.sh")
 		}
@@ -905,7 +905,7 @@ func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
 	for _, s := range subs {
 		rel := dir + "/" + s.Name()
 		if !s.IsDir() {
-			ke.at(rel, 0, "unexpected file: %s/ holds one directory per model", ModelsDir)
+			ke.at(rel, 0, "unexpected file: %s/ holds one directory per model", modelsDir)
 			continue
 		}
 		if !dirName.MatchString(s.Name()) {
@@ -944,7 +944,7 @@ func loadModelLayers(root, dir string, ke *kerr) map[string]*modelLayer {
 // checks the result. An overlay replaces what it sets: [model]'s keys one by one,
 // [[model_types]] as a whole, each [sampling.<preset>] whole, [behaviour] and [dflash] whole;
 // its [expected_absent] entries add to the shared ones. Errors name the file that set the key.
-func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Config, ke *kerr) *Model {
+func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Config, ke *kerr) *model {
 	var mf modelFile
 	typesFrom := layers[0]
 	for i, l := range layers {
@@ -987,7 +987,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		}
 		ke.at(layers[len(layers)-1].path, 0, format, args...)
 	}
-	m := &Model{Dir: name, GoName: goNameOf(name), Pos: layers[0].path, Description: mf.Model.Description}
+	m := &model{Dir: name, GoName: goNameOf(name), Pos: layers[0].path, Description: mf.Model.Description}
 	if len(layers) > 1 {
 		m.Overlay = layers[1].path
 	}
@@ -1002,7 +1002,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		ke.at(typesFrom.path, 0, "declares no [[model_types]]")
 	}
 	typeLines := typesFrom.lines.all("model_types.model_type")
-	seen := map[ModelType]bool{}
+	seen := map[modelType]bool{}
 	for i, mt := range mf.ModelTypes {
 		line := 0
 		if i < len(typeLines) {
@@ -1012,7 +1012,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 			ke.at(typesFrom.path, line, "[[model_types]] entry %d has no model_type", i+1)
 			continue
 		}
-		kt := ModelType{ModelType: mt.ModelType, Pos: typesFrom.path, Line: line}
+		kt := modelType{ModelType: mt.ModelType, Pos: typesFrom.path, Line: line}
 		if mt.HiddenSize != nil {
 			if *mt.HiddenSize <= 0 {
 				ke.at(typesFrom.path, line, "hidden_size %d must be positive (leave it out for a wildcard)", *mt.HiddenSize)
@@ -1020,7 +1020,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 			}
 			kt.HiddenSize = *mt.HiddenSize
 		}
-		key := ModelType{ModelType: kt.ModelType, HiddenSize: kt.HiddenSize}
+		key := modelType{ModelType: kt.ModelType, HiddenSize: kt.HiddenSize}
 		if seen[key] {
 			ke.at(typesFrom.path, line, "model type %s is declared twice", describeType(kt))
 		}
@@ -1034,7 +1034,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 	sort.Strings(names)
 	for _, n := range names {
 		s := mf.Sampling[n]
-		p := Preset{Name: n}
+		p := preset{Name: n}
 		for _, f := range sampling.Fields { // in the spec's order
 			raw, ok := s[f.JSON]
 			if !ok {
@@ -1045,7 +1045,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 				at("sampling."+n+"."+f.JSON, "preset %s: %s", n, problem)
 				continue
 			}
-			p.Given = append(p.Given, Setting{Field: f, Value: v})
+			p.Given = append(p.Given, setting{Field: f, Value: v})
 		}
 		if !identName.MatchString(n) {
 			at("sampling."+n, "preset name %q must be an identifier", n)
@@ -1053,14 +1053,14 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		m.Presets = append(m.Presets, p)
 	}
 	if b := mf.Behaviour; b != nil {
-		kb := &Behaviour{ChatTemplate: b.ChatTemplate, Stop: b.Stop}
+		kb := &behaviour{ChatTemplate: b.ChatTemplate, Stop: b.Stop}
 		if b.AddBOS == nil || b.AddEOS == nil {
 			at("behaviour", "[behaviour] needs add_bos and add_eos")
 		} else {
 			kb.AddBOS, kb.AddEOS = *b.AddBOS, *b.AddEOS
 		}
-		if b.ChatTemplate != "" && !slices.Contains(ChatTemplates, strings.ToLower(b.ChatTemplate)) {
-			at("behaviour.chat_template", "unknown chat template %q (known: %s)", b.ChatTemplate, strings.Join(ChatTemplates[:len(ChatTemplates)-1], ", "))
+		if b.ChatTemplate != "" && !slices.Contains(chatTemplates, strings.ToLower(b.ChatTemplate)) {
+			at("behaviour.chat_template", "unknown chat template %q (known: %s)", b.ChatTemplate, strings.Join(chatTemplates[:len(chatTemplates)-1], ", "))
 		}
 		for _, s := range b.Stop {
 			if s == "" {
@@ -1070,7 +1070,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		m.Behaviour = kb
 	}
 	if d := mf.DFlash; d != nil {
-		kd := &DFlash{DraftModel: d.DraftModel, TargetLayerIDs: d.TargetLayerIDs,
+		kd := &dflashPairing{DraftModel: d.DraftModel, TargetLayerIDs: d.TargetLayerIDs,
 			Gamma: intDefault(dflash, "gamma"), WindowSize: intDefault(dflash, "window_size"), MaskTokenID: intDefault(dflash, "mask_token_id")}
 		setIf(&kd.Gamma, d.Gamma)
 		setIf(&kd.WindowSize, d.WindowSize)
@@ -1105,7 +1105,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		if _, _, _, ok := splitLookup(l); !ok {
 			at(key, "expected-absent lookup %q is not module.kernel or module.kernel[type]", l)
 		}
-		a := Absent{Lookup: l, Reason: reason, Pos: layers[len(layers)-1].path}
+		a := absent{Lookup: l, Reason: reason, Pos: layers[len(layers)-1].path}
 		for i := len(layers) - 1; i >= 0; i-- {
 			if line, ok := layers[i].lines[key]; ok {
 				a.Pos, a.Line = layers[i].path, line
@@ -1196,8 +1196,8 @@ func shown(v any) string {
 
 // effectiveModules gives m its modules on t: common/ with the model's own files replacing
 // their namesakes (recording the kernels a replacement drops).
-func effectiveModules(t *Target, m *Model) {
-	var common, own []*Module
+func effectiveModules(t *target, m *model) {
+	var common, own []*module
 	for _, mod := range t.Modules {
 		switch mod.Dir {
 		case "common":
@@ -1206,7 +1206,7 @@ func effectiveModules(t *Target, m *Model) {
 			own = append(own, mod)
 		}
 	}
-	byName := map[string]*Module{}
+	byName := map[string]*module{}
 	for _, o := range own {
 		byName[o.Name] = o
 	}
@@ -1222,7 +1222,7 @@ func effectiveModules(t *Target, m *Model) {
 				dropped = append(dropped, k)
 			}
 		}
-		m.Shadowed = append(m.Shadowed, Shadow{Module: c.Name, Kernels: dropped})
+		m.Shadowed = append(m.Shadowed, shadow{Module: c.Name, Kernels: dropped})
 	}
 	m.Modules = append(m.Modules, own...)
 	sort.Slice(m.Modules, func(i, j int) bool { return m.Modules[i].Name < m.Modules[j].Name })
@@ -1243,7 +1243,7 @@ func splitLookup(l string) (module, kernel, typ string, ok bool) {
 
 // resolvesIn says where lookup l (module, kernel, typ) resolves among mods: the module of that
 // name with the kernel, taking typ when it asks for one; "[*]" resolves nowhere.
-func resolvesIn(mods []*Module, module, kernel, typ string) *Module {
+func resolvesIn(mods []*module, module, kernel, typ string) *module {
 	if typ == "*" {
 		return nil
 	}
@@ -1260,7 +1260,7 @@ func resolvesIn(mods []*Module, module, kernel, typ string) *Module {
 
 // checkAbsent refuses an expected-absent entry that in fact resolves on t: it would hide
 // nothing (a target overlay can declare what only that target lacks).
-func checkAbsent(t *Target, m *Model, ke *kerr) {
+func checkAbsent(t *target, m *model, ke *kerr) {
 	for _, a := range m.ExpectedAbsent {
 		mod, k, typ, _ := splitLookup(a.Lookup)
 		if x := resolvesIn(m.Modules, mod, k, typ); x != nil {
@@ -1272,7 +1272,7 @@ func checkAbsent(t *Target, m *Model, ke *kerr) {
 // targetAbsent reads HARDWARE.toml's [expected_absent]: lookups of the target's own kernels that
 // may fail for every model (a type a kernel does not take, with its reason). Each must name a
 // kernel of the target, and must not resolve.
-func targetAbsent(t *Target, entries map[string]string, hwPath string, lines keyLineMap, ke *kerr) {
+func targetAbsent(t *target, entries map[string]string, hwPath string, lines keyLineMap, ke *kerr) {
 	ls := make([]string, 0, len(entries))
 	for l := range entries {
 		ls = append(ls, l)
@@ -1298,7 +1298,7 @@ func targetAbsent(t *Target, entries map[string]string, hwPath string, lines key
 		} else if x := resolvesIn(t.Modules, mod, k, typ); x != nil {
 			ke.at(hwPath, line, "expected-absent lookup %s resolves on target %s (in %s)", l, t.Dir, x.Source)
 		}
-		t.ExpectedAbsent = append(t.ExpectedAbsent, Absent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
+		t.ExpectedAbsent = append(t.ExpectedAbsent, absent{Lookup: l, Reason: reason, Pos: hwPath, Line: line})
 	}
 }
 
@@ -1313,11 +1313,11 @@ func intDefault(c *configs.Config, json string) int {
 	panic("kernelgen: the " + c.GoName + " spec has no int field " + json)
 }
 
-// ChatTemplates are the names of the chat templates built into toy's runtime (engines/sample's
+// chatTemplates are the names of the chat templates built into toy's runtime (engines/sample's
 // TemplateByName, which takes them in any case), that a model's [behaviour] chat_template may
 // name; the last, qwen, is another name of qwen2.5. A test of this package checks them against
 // the runtime's.
-var ChatTemplates = []string{"chatml", "smollm2", "qwen2.5", "gemma", "qwen"}
+var chatTemplates = []string{"chatml", "smollm2", "qwen2.5", "gemma", "qwen"}
 
 func setIf[T any](dst *T, src *T) {
 	if src != nil {
@@ -1325,7 +1325,7 @@ func setIf[T any](dst *T, src *T) {
 	}
 }
 
-func describeType(t ModelType) string {
+func describeType(t modelType) string {
 	if t.HiddenSize == 0 {
 		return fmt.Sprintf("(%s, any hidden size)", t.ModelType)
 	}
@@ -1334,7 +1334,7 @@ func describeType(t ModelType) string {
 
 // checkCollisions refuses two models of a target that declare the same (model_type,
 // hidden_size) when either has no match_names to break the tie.
-func checkCollisions(t *Target, ke *kerr) {
+func checkCollisions(t *target, ke *kerr) {
 	for i, a := range t.Models {
 		for _, b := range t.Models[i+1:] {
 			if len(a.MatchNames) > 0 && len(b.MatchNames) > 0 {

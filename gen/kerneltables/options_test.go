@@ -34,19 +34,19 @@ func optionSpecs(t testing.TB) []*configs.Config {
 // TestChatTemplatesAreTheRuntimes: the names a kernel table's chat_template may take are those
 // engines/sample resolves, and the ones its error lists.
 func TestChatTemplatesAreTheRuntimes(t *testing.T) {
-	for _, n := range ChatTemplates {
+	for _, n := range chatTemplates {
 		_, err := sample.TemplateByName(n)
 		assert.NoError(t, err, n)
 	}
 	_, err := sample.TemplateByName("no-such-template")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "(known: chatml, smollm2, qwen2.5, gemma)")
-	assert.Equal(t, []string{"chatml", "smollm2", "qwen2.5", "gemma"}, ChatTemplates[:len(ChatTemplates)-1])
+	assert.Equal(t, []string{"chatml", "smollm2", "qwen2.5", "gemma"}, chatTemplates[:len(chatTemplates)-1])
 }
 
 // TestLoadNeedsTheSamplingSpec: without the Sampling and DFlash options the kernel
 // tables are not generated (their presets and pairings would have no defaults).
 func TestLoadNeedsTheSamplingSpec(t *testing.T) {
-	_, err := Load(t.TempDir(), "kernels", nil)
+	_, err := load(t.TempDir(), "kernels", nil)
 	assert.ErrorContains(t, err, "need the Sampling and DFlash options")
 }

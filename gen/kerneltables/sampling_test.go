@@ -89,7 +89,7 @@ func TestPresetsTakeTheSpecsOptions(t *testing.T) {
 	opts := loadSpec(t, "novel-sampling", novelSpec)
 
 	root := kernelsWithModel(t, "[sampling.p]\nverbose = true\nmode = \"b\"\nbeams = 3\nwarmth = 0.5\n")
-	ts, err := Load(root, "kernels", opts)
+	ts, err := load(root, "kernels", opts)
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
 	require.Len(t, ts[0].Models, 1)
@@ -102,7 +102,7 @@ func TestPresetsTakeTheSpecsOptions(t *testing.T) {
 	}
 	assert.Equal(t, []string{"warmth", "beams", "mode", "verbose"}, keys, "the spec's order")
 	assert.Equal(t, []any{0.5, 3, "b", true}, values)
-	files, err := Emit(ts, Package{ImportPath: "example.com/tables", PkgName: "tables", Source: "kernels"})
+	files, err := emit(ts, tablePackage{ImportPath: "example.com/tables", PkgName: "tables", Source: "kernels"})
 	require.NoError(t, err)
 	models := string(files["models.go"])
 	for _, want := range []string{`Warmth:\s+new\(0\.5\)`, `Beams:\s+new\(3\)`, `Mode:\s+new\("b"\)`, `Verbose:\s+new\(true\)`} {
@@ -110,7 +110,7 @@ func TestPresetsTakeTheSpecsOptions(t *testing.T) {
 	}
 
 	root = kernelsWithModel(t, "[sampling.p]\nwarmth = 2.5\nbeams = 0\nmode = \"d\"\nverbose = 1\ntemperature = 0.7\n")
-	_, err = Load(root, "kernels", opts)
+	_, err = load(root, "kernels", opts)
 	require.Error(t, err)
 	assert.Equal(t, strings.Join([]string{
 		"kernels/models/m/MODEL.toml:8: preset p: warmth 2.5 is above the maximum 2",
@@ -151,7 +151,7 @@ func FuzzSamplingPreset(f *testing.F) {
 	sampling := configs.OptionGroup(opts, "Sampling")
 	f.Fuzz(func(t *testing.T, body string) {
 		root := kernelsWithModel(t, "[sampling.p]\n"+body)
-		ts, err := Load(root, "kernels", opts)
+		ts, err := load(root, "kernels", opts)
 		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				assert.True(t, strings.HasPrefix(line, "kernels/"), "an error names the file: %q", line)
