@@ -20,7 +20,7 @@ type Config struct {
 	GoName  string
 	Doc     string
 	Fields  []*Field
-	Presets []*Preset
+	Presets []*preset
 	// NoFlags: the config gets no command-line flags (//kernelgen:config noflags).
 	NoFlags bool
 	// Options: the struct is a group of command options (//kernelgen:options), not a model's
@@ -81,16 +81,16 @@ type Field struct {
 	Resumable bool
 	// For lists the choices a shape's field applies under (for:"norm=layer,head=lm"): the
 	// field belongs to a family whose preset of the choices satisfies every condition.
-	For []Condition
+	For []condition
 	// Docs holds the field's doc comment as a family's view says it, by family
 	// (//kernelgen:doc gpt2 DFF is …), where it differs from Doc.
 	Docs map[string]string
 	Pos  token.Position
 }
 
-// Condition is one condition of a for tag: the choice named Choice (a field's JSON name of
+// condition is one condition of a for tag: the choice named Choice (a field's JSON name of
 // the choices config, or "family" for the preset's name) is one of Values.
-type Condition struct {
+type condition struct {
 	Choice string
 	Values []string
 }
@@ -161,15 +161,15 @@ func (f *Field) Usage() string {
 	return strings.TrimSuffix(u, ".")
 }
 
-// Preset is a named set of values for some fields of a Config.
-type Preset struct {
+// preset is a named set of values for some fields of a Config.
+type preset struct {
 	Name   string
-	Values []PresetValue // in the order written
+	Values []presetValue // in the order written
 	Pos    token.Position
 }
 
-// PresetValue is one field=value of a Preset.
-type PresetValue struct {
+// presetValue is one field=value of a preset.
+type presetValue struct {
 	Field *Field
 	Value string
 }
@@ -340,7 +340,7 @@ func (l *loader) presets(c *Config) {
 			l.Errorf(d.Pos, "kernelgen:preset needs a name")
 			continue
 		}
-		p := &Preset{Name: d.Args[0], Pos: l.Position(d.Pos)}
+		p := &preset{Name: d.Args[0], Pos: l.Position(d.Pos)}
 		if seen[p.Name] {
 			l.Errorf(d.Pos, "preset %q is declared twice", p.Name)
 		}
@@ -356,7 +356,7 @@ func (l *loader) presets(c *Config) {
 				l.Errorf(d.Pos, "preset %s: %s=%s: %s", p.Name, k, v, msg)
 				continue
 			}
-			p.Values = append(p.Values, PresetValue{f, v})
+			p.Values = append(p.Values, presetValue{f, v})
 		}
 		c.Presets = append(c.Presets, p)
 	}
@@ -521,7 +521,7 @@ func (l *loader) configField(f *ast.Field, options bool) *Field {
 				l.Errorf(f.Pos(), "field %s: for:%q: want choice=value[|value…] conditions separated by ','", name, v)
 				continue
 			}
-			cf.For = append(cf.For, Condition{Choice: k, Values: strings.Split(vals, "|")})
+			cf.For = append(cf.For, condition{Choice: k, Values: strings.Split(vals, "|")})
 		}
 	}
 	for _, d := range genutil.Directives(f.Doc) {

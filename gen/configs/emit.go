@@ -10,13 +10,13 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// Target says where engine configs go.
-type Target struct {
+// target says where engine configs go.
+type target struct {
 	ImportPath, PkgName, Source string
 }
 
-// Emit renders one file per config and a shared helper file.
-func Emit(cs []*Config, t Target) (map[string][]byte, error) {
+// emit renders one file per config and a shared helper file.
+func emit(cs []*Config, t target) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	f := jen.NewFilePathName(t.ImportPath, t.PkgName)
 	f.HeaderComment(genutil.Header(t.Source))

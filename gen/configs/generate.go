@@ -21,11 +21,11 @@ const ImportPath = "github.com/toyml/toy/generated/config"
 // All lists the engine spec packages and where their configs go.
 var All = []struct {
 	Spec, OutDir string
-	Target       Target
+	Target       target
 }{{
 	Spec:   "./specs/engines",
 	OutDir: "generated/config",
-	Target: Target{ImportPath: ImportPath, PkgName: "config", Source: "specs/engines"},
+	Target: target{ImportPath: ImportPath, PkgName: "config", Source: "specs/engines"},
 }}
 
 // Generate loads and emits every spec package of All under root, the module root, into out,
@@ -42,7 +42,7 @@ func Generate(root string, out *genutil.Output) ([]*Config, error) {
 				options = append(options, c)
 			}
 		}
-		files, err := Emit(cs, c.Target)
+		files, err := emit(cs, c.Target)
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // TestGoldenConfig runs every testdata/golden-config/*.txtar: the files under spec/ form an
-// engine spec package; the other files are what Emit must produce from it, byte for byte, or,
+// engine spec package; the other files are what emit must produce from it, byte for byte, or,
 // for a file named "error", the error Load must return.
 func TestGoldenConfig(t *testing.T) {
 	gentest.SpecGolden(t, "testdata/golden-config/*.txtar", func(root, pkg, name string) (map[string][]byte, error) {
@@ -17,7 +17,7 @@ func TestGoldenConfig(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		files, err := Emit(cs, Target{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "spec"})
+		files, err := emit(cs, target{ImportPath: "example.com/golden/" + name, PkgName: "golden", Source: "spec"})
 		require.NoError(t, err)
 		return files, nil
 	})

@@ -10,13 +10,13 @@ import (
 	"strings"
 )
 
-// CheckDocs parses src, a rendered Go file named file, and checks that the doc comment of every
+// checkDocs parses src, a rendered Go file named file, and checks that the doc comment of every
 // exported declaration starts with its name, as Go's convention wants: top-level functions,
 // methods of exported types, types, and constants and variables (a member of a parenthesised
 // group may go undocumented, the group's type documents it, but a doc it has must start with
 // its name). Struct fields are not checked. specPos gives, by Go name, the spec position the
 // declaration came from; an error names it where known, and the output file:line otherwise.
-func CheckDocs(file string, src []byte, specPos map[string]token.Position) error {
+func checkDocs(file string, src []byte, specPos map[string]token.Position) error {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
 	if err != nil {
@@ -106,7 +106,7 @@ func exportedReceiver(recv *ast.FieldList) bool {
 	}
 }
 
-// CheckFileDocs runs CheckDocs over every Go file of files (by name), as each generator does
+// CheckFileDocs runs checkDocs over every Go file of files (by name), as each generator does
 // before it returns what it rendered.
 func CheckFileDocs(files map[string][]byte, specPos map[string]token.Position) error {
 	names := make([]string, 0, len(files))
@@ -118,7 +118,7 @@ func CheckFileDocs(files map[string][]byte, specPos map[string]token.Position) e
 	sort.Strings(names)
 	var errs []error
 	for _, n := range names {
-		if err := CheckDocs(n, files[n], specPos); err != nil {
+		if err := checkDocs(n, files[n], specPos); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -37,7 +37,7 @@ var V, W = 1, 2
 // Sonames is a variable.
 var Sonames []string
 `
-	require.NoError(t, CheckDocs("good.go", []byte(good), nil))
+	require.NoError(t, checkDocs("good.go", []byte(good), nil))
 
 	bad := `package p
 
@@ -60,7 +60,7 @@ var Other = 1
 // TypeName names t.
 func (t T) Name() string { return "" }
 `
-	err := CheckDocs("bad.go", []byte(bad), map[string]token.Position{
+	err := checkDocs("bad.go", []byte(bad), map[string]token.Position{
 		"BackendCPUInit": {Filename: "specs/ggml/backend.go", Line: 12},
 	})
 	require.Error(t, err)

@@ -21,7 +21,7 @@ type Output struct {
 func (o *Output) Write(root string) ([]string, error) {
 	var changed []string
 	for dir, files := range o.Dirs {
-		c, err := WriteFiles(filepath.Join(root, dir), files)
+		c, err := writeFiles(filepath.Join(root, dir), files)
 		for _, n := range c {
 			changed = append(changed, filepath.ToSlash(filepath.Join(dir, n)))
 		}
@@ -32,10 +32,10 @@ func (o *Output) Write(root string) ([]string, error) {
 	return changed, nil
 }
 
-// WriteFiles makes dir hold exactly files: a file is written only when its bytes change (through
+// writeFiles makes dir hold exactly files: a file is written only when its bytes change (through
 // a temporary name and a rename), and a generated file in dir that files no longer names is
 // removed. It returns the names it wrote or removed.
-func WriteFiles(dir string, files map[string][]byte) ([]string, error) {
+func writeFiles(dir string, files map[string][]byte) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
