@@ -1,11 +1,11 @@
-// Package bindings is kernelgen's generator of cgo bindings: it loads the typed specs of a C
-// library's surface (specs/ggml, specs/cuda, ...) with go/packages, checks them into a Model
-// (naming and C↔Go type mapping live there), proves the model against the real C headers
-// (proof.go: prototypes, enum values and struct layouts, compiled with -Werror), and emits
-// the bindings (generated/ggmlc, generated/cudadrv, ...) with jennifer. All lists what toy
-// binds.
+// Package bindings is kernelgen's generator of cgo bindings: Generate loads the typed specs of
+// each C library's surface that allBindings lists (specs/ggml, specs/cuda, ...) with go/packages,
+// checks them into a model (naming and C↔Go type mapping live there), proves the model against
+// the real C headers (proof.go: prototypes, enum values and struct layouts, compiled with
+// -Werror), and emits the bindings (generated/ggmlc, generated/cudadrv, ...) with jennifer,
+// returning what it could not bind (Unbound).
 //
-// The layers follow go-gl/glow: Load decodes and validates, the Model owns every decision, and
+// The layers follow go-gl/glow: load decodes and validates, the model owns every decision, and
 // the emitters only print it.
 package bindings
 
@@ -16,12 +16,12 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// Binding is one spec package and where its bindings go.
-type Binding struct {
+// binding is one spec package and where its bindings go.
+type binding struct {
 	Spec   string // pattern relative to the root, e.g. "./specs/ggml"
 	OutDir string // relative to the root
-	Target Target
-	Lib    Library
+	Target target
+	Lib    library
 	// Sources, when set, is a directory of toy's own C sources (relative to the root) that the
 	// bindings' package compiles where they are: each .c file gets a generated stub in OutDir
 	// that includes it (addSources), and the bindings add OutDir to the include path so that
@@ -33,74 +33,74 @@ type Binding struct {
 	Declares, DeclHeader string
 }
 
-// All lists what toy generates bindings for.
-var All = []Binding{{
+// allBindings lists what toy generates bindings for.
+var allBindings = []binding{{
 	Spec:   "./specs/ggml",
 	OutDir: "generated/ggmlc",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/ggmlc",
 		PkgName:    "ggmlc",
 		Source:     "specs/ggml",
-		Link:       GGML.GoPackage,
+		Link:       ggml.GoPackage,
 	},
-	Lib: GGML,
+	Lib: ggml,
 }, {
 	Spec:   "./specs/cuda",
 	OutDir: "generated/cudadrv",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/cudadrv",
 		PkgName:    "cudadrv",
 		Source:     "specs/cuda",
-		Dynamic:    &Dynamic{Sonames: []string{"libcuda.so.1", "libcuda.so"}, What: "the CUDA driver (libcuda)"},
+		Dynamic:    &dynamic{Sonames: []string{"libcuda.so.1", "libcuda.so"}, What: "the CUDA driver (libcuda)"},
 	},
-	Lib: CUDADriver,
+	Lib: cudaDriver,
 }, {
 	// A CBLAS sgemm, which toy bench times as the best GEMM of the machine (cmd/toy).
 	Spec:   "./specs/cblas",
 	OutDir: "generated/cblas",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/cblas",
 		PkgName:    "cblas",
 		Source:     "specs/cblas",
-		Dynamic:    &Dynamic{Sonames: []string{"libopenblas.so.0", "libopenblas.so"}, What: "OpenBLAS (libopenblas)"},
+		Dynamic:    &dynamic{Sonames: []string{"libopenblas.so.0", "libopenblas.so"}, What: "OpenBLAS (libopenblas)"},
 	},
-	Lib: OpenBLAS,
+	Lib: openBLAS,
 }, {
 	Spec:   "./specs/mpi",
 	OutDir: "generated/mpi",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/mpi",
 		PkgName:    "mpi",
 		Source:     "specs/mpi",
 		// Open MPI opens its own components with dlopen; builds whose components are not linked
 		// against libmpi and libopen-pal resolve those symbols in the global namespace, so the
 		// library is loaded globally, as mpi4py does (Debian's 4.1 works either way).
-		Dynamic: &Dynamic{Sonames: []string{"libmpi.so.40", "libmpi.so"}, What: "Open MPI (libmpi)", Global: true},
+		Dynamic: &dynamic{Sonames: []string{"libmpi.so.40", "libmpi.so"}, What: "Open MPI (libmpi)", Global: true},
 	},
-	Lib: OpenMPI,
+	Lib: openMPI,
 }, {
 	// NCCL is bound for the cuda target's data-parallel training; the bindings build anywhere
-	// (nothing is loaded until Load), the Go layer over them only with -tags cuda.
+	// (nothing is loaded until the generated Load), the Go layer over them only with -tags cuda.
 	Spec:   "./specs/nccl",
 	OutDir: "generated/nccl",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/nccl",
 		PkgName:    "nccl",
 		Source:     "specs/nccl",
-		Dynamic:    &Dynamic{Sonames: []string{"libnccl.so.2", "libnccl.so"}, What: "NCCL (libnccl)"},
+		Dynamic:    &dynamic{Sonames: []string{"libnccl.so.2", "libnccl.so"}, What: "NCCL (libnccl)"},
 	},
-	Lib: NCCL,
+	Lib: nccl,
 }, {
 	// toy's own CPU operations (kernels/cpu/c): C kernels ggml runs as custom operations where
 	// its own are slow; the package compiles them, and reads struct ggml_tensor from kg_ggml.h.
 	Spec:   "./specs/cpuops",
 	OutDir: "generated/cpuops",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/cpuops",
 		PkgName:    "cpuops",
 		Source:     "specs/cpuops",
 	},
-	Lib:        CPUOps,
+	Lib:        cpuOps,
 	Sources:    "kernels/cpu/c",
 	Declares:   "./specs/ggml",
 	DeclHeader: "kg_ggml.h",
@@ -109,64 +109,64 @@ var All = []Binding{{
 	// benchmarks import; the product binary never links it.
 	Spec:   "./specs/llamacpp",
 	OutDir: "generated/llamacpp",
-	Target: Target{
+	Target: target{
 		ImportPath: "github.com/toyml/toy/generated/llamacpp",
 		PkgName:    "llamacpp",
 		Source:     "specs/llamacpp",
-		Link:       LlamaCpp.GoPackage,
+		Link:       llamaCpp.GoPackage,
 	},
-	Lib: LlamaCpp,
+	Lib: llamaCpp,
 }}
 
-// LlamaCpp is llama.cpp's core as the ollama module carries it (the same ggml as GGML), whose
+// llamaCpp is llama.cpp's core as the ollama module carries it (the same ggml as ggml), whose
 // llama.h the oracle's bindings are proven against.
-var LlamaCpp = Library{
+var llamaCpp = library{
 	GoPackage:  "github.com/ollama/ollama/llama/llama.cpp/src",
 	IncludeRel: "../include",
 	Headers:    []string{"llama.h"},
-	Deps:       []Library{GGML},
+	Deps:       []library{ggml},
 }
 
-// CPUOps is toy's own CPU operations' header, in the module (kernels/cpu/c); its kernels take
+// cpuOps is toy's own CPU operations' header, in the module (kernels/cpu/c); its kernels take
 // ggml's tensors, so ggml's headers are on the proof's include path too.
-var CPUOps = Library{
+var cpuOps = library{
 	RootDir: "kernels/cpu/c",
 	Headers: []string{"toy_cpu.h"},
-	Deps:    []Library{GGML},
+	Deps:    []library{ggml},
 }
 
-// CUDADriver is the CUDA driver API's header, found where a CUDA toolkit is installed. Without
+// cudaDriver is the CUDA driver API's header, found where a CUDA toolkit is installed. Without
 // one the bindings are generated unproven here; the proof file they carry
 // (generated/cudadrv/abiproof) is compiled by scripts/gpu-check.sh on a machine with the toolkit.
-var CUDADriver = Library{
+var cudaDriver = library{
 	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
 	Headers:    []string{"cuda.h"},
 }
 
 // OpenBLAS's cblas.h, as Debian's libopenblas-dev installs it. Without it the bindings are
 // generated unproven (they are loaded with dlopen, as the CUDA driver's).
-var OpenBLAS = Library{
+var openBLAS = library{
 	HeaderDirs: []string{"/usr/include/x86_64-linux-gnu", "/usr/include/aarch64-linux-gnu", "/usr/include/openblas", "/usr/include"},
 	Headers:    []string{"cblas.h"},
 }
 
-// OpenMPI is Open MPI's mpi.h, found where Debian's libopenmpi-dev (or an Open MPI installed
+// openMPI is Open MPI's mpi.h, found where Debian's libopenmpi-dev (or an Open MPI installed
 // under $MPI_HOME) put it. Without it the bindings are generated unproven here, with their proof
 // in generated/mpi/abiproof; CI installs it, so CI proves them.
-var OpenMPI = Library{
+var openMPI = library{
 	HeaderDirs: []string{"$MPI_HOME/include", "/usr/lib/x86_64-linux-gnu/openmpi/include", "/usr/lib/aarch64-linux-gnu/openmpi/include"},
 	Headers:    []string{"mpi.h"},
 }
 
-// NCCL is nccl.h, found through $NCCL_INCLUDE or where NVIDIA's NCCL packages put it. It
+// nccl is nccl.h, found through $NCCL_INCLUDE or where NVIDIA's NCCL packages put it. It
 // includes the CUDA toolkit's runtime headers: where those are not installed, the proof
 // stands in for them with the one declaration nccl.h uses (cudaStream_t, the same opaque
 // struct pointer the spec binds) and empty half-precision headers. Without nccl.h the bindings
 // are generated unproven here, with their proof in generated/nccl/abiproof for a GPU machine.
-var NCCL = Library{
+var nccl = library{
 	HeaderDirs: []string{"$NCCL_INCLUDE", "$NCCL_HOME/include", "$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include", "/usr/include"},
 	Headers:    []string{"nccl.h"},
-	Deps:       []Library{CUDARuntime},
+	Deps:       []library{cudaRuntime},
 	StandIns: map[string]string{
 		"cuda_runtime.h": "/* kernelgen's stand-in for the CUDA runtime header: what nccl.h uses of it. */\n#include <stddef.h>\ntypedef struct CUstream_st *cudaStream_t;\n",
 		"cuda_fp16.h":    "/* kernelgen's stand-in: nccl.h's C declarations use no half type. */\n",
@@ -175,39 +175,39 @@ var NCCL = Library{
 	},
 }
 
-// CUDARuntime is the CUDA toolkit's runtime header, which nccl.h includes; optional for its
+// cudaRuntime is the CUDA toolkit's runtime header, which nccl.h includes; optional for its
 // proof (NCCL's StandIns).
-var CUDARuntime = Library{
+var cudaRuntime = library{
 	HeaderDirs: []string{"$CUDA_PATH/include", "$CUDA_HOME/include", "/usr/local/cuda/include"},
 	Headers:    []string{"cuda_runtime.h"},
 	Optional:   true,
 }
 
-// Generate loads every binding of All under root, the module root, proves it (with prove, with
-// cc as the C compiler, "cc" when empty) and emits it into out, writing nothing. It returns what
-// the bindings could not bind.
+// Generate loads every binding of allBindings under root, the module root, proves it (with
+// prove, with cc as the C compiler, "cc" when empty) and emits it into out, writing nothing. It
+// returns what the bindings could not bind.
 func Generate(root string, prove bool, cc string, out *genutil.Output) ([]Unbound, error) {
 	if cc == "" {
 		cc = "cc"
 	}
 	var unbound []Unbound
-	models := map[string]*Model{}
-	for _, b := range All {
-		m, err := Load(root, b.Spec)
+	models := map[string]*model{}
+	for _, b := range allBindings {
+		m, err := load(root, b.Spec)
 		if err != nil {
 			return nil, err
 		}
 		models[b.Spec] = m
 		proven := "proven"
 		if prove {
-			inc, err := IncludeDirs(root, b.Lib)
+			inc, err := includeDirs(root, b.Lib)
 			switch {
-			case errors.Is(err, ErrNoHeaders) && b.Target.Dynamic != nil:
+			case errors.Is(err, errNoHeaders) && b.Target.Dynamic != nil:
 				proven = "not proven here (" + err.Error() + ")"
 			case err != nil:
 				return nil, err
 			default:
-				if err := ProveWith(m, b.Lib, inc, cc); err != nil {
+				if err := proveWith(m, b.Lib, inc, cc); err != nil {
 					return nil, err
 				}
 			}
@@ -216,7 +216,7 @@ func Generate(root string, prove bool, cc string, out *genutil.Output) ([]Unboun
 		}
 		t := b.Target
 		t.IncludesOwnDir = b.Sources != ""
-		files, err := Emit(m, t)
+		files, err := emit(m, t)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +229,7 @@ func Generate(root string, prove bool, cc string, out *genutil.Output) ([]Unboun
 		if b.Target.Dynamic != nil {
 			// The proof travels with bindings whose headers may be absent where they are generated.
 			out.Dirs[b.OutDir+"/abiproof"] = map[string][]byte{
-				"proof.c": []byte("// " + genutil.Header(b.Target.Source) + "\n" + ProofSource(m, b.Lib)),
+				"proof.c": []byte("// " + genutil.Header(b.Target.Source) + "\n" + proofSource(m, b.Lib)),
 			}
 		}
 		unbound = append(unbound, m.Unbound...)
@@ -237,12 +237,12 @@ func Generate(root string, prove bool, cc string, out *genutil.Output) ([]Unboun
 		for _, e := range m.Enums {
 			values += len(e.Values)
 		}
-		data := ""
+		dataNote := ""
 		if len(m.Data) > 0 {
-			data = fmt.Sprintf(", %d data symbols", len(m.Data))
+			dataNote = fmt.Sprintf(", %d dataNote symbols", len(m.Data))
 		}
 		out.Summary = append(out.Summary, fmt.Sprintf("%s → %s: %d functions, %d handles, %d structs, %d enums (%d values)%s, %d unbound; %s",
-			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, data, len(m.Unbound), proven))
+			b.Spec, b.OutDir, len(m.Funcs), len(m.Handles), len(m.Structs), len(m.Enums), values, dataNote, len(m.Unbound), proven))
 	}
 	return unbound, nil
 }

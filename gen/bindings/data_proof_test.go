@@ -31,20 +31,20 @@ int lib_init(int *argc, char ***argv);
 `
 
 // dataModel is the model of a spec that binds dataHeader right.
-func dataModel() *Model {
+func dataModel() *model {
 	at := func(line int) token.Position { return token.Position{Filename: "specs/lib/lib.go", Line: line} }
-	comm := &Handle{GoName: "Comm", Struct: "struct lib_comm_t", Typedef: "Lib_Comm", Pos: at(1)}
-	op := &Handle{GoName: "Op", Struct: "struct lib_op_t", Typedef: "Lib_Op", Pos: at(2)}
-	return &Model{
-		Handles: []*Handle{comm, op},
-		Data: []*Data{
+	comm := &handle{GoName: "Comm", Struct: "struct lib_comm_t", Typedef: "Lib_Comm", Pos: at(1)}
+	op := &handle{GoName: "Op", Struct: "struct lib_op_t", Typedef: "Lib_Op", Pos: at(2)}
+	return &model{
+		Handles: []*handle{comm, op},
+		Data: []*data{
 			{GoName: "CommWorld", CName: "lib_comm_world", Macro: "LIB_COMM_WORLD", Handle: comm, Pos: at(10)},
 			{GoName: "OpSum", CName: "lib_op_sum", Macro: "LIB_SUM", Handle: op, Pos: at(11)},
 			{GoName: "InPlace", Macro: "LIB_IN_PLACE", Constant: true, Address: 1, Pos: at(12)},
 		},
-		Funcs: []*Func{{GoName: "Init", CName: "lib_init", Result: &Type{Kind: KindInt}, Pos: at(20), Params: []*Param{
-			{Name: "argc", Type: &Type{Kind: KindPtr}, ProofCType: "int *"},
-			{Name: "argv", Type: &Type{Kind: KindPtr}, ProofCType: "char ***"},
+		Funcs: []*function{{GoName: "Init", CName: "lib_init", Result: &specType{Kind: kindInt}, Pos: at(20), Params: []*param{
+			{Name: "argc", Type: &specType{Kind: kindPtr}, ProofCType: "int *"},
+			{Name: "argv", Type: &specType{Kind: kindPtr}, ProofCType: "char ***"},
 		}}},
 	}
 }
@@ -55,26 +55,26 @@ func TestProofOfDataSymbols(t *testing.T) {
 	cc := gentest.NeedCC(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "lib.h"), []byte(dataHeader), 0o644))
-	lib := Library{Headers: []string{"lib.h"}}
-	require.NoError(t, Prove(dataModel(), lib, dir, cc), "the right model must prove")
+	lib := library{Headers: []string{"lib.h"}}
+	require.NoError(t, prove(dataModel(), lib, dir, cc), "the right model must prove")
 
 	for name, c := range map[string]struct {
-		mutate func(m *Model)
+		mutate func(m *model)
 		line   string
 	}{
-		"macro of another object":   {func(m *Model) { m.Data[0].Macro = "LIB_COMM_SELF" }, "lib.go:10"},
-		"handle of another type":    {func(m *Model) { m.Data[1].Handle = m.Handles[0] }, "lib.go:11"},
-		"undeclared object":         {func(m *Model) { m.Data[1].CName = "lib_op_max" }, "lib.go:11"},
-		"constant of another value": {func(m *Model) { m.Data[2].Address = 2 }, "lib.go:12"},
-		"constant of another macro": {func(m *Model) { m.Data[2].Macro = "LIB_BOTTOM" }, "lib.go:12"},
-		"constant that is an int":   {func(m *Model) { m.Data[2].Macro = "LIB_ONE_INT" }, "lib.go:12"},
-		"parameter's real type":     {func(m *Model) { m.Funcs[0].Params[1].ProofCType = "char **" }, "lib.go:20"},
-		"no real type":              {func(m *Model) { m.Funcs[0].Params[0].ProofCType = "" }, "lib.go:20"},
+		"macro of another object":   {func(m *model) { m.Data[0].Macro = "LIB_COMM_SELF" }, "lib.go:10"},
+		"handle of another type":    {func(m *model) { m.Data[1].Handle = m.Handles[0] }, "lib.go:11"},
+		"undeclared object":         {func(m *model) { m.Data[1].CName = "lib_op_max" }, "lib.go:11"},
+		"constant of another value": {func(m *model) { m.Data[2].Address = 2 }, "lib.go:12"},
+		"constant of another macro": {func(m *model) { m.Data[2].Macro = "LIB_BOTTOM" }, "lib.go:12"},
+		"constant that is an int":   {func(m *model) { m.Data[2].Macro = "LIB_ONE_INT" }, "lib.go:12"},
+		"parameter's real type":     {func(m *model) { m.Funcs[0].Params[1].ProofCType = "char **" }, "lib.go:20"},
+		"no real type":              {func(m *model) { m.Funcs[0].Params[0].ProofCType = "" }, "lib.go:20"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := dataModel()
 			c.mutate(m)
-			err := Prove(m, lib, dir, cc)
+			err := prove(m, lib, dir, cc)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.line)
 		})
@@ -86,20 +86,20 @@ func TestProofOfDataSymbols(t *testing.T) {
 func TestProofOfOpenMPI(t *testing.T) {
 	cc := gentest.NeedCC(t)
 	root := gentest.RepoRoot(t)
-	inc, err := FindHeaders(root, OpenMPI)
+	inc, err := findHeaders(root, openMPI)
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI installs Open MPI (libopenmpi-dev), but: %v", err)
 		}
 		t.Skipf("Open MPI's mpi.h is not installed: %v", err)
 	}
-	m, err := Load(root, "./specs/mpi")
+	m, err := load(root, "./specs/mpi")
 	require.NoError(t, err)
-	require.NoError(t, Prove(m, OpenMPI, inc, cc), "the real spec must prove")
+	require.NoError(t, prove(m, openMPI, inc, cc), "the real spec must prove")
 
-	m, err = Load(root, "./specs/mpi")
+	m, err = load(root, "./specs/mpi")
 	require.NoError(t, err)
-	var sum, max *Data
+	var sum, max *data
 	for _, d := range m.Data {
 		switch d.Macro {
 		case "MPI_SUM":
@@ -111,7 +111,7 @@ func TestProofOfOpenMPI(t *testing.T) {
 	require.NotNil(t, sum)
 	require.NotNil(t, max)
 	sum.CName = max.CName
-	err = Prove(m, OpenMPI, inc, cc)
+	err = prove(m, openMPI, inc, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "MPI_SUM")
 }
@@ -148,23 +148,23 @@ func TestProofOfTypedefs(t *testing.T) {
 	root := gentest.RepoRoot(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nccl.h"), []byte(typedefHeader), 0o644))
-	lib := Library{Headers: []string{"nccl.h"}}
-	load := func() *Model {
-		m, err := Load(root, "./specs/nccl")
+	lib := library{Headers: []string{"nccl.h"}}
+	load := func() *model {
+		m, err := load(root, "./specs/nccl")
 		require.NoError(t, err)
 		return m
 	}
-	require.NoError(t, Prove(load(), lib, dir, cc), "the spec must prove against the interface")
+	require.NoError(t, prove(load(), lib, dir, cc), "the spec must prove against the interface")
 
 	m := load()
 	m.Enums[2].Values[2].Value = 5 // ncclAvg
-	err := Prove(m, lib, dir, cc)
+	err := prove(m, lib, dir, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclAvg is not 5")
 
 	m = load()
 	m.Structs[0].Fields[0].Type.Len = 127
-	err = Prove(m, lib, dir, cc)
+	err = prove(m, lib, dir, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclUniqueId has another size")
 }
@@ -177,17 +177,17 @@ func TestProofOfTypedefs(t *testing.T) {
 func TestProofOfNCCL(t *testing.T) {
 	cc := gentest.NeedCC(t)
 	root := gentest.RepoRoot(t)
-	dirs, err := IncludeDirs(root, NCCL)
-	if errors.Is(err, ErrNoHeaders) {
+	dirs, err := includeDirs(root, nccl)
+	if errors.Is(err, errNoHeaders) {
 		t.Skipf("NCCL's nccl.h is not installed (set NCCL_INCLUDE to its directory): %v", err)
 	}
 	require.NoError(t, err)
-	load := func() *Model {
-		m, err := Load(root, "./specs/nccl")
+	load := func() *model {
+		m, err := load(root, "./specs/nccl")
 		require.NoError(t, err)
 		return m
 	}
-	require.NoError(t, ProveWith(load(), NCCL, dirs, cc), "the spec must prove against %s", dirs[0])
+	require.NoError(t, proveWith(load(), nccl, dirs, cc), "the spec must prove against %s", dirs[0])
 	runtime := "the generator's stand-ins"
 	if len(dirs) > 1 {
 		runtime = dirs[1]
@@ -200,17 +200,17 @@ func TestProofOfNCCL(t *testing.T) {
 			v.Value = 9
 		}
 	}
-	err = ProveWith(m, NCCL, dirs, cc)
+	err = proveWith(m, nccl, dirs, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclFloat32 is not 9")
 
 	m = load()
 	for _, f := range m.Funcs {
 		if f.CName == "ncclAllReduce" {
-			f.Params[2].Type = &Type{Kind: KindInt} // count is a size_t
+			f.Params[2].Type = &specType{Kind: kindInt} // count is a size_t
 		}
 	}
-	err = ProveWith(m, NCCL, dirs, cc)
+	err = proveWith(m, nccl, dirs, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "specs/nccl/nccl.go:")
 	assert.Contains(t, err.Error(), "ncclAllReduce")

@@ -10,26 +10,26 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// Target says where a model's bindings go.
-type Target struct {
+// target says where a model's bindings go.
+type target struct {
 	// ImportPath and PkgName name the generated package.
 	ImportPath, PkgName string
 	// Source names the spec for the header line, e.g. "specs/ggml".
 	Source string
 	// Link is the import path of the cgo package that compiles the C library; the bindings
-	// import it for its side effect of linking. Empty for a Dynamic library, and for C sources
-	// the bindings' package compiles itself (Binding.Sources).
+	// import it for its side effect of linking. Empty for a dynamic library, and for C sources
+	// the bindings' package compiles itself (binding.Sources).
 	Link string
 	// Dynamic, when set, makes the bindings load the library with dlopen at run time (Load)
 	// instead of linking it, so a binary builds without the library or its headers.
-	Dynamic *Dynamic
+	Dynamic *dynamic
 	// IncludesOwnDir puts the package's directory on its C include path (#cgo CFLAGS:
 	// -I${SRCDIR}), for C sources compiled from elsewhere that include headers generated here.
 	IncludesOwnDir bool
 }
 
-// Dynamic describes a C library the bindings dlopen.
-type Dynamic struct {
+// dynamic describes a C library the bindings dlopen.
+type dynamic struct {
 	// Sonames are tried in order by the generated Load.
 	Sonames []string
 	// What names the library in errors, e.g. "the CUDA driver".
@@ -39,8 +39,8 @@ type Dynamic struct {
 	Global bool
 }
 
-// Emit renders the bindings of m as Go files, by file name.
-func Emit(m *Model, t Target) (map[string][]byte, error) {
+// emit renders the bindings of m as Go files, by file name.
+func emit(m *model, t target) (map[string][]byte, error) {
 	for _, fn := range m.Funcs {
 		if fn.Address && t.Dynamic != nil {
 			return nil, fmt.Errorf("kernelgen: %s:%d: kernelgen:address needs a linked library (%s is loaded with dlopen)", fn.Pos.Filename, fn.Pos.Line, t.Source)
@@ -83,13 +83,13 @@ func reservedInDynamic(name string) bool {
 	return name == "Load" || name == "Loaded" || name == "Sonames"
 }
 
-func newFile(t Target) *jen.File {
+func newFile(t target) *jen.File {
 	f := jen.NewFilePathName(t.ImportPath, t.PkgName)
 	f.HeaderComment(genutil.Header(t.Source))
 	return f
 }
 
-func unboundReport(m *Model, t Target) []byte {
+func unboundReport(m *model, t target) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- %s -->\n\n# What kernelgen did not bind from %s\n\n", genutil.Header(t.Source), t.Source)
 	if len(m.Unbound) == 0 {
@@ -103,9 +103,9 @@ func unboundReport(m *Model, t Target) []byte {
 	return []byte(b.String())
 }
 
-// Preamble is the C text the bindings declare before `import "C"`: their own prototypes, enum
+// preamble is the C text the bindings declare before `import "C"`: their own prototypes, enum
 // and struct definitions, so that building them needs no header path.
-func Preamble(m *Model) string {
+func preamble(m *model) string {
 	var b strings.Builder
 	b.WriteString("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n")
 	for _, h := range m.Handles {
@@ -159,7 +159,7 @@ func Preamble(m *Model) string {
 
 // constantAccessor is the C function that returns a constant address (kernelgen:macro NAME
 // value=N): Go may not make a pointer of an integer, C may.
-func constantAccessor(d *Data) string {
+func constantAccessor(d *data) string {
 	return fmt.Sprintf("static void *%s(void) { return (void *)%#x; }\n", dataCall(d), d.Address)
 }
 
@@ -173,9 +173,9 @@ func definition(kind, ctype string) (open, end string) {
 	return "typedef " + kind + " {", "} " + ctype + ";"
 }
 
-func dataPointer(d *Data) string { return "kg_d_" + d.CName }
+func dataPointer(d *data) string { return "kg_d_" + d.CName }
 
-func dataCall(d *Data) string {
+func dataCall(d *data) string {
 	if d.Constant {
 		return "kg_const_" + d.Macro
 	}
@@ -183,8 +183,8 @@ func dataCall(d *Data) string {
 }
 
 // objects are the data symbols that are exported objects (not constant addresses).
-func objects(m *Model) []*Data {
-	var ds []*Data
+func objects(m *model) []*data {
+	var ds []*data
 	for _, d := range m.Data {
 		if !d.Constant {
 			ds = append(ds, d)
@@ -193,13 +193,13 @@ func objects(m *Model) []*Data {
 	return ds
 }
 
-// DynamicPreamble is the C text of bindings that dlopen their library: the same types as
-// Preamble, then per function a pointer (kg_p_NAME) that kg_resolve fills with dlsym and a
+// dynamicPreamble is the C text of bindings that dlopen their library: the same types as
+// preamble, then per function a pointer (kg_p_NAME) that kg_resolve fills with dlsym and a
 // static trampoline (kg_NAME) the Go side calls, and per exported object its address (kg_d_NAME)
 // and an accessor (kg_data_NAME) that returns it as the handle. global loads the library
 // with RTLD_GLOBAL instead of RTLD_LOCAL.
-func DynamicPreamble(m *Model, global bool) string {
-	full := Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums})
+func dynamicPreamble(m *model, global bool) string {
+	full := preamble(&model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums})
 	var b strings.Builder
 	b.WriteString("#cgo LDFLAGS: -ldl\n#include <dlfcn.h>\n#include <stdio.h>\n")
 	b.WriteString(full)
@@ -216,11 +216,11 @@ func DynamicPreamble(m *Model, global bool) string {
 		if f.Result == nil {
 			ret = ""
 		}
-		oneLine := fmt.Sprintf("static %s { %s%s(%s); }", Prototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
+		oneLine := fmt.Sprintf("static %s { %s%s(%s); }", cPrototype(&tramp), ret, dynPointer(f), strings.Join(args, ", "))
 		if f.Wide() || len(oneLine) > maxPreambleLine {
 			fmt.Fprintf(&b, "static %s;\nstatic %s\n{\n\t%s%s(%s);\n}\n", layoutProto(&ptr, true), layoutProto(&tramp, true), ret, dynPointer(f), strings.Join(args, ", "))
 		} else {
-			fmt.Fprintf(&b, "static %s;\n%s\n", Prototype(&ptr), oneLine)
+			fmt.Fprintf(&b, "static %s;\n%s\n", cPrototype(&ptr), oneLine)
 		}
 	}
 	for _, d := range m.Data {
@@ -260,11 +260,11 @@ func DynamicPreamble(m *Model, global bool) string {
 // TestNoLongLines); a longer one is laid out one parameter a line, as a Wide function's is.
 const maxPreambleLine = 200
 
-func dynPointer(f *Func) string { return "kg_p_" + f.CName }
-func dynCall(f *Func) string    { return "kg_" + f.CName }
+func dynPointer(f *function) string { return "kg_p_" + f.CName }
+func dynCall(f *function) string    { return "kg_" + f.CName }
 
 // emitLoad writes Load, Loaded and the guard every bound function calls first.
-func emitLoad(f *jen.File, t Target) {
+func emitLoad(f *jen.File, t target) {
 	d := t.Dynamic
 	var names []jen.Code
 	for _, n := range d.Sonames {
@@ -317,13 +317,13 @@ func emitLoad(f *jen.File, t Target) {
 
 type structDef struct {
 	tag    string
-	fields []*Field
+	fields []*field
 	pos    token.Position
 }
 
 // structDefs lists the C structs whose layout the spec declares: by-value structs and handles
 // with fields.
-func structDefs(m *Model) []structDef {
+func structDefs(m *model) []structDef {
 	var defs []structDef
 	for _, h := range m.Handles {
 		if len(h.Fields) > 0 {
@@ -336,16 +336,16 @@ func structDefs(m *Model) []structDef {
 	return defs
 }
 
-// Prototype is the C declaration of f: "struct ggml_tensor * ggml_add(struct ggml_context * ctx, ...)".
-func Prototype(f *Func) string { return prototype(f, "", false) }
+// cPrototype is the C declaration of f: "struct ggml_tensor * ggml_add(struct ggml_context * ctx, ...)".
+func cPrototype(f *function) string { return prototype(f, "", false) }
 
-// ProofPrototype is Prototype with each parameter's real C type where the spec gives one
+// proofPrototype is cPrototype with each parameter's real C type where the spec gives one
 // (kernelgen:ctype): the declaration the proof compares with the header's.
-func ProofPrototype(f *Func) string { return prototype(f, "", true) }
+func proofPrototype(f *function) string { return prototype(f, "", true) }
 
-// prototype is Prototype with the parameters one per line after indent when indent is not
+// prototype is cPrototype with the parameters one per line after indent when indent is not
 // empty (the layout of a Wide function), and with their kernelgen:ctype types when proof is set.
-func prototype(f *Func, indent string, proof bool) string {
+func prototype(f *function, indent string, proof bool) string {
 	ret := "void"
 	if f.Result != nil {
 		ret = f.Result.CType("")
@@ -368,12 +368,12 @@ func prototype(f *Func, indent string, proof bool) string {
 }
 
 // layoutProto is f's prototype in the layout f.Wide() asks for; wide is passed separately for
-// the renamed copies of DynamicPreamble, which keep their original's layout.
-func layoutProto(f *Func, wide bool) string {
+// the renamed copies of dynamicPreamble, which keep their original's layout.
+func layoutProto(f *function, wide bool) string {
 	if wide {
 		return prototype(f, "\t", false)
 	}
-	return Prototype(f)
+	return cPrototype(f)
 }
 
 // cgo renames C fields that are Go keywords with a leading underscore.
@@ -394,28 +394,28 @@ func cgoType(name string) *jen.Statement {
 	return jen.Qual("C", strings.TrimPrefix(name, "C."))
 }
 
-func goType(t *Type) *jen.Statement {
+func goType(t *specType) *jen.Statement {
 	switch t.Kind {
-	case KindPtr:
+	case kindPtr:
 		return jen.Qual("unsafe", "Pointer")
-	case KindHandlePtr:
+	case kindHandlePtr:
 		return jen.Op("*").Id(t.Handle.GoName)
-	case KindHandleSlice:
+	case kindHandleSlice:
 		return jen.Index().Id(t.Handle.GoName)
-	case KindNumSlice:
+	case kindNumSlice:
 		return jen.Index().Add(goType(t.Elem))
-	case KindArray:
-		if t.Elem.Kind == KindChar {
+	case kindArray:
+		if t.Elem.Kind == kindChar {
 			return jen.String()
 		}
 		return jen.Index(jen.Lit(t.Len)).Add(goType(t.Elem))
-	case KindStringSlice:
+	case kindStringSlice:
 		return jen.Index().String()
 	}
 	return jen.Id(t.GoString())
 }
 
-func emitCgo(m *Model, t Target) *jen.File {
+func emitCgo(m *model, t target) *jen.File {
 	f := newFile(t)
 	if t.Dynamic != nil {
 		f.PackageComment(fmt.Sprintf("Package %s is the cgo binding of %s, generated by cmd/kernelgen from %s.\n"+
@@ -425,17 +425,17 @@ func emitCgo(m *Model, t Target) *jen.File {
 			"Load. The prototypes are proven against the real headers wherever they are installed (see\n"+
 			"abiproof/). Use the idiomatic layer over it rather than this package.",
 			t.PkgName, t.Dynamic.What, t.Source, strings.Join(t.Dynamic.Sonames, ", ")))
-		f.CgoPreamble(DynamicPreamble(m, t.Dynamic.Global))
+		f.CgoPreamble(dynamicPreamble(m, t.Dynamic.Global))
 		emitLoad(f, t)
 	} else {
 		f.PackageComment(fmt.Sprintf("Package %s is the cgo binding of the C library, generated by cmd/kernelgen from %s.\n"+
 			"Every prototype, enum value and struct layout below was proven against the real headers\n"+
 			"when it was generated. Use the idiomatic layer over it rather than this package.", t.PkgName, t.Source))
-		preamble := Preamble(m)
+		cgo := preamble(m)
 		if t.IncludesOwnDir {
-			preamble = "#cgo CFLAGS: -I${SRCDIR}\n" + preamble
+			cgo = "#cgo CFLAGS: -I${SRCDIR}\n" + cgo
 		}
-		f.CgoPreamble(preamble)
+		f.CgoPreamble(cgo)
 		if t.Link != "" {
 			f.Anon(t.Link)
 		}
@@ -462,11 +462,11 @@ func emitCgo(m *Model, t Target) *jen.File {
 }
 
 // addressCall is the C function that returns a kernelgen:address function's address.
-func addressCall(f *Func) string { return "kg_addr_" + f.CName }
+func addressCall(f *function) string { return "kg_addr_" + f.CName }
 
 // emitAddress writes the function that returns a C function's address, for a C API that takes
 // it as a callback.
-func emitAddress(f *jen.File, fn *Func) {
+func emitAddress(f *jen.File, fn *function) {
 	f.Commentf("%sAddress is the address of the C function %s (see %s), for a C API that takes", fn.GoName, fn.CName, fn.GoName)
 	f.Comment("it as a callback.")
 	f.Func().Id(fn.GoName+"Address").Params().Qual("unsafe", "Pointer").Block(
@@ -475,7 +475,7 @@ func emitAddress(f *jen.File, fn *Func) {
 }
 
 // emitData writes the function that returns an exported object's address as its handle.
-func emitData(f *jen.File, d *Data, dyn *Dynamic) {
+func emitData(f *jen.File, d *data, dyn *dynamic) {
 	genutil.DocLines(f, d.Doc)
 	f.Comment("")
 	if d.Constant {
@@ -499,7 +499,7 @@ func emitData(f *jen.File, d *Data, dyn *Dynamic) {
 	f.Line()
 }
 
-func emitHandle(f *jen.File, h *Handle) {
+func emitHandle(f *jen.File, h *handle) {
 	genutil.DocLines(f, h.Doc)
 	f.Type().Id(h.GoName).Struct(jen.Id("p").Add(cgoType(h.cgoPtr())))
 	f.Line()
@@ -527,11 +527,11 @@ func emitHandle(f *jen.File, h *Handle) {
 }
 
 // fieldRead returns statements that convert the C field x to its Go type and return it.
-func fieldRead(x *jen.Statement, t *Type) []jen.Code {
-	if t.Kind != KindArray {
+func fieldRead(x *jen.Statement, t *specType) []jen.Code {
+	if t.Kind != kindArray {
 		return []jen.Code{jen.Return(fromC(x, t))}
 	}
-	if t.Elem.Kind == KindChar {
+	if t.Elem.Kind == kindChar {
 		return []jen.Code{
 			jen.Id("b").Op(":=").Params(jen.Op("*").Index(jen.Lit(t.Len)).Byte()).Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Add(x))),
 			jen.Id("n").Op(":=").Lit(0),
@@ -548,31 +548,31 @@ func fieldRead(x *jen.Statement, t *Type) []jen.Code {
 }
 
 // fromC converts a C value x of type t to Go.
-func fromC(x *jen.Statement, t *Type) *jen.Statement {
+func fromC(x *jen.Statement, t *specType) *jen.Statement {
 	switch t.Kind {
-	case KindHandle:
+	case kindHandle:
 		return jen.Id(t.Handle.GoName).Values(x)
-	case KindHandlePtr:
+	case kindHandlePtr:
 		return jen.Parens(jen.Op("*").Id(t.Handle.GoName)).Call(jen.Qual("unsafe", "Pointer").Call(x))
-	case KindEnum:
+	case kindEnum:
 		return jen.Id(t.Enum.GoName).Call(x)
-	case KindBool:
+	case kindBool:
 		return jen.Bool().Call(x)
-	case KindInt, KindSize:
+	case kindInt, kindSize:
 		return jen.Int().Call(x)
-	case KindNumber:
+	case kindNumber:
 		return jen.Id(t.Num).Call(x)
-	case KindULLong:
+	case kindULLong:
 		return jen.Uint64().Call(x)
-	case KindString:
+	case kindString:
 		return cQual("GoString").Call(x)
-	case KindPtr:
+	case kindPtr:
 		return jen.Qual("unsafe", "Pointer").Call(x)
-	case KindChar:
+	case kindChar:
 		return jen.Byte().Call(x)
-	case KindStruct:
+	case kindStruct:
 		return jen.Id(structFromCName(t.Struct)).Call(x)
-	case KindNumPtr:
+	case kindNumPtr:
 		return jen.Parens(jen.Op("*").Id(t.Elem.Num)).Call(jen.Qual("unsafe", "Pointer").Call(x))
 	}
 	panic(fmt.Sprintf("gen: cannot convert kind %d from C", t.Kind))
@@ -580,44 +580,44 @@ func fromC(x *jen.Statement, t *Type) *jen.Statement {
 
 // toC converts a Go value x of type t to C for a struct field or argument that needs no
 // temporaries.
-func toC(x *jen.Statement, t *Type) *jen.Statement {
+func toC(x *jen.Statement, t *specType) *jen.Statement {
 	switch t.Kind {
-	case KindHandle:
+	case kindHandle:
 		return x.Dot("p")
-	case KindHandlePtr:
+	case kindHandlePtr:
 		return jen.Parens(jen.Op("*").Add(cgoType(t.Handle.cgoPtr()))).Call(jen.Qual("unsafe", "Pointer").Call(x))
-	case KindStruct:
+	case kindStruct:
 		return x.Dot("c").Call()
-	case KindPtr:
+	case kindPtr:
 		return x
-	case KindEnum, KindBool, KindInt, KindNumber, KindSize, KindULLong:
+	case kindEnum, kindBool, kindInt, kindNumber, kindSize, kindULLong:
 		return cgoType(t.cgoName()).Call(x)
-	case KindChar:
+	case kindChar:
 		return cgoType("C.char").Call(x)
 	}
 	panic(fmt.Sprintf("gen: cannot convert kind %d to C without temporaries", t.Kind))
 }
 
-func emitStruct(f *jen.File, s *Struct) {
+func emitStruct(f *jen.File, s *cStruct) {
 	genutil.DocLines(f, s.Doc)
 	var fields, values, arrays []jen.Code
 	for _, fl := range s.Fields {
-		field := jen.Null()
+		decl := jen.Null()
 		if fl.Doc != "" {
 			for _, line := range strings.Split(fl.Doc, "\n") {
-				field.Comment(line).Line()
+				decl.Comment(line).Line()
 			}
 		}
-		field.Id(fl.GoName).Add(goType(fl.Type))
-		fields = append(fields, field)
+		decl.Id(fl.GoName).Add(goType(fl.Type))
+		fields = append(fields, decl)
 		switch {
 		case fl.GoName == "_":
-		case fl.Type.Kind == KindArray:
+		case fl.Type.Kind == kindArray:
 			// Element by element; a [N]Char field's Go string fills the array from its start
 			// (all its bytes, NULs included), and the rest stays zero.
 			x := jen.Id("s").Dot(fl.GoName)
 			bound := jen.Len(x.Clone())
-			if fl.Type.Elem.Kind == KindChar {
+			if fl.Type.Elem.Kind == kindChar {
 				bound = jen.Min(jen.Len(x.Clone()), jen.Lit(fl.Type.Len))
 			}
 			arrays = append(arrays, jen.For(jen.Id("i").Op(":=").Lit(0), jen.Id("i").Op("<").Add(bound), jen.Id("i").Op("++")).Block(
@@ -639,7 +639,7 @@ func emitStruct(f *jen.File, s *Struct) {
 	f.Line()
 }
 
-func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
+func emitFunc(f *jen.File, fn *function, dyn *dynamic) {
 	genutil.DocLines(f, fn.Doc)
 	f.Comment("")
 	if fn.Wide() {
@@ -649,7 +649,7 @@ func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 			f.Comment("\t" + line)
 		}
 	} else {
-		f.Commentf("C: %s.", Prototype(fn))
+		f.Commentf("C: %s.", cPrototype(fn))
 	}
 	var params, args, prelude, post []jen.Code
 	for _, p := range fn.Params {
@@ -689,8 +689,8 @@ func emitFunc(f *jen.File, fn *Func, dyn *Dynamic) {
 }
 
 // outCopy copies an out-parameter's C temporary back into the Go variable after the call.
-func outCopy(p *Param) []jen.Code {
-	if p.Type.Kind != KindOut || p.Type.Const { // Const[*S]: C does not write it
+func outCopy(p *param) []jen.Code {
+	if p.Type.Kind != kindOut || p.Type.Const { // Const[*S]: C does not write it
 		return nil
 	}
 	return []jen.Code{jen.If(jen.Id(p.Name).Op("!=").Nil()).Block(
@@ -698,17 +698,17 @@ func outCopy(p *Param) []jen.Code {
 }
 
 // argument converts parameter p for the C call, with any temporaries it needs.
-func argument(p *Param) (jen.Code, []jen.Code) {
+func argument(p *param) (jen.Code, []jen.Code) {
 	x := jen.Id(p.Name)
 	c := "c_" + p.Name
 	t := p.Type
 	switch t.Kind {
-	case KindString:
+	case kindString:
 		return jen.Id(c), []jen.Code{
 			jen.Id(c).Op(":=").Add(cQual("CString").Call(x)),
 			jen.Defer().Add(cQual("free")).Call(jen.Qual("unsafe", "Pointer").Call(jen.Id(c))),
 		}
-	case KindStringSlice:
+	case kindStringSlice:
 		return jen.Id(c), []jen.Code{
 			jen.Id(c+"s").Op(":=").Make(jen.Index().Op("*").Add(cQual("char")), jen.Len(x)),
 			jen.For(jen.List(jen.Id("i"), jen.Id("s")).Op(":=").Range().Add(x)).Block(
@@ -717,20 +717,20 @@ func argument(p *Param) (jen.Code, []jen.Code) {
 			jen.Var().Id(c).Op("**").Add(cQual("char")),
 			jen.If(jen.Len(jen.Id(c + "s")).Op(">").Lit(0)).Block(jen.Id(c).Op("=").Op("&").Id(c + "s").Index(jen.Lit(0))),
 		}
-	case KindOut:
+	case kindOut:
 		decl := []jen.Code{jen.Var().Id(c).Add(cgoType(t.Elem.cgoName()))}
-		if t.Elem.Kind == KindStruct { // in and out: C reads the struct and may change it
+		if t.Elem.Kind == kindStruct { // in and out: C reads the struct and may change it
 			decl = append(decl, jen.If(x.Clone().Op("!=").Nil()).Block(jen.Id(c).Op("=").Add(x.Clone()).Dot("c").Call()))
 		}
 		return jen.Op("&").Id(c), decl
-	case KindPtrSlice:
+	case kindPtrSlice:
 		return jen.Id(c), []jen.Code{
 			jen.Var().Id(c).Op("*").Qual("unsafe", "Pointer"),
 			jen.If(jen.Len(x).Op(">").Lit(0)).Block(jen.Id(c).Op("=").Op("&").Add(x.Clone()).Index(jen.Lit(0))),
 		}
-	case KindHandleSlice, KindNumSlice:
+	case kindHandleSlice, kindNumSlice:
 		var elem *jen.Statement
-		if t.Kind == KindHandleSlice {
+		if t.Kind == kindHandleSlice {
 			elem = cgoType(t.Handle.cgoPtr())
 		} else {
 			elem = cgoType(t.Elem.cgoName())
@@ -744,7 +744,7 @@ func argument(p *Param) (jen.Code, []jen.Code) {
 	return toC(x, t), nil
 }
 
-func emitEnums(m *Model, t Target) *jen.File {
+func emitEnums(m *model, t target) *jen.File {
 	f := newFile(t)
 	for _, e := range m.Enums {
 		genutil.DocLines(f, e.Doc)
@@ -795,14 +795,14 @@ func emitEnums(m *Model, t Target) *jen.File {
 
 // emitCheckLinked writes CheckLinked, which asks the linked C library for the name of every
 // enum constant that has a name function and compares it with the spec.
-func emitCheckLinked(f *jen.File, m *Model) {
+func emitCheckLinked(f *jen.File, m *model) {
 	genutil.DocLines(f, "CheckLinked asks the linked library for the name of every enum constant that has a name\n"+
 		"function and compares it with the name the spec gives, so a library whose enums were\n"+
 		"renumbered is refused at start-up rather than computing with the wrong types. COUNT\n"+
 		"sentinels have no name and are skipped.")
 	f.Func().Id("CheckLinked").Params().Error().BlockFunc(func(g *jen.Group) {
 		g.Var().Id("errs").Index().Error()
-		enums := append([]*Enum(nil), m.Enums...)
+		enums := append([]*enum(nil), m.Enums...)
 		sort.SliceStable(enums, func(i, j int) bool { return enums[i].GoName < enums[j].GoName })
 		for _, e := range enums {
 			if e.NameFunc == "" {
@@ -829,7 +829,7 @@ func emitCheckLinked(f *jen.File, m *Model) {
 }
 
 // specPositions maps every Go name a binding model emits to its spec position.
-func specPositions(m *Model) map[string]token.Position {
+func specPositions(m *model) map[string]token.Position {
 	pos := map[string]token.Position{}
 	for _, h := range m.Handles {
 		pos[h.GoName] = h.Pos

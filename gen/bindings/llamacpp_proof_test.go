@@ -15,18 +15,18 @@ import (
 func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 	cc := gentest.NeedCC(t)
 	root := gentest.RepoRoot(t)
-	incs, err := IncludeDirs(root, LlamaCpp)
+	incs, err := includeDirs(root, llamaCpp)
 	require.NoError(t, err)
 	require.Len(t, incs, 2, "llama.h's directory and ggml's")
-	load := func() *Model {
-		m, err := Load(root, "./specs/llamacpp")
+	load := func() *model {
+		m, err := load(root, "./specs/llamacpp")
 		require.NoError(t, err)
 		return m
 	}
-	require.NoError(t, ProveWith(load(), LlamaCpp, incs, cc), "the real spec must prove")
-	require.Error(t, ProveWith(load(), LlamaCpp, incs[:1], cc), "llama.h needs ggml's headers")
+	require.NoError(t, proveWith(load(), llamaCpp, incs, cc), "the real spec must prove")
+	require.Error(t, proveWith(load(), llamaCpp, incs[:1], cc), "llama.h needs ggml's headers")
 
-	field := func(m *Model, st, name string) *Field {
+	field := func(m *model, st, name string) *field {
 		for _, s := range m.Structs {
 			for _, f := range s.Fields {
 				if s.CName == st && f.CName == name {
@@ -37,7 +37,7 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 		t.Fatalf("no %s.%s in the spec", st, name)
 		return nil
 	}
-	fn := func(m *Model, name string) *Func {
+	fn := func(m *model, name string) *function {
 		for _, f := range m.Funcs {
 			if f.CName == name {
 				return f
@@ -46,16 +46,16 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 		t.Fatalf("no %s in the spec", name)
 		return nil
 	}
-	for name, mutate := range map[string]func(m *Model) string{
-		"opaque field's C type": func(m *Model) string {
+	for name, mutate := range map[string]func(m *model) string{
+		"opaque field's C type": func(m *model) string {
 			field(m, "struct llama_model_params", "progress_callback").ProofCType = "void *"
 			return "progress_callback"
 		},
-		"opaque field without its C type": func(m *Model) string {
+		"opaque field without its C type": func(m *model) string {
 			field(m, "struct llama_context_params", "abort_callback").ProofCType = ""
 			return "abort_callback"
 		},
-		"field order": func(m *Model) string {
+		"field order": func(m *model) string {
 			for _, s := range m.Structs {
 				if s.CName == "struct llama_context_params" {
 					s.Fields[0], s.Fields[1] = s.Fields[1], s.Fields[0]
@@ -64,20 +64,20 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 			}
 			return ""
 		},
-		"returned struct": func(m *Model) string {
+		"returned struct": func(m *model) string {
 			f := fn(m, "llama_model_default_params")
 			f.Result = fn(m, "llama_context_default_params").Result
 			return "llama_model_default_params"
 		},
-		"pointer result": func(m *Model) string {
-			fn(m, "llama_get_logits_ith").Result = &Type{Kind: KindNumPtr, Elem: &Type{Kind: KindNumber, Num: "float64"}}
+		"pointer result": func(m *model) string {
+			fn(m, "llama_get_logits_ith").Result = &specType{Kind: kindNumPtr, Elem: &specType{Kind: kindNumber, Num: "float64"}}
 			return "llama_get_logits_ith"
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := load()
 			what := mutate(m)
-			err := ProveWith(m, LlamaCpp, incs, cc)
+			err := proveWith(m, llamaCpp, incs, cc)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), what)
 			assert.Contains(t, err.Error(), "specs/llamacpp/", "the error names the spec file")

@@ -12,18 +12,18 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// PrimitivesPkg is the import path of the spec language's primitive types (Const, Ptr, Int, ...).
-const PrimitivesPkg = "github.com/toyml/toy/specs/spec"
+// primitivesPkg is the import path of the spec language's primitive types (Const, Ptr, Int, ...).
+const primitivesPkg = "github.com/toyml/toy/specs/spec"
 
-// Load reads the spec package matched by pattern (relative to dir, the module root) and returns
+// load reads the spec package matched by pattern (relative to dir, the module root) and returns
 // its validated model. Every problem is reported with its file:line, all at once.
-func Load(dir, pattern string) (*Model, error) {
+func load(dir, pattern string) (*model, error) {
 	spec, err := genutil.LoadSpec(dir, pattern)
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{SpecPackage: spec, m: &Model{SpecPkg: spec.Pkg.PkgPath},
-		handles: map[string]*Handle{}, structs: map[string]*Struct{}, enums: map[string]*Enum{}}
+	l := &loader{SpecPackage: spec, m: &model{SpecPkg: spec.Pkg.PkgPath},
+		handles: map[string]*handle{}, structs: map[string]*cStruct{}, enums: map[string]*enum{}}
 	l.load()
 	if err := l.Err(); err != nil {
 		return nil, err
@@ -34,10 +34,10 @@ func Load(dir, pattern string) (*Model, error) {
 // loader reads a spec package into its model, recording every problem in the package.
 type loader struct {
 	*genutil.SpecPackage
-	m       *Model
-	handles map[string]*Handle
-	structs map[string]*Struct
-	enums   map[string]*Enum
+	m       *model
+	handles map[string]*handle
+	structs map[string]*cStruct
+	enums   map[string]*enum
 }
 
 // keyValues splits "key=value" arguments, rejecting keys not in allowed.
@@ -63,7 +63,7 @@ func (l *loader) keyValues(d genutil.Directive, args []string, allowed ...string
 }
 
 type pendingFields struct {
-	fields *[]*Field // nil for a kernelgen:fields type, whose handle is looked up later
+	fields *[]*field // nil for a kernelgen:fields type, whose handle is looked up later
 	st     *ast.StructType
 	owner  string
 	pos    token.Pos
@@ -135,13 +135,13 @@ func (l *loader) load() {
 			continue
 		}
 		f := l.findFunc(e.NameFunc)
-		if f == nil || len(f.Params) != 1 || f.Params[0].Type.Enum != e || f.Result == nil || f.Result.Kind != KindString {
+		if f == nil || len(f.Params) != 1 || f.Params[0].Type.Enum != e || f.Result == nil || f.Result.Kind != kindString {
 			l.ErrorAt(e.Pos, "enum %s: name=%s must be a bound function of (%s) string", e.GoName, e.NameFunc, e.GoName)
 		}
 	}
 }
 
-func (l *loader) findFunc(goName string) *Func {
+func (l *loader) findFunc(goName string) *function {
 	for _, f := range l.m.Funcs {
 		if f.GoName == goName {
 			return f
@@ -164,7 +164,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 	}
 	switch d.Name {
 	case "handle":
-		h := &Handle{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), Pos: pos}
+		h := &handle{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), Pos: pos}
 		spec := strings.Join(d.Args, " ")
 		if td, st, ok := strings.Cut(spec, "="); ok {
 			h.Typedef, h.Struct = strings.TrimSpace(td), strings.TrimSpace(st)
@@ -192,7 +192,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		}
 		return &pendingFields{owner: d.Args[0], st: st, pos: d.Pos}, nil
 	case "struct":
-		s := &Struct{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), CName: strings.Join(d.Args, " "), Pos: pos}
+		s := &cStruct{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), CName: strings.Join(d.Args, " "), Pos: pos}
 		if !isStructTag(s.CName) && !isCIdent(s.CName) {
 			l.Errorf(d.Pos, "kernelgen:struct wants `struct NAME`, or the typedef name of an anonymous struct, got %q", s.CName)
 		}
@@ -205,7 +205,7 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		l.m.Structs = append(l.m.Structs, s)
 		return &pendingFields{fields: &s.Fields, st: st, owner: name}, nil
 	case "enum":
-		e := &Enum{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), Pos: pos}
+		e := &enum{GoName: name, Doc: genutil.GoDoc(name, name, genutil.Doc(dg)), Pos: pos}
 		var rest []string
 		for _, a := range d.Args {
 			if strings.Contains(a, "=") {
@@ -301,16 +301,16 @@ func (l *loader) fields(pf pendingFields) {
 			continue
 		}
 		typ := l.resolve(l.Pkg.TypesInfo.TypeOf(f.Type), f.Type.Pos(), "field")
-		if ctype != "" && (typ.Kind != KindPtr || typ.Const) {
+		if ctype != "" && (typ.Kind != kindPtr || typ.Const) {
 			l.Errorf(f.Pos(), "%s: kernelgen:ctype belongs on a Ptr field (an opaque pointer whose C type the proof checks)", pf.owner)
 		}
 		for _, n := range f.Names {
-			fl := &Field{GoName: n.Name, CName: cname, Doc: genutil.GoDoc(n.Name, n.Name, genutil.Doc(f.Doc)), Type: typ, ProofCType: ctype, Pos: l.Position(n.Pos())}
+			fl := &field{GoName: n.Name, CName: cname, Doc: genutil.GoDoc(n.Name, n.Name, genutil.Doc(f.Doc)), Type: typ, ProofCType: ctype, Pos: l.Position(n.Pos())}
 			if fl.CName == "" {
 				if n.Name == "_" {
 					l.Errorf(n.Pos(), "%s: a blank field needs kernelgen:c NAME", pf.owner)
 				}
-				fl.CName = Snake(n.Name)
+				fl.CName = snake(n.Name)
 			}
 			*pf.fields = append(*pf.fields, fl)
 		}
@@ -324,7 +324,7 @@ func (l *loader) constDecl(d *ast.GenDecl) {
 		for _, n := range vs.Names {
 			obj := l.Pkg.TypesInfo.Defs[n].(*types.Const)
 			named, ok := obj.Type().(*types.Named)
-			var e *Enum
+			var e *enum
 			if ok {
 				e = l.enums[named.Obj().Name()]
 			}
@@ -337,7 +337,7 @@ func (l *loader) constDecl(d *ast.GenDecl) {
 				l.Errorf(n.Pos(), "constant %s does not fit in int64", n.Name)
 				continue
 			}
-			ev := &EnumValue{GoName: n.Name, Doc: genutil.GoDoc(n.Name, n.Name, genutil.Doc(vs.Doc)), Value: v, Pos: l.Position(n.Pos())}
+			ev := &enumValue{GoName: n.Name, Doc: genutil.GoDoc(n.Name, n.Name, genutil.Doc(vs.Doc)), Value: v, Pos: l.Position(n.Pos())}
 			for _, d := range ds {
 				if d.Name != "c" || len(d.Args) != 1 || !isCIdent(d.Args[0]) {
 					l.Errorf(d.Pos, "constants take only kernelgen:c NAME")
@@ -346,7 +346,7 @@ func (l *loader) constDecl(d *ast.GenDecl) {
 				ev.CName = d.Args[0]
 			}
 			if ev.CName == "" {
-				cn, ok := EnumConstCName(n.Name, e.GoName, e.Prefix)
+				cn, ok := enumConstCName(n.Name, e.GoName, e.Prefix)
 				if !ok {
 					l.Errorf(n.Pos(), "constant %s must start with its type's name %s, or carry kernelgen:c NAME", n.Name, e.GoName)
 					continue
@@ -369,7 +369,7 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			continue
 		}
 		name := m.Names[0].Name
-		fn := &Func{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
+		fn := &function{GoName: pi.goprefix + name, CName: pi.prefix + snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
 		if fn.Doc == "" {
 			l.Errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 		}
@@ -413,14 +413,14 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			if cKeywords[pname] {
 				l.Errorf(m.Pos(), "method %s: parameter name %s is a C keyword", name, pname)
 			}
-			param := &Param{Name: pname, Type: l.resolve(p.Type(), m.Pos(), "param"), ProofCType: ctypes[pname]}
-			if param.ProofCType != "" {
-				if param.Type.Kind != KindPtr || param.Type.Const {
+			fp := &param{Name: pname, Type: l.resolve(p.Type(), m.Pos(), "param"), ProofCType: ctypes[pname]}
+			if fp.ProofCType != "" {
+				if fp.Type.Kind != kindPtr || fp.Type.Const {
 					l.Errorf(m.Pos(), "method %s: kernelgen:ctype %s belongs on a Ptr parameter (an opaque pointer whose C type the proof checks)", name, pname)
 				}
 				delete(ctypes, pname)
 			}
-			fn.Params = append(fn.Params, param)
+			fn.Params = append(fn.Params, fp)
 		}
 		for pname := range ctypes {
 			l.Errorf(m.Pos(), "method %s: kernelgen:ctype names %s, which is not a parameter", name, pname)
@@ -444,7 +444,7 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 // Ptr, and there is no object.
 func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Position) {
 	name := m.Names[0].Name
-	d := &Data{GoName: pi.goprefix + name, CName: pi.prefix + Snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
+	d := &data{GoName: pi.goprefix + name, CName: pi.prefix + snake(name), Doc: genutil.GoDoc(pi.goprefix+name, name, genutil.Doc(m.Doc)), Pos: l.Position(m.Pos())}
 	if d.Doc == "" {
 		l.Errorf(m.Pos(), "method %s has no doc comment (it becomes the Go documentation)", name)
 	}
@@ -474,19 +474,19 @@ func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Po
 	}
 	goNames[d.GoName] = d.Pos
 	sig := l.Pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
-	var result *Type
+	var result *specType
 	if sig.Results().Len() == 1 {
 		result = l.resolve(sig.Results().At(0).Type(), m.Pos(), "result")
 	}
 	if d.Constant {
-		if sig.Params().Len() != 0 || result == nil || result.Kind != KindPtr || result.Const {
+		if sig.Params().Len() != 0 || result == nil || result.Kind != kindPtr || result.Const {
 			l.Errorf(m.Pos(), "data %s is a constant address (kernelgen:macro %s value=%d): it must take nothing and return Ptr", name, d.Macro, d.Address)
 		} else {
 			l.m.Data = append(l.m.Data, d)
 		}
 		return
 	}
-	if sig.Params().Len() != 0 || result == nil || result.Kind != KindHandle || result.Const {
+	if sig.Params().Len() != 0 || result == nil || result.Kind != kindHandle || result.Const {
 		l.Errorf(m.Pos(), "data %s must take nothing and return a handle (the object's address)", name)
 		return
 	}
@@ -494,41 +494,41 @@ func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Po
 	l.m.Data = append(l.m.Data, d)
 }
 
-// resolve maps a Go type of the spec onto a spec Type; where is "param", "result" or "field".
+// resolve maps a Go type of the spec onto a specType; where is "param", "result" or "field".
 // It never returns nil: on error it records the problem and returns a placeholder.
-func (l *loader) resolve(t types.Type, pos token.Pos, where string) *Type {
+func (l *loader) resolve(t types.Type, pos token.Pos, where string) *specType {
 	typ, msg := l.resolveType(t, where)
 	if msg != "" {
 		l.Errorf(pos, "%s type %s: %s", where, types.TypeString(t, l.qualifier), msg)
-		return &Type{Kind: KindBool}
+		return &specType{Kind: kindBool}
 	}
 	return typ
 }
 
 func (l *loader) qualifier(p *types.Package) string {
-	if p == l.Pkg.Types || p.Path() == PrimitivesPkg {
+	if p == l.Pkg.Types || p.Path() == primitivesPkg {
 		return ""
 	}
 	return p.Name()
 }
 
-func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
+func (l *loader) resolveType(t types.Type, where string) (*specType, string) {
 	const outside = "is outside the mapping table (docs/SPECS.md)"
 	switch t := t.(type) {
 	case *types.Basic:
 		switch t.Kind() {
 		case types.Bool:
-			return &Type{Kind: KindBool}, ""
+			return &specType{Kind: kindBool}, ""
 		case types.String:
-			return &Type{Kind: KindString}, ""
+			return &specType{Kind: kindString}, ""
 		}
 		if _, ok := numberCTypes[t.Name()]; ok {
-			return &Type{Kind: KindNumber, Num: t.Name()}, ""
+			return &specType{Kind: kindNumber, Num: t.Name()}, ""
 		}
 		return nil, outside
 	case *types.Named:
 		obj := t.Obj()
-		if obj.Pkg() != nil && obj.Pkg().Path() == PrimitivesPkg {
+		if obj.Pkg() != nil && obj.Pkg().Path() == primitivesPkg {
 			switch obj.Name() {
 			case "Const":
 				inner, msg := l.resolveType(t.TypeArgs().At(0), where)
@@ -536,29 +536,29 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 					return nil, msg
 				}
 				switch inner.Kind {
-				case KindHandle, KindPtr, KindNumSlice:
+				case kindHandle, kindPtr, kindNumSlice:
 					inner.Const = true
 					return inner, ""
-				case KindOut: // Const[*S]: C reads a struct it does not change
-					if inner.Elem.Kind == KindStruct {
+				case kindOut: // Const[*S]: C reads a struct it does not change
+					if inner.Elem.Kind == kindStruct {
 						inner.Const = true
 						return inner, ""
 					}
 				}
 				return nil, "Const takes a handle, Ptr, a number slice or a pointer to a struct"
 			case "Ptr":
-				return &Type{Kind: KindPtr}, ""
+				return &specType{Kind: kindPtr}, ""
 			case "Int":
-				return &Type{Kind: KindInt}, ""
+				return &specType{Kind: kindInt}, ""
 			case "Size":
-				return &Type{Kind: KindSize}, ""
+				return &specType{Kind: kindSize}, ""
 			case "ULLong":
-				return &Type{Kind: KindULLong}, ""
+				return &specType{Kind: kindULLong}, ""
 			case "Char":
 				if where != "element" {
 					return nil, "Char is allowed only as the element of an array field or a slice parameter"
 				}
-				return &Type{Kind: KindChar}, ""
+				return &specType{Kind: kindChar}, ""
 			}
 			return nil, outside
 		}
@@ -566,22 +566,22 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			return nil, outside
 		}
 		if h := l.handles[obj.Name()]; h != nil {
-			return &Type{Kind: KindHandle, Handle: h}, ""
+			return &specType{Kind: kindHandle, Handle: h}, ""
 		}
 		if e := l.enums[obj.Name()]; e != nil {
-			return &Type{Kind: KindEnum, Enum: e}, ""
+			return &specType{Kind: kindEnum, Enum: e}, ""
 		}
 		if s := l.structs[obj.Name()]; s != nil {
 			if where != "param" && where != "result" && where != "out" {
 				return nil, "structs are passed and returned by value only (no nesting)"
 			}
-			return &Type{Kind: KindStruct, Struct: s}, ""
+			return &specType{Kind: kindStruct, Struct: s}, ""
 		}
 		return nil, "is not a declared handle, enum or struct"
 	case *types.Pointer:
 		if n, ok := t.Elem().(*types.Named); ok && where == "field" {
 			if h := l.handles[n.Obj().Name()]; h != nil && n.Obj().Pkg() == l.Pkg.Types {
-				return &Type{Kind: KindHandlePtr, Handle: h}, ""
+				return &specType{Kind: kindHandlePtr, Handle: h}, ""
 			}
 		}
 		if where == "param" {
@@ -590,22 +590,22 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 				return nil, msg
 			}
 			switch elem.Kind {
-			case KindHandle, KindEnum, KindInt, KindSize, KindULLong, KindNumber:
+			case kindHandle, kindEnum, kindInt, kindSize, kindULLong, kindNumber:
 				if elem.Const {
 					return nil, "an out-parameter cannot point to a const handle"
 				}
-				return &Type{Kind: KindOut, Elem: elem}, ""
-			case KindString, KindStruct:
-				return &Type{Kind: KindOut, Elem: elem}, ""
+				return &specType{Kind: kindOut, Elem: elem}, ""
+			case kindString, kindStruct:
+				return &specType{Kind: kindOut, Elem: elem}, ""
 			}
 			return nil, "out-parameters (*T) point to a handle, an enum, Int, Size, ULLong, a number, string or a struct"
 		}
 		if where == "result" {
 			elem, msg := l.resolveType(t.Elem(), "element")
-			if msg != "" || elem.Kind != KindNumber {
+			if msg != "" || elem.Kind != kindNumber {
 				return nil, "a pointer result (*T) points to a number type (int8..uint64, float32, float64)"
 			}
-			return &Type{Kind: KindNumPtr, Elem: elem}, ""
+			return &specType{Kind: kindNumPtr, Elem: elem}, ""
 		}
 		return nil, "pointers are allowed only to handles in struct fields, and as out-parameters"
 	case *types.Slice:
@@ -617,20 +617,20 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			return nil, msg
 		}
 		switch elem.Kind {
-		case KindString:
-			return &Type{Kind: KindStringSlice}, ""
-		case KindHandle:
+		case kindString:
+			return &specType{Kind: kindStringSlice}, ""
+		case kindHandle:
 			if elem.Const {
 				return nil, "slices of const handles are not supported"
 			}
-			return &Type{Kind: KindHandleSlice, Handle: elem.Handle}, ""
-		case KindNumber, KindChar:
-			return &Type{Kind: KindNumSlice, Elem: elem}, ""
-		case KindPtr:
+			return &specType{Kind: kindHandleSlice, Handle: elem.Handle}, ""
+		case kindNumber, kindChar:
+			return &specType{Kind: kindNumSlice, Elem: elem}, ""
+		case kindPtr:
 			if elem.Const {
 				return nil, "slices of Const[Ptr] are not supported"
 			}
-			return &Type{Kind: KindPtrSlice}, ""
+			return &specType{Kind: kindPtrSlice}, ""
 		}
 		return nil, "slices hold strings, handles, Ptr, Char or fixed-size numbers (int8..uint64, float32, float64)"
 	case *types.Array:
@@ -642,11 +642,11 @@ func (l *loader) resolveType(t types.Type, where string) (*Type, string) {
 			return nil, msg
 		}
 		switch elem.Kind {
-		case KindHandle, KindNumber, KindInt, KindSize, KindChar, KindEnum, KindBool:
+		case kindHandle, kindNumber, kindInt, kindSize, kindChar, kindEnum, kindBool:
 		default:
 			return nil, "array elements must be handles, numbers, bools or Char"
 		}
-		return &Type{Kind: KindArray, Elem: elem, Len: int(t.Len())}, ""
+		return &specType{Kind: kindArray, Elem: elem, Len: int(t.Len())}, ""
 	}
 	return nil, outside
 }

@@ -5,17 +5,17 @@ import (
 	"go/token"
 )
 
-// Model is a validated spec package: everything the emitters need, with C and Go names decided.
+// model is a validated spec package: everything the emitters need, with C and Go names decided.
 // Emitters only read it.
-type Model struct {
+type model struct {
 	// SpecPkg is the import path of the spec package it was loaded from.
 	SpecPkg string
 	// Handles, Structs, Enums, Funcs and Data are in declaration order (files sorted by name).
-	Handles []*Handle
-	Structs []*Struct
-	Enums   []*Enum
-	Funcs   []*Func
-	Data    []*Data
+	Handles []*handle
+	Structs []*cStruct
+	Enums   []*enum
+	Funcs   []*function
+	Data    []*data
 	// Unbound lists what the generator could not bind, with the reason; it is reported, never
 	// silently dropped.
 	Unbound []Unbound
@@ -28,39 +28,39 @@ type Unbound struct {
 	Reason string
 }
 
-// Handle is an opaque pointer to a C struct, optionally with a declared (and proven) layout.
-type Handle struct {
+// handle is an opaque pointer to a C struct, optionally with a declared (and proven) layout.
+type handle struct {
 	GoName  string
 	Doc     string
 	Struct  string // the C struct tag, e.g. "struct ggml_tensor"
 	Typedef string // the pointer typedef when C spells the handle so, e.g. "ggml_backend_t"
-	Fields  []*Field
+	Fields  []*field
 	Pos     token.Position
 }
 
 // CPtr is the C spelling of the handle's pointer type.
-func (h *Handle) CPtr() string {
+func (h *handle) CPtr() string {
 	if h.Typedef != "" {
 		return h.Typedef
 	}
 	return h.Struct + " *"
 }
 
-// Struct is a C struct passed by value.
-type Struct struct {
+// cStruct is a C struct passed by value.
+type cStruct struct {
 	GoName string
 	Doc    string
 	CName  string // "struct ggml_init_params"
-	Fields []*Field
+	Fields []*field
 	Pos    token.Position
 }
 
-// Field is a field of a Struct or of a Handle with a layout.
-type Field struct {
+// field is a field of a cStruct or of a handle with a layout.
+type field struct {
 	GoName string // "_" for padding
 	CName  string
 	Doc    string
-	Type   *Type
+	Type   *specType
 	// ProofCType, set by kernelgen:ctype on a Ptr field, is the field's real C type (a
 	// function pointer typedef, `const float *`, ...): the proof checks the field against it,
 	// while the bindings, which see no headers, declare the field `void *` (same size and
@@ -69,8 +69,8 @@ type Field struct {
 	Pos        token.Position
 }
 
-// Enum is a C enum, or a family of #defined ints (CType "int").
-type Enum struct {
+// enum is a C enum, or a family of #defined ints (CType "int").
+type enum struct {
 	GoName string
 	Doc    string
 	CType  string // "enum ggml_type" or "int"
@@ -79,12 +79,12 @@ type Enum struct {
 	// NameFunc, when set, names a bound function that maps a value to its C name without the
 	// prefix (case-insensitively); CheckLinked compares every constant through it at start-up.
 	NameFunc string
-	Values   []*EnumValue
+	Values   []*enumValue
 	Pos      token.Position
 }
 
-// EnumValue is one constant of an Enum.
-type EnumValue struct {
+// enumValue is one constant of an enum.
+type enumValue struct {
 	GoName string
 	CName  string
 	Doc    string
@@ -92,13 +92,13 @@ type EnumValue struct {
 	Pos    token.Position
 }
 
-// Func is a bound C function.
-type Func struct {
+// function is a bound C function.
+type function struct {
 	GoName   string
 	CName    string
 	Doc      string
-	Params   []*Param
-	Result   *Type // nil for void
+	Params   []*param
+	Result   *specType // nil for void
 	Optional bool
 	// Address, set by kernelgen:address, also binds the function's address (GoName+"Address"),
 	// for a C API that takes it as a callback (ggml's custom operations).
@@ -111,29 +111,29 @@ const wideProto = 160
 
 // Wide reports whether f's parameters are laid out one per line wherever the generated code
 // lists them (its C prototype, its doc, its Go signature and its call), so no line runs long.
-func (f *Func) Wide() bool { return len(Prototype(f)) > wideProto }
+func (f *function) Wide() bool { return len(cPrototype(f)) > wideProto }
 
-// Param is a function parameter.
-type Param struct {
+// param is a function parameter.
+type param struct {
 	Name string
-	Type *Type
+	Type *specType
 	// ProofCType, set by kernelgen:ctype on a method for a Ptr parameter, is the parameter's real
 	// C type (`char ***`): the proof's prototype declares it, while the bindings, which see no
 	// headers, declare the parameter `void *`.
 	ProofCType string
 }
 
-// Data is an object the library exports whose address is a handle: Open MPI's MPI_COMM_WORLD
+// data is an object the library exports whose address is a handle: Open MPI's MPI_COMM_WORLD
 // is the address of its ompi_mpi_comm_world. The bindings read the address (with dlsym for a
 // dynamic library); the object's contents stay opaque.
-type Data struct {
+type data struct {
 	GoName string
 	CName  string // the exported symbol, e.g. "ompi_mpi_comm_world"
 	// Macro, when set, is the header's public spelling of the handle ("MPI_COMM_WORLD"): the
 	// proof checks that it has the handle's type and is the symbol's address.
 	Macro  string
 	Doc    string
-	Handle *Handle
+	Handle *handle
 	// Constant, set by kernelgen:macro NAME value=N on a method returning Ptr, makes the method
 	// no object but the constant address N that the macro spells (Open MPI's MPI_IN_PLACE is
 	// ((void *) 1)): nothing is resolved, Handle is nil, and the proof checks that the macro is a
@@ -143,42 +143,42 @@ type Data struct {
 	Pos      token.Position
 }
 
-// Kind classifies a spec type by how it crosses into C.
-type Kind int
+// kind classifies a spec type by how it crosses into C.
+type kind int
 
 // The kinds of spec types; see docs/SPECS.md for the table.
 const (
-	KindHandle      Kind = iota // H
-	KindHandlePtr               // *H (fields only)
-	KindHandleSlice             // []H
-	KindEnum                    // an Enum
-	KindStruct                  // a Struct by value
-	KindBool                    // bool
-	KindInt                     // spec.Int: C int
-	KindNumber                  // int8..uint64, float32, float64
-	KindSize                    // spec.Size: size_t
-	KindString                  // string
-	KindStringSlice             // []string
-	KindPtr                     // spec.Ptr: void *
-	KindNumSlice                // []T of a number type
-	KindArray                   // [N]T (fields only)
-	KindChar                    // spec.Char (array and slice elements only)
-	KindULLong                  // spec.ULLong: unsigned long long
-	KindOut                     // *T: an out-parameter C writes one value into (params only)
-	KindPtrSlice                // []spec.Ptr: void ** (params only)
-	KindNumPtr                  // *T of a number type: T * (results only), e.g. float * logits
+	kindHandle      kind = iota // H
+	kindHandlePtr               // *H (fields only)
+	kindHandleSlice             // []H
+	kindEnum                    // an enum
+	kindStruct                  // a cStruct by value
+	kindBool                    // bool
+	kindInt                     // spec.Int: C int
+	kindNumber                  // int8..uint64, float32, float64
+	kindSize                    // spec.Size: size_t
+	kindString                  // string
+	kindStringSlice             // []string
+	kindPtr                     // spec.Ptr: void *
+	kindNumSlice                // []T of a number type
+	kindArray                   // [N]T (fields only)
+	kindChar                    // spec.Char (array and slice elements only)
+	kindULLong                  // spec.ULLong: unsigned long long
+	kindOut                     // *T: an out-parameter C writes one value into (params only)
+	kindPtrSlice                // []spec.Ptr: void ** (params only)
+	kindNumPtr                  // *T of a number type: T * (results only), e.g. float * logits
 )
 
-// Type is a resolved spec type.
-type Type struct {
-	Kind   Kind
+// specType is a resolved spec type.
+type specType struct {
+	Kind   kind
 	Const  bool    // the pointee is const (Const[...])
-	Handle *Handle // KindHandle, KindHandlePtr, KindHandleSlice
-	Enum   *Enum
-	Struct *Struct
-	Num    string // Go name of a number type: "int64", "float32", ...
-	Elem   *Type  // KindArray, KindNumSlice, KindOut, KindNumPtr
-	Len    int    // KindArray
+	Handle *handle // kindHandle, kindHandlePtr, kindHandleSlice
+	Enum   *enum
+	Struct *cStruct
+	Num    string    // Go name of a number type: "int64", "float32", ...
+	Elem   *specType // kindArray, kindNumSlice, kindOut, kindNumPtr
+	Len    int       // kindArray
 }
 
 var numberCTypes = map[string]string{
@@ -189,8 +189,8 @@ var numberCTypes = map[string]string{
 
 // CType is the C spelling of the type, for a declaration with the given name ("" for an abstract
 // declarator): CType("ne") of [4]int64 is "int64_t ne[4]".
-func (t *Type) CType(name string) string {
-	if t.Kind == KindArray {
+func (t *specType) CType(name string) string {
+	if t.Kind == kindArray {
 		return join(t.Elem.cBase(), name) + fmt.Sprintf("[%d]", t.Len)
 	}
 	return join(t.cBase(), name)
@@ -213,93 +213,93 @@ func constq(c bool) string {
 	return ""
 }
 
-func (t *Type) cBase() string {
+func (t *specType) cBase() string {
 	switch t.Kind {
-	case KindHandle:
+	case kindHandle:
 		if t.Const {
 			return "const " + t.Handle.Struct + " *"
 		}
 		return t.Handle.CPtr()
-	case KindHandlePtr, KindHandleSlice:
+	case kindHandlePtr, kindHandleSlice:
 		if p := t.Handle.CPtr(); p[len(p)-1] == '*' {
 			return p + "*"
 		}
 		return t.Handle.CPtr() + " *"
-	case KindEnum:
+	case kindEnum:
 		return t.Enum.CType
-	case KindStruct:
+	case kindStruct:
 		return t.Struct.CName
-	case KindBool:
+	case kindBool:
 		return "bool"
-	case KindInt:
+	case kindInt:
 		return "int"
-	case KindNumber:
+	case kindNumber:
 		return numberCTypes[t.Num]
-	case KindSize:
+	case kindSize:
 		return "size_t"
-	case KindString:
+	case kindString:
 		return "const char *"
-	case KindStringSlice:
+	case kindStringSlice:
 		return "const char **"
-	case KindPtr:
+	case kindPtr:
 		return constq(t.Const) + "void *"
-	case KindNumSlice:
+	case kindNumSlice:
 		return constq(t.Const) + t.Elem.cBase() + " *"
-	case KindChar:
+	case kindChar:
 		return "char"
-	case KindULLong:
+	case kindULLong:
 		return "unsigned long long"
-	case KindOut:
+	case kindOut:
 		if e := t.Elem.cBase(); e[len(e)-1] == '*' {
 			return e + "*"
 		}
 		return constq(t.Const) + t.Elem.cBase() + " *"
-	case KindPtrSlice:
+	case kindPtrSlice:
 		return "void **"
-	case KindNumPtr:
+	case kindNumPtr:
 		return t.Elem.cBase() + " *"
 	}
 	panic(fmt.Sprintf("gen: no C type for kind %d", t.Kind))
 }
 
 // GoString is the Go spelling of the type in generated code (without package qualifiers).
-func (t *Type) GoString() string {
+func (t *specType) GoString() string {
 	switch t.Kind {
-	case KindHandle:
+	case kindHandle:
 		return t.Handle.GoName
-	case KindHandlePtr:
+	case kindHandlePtr:
 		return "*" + t.Handle.GoName
-	case KindHandleSlice:
+	case kindHandleSlice:
 		return "[]" + t.Handle.GoName
-	case KindEnum:
+	case kindEnum:
 		return t.Enum.GoName
-	case KindStruct:
+	case kindStruct:
 		return t.Struct.GoName
-	case KindBool:
+	case kindBool:
 		return "bool"
-	case KindInt, KindSize:
+	case kindInt, kindSize:
 		return "int"
-	case KindNumber:
+	case kindNumber:
 		return t.Num
-	case KindString:
+	case kindString:
 		return "string"
-	case KindStringSlice:
+	case kindStringSlice:
 		return "[]string"
-	case KindPtr:
+	case kindPtr:
 		return "unsafe.Pointer"
-	case KindNumSlice:
+	case kindNumSlice:
 		return "[]" + t.Elem.GoString()
-	case KindArray:
+	case kindArray:
 		return fmt.Sprintf("[%d]%s", t.Len, t.Elem.GoString())
-	case KindChar:
+	case kindChar:
 		return "byte"
-	case KindULLong:
+	case kindULLong:
 		return "uint64"
-	case KindOut:
+	case kindOut:
 		return "*" + t.Elem.GoString()
-	case KindPtrSlice:
+	case kindPtrSlice:
 		return "[]unsafe.Pointer"
-	case KindNumPtr:
+	case kindNumPtr:
 		return "*" + t.Elem.GoString()
 	}
 	panic(fmt.Sprintf("gen: no Go type for kind %d", t.Kind))
@@ -307,36 +307,36 @@ func (t *Type) GoString() string {
 
 // cgoName is how cgo names the C type, as used in conversions: C.int64_t, *C.struct_ggml_tensor,
 // C.ggml_backend_t, C.enum_ggml_type.
-func (t *Type) cgoName() string {
+func (t *specType) cgoName() string {
 	switch t.Kind {
-	case KindHandle:
+	case kindHandle:
 		return t.Handle.cgoPtr()
-	case KindEnum:
+	case kindEnum:
 		if t.Enum.CType == "int" {
 			return "C.int"
 		}
 		return "C." + cgoTag(t.Enum.CType)
-	case KindStruct:
+	case kindStruct:
 		return "C." + cgoTag(t.Struct.CName)
-	case KindBool:
+	case kindBool:
 		return "C.bool"
-	case KindInt:
+	case kindInt:
 		return "C.int"
-	case KindNumber:
+	case kindNumber:
 		return "C." + numberCTypes[t.Num]
-	case KindSize:
+	case kindSize:
 		return "C.size_t"
-	case KindChar:
+	case kindChar:
 		return "C.char"
-	case KindULLong:
+	case kindULLong:
 		return "C.ulonglong"
-	case KindString:
+	case kindString:
 		return "*C.char"
 	}
 	panic(fmt.Sprintf("gen: no cgo name for kind %d", t.Kind))
 }
 
-func (h *Handle) cgoPtr() string {
+func (h *handle) cgoPtr() string {
 	if h.Typedef != "" {
 		return "C." + h.Typedef
 	}

@@ -26,7 +26,7 @@ func TestSnake(t *testing.T) {
 		"Conv2D":       "conv_2d",
 		"already_low":  "already_low",
 	} {
-		assert.Equal(t, want, Snake(in), in)
+		assert.Equal(t, want, snake(in), in)
 	}
 }
 
@@ -39,12 +39,12 @@ func TestEnumConstCName(t *testing.T) {
 		{"StatusAllocFailed", "Status", "GGML_STATUS_", "GGML_STATUS_ALLOC_FAILED"},
 		{"RopeModeNeox", "RopeMode", "GGML_ROPE_TYPE_", "GGML_ROPE_TYPE_NEOX"},
 	} {
-		got, ok := EnumConstCName(c.konst, c.typ, c.prefix)
+		got, ok := enumConstCName(c.konst, c.typ, c.prefix)
 		assert.True(t, ok, c.konst)
 		assert.Equal(t, c.want, got, c.konst)
 	}
-	_, ok := EnumConstCName("Weird", "Type", "GGML_TYPE_")
+	_, ok := enumConstCName("Weird", "Type", "GGML_TYPE_")
 	assert.False(t, ok)
-	_, ok = EnumConstCName("Type", "Type", "GGML_TYPE_")
+	_, ok = enumConstCName("Type", "Type", "GGML_TYPE_")
 	assert.False(t, ok, "the bare type name is no constant")
 }

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-// Library describes the linked C library the proof checks against.
-type Library struct {
+// library describes the linked C library the proof checks against.
+type library struct {
 	// GoPackage is the import path of the cgo package that compiles the library; empty for a
 	// library found through HeaderDirs.
 	GoPackage string
@@ -30,7 +30,7 @@ type Library struct {
 	Headers []string
 	// Deps are the libraries whose headers these include (llama.h includes ggml.h): their
 	// include directories are added to the proof's.
-	Deps []Library
+	Deps []library
 	// Optional, on a dependency, lets the proof run without its headers: the dependent
 	// library's StandIns take their place.
 	Optional bool
@@ -41,16 +41,16 @@ type Library struct {
 	StandIns map[string]string
 }
 
-// GGML is the ggml that toy links: the cgo package inside the ollama module.
-var GGML = Library{
+// ggml is the ggml that toy links: the cgo package inside the ollama module.
+var ggml = library{
 	GoPackage:  "github.com/ollama/ollama/ml/backend/ggml/ggml/src",
 	IncludeRel: "../include",
 	Headers:    []string{"ggml.h", "ggml-alloc.h", "ggml-backend.h", "ggml-cpu.h", "ggml-opt.h", "gguf.h", "../src/ggml-quants.h"},
 }
 
-// FindHeaders locates lib's header directory through go/packages, from the module at dir, so the
+// findHeaders locates lib's header directory through go/packages, from the module at dir, so the
 // proof always reads the headers of the exact module version the build links.
-func FindHeaders(dir string, lib Library) (string, error) {
+func findHeaders(dir string, lib library) (string, error) {
 	var inc, where string
 	switch {
 	case lib.RootDir != "":
@@ -75,10 +75,10 @@ func FindHeaders(dir string, lib Library) (string, error) {
 	return inc, nil
 }
 
-// ErrNoHeaders is what FindHeaders returns when a library's headers are not installed here.
-var ErrNoHeaders = errors.New("headers not installed")
+// errNoHeaders is what findHeaders returns when a library's headers are not installed here.
+var errNoHeaders = errors.New("headers not installed")
 
-func findHeaderDir(lib Library) (string, error) {
+func findHeaderDir(lib library) (string, error) {
 	var tried []string
 	for _, d := range lib.HeaderDirs {
 		if v, ok := strings.CutPrefix(d, "$"); ok {
@@ -99,28 +99,28 @@ func findHeaderDir(lib Library) (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("kernelgen: %s not found in %s: %w", strings.Join(lib.Headers, ", "), strings.Join(tried, ", "), ErrNoHeaders)
+	return "", fmt.Errorf("kernelgen: %s not found in %s: %w", strings.Join(lib.Headers, ", "), strings.Join(tried, ", "), errNoHeaders)
 }
 
-// Prove checks m against the real headers in includeDir: every function must be declared there
+// prove checks m against the real headers in includeDir: every function must be declared there
 // (optional ones that are not are moved to m.Unbound), and a C file that includes the headers,
 // re-declares every prototype and asserts every enum value and struct layout must compile with
 // -Werror. cc is the C compiler command.
-func Prove(m *Model, lib Library, includeDir, cc string) error {
-	return ProveWith(m, lib, []string{includeDir}, cc)
+func prove(m *model, lib library, includeDir, cc string) error {
+	return proveWith(m, lib, []string{includeDir}, cc)
 }
 
-// IncludeDirs is lib's header directory followed by those of its Deps, found from the module
+// includeDirs is lib's header directory followed by those of its Deps, found from the module
 // at dir.
-func IncludeDirs(dir string, lib Library) ([]string, error) {
-	inc, err := FindHeaders(dir, lib)
+func includeDirs(dir string, lib library) ([]string, error) {
+	inc, err := findHeaders(dir, lib)
 	if err != nil {
 		return nil, err
 	}
 	dirs := []string{inc}
 	for _, d := range lib.Deps {
-		more, err := IncludeDirs(dir, d)
-		if errors.Is(err, ErrNoHeaders) && d.Optional {
+		more, err := includeDirs(dir, d)
+		if errors.Is(err, errNoHeaders) && d.Optional {
 			continue // StandIns stand for its headers
 		}
 		if err != nil {
@@ -131,9 +131,9 @@ func IncludeDirs(dir string, lib Library) ([]string, error) {
 	return dirs, nil
 }
 
-// ProveWith is Prove with the include directories of lib (first) and of its Deps.
-func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
-	includeDir := includeDirs[0]
+// proveWith is prove with the include directories of lib (first) and of its Deps.
+func proveWith(m *model, lib library, dirs []string, cc string) error {
+	includeDir := dirs[0]
 	var text strings.Builder
 	for _, h := range lib.Headers {
 		b, err := os.ReadFile(filepath.Join(includeDir, h))
@@ -143,9 +143,9 @@ func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
 		text.Write(b)
 	}
 	headers := text.String()
-	var kept []*Func
+	var kept []*function
 	for _, f := range m.Funcs {
-		// Required functions are checked by the compile (ProofSource takes their addresses);
+		// Required functions are checked by the compile (proofSource takes their addresses);
 		// an optional one is bound only if the header text declares it.
 		if !f.Optional || regexp.MustCompile(`\b`+regexp.QuoteMeta(f.CName)+`\s*\(`).MatchString(headers) {
 			kept = append(kept, f)
@@ -156,7 +156,7 @@ func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
 	}
 	m.Funcs = kept
 
-	src := ProofSource(m, lib)
+	src := proofSource(m, lib)
 	tmp, err := os.MkdirTemp("", "kernelgen-proof-")
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
 		return err
 	}
 	args := append(strings.Fields(cc), "-std=c11", "-fsyntax-only", "-Wall", "-Werror")
-	for _, d := range includeDirs {
+	for _, d := range dirs {
 		args = append(args, "-I", d)
 	}
 	if len(lib.StandIns) > 0 {
@@ -187,14 +187,14 @@ func ProveWith(m *Model, lib Library, includeDirs []string, cc string) error {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kernelgen: the bindings disagree with the headers in %s (%s: %v):\n%s", includeDir, cc, err, ProofErrors(out.String(), src))
+		return fmt.Errorf("kernelgen: the bindings disagree with the headers in %s (%s: %v):\n%s", includeDir, cc, err, proofErrors(out.String(), src))
 	}
 	return nil
 }
 
-// ProofErrors keeps the compiler's error lines, which name the spec position (through #line
+// proofErrors keeps the compiler's error lines, which name the spec position (through #line
 // directives and the assertion texts).
-func ProofErrors(out, src string) string {
+func proofErrors(out, src string) string {
 	var keep []string
 	for _, line := range strings.Split(out, "\n") {
 		if strings.Contains(line, "error") {
@@ -207,8 +207,8 @@ func ProofErrors(out, src string) string {
 	return strings.Join(keep, "\n")
 }
 
-// ProofSource is the C file the proof compiles.
-func ProofSource(m *Model, lib Library) string {
+// proofSource is the C file the proof compiles.
+func proofSource(m *model, lib library) string {
 	var b strings.Builder
 	b.WriteString("// kernelgen ABI proof: the real headers, then every assumption the bindings make.\n")
 	for _, h := range lib.Headers {
@@ -257,7 +257,7 @@ func ProofSource(m *Model, lib Library) string {
 	b.WriteString("};\n\n")
 	// #line makes the compiler report a mismatched prototype at its spec position.
 	for _, f := range m.Funcs {
-		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, ProofPrototype(f))
+		fmt.Fprintf(&b, "#line %d \"%s\"\n%s;\n", f.Pos.Line, f.Pos.Filename, proofPrototype(f))
 	}
 	// An exported object must be declared; its header spelling must have the handle's type and be
 	// its address; a constant address's spelling must be a void * of that value. Compilers fold

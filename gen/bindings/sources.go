@@ -21,7 +21,7 @@ import (
 // under kernels/; each stub records the digest of the whole source directory, so that a change
 // to any source or header changes every stub: go generate's check sees it, and Go's build cache
 // (which hashes the package's own files, not what they include from elsewhere) rebuilds.
-func addSources(root string, b Binding, models map[string]*Model, files map[string][]byte) error {
+func addSources(root string, b binding, models map[string]*model, files map[string][]byte) error {
 	dir := filepath.Join(root, filepath.FromSlash(b.Sources))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -69,7 +69,7 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 	var h strings.Builder
 	fmt.Fprintf(&h, "// %s\n\n// The handles, enums and structs of %s, as proven against its headers:\n// what %s's sources read of them, with no header path.\n\n#ifndef %s\n#define %s\n\n",
 		genutil.Header(strings.TrimPrefix(b.Declares, "./")), strings.TrimPrefix(b.Declares, "./"), b.Sources, guard, guard)
-	h.WriteString(Preamble(&Model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums}))
+	h.WriteString(preamble(&model{Handles: m.Handles, Structs: m.Structs, Enums: m.Enums}))
 	fmt.Fprintf(&h, "#endif\n")
 	files[b.DeclHeader] = []byte(h.String())
 	return nil
@@ -77,7 +77,7 @@ func addSources(root string, b Binding, models map[string]*Model, files map[stri
 
 // addSource reads the source name (relative to dir, b.Sources on disk) into digest, and adds a .c
 // file to names.
-func addSource(dir, name string, b Binding, files map[string][]byte, digest io.Writer, names *[]string) error {
+func addSource(dir, name string, b binding, files map[string][]byte, digest io.Writer, names *[]string) error {
 	base, ext := path.Base(name), path.Ext(name)
 	switch {
 	case strings.HasPrefix(base, ".") || (ext != ".c" && ext != ".h"):

@@ -10,13 +10,13 @@ import (
 
 // returned reports whether a bound function of m returns s by value or through a pointer
 // parameter (*S, copied back after the call).
-func returned(m *Model, s *Struct) bool {
+func returned(m *model, s *cStruct) bool {
 	for _, f := range m.Funcs {
-		if f.Result != nil && f.Result.Kind == KindStruct && f.Result.Struct == s {
+		if f.Result != nil && f.Result.Kind == kindStruct && f.Result.Struct == s {
 			return true
 		}
 		for _, p := range f.Params {
-			if p.Type.Kind == KindOut && p.Type.Elem.Kind == KindStruct && p.Type.Elem.Struct == s {
+			if p.Type.Kind == kindOut && p.Type.Elem.Kind == kindStruct && p.Type.Elem.Struct == s {
 				return true
 			}
 		}
@@ -33,11 +33,11 @@ func (l *loader) checkStructResults() {
 		}
 		for _, f := range s.Fields {
 			t := f.Type
-			if t.Kind == KindArray {
+			if t.Kind == kindArray {
 				t = t.Elem
 			}
 			switch t.Kind {
-			case KindHandle, KindEnum, KindBool, KindInt, KindSize, KindNumber, KindULLong, KindPtr:
+			case kindHandle, kindEnum, kindBool, kindInt, kindSize, kindNumber, kindULLong, kindPtr:
 			default:
 				l.ErrorAt(f.Pos, "struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr, or an array of them", s.GoName, f.GoName)
 			}
@@ -45,15 +45,15 @@ func (l *loader) checkStructResults() {
 	}
 }
 
-func structFromCName(s *Struct) string { return "fromC" + s.GoName }
+func structFromCName(s *cStruct) string { return "fromC" + s.GoName }
 
 // emitStructFromC writes fromC<Name>, which copies a C struct returned by value into its Go type.
-func emitStructFromC(f *jen.File, s *Struct) {
+func emitStructFromC(f *jen.File, s *cStruct) {
 	body := []jen.Code{jen.Var().Id("s").Id(s.GoName)}
 	for _, fl := range s.Fields {
 		switch {
 		case fl.GoName == "_":
-		case fl.Type.Kind == KindArray:
+		case fl.Type.Kind == kindArray:
 			body = append(body, jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("c").Dot(cgoField(fl.CName))).Block(
 				jen.Id("s").Dot(fl.GoName).Index(jen.Id("i")).Op("=").Add(fromC(jen.Id("v"), fl.Type.Elem))))
 		default:

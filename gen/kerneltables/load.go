@@ -1117,11 +1117,11 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 	return m
 }
 
-// checkSamplingKeys reports every key of preset name, as layer l sets it, that names no option
-// of the Sampling spec, at the line that sets it.
-func checkSamplingKeys(l *modelLayer, name string, preset samplingTable, sampling *configs.Config, ke *kerr) {
-	keys := make([]string, 0, len(preset))
-	for k := range preset {
+// checkSamplingKeys reports every key of table (preset name, as layer l sets it) that names no
+// option of the Sampling spec, at the line that sets it.
+func checkSamplingKeys(l *modelLayer, name string, table samplingTable, sampling *configs.Config, ke *kerr) {
+	keys := make([]string, 0, len(table))
+	for k := range table {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
