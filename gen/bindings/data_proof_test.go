@@ -93,12 +93,10 @@ func TestProofOfOpenMPI(t *testing.T) {
 		}
 		t.Skipf("Open MPI's mpi.h is not installed: %v", err)
 	}
-	m, err := load(root, "./specs/mpi")
-	require.NoError(t, err)
-	require.NoError(t, prove(m, openMPI, inc, cc), "the real spec must prove")
+	fresh := specLoader(t, root, "./specs/mpi")
+	require.NoError(t, prove(fresh(), openMPI, inc, cc), "the real spec must prove")
 
-	m, err = load(root, "./specs/mpi")
-	require.NoError(t, err)
+	m := fresh()
 	var sum, max *data
 	for _, d := range m.Data {
 		switch d.Macro {
@@ -149,20 +147,16 @@ func TestProofOfTypedefs(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nccl.h"), []byte(typedefHeader), 0o644))
 	lib := library{Headers: []string{"nccl.h"}}
-	load := func() *model {
-		m, err := load(root, "./specs/nccl")
-		require.NoError(t, err)
-		return m
-	}
-	require.NoError(t, prove(load(), lib, dir, cc), "the spec must prove against the interface")
+	fresh := specLoader(t, root, "./specs/nccl")
+	require.NoError(t, prove(fresh(), lib, dir, cc), "the spec must prove against the interface")
 
-	m := load()
+	m := fresh()
 	m.Enums[2].Values[2].Value = 5 // ncclAvg
 	err := prove(m, lib, dir, cc)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclAvg is not 5")
 
-	m = load()
+	m = fresh()
 	m.Structs[0].Fields[0].Type.Len = 127
 	err = prove(m, lib, dir, cc)
 	require.Error(t, err)
@@ -182,19 +176,15 @@ func TestProofOfNCCL(t *testing.T) {
 		t.Skipf("NCCL's nccl.h is not installed (set NCCL_INCLUDE to its directory): %v", err)
 	}
 	require.NoError(t, err)
-	load := func() *model {
-		m, err := load(root, "./specs/nccl")
-		require.NoError(t, err)
-		return m
-	}
-	require.NoError(t, proveWith(load(), nccl, dirs, cc), "the spec must prove against %s", dirs[0])
+	fresh := specLoader(t, root, "./specs/nccl")
+	require.NoError(t, proveWith(fresh(), nccl, dirs, cc), "the spec must prove against %s", dirs[0])
 	runtime := "the generator's stand-ins"
 	if len(dirs) > 1 {
 		runtime = dirs[1]
 	}
 	t.Logf("proven against %s/nccl.h, CUDA runtime headers: %s", dirs[0], runtime)
 
-	m := load()
+	m := fresh()
 	for _, v := range m.Enums[1].Values {
 		if v.CName == "ncclFloat32" {
 			v.Value = 9
@@ -204,7 +194,7 @@ func TestProofOfNCCL(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "ncclFloat32 is not 9")
 
-	m = load()
+	m = fresh()
 	for _, f := range m.Funcs {
 		if f.CName == "ncclAllReduce" {
 			f.Params[2].Type = &specType{Kind: kindInt} // count is a size_t

@@ -18,15 +18,11 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 	incs, err := includeDirs(root, llamaCpp)
 	require.NoError(t, err)
 	require.Len(t, incs, 2, "llama.h's directory and ggml's")
-	load := func() *model {
-		m, err := load(root, "./specs/llamacpp")
-		require.NoError(t, err)
-		return m
-	}
-	require.NoError(t, proveWith(load(), llamaCpp, incs, cc), "the real spec must prove")
-	require.Error(t, proveWith(load(), llamaCpp, incs[:1], cc), "llama.h needs ggml's headers")
+	fresh := specLoader(t, root, "./specs/llamacpp")
+	require.NoError(t, proveWith(fresh(), llamaCpp, incs, cc), "the real spec must prove")
+	require.Error(t, proveWith(fresh(), llamaCpp, incs[:1], cc), "llama.h needs ggml's headers")
 
-	field := func(m *model, st, name string) *field {
+	fieldOf := func(m *model, st, name string) *field {
 		for _, s := range m.Structs {
 			for _, f := range s.Fields {
 				if s.CName == st && f.CName == name {
@@ -48,11 +44,11 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 	}
 	for name, mutate := range map[string]func(m *model) string{
 		"opaque field's C type": func(m *model) string {
-			field(m, "struct llama_model_params", "progress_callback").ProofCType = "void *"
+			fieldOf(m, "struct llama_model_params", "progress_callback").ProofCType = "void *"
 			return "progress_callback"
 		},
 		"opaque field without its C type": func(m *model) string {
-			field(m, "struct llama_context_params", "abort_callback").ProofCType = ""
+			fieldOf(m, "struct llama_context_params", "abort_callback").ProofCType = ""
 			return "abort_callback"
 		},
 		"field order": func(m *model) string {
@@ -75,7 +71,7 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := load()
+			m := fresh()
 			what := mutate(m)
 			err := proveWith(m, llamaCpp, incs, cc)
 			require.Error(t, err)

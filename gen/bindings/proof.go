@@ -102,14 +102,6 @@ func findHeaderDir(lib library) (string, error) {
 	return "", fmt.Errorf("kernelgen: %s not found in %s: %w", strings.Join(lib.Headers, ", "), strings.Join(tried, ", "), errNoHeaders)
 }
 
-// prove checks m against the real headers in includeDir: every function must be declared there
-// (optional ones that are not are moved to m.Unbound), and a C file that includes the headers,
-// re-declares every prototype and asserts every enum value and struct layout must compile with
-// -Werror. cc is the C compiler command.
-func prove(m *model, lib library, includeDir, cc string) error {
-	return proveWith(m, lib, []string{includeDir}, cc)
-}
-
 // includeDirs is lib's header directory followed by those of its Deps, found from the module
 // at dir.
 func includeDirs(dir string, lib library) ([]string, error) {
@@ -131,7 +123,10 @@ func includeDirs(dir string, lib library) ([]string, error) {
 	return dirs, nil
 }
 
-// proveWith is prove with the include directories of lib (first) and of its Deps.
+// proveWith checks m against the real headers in dirs, the include directories of lib (first)
+// and of its Deps: every function must be declared there (optional ones that are not are moved
+// to m.Unbound), and a C file that includes the headers, re-declares every prototype and asserts
+// every enum value and struct layout must compile with -Werror. cc is the C compiler command.
 func proveWith(m *model, lib library, dirs []string, cc string) error {
 	includeDir := dirs[0]
 	var text strings.Builder

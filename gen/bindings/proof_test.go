@@ -9,6 +9,22 @@ import (
 	"github.com/toyml/toy/gen/internal/gentest"
 )
 
+// specLoader returns a function that loads the spec package pattern (relative to root, the module
+// root) into a model of its own on each call, for a test to break one way at a time.
+func specLoader(t *testing.T, root, pattern string) func() *model {
+	return func() *model {
+		t.Helper()
+		m, err := load(root, pattern)
+		require.NoError(t, err)
+		return m
+	}
+}
+
+// prove is proveWith with one include directory, the headers of lib alone.
+func prove(m *model, lib library, includeDir, cc string) error {
+	return proveWith(m, lib, []string{includeDir}, cc)
+}
+
 // TestProofCatchesMismatches changes one assumption of the real model at a time and checks that
 // the proof refuses it, naming the spec position.
 func TestProofCatchesMismatches(t *testing.T) {
@@ -16,12 +32,8 @@ func TestProofCatchesMismatches(t *testing.T) {
 	root := gentest.RepoRoot(t)
 	inc, err := findHeaders(root, ggml)
 	require.NoError(t, err)
-	load := func() *model {
-		m, err := load(root, "./specs/ggml")
-		require.NoError(t, err)
-		return m
-	}
-	require.NoError(t, prove(load(), ggml, inc, cc), "the real spec must prove")
+	fresh := specLoader(t, root, "./specs/ggml")
+	require.NoError(t, prove(fresh(), ggml, inc, cc), "the real spec must prove")
 
 	for name, mutate := range map[string]func(m *model) string{
 		"enum value": func(m *model) string {
@@ -65,7 +77,7 @@ func TestProofCatchesMismatches(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := load()
+			m := fresh()
 			what := mutate(m)
 			err := prove(m, ggml, inc, cc)
 			require.Error(t, err)
