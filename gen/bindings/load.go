@@ -385,14 +385,12 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 			case d.Name == "ctype" && len(d.Args) >= 2:
 				ctypes[d.Args[0]] = strings.Join(d.Args[1:], " ")
 			default:
-				l.Errorf(d.Pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:address, kernelgen:ctype PARAM C-TYPE)", strings.TrimSpace("kernelgen:"+d.Name+" "+strings.Join(d.Args, " ")), name)
+				l.Errorf(d.Pos, "unknown directive %q on method %s (known: kernelgen:c NAME, kernelgen:optional, kernelgen:address, kernelgen:ctype PARAM C-TYPE)", d, name)
 			}
 		}
-		if prev, dup := goNames[fn.GoName]; dup {
-			l.Errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", fn.GoName, prev.Filename, prev.Line)
+		if !l.claimGoName(goNames, fn.GoName, m.Pos()) {
 			continue
 		}
-		goNames[fn.GoName] = fn.Pos
 		if fn.Address {
 			if prev, dup := goNames[fn.GoName+"Address"]; dup {
 				l.Errorf(m.Pos(), "Go name %sAddress (kernelgen:address) is already used at %s:%d", fn.GoName, prev.Filename, prev.Line)
@@ -436,6 +434,17 @@ func (l *loader) iface(pi pendingIface, goNames map[string]token.Position) {
 	}
 }
 
+// claimGoName records that the method at pos declares the Go name goName, or reports there
+// that an earlier declaration of the package has it already and returns false.
+func (l *loader) claimGoName(goNames map[string]token.Position, goName string, pos token.Pos) bool {
+	if prev, dup := goNames[goName]; dup {
+		l.Errorf(pos, "Go name %s is already used at %s:%d (set goprefix= on the interface)", goName, prev.Filename, prev.Line)
+		return false
+	}
+	goNames[goName] = l.Position(pos)
+	return true
+}
+
 // data records one method of a kernelgen:data interface: an exported object whose address is a
 // handle. The method takes nothing and returns the handle; its C name is prefix+snake_case(name)
 // unless kernelgen:c says otherwise, and kernelgen:macro NAME names the header's spelling of the
@@ -465,14 +474,12 @@ func (l *loader) data(pi pendingIface, m *ast.Field, goNames map[string]token.Po
 				}
 			}
 		default:
-			l.Errorf(dr.Pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME [value=N])", strings.TrimSpace("kernelgen:"+dr.Name+" "+strings.Join(dr.Args, " ")), name)
+			l.Errorf(dr.Pos, "unknown directive %q on data %s (known: kernelgen:c NAME, kernelgen:macro NAME [value=N])", dr, name)
 		}
 	}
-	if prev, dup := goNames[d.GoName]; dup {
-		l.Errorf(m.Pos(), "Go name %s is already used at %s:%d (set goprefix= on the interface)", d.GoName, prev.Filename, prev.Line)
+	if !l.claimGoName(goNames, d.GoName, m.Pos()) {
 		return
 	}
-	goNames[d.GoName] = d.Pos
 	sig := l.Pkg.TypesInfo.TypeOf(m.Type).(*types.Signature)
 	var result *specType
 	if sig.Results().Len() == 1 {

@@ -110,6 +110,11 @@ type Directive struct {
 	Pos  token.Pos
 }
 
+// String is the directive as written, without its slashes: "kernelgen:NAME ARGS".
+func (d Directive) String() string {
+	return strings.TrimSpace("kernelgen:" + d.Name + " " + strings.Join(d.Args, " "))
+}
+
 // Directives lists the //kernelgen: lines of the comment groups, in order ("//kernelgen:" alone
 // is a directive with no name).
 func Directives(groups ...*ast.CommentGroup) []Directive {
