@@ -3,7 +3,6 @@ package bindings
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/toyml/toy/gen/internal/gentest"
 )
@@ -42,7 +41,7 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 		t.Fatalf("no %s in the spec", name)
 		return nil
 	}
-	for name, mutate := range map[string]func(m *model) string{
+	requireEachRefused(t, fresh, llamaCpp, incs, cc, "specs/llamacpp/", map[string]func(m *model) string{
 		"opaque field's C type": func(m *model) string {
 			fieldOf(m, "struct llama_model_params", "progress_callback").ProofCType = "void *"
 			return "progress_callback"
@@ -69,14 +68,5 @@ func TestLlamaCppProofCatchesMismatches(t *testing.T) {
 			fn(m, "llama_get_logits_ith").Result = &specType{Kind: kindNumPtr, Elem: &specType{Kind: kindNumber, Num: "float64"}}
 			return "llama_get_logits_ith"
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			m := fresh()
-			what := mutate(m)
-			err := proveWith(m, llamaCpp, incs, cc)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), what)
-			assert.Contains(t, err.Error(), "specs/llamacpp/", "the error names the spec file")
-		})
-	}
+	})
 }

@@ -20,6 +20,22 @@ func specLoader(t *testing.T, root, pattern string) func() *model {
 	}
 }
 
+// requireEachRefused applies each mutation to a fresh model and proves it against lib's headers
+// in dirs: the proof must refuse each, naming what the mutation returns and the spec's
+// directory (specDir).
+func requireEachRefused(t *testing.T, fresh func() *model, lib library, dirs []string, cc, specDir string, mutations map[string]func(m *model) string) {
+	for name, mutate := range mutations {
+		t.Run(name, func(t *testing.T) {
+			m := fresh()
+			what := mutate(m)
+			err := proveWith(m, lib, dirs, cc)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), what)
+			assert.Contains(t, err.Error(), specDir, "the error names the spec file")
+		})
+	}
+}
+
 // prove is proveWith with one include directory, the headers of lib alone.
 func prove(m *model, lib library, includeDir, cc string) error {
 	return proveWith(m, lib, []string{includeDir}, cc)
@@ -35,7 +51,7 @@ func TestProofCatchesMismatches(t *testing.T) {
 	fresh := specLoader(t, root, "./specs/ggml")
 	require.NoError(t, prove(fresh(), ggml, inc, cc), "the real spec must prove")
 
-	for name, mutate := range map[string]func(m *model) string{
+	requireEachRefused(t, fresh, ggml, []string{inc}, cc, "specs/ggml/", map[string]func(m *model) string{
 		"enum value": func(m *model) string {
 			v := m.Enums[0].Values[1]
 			v.Value += 100
@@ -75,16 +91,7 @@ func TestProofCatchesMismatches(t *testing.T) {
 			m.Funcs[0].CName = "ggml_no_such_function"
 			return "ggml_no_such_function"
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			m := fresh()
-			what := mutate(m)
-			err := prove(m, ggml, inc, cc)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), what)
-			assert.Contains(t, err.Error(), "specs/ggml/", "the error names the spec file")
-		})
-	}
+	})
 }
 
 // TestOptionalUnbound checks that an optional function the headers lack is reported, not bound.

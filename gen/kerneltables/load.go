@@ -402,7 +402,7 @@ func loadTarget(root, dir, name string, shared map[string]*modelLayer, trees map
 	}
 
 	// The target's directory: HARDWARE.toml, c/ (toy's own CPU
-	// operations, which the cpuops binding compiles: bindings.All) and models/.
+	// operations, which the cpuops binding compiles: allBindings in gen/bindings) and models/.
 	subs, err := os.ReadDir(filepath.Join(root, rel))
 	if err != nil {
 		ke.at(rel, 0, "%v", err)
@@ -536,7 +536,7 @@ func loadCDir(root, rel, dir string, ke *kerr) []*module {
 		n := f.Name()
 		base, ok := strings.CutSuffix(n, ".c")
 		if f.IsDir() || !ok {
-			continue // headers and model directories; bindings.All refuses anything else
+			continue // headers and model directories; gen/bindings (allBindings) refuses anything else
 		}
 		src, err := os.ReadFile(filepath.Join(root, rel, n))
 		if err != nil {
