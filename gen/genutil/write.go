@@ -3,9 +3,10 @@ package genutil
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -40,12 +41,7 @@ func writeFiles(dir string, files map[string][]byte) ([]string, error) {
 		return nil, err
 	}
 	var changed []string
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		path := filepath.Join(dir, n)
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, files[n]) {
 			continue
@@ -120,12 +116,7 @@ func IsGeneratedSource(src []byte) bool {
 // Diff compares the files under dir with want and describes every difference; "" means equal.
 func Diff(dir string, want map[string][]byte) string {
 	var diffs []string
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(want)) {
 		got, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
 			diffs = append(diffs, fmt.Sprintf("%s: missing", n))

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"go/build/constraint"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -1027,12 +1028,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		seen[key] = true
 		m.Types = append(m.Types, kt)
 	}
-	names := make([]string, 0, len(mf.Sampling))
-	for n := range mf.Sampling {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(mf.Sampling)) {
 		s := mf.Sampling[n]
 		p := preset{Name: n}
 		for _, f := range sampling.Fields { // in the spec's order
@@ -1091,12 +1087,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 		}
 		m.DFlash = kd
 	}
-	lookups := make([]string, 0, len(mf.ExpectedAbsent))
-	for l := range mf.ExpectedAbsent {
-		lookups = append(lookups, l)
-	}
-	sort.Strings(lookups)
-	for _, l := range lookups {
+	for _, l := range slices.Sorted(maps.Keys(mf.ExpectedAbsent)) {
 		reason := strings.TrimSpace(mf.ExpectedAbsent[l])
 		key := "expected_absent." + l
 		if reason == "" {
@@ -1120,12 +1111,7 @@ func buildModel(name string, layers []*modelLayer, sampling, dflash *configs.Con
 // checkSamplingKeys reports every key of table (preset name, as layer l sets it) that names no
 // option of the Sampling spec, at the line that sets it.
 func checkSamplingKeys(l *modelLayer, name string, table samplingTable, sampling *configs.Config, ke *kerr) {
-	keys := make([]string, 0, len(table))
-	for k := range table {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(table)) {
 		if !slices.ContainsFunc(sampling.Fields, func(f *configs.Field) bool { return f.JSON == k }) {
 			key := "sampling." + name + "." + k
 			ke.at(l.path, l.lines.first(key), "unknown key %s", key)
@@ -1273,12 +1259,7 @@ func checkAbsent(t *target, m *model, ke *kerr) {
 // may fail for every model (a type a kernel does not take, with its reason). Each must name a
 // kernel of the target, and must not resolve.
 func targetAbsent(t *target, entries map[string]string, hwPath string, lines keyLineMap, ke *kerr) {
-	ls := make([]string, 0, len(entries))
-	for l := range entries {
-		ls = append(ls, l)
-	}
-	sort.Strings(ls)
-	for _, l := range ls {
+	for _, l := range slices.Sorted(maps.Keys(entries)) {
 		line := lines["expected_absent."+l]
 		reason := strings.TrimSpace(entries[l])
 		mod, k, typ, ok := splitLookup(l)

@@ -5,10 +5,11 @@ package gentest
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,12 +98,7 @@ func CompareGolden(t *testing.T, path string, ar *txtar.Archive, isInput func(na
 				files = append(files, f)
 			}
 		}
-		names := make([]string, 0, len(got))
-		for n := range got {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(got)) {
 			files = append(files, txtar.File{Name: n, Data: got[n]})
 		}
 		ar.Files = files
