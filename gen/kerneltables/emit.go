@@ -225,45 +225,45 @@ func emitIDs(trees []*tree, kt tablePackage) *jen.File {
 			}
 		}),
 	)
-	f.Line()
-	f.Comment("Modules lists every module identifier, tree by tree.")
-	f.Func().Id("Modules").Params().Index().Id("ModuleID").Block(
-		jen.Id("out").Op(":=").Make(jen.Index().Id("ModuleID"), jen.Len(jen.Id("moduleIDs"))),
-		jen.For(jen.Id("i").Op(":=").Range().Id("out")).Block(jen.Id("out").Index(jen.Id("i")).Op("=").Id("ModuleID").Call(jen.Id("i"))),
-		jen.Return(jen.Id("out")),
-	)
-	f.Line()
-	f.Comment("Kernels lists every kernel identifier, module by module.")
-	f.Func().Id("Kernels").Params().Index().Id("KernelID").Block(
-		jen.Id("out").Op(":=").Make(jen.Index().Id("KernelID"), jen.Len(jen.Id("kernelIDs"))),
-		jen.For(jen.Id("i").Op(":=").Range().Id("out")).Block(jen.Id("out").Index(jen.Id("i")).Op("=").Id("KernelID").Call(jen.Id("i"))),
-		jen.Return(jen.Id("out")),
-	)
-	f.Line()
-	f.Comment("Tree is the source tree the module belongs to: its directory under " + kt.Source + "/, as Target.Sources names it.")
-	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("Tree").Params().String().Block(jen.Return(jen.Id("moduleIDs").Index(jen.Id("m")).Dot("tree")))
-	f.Line()
-	f.Comment("Dir is \"common\" or the model directory of the tree that holds the module's source.")
-	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("Dir").Params().String().Block(jen.Return(jen.Id("moduleIDs").Index(jen.Id("m")).Dot("dir")))
-	f.Line()
-	f.Comment("Name is the module's name (its source's base name), the module part of a lookup.")
-	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("Name").Params().String().Block(jen.Return(jen.Id("moduleIDs").Index(jen.Id("m")).Dot("name")))
+	emitIDList(f, "Modules lists every module identifier, tree by tree.", "Modules", "ModuleID", "moduleIDs")
+	emitIDList(f, "Kernels lists every kernel identifier, module by module.", "Kernels", "KernelID", "kernelIDs")
+	emitRowField(f, "Tree is the source tree the module belongs to: its directory under "+kt.Source+"/, as Target.Sources names it.",
+		"m", "ModuleID", "Tree", jen.String(), "moduleIDs", "tree")
+	emitRowField(f, "Dir is \"common\" or the model directory of the tree that holds the module's source.",
+		"m", "ModuleID", "Dir", jen.String(), "moduleIDs", "dir")
+	emitRowField(f, "Name is the module's name (its source's base name), the module part of a lookup.",
+		"m", "ModuleID", "Name", jen.String(), "moduleIDs", "name")
 	f.Line()
 	f.Comment("String is the module's source under its tree, e.g. cuda/common/sampling.")
 	f.Func().Params(jen.Id("m").Id("ModuleID")).Id("String").Params().String().Block(
 		jen.Id("r").Op(":=").Id("moduleIDs").Index(jen.Id("m")),
 		jen.Return(jen.Id("r").Dot("tree").Op("+").Lit("/").Op("+").Id("r").Dot("dir").Op("+").Lit("/").Op("+").Id("r").Dot("name")))
-	f.Line()
-	f.Comment("Name is the kernel's entry-point name in its module's blob.")
-	f.Func().Params(jen.Id("k").Id("KernelID")).Id("Name").Params().String().Block(jen.Return(jen.Id("kernelIDs").Index(jen.Id("k")).Dot("name")))
-	f.Line()
-	f.Comment("Module is the module that holds the kernel.")
-	f.Func().Params(jen.Id("k").Id("KernelID")).Id("Module").Params().Id("ModuleID").Block(jen.Return(jen.Id("kernelIDs").Index(jen.Id("k")).Dot("module")))
+	emitRowField(f, "Name is the kernel's entry-point name in its module's blob.", "k", "KernelID", "Name", jen.String(), "kernelIDs", "name")
+	emitRowField(f, "Module is the module that holds the kernel.", "k", "KernelID", "Module", jen.Id("ModuleID"), "kernelIDs", "module")
 	f.Line()
 	f.Comment("String is the kernel's lookup as MODEL.toml's [expected_absent] writes it: module.kernel.")
 	f.Func().Params(jen.Id("k").Id("KernelID")).Id("String").Params().String().Block(
 		jen.Return(jen.Id("k").Dot("Module").Call().Dot("Name").Call().Op("+").Lit(".").Op("+").Id("k").Dot("Name").Call()))
 	return f
+}
+
+// emitIDList writes func name() []idType, every identifier of the table in order.
+func emitIDList(f *jen.File, doc, name, idType, table string) {
+	f.Line()
+	f.Comment(doc)
+	f.Func().Id(name).Params().Index().Id(idType).Block(
+		jen.Id("out").Op(":=").Make(jen.Index().Id(idType), jen.Len(jen.Id(table))),
+		jen.For(jen.Id("i").Op(":=").Range().Id("out")).Block(jen.Id("out").Index(jen.Id("i")).Op("=").Id(idType).Call(jen.Id("i"))),
+		jen.Return(jen.Id("out")),
+	)
+}
+
+// emitRowField writes the method name of idType (receiver recv) that returns field of the
+// identifier's row in table.
+func emitRowField(f *jen.File, doc, recv, idType, name string, result jen.Code, table, field string) {
+	f.Line()
+	f.Comment(doc)
+	f.Func().Params(jen.Id(recv).Id(idType)).Id(name).Params().Add(result).Block(jen.Return(jen.Id(table).Index(jen.Id(recv)).Dot(field)))
 }
 
 func emitKernelTypes(f *jen.File) {
