@@ -231,22 +231,14 @@ func (l *loader) typeDecl(ts *ast.TypeSpec, dg *ast.CommentGroup) (*pendingField
 		}
 		l.enums[name] = e
 		l.m.Enums = append(l.m.Enums, e)
-	case "functions":
+	case "functions", "data":
 		it, ok := ts.Type.(*ast.InterfaceType)
 		if !ok {
-			l.Errorf(ts.Pos(), "kernelgen:functions belongs on an interface type")
+			l.Errorf(ts.Pos(), "kernelgen:%s belongs on an interface type", d.Name)
 			return nil, nil
 		}
 		kv := l.keyValues(d, d.Args, "prefix", "goprefix")
-		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"]}
-	case "data":
-		it, ok := ts.Type.(*ast.InterfaceType)
-		if !ok {
-			l.Errorf(ts.Pos(), "kernelgen:data belongs on an interface type")
-			return nil, nil
-		}
-		kv := l.keyValues(d, d.Args, "prefix", "goprefix")
-		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"], data: true}
+		return nil, &pendingIface{spec: ts, iface: it, prefix: kv["prefix"], goprefix: kv["goprefix"], data: d.Name == "data"}
 	default:
 		l.Errorf(d.Pos, "unknown directive kernelgen:%s on type %s", d.Name, name)
 	}
