@@ -16,23 +16,6 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// binding is one spec package and where its bindings go.
-type binding struct {
-	Spec   string // pattern relative to the root, e.g. "./specs/ggml"
-	OutDir string // relative to the root
-	Target target
-	Lib    library
-	// Sources, when set, is a directory of toy's own C sources (relative to the root) that the
-	// bindings' package compiles where they are: each .c file gets a generated stub in OutDir
-	// that includes it (addSources), and the bindings add OutDir to the include path so that
-	// the sources find DeclHeader.
-	Sources string
-	// Declares is the binding (by Spec) whose proven types — handles, enums and structs, no
-	// functions — the sources read from a generated header, DeclHeader, so that they build
-	// with no header path (ggml's struct ggml_tensor for toy's CPU operations).
-	Declares, DeclHeader string
-}
-
 // allBindings lists what toy generates bindings for.
 var allBindings = []binding{{
 	Spec:   "./specs/ggml",

@@ -339,6 +339,13 @@ func structDefs(m *model) []structDef {
 // cPrototype is the C declaration of f: "struct ggml_tensor * ggml_add(struct ggml_context * ctx, ...)".
 func cPrototype(f *function) string { return prototype(f, "", false) }
 
+// wideProto is the length of a C prototype beyond which a function is Wide.
+const wideProto = 160
+
+// Wide reports whether f's parameters are laid out one per line wherever the generated code
+// lists them (its C prototype, its doc, its Go signature and its call), so no line runs long.
+func (f *function) Wide() bool { return len(cPrototype(f)) > wideProto }
+
 // proofPrototype is cPrototype with each parameter's real C type where the spec gives one
 // (kernelgen:ctype): the declaration the proof compares with the header's.
 func proofPrototype(f *function) string { return prototype(f, "", true) }
@@ -850,4 +857,27 @@ func specPositions(m *model) map[string]token.Position {
 		pos[d.GoName] = d.Pos
 	}
 	return pos
+}
+
+func structFromCName(s *cStruct) string { return "fromC" + s.GoName }
+
+// emitStructFromC writes fromC<Name>, which copies a C struct returned by value (llama.cpp's
+// llama_model_default_params and friends) into its Go type; the bindings have one for each struct
+// some function returns (returned).
+func emitStructFromC(f *jen.File, s *cStruct) {
+	body := []jen.Code{jen.Var().Id("s").Id(s.GoName)}
+	for _, fl := range s.Fields {
+		switch {
+		case fl.GoName == "_":
+		case fl.Type.Kind == kindArray:
+			body = append(body, jen.For(jen.List(jen.Id("i"), jen.Id("v")).Op(":=").Range().Id("c").Dot(cgoField(fl.CName))).Block(
+				jen.Id("s").Dot(fl.GoName).Index(jen.Id("i")).Op("=").Add(fromC(jen.Id("v"), fl.Type.Elem))))
+		default:
+			body = append(body, jen.Id("s").Dot(fl.GoName).Op("=").Add(fromC(jen.Id("c").Dot(cgoField(fl.CName)), fl.Type)))
+		}
+	}
+	body = append(body, jen.Return(jen.Id("s")))
+	f.Commentf("%s copies a %s returned by value into its Go type.", structFromCName(s), s.CName)
+	f.Func().Id(structFromCName(s)).Params(jen.Id("c").Add(cgoType("C." + cgoTag(s.CName)))).Id(s.GoName).Block(body...)
+	f.Line()
 }

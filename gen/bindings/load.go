@@ -659,3 +659,24 @@ func init() {
 		cKeywords[k] = true
 	}
 }
+
+// checkStructResults rejects a returned struct with a field that has no scalar C→Go
+// conversion (pointers to handles, arrays of Char).
+func (l *loader) checkStructResults() {
+	for _, s := range l.m.Structs {
+		if !returned(l.m, s) {
+			continue
+		}
+		for _, f := range s.Fields {
+			t := f.Type
+			if t.Kind == kindArray {
+				t = t.Elem
+			}
+			switch t.Kind {
+			case kindHandle, kindEnum, kindBool, kindInt, kindSize, kindNumber, kindULLong, kindPtr:
+			default:
+				l.ErrorAt(f.Pos, "struct %s is returned by value, so field %s must be a handle, enum, bool, number or Ptr, or an array of them", s.GoName, f.GoName)
+			}
+		}
+	}
+}

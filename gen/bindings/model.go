@@ -106,13 +106,6 @@ type function struct {
 	Pos     token.Position
 }
 
-// wideProto is the length of a C prototype beyond which a function is Wide.
-const wideProto = 160
-
-// Wide reports whether f's parameters are laid out one per line wherever the generated code
-// lists them (its C prototype, its doc, its Go signature and its call), so no line runs long.
-func (f *function) Wide() bool { return len(cPrototype(f)) > wideProto }
-
 // param is a function parameter.
 type param struct {
 	Name string
@@ -352,4 +345,20 @@ func cgoTag(ctype string) string {
 		}
 	}
 	return ctype
+}
+
+// returned reports whether a bound function of m returns s by value or through a pointer
+// parameter (*S, copied back after the call).
+func returned(m *model, s *cStruct) bool {
+	for _, f := range m.Funcs {
+		if f.Result != nil && f.Result.Kind == kindStruct && f.Result.Struct == s {
+			return true
+		}
+		for _, p := range f.Params {
+			if p.Type.Kind == kindOut && p.Type.Elem.Kind == kindStruct && p.Type.Elem.Struct == s {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -181,50 +181,6 @@ type loader struct {
 	*genutil.SpecPackage
 }
 
-// Load reads the engine spec package matched by pattern (relative to dir).
-func Load(dir, pattern string) ([]*Config, error) {
-	spec, err := genutil.LoadSpec(dir, pattern)
-	if err != nil {
-		return nil, err
-	}
-	l := &loader{spec}
-	var out []*Config
-	for _, f := range l.Files() {
-		for _, decl := range f.Decls {
-			gd, ok := decl.(*ast.GenDecl)
-			if !ok {
-				l.Errorf(decl.Pos(), "engine specs declare only config struct types")
-				continue
-			}
-			if gd.Tok == token.IMPORT {
-				continue
-			}
-			if gd.Tok != token.TYPE {
-				l.Errorf(gd.Pos(), "engine specs declare only config struct types")
-				continue
-			}
-			for _, s := range gd.Specs {
-				ts := s.(*ast.TypeSpec)
-				dg := ts.Doc
-				if dg == nil && len(gd.Specs) == 1 {
-					dg = gd.Doc
-				}
-				if c := l.config(ts, dg); c != nil {
-					out = append(out, c)
-				}
-			}
-		}
-	}
-	l.resolveShapes(out)
-	for _, c := range out {
-		l.presets(c)
-	}
-	if err := l.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 	c := &Config{GoName: ts.Name.Name, Doc: genutil.GoDoc(ts.Name.Name, ts.Name.Name, genutil.Doc(dg)), Pos: l.Position(ts.Pos())}
 	if c.Doc == "" {

@@ -11,23 +11,6 @@ import (
 	"github.com/toyml/toy/gen/genutil"
 )
 
-// tablePackage says where the kernel tables go: the generated package's import path and name, and
-// the input its files' headers name.
-type tablePackage struct {
-	ImportPath, PkgName, Source string
-}
-
-// tables is toy's kernel tables: read from Input (under the module root), written to OutDir as
-// Package.
-var tables = struct {
-	Input, OutDir string
-	Package       tablePackage
-}{
-	Input:   "kernels",
-	OutDir:  "generated/kernels",
-	Package: tablePackage{ImportPath: "github.com/toyml/toy/generated/kernels", PkgName: "kernels", Source: "kernels"},
-}
-
 // emit renders the shared types (kernels.go), one table per target behind its build tag
 // (a cpu target's go_build constraint, or none) with a twin for builds without the tag, and a copy of every Metal source the
 // tables embed, marked as generated. A cuda target's PTX is embedded where scripts/build-ptx.sh

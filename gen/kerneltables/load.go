@@ -50,6 +50,23 @@ import (
 // everywhere the target's arch does, so go generate needs no CUDA compiler. A Metal source is
 // its own blob (Metal compiles source at run time).
 
+// tablePackage says where the kernel tables go: the generated package's import path and name, and
+// the input its files' headers name.
+type tablePackage struct {
+	ImportPath, PkgName, Source string
+}
+
+// tables is toy's kernel tables: read from Input (under the module root), written to OutDir as
+// Package.
+var tables = struct {
+	Input, OutDir string
+	Package       tablePackage
+}{
+	Input:   "kernels",
+	OutDir:  "generated/kernels",
+	Package: tablePackage{ImportPath: "github.com/toyml/toy/generated/kernels", PkgName: "kernels", Source: "kernels"},
+}
+
 // target is one hardware target: a directory under kernels/ with a HARDWARE.toml.
 type target struct {
 	Dir         string // directory name under kernels/, e.g. "cuda-sm90a"
