@@ -9,7 +9,8 @@
 //
 // What they share (spec loading, naming, rendering, the doc-comment check, writing and diffing
 // generated directories) is gen/genutil. Imports run one way: genutil ← bindings, configs;
-// configs ← kerneltables; all of them ← gen (layering_test.go holds it).
+// configs ← kerneltables; all of them ← gen; and inside each package no two files need each
+// other, so its files read top-down (layering_test.go holds both).
 package gen
 
 import (
