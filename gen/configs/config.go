@@ -54,7 +54,7 @@ type Field struct {
 	JSON   string
 	// GGUF is the GGUF key; "{arch}" in it stands for the file's general.architecture, so
 	// one config reads and writes the keys of every architecture of its family. "-"
-	// (gguf:"-") marks a field no file stores (see Stored).
+	// (gguf:"-") marks a field no file stores (see stored).
 	GGUF string
 	// Required makes FromGGUF report the key's absence (required:"true"); OmitZero makes
 	// ToGGUF leave the key out when the field is zero (omitzero:"true"), for keys whose
@@ -108,23 +108,23 @@ const archPlaceholder = "{arch}"
 // notStored is the gguf tag of a field that files do not store.
 const notStored = "-"
 
-// Stored reports whether files store the field under its GGUF key: false for gguf:"-", a
+// stored reports whether files store the field under its GGUF key: false for gguf:"-", a
 // field that a file's general.architecture implies (a family's choices) rather than holds.
-func (f *Field) Stored() bool { return f.GGUF != notStored }
+func (f *Field) stored() bool { return f.GGUF != notStored }
 
-// Stored reports whether some field of c is stored in files: only then does c get ToGGUF and
+// stored reports whether some field of c is stored in files: only then does c get ToGGUF and
 // FromGGUF.
-func (c *Config) Stored() bool {
+func (c *Config) stored() bool {
 	for _, f := range c.Fields {
-		if f.Stored() {
+		if f.stored() {
 			return true
 		}
 	}
 	return false
 }
 
-// PerArch reports whether some key of c names the architecture: then ToGGUF and FromGGUF take it.
-func (c *Config) PerArch() bool {
+// perArch reports whether some key of c names the architecture: then ToGGUF and FromGGUF take it.
+func (c *Config) perArch() bool {
 	for _, f := range c.Fields {
 		if strings.Contains(f.GGUF, archPlaceholder) {
 			return true
@@ -133,8 +133,8 @@ func (c *Config) PerArch() bool {
 	return false
 }
 
-// EnumConst is the Go constant of the enum value v ("" if v is not one of the field's values).
-func (f *Field) EnumConst(v string) string {
+// enumConst is the Go constant of the enum value v ("" if v is not one of the field's values).
+func (f *Field) enumConst(v string) string {
 	for i, e := range f.Enum {
 		if e == v {
 			return f.EnumConsts[i]
@@ -143,17 +143,17 @@ func (f *Field) EnumConst(v string) string {
 	return ""
 }
 
-// GoType is the field's Go type: its enum type or its kind.
-func (f *Field) GoType() string {
+// goType is the field's Go type: its enum type or its kind.
+func (f *Field) goType() string {
 	if f.EnumType != "" {
 		return f.EnumType
 	}
 	return f.Kind
 }
 
-// Usage is the help text of the field's flag: its doc comment on one line, without the
+// usage is the help text of the field's flag: its doc comment on one line, without the
 // leading name (and "is") and the final period: "DModel is the width of …." → "the width of …".
-func (f *Field) Usage() string {
+func (f *Field) usage() string {
 	u := strings.Join(strings.Fields(f.Doc), " ")
 	if rest, ok := strings.CutPrefix(u, f.GoName+" "); ok {
 		u = strings.TrimPrefix(rest, "is ")
@@ -253,7 +253,7 @@ func (l *loader) config(ts *ast.TypeSpec, dg *ast.CommentGroup) *Config {
 		if byJSON[cf.JSON] != nil {
 			l.Errorf(f.Pos(), "json name %q is used twice", cf.JSON)
 		}
-		if cf.GGUF != "" && cf.Stored() && byGGUF[cf.GGUF] {
+		if cf.GGUF != "" && cf.stored() && byGGUF[cf.GGUF] {
 			l.Errorf(f.Pos(), "gguf key %q is used twice", cf.GGUF)
 		}
 		byJSON[cf.JSON], byGGUF[cf.GGUF] = cf, true
@@ -406,7 +406,7 @@ func (l *loader) configField(f *ast.Field, options bool) *Field {
 	if cf.Required && cf.OmitZero {
 		l.Errorf(f.Pos(), "field %s: a required key cannot be omitted", name)
 	}
-	if !cf.Stored() && (cf.Required || cf.OmitZero) {
+	if !cf.stored() && (cf.Required || cf.OmitZero) {
 		l.Errorf(f.Pos(), "field %s: gguf:\"-\" is not stored: required and omitzero are for keys", name)
 	}
 	num := func(key string) *float64 {

@@ -118,7 +118,7 @@ func emitConfigHelpers(f *jen.File) {
 
 func literal(f *Field, s string) jen.Code {
 	if f.EnumType != "" {
-		return jen.Id(f.EnumConst(s))
+		return jen.Id(f.enumConst(s))
 	}
 	switch f.Kind {
 	case "int":
@@ -146,7 +146,7 @@ func emitConfig(f *jen.File, c *Config) {
 			for _, line := range strings.Split(fl.Doc, "\n") {
 				g.Comment(line)
 			}
-			g.Id(fl.GoName).Id(fl.GoType()).Tag(map[string]string{"json": fl.JSON})
+			g.Id(fl.GoName).Id(fl.goType()).Tag(map[string]string{"json": fl.JSON})
 		}
 	})
 	f.Line()
@@ -177,7 +177,7 @@ func emitConfig(f *jen.File, c *Config) {
 		return
 	}
 	emitValidate(f, c)
-	if c.Stored() {
+	if c.stored() {
 		emitGGUF(f, c)
 	}
 	if !c.NoFlags {
@@ -288,7 +288,7 @@ func emitFlags(f *jen.File, c *Config) {
 					g.Id("fs").Dot("StringVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
 				}
 			}
-			register(fl.Flag, fl.Usage())
+			register(fl.Flag, fl.usage())
 			if fl.Alias != "" {
 				register(fl.Alias, "alias of -"+fl.Flag)
 			}
@@ -372,10 +372,10 @@ func emitValidate(f *jen.File, c *Config) {
 
 // emitGGUF writes ToGGUF and FromGGUF over the fields c stores.
 func emitGGUF(f *jen.File, c *Config) {
-	perArch := c.PerArch()
+	perArch := c.perArch()
 	var stored []*Field
 	for _, fl := range c.Fields {
-		if fl.Stored() {
+		if fl.stored() {
 			stored = append(stored, fl)
 		}
 	}
@@ -578,7 +578,7 @@ func emitOptions(f *jen.File, c *Config) {
 	var rows []jen.Code
 	for _, fl := range c.Fields {
 		rows = append(rows, jen.Values(genutil.PerLine([]jen.Code{
-			jen.Lit(fl.Flag), jen.Lit(fl.Alias), jen.Lit(fl.JSON), longLit(fl.Usage()), jen.Lit(fl.Resumable),
+			jen.Lit(fl.Flag), jen.Lit(fl.Alias), jen.Lit(fl.JSON), longLit(fl.usage()), jen.Lit(fl.Resumable),
 			jen.Lit(fl.Kind), jen.Lit(fl.MinText),
 		})...))
 	}
@@ -658,9 +658,9 @@ func emitOverlay(f *jen.File, c *Config) {
 		"such as an API request, leaves the option out.", typ, c.GoName))
 	f.Type().Id(typ).StructFunc(func(g *jen.Group) {
 		for _, fl := range c.Fields {
-			t := jen.Op("*").Id(fl.GoType())
+			t := jen.Op("*").Id(fl.goType())
 			if fl.Kind == mapKind {
-				t = jen.Id(fl.GoType())
+				t = jen.Id(fl.goType())
 			}
 			g.Id(fl.GoName).Add(t).Tag(map[string]string{"json": fl.JSON})
 		}
