@@ -49,7 +49,7 @@ func TestNoHandWrittenFFI(t *testing.T) {
 		}
 		if importsC(string(src)) {
 			cgoFiles++
-			if !genutil.IsGeneratedSource(src) {
+			if !gentest.IsGeneratedSource(src) {
 				rel, _ := filepath.Rel(root, path)
 				bad = append(bad, rel)
 			}

@@ -1,6 +1,7 @@
 // Package gentest is what the tests of kernelgen's generator packages share: the module root, a
-// C compiler for the ABI proofs, and golden files (txtar archives of inputs and the output the
-// generator must produce from them, which -update rewrites).
+// C compiler for the ABI proofs, golden files (txtar archives of inputs and the output the
+// generator must produce from them, which -update rewrites), and IsGeneratedSource, the marker
+// test of a generated Go file.
 package gentest
 
 import (
@@ -136,4 +137,18 @@ func packageDir(t testing.TB) string {
 	rel, err := filepath.Rel(RepoRoot(t), dir)
 	require.NoError(t, err)
 	return "./" + filepath.ToSlash(rel)
+}
+
+// IsGeneratedSource reports whether Go source carries Go's standard generated-code marker
+// before its package clause.
+func IsGeneratedSource(src []byte) bool {
+	for _, line := range strings.Split(string(src), "\n") {
+		if strings.HasPrefix(line, "package ") {
+			return false
+		}
+		if strings.HasPrefix(line, "// Code generated ") && strings.HasSuffix(line, " DO NOT EDIT.") {
+			return true
+		}
+	}
+	return false
 }
