@@ -4,8 +4,9 @@
 // tags (json, gguf, default, min, max, enum, ...; docs/SPECS.md), and emits generated/config:
 // the types with their defaults, validation, flags, GGUF conversions and presets.
 //
-// The kernel tables' generator (gen/kerneltables) reads the option groups it loads (Sampling,
-// DFlash) for their defaults and bounds.
+// Generate does all of it for every spec package of All. The kernel tables' generator
+// (gen/kerneltables) reads the option groups it returns (Sampling, DFlash; OptionGroup finds one)
+// for their defaults and bounds: a Config, its Fields, and Field.Check for a value.
 package configs
 
 import (

@@ -2,7 +2,8 @@
 // target's HARDWARE.toml, the source trees they name with their C, CUDA and Metal sources and
 // the PTX built from them, and the models' MODEL.toml files with each target's overlays),
 // checks them, and emits generated/kernels: one table per hardware target behind its build
-// tag, with typed identifiers for every module and kernel.
+// tag, with typed identifiers for every module and kernel. Generate, which gen calls, is all it
+// exports.
 //
 // A model's sampling presets and DFlash pairing take their keys, defaults and bounds from the
 // Sampling and DFlash option groups of specs/engines, which gen/configs loads.
