@@ -188,25 +188,11 @@ func emitIDs(trees []*tree, kt tablePackage) *jen.File {
 		jen.Id("moduleIDs").Op("=").Index(jen.Op("...")).Struct(
 			jen.List(jen.Id("tree"), jen.Id("dir"), jen.Id("name")).String(),
 			jen.Id("index").Int(),
-		).ValuesFunc(func(g *jen.Group) {
-			for _, r := range modRows {
-				g.Line().Add(r)
-			}
-			if len(modRows) > 0 {
-				g.Line()
-			}
-		}),
+		).Values(rowPerLine(modRows)...),
 		jen.Id("kernelIDs").Op("=").Index(jen.Op("...")).Struct(
 			jen.Id("module").Id("ModuleID"),
 			jen.Id("name").String(),
-		).ValuesFunc(func(g *jen.Group) {
-			for _, r := range kernRows {
-				g.Line().Add(r)
-			}
-			if len(kernRows) > 0 {
-				g.Line()
-			}
-		}),
+		).Values(rowPerLine(kernRows)...),
 	)
 	emitIDList(f, "Modules lists every module identifier, tree by tree.", "Modules", "ModuleID", "moduleIDs")
 	emitIDList(f, "Kernels lists every kernel identifier, module by module.", "Kernels", "KernelID", "kernelIDs")
@@ -228,6 +214,15 @@ func emitIDs(trees []*tree, kt tablePackage) *jen.File {
 	f.Func().Params(jen.Id("k").Id("KernelID")).Id("String").Params().String().Block(
 		jen.Return(jen.Id("k").Dot("Module").Call().Dot("Name").Call().Op("+").Lit(".").Op("+").Id("k").Dot("Name").Call()))
 	return f
+}
+
+// rowPerLine lays out the rows of a table one per line (genutil.PerLine), and an empty table on
+// the line of its type.
+func rowPerLine(rows []jen.Code) []jen.Code {
+	if len(rows) == 0 {
+		return nil
+	}
+	return genutil.PerLine(rows)
 }
 
 // emitIDList writes func name() []idType, every identifier of the table in order.
