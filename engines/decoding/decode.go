@@ -941,6 +941,23 @@ func (m *GGUFModel) ownQ32(w, x *ggml.Tensor) bool {
 		ggml.MulMatQ32Fits(w, x) == nil
 }
 
+// q32Prompt says whether W·x multiplies more than ggml.MulMatColsMax columns (a prompt) by q4_0
+// or q5_1 weights that toy's 8-bit integer GEMM (ggml.MulMatQ32) takes: it runs them faster than
+// the k-quant kernel's tiles over the repacked copy, which take the fewer columns of a step
+// (one core, 2048×2048 q4_0 in the L3 cache, 2026-12-06: by 128 columns 311–329 GMAC/s against
+// 265–276; by 16 columns 170–184 against 266–285).
+func (m *GGUFModel) q32Prompt(w, x *ggml.Tensor) bool {
+	return x.Ne()[1] > ggml.MulMatColsMax && m.promptsReadOriginal(w) && m.ownQ32(w, x)
+}
+
+// ownKQuant reports whether W·x goes through toy's k-quant kernel: W has a repacked copy and
+// the lookup for its type resolved.
+func (m *GGUFModel) ownKQuant(w, x *ggml.Tensor) bool {
+	rw := m.kquant[w]
+	return rw != nil && x != nil && m.kernels.Has(needKQuant(w.Type())) && x.IsContiguous() && ggml.MulMatKQuantFits(rw, x) == nil &&
+		!m.q32Prompt(w, x)
+}
+
 // MulMat is the product W·x plus the low-rank updates of any LoRA adapters of W: the linear hook of
 // every decoding forward pass (Decoder, BatchDecoder).
 func (m *GGUFModel) MulMat(ctx *ggml.Context, w, x *ggml.Tensor) *ggml.Tensor {

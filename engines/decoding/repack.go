@@ -5,22 +5,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
-	"github.com/toyml/toy/kernelrt"
 )
-
-// needKQuant is toy's k-quant product (ggml.MulMatKQuant) over weights of type t, repacked at
-// load (ggml.RepackKQuants).
-func needKQuant(t ggml.Type) kernelrt.Need {
-	return kernelrt.Need{Kernel: kernels.KernelCPUMulMatKquantMulMatKquant, Type: ggml.TypeName(t)}
-}
-
-// kquantWeight says whether the decoders multiply weights of type t with toy's k-quant kernel
-// where it resolves: q4_K, q5_K, q6_K, q4_0 and q5_1, in a build where the kernel has AVX-512 VNNI.
-func kquantWeight(t ggml.Type) bool {
-	return (t == ggml.Q4_K || t == ggml.Q5_K || t == ggml.Q6_K || t == ggml.Q4_0 || t == ggml.Q5_1) && ggml.KQuantFast()
-}
 
 // mayRepack says whether the file's tensor info is one repackKQuants may copy (a matrix
 // ggml.KQuantRepackableShape takes, of a type kquantWeight lists), in a build and on a backend
@@ -89,14 +75,6 @@ func (m *GGUFModel) repackKQuants() {
 			m.mapped.Release(w) // nothing where w was read, not mapped
 		}
 	}
-}
-
-// ownKQuant reports whether W·x goes through toy's k-quant kernel: W has a repacked copy and
-// the lookup for its type resolved.
-func (m *GGUFModel) ownKQuant(w, x *ggml.Tensor) bool {
-	rw := m.kquant[w]
-	return rw != nil && x != nil && m.kernels.Has(needKQuant(w.Type())) && x.IsContiguous() && ggml.MulMatKQuantFits(rw, x) == nil &&
-		!m.q32Prompt(w, x)
 }
 
 // closeKQuants frees the repacked copies.
