@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -309,20 +307,6 @@ Flags:
 	timing.report(stderr)
 	return nil
 }
-
-// drawSeed gives p a random seed when it samples and no seed was given, and prints it on stderr
-// so that the run can be repeated, as llama.cpp does.
-func drawSeed(p *sample.Params, given bool, stderr io.Writer) {
-	if given || p.Temperature <= 0 {
-		return
-	}
-	p.Seed = rand.Uint64()
-	fmt.Fprintf(stderr, "toy generate: seed %d (-seed %d repeats this generation)\n", p.Seed, p.Seed)
-}
-
-// Stdin is where toy generate reads -p - and a conversation's messages: the process's standard
-// input, a pipe in tests.
-var Stdin io.Reader = os.Stdin
 
 // promptText is toy generate's prompt: -p's text, standard input's for -p -, or the file -f
 // names, one trailing newline dropped from what was read (an editor or echo ends its text with
