@@ -20,10 +20,7 @@ import (
 	"time"
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
-	"github.com/toyml/toy/engines/tokenizer"
-	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/config"
-	"github.com/toyml/toy/ggml"
 )
 
 // runBenchServe is `toy bench serve`: the server's aggregate generation throughput with one
@@ -223,32 +220,6 @@ func writeProfile(name, path string) error {
 // vocabulary to path.
 func writeRandomServable(path, preset, typeName string, stderr io.Writer) error {
 	return writeRandom(path, preset, typeName, true, stderr)
-}
-
-// writeRandom writes random weights of preset's shape to path, with a synthetic tokenizer of
-// its vocabulary when withTokenizer (what a server, or llama.cpp loading the file, needs).
-func writeRandom(path, preset, typeName string, withTokenizer bool, stderr io.Writer) error {
-	a, typ, err := randomShape(preset, typeName)
-	if err != nil {
-		return err
-	}
-	if !withTokenizer {
-		fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
-		return transformer.WriteRandomGGUF(path, a, typ, 1)
-	}
-	if a.Vocab < 256 {
-		return cli.Usagef("-random %s: a vocabulary of %d tokens is too small for a byte-level tokenizer (256 at least)", preset, a.Vocab)
-	}
-	tok, err := tokenizer.Synthetic(a.Vocab)
-	if err != nil {
-		return err
-	}
-	var kvs []transformer.KV
-	for _, kv := range tok.GGUF() {
-		kvs = append(kvs, transformer.KV{Key: kv.Key, Value: kv.Value})
-	}
-	fmt.Fprintf(stderr, "toy bench: writing random %s weights of %s's shape …\n", ggml.TypeName(typ), preset)
-	return transformer.WriteRandomGGUF(path, a, typ, 1, kvs...)
 }
 
 // benchClient sends streamed completions to a server.

@@ -1,15 +1,11 @@
 package bench
 
 import (
-	"bufio"
-	"cmp"
 	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -183,81 +179,6 @@ func runBenchTrain(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// profileStep computes one training step (step, on tr) node by node and prints its time by op
-// and the top costliest kinds of node: the wall time and the process's CPU time of each (with
-// one thread on a busy machine the CPU time is the steadier; it is sorted on). bench train and
-// bench finetune share it.
-func profileStep(w io.Writer, name string, tr *training.Trainer, step func() error, top int) error {
-	byOp, byKind := map[string]*nodeCost{}, map[string]*nodeCost{}
-	var wall, cpu time.Duration
-	last := cputime.Process()
-	tr.SetTimed(func(n *ggml.Tensor, d time.Duration) {
-		now := cputime.Process()
-		c := now - last
-		last = now
-		wall, cpu = wall+d, cpu+c
-		for _, k := range []struct {
-			m   map[string]*nodeCost
-			key string
-		}{{byOp, n.OpLabel()}, {byKind, nodeKind(n)}} {
-			if k.m[k.key] == nil {
-				k.m[k.key] = &nodeCost{key: k.key}
-			}
-			k.m[k.key].n++
-			k.m[k.key].wall += d
-			k.m[k.key].cpu += c
-		}
-	})
-	defer tr.SetTimed(nil)
-	if err := step(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%s: one step node by node: %.3f s wall, %.3f s CPU\n", name, wall.Seconds(), cpu.Seconds())
-	print := func(title string, m map[string]*nodeCost, limit int) {
-		costs := make([]*nodeCost, 0, len(m))
-		for _, c := range m {
-			costs = append(costs, c)
-		}
-		slices.SortFunc(costs, func(a, b *nodeCost) int { return cmp.Or(cmp.Compare(b.cpu, a.cpu), cmp.Compare(b.wall, a.wall)) })
-		fmt.Fprintf(w, "%9s %9s %6s %6s  %s\n", "wall ms", "CPU ms", "CPU %", "nodes", title)
-		for i, c := range costs {
-			if i == limit {
-				break
-			}
-			fmt.Fprintf(w, "%9.1f %9.1f %6.1f %6d  %s\n", float64(c.wall.Microseconds())/1e3, float64(c.cpu.Microseconds())/1e3, 100*c.cpu.Seconds()/cpu.Seconds(), c.n, c.key)
-		}
-	}
-	print("op", byOp, len(byOp))
-	print("node (op: result ← operands; ᵀ a strided operand)", byKind, top)
-	return nil
-}
-
-// nodeCost is the time nodes of one kind took and how many there were.
-type nodeCost struct {
-	key       string
-	n         int
-	wall, cpu time.Duration
-}
-
-// nodeKind describes a node by its op, result and operands (type and shape, ᵀ where an operand
-// is not contiguous), so that the nodes of the same work in every layer group together.
-func nodeKind(n *ggml.Tensor) string {
-	shape := func(t *ggml.Tensor) string {
-		s := fmt.Sprintf("%s%v", ggml.TypeName(t.Type()), t.Shape())
-		if !t.IsContiguous() {
-			s += "ᵀ"
-		}
-		return s
-	}
-	k := n.OpLabel() + ": " + shape(n) + " ←"
-	for i := 0; i < 3; i++ {
-		if s := n.Src(i); s != nil {
-			k += " " + shape(s)
-		}
-	}
-	return k
-}
-
 // trainShape is a preset of either family: its name, what random tokens and -seq need, and
 // how to allocate its model.
 type trainShape struct {
@@ -333,28 +254,4 @@ func newTrainBench(be *ggml.Backend, sh trainShape, seq, batch int, gate func(*t
 func (b *trainBench) close() {
 	b.tr.Close()
 	b.m.Close()
-}
-
-// memory reads the process's resident set and its peak from /proc (0 where unavailable).
-func memory() (rss, peak float64) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, peak
 }
