@@ -92,14 +92,6 @@ func pinned[T float32 | [2]float32 | int32 | ropeParams | kquantParams](c *Conte
 // Err is the first error recorded while building in this context.
 func (c *Context) Err() error { return c.err }
 
-// setErr records the first error and returns the invalid tensor ops hand back.
-func (c *Context) setErr(op string, err error) *Tensor {
-	if c.err == nil {
-		c.err = fmt.Errorf("ggml: %s: %w", op, err)
-	}
-	return nil
-}
-
 // Free is the number of bytes left in the context's arena.
 func (c *Context) Free() int {
 	if c.c.IsNil() {
@@ -117,69 +109,4 @@ func (c *Context) room(n int) error {
 		return fmt.Errorf("context is full: %d more tensors need %d bytes, %d are free (raise ContextOptions.MaxTensors)", n, need, free)
 	}
 	return nil
-}
-
-// wrap turns a result of the bindings into a Tensor of this context.
-func (c *Context) wrap(t ggmlc.Tensor) *Tensor {
-	if t.IsNil() {
-		return nil
-	}
-	return &Tensor{ctx: c, t: t}
-}
-
-// NewTensor makes a tensor of type typ and shape ne (1 to 4 dimensions, ne[0] innermost).
-func (c *Context) NewTensor(typ Type, ne ...int64) *Tensor {
-	if err := checkShape(typ, ne); err != nil {
-		return c.setErr("NewTensor", err)
-	}
-	if err := c.room(1); err != nil {
-		return c.setErr("NewTensor", err)
-	}
-	return c.wrap(ggmlc.NewTensor(c.c, typ, len(ne), ne))
-}
-
-// maxElements bounds a tensor's element count so sizes never overflow.
-const maxElements = int64(1) << 50
-
-func checkShape(typ Type, ne []int64) error {
-	if !ValidType(typ) {
-		return fmt.Errorf("invalid type %v", typ)
-	}
-	if len(ne) < 1 || len(ne) > 4 {
-		return fmt.Errorf("a tensor has 1 to 4 dimensions, not %d", len(ne))
-	}
-	n := int64(1)
-	for i, d := range ne {
-		if d <= 0 {
-			return fmt.Errorf("dimension %d is %d; dimensions are positive (shape %v)", i, d, ne)
-		}
-		if n > maxElements/d {
-			return fmt.Errorf("shape %v has too many elements", ne)
-		}
-		n *= d
-	}
-	if ne[0]%int64(BlockSize(typ)) != 0 {
-		return fmt.Errorf("a %s row holds a multiple of %d elements; shape %v", TypeName(typ), BlockSize(typ), ne)
-	}
-	return nil
-}
-
-// Tensors lists the tensors of the context in creation order.
-func (c *Context) Tensors() []*Tensor {
-	var ts []*Tensor
-	if c.c.IsNil() {
-		return nil
-	}
-	for t := ggmlc.GetFirstTensor(c.c); !t.IsNil(); t = ggmlc.GetNextTensor(c.c, t) {
-		ts = append(ts, c.wrap(t))
-	}
-	return ts
-}
-
-// Lookup finds a tensor of the context by name, or returns nil.
-func (c *Context) Lookup(name string) *Tensor {
-	if c.c.IsNil() {
-		return nil
-	}
-	return c.wrap(ggmlc.GetTensor(c.c, name))
 }

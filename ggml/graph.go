@@ -459,10 +459,3 @@ func checkBackwardNode(t ggmlc.Tensor, srcNeeds func(int) bool, hasGrad func(ggm
 	}
 	return to, nil
 }
-
-// describeNode names a graph node in errors: `MUL_MAT "name" f32 [4 3]`, `UNARY(GELU) ...`.
-func describeNode(t ggmlc.Tensor) string {
-	return (&Tensor{t: t}).OpLabel() + " " + describeRaw(t)
-}
-
-func describeRaw(t ggmlc.Tensor) string { return (&Tensor{t: t}).describe() }

@@ -39,19 +39,6 @@ func (b *Backend) ComputeTimed(g *Graph, each func(node *Tensor, d time.Duration
 	return nil
 }
 
-// OpLabel names the op that computes t, with the unary or GLU function where it has one:
-// "MUL_MAT", "UNARY(SILU)", "GLU(SWIGLU)", "NONE" for a leaf.
-func (t *Tensor) OpLabel() string {
-	op := ggmlc.OpName(t.t.Op())
-	switch t.t.Op() {
-	case ggmlc.OpUnary:
-		op += "(" + ggmlc.UnaryOpName(ggmlc.GetUnaryOp(t.t)) + ")"
-	case ggmlc.OpGlu:
-		op += "(" + ggmlc.GluOpName(ggmlc.GetGluOp(t.t)) + ")"
-	}
-	return op
-}
-
 // LiveTensor is a tensor the graph allocator holds at the peak of a graph (Graph.PeakLive).
 type LiveTensor struct {
 	Tensor *Tensor

@@ -14,6 +14,79 @@ type Tensor struct {
 	t   ggmlc.Tensor
 }
 
+// wrap turns a result of the bindings into a Tensor of this context.
+func (c *Context) wrap(t ggmlc.Tensor) *Tensor {
+	if t.IsNil() {
+		return nil
+	}
+	return &Tensor{ctx: c, t: t}
+}
+
+// setErr records the first error and returns the invalid tensor ops hand back.
+func (c *Context) setErr(op string, err error) *Tensor {
+	if c.err == nil {
+		c.err = fmt.Errorf("ggml: %s: %w", op, err)
+	}
+	return nil
+}
+
+// NewTensor makes a tensor of type typ and shape ne (1 to 4 dimensions, ne[0] innermost).
+func (c *Context) NewTensor(typ Type, ne ...int64) *Tensor {
+	if err := checkShape(typ, ne); err != nil {
+		return c.setErr("NewTensor", err)
+	}
+	if err := c.room(1); err != nil {
+		return c.setErr("NewTensor", err)
+	}
+	return c.wrap(ggmlc.NewTensor(c.c, typ, len(ne), ne))
+}
+
+// maxElements bounds a tensor's element count so sizes never overflow.
+const maxElements = int64(1) << 50
+
+func checkShape(typ Type, ne []int64) error {
+	if !ValidType(typ) {
+		return fmt.Errorf("invalid type %v", typ)
+	}
+	if len(ne) < 1 || len(ne) > 4 {
+		return fmt.Errorf("a tensor has 1 to 4 dimensions, not %d", len(ne))
+	}
+	n := int64(1)
+	for i, d := range ne {
+		if d <= 0 {
+			return fmt.Errorf("dimension %d is %d; dimensions are positive (shape %v)", i, d, ne)
+		}
+		if n > maxElements/d {
+			return fmt.Errorf("shape %v has too many elements", ne)
+		}
+		n *= d
+	}
+	if ne[0]%int64(BlockSize(typ)) != 0 {
+		return fmt.Errorf("a %s row holds a multiple of %d elements; shape %v", TypeName(typ), BlockSize(typ), ne)
+	}
+	return nil
+}
+
+// Tensors lists the tensors of the context in creation order.
+func (c *Context) Tensors() []*Tensor {
+	var ts []*Tensor
+	if c.c.IsNil() {
+		return nil
+	}
+	for t := ggmlc.GetFirstTensor(c.c); !t.IsNil(); t = ggmlc.GetNextTensor(c.c, t) {
+		ts = append(ts, c.wrap(t))
+	}
+	return ts
+}
+
+// Lookup finds a tensor of the context by name, or returns nil.
+func (c *Context) Lookup(name string) *Tensor {
+	if c.c.IsNil() {
+		return nil
+	}
+	return c.wrap(ggmlc.GetTensor(c.c, name))
+}
+
 // MaxNameLen is the longest tensor name ggml stores (GGML_MAX_NAME less the NUL).
 const MaxNameLen = 63
 
@@ -33,6 +106,19 @@ func (t *Tensor) IsLeaf() bool { return t.t.Op() == ggmlc.OpNone }
 // OpName is ggml's name of the op that computes the tensor: "NONE" for a leaf, "MUL_MAT",
 // "OUT_PROD", "CPY", ...
 func (t *Tensor) OpName() string { return ggmlc.OpName(t.t.Op()) }
+
+// OpLabel names the op that computes t, with the unary or GLU function where it has one:
+// "MUL_MAT", "UNARY(SILU)", "GLU(SWIGLU)", "NONE" for a leaf.
+func (t *Tensor) OpLabel() string {
+	op := ggmlc.OpName(t.t.Op())
+	switch t.t.Op() {
+	case ggmlc.OpUnary:
+		op += "(" + ggmlc.UnaryOpName(ggmlc.GetUnaryOp(t.t)) + ")"
+	case ggmlc.OpGlu:
+		op += "(" + ggmlc.GluOpName(ggmlc.GetGluOp(t.t)) + ")"
+	}
+	return op
+}
 
 // Context is the context the tensor belongs to.
 func (t *Tensor) Context() *Context { return t.ctx }
@@ -180,6 +266,13 @@ func (t *Tensor) describe() string {
 
 // String describes the tensor: name, type and shape.
 func (t *Tensor) String() string { return t.describe() }
+
+// describeNode names a graph node in errors: `MUL_MAT "name" f32 [4 3]`, `UNARY(GELU) ...`.
+func describeNode(t ggmlc.Tensor) string {
+	return (&Tensor{t: t}).OpLabel() + " " + describeRaw(t)
+}
+
+func describeRaw(t ggmlc.Tensor) string { return (&Tensor{t: t}).describe() }
 
 // HasMemory reports whether the tensor's data has been placed in a buffer.
 func (t *Tensor) HasMemory() bool {
