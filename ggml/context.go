@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	"github.com/toyml/toy/generated/ggmlc"
 )
@@ -78,15 +77,6 @@ func (c *Context) Close() error {
 	c.c = ggmlc.Context{}
 	c.err = ErrClosed
 	return nil
-}
-
-// pinned is a pointer to a copy of v that C may keep until c closes: the user data of a custom
-// operation, which ggml stores in the node.
-func pinned[T float32 | [2]float32 | int32 | ropeParams | kquantParams](c *Context, v T) unsafe.Pointer {
-	p := new(T)
-	*p = v
-	c.pins.Pin(p)
-	return unsafe.Pointer(p)
 }
 
 // Err is the first error recorded while building in this context.

@@ -35,13 +35,6 @@ type KQuantSet struct {
 	size int64
 }
 
-// kquantParams is mul_mat_kquant.c's struct toy_kquant_params.
-type kquantParams struct {
-	Magic int32
-	Type  int32
-	K, N  int64
-}
-
 // kquantMagic is mul_mat_kquant.c's KQUANT_MAGIC.
 const kquantMagic = 0x6b717431
 

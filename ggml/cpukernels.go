@@ -96,6 +96,25 @@ func (c *Context) Cont(a *Tensor) *Tensor {
 	return c.op("Cont", []*Tensor{a}, 1, nil, func() ggmlc.Tensor { return ggmlc.Cont(c.c, a.t) })
 }
 
+// pinned is a pointer to a copy of v that C may keep until c closes: the user data of a custom
+// operation, which ggml stores in the node.
+func pinned[T float32 | [2]float32 | int32 | ropeParams | kquantParams](c *Context, v T) unsafe.Pointer {
+	p := new(T)
+	*p = v
+	c.pins.Pin(p)
+	return unsafe.Pointer(p)
+}
+
+// allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
+const allThreads = -1
+
+// kquantParams is mul_mat_kquant.c's struct toy_kquant_params.
+type kquantParams struct {
+	Magic int32
+	Type  int32
+	K, N  int64
+}
+
 // ContCPU is Cont of an f32 tensor, computed by toy's own CPU kernel (kernels/cpu/c, bound in
 // generated/cpuops) as a ggml custom operation: it copies by tiles of 16×16, several times
 // faster than ggml's copy on a transpose, and gives the same values. Only the CPU backend
@@ -706,9 +725,6 @@ func RopeCPUFits(r Rope) error {
 	}
 	return nil
 }
-
-// allThreads is ggml's GGML_N_TASKS_MAX: a custom operation runs on every thread of the backend.
-const allThreads = -1
 
 // Dup is a copy of a.
 func (c *Context) Dup(a *Tensor) *Tensor {
