@@ -7,14 +7,14 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/toyml/toy/internal/filegraph"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/tools/go/packages"
 )
 
 // rawBindings are the generated binding packages only the Go layers over them (ggml/, cuda/,
@@ -138,91 +138,6 @@ func TestLayersBelowTheEngines(t *testing.T) {
 	}
 }
 
-// fileDependencies maps each non-test file of the packages (import paths) to the set of its
-// package's other non-test files that declare something it names: a type, function, variable
-// or constant, and also a method or a field, which go/types resolves.
-func fileDependencies(t *testing.T, paths ...string) map[string]map[string]map[string]bool {
-	t.Helper()
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-		packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, paths...)
-	require.NoError(t, err)
-	all := map[string]map[string]map[string]bool{}
-	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			t.Fatalf("%s: %v", p.PkgPath, e)
-		}
-		deps := map[string]map[string]bool{}
-		for _, f := range p.Syntax {
-			file := p.Fset.Position(f.Pos()).Filename
-			deps[filepath.Base(file)] = map[string]bool{}
-		}
-		for id, obj := range p.TypesInfo.Uses {
-			if obj.Pkg() != p.Types {
-				continue
-			}
-			from := filepath.Base(p.Fset.Position(id.Pos()).Filename)
-			to := filepath.Base(p.Fset.Position(obj.Pos()).Filename)
-			if _, ok := deps[to]; ok && to != from {
-				deps[from][to] = true
-			}
-		}
-		all[p.PkgPath] = deps
-	}
-	return all
-}
-
-// fileCycles returns the package's groups of files that need each other (the strongly
-// connected components of the file graph with more than one file), each sorted, in order.
-func fileCycles(deps map[string]map[string]bool) [][]string {
-	index, low := map[string]int{}, map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
-	var cycles [][]string
-	var visit func(string)
-	visit = func(v string) {
-		index[v], low[v] = len(index), len(index)
-		stack = append(stack, v)
-		onStack[v] = true
-		for w := range deps[v] {
-			if _, seen := index[w]; !seen {
-				visit(w)
-				low[v] = min(low[v], low[w])
-			} else if onStack[w] {
-				low[v] = min(low[v], index[w])
-			}
-		}
-		if low[v] == index[v] {
-			var group []string
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				group = append(group, w)
-				if w == v {
-					break
-				}
-			}
-			if len(group) > 1 {
-				sort.Strings(group)
-				cycles = append(cycles, group)
-			}
-		}
-	}
-	names := make([]string, 0, len(deps))
-	for name := range deps {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if _, seen := index[name]; !seen {
-			visit(name)
-		}
-	}
-	sort.Slice(cycles, func(i, j int) bool { return cycles[i][0] < cycles[j][0] })
-	return cycles
-}
-
 // readTopDown are the engine packages besides those of the data flow whose files
 // TestEngineFilesReadTopDown holds.
 var readTopDown = []string{"sample", "tokenizer", "recipes", "serve"}
@@ -243,34 +158,13 @@ func TestEngineFilesReadTopDown(t *testing.T) {
 		paths = append(paths, "github.com/toyml/toy/engines/"+pkg)
 	}
 	paths = append(paths, readTopDownBelow...)
-	all := fileDependencies(t, paths...)
+	all, err := filegraph.Load(paths...)
+	require.NoError(t, err)
 	require.Len(t, all, len(paths))
 	for pkg, deps := range all {
 		require.Greater(t, len(deps), 3, pkg)
-		for _, group := range fileCycles(deps) {
-			var edges []string
-			for _, from := range group {
-				for _, to := range group {
-					if deps[from][to] {
-						edges = append(edges, from+" -> "+to)
-					}
-				}
-			}
-			sort.Strings(edges)
-			t.Errorf("%s: %s need each other (%s)", pkg, strings.Join(group, ", "), strings.Join(edges, "; "))
+		for _, tangle := range deps.Tangles() {
+			t.Errorf("%s: %s", pkg, tangle)
 		}
 	}
-}
-
-// TestFileCycles holds fileCycles to a graph whose cycles are known: a ring of three files, a
-// pair, and files that only depend on them.
-func TestFileCycles(t *testing.T) {
-	deps := map[string]map[string]bool{
-		"a.go": {"b.go": true}, "b.go": {"c.go": true}, "c.go": {"a.go": true, "d.go": true},
-		"d.go": {}, "e.go": {"a.go": true, "f.go": true}, "f.go": {"e.go": true}, "g.go": {"f.go": true},
-	}
-	assert.Equal(t, [][]string{{"a.go", "b.go", "c.go"}, {"e.go", "f.go"}}, fileCycles(deps))
-	delete(deps["c.go"], "a.go")
-	delete(deps["f.go"], "e.go")
-	assert.Empty(t, fileCycles(deps))
 }

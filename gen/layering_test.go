@@ -4,7 +4,6 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,9 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toyml/toy/internal/filegraph"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/tools/go/packages"
 )
 
 const module = "github.com/toyml/toy/"
@@ -91,106 +91,12 @@ func TestGenLayering(t *testing.T) {
 // (directly or through others), so its files read in an order where each needs only the ones
 // read before it (as engines/layering_test.go holds the engine packages to).
 func TestGenFilesReadTopDown(t *testing.T) {
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-		packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, module+"gen/...")
+	all, err := filegraph.Load(module + "gen/...")
 	require.NoError(t, err)
-	require.Len(t, pkgs, len(genLayers))
-	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			t.Fatalf("%s: %v", p.PkgPath, e)
-		}
-		deps := fileDependencies(p)
-		for _, group := range fileCycles(deps) {
-			var edges []string
-			for _, from := range group {
-				for _, to := range group {
-					if deps[from][to] {
-						edges = append(edges, from+" -> "+to)
-					}
-				}
-			}
-			sort.Strings(edges)
-			t.Errorf("%s: %s need each other (%s)", p.PkgPath, strings.Join(group, ", "), strings.Join(edges, "; "))
+	require.Len(t, all, len(genLayers))
+	for pkg, deps := range all {
+		for _, tangle := range deps.Tangles() {
+			t.Errorf("%s: %s", pkg, tangle)
 		}
 	}
-}
-
-// fileDependencies maps each file of p (by base name) to the files of p that declare a name it
-// uses.
-func fileDependencies(p *packages.Package) map[string]map[string]bool {
-	deps := map[string]map[string]bool{}
-	for _, f := range p.Syntax {
-		deps[filepath.Base(p.Fset.Position(f.Pos()).Filename)] = map[string]bool{}
-	}
-	for id, obj := range p.TypesInfo.Uses {
-		if obj.Pkg() != p.Types {
-			continue
-		}
-		from := filepath.Base(p.Fset.Position(id.Pos()).Filename)
-		to := filepath.Base(p.Fset.Position(obj.Pos()).Filename)
-		if _, ok := deps[to]; ok && to != from {
-			deps[from][to] = true
-		}
-	}
-	return deps
-}
-
-// fileCycles returns the groups of files that need each other (the strongly connected
-// components of the file graph with more than one file), each sorted, in order.
-func fileCycles(deps map[string]map[string]bool) [][]string {
-	index, low := map[string]int{}, map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
-	var cycles [][]string
-	var visit func(string)
-	visit = func(v string) {
-		index[v], low[v] = len(index), len(index)
-		stack = append(stack, v)
-		onStack[v] = true
-		for w := range deps[v] {
-			if _, seen := index[w]; !seen {
-				visit(w)
-				low[v] = min(low[v], low[w])
-			} else if onStack[w] {
-				low[v] = min(low[v], index[w])
-			}
-		}
-		if low[v] == index[v] {
-			var group []string
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				group = append(group, w)
-				if w == v {
-					break
-				}
-			}
-			if len(group) > 1 {
-				sort.Strings(group)
-				cycles = append(cycles, group)
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(deps)) {
-		if _, seen := index[name]; !seen {
-			visit(name)
-		}
-	}
-	sort.Slice(cycles, func(i, j int) bool { return cycles[i][0] < cycles[j][0] })
-	return cycles
-}
-
-// TestFileCycles holds fileCycles to a graph whose cycles are known: a ring of three files, a
-// pair, and files that only depend on them.
-func TestFileCycles(t *testing.T) {
-	deps := map[string]map[string]bool{
-		"a.go": {"b.go": true}, "b.go": {"c.go": true}, "c.go": {"a.go": true, "d.go": true},
-		"d.go": {}, "e.go": {"a.go": true, "f.go": true}, "f.go": {"e.go": true}, "g.go": {"f.go": true},
-	}
-	assert.Equal(t, [][]string{{"a.go", "b.go", "c.go"}, {"e.go", "f.go"}}, fileCycles(deps))
-	delete(deps["c.go"], "a.go")
-	delete(deps["f.go"], "e.go")
-	assert.Empty(t, fileCycles(deps))
 }

@@ -6,14 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/toyml/toy/internal/filegraph"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/tools/go/packages"
 )
 
 // internalPrefix is the import path of toy's command packages (cmd/toy/internal/...).
@@ -88,92 +88,6 @@ func TestRoomsLayering(t *testing.T) {
 	}
 }
 
-// fileDependencies maps each non-test file of the packages (import paths, patterns allowed) to
-// the set of its package's other non-test files that declare something it names: a type,
-// function, variable or constant, and also a method or a field, which go/types resolves. (A
-// copy of engines' helper: test helpers can't be imported across packages.)
-func fileDependencies(t *testing.T, paths ...string) map[string]map[string]map[string]bool {
-	t.Helper()
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-		packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, paths...)
-	require.NoError(t, err)
-	all := map[string]map[string]map[string]bool{}
-	for _, p := range pkgs {
-		for _, e := range p.Errors {
-			t.Fatalf("%s: %v", p.PkgPath, e)
-		}
-		deps := map[string]map[string]bool{}
-		for _, f := range p.Syntax {
-			deps[filepath.Base(p.Fset.Position(f.Pos()).Filename)] = map[string]bool{}
-		}
-		for id, obj := range p.TypesInfo.Uses {
-			if obj.Pkg() != p.Types {
-				continue
-			}
-			from := filepath.Base(p.Fset.Position(id.Pos()).Filename)
-			to := filepath.Base(p.Fset.Position(obj.Pos()).Filename)
-			if _, ok := deps[to]; ok && to != from {
-				deps[from][to] = true
-			}
-		}
-		all[p.PkgPath] = deps
-	}
-	return all
-}
-
-// fileCycles returns the package's groups of files that need each other (the strongly
-// connected components of the file graph with more than one file), each sorted, in order.
-// (A copy of engines' helper.)
-func fileCycles(deps map[string]map[string]bool) [][]string {
-	index, low := map[string]int{}, map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
-	var cycles [][]string
-	var visit func(string)
-	visit = func(v string) {
-		index[v], low[v] = len(index), len(index)
-		stack = append(stack, v)
-		onStack[v] = true
-		for w := range deps[v] {
-			if _, seen := index[w]; !seen {
-				visit(w)
-				low[v] = min(low[v], low[w])
-			} else if onStack[w] {
-				low[v] = min(low[v], index[w])
-			}
-		}
-		if low[v] == index[v] {
-			var group []string
-			for {
-				w := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[w] = false
-				group = append(group, w)
-				if w == v {
-					break
-				}
-			}
-			if len(group) > 1 {
-				sort.Strings(group)
-				cycles = append(cycles, group)
-			}
-		}
-	}
-	names := make([]string, 0, len(deps))
-	for name := range deps {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if _, seen := index[name]; !seen {
-			visit(name)
-		}
-	}
-	sort.Slice(cycles, func(i, j int) bool { return cycles[i][0] < cycles[j][0] })
-	return cycles
-}
-
 // TestRoomFilesReadTopDown: inside each package under cmd/toy/internal (every room, cli and
 // clitest), no two non-test files need each other (directly or through others), so a newcomer
 // can read a room's files in an order where each needs only the ones read before it: the
@@ -181,37 +95,16 @@ func fileCycles(deps map[string]map[string]bool) [][]string {
 func TestRoomFilesReadTopDown(t *testing.T) {
 	entries, err := os.ReadDir("internal")
 	require.NoError(t, err)
-	all := fileDependencies(t, internalPrefix+"...")
+	all, err := filegraph.Load(internalPrefix + "...")
+	require.NoError(t, err)
 	for _, e := range entries {
 		if e.IsDir() {
 			assert.Contains(t, all, internalPrefix+e.Name(), "the load found every package under internal")
 		}
 	}
 	for pkg, deps := range all {
-		for _, group := range fileCycles(deps) {
-			var edges []string
-			for _, from := range group {
-				for _, to := range group {
-					if deps[from][to] {
-						edges = append(edges, from+" -> "+to)
-					}
-				}
-			}
-			sort.Strings(edges)
-			t.Errorf("%s: %s need each other (%s)", pkg, strings.Join(group, ", "), strings.Join(edges, "; "))
+		for _, tangle := range deps.Tangles() {
+			t.Errorf("%s: %s", pkg, tangle)
 		}
 	}
-}
-
-// TestFileCycles holds the copy of fileCycles to a graph whose cycles are known: a ring of
-// three files, a pair, and files that only depend on them.
-func TestFileCycles(t *testing.T) {
-	deps := map[string]map[string]bool{
-		"a.go": {"b.go": true}, "b.go": {"c.go": true}, "c.go": {"a.go": true, "d.go": true},
-		"d.go": {}, "e.go": {"a.go": true, "f.go": true}, "f.go": {"e.go": true}, "g.go": {"f.go": true},
-	}
-	assert.Equal(t, [][]string{{"a.go", "b.go", "c.go"}, {"e.go", "f.go"}}, fileCycles(deps))
-	delete(deps["c.go"], "a.go")
-	delete(deps["f.go"], "e.go")
-	assert.Empty(t, fileCycles(deps))
 }
