@@ -187,8 +187,12 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
  * generation step of the llama3.2-1b shape in q8_0 (2 threads, its 1.3 GB from memory; steps
  * alternating in one process, two rounds, 2026-12-06) took 25.2 and 19.6 ms against 28.6 and
  * 24.2 without, 2 KiB ahead 25.7 and 20.3, 8 KiB 25.8 and 20.0, 2 lanes at 4 KiB 26.6 and 22.0:
- * without, the down projection
- * (8192 values a row) had streamed at 45 GB/s, the gate and up (2048) at 63. Each is a
+ * without, the down projection (8192 values a row) had streamed at 45 GB/s, the gate and up
+ * (2048) at 63. One column of q5_0 prefetches 2 KiB ahead: SmolLM2-135M in q5_0 (576 values a row), the same alternating
+ * steps (2026-12-06), 3.47, 3.64, 3.61, 3.71 ms against 3.69, 3.94, 3.58, 3.77 without (4 KiB
+ * 3.59, 3.68, 3.63, 3.86), tg32 on 2 threads 315-337 t/s against 288-318 (4 rounds). f16 4 KiB
+ * ahead shortened the alternating steps by 4-10 % but not tg32 (179-192 t/s against 189-193,
+ * 4 rounds; the file streams at 93-96 % of the DRAM rate without): not taken. Each is a
  * function of its own, so that gcc allocates the registers of each loop alone: inlined together
  * into one function, the one-column loop stored its column to the stack every step.
  */
@@ -199,7 +203,7 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
 	}
 #define ROWS_M(KIND, M) ROWS_FN(rows_##KIND##_##M, KIND, M, \
 	M == 2 || (M == 1 && (KIND == KIND_Q8_0 || KIND == KIND_Q5_0)) ? 4 : 2, \
-	M >= 3 ? 8192 : M == 1 && KIND == KIND_Q8_0 ? 4096 : 0)
+	M >= 3 ? 8192 : M == 1 && KIND == KIND_Q8_0 ? 4096 : M == 1 && KIND == KIND_Q5_0 ? 2048 : 0)
 #define ROWS_KIND(KIND) ROWS_M(KIND, 1) ROWS_M(KIND, 2) ROWS_M(KIND, 3) ROWS_M(KIND, 4) ROWS_M(KIND, 5) \
 	ROWS_M(KIND, 6) ROWS_M(KIND, 7) ROWS_M(KIND, 8)
 ROWS_KIND(KIND_F32)
