@@ -11,7 +11,7 @@ import (
 	"github.com/toyml/toy/generated/ggmlc"
 )
 
-// KQuantWeights is a q4_K, q5_K, q6_K, q4_0 or q5_1 weight matrix rewritten into the layout of toy's k-quant
+// KQuantWeights is a q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1 weight matrix rewritten into the layout of toy's k-quant
 // kernel (kernels/cpu/c/mul_mat_kquant.c: 16 rows interleaved, scales and mins unpacked to
 // bytes), which only MulMatKQuant reads. RepackKQuants makes them, in a KQuantSet.
 //
@@ -43,8 +43,8 @@ const kquantMagic = 0x6b717431
 func KQuantFast() bool { return cpuops.KquantFast() == 1 }
 
 // KQuantRepackable says why RepackKQuants cannot take w, or nil when it can: w q4_K, q5_K, q6_K,
-// q4_0 or q5_1, 2-D, rows contiguous, of whole super-blocks of 256 values for the k-quants (q4_0's
-// and q5_1's rows may end in a part of one).
+// q4_0, q5_0 or q5_1, 2-D, rows contiguous, of whole super-blocks of 256 values for the k-quants
+// (q4_0's, q5_0's and q5_1's rows may end in a part of one).
 func KQuantRepackable(w *Tensor) error {
 	if w == nil {
 		return fmt.Errorf("no weights")
@@ -61,8 +61,8 @@ func KQuantRepackable(w *Tensor) error {
 // KQuantRepackableShape is KQuantRepackable's rule on a type and shape alone, for a file's tensor
 // before it is loaded (GGUFTensor.Type, GGUFTensor.Ne).
 func KQuantRepackableShape(t Type, ne [4]int64) error {
-	if t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 && t != Q5_1 {
-		return fmt.Errorf("want q4_K, q5_K, q6_K, q4_0 or q5_1")
+	if t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 && t != Q5_0 && t != Q5_1 {
+		return fmt.Errorf("want q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1")
 	}
 	if ne[2] != 1 || ne[3] != 1 {
 		return fmt.Errorf("want a contiguous 2-D matrix")
@@ -73,7 +73,7 @@ func KQuantRepackableShape(t Type, ne [4]int64) error {
 	return nil
 }
 
-// RepackKQuants copies each of the q4_K, q5_K, q6_K, q4_0 or q5_1 matrices ws (each as KQuantRepackable takes
+// RepackKQuants copies each of the q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1 matrices ws (each as KQuantRepackable takes
 // it, in host memory) into one buffer of backend b (advised for huge pages, as MapGGUF's read
 // weights are: a generation step streams them) in the layout of toy's k-quant kernel. The
 // matrices are left as they were (other operations, a row lookup of a tied embedding, may still
@@ -220,7 +220,7 @@ func (s *KQuantSet) Close() error {
 	return err
 }
 
-// Type is the ggml type the weights had: q4_K, q5_K, q6_K, q4_0 or q5_1.
+// Type is the ggml type the weights had: q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1.
 func (w *KQuantWeights) Type() Type { return w.typ }
 
 // Ne is the shape of the weights: [k, n].

@@ -65,14 +65,14 @@ func kquantWeights(t *testing.T, h *harness, typ Type, raw []byte, k, n int) *KQ
 	return set.Weights(w)
 }
 
-// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K, q6_K, q4_0 and q5_1 weights) on random
+// TestMulMatKQuant checks toy's k-quant kernel (repacked q4_K, q5_K, q6_K, q4_0, q5_0 and q5_1 weights) on random
 // shapes with tails (rows not a multiple of the 16 it interleaves, 1 to 70 columns, across
 // its generation and prompt paths; weights of a tenth the spread too, as small as a decoded
 // model's, q6_K's super-block scales subnormal f16) and 1 to 3 threads, against three references: the float64
-// product of the weights as ggml dequantizes them with the columns as q8_K holds them (for q4_0
-// and q5_1 as toy_quantize_q32 rounds them, a scale every 32 values: the same numbers the kernel
+// product of the weights as ggml dequantizes them with the columns as q8_K holds them (for q4_0,
+// q5_0 and q5_1 as toy_quantize_q32 rounds them, a scale every 32 values: the same numbers the kernel
 // multiplies, float32 rounding only), ggml's own MulMat of the unrepacked weights (its integer
-// kernels over the same q8_K columns; for q4_0 and q5_1 over columns it rounds to q8_0 with an f16
+// kernels over the same q8_K columns; for q4_0, q5_0 and q5_1 over columns it rounds to q8_0 with an f16
 // scale, so within the two roundings' error, as TestMulMatQ32 holds its own), and, loosely, the
 // float64 product with the columns unrounded (within the bound of the columns' rounding). A column's result is the same, to the bit,
 // whatever other columns share the call.
@@ -86,11 +86,12 @@ func TestMulMatKQuant(t *testing.T) {
 		spread        float64
 	}
 	shapes := []shape{{256, 1, 2, 1}, {256, 37, 2, 1}, {512, 16, 1, 1}, {768, 100, 3, 1}, {2048, 33, 2, 1}, {1024, 17, 2, 1}, {256, 128, 2, 0.1}}
-	// q4_0's and q5_1's rows may end in a part of a super-block (SmolLM2's 576 values: 2¼).
+	// q4_0's, q5_0's and q5_1's rows may end in a part of a super-block (SmolLM2's 576 values: 2¼).
 	partial := []shape{{576, 40, 2, 1}, {160, 23, 1, 1}, {1568, 17, 3, 1}, {576, 64, 2, 0.1}}
-	for _, typ := range []Type{Q4_K, Q5_K, Q6_K, Q4_0, Q5_1} {
+	for _, typ := range []Type{Q4_K, Q5_K, Q6_K, Q4_0, Q5_0, Q5_1} {
 		typShapes := shapes
-		if typ == Q4_0 || typ == Q5_1 {
+		blocks32 := typ == Q4_0 || typ == Q5_0 || typ == Q5_1
+		if blocks32 {
 			typShapes = append(slices.Clone(shapes), partial...)
 		}
 		for _, s := range typShapes {
@@ -135,7 +136,7 @@ func TestMulMatKQuant(t *testing.T) {
 				h.run(append(outs, ggmlOut)...)
 				wd := h.out(deq)
 				xq, block := roundColumnsQ32(b), 32 // block: the values that share a scale in the rounded columns
-				if typ != Q4_0 && typ != Q5_1 {
+				if !blocks32 {
 					xq = reference.FromF32(b.ToF32(), s.k, maxM)
 					xq.Data, block = quantizeQ8K(b.ToF32()), 256
 				}
@@ -196,7 +197,7 @@ func TestMulMatKQuant(t *testing.T) {
 		require.NoError(t, err)
 		defer ctx.Close()
 		_, err = RepackKQuants(h.be, []*Tensor{ctx.NewTensor(Q8_0, 256, 4)}, nil)
-		require.ErrorContains(t, err, "want q4_K, q5_K, q6_K, q4_0 or q5_1")
+		require.ErrorContains(t, err, "want q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1")
 	})
 }
 

@@ -941,8 +941,8 @@ func (m *GGUFModel) ownQ32(w, x *ggml.Tensor) bool {
 		ggml.MulMatQ32Fits(w, x) == nil
 }
 
-// q32Prompt says whether W·x multiplies more than ggml.MulMatColsMax columns (a prompt) by q4_0
-// or q5_1 weights that toy's 8-bit integer GEMM (ggml.MulMatQ32) takes: it runs them faster than
+// q32Prompt says whether W·x multiplies more than ggml.MulMatColsMax columns (a prompt) by q4_0,
+// q5_0 or q5_1 weights that toy's 8-bit integer GEMM (ggml.MulMatQ32) takes: it runs them faster than
 // the k-quant kernel's tiles over the repacked copy, which take the fewer columns of a step
 // (one core, 2048×2048 q4_0 in the L3 cache, 2026-12-06: by 128 columns 311–329 GMAC/s against
 // 265–276; by 16 columns 170–184 against 266–285).

@@ -129,8 +129,8 @@ func toUnit64(xs []float32) []float64 {
 // (q8_0, q4_0, q5_0, q5_1) with toy's 8-bit integer products (a prompt of more columns than the
 // few-column product takes, then steps of one column) and with ggml's kernels alone
 // (ModelOptions.GGMLKernels), both fed ggml's greedy tokens: both round the columns to 8 bits
-// (toy with f32 scales, ggml with f16; q8_0's and q5_0's steps are toy's f32 few-column
-// product, q4_0's and q5_1's products all the k-quant kernel's over their repacked copies,
+// (toy with f32 scales, ggml with f16; q8_0's steps are toy's f32 few-column product, q4_0's,
+// q5_0's and q5_1's products all the k-quant kernel's over their repacked copies,
 // whose columns are rounded as the integer product rounds them), so every step's logits are close, each step's greedy token is ggml's wherever
 // ggml's margin between its two best exceeds twice the step's largest difference, and against
 // a float64 decoding toy's logits are off by about as much as ggml's.
@@ -210,7 +210,7 @@ func margin(x []float32, best int32) float64 {
 	return float64(x[best]) - next
 }
 
-// TestQ32PromptsKQuantSteps checks which kernel multiplies q4_0 and q5_1 weights, both repacked
+// TestQ32PromptsKQuantSteps checks which kernel multiplies q4_0, q5_0 and q5_1 weights, all repacked
 // for the k-quant kernel at load: a step's columns (up to ggml.MulMatColsMax) go to the k-quant
 // kernel, a prompt's more to toy's 8-bit integer GEMM, which is faster there (q32Prompt); the
 // products of both are held to ggml's and to a float64 decoding by TestQ32KernelsMatchGGML.
@@ -218,7 +218,7 @@ func TestQ32PromptsKQuantSteps(t *testing.T) {
 	if !ggml.CPUKernelsFast() || !ggml.CPUKernelsQ32() || !ggml.KQuantFast() {
 		t.Skip("toy's integer products need AVX-512 VNNI in this build")
 	}
-	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q5_1} {
+	for _, typ := range []ggml.Type{ggml.Q4_0, ggml.Q5_0, ggml.Q5_1} {
 		t.Run(ggml.TypeName(typ), func(t *testing.T) {
 			m := openTiny(t, transformertest.WriteTiny(t, transformertest.TinyArch("llama"), typ, 5), ModelOptions{})
 			ctx, err := ggml.NewContext(ggml.ContextOptions{MaxTensors: 2 * len(m.Matrices())})

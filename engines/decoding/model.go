@@ -69,7 +69,7 @@ type GGUFModel struct {
 	// resolved of the lookups its decoders make (KernelNeeds, UseKernels).
 	mayOwnKernels bool
 	kernels       KernelSet
-	// kquant holds the copies of q4_K, q5_K, q6_K, q4_0 and q5_1 matrices repacked for toy's k-quant
+	// kquant holds the copies of q4_K, q5_K, q6_K, q4_0, q5_0 and q5_1 matrices repacked for toy's k-quant
 	// kernel, by the file's tensor, which is mapped from the file and released once copied
 	// (repackKQuants).
 	kquant     map[*ggml.Tensor]*ggml.KQuantWeights

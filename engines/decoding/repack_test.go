@@ -27,7 +27,7 @@ func kquantArch(tied bool) transformer.Architecture {
 	return a
 }
 
-// TestKQuantKernelsDecode decodes random q4_K, q5_K, q6_K, q4_0 and q5_1 models (written through ggml's
+// TestKQuantKernelsDecode decodes random q4_K, q5_K, q6_K, q4_0, q5_0 and q5_1 models (written through ggml's
 // quantizer; tied and untied heads) greedily, a 20-token prompt then 8 steps, with toy's
 // kernels as the default resolution gives them (the k-quant kernel over every matrix, repacked
 // at load), with the same less the k-quant kernel, and with ggml's kernels alone
@@ -44,7 +44,7 @@ func TestKQuantKernelsDecode(t *testing.T) {
 	for i := range prompt {
 		prompt[i] = int32(7*i+3) % 512
 	}
-	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.Q4_0, ggml.Q5_1} {
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q5_K, ggml.Q6_K, ggml.Q4_0, ggml.Q5_0, ggml.Q5_1} {
 		for _, tied := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/tied=%v", ggml.TypeName(typ), tied), func(t *testing.T) {
 				// Weights of half the usual spread: a random tied model of the full spread is
@@ -116,18 +116,19 @@ func TestKQuantKernelsDecode(t *testing.T) {
 // TestKQuantWeightsHeldOnce checks that a model whose matrices toy repacks holds its weights
 // once: WeightBytes, the file's tensors as held plus the copies, is the sum of the file's
 // tensor sizes (read) or the file's size (mapped), less the repacked matrices, plus their
-// copies (q4_K's 2368 bytes a super-block of 16 rows for ggml's 2304, q6_K's as many), where it
-// held both before; every repacked matrix's original is mapped from the file and released
-// (ggml's TestMapGGUFFileBacked checks that a release gives the pages back), but for q4_0's,
-// which prompts still multiply (promptsReadOriginal), mapped and kept. The decoders
+// copies (q4_K's 2368 bytes a super-block of 16 rows for ggml's 2304, q6_K's, q4_0's and q5_0's
+// as many), where it held both before; every repacked matrix's original is mapped from the file
+// and released (ggml's TestMapGGUFFileBacked checks that a release gives the pages back), but for
+// q4_0's and q5_0's, which prompts still multiply (promptsReadOriginal), mapped and kept. The decoders
 // still read the originals where they need them: TestKQuantKernelsDecode (a tied head's row
 // lookup, ggml's kernels once the lookup is withdrawn).
 func TestKQuantWeightsHeldOnce(t *testing.T) {
 	if !ggml.CPUKernelsFast() || !ggml.KQuantFast() {
 		t.Skip("toy's k-quant kernel needs AVX-512 VNNI in this build")
 	}
-	chunk := map[ggml.Type]int64{ggml.Q4_K: 2368, ggml.Q6_K: 3360, ggml.Q4_0: 2304} // kernels/cpu/c/mul_mat_kquant.c
-	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K, ggml.Q4_0} {
+	// kernels/cpu/c/mul_mat_kquant.c
+	chunk := map[ggml.Type]int64{ggml.Q4_K: 2368, ggml.Q6_K: 3360, ggml.Q4_0: 2304, ggml.Q5_0: 2816}
+	for _, typ := range []ggml.Type{ggml.Q4_K, ggml.Q6_K, ggml.Q4_0, ggml.Q5_0} {
 		for _, tied := range []bool{false, true} {
 			path := filepath.Join(t.TempDir(), "kquant.gguf")
 			_, err := transformer.WriteRandomGGUFValues(path, kquantArch(tied), typ, 3, 0.5, false)
@@ -151,7 +152,7 @@ func TestKQuantWeightsHeldOnce(t *testing.T) {
 					var repacked, copies int64
 					for w, rw := range m.kquant {
 						assert.True(t, m.mapped.FileBacked(w), "%s mapped from the file", w.Name())
-						if typ == ggml.Q4_0 { // prompts multiply the original (q32Prompt): mapped, not released
+						if typ == ggml.Q4_0 || typ == ggml.Q5_0 { // prompts multiply the original (q32Prompt): mapped, not released
 							assert.True(t, m.promptsReadOriginal(w), w.Name())
 						}
 						assert.Equal(t, m.promptsReadOriginal(w), m.mapped.Release(w), "%s released already unless prompts read it", w.Name())

@@ -397,7 +397,7 @@ func ISA() int {
 	return int(C.toy_isa())
 }
 
-// MulMatKquant is ggml_mul_mat(w, x) for q4_K, q5_K, q6_K, q4_0 or q5_1 weights repacked by KquantRepack,
+// MulMatKquant is ggml_mul_mat(w, x) for q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1 weights repacked by KquantRepack,
 // with the signature of ggml_custom_op_t: dst->src[0] = the repacked bytes, i8
 // [KquantBytes(type, k, n)], dst->src[1] = x, f32 [k, m] (rows contiguous), userdata points
 // to a struct toy_kquant_params {magic, type, k, n}; dst = f32 [n, m]. x quantized as
@@ -414,7 +414,7 @@ func MulMatKquantAddress() unsafe.Pointer {
 	return C.kg_addr_toy_mul_mat_kquant()
 }
 
-// KquantBytes is the size of a [k, n] weight of ggml type typ (q4_K, q5_K, q6_K, q4_0, q5_1) as KquantRepack
+// KquantBytes is the size of a [k, n] weight of ggml type typ (q4_K, q5_K, q6_K, q4_0, q5_0, q5_1) as KquantRepack
 // writes it, or -1 for a type or shape it does not take.
 //
 // C: int64_t toy_kquant_bytes(int typ, int64_t k, int64_t n).

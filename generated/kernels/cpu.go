@@ -41,11 +41,11 @@ var tableCPU = Target{
 		},
 		{
 			Lookup: "mul_mat_cols.mul_mat_cols[*]",
-			Reason: "weights toy's few-column product does not take: ggml's mul_mat runs, unless mul_mat_kquant (k-quants, q4_0, q5_1) or mul_mat_q32 (q4_0, q5_1) takes them where built",
+			Reason: "weights toy's few-column product does not take: ggml's mul_mat runs, unless mul_mat_kquant (k-quants, q4_0, q5_0, q5_1) or mul_mat_q32 (q4_0, q5_1) takes them where built",
 		},
 		{
 			Lookup: "mul_mat_packed.mul_mat_packed[*]",
-			Reason: "weights toy's packed f32 GEMM does not take: ggml's mul_mat runs, unless mul_mat_q32 (q8_0, q4_0, q5_0, q5_1) or mul_mat_kquant (k-quants, q4_0, q5_1) takes them where built",
+			Reason: "weights toy's packed f32 GEMM does not take: ggml's mul_mat runs, unless mul_mat_q32 (q8_0, q4_0, q5_0, q5_1) or mul_mat_kquant (k-quants, q4_0, q5_0, q5_1) takes them where built",
 		},
 		{
 			Lookup: "store.store_transposed[*]",
@@ -126,7 +126,7 @@ var tableCPU = Target{
 			Kernels: []string{"mul_mat_kquant"},
 			Name:    "mul_mat_kquant",
 			Source:  "kernels/cpu/c/mul_mat_kquant.c",
-			Types:   map[string][]string{"mul_mat_kquant": []string{"q4_K", "q5_K", "q6_K", "q4_0", "q5_1"}},
+			Types:   map[string][]string{"mul_mat_kquant": []string{"q4_K", "q5_K", "q6_K", "q4_0", "q5_0", "q5_1"}},
 		},
 		{
 			Dir:     "common",

@@ -128,7 +128,7 @@ var tableCPUArm64 = Target{
 			Kernels: []string{"mul_mat_kquant"},
 			Name:    "mul_mat_kquant",
 			Source:  "kernels/cpu/c/mul_mat_kquant.c",
-			Types:   map[string][]string{"mul_mat_kquant": []string{"q4_K", "q5_K", "q6_K", "q4_0", "q5_1"}},
+			Types:   map[string][]string{"mul_mat_kquant": []string{"q4_K", "q5_K", "q6_K", "q4_0", "q5_0", "q5_1"}},
 		},
 		{
 			Dir:     "common",

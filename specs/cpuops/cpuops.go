@@ -133,14 +133,14 @@ type Ops interface {
 	// ISA is the vector unit the kernels were compiled for: 512 for AVX-512, 256 for AVX2 with
 	// F16C and FMA, 0 for none (what the kernel table's cpu target says the build is).
 	ISA() Int
-	// MulMatKquant is ggml_mul_mat(w, x) for q4_K, q5_K, q6_K, q4_0 or q5_1 weights repacked by KquantRepack,
+	// MulMatKquant is ggml_mul_mat(w, x) for q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1 weights repacked by KquantRepack,
 	// with the signature of ggml_custom_op_t: dst->src[0] = the repacked bytes, i8
 	// [KquantBytes(type, k, n)], dst->src[1] = x, f32 [k, m] (rows contiguous), userdata points
 	// to a struct toy_kquant_params {magic, type, k, n}; dst = f32 [n, m]. x quantized as
 	// ggml's q8_K, integer dot products (AVX-512 VNNI), 16 rows interleaved.
 	//kernelgen:address
 	MulMatKquant(dst Tensor, ith, nth Int, userdata Ptr)
-	// KquantBytes is the size of a [k, n] weight of ggml type typ (q4_K, q5_K, q6_K, q4_0, q5_1) as KquantRepack
+	// KquantBytes is the size of a [k, n] weight of ggml type typ (q4_K, q5_K, q6_K, q4_0, q5_0, q5_1) as KquantRepack
 	// writes it, or -1 for a type or shape it does not take.
 	KquantBytes(typ Int, k, n int64) int64
 	// KquantRepack rewrites the [k, n] weight src of ggml type typ into dst (KquantBytes

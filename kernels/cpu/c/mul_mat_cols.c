@@ -188,7 +188,8 @@ static inline __attribute__((always_inline)) void rows_cols(const char * w, size
  * alternating in one process, two rounds, 2026-12-06) took 25.2 and 19.6 ms against 28.6 and
  * 24.2 without, 2 KiB ahead 25.7 and 20.3, 8 KiB 25.8 and 20.0, 2 lanes at 4 KiB 26.6 and 22.0:
  * without, the down projection (8192 values a row) had streamed at 45 GB/s, the gate and up
- * (2048) at 63. One column of q5_0 prefetches 2 KiB ahead: SmolLM2-135M in q5_0 (576 values a row), the same alternating
+ * (2048) at 63. One column of q5_0 (where mul_mat_kquant.c, which repacks q5_0 since, is not looked up)
+ * prefetches 2 KiB ahead: SmolLM2-135M in q5_0 (576 values a row), the same alternating
  * steps (2026-12-06), 3.47, 3.64, 3.61, 3.71 ms against 3.69, 3.94, 3.58, 3.77 without (4 KiB
  * 3.59, 3.68, 3.63, 3.86), tg32 on 2 threads 315-337 t/s against 288-318 (4 rounds). f16 4 KiB
  * ahead shortened the alternating steps by 4-10 % but not tg32 (179-192 t/s against 189-193,

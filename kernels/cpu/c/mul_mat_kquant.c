@@ -11,10 +11,10 @@
 
 // The kernels of this module in toy's kernel table (kernels/README.md): each with the ggml
 // types of the weights it reads (repacked by toy_kquant_repack first).
-// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K,q4_0,q5_1
+// toy:kernel mul_mat_kquant types=q4_K,q5_K,q6_K,q4_0,q5_0,q5_1
 
 /*
- * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights (and q4_0's and q5_1's, rows of whole super-blocks), repacked at load into a layout of 16 rows
+ * ggml_mul_mat(w, x) for q4_K, q5_K and q6_K weights (and q4_0's, q5_0's and q5_1's, rows of whole blocks of 32), repacked at load into a layout of 16 rows
  * interleaved, and x quantized to 8 bits per block of 256 values as ggml's q8_K quantizes it
  * (same scale, same rounding), so that every product is an integer dot product: VNNI's
  * vpdpbusd multiplies 64 unsigned weight bytes by 64 signed activation bytes and adds each 4
@@ -49,20 +49,24 @@
  *   for a row's last values, which may fill J < 8: ggml's rows are of whole blocks only):
  *   [0, 32J)        d of block j (values 32j..32j+31 of the super-block) of row r at 32j + 2r, f16
  *   [32J, 288J)     the 4-bit values, laid out as q4_K's at 320.
+ * q5_0 (352 bytes a block, as ggml's 16): d and the low 4 bits of the values as q4_0's, then
+ *   at [288J, 352J) their high bits as q5_K's at 2368.
  * q5_1 (384 bytes a block, as ggml's 16): d as q4_0's, then at [32J, 64J) the blocks' m (f16)
  *   as their d, at [64J, 320J) the low 4 bits of the values as q4_0's, at [320J, 384J) their
  *   high bits as q5_K's at 2368.
  *
  * A row's value is d·scale·q − dmin·min (q4_K, q 0..15; q5_K, q 0..31), d·scale·(q − 32) (q6_K, q 0..63)
- * d·(q − 8) (q4_0, q 0..15) or d·q + m (q5_1, q 0..31), ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
+ * d·(q − 8) (q4_0, q 0..15), d·(q − 16) (q5_0, q 0..31) or d·q + m (q5_1, q 0..31), ggml's. The product of a row with a column x quantized to q8_K (scale dx, bytes xq, the sums
  * of each 16 and 32 bytes) is, per super-block, dx·(d·Σ_j scale_j·(q·xq)_j − dmin·Σ_j
  * min_j·Σxq_j) (q4_K), dx·d·Σ_j scale_j·((q·xq)_j − 32·Σxq_j) (q6_K), all exact in int32: ggml's
  * own integer kernels compute the same sums (their float additions in another order). For q4_0
  * weights the columns are rounded as ggml rounds them for q4_0 (to q8_0: a scale every 32
  * values, its largest magnitude over 127, here an f32 as toy_quantize_q32's; quantize_block_q32)
  * rather than to q8_K, whose one scale every 256 values lets one large value round the other
- * 255 to a few steps; a block j of 32 adds d_j·dx_j·((q·xq)_j − 8·Σxq_j) in f32 (q5_1:
- * d_j·dx_j·(q·xq)_j + m_j·dx_j·Σxq_j). q5_1 is repacked for the same reason as q4_0 (below).
+ * 255 to a few steps; a block j of 32 adds d_j·dx_j·((q·xq)_j − 8·Σxq_j) in f32 (q5_0: less
+ * 16·Σxq_j; q5_1: d_j·dx_j·(q·xq)_j + m_j·dx_j·Σxq_j). q5_0 and q5_1 are repacked for the same
+ * reason as q4_0 (below): read in place (q5_1 by mul_mat_q32.c, 35.8 GB/s a core from the L3;
+ * q5_0 by mul_mat_cols.c) they streamed at about half the repacked rate.
  *
  * q4_0 weights are repacked for the same reason as the k-quants: read in place (mul_mat_q32.c's
  * few-column path) each row's pair of blocks costs about twelve instructions to unpack and scale
@@ -70,14 +74,15 @@
  * step streams from memory on two; 16 rows interleaved need about three per 36 bytes.
  */
 
-enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360, Q40R_BYTES = 2304, Q51R_BYTES = 3072 };
-/* The bytes of one block of 32 values of 16 rows of q4_0 and q5_1, repacked. */
-enum { Q40R_BLOCK = Q40R_BYTES / 8, Q51R_BLOCK = Q51R_BYTES / 8 };
+enum { QK = 256, RG = 16, Q4R_BYTES = 2368, Q5R_BYTES = 2880, Q6R_BYTES = 3360, Q40R_BYTES = 2304, Q50R_BYTES = 2816,
+	Q51R_BYTES = 3072 };
+/* The bytes of one block of 32 values of 16 rows of q4_0, q5_0 and q5_1, repacked. */
+enum { Q40R_BLOCK = Q40R_BYTES / 8, Q50R_BLOCK = Q50R_BYTES / 8, Q51R_BLOCK = Q51R_BYTES / 8 };
 
 /* repacked_bytes is the chunk of a super-block of 16 rows of ggml type type. */
 static int64_t repacked_bytes(int type) {
 	return type == GGML_TYPE_Q4_K ? Q4R_BYTES : type == GGML_TYPE_Q5_K ? Q5R_BYTES : type == GGML_TYPE_Q4_0 ? Q40R_BYTES
-		: type == GGML_TYPE_Q5_1 ? Q51R_BYTES : Q6R_BYTES;
+		: type == GGML_TYPE_Q5_0 ? Q50R_BYTES : type == GGML_TYPE_Q5_1 ? Q51R_BYTES : Q6R_BYTES;
 }
 
 /* The quantized columns: per column and super-block, XB bytes: the 256 bytes, then the f32
@@ -89,12 +94,17 @@ enum { XB = 352, XB_D = 256, XB_BS32 = 260, XB_BS16 = 288 };
 enum { XB_D32 = 288 };
 
 /* blocks32 says whether type is one of the block types of 32 values the kernel takes (q4_0,
- * q5_1), whose rows may end in a part of a super-block: its chunk holds the blocks there are
- * (the layout above), and the columns' last super-block is quantized with zeros after them. */
-static int blocks32(int type) { return type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_1; }
+ * q5_0, q5_1), whose rows may end in a part of a super-block: its chunk holds the blocks there
+ * are (the layout above), and the columns' last super-block is quantized with zeros after them. */
+static int blocks32(int type) { return type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1; }
 
-/* super_blocks is the super-blocks of 256 values a row of k values takes (for q4_0 and q5_1 the
- * last may be a part of one). */
+/* block32_bytes is the repacked bytes of a block of 32 values of 16 rows of the blocks32 type type. */
+static int64_t block32_bytes(int type) {
+	return type == GGML_TYPE_Q4_0 ? Q40R_BLOCK : type == GGML_TYPE_Q5_0 ? Q50R_BLOCK : Q51R_BLOCK;
+}
+
+/* super_blocks is the super-blocks of 256 values a row of k values takes (for q4_0, q5_0 and
+ * q5_1 the last may be a part of one). */
 static int64_t super_blocks(int64_t k) { return (k + QK - 1) / QK; }
 
 int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
@@ -103,15 +113,16 @@ int64_t toy_kquant_bytes(int type, int64_t k, int64_t n) {
 		return -1;
 	}
 	if (blocks32(type)) {
-		return (n + RG - 1) / RG * (k / 32) * (type == GGML_TYPE_Q4_0 ? Q40R_BLOCK : Q51R_BLOCK);
+		return (n + RG - 1) / RG * (k / 32) * block32_bytes(type);
 	}
 	return (n + RG - 1) / RG * (k / QK) * repacked_bytes(type);
 }
 
 /* ggml's block_q4_K: d, dmin (f16), 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
  * block_q4_0: d (f16), 16 bytes of nibbles (value i in byte i's low nibble, 16 + i in its high);
- * block_q5_1: d, m (f16), the 32 high bits (value i's bit i), then q4_0's nibbles. */
-enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210, Q40_BYTES = 18, Q51_BYTES = 24 };
+ * block_q5_0: d (f16), the 32 high bits (value i's bit i), then q4_0's nibbles;
+ * block_q5_1: d, m (f16), the 32 high bits, then q4_0's nibbles. */
+enum { Q4K_BYTES = 144, Q5K_BYTES = 176, Q6K_BYTES = 210, Q40_BYTES = 18, Q50_BYTES = 22, Q51_BYTES = 24 };
 
 /* q4_k_scale_min is sub-block j's 6-bit scale and min of the q4_K block's 12 bytes s. */
 static void q4_k_scale_min(int j, const uint8_t * s, uint8_t * sc, uint8_t * m) {
@@ -141,7 +152,7 @@ static void q6_k_values(const uint8_t * b, uint8_t * q) {
 
 /* pack_high5 writes bit 4 of the values q[r][0..32) of the 16 rows as 64 bytes at out: byte
  * 4r + b holds in bit v the high bit of the value that nibble vector v (group v/2, half v%2)
- * puts in that byte (q5_K's and q5_1's high bits). */
+ * puts in that byte (q5_K's, q5_0's and q5_1's high bits). */
 static void pack_high5(uint8_t q[RG][32], uint8_t * out) {
 	for (int r = 0; r < RG; r++) {
 		for (int b = 0; b < 4; b++) {
@@ -172,29 +183,34 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 	}
 	const int64_t S = super_blocks(k), groups = (n + RG - 1) / RG;
 	const int q6 = type == GGML_TYPE_Q6_K, q5 = type == GGML_TYPE_Q5_K, q40 = type == GGML_TYPE_Q4_0;
-	const int q51 = type == GGML_TYPE_Q5_1, q4 = !q6 && !q40 && !q51; /* q4: q4_K or q5_K */
-	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : q40 ? 8 * Q40_BYTES : q51 ? 8 * Q51_BYTES : Q4K_BYTES;
+	const int q50 = type == GGML_TYPE_Q5_0, q51 = type == GGML_TYPE_Q5_1, q4 = !q6 && !blocks32(type); /* q4: q4_K or q5_K */
+	/* q4_0, q5_0 and q5_1: ggml's block of 32 values, and where the repacked nibbles and high
+	 * bits begin, per block of the chunk (the layout above) */
+	const int64_t b32 = q40 ? Q40_BYTES : q50 ? Q50_BYTES : Q51_BYTES, nib32 = q51 ? 64 : 32, high32 = q51 ? 320 : 288;
+	const int64_t block = q6 ? Q6K_BYTES : q5 ? Q5K_BYTES : blocks32(type) ? 8 * b32 : Q4K_BYTES;
 	const int64_t chunk_bytes = repacked_bytes(type);
-	const int64_t row_bytes = blocks32(type) ? k / 32 * (q40 ? Q40_BYTES : Q51_BYTES) : S * block;
+	const int64_t row_bytes = blocks32(type) ? k / 32 * b32 : S * block;
 	uint8_t * out = (uint8_t *) dst;
 	for (int64_t g = 0; g < groups; g++) {
 		for (int64_t s = 0; s < S; s++) {
-			/* q4_0 and q5_1: the super-block's J blocks (J < 8 only at the end of a row) */
+			/* q4_0, q5_0 and q5_1: the super-block's J blocks (J < 8 only at the end of a row) */
 			const int J = blocks32(type) ? (int) (k / 32 - 8 * s < 8 ? k / 32 - 8 * s : 8) : 8;
-			const int64_t pb = q40 ? Q40R_BLOCK : Q51R_BLOCK;
+			const int64_t pb = blocks32(type) ? block32_bytes(type) : 0;
 			uint8_t * c = blocks32(type) ? out + g * (k / 32) * pb + 8 * s * pb : out + (g * S + s) * chunk_bytes;
 			memset(c, 0, blocks32(type) ? J * pb : chunk_bytes);
 			uint8_t q[RG][QK];
 			memset(q, 0, sizeof q);
 			for (int r = 0; r < RG && g * RG + r < n; r++) {
 				const uint8_t * b = (const uint8_t *) src + (g * RG + r) * row_bytes + s * block;
-				if (q40 || q51) {
+				if (blocks32(type)) {
 					for (int j = 0; j < J; j++) {
-						const uint8_t * bj = b + j * (q40 ? Q40_BYTES : Q51_BYTES);
-						const uint8_t * qs = bj + (q40 ? 2 : 8);
+						const uint8_t * bj = b + j * b32;
+						const uint8_t * qs = bj + (q40 ? 2 : q50 ? 6 : 8);
 						uint32_t qh = 0;
 						memcpy(c + 32 * j + 2 * r, bj, 2);
-						if (q51) {
+						if (q50) {
+							memcpy(&qh, bj + 2, 4);
+						} else if (q51) {
 							memcpy(c + 32 * J + 32 * j + 2 * r, bj + 2, 2);
 							memcpy(&qh, bj + 4, 4);
 						}
@@ -238,10 +254,10 @@ int toy_kquant_repack(int type, const void * src, int64_t k, int64_t n, void * d
 				for (int r = 0; r < RG; r++) {
 					memcpy(sub[r], q[r] + 32 * j, 32);
 				}
-				if (q40 || q51) {
-					pack_nibbles(sub, c + (q40 ? 32 : 64) * J + 256 * j);
-					if (q51) {
-						pack_high5(sub, c + 320 * J + 64 * j);
+				if (blocks32(type)) {
+					pack_nibbles(sub, c + nib32 * J + 256 * j);
+					if (!q40) {
+						pack_high5(sub, c + high32 * J + 64 * j);
 					}
 					continue;
 				}
@@ -391,8 +407,8 @@ static void quantize_block_q32(const float * v, uint8_t * o) {
 }
 
 /* quantize_column quantizes the k values at x block by block into super_blocks(k) blocks
- * of XB bytes at out, for weights of ggml type type (k a multiple of 256, or of 32 for q4_0 and
- * q5_1, whose last super-block is quantized with zeros after the column's values). */
+ * of XB bytes at out, for weights of ggml type type (k a multiple of 256, or of 32 for q4_0,
+ * q5_0 and q5_1, whose last super-block is quantized with zeros after the column's values). */
 static void quantize_column(const float * x, int64_t k, int type, uint8_t * out) {
 	for (int64_t s = 0; s < k / QK; s++) {
 		(blocks32(type) ? quantize_block_q32 : quantize_block)(x + s * QK, out + s * XB);
@@ -591,13 +607,17 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 	}
 }
 
-/* tile_q32r is tile_q45 for q4_0 and q5_1 (Q51), over NB blocks of 32 values (where the others
- * take S super-blocks): per block j of a super-block, the 16 rows' integer sums scaled by the
- * rows' d times the column's, less 8 times the column's sum of the block (q4_0) or plus the
- * rows' m times it (q5_1). */
+/* The blocks of 32 values tile_q32r reads: q4_0, q5_0 (high bits, no m) and q5_1. */
+enum { R40, R50, R51 };
+
+/* tile_q32r is tile_q45 for q4_0, q5_0 and q5_1 (KIND), over NB blocks of 32 values (where the
+ * others take S super-blocks): per block j of a super-block, the 16 rows' integer sums scaled by
+ * the rows' d times the column's, less 8 (q4_0) or 16 (q5_0) times the column's sum of the block,
+ * or plus the rows' m times it (q5_1). */
 static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, int64_t NB, const uint8_t * xq, int64_t xs,
-		float * y, int64_t ys, __mmask16 rows, const int NC, const int Q51) {
-	const int PB = Q51 ? Q51R_BLOCK : Q40R_BLOCK;
+		float * y, int64_t ys, __mmask16 rows, const int NC, const int KIND) {
+	const int Q51 = KIND == R51, H5 = KIND != R40, OFF = KIND == R40 ? 8 : 16, HIGH = Q51 ? 320 : 288;
+	const int PB = KIND == R40 ? Q40R_BLOCK : KIND == R50 ? Q50R_BLOCK : Q51R_BLOCK;
 	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
 	__m512 facc[8];
 	for (int c = 0; c < NC; c++) {
@@ -615,7 +635,7 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 		for (int j = 0; j < J; j++) {
 			const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * j)));
 			const __m512 mn = Q51 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * J + 32 * j))) : d;
-			const __m512i hv = Q51 ? _mm512_loadu_si512(b + 320 * J + 64 * j) : _mm512_setzero_si512();
+			const __m512i hv = H5 ? _mm512_loadu_si512(b + HIGH * J + 64 * j) : _mm512_setzero_si512();
 			__m512i acc[ACCS(NC)][8];
 			for (int a = 0; a < ACCS(NC); a++) {
 				for (int c = 0; c < NC; c++) {
@@ -626,7 +646,7 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 				const __m512i v = _mm512_loadu_si512(b + QS + 64 * (4 * j + g));
 				__m512i lo = _mm512_and_si512(v, m4);
 				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-				if (Q51) {
+				if (H5) {
 					lo = _mm512_ternarylogic_epi32(lo, q5_high(hv, 2 * g), m10, 0xF8);
 					hi = _mm512_ternarylogic_epi32(hi, q5_high(hv, 2 * g + 1), m10, 0xF8);
 				}
@@ -647,7 +667,7 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 					facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxb), _mm512_cvtepi32_ps(acc_sum(acc, c, ACCS(NC))), facc[c]);
 					facc[c] = _mm512_fmadd_ps(mn, _mm512_set1_ps(dx * (float) bs), facc[c]);
 				} else {
-					const __m512i sum = _mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), _mm512_set1_epi32(8 * (int32_t) bs));
+					const __m512i sum = _mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), _mm512_set1_epi32(OFF * (int32_t) bs));
 					facc[c] = _mm512_fmadd_ps(_mm512_mul_ps(d, dxb), _mm512_cvtepi32_ps(sum), facc[c]);
 				}
 			}
@@ -657,8 +677,9 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 		_mm512_mask_storeu_ps(y + c * ys, rows, facc[c]);
 	}
 }
-#define tile_q40(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, 0)
-#define tile_q51(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, 1)
+#define tile_q40(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, R40)
+#define tile_q50(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, R50)
+#define tile_q51(w, S, xq, xs, y, ys, rows, NC) tile_q32r(w, S, xq, xs, y, ys, rows, NC, R51)
 
 #define TILE_FN(NAME, TILE, NC) \
 	static __attribute__((noinline)) void NAME(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, \
@@ -672,6 +693,7 @@ TILE_FNS(tile_q4)
 TILE_FNS(tile_q5)
 TILE_FNS(tile_q6)
 TILE_FNS(tile_q40)
+TILE_FNS(tile_q50)
 TILE_FNS(tile_q51)
 
 typedef void (*tile_fn)(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, __mmask16 rows);
@@ -680,6 +702,8 @@ static const tile_fn tiles_q5[8] = { tile_q5_1, tile_q5_2, tile_q5_3, tile_q5_4,
 static const tile_fn tiles_q6[8] = { tile_q6_1, tile_q6_2, tile_q6_3, tile_q6_4, tile_q6_5, tile_q6_6, tile_q6_7, tile_q6_8 };
 static const tile_fn tiles_q40[8] = { tile_q40_1, tile_q40_2, tile_q40_3, tile_q40_4, tile_q40_5, tile_q40_6, tile_q40_7,
 	tile_q40_8 };
+static const tile_fn tiles_q50[8] = { tile_q50_1, tile_q50_2, tile_q50_3, tile_q50_4, tile_q50_5, tile_q50_6, tile_q50_7,
+	tile_q50_8 };
 static const tile_fn tiles_q51[8] = { tile_q51_1, tile_q51_2, tile_q51_3, tile_q51_4, tile_q51_5, tile_q51_6, tile_q51_7,
 	tile_q51_8 };
 
@@ -687,7 +711,7 @@ static const tile_fn tiles_q51[8] = { tile_q51_1, tile_q51_2, tile_q51_3, tile_q
 static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
 	const __mmask16 mask = rows >= RG ? (__mmask16) 0xFFFF : (__mmask16) ((1u << rows) - 1);
 	(type == GGML_TYPE_Q4_K ? tiles_q4 : type == GGML_TYPE_Q5_K ? tiles_q5 : type == GGML_TYPE_Q4_0 ? tiles_q40
-		: type == GGML_TYPE_Q5_1 ? tiles_q51 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
+		: type == GGML_TYPE_Q5_0 ? tiles_q50 : type == GGML_TYPE_Q5_1 ? tiles_q51 : tiles_q6)[nc - 1](w, S, xq, xs, y, ys, mask);
 }
 
 #else
@@ -696,8 +720,8 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 /* No VNNI: the same integer sums, one value at a time (correct, slow: the Go layer asks
  * toy_kquant_fast and leaves such weights to ggml). */
 static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs, float * y, int64_t ys, int64_t rows, int nc) {
-	const int q40 = type == GGML_TYPE_Q4_0, q51 = type == GGML_TYPE_Q5_1;
-	const int q4 = type != GGML_TYPE_Q6_K && !q40 && !q51, q5 = type == GGML_TYPE_Q5_K;
+	const int q40 = type == GGML_TYPE_Q4_0, q50 = type == GGML_TYPE_Q5_0, q51 = type == GGML_TYPE_Q5_1;
+	const int q4 = type != GGML_TYPE_Q6_K && !blocks32(type), q5 = type == GGML_TYPE_Q5_K;
 	const int ch = (int) repacked_bytes(type);
 	for (int c = 0; c < nc; c++) {
 		for (int64_t r = 0; r < rows; r++) {
@@ -707,20 +731,20 @@ static void tile(int type, const uint8_t * w, int64_t S, const uint8_t * xq, int
 				const int8_t * xv = (const int8_t *) xb;
 				float dx;
 				memcpy(&dx, xb + XB_D, 4);
-				if (q40 || q51) {
+				if (blocks32(type)) {
 					/* S is the row's blocks of 32 here (tile_q32r) */
 					if (8 * s >= S) {
 						break;
 					}
 					const int J = S - 8 * s < 8 ? (int) (S - 8 * s) : 8;
-					const uint8_t * b = w + 8 * s * (q40 ? Q40R_BLOCK : Q51R_BLOCK);
+					const uint8_t * b = w + 8 * s * block32_bytes(type);
 					for (int j = 0; j < J; j++) {
 						int32_t dot = 0, xsum = 0;
 						for (int i = 0; i < 32; i++) {
 							const int g = i / 8, hi = i % 8 >= 4, bb = i % 4;
-							const uint8_t byte = b[(q40 ? 32 : 64) * J + 64 * (4 * j + g) + 4 * r + bb];
-							const int h5 = q51 ? (b[320 * J + 64 * j + 4 * r + bb] >> (2 * g + hi)) & 1 : 0;
-							dot += (((hi ? byte >> 4 : byte & 0xF) | h5 << 4) - (q40 ? 8 : 0)) * xv[32 * j + i];
+							const uint8_t byte = b[(q51 ? 64 : 32) * J + 64 * (4 * j + g) + 4 * r + bb];
+							const int h5 = !q40 ? (b[(q51 ? 320 : 288) * J + 64 * j + 4 * r + bb] >> (2 * g + hi)) & 1 : 0;
+							dot += (((hi ? byte >> 4 : byte & 0xF) | h5 << 4) - (q40 ? 8 : q50 ? 16 : 0)) * xv[32 * j + i];
 							xsum += xv[32 * j + i];
 						}
 						float dxj;
@@ -795,8 +819,8 @@ void toy_mul_mat_kquant(struct ggml_tensor * dst, int ith, int nth, void * userd
 	}
 	const int type = p->type;
 	const int64_t k = p->k, n = p->n, m = b->ne[1], S = super_blocks(k), groups = (n + RG - 1) / RG;
-	/* A group's bytes, and what the tiles count in: super-blocks, or blocks of 32 for q4_0 and
-	 * q5_1 (tile_q32r). */
+	/* A group's bytes, and what the tiles count in: super-blocks, or blocks of 32 for q4_0, q5_0
+	 * and q5_1 (tile_q32r). */
 	const int64_t chunk_bytes = toy_kquant_bytes(type, k, RG), units = blocks32(type) ? k / 32 : S;
 	const int64_t xs = S * XB;
 
