@@ -58,10 +58,20 @@ func KQuantRepackable(w *Tensor) error {
 	return nil
 }
 
+// KQuantType says whether RepackKQuants takes weights of type t: q4_K, q5_K, q6_K, q4_0, q5_0
+// or q5_1.
+func KQuantType(t Type) bool {
+	switch t {
+	case Q4_K, Q5_K, Q6_K, Q4_0, Q5_0, Q5_1:
+		return true
+	}
+	return false
+}
+
 // KQuantRepackableShape is KQuantRepackable's rule on a type and shape alone, for a file's tensor
 // before it is loaded (GGUFTensor.Type, GGUFTensor.Ne).
 func KQuantRepackableShape(t Type, ne [4]int64) error {
-	if t != Q4_K && t != Q5_K && t != Q6_K && t != Q4_0 && t != Q5_0 && t != Q5_1 {
+	if !KQuantType(t) {
 		return fmt.Errorf("want q4_K, q5_K, q6_K, q4_0, q5_0 or q5_1")
 	}
 	if ne[2] != 1 || ne[3] != 1 {

@@ -58,12 +58,9 @@ func needKQuant(t ggml.Type) kernelrt.Need {
 }
 
 // kquantWeight says whether the decoders multiply weights of type t with toy's k-quant kernel
-// where it resolves: q4_K, q5_K, q6_K, q4_0, q5_0 and q5_1, in a build where the kernel has AVX-512
-// VNNI.
-func kquantWeight(t ggml.Type) bool {
-	return (t == ggml.Q4_K || t == ggml.Q5_K || t == ggml.Q6_K || t == ggml.Q4_0 || t == ggml.Q5_0 || t == ggml.Q5_1) &&
-		ggml.KQuantFast()
-}
+// where it resolves: the types it repacks (ggml.KQuantType: q4_K, q5_K, q6_K, q4_0, q5_0 and
+// q5_1), in a build where the kernel has AVX-512 VNNI.
+func kquantWeight(t ggml.Type) bool { return ggml.KQuantType(t) && ggml.KQuantFast() }
 
 // needAttend lists toy's attention of one query per sequence (ggml.AttendOne: one node, or two
 // over a long cache) over a cache of type t.

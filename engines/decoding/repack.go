@@ -20,12 +20,12 @@ func (m *GGUFModel) mayRepack(info ggml.GGUFTensor) bool {
 }
 
 // promptsReadOriginal says whether prompts multiply w's original rather than its repacked
-// copy: q4_0, q5_0 and q5_1 weights whose 8-bit integer product resolved, whose GEMM
-// (q32Prompt) runs many columns faster than the k-quant kernel's tiles over the copy. Such an
-// original stays mapped, not released.
+// copy: weights of a type both the k-quant kernel and the 8-bit integer product take (q4_0,
+// q5_0 and q5_1), where the latter resolved, whose GEMM (q32Prompt) runs many columns faster
+// than the k-quant kernel's tiles over the copy. Such an original stays mapped, not released.
 func (m *GGUFModel) promptsReadOriginal(w *ggml.Tensor) bool {
 	t := w.Type()
-	return (t == ggml.Q4_0 || t == ggml.Q5_0 || t == ggml.Q5_1) && q32Weight(t) && m.kernels.Has(needQ32(t)...)
+	return kquantWeight(t) && q32Weight(t) && m.kernels.Has(needQ32(t)...)
 }
 
 // repackKQuants gives every weight matrix the decoders multiply (the layers' and the head) of
