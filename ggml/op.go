@@ -112,17 +112,6 @@ func needContiguous1(t *Tensor) error {
 	return nil
 }
 
-func all(errs ...func() error) func() error {
-	return func() error {
-		for _, e := range errs {
-			if err := e(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-}
-
 // canRepeat is ggml_can_repeat(small, big): small tiles big in every dimension.
 func canRepeat(small, big *Tensor) error {
 	s, b := small.Ne(), big.Ne()

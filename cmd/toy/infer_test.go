@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/toyml/toy/cmd/toy/internal/cli"
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
-	"github.com/toyml/toy/cmd/toy/internal/infer"
 	"github.com/toyml/toy/engines/data"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
@@ -194,9 +192,6 @@ func TestOverwrite(t *testing.T) {
 		assert.False(t, strings.Contains(e.Name(), ".tmp"), "a temporary file left: %s", e.Name())
 	}
 }
-
-// withStdin makes text toy's standard input for the rest of the test.
-func withStdin(t *testing.T, r io.Reader) { clitest.Swap(t, &infer.Stdin, r) }
 
 // TestBenchSaveRandom keeps bench model's random model: the file holds the preset's shape with
 // a synthetic tokenizer of its vocabulary, so that it loads as any model does (toy generate

@@ -32,16 +32,3 @@ func TestOneHotClass(t *testing.T) {
 	_, err = OneHotClass([]int32{0, 1, 3}, 3)
 	assert.ErrorContains(t, err, "id 3 at position 2")
 }
-
-// requireRowsSumToOne checks the invariant ggml's cross-entropy backward relies on.
-func requireRowsSumToOne(t *testing.T, labels []float32, width int) {
-	t.Helper()
-	require.Zero(t, len(labels)%width)
-	for r := 0; r < len(labels)/width; r++ {
-		var s float32
-		for _, x := range labels[r*width : (r+1)*width] {
-			s += x
-		}
-		require.Equalf(t, float32(1), s, "row %d", r)
-	}
-}

@@ -68,9 +68,6 @@ type ImageInputs struct {
 	pixelsBuf []float32
 }
 
-// imageInputTensors is the number of tensors NewImageInputs declares.
-const imageInputTensors = 4
-
 func NewImageInputs(s *ggml.Context, a *Architecture, B int) *ImageInputs {
 	t, b := int64(a.Context), int64(B)
 	return &ImageInputs{a: a, B: B,

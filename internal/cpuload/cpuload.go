@@ -31,8 +31,8 @@ type Sample struct {
 // machine's busy time would count processors the process cannot use.
 type Meter struct {
 	path, loadavg, tasks string
-	tick time.Duration // the counters' unit (USER_HZ)
-	cpus int
+	tick                 time.Duration // the counters' unit (USER_HZ)
+	cpus                 int
 }
 
 // NewMeter returns a meter of this machine, or an error saying why it cannot measure (not

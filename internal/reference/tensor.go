@@ -2,7 +2,6 @@ package reference
 
 import (
 	"fmt"
-	"math"
 )
 
 // MaxDims is ggml's GGML_MAX_DIMS.
@@ -192,5 +191,3 @@ func cmin(a, b float64) float64 {
 	}
 	return b
 }
-
-var negInf = math.Inf(-1)

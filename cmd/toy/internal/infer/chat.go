@@ -79,7 +79,7 @@ func converse(stdout, stderr io.Writer, dec *decoding.Decoder, tok *tokenizer.To
 	c.loop = &replyLoop{dec: dec, tok: tok, s: sample.NewSampler(p), n: cs.n, stops: stops, interrupts: interrupts,
 		timing: &genTiming{load: time.Since(cs.start)}}
 	out := bufio.NewWriter(stdout)
-	err = c.run(Stdin, out, stderr, interrupts)
+	err = c.run(stdin, out, stderr, interrupts)
 	out.Flush()
 	if ie := (*cli.InterruptedError)(nil); err == nil || errors.As(err, &ie) {
 		c.loop.timing.report(stderr)

@@ -9,9 +9,9 @@ import (
 	"github.com/toyml/toy/engines/sample"
 )
 
-// Stdin is where toy generate reads -p - and a conversation's messages: the process's standard
+// stdin is where toy generate reads -p - and a conversation's messages: the process's standard
 // input, a pipe in tests.
-var Stdin io.Reader = os.Stdin
+var stdin io.Reader = os.Stdin
 
 // drawSeed gives p a random seed when it samples and no seed was given, and prints it on stderr
 // so that the run can be repeated, as llama.cpp does.

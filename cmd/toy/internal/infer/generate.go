@@ -127,7 +127,7 @@ Flags:
 			*n = -1 // a reply ends at the end of its turn, of the context, or at Ctrl-C
 		}
 	}
-	text, err := promptText(*prompt, *promptFile, Stdin)
+	text, err := promptText(*prompt, *promptFile, stdin)
 	if err != nil {
 		return err
 	}

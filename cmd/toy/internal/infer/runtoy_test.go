@@ -21,4 +21,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runToy(args ...string) (stdout, stderr string, code int) { return clitest.Toy(commands, args...) }
 
 // withStdin makes text toy's standard input for the rest of the test.
-func withStdin(t *testing.T, r io.Reader) { clitest.Swap(t, &Stdin, r) }
+func withStdin(t *testing.T, r io.Reader) { clitest.Swap(t, &stdin, r) }
