@@ -17,6 +17,7 @@ var benchCommands = []struct {
 	{"model", "a model's prompt-processing and generation tokens/s (-m MODEL or -random PRESET), as llama-bench", runBenchModel},
 	{"train", "training tokens/s and memory of a model shape on random tokens", runBenchTrain},
 	{"finetune", "fine-tuning tokens/s and peak memory: LoRA on a frozen base of each type vs a full fine-tune", runBenchFinetune},
+	{"dram", "the DRAM read bandwidth bench model's generation share is of, on its own (to bracket another program's run)", runBenchDRAM},
 	{"serve", "toy serve's aggregate generation tokens/s with 1 and N streaming clients over HTTP, and time to first token", runBenchServe},
 }
 
@@ -37,7 +38,7 @@ func benchUsage(w io.Writer) {
 	fmt.Fprint(w, "\nRun 'toy bench <benchmark> -h' for its flags. See docs/PERFORMANCE.md.\n")
 }
 
-// Run dispatches `toy bench matmul`, `model`, `train`, `finetune` and `serve`. Without a
+// Run dispatches `toy bench matmul`, `model`, `train`, `finetune`, `dram` and `serve`. Without a
 // word (or with -h) it lists them, as plain `toy` lists the commands; an unknown word is a
 // usage error.
 func Run(args []string, stdout, stderr io.Writer) error {

@@ -47,7 +47,7 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 	dflash := fs.String("dflash", "", "also measure greedy DFlash decoding with this drafter GGUF (made for -m by toy train -recipe dflash)")
 	saveRandom := fs.String("save-random", "", "with -random: also keep the random model (with a synthetic tokenizer of its vocabulary) as this GGUF, so that llama.cpp can run the same file")
 	draftLayers := fs.Int("draft-layers", 0, "with -random: also measure speculative decoding with a random draft of the preset's shape cut to this many layers (same vocabulary)")
-	noDRAM := fs.Bool("no-dram", false, "do not measure the DRAM read bandwidth that generation's GB/s is a share of (about a second)")
+	noDRAM := fs.Bool("no-dram", false, "do not measure the DRAM read bandwidth that generation's GB/s is a share of (before and after the tests, about half a second each)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: toy bench model -m MODEL [-p 128] [-n 32] [-d 0] [-t 2] [-draft DRAFT.gguf] [-dflash DRAFTER.gguf]\n       toy bench model -random smollm2-135m [-random-type f16] ...\n\nPrompt-processing and generation tokens/s, mean ± standard deviation, as llama-bench reports.\n\n%s\nFlags:\n", benchModelBandwidthHelp)
 		fs.PrintDefaults()
@@ -168,12 +168,14 @@ func runBenchModel(args []string, stdout, stderr io.Writer) error {
 		writeSpecTable(stdout, rows)
 		return nil
 	}
+	// The DRAM read bandwidth before the model is loaded and after it is closed (its memory free).
+	before, measure := measureDRAM(stderr, *threads, !*noDRAM && *tg > 0, " before the tests")
 	res, err := decoding.BenchStats(*model, *pp, *tg, *threads, decoding.BenchOptions{Decoder: opts, Reps: *reps, Mmap: *mmap, Depth: *depth, Gate: gate})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(stdout, res)
-	reportGenBandwidth(stdout, stderr, res, !*noDRAM) // after the model is closed: its memory is free again
+	reportGenBandwidth(stdout, stderr, res, before, measure)
 	return nil
 }
 
