@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/toyml/toy/internal/membw"
 )
 
 // BenchmarkMulMatKQuant times toy's k-quant kernel against ggml's MulMat of the same q4_K or
@@ -112,15 +114,17 @@ var (
 // BenchmarkMulMatStep times the product a generation step runs for each weight type a
 // llama3.2-1b file holds (toy's kernel for the type: MulMatCols for q8_0, MulMatQ32 for q4_0
 // and q5_1 read in place, "q4_0-inplace" and "q5_1-inplace", MulMatKQuant for q4_K, q6_K, q4_0
-// and q5_1) against one
-// column, over layers of 2048×8192 matrices in huge pages that do not fit in the L3 cache, as
-// a decoding step streams them. It
-// reports the weights' GB/s by the wall clock (what the memory system gave) and by processor
-// time (cpuGB/s: what the kernel would stream if the memory kept up; on a shared VM the
-// processor time may not count what the host took, so compare wall-clock figures taken
-// alternating). -cpu sets the threads; -step.cache multiplies 4 matrices of 2048×2048 instead,
-// which the L3 cache holds: the kernel's own rate, the memory's out of the way; -step.cols N
-// multiplies N columns (a batched step's), and GB/s stays the weights' bytes a second.
+// and q5_1) against one column, over layers of 2048×8192 matrices in huge pages, as a decoding
+// step streams them: as many layers as make at least the buffer internal/membw streams (8× the
+// last-level cache) of each type, since a smaller set is partly served from it (on a 32 MiB
+// L3, 8 layers of q4_K, 75 MB, streamed at 56 GB/s where 32 layers, 300 MB, streamed at 46 and
+// the DRAM measure read 53–56; 2026-12-06). It reports the weights' GB/s by the wall clock
+// (what the memory system gave) and by processor time (cpuGB/s: what the kernel would stream if
+// the memory kept up; on a shared VM the processor time may not count what the host took, so
+// compare wall-clock figures taken alternating, and against toy bench dram). -cpu sets the
+// threads; -step.cache multiplies 4 matrices of 2048×2048 instead, which the L3 cache holds:
+// the kernel's own rate, the memory's out of the way; -step.cols N multiplies N columns (a
+// batched step's), and GB/s stays the weights' bytes a second.
 func BenchmarkMulMatStep(b *testing.B) {
 	const k = 2048
 	layers, n := 8, 8192
@@ -144,6 +148,10 @@ func BenchmarkMulMatStep(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			raw, err := Quantize(typ, src, k)
 			require.NoError(b, err)
+			layers := layers
+			if !*stepInCache {
+				layers = max(layers, int((membw.BufferBytes(membw.LastLevelCache(), 0)+int64(len(raw))-1)/int64(len(raw))))
+			}
 			wctx, err := NewContext(ContextOptions{MaxTensors: layers})
 			require.NoError(b, err)
 			defer wctx.Close()
