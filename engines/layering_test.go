@@ -3,15 +3,12 @@
 package engines
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/toyml/toy/internal/filegraph"
+	"github.com/toyml/toy/internal/importgraph"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,30 +22,19 @@ var rawBindings = []string{"github.com/toyml/toy/generated/ggmlc", "github.com/t
 // TestEnginesUseTheGgmlLayer: no file of engines/ or cmd/ (tests included) imports the raw
 // bindings; they go through ggml/ (and cuda/, mpi/), whose checks turn ggml's aborts into errors.
 func TestEnginesUseTheGgmlLayer(t *testing.T) {
-	fset := token.NewFileSet()
 	var bad []string
 	files := 0
 	for _, root := range []string{".", "../cmd"} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
-				return err
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
-			files++
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
-				for _, raw := range rawBindings {
-					if p == raw {
-						bad = append(bad, path+" imports "+p)
-					}
+		walked, err := importgraph.Walk(root, importgraph.Options{Subdirs: true, Tests: true})
+		require.NoError(t, err)
+		files += len(walked)
+		for _, f := range walked {
+			for _, p := range f.Imports {
+				if slices.Contains(rawBindings, p) {
+					bad = append(bad, f.Path+" imports "+p)
 				}
 			}
-			return nil
-		})
-		require.NoError(t, err)
+		}
 	}
 	assert.Greater(t, files, 50, "the walk found the engines' sources")
 	assert.Empty(t, bad, "use the ggml layer (ggml/) instead")
@@ -66,22 +52,15 @@ var dataFlow = map[string][]string{
 // TestEnginesFollowTheDataFlow: transformer ← decoding ← training ← speculative; no package
 // imports one after it (Go refuses cycles, this keeps the order a newcomer reads them in).
 func TestEnginesFollowTheDataFlow(t *testing.T) {
-	fset := token.NewFileSet()
 	for pkg, allowed := range dataFlow {
-		files, err := filepath.Glob(filepath.Join(pkg, "*.go"))
+		files, err := importgraph.Walk(pkg, importgraph.Options{})
 		require.NoError(t, err)
 		require.NotEmpty(t, files, pkg)
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-			require.NoError(t, err)
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
+		for _, f := range files {
+			for _, p := range f.Imports {
 				dep, ok := strings.CutPrefix(p, "github.com/toyml/toy/engines/")
 				if _, stage := dataFlow[dep]; ok && stage {
-					assert.Contains(t, allowed, dep, "%s imports %s, a later stage of the data flow", path, p)
+					assert.Contains(t, allowed, dep, "%s imports %s, a later stage of the data flow", f.Path, p)
 				}
 			}
 		}
@@ -106,34 +85,20 @@ var layersBelow = []struct {
 
 // TestLayersBelowTheEngines: what lies below engines/ does not import it (test files may).
 func TestLayersBelowTheEngines(t *testing.T) {
-	fset := token.NewFileSet()
 	for _, l := range layersBelow {
-		files := 0
+		files, err := importgraph.Walk(l.dir, importgraph.Options{Subdirs: true, SkipTestdata: true})
+		require.NoError(t, err)
 		var bad []string
-		err := filepath.WalkDir(l.dir, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() && d.Name() == "testdata" {
-				return filepath.SkipDir // test inputs, not the package's code
-			}
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-			if err != nil {
-				return err
-			}
-			files++
-			for _, imp := range f.Imports {
-				p, _ := strconv.Unquote(imp.Path.Value)
+		for _, f := range files {
+			for _, p := range f.Imports {
 				for _, b := range l.banned {
 					if p == b || strings.HasPrefix(p, b+"/") {
-						bad = append(bad, path+" imports "+p)
+						bad = append(bad, f.Path+" imports "+p)
 					}
 				}
 			}
-			return nil
-		})
-		require.NoError(t, err)
-		assert.Positive(t, files, "%s has Go files", l.dir)
+		}
+		assert.Positive(t, len(files), "%s has Go files", l.dir)
 		assert.Empty(t, bad, "%s sits below what it imports", l.dir)
 	}
 }

@@ -1,17 +1,13 @@
 package gen
 
 import (
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/toyml/toy/internal/filegraph"
+	"github.com/toyml/toy/internal/importgraph"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,33 +34,19 @@ var genLayers = map[string][]string{
 // over it (engines/, ggml/, kernelrt/, cuda/, ...), so it cannot link them. Test files may
 // import what they check against (the runtime's chat templates).
 func TestGenLayering(t *testing.T) {
-	fset := token.NewFileSet()
+	files, err := importgraph.Walk(".", importgraph.Options{Subdirs: true, SkipTestdata: true, SkipHidden: true})
+	require.NoError(t, err)
 	seen := map[string]int{}
 	var bad []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		dir := filepath.ToSlash(filepath.Dir(path))
-		pkg := strings.TrimSuffix("gen/"+dir, "/.")
-		allowed, placed := genLayers[dir]
+	for _, f := range files {
+		pkg := strings.TrimSuffix("gen/"+f.Dir, "/.")
+		allowed, placed := genLayers[f.Dir]
 		if !placed {
-			bad = append(bad, path+": package "+pkg+" has no place in genLayers")
-			return nil
+			bad = append(bad, f.Path+": package "+pkg+" has no place in genLayers")
+			continue
 		}
-		seen[dir]++
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
+		seen[f.Dir]++
+		for _, p := range f.Imports {
 			rest, ours := strings.CutPrefix(p, module)
 			if !ours {
 				continue
@@ -72,14 +54,12 @@ func TestGenLayering(t *testing.T) {
 			dep, inGen := strings.CutPrefix(rest, "gen/")
 			switch {
 			case !inGen:
-				bad = append(bad, path+" imports "+p+", which is not part of the generator")
+				bad = append(bad, f.Path+" imports "+p+", which is not part of the generator")
 			case !slices.Contains(allowed, dep):
-				bad = append(bad, path+" imports "+p+" ("+pkg+" may import "+strings.Join(allowed, ", ")+")")
+				bad = append(bad, f.Path+" imports "+p+" ("+pkg+" may import "+strings.Join(allowed, ", ")+")")
 			}
 		}
-		return nil
-	})
-	require.NoError(t, err)
+	}
 	for dir := range genLayers {
 		assert.Positive(t, seen[dir], "gen package %s has Go files", dir)
 	}

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/toyml/toy/internal/filegraph"
+	"github.com/toyml/toy/internal/importgraph"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,21 +23,17 @@ const internalPrefix = "github.com/toyml/toy/cmd/toy/internal/"
 var below = map[string][]string{"cli": nil, "clitest": {"cli"}}
 
 // internalImports lists the cmd/toy/internal packages each Go file in dir imports (every
-// file, whatever its build constraints), by file name.
+// file, tests included, whatever its build constraints), by file name.
 func internalImports(t *testing.T, dir string) map[string][]string {
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	files, err := importgraph.Walk(dir, importgraph.Options{Tests: true})
 	require.NoError(t, err)
 	require.NotEmpty(t, files, dir)
 	out := map[string][]string{}
-	fset := token.NewFileSet()
-	for _, path := range files {
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		require.NoError(t, err)
-		out[path] = nil
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
+	for _, f := range files {
+		out[f.Path] = nil
+		for _, p := range f.Imports {
 			if rest, ok := strings.CutPrefix(p, internalPrefix); ok {
-				out[path] = append(out[path], strings.Split(rest, "/")[0])
+				out[f.Path] = append(out[f.Path], strings.Split(rest, "/")[0])
 			}
 		}
 	}
