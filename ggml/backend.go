@@ -371,6 +371,10 @@ func (b *Backend) Supports(t *Tensor) bool {
 // Alloc, the rest from an Allocator). The first Compute of a graph on a backend checks every
 // node (memory, and the backend's support for the op); later ones skip that walk until the
 // graph changes, so a graph reused every step (a decoder's, a trainer's) pays for it once.
+// Such a graph's inputs are set before every Compute, not once: the graph allocator places
+// later nodes over an input after its last reader (a decoder's token ids, read only by the
+// embedding lookup), so computing it again without them reads what those nodes left (ggml
+// may then abort on a GetRows index out of range, or compute garbage).
 func (b *Backend) Compute(g *Graph) error {
 	if err := b.ready(g, "Compute"); err != nil {
 		return err

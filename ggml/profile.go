@@ -12,7 +12,8 @@ import (
 // node and the wall time it took: where a graph's time goes, by op. The results are Compute's
 // (the nodes run in the same order on the same memory); each node pays a compute call of its
 // own (on the CPU backend a wake-up of the thread pool, some microseconds), so the times add up
-// to a little more than Compute's. Compute itself does not time anything.
+// to a little more than Compute's. Compute itself does not time anything. Like Compute, it
+// needs the graph's inputs set before each call.
 func (b *Backend) ComputeTimed(g *Graph, each func(node *Tensor, d time.Duration)) error {
 	if err := b.ready(g, "ComputeTimed"); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package ggml
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -36,6 +37,54 @@ func TestComputeTimed(t *testing.T) {
 	require.Contains(t, seen, "MUL_MAT")
 	require.Contains(t, seen, "SOFT_MAX")
 	near(t, "node by node", reference.SoftMax(reference.Add(reference.MulMat(a, b), c)), h.out(out), mulMatTol, 1)
+}
+
+// TestInputsSetBeforeEachCompute: the graph allocator gives an input's memory to a later node
+// once its last reader has run (here the ids a GetRows gathers by, as a decoder's token ids),
+// so a graph computed again must have its inputs set again, for ComputeTimed as for Compute;
+// an input also marked as an output keeps its values. Set again, ComputeTimed gives Compute's
+// results.
+func TestInputsSetBeforeEachCompute(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		h := newHarness(t)
+		const d, vocab, n = 16, 10, 8
+		table := h.rand(-1, 1, d, vocab)
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(h.rng.IntN(vocab))
+		}
+		idx := h.c.NewTensor(I32, n).SetInput()
+		if keep {
+			idx.SetOutput()
+		}
+		sums := h.c.SumRows(h.c.Sqr(h.c.GetRows(h.in(table), idx))) // [1, n] f32: idx's size
+		h.graph(false, sums)
+		h.upload()
+		alloc, err := h.be.NewAllocator()
+		require.NoError(t, err)
+		t.Cleanup(func() { alloc.Close() })
+		require.NoError(t, alloc.Alloc(h.g))
+		require.NoError(t, idx.SetI32(ids))
+		require.NoError(t, h.be.Compute(h.g))
+		want := reference.SumRows(reference.Sqr(reference.GetRows(table, ids)))
+		near(t, "Compute", want, h.out(sums), 1e-6, 1)
+		after, err := idx.I32()
+		require.NoError(t, err)
+		if keep {
+			require.Equal(t, ids, after, "an input marked as an output keeps its values")
+		} else {
+			got, err := sums.F32()
+			require.NoError(t, err)
+			bits := make([]int32, n)
+			for i, v := range got {
+				bits[i] = int32(math.Float32bits(v))
+			}
+			require.Equal(t, bits, after, "the sums were placed over the ids after the gather read them")
+			require.NoError(t, idx.SetI32(ids))
+		}
+		require.NoError(t, h.be.ComputeTimed(h.g, func(*Tensor, time.Duration) {}))
+		near(t, "ComputeTimed", want, h.out(sums), 1e-6, 1)
+	}
 }
 
 // TestPeakLive: the replay of the graph allocator finds the peak of a chain of ops, within

@@ -200,8 +200,11 @@ func (t *Tensor) Src(i int) *Tensor {
 	return t.ctx.wrap(t.t.Src()[i])
 }
 
-// Flag setters: an input is placed first and never overwritten by the allocator, an output is
-// kept after compute, a param gets a gradient, a loss is what the backward pass differentiates.
+// Flag setters: an input is placed before the graph's other tensors (and is not placed over
+// another input), but once its last reader has run the allocator may place a later node over
+// it, so it is set again before every compute; an output is kept after compute (an input
+// that must keep its values is marked as one too), a param gets a gradient, a loss is what the
+// backward pass differentiates.
 
 // SetInput marks the tensor as a graph input and returns it.
 func (t *Tensor) SetInput() *Tensor {
