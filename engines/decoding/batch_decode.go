@@ -300,7 +300,7 @@ func (b *BatchDecoder) Step(in []BatchInput) ([][]float32, error) {
 		outs += s.logits()
 		for i, t := range s.Tokens {
 			if t < 0 || int(t) >= v {
-				return nil, fmt.Errorf("batch decoder: slot %d: token %d (at %d) is outside the vocabulary 0..%d", s.Slot, t, i, v-1)
+				return nil, fmt.Errorf("batch decoder: slot %d: token %d (at %d) is outside the vocabulary 0..%d of %s", s.Slot, t, i, v-1, b.m.path)
 			}
 		}
 		end := b.pos[s.Slot] + len(s.Tokens)

@@ -345,7 +345,8 @@ func TestBatchDecoderRefuses(t *testing.T) {
 // gives after each of those tokens fed alone; a count beyond the chunk is refused.
 func TestBatchDecoderLogitRows(t *testing.T) {
 	a := transformertest.TinyArch("smollm2")
-	m := openTiny(t, transformertest.WriteTiny(t, a, ggml.F32, 11), ModelOptions{})
+	path := transformertest.WriteTiny(t, a, ggml.F32, 11)
+	m := openTiny(t, path, ModelOptions{})
 	dec := newDecoder(t, m, DecoderOptions{KVType: KVF32}, 32)
 	bd, err := NewBatchDecoder(m, BatchDecoderOptions{Slots: 3, KVType: KVF32, Batch: 32})
 	require.NoError(t, err)
@@ -376,6 +377,8 @@ func TestBatchDecoderLogitRows(t *testing.T) {
 	}
 	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: seqs[1][:1], Logits: 2}})
 	require.ErrorContains(t, err, "the logits of 2 of its 1 tokens")
+	_, err = bd.Step([]BatchInput{{Slot: 1, Tokens: []int32{0, int32(a.Vocab)}, Logits: 1}})
+	require.ErrorContains(t, err, fmt.Sprintf("slot 1: token %d (at 1) is outside the vocabulary 0..%d of %s", a.Vocab, a.Vocab-1, path))
 }
 
 // TestBatchDecoderCapture: a capturing BatchDecoder's rows, for a step of two slots' chunks

@@ -475,7 +475,7 @@ func (d *Decoder) process(tokens []int32, all bool) ([]float32, error) {
 	v := d.m.Arch.Vocab
 	for i, t := range tokens {
 		if t < 0 || int(t) >= v {
-			return nil, fmt.Errorf("decoder: token %d (at %d) is outside the vocabulary 0..%d", t, i, v-1)
+			return nil, fmt.Errorf("decoder: token %d (at %d) is outside the vocabulary 0..%d of %s", t, i, v-1, d.m.path)
 		}
 	}
 	if d.opts.ContextFull == ContextError && len(d.history)+len(tokens) > d.maxCtx {

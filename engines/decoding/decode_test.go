@@ -424,7 +424,7 @@ func TestBadCheckpoints(t *testing.T) {
 	assert.ErrorContains(t, err, "needs flash attention")
 	d := newDecoder(t, m, DecoderOptions{}, 0)
 	_, err = d.Prompt([]int32{1, int32(a.Vocab)})
-	assert.ErrorContains(t, err, "outside the vocabulary")
+	assert.ErrorContains(t, err, fmt.Sprintf("token %d (at 1) is outside the vocabulary 0..%d of %s", a.Vocab, a.Vocab-1, good))
 	_, err = d.Prompt(nil)
 	assert.Error(t, err)
 }
