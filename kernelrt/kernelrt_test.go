@@ -184,8 +184,9 @@ func TestPreflight(t *testing.T) {
 }
 
 // TestCompiledTables checks the real tables of this build: each names a target, its models
-// resolve their own declarations, and every kernel a table names is an entry of its embedded
-// blob (.entry in PTX; a kernel function in Metal source).
+// resolve their own declarations, its expected-absent lookups are sorted, each once (a cpu
+// table's are merged from those every cpu target shares and its own), and every kernel a table
+// names is an entry of its embedded blob (.entry in PTX; a kernel function in Metal source).
 func TestCompiledTables(t *testing.T) {
 	ts := kernels.Compiled()
 	require.NotEmpty(t, ts)
@@ -203,6 +204,9 @@ func TestCompiledTables(t *testing.T) {
 			for _, id := range m.Modules {
 				require.NotNil(t, tb.Module(id), "%s/%s: module %s", tb.Name, m.Name, id)
 			}
+		}
+		for i := 1; i < len(tb.ExpectedAbsent); i++ {
+			assert.Less(t, tb.ExpectedAbsent[i-1].Lookup, tb.ExpectedAbsent[i].Lookup, "%s: expected-absent lookups", tb.Name)
 		}
 		for i := range tb.Modules {
 			mod := &tb.Modules[i]

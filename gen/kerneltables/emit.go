@@ -3,6 +3,8 @@ package kerneltables
 import (
 	"bytes"
 	"fmt"
+	"go/build/constraint"
+	"slices"
 	"sort"
 	"strings"
 
@@ -12,8 +14,9 @@ import (
 )
 
 // emit renders the shared types (kernels.go), one table per target behind its build tag
-// (a cpu target's go_build constraint, or none) with a twin for builds without the tag, and a copy of every Metal source the
-// tables embed, marked as generated. A cuda target's PTX is embedded where scripts/build-ptx.sh
+// (a cpu target's go_build constraint, or none) with a twin for builds without the tag, what
+// the cpu targets' tables hold alike once (cpu_shared.go, cpuShare), and a copy of every Metal
+// source the tables embed, marked as generated. A cuda target's PTX is embedded where scripts/build-ptx.sh
 // wrote it, beside the tables (ptxPath): it is stored once.
 func emit(ts []*target, kt tablePackage) (map[string][]byte, error) {
 	files := map[string][]byte{}
@@ -54,19 +57,35 @@ func emit(ts []*target, kt tablePackage) (map[string][]byte, error) {
 		}
 		files["models.go"] = b
 	}
+	share := shareCPU(ts, decls)
+	if share != nil {
+		if _, taken := files[cpuSharedFile]; taken {
+			return nil, fmt.Errorf("kernelgen: %s: a target's table is already named so", cpuSharedFile)
+		}
+		f, err := share.emit(kt)
+		if err != nil {
+			return nil, err
+		}
+		if files[cpuSharedFile], err = renderTagged(f); err != nil {
+			return nil, fmt.Errorf("kernelgen: %s: %w", cpuSharedFile, err)
+		}
+	}
 	for _, t := range ts {
 		base := strings.ReplaceAll(t.Dir, "-", "_")
+		if base+".go" == cpuSharedFile || base+"_twin.go" == cpuSharedFile {
+			return nil, fmt.Errorf("kernelgen: target %s: its table would be named %s, which holds what the cpu targets share", t.Dir, cpuSharedFile)
+		}
 		tag := t.GoBuild // a cpu target's constraint, when it has one
 		if t.Backend != "cpu" {
 			tag = t.Backend
 		}
-		b, err := renderTagged(emitTargetFile(t, kt, tag, false, decls))
+		b, err := renderTagged(emitTargetFile(t, kt, tag, false, decls, share))
 		if err != nil {
 			return nil, fmt.Errorf("kernelgen: %s.go: %w", base, err)
 		}
 		files[base+".go"] = b
 		if tag != "" {
-			b, err := renderTagged(emitTargetFile(t, kt, tag, true, nil))
+			b, err := renderTagged(emitTargetFile(t, kt, tag, true, nil, nil))
 			if err != nil {
 				return nil, fmt.Errorf("kernelgen: %s_twin.go: %w", base, err)
 			}
@@ -449,8 +468,9 @@ func modelDecls(ts []*target) (map[*model]string, []*modelDecl) {
 }
 
 // emitTargetFile renders target t's table (or, with twin, its stand-in for builds without its
-// tag), which lists its models by their declarations in models.go (decls).
-func emitTargetFile(t *target, kt tablePackage, tag string, twin bool, decls map[*model]string) *jen.File {
+// tag), which lists its models by their declarations in models.go (decls) and names what it
+// holds alike with the other cpu targets by share's variables (cpu_shared.go; share may be nil).
+func emitTargetFile(t *target, kt tablePackage, tag string, twin bool, decls map[*model]string, share *cpuShare) *jen.File {
 	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
 	f.HeaderComment(genutil.Header(kt.Source + "/" + t.Dir))
 	if tag != "" {
@@ -501,16 +521,15 @@ func emitTargetFile(t *target, kt tablePackage, tag string, twin bool, decls map
 			f.Line()
 		}
 	}
-	if c := commonModules(t); len(c) > 1 {
-		f.Commentf("%s are the modules of every model of target %s that has none of its own.", commonVar(t), t.Dir)
-		f.Var().Id(commonVar(t)).Op("=").Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
-			for _, m := range c {
-				g.Line().Id(moduleID(t.Tree, m))
-			}
-			g.Line()
-		})
+	common := commonVar(t)
+	if share.holds(t) && share.common {
+		common = cpuSharedCommon
+	} else if c := commonList(t); c != nil {
+		f.Commentf("%s are the modules of every model of target %s that has none of its own.", common, t.Dir)
+		f.Var().Id(common).Op("=").Add(c)
 		f.Line()
 	}
+	lists := targetLists(t, common, decls)
 	f.Var().Id(private).Op("=").Id("Target").Values(jen.DictFunc(func(d jen.Dict) {
 		d[jen.Id("Name")] = jen.Lit(t.Dir)
 		d[jen.Id("Backend")] = jen.Id(map[string]string{"cpu": "BackendCPU", "cuda": "BackendCUDA", "metal": "BackendMetal"}[t.Backend])
@@ -534,40 +553,16 @@ func emitTargetFile(t *target, kt tablePackage, tag string, twin bool, decls map
 		if t.Tree != nil {
 			d[jen.Id("Sources")] = jen.Lit(t.Tree.Dir)
 		}
-		if len(t.Modules) > 0 {
-			d[jen.Id("Modules")] = jen.Index().Id("Module").ValuesFunc(func(g *jen.Group) {
-				for _, m := range t.Modules {
-					md := jen.Dict{jen.Id("ID"): jen.Id(moduleID(t.Tree, m)), jen.Id("Name"): jen.Lit(m.Name), jen.Id("Dir"): jen.Lit(m.Dir),
-						jen.Id("Source"): jen.Lit(m.Source), jen.Id("Kernels"): strs(m.Kernels)}
-					if len(m.Types) > 0 {
-						md[jen.Id("Types")] = jen.Map(jen.String()).Index().String().Values(jen.DictFunc(func(d jen.Dict) {
-							for k, ts := range m.Types {
-								d[jen.Lit(k)] = strs(ts)
-							}
-						}))
-					}
-					if m.BlobData != nil {
-						md[jen.Id("Compiler")] = jen.Lit(m.Compiler)
-						if m.PTXTarget != "" {
-							md[jen.Id("PTXTarget")] = jen.Lit(m.PTXTarget)
-						}
-						md[jen.Id("Blob")] = jen.Id(private + "Blob" + m.GoName)
-					}
-					g.Line().Values(md)
+		for _, field := range sharableFields {
+			if v, ok := lists[field]; ok {
+				if share.holds(t) && share.lists[field] != nil {
+					v = jen.Id(cpuSharedVar(field))
 				}
-				g.Line()
-			})
+				d[jen.Id(field)] = v
+			}
 		}
 		if len(t.ExpectedAbsent) > 0 {
-			d[jen.Id("ExpectedAbsent")] = absentList(t.ExpectedAbsent)
-		}
-		if len(t.Models) > 0 {
-			d[jen.Id("Models")] = jen.Index().Id("Model").ValuesFunc(func(g *jen.Group) {
-				for _, m := range t.Models {
-					g.Line().Add(modelRef(t, m, decls[m]))
-				}
-				g.Line()
-			})
+			d[jen.Id("ExpectedAbsent")] = share.expectedAbsent(t)
 		}
 	}))
 	f.Line()
@@ -577,6 +572,242 @@ func emitTargetFile(t *target, kt tablePackage, tag string, twin bool, decls map
 	f.Func().Id(t.GoName).Params().Params(jen.Op("*").Id("Target"), jen.Error()).Block(
 		jen.Return(jen.Op("&").Id(private), jen.Nil()))
 	return f
+}
+
+// sharableFields are the fields of Target whose values, lists of many lines, the cpu targets
+// may hold alike (cpuShare), in the order cpu_shared.go declares them. What they expect absent
+// they may share in part (cpuShare.absent).
+var sharableFields = []string{"Modules", "Models"}
+
+// targetLists are the values of target t's table for the sharableFields it has, by field: its
+// modules and its models (which name its common/ modules by the variable common).
+func targetLists(t *target, common string, decls map[*model]string) map[string]jen.Code {
+	private := "table" + t.GoName
+	lists := map[string]jen.Code{}
+	if len(t.Modules) > 0 {
+		lists["Modules"] = jen.Index().Id("Module").ValuesFunc(func(g *jen.Group) {
+			for _, m := range t.Modules {
+				md := jen.Dict{jen.Id("ID"): jen.Id(moduleID(t.Tree, m)), jen.Id("Name"): jen.Lit(m.Name), jen.Id("Dir"): jen.Lit(m.Dir),
+					jen.Id("Source"): jen.Lit(m.Source), jen.Id("Kernels"): strs(m.Kernels)}
+				if len(m.Types) > 0 {
+					md[jen.Id("Types")] = jen.Map(jen.String()).Index().String().Values(jen.DictFunc(func(d jen.Dict) {
+						for k, ts := range m.Types {
+							d[jen.Lit(k)] = strs(ts)
+						}
+					}))
+				}
+				if m.BlobData != nil {
+					md[jen.Id("Compiler")] = jen.Lit(m.Compiler)
+					if m.PTXTarget != "" {
+						md[jen.Id("PTXTarget")] = jen.Lit(m.PTXTarget)
+					}
+					md[jen.Id("Blob")] = jen.Id(private + "Blob" + m.GoName)
+				}
+				g.Line().Values(md)
+			}
+			g.Line()
+		})
+	}
+	if len(t.Models) > 0 {
+		lists["Models"] = jen.Index().Id("Model").ValuesFunc(func(g *jen.Group) {
+			for _, m := range t.Models {
+				g.Line().Add(modelRef(t, m, decls[m], common))
+			}
+			g.Line()
+		})
+	}
+	return lists
+}
+
+// cpuSharedFile is the file of what the cpu targets' tables hold alike (cpuShare).
+const cpuSharedFile = "cpu_shared.go"
+
+// cpuSharedCommon names the variable of cpu_shared.go that lists the common/ modules the cpu
+// targets hold alike.
+const cpuSharedCommon = "cpuSharedCommon"
+
+// cpuSharedVar names the variable of cpu_shared.go that holds the value of a Target field the
+// cpu targets hold alike.
+func cpuSharedVar(field string) string { return "cpuShared" + field }
+
+// cpuShare is what the tables of the cpu targets hold alike: their tree's modules and the
+// models they declare, where no overlay makes one target's differ, and the lookups every one
+// of them expects absent for the same reason. One build compiles one cpu table, so it is
+// written once, in cpu_shared.go, under the build constraint of any of them, and each table
+// names it by its variable.
+type cpuShare struct {
+	targets []*target
+	// common says the targets' common/ modules are alike (cpuSharedCommon lists them).
+	common bool
+	// lists are the values of the sharableFields the targets hold alike, by field.
+	lists map[string]jen.Code
+	// absent are the expected-absent lookups every target declares with the same reason
+	// (cpuSharedExpectedAbsent); a target that declares more adds its own to them through
+	// cpuExpectedAbsent, which merged says cpu_shared.go defines.
+	absent []absent
+	merged bool
+}
+
+// cpuMergeAbsent names the function of cpu_shared.go that adds a cpu target's own
+// expected-absent lookups to those every cpu target declares alike.
+const cpuMergeAbsent = "cpuExpectedAbsent"
+
+// shareCPU finds what the cpu targets among ts hold alike; nil when fewer than two are declared
+// or they share nothing.
+func shareCPU(ts []*target, decls map[*model]string) *cpuShare {
+	s := &cpuShare{lists: map[string]jen.Code{}}
+	for _, t := range ts {
+		if t.Backend == "cpu" {
+			s.targets = append(s.targets, t)
+		}
+	}
+	if len(s.targets) < 2 {
+		return nil
+	}
+	s.common = alike(s.targets, func(t *target) jen.Code { return commonList(t) }) != nil
+	for _, field := range sharableFields {
+		v := alike(s.targets, func(t *target) jen.Code {
+			common := commonVar(t)
+			if s.common {
+				common = cpuSharedCommon
+			}
+			return targetLists(t, common, decls)[field]
+		})
+		if v != nil {
+			s.lists[field] = v
+		}
+	}
+	s.absent = commonAbsent(s.targets)
+	for _, t := range s.targets {
+		s.merged = s.merged || len(t.ExpectedAbsent) > len(s.absent)
+	}
+	if !s.common && len(s.lists) == 0 && len(s.absent) == 0 {
+		return nil
+	}
+	return s
+}
+
+// commonAbsent are the expected-absent lookups every target of ts declares with the same reason.
+func commonAbsent(ts []*target) []absent {
+	count := map[[2]string]int{}
+	for _, t := range ts {
+		for _, a := range t.ExpectedAbsent {
+			count[[2]string{a.Lookup, a.Reason}]++
+		}
+	}
+	var out []absent
+	for _, a := range ts[0].ExpectedAbsent {
+		if count[[2]string{a.Lookup, a.Reason}] == len(ts) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// expectedAbsent is the value of target t's ExpectedAbsent: its own list where s does not hold
+// it or it shares none, cpuSharedExpectedAbsent where it declares no other, and those with its
+// own through cpuExpectedAbsent otherwise.
+func (s *cpuShare) expectedAbsent(t *target) jen.Code {
+	if !s.holds(t) || len(s.absent) == 0 {
+		return absentList(t.ExpectedAbsent)
+	}
+	var own []absent
+	for _, a := range t.ExpectedAbsent {
+		if !slices.ContainsFunc(s.absent, func(b absent) bool { return a.Lookup == b.Lookup && a.Reason == b.Reason }) {
+			own = append(own, a)
+		}
+	}
+	if len(own) == 0 {
+		return jen.Id(cpuSharedVar("ExpectedAbsent"))
+	}
+	return jen.Id(cpuMergeAbsent).Call(absentList(own))
+}
+
+// alike is the code every target of ts renders alike with value, nil where one renders none or
+// two differ.
+func alike(ts []*target, value func(*target) jen.Code) jen.Code {
+	var first jen.Code
+	var render string
+	for _, t := range ts {
+		v := value(t)
+		if v == nil {
+			return nil
+		}
+		r := fmt.Sprintf("%#v", v)
+		if first == nil {
+			first, render = v, r
+		} else if r != render {
+			return nil
+		}
+	}
+	return first
+}
+
+// holds reports whether t is one of the cpu targets s is shared by (false for a nil s).
+func (s *cpuShare) holds(t *target) bool {
+	return s != nil && slices.Contains(s.targets, t)
+}
+
+// emit renders cpu_shared.go, compiled where any of the targets' tables is.
+func (s *cpuShare) emit(kt tablePackage) (*jen.File, error) {
+	var dirs, names []string
+	var tag constraint.Expr
+	untagged := false
+	for _, t := range s.targets {
+		dirs = append(dirs, kt.Source+"/"+t.Dir)
+		names = append(names, t.Dir)
+		if t.GoBuild == "" {
+			untagged = true
+			continue
+		}
+		x, err := constraint.Parse("//go:build " + t.GoBuild)
+		if err != nil {
+			return nil, fmt.Errorf("kernelgen: target %s: go_build %q: %w", t.Dir, t.GoBuild, err)
+		}
+		if tag == nil {
+			tag = x
+		} else {
+			tag = &constraint.OrExpr{X: tag, Y: x}
+		}
+	}
+	f := jen.NewFilePathName(kt.ImportPath, kt.PkgName)
+	f.HeaderComment(genutil.Header(strings.Join(dirs, ", ")))
+	if tag != nil && !untagged {
+		f.HeaderComment("//go:build " + tag.String())
+	}
+	which := strings.Join(names, ", ")
+	if s.common {
+		genutil.DocLines(f, fmt.Sprintf("%s are the modules of every model that has none of its own, alike in\n"+
+			"every cpu target: %s.", cpuSharedCommon, which))
+		f.Var().Id(cpuSharedCommon).Op("=").Add(commonList(s.targets[0]))
+		f.Line()
+	}
+	for _, field := range sharableFields {
+		if v := s.lists[field]; v != nil {
+			genutil.DocLines(f, fmt.Sprintf("%s is Target.%s of every cpu target's table, alike in each:\n%s.",
+				cpuSharedVar(field), field, which))
+			f.Var().Id(cpuSharedVar(field)).Op("=").Add(v)
+			f.Line()
+		}
+	}
+	if len(s.absent) > 0 {
+		genutil.DocLines(f, fmt.Sprintf("%s are the lookups every cpu target's table expects absent, for the\n"+
+			"same reason in each: %s.", cpuSharedVar("ExpectedAbsent"), which))
+		f.Var().Id(cpuSharedVar("ExpectedAbsent")).Op("=").Add(absentList(s.absent))
+		f.Line()
+	}
+	if s.merged {
+		genutil.DocLines(f, fmt.Sprintf("%s returns the lookups a cpu target's table expects absent: those\n"+
+			"every cpu target declares (%s) and the target's own, sorted by lookup.", cpuMergeAbsent, cpuSharedVar("ExpectedAbsent")))
+		f.Func().Id(cpuMergeAbsent).Params(jen.Id("own").Index().Id("ExpectedAbsent")).Index().Id("ExpectedAbsent").Block(
+			jen.Id("out").Op(":=").Qual("slices", "Concat").Call(jen.Id(cpuSharedVar("ExpectedAbsent")), jen.Id("own")),
+			jen.Qual("slices", "SortFunc").Call(jen.Id("out"), jen.Func().Params(jen.List(jen.Id("a"), jen.Id("b")).Id("ExpectedAbsent")).Int().Block(
+				jen.Return(jen.Qual("strings", "Compare").Call(jen.Id("a").Dot("Lookup"), jen.Id("b").Dot("Lookup"))))),
+			jen.Return(jen.Id("out")),
+		)
+		f.Line()
+	}
+	return f, nil
 }
 
 func modelDict(m *model) jen.Dict {
@@ -655,16 +886,31 @@ func commonModules(t *target) []*module {
 // commonVar names the variable of a target's table file that lists its common/ modules.
 func commonVar(t *target) string { return "table" + t.GoName + "Common" }
 
+// commonList is the list of t's common/ modules that its models without modules of their own
+// name by a variable (commonVar, or cpuSharedCommon); nil when it has fewer than two.
+func commonList(t *target) jen.Code {
+	c := commonModules(t)
+	if len(c) <= 1 {
+		return nil
+	}
+	return jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
+		for _, m := range c {
+			g.Line().Id(moduleID(t.Tree, m))
+		}
+		g.Line()
+	})
+}
+
 // modelRef is how target t's table lists m: its declaration (models.go) and, where the target
 // resolves modules for it or drops kernels by shadowing, those through Model.withKernels (the
-// target's common/ modules by their variable, commonVar).
-func modelRef(t *target, m *model, decl string) jen.Code {
+// target's common/ modules by their variable, common).
+func modelRef(t *target, m *model, decl, common string) jen.Code {
 	if len(m.Modules) == 0 && len(m.Shadowed) == 0 {
 		return jen.Id(decl)
 	}
 	mods := jen.Nil()
 	if c := commonModules(t); len(m.Shadowed) == 0 && len(c) == len(m.Modules) && len(c) > 1 {
-		mods = jen.Id(commonVar(t))
+		mods = jen.Id(common)
 	} else if len(m.Modules) > 0 {
 		long := len(m.Modules) > 3 // one a line, within the generated files' line length
 		mods = jen.Index().Id("ModuleID").ValuesFunc(func(g *jen.Group) {
