@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/dave/jennifer/jen"
 	"github.com/toyml/toy/gen/genutil"
@@ -37,10 +39,19 @@ func emit(cs []*Config, t target) (map[string][]byte, error) {
 		return nil, fmt.Errorf("kernelgen: config.go: %w", err)
 	}
 	files["config.go"] = b
+	views := map[*Config][]*Config{} // by view of every family, the family views that go through it
+	for _, c := range cs {
+		if c.throughWhole() {
+			if err := checkViewFields(c, c.Whole); err != nil {
+				return nil, err
+			}
+			views[c.Whole] = append(views[c.Whole], c)
+		}
+	}
 	for _, c := range cs {
 		f := jen.NewFilePathName(t.ImportPath, t.PkgName)
 		f.HeaderComment(genutil.Header(t.Source))
-		emitConfig(f, c)
+		emitConfig(f, c, views[c])
 		b, err := genutil.Render(f)
 		if err != nil {
 			return nil, fmt.Errorf("kernelgen: %s: %w", strings.ToLower(c.GoName)+".go", err)
@@ -139,7 +150,9 @@ func literal(f *Field, s string) jen.Code {
 	return jen.Lit(s)
 }
 
-func emitConfig(f *jen.File, c *Config) {
+// emitConfig writes config c; views are, when c is a shape's view of every family, the
+// family views that validate and register their flags through it (throughWhole).
+func emitConfig(f *jen.File, c *Config, views []*Config) {
 	genutil.DocLines(f, c.Doc)
 	f.Type().Id(c.GoName).StructFunc(func(g *jen.Group) {
 		for _, fl := range c.Fields {
@@ -176,12 +189,32 @@ func emitConfig(f *jen.File, c *Config) {
 		}
 		return
 	}
-	emitValidate(f, c)
+	switch {
+	case len(views) > 0:
+		emitWholeValidate(f, c)
+	case c.throughWhole():
+		emitViewValidate(f, c)
+	default:
+		emitValidate(f, c)
+	}
 	if c.stored() {
 		emitGGUF(f, c)
 	}
 	if !c.NoFlags {
-		emitFlags(f, c)
+		if c.throughWhole() {
+			emitViewFlags(f, c)
+		} else {
+			emitFlags(f, c)
+		}
+	}
+	var flagged []*Config
+	for _, v := range views {
+		if !v.NoFlags {
+			flagged = append(flagged, v)
+		}
+	}
+	if len(flagged) > 0 {
+		emitWholeFlags(f, c, flagged)
 	}
 	if c.Whole != nil {
 		emitWhole(f, c, c.Whole)
@@ -256,61 +289,29 @@ func emitConfigEnum(f *jen.File, c *Config, fl *Field) {
 // spec's defaults, and Apply, which copies the flags that were set onto a configuration.
 func emitFlags(f *jen.File, c *Config) {
 	typ := c.GoName + "Flags"
-	genutil.DocLines(f, fmt.Sprintf("%s are the command-line flags of a %s configuration: one per field, named by its\n"+
-		"JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.", typ, c.GoName))
-	f.Type().Id(typ).Struct(
-		jen.Id("fs").Op("*").Qual("flag", "FlagSet"),
-		jen.Comment("v holds the flags' values, the defaults until parsed."),
-		jen.Id("v").Id(c.GoName),
-	)
-	f.Line()
-	genutil.DocLines(f, fmt.Sprintf("New%s registers the flags on fs, showing the values of defaults (e.g. the default\n"+
-		"preset's) as their defaults.", typ))
+	genutil.DocLines(f, flagsDoc(c))
+	emitFlagsStruct(f, typ, c.GoName)
+	genutil.DocLines(f, newFlagsDoc(c))
 	f.Func().Id("New"+typ).Params(jen.Id("fs").Op("*").Qual("flag", "FlagSet"), jen.Id("defaults").Id(c.GoName)).Op("*").Id(typ).BlockFunc(func(g *jen.Group) {
 		g.Id("f").Op(":=").Op("&").Id(typ).Values(jen.Id("fs").Op(":").Id("fs"), jen.Id("v").Op(":").Id("defaults"))
 		for _, fl := range c.Fields {
 			if fl.Flag == "" {
 				continue
 			}
-			ptr := jen.Op("&").Id("f").Dot("v").Dot(fl.GoName)
-			def := jen.Id("f").Dot("v").Dot(fl.GoName)
-			register := func(name, usage string) {
-				switch {
-				case fl.EnumType != "":
-					g.Id("fs").Dot("Var").Call(ptr.Clone(), jen.Lit(name), jen.Lit(usage))
-				case fl.Kind == "int":
-					g.Id("fs").Dot("IntVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
-				case fl.Kind == "float32":
-					g.Id("fs").Dot("Var").Call(jen.Parens(jen.Op("*").Id("float32Value")).Call(ptr.Clone()), jen.Lit(name), jen.Lit(usage))
-				case fl.Kind == "bool":
-					g.Id("fs").Dot("BoolVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
-				default:
-					g.Id("fs").Dot("StringVar").Call(ptr.Clone(), jen.Lit(name), def.Clone(), jen.Lit(usage))
-				}
-			}
-			register(fl.Flag, fl.usage())
+			v := jen.Id("f").Dot("v").Dot(fl.GoName)
+			g.Add(flagRegistration(fl, v, fl.Flag, jen.Lit(fl.usage())))
 			if fl.Alias != "" {
-				register(fl.Alias, "alias of -"+fl.Flag)
+				g.Add(flagRegistration(fl, v, fl.Alias, jen.Lit("alias of -"+fl.Flag)))
 			}
 		}
 		g.Return(jen.Id("f"))
 	})
 	f.Line()
-	genutil.DocLines(f, "Apply copies onto c the value of every flag that was set on the command line (fs.Visit),\n"+
-		"leaving the others (e.g. a preset's values) alone, and returns c.Validate().")
+	genutil.DocLines(f, applyDoc)
 	f.Func().Params(jen.Id("f").Op("*").Id(typ)).Id("Apply").Params(jen.Id("c").Op("*").Id(c.GoName)).Error().Block(
 		jen.Id("f").Dot("fs").Dot("Visit").Call(jen.Func().Params(jen.Id("fl").Op("*").Qual("flag", "Flag")).Block(
 			jen.Switch(jen.Id("fl").Dot("Name")).BlockFunc(func(g *jen.Group) {
-				for _, fl := range c.Fields {
-					if fl.Flag == "" {
-						continue
-					}
-					names := []jen.Code{jen.Lit(fl.Flag)}
-					if fl.Alias != "" {
-						names = append(names, jen.Lit(fl.Alias))
-					}
-					g.Case(names...).Id("c").Dot(fl.GoName).Op("=").Id("f").Dot("v").Dot(fl.GoName)
-				}
+				emitFlagCases(g, c.Fields, "c")
 			}),
 		)),
 		jen.Return(jen.Id("c").Dot("Validate").Call()),
@@ -318,55 +319,341 @@ func emitFlags(f *jen.File, c *Config) {
 	f.Line()
 }
 
-func emitValidate(f *jen.File, c *Config) {
-	byJSON := map[string]*Field{}
-	for _, fl := range c.Fields {
-		byJSON[fl.JSON] = fl
+// wholeFlags names the type of the flags of a family's view that binds them to w, its view of
+// every family (shapeFlags), and newWholeFlags its constructor (newShapeFlags).
+func wholeFlags(w *Config) string    { return lowerFirst(w.GoName) + "Flags" }
+func newWholeFlags(w *Config) string { return "new" + w.GoName + "Flags" }
+
+// emitWholeFlags writes what the flags of views, family views of w (a shape's view of every
+// family), share (wholeFlags): one flag per field of a view's set (and alias) bound to a w,
+// registered as emitFlags registers them, with the usage a view words its own way, and apply,
+// which copies those that were set onto a w. It binds the fields some view holds.
+func emitWholeFlags(f *jen.File, w *Config, views []*Config) {
+	typ, set := wholeFlags(w), fieldSetType(w)
+	var fields []*Field // those some view holds, in w's order
+	for _, wf := range w.Fields {
+		for _, v := range views {
+			if fieldByJSON(v.Fields, wf.JSON) != nil {
+				fields = append(fields, wf)
+				break
+			}
+		}
 	}
-	genutil.DocLines(f, "Validate checks every field against the bounds the spec declares and names each one that\nis out of them.")
+	genutil.DocLines(f, fmt.Sprintf("%s are the command-line flags of a family's view of %s: the flag of each field the\n"+
+		"view holds, bound to a %s.", typ, w.GoName, w.GoName))
+	emitFlagsStruct(f, typ, w.GoName)
+	genutil.DocLines(f, fmt.Sprintf("%s registers on fs the flag of each field in fields (and its alias), showing the\n"+
+		"values of defaults as their defaults, with usage[field] as its usage where the view words the\n"+
+		"field's doc comment its own way.", newWholeFlags(w)))
+	f.Func().Id(newWholeFlags(w)).Params(
+		jen.Id("fs").Op("*").Qual("flag", "FlagSet"), jen.Id("defaults").Id(w.GoName), jen.Id("fields").Id(set),
+		jen.Id("usage").Map(jen.Id(set)).String(),
+	).Op("*").Id(typ).BlockFunc(func(g *jen.Group) {
+		g.Id("f").Op(":=").Op("&").Id(typ).Values(jen.Id("fs").Op(":").Id("fs"), jen.Id("v").Op(":").Id("defaults"))
+		g.Id("use").Op(":=").Func().Params(jen.Id("field").Id(set), jen.Id("doc").String()).String().Block(
+			jen.If(jen.List(jen.Id("u"), jen.Id("ok")).Op(":=").Id("usage").Index(jen.Id("field")), jen.Id("ok")).Block(jen.Return(jen.Id("u"))),
+			jen.Return(jen.Id("doc")),
+		)
+		for _, fl := range fields {
+			if fl.Flag == "" {
+				continue
+			}
+			var regs []jen.Code
+			register := func(name string, usage jen.Code) {
+				regs = append(regs, flagRegistration(fl, jen.Id("f").Dot("v").Dot(fl.GoName), name, usage))
+			}
+			register(fl.Flag, jen.Id("use").Call(jen.Id(fieldBit(w, fl)), jen.Lit(fl.usage())))
+			if fl.Alias != "" {
+				register(fl.Alias, jen.Lit("alias of -"+fl.Flag))
+			}
+			g.If(jen.Id("fields").Op("&").Id(fieldBit(w, fl)).Op("!=").Lit(0)).Block(regs...)
+		}
+		g.Return(jen.Id("f"))
+	})
+	f.Line()
+	genutil.DocLines(f, "apply copies onto w the value of every flag that was set on the command line (fs.Visit),\n"+
+		"leaving the others alone; a field the view does not hold is dropped when w converts back to it.")
+	f.Func().Params(jen.Id("f").Op("*").Id(typ)).Id("apply").Params(jen.Id("w").Op("*").Id(w.GoName)).Block(
+		jen.Id("f").Dot("fs").Dot("Visit").Call(jen.Func().Params(jen.Id("fl").Op("*").Qual("flag", "Flag")).Block(
+			jen.Switch(jen.Id("fl").Dot("Name")).BlockFunc(func(g *jen.Group) {
+				emitFlagCases(g, fields, "w")
+			}),
+		)),
+	)
+	f.Line()
+}
+
+// emitViewFlags writes the flag binding of c, a family's view (throughWhole), through its view
+// of every family's (wholeFlags): the same API as emitFlags's, c's usage where c words a
+// field's doc its own way.
+func emitViewFlags(f *jen.File, c *Config) {
+	w := c.Whole
+	typ, set := c.GoName+"Flags", fieldSetType(w)
+	genutil.DocLines(f, flagsDoc(c))
+	f.Type().Id(typ).Struct(
+		jen.Commentf("flags are those of the fields of %s a %s holds.", w.GoName, c.GoName),
+		jen.Id("flags").Op("*").Id(wholeFlags(w)),
+	)
+	f.Line()
+	usage := jen.Dict{}
+	for _, fl := range c.Fields {
+		if wf := fieldByJSON(w.Fields, fl.JSON); fl.Flag != "" && fl.usage() != wf.usage() {
+			usage[jen.Id(fieldBit(w, wf))] = jen.Lit(fl.usage())
+		}
+	}
+	var usages jen.Code = jen.Nil()
+	if len(usage) > 0 {
+		usages = jen.Map(jen.Id(set)).String().Values(usage)
+	}
+	genutil.DocLines(f, newFlagsDoc(c))
+	f.Func().Id("New"+typ).Params(jen.Id("fs").Op("*").Qual("flag", "FlagSet"), jen.Id("defaults").Id(c.GoName)).Op("*").Id(typ).Block(
+		jen.Return(jen.Op("&").Id(typ).Values(jen.Id("flags").Op(":").Id(newWholeFlags(w)).Call(
+			jen.Id("fs"), jen.Id("defaults").Dot(w.GoName).Call(), jen.Id(fieldsConst(c)), usages))))
+	f.Line()
+	genutil.DocLines(f, applyDoc)
+	f.Func().Params(jen.Id("f").Op("*").Id(typ)).Id("Apply").Params(jen.Id("c").Op("*").Id(c.GoName)).Error().Block(
+		jen.Id("w").Op(":=").Id("c").Dot(w.GoName).Call(),
+		jen.Id("f").Dot("flags").Dot("apply").Call(jen.Op("&").Id("w")),
+		jen.Op("*").Id("c").Op("=").Id("w").Dot(c.GoName).Call(),
+		jen.Return(jen.Id("c").Dot("Validate").Call()),
+	)
+	f.Line()
+}
+
+// flagsDoc and newFlagsDoc are the doc comments of config c's Flags type and its constructor,
+// applyDoc that of its Apply.
+func flagsDoc(c *Config) string {
+	return fmt.Sprintf("%sFlags are the command-line flags of a %s configuration: one per field, named by its\n"+
+		"JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.", c.GoName, c.GoName)
+}
+
+func newFlagsDoc(c *Config) string {
+	return fmt.Sprintf("New%sFlags registers the flags on fs, showing the values of defaults (e.g. the default\n"+
+		"preset's) as their defaults.", c.GoName)
+}
+
+const applyDoc = "Apply copies onto c the value of every flag that was set on the command line (fs.Visit),\n" +
+	"leaving the others (e.g. a preset's values) alone, and returns c.Validate()."
+
+// emitFlagsStruct writes type typ, flags bound to a value of type value: their FlagSet, fs, and
+// that value, v.
+func emitFlagsStruct(f *jen.File, typ, value string) {
+	f.Type().Id(typ).Struct(
+		jen.Id("fs").Op("*").Qual("flag", "FlagSet"),
+		jen.Comment("v holds the flags' values, the defaults until parsed."),
+		jen.Id("v").Id(value),
+	)
+	f.Line()
+}
+
+// flagRegistration registers the flag name (usage usage) of field fl, bound to v (its value,
+// addressable), with v's value as its default.
+func flagRegistration(fl *Field, v *jen.Statement, name string, usage jen.Code) jen.Code {
+	ptr := jen.Op("&").Add(v.Clone())
+	switch {
+	case fl.EnumType != "":
+		return jen.Id("fs").Dot("Var").Call(ptr, jen.Lit(name), usage)
+	case fl.Kind == "int":
+		return jen.Id("fs").Dot("IntVar").Call(ptr, jen.Lit(name), v.Clone(), usage)
+	case fl.Kind == "float32":
+		return jen.Id("fs").Dot("Var").Call(jen.Parens(jen.Op("*").Id("float32Value")).Call(ptr), jen.Lit(name), usage)
+	case fl.Kind == "bool":
+		return jen.Id("fs").Dot("BoolVar").Call(ptr, jen.Lit(name), v.Clone(), usage)
+	}
+	return jen.Id("fs").Dot("StringVar").Call(ptr, jen.Lit(name), v.Clone(), usage)
+}
+
+// emitFlagCases writes the cases of Apply's switch on a set flag's name: the field among fields
+// it (or its alias) names copied from f.v onto dst, a pointer to the config.
+func emitFlagCases(g *jen.Group, fields []*Field, dst string) {
+	for _, fl := range fields {
+		if fl.Flag == "" {
+			continue
+		}
+		names := []jen.Code{jen.Lit(fl.Flag)}
+		if fl.Alias != "" {
+			names = append(names, jen.Lit(fl.Alias))
+		}
+		g.Case(names...).Id(dst).Dot(fl.GoName).Op("=").Id("f").Dot("v").Dot(fl.GoName)
+	}
+}
+
+// validateDoc is the doc comment of every config's Validate.
+const validateDoc = "Validate checks every field against the bounds the spec declares and names each one that\nis out of them."
+
+func emitValidate(f *jen.File, c *Config) {
+	genutil.DocLines(f, validateDoc)
 	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("Validate").Params().Error().BlockFunc(func(g *jen.Group) {
 		g.Var().Id("errs").Index().Error()
 		for _, fl := range c.Fields {
-			x := jen.Id("c").Dot(fl.GoName)
-			bound := func(op string, v float64, what string) {
-				var lit jen.Code = jen.Lit(int(v))
-				verb := "%d"
-				if fl.Kind == "float32" {
-					lit, verb = jen.Lit(float32(v)), "%g"
-				}
-				g.If(x.Clone().Op(op).Add(lit)).Block(jen.Id("errs").Op("=").Append(jen.Id("errs"),
-					jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("%s %s is %s %s", fl.JSON, verb, what, strconv.FormatFloat(v, 'f', -1, 64))), x.Clone())))
+			emitChecks(g, c, fl, nil)
+		}
+		g.Return(jen.Qual("errors", "Join").Call(jen.Id("errs").Op("...")))
+	})
+	f.Line()
+}
+
+// hasChecks reports whether Validate checks fl: a bound, a float's NaN, an enum or a
+// multiple-of rule.
+func hasChecks(fl *Field) bool {
+	return fl.Min != nil || fl.Max != nil || fl.Kind == "float32" || len(fl.Enum) > 0 || fl.MultipleOf != ""
+}
+
+// emitChecks writes into g, a body with errs in scope, the checks of field fl of config c
+// (receiver c). held, when not nil, is the condition that c's set of fields (fields, of the
+// type fieldSetType) holds a field: a multiple-of rule then runs only where both fields are held.
+func emitChecks(g *jen.Group, c *Config, fl *Field, held func(*Field) jen.Code) {
+	x := jen.Id("c").Dot(fl.GoName)
+	bound := func(op string, v float64, what string) {
+		var lit jen.Code = jen.Lit(int(v))
+		verb := "%d"
+		if fl.Kind == "float32" {
+			lit, verb = jen.Lit(float32(v)), "%g"
+		}
+		g.If(x.Clone().Op(op).Add(lit)).Block(jen.Id("errs").Op("=").Append(jen.Id("errs"),
+			jen.Qual("fmt", "Errorf").Call(jen.Lit(fmt.Sprintf("%s %s is %s %s", fl.JSON, verb, what, strconv.FormatFloat(v, 'f', -1, 64))), x.Clone())))
+	}
+	if fl.Min != nil {
+		bound("<", *fl.Min, "below the minimum")
+	}
+	if fl.Max != nil {
+		bound(">", *fl.Max, "above the maximum")
+	}
+	if fl.Kind == "float32" {
+		g.If(jen.Qual("math", "IsNaN").Call(jen.Float64().Call(x.Clone()))).Block(
+			jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(jen.Lit(fl.JSON+" is NaN"))))
+	}
+	if len(fl.Enum) > 0 {
+		var cases []jen.Code
+		for _, n := range fl.EnumConsts {
+			cases = append(cases, jen.Id(n))
+		}
+		g.Switch(x.Clone()).Block(
+			jen.Case(cases...),
+			jen.Default().Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(
+				jen.Lit(fl.JSON+" %q is not one of "+strings.Join(fl.Enum, ", ")), x.Clone())))
+	}
+	if fl.MultipleOf != "" {
+		o := fieldByJSON(c.Fields, fl.MultipleOf)
+		y := jen.Id("c").Dot(o.GoName)
+		cond := y.Clone().Op(">").Lit(0).Op("&&").Add(x.Clone()).Op("%").Add(y.Clone()).Op("!=").Lit(0)
+		if held != nil {
+			cond = jen.Add(held(o)).Op("&&").Add(cond)
+		}
+		g.If(cond).Block(
+			jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(
+				jen.Lit(fmt.Sprintf("%s %%d is not a multiple of %s %%d", fl.JSON, o.JSON)), x.Clone(), y.Clone())))
+	}
+}
+
+// throughWhole reports whether c is a family's view of a shape that has a view of every family
+// (Whole): its validation and flags are then Whole's, for the fields it holds, and its file
+// holds only what makes it the view (its fields, defaults, presets, the set of fields it holds
+// and the usage it words its own way).
+func (c *Config) throughWhole() bool {
+	return c.ViewOf != "" && c.Family != "" && c.Whole != nil && !c.Options
+}
+
+// checkViewFields checks that every field of view c is one of w, its view of every family,
+// with the same kind, bounds, enum, flag and alias (the view's doc, defaults and enum type may
+// differ, and a multiple-of rule be dropped), as validating and parsing it through w assumes.
+func checkViewFields(c, w *Config) error {
+	if len(w.Fields) > 64 {
+		return fmt.Errorf("kernelgen: %s: %d fields, more than a set of them (%s) holds", w.GoName, len(w.Fields), fieldSetType(w))
+	}
+	same := func(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	for _, fl := range c.Fields {
+		wf := fieldByJSON(w.Fields, fl.JSON)
+		if wf == nil || wf.Kind != fl.Kind || !same(wf.Min, fl.Min) || !same(wf.Max, fl.Max) ||
+			strings.Join(wf.Enum, ",") != strings.Join(fl.Enum, ",") || wf.Flag != fl.Flag || wf.Alias != fl.Alias ||
+			(fl.MultipleOf != "" && fl.MultipleOf != wf.MultipleOf) {
+			return fmt.Errorf("kernelgen: %s: field %s is not %s's field of that name", c.GoName, fl.GoName, w.GoName)
+		}
+	}
+	return nil
+}
+
+// fieldSetType names the type of a set of the fields of w, a shape's view of every family
+// (shapeFieldSet); fieldBit the constant of one field (shapeDModelField); and fieldsConst the
+// constant of the set of w's fields a config holds (gpt2Fields, shapeFields).
+func fieldSetType(w *Config) string        { return lowerFirst(w.GoName) + "FieldSet" }
+func fieldBit(w *Config, fl *Field) string { return lowerFirst(w.GoName) + fl.GoName + "Field" }
+func fieldsConst(c *Config) string         { return lowerFirst(c.GoName) + "Fields" }
+
+// lowerFirst is s with its first letter lower-case: an unexported name built on a config's.
+func lowerFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// emitFieldsConst writes the constant fieldsConst(c): the set of the fields of w that c holds,
+// a few to a line.
+func emitFieldsConst(f *jen.File, c, w *Config) {
+	var set jen.Statement
+	width := 0
+	for i, fl := range c.Fields {
+		bit := fieldBit(w, fieldByJSON(w.Fields, fl.JSON))
+		if i > 0 {
+			set.Op("|")
+			if width+len(bit) > 80 {
+				set.Line()
+				width = 0
 			}
-			if fl.Min != nil {
-				bound("<", *fl.Min, "below the minimum")
+		}
+		set.Id(bit)
+		width += len(bit) + 3
+	}
+	f.Commentf("%s are the fields of %s a %s holds.", fieldsConst(c), w.GoName, c.GoName)
+	f.Const().Id(fieldsConst(c)).Op("=").Add(&set)
+	f.Line()
+}
+
+// emitWholeValidate writes Validate of w, a shape's view of every family, and what its
+// families' views validate through: the set of its fields (fieldSetType, a bit each), and
+// validate, which checks those of a set.
+func emitWholeValidate(f *jen.File, w *Config) {
+	set := fieldSetType(w)
+	f.Commentf("%s is a set of the fields of %s, a bit each: those a view of it holds.", set, w.GoName)
+	f.Type().Id(set).Uint64()
+	f.Line()
+	f.Commentf("The fields of %s, in the order the spec declares them, and %s, all of them.", w.GoName, fieldsConst(w))
+	f.Const().DefsFunc(func(g *jen.Group) {
+		for i, fl := range w.Fields {
+			if i == 0 {
+				g.Id(fieldBit(w, fl)).Id(set).Op("=").Lit(1).Op("<<").Iota()
+			} else {
+				g.Id(fieldBit(w, fl))
 			}
-			if fl.Max != nil {
-				bound(">", *fl.Max, "above the maximum")
-			}
-			if fl.Kind == "float32" {
-				g.If(jen.Qual("math", "IsNaN").Call(jen.Float64().Call(x.Clone()))).Block(
-					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(jen.Lit(fl.JSON+" is NaN"))))
-			}
-			if len(fl.Enum) > 0 {
-				var cases []jen.Code
-				for _, n := range fl.EnumConsts {
-					cases = append(cases, jen.Id(n))
-				}
-				g.Switch(x.Clone()).Block(
-					jen.Case(cases...),
-					jen.Default().Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(
-						jen.Lit(fl.JSON+" %q is not one of "+strings.Join(fl.Enum, ", ")), x.Clone())))
-			}
-			if fl.MultipleOf != "" {
-				o := byJSON[fl.MultipleOf]
-				y := jen.Id("c").Dot(o.GoName)
-				g.If(y.Clone().Op(">").Lit(0).Op("&&").Add(x.Clone()).Op("%").Add(y.Clone()).Op("!=").Lit(0)).Block(
-					jen.Id("errs").Op("=").Append(jen.Id("errs"), jen.Qual("fmt", "Errorf").Call(
-						jen.Lit(fmt.Sprintf("%s %%d is not a multiple of %s %%d", fl.JSON, o.JSON)), x.Clone(), y.Clone())))
+		}
+		g.Id(fieldsConst(w)).Op("=").Id(fieldBit(w, w.Fields[len(w.Fields)-1])).Op("<<").Lit(1).Op("-").Lit(1)
+	})
+	f.Line()
+	genutil.DocLines(f, validateDoc)
+	f.Func().Params(jen.Id("c").Id(w.GoName)).Id("Validate").Params().Error().Block(
+		jen.Return(jen.Id("c").Dot("validate").Call(jen.Id(fieldsConst(w)))))
+	f.Line()
+	held := func(fl *Field) jen.Code { return jen.Id("fields").Op("&").Id(fieldBit(w, fl)).Op("!=").Lit(0) }
+	genutil.DocLines(f, "validate checks each field of c in fields against the bounds the spec declares and names\n"+
+		"each one that is out of them; a multiple-of rule holds where fields has both of its fields.")
+	f.Func().Params(jen.Id("c").Id(w.GoName)).Id("validate").Params(jen.Id("fields").Id(set)).Error().BlockFunc(func(g *jen.Group) {
+		g.Var().Id("errs").Index().Error()
+		for _, fl := range w.Fields {
+			if hasChecks(fl) {
+				g.If(held(fl)).BlockFunc(func(g *jen.Group) { emitChecks(g, w, fl, held) })
 			}
 		}
 		g.Return(jen.Qual("errors", "Join").Call(jen.Id("errs").Op("...")))
 	})
+	f.Line()
+}
+
+// emitViewValidate writes Validate of c, a family's view (throughWhole): its view of every
+// family's validate, for the fields c holds.
+func emitViewValidate(f *jen.File, c *Config) {
+	emitFieldsConst(f, c, c.Whole)
+	genutil.DocLines(f, validateDoc)
+	f.Func().Params(jen.Id("c").Id(c.GoName)).Id("Validate").Params().Error().Block(
+		jen.Return(jen.Id("c").Dot(c.Whole.GoName).Call().Dot("validate").Call(jen.Id(fieldsConst(c)))))
 	f.Line()
 }
 

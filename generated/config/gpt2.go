@@ -3,10 +3,8 @@
 package config
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -89,123 +87,41 @@ func Gpt2Preset(name string) (Gpt2, error) {
 	return c, nil
 }
 
+// gpt2Fields are the fields of Shape a Gpt2 holds.
+const gpt2Fields = shapeVocabField | shapeDModelField | shapeDFFField | shapeNHeadsField |
+	shapeNLayersField | shapeContextField | shapeLayerNormEpsField |
+	shapeTiedOutputField | shapeInitScaleField | shapeSeedField
+
 // Validate checks every field against the bounds the spec declares and names each one that
 // is out of them.
 func (c Gpt2) Validate() error {
-	var errs []error
-	if c.Vocab < 2 {
-		errs = append(errs, fmt.Errorf("vocab %d is below the minimum 2", c.Vocab))
-	}
-	if c.Vocab > 1048576 {
-		errs = append(errs, fmt.Errorf("vocab %d is above the maximum 1048576", c.Vocab))
-	}
-	if c.DModel < 1 {
-		errs = append(errs, fmt.Errorf("d_model %d is below the minimum 1", c.DModel))
-	}
-	if c.DModel > 65536 {
-		errs = append(errs, fmt.Errorf("d_model %d is above the maximum 65536", c.DModel))
-	}
-	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
-		errs = append(errs, fmt.Errorf("d_model %d is not a multiple of n_heads %d", c.DModel, c.NHeads))
-	}
-	if c.DFF < 1 {
-		errs = append(errs, fmt.Errorf("d_ff %d is below the minimum 1", c.DFF))
-	}
-	if c.DFF > 262144 {
-		errs = append(errs, fmt.Errorf("d_ff %d is above the maximum 262144", c.DFF))
-	}
-	if c.NHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
-	}
-	if c.NHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
-	}
-	if c.NLayers < 1 {
-		errs = append(errs, fmt.Errorf("n_layers %d is below the minimum 1", c.NLayers))
-	}
-	if c.NLayers > 1024 {
-		errs = append(errs, fmt.Errorf("n_layers %d is above the maximum 1024", c.NLayers))
-	}
-	if c.Context < 1 {
-		errs = append(errs, fmt.Errorf("context %d is below the minimum 1", c.Context))
-	}
-	if c.Context > 1048576 {
-		errs = append(errs, fmt.Errorf("context %d is above the maximum 1048576", c.Context))
-	}
-	if c.LayerNormEps < float32(0) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps %g is below the minimum 0", c.LayerNormEps))
-	}
-	if c.LayerNormEps > float32(0.1) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps %g is above the maximum 0.1", c.LayerNormEps))
-	}
-	if math.IsNaN(float64(c.LayerNormEps)) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps is NaN"))
-	}
-	if c.InitScale < float32(0) {
-		errs = append(errs, fmt.Errorf("init_scale %g is below the minimum 0", c.InitScale))
-	}
-	if c.InitScale > float32(1) {
-		errs = append(errs, fmt.Errorf("init_scale %g is above the maximum 1", c.InitScale))
-	}
-	if math.IsNaN(float64(c.InitScale)) {
-		errs = append(errs, fmt.Errorf("init_scale is NaN"))
-	}
-	if c.Seed < 0 {
-		errs = append(errs, fmt.Errorf("seed %d is below the minimum 0", c.Seed))
-	}
-	return errors.Join(errs...)
+	return c.Shape().validate(gpt2Fields)
 }
 
 // Gpt2Flags are the command-line flags of a Gpt2 configuration: one per field, named by its
 // JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.
 type Gpt2Flags struct {
-	fs *flag.FlagSet
-	// v holds the flags' values, the defaults until parsed.
-	v Gpt2
+	// flags are those of the fields of Shape a Gpt2 holds.
+	flags *shapeFlags
 }
 
 // NewGpt2Flags registers the flags on fs, showing the values of defaults (e.g. the default
 // preset's) as their defaults.
 func NewGpt2Flags(fs *flag.FlagSet, defaults Gpt2) *Gpt2Flags {
-	f := &Gpt2Flags{fs: fs, v: defaults}
-	fs.IntVar(&f.v.Vocab, "vocab", f.v.Vocab, "the number of tokens")
-	fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, "the width of the residual stream (embedding length)")
-	fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, "the hidden width of the GELU feed-forward block (4·d_model in GPT-2)")
-	fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, "the number of attention heads")
-	fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, "the number of transformer blocks")
-	fs.IntVar(&f.v.Context, "context", f.v.Context, "the number of learned positions: the longest sequence the model reads")
-	fs.IntVar(&f.v.Context, "c", f.v.Context, "alias of -context")
-	fs.Var((*float32Value)(&f.v.LayerNormEps), "layer-norm-eps", "the epsilon of LayerNorm")
-	fs.BoolVar(&f.v.TiedOutput, "tied-output", f.v.TiedOutput, "shares the token embedding with the output projection (no output.weight)")
-	fs.Var((*float32Value)(&f.v.InitScale), "init-scale", "the standard deviation of the initial weights, as GPT-2 scales it per part")
-	return f
+	return &Gpt2Flags{flags: newShapeFlags(fs, defaults.Shape(), gpt2Fields, map[shapeFieldSet]string{
+		shapeContextField:   "the number of learned positions: the longest sequence the model reads",
+		shapeDFFField:       "the hidden width of the GELU feed-forward block (4·d_model in GPT-2)",
+		shapeInitScaleField: "the standard deviation of the initial weights, as GPT-2 scales it per part",
+		shapeNHeadsField:    "the number of attention heads",
+	})}
 }
 
 // Apply copies onto c the value of every flag that was set on the command line (fs.Visit),
 // leaving the others (e.g. a preset's values) alone, and returns c.Validate().
 func (f *Gpt2Flags) Apply(c *Gpt2) error {
-	f.fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "vocab":
-			c.Vocab = f.v.Vocab
-		case "d-model":
-			c.DModel = f.v.DModel
-		case "d-ff":
-			c.DFF = f.v.DFF
-		case "n-heads":
-			c.NHeads = f.v.NHeads
-		case "n-layers":
-			c.NLayers = f.v.NLayers
-		case "context", "c":
-			c.Context = f.v.Context
-		case "layer-norm-eps":
-			c.LayerNormEps = f.v.LayerNormEps
-		case "tied-output":
-			c.TiedOutput = f.v.TiedOutput
-		case "init-scale":
-			c.InitScale = f.v.InitScale
-		}
-	})
+	w := c.Shape()
+	f.flags.apply(&w)
+	*c = w.Gpt2()
 	return c.Validate()
 }
 

@@ -4,6 +4,7 @@ package config
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 )
@@ -137,145 +138,318 @@ func DefaultShape() Shape {
 	}
 }
 
+// shapeFieldSet is a set of the fields of Shape, a bit each: those a view of it holds.
+type shapeFieldSet uint64
+
+// The fields of Shape, in the order the spec declares them, and shapeFields, all of them.
+const (
+	shapeImageSizeField shapeFieldSet = 1 << iota
+	shapePatchSizeField
+	shapeChannelsField
+	shapeVocabField
+	shapeDModelField
+	shapeDFFField
+	shapeNHeadsField
+	shapeNKVHeadsField
+	shapeNLayersField
+	shapeClassesField
+	shapeContextField
+	shapeRopeBaseField
+	shapeRopeScalingField
+	shapeRopeScaleFactorField
+	shapeRopeOrigContextField
+	shapeRMSEpsField
+	shapeLayerNormEpsField
+	shapeTiedOutputField
+	shapeQKVBiasField
+	shapeWeightTypeField
+	shapeInitScaleField
+	shapeSeedField
+	shapeFields = shapeSeedField<<1 - 1
+)
+
 // Validate checks every field against the bounds the spec declares and names each one that
 // is out of them.
 func (c Shape) Validate() error {
+	return c.validate(shapeFields)
+}
+
+// validate checks each field of c in fields against the bounds the spec declares and names
+// each one that is out of them; a multiple-of rule holds where fields has both of its fields.
+func (c Shape) validate(fields shapeFieldSet) error {
 	var errs []error
-	if c.ImageSize < 1 {
-		errs = append(errs, fmt.Errorf("image_size %d is below the minimum 1", c.ImageSize))
+	if fields&shapeImageSizeField != 0 {
+		if c.ImageSize < 1 {
+			errs = append(errs, fmt.Errorf("image_size %d is below the minimum 1", c.ImageSize))
+		}
+		if c.ImageSize > 4096 {
+			errs = append(errs, fmt.Errorf("image_size %d is above the maximum 4096", c.ImageSize))
+		}
+		if fields&shapePatchSizeField != 0 && c.PatchSize > 0 && c.ImageSize%c.PatchSize != 0 {
+			errs = append(errs, fmt.Errorf("image_size %d is not a multiple of patch_size %d", c.ImageSize, c.PatchSize))
+		}
 	}
-	if c.ImageSize > 4096 {
-		errs = append(errs, fmt.Errorf("image_size %d is above the maximum 4096", c.ImageSize))
+	if fields&shapePatchSizeField != 0 {
+		if c.PatchSize < 1 {
+			errs = append(errs, fmt.Errorf("patch_size %d is below the minimum 1", c.PatchSize))
+		}
+		if c.PatchSize > 256 {
+			errs = append(errs, fmt.Errorf("patch_size %d is above the maximum 256", c.PatchSize))
+		}
 	}
-	if c.PatchSize > 0 && c.ImageSize%c.PatchSize != 0 {
-		errs = append(errs, fmt.Errorf("image_size %d is not a multiple of patch_size %d", c.ImageSize, c.PatchSize))
+	if fields&shapeChannelsField != 0 {
+		if c.Channels < 1 {
+			errs = append(errs, fmt.Errorf("channels %d is below the minimum 1", c.Channels))
+		}
+		if c.Channels > 4 {
+			errs = append(errs, fmt.Errorf("channels %d is above the maximum 4", c.Channels))
+		}
 	}
-	if c.PatchSize < 1 {
-		errs = append(errs, fmt.Errorf("patch_size %d is below the minimum 1", c.PatchSize))
+	if fields&shapeVocabField != 0 {
+		if c.Vocab < 2 {
+			errs = append(errs, fmt.Errorf("vocab %d is below the minimum 2", c.Vocab))
+		}
+		if c.Vocab > 1048576 {
+			errs = append(errs, fmt.Errorf("vocab %d is above the maximum 1048576", c.Vocab))
+		}
 	}
-	if c.PatchSize > 256 {
-		errs = append(errs, fmt.Errorf("patch_size %d is above the maximum 256", c.PatchSize))
+	if fields&shapeDModelField != 0 {
+		if c.DModel < 1 {
+			errs = append(errs, fmt.Errorf("d_model %d is below the minimum 1", c.DModel))
+		}
+		if c.DModel > 65536 {
+			errs = append(errs, fmt.Errorf("d_model %d is above the maximum 65536", c.DModel))
+		}
+		if fields&shapeNHeadsField != 0 && c.NHeads > 0 && c.DModel%c.NHeads != 0 {
+			errs = append(errs, fmt.Errorf("d_model %d is not a multiple of n_heads %d", c.DModel, c.NHeads))
+		}
 	}
-	if c.Channels < 1 {
-		errs = append(errs, fmt.Errorf("channels %d is below the minimum 1", c.Channels))
+	if fields&shapeDFFField != 0 {
+		if c.DFF < 1 {
+			errs = append(errs, fmt.Errorf("d_ff %d is below the minimum 1", c.DFF))
+		}
+		if c.DFF > 262144 {
+			errs = append(errs, fmt.Errorf("d_ff %d is above the maximum 262144", c.DFF))
+		}
 	}
-	if c.Channels > 4 {
-		errs = append(errs, fmt.Errorf("channels %d is above the maximum 4", c.Channels))
+	if fields&shapeNHeadsField != 0 {
+		if c.NHeads < 1 {
+			errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
+		}
+		if c.NHeads > 1024 {
+			errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
+		}
+		if fields&shapeNKVHeadsField != 0 && c.NKVHeads > 0 && c.NHeads%c.NKVHeads != 0 {
+			errs = append(errs, fmt.Errorf("n_heads %d is not a multiple of n_kv_heads %d", c.NHeads, c.NKVHeads))
+		}
 	}
-	if c.Vocab < 2 {
-		errs = append(errs, fmt.Errorf("vocab %d is below the minimum 2", c.Vocab))
+	if fields&shapeNKVHeadsField != 0 {
+		if c.NKVHeads < 1 {
+			errs = append(errs, fmt.Errorf("n_kv_heads %d is below the minimum 1", c.NKVHeads))
+		}
+		if c.NKVHeads > 1024 {
+			errs = append(errs, fmt.Errorf("n_kv_heads %d is above the maximum 1024", c.NKVHeads))
+		}
 	}
-	if c.Vocab > 1048576 {
-		errs = append(errs, fmt.Errorf("vocab %d is above the maximum 1048576", c.Vocab))
+	if fields&shapeNLayersField != 0 {
+		if c.NLayers < 1 {
+			errs = append(errs, fmt.Errorf("n_layers %d is below the minimum 1", c.NLayers))
+		}
+		if c.NLayers > 1024 {
+			errs = append(errs, fmt.Errorf("n_layers %d is above the maximum 1024", c.NLayers))
+		}
 	}
-	if c.DModel < 1 {
-		errs = append(errs, fmt.Errorf("d_model %d is below the minimum 1", c.DModel))
+	if fields&shapeClassesField != 0 {
+		if c.Classes < 2 {
+			errs = append(errs, fmt.Errorf("classes %d is below the minimum 2", c.Classes))
+		}
+		if c.Classes > 1048576 {
+			errs = append(errs, fmt.Errorf("classes %d is above the maximum 1048576", c.Classes))
+		}
 	}
-	if c.DModel > 65536 {
-		errs = append(errs, fmt.Errorf("d_model %d is above the maximum 65536", c.DModel))
+	if fields&shapeContextField != 0 {
+		if c.Context < 1 {
+			errs = append(errs, fmt.Errorf("context %d is below the minimum 1", c.Context))
+		}
+		if c.Context > 1048576 {
+			errs = append(errs, fmt.Errorf("context %d is above the maximum 1048576", c.Context))
+		}
 	}
-	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
-		errs = append(errs, fmt.Errorf("d_model %d is not a multiple of n_heads %d", c.DModel, c.NHeads))
+	if fields&shapeRopeBaseField != 0 {
+		if c.RopeBase < float32(1) {
+			errs = append(errs, fmt.Errorf("rope_base %g is below the minimum 1", c.RopeBase))
+		}
+		if math.IsNaN(float64(c.RopeBase)) {
+			errs = append(errs, fmt.Errorf("rope_base is NaN"))
+		}
 	}
-	if c.DFF < 1 {
-		errs = append(errs, fmt.Errorf("d_ff %d is below the minimum 1", c.DFF))
+	if fields&shapeRopeScalingField != 0 {
+		switch c.RopeScaling {
+		case ShapeRopeScalingNone, ShapeRopeScalingLinear, ShapeRopeScalingYarn:
+		default:
+			errs = append(errs, fmt.Errorf("rope_scaling %q is not one of none, linear, yarn", c.RopeScaling))
+		}
 	}
-	if c.DFF > 262144 {
-		errs = append(errs, fmt.Errorf("d_ff %d is above the maximum 262144", c.DFF))
+	if fields&shapeRopeScaleFactorField != 0 {
+		if c.RopeScaleFactor < float32(1) {
+			errs = append(errs, fmt.Errorf("rope_scale_factor %g is below the minimum 1", c.RopeScaleFactor))
+		}
+		if c.RopeScaleFactor > float32(1024) {
+			errs = append(errs, fmt.Errorf("rope_scale_factor %g is above the maximum 1024", c.RopeScaleFactor))
+		}
+		if math.IsNaN(float64(c.RopeScaleFactor)) {
+			errs = append(errs, fmt.Errorf("rope_scale_factor is NaN"))
+		}
 	}
-	if c.NHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
+	if fields&shapeRopeOrigContextField != 0 {
+		if c.RopeOrigContext < 0 {
+			errs = append(errs, fmt.Errorf("rope_orig_context %d is below the minimum 0", c.RopeOrigContext))
+		}
+		if c.RopeOrigContext > 1048576 {
+			errs = append(errs, fmt.Errorf("rope_orig_context %d is above the maximum 1048576", c.RopeOrigContext))
+		}
 	}
-	if c.NHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
+	if fields&shapeRMSEpsField != 0 {
+		if c.RMSEps < float32(0) {
+			errs = append(errs, fmt.Errorf("rms_eps %g is below the minimum 0", c.RMSEps))
+		}
+		if c.RMSEps > float32(0.1) {
+			errs = append(errs, fmt.Errorf("rms_eps %g is above the maximum 0.1", c.RMSEps))
+		}
+		if math.IsNaN(float64(c.RMSEps)) {
+			errs = append(errs, fmt.Errorf("rms_eps is NaN"))
+		}
 	}
-	if c.NKVHeads > 0 && c.NHeads%c.NKVHeads != 0 {
-		errs = append(errs, fmt.Errorf("n_heads %d is not a multiple of n_kv_heads %d", c.NHeads, c.NKVHeads))
+	if fields&shapeLayerNormEpsField != 0 {
+		if c.LayerNormEps < float32(0) {
+			errs = append(errs, fmt.Errorf("layer_norm_eps %g is below the minimum 0", c.LayerNormEps))
+		}
+		if c.LayerNormEps > float32(0.1) {
+			errs = append(errs, fmt.Errorf("layer_norm_eps %g is above the maximum 0.1", c.LayerNormEps))
+		}
+		if math.IsNaN(float64(c.LayerNormEps)) {
+			errs = append(errs, fmt.Errorf("layer_norm_eps is NaN"))
+		}
 	}
-	if c.NKVHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_kv_heads %d is below the minimum 1", c.NKVHeads))
+	if fields&shapeWeightTypeField != 0 {
+		switch c.WeightType {
+		case ShapeWeightTypeF32:
+		default:
+			errs = append(errs, fmt.Errorf("weight_type %q is not one of f32", c.WeightType))
+		}
 	}
-	if c.NKVHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_kv_heads %d is above the maximum 1024", c.NKVHeads))
+	if fields&shapeInitScaleField != 0 {
+		if c.InitScale < float32(0) {
+			errs = append(errs, fmt.Errorf("init_scale %g is below the minimum 0", c.InitScale))
+		}
+		if c.InitScale > float32(1) {
+			errs = append(errs, fmt.Errorf("init_scale %g is above the maximum 1", c.InitScale))
+		}
+		if math.IsNaN(float64(c.InitScale)) {
+			errs = append(errs, fmt.Errorf("init_scale is NaN"))
+		}
 	}
-	if c.NLayers < 1 {
-		errs = append(errs, fmt.Errorf("n_layers %d is below the minimum 1", c.NLayers))
-	}
-	if c.NLayers > 1024 {
-		errs = append(errs, fmt.Errorf("n_layers %d is above the maximum 1024", c.NLayers))
-	}
-	if c.Classes < 2 {
-		errs = append(errs, fmt.Errorf("classes %d is below the minimum 2", c.Classes))
-	}
-	if c.Classes > 1048576 {
-		errs = append(errs, fmt.Errorf("classes %d is above the maximum 1048576", c.Classes))
-	}
-	if c.Context < 1 {
-		errs = append(errs, fmt.Errorf("context %d is below the minimum 1", c.Context))
-	}
-	if c.Context > 1048576 {
-		errs = append(errs, fmt.Errorf("context %d is above the maximum 1048576", c.Context))
-	}
-	if c.RopeBase < float32(1) {
-		errs = append(errs, fmt.Errorf("rope_base %g is below the minimum 1", c.RopeBase))
-	}
-	if math.IsNaN(float64(c.RopeBase)) {
-		errs = append(errs, fmt.Errorf("rope_base is NaN"))
-	}
-	switch c.RopeScaling {
-	case ShapeRopeScalingNone, ShapeRopeScalingLinear, ShapeRopeScalingYarn:
-	default:
-		errs = append(errs, fmt.Errorf("rope_scaling %q is not one of none, linear, yarn", c.RopeScaling))
-	}
-	if c.RopeScaleFactor < float32(1) {
-		errs = append(errs, fmt.Errorf("rope_scale_factor %g is below the minimum 1", c.RopeScaleFactor))
-	}
-	if c.RopeScaleFactor > float32(1024) {
-		errs = append(errs, fmt.Errorf("rope_scale_factor %g is above the maximum 1024", c.RopeScaleFactor))
-	}
-	if math.IsNaN(float64(c.RopeScaleFactor)) {
-		errs = append(errs, fmt.Errorf("rope_scale_factor is NaN"))
-	}
-	if c.RopeOrigContext < 0 {
-		errs = append(errs, fmt.Errorf("rope_orig_context %d is below the minimum 0", c.RopeOrigContext))
-	}
-	if c.RopeOrigContext > 1048576 {
-		errs = append(errs, fmt.Errorf("rope_orig_context %d is above the maximum 1048576", c.RopeOrigContext))
-	}
-	if c.RMSEps < float32(0) {
-		errs = append(errs, fmt.Errorf("rms_eps %g is below the minimum 0", c.RMSEps))
-	}
-	if c.RMSEps > float32(0.1) {
-		errs = append(errs, fmt.Errorf("rms_eps %g is above the maximum 0.1", c.RMSEps))
-	}
-	if math.IsNaN(float64(c.RMSEps)) {
-		errs = append(errs, fmt.Errorf("rms_eps is NaN"))
-	}
-	if c.LayerNormEps < float32(0) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps %g is below the minimum 0", c.LayerNormEps))
-	}
-	if c.LayerNormEps > float32(0.1) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps %g is above the maximum 0.1", c.LayerNormEps))
-	}
-	if math.IsNaN(float64(c.LayerNormEps)) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps is NaN"))
-	}
-	switch c.WeightType {
-	case ShapeWeightTypeF32:
-	default:
-		errs = append(errs, fmt.Errorf("weight_type %q is not one of f32", c.WeightType))
-	}
-	if c.InitScale < float32(0) {
-		errs = append(errs, fmt.Errorf("init_scale %g is below the minimum 0", c.InitScale))
-	}
-	if c.InitScale > float32(1) {
-		errs = append(errs, fmt.Errorf("init_scale %g is above the maximum 1", c.InitScale))
-	}
-	if math.IsNaN(float64(c.InitScale)) {
-		errs = append(errs, fmt.Errorf("init_scale is NaN"))
-	}
-	if c.Seed < 0 {
-		errs = append(errs, fmt.Errorf("seed %d is below the minimum 0", c.Seed))
+	if fields&shapeSeedField != 0 {
+		if c.Seed < 0 {
+			errs = append(errs, fmt.Errorf("seed %d is below the minimum 0", c.Seed))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// shapeFlags are the command-line flags of a family's view of Shape: the flag of each field the
+// view holds, bound to a Shape.
+type shapeFlags struct {
+	fs *flag.FlagSet
+	// v holds the flags' values, the defaults until parsed.
+	v Shape
+}
+
+// newShapeFlags registers on fs the flag of each field in fields (and its alias), showing the
+// values of defaults as their defaults, with usage[field] as its usage where the view words the
+// field's doc comment its own way.
+func newShapeFlags(fs *flag.FlagSet, defaults Shape, fields shapeFieldSet, usage map[shapeFieldSet]string) *shapeFlags {
+	f := &shapeFlags{fs: fs, v: defaults}
+	use := func(field shapeFieldSet, doc string) string {
+		if u, ok := usage[field]; ok {
+			return u
+		}
+		return doc
+	}
+	if fields&shapeImageSizeField != 0 {
+		fs.IntVar(&f.v.ImageSize, "image-size", f.v.ImageSize, use(shapeImageSizeField, "the side of the square input image in pixels"))
+	}
+	if fields&shapePatchSizeField != 0 {
+		fs.IntVar(&f.v.PatchSize, "patch-size", f.v.PatchSize, use(shapePatchSizeField, "the side of a square patch in pixels; the image has (image_size/patch_size)² patches"))
+	}
+	if fields&shapeChannelsField != 0 {
+		fs.IntVar(&f.v.Channels, "channels", f.v.Channels, use(shapeChannelsField, "the number of colour channels: 1 (grayscale) or 3 (RGB)"))
+	}
+	if fields&shapeVocabField != 0 {
+		fs.IntVar(&f.v.Vocab, "vocab", f.v.Vocab, use(shapeVocabField, "the number of tokens"))
+	}
+	if fields&shapeDModelField != 0 {
+		fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, use(shapeDModelField, "the width of the residual stream (embedding length)"))
+	}
+	if fields&shapeDFFField != 0 {
+		fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, use(shapeDFFField, "the hidden width of the SwiGLU feed-forward block"))
+	}
+	if fields&shapeNHeadsField != 0 {
+		fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, use(shapeNHeadsField, "the number of attention (query) heads"))
+	}
+	if fields&shapeNLayersField != 0 {
+		fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, use(shapeNLayersField, "the number of transformer blocks"))
+	}
+	if fields&shapeClassesField != 0 {
+		fs.IntVar(&f.v.Classes, "classes", f.v.Classes, use(shapeClassesField, "the number of classes the head scores"))
+	}
+	if fields&shapeContextField != 0 {
+		fs.IntVar(&f.v.Context, "context", f.v.Context, use(shapeContextField, "the longest sequence the model is trained for"))
+		fs.IntVar(&f.v.Context, "c", f.v.Context, "alias of -context")
+	}
+	if fields&shapeLayerNormEpsField != 0 {
+		fs.Var((*float32Value)(&f.v.LayerNormEps), "layer-norm-eps", use(shapeLayerNormEpsField, "the epsilon of LayerNorm"))
+	}
+	if fields&shapeTiedOutputField != 0 {
+		fs.BoolVar(&f.v.TiedOutput, "tied-output", f.v.TiedOutput, use(shapeTiedOutputField, "shares the token embedding with the output projection (no output.weight)"))
+	}
+	if fields&shapeInitScaleField != 0 {
+		fs.Var((*float32Value)(&f.v.InitScale), "init-scale", use(shapeInitScaleField, "the standard deviation of the random initial weights"))
+	}
+	return f
+}
+
+// apply copies onto w the value of every flag that was set on the command line (fs.Visit),
+// leaving the others alone; a field the view does not hold is dropped when w converts back to it.
+func (f *shapeFlags) apply(w *Shape) {
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "image-size":
+			w.ImageSize = f.v.ImageSize
+		case "patch-size":
+			w.PatchSize = f.v.PatchSize
+		case "channels":
+			w.Channels = f.v.Channels
+		case "vocab":
+			w.Vocab = f.v.Vocab
+		case "d-model":
+			w.DModel = f.v.DModel
+		case "d-ff":
+			w.DFF = f.v.DFF
+		case "n-heads":
+			w.NHeads = f.v.NHeads
+		case "n-layers":
+			w.NLayers = f.v.NLayers
+		case "classes":
+			w.Classes = f.v.Classes
+		case "context", "c":
+			w.Context = f.v.Context
+		case "layer-norm-eps":
+			w.LayerNormEps = f.v.LayerNormEps
+		case "tied-output":
+			w.TiedOutput = f.v.TiedOutput
+		case "init-scale":
+			w.InitScale = f.v.InitScale
+		}
+	})
 }

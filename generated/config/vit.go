@@ -3,10 +3,8 @@
 package config
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -99,140 +97,41 @@ func VitPreset(name string) (Vit, error) {
 	return c, nil
 }
 
+// vitFields are the fields of Shape a Vit holds.
+const vitFields = shapeImageSizeField | shapePatchSizeField | shapeChannelsField |
+	shapeDModelField | shapeDFFField | shapeNHeadsField | shapeNLayersField |
+	shapeClassesField | shapeLayerNormEpsField | shapeInitScaleField |
+	shapeSeedField
+
 // Validate checks every field against the bounds the spec declares and names each one that
 // is out of them.
 func (c Vit) Validate() error {
-	var errs []error
-	if c.ImageSize < 1 {
-		errs = append(errs, fmt.Errorf("image_size %d is below the minimum 1", c.ImageSize))
-	}
-	if c.ImageSize > 4096 {
-		errs = append(errs, fmt.Errorf("image_size %d is above the maximum 4096", c.ImageSize))
-	}
-	if c.PatchSize > 0 && c.ImageSize%c.PatchSize != 0 {
-		errs = append(errs, fmt.Errorf("image_size %d is not a multiple of patch_size %d", c.ImageSize, c.PatchSize))
-	}
-	if c.PatchSize < 1 {
-		errs = append(errs, fmt.Errorf("patch_size %d is below the minimum 1", c.PatchSize))
-	}
-	if c.PatchSize > 256 {
-		errs = append(errs, fmt.Errorf("patch_size %d is above the maximum 256", c.PatchSize))
-	}
-	if c.Channels < 1 {
-		errs = append(errs, fmt.Errorf("channels %d is below the minimum 1", c.Channels))
-	}
-	if c.Channels > 4 {
-		errs = append(errs, fmt.Errorf("channels %d is above the maximum 4", c.Channels))
-	}
-	if c.DModel < 1 {
-		errs = append(errs, fmt.Errorf("d_model %d is below the minimum 1", c.DModel))
-	}
-	if c.DModel > 65536 {
-		errs = append(errs, fmt.Errorf("d_model %d is above the maximum 65536", c.DModel))
-	}
-	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
-		errs = append(errs, fmt.Errorf("d_model %d is not a multiple of n_heads %d", c.DModel, c.NHeads))
-	}
-	if c.DFF < 1 {
-		errs = append(errs, fmt.Errorf("d_ff %d is below the minimum 1", c.DFF))
-	}
-	if c.DFF > 262144 {
-		errs = append(errs, fmt.Errorf("d_ff %d is above the maximum 262144", c.DFF))
-	}
-	if c.NHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
-	}
-	if c.NHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
-	}
-	if c.NLayers < 1 {
-		errs = append(errs, fmt.Errorf("n_layers %d is below the minimum 1", c.NLayers))
-	}
-	if c.NLayers > 1024 {
-		errs = append(errs, fmt.Errorf("n_layers %d is above the maximum 1024", c.NLayers))
-	}
-	if c.Classes < 2 {
-		errs = append(errs, fmt.Errorf("classes %d is below the minimum 2", c.Classes))
-	}
-	if c.Classes > 1048576 {
-		errs = append(errs, fmt.Errorf("classes %d is above the maximum 1048576", c.Classes))
-	}
-	if c.LayerNormEps < float32(0) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps %g is below the minimum 0", c.LayerNormEps))
-	}
-	if c.LayerNormEps > float32(0.1) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps %g is above the maximum 0.1", c.LayerNormEps))
-	}
-	if math.IsNaN(float64(c.LayerNormEps)) {
-		errs = append(errs, fmt.Errorf("layer_norm_eps is NaN"))
-	}
-	if c.InitScale < float32(0) {
-		errs = append(errs, fmt.Errorf("init_scale %g is below the minimum 0", c.InitScale))
-	}
-	if c.InitScale > float32(1) {
-		errs = append(errs, fmt.Errorf("init_scale %g is above the maximum 1", c.InitScale))
-	}
-	if math.IsNaN(float64(c.InitScale)) {
-		errs = append(errs, fmt.Errorf("init_scale is NaN"))
-	}
-	if c.Seed < 0 {
-		errs = append(errs, fmt.Errorf("seed %d is below the minimum 0", c.Seed))
-	}
-	return errors.Join(errs...)
+	return c.Shape().validate(vitFields)
 }
 
 // VitFlags are the command-line flags of a Vit configuration: one per field, named by its
 // JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.
 type VitFlags struct {
-	fs *flag.FlagSet
-	// v holds the flags' values, the defaults until parsed.
-	v Vit
+	// flags are those of the fields of Shape a Vit holds.
+	flags *shapeFlags
 }
 
 // NewVitFlags registers the flags on fs, showing the values of defaults (e.g. the default
 // preset's) as their defaults.
 func NewVitFlags(fs *flag.FlagSet, defaults Vit) *VitFlags {
-	f := &VitFlags{fs: fs, v: defaults}
-	fs.IntVar(&f.v.ImageSize, "image-size", f.v.ImageSize, "the side of the square input image in pixels")
-	fs.IntVar(&f.v.PatchSize, "patch-size", f.v.PatchSize, "the side of a square patch in pixels; the image has (image_size/patch_size)² patches")
-	fs.IntVar(&f.v.Channels, "channels", f.v.Channels, "the number of colour channels: 1 (grayscale) or 3 (RGB)")
-	fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, "the width of the residual stream (embedding length)")
-	fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, "the hidden width of the GELU MLP")
-	fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, "the number of attention heads")
-	fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, "the number of transformer blocks")
-	fs.IntVar(&f.v.Classes, "classes", f.v.Classes, "the number of classes the head scores")
-	fs.Var((*float32Value)(&f.v.LayerNormEps), "layer-norm-eps", "the epsilon of LayerNorm")
-	fs.Var((*float32Value)(&f.v.InitScale), "init-scale", "the standard deviation of the initial weights (the head starts at zero, as timm's)")
-	return f
+	return &VitFlags{flags: newShapeFlags(fs, defaults.Shape(), vitFields, map[shapeFieldSet]string{
+		shapeDFFField:       "the hidden width of the GELU MLP",
+		shapeInitScaleField: "the standard deviation of the initial weights (the head starts at zero, as timm's)",
+		shapeNHeadsField:    "the number of attention heads",
+	})}
 }
 
 // Apply copies onto c the value of every flag that was set on the command line (fs.Visit),
 // leaving the others (e.g. a preset's values) alone, and returns c.Validate().
 func (f *VitFlags) Apply(c *Vit) error {
-	f.fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "image-size":
-			c.ImageSize = f.v.ImageSize
-		case "patch-size":
-			c.PatchSize = f.v.PatchSize
-		case "channels":
-			c.Channels = f.v.Channels
-		case "d-model":
-			c.DModel = f.v.DModel
-		case "d-ff":
-			c.DFF = f.v.DFF
-		case "n-heads":
-			c.NHeads = f.v.NHeads
-		case "n-layers":
-			c.NLayers = f.v.NLayers
-		case "classes":
-			c.Classes = f.v.Classes
-		case "layer-norm-eps":
-			c.LayerNormEps = f.v.LayerNormEps
-		case "init-scale":
-			c.InitScale = f.v.InitScale
-		}
-	})
+	w := c.Shape()
+	f.flags.apply(&w)
+	*c = w.Vit()
 	return c.Validate()
 }
 
