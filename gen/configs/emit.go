@@ -39,7 +39,7 @@ func emit(cs []*Config, t target) (map[string][]byte, error) {
 		return nil, fmt.Errorf("kernelgen: config.go: %w", err)
 	}
 	files["config.go"] = b
-	views := map[*Config][]*Config{} // by view of every family, the family views that go through it
+	views := map[*Config][]*Config{} // by view of every family, the configs of families that go through it
 	for _, c := range cs {
 		if c.throughWhole() {
 			if err := checkViewFields(c, c.Whole); err != nil {
@@ -151,7 +151,7 @@ func literal(f *Field, s string) jen.Code {
 }
 
 // emitConfig writes config c; views are, when c is a shape's view of every family, the
-// family views that validate and register their flags through it (throughWhole).
+// configs of its families that validate and register their flags through it (throughWhole).
 func emitConfig(f *jen.File, c *Config, views []*Config) {
 	genutil.DocLines(f, c.Doc)
 	f.Type().Id(c.GoName).StructFunc(func(g *jen.Group) {
@@ -319,15 +319,17 @@ func emitFlags(f *jen.File, c *Config) {
 	f.Line()
 }
 
-// wholeFlags names the type of the flags of a family's view that binds them to w, its view of
-// every family (shapeFlags), and newWholeFlags its constructor (newShapeFlags).
+// wholeFlags names the type of the flags of one family's config (throughWhole) that binds them
+// to w, the shape's view of every family (shapeFlags), and newWholeFlags its constructor
+// (newShapeFlags).
 func wholeFlags(w *Config) string    { return lowerFirst(w.GoName) + "Flags" }
 func newWholeFlags(w *Config) string { return "new" + w.GoName + "Flags" }
 
-// emitWholeFlags writes what the flags of views, family views of w (a shape's view of every
-// family), share (wholeFlags): one flag per field of a view's set (and alias) bound to a w,
-// registered as emitFlags registers them, with the usage a view words its own way, and apply,
-// which copies those that were set onto a w. It binds the fields some view holds.
+// emitWholeFlags writes what the flags of views, the configs of the families of w (a shape's
+// view of every family) that go through it, share (wholeFlags): one flag per field of a set
+// (and alias) bound to a w, registered as emitFlags registers them, with the usage a family
+// words its own way, and apply, which copies those that were set onto a w. It binds the
+// fields some of views hold.
 func emitWholeFlags(f *jen.File, w *Config, views []*Config) {
 	typ, set := wholeFlags(w), fieldSetType(w)
 	var fields []*Field // those some view holds, in w's order
@@ -339,11 +341,11 @@ func emitWholeFlags(f *jen.File, w *Config, views []*Config) {
 			}
 		}
 	}
-	genutil.DocLines(f, fmt.Sprintf("%s are the command-line flags of a family's view of %s: the flag of each field the\n"+
-		"view holds, bound to a %s.", typ, w.GoName, w.GoName))
+	genutil.DocLines(f, fmt.Sprintf("%s are the command-line flags of one family's config (the shape's type or a view\n"+
+		"of it): the flag of each field the config holds, bound to a %s.", typ, w.GoName))
 	emitFlagsStruct(f, typ, w.GoName)
 	genutil.DocLines(f, fmt.Sprintf("%s registers on fs the flag of each field in fields (and its alias), showing the\n"+
-		"values of defaults as their defaults, with usage[field] as its usage where the view words the\n"+
+		"values of defaults as their defaults, with usage[field] as its usage where the family words the\n"+
 		"field's doc comment its own way.", newWholeFlags(w)))
 	f.Func().Id(newWholeFlags(w)).Params(
 		jen.Id("fs").Op("*").Qual("flag", "FlagSet"), jen.Id("defaults").Id(w.GoName), jen.Id("fields").Id(set),
@@ -372,7 +374,7 @@ func emitWholeFlags(f *jen.File, w *Config, views []*Config) {
 	})
 	f.Line()
 	genutil.DocLines(f, "apply copies onto w the value of every flag that was set on the command line (fs.Visit),\n"+
-		"leaving the others alone; a field the view does not hold is dropped when w converts back to it.")
+		"leaving the others alone; a field the config does not hold is dropped when w converts back to it.")
 	f.Func().Params(jen.Id("f").Op("*").Id(typ)).Id("apply").Params(jen.Id("w").Op("*").Id(w.GoName)).Block(
 		jen.Id("f").Dot("fs").Dot("Visit").Call(jen.Func().Params(jen.Id("fl").Op("*").Qual("flag", "Flag")).Block(
 			jen.Switch(jen.Id("fl").Dot("Name")).BlockFunc(func(g *jen.Group) {
@@ -383,9 +385,9 @@ func emitWholeFlags(f *jen.File, w *Config, views []*Config) {
 	f.Line()
 }
 
-// emitViewFlags writes the flag binding of c, a family's view (throughWhole), through its view
-// of every family's (wholeFlags): the same API as emitFlags's, c's usage where c words a
-// field's doc its own way.
+// emitViewFlags writes the flag binding of c, a shape's type or a family's view (throughWhole),
+// through its view of every family's (wholeFlags): the same API as emitFlags's, c's usage
+// where c words a field's doc its own way.
 func emitViewFlags(f *jen.File, c *Config) {
 	w := c.Whole
 	typ, set := c.GoName+"Flags", fieldSetType(w)
@@ -546,17 +548,18 @@ func emitChecks(g *jen.Group, c *Config, fl *Field, held func(*Field) jen.Code) 
 	}
 }
 
-// throughWhole reports whether c is a family's view of a shape that has a view of every family
-// (Whole): its validation and flags are then Whole's, for the fields it holds, and its file
-// holds only what makes it the view (its fields, defaults, presets, the set of fields it holds
-// and the usage it words its own way).
+// throughWhole reports whether c is a shape's type or a family's view of the shape, and the
+// shape has a view of every family (Whole): c's validation and flags are then Whole's, for the
+// fields it holds, and its file holds only what makes it that family's (its fields, defaults,
+// presets, GGUF keys, the set of fields it holds and the usage it words its own way).
 func (c *Config) throughWhole() bool {
-	return c.ViewOf != "" && c.Family != "" && c.Whole != nil && !c.Options
+	return c.Whole != nil && !c.Options
 }
 
-// checkViewFields checks that every field of view c is one of w, its view of every family,
-// with the same kind, bounds, enum, flag and alias (the view's doc, defaults and enum type may
-// differ, and a multiple-of rule be dropped), as validating and parsing it through w assumes.
+// checkViewFields checks that every field of c (throughWhole) is one of w, its view of every
+// family, with the same kind, bounds, enum, flag and alias (c's doc, defaults, keys and enum
+// type may differ, and a multiple-of rule be dropped), as validating and parsing it through w
+// assumes.
 func checkViewFields(c, w *Config) error {
 	if len(w.Fields) > 64 {
 		return fmt.Errorf("kernelgen: %s: %d fields, more than a set of them (%s) holds", w.GoName, len(w.Fields), fieldSetType(w))
@@ -647,8 +650,8 @@ func emitWholeValidate(f *jen.File, w *Config) {
 	f.Line()
 }
 
-// emitViewValidate writes Validate of c, a family's view (throughWhole): its view of every
-// family's validate, for the fields c holds.
+// emitViewValidate writes Validate of c, a shape's type or a family's view (throughWhole): its
+// view of every family's validate, for the fields c holds.
 func emitViewValidate(f *jen.File, c *Config) {
 	emitFieldsConst(f, c, c.Whole)
 	genutil.DocLines(f, validateDoc)

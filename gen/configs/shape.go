@@ -13,8 +13,8 @@ import (
 // kernelgen:doc directive on the field may say it for the family), stored in no file: the
 // shape's own type and the configs beside it hold the GGUF keys. A view with no family
 // (//kernelgen:view SHAPE) holds every field of the shape, at the shape's defaults; the shape's
-// type and each family's view then convert to it and back, and a family's view validates and
-// binds its flags through it (throughWhole).
+// type and each family's view then convert to it and back, and validate and bind their flags
+// through it (throughWhole).
 
 // resolveShapes fills the fields of every shape and view among cs with those its family's
 // choices take, and checks their for tags and kernelgen:doc directives.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -221,111 +220,17 @@ func LlamaPreset(name string) (Llama, error) {
 	return c, nil
 }
 
+// llamaFields are the fields of Shape a Llama holds.
+const llamaFields = shapeVocabField | shapeDModelField | shapeDFFField | shapeNHeadsField |
+	shapeNKVHeadsField | shapeNLayersField | shapeContextField | shapeRopeBaseField |
+	shapeRopeScalingField | shapeRopeScaleFactorField | shapeRopeOrigContextField |
+	shapeRMSEpsField | shapeTiedOutputField | shapeQKVBiasField |
+	shapeWeightTypeField | shapeInitScaleField | shapeSeedField
+
 // Validate checks every field against the bounds the spec declares and names each one that
 // is out of them.
 func (c Llama) Validate() error {
-	var errs []error
-	if c.Vocab < 2 {
-		errs = append(errs, fmt.Errorf("vocab %d is below the minimum 2", c.Vocab))
-	}
-	if c.Vocab > 1048576 {
-		errs = append(errs, fmt.Errorf("vocab %d is above the maximum 1048576", c.Vocab))
-	}
-	if c.DModel < 1 {
-		errs = append(errs, fmt.Errorf("d_model %d is below the minimum 1", c.DModel))
-	}
-	if c.DModel > 65536 {
-		errs = append(errs, fmt.Errorf("d_model %d is above the maximum 65536", c.DModel))
-	}
-	if c.NHeads > 0 && c.DModel%c.NHeads != 0 {
-		errs = append(errs, fmt.Errorf("d_model %d is not a multiple of n_heads %d", c.DModel, c.NHeads))
-	}
-	if c.DFF < 1 {
-		errs = append(errs, fmt.Errorf("d_ff %d is below the minimum 1", c.DFF))
-	}
-	if c.DFF > 262144 {
-		errs = append(errs, fmt.Errorf("d_ff %d is above the maximum 262144", c.DFF))
-	}
-	if c.NHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_heads %d is below the minimum 1", c.NHeads))
-	}
-	if c.NHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_heads %d is above the maximum 1024", c.NHeads))
-	}
-	if c.NKVHeads > 0 && c.NHeads%c.NKVHeads != 0 {
-		errs = append(errs, fmt.Errorf("n_heads %d is not a multiple of n_kv_heads %d", c.NHeads, c.NKVHeads))
-	}
-	if c.NKVHeads < 1 {
-		errs = append(errs, fmt.Errorf("n_kv_heads %d is below the minimum 1", c.NKVHeads))
-	}
-	if c.NKVHeads > 1024 {
-		errs = append(errs, fmt.Errorf("n_kv_heads %d is above the maximum 1024", c.NKVHeads))
-	}
-	if c.NLayers < 1 {
-		errs = append(errs, fmt.Errorf("n_layers %d is below the minimum 1", c.NLayers))
-	}
-	if c.NLayers > 1024 {
-		errs = append(errs, fmt.Errorf("n_layers %d is above the maximum 1024", c.NLayers))
-	}
-	if c.Context < 1 {
-		errs = append(errs, fmt.Errorf("context %d is below the minimum 1", c.Context))
-	}
-	if c.Context > 1048576 {
-		errs = append(errs, fmt.Errorf("context %d is above the maximum 1048576", c.Context))
-	}
-	if c.RopeBase < float32(1) {
-		errs = append(errs, fmt.Errorf("rope_base %g is below the minimum 1", c.RopeBase))
-	}
-	if math.IsNaN(float64(c.RopeBase)) {
-		errs = append(errs, fmt.Errorf("rope_base is NaN"))
-	}
-	switch c.RopeScaling {
-	case LlamaRopeScalingNone, LlamaRopeScalingLinear, LlamaRopeScalingYarn:
-	default:
-		errs = append(errs, fmt.Errorf("rope_scaling %q is not one of none, linear, yarn", c.RopeScaling))
-	}
-	if c.RopeScaleFactor < float32(1) {
-		errs = append(errs, fmt.Errorf("rope_scale_factor %g is below the minimum 1", c.RopeScaleFactor))
-	}
-	if c.RopeScaleFactor > float32(1024) {
-		errs = append(errs, fmt.Errorf("rope_scale_factor %g is above the maximum 1024", c.RopeScaleFactor))
-	}
-	if math.IsNaN(float64(c.RopeScaleFactor)) {
-		errs = append(errs, fmt.Errorf("rope_scale_factor is NaN"))
-	}
-	if c.RopeOrigContext < 0 {
-		errs = append(errs, fmt.Errorf("rope_orig_context %d is below the minimum 0", c.RopeOrigContext))
-	}
-	if c.RopeOrigContext > 1048576 {
-		errs = append(errs, fmt.Errorf("rope_orig_context %d is above the maximum 1048576", c.RopeOrigContext))
-	}
-	if c.RMSEps < float32(0) {
-		errs = append(errs, fmt.Errorf("rms_eps %g is below the minimum 0", c.RMSEps))
-	}
-	if c.RMSEps > float32(0.1) {
-		errs = append(errs, fmt.Errorf("rms_eps %g is above the maximum 0.1", c.RMSEps))
-	}
-	if math.IsNaN(float64(c.RMSEps)) {
-		errs = append(errs, fmt.Errorf("rms_eps is NaN"))
-	}
-	switch c.WeightType {
-	case LlamaWeightTypeF32:
-	default:
-		errs = append(errs, fmt.Errorf("weight_type %q is not one of f32", c.WeightType))
-	}
-	if c.InitScale < float32(0) {
-		errs = append(errs, fmt.Errorf("init_scale %g is below the minimum 0", c.InitScale))
-	}
-	if c.InitScale > float32(1) {
-		errs = append(errs, fmt.Errorf("init_scale %g is above the maximum 1", c.InitScale))
-	}
-	if math.IsNaN(float64(c.InitScale)) {
-		errs = append(errs, fmt.Errorf("init_scale is NaN"))
-	}
-	if c.Seed < 0 {
-		errs = append(errs, fmt.Errorf("seed %d is below the minimum 0", c.Seed))
-	}
-	return errors.Join(errs...)
+	return c.Shape().validate(llamaFields)
 }
 
 // ToGGUF lists the configuration as GGUF metadata (ints as uint32), in declaration order,
@@ -543,74 +448,22 @@ func (c *Llama) FromGGUF(arch string, values map[string]any) error {
 // LlamaFlags are the command-line flags of a Llama configuration: one per field, named by its
 // JSON name with '_' → '-' (d_model → -d-model), with the field's doc comment as usage.
 type LlamaFlags struct {
-	fs *flag.FlagSet
-	// v holds the flags' values, the defaults until parsed.
-	v Llama
+	// flags are those of the fields of Shape a Llama holds.
+	flags *shapeFlags
 }
 
 // NewLlamaFlags registers the flags on fs, showing the values of defaults (e.g. the default
 // preset's) as their defaults.
 func NewLlamaFlags(fs *flag.FlagSet, defaults Llama) *LlamaFlags {
-	f := &LlamaFlags{fs: fs, v: defaults}
-	fs.IntVar(&f.v.Vocab, "vocab", f.v.Vocab, "the number of tokens")
-	fs.IntVar(&f.v.DModel, "d-model", f.v.DModel, "the width of the residual stream (embedding length)")
-	fs.IntVar(&f.v.DFF, "d-ff", f.v.DFF, "the hidden width of the SwiGLU feed-forward block")
-	fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, "the number of attention (query) heads")
-	fs.IntVar(&f.v.NKVHeads, "n-kv-heads", f.v.NKVHeads, "the number of key/value heads (grouped-query attention when fewer than NHeads)")
-	fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, "the number of transformer blocks")
-	fs.IntVar(&f.v.Context, "context", f.v.Context, "the longest sequence the model is trained for")
-	fs.IntVar(&f.v.Context, "c", f.v.Context, "alias of -context")
-	fs.Var((*float32Value)(&f.v.RopeBase), "rope-base", "the base θ of the rotary embedding's frequencies")
-	fs.Var(&f.v.RopeScaling, "rope-scaling", "stretches positions beyond the trained context: none, linear or yarn")
-	fs.Var((*float32Value)(&f.v.RopeScaleFactor), "rope-scale-factor", "the context extension factor for linear and YaRN scaling")
-	fs.IntVar(&f.v.RopeOrigContext, "rope-orig-context", f.v.RopeOrigContext, "the context the model was first trained with (YaRN)")
-	fs.Var((*float32Value)(&f.v.RMSEps), "rms-eps", "the epsilon of RMSNorm")
-	fs.BoolVar(&f.v.TiedOutput, "tied-output", f.v.TiedOutput, "shares the token embedding with the output projection (no output.weight)")
-	fs.BoolVar(&f.v.QKVBias, "qkv-bias", f.v.QKVBias, "adds a bias to the query, key and value projections (as Qwen2 does)")
-	fs.Var(&f.v.WeightType, "weight-type", "the element type of the trained matrices: f32 (ggml's backward and AdamW step are f32 only)")
-	fs.Var((*float32Value)(&f.v.InitScale), "init-scale", "the standard deviation of the random initial weights")
-	return f
+	return &LlamaFlags{flags: newShapeFlags(fs, defaults.Shape(), llamaFields, nil)}
 }
 
 // Apply copies onto c the value of every flag that was set on the command line (fs.Visit),
 // leaving the others (e.g. a preset's values) alone, and returns c.Validate().
 func (f *LlamaFlags) Apply(c *Llama) error {
-	f.fs.Visit(func(fl *flag.Flag) {
-		switch fl.Name {
-		case "vocab":
-			c.Vocab = f.v.Vocab
-		case "d-model":
-			c.DModel = f.v.DModel
-		case "d-ff":
-			c.DFF = f.v.DFF
-		case "n-heads":
-			c.NHeads = f.v.NHeads
-		case "n-kv-heads":
-			c.NKVHeads = f.v.NKVHeads
-		case "n-layers":
-			c.NLayers = f.v.NLayers
-		case "context", "c":
-			c.Context = f.v.Context
-		case "rope-base":
-			c.RopeBase = f.v.RopeBase
-		case "rope-scaling":
-			c.RopeScaling = f.v.RopeScaling
-		case "rope-scale-factor":
-			c.RopeScaleFactor = f.v.RopeScaleFactor
-		case "rope-orig-context":
-			c.RopeOrigContext = f.v.RopeOrigContext
-		case "rms-eps":
-			c.RMSEps = f.v.RMSEps
-		case "tied-output":
-			c.TiedOutput = f.v.TiedOutput
-		case "qkv-bias":
-			c.QKVBias = f.v.QKVBias
-		case "weight-type":
-			c.WeightType = f.v.WeightType
-		case "init-scale":
-			c.InitScale = f.v.InitScale
-		}
-	})
+	w := c.Shape()
+	f.flags.apply(&w)
+	*c = w.Llama()
 	return c.Validate()
 }
 

@@ -357,8 +357,8 @@ func (c Shape) validate(fields shapeFieldSet) error {
 	return errors.Join(errs...)
 }
 
-// shapeFlags are the command-line flags of a family's view of Shape: the flag of each field the
-// view holds, bound to a Shape.
+// shapeFlags are the command-line flags of one family's config (the shape's type or a view
+// of it): the flag of each field the config holds, bound to a Shape.
 type shapeFlags struct {
 	fs *flag.FlagSet
 	// v holds the flags' values, the defaults until parsed.
@@ -366,7 +366,7 @@ type shapeFlags struct {
 }
 
 // newShapeFlags registers on fs the flag of each field in fields (and its alias), showing the
-// values of defaults as their defaults, with usage[field] as its usage where the view words the
+// values of defaults as their defaults, with usage[field] as its usage where the family words the
 // field's doc comment its own way.
 func newShapeFlags(fs *flag.FlagSet, defaults Shape, fields shapeFieldSet, usage map[shapeFieldSet]string) *shapeFlags {
 	f := &shapeFlags{fs: fs, v: defaults}
@@ -397,6 +397,9 @@ func newShapeFlags(fs *flag.FlagSet, defaults Shape, fields shapeFieldSet, usage
 	if fields&shapeNHeadsField != 0 {
 		fs.IntVar(&f.v.NHeads, "n-heads", f.v.NHeads, use(shapeNHeadsField, "the number of attention (query) heads"))
 	}
+	if fields&shapeNKVHeadsField != 0 {
+		fs.IntVar(&f.v.NKVHeads, "n-kv-heads", f.v.NKVHeads, use(shapeNKVHeadsField, "the number of key/value heads (grouped-query attention when fewer than NHeads)"))
+	}
 	if fields&shapeNLayersField != 0 {
 		fs.IntVar(&f.v.NLayers, "n-layers", f.v.NLayers, use(shapeNLayersField, "the number of transformer blocks"))
 	}
@@ -407,11 +410,32 @@ func newShapeFlags(fs *flag.FlagSet, defaults Shape, fields shapeFieldSet, usage
 		fs.IntVar(&f.v.Context, "context", f.v.Context, use(shapeContextField, "the longest sequence the model is trained for"))
 		fs.IntVar(&f.v.Context, "c", f.v.Context, "alias of -context")
 	}
+	if fields&shapeRopeBaseField != 0 {
+		fs.Var((*float32Value)(&f.v.RopeBase), "rope-base", use(shapeRopeBaseField, "the base θ of the rotary embedding's frequencies"))
+	}
+	if fields&shapeRopeScalingField != 0 {
+		fs.Var(&f.v.RopeScaling, "rope-scaling", use(shapeRopeScalingField, "stretches positions beyond the trained context: none, linear or yarn"))
+	}
+	if fields&shapeRopeScaleFactorField != 0 {
+		fs.Var((*float32Value)(&f.v.RopeScaleFactor), "rope-scale-factor", use(shapeRopeScaleFactorField, "the context extension factor for linear and YaRN scaling"))
+	}
+	if fields&shapeRopeOrigContextField != 0 {
+		fs.IntVar(&f.v.RopeOrigContext, "rope-orig-context", f.v.RopeOrigContext, use(shapeRopeOrigContextField, "the context the model was first trained with (YaRN)"))
+	}
+	if fields&shapeRMSEpsField != 0 {
+		fs.Var((*float32Value)(&f.v.RMSEps), "rms-eps", use(shapeRMSEpsField, "the epsilon of RMSNorm"))
+	}
 	if fields&shapeLayerNormEpsField != 0 {
 		fs.Var((*float32Value)(&f.v.LayerNormEps), "layer-norm-eps", use(shapeLayerNormEpsField, "the epsilon of LayerNorm"))
 	}
 	if fields&shapeTiedOutputField != 0 {
 		fs.BoolVar(&f.v.TiedOutput, "tied-output", f.v.TiedOutput, use(shapeTiedOutputField, "shares the token embedding with the output projection (no output.weight)"))
+	}
+	if fields&shapeQKVBiasField != 0 {
+		fs.BoolVar(&f.v.QKVBias, "qkv-bias", f.v.QKVBias, use(shapeQKVBiasField, "adds a bias to the query, key and value projections (as Qwen2 does)"))
+	}
+	if fields&shapeWeightTypeField != 0 {
+		fs.Var(&f.v.WeightType, "weight-type", use(shapeWeightTypeField, "the element type of the trained matrices: f32 (ggml's backward and AdamW step are f32 only)"))
 	}
 	if fields&shapeInitScaleField != 0 {
 		fs.Var((*float32Value)(&f.v.InitScale), "init-scale", use(shapeInitScaleField, "the standard deviation of the random initial weights"))
@@ -420,7 +444,7 @@ func newShapeFlags(fs *flag.FlagSet, defaults Shape, fields shapeFieldSet, usage
 }
 
 // apply copies onto w the value of every flag that was set on the command line (fs.Visit),
-// leaving the others alone; a field the view does not hold is dropped when w converts back to it.
+// leaving the others alone; a field the config does not hold is dropped when w converts back to it.
 func (f *shapeFlags) apply(w *Shape) {
 	f.fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
@@ -438,16 +462,32 @@ func (f *shapeFlags) apply(w *Shape) {
 			w.DFF = f.v.DFF
 		case "n-heads":
 			w.NHeads = f.v.NHeads
+		case "n-kv-heads":
+			w.NKVHeads = f.v.NKVHeads
 		case "n-layers":
 			w.NLayers = f.v.NLayers
 		case "classes":
 			w.Classes = f.v.Classes
 		case "context", "c":
 			w.Context = f.v.Context
+		case "rope-base":
+			w.RopeBase = f.v.RopeBase
+		case "rope-scaling":
+			w.RopeScaling = f.v.RopeScaling
+		case "rope-scale-factor":
+			w.RopeScaleFactor = f.v.RopeScaleFactor
+		case "rope-orig-context":
+			w.RopeOrigContext = f.v.RopeOrigContext
+		case "rms-eps":
+			w.RMSEps = f.v.RMSEps
 		case "layer-norm-eps":
 			w.LayerNormEps = f.v.LayerNormEps
 		case "tied-output":
 			w.TiedOutput = f.v.TiedOutput
+		case "qkv-bias":
+			w.QKVBias = f.v.QKVBias
+		case "weight-type":
+			w.WeightType = f.v.WeightType
 		case "init-scale":
 			w.InitScale = f.v.InitScale
 		}

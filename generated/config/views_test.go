@@ -67,10 +67,11 @@ func randomShape(r *rand.Rand) Shape {
 	return w
 }
 
-// TestViewsValidateTheirFields checks a family view's Validate against the view of every
-// family's, on random shapes: the view reports exactly the messages of Shape.Validate that name
-// only fields the view holds, in the same order (a multiple-of rule whose other field the view
-// lacks, such as n_heads of n_kv_heads for gpt2, is not the view's).
+// TestViewsValidateTheirFields checks the Validate of each family's config (the views Gpt2 and
+// Vit, the shape's type Llama) against the view of every family's, on random shapes: it reports
+// exactly the messages of Shape.Validate that name only fields it holds, in the same order (a
+// multiple-of rule whose other field it lacks, such as n_heads of n_kv_heads for gpt2, is not
+// its).
 func TestViewsValidateTheirFields(t *testing.T) {
 	all := jsonNames(Shape{})
 	views := []struct {
@@ -80,6 +81,7 @@ func TestViewsValidateTheirFields(t *testing.T) {
 	}{
 		{"gpt2", jsonNames(Gpt2{}), func(w Shape) error { return w.Gpt2().Validate() }},
 		{"vit", jsonNames(Vit{}), func(w Shape) error { return w.Vit().Validate() }},
+		{"llama", jsonNames(Llama{}), func(w Shape) error { return w.Llama().Validate() }},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	checked := map[string]int{}
