@@ -434,12 +434,15 @@ static inline int32_t load32(const uint8_t * p) {
  * (sums of the same integers: the result does not change). One column of q4_K weights beyond
  * the L3 cache streamed at 12 GB/s a core with one accumulator, 29-32 with four
  * (BenchmarkMulMatKQuant, processor time, 2026-12-06). */
-/* PF_BYTES is how far ahead of a super-block one or two columns prefetch the weights, every
- * line of the chunk: one column of layers of the 1B shape's 8192×2048 matrices (beyond the L3
- * cache), two threads, processor time (BenchmarkMulMatKQuant, a loaded machine, 2026-12-06):
- * q4_K 60 GB/s without, 70 at 4 KiB, 79-81 at 8 KiB, 60 at 16 KiB; q6_K 51, 63, 66-68, 58.
- * A plain read of 1 GiB by two threads ran at 79 GB/s in the same sitting. */
-#define PF_BYTES 8192
+/* PF_KQUANT and PF_BLOCKS32 are how far ahead of a super-block one or two columns prefetch the
+ * weights, every line of the chunk, for the k-quants (tile_q45, tile_q6) and the blocks of 32
+ * (tile_q32r). Wall clock, one column, two threads, matrices of the 1B shape (2048×8192 and
+ * 8192×2048) filling 8× the L3 cache or more, distances alternating in one process, 12-14
+ * rounds (2026-12-06, an idle machine): q4_K 4 KiB 1.05-1.07× 8 KiB (medians of two sittings),
+ * q6_K 1.03×, q4_0 0.98-0.99×; a llama3.2-1b Q6_K step in the rounds the DRAM measure read 48-57
+ * GB/s, 4 KiB 1.07× 8 KiB (12 of 14 rounds faster). The 8 KiB taken before was tuned on 75 MB
+ * of q4_K, which the 32 MiB L3 partly served (BenchmarkMulMatStep's comment). */
+enum { PF_KQUANT = 4096, PF_BLOCKS32 = 8192 };
 
 #define ACCS(NC) ((NC) == 1 ? 4 : (NC) <= 4 ? 2 : 1)
 
@@ -473,9 +476,9 @@ static inline __attribute__((always_inline)) void tile_q45(const uint8_t * w, in
 	for (int64_t s = 0; s < S; s++) {
 		const uint8_t * b = w + s * CH;
 		const uint8_t * xb = xq + s * XB;
-		if (PF_BYTES && NC <= 2) {
+		if (NC <= 2) {
 			for (int l = 0; l < CH; l += 64) {
-				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
+				_mm_prefetch((const char *) b + PF_KQUANT + l, _MM_HINT_T0);
 			}
 		}
 		__m512i sb[8];
@@ -554,9 +557,9 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 	for (int64_t s = 0; s < S; s++) {
 		const uint8_t * b = w + s * Q6R_BYTES;
 		const uint8_t * xb = xq + s * XB;
-		if (PF_BYTES && NC <= 2) {
+		if (NC <= 2) {
 			for (int l = 0; l < Q6R_BYTES; l += 64) {
-				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
+				_mm_prefetch((const char *) b + PF_KQUANT + l, _MM_HINT_T0);
 			}
 		}
 		__m512i sb[8];
@@ -627,9 +630,9 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 		const int J = NB - 8 * s < 8 ? (int) (NB - 8 * s) : 8, QS = (Q51 ? 64 : 32) * J;
 		const uint8_t * b = w + 8 * s * PB;
 		const uint8_t * xb = xq + s * XB;
-		if (PF_BYTES && NC <= 2) {
+		if (NC <= 2) {
 			for (int l = 0; l < J * PB; l += 64) {
-				_mm_prefetch((const char *) b + PF_BYTES + l, _MM_HINT_T0);
+				_mm_prefetch((const char *) b + PF_BLOCKS32 + l, _MM_HINT_T0);
 			}
 		}
 		for (int j = 0; j < J; j++) {
