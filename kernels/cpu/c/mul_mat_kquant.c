@@ -445,6 +445,12 @@ static inline int32_t load32(const uint8_t * p) {
 enum { PF_KQUANT = 4096, PF_BLOCKS32 = 8192 };
 
 #define ACCS(NC) ((NC) == 1 ? 4 : (NC) <= 4 ? 2 : 1)
+/* ACCS6(NC) is ACCS for q6_K, whose sub-blocks of 16 values give each column 4 vpdpbusd, not
+ * q4_K's 8: with 4 accumulators one column's chains were one instruction long, and 2 make the
+ * same sums with 2 fewer additions a sub-block. One column, two threads, 2048×8192 and 8192×2048
+ * q6_K filling 8× the L3 (10 rounds alternating, 2026-12-06): 1.037× (median); a llama3.2-1b
+ * Q6_K step, 16 rounds: 1.02×. */
+#define ACCS6(NC) ((NC) <= 4 ? 2 : 1)
 
 /* acc_sum is the sum of column c's accumulators. */
 static inline __attribute__((always_inline)) __m512i acc_sum(__m512i acc[][8], int c, const int A) {
@@ -572,8 +578,8 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 				const int j = 2 * ch + h;
 				const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + 32 + 16 * j)));
 				const __m512i hv = _mm512_loadu_si512(q + 256 + 64 * h);
-				__m512i acc[ACCS(NC)][8];
-				for (int a = 0; a < ACCS(NC); a++) {
+				__m512i acc[ACCS6(NC)][8];
+				for (int a = 0; a < ACCS6(NC); a++) {
 					for (int c = 0; c < NC; c++) {
 						acc[a][c] = _mm512_setzero_si512();
 					}
@@ -585,7 +591,7 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 					const __m512i q0 = _mm512_ternarylogic_epi32(_mm512_and_si512(v, m4), q6_high(hv, 2 * gg), m30, 0xF8);
 					const __m512i q1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
 						q6_high(hv, 2 * gg + 1), m30, 0xF8);
-					const int a0 = (2 * gg) % ACCS(NC), a1 = (2 * gg + 1) % ACCS(NC);
+					const int a0 = (2 * gg) % ACCS6(NC), a1 = (2 * gg + 1) % ACCS6(NC);
 					for (int c = 0; c < NC; c++) {
 						const uint8_t * xc = xb + c * xs + 32 * ch + 8 * g;
 						acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], q0, _mm512_set1_epi32(load32(xc)));
@@ -594,7 +600,7 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 				}
 				for (int c = 0; c < NC; c++) {
 					const __m512i off = _mm512_set1_epi32(load32(xb + c * xs + XB_BS16 + 4 * j));
-					sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(_mm512_sub_epi32(acc_sum(acc, c, ACCS(NC)), off), sc));
+					sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(_mm512_sub_epi32(acc_sum(acc, c, ACCS6(NC)), off), sc));
 				}
 			}
 		}
