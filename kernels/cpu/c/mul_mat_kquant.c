@@ -445,6 +445,12 @@ static inline int32_t load32(const uint8_t * p) {
 enum { PF_KQUANT = 4096, PF_BLOCKS32 = 8192 };
 
 #define ACCS(NC) ((NC) == 1 ? 4 : (NC) <= 4 ? 2 : 1)
+/* The tiles declare their accumulators acc[4][8] and use ACCS(NC) of them: NC is a const
+ * parameter, not a constant expression, so acc[ACCS(NC)][8] was a variable-length array, which
+ * gcc 12 allocated on the stack for every sub-block and stored each accumulator into (about 20
+ * instructions of tile_q4_1's 121, 23 of tile_q6_1's 135). Without them the tiles stream at the
+ * same rate (in the L3 and from memory, 10 rounds alternating, 2026-12-06): the memory side
+ * holds them, not their instructions. */
 /* ACCS6(NC) is ACCS for q6_K, whose sub-blocks of 16 values give each column 4 vpdpbusd, not
  * q4_K's 8: with 4 accumulators one column's chains were one instruction long, and 2 make the
  * same sums with 2 fewer additions a sub-block. One column, two threads, 2048×8192 and 8192×2048
@@ -493,7 +499,7 @@ static inline __attribute__((always_inline)) void tile_q45(const uint8_t * w, in
 		}
 		for (int j = 0; j < 8; j++) {
 			const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (b + 64 + 16 * j)));
-			__m512i acc[ACCS(NC)][8];
+			__m512i acc[4][8]; /* ACCS(NC) of them used (see ACCS) */
 			for (int a = 0; a < ACCS(NC); a++) {
 				for (int c = 0; c < NC; c++) {
 					acc[a][c] = _mm512_setzero_si512();
@@ -578,7 +584,7 @@ static inline __attribute__((always_inline)) void tile_q6(const uint8_t * w, int
 				const int j = 2 * ch + h;
 				const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + 32 + 16 * j)));
 				const __m512i hv = _mm512_loadu_si512(q + 256 + 64 * h);
-				__m512i acc[ACCS6(NC)][8];
+				__m512i acc[4][8]; /* ACCS6(NC) of them used (a constant bound: see ACCS) */
 				for (int a = 0; a < ACCS6(NC); a++) {
 					for (int c = 0; c < NC; c++) {
 						acc[a][c] = _mm512_setzero_si512();
@@ -645,7 +651,7 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 			const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * j)));
 			const __m512 mn = Q51 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * J + 32 * j))) : d;
 			const __m512i hv = H5 ? _mm512_loadu_si512(b + HIGH * J + 64 * j) : _mm512_setzero_si512();
-			__m512i acc[ACCS(NC)][8];
+			__m512i acc[4][8]; /* ACCS(NC) of them used (see ACCS) */
 			for (int a = 0; a < ACCS(NC); a++) {
 				for (int c = 0; c < NC; c++) {
 					acc[a][c] = _mm512_setzero_si512();
