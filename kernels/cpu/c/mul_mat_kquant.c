@@ -438,7 +438,7 @@ static inline int32_t load32(const uint8_t * p) {
  * weights, every line of the chunk, for the k-quants (tile_q45, tile_q6) and the blocks of 32
  * (tile_q32r). Wall clock, one column, two threads, matrices of the 1B shape (2048×8192 and
  * 8192×2048) filling 8× the L3 cache or more, distances alternating in one process, 12-14
- * rounds (2026-12-06, an idle machine): q4_K 4 KiB 1.05-1.07× 8 KiB (medians of two sittings),
+ * rounds (2026-12-06, an idle machine): q4_K 4 KiB 1.05-1.06× 8 KiB (medians of two sittings),
  * q6_K 1.03×, q4_0 0.98-0.99×; a llama3.2-1b Q6_K step in the rounds the DRAM measure read 48-57
  * GB/s, 4 KiB 1.07× 8 KiB (12 of 14 rounds faster). The 8 KiB taken before was tuned on 75 MB
  * of q4_K, which the 32 MiB L3 partly served (BenchmarkMulMatStep's comment). */
