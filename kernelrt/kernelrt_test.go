@@ -261,14 +261,15 @@ func TestCompiledBehaviours(t *testing.T) {
 	}
 }
 
-// TestAuditTypes audits lookups of toy's CPU operations on the cpu target as generated: a kernel
-// resolves for the ggml types its toy:kernel line declares, a type it does not take is expected
-// absent through the target's [*] entry (ggml runs it), a model's own entry takes precedence, a
-// model without an entry resolves nothing, and a target without the [*] entry leaves the type
+// TestAuditTypes audits lookups of toy's CPU operations on the cpu target this build compiled
+// (cpu, or under toy_portable cpu-x86-64-v3 or cpu-arm64), as generated: a kernel resolves for
+// the ggml types its toy:kernel line declares, a type it does not take is expected absent
+// through the target's [*] entry (ggml runs it), a model's own entry takes precedence, a model
+// without an entry resolves nothing, and a target without the [*] entry leaves the type
 // unresolved.
 func TestAuditTypes(t *testing.T) {
-	cpu, err := kernels.CPU()
-	require.NoError(t, err)
+	cpu := BuildTarget(kernels.BackendCPU) // the cpu target this build compiled: cpu's, or a portable one's
+	require.NotNil(t, cpu)
 	m, err := Resolve(cpu, Ref{ModelType: "llama", HiddenSize: 4096, Names: []string{"x.gguf"}})
 	require.NoError(t, err)
 	cols := func(ty string) Need { return Need{Kernel: kernels.KernelCPUMulMatColsMulMatCols, Type: ty} }
