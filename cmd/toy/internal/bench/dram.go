@@ -65,9 +65,9 @@ func measureDRAM(stderr io.Writer, threads int, measure bool, when string) (r me
 	return r, true
 }
 
-// reportGenBandwidth measures the DRAM read bandwidth after the tests (before holds the measure
-// taken before them; both skipped unless before.ok) and prints the line of writeGenBandwidth,
-// for a bench with a generation test.
+// reportGenBandwidth measures the DRAM read bandwidth after the tests, where measure says the one
+// before them (before) was taken, and prints the line of writeGenBandwidth, for a bench with a
+// generation test.
 func reportGenBandwidth(stdout, stderr io.Writer, r decoding.BenchResult, before membw.Result, measure bool) {
 	if r.GenTokens == 0 {
 		return
