@@ -77,7 +77,7 @@ func commands() []command {
 		{"plot", "draw a run's loss curves to a PNG (a classifier's: with its accuracy, and its confusion matrix)", tools.RunPlot},
 		{"kernels", "list the compiled-in kernel table; resolve and audit a GGUF model against it", tools.RunKernels},
 		{"version", "print the backend, the linked ggml and the SIMD it was compiled for", tools.RunVersion},
-		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory; 'bench serve': toy serve's t/s with 1 and N streams", bench.Run},
+		{"bench", "'bench matmul': GFLOP/s; 'bench model': prompt/generation t/s; 'bench train' and 'bench finetune': training t/s and memory; 'bench serve': toy serve's t/s with 1 and N streams; 'bench dram': the DRAM read bandwidth", bench.Run},
 	}
 }
 
