@@ -85,25 +85,13 @@ func TestKernelGateCPU(t *testing.T) {
 	text := filepath.Join(t.TempDir(), "t.txt")
 	require.NoError(t, os.WriteFile(text, []byte(strings.Repeat("func main() { return nil }\nif err != nil { return err }\n", 30)), 0o644))
 	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "6", "--temp", "0", "-t", "1"}
+	full := clitest.BuildCPU(t)
 	want, errOut, code := runToy(greedy...)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, errOut, "toy generate: kernels: target cpu, model llama:")
+	assert.Contains(t, errOut, "toy generate: kernels: target "+full.Name+", model llama:")
 	assert.Contains(t, errOut, "resolved (mul_mat_cols.mul_mat_cols[f32]")
 
-	full, err := kernels.CPU()
-	require.NoError(t, err)
-	noNorm := *full
-	noNorm.Models = nil
-	for _, m := range full.Models {
-		var mods []kernels.ModuleID
-		for _, id := range m.Modules {
-			if id != kernels.ModuleCPURmsNorm {
-				mods = append(mods, id)
-			}
-		}
-		m.Modules = mods
-		noNorm.Models = append(noNorm.Models, m)
-	}
+	noNorm := clitest.WithoutModules(full, kernels.ModuleCPURmsNorm)
 	noEntry := *full
 	noEntry.Models = nil
 
@@ -117,7 +105,7 @@ func TestKernelGateCPU(t *testing.T) {
 		target *kernels.Target
 		want   string
 	}{
-		"lacks a module": {&noNorm, "unresolved kernel lookups: rms_norm.rms_norm_mul"},
+		"lacks a module": {noNorm, "unresolved kernel lookups: rms_norm.rms_norm_mul"},
 		"lacks an entry": {&noEntry, "declares no entry for this model"},
 	} {
 		t.Run(table, func(t *testing.T) {
@@ -170,15 +158,14 @@ func TestGPT2ShadowedNorm(t *testing.T) {
 	assert.Contains(t, out, "module rms_norm: dropped by shadowing: rms_norm_mul")
 	assert.Contains(t, out, "resolved: rms_norm.layer_norm_mul_add")
 
+	full := clitest.BuildCPU(t)
 	greedy := []string{"generate", "-m", model, "-p", "func main", "-n", "8", "--temp", "0", "-t", "1"}
 	want, errOut, code := runToy(greedy...)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, errOut, "toy generate: kernels: target cpu, model gpt2:")
+	assert.Contains(t, errOut, "toy generate: kernels: target "+full.Name+", model gpt2:")
 	assert.Contains(t, errOut, "rms_norm.layer_norm_mul_add")
 	assert.Contains(t, errOut, "module rms_norm shadowed by the model's own (dropped: rms_norm_mul)")
 
-	full := kernelrt.BuildTarget(kernels.BackendCPU)
-	require.NotNil(t, full)
 	clitest.WithCPUTarget(t, clitest.WithoutModules(full, kernels.ModuleCPUGpt2RmsNorm))
 	_, errOut, code = runToy(greedy...)
 	assert.Equal(t, 1, code, errOut)
@@ -192,8 +179,7 @@ func TestGPT2ShadowedNorm(t *testing.T) {
 // CPU kernels were compiled for is the one its arch compiles them to), toy kernels names that
 // unit, and a table that does not describe the build stops the gate unless the override.
 func TestBuildCPUTarget(t *testing.T) {
-	cpu := kernelrt.BuildTarget(kernels.BackendCPU)
-	require.NotNil(t, cpu)
+	cpu := clitest.BuildCPU(t)
 	require.NoError(t, kernelrt.CheckCPUBuild(cpu, ggml.CPUKernelsISA()))
 	out, errOut, code := runToy("kernels")
 	require.Equal(t, 0, code, errOut)

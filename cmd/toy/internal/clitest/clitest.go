@@ -30,6 +30,7 @@ import (
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
 	"github.com/toyml/toy/internal/gguffile"
+	"github.com/toyml/toy/kernelrt"
 )
 
 // Command is a command's entry, as main.go's table names it (infer.RunGenerate, serve.Run).
@@ -118,6 +119,17 @@ func WriteCorpus(t *testing.T, seed uint64) string {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d.txt", f)), b.Bytes(), 0o644))
 	}
 	return dir
+}
+
+// BuildCPU is the cpu kernel table's target this build compiled (kernelrt.BuildTarget): cpu in
+// the default build, cpu-x86-64-v3 or cpu-arm64 in a portable one (make portable=1), whose
+// kernels.CPU() answers kernels.ErrOtherCPUTarget. A test that checks what a command says of the
+// cpu target names it by this target's Name.
+func BuildCPU(t *testing.T) *kernels.Target {
+	t.Helper()
+	cpu := kernelrt.BuildTarget(kernels.BackendCPU)
+	require.NotNil(t, cpu, "this build compiled no cpu kernel table")
+	return cpu
 }
 
 // WithTarget makes the gate audit t for the rest of the test.
