@@ -2,6 +2,7 @@ package bench
 
 import (
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +16,6 @@ import (
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
-	"github.com/toyml/toy/kernelrt"
 )
 
 // TestKernelGateBench runs bench train, bench finetune (a LoRA mode and a full mode, each as
@@ -66,20 +66,19 @@ func TestKernelGateBench(t *testing.T) {
 		t.Fatalf("%s printed no first step:\n%s", name, out)
 		return 0
 	}
+	full := clitest.BuildCPU(t)
 	want := map[string]float64{}
 	for name, args := range commands {
 		out, errOut, code := runToy(args...)
 		require.Equal(t, 0, code, "%s: %s", name, errOut)
 		if name == "bench matmul" {
-			assert.Contains(t, errOut, "toy bench matmul: kernels: target cpu: ggml's operations alone, none of toy's kernels looked up")
+			assert.Contains(t, errOut, "toy bench matmul: kernels: target "+full.Name+": ggml's operations alone, none of toy's kernels looked up")
 			continue
 		}
-		assert.Regexp(t, `toy bench (train|finetune): kernels: target cpu, model llama: \d+ resolved \(mul_mat_packed.mul_mat_packed\[f32\]`, errOut, name)
+		assert.Regexp(t, `toy bench (train|finetune): kernels: target `+regexp.QuoteMeta(full.Name)+`, model llama: \d+ resolved \(mul_mat_packed.mul_mat_packed\[f32\]`, errOut, name)
 		want[name] = firstLoss(name, out)
 	}
 
-	full := kernelrt.BuildTarget(kernels.BackendCPU)
-	require.NotNil(t, full)
 	noEntry := *full
 	noEntry.Models = nil
 	other := *full

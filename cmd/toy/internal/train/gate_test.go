@@ -3,6 +3,7 @@ package train
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,6 @@ import (
 	"github.com/toyml/toy/engines/transformer"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
-	"github.com/toyml/toy/kernelrt"
 )
 
 // TestKernelGateTraining runs every command that trains a model against cpu tables that fail
@@ -62,15 +62,14 @@ func TestKernelGateTraining(t *testing.T) {
 		},
 	}
 	training := []string{"train", "train gpt2", "train vit", "finetune"}
+	full := clitest.BuildCPU(t)
 	for name, args := range commands {
 		_, errOut, code := runToy(args()...)
 		require.Equal(t, 0, code, "%s: %s", name, errOut)
 		if slices.Contains(training, name) {
-			assert.Regexp(t, `toy (train|finetune): kernels: target cpu, model (llama|gpt2|vit): \d+ resolved \(mul_mat_packed.mul_mat_packed\[f32\], soft_max.soft_max, cont.cont_f32`, errOut, name)
+			assert.Regexp(t, `toy (train|finetune): kernels: target `+regexp.QuoteMeta(full.Name)+`, model (llama|gpt2|vit): \d+ resolved \(mul_mat_packed.mul_mat_packed\[f32\], soft_max.soft_max, cont.cont_f32`, errOut, name)
 		}
 	}
-	full := kernelrt.BuildTarget(kernels.BackendCPU)
-	require.NotNil(t, full)
 	noEntry := *full
 	noEntry.Models = nil
 	for table, tc := range map[string]struct {
