@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/ggml"
 )
@@ -17,7 +18,7 @@ func TestGemmaShadowedAttention(t *testing.T) {
 	path := transformertest.WriteTiny(t, transformertest.TinyArch("gemma2"), ggml.F16, 7)
 	out, errOut, code := runToy("kernels", path)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "cpu: resolves to gemma")
+	assert.Contains(t, out, clitest.BuildCPU(t).Name+": resolves to gemma")
 	assert.Contains(t, out, "kernels/cpu/c/gemma/attend.c")
 	assert.Contains(t, out, "audit: module attend: dropped by shadowing: attend_one, attend_blocks, attend_merge")
 	if ggml.CPUKernelsFast() {

@@ -28,17 +28,27 @@ func writeKernelsGGUF(t *testing.T, name, arch string, hidden uint32, generalNam
 	return path
 }
 
+// TestKernelsCommand runs toy kernels on its own, on models of every architecture toy runs and
+// on one it does not, and with -compute-capability. It checks what it says of the cpu target
+// this build compiled (clitest.BuildCPU): cpu, with no arch, in the default build; a portable
+// build's (make portable=1) names its arch, the instruction set it compiled for.
 func TestKernelsCommand(t *testing.T) {
+	cpu := clitest.BuildCPU(t)
+	header, skipped := "target "+cpu.Name+": backend cpu, no arch", cpu.Name+": skipped (no arch)"
+	if cpu.Arch != "" {
+		header = "target " + cpu.Name + ": backend cpu, arch " + cpu.Arch + " (" + cpu.ArchBase + ")"
+		skipped = cpu.Name + ": skipped (" + cpu.Arch + " is the instruction set this build compiled for)"
+	}
 	var out, errw bytes.Buffer
 	require.NoError(t, RunKernels(nil, &out, &errw))
-	assert.Contains(t, out.String(), "target cpu: backend cpu, no arch")
+	assert.Contains(t, out.String(), header)
 	assert.Contains(t, out.String(), "model smollm2: llama/576, llama/960, llama/2048")
 
 	// SmolLM2-135M: the exact (llama, 576) entry, with its behaviour.
 	smol := writeKernelsGGUF(t, "model.gguf", "llama", 576, "SmolLM2 135M Instruct")
 	out.Reset()
 	require.NoError(t, RunKernels([]string{smol}, &out, &errw), out.String())
-	assert.Contains(t, out.String(), "cpu: resolves to smollm2")
+	assert.Contains(t, out.String(), cpu.Name+": resolves to smollm2")
 	assert.Contains(t, out.String(), `chat template "smollm2"`)
 	assert.Contains(t, out.String(), "audit: no kernel lookups")
 
@@ -46,7 +56,7 @@ func TestKernelsCommand(t *testing.T) {
 	big := writeKernelsGGUF(t, "big.gguf", "llama", 4096, "")
 	out.Reset()
 	require.NoError(t, RunKernels([]string{big}, &out, &errw), out.String())
-	assert.Contains(t, out.String(), "cpu: resolves to llama")
+	assert.Contains(t, out.String(), cpu.Name+": resolves to llama")
 
 	// An architecture nobody declares fails, naming what is declared.
 	bert := writeKernelsGGUF(t, "bert.gguf", "bert", 768, "")
@@ -58,7 +68,7 @@ func TestKernelsCommand(t *testing.T) {
 	for _, arch := range []string{"gpt2", "vit"} {
 		out.Reset()
 		require.NoError(t, RunKernels([]string{writeKernelsGGUF(t, arch+".gguf", arch, 64, "")}, &out, &errw), out.String())
-		assert.Contains(t, out.String(), "cpu: resolves to "+arch)
+		assert.Contains(t, out.String(), cpu.Name+": resolves to "+arch)
 	}
 
 	// A model toy decodes: the audit lists the lookups of toy's CPU operations its decoders make
@@ -74,6 +84,6 @@ func TestKernelsCommand(t *testing.T) {
 
 	out.Reset()
 	require.NoError(t, RunKernels([]string{"-compute-capability", "9.0"}, &out, &errw))
-	assert.Contains(t, out.String(), "cpu: skipped (no arch)")
+	assert.Contains(t, out.String(), skipped)
 	_ = os.Remove(smol)
 }
