@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
+	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/internal/gguffile"
 )
 
@@ -101,17 +102,17 @@ func TestBadInput(t *testing.T) {
 	}
 	// Well-formed files whose contents are wrong: a model command must refuse them.
 	poisoned := map[string]string{
-		"nan weights":   clitest.EditGGUF(t, good, p("nan.gguf"), nil, fillF32("output_norm.weight", float32(math.NaN()))),
-		"inf weights":   clitest.EditGGUF(t, good, p("inf.gguf"), nil, fillF32("token_embd.weight", float32(math.Inf(1)))),
-		"nan rope base": clitest.EditGGUF(t, good, p("nanrope.gguf"), clitest.SetKV("llama.rope.freq_base", float32(math.NaN())), nil),
-		"negative eps":  clitest.EditGGUF(t, good, p("negeps.gguf"), clitest.SetKV("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), nil),
-		"nan eps":       clitest.EditGGUF(t, good, p("naneps.gguf"), clitest.SetKV("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), nil),
-		"zero heads":    clitest.EditGGUF(t, good, p("heads0.gguf"), clitest.SetKV("llama.attention.head_count", uint32(0)), nil),
-		"unknown arch":  clitest.EditGGUF(t, good, p("arch.gguf"), clitest.SetKV("general.architecture", "frobnitz"), nil),
-		"missing tensor": clitest.EditGGUF(t, good, p("notensor.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
+		"nan weights":   transformertest.EditGGUF(t, good, p("nan.gguf"), nil, fillF32("output_norm.weight", float32(math.NaN()))),
+		"inf weights":   transformertest.EditGGUF(t, good, p("inf.gguf"), nil, fillF32("token_embd.weight", float32(math.Inf(1)))),
+		"nan rope base": transformertest.EditGGUF(t, good, p("nanrope.gguf"), clitest.SetKV("llama.rope.freq_base", float32(math.NaN())), nil),
+		"negative eps":  transformertest.EditGGUF(t, good, p("negeps.gguf"), clitest.SetKV("llama.attention.layer_norm_rms_epsilon", float32(-1e-5)), nil),
+		"nan eps":       transformertest.EditGGUF(t, good, p("naneps.gguf"), clitest.SetKV("llama.attention.layer_norm_rms_epsilon", float32(math.NaN())), nil),
+		"zero heads":    transformertest.EditGGUF(t, good, p("heads0.gguf"), clitest.SetKV("llama.attention.head_count", uint32(0)), nil),
+		"unknown arch":  transformertest.EditGGUF(t, good, p("arch.gguf"), clitest.SetKV("general.architecture", "frobnitz"), nil),
+		"missing tensor": transformertest.EditGGUF(t, good, p("notensor.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
 			return ti, d, ti.Name != "output_norm.weight"
 		}),
-		"misshapen tensor": clitest.EditGGUF(t, good, p("shape.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
+		"misshapen tensor": transformertest.EditGGUF(t, good, p("shape.gguf"), nil, func(ti gguffile.TensorInfo, d []byte) (gguffile.TensorInfo, []byte, bool) {
 			if ti.Name == "output_norm.weight" {
 				ti.Ne[0] /= 2
 				d = d[:len(d)/2]
@@ -119,7 +120,7 @@ func TestBadInput(t *testing.T) {
 			return ti, d, true
 		}),
 	}
-	noTok := clitest.EditGGUF(t, good, p("notok.gguf"), clitest.DropKV("tokenizer."), nil)
+	noTok := transformertest.EditGGUF(t, good, p("notok.gguf"), clitest.DropKV("tokenizer."), nil)
 	noTmpl := model // toy's checkpoints carry no chat template
 
 	// Files that outputs must not replace.

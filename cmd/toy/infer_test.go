@@ -16,6 +16,7 @@ import (
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/sample"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/generated/config"
 	"github.com/toyml/toy/generated/kernels"
 	"github.com/toyml/toy/ggml"
@@ -29,10 +30,10 @@ func TestBehaviourFileWins(t *testing.T) {
 	good := clitest.TinyCheckpoint(t)
 	dir := t.TempDir()
 	chatml := "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-	noBOS := clitest.EditGGUF(t, good, filepath.Join(dir, "nobos.gguf"), clitest.SetKV(tokenizer.KeyAddBOS, false), nil)
-	yesBOS := clitest.EditGGUF(t, good, filepath.Join(dir, "bos.gguf"), clitest.SetKV(tokenizer.KeyAddBOS, true), nil)
-	silent := clitest.EditGGUF(t, good, filepath.Join(dir, "silent.gguf"), clitest.DropKV(tokenizer.KeyAddBOS), nil)
-	ownTmpl := clitest.EditGGUF(t, noBOS, filepath.Join(dir, "tmpl.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: chatml})
+	noBOS := transformertest.EditGGUF(t, good, filepath.Join(dir, "nobos.gguf"), clitest.SetKV(tokenizer.KeyAddBOS, false), nil)
+	yesBOS := transformertest.EditGGUF(t, good, filepath.Join(dir, "bos.gguf"), clitest.SetKV(tokenizer.KeyAddBOS, true), nil)
+	silent := transformertest.EditGGUF(t, good, filepath.Join(dir, "silent.gguf"), clitest.DropKV(tokenizer.KeyAddBOS), nil)
+	ownTmpl := transformertest.EditGGUF(t, noBOS, filepath.Join(dir, "tmpl.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: chatml})
 	entry := &kernels.Model{Name: "named", Behaviour: &kernels.Behaviour{AddBOS: true, ChatTemplate: "gemma", Stop: []string{"<end_of_turn>"}}}
 	open := func(path string) (*decoding.GGUFModel, *tokenizer.Tokenizer) {
 		m, err := decoding.OpenModel(path, decoding.ModelOptions{Threads: 1})
@@ -80,13 +81,13 @@ func TestBehaviourFileWins(t *testing.T) {
 	// Through the command: the file's template serves -chat; none at all is the documented error.
 	// A file's template that does not compile, or refuses the conversation, is an error naming
 	// the file and the template's line; no named template stands in for it.
-	broken := clitest.EditGGUF(t, noBOS, filepath.Join(dir, "broken.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% for m in messages %}\n{{ m.content }}\n{% frobnicate %}{% endfor %}"})
+	broken := transformertest.EditGGUF(t, noBOS, filepath.Join(dir, "broken.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% for m in messages %}\n{{ m.content }}\n{% frobnicate %}{% endfor %}"})
 	_, errOut, code := runToy("generate", "-m", broken, "-p", "hi", "-chat", "-n", "2", "-t", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "broken.gguf (tokenizer.chat_template): chat template line 3:")
 	_, errOut, code = runToy("generate", "-m", broken, "-p", "hi", "-chat", "-n", "2", "-t", "1", "--temp", "0", "-template", "chatml")
 	assert.Equal(t, 0, code, "-template overrides the file's template: %s", errOut)
-	refuses := clitest.EditGGUF(t, noBOS, filepath.Join(dir, "refuses.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% if messages[0].role == 'system' %}\n{{ raise_exception('System role not supported') }}{% endif %}{{ messages[-1].content }}"})
+	refuses := transformertest.EditGGUF(t, noBOS, filepath.Join(dir, "refuses.gguf"), nil, nil, gguffile.KV{Key: "tokenizer.chat_template", Value: "{% if messages[0].role == 'system' %}\n{{ raise_exception('System role not supported') }}{% endif %}{{ messages[-1].content }}"})
 	_, errOut, code = runToy("generate", "-m", refuses, "-p", "hi", "-system", "be brief", "-chat", "-n", "2", "-t", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "refuses.gguf (tokenizer.chat_template): chat template line 2 refuses the conversation: System role not supported")

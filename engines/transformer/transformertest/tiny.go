@@ -158,8 +158,12 @@ func RandomTokens(rng *rand.Rand, n, vocab int) []int32 {
 
 var AllVariants = []string{"llama", "smollm2", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "qwen3moe", "qwen2moe", "gpt2"}
 
-// Rewrite copies the GGUF at src to a new file, letting edit change its metadata and tensors.
-func Rewrite(t *testing.T, src string, editKV func(kv gguffile.KV) (gguffile.KV, bool), editTensor func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool)) string {
+// EditGGUF writes a copy of src to dst (which may be src) with its metadata and tensors passed
+// through editKV and editTensor (nil: unchanged; keep false drops the entry); extra keys are
+// appended. editTensor gets a copy of the tensor's data.
+func EditGGUF(t testing.TB, src, dst string, editKV func(kv gguffile.KV) (gguffile.KV, bool),
+	editTensor func(ti gguffile.TensorInfo, data []byte) (gguffile.TensorInfo, []byte, bool), extra ...gguffile.KV) string {
+	t.Helper()
 	raw, err := os.ReadFile(src)
 	require.NoError(t, err)
 	f, err := gguffile.ReadFile(src)
@@ -174,20 +178,37 @@ func Rewrite(t *testing.T, src string, editKV func(kv gguffile.KV) (gguffile.KV,
 		}
 		require.NoError(t, w.AddKV(kv.Key, kv.Value))
 	}
+	for _, kv := range extra {
+		require.NoError(t, w.AddKV(kv.Key, kv.Value))
+	}
 	for _, ti := range f.Tensors {
 		data := raw[f.DataOffset+int64(ti.Offset) : f.DataOffset+int64(ti.Offset)+ti.Size]
-		name, ne, typ := ti.Name, ti.Shape(), ti.Type
 		if editTensor != nil {
 			var keep bool
-			if name, ne, data, typ, keep = editTensor(ti, data); !keep {
+			if ti, data, keep = editTensor(ti, append([]byte(nil), data...)); !keep {
 				continue
 			}
 		}
-		require.NoError(t, w.AddTensor(name, typ, ne, data))
+		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape(), data))
 	}
-	out := filepath.Join(t.TempDir(), "edited.gguf")
-	require.NoError(t, w.WriteFile(out))
-	return out
+	require.NoError(t, w.WriteFile(dst))
+	return dst
+}
+
+// Rewrite copies the GGUF at src to a new file, letting edit change its metadata and tensors
+// (EditGGUF, with editTensor giving a tensor's name, shape, data and type).
+func Rewrite(t *testing.T, src string, editKV func(kv gguffile.KV) (gguffile.KV, bool), editTensor func(ti gguffile.TensorInfo, data []byte) (string, []int64, []byte, uint32, bool)) string {
+	var edit func(ti gguffile.TensorInfo, data []byte) (gguffile.TensorInfo, []byte, bool)
+	if editTensor != nil {
+		edit = func(ti gguffile.TensorInfo, data []byte) (gguffile.TensorInfo, []byte, bool) {
+			name, ne, data, typ, keep := editTensor(ti, data)
+			require.LessOrEqual(t, len(ne), gguffile.MaxDims, "tensor %s", name)
+			out := gguffile.TensorInfo{Name: name, NDims: len(ne), Type: typ}
+			copy(out.Ne[:], ne)
+			return out, data, keep
+		}
+	}
+	return EditGGUF(t, src, filepath.Join(t.TempDir(), "edited.gguf"), editKV, edit)
 }
 
 // NoVocab is the tokenizer metadata llama.cpp needs to load a model whose tests pass token ids:
@@ -196,22 +217,11 @@ var NoVocab = []transformer.KV{{Key: "tokenizer.ggml.model", Value: "none"}}
 
 // WithKVs rewrites the GGUF at path with extra metadata appended, tensors unchanged.
 func WithKVs(t testing.TB, path string, extra []transformer.KV) {
-	f, err := gguffile.ReadFile(path)
-	require.NoError(t, err)
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
-	var w gguffile.Writer
-	for _, kv := range f.KVs {
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
+	kvs := make([]gguffile.KV, len(extra))
+	for i, kv := range extra {
+		kvs[i] = gguffile.KV{Key: kv.Key, Value: kv.Value}
 	}
-	for _, kv := range extra {
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, ti := range f.Tensors {
-		at := f.DataOffset + int64(ti.Offset)
-		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape(), raw[at:at+ti.Size]))
-	}
-	require.NoError(t, w.WriteFile(path))
+	EditGGUF(t, path, path, nil, nil, kvs...)
 }
 
 func TinyViT() config.Vit {

@@ -164,42 +164,6 @@ func WithoutModules(t *kernels.Target, drop ...kernels.ModuleID) *kernels.Target
 	return &out
 }
 
-// EditGGUF writes a copy of src to dst with its metadata and tensors passed through editKV and
-// editTensor (nil: unchanged; keep false drops the entry); extra keys are appended.
-func EditGGUF(t *testing.T, src, dst string, editKV func(kv gguffile.KV) (gguffile.KV, bool),
-	editTensor func(ti gguffile.TensorInfo, data []byte) (gguffile.TensorInfo, []byte, bool), extra ...gguffile.KV) string {
-	t.Helper()
-	raw, err := os.ReadFile(src)
-	require.NoError(t, err)
-	f, err := gguffile.ReadFile(src)
-	require.NoError(t, err)
-	var w gguffile.Writer
-	for _, kv := range f.KVs {
-		if editKV != nil {
-			var keep bool
-			if kv, keep = editKV(kv); !keep {
-				continue
-			}
-		}
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, kv := range extra {
-		require.NoError(t, w.AddKV(kv.Key, kv.Value))
-	}
-	for _, ti := range f.Tensors {
-		data := raw[f.DataOffset+int64(ti.Offset) : f.DataOffset+int64(ti.Offset)+ti.Size]
-		if editTensor != nil {
-			var keep bool
-			if ti, data, keep = editTensor(ti, append([]byte(nil), data...)); !keep {
-				continue
-			}
-		}
-		require.NoError(t, w.AddTensor(ti.Name, ti.Type, ti.Shape(), data))
-	}
-	require.NoError(t, w.WriteFile(dst))
-	return dst
-}
-
 // SetKV returns an editKV that replaces key's value.
 func SetKV(key string, value any) func(kv gguffile.KV) (gguffile.KV, bool) {
 	return func(kv gguffile.KV) (gguffile.KV, bool) {

@@ -14,6 +14,7 @@ import (
 	"github.com/toyml/toy/cmd/toy/internal/clitest"
 	"github.com/toyml/toy/engines/decoding"
 	"github.com/toyml/toy/engines/tokenizer"
+	"github.com/toyml/toy/engines/transformer/transformertest"
 	"github.com/toyml/toy/internal/gguffile"
 )
 
@@ -108,7 +109,7 @@ func TestThreadsNote(t *testing.T) {
 // TestInspectEscapes checks that control characters from a file never reach the terminal raw.
 func TestInspectEscapes(t *testing.T) {
 	good := clitest.TinyCheckpoint(t)
-	evil := clitest.EditGGUF(t, good, filepath.Join(t.TempDir(), "evil.gguf"), nil, nil,
+	evil := transformertest.EditGGUF(t, good, filepath.Join(t.TempDir(), "evil.gguf"), nil, nil,
 		gguffile.KV{Key: "evil.\x1b[2Jkey", Value: "a\x1b]0;pwned\x07b\rc"},
 		gguffile.KV{Key: "evil.list", Value: []string{"x\x1b[31m", "\x00y"}},
 		gguffile.KV{Key: "evil.bytes", Value: "\xff\xfe"})
