@@ -474,13 +474,43 @@ static inline __m512i q5_high(__m512i h, const int v) {
 }
 
 /*
+ * dot32 sums one sub-block of 32 values of the 16 rows against NC columns into acc (ACCS(NC)
+ * accumulators a column, zeroed first): the nibbles of its 4 vectors of 64 bytes at q, their
+ * high bits (H5) in hv as q5_high takes them, against the columns' bytes at xb + c·xs + 32j.
+ */
+static inline __attribute__((always_inline)) void dot32(__m512i acc[][8], const uint8_t * q, __m512i hv, const int H5,
+		const uint8_t * xb, int64_t xs, int j, const int NC) {
+	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
+	for (int a = 0; a < ACCS(NC); a++) {
+		for (int c = 0; c < NC; c++) {
+			acc[a][c] = _mm512_setzero_si512();
+		}
+	}
+	for (int g = 0; g < 4; g++) {
+		const __m512i v = _mm512_loadu_si512(q + 64 * g);
+		__m512i lo = _mm512_and_si512(v, m4);
+		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+		if (H5) {
+			/* bit 2g (2g + 1) of each byte to bit 4: lo | (shifted & 0x10) */
+			lo = _mm512_ternarylogic_epi32(lo, q5_high(hv, 2 * g), m10, 0xF8);
+			hi = _mm512_ternarylogic_epi32(hi, q5_high(hv, 2 * g + 1), m10, 0xF8);
+		}
+		const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
+		for (int c = 0; c < NC; c++) {
+			const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
+			acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], lo, _mm512_set1_epi32(load32(xc)));
+			acc[a1][c] = _mm512_dpbusd_epi32(acc[a1][c], hi, _mm512_set1_epi32(load32(xc + 4)));
+		}
+	}
+}
+
+/*
  * tile_q45 computes rows [16g, 16g + 16) (the group at w: S chunks) against the NC columns at
  * xq (column c's blocks at xq + c·xs), into y[c·ys + r] (a mask of the rows that exist).
  */
 static inline __attribute__((always_inline)) void tile_q45(const uint8_t * w, int64_t S, const uint8_t * xq, int64_t xs,
 		float * y, int64_t ys, __mmask16 rows, const int NC, const int Q5) {
 	const int CH = Q5 ? Q5R_BYTES : Q4R_BYTES;
-	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
 	__m512 facc[8];
 	for (int c = 0; c < NC; c++) {
 		facc[c] = _mm512_setzero_ps();
@@ -500,28 +530,8 @@ static inline __attribute__((always_inline)) void tile_q45(const uint8_t * w, in
 		for (int j = 0; j < 8; j++) {
 			const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (b + 64 + 16 * j)));
 			__m512i acc[4][8]; /* ACCS(NC) of them used (see ACCS) */
-			for (int a = 0; a < ACCS(NC); a++) {
-				for (int c = 0; c < NC; c++) {
-					acc[a][c] = _mm512_setzero_si512();
-				}
-			}
 			const __m512i hv = Q5 ? _mm512_loadu_si512(b + Q4R_BYTES + 64 * j) : _mm512_setzero_si512();
-			for (int g = 0; g < 4; g++) {
-				const __m512i v = _mm512_loadu_si512(b + 320 + 64 * (4 * j + g));
-				__m512i lo = _mm512_and_si512(v, m4);
-				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-				if (Q5) {
-					/* bit 2g (2g + 1) of each byte to bit 4: lo | (shifted & 0x10) */
-					lo = _mm512_ternarylogic_epi32(lo, q5_high(hv, 2 * g), m10, 0xF8);
-					hi = _mm512_ternarylogic_epi32(hi, q5_high(hv, 2 * g + 1), m10, 0xF8);
-				}
-				const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
-				for (int c = 0; c < NC; c++) {
-					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
-					acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], lo, _mm512_set1_epi32(load32(xc)));
-					acc[a1][c] = _mm512_dpbusd_epi32(acc[a1][c], hi, _mm512_set1_epi32(load32(xc + 4)));
-				}
-			}
+			dot32(acc, b + 320 + 256 * j, hv, Q5, xb, xs, j, NC);
 			for (int c = 0; c < NC; c++) {
 				sb[c] = _mm512_add_epi32(sb[c], _mm512_mullo_epi32(acc_sum(acc, c, ACCS(NC)), sc));
 			}
@@ -633,7 +643,6 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 		float * y, int64_t ys, __mmask16 rows, const int NC, const int KIND) {
 	const int Q51 = KIND == R51, H5 = KIND != R40, OFF = KIND == R40 ? 8 : 16, HIGH = Q51 ? 320 : 288;
 	const int PB = KIND == R40 ? Q40R_BLOCK : KIND == R50 ? Q50R_BLOCK : Q51R_BLOCK;
-	const __m512i m4 = _mm512_set1_epi8(0x0F), m10 = _mm512_set1_epi8(0x10);
 	__m512 facc[8];
 	for (int c = 0; c < NC; c++) {
 		facc[c] = _mm512_setzero_ps();
@@ -652,26 +661,7 @@ static inline __attribute__((always_inline)) void tile_q32r(const uint8_t * w, i
 			const __m512 mn = Q51 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *) (b + 32 * J + 32 * j))) : d;
 			const __m512i hv = H5 ? _mm512_loadu_si512(b + HIGH * J + 64 * j) : _mm512_setzero_si512();
 			__m512i acc[4][8]; /* ACCS(NC) of them used (see ACCS) */
-			for (int a = 0; a < ACCS(NC); a++) {
-				for (int c = 0; c < NC; c++) {
-					acc[a][c] = _mm512_setzero_si512();
-				}
-			}
-			for (int g = 0; g < 4; g++) {
-				const __m512i v = _mm512_loadu_si512(b + QS + 64 * (4 * j + g));
-				__m512i lo = _mm512_and_si512(v, m4);
-				__m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-				if (H5) {
-					lo = _mm512_ternarylogic_epi32(lo, q5_high(hv, 2 * g), m10, 0xF8);
-					hi = _mm512_ternarylogic_epi32(hi, q5_high(hv, 2 * g + 1), m10, 0xF8);
-				}
-				const int a0 = (2 * g) % ACCS(NC), a1 = (2 * g + 1) % ACCS(NC);
-				for (int c = 0; c < NC; c++) {
-					const uint8_t * xc = xb + c * xs + 32 * j + 8 * g;
-					acc[a0][c] = _mm512_dpbusd_epi32(acc[a0][c], lo, _mm512_set1_epi32(load32(xc)));
-					acc[a1][c] = _mm512_dpbusd_epi32(acc[a1][c], hi, _mm512_set1_epi32(load32(xc + 4)));
-				}
-			}
+			dot32(acc, b + QS + 256 * j, hv, H5, xb, xs, j, NC);
 			for (int c = 0; c < NC; c++) {
 				int16_t bs;
 				float dx;
