@@ -15,11 +15,10 @@ import (
 	"github.com/toyml/toy/internal/reference"
 )
 
-// TestMapGGUF places a file's tensors memory-mapped and read, and checks that both hold the
-// file's bytes, of the file's types and shapes, and compute (a q8_0 matrix times a vector).
-func TestMapGGUF(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	tensors := someTensors(rng)
+// openTensors writes tensors to a GGUF file and opens it, with a one-thread CPU backend to place
+// it on; both are closed when the test ends.
+func openTensors(t *testing.T, tensors []testTensor) (*GGUF, *Backend) {
+	t.Helper()
 	var w gguffile.Writer
 	for _, tt := range tensors {
 		require.NoError(t, w.AddTensor(tt.name, uint32(tt.typ), tt.ne, tt.data))
@@ -28,10 +27,19 @@ func TestMapGGUF(t *testing.T) {
 	require.NoError(t, w.WriteFile(path))
 	f, err := OpenGGUF(path)
 	require.NoError(t, err)
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	be, err := NewCPUBackend(1)
 	require.NoError(t, err)
-	defer be.Close()
+	t.Cleanup(func() { be.Close() })
+	return f, be
+}
+
+// TestMapGGUF places a file's tensors memory-mapped and read, and checks that both hold the
+// file's bytes, of the file's types and shapes, and compute (a q8_0 matrix times a vector).
+func TestMapGGUF(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tensors := someTensors(rng)
+	f, be := openTensors(t, tensors)
 
 	for _, mmap := range []bool{true, false} {
 		m, err := MapGGUF(f, be, MapOptions{Mmap: mmap})
@@ -104,18 +112,8 @@ func TestMapGGUFFileBacked(t *testing.T) {
 		big[i] = float32(rng.NormFloat64())
 	}
 	tensors = append(tensors, testTensor{"blk.0.ffn_gate.weight", Q8_0, []int64{256, 1024}, reference.QuantizeQ8_0(big)})
-	var w gguffile.Writer
-	for _, tt := range tensors {
-		require.NoError(t, w.AddTensor(tt.name, uint32(tt.typ), tt.ne, tt.data))
-	}
-	path := filepath.Join(t.TempDir(), "m.gguf")
-	require.NoError(t, w.WriteFile(path))
-	f, err := OpenGGUF(path)
-	require.NoError(t, err)
-	defer f.Close()
-	be, err := NewCPUBackend(1)
-	require.NoError(t, err)
-	defer be.Close()
+	f, be := openTensors(t, tensors)
+	path := f.Path()
 	fileBacked := func(info GGUFTensor) bool { return info.Type == Q8_0 || info.Type == Q4_0 }
 	m, err := MapGGUF(f, be, MapOptions{FileBacked: fileBacked})
 	require.NoError(t, err)
